@@ -1,0 +1,432 @@
+//! The device context: adapter choice, device with the adapter's real limits, error scopes,
+//! buffer upload/readback and the pipeline cache.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+use crate::error::{GpuError, Result};
+use crate::shaders::{self, Kernel, MulVariant};
+
+/// How to choose an adapter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AdapterSelector {
+    /// The `WHIR_ADAPTER` environment variable if set, else the high-performance adapter.
+    #[default]
+    Auto,
+    /// wgpu's high-performance choice.
+    HighPerformance,
+    /// The first adapter on this backend ("vulkan", "metal", "dx12", "gl").
+    Backend(wgpu::Backend),
+    /// The first adapter whose name contains this text (case-insensitive).
+    Name(String),
+    /// The n-th adapter of `list_adapters()`.
+    Index(usize),
+}
+
+impl AdapterSelector {
+    /// Parses a `WHIR_ADAPTER` value: a backend name, `index:N`, `high-performance`, or a name substring.
+    pub fn parse(text: &str) -> Self {
+        let t = text.trim();
+        match t.to_ascii_lowercase().as_str() {
+            "" | "auto" => Self::Auto,
+            "high-performance" | "hp" => Self::HighPerformance,
+            "vulkan" => Self::Backend(wgpu::Backend::Vulkan),
+            "metal" => Self::Backend(wgpu::Backend::Metal),
+            "dx12" => Self::Backend(wgpu::Backend::Dx12),
+            "gl" | "gles" => Self::Backend(wgpu::Backend::Gl),
+            lower => match lower.strip_prefix("index:").and_then(|n| n.parse().ok()) {
+                Some(n) => Self::Index(n),
+                None => Self::Name(t.to_string()),
+            },
+        }
+    }
+}
+
+/// Options for [`GpuContext::new`].
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    pub adapter: AdapterSelector,
+    /// Field-multiply variant; `None` picks u64 where the adapter has SHADER_INT64.
+    pub mul_variant: Option<MulVariant>,
+}
+
+/// What an adapter is and what it can do.
+#[derive(Clone, Debug)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: wgpu::Backend,
+    pub device_type: wgpu::DeviceType,
+    pub driver: String,
+    pub driver_info: String,
+    pub shader_int64: bool,
+    pub subgroup: bool,
+    pub timestamp_query: bool,
+    pub subgroup_min_size: u32,
+    pub subgroup_max_size: u32,
+    pub max_storage_buffer_binding_size: u64,
+    pub max_buffer_size: u64,
+    pub max_compute_workgroup_storage_size: u32,
+    pub max_compute_invocations_per_workgroup: u32,
+    pub max_compute_workgroups_per_dimension: u32,
+}
+
+impl AdapterSummary {
+    fn of(adapter: &wgpu::Adapter) -> Self {
+        let info = adapter.get_info();
+        let features = adapter.features();
+        let limits = adapter.limits();
+        Self {
+            name: info.name,
+            backend: info.backend,
+            device_type: info.device_type,
+            driver: info.driver,
+            driver_info: info.driver_info,
+            shader_int64: features.contains(wgpu::Features::SHADER_INT64),
+            subgroup: features.contains(wgpu::Features::SUBGROUP),
+            timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            subgroup_min_size: info.subgroup_min_size,
+            subgroup_max_size: info.subgroup_max_size,
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size as u64,
+            max_buffer_size: limits.max_buffer_size,
+            max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+        }
+    }
+
+    /// Feature names as `whir info` prints them.
+    pub fn feature_names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.shader_int64 {
+            v.push("SHADER_INT64");
+        }
+        if self.subgroup {
+            v.push("SUBGROUP");
+        }
+        if self.timestamp_query {
+            v.push("TIMESTAMP_QUERY");
+        }
+        v
+    }
+}
+
+impl fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:?}, {:?}", self.name, self.backend, self.device_type)?;
+        if !self.driver.is_empty() {
+            write!(f, ", {} {}", self.driver, self.driver_info)?;
+        }
+        write!(f, ")")
+    }
+}
+
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// All adapters wgpu can see on this machine.
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    let inst = instance();
+    pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()))
+        .iter()
+        .map(AdapterSummary::of)
+        .collect()
+}
+
+fn describe(adapters: &[wgpu::Adapter]) -> String {
+    if adapters.is_empty() {
+        return "none".into();
+    }
+    adapters
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("[{i}] {}", AdapterSummary::of(a)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) -> Result<wgpu::Adapter> {
+    let selector = match selector {
+        AdapterSelector::Auto => match std::env::var("WHIR_ADAPTER") {
+            Ok(v) if !v.trim().is_empty() => AdapterSelector::parse(&v),
+            _ => AdapterSelector::HighPerformance,
+        },
+        s => s.clone(),
+    };
+    let all = pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()));
+    let not_found = |all: &[wgpu::Adapter]| GpuError::AdapterNotFound {
+        selector: format!("{selector:?}"),
+        available: describe(all),
+    };
+    match &selector {
+        AdapterSelector::Auto | AdapterSelector::HighPerformance => {
+            let opts = wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            };
+            pollster::block_on(inst.request_adapter(&opts))
+                .map_err(|e| GpuError::NoAdapter(format!(" ({e})")))
+        }
+        AdapterSelector::Backend(b) => {
+            all.iter().find(|a| a.get_info().backend == *b).cloned().ok_or_else(|| not_found(&all))
+        }
+        AdapterSelector::Name(n) => {
+            let n = n.to_lowercase();
+            all.iter()
+                .find(|a| a.get_info().name.to_lowercase().contains(&n))
+                .cloned()
+                .ok_or_else(|| not_found(&all))
+        }
+        AdapterSelector::Index(i) => all.get(*i).cloned().ok_or_else(|| not_found(&all)),
+    }
+}
+
+type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
+
+/// One adapter, one device, its queue and every pipeline built on it. Cheap to share
+/// (`Arc<GpuContext>`) and safe to use from several threads.
+pub struct GpuContext {
+    adapter: wgpu::Adapter,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    summary: AdapterSummary,
+    mul_variant: MulVariant,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+}
+
+impl fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.summary.name)
+            .field("backend", &self.summary.backend)
+            .field("mul_variant", &self.mul_variant)
+            .finish()
+    }
+}
+
+impl GpuContext {
+    /// Opens the adapter chosen by `WHIR_ADAPTER` or the high-performance one.
+    pub fn new_default() -> Result<Self> {
+        Self::new(GpuOptions::default())
+    }
+
+    pub fn new(options: GpuOptions) -> Result<Self> {
+        let inst = instance();
+        let adapter = choose_adapter(&inst, &options.adapter)?;
+        let summary = AdapterSummary::of(&adapter);
+        let mul_variant = match options.mul_variant {
+            Some(MulVariant::U64) if !summary.shader_int64 => {
+                return Err(GpuError::Int64Unsupported(summary.name.clone()))
+            }
+            Some(v) => v,
+            None if summary.shader_int64 => MulVariant::U64,
+            None => MulVariant::Emulated,
+        };
+        let wanted = wgpu::Features::SHADER_INT64
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        // Ask for everything the adapter offers: wgpu's defaults cap storage bindings at 128 MiB.
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("whir-gpu"),
+            required_features: adapter.features() & wanted,
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
+            GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
+        })?;
+        device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
+            tracing::error!("uncaptured wgpu error: {e}");
+        }));
+        tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
+        Ok(Self { adapter, device, queue, summary, mul_variant, pipelines: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.adapter
+    }
+    pub fn summary(&self) -> &AdapterSummary {
+        &self.summary
+    }
+    pub fn mul_variant(&self) -> MulVariant {
+        self.mul_variant
+    }
+    pub fn limits(&self) -> wgpu::Limits {
+        self.device.limits()
+    }
+
+    /// Largest single storage binding, in bytes.
+    pub fn max_binding_bytes(&self) -> u64 {
+        let l = self.device.limits();
+        (l.max_storage_buffer_binding_size as u64).min(l.max_buffer_size)
+    }
+
+    /// Fails with a plain message when `bytes` cannot live in one storage binding.
+    pub fn check_binding_size(&self, what: &str, bytes: u64) -> Result<()> {
+        let limit = self.max_binding_bytes();
+        if bytes > limit {
+            return Err(GpuError::TooLarge { what: what.to_string(), needed: bytes, limit });
+        }
+        Ok(())
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes and turns what they catch
+    /// into errors.
+    pub fn scoped<T>(&self, context: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        if let Some(e) = o {
+            return Err(GpuError::OutOfMemory { context: context.into(), message: e.to_string() });
+        }
+        if let Some(e) = v {
+            return Err(GpuError::Validation { context: context.into(), message: e.to_string() });
+        }
+        out
+    }
+
+    /// The compute pipeline for `kernel` with these composition constants, built once.
+    pub fn pipeline(
+        &self,
+        kernel: Kernel,
+        consts: &[(&'static str, u32)],
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        let key = (kernel, consts.to_vec());
+        if let Some(p) = self.pipelines.lock().expect("pipeline cache poisoned").get(&key) {
+            return Ok(p.clone());
+        }
+        let source = shaders::compose(kernel.source_name(), self.mul_variant, consts)?;
+        let pipeline = self.scoped(kernel.source_name(), || {
+            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(kernel.source_name()),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            Ok(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(kernel.entry_point()),
+                layout: None,
+                module: &module,
+                entry_point: Some(kernel.entry_point()),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &[],
+                    // Our kernels write workgroup memory before reading it; wgpu's zeroing is
+                    // done by one thread and costs time.
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            }))
+        })?;
+        let pipeline = Arc::new(pipeline);
+        self.pipelines.lock().expect("pipeline cache poisoned").insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// A storage buffer holding `words`.
+    pub fn upload(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
+        // A zero-sized binding is invalid; keep at least one word.
+        let contents: &[u8] = if words.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(words) };
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        })
+    }
+
+    /// An uninitialised storage buffer of `words` u32 words (at least one).
+    pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (words.max(1) * 4) as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytemuck::bytes_of(value),
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
+    }
+
+    /// Submits `encoder` after copying `words` words of `src` into a staging buffer, waits, and
+    /// returns them.
+    pub fn submit_and_read(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        words: usize,
+    ) -> Result<Vec<u32>> {
+        let bytes = (words * 4) as u64;
+        if bytes == 0 {
+            self.queue.submit([encoder.finish()]);
+            return Ok(Vec::new());
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
+        self.queue.submit([encoder.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Map(e.to_string()))?
+            .map_err(|e| GpuError::Map(e.to_string()))?;
+        let out = {
+            let view = slice.get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
+            bytemuck::cast_slice::<u8, u32>(&view).to_vec()
+        };
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// Submits and blocks until the GPU is done.
+    pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+        let index = self.queue.submit([encoder.finish()]);
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        Ok(())
+    }
+
+    pub fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
+        self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
+    }
+
+    /// Workgroup grid for `groups` workgroups: x up to the per-dimension limit, the rest in y.
+    pub fn grid(&self, groups: u32) -> (u32, u32) {
+        let max = self.summary.max_compute_workgroups_per_dimension.max(1);
+        if groups <= max {
+            (groups.max(1), 1)
+        } else {
+            (max, groups.div_ceil(max))
+        }
+    }
+}

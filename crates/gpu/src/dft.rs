@@ -1,0 +1,238 @@
+//! Plonky3 adapters: `GpuDft` is a `TwoAdicSubgroupDft<BabyBear>`, `GpuEncoder` an
+//! `Encoder<BabyBear>` that never reads or transforms the zero tail of a padded message.
+//! Both do small inputs on the CPU (where a GPU round trip costs more than the transform) and
+//! fall back to the CPU, with a warning, if the GPU fails or the input exceeds its limits.
+
+use std::sync::{Arc, OnceLock};
+
+use p3_baby_bear::BabyBear;
+use p3_commit::Encoder;
+use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
+use p3_field::PrimeCharacteristicRing;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_matrix::Matrix;
+use p3_util::log2_strict_usize;
+
+use crate::context::GpuContext;
+use crate::error::Result;
+use crate::ntt::{Direction, GpuNtt, NttSpec};
+
+/// Below this many field elements a transform runs on the CPU by default: the GPU's fixed cost
+/// (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
+pub const DEFAULT_CPU_THRESHOLD: usize = 1 << 14;
+
+/// The process-wide default GPU (WHIR_ADAPTER or the high-performance adapter), opened once;
+/// `None` when there is none.
+pub fn default_ntt() -> Option<Arc<GpuNtt>> {
+    static NTT: OnceLock<Option<Arc<GpuNtt>>> = OnceLock::new();
+    NTT.get_or_init(|| match GpuContext::new_default() {
+        Ok(ctx) => Some(Arc::new(GpuNtt::new(Arc::new(ctx)))),
+        Err(e) => {
+            tracing::warn!("no GPU for GpuDft, using the CPU: {e}");
+            None
+        }
+    })
+    .clone()
+}
+
+/// Shared between `GpuDft` and `GpuEncoder`: which GPU, when to stay on the CPU.
+#[derive(Clone)]
+struct Dispatcher {
+    gpu: Option<Arc<GpuNtt>>,
+    cpu: Radix2DFTSmallBatch<BabyBear>,
+    cpu_threshold: usize,
+}
+
+impl Dispatcher {
+    fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
+        Self { gpu, cpu: Radix2DFTSmallBatch::default(), cpu_threshold: DEFAULT_CPU_THRESHOLD }
+    }
+
+    /// The GPU to use for a job touching `elements` output elements, if any.
+    fn gpu_for(&self, elements: usize) -> Option<&GpuNtt> {
+        self.gpu.as_deref().filter(|_| elements >= self.cpu_threshold)
+    }
+
+    /// Runs `specs` on the GPU, or returns `None` (after a warning) so the caller uses the CPU.
+    fn run(&self, values: &[BabyBear], specs: &[NttSpec]) -> Option<Vec<BabyBear>> {
+        let last = specs.last()?;
+        let gpu = self.gpu_for(last.rows() * last.width)?;
+        match gpu.transform_chain(values, specs) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!("GPU NTT failed, computing on the CPU instead: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// A `TwoAdicSubgroupDft<BabyBear>` on the GPU. Output is identical to Plonky3's DFTs
+/// (natural order, same roots of unity).
+#[derive(Clone)]
+pub struct GpuDft {
+    inner: Dispatcher,
+}
+
+impl Default for GpuDft {
+    /// The default GPU, or the CPU alone if there is none.
+    fn default() -> Self {
+        Self::new(default_ntt())
+    }
+}
+
+impl GpuDft {
+    pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
+        Self { inner: Dispatcher::new(gpu) }
+    }
+
+    /// On this context.
+    pub fn on(ctx: Arc<GpuContext>) -> Self {
+        Self::new(Some(Arc::new(GpuNtt::new(ctx))))
+    }
+
+    /// Transforms with fewer output elements than `threshold` run on the CPU (0: always GPU).
+    pub fn with_cpu_threshold(mut self, threshold: usize) -> Self {
+        self.inner.cpu_threshold = threshold;
+        self
+    }
+
+    pub fn ntt(&self) -> Option<&Arc<GpuNtt>> {
+        self.inner.gpu.as_ref()
+    }
+
+    /// Fallible GPU entry for any spec chain, without CPU fallback.
+    pub fn try_transform(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+        match &self.inner.gpu {
+            Some(g) => g.transform_chain(values, specs),
+            None => Err(crate::GpuError::NoAdapter(" for this GpuDft".into())),
+        }
+    }
+}
+
+impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
+    type Evaluations = RowMajorMatrix<BabyBear>;
+
+    fn dft_batch(&self, mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
+        let (h, w) = (mat.height(), mat.width());
+        let spec = NttSpec::forward(log2_strict_usize(h), w);
+        match self.inner.run(&mat.values, &[spec]) {
+            Some(v) => RowMajorMatrix::new(v, w),
+            None => self.inner.cpu.dft_batch(mat),
+        }
+    }
+
+    fn idft_batch(&self, mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
+        let (h, w) = (mat.height(), mat.width());
+        let spec = NttSpec::inverse(log2_strict_usize(h), w);
+        match self.inner.run(&mat.values, &[spec]) {
+            Some(v) => RowMajorMatrix::new(v, w),
+            None => self.inner.cpu.idft_batch(mat),
+        }
+    }
+
+    fn coset_dft_batch(&self, mat: RowMajorMatrix<BabyBear>, shift: BabyBear) -> RowMajorMatrix<BabyBear> {
+        let (h, w) = (mat.height(), mat.width());
+        let spec = NttSpec { coset_shift: Some(shift), ..NttSpec::forward(log2_strict_usize(h), w) };
+        match self.inner.run(&mat.values, &[spec]) {
+            Some(v) => RowMajorMatrix::new(v, w),
+            None => self.inner.cpu.coset_dft_batch(mat, shift),
+        }
+    }
+
+    fn coset_lde_batch(
+        &self,
+        mat: RowMajorMatrix<BabyBear>,
+        added_bits: usize,
+        shift: BabyBear,
+    ) -> RowMajorMatrix<BabyBear> {
+        let (h, w) = (mat.height(), mat.width());
+        let log_h = log2_strict_usize(h);
+        // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
+        // padding is never materialised.
+        let specs = [
+            NttSpec::inverse(log_h, w),
+            NttSpec {
+                valid_rows: h,
+                coset_shift: Some(shift),
+                ..NttSpec::forward(log_h + added_bits, w)
+            },
+        ];
+        match self.inner.run(&mat.values, &specs) {
+            Some(v) => RowMajorMatrix::new(v, w),
+            None => self.inner.cpu.coset_lde_batch(mat, added_bits, shift),
+        }
+    }
+}
+
+/// A Reed–Solomon `Encoder<BabyBear>` on the GPU: the message's 2^k rows are uploaded and
+/// transformed as a 2^(k + rate) NTT whose zero rows are never stored, read or uploaded.
+#[derive(Clone)]
+pub struct GpuEncoder {
+    inner: Dispatcher,
+}
+
+impl Default for GpuEncoder {
+    fn default() -> Self {
+        Self::new(default_ntt())
+    }
+}
+
+impl GpuEncoder {
+    pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
+        Self { inner: Dispatcher::new(gpu) }
+    }
+
+    pub fn on(ctx: Arc<GpuContext>) -> Self {
+        Self::new(Some(Arc::new(GpuNtt::new(ctx))))
+    }
+
+    pub fn with_cpu_threshold(mut self, threshold: usize) -> Self {
+        self.inner.cpu_threshold = threshold;
+        self
+    }
+
+    pub fn ntt(&self) -> Option<&Arc<GpuNtt>> {
+        self.inner.gpu.as_ref()
+    }
+
+    /// The spec that encodes `2^log_message_rows` message rows at rate 2^-log_inv_rate.
+    pub fn spec(log_message_rows: usize, width: usize, log_inv_rate: usize) -> NttSpec {
+        NttSpec {
+            valid_rows: 1 << log_message_rows,
+            ..NttSpec::forward(log_message_rows + log_inv_rate, width)
+        }
+    }
+
+    fn encode_rows(&self, message: &[BabyBear], rows: usize, width: usize, log_inv_rate: usize) -> Option<Vec<BabyBear>> {
+        let spec = Self::spec(log2_strict_usize(rows), width, log_inv_rate);
+        debug_assert_eq!(spec.direction, Direction::Forward);
+        self.inner.run(&message[..rows * width], &[spec])
+    }
+}
+
+impl Encoder<BabyBear> for GpuEncoder {
+    fn encode_batch(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {
+        let (h, w) = (message.height(), message.width());
+        assert!(h.is_power_of_two(), "message height {h} is not a power of two");
+        match self.encode_rows(&message.values, h, w, log_inv_rate) {
+            Some(v) => RowMajorMatrix::new(v, w),
+            None => {
+                let mut values = BabyBear::zero_vec((h << log_inv_rate) * w);
+                values[..h * w].copy_from_slice(&message.values);
+                self.inner.cpu.dft_batch(RowMajorMatrix::new(values, w))
+            }
+        }
+    }
+
+    fn encode_batch_padded(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {
+        let (h, w) = (message.height(), message.width());
+        let log_h = log2_strict_usize(h);
+        assert!(log_inv_rate <= log_h, "padding exceeds matrix height");
+        match self.encode_rows(&message.values, h >> log_inv_rate, w, log_inv_rate) {
+            Some(v) => RowMajorMatrix::new(v, w),
+            None => self.inner.cpu.dft_batch(message),
+        }
+    }
+}
+

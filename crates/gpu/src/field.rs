@@ -1,0 +1,43 @@
+//! BabyBear values as the GPU sees them: the Montgomery `u32` words Plonky3 stores.
+
+use p3_baby_bear::BabyBear;
+
+use crate::error::{GpuError, Result};
+
+/// The BabyBear prime.
+pub const BABYBEAR_P: u32 = 0x7800_0001;
+
+// `BabyBear` is `MontyField31<BabyBearParameters>`, `#[repr(transparent)]` over its Montgomery
+// `u32` (p3-monty-31 documents and relies on this layout itself).
+const _: () = assert!(std::mem::size_of::<BabyBear>() == 4 && std::mem::align_of::<BabyBear>() == 4);
+
+/// The Montgomery words of `values`, without copying.
+pub fn as_words(values: &[BabyBear]) -> &[u32] {
+    // SAFETY: repr(transparent) over u32 (checked size and alignment above); every BabyBear
+    // holds a valid u32.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len()) }
+}
+
+/// Montgomery word of one value.
+pub fn to_word(value: BabyBear) -> u32 {
+    as_words(std::slice::from_ref(&value))[0]
+}
+
+/// Turns Montgomery words back into field elements, without copying. Fails if a word is not a
+/// canonical Montgomery representative (>= p), which would mean a kernel bug.
+pub fn from_words(words: Vec<u32>) -> Result<Vec<BabyBear>> {
+    if let Some(pos) = words.iter().position(|&w| w >= BABYBEAR_P) {
+        return Err(GpuError::Device(format!(
+            "GPU returned a non-canonical field word {:#x} at offset {pos}",
+            words[pos]
+        )));
+    }
+    let mut words = std::mem::ManuallyDrop::new(words);
+    // SAFETY: same layout as u32 and every word is < p, i.e. a valid Montgomery value.
+    Ok(unsafe { Vec::from_raw_parts(words.as_mut_ptr().cast::<BabyBear>(), words.len(), words.capacity()) })
+}
+
+/// Field element from a Montgomery word (which must be < p).
+pub fn from_word(word: u32) -> Result<BabyBear> {
+    Ok(from_words(vec![word])?[0])
+}

@@ -1,0 +1,27 @@
+//! # whir-gpu
+//!
+//! BabyBear field kernels on any GPU through wgpu and WGSL, and drop-in Plonky3 adapters:
+//!
+//! - [`GpuContext`]: one adapter and device, real limits, errors as `Result`, cached pipelines.
+//! - [`GpuNtt`]: column NTTs of row-major matrices (forward, inverse, coset, zero-tail aware)
+//!   that can leave their output on the GPU for the next kernel.
+//! - [`GpuDft`]: a `p3_dft::TwoAdicSubgroupDft<BabyBear>`; [`GpuEncoder`]: a
+//!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's.
+//!
+//! Knows nothing of WHIR: protocol code lives in `whir-prover`.
+
+mod context;
+mod dft;
+mod error;
+pub mod field;
+mod ntt;
+pub mod shaders;
+#[doc(hidden)]
+pub mod testing;
+
+pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
+pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
+pub use error::{GpuError, Result};
+pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, NttSpec};
+pub use shaders::{Kernel, MulVariant};
+pub use wgpu;

@@ -1,0 +1,389 @@
+//! The GPU NTT: radix-2 DIF passes through workgroup memory, then a tiled bit reversal, over
+//! the columns of a row-major matrix of BabyBear Montgomery words. Output is in natural order,
+//! matching Plonky3's `TwoAdicSubgroupDft` conventions.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use p3_baby_bear::BabyBear;
+use p3_field::{Field, PrimeCharacteristicRing, TwoAdicField};
+
+use crate::context::GpuContext;
+use crate::error::{GpuError, Result};
+use crate::field::{as_words, from_words, to_word};
+use crate::shaders::Kernel;
+
+/// Threads per workgroup in ntt/*.wgsl.
+const WORKGROUP: u32 = 256;
+/// Largest tile the DIF kernel uses (words): 32 KiB of workgroup memory.
+const MAX_TILE_LOG: u32 = 13;
+/// Sub-problems per tile in all but the last pass: 32 neighbours make 128-byte runs.
+const SPREAD_LOG: u32 = 5;
+/// Words in the bit-reversal kernel's workgroup tile.
+const BITREV_TILE: usize = 4096;
+/// Low/high split of the coset power table.
+const SHIFT_SPLIT: usize = 2048;
+
+/// Rust twin of `DifParams` in wgsl/ntt/dif_pass.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct DifParams {
+    log_n: u32,
+    width: u32,
+    stage0: u32,
+    log_t: u32,
+    log_p: u32,
+    valid_rows: u32,
+    use_shift: u32,
+    num_subproblems: u32,
+}
+
+/// Rust twin of `BitReverseParams` in wgsl/ntt/bit_reverse.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct BitReverseParams {
+    log_n: u32,
+    width: u32,
+    log_tile: u32,
+    use_scale: u32,
+    scale: u32,
+    num_groups: u32,
+    total: u32,
+    _pad: u32,
+}
+
+/// Forward (evaluate) or inverse (interpolate, without the 1/n factor unless asked) transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Forward,
+    Inverse,
+}
+
+/// One transform over the columns of a row-major matrix.
+#[derive(Clone, Debug)]
+pub struct NttSpec {
+    /// log2 of the number of rows transformed.
+    pub log_n: usize,
+    /// Number of columns (independent transforms), at least 1.
+    pub width: usize,
+    pub direction: Direction,
+    /// Rows present in the source buffer; rows from here to 2^log_n are zero and are not read.
+    pub valid_rows: usize,
+    /// Multiply input row r by shift^r first (a coset transform).
+    pub coset_shift: Option<BabyBear>,
+    /// Multiply every output element by this constant (1/n for an inverse DFT).
+    pub scale: Option<BabyBear>,
+}
+
+impl NttSpec {
+    pub fn forward(log_n: usize, width: usize) -> Self {
+        Self {
+            log_n,
+            width,
+            direction: Direction::Forward,
+            valid_rows: 1 << log_n,
+            coset_shift: None,
+            scale: None,
+        }
+    }
+
+    /// The inverse DFT, 1/n included.
+    pub fn inverse(log_n: usize, width: usize) -> Self {
+        Self {
+            direction: Direction::Inverse,
+            scale: Some(BabyBear::from_usize(1 << log_n).inverse()),
+            ..Self::forward(log_n, width)
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        1 << self.log_n
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.width == 0 {
+            return Err(GpuError::InvalidInput("NTT width must be at least 1".into()));
+        }
+        if self.log_n > BabyBear::TWO_ADICITY {
+            return Err(GpuError::InvalidInput(format!(
+                "NTT of 2^{} rows exceeds BabyBear's two-adicity 2^{}",
+                self.log_n,
+                BabyBear::TWO_ADICITY
+            )));
+        }
+        if self.valid_rows > self.rows() {
+            return Err(GpuError::InvalidInput(format!(
+                "{} valid rows exceed the transform height {}",
+                self.valid_rows,
+                self.rows()
+            )));
+        }
+        if self.rows().checked_mul(self.width).is_none_or(|n| n > u32::MAX as usize / 2) {
+            return Err(GpuError::InvalidInput(format!(
+                "NTT of 2^{} rows x {} columns does not fit 32-bit indexing",
+                self.log_n, self.width
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One DIF pass of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DifPassPlan {
+    pub stage0: u32,
+    pub log_t: u32,
+    pub log_p: u32,
+}
+
+/// Splits log_n DIF stages into passes over tiles of 2^tile_log words: the last pass runs on
+/// contiguous sub-problems (as many stages as fit), the earlier ones on 2^SPREAD_LOG
+/// neighbouring strided sub-problems each, spread evenly.
+pub fn plan_passes(log_n: u32, width: usize, tile_log: u32) -> Vec<DifPassPlan> {
+    if log_n == 0 {
+        return Vec::new();
+    }
+    let width_log = usize::BITS - 1 - width.max(1).leading_zeros();
+    let last_p = width_log.min(SPREAD_LOG);
+    let last_t = log_n.min(tile_log - last_p);
+    let rest = log_n - last_t;
+    let mut passes = Vec::new();
+    if rest > 0 {
+        let per = tile_log - SPREAD_LOG;
+        let count = rest.div_ceil(per);
+        let mut stage0 = 0;
+        for i in 0..count {
+            let t = rest / count + u32::from(i < rest % count);
+            passes.push(DifPassPlan { stage0, log_t: t, log_p: (tile_log - t).min(8) });
+            stage0 += t;
+        }
+    }
+    passes.push(DifPassPlan { stage0: rest, log_t: last_t, log_p: (tile_log - last_t).min(8) });
+    passes
+}
+
+/// Side (log2) of the square bit-reversal tile for this shape; 0 means the per-element kernel.
+fn bit_reverse_tile_log(log_n: u32, width: usize) -> u32 {
+    let mut k = (log_n / 2).min(5);
+    while k > 0 && (width << (2 * k)) + (1 << k) > BITREV_TILE {
+        k -= 1;
+    }
+    k
+}
+
+/// GPU NTTs on one context. Twiddle tables are built once per size and direction and stay on
+/// the GPU.
+pub struct GpuNtt {
+    ctx: Arc<GpuContext>,
+    tile_log: u32,
+    twiddles: Mutex<HashMap<(u32, Direction), Arc<wgpu::Buffer>>>,
+    empty: wgpu::Buffer,
+    poison: AtomicBool,
+}
+
+impl GpuNtt {
+    pub fn new(ctx: Arc<GpuContext>) -> Self {
+        let words = ctx.summary().max_compute_workgroup_storage_size / 4;
+        let tile_log = (u32::BITS - 1 - words.max(1).leading_zeros()).min(MAX_TILE_LOG);
+        let empty = ctx.upload("ntt empty", &[0]);
+        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false) }
+    }
+
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Tests: fill every work/output buffer with 0xffffffff (not a field word) before the
+    /// kernels run, so a word a kernel forgets to write is caught on readback.
+    pub fn set_poison_outputs(&self, on: bool) {
+        self.poison.store(on, Ordering::Relaxed);
+    }
+
+    fn work_buffer(&self, label: &str, words: usize) -> wgpu::Buffer {
+        if self.poison.load(Ordering::Relaxed) {
+            self.ctx.upload(label, &vec![u32::MAX; words])
+        } else {
+            self.ctx.storage(label, words)
+        }
+    }
+
+    /// The passes a transform of this shape runs.
+    pub fn plan(&self, log_n: usize, width: usize) -> Vec<DifPassPlan> {
+        plan_passes(log_n as u32, width, self.tile_log)
+    }
+
+    fn twiddle_table(&self, log_n: u32, direction: Direction) -> Arc<wgpu::Buffer> {
+        let mut cache = self.twiddles.lock().expect("twiddle cache poisoned");
+        cache
+            .entry((log_n, direction))
+            .or_insert_with(|| {
+                let root = BabyBear::two_adic_generator(log_n as usize);
+                let root = match direction {
+                    Direction::Forward => root,
+                    Direction::Inverse => root.inverse(),
+                };
+                let half = (1usize << log_n) / 2;
+                let table: Vec<BabyBear> = root.powers().take(half.max(1)).collect();
+                Arc::new(self.ctx.upload("ntt twiddles", as_words(&table)))
+            })
+            .clone()
+    }
+
+    fn shift_table(&self, shift: BabyBear, rows: usize) -> wgpu::Buffer {
+        let lo: Vec<BabyBear> = shift.powers().take(SHIFT_SPLIT).collect();
+        let step = shift.exp_u64(SHIFT_SPLIT as u64);
+        let hi: Vec<BabyBear> = step.powers().take(rows.div_ceil(SHIFT_SPLIT).max(1)).collect();
+        let words: Vec<u32> = as_words(&lo).iter().chain(as_words(&hi)).copied().collect();
+        self.ctx.upload("ntt coset powers", &words)
+    }
+
+    /// Records the transform of `src` (spec.valid_rows x spec.width words, row-major) into
+    /// `encoder` and returns the buffer that will hold the 2^log_n x width result in natural
+    /// row order. Nothing is submitted; chain further kernels on the result before submitting.
+    pub fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        spec: &NttSpec,
+    ) -> Result<wgpu::Buffer> {
+        spec.validate()?;
+        let total = spec.rows() * spec.width;
+        self.ctx.check_binding_size("NTT buffer", (total * 4) as u64)?;
+        if src.size() < (spec.valid_rows * spec.width * 4) as u64 {
+            return Err(GpuError::InvalidInput(format!(
+                "NTT source holds {} bytes, fewer than {} rows x {} columns",
+                src.size(),
+                spec.valid_rows,
+                spec.width
+            )));
+        }
+        let log_n = spec.log_n as u32;
+        let passes = self.plan(spec.log_n, spec.width);
+        let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
+        let dif = self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log)])?;
+        let twiddles = self.twiddle_table(log_n, spec.direction);
+        let shift = spec.coset_shift.filter(|s| *s != BabyBear::ONE);
+        let shift_table = shift.map(|s| self.shift_table(s, spec.valid_rows));
+
+        // Which buffer holds the data before the next step: None means `src`.
+        let mut current: Option<usize> = None;
+        for (i, pass) in passes.iter().enumerate() {
+            let first = i == 0;
+            let params = DifParams {
+                log_n,
+                width: spec.width as u32,
+                stage0: pass.stage0,
+                log_t: pass.log_t,
+                log_p: pass.log_p,
+                valid_rows: if first { spec.valid_rows as u32 } else { 1 << log_n },
+                use_shift: u32::from(first && shift_table.is_some()),
+                num_subproblems: (total >> pass.log_t) as u32,
+            };
+            let out = current.map_or(0, |c| 1 - c);
+            let input = current.map_or(src, |c| &work[c]);
+            let shifts = match (&shift_table, first) {
+                (Some(t), true) => t,
+                _ => &self.empty,
+            };
+            let uniform = self.ctx.uniform("dif params", &params);
+            let bind = self.bind(&dif, &[&uniform, input, &work[out], &twiddles, shifts]);
+            let groups = params.num_subproblems.div_ceil(1 << pass.log_p);
+            self.dispatch(encoder, "dif pass", &dif, &bind, groups);
+            current = Some(out);
+        }
+        // Without passes (a single row) the source is copied through the reversal kernel; the
+        // zero tail, if any, comes from zero-filling the output first.
+        let out = current.map_or(0, |c| 1 - c);
+        let input = current.map_or(src, |c| &work[c]);
+        if current.is_none() && spec.valid_rows < spec.rows() {
+            encoder.clear_buffer(&work[out], 0, None);
+        }
+        let copied_rows = if current.is_none() { spec.valid_rows } else { spec.rows() };
+        if copied_rows > 0 {
+            let k = bit_reverse_tile_log(log_n, spec.width);
+            let params = BitReverseParams {
+                log_n,
+                width: spec.width as u32,
+                log_tile: k,
+                use_scale: u32::from(spec.scale.is_some_and(|s| s != BabyBear::ONE)),
+                scale: spec.scale.map_or(0, to_word),
+                num_groups: 1 << (log_n - 2 * k),
+                total: (copied_rows * spec.width) as u32,
+                _pad: 0,
+            };
+            let uniform = self.ctx.uniform("bit reverse params", &params);
+            let (kernel, groups) = if k > 0 {
+                (Kernel::BitReverseTiled, params.num_groups)
+            } else {
+                (Kernel::BitReverseRows, params.total.div_ceil(WORKGROUP))
+            };
+            let pipeline = self.ctx.pipeline(kernel, &[])?;
+            let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
+            self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups);
+        }
+        let [a, b] = work;
+        Ok(if out == 0 { a } else { b })
+    }
+
+    fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .collect();
+        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: u32,
+    ) {
+        let (x, y) = self.ctx.grid(groups);
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+
+    /// Host to host: uploads `values` (spec.valid_rows x spec.width), transforms, reads back.
+    pub fn transform(&self, values: &[BabyBear], spec: &NttSpec) -> Result<Vec<BabyBear>> {
+        self.transform_chain(values, std::slice::from_ref(spec))
+    }
+
+    /// Host to host: several transforms chained on the GPU in one submission, each reading the
+    /// previous one's output (e.g. inverse then a larger coset forward for an LDE).
+    pub fn transform_chain(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+        let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
+        if values.len() != first.valid_rows * first.width {
+            return Err(GpuError::InvalidInput(format!(
+                "{} values given for {} rows x {} columns",
+                values.len(),
+                first.valid_rows,
+                first.width
+            )));
+        }
+        let last = specs.last().expect("non-empty");
+        self.ctx.scoped("NTT", || {
+            self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
+            let mut encoder = self.ctx.encoder("ntt");
+            let mut buffer = self.ctx.upload("ntt input", as_words(values));
+            for spec in specs {
+                buffer = self.record(&mut encoder, &buffer, spec)?;
+            }
+            let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width)?;
+            from_words(words)
+        })
+    }
+}

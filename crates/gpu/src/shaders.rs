@@ -1,0 +1,138 @@
+//! WGSL sources and their composition. Every kernel file in `wgsl/` names what it needs with
+//! `// #import name` lines; composition pastes each import once, in dependency order, and puts
+//! the field-multiply variant behind the virtual import `field/mul`. Numeric constants that
+//! depend on the adapter (tile sizes) are prepended as `const NAME: u32 = ...;`.
+
+use std::collections::HashSet;
+
+use crate::error::{GpuError, Result};
+
+/// How the 32x32 -> 64-bit high product is computed in WGSL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MulVariant {
+    /// Native `u64` products; needs SHADER_INT64.
+    U64,
+    /// 16-bit limbs in `u32`; runs everywhere.
+    Emulated,
+}
+
+impl MulVariant {
+    pub const ALL: [MulVariant; 2] = [MulVariant::U64, MulVariant::Emulated];
+
+    fn source_name(self) -> &'static str {
+        match self {
+            MulVariant::U64 => "field/mul_u64",
+            MulVariant::Emulated => "field/mul_emulated",
+        }
+    }
+}
+
+macro_rules! wgsl_sources {
+    ($($name:literal),* $(,)?) => {
+        /// Every WGSL file, by its path under `wgsl/` without the extension.
+        pub const SOURCES: &[(&str, &str)] = &[
+            $(($name, include_str!(concat!("../../../wgsl/", $name, ".wgsl")))),*
+        ];
+    };
+}
+
+wgsl_sources!(
+    "util/dispatch",
+    "field/mul_u64",
+    "field/mul_emulated",
+    "field/babybear",
+    "field/ext4",
+    "ntt/dif_pass",
+    "ntt/bit_reverse",
+    "test/field_ops",
+);
+
+/// The kernels (entry points) this crate dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    DifPass,
+    BitReverseTiled,
+    BitReverseRows,
+    FieldOpsTest,
+}
+
+impl Kernel {
+    pub const ALL: [Kernel; 4] =
+        [Kernel::DifPass, Kernel::BitReverseTiled, Kernel::BitReverseRows, Kernel::FieldOpsTest];
+
+    pub fn source_name(self) -> &'static str {
+        match self {
+            Kernel::DifPass => "ntt/dif_pass",
+            Kernel::BitReverseTiled | Kernel::BitReverseRows => "ntt/bit_reverse",
+            Kernel::FieldOpsTest => "test/field_ops",
+        }
+    }
+
+    pub fn entry_point(self) -> &'static str {
+        match self {
+            Kernel::DifPass => "dif_pass",
+            Kernel::BitReverseTiled => "bit_reverse_tiled",
+            Kernel::BitReverseRows => "bit_reverse_rows",
+            Kernel::FieldOpsTest => "field_op",
+        }
+    }
+
+    /// Composition constants with representative values (for validation and cross-compilation).
+    pub fn default_consts(self) -> &'static [(&'static str, u32)] {
+        match self {
+            Kernel::DifPass => &[("NTT_TILE", 8192)],
+            _ => &[],
+        }
+    }
+}
+
+fn source(name: &str) -> Result<&'static str> {
+    SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).ok_or_else(|| GpuError::Shader {
+        kernel: name.to_string(),
+        reason: format!("unknown WGSL source {name:?}"),
+    })
+}
+
+fn imports(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|l| l.trim().strip_prefix("// #import ").map(str::trim))
+}
+
+fn append(
+    name: &str,
+    variant: MulVariant,
+    seen: &mut HashSet<String>,
+    stack: &mut Vec<String>,
+    out: &mut String,
+) -> Result<()> {
+    let name = if name == "field/mul" { variant.source_name() } else { name };
+    if seen.contains(name) {
+        return Ok(());
+    }
+    if stack.iter().any(|s| s == name) {
+        return Err(GpuError::Shader {
+            kernel: name.to_string(),
+            reason: format!("import cycle: {} -> {name}", stack.join(" -> ")),
+        });
+    }
+    let text = source(name)?;
+    stack.push(name.to_string());
+    for dep in imports(text) {
+        append(dep, variant, seen, stack, out)?;
+    }
+    stack.pop();
+    seen.insert(name.to_string());
+    out.push_str(&format!("// ---- {name}.wgsl ----\n"));
+    out.push_str(text);
+    out.push('\n');
+    Ok(())
+}
+
+/// The complete WGSL for the kernel file `name` with the given multiply variant and constants.
+pub fn compose(name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
+    let mut out = String::new();
+    for (k, v) in consts {
+        out.push_str(&format!("const {k}: u32 = {v}u;\n"));
+    }
+    append(name, variant, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
+    Ok(out)
+}

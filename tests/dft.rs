@@ -1,0 +1,160 @@
+//! Every GPU DFT entry against Plonky3's `Radix2DFTSmallBatch`, fresh random inputs, output
+//! buffers poisoned, both multiply variants, log sizes 0..=16 and widths 1, 3, 8, 16, 64.
+//! Larger sizes: `cargo test --release --test dft -- --ignored`.
+
+mod common;
+
+use p3_baby_bear::BabyBear;
+use p3_commit::Encoder;
+use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
+use p3_field::extension::BinomialExtensionField;
+use p3_field::PrimeCharacteristicRing;
+use p3_matrix::dense::RowMajorMatrix;
+use rand::rngs::StdRng;
+use rand::RngExt;
+use whir_wgpu::gpu::{GpuDft, GpuEncoder, GpuNtt};
+
+type Ext = BinomialExtensionField<BabyBear, 4>;
+
+const WIDTHS: [usize; 5] = [1, 3, 8, 16, 64];
+
+/// GPU adapters with the CPU shortcut off, so every size really runs on the GPU.
+fn gpus() -> Vec<(GpuDft, GpuEncoder)> {
+    common::contexts()
+        .into_iter()
+        .map(|ctx| {
+            let ntt = std::sync::Arc::new(GpuNtt::new(ctx));
+            ntt.set_poison_outputs(true);
+            (
+                GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0),
+                GpuEncoder::new(Some(ntt)).with_cpu_threshold(0),
+            )
+        })
+        .collect()
+}
+
+fn matrix(rng: &mut StdRng, log_h: usize, w: usize) -> RowMajorMatrix<BabyBear> {
+    RowMajorMatrix::new(common::random_vec(rng, (1 << log_h) * w), w)
+}
+
+fn variant(d: &GpuDft) -> String {
+    format!("{:?}", d.ntt().unwrap().context().mul_variant())
+}
+
+fn for_each_shape(logs: std::ops::RangeInclusive<usize>, widths: &[usize], mut f: impl FnMut(usize, usize)) {
+    for log_h in logs {
+        for &w in widths {
+            f(log_h, w);
+        }
+    }
+}
+
+fn check_dft_idft(logs: std::ops::RangeInclusive<usize>, widths: &[usize]) {
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (gpu, _) in gpus() {
+        for_each_shape(logs.clone(), widths, |log_h, w| {
+            let m = matrix(&mut rng, log_h, w);
+            let v = variant(&gpu);
+            assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.idft_batch(m.clone()), cpu.idft_batch(m), "idft 2^{log_h} x {w} {v}");
+        });
+    }
+}
+
+#[test]
+fn dft_and_idft_match_plonky3() {
+    check_dft_idft(0..=16, &WIDTHS);
+}
+
+#[test]
+fn coset_dft_and_coset_lde_match_plonky3() {
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (gpu, _) in gpus() {
+        for_each_shape(0..=16, &WIDTHS, |log_h, w| {
+            let m = matrix(&mut rng, log_h, w);
+            let shift: BabyBear = rng.random();
+            let v = variant(&gpu);
+            assert_eq!(
+                gpu.coset_dft_batch(m.clone(), shift),
+                cpu.coset_dft_batch(m.clone(), shift),
+                "coset dft 2^{log_h} x {w} {v}"
+            );
+            let added = 1 + (log_h + w) % 3;
+            if log_h + added <= 17 {
+                assert_eq!(
+                    gpu.coset_lde_batch(m.clone(), added, shift),
+                    cpu.coset_lde_batch(m, added, shift),
+                    "coset lde 2^{log_h} x {w} +{added} {v}"
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn dft_algebra_matches_plonky3() {
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (gpu, _) in gpus() {
+        // Extension rows of width 2^fold: 4·2^fold base columns.
+        for_each_shape(0..=14, &[1, 2, 4, 16], |log_h, w| {
+            let values: Vec<Ext> = (0..(1 << log_h) * w).map(|_| rng.random()).collect();
+            let m = RowMajorMatrix::new(values, w);
+            assert_eq!(
+                gpu.dft_algebra_batch(m.clone()),
+                cpu.dft_algebra_batch(m),
+                "dft_algebra 2^{log_h} x {w} {}",
+                variant(&gpu)
+            );
+        });
+    }
+}
+
+#[test]
+fn encoder_matches_plonky3_and_skips_the_zero_tail() {
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (_, enc) in gpus() {
+        for_each_shape(0..=14, &WIDTHS, |log_h, w| {
+            for rate in 0..=3 {
+                let m = matrix(&mut rng, log_h, w);
+                let v = format!("{:?}", enc.ntt().unwrap().context().mul_variant());
+                let want = cpu.encode_batch(m.clone(), rate);
+                assert_eq!(enc.encode_batch(m.clone(), rate), want, "encode 2^{log_h} x {w} rate {rate} {v}");
+                let mut padded = m.values.clone();
+                padded.resize(m.values.len() << rate, BabyBear::ZERO);
+                let padded = RowMajorMatrix::new(padded, w);
+                assert_eq!(enc.encode_batch_padded(padded, rate), want, "encode padded 2^{log_h} x {w} rate {rate} {v}");
+            }
+        });
+    }
+}
+
+#[test]
+fn small_inputs_use_the_cpu_and_agree() {
+    // With the default threshold tiny transforms stay on the CPU; results are the same.
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for ctx in common::contexts() {
+        let gpu = GpuDft::on(ctx);
+        let m = matrix(&mut rng, 4, 2);
+        assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m));
+    }
+}
+
+#[test]
+#[ignore = "large sizes; run in release with --ignored"]
+fn large_dft_and_lde_match_plonky3() {
+    check_dft_idft(17..=22, &[1, 16]);
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (gpu, _) in gpus() {
+        for_each_shape(17..=21, &[1, 5, 32], |log_h, w| {
+            let m = matrix(&mut rng, log_h, w);
+            let shift: BabyBear = rng.random();
+            assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift), cpu.coset_lde_batch(m, 1, shift), "lde 2^{log_h} x {w}");
+        });
+    }
+}

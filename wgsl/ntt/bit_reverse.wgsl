@@ -1,0 +1,96 @@
+// #import util/dispatch
+// #import field/mul
+// #import field/babybear
+
+// Row bit-reversal of a row-major matrix with 2^log_n rows, out of place, optionally scaling
+// every element by one constant (1/n for an inverse transform).
+//
+// `bit_reverse_tiled`: write row index = a·2^(k+m) + b·2^k + c with a, c of k bits. Rows
+// (a, b, c) go to (rev c, rev b, rev a). One workgroup takes the 2^k x 2^k rows sharing b:
+// it reads them with c (then the columns) fastest, so reads are runs of 2^k·width words, and
+// writes them with rev a fastest, so writes are runs too; the transpose happens in workgroup
+// memory (padded by one word per line against bank conflicts). No scattered stores.
+// `bit_reverse_rows`: one thread per element, for very wide rows (a row is already a run)
+// and for tiny heights.
+
+// Rust twin: `BitReverseParams` in crates/gpu/src/ntt.rs.
+struct BitReverseParams {
+    log_n: u32,
+    width: u32,
+    log_tile: u32,
+    use_scale: u32,
+    scale: u32,
+    num_groups: u32,
+    total: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: BitReverseParams;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+const WORKGROUP: u32 = 256u;
+const BITREV_TILE: u32 = 4096u;
+var<workgroup> tile: array<u32, BITREV_TILE>;
+
+fn scaled(v: u32) -> u32 {
+    if (params.use_scale != 0u) {
+        return bb_mul(v, params.scale);
+    }
+    return v;
+}
+
+@compute @workgroup_size(256)
+fn bit_reverse_tiled(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let b = linear_workgroup_id(wid, num_wgs);
+    if (b >= params.num_groups) {
+        return;
+    }
+    let k = params.log_tile;
+    let m = params.log_n - 2u * k;
+    let side = 1u << k;
+    let w = params.width;
+    let line = side * w; // words in one tile line (fixed a, all c)
+    let count = line << k;
+    let pitch = line + 1u;
+
+    for (var e = lid; e < count; e += WORKGROUP) {
+        let a = e / line;
+        let rem = e - a * line;
+        let row = (((a << m) + b) << k) + rem / w;
+        tile[a * pitch + rem] = src[row * w + (rem % w)];
+    }
+    workgroupBarrier();
+
+    let rb = reverse_low_bits(b, m);
+    for (var e = lid; e < count; e += WORKGROUP) {
+        let c_rev = e / line;
+        let rem = e - c_rev * line;
+        let a_rev = rem / w;
+        let col = rem - a_rev * w;
+        let a = reverse_low_bits(a_rev, k);
+        let c = reverse_low_bits(c_rev, k);
+        let out_row = (((c_rev << m) + rb) << k) + a_rev;
+        dst[out_row * w + col] = scaled(tile[a * pitch + c * w + col]);
+    }
+}
+
+@compute @workgroup_size(256)
+fn bit_reverse_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let e = linear_workgroup_id(wid, num_wgs) * WORKGROUP + lid;
+    if (e >= params.total) {
+        return;
+    }
+    let row = e / params.width;
+    let col = e - row * params.width;
+    let out_row = reverse_low_bits(row, params.log_n);
+    dst[out_row * params.width + col] = scaled(src[e]);
+}

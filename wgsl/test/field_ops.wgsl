@@ -1,0 +1,56 @@
+// #import field/mul
+// #import field/babybear
+// #import field/ext4
+
+// Test kernel: applies one field operation to arrays of operands, so every WGSL field routine
+// can be compared with Plonky3. Base ops read one word per operand, extension ops four.
+
+struct FieldOpParams {
+    op: u32,
+    count: u32,
+    exponent: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: FieldOpParams;
+@group(0) @binding(1) var<storage, read> lhs: array<u32>;
+@group(0) @binding(2) var<storage, read> rhs: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+fn load4(buf_is_lhs: bool, i: u32) -> vec4<u32> {
+    if (buf_is_lhs) {
+        return vec4<u32>(lhs[4u * i], lhs[4u * i + 1u], lhs[4u * i + 2u], lhs[4u * i + 3u]);
+    }
+    return vec4<u32>(rhs[4u * i], rhs[4u * i + 1u], rhs[4u * i + 2u], rhs[4u * i + 3u]);
+}
+
+fn store4(i: u32, v: vec4<u32>) {
+    out[4u * i] = v.x;
+    out[4u * i + 1u] = v.y;
+    out[4u * i + 2u] = v.z;
+    out[4u * i + 3u] = v.w;
+}
+
+@compute @workgroup_size(64)
+fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= params.count) {
+        return;
+    }
+    switch params.op {
+        case 0u: { out[i] = bb_add(lhs[i], rhs[i]); }
+        case 1u: { out[i] = bb_sub(lhs[i], rhs[i]); }
+        case 2u: { out[i] = bb_neg(lhs[i]); }
+        case 3u: { out[i] = bb_mul(lhs[i], rhs[i]); }
+        case 4u: { out[i] = bb_square(lhs[i]); }
+        case 5u: { out[i] = bb_pow(lhs[i], params.exponent); }
+        case 6u: { out[i] = bb_inverse(lhs[i]); }
+        case 7u: { store4(i, ext4_add(load4(true, i), load4(false, i))); }
+        case 8u: { store4(i, ext4_sub(load4(true, i), load4(false, i))); }
+        case 9u: { store4(i, ext4_neg(load4(true, i))); }
+        case 10u: { store4(i, ext4_mul(load4(true, i), load4(false, i))); }
+        case 11u: { store4(i, ext4_square(load4(true, i))); }
+        case 12u: { store4(i, ext4_inverse(load4(true, i))); }
+        default: { out[i] = 0xffffffffu; }
+    }
+}
