@@ -22,6 +22,6 @@ pub mod testing;
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
-pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, NttSpec};
+pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
 pub use shaders::{Kernel, MulVariant};
 pub use wgpu;

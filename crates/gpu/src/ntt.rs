@@ -247,6 +247,17 @@ impl GpuNtt {
         src: &wgpu::Buffer,
         spec: &NttSpec,
     ) -> Result<wgpu::Buffer> {
+        self.record_timed(encoder, src, spec, None)
+    }
+
+    /// [`record`](Self::record), with a GPU timestamp pair around each kernel when `timer` is given.
+    pub fn record_timed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        spec: &NttSpec,
+        mut timer: Option<&mut KernelTimer>,
+    ) -> Result<wgpu::Buffer> {
         spec.validate()?;
         let total = spec.rows() * spec.width;
         self.ctx.check_binding_size("NTT buffer", (total * 4) as u64)?;
@@ -289,7 +300,7 @@ impl GpuNtt {
             let uniform = self.ctx.uniform("dif params", &params);
             let bind = self.bind(&dif, &[&uniform, input, &work[out], &twiddles, shifts]);
             let groups = params.num_subproblems.div_ceil(1 << pass.log_p);
-            self.dispatch(encoder, "dif pass", &dif, &bind, groups);
+            self.dispatch(encoder, "dif pass", &dif, &bind, groups, timer.as_deref_mut());
             current = Some(out);
         }
         // Without passes (a single row) the source is copied through the reversal kernel; the
@@ -320,7 +331,7 @@ impl GpuNtt {
             };
             let pipeline = self.ctx.pipeline(kernel, &[])?;
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
-            self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups);
+            self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, timer.as_deref_mut());
         }
         let [a, b] = work;
         Ok(if out == 0 { a } else { b })
@@ -342,15 +353,17 @@ impl GpuNtt {
     fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        label: &str,
+        label: &'static str,
         pipeline: &wgpu::ComputePipeline,
         bind: &wgpu::BindGroup,
         groups: u32,
+        timer: Option<&mut KernelTimer>,
     ) {
         let (x, y) = self.ctx.grid(groups);
+        let timestamp_writes = timer.and_then(|t| t.next(label));
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(label),
-            timestamp_writes: None,
+            timestamp_writes,
         });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, bind, &[]);
@@ -385,5 +398,66 @@ impl GpuNtt {
             let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width)?;
             from_words(words)
         })
+    }
+}
+
+/// GPU timestamps around each recorded kernel (adapters with TIMESTAMP_QUERY), for profiles.
+pub struct KernelTimer {
+    queries: wgpu::QuerySet,
+    labels: Vec<&'static str>,
+    capacity: u32,
+}
+
+impl KernelTimer {
+    /// Room for `kernels` kernels; `None` when the adapter has no timestamp queries.
+    pub fn new(ctx: &GpuContext, kernels: u32) -> Option<Self> {
+        if !ctx.device().features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return None;
+        }
+        let queries = ctx.device().create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("kernel timer"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * kernels,
+        });
+        Some(Self { queries, labels: Vec::new(), capacity: kernels })
+    }
+
+    fn next(&mut self, label: &'static str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let i = self.labels.len() as u32;
+        if i >= self.capacity {
+            return None;
+        }
+        self.labels.push(label);
+        Some(wgpu::ComputePassTimestampWrites {
+            query_set: &self.queries,
+            beginning_of_pass_write_index: Some(2 * i),
+            end_of_pass_write_index: Some(2 * i + 1),
+        })
+    }
+
+    /// Records the query resolution into `encoder`, submits it and returns each kernel's
+    /// label and GPU time in nanoseconds, in recording order.
+    pub fn finish(self, ctx: &GpuContext, mut encoder: wgpu::CommandEncoder) -> Result<Vec<(&'static str, f64)>> {
+        let n = self.labels.len() as u32;
+        if n == 0 {
+            ctx.submit_and_wait(encoder)?;
+            return Ok(Vec::new());
+        }
+        let resolve = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps"),
+            size: 16 * n as u64,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        encoder.resolve_query_set(&self.queries, 0..2 * n, &resolve, 0);
+        let words = ctx.submit_and_read(encoder, &resolve, 4 * n as usize)?;
+        let period = ctx.queue().get_timestamp_period() as f64;
+        let ticks: Vec<u64> = words.chunks(2).map(|c| c[0] as u64 | ((c[1] as u64) << 32)).collect();
+        Ok(self
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (*l, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period))
+            .collect())
     }
 }
