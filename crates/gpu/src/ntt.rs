@@ -461,3 +461,41 @@ impl KernelTimer {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cover_every_stage_once_within_the_tile() {
+        for tile_log in [12, 13] {
+            for log_n in 0..=27 {
+                for width in [1, 2, 3, 8, 16, 64, 256, 1000] {
+                    let plan = plan_passes(log_n, width, tile_log);
+                    let mut next = 0;
+                    for p in &plan {
+                        assert_eq!(p.stage0, next, "{log_n} {width} {plan:?}");
+                        assert!(p.log_t >= 1 && p.log_t + p.log_p <= tile_log && p.log_p <= 8, "{plan:?}");
+                        next += p.log_t;
+                    }
+                    assert_eq!(next, log_n);
+                }
+            }
+        }
+        // 2^24, one column: three passes plus the bit reversal.
+        assert_eq!(plan_passes(24, 1, 13).len(), 3);
+    }
+
+    #[test]
+    fn bit_reverse_tiles_fit() {
+        for log_n in 0..=27 {
+            for width in [1, 3, 4, 16, 64, 256, 4096] {
+                let k = bit_reverse_tile_log(log_n, width);
+                assert!(2 * k <= log_n);
+                if k > 0 {
+                    assert!((width << (2 * k)) + (1 << k) <= BITREV_TILE);
+                }
+            }
+        }
+    }
+}
