@@ -150,11 +150,13 @@ pub fn plan_passes(log_n: u32, width: usize, tile_log: u32) -> Vec<DifPassPlan> 
     let rest = log_n - last_t;
     let mut passes = Vec::new();
     if rest > 0 {
+        // Full passes of `per` stages (a multiple of 4 on common tiles: radix-16 rounds only),
+        // the remainder first.
         let per = tile_log - SPREAD_LOG;
         let count = rest.div_ceil(per);
         let mut stage0 = 0;
         for i in 0..count {
-            let t = rest / count + u32::from(i < rest % count);
+            let t = if i == 0 { rest - (count - 1) * per } else { per };
             passes.push(DifPassPlan { stage0, log_t: t, log_p: (tile_log - t).min(8) });
             stage0 += t;
         }
