@@ -6,7 +6,8 @@
 //! runs criterion: `gpu_resident` (data already on the GPU: record, submit, wait),
 //! `gpu_host` (GpuDft::dft_batch: upload, transform, readback) and `cpu` (Plonky3).
 //!
-//! `cargo bench --bench ntt`; WHIR_BENCH_LOGS=16,20 limits the sizes.
+//! `cargo bench --bench ntt`; WHIR_BENCH_LOGS=16,20 limits the sizes, WHIR_BENCH_PROFILE_ONLY=1
+//! stops after the kernel profile.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,6 +142,9 @@ fn main() {
             ntt.context().submit_and_wait(enc).expect("submit");
         }
         profile(ntt);
+    }
+    if std::env::var("WHIR_BENCH_PROFILE_ONLY").is_ok_and(|v| v == "1") {
+        return;
     }
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c, &gpus);

@@ -16,7 +16,7 @@
 // Rust twin: `BitReverseParams` in crates/gpu/src/ntt.rs.
 struct BitReverseParams {
     log_n: u32,
-    width: u32,
+    width: u32, // a power of two for bit_reverse_tiled
     log_tile: u32,
     use_scale: u32,
     scale: u32,
@@ -52,30 +52,31 @@ fn bit_reverse_tiled(
     }
     let k = params.log_tile;
     let m = params.log_n - 2u * k;
-    let side = 1u << k;
-    let w = params.width;
-    let line = side * w; // words in one tile line (fixed a, all c)
-    let count = line << k;
-    let pitch = line + 1u;
+    let log_w = countTrailingZeros(params.width);
+    let w_mask = params.width - 1u;
+    let line_log = k + log_w; // a tile line: fixed a, all c and columns
+    let line_mask = (1u << line_log) - 1u;
+    let count = 1u << (line_log + k);
+    let pitch = (1u << line_log) + 1u;
 
     for (var e = lid; e < count; e += WORKGROUP) {
-        let a = e / line;
-        let rem = e - a * line;
-        let row = (((a << m) + b) << k) + rem / w;
-        tile[a * pitch + rem] = src[row * w + (rem % w)];
+        let a = e >> line_log;
+        let rem = e & line_mask;
+        let row = (((a << m) + b) << k) + (rem >> log_w);
+        tile[a * pitch + rem] = src[(row << log_w) + (rem & w_mask)];
     }
     workgroupBarrier();
 
     let rb = reverse_low_bits(b, m);
     for (var e = lid; e < count; e += WORKGROUP) {
-        let c_rev = e / line;
-        let rem = e - c_rev * line;
-        let a_rev = rem / w;
-        let col = rem - a_rev * w;
+        let c_rev = e >> line_log;
+        let rem = e & line_mask;
+        let a_rev = rem >> log_w;
+        let col = rem & w_mask;
         let a = reverse_low_bits(a_rev, k);
         let c = reverse_low_bits(c_rev, k);
         let out_row = (((c_rev << m) + rb) << k) + a_rev;
-        dst[out_row * w + col] = scaled(tile[a * pitch + c * w + col]);
+        dst[(out_row << log_w) + col] = scaled(tile[a * pitch + (c << log_w) + col]);
     }
 }
 

@@ -165,8 +165,12 @@ pub fn plan_passes(log_n: u32, width: usize, tile_log: u32) -> Vec<DifPassPlan> 
     passes
 }
 
-/// Side (log2) of the square bit-reversal tile for this shape; 0 means the per-element kernel.
+/// Side (log2) of the square bit-reversal tile for this shape; 0 means the per-element kernel
+/// (very wide rows, which are runs already, tiny heights, and widths that are not powers of two).
 fn bit_reverse_tile_log(log_n: u32, width: usize) -> u32 {
+    if !width.is_power_of_two() {
+        return 0;
+    }
     let mut k = (log_n / 2).min(5);
     while k > 0 && (width << (2 * k)) + (1 << k) > BITREV_TILE {
         k -= 1;
@@ -182,14 +186,19 @@ pub struct GpuNtt {
     twiddles: Mutex<HashMap<(u32, Direction), Arc<wgpu::Buffer>>>,
     empty: wgpu::Buffer,
     poison: AtomicBool,
+    /// Free scratch buffers by size in words, reused across transforms.
+    scratch: Mutex<HashMap<usize, Vec<wgpu::Buffer>>>,
 }
+
+/// Scratch buffers kept per size.
+const SCRATCH_PER_SIZE: usize = 4;
 
 impl GpuNtt {
     pub fn new(ctx: Arc<GpuContext>) -> Self {
         let words = ctx.summary().max_compute_workgroup_storage_size / 4;
         let tile_log = (u32::BITS - 1 - words.max(1).leading_zeros()).min(MAX_TILE_LOG);
         let empty = ctx.upload("ntt empty", &[0]);
-        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false) }
+        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), scratch: Mutex::new(HashMap::new()) }
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -204,9 +213,21 @@ impl GpuNtt {
 
     fn work_buffer(&self, label: &str, words: usize) -> wgpu::Buffer {
         if self.poison.load(Ordering::Relaxed) {
-            self.ctx.upload(label, &vec![u32::MAX; words])
-        } else {
-            self.ctx.storage(label, words)
+            return self.ctx.upload(label, &vec![u32::MAX; words]);
+        }
+        let reused = self.scratch.lock().expect("scratch pool poisoned").get_mut(&words).and_then(Vec::pop);
+        reused.unwrap_or_else(|| self.ctx.storage(label, words))
+    }
+
+    /// Hands a buffer from [`record`](Self::record) back for reuse by later transforms. Only
+    /// call this once no later command reads it (work already submitted is fine: the queue
+    /// runs in order).
+    pub fn recycle(&self, buffer: wgpu::Buffer) {
+        let words = (buffer.size() / 4) as usize;
+        let mut pool = self.scratch.lock().expect("scratch pool poisoned");
+        let free = pool.entry(words).or_default();
+        if free.len() < SCRATCH_PER_SIZE {
+            free.push(buffer);
         }
     }
 
@@ -336,7 +357,11 @@ impl GpuNtt {
             self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, timer.as_deref_mut());
         }
         let [a, b] = work;
-        Ok(if out == 0 { a } else { b })
+        let (result, spare) = if out == 0 { (a, b) } else { (b, a) };
+        if !self.poison.load(Ordering::Relaxed) {
+            self.recycle(spare);
+        }
+        Ok(result)
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
@@ -381,6 +406,9 @@ impl GpuNtt {
     /// previous one's output (e.g. inverse then a larger coset forward for an LDE).
     pub fn transform_chain(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
         let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
+        for spec in specs {
+            spec.validate()?;
+        }
         if values.len() != first.valid_rows * first.width {
             return Err(GpuError::InvalidInput(format!(
                 "{} values given for {} rows x {} columns",
@@ -394,10 +422,16 @@ impl GpuNtt {
             self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
             let mut encoder = self.ctx.encoder("ntt");
             let mut buffer = self.ctx.upload("ntt input", as_words(values));
+            let mut intermediates = Vec::new();
             for spec in specs {
-                buffer = self.record(&mut encoder, &buffer, spec)?;
+                let next = self.record(&mut encoder, &buffer, spec)?;
+                intermediates.push(std::mem::replace(&mut buffer, next));
             }
             let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width)?;
+            // The first is the upload; the rest came from the pool.
+            for b in intermediates.into_iter().skip(1).chain([buffer]) {
+                self.recycle(b);
+            }
             from_words(words)
         })
     }
