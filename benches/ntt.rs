@@ -2,7 +2,7 @@
 //! both field-multiply variants, in one process.
 //!
 //! First prints a kernel profile from GPU timestamp queries (median of repeated runs, each
-//! kernel's share, achieved bandwidth against a 3,930 GB/s WGSL copy kernel on the H200), then
+//! kernel's time, achieved bandwidth against a plain WGSL copy of the same bytes), then
 //! runs criterion: `gpu_resident` (data already on the GPU: record, submit, wait),
 //! `gpu_host` (GpuDft::dft_batch: upload, transform, readback) and `cpu` (Plonky3).
 //!
@@ -19,10 +19,10 @@ use p3_matrix::dense::RowMajorMatrix;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
+use whir_wgpu::gpu::wgpu;
 use whir_wgpu::gpu::{GpuContext, GpuDft, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSpec};
 
 const WIDTHS: [usize; 2] = [1, 16];
-const COPY_GBPS: f64 = 3930.0;
 
 fn logs() -> Vec<usize> {
     std::env::var("WHIR_BENCH_LOGS")
@@ -54,41 +54,68 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median GPU time of each kernel `record` puts into an encoder, over 9 runs after 3 warm-ups.
+fn time_kernels(
+    ctx: &GpuContext,
+    mut record: impl FnMut(&mut wgpu::CommandEncoder, &mut KernelTimer),
+) -> Option<Vec<(&'static str, f64)>> {
+    let mut runs: Vec<Vec<(&str, f64)>> = Vec::new();
+    for rep in 0..12 {
+        let mut timer = KernelTimer::new(ctx, 16)?;
+        let mut enc = ctx.encoder("profile");
+        record(&mut enc, &mut timer);
+        let t = timer.finish(ctx, enc).expect("timestamps");
+        if rep >= 3 {
+            runs.push(t);
+        }
+    }
+    let labels: Vec<&str> = runs[0].iter().map(|(l, _)| *l).collect();
+    Some(labels.iter().enumerate().map(|(k, l)| (*l, median(runs.iter().map(|r| r[k].1).collect()))).collect())
+}
+
 fn profile(ntt: &GpuNtt) {
     let ctx = ntt.context();
+    let memory_only = GpuNtt::new(ctx.clone());
+    memory_only.set_skip_butterflies(true);
     println!("\n## Kernel profile: {} ({:?} multiply), GPU timestamps, median of 9", ctx.summary().name, ctx.mul_variant());
-    println!("| log n | width | kernels (us each) | total us | GB/s over all passes | of 3,930 GB/s |");
-    println!("|---|---|---|---|---|---|");
+    println!("Bandwidth counts one read and one write of the matrix per kernel. `copy` is a plain WGSL copy of the");
+    println!("same bytes (the ceiling for one pass); `memory only` is the same NTT passes with the butterflies removed.\n");
+    println!("| log n | width | kernels (us each) | total us | GB/s | copy us (GB/s) | total / (kernels x copy) | memory only us |");
+    println!("|---|---|---|---|---|---|---|---|");
     for log_n in logs() {
         for w in WIDTHS {
             let values = input(log_n, w);
+            let words = values.len();
             let src = ctx.upload("bench input", as_words(&values));
             let spec = NttSpec::forward(log_n, w);
-            let mut runs: Vec<Vec<(&str, f64)>> = Vec::new();
-            for rep in 0..12 {
-                let Some(mut timer) = KernelTimer::new(ctx, 16) else {
-                    println!("(adapter has no TIMESTAMP_QUERY: no kernel profile)");
-                    return;
-                };
-                let mut enc = ctx.encoder("profile");
-                ntt.record_timed(&mut enc, &src, &spec, Some(&mut timer)).expect("record");
-                let t = timer.finish(ctx, enc).expect("timestamps");
-                if rep >= 3 {
-                    runs.push(t);
-                }
-            }
-            let kernels = runs[0].len();
-            let per: Vec<f64> = (0..kernels).map(|k| median(runs.iter().map(|r| r[k].1).collect())).collect();
-            let total: f64 = per.iter().sum();
-            let bytes = (kernels * 2 * (1usize << log_n) * w * 4) as f64;
-            let gbps = bytes / total;
-            let names: Vec<String> = runs[0].iter().zip(&per).map(|((l, _), t)| format!("{} {:.1}", l, t / 1e3)).collect();
+            let Some(full) = time_kernels(ctx, |enc, t| {
+                ntt.recycle(ntt.record_timed(enc, &src, &spec, Some(t)).expect("record"));
+            }) else {
+                println!("(adapter has no TIMESTAMP_QUERY: no kernel profile)");
+                return;
+            };
+            let mem = time_kernels(ctx, |enc, t| {
+                memory_only.recycle(memory_only.record_timed(enc, &src, &spec, Some(t)).expect("record"));
+            })
+            .expect("timer");
+            let dst = ctx.storage("copy dst", words);
+            let copy = time_kernels(ctx, |enc, t| ntt.record_copy(enc, &src, &dst, words, Some(t)).expect("copy"))
+                .expect("timer")[0]
+                .1;
+            let total: f64 = full.iter().map(|k| k.1).sum();
+            let mem_total: f64 = mem.iter().map(|k| k.1).sum();
+            let bytes = (2 * words * 4) as f64;
+            let gbps = full.len() as f64 * bytes / total;
+            let names: Vec<String> = full.iter().map(|(l, t)| format!("{} {:.1}", l, t / 1e3)).collect();
             println!(
-                "| {log_n} | {w} | {} | {:.1} | {:.0} | {:.0}% |",
+                "| {log_n} | {w} | {} | {:.1} | {:.0} | {:.1} ({:.0}) | {:.1}x | {:.1} |",
                 names.join(", "),
                 total / 1e3,
                 gbps,
-                100.0 * gbps / COPY_GBPS
+                copy / 1e3,
+                bytes / copy,
+                total / (full.len() as f64 * copy),
+                mem_total / 1e3,
             );
         }
     }
@@ -133,12 +160,12 @@ fn main() {
     println!("CPU threads (rayon): {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
     for ntt in &gpus {
         // Warm the GPU up so its clocks are up before anything is timed.
-        let values = input(22, 16);
+        let values = input(20, 16);
         let src = ntt.context().upload("warm-up", as_words(&values));
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_secs(2) {
             let mut enc = ntt.context().encoder("warm-up");
-            ntt.record(&mut enc, &src, &NttSpec::forward(22, 16)).expect("record");
+            ntt.record(&mut enc, &src, &NttSpec::forward(20, 16)).expect("record");
             ntt.context().submit_and_wait(enc).expect("submit");
         }
         profile(ntt);

@@ -21,7 +21,8 @@
 // are never read (the zero tail of a padded message), and may scale row r by shift^r on the
 // way in (a coset transform).
 //
-// Composed with: const NTT_TILE: u32 (workgroup words, a power of two).
+// Composed with: const NTT_TILE: u32 (workgroup words, a power of two), and
+// const NTT_SKIP_BUTTERFLIES: u32, 1 only in profiling runs that time the memory traffic alone.
 
 // Rust twin: `DifParams` in crates/gpu/src/ntt.rs.
 struct DifParams {
@@ -127,7 +128,12 @@ fn dif_pass(
     workgroupBarrier();
 
     // Radix-16 rounds: round r covers pass stages 4r..4r+4, on blocks of 2^(log_t - 4r) elements.
-    let rounds = log_t / 4u;
+    var rounds = log_t / 4u;
+    var leftover_end = log_t;
+    if (NTT_SKIP_BUTTERFLIES != 0u) {
+        rounds = 0u;
+        leftover_end = 0u;
+    }
     let items = select(0u, 1u << (log_p + log_t - 4u), rounds > 0u); // 16 elements each
     for (var r = 0u; r < rounds; r++) {
         let block_log = log_t - 4u * r;
@@ -160,7 +166,7 @@ fn dif_pass(
         }
     }
     let half_count = t_count >> 1u;
-    for (var u = 4u * rounds; u < log_t; u++) {
+    for (var u = 4u * rounds; u < leftover_end; u++) {
         let stage = params.stage0 + u;
         let h_log = log_t - 1u - u;
         let h = 1u << h_log;

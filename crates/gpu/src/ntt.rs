@@ -186,6 +186,7 @@ pub struct GpuNtt {
     twiddles: Mutex<HashMap<(u32, Direction), Arc<wgpu::Buffer>>>,
     empty: wgpu::Buffer,
     poison: AtomicBool,
+    skip_butterflies: AtomicBool,
     /// Free scratch buffers by size in words, reused across transforms.
     scratch: Mutex<HashMap<usize, Vec<wgpu::Buffer>>>,
 }
@@ -198,7 +199,7 @@ impl GpuNtt {
         let words = ctx.summary().max_compute_workgroup_storage_size / 4;
         let tile_log = (u32::BITS - 1 - words.max(1).leading_zeros()).min(MAX_TILE_LOG);
         let empty = ctx.upload("ntt empty", &[0]);
-        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), scratch: Mutex::new(HashMap::new()) }
+        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), skip_butterflies: AtomicBool::new(false), scratch: Mutex::new(HashMap::new()) }
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -217,6 +218,30 @@ impl GpuNtt {
         }
         let reused = self.scratch.lock().expect("scratch pool poisoned").get_mut(&words).and_then(Vec::pop);
         reused.unwrap_or_else(|| self.ctx.storage(label, words))
+    }
+
+    /// Profiling only: DIF passes move data but skip the butterflies (wrong results), to
+    /// separate memory traffic from arithmetic in a kernel profile.
+    #[doc(hidden)]
+    pub fn set_skip_butterflies(&self, on: bool) {
+        self.skip_butterflies.store(on, Ordering::Relaxed);
+    }
+
+    /// Records a plain copy of `words` words (a multiple of 4) from `src` to `dst`: the
+    /// bandwidth reference for profiles.
+    pub fn record_copy(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        dst: &wgpu::Buffer,
+        words: usize,
+        timer: Option<&mut KernelTimer>,
+    ) -> Result<()> {
+        let pipeline = self.ctx.pipeline(Kernel::Copy, &[])?;
+        let uniform = self.ctx.uniform("copy params", &[words as u32, 0, 0, 0]);
+        let bind = self.bind(&pipeline, &[&uniform, src, dst]);
+        self.dispatch(encoder, "copy", &pipeline, &bind, (words as u32 / 4).div_ceil(WORKGROUP), timer);
+        Ok(())
     }
 
     /// Hands a buffer from [`record`](Self::record) back for reuse by later transforms. Only
@@ -295,7 +320,8 @@ impl GpuNtt {
         let log_n = spec.log_n as u32;
         let passes = self.plan(spec.log_n, spec.width);
         let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
-        let dif = self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log)])?;
+        let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
+        let dif = self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip)])?;
         let twiddles = self.twiddle_table(log_n, spec.direction);
         let shift = spec.coset_shift.filter(|s| *s != BabyBear::ONE);
         let shift_table = shift.map(|s| self.shift_table(s, spec.valid_rows));

@@ -42,6 +42,7 @@ wgsl_sources!(
     "field/mul_emulated",
     "field/babybear",
     "field/ext4",
+    "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",
     "test/field_ops",
@@ -53,17 +54,24 @@ pub enum Kernel {
     DifPass,
     BitReverseTiled,
     BitReverseRows,
+    Copy,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 4] =
-        [Kernel::DifPass, Kernel::BitReverseTiled, Kernel::BitReverseRows, Kernel::FieldOpsTest];
+    pub const ALL: [Kernel; 5] = [
+        Kernel::DifPass,
+        Kernel::BitReverseTiled,
+        Kernel::BitReverseRows,
+        Kernel::Copy,
+        Kernel::FieldOpsTest,
+    ];
 
     pub fn source_name(self) -> &'static str {
         match self {
             Kernel::DifPass => "ntt/dif_pass",
             Kernel::BitReverseTiled | Kernel::BitReverseRows => "ntt/bit_reverse",
+            Kernel::Copy => "util/copy",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -73,6 +81,7 @@ impl Kernel {
             Kernel::DifPass => "dif_pass",
             Kernel::BitReverseTiled => "bit_reverse_tiled",
             Kernel::BitReverseRows => "bit_reverse_rows",
+            Kernel::Copy => "copy_words",
             Kernel::FieldOpsTest => "field_op",
         }
     }
@@ -80,7 +89,7 @@ impl Kernel {
     /// Composition constants with representative values (for validation and cross-compilation).
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
-            Kernel::DifPass => &[("NTT_TILE", 8192)],
+            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0)],
             _ => &[],
         }
     }
