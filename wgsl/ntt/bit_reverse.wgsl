@@ -31,6 +31,7 @@ struct BitReverseParams {
 
 const WORKGROUP: u32 = 256u;
 const BITREV_TILE: u32 = 4096u;
+const PER_THREAD: u32 = BITREV_TILE / WORKGROUP;
 var<workgroup> tile: array<u32, BITREV_TILE>;
 
 fn scaled(v: u32) -> u32 {
@@ -59,16 +60,31 @@ fn bit_reverse_tiled(
     let count = 1u << (line_log + k);
     let pitch = (1u << line_log) + 1u;
 
-    for (var e = lid; e < count; e += WORKGROUP) {
+    // All loads first, then the workgroup-memory stores: many loads in flight per thread.
+    var staged: array<u32, PER_THREAD>;
+    for (var i = 0u; i < PER_THREAD; i++) {
+        let e = lid + i * WORKGROUP;
         let a = e >> line_log;
         let rem = e & line_mask;
         let row = (((a << m) + b) << k) + (rem >> log_w);
-        tile[a * pitch + rem] = src[(row << log_w) + (rem & w_mask)];
+        if (e < count) {
+            staged[i] = src[(row << log_w) + (rem & w_mask)];
+        }
+    }
+    for (var i = 0u; i < PER_THREAD; i++) {
+        let e = lid + i * WORKGROUP;
+        if (e < count) {
+            tile[(e >> line_log) * pitch + (e & line_mask)] = staged[i];
+        }
     }
     workgroupBarrier();
 
     let rb = reverse_low_bits(b, m);
-    for (var e = lid; e < count; e += WORKGROUP) {
+    for (var i = 0u; i < PER_THREAD; i++) {
+        let e = lid + i * WORKGROUP;
+        if (e >= count) {
+            break;
+        }
         let c_rev = e >> line_log;
         let rem = e & line_mask;
         let a_rev = rem >> log_w;

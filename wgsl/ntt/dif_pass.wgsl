@@ -21,7 +21,8 @@
 // are never read (the zero tail of a padded message), and may scale row r by shift^r on the
 // way in (a coset transform).
 //
-// Composed with: const NTT_TILE: u32 (workgroup words, a power of two), and
+// Composed with: const NTT_TILE: u32 (workgroup words, a power of two), NTT_PER_THREAD =
+// NTT_TILE / 256, and
 // const NTT_SKIP_BUTTERFLIES: u32, 1 only in profiling runs that time the memory traffic alone.
 
 // Rust twin: `DifParams` in crates/gpu/src/ntt.rs.
@@ -60,26 +61,59 @@ fn shift_power(row: u32) -> u32 {
 }
 
 // Four DIF stages on x[0..16] (x[m] at stride s inside a block of 16·s): stage u pairs m with
-// m + 8/2^u, twiddle c^(2^u) · w16[(m mod 8/2^u) · 2^u].
+// m + 8/2^u, twiddle c^(2^u) · w16[(m mod 8/2^u) · 2^u]. Written out in full (generated) so
+// every index is a constant and x stays in registers.
 fn radix16(x: ptr<function, array<u32, 16>>, c0: u32) {
-    var c = c0;
-    for (var u = 0u; u < 4u; u++) {
-        let h = 8u >> u;
-        for (var m = 0u; m < 16u; m++) {
-            if ((m & h) == 0u) {
-                let i = m & (h - 1u);
-                var tw = c;
-                if (i != 0u) {
-                    tw = bb_mul(c, w16[i << u]);
-                }
-                let a = (*x)[m];
-                let b = (*x)[m + h];
-                (*x)[m] = bb_add(a, b);
-                (*x)[m + h] = bb_mul(bb_sub(a, b), tw);
-            }
-        }
-        c = bb_square(c);
-    }
+    let c1 = bb_square(c0);
+    let c2 = bb_square(c1);
+    let c3 = bb_square(c2);
+    // stage 0: pairs at distance 8
+    let t0_1 = bb_mul(c0, w16[1]);
+    let t0_2 = bb_mul(c0, w16[2]);
+    let t0_3 = bb_mul(c0, w16[3]);
+    let t0_4 = bb_mul(c0, w16[4]);
+    let t0_5 = bb_mul(c0, w16[5]);
+    let t0_6 = bb_mul(c0, w16[6]);
+    let t0_7 = bb_mul(c0, w16[7]);
+    { let a = (*x)[0]; let b = (*x)[8]; (*x)[0] = bb_add(a, b); (*x)[8] = bb_mul(bb_sub(a, b), c0); }
+    { let a = (*x)[1]; let b = (*x)[9]; (*x)[1] = bb_add(a, b); (*x)[9] = bb_mul(bb_sub(a, b), t0_1); }
+    { let a = (*x)[2]; let b = (*x)[10]; (*x)[2] = bb_add(a, b); (*x)[10] = bb_mul(bb_sub(a, b), t0_2); }
+    { let a = (*x)[3]; let b = (*x)[11]; (*x)[3] = bb_add(a, b); (*x)[11] = bb_mul(bb_sub(a, b), t0_3); }
+    { let a = (*x)[4]; let b = (*x)[12]; (*x)[4] = bb_add(a, b); (*x)[12] = bb_mul(bb_sub(a, b), t0_4); }
+    { let a = (*x)[5]; let b = (*x)[13]; (*x)[5] = bb_add(a, b); (*x)[13] = bb_mul(bb_sub(a, b), t0_5); }
+    { let a = (*x)[6]; let b = (*x)[14]; (*x)[6] = bb_add(a, b); (*x)[14] = bb_mul(bb_sub(a, b), t0_6); }
+    { let a = (*x)[7]; let b = (*x)[15]; (*x)[7] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), t0_7); }
+    // stage 1: pairs at distance 4
+    let t1_1 = bb_mul(c1, w16[2]);
+    let t1_2 = bb_mul(c1, w16[4]);
+    let t1_3 = bb_mul(c1, w16[6]);
+    { let a = (*x)[0]; let b = (*x)[4]; (*x)[0] = bb_add(a, b); (*x)[4] = bb_mul(bb_sub(a, b), c1); }
+    { let a = (*x)[1]; let b = (*x)[5]; (*x)[1] = bb_add(a, b); (*x)[5] = bb_mul(bb_sub(a, b), t1_1); }
+    { let a = (*x)[2]; let b = (*x)[6]; (*x)[2] = bb_add(a, b); (*x)[6] = bb_mul(bb_sub(a, b), t1_2); }
+    { let a = (*x)[3]; let b = (*x)[7]; (*x)[3] = bb_add(a, b); (*x)[7] = bb_mul(bb_sub(a, b), t1_3); }
+    { let a = (*x)[8]; let b = (*x)[12]; (*x)[8] = bb_add(a, b); (*x)[12] = bb_mul(bb_sub(a, b), c1); }
+    { let a = (*x)[9]; let b = (*x)[13]; (*x)[9] = bb_add(a, b); (*x)[13] = bb_mul(bb_sub(a, b), t1_1); }
+    { let a = (*x)[10]; let b = (*x)[14]; (*x)[10] = bb_add(a, b); (*x)[14] = bb_mul(bb_sub(a, b), t1_2); }
+    { let a = (*x)[11]; let b = (*x)[15]; (*x)[11] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), t1_3); }
+    // stage 2: pairs at distance 2
+    let t2_1 = bb_mul(c2, w16[4]);
+    { let a = (*x)[0]; let b = (*x)[2]; (*x)[0] = bb_add(a, b); (*x)[2] = bb_mul(bb_sub(a, b), c2); }
+    { let a = (*x)[1]; let b = (*x)[3]; (*x)[1] = bb_add(a, b); (*x)[3] = bb_mul(bb_sub(a, b), t2_1); }
+    { let a = (*x)[4]; let b = (*x)[6]; (*x)[4] = bb_add(a, b); (*x)[6] = bb_mul(bb_sub(a, b), c2); }
+    { let a = (*x)[5]; let b = (*x)[7]; (*x)[5] = bb_add(a, b); (*x)[7] = bb_mul(bb_sub(a, b), t2_1); }
+    { let a = (*x)[8]; let b = (*x)[10]; (*x)[8] = bb_add(a, b); (*x)[10] = bb_mul(bb_sub(a, b), c2); }
+    { let a = (*x)[9]; let b = (*x)[11]; (*x)[9] = bb_add(a, b); (*x)[11] = bb_mul(bb_sub(a, b), t2_1); }
+    { let a = (*x)[12]; let b = (*x)[14]; (*x)[12] = bb_add(a, b); (*x)[14] = bb_mul(bb_sub(a, b), c2); }
+    { let a = (*x)[13]; let b = (*x)[15]; (*x)[13] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), t2_1); }
+    // stage 3: pairs at distance 1
+    { let a = (*x)[0]; let b = (*x)[1]; (*x)[0] = bb_add(a, b); (*x)[1] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[2]; let b = (*x)[3]; (*x)[2] = bb_add(a, b); (*x)[3] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[4]; let b = (*x)[5]; (*x)[4] = bb_add(a, b); (*x)[5] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[6]; let b = (*x)[7]; (*x)[6] = bb_add(a, b); (*x)[7] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[8]; let b = (*x)[9]; (*x)[8] = bb_add(a, b); (*x)[9] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[10]; let b = (*x)[11]; (*x)[10] = bb_add(a, b); (*x)[11] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[12]; let b = (*x)[13]; (*x)[12] = bb_add(a, b); (*x)[13] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[14]; let b = (*x)[15]; (*x)[14] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), c3); }
 }
 
 @compute @workgroup_size(256)
@@ -114,16 +148,28 @@ fn dif_pass(
         }
     }
 
-    for (var j = j_first; j < t_count; j += lanes) {
-        var v = 0u;
+    // Every thread issues all its loads before storing any, so many loads are in flight at
+    // once (a loop of load-then-store keeps one per thread and is latency bound). The trip count
+    // is a constant so the loop unrolls.
+    var staged: array<u32, NTT_PER_THREAD>;
+    for (var k = 0u; k < NTT_PER_THREAD; k++) {
+        let j = j_first + k * lanes;
         let row = row_base + (j << srl);
-        if (in_range && row < params.valid_rows) {
+        var v = 0u;
+        if (j < t_count && in_range && row < params.valid_rows) {
             v = src[base + j * stride_flat];
-            if (params.use_shift != 0u) {
-                v = bb_mul(v, shift_power(row));
-            }
         }
-        tile[slot((j << log_p) + p_local)] = v;
+        staged[k] = v;
+    }
+    for (var k = 0u; k < NTT_PER_THREAD; k++) {
+        let j = j_first + k * lanes;
+        if (j < t_count) {
+            var v = staged[k];
+            if (params.use_shift != 0u) {
+                v = bb_mul(v, shift_power(row_base + (j << srl)));
+            }
+            tile[slot((j << log_p) + p_local)] = v;
+        }
     }
     workgroupBarrier();
 
@@ -189,9 +235,18 @@ fn dif_pass(
         workgroupBarrier();
     }
 
+    for (var k = 0u; k < NTT_PER_THREAD; k++) {
+        let j = j_first + k * lanes;
+        if (j < t_count) {
+            staged[k] = tile[slot((j << log_p) + p_local)];
+        }
+    }
     if (in_range) {
-        for (var j = j_first; j < t_count; j += lanes) {
-            dst[base + j * stride_flat] = tile[slot((j << log_p) + p_local)];
+        for (var k = 0u; k < NTT_PER_THREAD; k++) {
+            let j = j_first + k * lanes;
+            if (j < t_count) {
+                dst[base + j * stride_flat] = staged[k];
+            }
         }
     }
 }

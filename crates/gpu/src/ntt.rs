@@ -321,7 +321,11 @@ impl GpuNtt {
         let passes = self.plan(spec.log_n, spec.width);
         let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
         let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
-        let dif = self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip)])?;
+        let dif = self.ctx.pipeline(Kernel::DifPass, &[
+                ("NTT_TILE", 1 << self.tile_log),
+                ("NTT_PER_THREAD", (1 << self.tile_log) / WORKGROUP),
+                ("NTT_SKIP_BUTTERFLIES", skip),
+            ],)?;
         let twiddles = self.twiddle_table(log_n, spec.direction);
         let shift = spec.coset_shift.filter(|s| *s != BabyBear::ONE);
         let shift_table = shift.map(|s| self.shift_table(s, spec.valid_rows));
