@@ -31,7 +31,6 @@ struct BitReverseParams {
 
 const WORKGROUP: u32 = 256u;
 const BITREV_TILE: u32 = 4096u;
-const PER_THREAD: u32 = BITREV_TILE / WORKGROUP;
 var<workgroup> tile: array<u32, BITREV_TILE>;
 
 fn scaled(v: u32) -> u32 {
@@ -39,6 +38,23 @@ fn scaled(v: u32) -> u32 {
         return bb_mul(v, params.scale);
     }
     return v;
+}
+
+// Tile element e (line a = e >> line_log, then c and column) of row group b, from the source.
+fn load_tiled(e: u32, count: u32, b: u32, m: u32, k: u32, log_w: u32, line_log: u32, line_mask: u32, w_mask: u32) -> u32 {
+    if (e >= count) {
+        return 0u;
+    }
+    let a = e >> line_log;
+    let rem = e & line_mask;
+    let row = (((a << m) + b) << k) + (rem >> log_w);
+    return src[(row << log_w) + (rem & w_mask)];
+}
+
+fn store_tiled(e: u32, count: u32, line_log: u32, line_mask: u32, pitch: u32, v: u32) {
+    if (e < count) {
+        tile[(e >> line_log) * pitch + (e & line_mask)] = v;
+    }
 }
 
 @compute @workgroup_size(256)
@@ -60,31 +76,21 @@ fn bit_reverse_tiled(
     let count = 1u << (line_log + k);
     let pitch = (1u << line_log) + 1u;
 
-    // All loads first, then the workgroup-memory stores: many loads in flight per thread.
-    var staged: array<u32, PER_THREAD>;
-    for (var i = 0u; i < PER_THREAD; i++) {
-        let e = lid + i * WORKGROUP;
-        let a = e >> line_log;
-        let rem = e & line_mask;
-        let row = (((a << m) + b) << k) + (rem >> log_w);
-        if (e < count) {
-            staged[i] = src[(row << log_w) + (rem & w_mask)];
-        }
-    }
-    for (var i = 0u; i < PER_THREAD; i++) {
-        let e = lid + i * WORKGROUP;
-        if (e < count) {
-            tile[(e >> line_log) * pitch + (e & line_mask)] = staged[i];
-        }
+    // Four loads in flight per thread before their workgroup-memory stores.
+    for (var e = lid; e < count; e += 4u * WORKGROUP) {
+        let v0 = load_tiled(e, count, b, m, k, log_w, line_log, line_mask, w_mask);
+        let v1 = load_tiled(e + WORKGROUP, count, b, m, k, log_w, line_log, line_mask, w_mask);
+        let v2 = load_tiled(e + 2u * WORKGROUP, count, b, m, k, log_w, line_log, line_mask, w_mask);
+        let v3 = load_tiled(e + 3u * WORKGROUP, count, b, m, k, log_w, line_log, line_mask, w_mask);
+        store_tiled(e, count, line_log, line_mask, pitch, v0);
+        store_tiled(e + WORKGROUP, count, line_log, line_mask, pitch, v1);
+        store_tiled(e + 2u * WORKGROUP, count, line_log, line_mask, pitch, v2);
+        store_tiled(e + 3u * WORKGROUP, count, line_log, line_mask, pitch, v3);
     }
     workgroupBarrier();
 
     let rb = reverse_low_bits(b, m);
-    for (var i = 0u; i < PER_THREAD; i++) {
-        let e = lid + i * WORKGROUP;
-        if (e >= count) {
-            break;
-        }
+    for (var e = lid; e < count; e += WORKGROUP) {
         let c_rev = e >> line_log;
         let rem = e & line_mask;
         let a_rev = rem >> log_w;

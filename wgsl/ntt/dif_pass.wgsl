@@ -21,8 +21,7 @@
 // are never read (the zero tail of a padded message), and may scale row r by shift^r on the
 // way in (a coset transform).
 //
-// Composed with: const NTT_TILE: u32 (workgroup words, a power of two), NTT_PER_THREAD =
-// NTT_TILE / 256, and
+// Composed with: const NTT_TILE: u32 (workgroup words, a power of two), and
 // const NTT_SKIP_BUTTERFLIES: u32, 1 only in profiling runs that time the memory traffic alone.
 
 // Rust twin: `DifParams` in crates/gpu/src/ntt.rs.
@@ -116,6 +115,26 @@ fn radix16(x: ptr<function, array<u32, 16>>, c0: u32) {
     { let a = (*x)[14]; let b = (*x)[15]; (*x)[14] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), c3); }
 }
 
+// Element j of this thread's sub-problem from the source (0 past the valid rows or the tile),
+// scaled by shift^row for a coset transform.
+fn load_element(j: u32, t_count: u32, in_range: bool, base: u32, stride_flat: u32, row_base: u32, srl: u32) -> u32 {
+    let row = row_base + (j << srl);
+    if (j >= t_count || !in_range || row >= params.valid_rows) {
+        return 0u;
+    }
+    let v = src[base + j * stride_flat];
+    if (params.use_shift != 0u) {
+        return bb_mul(v, shift_power(row));
+    }
+    return v;
+}
+
+fn store_tile(j: u32, t_count: u32, log_p: u32, p_local: u32, v: u32) {
+    if (j < t_count) {
+        tile[slot((j << log_p) + p_local)] = v;
+    }
+}
+
 @compute @workgroup_size(256)
 fn dif_pass(
     @builtin(local_invocation_index) lid: u32,
@@ -148,28 +167,17 @@ fn dif_pass(
         }
     }
 
-    // Every thread issues all its loads before storing any, so many loads are in flight at
-    // once (a loop of load-then-store keeps one per thread and is latency bound). The trip count
-    // is a constant so the loop unrolls.
-    var staged: array<u32, NTT_PER_THREAD>;
-    for (var k = 0u; k < NTT_PER_THREAD; k++) {
-        let j = j_first + k * lanes;
-        let row = row_base + (j << srl);
-        var v = 0u;
-        if (j < t_count && in_range && row < params.valid_rows) {
-            v = src[base + j * stride_flat];
-        }
-        staged[k] = v;
-    }
-    for (var k = 0u; k < NTT_PER_THREAD; k++) {
-        let j = j_first + k * lanes;
-        if (j < t_count) {
-            var v = staged[k];
-            if (params.use_shift != 0u) {
-                v = bb_mul(v, shift_power(row_base + (j << srl)));
-            }
-            tile[slot((j << log_p) + p_local)] = v;
-        }
+    // Loads go four at a time into scalars before any is stored, so several loads per thread
+    // are in flight (one load-then-store per iteration is latency bound).
+    for (var j = j_first; j < t_count; j += 4u * lanes) {
+        let v0 = load_element(j, t_count, in_range, base, stride_flat, row_base, srl);
+        let v1 = load_element(j + lanes, t_count, in_range, base, stride_flat, row_base, srl);
+        let v2 = load_element(j + 2u * lanes, t_count, in_range, base, stride_flat, row_base, srl);
+        let v3 = load_element(j + 3u * lanes, t_count, in_range, base, stride_flat, row_base, srl);
+        store_tile(j, t_count, log_p, p_local, v0);
+        store_tile(j + lanes, t_count, log_p, p_local, v1);
+        store_tile(j + 2u * lanes, t_count, log_p, p_local, v2);
+        store_tile(j + 3u * lanes, t_count, log_p, p_local, v3);
     }
     workgroupBarrier();
 
@@ -190,14 +198,44 @@ fn dif_pass(
             let lo = rest & ((1u << lo_log) - 1u);
             let hi = rest >> lo_log;
             let j0 = (hi << block_log) + lo;
-            var x: array<u32, 16>;
-            for (var m = 0u; m < 16u; m++) {
-                x[m] = tile[slot(((j0 + (m << lo_log)) << log_p) + p_local)];
-            }
+            // Element m of the block sits at i0 + m·d; constant indices keep x in registers.
+            let i0 = (j0 << log_p) + p_local;
+            let d = 1u << (lo_log + log_p);
+            var x = array<u32, 16>(
+                tile[slot(i0 + 0u * d)],
+                tile[slot(i0 + 1u * d)],
+                tile[slot(i0 + 2u * d)],
+                tile[slot(i0 + 3u * d)],
+                tile[slot(i0 + 4u * d)],
+                tile[slot(i0 + 5u * d)],
+                tile[slot(i0 + 6u * d)],
+                tile[slot(i0 + 7u * d)],
+                tile[slot(i0 + 8u * d)],
+                tile[slot(i0 + 9u * d)],
+                tile[slot(i0 + 10u * d)],
+                tile[slot(i0 + 11u * d)],
+                tile[slot(i0 + 12u * d)],
+                tile[slot(i0 + 13u * d)],
+                tile[slot(i0 + 14u * d)],
+                tile[slot(i0 + 15u * d)],
+            );
             radix16(&x, twiddles[((lo << srl) + off_row) << stage]);
-            for (var m = 0u; m < 16u; m++) {
-                tile[slot(((j0 + (m << lo_log)) << log_p) + p_local)] = x[m];
-            }
+            tile[slot(i0 + 0u * d)] = x[0];
+            tile[slot(i0 + 1u * d)] = x[1];
+            tile[slot(i0 + 2u * d)] = x[2];
+            tile[slot(i0 + 3u * d)] = x[3];
+            tile[slot(i0 + 4u * d)] = x[4];
+            tile[slot(i0 + 5u * d)] = x[5];
+            tile[slot(i0 + 6u * d)] = x[6];
+            tile[slot(i0 + 7u * d)] = x[7];
+            tile[slot(i0 + 8u * d)] = x[8];
+            tile[slot(i0 + 9u * d)] = x[9];
+            tile[slot(i0 + 10u * d)] = x[10];
+            tile[slot(i0 + 11u * d)] = x[11];
+            tile[slot(i0 + 12u * d)] = x[12];
+            tile[slot(i0 + 13u * d)] = x[13];
+            tile[slot(i0 + 14u * d)] = x[14];
+            tile[slot(i0 + 15u * d)] = x[15];
         }
         workgroupBarrier();
     }
@@ -235,18 +273,9 @@ fn dif_pass(
         workgroupBarrier();
     }
 
-    for (var k = 0u; k < NTT_PER_THREAD; k++) {
-        let j = j_first + k * lanes;
-        if (j < t_count) {
-            staged[k] = tile[slot((j << log_p) + p_local)];
-        }
-    }
     if (in_range) {
-        for (var k = 0u; k < NTT_PER_THREAD; k++) {
-            let j = j_first + k * lanes;
-            if (j < t_count) {
-                dst[base + j * stride_flat] = staged[k];
-            }
+        for (var j = j_first; j < t_count; j += lanes) {
+            dst[base + j * stride_flat] = tile[slot((j << log_p) + p_local)];
         }
     }
 }

@@ -323,7 +323,6 @@ impl GpuNtt {
         let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
         let dif = self.ctx.pipeline(Kernel::DifPass, &[
                 ("NTT_TILE", 1 << self.tile_log),
-                ("NTT_PER_THREAD", (1 << self.tile_log) / WORKGROUP),
                 ("NTT_SKIP_BUTTERFLIES", skip),
             ],)?;
         let twiddles = self.twiddle_table(log_n, spec.direction);

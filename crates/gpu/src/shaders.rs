@@ -89,7 +89,7 @@ impl Kernel {
     /// Composition constants with representative values (for validation and cross-compilation).
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
-            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_PER_THREAD", 32), ("NTT_SKIP_BUTTERFLIES", 0)],
+            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0)],
             _ => &[],
         }
     }
