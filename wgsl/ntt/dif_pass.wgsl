@@ -46,8 +46,6 @@ struct DifParams {
 
 const WORKGROUP: u32 = 256u;
 var<workgroup> tile: array<u32, NTT_TILE>;
-// w16[i] = (16th root of unity)^i in the transform's direction.
-var<private> w16: array<u32, 8>;
 
 // Tile word for logical index i: rows of 32 words are XOR-swizzled so strided accesses spread
 // over the banks.
@@ -62,7 +60,9 @@ fn shift_power(row: u32) -> u32 {
 // Four DIF stages on x[0..16] (x[m] at stride s inside a block of 16·s): stage u pairs m with
 // m + 8/2^u, twiddle c^(2^u) · w16[(m mod 8/2^u) · 2^u]. Written out in full (generated) so
 // every index is a constant and x stays in registers.
-fn radix16(x: ptr<function, array<u32, 16>>, c0: u32) {
+// w16[i] = (16th root of unity)^i in the transform's direction, i < 8: lo = w16[0..4], hi = w16[4..8].
+fn radix16(x: ptr<function, array<u32, 16>>, c0: u32, lo: vec4<u32>, hi: vec4<u32>) {
+    let w16 = array<u32, 8>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
     let c1 = bb_square(c0);
     let c2 = bb_square(c1);
     let c3 = bb_square(c2);
@@ -161,12 +161,6 @@ fn dif_pass(
     let base = blk * (stride_flat << log_t) + off;
     let row_base = (blk << (params.log_n - params.stage0)) + off_row;
 
-    if (params.log_n >= 4u) {
-        for (var i = 0u; i < 8u; i++) {
-            w16[i] = twiddles[i << (params.log_n - 4u)];
-        }
-    }
-
     // Loads go four at a time into scalars before any is stored, so several loads per thread
     // are in flight (one load-then-store per iteration is latency bound).
     for (var j = j_first; j < t_count; j += 4u * lanes) {
@@ -189,6 +183,14 @@ fn dif_pass(
         leftover_end = 0u;
     }
     let items = select(0u, 1u << (log_p + log_t - 4u), rounds > 0u); // 16 elements each
+    // 16th roots of unity from the table (any transform with a radix-16 round has log_n >= 4).
+    var w16_lo = vec4<u32>(BB_ONE);
+    var w16_hi = vec4<u32>(BB_ONE);
+    if (rounds > 0u) {
+        let sh = params.log_n - 4u;
+        w16_lo = vec4<u32>(twiddles[0], twiddles[1u << sh], twiddles[2u << sh], twiddles[3u << sh]);
+        w16_hi = vec4<u32>(twiddles[4u << sh], twiddles[5u << sh], twiddles[6u << sh], twiddles[7u << sh]);
+    }
     for (var r = 0u; r < rounds; r++) {
         let block_log = log_t - 4u * r;
         let lo_log = block_log - 4u;
@@ -219,7 +221,7 @@ fn dif_pass(
                 tile[slot(i0 + 14u * d)],
                 tile[slot(i0 + 15u * d)],
             );
-            radix16(&x, twiddles[((lo << srl) + off_row) << stage]);
+            radix16(&x, twiddles[((lo << srl) + off_row) << stage], w16_lo, w16_hi);
             tile[slot(i0 + 0u * d)] = x[0];
             tile[slot(i0 + 1u * d)] = x[1];
             tile[slot(i0 + 2u * d)] = x[2];
