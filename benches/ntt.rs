@@ -73,11 +73,19 @@ fn time_kernels(
     Some(labels.iter().enumerate().map(|(k, l)| (*l, median(runs.iter().map(|r| r[k].1).collect()))).collect())
 }
 
-fn profile(ntt: &GpuNtt) {
+fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     let ctx = ntt.context();
-    let memory_only = GpuNtt::new(ctx.clone());
+    let memory_only = match tile_log {
+        Some(t) => GpuNtt::with_tile_log(ctx.clone(), t),
+        None => GpuNtt::new(ctx.clone()),
+    };
     memory_only.set_skip_butterflies(true);
-    println!("\n## Kernel profile: {} ({:?} multiply), GPU timestamps, median of 9", ctx.summary().name, ctx.mul_variant());
+    println!(
+        "\n## Kernel profile: {} ({:?} multiply, DIF tile {}), GPU timestamps, median of 9",
+        ctx.summary().name,
+        ctx.mul_variant(),
+        tile_log.map_or("default".to_string(), |t| format!("2^{t} words"))
+    );
     println!("Bandwidth counts one read and one write of the matrix per kernel. `copy` is a plain WGSL copy of the");
     println!("same bytes (the ceiling for one pass); `memory only` is the same NTT passes with the butterflies removed.\n");
     println!("| log n | width | kernels (us each) | total us | GB/s | copy us (GB/s) | total / (kernels x copy) | memory only us |");
@@ -125,7 +133,7 @@ fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
     let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
     for w in WIDTHS {
         let mut group = c.benchmark_group(format!("ntt_forward_width_{w}"));
-        group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+        group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
         for log_n in logs() {
             let values = input(log_n, w);
             group.throughput(Throughput::Elements(((1usize << log_n) * w) as u64));
@@ -168,7 +176,14 @@ fn main() {
             ntt.record(&mut enc, &src, &NttSpec::forward(20, 16)).expect("record");
             ntt.context().submit_and_wait(enc).expect("submit");
         }
-        profile(ntt);
+        profile(ntt, None);
+    }
+    // Tuning: the same with another DIF tile size.
+    if let Ok(t) = std::env::var("WHIR_BENCH_TILE_LOG") {
+        let t: u32 = t.parse().expect("WHIR_BENCH_TILE_LOG");
+        for ntt in &gpus {
+            profile(&GpuNtt::with_tile_log(ntt.context().clone(), t), Some(t));
+        }
     }
     if std::env::var("WHIR_BENCH_PROFILE_ONLY").is_ok_and(|v| v == "1") {
         return;

@@ -184,6 +184,18 @@ fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) -> Result<w
     }
 }
 
+/// Runtime checks wgpu adds to our shaders. Default: bounds checks on (memory safety), loop
+/// bounding off: every loop in wgsl/ is a counted loop over uniform bounds that the host
+/// validates, and the added loop counters cost ~10% of NTT time on the H200. Set
+/// WHIR_GPU_RUNTIME_CHECKS to `checked` (all of wgpu's checks) or `unchecked` (none) to compare.
+fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
+    match std::env::var("WHIR_GPU_RUNTIME_CHECKS").as_deref() {
+        Ok("checked") => wgpu::ShaderRuntimeChecks::checked(),
+        Ok("unchecked") => wgpu::ShaderRuntimeChecks::unchecked(),
+        _ => wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() },
+    }
+}
+
 type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
 
 /// One adapter, one device, its queue and every pipeline built on it. Cheap to share
@@ -311,10 +323,13 @@ impl GpuContext {
         }
         let source = shaders::compose(kernel.source_name(), self.mul_variant, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
-            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.source_name()),
                 source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
+            };
+            // SAFETY: our loops terminate (see `runtime_checks`); bounds checks, which keep
+            // memory safe, stay on unless WHIR_GPU_RUNTIME_CHECKS=unchecked asks otherwise.
+            let module = unsafe { self.device.create_shader_module_trusted(desc, runtime_checks()) };
             Ok(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(kernel.entry_point()),
                 layout: None,
