@@ -158,3 +158,19 @@ fn large_dft_and_lde_match_plonky3() {
         });
     }
 }
+
+#[test]
+fn reused_buffers_give_the_same_answers() {
+    // Without poisoning, buffers come from the pools: repeat shapes (reuse) and mix them.
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for ctx in common::contexts() {
+        let gpu = GpuDft::on(ctx).with_cpu_threshold(0);
+        for (log_h, w) in [(10, 4), (10, 4), (6, 1), (10, 4), (12, 3), (6, 1), (12, 3)] {
+            let m = matrix(&mut rng, log_h, w);
+            let shift: BabyBear = rng.random();
+            assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w}");
+            assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift), cpu.coset_lde_batch(m, 1, shift), "lde 2^{log_h} x {w}");
+        }
+    }
+}

@@ -207,6 +207,8 @@ pub struct GpuContext {
     summary: AdapterSummary,
     mul_variant: MulVariant,
     pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    /// MAP_READ staging buffers by size, reused: a fresh one per readback costs page faults.
+    readback: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
 }
 
 impl fmt::Debug for GpuContext {
@@ -257,7 +259,15 @@ impl GpuContext {
             tracing::error!("uncaptured wgpu error: {e}");
         }));
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
-        Ok(Self { adapter, device, queue, summary, mul_variant, pipelines: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            adapter,
+            device,
+            queue,
+            summary,
+            mul_variant,
+            pipelines: Mutex::new(HashMap::new()),
+            readback: Mutex::new(HashMap::new()),
+        })
     }
 
     pub fn device(&self) -> &wgpu::Device {
@@ -362,6 +372,14 @@ impl GpuContext {
         })
     }
 
+    /// Queues a copy of `words` into the start of `dst` (a COPY_DST buffer); it lands before the
+    /// next submitted command buffer runs.
+    pub fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
+        if !words.is_empty() {
+            self.queue.write_buffer(dst, 0, bytemuck::cast_slice(words));
+        }
+    }
+
     /// An uninitialised storage buffer of `words` u32 words (at least one).
     pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -395,11 +413,14 @@ impl GpuContext {
             self.queue.submit([encoder.finish()]);
             return Ok(Vec::new());
         }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let reused = self.readback.lock().expect("readback pool poisoned").get_mut(&bytes).and_then(Vec::pop);
+        let staging = reused.unwrap_or_else(|| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         self.queue.submit([encoder.finish()]);
@@ -419,6 +440,11 @@ impl GpuContext {
             bytemuck::cast_slice::<u8, u32>(&view).to_vec()
         };
         staging.unmap();
+        let mut pool = self.readback.lock().expect("readback pool poisoned");
+        let free = pool.entry(bytes).or_default();
+        if free.len() < 2 {
+            free.push(staging);
+        }
         Ok(out)
     }
 

@@ -227,6 +227,11 @@ impl GpuNtt {
         if self.poison.load(Ordering::Relaxed) {
             return self.ctx.upload(label, &vec![u32::MAX; words]);
         }
+        self.scratch_buffer(label, words)
+    }
+
+    fn scratch_buffer(&self, label: &str, words: usize) -> wgpu::Buffer {
+        let words = words.max(1);
         let reused = self.scratch.lock().expect("scratch pool poisoned").get_mut(&words).and_then(Vec::pop);
         reused.unwrap_or_else(|| self.ctx.storage(label, words))
     }
@@ -461,15 +466,17 @@ impl GpuNtt {
         self.ctx.scoped("NTT", || {
             self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
             let mut encoder = self.ctx.encoder("ntt");
-            let mut buffer = self.ctx.upload("ntt input", as_words(values));
-            let mut intermediates = Vec::new();
+            // The input goes into a pooled buffer through the queue's staging (no fresh device
+            // allocation per call); every buffer returns to the pool after the readback.
+            let mut buffer = self.scratch_buffer("ntt input", values.len());
+            self.ctx.write(&buffer, as_words(values));
+            let mut used = Vec::new();
             for spec in specs {
                 let next = self.record(&mut encoder, &buffer, spec)?;
-                intermediates.push(std::mem::replace(&mut buffer, next));
+                used.push(std::mem::replace(&mut buffer, next));
             }
             let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width)?;
-            // The first is the upload; the rest came from the pool.
-            for b in intermediates.into_iter().skip(1).chain([buffer]) {
+            for b in used.into_iter().chain([buffer]) {
                 self.recycle(b);
             }
             from_words(words)
