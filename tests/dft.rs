@@ -25,10 +25,9 @@ fn gpus() -> Vec<(GpuDft, GpuEncoder)> {
         .map(|ctx| {
             let ntt = std::sync::Arc::new(GpuNtt::new(ctx));
             ntt.set_poison_outputs(true);
-            (
-                GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0),
-                GpuEncoder::new(Some(ntt)).with_cpu_threshold(0),
-            )
+            let dft = GpuDft::new(Some(ntt)).with_cpu_threshold(0);
+            let encoder = dft.encoder();
+            (dft, encoder)
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use p3_field::PrimeCharacteristicRing;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_whir::WhirDomain;
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuEncoder, GpuNtt};
+use whir_wgpu::gpu::{GpuDft, GpuNtt};
 use whir_wgpu::prover::GpuWhirDomain;
 
 type Ext = BinomialExtensionField<BabyBear, 4>;
@@ -25,7 +25,7 @@ fn gpu_domain_matches_plonky3_domain() {
     for ctx in common::contexts() {
         let ntt = Arc::new(GpuNtt::new(ctx));
         ntt.set_poison_outputs(true);
-        let gpu = GpuWhirDomain::new(GpuEncoder::new(Some(ntt)).with_cpu_threshold(0));
+        let gpu = GpuWhirDomain::new(GpuDft::new(Some(ntt)).with_cpu_threshold(0).encoder());
         for (log_msg, fold, rate) in [(0, 0, 1), (4, 1, 1), (6, 2, 2), (8, 4, 1), (10, 3, 3), (12, 1, 2)] {
             let width = 1 << fold;
             let rows = 1usize << log_msg;

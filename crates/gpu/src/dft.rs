@@ -101,6 +101,11 @@ impl GpuDft {
         self.inner.gpu.as_ref()
     }
 
+    /// The encoder on the same GPU, with the same CPU threshold.
+    pub fn encoder(&self) -> GpuEncoder {
+        GpuEncoder::from(self.clone())
+    }
+
     /// Fallible GPU entry for any spec chain, without CPU fallback.
     pub fn try_transform(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
         match &self.inner.gpu {
@@ -174,24 +179,17 @@ pub struct GpuEncoder {
 
 impl Default for GpuEncoder {
     fn default() -> Self {
-        Self::new(default_ntt())
+        GpuDft::default().encoder()
+    }
+}
+
+impl From<GpuDft> for GpuEncoder {
+    fn from(dft: GpuDft) -> Self {
+        Self { inner: dft.inner }
     }
 }
 
 impl GpuEncoder {
-    pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
-        Self { inner: Dispatcher::new(gpu) }
-    }
-
-    pub fn on(ctx: Arc<GpuContext>) -> Self {
-        Self::new(Some(Arc::new(GpuNtt::new(ctx))))
-    }
-
-    pub fn with_cpu_threshold(mut self, threshold: usize) -> Self {
-        self.inner.cpu_threshold = threshold;
-        self
-    }
-
     pub fn ntt(&self) -> Option<&Arc<GpuNtt>> {
         self.inner.gpu.as_ref()
     }
