@@ -173,3 +173,20 @@ fn reused_buffers_give_the_same_answers() {
         }
     }
 }
+
+#[test]
+fn odd_and_wide_matrices_match_plonky3() {
+    // Widths that are not powers of two take the per-element bit reversal; very wide rows make
+    // a workgroup's neighbouring sub-problems span several rows.
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (gpu, enc) in gpus() {
+        for (log_h, w) in [(1, 5), (7, 5), (11, 7), (3, 256), (9, 256), (5, 1000), (8, 1000), (13, 33)] {
+            let m = matrix(&mut rng, log_h, w);
+            let v = variant(&gpu);
+            assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.idft_batch(m.clone()), cpu.idft_batch(m.clone()), "idft 2^{log_h} x {w} {v}");
+            assert_eq!(enc.encode_batch(m.clone(), 2), cpu.encode_batch(m, 2), "encode 2^{log_h} x {w} {v}");
+        }
+    }
+}
