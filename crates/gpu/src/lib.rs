@@ -7,6 +7,8 @@
 //!   that can leave their output on the GPU for the next kernel.
 //! - [`GpuDft`]: a `p3_dft::TwoAdicSubgroupDft<BabyBear>`; [`GpuEncoder`]: a
 //!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's.
+//! - [`GpuPoseidon2`], [`GpuMerkle`]: Poseidon2 (width 16) and Merkle roots identical to
+//!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs` (work in progress: issue 3).
 //!
 //! Knows nothing of WHIR: protocol code lives in `whir-prover`.
 
@@ -14,7 +16,9 @@ mod context;
 mod dft;
 mod error;
 pub mod field;
+pub mod merkle;
 mod ntt;
+pub mod poseidon2;
 pub mod shaders;
 #[doc(hidden)]
 pub mod testing;
@@ -23,5 +27,7 @@ pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, Gp
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
+pub use merkle::{GpuMerkle, GpuMerkleTree};
+pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
 pub use wgpu;

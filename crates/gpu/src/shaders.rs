@@ -45,6 +45,10 @@ wgsl_sources!(
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",
+    "poseidon2/permutation",
+    "poseidon2/permute_batch",
+    "merkle/hash_leaves",
+    "merkle/compress_level",
     "test/field_ops",
 );
 
@@ -55,15 +59,21 @@ pub enum Kernel {
     BitReverseTiled,
     BitReverseRows,
     Copy,
+    Poseidon2Batch,
+    HashLeaves,
+    CompressLevel,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 5] = [
+    pub const ALL: [Kernel; 8] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
         Kernel::Copy,
+        Kernel::Poseidon2Batch,
+        Kernel::HashLeaves,
+        Kernel::CompressLevel,
         Kernel::FieldOpsTest,
     ];
 
@@ -72,6 +82,9 @@ impl Kernel {
             Kernel::DifPass => "ntt/dif_pass",
             Kernel::BitReverseTiled | Kernel::BitReverseRows => "ntt/bit_reverse",
             Kernel::Copy => "util/copy",
+            Kernel::Poseidon2Batch => "poseidon2/permute_batch",
+            Kernel::HashLeaves => "merkle/hash_leaves",
+            Kernel::CompressLevel => "merkle/compress_level",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -82,6 +95,9 @@ impl Kernel {
             Kernel::BitReverseTiled => "bit_reverse_tiled",
             Kernel::BitReverseRows => "bit_reverse_rows",
             Kernel::Copy => "copy_words",
+            Kernel::Poseidon2Batch => "permute_batch",
+            Kernel::HashLeaves => "hash_leaves",
+            Kernel::CompressLevel => "compress_level",
             Kernel::FieldOpsTest => "field_op",
         }
     }

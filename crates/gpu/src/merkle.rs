@@ -1,0 +1,106 @@
+//! Merkle commitments on the GPU with Plonky3's hashing: leaves are rows hashed with
+//! `PaddingFreeSponge<Poseidon2, 16, 8, 8>`, nodes `TruncatedPermutation<Poseidon2, 2, 8, 16>`,
+//! arity 2, 8-word digests. Digest layers stay on the GPU; only the root is read back.
+//!
+//! Scope so far: one matrix per commitment, power-of-two height, cap height 0 (a root).
+
+use std::sync::Arc;
+
+use p3_baby_bear::BabyBear;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_matrix::Matrix;
+
+use crate::error::{GpuError, Result};
+use crate::field::{as_words, from_words};
+use crate::poseidon2::GpuPoseidon2;
+use crate::shaders::Kernel;
+
+/// Words per digest.
+pub const DIGEST_ELEMS: usize = 8;
+
+/// Rust twin of `LeafParams` in wgsl/merkle/hash_leaves.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LeafParams {
+    rows: u32,
+    width: u32,
+    _pad: [u32; 2],
+}
+
+/// A committed matrix: every digest layer on the GPU (leaves first), and the root.
+pub struct GpuMerkleTree {
+    pub height: usize,
+    pub width: usize,
+    /// Layer k holds height >> k digests of 8 words.
+    pub layers: Vec<wgpu::Buffer>,
+    pub root: [BabyBear; DIGEST_ELEMS],
+}
+
+/// Builds Merkle trees with one Poseidon2 instance.
+pub struct GpuMerkle {
+    poseidon2: Arc<GpuPoseidon2>,
+}
+
+impl GpuMerkle {
+    pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
+        Self { poseidon2 }
+    }
+
+    pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
+        &self.poseidon2
+    }
+
+    /// Records the whole tree over a matrix already on the GPU (`height` x `width` words,
+    /// row-major; e.g. an NTT's output buffer) into `encoder`: leaf hashing, then one dispatch
+    /// per level. Returns the digest layers, leaves first, root last.
+    pub fn record_commit(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        matrix: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+    ) -> Result<Vec<wgpu::Buffer>> {
+        if height == 0 || !height.is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!(
+                "GPU Merkle trees take power-of-two heights for now; got {height} rows (use MerkleTreeMmcs for other heights)"
+            )));
+        }
+        if width == 0 {
+            return Err(GpuError::InvalidInput("cannot commit to a matrix of width 0".into()));
+        }
+        let ctx = self.poseidon2.context();
+        ctx.check_binding_size("Merkle matrix", (height * width * 4) as u64)?;
+        if matrix.size() < (height * width * 4) as u64 {
+            return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
+        }
+        let leaves = ctx.storage("merkle leaves", height * DIGEST_ELEMS);
+        let params = ctx.uniform("leaf params", &LeafParams { rows: height as u32, width: width as u32, _pad: [0; 2] });
+        self.poseidon2.dispatch(encoder, Kernel::HashLeaves, &params, matrix, &leaves, height)?;
+        let mut layers = vec![leaves];
+        let mut nodes = height / 2;
+        while nodes >= 1 {
+            let parent = ctx.storage("merkle layer", nodes * DIGEST_ELEMS);
+            let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
+            let children = layers.last().expect("leaves");
+            self.poseidon2.dispatch(encoder, Kernel::CompressLevel, &params, children, &parent, nodes)?;
+            layers.push(parent);
+            nodes /= 2;
+        }
+        Ok(layers)
+    }
+
+    /// Commits to a host matrix: upload, hash, build, read back the root.
+    pub fn commit_matrix(&self, matrix: &RowMajorMatrix<BabyBear>) -> Result<GpuMerkleTree> {
+        let (height, width) = (matrix.height(), matrix.width());
+        let ctx = self.poseidon2.context().clone();
+        ctx.scoped("Merkle commit", || {
+            let input = ctx.upload("merkle matrix", as_words(&matrix.values));
+            let mut encoder = ctx.encoder("merkle commit");
+            let layers = self.record_commit(&mut encoder, &input, height, width)?;
+            let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS)?;
+            let root: [BabyBear; DIGEST_ELEMS] =
+                from_words(root_words)?.try_into().expect("a digest is 8 words");
+            Ok(GpuMerkleTree { height, width, layers, root })
+        })
+    }
+}

@@ -1,0 +1,200 @@
+//! Poseidon2 (BabyBear, width 16) on the GPU, buildable from exactly the constants of any
+//! Plonky3 `Poseidon2BabyBear<16>`: the default ones, explicit ones, or ones drawn from a seeded
+//! RNG the way `Poseidon2BabyBear::<16>::new_from_rng_128` draws them.
+
+use std::sync::Arc;
+
+use p3_baby_bear::{
+    BabyBear, Poseidon2BabyBear, BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
+    BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL,
+};
+use p3_poseidon2::{poseidon2_round_numbers_128, ExternalLayerConstants};
+use rand::distr::StandardUniform;
+use rand::{Rng, RngExt};
+
+use crate::context::GpuContext;
+use crate::error::{GpuError, Result};
+use crate::field::{as_words, from_words};
+use crate::shaders::Kernel;
+
+/// State width.
+pub const WIDTH: usize = 16;
+/// External rounds before and after the internal ones.
+pub const HALF_FULL_ROUNDS: usize = 4;
+/// Internal rounds.
+pub const PARTIAL_ROUNDS: usize = 13;
+/// Words in the constants uniform (141 used, padded to whole vec4s).
+const CONSTANT_WORDS: usize = 144;
+
+/// The round constants of one Poseidon2 instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Poseidon2Constants {
+    pub initial: Vec<[BabyBear; WIDTH]>,
+    pub terminal: Vec<[BabyBear; WIDTH]>,
+    pub internal: Vec<BabyBear>,
+}
+
+impl Poseidon2Constants {
+    /// The constants of `p3_baby_bear::default_babybear_poseidon2_16()`.
+    pub fn default_babybear() -> Self {
+        Self {
+            initial: BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL.to_vec(),
+            terminal: BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL.to_vec(),
+            internal: BABYBEAR_POSEIDON2_RC_16_INTERNAL.to_vec(),
+        }
+    }
+
+    /// Explicit constants; the GPU kernel is built for 4 + 13 + 4 rounds.
+    pub fn new(external: ExternalLayerConstants<BabyBear, WIDTH>, internal: Vec<BabyBear>) -> Result<Self> {
+        let c = Self {
+            initial: external.get_initial_constants().to_vec(),
+            terminal: external.get_terminal_constants().to_vec(),
+            internal,
+        };
+        if c.initial.len() != HALF_FULL_ROUNDS || c.terminal.len() != HALF_FULL_ROUNDS || c.internal.len() != PARTIAL_ROUNDS {
+            return Err(GpuError::InvalidInput(format!(
+                "GPU Poseidon2 runs {HALF_FULL_ROUNDS} + {PARTIAL_ROUNDS} + {HALF_FULL_ROUNDS} rounds; got {} + {} + {} round constants",
+                c.initial.len(),
+                c.internal.len(),
+                c.terminal.len()
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Draws constants from `rng` in the order `Poseidon2BabyBear::<16>::new_from_rng_128` does,
+    /// so the same seed gives the same permutation on both sides.
+    pub fn new_from_rng_128<R: Rng>(rng: &mut R) -> Self {
+        let (rounds_f, rounds_p) = poseidon2_round_numbers_128::<BabyBear>(WIDTH, 7)
+            .expect("Plonky3 defines Poseidon2 round numbers for BabyBear width 16");
+        let external = ExternalLayerConstants::<BabyBear, WIDTH>::new_from_rng(rounds_f, rng);
+        let internal: Vec<BabyBear> = rng.sample_iter(StandardUniform).take(rounds_p).collect();
+        Self::new(external, internal).expect("BabyBear width 16 has 8 external and 13 internal rounds")
+    }
+
+    /// The same permutation on the CPU (Plonky3).
+    pub fn to_cpu(&self) -> Poseidon2BabyBear<WIDTH> {
+        Poseidon2BabyBear::new(
+            ExternalLayerConstants::new(self.initial.clone(), self.terminal.clone()),
+            self.internal.clone(),
+        )
+    }
+
+    fn words(&self) -> Vec<u32> {
+        let mut w: Vec<u32> = Vec::with_capacity(CONSTANT_WORDS);
+        for round in self.initial.iter().chain(&self.terminal) {
+            w.extend_from_slice(as_words(round));
+        }
+        w.extend_from_slice(as_words(&self.internal));
+        w.resize(CONSTANT_WORDS, 0);
+        w
+    }
+}
+
+/// A Poseidon2 permutation on one GPU context; constants live in a uniform buffer.
+pub struct GpuPoseidon2 {
+    ctx: Arc<GpuContext>,
+    constants: Poseidon2Constants,
+    uniform: wgpu::Buffer,
+}
+
+impl GpuPoseidon2 {
+    pub fn new(ctx: Arc<GpuContext>, constants: Poseidon2Constants) -> Self {
+        let words = constants.words();
+        let uniform = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("poseidon2 constants"),
+            size: (words.len() * 4) as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        ctx.write(&uniform, &words);
+        Self { ctx, constants, uniform }
+    }
+
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    pub fn constants(&self) -> &Poseidon2Constants {
+        &self.constants
+    }
+
+    /// Binds the constants (binding 0), a small uniform (1) and two storage buffers (2, 3).
+    pub(crate) fn bind(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &wgpu::Buffer,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        let entries = [&self.uniform, params, input, output]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .collect::<Vec<_>>();
+        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup).
+    pub(crate) fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        kernel: Kernel,
+        params: &wgpu::Buffer,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        threads: usize,
+    ) -> Result<()> {
+        let pipeline = self.ctx.pipeline(kernel, &[])?;
+        let bind = self.bind(&pipeline, params, input, output);
+        let (x, y) = self.ctx.grid((threads as u32).div_ceil(64));
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(kernel.entry_point()),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+        Ok(())
+    }
+
+    /// Records the permutation of `count` states in `input` into `output` (16 words each).
+    pub fn record_permute(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        count: usize,
+    ) -> Result<()> {
+        let bytes = (count * WIDTH * 4) as u64;
+        self.ctx.check_binding_size("Poseidon2 states", bytes)?;
+        if input.size() < bytes || output.size() < bytes {
+            return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
+        }
+        let params = self.ctx.uniform("poseidon2 params", &[count as u32, 0, 0, 0]);
+        self.dispatch(encoder, Kernel::Poseidon2Batch, &params, input, output, count)
+    }
+
+    /// Host to host: permutes every state.
+    pub fn permute_batch(&self, states: &[[BabyBear; WIDTH]]) -> Result<Vec<[BabyBear; WIDTH]>> {
+        if states.is_empty() {
+            return Ok(Vec::new());
+        }
+        let flat: Vec<BabyBear> = states.iter().flatten().copied().collect();
+        self.ctx.scoped("Poseidon2 batch", || {
+            let input = self.ctx.upload("poseidon2 in", as_words(&flat));
+            let output = self.ctx.storage("poseidon2 out", flat.len());
+            let mut encoder = self.ctx.encoder("poseidon2");
+            self.record_permute(&mut encoder, &input, &output, states.len())?;
+            let words = self.ctx.submit_and_read(encoder, &output, flat.len())?;
+            Ok(from_words(words)?
+                .chunks_exact(WIDTH)
+                .map(|c| c.try_into().expect("chunks of WIDTH"))
+                .collect())
+        })
+    }
+}

@@ -1,0 +1,93 @@
+//! GPU Poseidon2 and Merkle roots against Plonky3: the permutation built three ways (default
+//! constants, explicit constants, seeded RNG as `new_from_rng_128`), leaf hashing and trees
+//! against `MerkleTreeMmcs`, both multiply variants, fresh random inputs.
+
+mod common;
+
+use std::sync::Arc;
+
+use p3_baby_bear::{default_babybear_poseidon2_16, BabyBear, Poseidon2BabyBear};
+use p3_commit::Mmcs;
+use p3_field::Field;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_merkle_tree::MerkleTreeMmcs;
+use p3_poseidon2::ExternalLayerConstants;
+use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants};
+
+type Perm = Poseidon2BabyBear<16>;
+type Hash = PaddingFreeSponge<Perm, 16, 8, 8>;
+type Compress = TruncatedPermutation<Perm, 2, 8, 16>;
+type Packed = <BabyBear as Field>::Packing;
+type CpuMmcs = MerkleTreeMmcs<Packed, Packed, Hash, Compress, 2, 8>;
+
+fn random_states(rng: &mut StdRng, n: usize) -> Vec<[BabyBear; 16]> {
+    (0..n).map(|_| rng.random()).collect()
+}
+
+fn check_permutation(gpu: &GpuPoseidon2, cpu: &Perm, rng: &mut StdRng, what: &str) {
+    let mut states = random_states(rng, 1000);
+    states.push([BabyBear::default(); 16]);
+    let got = gpu.permute_batch(&states).unwrap();
+    for (i, (s, g)) in states.iter().zip(&got).enumerate() {
+        assert_eq!(*g, cpu.permute(*s), "{what}: state {i} ({:?})", gpu.context().mul_variant());
+    }
+}
+
+#[test]
+fn permutation_matches_plonky3_for_every_constructor() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let default = GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear());
+        check_permutation(&default, &default_babybear_poseidon2_16(), &mut rng, "default constants");
+
+        let seed: u64 = rng.random();
+        let cpu = Perm::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let gpu = GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed)));
+        check_permutation(&gpu, &cpu, &mut rng, "new_from_rng_128");
+
+        let initial: Vec<[BabyBear; 16]> = random_states(&mut rng, 4);
+        let terminal: Vec<[BabyBear; 16]> = random_states(&mut rng, 4);
+        let internal: Vec<BabyBear> = (0..13).map(|_| rng.random()).collect();
+        let cpu = Perm::new(ExternalLayerConstants::new(initial.clone(), terminal.clone()), internal.clone());
+        let constants = Poseidon2Constants::new(ExternalLayerConstants::new(initial, terminal), internal).unwrap();
+        assert_eq!(constants.to_cpu().permute([BabyBear::default(); 16]), cpu.permute([BabyBear::default(); 16]));
+        check_permutation(&GpuPoseidon2::new(ctx.clone(), constants), &cpu, &mut rng, "explicit constants");
+    }
+}
+
+#[test]
+fn wrong_round_counts_are_errors() {
+    let err = Poseidon2Constants::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 16]; 3], vec![[BabyBear::default(); 16]; 3]), vec![BabyBear::default(); 13])
+        .unwrap_err();
+    assert!(err.to_string().contains("4 + 13 + 4 rounds"), "{err}");
+}
+
+#[test]
+fn merkle_roots_match_merkle_tree_mmcs() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let seed: u64 = rng.random();
+        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let perm = constants.to_cpu();
+        let cpu = CpuMmcs::new(Hash::new(perm.clone()), Compress::new(perm), 0);
+        let gpu = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants)));
+        for log_h in [0usize, 1, 2, 5, 8, 11] {
+            for width in [1usize, 3, 7, 8, 9, 16, 17, 64] {
+                let values = common::random_vec(&mut rng, (1 << log_h) * width);
+                let m = RowMajorMatrix::new(values, width);
+                let (root, _) = cpu.commit_matrix(m.clone());
+                let tree = gpu.commit_matrix(&m).unwrap();
+                let want: [BabyBear; 8] = root.as_ref()[0];
+                assert_eq!(root.as_ref().len(), 1, "cap height 0 is one root");
+                assert_eq!(tree.root, want, "root 2^{log_h} x {width} ({:?})", ctx.mul_variant());
+                assert_eq!(tree.layers.len(), log_h + 1);
+            }
+        }
+        let odd = RowMajorMatrix::new(common::random_vec(&mut rng, 12), 4);
+        let err = gpu.commit_matrix(&odd).err().expect("height 3 is refused");
+        assert!(err.to_string().contains("power-of-two heights"), "{err}");
+    }
+}
