@@ -91,3 +91,90 @@ fn merkle_roots_match_merkle_tree_mmcs() {
         assert!(err.to_string().contains("power-of-two heights"), "{err}");
     }
 }
+
+mod mmcs {
+    use super::*;
+    use p3_commit::{BatchOpeningRef, ExtensionMmcs};
+    use p3_field::extension::BinomialExtensionField;
+    use p3_matrix::Matrix;
+    use whir_wgpu::gpu::{GpuMmcs, GpuProverData};
+
+    type Ext = BinomialExtensionField<BabyBear, 4>;
+
+    fn mmcs_pair(ctx: Arc<whir_wgpu::gpu::GpuContext>, rng: &mut StdRng, cap_height: usize) -> (GpuMmcs, CpuMmcs) {
+        let seed: u64 = rng.random();
+        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let perm = constants.to_cpu();
+        let cpu = CpuMmcs::new(Hash::new(perm.clone()), Compress::new(perm), cap_height);
+        let gpu = GpuMmcs::new(Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx, constants)))), cap_height);
+        (gpu, cpu)
+    }
+
+    #[test]
+    fn commitments_and_openings_match_merkle_tree_mmcs() {
+        let mut rng = common::rng();
+        for ctx in common::contexts() {
+            for cap_height in [0usize, 1, 3] {
+                let (gpu, cpu) = mmcs_pair(ctx.clone(), &mut rng, cap_height);
+                for (log_h, width) in [(0usize, 5usize), (1, 8), (4, 3), (7, 16), (10, 9), (12, 64)] {
+                    let h = 1usize << log_h;
+                    let m = RowMajorMatrix::new(common::random_vec(&mut rng, h * width), width);
+                    let (gcap, gdata) = gpu.commit_matrix(m.clone());
+                    let (ccap, cdata) = cpu.commit_matrix(m.clone());
+                    assert_eq!(gcap, ccap, "cap 2^{log_h} x {width}, cap height {cap_height}");
+                    assert!(matches!(gdata, GpuProverData::Gpu { .. }), "committed on the GPU");
+                    let dims = [m.dimensions()];
+
+                    for _ in 0..4 {
+                        let index = rng.random_range(0..h);
+                        let g = gpu.open_batch(index, &gdata);
+                        let c = cpu.open_batch(index, &cdata);
+                        assert_eq!(g.opened_values, c.opened_values);
+                        assert_eq!(g.opening_proof, c.opening_proof, "path {index} of 2^{log_h}");
+                        cpu.verify_batch(&ccap, &dims, index, BatchOpeningRef::new(&g.opened_values, &g.opening_proof))
+                            .expect("stock MerkleTreeMmcs accepts our opening");
+                    }
+
+                    let mut indices: Vec<usize> = (0..rng.random_range(1..20)).map(|_| rng.random_range(0..h)).collect();
+                    indices.push(indices[0]); // a repeated query
+                    let (gv, gp) = gpu.open_multi_batch(&indices, &gdata);
+                    let (cv, cp) = cpu.open_multi_batch(&indices, &cdata);
+                    assert_eq!(gv, cv);
+                    assert_eq!(gp.sibling_hashes, cp.sibling_hashes, "pruned proof 2^{log_h} x {width}, cap {cap_height}");
+                    cpu.verify_multi_batch(&ccap, &dims, &indices, &gv, &gp).expect("stock verifier accepts");
+                    gpu.verify_multi_batch(&gcap, &dims, &indices, &gv, &gp).expect("our verifier accepts");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extension_rows_and_mixed_heights_match() {
+        let mut rng = common::rng();
+        for ctx in common::contexts() {
+            let (gpu, cpu) = mmcs_pair(ctx.clone(), &mut rng, 0);
+            // BabyBear^4 rows through ExtensionMmcs, as WHIR's later rounds commit them.
+            let gext = ExtensionMmcs::<BabyBear, Ext, _>::new(gpu.clone());
+            let cext = ExtensionMmcs::<BabyBear, Ext, _>::new(cpu.clone());
+            let values: Vec<Ext> = (0..(1 << 9) * 4).map(|_| rng.random()).collect();
+            let m = RowMajorMatrix::new(values, 4);
+            let (gcap, gdata) = gext.commit_matrix(m.clone());
+            let (ccap, cdata) = cext.commit_matrix(m);
+            assert_eq!(gcap, ccap);
+            let indices = [3usize, 100, 511, 3];
+            let (gv, gp) = gext.open_multi_batch(&indices, &gdata);
+            let (cv, cp) = cext.open_multi_batch(&indices, &cdata);
+            assert_eq!(gv, cv);
+            assert_eq!(gp.sibling_hashes, cp.sibling_hashes);
+
+            // Several matrices of different heights: committed by the Plonky3 MMCS inside.
+            let a = RowMajorMatrix::new(common::random_vec(&mut rng, 64 * 3), 3);
+            let b = RowMajorMatrix::new(common::random_vec(&mut rng, 16 * 5), 5);
+            let (gcap, gdata) = gpu.commit(vec![a.clone(), b.clone()]);
+            let (ccap, cdata) = cpu.commit(vec![a, b]);
+            assert_eq!(gcap, ccap);
+            assert!(matches!(gdata, GpuProverData::Cpu(_)));
+            assert_eq!(gpu.open_multi_batch(&[5, 63], &gdata).1.sibling_hashes, cpu.open_multi_batch(&[5, 63], &cdata).1.sibling_hashes);
+        }
+    }
+}

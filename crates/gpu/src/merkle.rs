@@ -91,10 +91,17 @@ impl GpuMerkle {
 
     /// Commits to a host matrix: upload, hash, build, read back the root.
     pub fn commit_matrix(&self, matrix: &RowMajorMatrix<BabyBear>) -> Result<GpuMerkleTree> {
-        let (height, width) = (matrix.height(), matrix.width());
+        self.commit_values(&matrix.values, matrix.height(), matrix.width())
+    }
+
+    /// Commits to `height` x `width` row-major values.
+    pub fn commit_values(&self, values: &[BabyBear], height: usize, width: usize) -> Result<GpuMerkleTree> {
+        if values.len() != height * width {
+            return Err(GpuError::InvalidInput(format!("{} values given for {height} x {width}", values.len())));
+        }
         let ctx = self.poseidon2.context().clone();
         ctx.scoped("Merkle commit", || {
-            let input = ctx.upload("merkle matrix", as_words(&matrix.values));
+            let input = ctx.upload("merkle matrix", as_words(values));
             let mut encoder = ctx.encoder("merkle commit");
             let layers = self.record_commit(&mut encoder, &input, height, width)?;
             let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS)?;

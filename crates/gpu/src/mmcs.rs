@@ -1,0 +1,217 @@
+//! `GpuMmcs`: a `p3_commit::Mmcs<BabyBear>` whose commitments, proofs and pruned multi-proofs
+//! are identical to Plonky3's `MerkleTreeMmcs<_, _, PaddingFreeSponge<Poseidon2, 16, 8, 8>,
+//! TruncatedPermutation<Poseidon2, 2, 8, 16>, 2, 8>` built from the same Poseidon2 constants.
+//!
+//! One matrix of power-of-two height is committed on the GPU: digest layers stay there and
+//! openings read back only the sibling digests they need, in one transfer. Anything else (several
+//! matrices, other heights, no usable GPU) is committed by the Plonky3 MMCS itself, with a
+//! tracing note, so callers always get a valid commitment. Verification runs on the CPU.
+
+use std::sync::Arc;
+
+use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_commit::{BatchOpening, BatchOpeningRef, Mmcs};
+use p3_field::Field;
+use p3_matrix::{Dimensions, Matrix};
+use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
+use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
+
+use crate::error::{GpuError, Result};
+use crate::field::from_words;
+use crate::merkle::{GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
+
+type Perm = Poseidon2BabyBear<16>;
+/// Plonky3's leaf hash for this MMCS.
+pub type LeafHash = PaddingFreeSponge<Perm, 16, 8, 8>;
+/// Plonky3's node compression for this MMCS.
+pub type NodeCompress = TruncatedPermutation<Perm, 2, 8, 16>;
+type Packed = <BabyBear as Field>::Packing;
+/// The Plonky3 MMCS this one is identical to.
+pub type CpuMmcs = MerkleTreeMmcs<Packed, Packed, LeafHash, NodeCompress, 2, DIGEST_ELEMS>;
+type Digest = [BabyBear; DIGEST_ELEMS];
+
+/// Prover data: the GPU tree with its matrix, or Plonky3's tree when the CPU committed.
+pub enum GpuProverData<M> {
+    Gpu { matrix: M, tree: GpuMerkleTree, cap_height: usize },
+    Cpu(MerkleTree<BabyBear, BabyBear, M, 2, DIGEST_ELEMS>),
+}
+
+#[derive(Clone)]
+pub struct GpuMmcs {
+    gpu: Option<Arc<GpuMerkle>>,
+    cpu: CpuMmcs,
+    cap_height: usize,
+}
+
+impl GpuMmcs {
+    /// On `merkle`'s GPU with its Poseidon2 constants; `cap_height` as in `MerkleTreeMmcs::new`.
+    pub fn new(merkle: Arc<GpuMerkle>, cap_height: usize) -> Self {
+        let perm = merkle.poseidon2().constants().to_cpu();
+        Self { gpu: Some(merkle), cpu: CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), cap_height), cap_height }
+    }
+
+    /// The Plonky3 MMCS with the same hash (used for verification and as the fallback).
+    pub fn cpu(&self) -> &CpuMmcs {
+        &self.cpu
+    }
+
+    fn gpu_commit<M: Matrix<BabyBear>>(&self, gpu: &GpuMerkle, matrix: &M) -> Result<GpuMerkleTree> {
+        let (h, w) = (matrix.height(), matrix.width());
+        if h == 0 || !h.is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("height {h} is not a power of two")));
+        }
+        let mut values = Vec::with_capacity(h * w);
+        for r in 0..h {
+            values.extend_from_slice(&matrix.row_slice(r).expect("row in range"));
+        }
+        gpu.commit_values(&values, h, w)
+    }
+
+    /// Reads the digests at (layer, index) positions of `tree` in one transfer.
+    fn read_digests(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<Digest>> {
+        let gpu = self.gpu.as_ref().expect("GPU prover data implies a GPU");
+        let ctx = gpu.poseidon2().context();
+        let bytes = (DIGEST_ELEMS * 4) as u64;
+        let gather = ctx.storage("merkle siblings", positions.len().max(1) * DIGEST_ELEMS);
+        let mut encoder = ctx.encoder("merkle openings");
+        for (i, &(layer, index)) in positions.iter().enumerate() {
+            encoder.copy_buffer_to_buffer(&tree.layers[layer], index as u64 * bytes, &gather, i as u64 * bytes, bytes);
+        }
+        let words = ctx.submit_and_read(encoder, &gather, positions.len() * DIGEST_ELEMS)?;
+        Ok(from_words(words)?.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect())
+    }
+}
+
+/// Levels of authentication path below the cap.
+fn proof_levels(log_height: usize, cap_height: usize) -> usize {
+    log_height - cap_height.min(log_height)
+}
+
+/// Sibling positions Plonky3's pruned multi-proof lists, in its order: level by level, groups
+/// by ascending parent, missing children ascending.
+fn pruned_positions(indices: &[usize], levels: usize) -> Vec<(usize, usize)> {
+    let mut nodes: Vec<usize> = indices.to_vec();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut out = Vec::new();
+    for level in 0..levels {
+        let mut parents = Vec::with_capacity(nodes.len());
+        let mut i = 0;
+        while i < nodes.len() {
+            let group = nodes[i] / 2;
+            let mut member = i;
+            for k in 0..2 {
+                if member < nodes.len() && nodes[member] == 2 * group + k {
+                    member += 1;
+                } else {
+                    out.push((level, 2 * group + k));
+                }
+            }
+            parents.push(group);
+            i = member;
+        }
+        nodes = parents;
+    }
+    out
+}
+
+impl Mmcs<BabyBear> for GpuMmcs {
+    type ProverData<M> = GpuProverData<M>;
+    type Commitment = MerkleCap<BabyBear, Digest>;
+    type Proof = Vec<Digest>;
+    type MultiProof = PrunedMerklePaths<BabyBear, DIGEST_ELEMS>;
+    type Error = MerkleTreeError;
+
+    fn commit<M: Matrix<BabyBear>>(&self, mut inputs: Vec<M>) -> (Self::Commitment, Self::ProverData<M>) {
+        if let (Some(gpu), 1) = (&self.gpu, inputs.len()) {
+            match self.gpu_commit(gpu, &inputs[0]) {
+                Ok(tree) => {
+                    let log_h = tree.layers.len() - 1;
+                    let cap_height = self.cap_height.min(log_h);
+                    let cap_layer = log_h - cap_height;
+                    let positions: Vec<(usize, usize)> = (0..1 << cap_height).map(|i| (cap_layer, i)).collect();
+                    match self.read_digests(&tree, &positions) {
+                        Ok(cap) => {
+                            let matrix = inputs.pop().expect("one matrix");
+                            return (MerkleCap::new(cap), GpuProverData::Gpu { matrix, tree, cap_height });
+                        }
+                        Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing on the CPU: {e}"),
+                    }
+                }
+                Err(e) => tracing::debug!("GPU Merkle commit not used ({e}); committing on the CPU"),
+            }
+        }
+        let (cap, tree) = self.cpu.commit(inputs);
+        (cap, GpuProverData::Cpu(tree))
+    }
+
+    fn open_batch<M: Matrix<BabyBear>>(&self, index: usize, prover_data: &Self::ProverData<M>) -> BatchOpening<BabyBear, Self> {
+        match prover_data {
+            GpuProverData::Cpu(tree) => {
+                let (values, proof) = self.cpu.open_batch(index, tree).unpack();
+                BatchOpening::new(values, proof)
+            }
+            GpuProverData::Gpu { matrix, tree, cap_height } => {
+                assert!(index < tree.height, "index {index} out of bounds for height {}", tree.height);
+                let levels = proof_levels(tree.layers.len() - 1, *cap_height);
+                let positions: Vec<(usize, usize)> = (0..levels).map(|l| (l, (index >> l) ^ 1)).collect();
+                let proof = self.read_digests(tree, &positions).unwrap_or_else(|e| panic!("reading a Merkle path from the GPU failed: {e}"));
+                let row = matrix.row_slice(index).expect("index checked").to_vec();
+                BatchOpening::new(vec![row], proof)
+            }
+        }
+    }
+
+    fn get_matrices<'a, M: Matrix<BabyBear>>(&self, prover_data: &'a Self::ProverData<M>) -> Vec<&'a M> {
+        match prover_data {
+            GpuProverData::Cpu(tree) => self.cpu.get_matrices(tree),
+            GpuProverData::Gpu { matrix, .. } => vec![matrix],
+        }
+    }
+
+    fn verify_batch(
+        &self,
+        commit: &Self::Commitment,
+        dimensions: &[Dimensions],
+        index: usize,
+        batch_opening: BatchOpeningRef<'_, BabyBear, Self>,
+    ) -> Result<(), Self::Error> {
+        self.cpu.verify_batch(
+            commit,
+            dimensions,
+            index,
+            BatchOpeningRef::new(batch_opening.opened_values, batch_opening.opening_proof),
+        )
+    }
+
+    fn open_multi_batch<M: Matrix<BabyBear>>(
+        &self,
+        indices: &[usize],
+        prover_data: &Self::ProverData<M>,
+    ) -> (Vec<Vec<Vec<BabyBear>>>, Self::MultiProof) {
+        match prover_data {
+            GpuProverData::Cpu(tree) => self.cpu.open_multi_batch(indices, tree),
+            GpuProverData::Gpu { matrix, tree, cap_height } => {
+                for &i in indices {
+                    assert!(i < tree.height, "index {i} out of bounds for height {}", tree.height);
+                }
+                let levels = proof_levels(tree.layers.len() - 1, *cap_height);
+                let positions = pruned_positions(indices, levels);
+                let sibling_hashes = self.read_digests(tree, &positions).unwrap_or_else(|e| panic!("reading Merkle paths from the GPU failed: {e}"));
+                let values = indices.iter().map(|&i| vec![matrix.row_slice(i).expect("index checked").to_vec()]).collect();
+                (values, PrunedMerklePaths { sibling_hashes })
+            }
+        }
+    }
+
+    fn verify_multi_batch<R: AsRef<[BabyBear]> + PartialEq>(
+        &self,
+        commit: &Self::Commitment,
+        dimensions: &[Dimensions],
+        indices: &[usize],
+        opened_values: &[Vec<R>],
+        proof: &Self::MultiProof,
+    ) -> Result<(), Self::Error> {
+        self.cpu.verify_multi_batch(commit, dimensions, indices, opened_values, proof)
+    }
+}
