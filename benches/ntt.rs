@@ -166,7 +166,9 @@ fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
 
 fn main() {
     let gpus = gpus();
-    println!("CPU threads (rayon): {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Plonky3 runs on rayon's pool only with p3-maybe-rayon's `parallel` feature (whir-gpu's
+    // default); print what the CPU side really uses.
+    println!("Plonky3 CPU threads (rayon pool): {}", rayon::current_num_threads());
     for ntt in &gpus {
         // Warm the GPU up so its clocks are up before anything is timed.
         let values = input(20, 16);
