@@ -116,7 +116,7 @@ mod mmcs {
         for ctx in common::contexts() {
             for cap_height in [0usize, 1, 3] {
                 let (gpu, cpu) = mmcs_pair(ctx.clone(), &mut rng, cap_height);
-                for (log_h, width) in [(0usize, 5usize), (1, 8), (4, 3), (7, 16), (10, 9), (12, 64)] {
+                for (log_h, width) in [(0usize, 5usize), (1, 8), (4, 3), (7, 16), (10, 9), (12, 64), (16, 1), (16, 33)] {
                     let h = 1usize << log_h;
                     let m = RowMajorMatrix::new(common::random_vec(&mut rng, h * width), width);
                     let (gcap, gdata) = gpu.commit_matrix(m.clone());
@@ -175,6 +175,36 @@ mod mmcs {
             assert_eq!(gcap, ccap);
             assert!(matches!(gdata, GpuProverData::Cpu(_)));
             assert_eq!(gpu.open_multi_batch(&[5, 63], &gdata).1.sibling_hashes, cpu.open_multi_batch(&[5, 63], &cdata).1.sibling_hashes);
+        }
+    }
+}
+
+#[test]
+fn encode_then_commit_in_one_submission() {
+    // The prover's path: Reed-Solomon encode on the GPU and hash the codeword where it lies.
+    use p3_commit::Encoder;
+    use p3_dft::Radix2DFTSmallBatch;
+    use whir_wgpu::gpu::{GpuEncoder, GpuNtt};
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let constants = Poseidon2Constants::default_babybear();
+        let perm = constants.to_cpu();
+        let cpu_mmcs = CpuMmcs::new(Hash::new(perm.clone()), Compress::new(perm), 0);
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants)));
+        let ntt = GpuNtt::new(ctx.clone());
+        for (log_msg, width, rate) in [(4usize, 2usize, 1usize), (9, 16, 2), (11, 4, 1)] {
+            let message = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_msg) * width), width);
+            let codeword = Radix2DFTSmallBatch::<BabyBear>::default().encode_batch(message.clone(), rate);
+            let (want, _) = cpu_mmcs.commit_matrix(codeword);
+
+            let spec = GpuEncoder::spec(log_msg, width, rate);
+            let src = ctx.upload("message", whir_wgpu::gpu::field::as_words(&message.values));
+            let mut encoder = ctx.encoder("encode + commit");
+            let encoded = ntt.record(&mut encoder, &src, &spec).unwrap();
+            let layers = merkle.record_commit(&mut encoder, &encoded, spec.rows(), width).unwrap();
+            let root = ctx.submit_and_read(encoder, layers.last().unwrap(), 8).unwrap();
+            let root = whir_wgpu::gpu::field::from_words(root).unwrap();
+            assert_eq!(root.as_slice(), want.as_ref()[0].as_slice(), "2^{log_msg} x {width} rate {rate}");
         }
     }
 }
