@@ -12,10 +12,12 @@
 //!
 //! Knows nothing of WHIR: protocol code lives in `whir-prover`.
 
+mod challenger;
 mod context;
 mod dft;
 mod error;
 pub mod field;
+pub mod grind;
 pub mod merkle;
 pub mod mmcs;
 mod ntt;
@@ -24,10 +26,12 @@ pub mod shaders;
 #[doc(hidden)]
 pub mod testing;
 
+pub use challenger::{GpuChallenger, DEFAULT_GPU_MIN_BITS};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
+pub use grind::{cpu_grind, GpuGrinder, GrindState};
 pub use merkle::{GpuMerkle, GpuMerkleTree};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};

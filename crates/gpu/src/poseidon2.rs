@@ -139,6 +139,20 @@ impl GpuPoseidon2 {
         })
     }
 
+    /// Binds the constants (binding 0), a uniform (1) and one storage buffer (2).
+    pub(crate) fn bind_two(&self, pipeline: &wgpu::ComputePipeline, params: &wgpu::Buffer, data: &wgpu::Buffer) -> wgpu::BindGroup {
+        let entries = [&self.uniform, params, data]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .collect::<Vec<_>>();
+        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
     /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup).
     pub(crate) fn dispatch(
         &self,

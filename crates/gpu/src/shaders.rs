@@ -49,6 +49,7 @@ wgsl_sources!(
     "poseidon2/permute_batch",
     "merkle/hash_leaves",
     "merkle/compress_level",
+    "pow/grind",
     "test/field_ops",
 );
 
@@ -62,11 +63,12 @@ pub enum Kernel {
     Poseidon2Batch,
     HashLeaves,
     CompressLevel,
+    Grind,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 8] = [
+    pub const ALL: [Kernel; 9] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -74,6 +76,7 @@ impl Kernel {
         Kernel::Poseidon2Batch,
         Kernel::HashLeaves,
         Kernel::CompressLevel,
+        Kernel::Grind,
         Kernel::FieldOpsTest,
     ];
 
@@ -85,6 +88,7 @@ impl Kernel {
             Kernel::Poseidon2Batch => "poseidon2/permute_batch",
             Kernel::HashLeaves => "merkle/hash_leaves",
             Kernel::CompressLevel => "merkle/compress_level",
+            Kernel::Grind => "pow/grind",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -98,6 +102,7 @@ impl Kernel {
             Kernel::Poseidon2Batch => "permute_batch",
             Kernel::HashLeaves => "hash_leaves",
             Kernel::CompressLevel => "compress_level",
+            Kernel::Grind => "grind",
             Kernel::FieldOpsTest => "field_op",
         }
     }

@@ -1,0 +1,134 @@
+//! `GpuChallenger`: Plonky3's `DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>` for every
+//! observe and sample (it *is* one inside), with `grind` searching on the GPU — or on all CPU cores
+//! below a difficulty where a GPU round trip costs more — and returning the smallest witness.
+
+use std::sync::Arc;
+
+use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_challenger::{
+    CanObserve, CanSample, CanSampleBits, CanSampleUniformBits, DuplexChallenger, FieldChallenger,
+    GrindingChallenger,
+};
+use p3_field::BasedVectorSpace;
+use p3_symmetric::{Hash, MerkleCap};
+
+use crate::error::Result;
+use crate::grind::{cpu_grind, GpuGrinder, GrindState, RATE, WIDTH};
+
+type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
+
+/// Below this many bits `grind` searches on the CPU (a GPU submission costs more than the
+/// search). Not yet measured on the H200; see BENCHMARKS.md.
+pub const DEFAULT_GPU_MIN_BITS: usize = 14;
+
+#[derive(Clone)]
+pub struct GpuChallenger {
+    inner: Inner,
+    grinder: Option<Arc<GpuGrinder>>,
+    gpu_min_bits: usize,
+}
+
+impl GpuChallenger {
+    /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
+    pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
+        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits: DEFAULT_GPU_MIN_BITS }
+    }
+
+    /// Difficulties below `bits` grind on the CPU.
+    pub fn with_gpu_min_bits(mut self, bits: usize) -> Self {
+        self.gpu_min_bits = bits;
+        self
+    }
+
+    /// The Plonky3 challenger inside, in its current state.
+    pub fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// The smallest witness for the current transcript, without absorbing it.
+    pub fn find_witness(&self, bits: usize) -> Result<BabyBear> {
+        let state = GrindState::new(&self.inner.sponge_state, &self.inner.input_buffer);
+        match &self.grinder {
+            Some(g) if bits >= self.gpu_min_bits => g.grind(&state, bits),
+            _ => cpu_grind(&self.inner.permutation, &state, bits),
+        }
+    }
+
+    /// `grind` that reports an impossible difficulty as an error instead of panicking.
+    pub fn try_grind(&mut self, bits: usize) -> Result<BabyBear> {
+        let witness = self.find_witness(bits)?;
+        assert!(self.inner.check_witness(bits, witness), "the grinder returned a witness the challenger rejects");
+        Ok(witness)
+    }
+}
+
+impl GrindingChallenger for GpuChallenger {
+    type Witness = BabyBear;
+
+    fn grind(&mut self, bits: usize) -> BabyBear {
+        self.try_grind(bits).unwrap_or_else(|e| panic!("proof-of-work grind failed: {e}"))
+    }
+
+    fn check_witness(&mut self, bits: usize, witness: BabyBear) -> bool {
+        self.inner.check_witness(bits, witness)
+    }
+}
+
+impl CanObserve<BabyBear> for GpuChallenger {
+    fn observe(&mut self, value: BabyBear) {
+        self.inner.observe(value);
+    }
+}
+
+impl<const N: usize> CanObserve<[BabyBear; N]> for GpuChallenger {
+    fn observe(&mut self, values: [BabyBear; N]) {
+        self.inner.observe(values);
+    }
+}
+
+impl<const N: usize> CanObserve<Hash<BabyBear, BabyBear, N>> for GpuChallenger {
+    fn observe(&mut self, values: Hash<BabyBear, BabyBear, N>) {
+        self.inner.observe(values);
+    }
+}
+
+impl<const N: usize> CanObserve<MerkleCap<BabyBear, [BabyBear; N]>> for GpuChallenger {
+    fn observe(&mut self, cap: MerkleCap<BabyBear, [BabyBear; N]>) {
+        self.inner.observe(cap);
+    }
+}
+
+impl<const N: usize> CanObserve<&MerkleCap<BabyBear, [BabyBear; N]>> for GpuChallenger {
+    fn observe(&mut self, cap: &MerkleCap<BabyBear, [BabyBear; N]>) {
+        self.inner.observe(cap);
+    }
+}
+
+impl CanObserve<Vec<Vec<BabyBear>>> for GpuChallenger {
+    fn observe(&mut self, values: Vec<Vec<BabyBear>>) {
+        self.inner.observe(values);
+    }
+}
+
+impl<EF: BasedVectorSpace<BabyBear>> CanSample<EF> for GpuChallenger
+where
+    Inner: CanSample<EF>,
+{
+    fn sample(&mut self) -> EF {
+        self.inner.sample()
+    }
+}
+
+impl CanSampleBits<usize> for GpuChallenger {
+    fn sample_bits(&mut self, bits: usize) -> usize {
+        self.inner.sample_bits(bits)
+    }
+}
+
+impl CanSampleUniformBits<BabyBear> for GpuChallenger {
+    fn sample_uniform_bits<const RESAMPLE: bool>(&mut self, bits: usize) -> Result<usize, p3_challenger::ResamplingError> {
+        self.inner.sample_uniform_bits::<RESAMPLE>(bits)
+    }
+}
+
+impl FieldChallenger<BabyBear> for GpuChallenger {}

@@ -1,0 +1,150 @@
+//! Proof-of-work search for Plonky3's `DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>`,
+//! returning the smallest valid witness so proofs are deterministic (GPU and CPU agree).
+
+use std::sync::Arc;
+
+use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_field::{PrimeCharacteristicRing, PrimeField32};
+use p3_symmetric::Permutation;
+use rayon::prelude::*;
+
+use crate::error::{GpuError, Result};
+use crate::field::{as_words, BABYBEAR_P};
+use crate::poseidon2::GpuPoseidon2;
+use crate::shaders::Kernel;
+
+/// Sponge width and rate of the challenger.
+pub const WIDTH: usize = 16;
+pub const RATE: usize = 8;
+/// Largest supported difficulty: 2^bits must stay below p.
+pub const MAX_BITS: usize = 30;
+
+/// The state a witness candidate is tried in, with the candidate's slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrindState {
+    /// Sponge state with pending inputs, zero padding and the tagged capacity (slot left 0).
+    pub base: [BabyBear; WIDTH],
+    pub witness_slot: usize,
+}
+
+impl GrindState {
+    /// What `DuplexChallenger::grind` tries witnesses in: pending inputs in slots 0..len, the
+    /// witness at len, zeros to RATE, and len + 1 added to the first capacity slot.
+    pub fn new(sponge_state: &[BabyBear; WIDTH], input_buffer: &[BabyBear]) -> Self {
+        let slot = input_buffer.len();
+        assert!(slot < RATE, "a duplex challenger never holds a full rate of pending input");
+        let mut base = *sponge_state;
+        base[..RATE].fill(BabyBear::ZERO);
+        base[..slot].copy_from_slice(input_buffer);
+        base[RATE] += BabyBear::from_u8(slot as u8 + 1);
+        Self { base, witness_slot: slot }
+    }
+
+    /// Whether `witness` passes at `bits` under `perm`.
+    pub fn accepts(&self, perm: &Poseidon2BabyBear<WIDTH>, bits: usize, witness: BabyBear) -> bool {
+        let mut state = self.base;
+        state[self.witness_slot] = witness;
+        perm.permute_mut(&mut state);
+        state[RATE - 1].as_canonical_u32() & ((1u32 << bits) - 1) == 0
+    }
+}
+
+fn check_bits(bits: usize) -> Result<()> {
+    if bits > MAX_BITS {
+        return Err(GpuError::InvalidInput(format!(
+            "proof-of-work of {bits} bits cannot be satisfied by BabyBear witnesses (at most {MAX_BITS} bits); lower the PoW bits"
+        )));
+    }
+    Ok(())
+}
+
+/// The smallest witness on the CPU, all cores (rayon), in blocks of increasing candidates.
+pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usize) -> Result<BabyBear> {
+    check_bits(bits)?;
+    if bits == 0 {
+        return Ok(BabyBear::ZERO);
+    }
+    const BLOCK: u32 = 1 << 16;
+    let mut start = 0u32;
+    while start < BABYBEAR_P {
+        let end = start.saturating_add(BLOCK).min(BABYBEAR_P);
+        if let Some(w) = (start..end)
+            .into_par_iter()
+            .find_first(|&w| state.accepts(perm, bits, BabyBear::new(w)))
+        {
+            return Ok(BabyBear::new(w));
+        }
+        start = end;
+    }
+    Err(GpuError::InvalidInput(format!("no witness of {bits} bits exists for this transcript state")))
+}
+
+/// Rust twin of `GrindParams` in wgsl/pow/grind.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GrindParams {
+    base: [u32; WIDTH],
+    search: [u32; 4],
+}
+
+/// The GPU search: batches of candidates in increasing order, each a dispatch with one thread
+/// per candidate; the first batch with a hit gives the smallest witness.
+pub struct GpuGrinder {
+    poseidon2: Arc<GpuPoseidon2>,
+}
+
+impl GpuGrinder {
+    pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
+        Self { poseidon2 }
+    }
+
+    pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
+        &self.poseidon2
+    }
+
+    /// The smallest witness. `bits == 0` returns 0 without touching the GPU.
+    pub fn grind(&self, state: &GrindState, bits: usize) -> Result<BabyBear> {
+        check_bits(bits)?;
+        if bits == 0 {
+            return Ok(BabyBear::ZERO);
+        }
+        let ctx = self.poseidon2.context();
+        let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
+        // About four expected solutions per batch; small batches cost a round trip each.
+        let batch: u32 = (4u32 << bits).clamp(1 << 16, 1 << 24);
+        let params_buf = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("grind params"),
+            size: std::mem::size_of::<GrindParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let best = ctx.storage("grind best", 1);
+        let bind = self.poseidon2.bind_two(&pipeline, &params_buf, &best);
+        let mut base = [0u32; WIDTH];
+        base.copy_from_slice(as_words(&state.base));
+        let mask = (1u32 << bits) - 1;
+        let mut start = 0u32;
+        ctx.scoped("proof-of-work grind", || {
+            while start < BABYBEAR_P {
+                let count = batch.min(BABYBEAR_P - start);
+                let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, count] };
+                ctx.queue().write_buffer(&params_buf, 0, bytemuck::bytes_of(&params));
+                ctx.write(&best, &[u32::MAX]);
+                let mut encoder = ctx.encoder("grind");
+                {
+                    let (x, y) = ctx.grid(count.div_ceil(64));
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("grind"), timestamp_writes: None });
+                    pass.set_pipeline(&pipeline);
+                    pass.set_bind_group(0, &bind, &[]);
+                    pass.dispatch_workgroups(x, y, 1);
+                }
+                let found = ctx.submit_and_read(encoder, &best, 1)?[0];
+                if found != u32::MAX {
+                    return Ok(BabyBear::new(found));
+                }
+                start += count;
+            }
+            Err(GpuError::InvalidInput(format!("no witness of {bits} bits exists for this transcript state")))
+        })
+    }
+}

@@ -1,0 +1,81 @@
+//! The GPU grinder and the CPU grinder return the same, smallest witness; a stock Plonky3
+//! DuplexChallenger accepts it and ends in the same state. Fresh random transcripts, both
+//! multiply variants.
+
+mod common;
+
+use std::sync::Arc;
+
+use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, GrindingChallenger};
+use p3_field::{PrimeCharacteristicRing, PrimeField32};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
+
+type Stock = DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>;
+
+#[test]
+fn gpu_and_cpu_grinders_agree_and_stock_challenger_accepts() {
+    check_grinders(&[0, 1, 2, 5, 8, 12, 16, 17], 16);
+}
+
+#[test]
+#[ignore = "20 and 22 bits take minutes on a software adapter; run in release with --ignored"]
+fn hard_difficulties_agree() {
+    check_grinders(&[20, 22], 4);
+}
+
+fn check_grinders(difficulties: &[usize], rounds: usize) {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let seed: u64 = rng.random();
+        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let perm = constants.to_cpu();
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
+        for round in 0..rounds {
+            let bits = difficulties[round % difficulties.len()];
+            // Always on the GPU here, whatever the difficulty.
+            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
+            let mut stock = Stock::new(perm.clone());
+            for _ in 0..rng.random_range(0..20) {
+                let x: BabyBear = rng.random();
+                ours.observe(x);
+                stock.observe(x);
+            }
+            if rng.random::<bool>() {
+                // A pending sample leaves an output buffer behind, as real transcripts do.
+                let a: BabyBear = ours.sample();
+                let b: BabyBear = stock.sample();
+                assert_eq!(a, b);
+            }
+            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer);
+            let cpu = cpu_grind(&perm, &state, bits).unwrap();
+            let witness = ours.grind(bits);
+            assert_eq!(witness, cpu, "GPU vs CPU at {bits} bits ({:?})", ctx.mul_variant());
+            if bits <= 12 {
+                let smaller = (0..witness.as_canonical_u32()).find(|&w| state.accepts(&perm, bits, BabyBear::new(w)));
+                assert_eq!(smaller, None, "a smaller witness exists at {bits} bits");
+            }
+            assert!(stock.check_witness(bits, witness), "stock challenger rejects {witness} at {bits} bits");
+            assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "transcripts diverged after grinding");
+        }
+    }
+}
+
+#[test]
+fn zero_bits_and_impossible_difficulties() {
+    let perm = Poseidon2Constants::default_babybear().to_cpu();
+    let mut c = GpuChallenger::new(perm.clone(), None);
+    c.observe(BabyBear::ONE);
+    let before = c.inner().sponge_state;
+    assert_eq!(c.grind(0), BabyBear::ZERO);
+    assert_eq!(c.inner().sponge_state, before, "0 bits absorbs nothing");
+    let err = c.try_grind(31).unwrap_err();
+    assert!(err.to_string().contains("at most 30 bits"), "{err}");
+    // The CPU path alone (no GPU) still grinds.
+    let mut stock = Stock::new(perm);
+    stock.observe(BabyBear::ONE);
+    let w = c.grind(6);
+    assert!(stock.check_witness(6, w));
+}
