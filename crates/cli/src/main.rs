@@ -1,8 +1,16 @@
-//! The `whir` command. For now `whir info`; `prove`, `verify` and `bench` arrive with the prover.
+//! The `whir` command: `info` (adapters), `prove` (commit + open, verified before exiting) and
+//! `verify FILE`.
 
-use anyhow::Result;
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use p3_baby_bear::BabyBear;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
+use whir_prover::{Backend, CpuBackend, GpuBackend, Params, ProofFile, ProverOutput, Soundness};
 
 #[derive(Parser)]
 #[command(name = "whir", version, about = "WHIR polynomial commitments on any GPU (wgpu)")]
@@ -19,6 +27,161 @@ enum Command {
         #[arg(long, env = "WHIR_ADAPTER")]
         adapter: Option<String>,
     },
+    /// Commit to a multilinear polynomial (2^n evaluations) and open it; verifies before exiting.
+    Prove(ProveArgs),
+    /// Verify a proof file with the stock Plonky3 verifier.
+    Verify {
+        file: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BackendChoice {
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+#[derive(clap::Args)]
+struct ProveArgs {
+    /// Number of variables n (the polynomial has 2^n evaluations).
+    #[arg(long, default_value_t = 20)]
+    vars: usize,
+    /// Variables folded per round.
+    #[arg(long, default_value_t = 4)]
+    fold: usize,
+    /// log2 of the inverse starting rate.
+    #[arg(long, default_value_t = 1)]
+    rate: usize,
+    /// Security level in bits.
+    #[arg(long, default_value_t = 100)]
+    security: usize,
+    /// Proof-of-work budget in bits.
+    #[arg(long = "pow-bits", default_value_t = 20)]
+    pow_bits: usize,
+    /// johnson, capacity or unique.
+    #[arg(long, default_value = "johnson")]
+    soundness: String,
+    /// Opening points.
+    #[arg(long, default_value_t = 1)]
+    points: usize,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    backend: BackendChoice,
+    /// 2^n little-endian u32 canonical BabyBear values; default: random from --seed.
+    #[arg(long)]
+    input: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where to write the proof file.
+    #[arg(long, default_value = "proof.whir")]
+    out: PathBuf,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Below this many variables `auto` proves on the CPU: the GPU's fixed costs dominate.
+const AUTO_GPU_MIN_VARS: usize = 16;
+
+fn read_input(path: &PathBuf, vars: usize) -> Result<Vec<BabyBear>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let want = 4usize << vars;
+    if bytes.len() != want {
+        bail!("{} holds {} bytes; n = {vars} needs 2^{vars} u32 values = {want} bytes", path.display(), bytes.len());
+    }
+    bytes
+        .chunks_exact(4)
+        .enumerate()
+        .map(|(i, c)| {
+            let v = u32::from_le_bytes(c.try_into().expect("4 bytes"));
+            if v >= 0x7800_0001 {
+                bail!("value {v} at byte offset {} of {} is not a canonical BabyBear value (must be < 2013265921)", 4 * i, path.display());
+            }
+            Ok(BabyBear::new(v))
+        })
+        .collect()
+}
+
+fn run_prove<B: Backend>(backend: &B, params: &Params, evals: &[BabyBear]) -> Result<ProverOutput> {
+    Ok(backend.prove(params, evals)?)
+}
+
+fn prove(args: ProveArgs) -> Result<()> {
+    let params = Params {
+        num_vars: args.vars,
+        fold: args.fold,
+        log_inv_rate: args.rate,
+        security_bits: args.security,
+        pow_bits: args.pow_bits,
+        soundness: Soundness::parse(&args.soundness)?,
+        points: args.points,
+    };
+    // Fail on parameters before any work.
+    params.config::<whir_gpu::GpuChallenger>()?;
+    let evals = match &args.input {
+        Some(path) => read_input(path, args.vars)?,
+        None => {
+            let mut rng = StdRng::seed_from_u64(args.seed);
+            (0..1usize << args.vars).map(|_| rng.random()).collect()
+        }
+    };
+    let (gpu, why) = match args.backend {
+        BackendChoice::Cpu => (None, "--backend cpu".to_string()),
+        BackendChoice::Gpu => (Some(GpuBackend::open_default().context("--backend gpu")?), "--backend gpu".to_string()),
+        BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
+        BackendChoice::Auto => match GpuBackend::open_default() {
+            Ok(g) if g.context().summary().device_type == whir_gpu::wgpu::DeviceType::Cpu => {
+                (None, format!("the only adapter is a software one ({}); the CPU prover is faster", g.context().summary().name))
+            }
+            Ok(g) => {
+                let why = format!("GPU found: {}", g.context().summary());
+                (Some(g), why)
+            }
+            Err(e) => (None, format!("no usable GPU ({e})")),
+        },
+    };
+    let start = Instant::now();
+    let (name, output) = match &gpu {
+        Some(g) => ("gpu", run_prove(g, &params, &evals)?),
+        None => ("cpu", run_prove(&CpuBackend, &params, &evals)?),
+    };
+    let prove_time = start.elapsed();
+    let file = ProofFile::new(&params, &output);
+    let bytes = file.to_bytes();
+    std::fs::write(&args.out, &bytes).with_context(|| format!("writing {}", args.out.display()))?;
+    let start = Instant::now();
+    let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify());
+    let verify_time = start.elapsed();
+    if args.json {
+        println!(
+            "{{\"backend\":\"{name}\",\"vars\":{},\"fold\":{},\"rate\":{},\"prove_ms\":{:.3},\"commit_ms\":{:.3},\"open_ms\":{:.3},\"verify_ms\":{:.3},\"proof_bytes\":{},\"verified\":{}}}",
+            params.num_vars,
+            params.fold,
+            params.log_inv_rate,
+            prove_time.as_secs_f64() * 1e3,
+            output.commit_time.as_secs_f64() * 1e3,
+            output.open_time.as_secs_f64() * 1e3,
+            verify_time.as_secs_f64() * 1e3,
+            bytes.len(),
+            verified.is_ok()
+        );
+    } else {
+        println!("backend: {name} ({why})");
+        println!("polynomial: 2^{} evaluations, fold {}, rate 2^-{}, {} bits ({:?}), PoW {} bits", params.num_vars, params.fold, params.log_inv_rate, params.security_bits, params.soundness, params.pow_bits);
+        println!("prove:  {:>9.1} ms  (commit: encode + Merkle {:.1} ms; open: OOD, sumcheck, PoW, rounds {:.1} ms)", prove_time.as_secs_f64() * 1e3, output.commit_time.as_secs_f64() * 1e3, output.open_time.as_secs_f64() * 1e3);
+        println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
+        println!("verify: {:>9.1} ms  {}", verify_time.as_secs_f64() * 1e3, if verified.is_ok() { "verified" } else { "FAILED" });
+    }
+    verified.context("the proof just made did not verify")?;
+    Ok(())
+}
+
+fn verify(file: PathBuf) -> Result<()> {
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let proof = ProofFile::from_bytes(&bytes)?;
+    proof.verify()?;
+    println!("verified");
+    Ok(())
 }
 
 fn print_limits(s: &AdapterSummary) {
@@ -50,8 +213,17 @@ fn info(adapter: Option<String>) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().command {
+fn main() -> std::process::ExitCode {
+    let result = match Cli::parse().command {
         Command::Info { adapter } => info(adapter),
+        Command::Prove(args) => prove(args),
+        Command::Verify { file } => verify(file),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }

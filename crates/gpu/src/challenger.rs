@@ -28,6 +28,17 @@ pub struct GpuChallenger {
     gpu_min_bits: usize,
 }
 
+impl std::fmt::Debug for GpuChallenger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuChallenger")
+            .field("sponge_state", &self.inner.sponge_state)
+            .field("input_buffer", &self.inner.input_buffer)
+            .field("gpu_grinder", &self.grinder.is_some())
+            .field("gpu_min_bits", &self.gpu_min_bits)
+            .finish()
+    }
+}
+
 impl GpuChallenger {
     /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
     pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {

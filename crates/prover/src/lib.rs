@@ -1,8 +1,30 @@
 //! # whir-prover
 //!
-//! WHIR over BabyBear with interchangeable backends. For now: the GPU encoder as a
-//! `p3_whir::WhirDomain`, the seam through which the upstream prover reaches the GPU NTT.
+//! WHIR polynomial commitments over BabyBear (extension BabyBear^4) with interchangeable
+//! backends: [`CpuBackend`] (Plonky3) and [`GpuBackend`] (whir-gpu). Proofs are Plonky3's
+//! `PcsProof` in a versioned [`ProofFile`], checked by the stock p3-whir verifier; both
+//! backends produce byte-identical proofs for the same input (smallest-witness grinding).
+//!
+//! Knows nothing of wgpu: GPU work goes through whir-gpu's Plonky3 adapters.
 
+mod backend;
 mod domain;
+mod error;
+mod params;
+mod proof_file;
 
+use p3_baby_bear::BabyBear;
+use p3_field::extension::BinomialExtensionField;
+
+pub use backend::{opening_protocol, permutation, Backend, CpuBackend, GpuBackend, ProverLayout, ProverOutput};
 pub use domain::GpuWhirDomain;
+pub use error::ProverError;
+pub use params::{Params, Soundness};
+pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
+
+/// The base field.
+pub type F = BabyBear;
+/// The extension field WHIR's challenges live in.
+pub type EF = BinomialExtensionField<BabyBear, 4>;
+/// A Merkle cap (a root, with cap height 0).
+pub type Commitment = p3_merkle_tree::MerkleCap<F, [F; 8]>;

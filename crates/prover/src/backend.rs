@@ -1,0 +1,154 @@
+//! The `Backend` trait: the prover's heavy steps behind one seam, with a Plonky3 CPU backend and
+//! a whir-gpu backend. Callers only use `Backend::prove`; today its default runs Plonky3's
+//! `WhirProver` with the backend's code, MMCS and challenger, and a GPU-resident driver (sumcheck,
+//! folding and commitments without host round trips) will override `prove` without changing any
+//! caller.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use p3_baby_bear::{default_babybear_poseidon2_16, Poseidon2BabyBear};
+use p3_commit::{Mmcs, MultilinearPcs};
+use p3_dft::Radix2DFTSmallBatch;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_merkle_tree::PrunedMerklePaths;
+use p3_sumcheck::layout::{Layout, SuffixProver, Table};
+use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+use p3_whir::{WhirDomain, WhirProver};
+use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+use whir_gpu::{
+    GpuChallenger, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants,
+};
+
+use crate::error::ProverError;
+use crate::params::Params;
+use crate::{Commitment, GpuWhirDomain, EF, F};
+
+/// Sumcheck layout of the committed table (Plonky3's suffix layout).
+pub type ProverLayout = SuffixProver<F, EF>;
+
+/// What a prove call returns.
+#[derive(Clone, Debug)]
+pub struct ProverOutput {
+    pub commitment: Commitment,
+    /// postcard-serialized `p3_whir::PcsProof`.
+    pub proof: Vec<u8>,
+    /// Wall time of the commit phase (encode + Merkle tree).
+    pub commit_time: Duration,
+    /// Wall time of the opening phase (OOD, sumcheck, PoW, queries, later rounds' commits).
+    pub open_time: Duration,
+}
+
+/// The opening protocol for one polynomial of n variables opened at `points` transcript points.
+pub fn opening_protocol(params: &Params) -> OpeningProtocol {
+    let batches = (0..params.points).map(|_| OpeningBatch::new(vec![0], Default::default())).collect();
+    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(params.num_vars, 1), batches)])
+        .pad_to_min_num_variables(params.fold)
+}
+
+/// The Poseidon2 permutation every proof uses (Plonky3's default BabyBear constants).
+pub fn permutation() -> Poseidon2BabyBear<16> {
+    default_babybear_poseidon2_16()
+}
+
+/// The prover's heavy operations and the state they keep.
+pub trait Backend {
+    /// The Reed–Solomon code and query map.
+    type Domain: WhirDomain<F, EF>;
+    /// The Merkle commitment scheme (proofs in Plonky3's `MerkleTreeMmcs` format).
+    type Mmcs: Mmcs<F, Commitment = Commitment, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync;
+
+    fn name(&self) -> &'static str;
+    fn domain(&self) -> Self::Domain;
+    fn mmcs(&self) -> Self::Mmcs;
+    /// A fresh transcript (its grinder returns the smallest witness).
+    fn challenger(&self) -> GpuChallenger;
+
+    /// Commits to the 2^n evaluations `evals` and opens them at `params.points` points.
+    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+        let config = params.config::<GpuChallenger>()?;
+        if evals.len() != 1usize << params.num_vars {
+            return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
+        }
+        let pcs = WhirProver::<EF, F, Self::Domain, Self::Mmcs, GpuChallenger, ProverLayout>::new(config, self.domain(), self.mmcs());
+        let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+        let mut challenger = self.challenger();
+        let start = Instant::now();
+        let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+        let commit_time = start.elapsed();
+        let start = Instant::now();
+        let proof = pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+        let open_time = start.elapsed();
+        let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
+        Ok(ProverOutput { commitment, proof, commit_time, open_time })
+    }
+}
+
+/// Plonky3 on the CPU: `Radix2DFTSmallBatch`, `MerkleTreeMmcs`, the smallest-witness CPU grinder.
+#[derive(Clone, Default)]
+pub struct CpuBackend;
+
+impl Backend for CpuBackend {
+    type Domain = Radix2DFTSmallBatch<F>;
+    type Mmcs = CpuMmcs;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn domain(&self) -> Self::Domain {
+        Radix2DFTSmallBatch::default()
+    }
+    fn mmcs(&self) -> Self::Mmcs {
+        let perm = permutation();
+        CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0)
+    }
+    fn challenger(&self) -> GpuChallenger {
+        GpuChallenger::new(permutation(), None)
+    }
+}
+
+/// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
+#[derive(Clone)]
+pub struct GpuBackend {
+    ntt: Arc<GpuNtt>,
+    merkle: Arc<GpuMerkle>,
+    grinder: Arc<GpuGrinder>,
+}
+
+impl GpuBackend {
+    pub fn new(ctx: Arc<GpuContext>) -> Self {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        Self {
+            ntt: Arc::new(GpuNtt::new(ctx)),
+            merkle: Arc::new(GpuMerkle::new(poseidon2.clone())),
+            grinder: Arc::new(GpuGrinder::new(poseidon2)),
+        }
+    }
+
+    /// On the default adapter (WHIR_ADAPTER or the high-performance one).
+    pub fn open_default() -> Result<Self, ProverError> {
+        Ok(Self::new(Arc::new(GpuContext::new_default()?)))
+    }
+
+    pub fn context(&self) -> &Arc<GpuContext> {
+        self.ntt.context()
+    }
+}
+
+impl Backend for GpuBackend {
+    type Domain = GpuWhirDomain;
+    type Mmcs = GpuMmcs;
+
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+    fn domain(&self) -> Self::Domain {
+        GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).encoder())
+    }
+    fn mmcs(&self) -> Self::Mmcs {
+        GpuMmcs::new(self.merkle.clone(), 0)
+    }
+    fn challenger(&self) -> GpuChallenger {
+        GpuChallenger::new(permutation(), Some(self.grinder.clone()))
+    }
+}
