@@ -119,7 +119,7 @@ impl GpuGrinder {
             mapped_at_creation: false,
         });
         let best = ctx.storage("grind best", 1);
-        let bind = self.poseidon2.bind_two(&pipeline, &params_buf, &best);
+        let bind = self.poseidon2.bind(&pipeline, &[&params_buf, &best]);
         let mut base = [0u32; WIDTH];
         base.copy_from_slice(as_words(&state.base));
         let mask = (1u32 << bits) - 1;

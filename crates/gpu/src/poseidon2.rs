@@ -119,30 +119,11 @@ impl GpuPoseidon2 {
         &self.constants
     }
 
-    /// Binds the constants (binding 0), a small uniform (1) and two storage buffers (2, 3).
-    pub(crate) fn bind(
-        &self,
-        pipeline: &wgpu::ComputePipeline,
-        params: &wgpu::Buffer,
-        input: &wgpu::Buffer,
-        output: &wgpu::Buffer,
-    ) -> wgpu::BindGroup {
-        let entries = [&self.uniform, params, input, output]
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
-            .collect::<Vec<_>>();
-        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        })
-    }
-
-    /// Binds the constants (binding 0), a uniform (1) and one storage buffer (2).
-    pub(crate) fn bind_two(&self, pipeline: &wgpu::ComputePipeline, params: &wgpu::Buffer, data: &wgpu::Buffer) -> wgpu::BindGroup {
-        let entries = [&self.uniform, params, data]
-            .iter()
+    /// Binds the constants at binding 0 and `buffers` at bindings 1, 2, ... (a uniform, then the
+    /// kernel's storage buffers).
+    pub(crate) fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries = std::iter::once(&self.uniform)
+            .chain(buffers.iter().copied())
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
             .collect::<Vec<_>>();
@@ -164,7 +145,7 @@ impl GpuPoseidon2 {
         threads: usize,
     ) -> Result<()> {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
-        let bind = self.bind(&pipeline, params, input, output);
+        let bind = self.bind(&pipeline, &[params, input, output]);
         let (x, y) = self.ctx.grid((threads as u32).div_ceil(64));
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(kernel.entry_point()),

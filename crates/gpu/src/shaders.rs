@@ -48,7 +48,6 @@ wgsl_sources!(
     "poseidon2/permutation",
     "poseidon2/permute_batch",
     "merkle/hash_leaves",
-    "merkle/compress_level",
     "pow/grind",
     "test/field_ops",
 );
@@ -87,7 +86,7 @@ impl Kernel {
             Kernel::Copy => "util/copy",
             Kernel::Poseidon2Batch => "poseidon2/permute_batch",
             Kernel::HashLeaves => "merkle/hash_leaves",
-            Kernel::CompressLevel => "merkle/compress_level",
+            Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::Grind => "pow/grind",
             Kernel::FieldOpsTest => "test/field_ops",
         }
@@ -101,7 +100,7 @@ impl Kernel {
             Kernel::Copy => "copy_words",
             Kernel::Poseidon2Batch => "permute_batch",
             Kernel::HashLeaves => "hash_leaves",
-            Kernel::CompressLevel => "compress_level",
+            Kernel::CompressLevel => "compress_pairs",
             Kernel::Grind => "grind",
             Kernel::FieldOpsTest => "field_op",
         }
