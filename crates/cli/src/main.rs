@@ -1,5 +1,7 @@
-//! The `whir` command: `info` (adapters), `prove` (commit + open, verified before exiting) and
-//! `verify FILE`.
+//! The `whir` command: `info` (adapters), `prove` (commit + open, verified before exiting),
+//! `verify FILE` and `bench` (Plonky3 vs our CPU and GPU backends over a grid).
+
+mod bench;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -33,6 +35,8 @@ enum Command {
     Verify {
         file: PathBuf,
     },
+    /// Time the stock Plonky3 prover, our CPU backend and our GPU backend over a grid.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -218,6 +222,7 @@ fn main() -> std::process::ExitCode {
         Command::Info { adapter } => info(adapter),
         Command::Prove(args) => prove(args),
         Command::Verify { file } => verify(file),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -12,6 +12,7 @@ mod domain;
 mod error;
 mod params;
 mod proof_file;
+mod stock;
 
 use p3_baby_bear::BabyBear;
 use p3_field::extension::BinomialExtensionField;
@@ -21,6 +22,7 @@ pub use domain::GpuWhirDomain;
 pub use error::ProverError;
 pub use params::{Params, Soundness};
 pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
+pub use stock::prove_stock;
 
 /// The base field.
 pub type F = BabyBear;

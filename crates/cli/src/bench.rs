@@ -1,0 +1,206 @@
+//! `whir bench`: for each (n, fold, rate) cell, in one process, the stock Plonky3 prover, our CPU
+//! backend and our GPU backend; medians of R reps, speedup columns, a progress bar, a table on
+//! stdout, optional JSON and an SVG plot of speedup against n.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use p3_baby_bear::BabyBear;
+use plotters::prelude::*;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::Serialize;
+use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, Params, Soundness};
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Numbers of variables, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "20,22,24")]
+    vars: Vec<usize>,
+    /// Folding factors, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    fold: Vec<usize>,
+    /// log2 inverse rates, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    rate: Vec<usize>,
+    #[arg(long, default_value_t = 100)]
+    security: usize,
+    #[arg(long = "pow-bits", default_value_t = 20)]
+    pow_bits: usize,
+    #[arg(long, default_value = "johnson")]
+    soundness: String,
+    /// Repetitions per cell (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Skip the GPU backend.
+    #[arg(long)]
+    no_gpu: bool,
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Cell {
+    vars: usize,
+    fold: usize,
+    rate: usize,
+    /// Why the cell was not run (infeasible parameters), if it was not.
+    skipped: Option<String>,
+    stock_ms: Option<f64>,
+    cpu_ms: Option<f64>,
+    gpu_ms: Option<f64>,
+    gpu_commit_ms: Option<f64>,
+    gpu_open_ms: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("finite times"));
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    let soundness = Soundness::parse(&args.soundness)?;
+    let gpu = if args.no_gpu {
+        None
+    } else {
+        match GpuBackend::open_default() {
+            Ok(g) => {
+                eprintln!("GPU: {}", g.context().summary());
+                Some(g)
+            }
+            Err(e) => {
+                eprintln!("no GPU backend ({e}); timing Plonky3 and our CPU backend only");
+                None
+            }
+        }
+    };
+    let mut shapes = Vec::new();
+    for &n in &args.vars {
+        for &k in &args.fold {
+            for &r in &args.rate {
+                shapes.push((n, k, r));
+            }
+        }
+    }
+    let grid: Vec<Params> = shapes
+        .into_iter()
+        .map(|(num_vars, fold, log_inv_rate)| Params {
+            num_vars,
+            fold,
+            log_inv_rate,
+            security_bits: args.security,
+            pow_bits: args.pow_bits,
+            soundness,
+            points: 1,
+        })
+        .collect();
+    let reps = args.reps.max(1);
+    let runs_per_cell = reps * (2 + usize::from(gpu.is_some()));
+    let bar = ProgressBar::new((grid.len() * runs_per_cell) as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} proofs, {elapsed} {msg}").expect("template"));
+    let mut cells = Vec::new();
+    for p in &grid {
+        bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
+        let mut cell = Cell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, skipped: None, stock_ms: None, cpu_ms: None, gpu_ms: None, gpu_commit_ms: None, gpu_open_ms: None };
+        if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
+            cell.skipped = Some(e.to_string());
+            bar.inc(runs_per_cell as u64);
+            cells.push(cell);
+            continue;
+        }
+        let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
+        let evals: Vec<BabyBear> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
+        let (mut stock, mut cpu, mut g, mut gc, mut go) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            stock.push(ms(prove_stock(p, &evals)?));
+            bar.inc(1);
+            let out = CpuBackend.prove(p, &evals)?;
+            cpu.push(ms(out.commit_time + out.open_time));
+            bar.inc(1);
+            if let Some(gpu) = &gpu {
+                let out = gpu.prove(p, &evals)?;
+                g.push(ms(out.commit_time + out.open_time));
+                gc.push(ms(out.commit_time));
+                go.push(ms(out.open_time));
+                bar.inc(1);
+            }
+        }
+        cell.stock_ms = Some(median(stock));
+        cell.cpu_ms = Some(median(cpu));
+        if !g.is_empty() {
+            cell.gpu_ms = Some(median(g));
+            cell.gpu_commit_ms = Some(median(gc));
+            cell.gpu_open_ms = Some(median(go));
+        }
+        cells.push(cell);
+    }
+    bar.finish_and_clear();
+
+    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | our CPU / GPU |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for c in &cells {
+        if let Some(why) = &c.skipped {
+            println!("| {} | {} | {} | skipped: {why} | | | | |", c.vars, c.fold, c.rate);
+            continue;
+        }
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:.2}x", a / b),
+            _ => "-".into(),
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} |",
+            c.vars, c.fold, c.rate, f(c.stock_ms), f(c.cpu_ms), f(c.gpu_ms), f(c.gpu_commit_ms), f(c.gpu_open_ms),
+            ratio(c.stock_ms, c.gpu_ms), ratio(c.cpu_ms, c.gpu_ms)
+        );
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&cells)?).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        plot(path, &cells).with_context(|| format!("plotting {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Speedup of the GPU backend over the stock Plonky3 prover against n, one line per (fold, rate).
+fn plot(path: &PathBuf, cells: &[Cell]) -> Result<()> {
+    let points: Vec<(usize, usize, usize, f64)> = cells
+        .iter()
+        .filter_map(|c| Some((c.fold, c.rate, c.vars, c.stock_ms? / c.gpu_ms?)))
+        .collect();
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (min_n, max_n) = points.iter().fold((usize::MAX, 0), |(a, b), p| (a.min(p.2), b.max(p.2)));
+    let max_y = points.iter().map(|p| p.3).fold(1.0f64, f64::max) * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("WHIR prover: GPU backend speedup over Plonky3", ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d((min_n.min(max_n) as f64 - 0.5)..(max_n as f64 + 0.5), 0f64..max_y)?;
+    chart.configure_mesh().x_desc("n (variables)").y_desc("Plonky3 time / GPU time").draw()?;
+    let mut series: Vec<(usize, usize)> = points.iter().map(|p| (p.0, p.1)).collect();
+    series.sort_unstable();
+    series.dedup();
+    for (i, (fold, rate)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let line: Vec<(f64, f64)> = points.iter().filter(|p| (p.0, p.1) == (*fold, *rate)).map(|p| (p.2 as f64, p.3)).collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
+            .label(format!("fold {fold}, rate 2^-{rate}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}

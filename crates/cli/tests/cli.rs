@@ -1,0 +1,57 @@
+//! The `whir` command end to end: prove, verify, reject corrupted and missing files, explain
+//! infeasible parameters and bad inputs.
+
+use std::process::Command;
+
+fn whir(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_whir")).args(args).env("XDG_RUNTIME_DIR", std::env::temp_dir()).output().expect("run whir")
+}
+
+#[test]
+fn prove_verify_and_reject() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let proof = dir.join("p.whir");
+    let proof_s = proof.to_str().unwrap();
+
+    let out = whir(&["prove", "--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "10", "--backend", "cpu", "--out", proof_s]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("verified") && stdout.contains("backend: cpu"), "{stdout}");
+
+    let out = whir(&["verify", proof_s]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "verified");
+
+    let bytes = std::fs::read(&proof).unwrap();
+    let bad = dir.join("bad.whir");
+    let mut flipped = bytes.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    std::fs::write(&bad, &flipped).unwrap();
+    let out = whir(&["verify", bad.to_str().unwrap()]);
+    assert!(!out.status.success(), "a flipped byte verified");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "), "{}", String::from_utf8_lossy(&out.stderr));
+
+    std::fs::write(&bad, &bytes[..bytes.len() - 7]).unwrap();
+    let out = whir(&["verify", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("truncated or corrupted"));
+
+    let out = whir(&["verify", dir.join("missing.whir").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.whir"));
+
+    let out = whir(&["prove", "--vars", "24", "--fold", "4", "--pow-bits", "20", "--backend", "cpu", "--out", proof_s]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("raise --pow-bits to 22"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let input = dir.join("in.bin");
+    let mut words: Vec<u8> = (0u32..256).flat_map(|v| v.to_le_bytes()).collect();
+    words[4 * 17..4 * 18].copy_from_slice(&0x7800_0001u32.to_le_bytes());
+    std::fs::write(&input, &words).unwrap();
+    let out = whir(&["prove", "--vars", "8", "--fold", "2", "--security", "60", "--pow-bits", "10", "--backend", "cpu", "--input", input.to_str().unwrap(), "--out", proof_s]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("byte offset 68"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,34 @@
+//! Plonky3's own WHIR prover, built exactly as p3-whir's tests build it (Radix2DFTSmallBatch,
+//! MerkleTreeMmcs, DuplexChallenger with its any-witness grinder): the reference `whir bench`
+//! runs beside our backends.
+
+use std::time::{Duration, Instant};
+
+use p3_challenger::DuplexChallenger;
+use p3_commit::MultilinearPcs;
+use p3_dft::Radix2DFTSmallBatch;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_sumcheck::layout::{Layout, Table};
+use p3_whir::WhirProver;
+use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+
+use crate::backend::{opening_protocol, permutation, ProverLayout};
+use crate::error::ProverError;
+use crate::params::Params;
+use crate::{EF, F};
+
+type StockChallenger = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;
+
+/// Proves with the stock Plonky3 prover and returns the wall time of commit + open.
+pub fn prove_stock(params: &Params, evals: &[F]) -> Result<Duration, ProverError> {
+    let config = params.config::<StockChallenger>()?;
+    let perm = permutation();
+    let mmcs = CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm.clone()), 0);
+    let pcs = WhirProver::<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, StockChallenger, ProverLayout>::new(config, Radix2DFTSmallBatch::default(), mmcs);
+    let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+    let mut challenger = StockChallenger::new(perm);
+    let start = Instant::now();
+    let (_, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+    pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+    Ok(start.elapsed())
+}
