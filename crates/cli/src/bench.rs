@@ -55,6 +55,11 @@ struct Cell {
     gpu_ms: Option<f64>,
     gpu_commit_ms: Option<f64>,
     gpu_open_ms: Option<f64>,
+    /// GPU backend phases (medians): encode, Merkle, PoW, sumcheck + other.
+    gpu_encode_ms: Option<f64>,
+    gpu_merkle_ms: Option<f64>,
+    gpu_pow_ms: Option<f64>,
+    gpu_sumcheck_other_ms: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -109,7 +114,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut cells = Vec::new();
     for p in &grid {
         bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
-        let mut cell = Cell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, skipped: None, stock_ms: None, cpu_ms: None, gpu_ms: None, gpu_commit_ms: None, gpu_open_ms: None };
+        let mut cell = Cell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, skipped: None, stock_ms: None, cpu_ms: None, gpu_ms: None, gpu_commit_ms: None, gpu_open_ms: None, gpu_encode_ms: None, gpu_merkle_ms: None, gpu_pow_ms: None, gpu_sumcheck_other_ms: None };
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
             cell.skipped = Some(e.to_string());
             bar.inc(runs_per_cell as u64);
@@ -119,6 +124,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
         let evals: Vec<BabyBear> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
         let (mut stock, mut cpu, mut g, mut gc, mut go) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut phases: [Vec<f64>; 4] = Default::default();
         for _ in 0..reps {
             stock.push(ms(prove_stock(p, &evals)?));
             bar.inc(1);
@@ -130,6 +136,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 g.push(ms(out.commit_time + out.open_time));
                 gc.push(ms(out.commit_time));
                 go.push(ms(out.open_time));
+                for (acc, d) in phases.iter_mut().zip([out.phases.encode, out.phases.merkle, out.phases.pow, out.sumcheck_and_other()]) {
+                    acc.push(ms(d));
+                }
                 bar.inc(1);
             }
         }
@@ -139,16 +148,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
             cell.gpu_ms = Some(median(g));
             cell.gpu_commit_ms = Some(median(gc));
             cell.gpu_open_ms = Some(median(go));
+            let [e, m, p, o] = phases;
+            cell.gpu_encode_ms = Some(median(e));
+            cell.gpu_merkle_ms = Some(median(m));
+            cell.gpu_pow_ms = Some(median(p));
+            cell.gpu_sumcheck_other_ms = Some(median(o));
         }
         cells.push(cell);
     }
     bar.finish_and_clear();
 
-    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | our CPU / GPU |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | our CPU / GPU | GPU encode / Merkle / PoW / sumcheck+other ms |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
-            println!("| {} | {} | {} | skipped: {why} | | | | |", c.vars, c.fold, c.rate);
+            println!("| {} | {} | {} | skipped: {why} | | | | | |", c.vars, c.fold, c.rate);
             continue;
         }
         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
@@ -157,9 +171,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
             _ => "-".into(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} | {} / {} / {} / {} |",
             c.vars, c.fold, c.rate, f(c.stock_ms), f(c.cpu_ms), f(c.gpu_ms), f(c.gpu_commit_ms), f(c.gpu_open_ms),
-            ratio(c.stock_ms, c.gpu_ms), ratio(c.cpu_ms, c.gpu_ms)
+            ratio(c.stock_ms, c.gpu_ms), ratio(c.cpu_ms, c.gpu_ms),
+            f(c.gpu_encode_ms), f(c.gpu_merkle_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms)
         );
     }
     if let Some(path) = &args.json {

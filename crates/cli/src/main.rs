@@ -158,13 +158,17 @@ fn prove(args: ProveArgs) -> Result<()> {
     let verify_time = start.elapsed();
     if args.json {
         println!(
-            "{{\"backend\":\"{name}\",\"vars\":{},\"fold\":{},\"rate\":{},\"prove_ms\":{:.3},\"commit_ms\":{:.3},\"open_ms\":{:.3},\"verify_ms\":{:.3},\"proof_bytes\":{},\"verified\":{}}}",
+            "{{\"backend\":\"{name}\",\"vars\":{},\"fold\":{},\"rate\":{},\"prove_ms\":{:.3},\"commit_ms\":{:.3},\"open_ms\":{:.3},\"encode_ms\":{:.3},\"merkle_ms\":{:.3},\"pow_ms\":{:.3},\"sumcheck_other_ms\":{:.3},\"verify_ms\":{:.3},\"proof_bytes\":{},\"verified\":{}}}",
             params.num_vars,
             params.fold,
             params.log_inv_rate,
             prove_time.as_secs_f64() * 1e3,
             output.commit_time.as_secs_f64() * 1e3,
             output.open_time.as_secs_f64() * 1e3,
+            output.phases.encode.as_secs_f64() * 1e3,
+            output.phases.merkle.as_secs_f64() * 1e3,
+            output.phases.pow.as_secs_f64() * 1e3,
+            output.sumcheck_and_other().as_secs_f64() * 1e3,
             verify_time.as_secs_f64() * 1e3,
             bytes.len(),
             verified.is_ok()
@@ -172,7 +176,13 @@ fn prove(args: ProveArgs) -> Result<()> {
     } else {
         println!("backend: {name} ({why})");
         println!("polynomial: 2^{} evaluations, fold {}, rate 2^-{}, {} bits ({:?}), PoW {} bits", params.num_vars, params.fold, params.log_inv_rate, params.security_bits, params.soundness, params.pow_bits);
-        println!("prove:  {:>9.1} ms  (commit: encode + Merkle {:.1} ms; open: OOD, sumcheck, PoW, rounds {:.1} ms)", prove_time.as_secs_f64() * 1e3, output.commit_time.as_secs_f64() * 1e3, output.open_time.as_secs_f64() * 1e3);
+        let pct = |d: std::time::Duration| 100.0 * d.as_secs_f64() / output.total().as_secs_f64().max(1e-12);
+        let row = |label: &str, d: std::time::Duration| println!("  {label:<18} {:>9.1} ms  {:>5.1}%", d.as_secs_f64() * 1e3, pct(d));
+        println!("prove:  {:>9.1} ms", prove_time.as_secs_f64() * 1e3);
+        row("encode (NTT)", output.phases.encode);
+        row("Merkle", output.phases.merkle);
+        row("proof of work", output.phases.pow);
+        row("sumcheck + other", output.sumcheck_and_other());
         println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
         println!("verify: {:>9.1} ms  {}", verify_time.as_secs_f64() * 1e3, if verified.is_ok() { "verified" } else { "FAILED" });
     }

@@ -2,7 +2,9 @@
 //! observe and sample (it *is* one inside), with `grind` searching on the GPU — or on all CPU cores
 //! below a difficulty where a GPU round trip costs more — and returning the smallest witness.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
 use p3_challenger::{
@@ -26,6 +28,8 @@ pub struct GpuChallenger {
     inner: Inner,
     grinder: Option<Arc<GpuGrinder>>,
     gpu_min_bits: usize,
+    /// Nanoseconds spent grinding, shared by clones (for phase breakdowns).
+    pow_nanos: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for GpuChallenger {
@@ -42,13 +46,18 @@ impl std::fmt::Debug for GpuChallenger {
 impl GpuChallenger {
     /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
     pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
-        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits: DEFAULT_GPU_MIN_BITS }
+        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits: DEFAULT_GPU_MIN_BITS, pow_nanos: Arc::default() }
     }
 
     /// Difficulties below `bits` grind on the CPU.
     pub fn with_gpu_min_bits(mut self, bits: usize) -> Self {
         self.gpu_min_bits = bits;
         self
+    }
+
+    /// Wall time spent in `grind` so far (this challenger and its clones).
+    pub fn pow_time(&self) -> Duration {
+        Duration::from_nanos(self.pow_nanos.load(Ordering::Relaxed))
     }
 
     /// The Plonky3 challenger inside, in its current state.
@@ -67,7 +76,10 @@ impl GpuChallenger {
 
     /// `grind` that reports an impossible difficulty as an error instead of panicking.
     pub fn try_grind(&mut self, bits: usize) -> Result<BabyBear> {
-        let witness = self.find_witness(bits)?;
+        let start = Instant::now();
+        let witness = self.find_witness(bits);
+        self.pow_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let witness = witness?;
         assert!(self.inner.check_witness(bits, witness), "the grinder returned a witness the challenger rejects");
         Ok(witness)
     }

@@ -64,10 +64,12 @@ pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usiz
     if bits == 0 {
         return Ok(BabyBear::ZERO);
     }
-    const BLOCK: u32 = 1 << 16;
+    // Blocks of about twice the expected work, in increasing order: the first block with a hit
+    // holds the smallest witness, and little is searched past it.
+    let block: u32 = (2u32 << bits).clamp(1 << 10, 1 << 20);
     let mut start = 0u32;
     while start < BABYBEAR_P {
-        let end = start.saturating_add(BLOCK).min(BABYBEAR_P);
+        let end = start.saturating_add(block).min(BABYBEAR_P);
         if let Some(w) = (start..end)
             .into_par_iter()
             .find_first(|&w| state.accepts(perm, bits, BabyBear::new(w)))

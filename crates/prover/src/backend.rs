@@ -22,6 +22,7 @@ use whir_gpu::{
 
 use crate::error::ProverError;
 use crate::params::Params;
+use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::{Commitment, GpuWhirDomain, EF, F};
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
@@ -37,6 +38,19 @@ pub struct ProverOutput {
     pub commit_time: Duration,
     /// Wall time of the opening phase (OOD, sumcheck, PoW, queries, later rounds' commits).
     pub open_time: Duration,
+    /// Encode, Merkle and PoW time over both phases; the rest is sumcheck and transcript work.
+    pub phases: PhaseTimes,
+}
+
+impl ProverOutput {
+    pub fn total(&self) -> Duration {
+        self.commit_time + self.open_time
+    }
+
+    /// Time outside encode, Merkle and PoW: sumcheck, folding, OOD and transcript work.
+    pub fn sumcheck_and_other(&self) -> Duration {
+        self.total().saturating_sub(self.phases.encode + self.phases.merkle + self.phases.pow)
+    }
 }
 
 /// The opening protocol for one polynomial of n variables opened at `points` transcript points.
@@ -70,7 +84,10 @@ pub trait Backend {
         if evals.len() != 1usize << params.num_vars {
             return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
         }
-        let pcs = WhirProver::<EF, F, Self::Domain, Self::Mmcs, GpuChallenger, ProverLayout>::new(config, self.domain(), self.mmcs());
+        let clock = PhaseClock::default();
+        let domain = TimedDomain { inner: self.domain(), clock: clock.clone() };
+        let mmcs = TimedMmcs { inner: self.mmcs(), clock: clock.clone() };
+        let pcs = WhirProver::<EF, F, TimedDomain<Self::Domain>, TimedMmcs<Self::Mmcs>, GpuChallenger, ProverLayout>::new(config, domain, mmcs);
         let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
         let mut challenger = self.challenger();
         let start = Instant::now();
@@ -80,7 +97,8 @@ pub trait Backend {
         let proof = pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
         let open_time = start.elapsed();
         let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
-        Ok(ProverOutput { commitment, proof, commit_time, open_time })
+        let phases = PhaseTimes { pow: challenger.pow_time(), ..clock.times() };
+        Ok(ProverOutput { commitment, proof, commit_time, open_time, phases })
     }
 }
 

@@ -13,6 +13,7 @@ mod error;
 mod params;
 mod proof_file;
 mod stock;
+mod timing;
 
 use p3_baby_bear::BabyBear;
 use p3_field::extension::BinomialExtensionField;
@@ -23,6 +24,7 @@ pub use error::ProverError;
 pub use params::{Params, Soundness};
 pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
 pub use stock::prove_stock;
+pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 
 /// The base field.
 pub type F = BabyBear;
