@@ -25,12 +25,8 @@ pub struct BenchArgs {
     /// log2 inverse rates, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     rate: Vec<usize>,
-    #[arg(long, default_value_t = 100)]
-    security: usize,
-    #[arg(long = "pow-bits", default_value_t = 20)]
-    pow_bits: usize,
-    #[arg(long, default_value = "johnson")]
-    soundness: String,
+    #[command(flatten)]
+    security: crate::SecurityArgs,
     /// Repetitions per cell (medians are reported).
     #[arg(long, default_value_t = 3)]
     reps: usize,
@@ -72,7 +68,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    let soundness = Soundness::parse(&args.soundness)?;
+    let soundness = Soundness::parse(&args.security.soundness)?;
     let gpu = if args.no_gpu {
         None
     } else {
@@ -101,8 +97,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
             num_vars,
             fold,
             log_inv_rate,
-            security_bits: args.security,
-            pow_bits: args.pow_bits,
+            security_bits: args.security.security,
+            pow_bits: args.security.pow_bits,
             soundness,
             points: 1,
         })

@@ -39,6 +39,20 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// Security target, shared by `prove` and `bench`.
+#[derive(clap::Args)]
+pub struct SecurityArgs {
+    /// Security level in bits.
+    #[arg(long, default_value_t = 100)]
+    pub security: usize,
+    /// Proof-of-work budget in bits.
+    #[arg(long = "pow-bits", default_value_t = 20)]
+    pub pow_bits: usize,
+    /// johnson, capacity or unique.
+    #[arg(long, default_value = "johnson")]
+    pub soundness: String,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendChoice {
     Auto,
@@ -57,15 +71,8 @@ struct ProveArgs {
     /// log2 of the inverse starting rate.
     #[arg(long, default_value_t = 1)]
     rate: usize,
-    /// Security level in bits.
-    #[arg(long, default_value_t = 100)]
-    security: usize,
-    /// Proof-of-work budget in bits.
-    #[arg(long = "pow-bits", default_value_t = 20)]
-    pow_bits: usize,
-    /// johnson, capacity or unique.
-    #[arg(long, default_value = "johnson")]
-    soundness: String,
+    #[command(flatten)]
+    security: SecurityArgs,
     /// Opening points.
     #[arg(long, default_value_t = 1)]
     points: usize,
@@ -115,9 +122,9 @@ fn prove(args: ProveArgs) -> Result<()> {
         num_vars: args.vars,
         fold: args.fold,
         log_inv_rate: args.rate,
-        security_bits: args.security,
-        pow_bits: args.pow_bits,
-        soundness: Soundness::parse(&args.soundness)?,
+        security_bits: args.security.security,
+        pow_bits: args.security.pow_bits,
+        soundness: Soundness::parse(&args.security.soundness)?,
         points: args.points,
     };
     // Fail on parameters before any work.
