@@ -89,7 +89,7 @@ impl AdapterSummary {
             timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             subgroup_min_size: info.subgroup_min_size,
             subgroup_max_size: info.subgroup_max_size,
-            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size as u64,
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
             max_buffer_size: limits.max_buffer_size,
             max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
@@ -292,7 +292,7 @@ impl GpuContext {
     /// Largest single storage binding, in bytes.
     pub fn max_binding_bytes(&self) -> u64 {
         let l = self.device.limits();
-        (l.max_storage_buffer_binding_size as u64).min(l.max_buffer_size)
+        l.max_storage_buffer_binding_size.min(l.max_buffer_size)
     }
 
     /// Fails with a plain message when `bytes` cannot live in one storage binding.

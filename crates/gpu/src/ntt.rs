@@ -399,7 +399,7 @@ impl GpuNtt {
             };
             let pipeline = self.ctx.pipeline(kernel, &[])?;
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
-            self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, timer.as_deref_mut());
+            self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, timer);
         }
         let [a, b] = work;
         let (result, spare) = if out == 0 { (a, b) } else { (b, a) };
