@@ -380,6 +380,35 @@ impl GpuContext {
         }
     }
 
+    /// A storage buffer of `words` words filled by `fill`, which hands consecutive pieces (rows,
+    /// say) to the writer it gets; they go straight into one staging buffer, with no
+    /// intermediate host copy of the whole matrix.
+    pub fn upload_with(&self, label: &str, words: usize, fill: impl FnOnce(&mut dyn FnMut(&[u32]))) -> Result<wgpu::Buffer> {
+        let buffer = self.storage(label, words);
+        let Some(size) = wgpu::BufferSize::new((words * 4) as u64) else {
+            return Ok(buffer);
+        };
+        let mut view = self
+            .queue
+            .write_buffer_with(&buffer, 0, size)
+            .ok_or_else(|| GpuError::OutOfMemory { context: label.into(), message: "no staging memory for the upload".into() })?;
+        let mut offset = 0;
+        let mut overflow = false;
+        fill(&mut |piece: &[u32]| {
+            let bytes: &[u8] = bytemuck::cast_slice(piece);
+            if offset + bytes.len() > words * 4 {
+                overflow = true;
+                return;
+            }
+            view.slice(offset..offset + bytes.len()).copy_from_slice(bytes);
+            offset += bytes.len();
+        });
+        if overflow || offset != words * 4 {
+            return Err(GpuError::InvalidInput(format!("upload filled {} of {words} words", offset / 4)));
+        }
+        Ok(buffer)
+    }
+
     /// An uninitialised storage buffer of `words` u32 words (at least one).
     pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {

@@ -102,12 +102,17 @@ impl GpuMerkle {
         let ctx = self.poseidon2.context().clone();
         ctx.scoped("Merkle commit", || {
             let input = ctx.upload("merkle matrix", as_words(values));
-            let mut encoder = ctx.encoder("merkle commit");
-            let layers = self.record_commit(&mut encoder, &input, height, width)?;
-            let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS)?;
-            let root: [BabyBear; DIGEST_ELEMS] =
-                from_words(root_words)?.try_into().expect("a digest is 8 words");
-            Ok(GpuMerkleTree { height, width, layers, root })
+            self.commit_buffer(&input, height, width)
         })
+    }
+
+    /// Commits to a `height` x `width` matrix already in `input`; reads back only the root.
+    pub fn commit_buffer(&self, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
+        let ctx = self.poseidon2.context().clone();
+        let mut encoder = ctx.encoder("merkle commit");
+        let layers = self.record_commit(&mut encoder, input, height, width)?;
+        let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS)?;
+        let root: [BabyBear; DIGEST_ELEMS] = from_words(root_words)?.try_into().expect("a digest is 8 words");
+        Ok(GpuMerkleTree { height, width, layers, root })
     }
 }

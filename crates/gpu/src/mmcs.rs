@@ -17,7 +17,7 @@ use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, Pru
 use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 
 use crate::error::{GpuError, Result};
-use crate::field::from_words;
+use crate::field::{as_words, from_words};
 use crate::merkle::{GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
 
 type Perm = Poseidon2BabyBear<16>;
@@ -60,11 +60,16 @@ impl GpuMmcs {
         if h == 0 || !h.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("height {h} is not a power of two")));
         }
-        let mut values = Vec::with_capacity(h * w);
-        for r in 0..h {
-            values.extend_from_slice(&matrix.row_slice(r).expect("row in range"));
-        }
-        gpu.commit_values(&values, h, w)
+        let ctx = gpu.poseidon2().context().clone();
+        ctx.scoped("Merkle commit", || {
+            // Rows go straight into the upload's staging memory.
+            let input = ctx.upload_with("merkle matrix", h * w, |write| {
+                for r in 0..h {
+                    write(as_words(&matrix.row_slice(r).expect("row in range")));
+                }
+            })?;
+            gpu.commit_buffer(&input, h, w)
+        })
     }
 
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
