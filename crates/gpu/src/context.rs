@@ -9,6 +9,7 @@ use wgpu::util::DeviceExt;
 
 use crate::error::{GpuError, Result};
 use crate::shaders::{self, Kernel, MulVariant};
+use crate::transfer::{self, StagingPool, STAGED_MIN_BYTES};
 
 /// How to choose an adapter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -207,8 +208,9 @@ pub struct GpuContext {
     summary: AdapterSummary,
     mul_variant: MulVariant,
     pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
-    /// MAP_READ staging buffers by size, reused: a fresh one per readback costs page faults.
-    readback: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
+    /// Reused staging memory for uploads (MAP_WRITE) and readbacks (MAP_READ).
+    upload_pool: StagingPool,
+    readback_pool: StagingPool,
 }
 
 impl fmt::Debug for GpuContext {
@@ -266,7 +268,8 @@ impl GpuContext {
             summary,
             mul_variant,
             pipelines: Mutex::new(HashMap::new()),
-            readback: Mutex::new(HashMap::new()),
+            upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
+            readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
         })
     }
 
@@ -361,52 +364,80 @@ impl GpuContext {
 
     /// A storage buffer holding `words`.
     pub fn upload(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
-        // A zero-sized binding is invalid; keep at least one word.
-        let contents: &[u8] = if words.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(words) };
-        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-        })
+        let buffer = self.storage(label, words.len());
+        self.write(&buffer, words);
+        buffer
     }
 
-    /// Queues a copy of `words` into the start of `dst` (a COPY_DST buffer); it lands before the
-    /// next submitted command buffer runs.
+    /// Copies `words` into the start of `dst` (a COPY_DST buffer); it lands before the next
+    /// submitted command buffer runs. Large writes go through pooled staging memory filled on
+    /// all cores (see `transfer`).
     pub fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
-        if !words.is_empty() {
-            self.queue.write_buffer(dst, 0, bytemuck::cast_slice(words));
+        let bytes: &[u8] = bytemuck::cast_slice(words);
+        if bytes.len() < STAGED_MIN_BYTES {
+            if !bytes.is_empty() {
+                self.queue.write_buffer(dst, 0, bytes);
+            }
+            return;
+        }
+        if let Err(e) = self.staged_write(dst, bytes.len(), |view| {
+            transfer::par_write(view, bytes);
+            true
+        }) {
+            // Mapping pooled staging memory failed (device lost, say): the queue's own path.
+            tracing::warn!("staged upload failed ({e}); using queue.write_buffer");
+            self.queue.write_buffer(dst, 0, bytes);
         }
     }
 
-    /// A storage buffer of `words` words filled by `fill`, which hands consecutive pieces (rows,
-    /// say) to the writer it gets; they go straight into one staging buffer, with no
-    /// intermediate host copy of the whole matrix.
-    pub fn upload_with(&self, label: &str, words: usize, fill: impl FnOnce(&mut dyn FnMut(&[u32]))) -> Result<wgpu::Buffer> {
-        let buffer = self.storage(label, words);
-        let Some(size) = wgpu::BufferSize::new((words * 4) as u64) else {
+    /// A storage buffer of `rows` rows of `row_words` words; `row(r, write)` hands row r to
+    /// `write` in one or more pieces. Rows are written straight into staging memory, on all
+    /// cores, with no host copy of the whole matrix. Fails if a row is not `row_words` long.
+    pub fn upload_rows(
+        &self,
+        label: &str,
+        rows: usize,
+        row_words: usize,
+        row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
+    ) -> Result<wgpu::Buffer> {
+        let buffer = self.storage(label, rows * row_words);
+        let bytes = rows * row_words * 4;
+        if bytes == 0 {
             return Ok(buffer);
-        };
-        let mut view = self
-            .queue
-            .write_buffer_with(&buffer, 0, size)
-            .ok_or_else(|| GpuError::OutOfMemory { context: label.into(), message: "no staging memory for the upload".into() })?;
-        let mut offset = 0;
-        let mut overflow = false;
-        fill(&mut |piece: &[u32]| {
-            let bytes: &[u8] = bytemuck::cast_slice(piece);
-            if offset + bytes.len() > words * 4 {
-                overflow = true;
-                return;
-            }
-            view.slice(offset..offset + bytes.len()).copy_from_slice(bytes);
-            offset += bytes.len();
-        });
-        if overflow || offset != words * 4 {
-            return Err(GpuError::InvalidInput(format!("upload filled {} of {words} words", offset / 4)));
         }
+        let row_bytes = |r: usize, write: &mut dyn FnMut(&[u8])| row(r, &mut |w: &[u32]| write(bytemuck::cast_slice(w)));
+        self.staged_write(&buffer, bytes, |view| transfer::par_write_rows(view, row_words * 4, &row_bytes))?;
         Ok(buffer)
+    }
+
+    /// Fills `bytes` bytes of a pooled MAP_WRITE buffer with `fill` and queues its copy into
+    /// `dst`. `fill` returns false when its input was the wrong size.
+    fn staged_write(&self, dst: &wgpu::Buffer, bytes: usize, fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
+        let size = bytes as u64;
+        let (staging, pooled) = self.upload_pool.take(&self.device, size);
+        if pooled {
+            // A pooled buffer comes back unmapped; mapping waits for its last copy to finish.
+            let (tx, rx) = std::sync::mpsc::channel();
+            staging.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                let _ = tx.send(r);
+            });
+            self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Device(e.to_string()))?;
+            rx.recv().map_err(|e| GpuError::Map(e.to_string()))?.map_err(|e| GpuError::Map(e.to_string()))?;
+        }
+        let filled = {
+            let mut view = staging.slice(..size).get_mapped_range_mut().map_err(|e| GpuError::Map(e.to_string()))?;
+            fill(view.slice(..))
+        };
+        staging.unmap();
+        if !filled {
+            self.upload_pool.give(staging);
+            return Err(GpuError::InvalidInput(format!("upload rows did not fill the {bytes} bytes of the buffer exactly")));
+        }
+        let mut encoder = self.encoder("staged upload");
+        encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
+        self.queue.submit([encoder.finish()]);
+        self.upload_pool.give(staging);
+        Ok(())
     }
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).
@@ -442,18 +473,10 @@ impl GpuContext {
             self.queue.submit([encoder.finish()]);
             return Ok(Vec::new());
         }
-        let reused = self.readback.lock().expect("readback pool poisoned").get_mut(&bytes).and_then(Vec::pop);
-        let staging = reused.unwrap_or_else(|| {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("readback"),
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
+        let (staging, _) = self.readback_pool.take(&self.device, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         self.queue.submit([encoder.finish()]);
-        let slice = staging.slice(..);
+        let slice = staging.slice(..bytes);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
@@ -464,16 +487,14 @@ impl GpuContext {
         rx.recv()
             .map_err(|e| GpuError::Map(e.to_string()))?
             .map_err(|e| GpuError::Map(e.to_string()))?;
-        let out = {
+        // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
+        let mut out = vec![0u32; words];
+        {
             let view = slice.get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
-            bytemuck::cast_slice::<u8, u32>(&view).to_vec()
-        };
-        staging.unmap();
-        let mut pool = self.readback.lock().expect("readback pool poisoned");
-        let free = pool.entry(bytes).or_default();
-        if free.len() < 2 {
-            free.push(staging);
+            transfer::par_read(bytemuck::cast_slice_mut(&mut out), &view);
         }
+        staging.unmap();
+        self.readback_pool.give(staging);
         Ok(out)
     }
 

@@ -1,6 +1,7 @@
 //! BabyBear values as the GPU sees them: the Montgomery `u32` words Plonky3 stores.
 
 use p3_baby_bear::BabyBear;
+use rayon::prelude::*;
 
 use crate::error::{GpuError, Result};
 
@@ -26,7 +27,13 @@ pub fn to_word(value: BabyBear) -> u32 {
 /// Turns Montgomery words back into field elements, without copying. Fails if a word is not a
 /// canonical Montgomery representative (>= p), which would mean a kernel bug.
 pub fn from_words(words: Vec<u32>) -> Result<Vec<BabyBear>> {
-    if let Some(pos) = words.iter().position(|&w| w >= BABYBEAR_P) {
+    // Checked on all cores for large outputs: this pass runs on every readback.
+    let bad = if words.len() >= 1 << 18 {
+        words.par_iter().position_any(|&w| w >= BABYBEAR_P)
+    } else {
+        words.iter().position(|&w| w >= BABYBEAR_P)
+    };
+    if let Some(pos) = bad {
         return Err(GpuError::Device(format!(
             "GPU returned a non-canonical field word {:#x} at offset {pos}",
             words[pos]

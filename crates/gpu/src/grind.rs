@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
-use p3_field::{PrimeCharacteristicRing, PrimeField32};
+use p3_field::{Field, PackedValue, PrimeCharacteristicRing, PrimeField32};
 use p3_symmetric::Permutation;
 use rayon::prelude::*;
 
@@ -12,6 +12,8 @@ use crate::error::{GpuError, Result};
 use crate::field::{as_words, BABYBEAR_P};
 use crate::poseidon2::GpuPoseidon2;
 use crate::shaders::Kernel;
+
+type Packed = <BabyBear as Field>::Packing;
 
 /// Sponge width and rate of the challenger.
 pub const WIDTH: usize = 16;
@@ -58,22 +60,41 @@ fn check_bits(bits: usize) -> Result<()> {
     Ok(())
 }
 
-/// The smallest witness on the CPU, all cores (rayon), in blocks of increasing candidates.
+/// The smallest witness on the CPU: all cores (rayon), each permuting `Packing::WIDTH` candidates
+/// at once as Plonky3's own grinder does, in blocks of increasing candidates.
 pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usize) -> Result<BabyBear> {
     check_bits(bits)?;
     if bits == 0 {
         return Ok(BabyBear::ZERO);
     }
-    // Blocks of about twice the expected work, in increasing order: the first block with a hit
-    // holds the smallest witness, and little is searched past it.
-    let block: u32 = (2u32 << bits).clamp(1 << 10, 1 << 20);
+    let lanes = Packed::WIDTH as u32;
+    let mask = (1u32 << bits) - 1;
+    let base: [Packed; WIDTH] = core::array::from_fn(|i| Packed::from(state.base[i]));
+    // Blocks of about twice the expected work (a multiple of the lane count), in increasing
+    // order: the first block with a hit holds the smallest witness, and little is searched past
+    // it (find_map_first skips batches above a hit).
+    let block: u32 = (2u32 << bits).clamp(lanes << 6, 1 << 22) / lanes * lanes;
     let mut start = 0u32;
     while start < BABYBEAR_P {
         let end = start.saturating_add(block).min(BABYBEAR_P);
-        if let Some(w) = (start..end)
-            .into_par_iter()
-            .find_first(|&w| state.accepts(perm, bits, BabyBear::new(w)))
-        {
+        let found = (0..(end - start).div_ceil(lanes)).into_par_iter().find_map_first(|batch| {
+            let first = start + batch * lanes;
+            // Lanes past `end` hold p - 1 and are ignored below.
+            let witnesses = Packed::from_fn(|l| {
+                let c = first + l as u32;
+                if c < end { BabyBear::new(c) } else { BabyBear::NEG_ONE }
+            });
+            let mut s = base;
+            s[state.witness_slot] = witnesses;
+            perm.permute_mut(&mut s);
+            s[RATE - 1]
+                .as_slice()
+                .iter()
+                .enumerate()
+                .find(|&(l, out)| first + (l as u32) < end && out.as_canonical_u32() & mask == 0)
+                .map(|(l, _)| first + l as u32)
+        });
+        if let Some(w) = found {
             return Ok(BabyBear::new(w));
         }
         start = end;

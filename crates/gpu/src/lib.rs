@@ -25,6 +25,7 @@ pub mod poseidon2;
 pub mod shaders;
 #[doc(hidden)]
 pub mod testing;
+mod transfer;
 
 pub use challenger::{GpuChallenger, DEFAULT_GPU_MIN_BITS};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
@@ -37,3 +38,13 @@ pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
 pub use wgpu;
+
+/// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the
+/// `parallel` feature (the default), 1 without it. Benchmarks print it beside their CPU figures.
+pub fn cpu_threads() -> usize {
+    if cfg!(feature = "parallel") {
+        rayon::current_num_threads()
+    } else {
+        1
+    }
+}

@@ -62,11 +62,9 @@ impl GpuMmcs {
         }
         let ctx = gpu.poseidon2().context().clone();
         ctx.scoped("Merkle commit", || {
-            // Rows go straight into the upload's staging memory.
-            let input = ctx.upload_with("merkle matrix", h * w, |write| {
-                for r in 0..h {
-                    write(as_words(&matrix.row_slice(r).expect("row in range")));
-                }
+            // Rows go straight into staging memory, on all cores.
+            let input = ctx.upload_rows("merkle matrix", h, w, |r, write| {
+                write(as_words(&matrix.row_slice(r).expect("row in range")))
             })?;
             gpu.commit_buffer(&input, h, w)
         })

@@ -1,0 +1,142 @@
+//! Host <-> GPU transfers that run at memory speed.
+//!
+//! Measured on the H200 host (`examples/transfer_probe.rs`, BENCHMARKS.md): for 256 MiB,
+//! `create_buffer_init` took ~100 ms and `queue.write_buffer` ~65 ms (a fresh staging allocation
+//! every call), a single-threaded copy out of a mapped readback buffer into a fresh `Vec` ~210 ms
+//! (page faults on one core), while the copies themselves (DMA) took 1-6 ms. So uploads go
+//! through pooled, persistently allocated MAP_WRITE staging buffers filled by all cores, and
+//! readbacks through pooled MAP_READ buffers copied out by all cores.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+/// Transfers below this go through `queue.write_buffer` / one thread: the pool's map round trip
+/// costs more than it saves there.
+pub(crate) const STAGED_MIN_BYTES: usize = 1 << 20;
+/// Bytes each thread copies at a time.
+const PIECE_BYTES: usize = 1 << 20;
+/// Staging memory the pool keeps alive (per direction), beyond which buffers are dropped.
+const POOL_MAX_BYTES: u64 = 4 << 30;
+
+/// Staging buffers of one usage, by power-of-two size class.
+pub(crate) struct StagingPool {
+    usage: wgpu::BufferUsages,
+    free: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
+}
+
+impl StagingPool {
+    pub(crate) fn new(usage: wgpu::BufferUsages) -> Self {
+        Self { usage, free: Mutex::new((HashMap::new(), 0)) }
+    }
+
+    fn class(bytes: u64) -> u64 {
+        bytes.next_power_of_two().max(wgpu::COPY_BUFFER_ALIGNMENT)
+    }
+
+    /// A buffer of at least `bytes`, and whether it came from the pool (a fresh MAP_WRITE buffer
+    /// is created mapped; a pooled one is unmapped and must be mapped by the caller).
+    pub(crate) fn take(&self, device: &wgpu::Device, bytes: u64) -> (wgpu::Buffer, bool) {
+        let class = Self::class(bytes);
+        let mut guard = self.free.lock().expect("staging pool poisoned");
+        if let Some(buffer) = guard.0.get_mut(&class).and_then(Vec::pop) {
+            guard.1 -= class;
+            return (buffer, true);
+        }
+        drop(guard);
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("staging"),
+            size: class,
+            usage: self.usage,
+            mapped_at_creation: self.usage.contains(wgpu::BufferUsages::MAP_WRITE),
+        });
+        (buffer, false)
+    }
+
+    /// Returns an unmapped buffer for reuse, unless the pool is full.
+    pub(crate) fn give(&self, buffer: wgpu::Buffer) {
+        let class = buffer.size();
+        let mut guard = self.free.lock().expect("staging pool poisoned");
+        let (free, pooled_bytes) = &mut *guard;
+        let list = free.entry(class).or_default();
+        if list.len() < 2 && *pooled_bytes + class <= POOL_MAX_BYTES {
+            list.push(buffer);
+            *pooled_bytes += class;
+        }
+    }
+}
+
+/// A disjoint byte range of one mapped buffer, handed to one rayon task.
+struct Piece<'a> {
+    dst: wgpu::WriteOnly<'a, [u8]>,
+    /// First row (or byte, for plain copies) this piece holds.
+    first: usize,
+}
+// SAFETY: pieces come from `split_at` on one mapping, so no two overlap; each is written by the
+// one task that owns it, and the mapping outlives the parallel scope that uses them.
+unsafe impl Send for Piece<'_> {}
+
+/// Splits `dst` into pieces of `unit`-byte units (rows), about PIECE_BYTES each.
+fn pieces(dst: wgpu::WriteOnly<'_, [u8]>, unit: usize) -> Vec<Piece<'_>> {
+    let per_piece = (PIECE_BYTES / unit.max(1)).max(1) * unit;
+    let mut out = Vec::with_capacity(dst.len() / per_piece + 1);
+    let mut rest = dst;
+    let mut offset = 0;
+    while !rest.is_empty() {
+        let n = per_piece.min(rest.len());
+        let (head, tail) = rest.split_at(n);
+        out.push(Piece { dst: head, first: offset / unit.max(1) });
+        rest = tail;
+        offset += n;
+    }
+    out
+}
+
+/// Copies `src` into `dst` (same length) on all cores.
+pub(crate) fn par_write(dst: wgpu::WriteOnly<'_, [u8]>, src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
+    pieces(dst, 1).into_par_iter().for_each(|Piece { mut dst, first }| {
+        let n = dst.len();
+        dst.copy_from_slice(&src[first..first + n]);
+    });
+}
+
+/// Writes `rows` rows of `row_bytes` bytes each, row r handed out by `row(r, write)`; every row
+/// must hand exactly `row_bytes` bytes. Returns false if one did not.
+pub(crate) fn par_write_rows(
+    dst: wgpu::WriteOnly<'_, [u8]>,
+    row_bytes: usize,
+    row: &(dyn Fn(usize, &mut dyn FnMut(&[u8])) + Sync),
+) -> bool {
+    pieces(dst, row_bytes)
+        .into_par_iter()
+        .map(|Piece { mut dst, first }| {
+            let rows = dst.len() / row_bytes;
+            let mut ok = true;
+            for i in 0..rows {
+                let start = i * row_bytes;
+                let mut written = 0;
+                row(first + i, &mut |bytes: &[u8]| {
+                    if written + bytes.len() > row_bytes {
+                        ok = false;
+                        return;
+                    }
+                    dst.slice(start + written..start + written + bytes.len()).copy_from_slice(bytes);
+                    written += bytes.len();
+                });
+                ok &= written == row_bytes;
+            }
+            ok
+        })
+        .reduce(|| true, |a, b| a && b)
+}
+
+/// Copies `src` into `dst` (same length) on all cores.
+pub(crate) fn par_read(dst: &mut [u8], src: &[u8]) {
+    if dst.len() < STAGED_MIN_BYTES {
+        dst.copy_from_slice(src);
+        return;
+    }
+    dst.par_chunks_mut(PIECE_BYTES).zip(src.par_chunks(PIECE_BYTES)).for_each(|(d, s)| d.copy_from_slice(s));
+}

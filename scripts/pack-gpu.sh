@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Packs the release binaries (built with AVX-512 for the H200 host's CPU baseline) and the Vulkan
+# loader packages into .gpu/ for a run on a remote GPU machine. Usage: scripts/pack-gpu.sh
+# On the remote machine: for f in .gpu/*.deb; do dpkg -x $f /; done; ldconfig; then .gpu/<bin>.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export RUSTFLAGS="-C target-feature=+avx2,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512cd"
+export CARGO_TARGET_DIR=target/avx512
+cargo build --release --workspace --bins --benches
+mkdir -p .gpu
+rm -f .gpu/whir .gpu/*_bench
+strip -o .gpu/whir "$CARGO_TARGET_DIR/release/whir"
+for b in ntt poseidon2 merkle grind; do
+    # The newest bench executable of that name (cargo leaves older hashes behind).
+    f=$(ls -t "$CARGO_TARGET_DIR"/release/deps/"$b"-* | grep -E "/$b-[0-9a-f]{16}$" | head -1)
+    strip -o ".gpu/${b}_bench" "$f"
+done
+if ! ls .gpu/libvulkan1_*.deb >/dev/null 2>&1; then
+    cp ../shared/vulkan-loader/*.deb .gpu/ 2>/dev/null || true
+    (cd .gpu && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
+du -sh .gpu
