@@ -13,12 +13,6 @@
 
 @group(0) @binding(0) var<uniform> p2_constants: array<vec4<u32>, 36>;
 
-// V in Montgomery form, by quarter (the first entry of V is applied separately).
-const P2_DIAG0 = vec4<u32>(1476395013u, 268435454u, 536870908u, 134217727u);
-const P2_DIAG1 = vec4<u32>(805306362u, 1073741816u, 1879048194u, 1207959559u);
-const P2_DIAG2 = vec4<u32>(939524105u, 16777216u, 1073741824u, 536870912u);
-const P2_DIAG3 = vec4<u32>(32u, 1996488705u, 1744830465u, 2013265889u);
-
 struct P2State {
     s0: vec4<u32>,
     s1: vec4<u32>,
@@ -28,10 +22,6 @@ struct P2State {
 
 fn add4(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
     return vec4<u32>(bb_add(a.x, b.x), bb_add(a.y, b.y), bb_add(a.z, b.z), bb_add(a.w, b.w));
-}
-
-fn mul4(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(bb_mul(a.x, b.x), bb_mul(a.y, b.y), bb_mul(a.z, b.z), bb_mul(a.w, b.w));
 }
 
 fn sbox(x: u32) -> u32 {
@@ -80,19 +70,48 @@ fn external_round(st: ptr<function, P2State>, rc: u32) {
     external_linear(st);
 }
 
+// x * 2^-k mod p for 1 <= k <= 27 without a multiply by a Montgomery constant: p = 15 * 2^27 + 1,
+// so q = -x mod 2^k makes x + q*p divisible by 2^k, and (x + q*p) / 2^k =
+// (x + q) / 2^k + q * 15 * 2^(27 - k) < 2p fits in a u32. Scaling commutes with Montgomery form.
+fn bb_div_2exp(x: u32, k: u32) -> u32 {
+    let q = (0u - x) & ((1u << k) - 1u);
+    let r = ((x + q) >> k) + q * (15u << (27u - k));
+    return select(r, r - BB_P, r >= BB_P);
+}
+
+// Internal layer: x_i <- sum + V_i x_i. Every V_i is +-2^j or +-3, so each product is a few
+// adds or one bb_div_2exp instead of a Montgomery multiply; negative V_i become subtractions.
 fn internal_round(st: ptr<function, P2State>, rc: u32) {
     let x0 = sbox(bb_add((*st).s0.x, rc));
-    let s0 = (*st).s0;
-    let q1 = add4((*st).s1, (*st).s2);
-    let q = add4(q1, (*st).s3);
-    let part = bb_add(bb_add(bb_add(s0.y, s0.z), s0.w), bb_add(bb_add(q.x, q.y), bb_add(q.z, q.w)));
+    let a = (*st).s0;
+    let b = (*st).s1;
+    let c = (*st).s2;
+    let d = (*st).s3;
+    let q = add4(add4(b, c), d);
+    let part = bb_add(bb_add(bb_add(a.y, a.z), a.w), bb_add(bb_add(q.x, q.y), bb_add(q.z, q.w)));
     let full = bb_add(part, x0);
-    let fullv = vec4<u32>(full);
-    let d0 = add4(fullv, mul4(s0, P2_DIAG0));
-    (*st).s0 = vec4<u32>(bb_sub(part, x0), d0.y, d0.z, d0.w);
-    (*st).s1 = add4(fullv, mul4((*st).s1, P2_DIAG1));
-    (*st).s2 = add4(fullv, mul4((*st).s2, P2_DIAG2));
-    (*st).s3 = add4(fullv, mul4((*st).s3, P2_DIAG3));
+    // V = [-2, 1, 2, 1/2 | 3, 4, -1/2, -3 | -4, 1/2^8, 1/4, 1/8 | 1/2^27, -1/2^8, -1/16, -1/2^27]
+    let b3 = bb_add(bb_double(b.x), b.x);
+    let d3 = bb_add(bb_double(b.w), b.w);
+    (*st).s0 = vec4<u32>(bb_sub(part, x0), bb_add(full, a.y), bb_add(full, bb_double(a.z)), bb_add(full, bb_div_2exp(a.w, 1u)));
+    (*st).s1 = vec4<u32>(
+        bb_add(full, b3),
+        bb_add(full, bb_double(bb_double(b.y))),
+        bb_sub(full, bb_div_2exp(b.z, 1u)),
+        bb_sub(full, d3),
+    );
+    (*st).s2 = vec4<u32>(
+        bb_sub(full, bb_double(bb_double(c.x))),
+        bb_add(full, bb_div_2exp(c.y, 8u)),
+        bb_add(full, bb_div_2exp(c.z, 2u)),
+        bb_add(full, bb_div_2exp(c.w, 3u)),
+    );
+    (*st).s3 = vec4<u32>(
+        bb_add(full, bb_div_2exp(d.x, 27u)),
+        bb_sub(full, bb_div_2exp(d.y, 8u)),
+        bb_sub(full, bb_div_2exp(d.z, 4u)),
+        bb_sub(full, bb_div_2exp(d.w, 27u)),
+    );
 }
 
 fn internal_constant(i: u32) -> u32 {

@@ -6,13 +6,18 @@
 // Proof-of-work search for Plonky3's DuplexChallenger<BabyBear, Poseidon2, 16, 8>::grind: the
 // candidate state is the sponge state with the pending inputs in slots 0..len, the witness in slot
 // len, zeros to slot 8 and the absorbed count added to slot 8 (the host prepares all of it but the
-// witness). A witness w passes when canonical(permute(state)[7]) & mask == 0. One thread per
-// candidate; the smallest passing candidate of the batch wins through atomicMin.
+// witness). A witness w passes when canonical(permute(state)[7]) & mask == 0.
+//
+// Persistent threads: thread t tries start + t, start + t + T, ... (T threads in all) in
+// increasing order and stops once `best` holds a smaller passing candidate, so the search ends
+// about one wave after the first hit instead of after the whole range. Every candidate below
+// the final `best` was tried by its thread (a thread only stops above some best >= the final
+// one), so `best` ends as the smallest passing candidate of the range.
 
 // Rust twin: `GrindParams` in crates/gpu/src/grind.rs.
 struct GrindParams {
     base: array<vec4<u32>, 4>,
-    // x: witness slot, y: mask, z: first candidate, w: candidates in this batch
+    // x: witness slot, y: mask, z: first candidate, w: end of the range (exclusive, <= p)
     search: vec4<u32>,
 }
 
@@ -33,26 +38,28 @@ fn grind(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) num_wgs: vec3<u32>,
 ) {
-    let i = linear_workgroup_id(wid, num_wgs) * 64u + lid;
-    if (i >= params.search.w) {
-        return;
-    }
-    let candidate = params.search.z + i;
-    if (candidate >= BB_P) {
-        return;
-    }
-    let w = bb_mul(candidate, BB_R2);
+    let threads = num_wgs.x * num_wgs.y * 64u;
     let slot = params.search.x;
-    var st = P2State(
-        with_witness(params.base[0], 0u, slot, w),
-        with_witness(params.base[1], 1u, slot, w),
-        with_witness(params.base[2], 2u, slot, w),
-        with_witness(params.base[3], 3u, slot, w),
-    );
-    poseidon2_permute(&st);
-    // Montgomery -> canonical: multiply by plain 1.
-    let sample = bb_mul(st.s1.w, 1u);
-    if ((sample & params.search.y) == 0u) {
-        atomicMin(&best, candidate);
+    let end = params.search.w;
+    // start + threads + end stay below 2^32: end <= p < 2^31 and threads <= 2^24.
+    var candidate = params.search.z + linear_workgroup_id(wid, num_wgs) * 64u + lid;
+    loop {
+        if (candidate >= end || atomicLoad(&best) < candidate) {
+            break;
+        }
+        let w = bb_mul(candidate, BB_R2);
+        var st = P2State(
+            with_witness(params.base[0], 0u, slot, w),
+            with_witness(params.base[1], 1u, slot, w),
+            with_witness(params.base[2], 2u, slot, w),
+            with_witness(params.base[3], 3u, slot, w),
+        );
+        poseidon2_permute(&st);
+        // Montgomery -> canonical: multiply by plain 1.
+        let sample = bb_mul(st.s1.w, 1u);
+        if ((sample & params.search.y) == 0u) {
+            atomicMin(&best, candidate);
+        }
+        candidate += threads;
     }
 }

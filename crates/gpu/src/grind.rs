@@ -110,8 +110,9 @@ struct GrindParams {
     search: [u32; 4],
 }
 
-/// The GPU search: batches of candidates in increasing order, each a dispatch with one thread
-/// per candidate; the first batch with a hit gives the smallest witness.
+/// The GPU search: ranges of candidates in increasing order, each one dispatch of persistent
+/// threads that stop shortly after the first hit (wgsl/pow/grind.wgsl); the first range with a
+/// hit gives the smallest witness.
 pub struct GpuGrinder {
     poseidon2: Arc<GpuPoseidon2>,
 }
@@ -133,8 +134,11 @@ impl GpuGrinder {
         }
         let ctx = self.poseidon2.context();
         let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
-        // About four expected solutions per batch; small batches cost a round trip each.
-        let batch: u32 = (4u32 << bits).clamp(1 << 16, 1 << 24);
+        // Enough threads to fill a large GPU, fewer for easy searches (each thread then stops
+        // within its first candidates); a range of 32 expected hits, so one dispatch almost
+        // always decides, and the kernel stops about one wave after the first hit anyway.
+        let threads: u32 = ((2u64 << bits).clamp(1 << 12, 1 << 18) as u32).next_multiple_of(64);
+        let range: u64 = 32u64 << bits;
         let params_buf = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("grind params"),
             size: std::mem::size_of::<GrindParams>() as u64,
@@ -149,13 +153,13 @@ impl GpuGrinder {
         let mut start = 0u32;
         ctx.scoped("proof-of-work grind", || {
             while start < BABYBEAR_P {
-                let count = batch.min(BABYBEAR_P - start);
-                let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, count] };
+                let end = (start as u64 + range).min(BABYBEAR_P as u64) as u32;
+                let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, end] };
                 ctx.queue().write_buffer(&params_buf, 0, bytemuck::bytes_of(&params));
                 ctx.write(&best, &[u32::MAX]);
                 let mut encoder = ctx.encoder("grind");
                 {
-                    let (x, y) = ctx.grid(count.div_ceil(64));
+                    let (x, y) = ctx.grid(threads / 64);
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("grind"), timestamp_writes: None });
                     pass.set_pipeline(&pipeline);
                     pass.set_bind_group(0, &bind, &[]);
@@ -165,7 +169,7 @@ impl GpuGrinder {
                 if found != u32::MAX {
                     return Ok(BabyBear::new(found));
                 }
-                start += count;
+                start = end;
             }
             Err(GpuError::InvalidInput(format!("no witness of {bits} bits exists for this transcript state")))
         })
