@@ -57,7 +57,10 @@ fn main() {
                     let mut enc = ctx.encoder("bench");
                     let layers = merkle.record_commit(&mut enc, &input, h, width).expect("record");
                     ctx.submit_and_wait(enc).expect("submit");
-                    layers
+                    // Hand the layers back, as a dropped GpuMerkleTree does.
+                    for layer in layers {
+                        ctx.recycle_storage(layer);
+                    }
                 })
             });
         }

@@ -211,6 +211,9 @@ pub struct GpuContext {
     /// Reused staging memory for uploads (MAP_WRITE) and readbacks (MAP_READ).
     upload_pool: StagingPool,
     readback_pool: StagingPool,
+    /// Device buffers handed back with `recycle_storage`, by exact size, and their total bytes:
+    /// a fresh large buffer costs an allocation and a first-use clear (ms at 2^25 words).
+    device_pool: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
 }
 
 impl fmt::Debug for GpuContext {
@@ -270,6 +273,7 @@ impl GpuContext {
             pipelines: Mutex::new(HashMap::new()),
             upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
             readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            device_pool: Mutex::new((HashMap::new(), 0)),
         })
     }
 
@@ -400,7 +404,7 @@ impl GpuContext {
         row_words: usize,
         row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
     ) -> Result<wgpu::Buffer> {
-        let buffer = self.storage(label, rows * row_words);
+        let buffer = self.pooled_storage(label, rows * row_words);
         let bytes = rows * row_words * 4;
         if bytes == 0 {
             return Ok(buffer);
@@ -450,6 +454,33 @@ impl GpuContext {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         })
+    }
+
+    /// A storage buffer of exactly `words` words (at least one) from the pool of recycled ones,
+    /// or a fresh one. Its contents are whatever the last user left.
+    pub fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+        let bytes = (words.max(1) * 4) as u64;
+        let mut guard = self.device_pool.lock().expect("device pool poisoned");
+        if let Some(buffer) = guard.0.get_mut(&bytes).and_then(Vec::pop) {
+            guard.1 -= bytes;
+            return buffer;
+        }
+        drop(guard);
+        self.storage(label, words)
+    }
+
+    /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under 8 GiB
+    /// and at most four of its size).
+    pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
+        const MAX_POOLED_BYTES: u64 = 8 << 30;
+        let bytes = buffer.size();
+        let mut guard = self.device_pool.lock().expect("device pool poisoned");
+        let (free, total) = &mut *guard;
+        let list = free.entry(bytes).or_default();
+        if list.len() < 4 && *total + bytes <= MAX_POOLED_BYTES {
+            list.push(buffer);
+            *total += bytes;
+        }
     }
 
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {

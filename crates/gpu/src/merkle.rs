@@ -10,6 +10,7 @@ use p3_baby_bear::BabyBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 
+use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words};
 use crate::poseidon2::GpuPoseidon2;
@@ -27,13 +28,23 @@ struct LeafParams {
     _pad: [u32; 2],
 }
 
-/// A committed matrix: every digest layer on the GPU (leaves first), and the root.
+/// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
+/// hands the layers back to the context's buffer pool.
 pub struct GpuMerkleTree {
     pub height: usize,
     pub width: usize,
     /// Layer k holds height >> k digests of 8 words.
     pub layers: Vec<wgpu::Buffer>,
     pub root: [BabyBear; DIGEST_ELEMS],
+    ctx: Arc<GpuContext>,
+}
+
+impl Drop for GpuMerkleTree {
+    fn drop(&mut self) {
+        for layer in self.layers.drain(..) {
+            self.ctx.recycle_storage(layer);
+        }
+    }
 }
 
 /// Builds Merkle trees with one Poseidon2 instance.
@@ -52,7 +63,8 @@ impl GpuMerkle {
 
     /// Records the whole tree over a matrix already on the GPU (`height` x `width` words,
     /// row-major; e.g. an NTT's output buffer) into `encoder`: leaf hashing, then one dispatch
-    /// per level. Returns the digest layers, leaves first, root last.
+    /// per level. Returns the digest layers, leaves first, root last; they come from the
+    /// context's buffer pool, and `GpuContext::recycle_storage` takes them back.
     pub fn record_commit(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -73,13 +85,13 @@ impl GpuMerkle {
         if matrix.size() < (height * width * 4) as u64 {
             return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
         }
-        let leaves = ctx.storage("merkle leaves", height * DIGEST_ELEMS);
+        let leaves = ctx.pooled_storage("merkle leaves", height * DIGEST_ELEMS);
         let params = ctx.uniform("leaf params", &LeafParams { rows: height as u32, width: width as u32, _pad: [0; 2] });
         self.poseidon2.dispatch(encoder, Kernel::HashLeaves, &params, matrix, &leaves, height)?;
         let mut layers = vec![leaves];
         let mut nodes = height / 2;
         while nodes >= 1 {
-            let parent = ctx.storage("merkle layer", nodes * DIGEST_ELEMS);
+            let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
             let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
             let children = layers.last().expect("leaves");
             self.poseidon2.dispatch(encoder, Kernel::CompressLevel, &params, children, &parent, nodes)?;
@@ -102,7 +114,9 @@ impl GpuMerkle {
         let ctx = self.poseidon2.context().clone();
         ctx.scoped("Merkle commit", || {
             let input = ctx.upload("merkle matrix", as_words(values));
-            self.commit_buffer(&input, height, width)
+            let tree = self.commit_buffer(&input, height, width);
+            ctx.recycle_storage(input);
+            tree
         })
     }
 
@@ -111,8 +125,10 @@ impl GpuMerkle {
         let ctx = self.poseidon2.context().clone();
         let mut encoder = ctx.encoder("merkle commit");
         let layers = self.record_commit(&mut encoder, input, height, width)?;
-        let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS)?;
-        let root: [BabyBear; DIGEST_ELEMS] = from_words(root_words)?.try_into().expect("a digest is 8 words");
-        Ok(GpuMerkleTree { height, width, layers, root })
+        let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
+        // The tree owns the layers from here, so they go back to the pool on any error below.
+        let mut tree = GpuMerkleTree { height, width, layers, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
+        Ok(tree)
     }
 }

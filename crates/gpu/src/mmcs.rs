@@ -66,7 +66,9 @@ impl GpuMmcs {
             let input = ctx.upload_rows("merkle matrix", h, w, |r, write| {
                 write(as_words(&matrix.row_slice(r).expect("row in range")))
             })?;
-            gpu.commit_buffer(&input, h, w)
+            let tree = gpu.commit_buffer(&input, h, w);
+            ctx.recycle_storage(input);
+            tree
         })
     }
 
