@@ -6,10 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="-C target-feature=+avx2,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512cd"
 export CARGO_TARGET_DIR=target/avx512
-cargo build --release --workspace --bins --benches
+cargo build --release --workspace --bins --benches --examples
 mkdir -p .gpu
-rm -f .gpu/whir .gpu/*_bench
+rm -f .gpu/whir .gpu/*_bench .gpu/transfer_probe
 strip -o .gpu/whir "$CARGO_TARGET_DIR/release/whir"
+strip -o .gpu/transfer_probe "$CARGO_TARGET_DIR/release/examples/transfer_probe"
 for b in ntt poseidon2 merkle grind; do
     # The newest bench executable of that name (cargo leaves older hashes behind).
     f=$(ls -t "$CARGO_TARGET_DIR"/release/deps/"$b"-* | grep -E "/$b-[0-9a-f]{16}$" | head -1)

@@ -163,6 +163,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
             cell.gpu_sumcheck_other_ms = Some(median(o));
         }
         cells.push(cell);
+        // Written after every cell, so a run cut short keeps what it measured.
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_string_pretty(&cells)?).with_context(|| format!("writing {}", path.display()))?;
+        }
     }
     bar.finish_and_clear();
 

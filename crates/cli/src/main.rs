@@ -235,6 +235,15 @@ fn info(adapter: Option<String>) -> Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
+    // Diagnostics on stderr, off unless asked for: WHIR_LOG=whir_gpu=debug shows each transfer,
+    // Merkle commit and pipeline build with its time; warnings (e.g. a GPU fallback) always.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WHIR_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let result = match Cli::parse().command {
         Command::Info { adapter } => info(adapter),
         Command::Prove(args) => prove(args),

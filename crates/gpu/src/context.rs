@@ -338,6 +338,7 @@ impl GpuContext {
         if let Some(p) = self.pipelines.lock().expect("pipeline cache poisoned").get(&key) {
             return Ok(p.clone());
         }
+        let started = std::time::Instant::now();
         let source = shaders::compose(kernel.source_name(), self.mul_variant, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
             let desc = wgpu::ShaderModuleDescriptor {
@@ -361,6 +362,7 @@ impl GpuContext {
                 cache: None,
             }))
         })?;
+        tracing::debug!(kernel = kernel.entry_point(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
         let pipeline = Arc::new(pipeline);
         self.pipelines.lock().expect("pipeline cache poisoned").insert(key, pipeline.clone());
         Ok(pipeline)
@@ -418,6 +420,7 @@ impl GpuContext {
     /// `dst`. `fill` returns false when its input was the wrong size.
     fn staged_write(&self, dst: &wgpu::Buffer, bytes: usize, fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
         let size = bytes as u64;
+        let started = std::time::Instant::now();
         let (staging, pooled) = self.upload_pool.take(&self.device, size);
         if pooled {
             // A pooled buffer comes back unmapped; mapping waits for its last copy to finish.
@@ -428,10 +431,12 @@ impl GpuContext {
             self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Device(e.to_string()))?;
             rx.recv().map_err(|e| GpuError::Map(e.to_string()))?.map_err(|e| GpuError::Map(e.to_string()))?;
         }
+        let mapped = started.elapsed();
         let filled = {
             let mut view = staging.slice(..size).get_mapped_range_mut().map_err(|e| GpuError::Map(e.to_string()))?;
             fill(view.slice(..))
         };
+        tracing::debug!(bytes, pooled, map_ms = mapped.as_secs_f64() * 1e3, total_ms = started.elapsed().as_secs_f64() * 1e3, "staged upload filled");
         staging.unmap();
         if !filled {
             self.upload_pool.give(staging);
@@ -504,6 +509,7 @@ impl GpuContext {
             self.queue.submit([encoder.finish()]);
             return Ok(Vec::new());
         }
+        let started = std::time::Instant::now();
         let (staging, _) = self.readback_pool.take(&self.device, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         self.queue.submit([encoder.finish()]);
@@ -526,6 +532,9 @@ impl GpuContext {
         }
         staging.unmap();
         self.readback_pool.give(staging);
+        if bytes >= STAGED_MIN_BYTES as u64 {
+            tracing::debug!(bytes, ms = started.elapsed().as_secs_f64() * 1e3, "submit and read back");
+        }
         Ok(out)
     }
 
