@@ -25,8 +25,12 @@ pub const DIGEST_ELEMS: usize = 8;
 struct LeafParams {
     rows: u32,
     width: u32,
-    _pad: [u32; 2],
+    fused_levels: u32,
+    _pad: u32,
 }
+
+/// Tree levels the leaf kernel builds in workgroup memory (log2 of its 64 rows per workgroup).
+const FUSED_LEVELS: usize = 6;
 
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
@@ -50,11 +54,14 @@ impl Drop for GpuMerkleTree {
 /// Builds Merkle trees with one Poseidon2 instance.
 pub struct GpuMerkle {
     poseidon2: Arc<GpuPoseidon2>,
+    /// Bound for the fused levels a small tree does not have (writable bindings may not alias).
+    placeholders: Vec<wgpu::Buffer>,
 }
 
 impl GpuMerkle {
     pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
-        Self { poseidon2 }
+        let placeholders = (0..FUSED_LEVELS).map(|_| poseidon2.context().storage("merkle level placeholder", DIGEST_ELEMS)).collect();
+        Self { poseidon2, placeholders }
     }
 
     pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
@@ -85,16 +92,26 @@ impl GpuMerkle {
         if matrix.size() < (height * width * 4) as u64 {
             return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
         }
-        let leaves = ctx.pooled_storage("merkle leaves", height * DIGEST_ELEMS);
-        let params = ctx.uniform("leaf params", &LeafParams { rows: height as u32, width: width as u32, _pad: [0; 2] });
-        self.poseidon2.dispatch(encoder, Kernel::HashLeaves, &params, matrix, &leaves, height)?;
-        let mut layers = vec![leaves];
-        let mut nodes = height / 2;
+        // Leaves and the first levels in one dispatch (wgsl/merkle/hash_leaves.wgsl), then one
+        // dispatch per remaining level.
+        let log_h = height.trailing_zeros() as usize;
+        let fused = log_h.min(FUSED_LEVELS);
+        let mut layers: Vec<wgpu::Buffer> =
+            (0..=fused).map(|k| ctx.pooled_storage("merkle layer", (height >> k) * DIGEST_ELEMS)).collect();
+        let params = ctx.uniform(
+            "leaf params",
+            &LeafParams { rows: height as u32, width: width as u32, fused_levels: fused as u32, _pad: 0 },
+        );
+        let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
+        bindings.extend(layers.iter());
+        bindings.extend(self.placeholders[fused..].iter());
+        self.poseidon2.dispatch(encoder, Kernel::HashLeaves, &bindings, height)?;
+        let mut nodes = height >> (fused + 1);
         while nodes >= 1 {
             let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
             let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
             let children = layers.last().expect("leaves");
-            self.poseidon2.dispatch(encoder, Kernel::CompressLevel, &params, children, &parent, nodes)?;
+            self.poseidon2.dispatch(encoder, Kernel::CompressLevel, &[&params, children, &parent], nodes)?;
             layers.push(parent);
             nodes /= 2;
         }

@@ -134,18 +134,17 @@ impl GpuPoseidon2 {
         })
     }
 
-    /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup).
+    /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at
+    /// bindings 1, 2, ... (its params uniform first).
     pub(crate) fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         kernel: Kernel,
-        params: &wgpu::Buffer,
-        input: &wgpu::Buffer,
-        output: &wgpu::Buffer,
+        buffers: &[&wgpu::Buffer],
         threads: usize,
     ) -> Result<()> {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
-        let bind = self.bind(&pipeline, &[params, input, output]);
+        let bind = self.bind(&pipeline, buffers);
         let (x, y) = self.ctx.grid((threads as u32).div_ceil(64));
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(kernel.entry_point()),
@@ -171,7 +170,7 @@ impl GpuPoseidon2 {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
         }
         let params = self.ctx.uniform("poseidon2 params", &[count as u32, 0, 0, 0]);
-        self.dispatch(encoder, Kernel::Poseidon2Batch, &params, input, output, count)
+        self.dispatch(encoder, Kernel::Poseidon2Batch, &[&params, input, output], count)
     }
 
     /// Host to host: permutes every state.
