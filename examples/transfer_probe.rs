@@ -5,7 +5,16 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use whir_wgpu::gpu::wgpu;
+use p3_baby_bear::BabyBear;
+use p3_field::extension::BinomialExtensionField;
+use p3_field::PrimeCharacteristicRing;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_matrix::extension::FlatMatrixView;
+use p3_matrix::Matrix;
+use whir_wgpu::gpu::field::to_word;
 use whir_wgpu::gpu::GpuContext;
+
+type EF = BinomialExtensionField<BabyBear, 4>;
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -133,7 +142,60 @@ fn main() {
             let mut h2 = vec![0u8; bytes];
             par_copy(&mut h2, &host);
             let t_hpar = ms(t);
+            // Rows of an extension-field matrix seen as base-field rows (what ExtensionMmcs hands
+            // GpuMmcs), through upload_rows as GpuMmcs reads them.
+            let ef_rows = bytes / (16 * 16);
+            let ef = RowMajorMatrix::new(vec![EF::from_u32(7); ef_rows * 16], 16);
+            let flat = FlatMatrixView::<BabyBear, EF, _>::new(ef);
+            let t = Instant::now();
+            let b = ctx
+                .upload_rows("flat", flat.height(), flat.width(), |r, write| {
+                    let mut chunk = [0u32; 64];
+                    let mut n = 0;
+                    for x in flat.row(r).unwrap() {
+                        chunk[n] = to_word(x);
+                        n += 1;
+                        if n == chunk.len() {
+                            write(&chunk);
+                            n = 0;
+                        }
+                    }
+                    write(&chunk[..n]);
+                })
+                .unwrap();
+            queue.submit([]);
+            wait();
+            let t_flat = ms(t);
+            ctx.recycle_storage(b);
+            let t = Instant::now();
+            let b = ctx
+                .upload_rows("flat", flat.height(), flat.width(), |r, write| {
+                    let mut chunk = [0u32; 64];
+                    let mut n = 0;
+                    for x in flat.vertically_packed_row::<BabyBear>(r) {
+                        chunk[n] = to_word(x);
+                        n += 1;
+                        if n == chunk.len() {
+                            write(&chunk);
+                            n = 0;
+                        }
+                    }
+                    write(&chunk[..n]);
+                })
+                .unwrap();
+            queue.submit([]);
+            wait();
+            let t_vp = ms(t);
+            ctx.recycle_storage(b);
+            let t = Instant::now();
+            let chunk = [5u32; 64];
+            let b = ctx.upload_rows("flat", flat.height(), flat.width(), |_, write| write(&chunk)).unwrap();
+            queue.submit([]);
+            wait();
+            let t_const = ms(t);
+            ctx.recycle_storage(b);
             if rep > 0 {
+                println!("{mib} MiB: upload_rows of a FlatMatrixView (BabyBear^4, 16 per row): row() {t_flat:.1}, vertically_packed_row {t_vp:.1}, constant rows {t_const:.1}");
                 println!("{mib} MiB: host clone {t_clone:.1} | host par copy(+alloc) {t_hpar:.1} | create_buffer_init {t_init:.1} | write_buffer {t_write:.1} | fresh mapped fill {t_fill_fresh:.1} | {} | {}", times.join(" | "), rtimes.join(" | "));
             }
         }
