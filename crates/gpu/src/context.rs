@@ -9,7 +9,7 @@ use wgpu::util::DeviceExt;
 
 use crate::error::{GpuError, Result};
 use crate::shaders::{self, Kernel, MulVariant};
-use crate::transfer::{self, StagingPool, STAGED_MIN_BYTES};
+use crate::transfer::{self, BufferPool, StagingPool, STAGED_MIN_BYTES};
 
 /// How to choose an adapter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -213,7 +213,7 @@ pub struct GpuContext {
     readback_pool: StagingPool,
     /// Device buffers handed back with `recycle_storage`, by exact size, and their total bytes:
     /// a fresh large buffer costs an allocation and a first-use clear (ms at 2^25 words).
-    device_pool: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
+    device_pool: BufferPool,
 }
 
 impl fmt::Debug for GpuContext {
@@ -273,7 +273,7 @@ impl GpuContext {
             pipelines: Mutex::new(HashMap::new()),
             upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
             readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
-            device_pool: Mutex::new((HashMap::new(), 0)),
+            device_pool: BufferPool::new(4, 8 << 30),
         })
     }
 
@@ -465,27 +465,16 @@ impl GpuContext {
     /// or a fresh one. Its contents are whatever the last user left.
     pub fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         let bytes = (words.max(1) * 4) as u64;
-        let mut guard = self.device_pool.lock().expect("device pool poisoned");
-        if let Some(buffer) = guard.0.get_mut(&bytes).and_then(Vec::pop) {
-            guard.1 -= bytes;
+        if let Some(buffer) = self.device_pool.take(bytes) {
             return buffer;
         }
-        drop(guard);
         self.storage(label, words)
     }
 
     /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under 8 GiB
     /// and at most four of its size).
     pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
-        const MAX_POOLED_BYTES: u64 = 8 << 30;
-        let bytes = buffer.size();
-        let mut guard = self.device_pool.lock().expect("device pool poisoned");
-        let (free, total) = &mut *guard;
-        let list = free.entry(bytes).or_default();
-        if list.len() < 4 && *total + bytes <= MAX_POOLED_BYTES {
-            list.push(buffer);
-            *total += bytes;
-        }
+        self.device_pool.give(buffer);
     }
 
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {

@@ -25,7 +25,7 @@ pub mod poseidon2;
 pub mod shaders;
 #[doc(hidden)]
 pub mod testing;
-mod transfer;
+pub mod transfer;
 
 pub use challenger::{GpuChallenger, DEFAULT_GPU_MIN_BITS};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};

@@ -17,7 +17,8 @@ use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, Pru
 use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 
 use crate::error::{GpuError, Result};
-use crate::field::{from_words, to_word};
+use crate::field::from_words;
+use crate::transfer::write_matrix_row;
 use crate::merkle::{GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
 
 type Perm = Poseidon2BabyBear<16>;
@@ -63,23 +64,8 @@ impl GpuMmcs {
         let ctx = gpu.poseidon2().context().clone();
         ctx.scoped("Merkle commit", || {
             let started = std::time::Instant::now();
-            // Rows go straight into staging memory, on all cores, element by element through a
-            // stack buffer: `row_slice` allocates a Vec per row for views such as the
-            // `FlatMatrixView` that `ExtensionMmcs` hands us, which measured ~4.6 us a row on
-            // the H200 host (4.8 s for a 2^20 x 64 commit) against milliseconds this way.
-            let input = ctx.upload_rows("merkle matrix", h, w, |r, write| {
-                let mut chunk = [0u32; 64];
-                let mut n = 0;
-                for x in matrix.row(r).expect("row in range") {
-                    chunk[n] = to_word(x);
-                    n += 1;
-                    if n == chunk.len() {
-                        write(&chunk);
-                        n = 0;
-                    }
-                }
-                write(&chunk[..n]);
-            })?;
+            // Rows go straight into staging memory, on all cores.
+            let input = ctx.upload_rows("merkle matrix", h, w, |r, write| write_matrix_row(matrix, r, write))?;
             let uploaded = started.elapsed();
             let tree = gpu.commit_buffer(&input, h, w);
             ctx.recycle_storage(input);
