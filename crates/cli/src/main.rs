@@ -91,8 +91,10 @@ struct ProveArgs {
     json: bool,
 }
 
-/// Below this many variables `auto` proves on the CPU: the GPU's fixed costs dominate.
-const AUTO_GPU_MIN_VARS: usize = 16;
+/// Below this many variables `auto` proves on the CPU: the GPU's fixed costs dominate. Measured
+/// on an H200 against 16-core Plonky3 (BENCHMARKS.md): at n = 20 the GPU backend took 0.35-1.23x
+/// Plonky3's time depending on fold and rate, at n = 22 and 24 it was faster in every cell.
+const AUTO_GPU_MIN_VARS: usize = 20;
 
 fn read_input(path: &PathBuf, vars: usize) -> Result<Vec<BabyBear>> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
