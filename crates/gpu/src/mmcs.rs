@@ -62,6 +62,8 @@ impl GpuMmcs {
             return Err(GpuError::InvalidInput(format!("height {h} is not a power of two")));
         }
         let ctx = gpu.poseidon2().context().clone();
+        // Too large for one binding on this adapter: say so before uploading anything.
+        ctx.check_binding_size("Merkle matrix", (h * w * 4) as u64)?;
         ctx.scoped("Merkle commit", || {
             let started = std::time::Instant::now();
             // Rows go straight into staging memory, on all cores.

@@ -68,7 +68,10 @@ impl StagingPool {
     /// A buffer of at least `bytes`, and whether it came from the pool (a fresh MAP_WRITE buffer
     /// is created mapped; a pooled one is unmapped and must be mapped by the caller).
     pub(crate) fn take(&self, device: &wgpu::Device, bytes: u64) -> (wgpu::Buffer, bool) {
-        let class = bytes.next_power_of_two().max(wgpu::COPY_BUFFER_ALIGNMENT);
+        // Power-of-two classes so rounds of a prover reuse each other's buffers, but never past
+        // the adapter's buffer limit (a 2.5 GiB upload must not ask for 4 GiB).
+        let pow2 = bytes.next_power_of_two().max(wgpu::COPY_BUFFER_ALIGNMENT);
+        let class = if pow2 <= device.limits().max_buffer_size { pow2 } else { bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT) };
         if let Some(buffer) = self.pool.take(class) {
             return (buffer, true);
         }
