@@ -21,6 +21,7 @@ use crate::field::to_word;
 pub(crate) const STAGED_MIN_BYTES: usize = 1 << 20;
 /// Bytes each thread copies at a time.
 const PIECE_BYTES: usize = 1 << 20;
+
 /// Buffers kept for reuse, by size, up to `per_size` of each and `max_bytes` in all.
 pub(crate) struct BufferPool {
     free: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
