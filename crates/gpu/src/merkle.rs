@@ -29,8 +29,15 @@ struct LeafParams {
     _pad: u32,
 }
 
-/// Tree levels the leaf kernel builds in workgroup memory (log2 of its 64 rows per workgroup).
+/// Most tree levels the leaf kernel can build in workgroup memory (log2 of its 64 rows).
 const FUSED_LEVELS: usize = 6;
+/// Trees up to this height fuse all six levels; taller ones fuse one. Level k inside a workgroup
+/// keeps 64 >> k threads busy, so from level 2 on a warp runs the permutation with most lanes
+/// idle: for a 2^22 x 16 matrix, fusing six levels issues ~1.7x the warp-permutations of
+/// per-level dispatches (which are lane-dense), on a kernel that is compute-bound. Level 1 is
+/// still one full 32-lane warp. Small trees are bound by dispatch overhead instead, where saving
+/// five dispatches wins. Reasoned, not yet measured (BENCHMARKS.md).
+const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
@@ -95,7 +102,7 @@ impl GpuMerkle {
         // Leaves and the first levels in one dispatch (wgsl/merkle/hash_leaves.wgsl), then one
         // dispatch per remaining level.
         let log_h = height.trailing_zeros() as usize;
-        let fused = log_h.min(FUSED_LEVELS);
+        let fused = if log_h <= FUSE_ALL_MAX_LOG_HEIGHT { log_h.min(FUSED_LEVELS) } else { 1 };
         let mut layers: Vec<wgpu::Buffer> =
             (0..=fused).map(|k| ctx.pooled_storage("merkle layer", (height >> k) * DIGEST_ELEMS)).collect();
         let params = ctx.uniform(
