@@ -110,9 +110,9 @@ struct GrindParams {
     search: [u32; 4],
 }
 
-/// The GPU search: ranges of candidates in increasing order, each one dispatch of persistent
-/// threads that stop shortly after the first hit (wgsl/pow/grind.wgsl); the first range with a
-/// hit gives the smallest witness.
+/// The GPU search: ranges of candidates in increasing order, each one dispatch of one thread
+/// per candidate whose workgroups return at once past a known hit (wgsl/pow/grind.wgsl); the
+/// first range with a hit gives the smallest witness.
 pub struct GpuGrinder {
     poseidon2: Arc<GpuPoseidon2>,
 }
@@ -134,11 +134,9 @@ impl GpuGrinder {
         }
         let ctx = self.poseidon2.context();
         let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
-        // Enough threads to fill a large GPU, fewer for easy searches (each thread then stops
-        // within its first candidates); a range of 32 expected hits, so one dispatch almost
-        // always decides, and the kernel stops about one wave after the first hit anyway.
-        let threads: u32 = ((2u64 << bits).clamp(1 << 12, 1 << 18) as u32).next_multiple_of(64);
-        let range: u64 = 32u64 << bits;
+        // About four expected hits per range (a miss costs another round trip), at most 2^28
+        // candidates per dispatch; workgroups past the first hit return at once.
+        let range: u64 = (4u64 << bits).clamp(1 << 12, 1 << 28);
         let params_buf = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("grind params"),
             size: std::mem::size_of::<GrindParams>() as u64,
@@ -159,7 +157,7 @@ impl GpuGrinder {
                 ctx.write(&best, &[u32::MAX]);
                 let mut encoder = ctx.encoder("grind");
                 {
-                    let (x, y) = ctx.grid(threads / 64);
+                    let (x, y) = ctx.grid(((end - start) as u64).div_ceil(64) as u32);
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("grind"), timestamp_writes: None });
                     pass.set_pipeline(&pipeline);
                     pass.set_bind_group(0, &bind, &[]);
