@@ -21,6 +21,11 @@ fn gpu_and_cpu_grinders_agree_and_stock_challenger_accepts() {
 }
 
 #[test]
+fn difficulties_up_to_20_bits_agree() {
+    check_grinders(&[18, 19, 20], 3);
+}
+
+#[test]
 #[ignore = "20 and 22 bits take minutes on a software adapter; run in release with --ignored"]
 fn hard_difficulties_agree() {
     check_grinders(&[20, 22], 4);
