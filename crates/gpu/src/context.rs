@@ -536,6 +536,38 @@ impl GpuContext {
         Ok(())
     }
 
+    /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
+    pub fn bind_buffers(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    /// Records one compute pass running `pipeline` over `groups` workgroups (laid out by `grid`),
+    /// with optional GPU timestamps around it.
+    pub fn record_dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        let (x, y) = self.grid(groups);
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+
     pub fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
         self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
     }

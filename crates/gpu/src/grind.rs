@@ -156,13 +156,7 @@ impl GpuGrinder {
                 ctx.queue().write_buffer(&params_buf, 0, bytemuck::bytes_of(&params));
                 ctx.write(&best, &[u32::MAX]);
                 let mut encoder = ctx.encoder("grind");
-                {
-                    let (x, y) = ctx.grid(((end - start) as u64).div_ceil(64) as u32);
-                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("grind"), timestamp_writes: None });
-                    pass.set_pipeline(&pipeline);
-                    pass.set_bind_group(0, &bind, &[]);
-                    pass.dispatch_workgroups(x, y, 1);
-                }
+                ctx.record_dispatch(&mut encoder, "grind", &pipeline, &bind, ((end - start) as u64).div_ceil(64) as u32, None);
                 let found = ctx.submit_and_read(encoder, &best, 1)?[0];
                 if found != u32::MAX {
                     return Ok(BabyBear::new(found));

@@ -138,8 +138,15 @@ impl Mmcs<BabyBear> for GpuMmcs {
                     let log_h = tree.layers.len() - 1;
                     let cap_height = self.cap_height.min(log_h);
                     let cap_layer = log_h - cap_height;
-                    let positions: Vec<(usize, usize)> = (0..1 << cap_height).map(|i| (cap_layer, i)).collect();
-                    match self.read_digests(&tree, &positions) {
+                    // The commit already read the root back: a cap of height 0 needs no
+                    // second round trip.
+                    let cap = if cap_height == 0 {
+                        Ok(vec![tree.root])
+                    } else {
+                        let positions: Vec<(usize, usize)> = (0..1 << cap_height).map(|i| (cap_layer, i)).collect();
+                        self.read_digests(&tree, &positions)
+                    };
+                    match cap {
                         Ok(cap) => {
                             let matrix = inputs.pop().expect("one matrix");
                             return (MerkleCap::new(cap), GpuProverData::Gpu { matrix, tree, cap_height });

@@ -410,16 +410,7 @@ impl GpuNtt {
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
-            .collect();
-        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        })
+        self.ctx.bind_buffers(pipeline, buffers)
     }
 
     fn dispatch(
@@ -431,15 +422,8 @@ impl GpuNtt {
         groups: u32,
         timer: Option<&mut KernelTimer>,
     ) {
-        let (x, y) = self.ctx.grid(groups);
         let timestamp_writes = timer.and_then(|t| t.next(label));
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(label),
-            timestamp_writes,
-        });
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, bind, &[]);
-        pass.dispatch_workgroups(x, y, 1);
+        self.ctx.record_dispatch(encoder, label, pipeline, bind, groups, timestamp_writes);
     }
 
     /// Host to host: uploads `values` (spec.valid_rows x spec.width), transforms, reads back.

@@ -122,16 +122,8 @@ impl GpuPoseidon2 {
     /// Binds the constants at binding 0 and `buffers` at bindings 1, 2, ... (a uniform, then the
     /// kernel's storage buffers).
     pub(crate) fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let entries = std::iter::once(&self.uniform)
-            .chain(buffers.iter().copied())
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
-            .collect::<Vec<_>>();
-        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        })
+        let all: Vec<&wgpu::Buffer> = std::iter::once(&self.uniform).chain(buffers.iter().copied()).collect();
+        self.ctx.bind_buffers(pipeline, &all)
     }
 
     /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at
@@ -145,14 +137,7 @@ impl GpuPoseidon2 {
     ) -> Result<()> {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let bind = self.bind(&pipeline, buffers);
-        let (x, y) = self.ctx.grid((threads as u32).div_ceil(64));
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(kernel.entry_point()),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(x, y, 1);
+        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, (threads as u32).div_ceil(64), None);
         Ok(())
     }
 

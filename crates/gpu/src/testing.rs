@@ -54,23 +54,9 @@ pub fn run_field_op(ctx: &GpuContext, op: FieldOp, lhs: &[u32], rhs: &[u32], exp
         let a = ctx.upload("lhs", lhs);
         let b = ctx.upload("rhs", if rhs.is_empty() { lhs } else { rhs });
         let out = ctx.upload("out", &vec![u32::MAX; lhs.len()]);
-        let bind = ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: a.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: b.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 3, resource: out.as_entire_binding() },
-            ],
-        });
+        let bind = ctx.bind_buffers(&pipeline, &[&params, &a, &b, &out]);
         let mut encoder = ctx.encoder("field op test");
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups((count as u32).div_ceil(64).max(1), 1, 1);
-        }
+        ctx.record_dispatch(&mut encoder, "field op test", &pipeline, &bind, (count as u32).div_ceil(64), None);
         ctx.submit_and_read(encoder, &out, lhs.len())
     })
 }
