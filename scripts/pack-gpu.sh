@@ -2,18 +2,25 @@
 # Packs the release binaries (built with AVX-512 for the H200 host's CPU baseline) and the Vulkan
 # loader packages into .gpu/ for a run on a remote GPU machine. Usage: scripts/pack-gpu.sh
 # On the remote machine: for f in .gpu/*.deb; do dpkg -x $f /; done; ldconfig; then .gpu/<bin>.
+#
+# The CPU-feature flags apply to the target only: with an explicit --target, cargo builds build
+# scripts and proc macros for the host without RUSTFLAGS, so this works on build machines that
+# lack AVX-512 themselves (the flags would otherwise reach e.g. proc-macro2's build script and
+# kill it with SIGILL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TARGET=${TARGET:-x86_64-unknown-linux-gnu}
 export RUSTFLAGS="-C target-feature=+avx2,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512cd"
-export CARGO_TARGET_DIR=target/avx512
-cargo build --release --workspace --bins --benches --examples
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/avx512}
+cargo build --release --target "$TARGET" --workspace --bins --benches --examples
+BIN="$CARGO_TARGET_DIR/$TARGET/release"
 mkdir -p .gpu
 rm -f .gpu/whir .gpu/*_bench .gpu/transfer_probe
-strip -o .gpu/whir "$CARGO_TARGET_DIR/release/whir"
-strip -o .gpu/transfer_probe "$CARGO_TARGET_DIR/release/examples/transfer_probe"
+strip -o .gpu/whir "$BIN/whir"
+strip -o .gpu/transfer_probe "$BIN/examples/transfer_probe"
 for b in ntt poseidon2 merkle grind; do
     # The newest bench executable of that name (cargo leaves older hashes behind).
-    f=$(ls -t "$CARGO_TARGET_DIR"/release/deps/"$b"-* | grep -E "/$b-[0-9a-f]{16}$" | head -1)
+    f=$(ls -t "$BIN"/deps/"$b"-* | grep -E "/$b-[0-9a-f]{16}$" | head -1)
     strip -o ".gpu/${b}_bench" "$f"
 done
 if ! ls .gpu/libvulkan1_*.deb >/dev/null 2>&1; then
