@@ -36,7 +36,7 @@ fn main() {
             c
         })
         .collect();
-    let states: Vec<GrindState> = transcripts.iter().map(|c| GrindState::new(&c.sponge_state, &c.input_buffer)).collect();
+    let states: Vec<GrindState> = transcripts.iter().map(|c| GrindState::new(&c.sponge_state, &c.input_buffer).expect("a challenger holds under a rate of input")).collect();
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("grind");

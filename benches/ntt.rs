@@ -61,7 +61,7 @@ fn time_kernels(
 ) -> Option<Vec<(&'static str, f64)>> {
     let mut runs: Vec<Vec<(&str, f64)>> = Vec::new();
     for rep in 0..12 {
-        let mut timer = KernelTimer::new(ctx, 16)?;
+        let mut timer = KernelTimer::new(ctx, 16).expect("16 kernels fit a timer")?;
         let mut enc = ctx.encoder("profile");
         record(&mut enc, &mut timer);
         let t = timer.finish(ctx, enc).expect("timestamps");

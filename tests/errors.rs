@@ -59,3 +59,101 @@ fn unknown_adapter_names_list_the_available_ones() {
     assert!(err.to_string().contains("available: [0]"), "{err}");
     let _ = Arc::new(());
 }
+
+#[test]
+fn sizes_that_would_overflow_are_errors() {
+    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, KernelTimer, Poseidon2Constants};
+    for ctx in common::contexts() {
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        // 2^63 x 2 wraps to 0 in usize: must not be taken for the empty input.
+        for (h, w) in [(1usize << 63, 2usize), (1 << 33, 1)] {
+            match merkle.commit_values(&[], h, w) {
+                Err(GpuError::InvalidInput(_)) => {}
+                Err(e) => panic!("{h} x {w}: {e}"),
+                Ok(_) => panic!("{h} x {w}: committed"),
+            }
+        }
+        let mut enc = ctx.encoder("too tall");
+        let tiny = ctx.storage("tiny", 8);
+        let err = merkle.record_commit(&mut enc, &tiny, 1 << 32, 1).unwrap_err();
+        assert!(err.to_string().contains("32-bit row indexing"), "{err}");
+
+        let ntt = GpuNtt::new(ctx.clone());
+        let (a, b) = (ctx.storage("a", 64), ctx.storage("b", 64));
+        for words in [(1usize << 32) + 4, 6, 128] {
+            let err = ntt.record_copy(&mut enc, &a, &b, words, None).unwrap_err();
+            assert!(matches!(err, GpuError::InvalidInput(_)), "{words}: {err}");
+        }
+        ntt.record_copy(&mut enc, &a, &b, 64, None).unwrap();
+
+        for kernels in [0, 2049, u32::MAX / 2 + 1, u32::MAX] {
+            assert!(matches!(KernelTimer::new(&ctx, kernels), Err(GpuError::InvalidInput(_))), "{kernels}");
+        }
+        assert!(KernelTimer::new(&ctx, 2048).is_ok());
+
+        let encoder = whir_wgpu::gpu::GpuDft::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).encoder();
+        let message = p3_matrix::dense::RowMajorMatrix::new(vec![BabyBear::default(); 8], 2);
+        // 4 rows at rate 2^-26 is 2^28 rows, past BabyBear's 2^27.
+        for rate in [26, 64, usize::MAX] {
+            match encoder.try_encode_batch(message.clone(), rate) {
+                Err(e) => assert!(e.to_string().contains("BabyBear's 2^27"), "{rate}: {e}"),
+                Ok(_) => panic!("rate 2^-{rate} encoded"),
+            }
+        }
+    }
+}
+
+#[test]
+fn recording_errors_outside_scoped_calls_are_returned() {
+    for ctx in common::contexts() {
+        // A copy past the end of its source is a validation error wgpu raises when the encoder
+        // is finished: submit_and_read must return it, not log it and return garbage.
+        let (small, dst) = (ctx.storage("small", 4), ctx.storage("dst", 64));
+        let mut enc = ctx.encoder("bad copy");
+        enc.copy_buffer_to_buffer(&small, 0, &dst, 0, 256);
+        let err = ctx.submit_and_read(enc, &dst, 4).unwrap_err();
+        assert!(matches!(err, GpuError::Validation { .. }), "{err}");
+        let mut enc = ctx.encoder("bad copy");
+        enc.copy_buffer_to_buffer(&small, 0, &dst, 0, 256);
+        assert!(matches!(ctx.submit_and_wait(enc), Err(GpuError::Validation { .. })));
+        // Reading more than the buffer holds is refused up front.
+        let err = ctx.submit_and_read(ctx.encoder("over-read"), &small, 5).unwrap_err();
+        assert!(matches!(err, GpuError::InvalidInput(_)), "{err}");
+        // The context still works afterwards.
+        ctx.write(&dst, &[7; 16]);
+        assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &dst, 16).unwrap(), vec![7; 16]);
+        assert_eq!(ctx.take_uncaptured_error(), None);
+    }
+}
+
+#[test]
+fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
+    use p3_commit::Mmcs;
+    use p3_matrix::dense::RowMajorMatrix;
+    use whir_wgpu::gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, GpuProverData, Poseidon2Constants};
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let merkle = Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
+        let gpu = GpuMmcs::new(merkle, 0);
+        let perm = Poseidon2Constants::default_babybear().to_cpu();
+        let cpu = CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0);
+        let m = RowMajorMatrix::new(common::random_vec(&mut rng, 256 * 8), 8);
+        let (gcap, gdata) = gpu.commit(vec![m.clone()]);
+        let (ccap, cdata) = cpu.commit(vec![m]);
+        assert_eq!(gcap, ccap);
+        assert!(matches!(gdata, GpuProverData::Gpu { .. }));
+        let indices = [3, 200, 3, 77];
+        ctx.fail_next_readbacks(1);
+        let ((gv, gp), (cv, cp)) = (gpu.open_multi_batch(&indices, &gdata), cpu.open_multi_batch(&indices, &cdata));
+        assert_eq!((gv, gp.sibling_hashes), (cv, cp.sibling_hashes), "multi-opening after a failed readback");
+        ctx.fail_next_readbacks(1);
+        let (g, c) = (gpu.open_batch(77, &gdata), cpu.open_batch(77, &cdata));
+        assert_eq!((g.opened_values, g.opening_proof), (c.opened_values, c.opening_proof), "opening after a failed readback");
+        // A failed commit readback commits on the CPU, with the same cap.
+        ctx.fail_next_readbacks(1);
+        let (cap, data) = gpu.commit(vec![RowMajorMatrix::new(common::random_vec(&mut rng, 64 * 8), 8)]);
+        assert!(matches!(data, GpuProverData::Cpu(_)));
+        assert_eq!(cap.roots().len(), 1);
+    }
+}

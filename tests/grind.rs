@@ -11,6 +11,7 @@ use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, Grin
 use p3_field::{PrimeCharacteristicRing, PrimeField32};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use whir_wgpu::gpu::grind::pow_mask;
 use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
 
 type Stock = DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>;
@@ -54,10 +55,11 @@ fn check_grinders(difficulties: &[usize], rounds: usize) {
                 let b: BabyBear = stock.sample();
                 assert_eq!(a, b);
             }
-            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer);
+            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
             let cpu = cpu_grind(&perm, &state, bits).unwrap();
             let witness = ours.grind(bits);
             assert_eq!(witness, cpu, "GPU vs CPU at {bits} bits ({:?})", ctx.mul_variant());
+            assert_eq!(ours.gpu_fallbacks(), 0, "the GPU grinder failed and the CPU stood in at {bits} bits");
             if bits <= 12 {
                 let smaller = (0..witness.as_canonical_u32()).find(|&w| state.accepts(&perm, bits, BabyBear::new(w)));
                 assert_eq!(smaller, None, "a smaller witness exists at {bits} bits");
@@ -83,4 +85,48 @@ fn zero_bits_and_impossible_difficulties() {
     stock.observe(BabyBear::ONE);
     let w = c.grind(6);
     assert!(stock.check_witness(6, w));
+}
+
+#[test]
+fn shifts_are_guarded_past_30_bits() {
+    let perm = Poseidon2Constants::default_babybear().to_cpu();
+    let state = GrindState::new(&[BabyBear::ZERO; 16], &[]).unwrap();
+    // (1 << 32) - 1 used to wrap to a mask of 0 in release builds: every witness passed.
+    for bits in [31, 32, 33, 63, 64, 1000] {
+        assert!(!state.accepts(&perm, bits, BabyBear::ZERO), "{bits} bits accepted a witness");
+        assert!(pow_mask(bits).is_err(), "{bits}");
+        let err = cpu_grind(&perm, &state, bits).unwrap_err();
+        assert!(err.to_string().contains("at most 30 bits"), "{err}");
+    }
+    assert_eq!(pow_mask(30).unwrap(), (1 << 30) - 1);
+    let err = GrindState::new(&[BabyBear::ZERO; 16], &[BabyBear::ONE; 8]).unwrap_err();
+    assert!(err.to_string().contains("holds at most 7"), "{err}");
+}
+
+#[test]
+fn a_wrong_gpu_witness_falls_back_to_the_cpu() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        // The GPU grinds with other constants than the transcript: its witness fails the
+        // challenger's check, and the CPU grinder must stand in (never a panic, never a bad proof).
+        let gpu_constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), gpu_constants))));
+        let perm = Poseidon2Constants::default_babybear().to_cpu();
+        let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
+        let mut stock = Stock::new(perm.clone());
+        let x: BabyBear = rng.random();
+        ours.observe(x);
+        stock.observe(x);
+        let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+        let gpu_witness = grinder.grind(&state, 10).unwrap();
+        // One GPU witness in 2^10 passes by chance under the other constants.
+        let wrong = !state.accepts(&perm, 10, gpu_witness);
+        let witness = ours.try_grind(10).expect("the CPU stands in");
+        assert_eq!(ours.gpu_fallbacks(), u64::from(wrong));
+        if wrong {
+            assert_eq!(witness, cpu_grind(&perm, &state, 10).unwrap());
+        }
+        assert!(stock.check_witness(10, witness));
+        assert_eq!(ours.sample_bits(20), stock.sample_bits(20));
+    }
 }

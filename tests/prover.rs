@@ -22,13 +22,13 @@ fn backends_make_identical_proofs_the_stock_verifier_accepts() {
             let cpu_file = ProofFile::new(&p, &CpuBackend.prove(&p, &evals).unwrap()).to_bytes();
             let gpu_file = ProofFile::new(&p, &gpu.prove(&p, &evals).unwrap()).to_bytes();
             assert_eq!(gpu_file, cpu_file, "{p:?}");
-            ProofFile::from_bytes(&gpu_file).unwrap().verify().expect("stock verifier accepts");
+            ProofFile::from_bytes(&gpu_file).unwrap().verify(&p).expect("stock verifier accepts");
 
             for _ in 0..8 {
                 let mut bad = gpu_file.clone();
                 let i = rng.random_range(0..bad.len());
                 bad[i] ^= 1 << rng.random_range(0..8);
-                let verdict = ProofFile::from_bytes(&bad).and_then(|f| f.verify());
+                let verdict = ProofFile::from_bytes(&bad).and_then(|f| f.verify(&p));
                 assert!(verdict.is_err(), "flipped byte {i} of {} accepted", bad.len());
             }
             let truncated = ProofFile::from_bytes(&gpu_file[..gpu_file.len() / 2]).unwrap_err();
@@ -41,7 +41,7 @@ fn backends_make_identical_proofs_the_stock_verifier_accepts() {
 fn bad_parameters_and_inputs_are_explained() {
     let p = Params { num_vars: 24, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 };
     let err = CpuBackend.prove(&p, &[]).unwrap_err().to_string();
-    assert!(err.contains("raise --pow-bits to 22"), "{err}");
+    assert!(err.contains("use --pow-bits 22"), "{err}");
 
     let p = params(3, 4, 1, 1);
     let err = p.config::<whir_wgpu::gpu::GpuChallenger>().unwrap_err().to_string();

@@ -2,17 +2,19 @@
 //! backend and our GPU backend; medians of R reps, speedup columns, a progress bar, a table on
 //! stdout, optional JSON and an SVG plot of speedup against n.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use p3_baby_bear::BabyBear;
 use plotters::prelude::*;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, Params, Soundness};
+use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, ParamSource, Params, Soundness};
+
+use crate::output::OutputFile;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -69,6 +71,10 @@ fn ms(d: Duration) -> f64 {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let soundness = Soundness::parse(&args.security.soundness)?;
+    // Output paths are checked before the first proof (reports are rewritten after every cell,
+    // so an existing file is replaced).
+    let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", true, &[])).transpose()?;
+    let plot_out = args.plot.as_deref().map(|p| OutputFile::prepare(p, "--plot", true, &[])).transpose()?;
     eprintln!("CPU threads for Plonky3 and our CPU backend: {}", whir_gpu::cpu_threads());
     let gpu = if args.no_gpu {
         None
@@ -114,6 +120,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
         let mut cell = Cell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, skipped: None, stock_ms: None, cpu_ms: None, gpu_ms: None, gpu_commit_ms: None, gpu_open_ms: None, gpu_encode_ms: None, gpu_merkle_ms: None, gpu_pow_ms: None, gpu_sumcheck_other_ms: None };
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
+            if p.validate(ParamSource::Flags).is_err() {
+                // A flag no cell can take (e.g. --pow-bits 40): stop before any proof.
+                return Err(e.into());
+            }
             cell.skipped = Some(e.to_string());
             bar.inc(runs_per_cell as u64);
             cells.push(cell);
@@ -164,8 +174,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         cells.push(cell);
         // Written after every cell, so a run cut short keeps what it measured.
-        if let Some(path) = &args.json {
-            std::fs::write(path, serde_json::to_string_pretty(&cells)?).with_context(|| format!("writing {}", path.display()))?;
+        if let Some(out) = &json_out {
+            out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
         }
     }
     bar.finish_and_clear();
@@ -189,17 +199,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
             f(c.gpu_encode_ms), f(c.gpu_merkle_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms)
         );
     }
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&cells)?).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(out) = &json_out {
+        out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
     }
-    if let Some(path) = &args.plot {
-        plot(path, &cells).with_context(|| format!("plotting {}", path.display()))?;
+    if cells.iter().all(|c| c.skipped.is_some()) {
+        bail!(
+            "every cell of the grid was skipped as infeasible (first: {}); nothing was measured",
+            cells.first().and_then(|c| c.skipped.as_deref()).unwrap_or("empty grid")
+        );
+    }
+    if let Some(out) = &plot_out {
+        out.write_with(|tmp| plot(tmp, &cells)).with_context(|| format!("plotting {}", out.path().display()))?;
     }
     Ok(())
 }
 
 /// Speedup of the GPU backend over the stock Plonky3 prover against n, one line per (fold, rate).
-fn plot(path: &PathBuf, cells: &[Cell]) -> Result<()> {
+fn plot(path: &Path, cells: &[Cell]) -> Result<()> {
     let points: Vec<(usize, usize, usize, f64)> = cells
         .iter()
         .filter_map(|c| Some((c.fold, c.rate, c.vars, c.stock_ms? / c.gpu_ms?)))

@@ -1,9 +1,12 @@
-//! The `whir` command: `info` (adapters), `prove` (commit + open, verified before exiting),
-//! `verify FILE` and `bench` (Plonky3 vs our CPU and GPU backends over a grid).
+//! The `whir` command: `info` (adapters), `prove` (commit + open, verified before the proof is
+//! written), `verify FILE` (against the parameters the verifier expects) and `bench` (Plonky3 vs
+//! our CPU and GPU backends over a grid).
 
 mod bench;
+mod output;
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -11,8 +14,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
-use whir_prover::{Backend, CpuBackend, GpuBackend, Params, ProofFile, ProverOutput, Soundness};
+use whir_prover::{Backend, CpuBackend, GpuBackend, Params, ProofFile, ProverOutput, Soundness, WEAK_SECURITY_BITS};
+
+use crate::output::OutputFile;
 
 #[derive(Parser)]
 #[command(name = "whir", version, about = "WHIR polynomial commitments on any GPU (wgpu)")]
@@ -29,12 +35,12 @@ enum Command {
         #[arg(long, env = "WHIR_ADAPTER")]
         adapter: Option<String>,
     },
-    /// Commit to a multilinear polynomial (2^n evaluations) and open it; verifies before exiting.
+    /// Commit to a multilinear polynomial (2^n evaluations) and open it; the proof is verified
+    /// before it is written.
     Prove(ProveArgs),
-    /// Verify a proof file with the stock Plonky3 verifier.
-    Verify {
-        file: PathBuf,
-    },
+    /// Verify a proof file against the parameters you expect (the defaults unless given), with
+    /// the stock Plonky3 verifier.
+    Verify(VerifyArgs),
     /// Time the stock Plonky3 prover, our CPU backend and our GPU backend over a grid.
     Bench(bench::BenchArgs),
 }
@@ -45,7 +51,7 @@ pub struct SecurityArgs {
     /// Security level in bits.
     #[arg(long, default_value_t = 100)]
     pub security: usize,
-    /// Proof-of-work budget in bits.
+    /// Proof-of-work budget in bits (at most 30).
     #[arg(long = "pow-bits", default_value_t = 20)]
     pub pow_bits: usize,
     /// johnson, capacity or unique.
@@ -81,14 +87,45 @@ struct ProveArgs {
     /// 2^n little-endian u32 canonical BabyBear values; default: random from --seed.
     #[arg(long)]
     input: Option<PathBuf>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Where to write the proof file.
+    /// Seed of the random polynomial (default 1); not with --input.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where to write the proof file (never over an existing file without --force).
     #[arg(long, default_value = "proof.whir")]
     out: PathBuf,
-    /// Print a JSON summary instead of text.
+    /// Replace an existing --out file.
+    #[arg(long)]
+    force: bool,
+    /// Print a JSON summary instead of text (also on error).
     #[arg(long)]
     json: bool,
+}
+
+/// The parameters a verifier expects; each defaults to `whir prove`'s default.
+#[derive(clap::Args)]
+struct VerifyArgs {
+    file: PathBuf,
+    #[arg(long)]
+    vars: Option<usize>,
+    #[arg(long)]
+    fold: Option<usize>,
+    #[arg(long)]
+    rate: Option<usize>,
+    #[arg(long)]
+    security: Option<usize>,
+    #[arg(long = "pow-bits")]
+    pow_bits: Option<usize>,
+    #[arg(long)]
+    soundness: Option<String>,
+    #[arg(long)]
+    points: Option<usize>,
+    /// Accept whatever parameters the file's header names (printed), at --min-security or more,
+    /// instead of checking them against yours.
+    #[arg(long, conflicts_with_all = ["vars", "fold", "rate", "security", "pow_bits", "soundness", "points"])]
+    accept_file_params: bool,
+    /// With --accept-file-params: the least security accepted, in bits.
+    #[arg(long, default_value_t = WEAK_SECURITY_BITS, requires = "accept_file_params")]
+    min_security: usize,
 }
 
 /// Below this many variables `auto` proves on the CPU: the GPU's fixed costs dominate. Measured
@@ -96,11 +133,23 @@ struct ProveArgs {
 /// Plonky3's time depending on fold and rate, at n = 22 and 24 it was faster in every cell.
 const AUTO_GPU_MIN_VARS: usize = 20;
 
-fn read_input(path: &PathBuf, vars: usize) -> Result<Vec<BabyBear>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+/// Reads exactly 2^vars canonical values: the size is checked before reading, and reading
+/// stops past it (a device or a growing file cannot make it read without bound).
+fn read_input(path: &Path, vars: usize) -> Result<Vec<BabyBear>> {
     let want = 4usize << vars;
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let meta = file.metadata().with_context(|| format!("reading {}", path.display()))?;
+    if meta.is_dir() {
+        bail!("--input {} is a directory; give a file of 2^{vars} u32 values", path.display());
+    }
+    if meta.is_file() && meta.len() != want as u64 {
+        bail!("{} holds {} bytes; n = {vars} needs 2^{vars} u32 values = {want} bytes", path.display(), meta.len());
+    }
+    let mut bytes = Vec::with_capacity(want);
+    file.take(want as u64 + 1).read_to_end(&mut bytes).with_context(|| format!("reading {}", path.display()))?;
     if bytes.len() != want {
-        bail!("{} holds {} bytes; n = {vars} needs 2^{vars} u32 values = {want} bytes", path.display(), bytes.len());
+        let size = if bytes.len() > want { format!("more than {want}") } else { bytes.len().to_string() };
+        bail!("{} holds {size} bytes; n = {vars} needs 2^{vars} u32 values = {want} bytes", path.display());
     }
     bytes
         .chunks_exact(4)
@@ -119,6 +168,16 @@ fn run_prove<B: Backend>(backend: &B, params: &Params, evals: &[BabyBear]) -> Re
     Ok(backend.prove(params, evals)?)
 }
 
+/// A one-line description of the adapters wgpu sees, for "why not the GPU" messages.
+fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
+    let names: Vec<String> = adapters.iter().map(|a| format!("{} via {:?}", a.name, a.backend)).collect();
+    match names.len() {
+        0 => "no adapter".into(),
+        1 => format!("the only adapter is a software renderer ({})", names[0]),
+        n => format!("all {n} adapters are software renderers ({})", names.join(", ")),
+    }
+}
+
 fn prove(args: ProveArgs) -> Result<()> {
     let params = Params {
         num_vars: args.vars,
@@ -129,22 +188,43 @@ fn prove(args: ProveArgs) -> Result<()> {
         soundness: Soundness::parse(&args.security.soundness)?,
         points: args.points,
     };
-    // Fail on parameters before any work.
+    // Everything that can be wrong with the request fails here, before any work.
     params.config::<whir_gpu::GpuChallenger>()?;
+    if args.input.is_some() && args.seed.is_some() {
+        bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
+    }
+    let inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
+    let out = OutputFile::prepare(&args.out, "--out", args.force, &inputs)?;
+    if params.security_bits < WEAK_SECURITY_BITS {
+        eprintln!(
+            "warning: {} bits of security is below {WEAK_SECURITY_BITS}: a proof this weak can be forged; use it for tests only",
+            params.security_bits
+        );
+    }
     let evals = match &args.input {
         Some(path) => read_input(path, args.vars)?,
         None => {
-            let mut rng = StdRng::seed_from_u64(args.seed);
+            let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
             (0..1usize << args.vars).map(|_| rng.random()).collect()
         }
     };
     let (gpu, why) = match args.backend {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
-        BackendChoice::Gpu => (Some(GpuBackend::open_default().context("--backend gpu")?), "--backend gpu".to_string()),
+        BackendChoice::Gpu => {
+            let g = GpuBackend::open_default().context("--backend gpu")?;
+            let s = g.context().summary();
+            let why = if s.is_software() {
+                eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
+                format!("--backend gpu, on the software adapter {s}")
+            } else {
+                format!("--backend gpu: {s}")
+            };
+            (Some(g), why)
+        }
         BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
         BackendChoice::Auto => match GpuBackend::open_default() {
-            Ok(g) if g.context().summary().device_type == whir_gpu::wgpu::DeviceType::Cpu => {
-                (None, format!("the only adapter is a software one ({}); the CPU prover is faster", g.context().summary().name))
+            Ok(g) if g.context().summary().is_software() => {
+                (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters())))
             }
             Ok(g) => {
                 let why = format!("GPU found: {}", g.context().summary());
@@ -159,51 +239,86 @@ fn prove(args: ProveArgs) -> Result<()> {
         None => ("cpu", run_prove(&CpuBackend, &params, &evals)?),
     };
     let prove_time = start.elapsed();
-    let file = ProofFile::new(&params, &output);
-    let bytes = file.to_bytes();
-    std::fs::write(&args.out, &bytes).with_context(|| format!("writing {}", args.out.display()))?;
+    let bytes = ProofFile::new(&params, &output).to_bytes();
+    // Verified before anything is written: a proof that fails its own check never reaches disk.
     let start = Instant::now();
-    let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify());
+    let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify(&params));
     let verify_time = start.elapsed();
+    if verified.is_ok() {
+        out.write(&bytes)?;
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
-        println!(
-            "{{\"backend\":\"{name}\",\"vars\":{},\"fold\":{},\"rate\":{},\"prove_ms\":{:.3},\"commit_ms\":{:.3},\"open_ms\":{:.3},\"encode_ms\":{:.3},\"merkle_ms\":{:.3},\"pow_ms\":{:.3},\"sumcheck_other_ms\":{:.3},\"verify_ms\":{:.3},\"proof_bytes\":{},\"verified\":{}}}",
-            params.num_vars,
-            params.fold,
-            params.log_inv_rate,
-            prove_time.as_secs_f64() * 1e3,
-            output.commit_time.as_secs_f64() * 1e3,
-            output.open_time.as_secs_f64() * 1e3,
-            output.phases.encode.as_secs_f64() * 1e3,
-            output.phases.merkle.as_secs_f64() * 1e3,
-            output.phases.pow.as_secs_f64() * 1e3,
-            output.sumcheck_and_other().as_secs_f64() * 1e3,
-            verify_time.as_secs_f64() * 1e3,
-            bytes.len(),
-            verified.is_ok()
-        );
+        let adapter = gpu.as_ref().map(|g| g.context().summary().to_string());
+        let summary = json!({
+            "backend": name,
+            "why": why,
+            "adapter": adapter,
+            "vars": params.num_vars,
+            "fold": params.fold,
+            "rate": params.log_inv_rate,
+            "security_bits": params.security_bits,
+            "pow_bits": params.pow_bits,
+            "soundness": params.soundness.flag_value(),
+            "points": params.points,
+            "prove_ms": ms(prove_time),
+            "commit_ms": ms(output.commit_time),
+            "open_ms": ms(output.open_time),
+            "encode_ms": ms(output.phases.encode),
+            "merkle_ms": ms(output.phases.merkle),
+            "pow_ms": ms(output.phases.pow),
+            "sumcheck_other_ms": ms(output.sumcheck_and_other()),
+            "verify_ms": ms(verify_time),
+            "proof_bytes": bytes.len(),
+            "out": verified.is_ok().then(|| args.out.display().to_string()),
+            "verified": verified.is_ok(),
+        });
+        println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
-        println!("polynomial: 2^{} evaluations, fold {}, rate 2^-{}, {} bits ({:?}), PoW {} bits", params.num_vars, params.fold, params.log_inv_rate, params.security_bits, params.soundness, params.pow_bits);
+        println!("parameters: {params}");
         let pct = |d: std::time::Duration| 100.0 * d.as_secs_f64() / output.total().as_secs_f64().max(1e-12);
-        let row = |label: &str, d: std::time::Duration| println!("  {label:<18} {:>9.1} ms  {:>5.1}%", d.as_secs_f64() * 1e3, pct(d));
-        println!("prove:  {:>9.1} ms", prove_time.as_secs_f64() * 1e3);
+        let row = |label: &str, d: std::time::Duration| println!("  {label:<18} {:>9.1} ms  {:>5.1}%", ms(d), pct(d));
+        println!("prove:  {:>9.1} ms", ms(prove_time));
         row("encode (NTT)", output.phases.encode);
         row("Merkle", output.phases.merkle);
         row("proof of work", output.phases.pow);
         row("sumcheck + other", output.sumcheck_and_other());
-        println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
-        println!("verify: {:>9.1} ms  {}", verify_time.as_secs_f64() * 1e3, if verified.is_ok() { "verified" } else { "FAILED" });
+        println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
+        if verified.is_ok() {
+            println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
+        }
     }
-    verified.context("the proof just made did not verify")?;
+    verified.context("the proof just made did not verify; nothing was written")?;
     Ok(())
 }
 
-fn verify(file: PathBuf) -> Result<()> {
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let proof = ProofFile::from_bytes(&bytes)?;
-    proof.verify()?;
-    println!("verified");
+fn verify(args: VerifyArgs) -> Result<()> {
+    let file = std::fs::File::open(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        bail!("{} is a directory, not a proof file", args.file.display());
+    }
+    let what = format!("proof file {}", args.file.display());
+    if args.accept_file_params {
+        let proof = ProofFile::read(file, None).context(what.clone())?;
+        proof.verify_file_params(args.min_security).context(what)?;
+        println!("verified with the file's own parameters (--accept-file-params, at least {} bits): {}", args.min_security, proof.params);
+        return Ok(());
+    }
+    let d = Params::defaults();
+    let expected = Params {
+        num_vars: args.vars.unwrap_or(d.num_vars),
+        fold: args.fold.unwrap_or(d.fold),
+        log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
+        security_bits: args.security.unwrap_or(d.security_bits),
+        pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
+        soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
+        points: args.points.unwrap_or(d.points),
+    };
+    expected.validate(whir_prover::ParamSource::Flags)?;
+    let proof = ProofFile::read(file, Some(&expected)).context(what.clone())?;
+    proof.verify(&expected).context(what)?;
+    println!("verified: {expected}");
     Ok(())
 }
 
@@ -222,18 +337,32 @@ fn info(adapter: Option<String>) -> Result<()> {
     let adapters = list_adapters();
     println!("Adapters ({}):", adapters.len());
     for (i, a) in adapters.iter().enumerate() {
-        println!("  [{i}] {a}  [{}]", a.feature_names().join(", "));
+        let mut notes = vec![format!("[{}]", a.feature_names().join(", "))];
+        if a.is_software() {
+            notes.push("software renderer: runs on the CPU".into());
+            if let Some(j) = adapters[..i].iter().position(|b| b.is_software() && b.name == a.name) {
+                notes.push(format!("same renderer as [{j}]"));
+            }
+        }
+        println!("  [{i}] {a}  {}", notes.join("; "));
     }
+    let explicit = adapter.as_deref().is_some_and(|a| !a.trim().is_empty());
     let selector = adapter.as_deref().map_or(AdapterSelector::HighPerformance, AdapterSelector::parse);
     match GpuContext::new(GpuOptions { adapter: selector, mul_variant: None }) {
         Ok(ctx) => {
             println!("\nChosen: {}", ctx.summary());
             println!("  field multiply: {:?}", ctx.mul_variant());
             print_limits(ctx.summary());
+            Ok(())
         }
-        Err(e) => println!("\nNo GPU will be used: {e}\nEverything runs on the CPU (Plonky3)."),
+        // An adapter asked for by name that is not there is an error; no adapter at all is
+        // what `info` reports.
+        Err(e) if explicit => Err(e).context(format!("--adapter / WHIR_ADAPTER {:?}", adapter.unwrap_or_default())),
+        Err(e) => {
+            println!("\nNo GPU will be used: {e}\nEverything runs on the CPU (Plonky3).");
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 fn main() -> std::process::ExitCode {
@@ -248,8 +377,15 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match Cli::parse().command {
         Command::Info { adapter } => info(adapter),
-        Command::Prove(args) => prove(args),
-        Command::Verify { file } => verify(file),
+        Command::Prove(args) => {
+            let json = args.json;
+            let result = prove(args);
+            if let (true, Err(e)) = (json, &result) {
+                println!("{}", json!({ "error": format!("{e:#}"), "verified": false }));
+            }
+            result
+        }
+        Command::Verify(args) => verify(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {

@@ -19,9 +19,9 @@ fn prove_verify_and_reject() {
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("verified") && stdout.contains("backend: cpu"), "{stdout}");
 
-    let out = whir(&["verify", proof_s]);
-    assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "verified");
+    let out = whir(&["verify", proof_s, "--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "10"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("verified: 60-bit security"), "{}", String::from_utf8_lossy(&out.stdout));
 
     let bytes = std::fs::read(&proof).unwrap();
     let bad = dir.join("bad.whir");
@@ -34,7 +34,7 @@ fn prove_verify_and_reject() {
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "), "{}", String::from_utf8_lossy(&out.stderr));
 
     std::fs::write(&bad, &bytes[..bytes.len() - 7]).unwrap();
-    let out = whir(&["verify", bad.to_str().unwrap()]);
+    let out = whir(&["verify", bad.to_str().unwrap(), "--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "10"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated or corrupted"));
 
@@ -44,7 +44,7 @@ fn prove_verify_and_reject() {
 
     let out = whir(&["prove", "--vars", "24", "--fold", "4", "--pow-bits", "20", "--backend", "cpu", "--out", proof_s]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("raise --pow-bits to 22"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use --pow-bits 22"), "{}", String::from_utf8_lossy(&out.stderr));
 
     let input = dir.join("in.bin");
     let mut words: Vec<u8> = (0u32..256).flat_map(|v| v.to_le_bytes()).collect();

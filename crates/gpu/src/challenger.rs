@@ -14,7 +14,7 @@ use p3_challenger::{
 use p3_field::BasedVectorSpace;
 use p3_symmetric::{Hash, MerkleCap};
 
-use crate::error::Result;
+use crate::error::{GpuError, Result};
 use crate::grind::{cpu_grind, GpuGrinder, GrindState, RATE, WIDTH};
 
 type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
@@ -32,6 +32,8 @@ pub struct GpuChallenger {
     gpu_min_bits: usize,
     /// Nanoseconds spent grinding, shared by clones (for phase breakdowns).
     pow_nanos: Arc<AtomicU64>,
+    /// Grinds the GPU could not do (or did wrong) and the CPU redid, shared by clones.
+    gpu_fallbacks: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for GpuChallenger {
@@ -48,7 +50,7 @@ impl std::fmt::Debug for GpuChallenger {
 impl GpuChallenger {
     /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
     pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
-        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits: DEFAULT_GPU_MIN_BITS, pow_nanos: Arc::default() }
+        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits: DEFAULT_GPU_MIN_BITS, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default() }
     }
 
     /// Difficulties below `bits` grind on the CPU.
@@ -62,18 +64,30 @@ impl GpuChallenger {
         Duration::from_nanos(self.pow_nanos.load(Ordering::Relaxed))
     }
 
+    /// How many grinds fell back from the GPU to the CPU (this challenger and its clones).
+    pub fn gpu_fallbacks(&self) -> u64 {
+        self.gpu_fallbacks.load(Ordering::Relaxed)
+    }
+
     /// The Plonky3 challenger inside, in its current state.
     pub fn inner(&self) -> &Inner {
         &self.inner
     }
 
-    /// The smallest witness for the current transcript, without absorbing it.
+    /// The smallest witness for the current transcript, without absorbing it. A GPU failure,
+    /// or a GPU witness that does not pass on the CPU, falls back to the CPU grinder with a
+    /// warning; an error means no witness can exist (over 30 bits).
     pub fn find_witness(&self, bits: usize) -> Result<BabyBear> {
-        let state = GrindState::new(&self.inner.sponge_state, &self.inner.input_buffer);
-        match &self.grinder {
-            Some(g) if bits >= self.gpu_min_bits => g.grind(&state, bits),
-            _ => cpu_grind(&self.inner.permutation, &state, bits),
+        let state = GrindState::new(&self.inner.sponge_state, &self.inner.input_buffer)?;
+        if let Some(g) = self.grinder.as_ref().filter(|_| bits >= self.gpu_min_bits) {
+            match g.grind(&state, bits) {
+                Ok(w) if state.accepts(&self.inner.permutation, bits, w) => return Ok(w),
+                Ok(w) => tracing::warn!("the GPU grinder returned witness {w}, which fails the {bits}-bit check; grinding on the CPU instead"),
+                Err(e) => tracing::warn!("GPU grinding failed ({e}); grinding on the CPU instead"),
+            }
+            self.gpu_fallbacks.fetch_add(1, Ordering::Relaxed);
         }
+        cpu_grind(&self.inner.permutation, &state, bits)
     }
 
     /// `grind` that reports an impossible difficulty as an error instead of panicking.
@@ -82,7 +96,12 @@ impl GpuChallenger {
         let witness = self.find_witness(bits);
         self.pow_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let witness = witness?;
-        assert!(self.inner.check_witness(bits, witness), "the grinder returned a witness the challenger rejects");
+        // Absorbs the witness, as `DuplexChallenger::grind` does; `find_witness` checked it.
+        if !self.inner.check_witness(bits, witness) {
+            return Err(GpuError::InvalidInput(format!(
+                "the {bits}-bit witness {witness} passed the grinder's check but not the challenger's; the transcript is no longer usable"
+            )));
+        }
         Ok(witness)
     }
 }
@@ -91,6 +110,8 @@ impl GrindingChallenger for GpuChallenger {
     type Witness = BabyBear;
 
     fn grind(&mut self, bits: usize) -> BabyBear {
+        // The trait has no error path. Callers that can take one use `try_grind`; whir-prover
+        // checks the PoW budget (at most 30 bits) before any proof starts.
         self.try_grind(bits).unwrap_or_else(|e| panic!("proof-of-work grind failed: {e}"))
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
@@ -42,6 +43,19 @@ impl AdapterSelector {
                 Some(n) => Self::Index(n),
                 None => Self::Name(t.to_string()),
             },
+        }
+    }
+}
+
+impl fmt::Display for AdapterSelector {
+    /// The selector as `WHIR_ADAPTER` spells it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => write!(f, "auto"),
+            Self::HighPerformance => write!(f, "high-performance"),
+            Self::Backend(b) => write!(f, "{}", b.to_str()),
+            Self::Name(n) => write!(f, "{n:?}"),
+            Self::Index(i) => write!(f, "index:{i}"),
         }
     }
 }
@@ -96,6 +110,15 @@ impl AdapterSummary {
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
         }
+    }
+
+    /// A software renderer (llvmpipe, lavapipe, SwiftShader, WARP, ...): "GPU" work runs on
+    /// this machine's CPU. GL adapters over the same renderer often report no CPU type, so the
+    /// name counts too.
+    pub fn is_software(&self) -> bool {
+        const RENDERERS: [&str; 6] = ["llvmpipe", "lavapipe", "softpipe", "swiftshader", "microsoft basic render", "software"];
+        let name = self.name.to_ascii_lowercase();
+        self.device_type == wgpu::DeviceType::Cpu || RENDERERS.iter().any(|r| name.contains(r))
     }
 
     /// Feature names as `whir info` prints them.
@@ -159,7 +182,7 @@ fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) -> Result<w
     };
     let all = pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()));
     let not_found = |all: &[wgpu::Adapter]| GpuError::AdapterNotFound {
-        selector: format!("{selector:?}"),
+        selector: selector.to_string(),
         available: describe(all),
     };
     match &selector {
@@ -214,6 +237,11 @@ pub struct GpuContext {
     /// Device buffers handed back with `recycle_storage`, by exact size, and their total bytes:
     /// a fresh large buffer costs an allocation and a first-use clear (ms at 2^25 words).
     device_pool: BufferPool,
+    /// The first wgpu error no error scope caught (work submitted outside our calls), kept
+    /// for [`GpuContext::take_uncaptured_error`].
+    uncaptured: Arc<Mutex<Option<String>>>,
+    /// Testing: readbacks still to fail on purpose (see [`GpuContext::fail_next_readbacks`]).
+    failing_readbacks: AtomicU32,
 }
 
 impl fmt::Debug for GpuContext {
@@ -260,8 +288,11 @@ impl GpuContext {
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
             GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
         })?;
-        device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
+        let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             tracing::error!("uncaptured wgpu error: {e}");
+            slot.lock().map(|mut s| s.get_or_insert_with(|| e.to_string()).clone()).ok();
         }));
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
         Ok(Self {
@@ -274,6 +305,8 @@ impl GpuContext {
             upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
             readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
             device_pool: BufferPool::new(4, 8 << 30),
+            uncaptured,
+            failing_readbacks: AtomicU32::new(0),
         })
     }
 
@@ -307,6 +340,28 @@ impl GpuContext {
         let limit = self.max_binding_bytes();
         if bytes > limit {
             return Err(GpuError::TooLarge { what: what.to_string(), needed: bytes, limit });
+        }
+        Ok(())
+    }
+
+    /// The first wgpu error raised outside any of this crate's calls (e.g. by work the caller
+    /// recorded and submitted itself), if one happened since the last call. Errors inside our
+    /// calls are returned by those calls.
+    pub fn take_uncaptured_error(&self) -> Option<String> {
+        self.uncaptured.lock().ok().and_then(|mut s| s.take())
+    }
+
+    /// Testing fault injection: the next `count` readbacks fail as a lost device would, so
+    /// callers' fallbacks can be exercised on any adapter.
+    #[doc(hidden)]
+    pub fn fail_next_readbacks(&self, count: u32) {
+        self.failing_readbacks.store(count, Ordering::SeqCst);
+    }
+
+    fn injected_failure(&self) -> Result<()> {
+        let fail = self.failing_readbacks.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        if fail {
+            return Err(GpuError::Device("injected readback failure (testing)".into()));
         }
         Ok(())
     }
@@ -486,22 +541,34 @@ impl GpuContext {
     }
 
     /// Submits `encoder` after copying `words` words of `src` into a staging buffer, waits, and
-    /// returns them.
+    /// returns them. Validation errors in anything recorded into `encoder` (wgpu reports them
+    /// when the encoder is finished) are returned, not only logged.
     pub fn submit_and_read(
         &self,
         mut encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         words: usize,
     ) -> Result<Vec<u32>> {
-        let bytes = (words * 4) as u64;
+        let bytes = words
+            .checked_mul(4)
+            .map(|b| b as u64)
+            .filter(|&b| b <= src.size())
+            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
+        self.injected_failure()?;
         if bytes == 0 {
-            self.queue.submit([encoder.finish()]);
-            return Ok(Vec::new());
+            return self.scoped("submit", || {
+                self.queue.submit([encoder.finish()]);
+                Ok(Vec::new())
+            });
         }
         let started = std::time::Instant::now();
         let (staging, _) = self.readback_pool.take(&self.device, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
-        self.queue.submit([encoder.finish()]);
+        // Recording errors surface at `finish`: catch them here, on this thread's scopes.
+        self.scoped("submit and read back", || {
+            self.queue.submit([encoder.finish()]);
+            Ok(())
+        })?;
         let slice = staging.slice(..bytes);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -527,9 +594,10 @@ impl GpuContext {
         Ok(out)
     }
 
-    /// Submits and blocks until the GPU is done.
+    /// Submits and blocks until the GPU is done; recording errors are returned as in
+    /// [`submit_and_read`](Self::submit_and_read).
     pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
-        let index = self.queue.submit([encoder.finish()]);
+        let index = self.scoped("submit", || Ok(self.queue.submit([encoder.finish()])))?;
         self.device
             .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
             .map_err(|e| GpuError::Device(e.to_string()))?;

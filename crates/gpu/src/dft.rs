@@ -8,13 +8,13 @@ use std::sync::{Arc, OnceLock};
 use p3_baby_bear::BabyBear;
 use p3_commit::Encoder;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
-use p3_field::PrimeCharacteristicRing;
+use p3_field::{PrimeCharacteristicRing, TwoAdicField};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_util::log2_strict_usize;
 
 use crate::context::GpuContext;
-use crate::error::Result;
+use crate::error::{GpuError, Result};
 use crate::ntt::{Direction, GpuNtt, NttSpec};
 
 /// Below this many field elements a transform runs on the CPU by default: the GPU's fixed cost
@@ -209,18 +209,38 @@ impl GpuEncoder {
     }
 }
 
-impl Encoder<BabyBear> for GpuEncoder {
-    fn encode_batch(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {
+impl GpuEncoder {
+    /// `Encoder::encode_batch` with bad shapes as errors: the message height must be a power of
+    /// two and the codeword of 2^(log h + log_inv_rate) rows must fit BabyBear's two-adic
+    /// subgroup (and memory).
+    pub fn try_encode_batch(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> Result<RowMajorMatrix<BabyBear>> {
         let (h, w) = (message.height(), message.width());
-        assert!(h.is_power_of_two(), "message height {h} is not a power of two");
-        match self.encode_rows(&message.values, h, w, log_inv_rate) {
+        if !h.is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("message height {h} is not a power of two")));
+        }
+        let log_rows = log2_strict_usize(h).checked_add(log_inv_rate).filter(|&l| l <= BabyBear::TWO_ADICITY);
+        let codeword = log_rows.and_then(|l| (1usize << l).checked_mul(w)).ok_or_else(|| {
+            GpuError::InvalidInput(format!(
+                "encoding {h} rows at rate 2^-{log_inv_rate} needs a domain past BabyBear's 2^{} (or more than usize elements)",
+                BabyBear::TWO_ADICITY
+            ))
+        })?;
+        Ok(match self.encode_rows(&message.values, h, w, log_inv_rate) {
             Some(v) => RowMajorMatrix::new(v, w),
             None => {
-                let mut values = BabyBear::zero_vec((h << log_inv_rate) * w);
+                let mut values = BabyBear::zero_vec(codeword);
                 values[..h * w].copy_from_slice(&message.values);
                 self.inner.cpu.dft_batch(RowMajorMatrix::new(values, w))
             }
-        }
+        })
+    }
+}
+
+impl Encoder<BabyBear> for GpuEncoder {
+    /// Panics on shapes no encoder can take, as Plonky3's own encoders do (the trait has no
+    /// error path); [`GpuEncoder::try_encode_batch`] returns them as errors.
+    fn encode_batch(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {
+        self.try_encode_batch(message, log_inv_rate).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn encode_batch_padded(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {

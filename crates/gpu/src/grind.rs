@@ -31,44 +31,51 @@ pub struct GrindState {
 
 impl GrindState {
     /// What `DuplexChallenger::grind` tries witnesses in: pending inputs in slots 0..len, the
-    /// witness at len, zeros to RATE, and len + 1 added to the first capacity slot.
-    pub fn new(sponge_state: &[BabyBear; WIDTH], input_buffer: &[BabyBear]) -> Self {
+    /// witness at len, zeros to RATE, and len + 1 added to the first capacity slot. A duplex
+    /// challenger never holds a full rate of pending input; more is an error.
+    pub fn new(sponge_state: &[BabyBear; WIDTH], input_buffer: &[BabyBear]) -> Result<Self> {
         let slot = input_buffer.len();
-        assert!(slot < RATE, "a duplex challenger never holds a full rate of pending input");
+        if slot >= RATE {
+            return Err(GpuError::InvalidInput(format!(
+                "{slot} pending inputs given; a duplex challenger of rate {RATE} holds at most {}",
+                RATE - 1
+            )));
+        }
         let mut base = *sponge_state;
         base[..RATE].fill(BabyBear::ZERO);
         base[..slot].copy_from_slice(input_buffer);
         base[RATE] += BabyBear::from_u8(slot as u8 + 1);
-        Self { base, witness_slot: slot }
+        Ok(Self { base, witness_slot: slot })
     }
 
-    /// Whether `witness` passes at `bits` under `perm`.
+    /// Whether `witness` passes at `bits` under `perm`. Nothing passes past [`MAX_BITS`].
     pub fn accepts(&self, perm: &Poseidon2BabyBear<WIDTH>, bits: usize, witness: BabyBear) -> bool {
+        let Ok(mask) = pow_mask(bits) else { return false };
         let mut state = self.base;
         state[self.witness_slot] = witness;
         perm.permute_mut(&mut state);
-        state[RATE - 1].as_canonical_u32() & ((1u32 << bits) - 1) == 0
+        state[RATE - 1].as_canonical_u32() & mask == 0
     }
 }
 
-fn check_bits(bits: usize) -> Result<()> {
+/// The low-bits mask a witness's output must clear, for 0..=MAX_BITS bits.
+pub fn pow_mask(bits: usize) -> Result<u32> {
     if bits > MAX_BITS {
         return Err(GpuError::InvalidInput(format!(
             "proof-of-work of {bits} bits cannot be satisfied by BabyBear witnesses (at most {MAX_BITS} bits); lower the PoW bits"
         )));
     }
-    Ok(())
+    Ok((1u32 << bits) - 1)
 }
 
 /// The smallest witness on the CPU: all cores (rayon), each permuting `Packing::WIDTH` candidates
 /// at once as Plonky3's own grinder does, in blocks of increasing candidates.
 pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usize) -> Result<BabyBear> {
-    check_bits(bits)?;
+    let mask = pow_mask(bits)?;
     if bits == 0 {
         return Ok(BabyBear::ZERO);
     }
     let lanes = Packed::WIDTH as u32;
-    let mask = (1u32 << bits) - 1;
     let base: [Packed; WIDTH] = core::array::from_fn(|i| Packed::from(state.base[i]));
     // Blocks of about twice the expected work (a multiple of the lane count), in increasing
     // order: the first block with a hit holds the smallest witness, and little is searched past
@@ -128,7 +135,7 @@ impl GpuGrinder {
 
     /// The smallest witness. `bits == 0` returns 0 without touching the GPU.
     pub fn grind(&self, state: &GrindState, bits: usize) -> Result<BabyBear> {
-        check_bits(bits)?;
+        let mask = pow_mask(bits)?;
         if bits == 0 {
             return Ok(BabyBear::ZERO);
         }
@@ -147,7 +154,6 @@ impl GpuGrinder {
         let bind = self.poseidon2.bind(&pipeline, &[&params_buf, &best]);
         let mut base = [0u32; WIDTH];
         base.copy_from_slice(as_words(&state.base));
-        let mask = (1u32 << bits) - 1;
         let mut start = 0u32;
         ctx.scoped("proof-of-work grind", || {
             while start < BABYBEAR_P {

@@ -58,6 +58,16 @@ impl Drop for GpuMerkleTree {
     }
 }
 
+/// Bytes of a `height` x `width` matrix of words, checked: the kernels index rows with 32-bit
+/// integers, and the product must not wrap.
+pub fn matrix_bytes(height: usize, width: usize) -> Result<u64> {
+    let too_large = || GpuError::InvalidInput(format!("a {height} x {width} matrix is too large for 32-bit row indexing on the GPU"));
+    if height > u32::MAX as usize || width > u32::MAX as usize {
+        return Err(too_large());
+    }
+    height.checked_mul(width).and_then(|w| w.checked_mul(4)).map(|b| b as u64).ok_or_else(too_large)
+}
+
 /// Builds Merkle trees with one Poseidon2 instance.
 pub struct GpuMerkle {
     poseidon2: Arc<GpuPoseidon2>,
@@ -95,8 +105,9 @@ impl GpuMerkle {
             return Err(GpuError::InvalidInput("cannot commit to a matrix of width 0".into()));
         }
         let ctx = self.poseidon2.context();
-        ctx.check_binding_size("Merkle matrix", (height * width * 4) as u64)?;
-        if matrix.size() < (height * width * 4) as u64 {
+        let bytes = matrix_bytes(height, width)?;
+        ctx.check_binding_size("Merkle matrix", bytes)?;
+        if matrix.size() < bytes {
             return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
         }
         // Leaves and the first levels in one dispatch (wgsl/merkle/hash_leaves.wgsl), then one
@@ -132,7 +143,7 @@ impl GpuMerkle {
 
     /// Commits to `height` x `width` row-major values.
     pub fn commit_values(&self, values: &[BabyBear], height: usize, width: usize) -> Result<GpuMerkleTree> {
-        if values.len() != height * width {
+        if height.checked_mul(width) != Some(values.len()) {
             return Err(GpuError::InvalidInput(format!("{} values given for {height} x {width}", values.len())));
         }
         let ctx = self.poseidon2.context().clone();

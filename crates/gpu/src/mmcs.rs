@@ -63,7 +63,7 @@ impl GpuMmcs {
         }
         let ctx = gpu.poseidon2().context().clone();
         // Too large for one binding on this adapter: say so before uploading anything.
-        ctx.check_binding_size("Merkle matrix", (h * w * 4) as u64)?;
+        ctx.check_binding_size("Merkle matrix", crate::merkle::matrix_bytes(h, w)?)?;
         ctx.scoped("Merkle commit", || {
             let started = std::time::Instant::now();
             // Rows go straight into staging memory, on all cores.
@@ -74,6 +74,13 @@ impl GpuMmcs {
             tracing::debug!(h, w, upload_ms = uploaded.as_secs_f64() * 1e3, total_ms = started.elapsed().as_secs_f64() * 1e3, "GPU Merkle commit");
             tree
         })
+    }
+
+    /// Plonky3's tree over a copy of `matrix`: the fallback when the GPU tree cannot be read.
+    /// Same hash, so the same root, paths and proofs as the GPU tree.
+    fn cpu_tree<M: Matrix<BabyBear>>(&self, matrix: &M) -> MerkleTree<BabyBear, BabyBear, p3_matrix::dense::RowMajorMatrix<BabyBear>, 2, DIGEST_ELEMS> {
+        let values: Vec<BabyBear> = matrix.rows().flatten().collect();
+        self.cpu.commit(vec![p3_matrix::dense::RowMajorMatrix::new(values, matrix.width())]).1
     }
 
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
@@ -154,7 +161,10 @@ impl Mmcs<BabyBear> for GpuMmcs {
                         Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing on the CPU: {e}"),
                     }
                 }
-                Err(e) => tracing::debug!("GPU Merkle commit not used ({e}); committing on the CPU"),
+                // Shapes the GPU tree does not take yet are routine; a GPU that fails or an
+                // input over its limits is worth a warning.
+                Err(e @ GpuError::InvalidInput(_)) => tracing::debug!("GPU Merkle commit not used ({e}); committing on the CPU"),
+                Err(e) => tracing::warn!("GPU Merkle commit failed ({e}); committing on the CPU"),
             }
         }
         let (cap, tree) = self.cpu.commit(inputs);
@@ -172,9 +182,17 @@ impl Mmcs<BabyBear> for GpuMmcs {
                 let levels = proof_levels(tree.layers.len() - 1, *cap_height);
                 let positions: Vec<(usize, usize)> = (0..levels).map(|l| (l, (index >> l) ^ 1)).collect();
                 tracing::debug!(index, "GPU Merkle opening");
-                let proof = self.read_digests(tree, &positions).unwrap_or_else(|e| panic!("reading a Merkle path from the GPU failed: {e}"));
-                let row = matrix.row_slice(index).expect("index checked").to_vec();
-                BatchOpening::new(vec![row], proof)
+                match self.read_digests(tree, &positions) {
+                    Ok(proof) => {
+                        let row = matrix.row_slice(index).expect("index checked").to_vec();
+                        BatchOpening::new(vec![row], proof)
+                    }
+                    Err(e) => {
+                        tracing::warn!("reading a Merkle path from the GPU failed ({e}); rebuilding the tree on the CPU");
+                        let (values, proof) = self.cpu.open_batch(index, &self.cpu_tree(matrix)).unpack();
+                        BatchOpening::new(values, proof)
+                    }
+                }
             }
         }
     }
@@ -215,9 +233,16 @@ impl Mmcs<BabyBear> for GpuMmcs {
                 let levels = proof_levels(tree.layers.len() - 1, *cap_height);
                 let positions = pruned_positions(indices, levels);
                 tracing::debug!(queries = indices.len(), digests = positions.len(), "GPU Merkle multi-opening");
-                let sibling_hashes = self.read_digests(tree, &positions).unwrap_or_else(|e| panic!("reading Merkle paths from the GPU failed: {e}"));
-                let values = indices.iter().map(|&i| vec![matrix.row_slice(i).expect("index checked").to_vec()]).collect();
-                (values, PrunedMerklePaths { sibling_hashes })
+                match self.read_digests(tree, &positions) {
+                    Ok(sibling_hashes) => {
+                        let values = indices.iter().map(|&i| vec![matrix.row_slice(i).expect("index checked").to_vec()]).collect();
+                        (values, PrunedMerklePaths { sibling_hashes })
+                    }
+                    Err(e) => {
+                        tracing::warn!("reading Merkle paths from the GPU failed ({e}); rebuilding the tree on the CPU");
+                        self.cpu.open_multi_batch(indices, &self.cpu_tree(matrix))
+                    }
+                }
             }
         }
     }

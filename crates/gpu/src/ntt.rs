@@ -253,10 +253,23 @@ impl GpuNtt {
         words: usize,
         timer: Option<&mut KernelTimer>,
     ) -> Result<()> {
+        let count = u32::try_from(words)
+            .ok()
+            .filter(|w| w % 4 == 0)
+            .ok_or_else(|| GpuError::InvalidInput(format!("copy of {words} words: a multiple of 4 that fits 32 bits is needed")))?;
+        let bytes = words as u64 * 4;
+        if src.size() < bytes || dst.size() < bytes {
+            return Err(GpuError::InvalidInput(format!(
+                "copy of {words} words between buffers of {} and {} bytes",
+                src.size(),
+                dst.size()
+            )));
+        }
+        self.ctx.check_binding_size("copy", bytes)?;
         let pipeline = self.ctx.pipeline(Kernel::Copy, &[])?;
-        let uniform = self.ctx.uniform("copy params", &[words as u32, 0, 0, 0]);
+        let uniform = self.ctx.uniform("copy params", &[count, 0, 0, 0]);
         let bind = self.bind(&pipeline, &[&uniform, src, dst]);
-        self.dispatch(encoder, "copy", &pipeline, &bind, (words as u32 / 4).div_ceil(WORKGROUP), timer);
+        self.dispatch(encoder, "copy", &pipeline, &bind, (count / 4).div_ceil(WORKGROUP), timer);
         Ok(())
     }
 
@@ -468,6 +481,9 @@ impl GpuNtt {
     }
 }
 
+/// Most kernels one [`KernelTimer`] times: wgpu's query sets hold 4096 timestamps.
+pub const MAX_TIMED_KERNELS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
+
 /// GPU timestamps around each recorded kernel (adapters with TIMESTAMP_QUERY), for profiles.
 pub struct KernelTimer {
     queries: wgpu::QuerySet,
@@ -476,17 +492,24 @@ pub struct KernelTimer {
 }
 
 impl KernelTimer {
-    /// Room for `kernels` kernels; `None` when the adapter has no timestamp queries.
-    pub fn new(ctx: &GpuContext, kernels: u32) -> Option<Self> {
+    /// Room for `kernels` kernels (at most [`MAX_TIMED_KERNELS`]); `None` when the adapter
+    /// has no timestamp queries.
+    pub fn new(ctx: &GpuContext, kernels: u32) -> Result<Option<Self>> {
+        if kernels == 0 || kernels > MAX_TIMED_KERNELS {
+            return Err(GpuError::InvalidInput(format!(
+                "a kernel timer holds 1 to {MAX_TIMED_KERNELS} kernels (two timestamps each, {} queries per set); {kernels} asked",
+                wgpu::QUERY_SET_MAX_QUERIES
+            )));
+        }
         if !ctx.device().features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-            return None;
+            return Ok(None);
         }
         let queries = ctx.device().create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("kernel timer"),
             ty: wgpu::QueryType::Timestamp,
             count: 2 * kernels,
         });
-        Some(Self { queries, labels: Vec::new(), capacity: kernels })
+        Ok(Some(Self { queries, labels: Vec::new(), capacity: kernels }))
     }
 
     fn next(&mut self, label: &'static str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {

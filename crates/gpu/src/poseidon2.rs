@@ -135,9 +135,11 @@ impl GpuPoseidon2 {
         buffers: &[&wgpu::Buffer],
         threads: usize,
     ) -> Result<()> {
+        let groups = u32::try_from(threads.div_ceil(64))
+            .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let bind = self.bind(&pipeline, buffers);
-        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, (threads as u32).div_ceil(64), None);
+        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, groups, None);
         Ok(())
     }
 
@@ -149,7 +151,7 @@ impl GpuPoseidon2 {
         output: &wgpu::Buffer,
         count: usize,
     ) -> Result<()> {
-        let bytes = (count * WIDTH * 4) as u64;
+        let bytes = crate::merkle::matrix_bytes(count, WIDTH)?;
         self.ctx.check_binding_size("Poseidon2 states", bytes)?;
         if input.size() < bytes || output.size() < bytes {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));

@@ -7,10 +7,20 @@ pub enum ProverError {
     Params(String),
     #[error("invalid input: {0}")]
     Input(String),
+    /// The inner error's text is part of this one's; it is not also a `source()`, so chains
+    /// printed with `{:#}` say it once.
     #[error("GPU backend unavailable: {0}")]
-    Gpu(#[from] whir_gpu::GpuError),
+    Gpu(whir_gpu::GpuError),
     #[error("proof file rejected: {0}")]
     ProofFile(String),
+    #[error("proof rejected: {0}")]
+    ParamsMismatch(String),
     #[error("proof did not verify: {0}")]
     Verify(String),
+}
+
+impl From<whir_gpu::GpuError> for ProverError {
+    fn from(e: whir_gpu::GpuError) -> Self {
+        ProverError::Gpu(e)
+    }
 }

@@ -21,7 +21,7 @@ use p3_field::extension::BinomialExtensionField;
 pub use backend::{opening_protocol, permutation, Backend, CpuBackend, GpuBackend, ProverLayout, ProverOutput};
 pub use domain::GpuWhirDomain;
 pub use error::ProverError;
-pub use params::{Params, Soundness};
+pub use params::{ParamSource, Params, Soundness, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
 pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
 pub use stock::prove_stock;
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};

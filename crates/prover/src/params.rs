@@ -1,12 +1,31 @@
 //! WHIR parameters in the user's terms, mapped onto p3-whir's `ProtocolParameters`/`WhirConfig`,
 //! with infeasible settings explained in plain words and a way out.
+//!
+//! Every value is checked here before anything is built or allocated: the same checks guard the
+//! prover's flags and the header of a proof file (which is untrusted), and the message says which
+//! of the two the bad value came from.
+
+use std::fmt;
 
 use p3_challenger::{FieldChallenger, GrindingChallenger};
+use p3_field::TwoAdicField;
 use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption, WhirConfig, WhirConfigError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProverError;
 use crate::{EF, F};
+
+/// Largest number of variables: BabyBear's two-adic subgroup has 2^27 elements.
+pub const MAX_VARS: usize = F::TWO_ADICITY;
+/// Largest proof-of-work budget: a BabyBear witness can clear at most 30 bits (2^bits < p).
+pub const MAX_POW_BITS: usize = whir_gpu::grind::MAX_BITS;
+/// Largest security target accepted at all (BabyBear^4 reaches far less; p3-whir says so).
+pub const MAX_SECURITY_BITS: usize = 256;
+/// Most opening points per proof. Each point adds a claim the verifier checks and a constraint
+/// the prover folds in; proof files are bounded by this before anything is allocated.
+pub const MAX_POINTS: usize = 256;
+/// `whir prove` warns below this security level.
+pub const WEAK_SECURITY_BITS: usize = 80;
 
 /// Reed–Solomon soundness regime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,10 +52,29 @@ impl Soundness {
             _ => Err(ProverError::Params(format!("unknown soundness {s:?}; use johnson, capacity or unique"))),
         }
     }
+
+    /// The name `--soundness` takes.
+    pub fn flag_value(self) -> &'static str {
+        match self {
+            Soundness::Johnson => "johnson",
+            Soundness::Capacity => "capacity",
+            Soundness::Unique => "unique",
+        }
+    }
 }
 
-/// What a proof is made with; stored in every proof file so the verifier rebuilds the same
-/// configuration.
+/// Where a set of parameters came from: errors name the flag to change, or say that a proof
+/// file's header holds the value (and that the file, not the user, is at fault).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamSource {
+    /// Command-line flags or API arguments chosen by the caller.
+    Flags,
+    /// The header of a proof file being verified.
+    ProofFile,
+}
+
+/// What a proof is made with; stored in every proof file. The verifier checks a proof against
+/// the parameters *it* expects, never only against the ones the file claims.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Params {
     /// Number of variables n of the multilinear polynomial (2^n evaluations).
@@ -60,7 +98,164 @@ impl Default for Params {
     }
 }
 
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}-bit security ({} soundness), PoW budget {} bits, n = {} (2^{} evaluations), fold {}, rate 2^-{}, {} opening point{}",
+            self.security_bits,
+            self.soundness.flag_value(),
+            self.pow_bits,
+            self.num_vars,
+            self.num_vars,
+            self.fold,
+            self.log_inv_rate,
+            self.points,
+            if self.points == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Names a parameter the way its source spells it.
+struct Namer(ParamSource);
+
+impl Namer {
+    /// `--vars 40` or `the proof file's header says vars = 40`.
+    fn name(&self, flag: &str, value: impl fmt::Display) -> String {
+        match self.0 {
+            ParamSource::Flags => format!("--{flag} {value}"),
+            ParamSource::ProofFile => format!("the proof file's header says {flag} = {value}"),
+        }
+    }
+
+    /// The way out: a suggestion for flags; for a file, that no compatible prover writes it.
+    fn fix(&self, hint: impl fmt::Display) -> String {
+        match self.0 {
+            ParamSource::Flags => format!("; {hint}"),
+            ParamSource::ProofFile => "; no whir-wgpu prover writes such a file: it is corrupted or forged".into(),
+        }
+    }
+}
+
 impl Params {
+    /// The parameters `whir prove` and `whir verify` use when no flag is given.
+    pub fn defaults() -> Self {
+        Self::default()
+    }
+
+    /// The command-line flags that select these parameters.
+    pub fn to_flags(&self) -> String {
+        format!(
+            "--vars {} --fold {} --rate {} --security {} --pow-bits {} --soundness {} --points {}",
+            self.num_vars,
+            self.fold,
+            self.log_inv_rate,
+            self.security_bits,
+            self.pow_bits,
+            self.soundness.flag_value(),
+            self.points
+        )
+    }
+
+    /// The fields that differ from `other`, each as `name: ours vs theirs`.
+    pub fn differences(&self, other: &Params) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cmp = |name: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!("{name} {a} (expected {b})"));
+            }
+        };
+        cmp("vars", self.num_vars.to_string(), other.num_vars.to_string());
+        cmp("fold", self.fold.to_string(), other.fold.to_string());
+        cmp("rate", self.log_inv_rate.to_string(), other.log_inv_rate.to_string());
+        cmp("security", self.security_bits.to_string(), other.security_bits.to_string());
+        cmp("pow-bits", self.pow_bits.to_string(), other.pow_bits.to_string());
+        cmp("soundness", self.soundness.flag_value().into(), other.soundness.flag_value().into());
+        cmp("points", self.points.to_string(), other.points.to_string());
+        out
+    }
+
+    /// Checks every value against what BabyBear and p3-whir can take, before anything is built:
+    /// ranges, shifts and counts. `source` decides how a bad value is named.
+    pub fn validate(&self, source: ParamSource) -> Result<(), ProverError> {
+        let n = Namer(source);
+        let bad = |what: String| Err(ProverError::Params(what));
+        if self.num_vars == 0 || self.num_vars > MAX_VARS {
+            return bad(format!(
+                "{} is out of range: BabyBear supports 1..={MAX_VARS} variables{}",
+                n.name("vars", self.num_vars),
+                n.fix("use --vars 20 (2^20 evaluations), for example")
+            ));
+        }
+        if self.fold == 0 {
+            return bad(format!("{} folds nothing{}", n.name("fold", self.fold), n.fix("use --fold 4 (1 to --vars)")));
+        }
+        if self.fold > self.num_vars {
+            return bad(format!(
+                "{} exceeds the polynomial's n = {} variables{}",
+                n.name("fold", self.fold),
+                self.num_vars,
+                n.fix(format!("use --fold {} or less, or --vars {} or more", self.num_vars, self.fold.min(MAX_VARS)))
+            ));
+        }
+        if self.log_inv_rate == 0 {
+            return bad(format!(
+                "{} is rate 1, a code without redundancy whose proximity test makes no queries{}",
+                n.name("rate", self.log_inv_rate),
+                n.fix("use --rate 1 (rate 1/2) or more")
+            ));
+        }
+        // The codeword is committed with the first fold's 2^fold cosets in one row, so its
+        // height 2^(n + rate - fold) must fit BabyBear's 2^27 two-adic subgroup.
+        let folded_log = (self.num_vars + self.log_inv_rate.min(1 << 20)) - self.fold;
+        if folded_log > MAX_VARS {
+            let max_rate = MAX_VARS + self.fold - self.num_vars;
+            let need_fold = self.num_vars + self.log_inv_rate.min(1 << 20) - MAX_VARS;
+            let hint = if need_fold <= self.num_vars {
+                format!("use --rate {max_rate} or less, or --fold {need_fold} or more")
+            } else {
+                format!("use --rate {max_rate} or less")
+            };
+            return bad(format!(
+                "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over BabyBear's 2^{MAX_VARS}{}",
+                n.name("rate", self.log_inv_rate),
+                self.num_vars,
+                self.fold,
+                n.fix(hint)
+            ));
+        }
+        if self.security_bits == 0 || self.security_bits > MAX_SECURITY_BITS {
+            return bad(format!(
+                "{} is out of range (1..={MAX_SECURITY_BITS} bits; BabyBear^4 reaches about 100 with the Johnson bound){}",
+                n.name("security", self.security_bits),
+                n.fix("use --security 100")
+            ));
+        }
+        if self.pow_bits > MAX_POW_BITS {
+            return bad(format!(
+                "{} is over the {MAX_POW_BITS} bits a BabyBear proof-of-work witness can clear (2^bits must stay below p){}",
+                n.name("pow-bits", self.pow_bits),
+                n.fix("use --pow-bits 20 (up to 30)")
+            ));
+        }
+        if self.pow_bits >= self.security_bits {
+            return bad(format!(
+                "{} reaches the whole {}-bit security target, so WHIR would make no queries and accept anything{}",
+                n.name("pow-bits", self.pow_bits),
+                self.security_bits,
+                n.fix(format!("use --pow-bits {} or less", self.security_bits.saturating_sub(1).min(20)))
+            ));
+        }
+        if self.points == 0 || self.points > MAX_POINTS {
+            return bad(format!(
+                "{} is out of range (1..={MAX_POINTS} opening points){}",
+                n.name("points", self.points),
+                n.fix("use --points 1")
+            ));
+        }
+        Ok(())
+    }
+
     pub fn protocol_parameters(&self) -> ProtocolParameters {
         ProtocolParameters {
             starting_log_inv_rate: self.log_inv_rate,
@@ -72,44 +267,82 @@ impl Params {
         }
     }
 
-    /// p3-whir's configuration, or the reason it is infeasible with a suggestion.
+    /// p3-whir's configuration, or the reason it is infeasible with a suggestion. The values are
+    /// the caller's own (flags); for a proof file's header use [`config_from`](Self::config_from).
     pub fn config<C>(&self) -> Result<WhirConfig<EF, F, C>, ProverError>
     where
         C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
     {
-        if self.num_vars == 0 || self.num_vars > 27 {
-            return Err(ProverError::Params(format!(
-                "--vars {} is out of range: BabyBear supports 1..=27 variables",
-                self.num_vars
-            )));
-        }
-        if self.fold == 0 {
-            return Err(ProverError::Params("--fold must be at least 1".into()));
-        }
-        if self.points == 0 {
-            return Err(ProverError::Params("at least one opening point is needed".into()));
-        }
-        WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
-            .map_err(|e| ProverError::Params(self.explain(&e)))
+        self.config_from(ParamSource::Flags)
     }
 
-    fn explain(&self, e: &WhirConfigError) -> String {
-        let hint = match e {
-            WhirConfigError::PowBitsExceedBudget { required, .. } => {
-                let other = if self.soundness == Soundness::Unique { "johnson" } else { "unique" };
-                format!("raise --pow-bits to {required}, or use --soundness {other}, or lower --security")
+    /// [`config`](Self::config), naming bad values as coming from `source`.
+    pub fn config_from<C>(&self, source: ParamSource) -> Result<WhirConfig<EF, F, C>, ProverError>
+    where
+        C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
+    {
+        self.validate(source)?;
+        WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
+            .map_err(|e| ProverError::Params(self.explain(&e, source)))
+    }
+
+    fn feasible(&self) -> bool {
+        self.validate(ParamSource::Flags).is_ok()
+            && WhirConfig::<EF, F, whir_gpu::GpuChallenger>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
+    }
+
+    /// Changes of one flag each that make these parameters feasible, tried one by one, so every
+    /// suggestion names a value that works.
+    fn suggestions(&self, e: &WhirConfigError) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut try_one = |flag: &str, value: String, p: Params| {
+            if p.feasible() {
+                out.push(format!("--{flag} {value}"));
             }
-            WhirConfigError::OodSamplesInfeasible { .. } | WhirConfigError::InitialClaimsBelowTarget { .. } => {
-                "lower --security, or open fewer points (BabyBear^4 limits the reachable security)".into()
+        };
+        if let WhirConfigError::PowBitsExceedBudget { required, .. } = e {
+            if *required <= MAX_POW_BITS && *required < self.security_bits {
+                try_one("pow-bits", required.to_string(), Params { pow_bits: *required, ..self.clone() });
             }
-            WhirConfigError::FoldedDomainExceedsCapacity { .. } => "raise --fold or lower --rate / --vars".into(),
-            WhirConfigError::NonRedundantStartingRate { .. } => "use --rate 1 or more".into(),
-            WhirConfigError::FoldingFactor(_) => "use a smaller --fold (it must not exceed --vars)".into(),
-            _ => "check --vars, --fold and --rate".into(),
+        }
+        if let Some(s) = (1..self.security_bits).rev().find(|&s| Params { security_bits: s, ..self.clone() }.feasible()) {
+            try_one("security", s.to_string(), Params { security_bits: s, ..self.clone() });
+        }
+        for soundness in [Soundness::Johnson, Soundness::Unique] {
+            if soundness != self.soundness {
+                try_one("soundness", soundness.flag_value().into(), Params { soundness, ..self.clone() });
+            }
+        }
+        if let Some(k) = (1..self.points).rev().find(|&k| Params { points: k, ..self.clone() }.feasible()) {
+            try_one("points", k.to_string(), Params { points: k, ..self.clone() });
+        }
+        if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible()) {
+            try_one("rate", r.to_string(), Params { log_inv_rate: r, ..self.clone() });
+        }
+        out
+    }
+
+    fn explain(&self, e: &WhirConfigError, source: ParamSource) -> String {
+        let suggestions = self.suggestions(e);
+        let hint = if suggestions.is_empty() {
+            format!("no single flag fixes this; try the defaults ({})", Params::defaults().to_flags())
+        } else {
+            format!("use {}", suggestions.join(", or "))
+        };
+        let what = match source {
+            ParamSource::Flags => "infeasible parameters",
+            ParamSource::ProofFile => "the proof file's header holds infeasible parameters",
         };
         format!(
-            "parameters n={} fold={} rate=2^-{} security={} pow={} soundness={:?} are infeasible: {e}; {hint}",
-            self.num_vars, self.fold, self.log_inv_rate, self.security_bits, self.pow_bits, self.soundness
+            "{what} n={} fold={} rate=2^-{} security={} pow={} soundness={} points={}: {e}{}",
+            self.num_vars,
+            self.fold,
+            self.log_inv_rate,
+            self.security_bits,
+            self.pow_bits,
+            self.soundness.flag_value(),
+            self.points,
+            Namer(source).fix(hint)
         )
     }
 }

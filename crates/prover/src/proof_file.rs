@@ -1,16 +1,24 @@
 //! Proof files: a small versioned header (parameters, commitment) and Plonky3's `PcsProof`,
 //! serialized with postcard. Verification uses the stock p3-whir verifier and challenger.
+//!
+//! A proof file is untrusted input. Reading it is bounded by the largest proof the expected
+//! parameters allow, every value of its header is checked before anything is built, a file is
+//! accepted only in its one canonical byte form, and the verifier checks the proof against the
+//! parameters *it* expects ([`ProofFile::verify`]); accepting the file's own parameters is an
+//! explicit, separate choice ([`ProofFile::verify_file_params`]) with a security floor.
+
+use std::io::Read;
 
 use p3_challenger::DuplexChallenger;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
-use p3_whir::{PcsProof, WhirProver};
+use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
 use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
 
 use crate::backend::{opening_protocol, permutation, ProverLayout, ProverOutput};
 use crate::error::ProverError;
-use crate::params::Params;
+use crate::params::{ParamSource, Params};
 use crate::{Commitment, EF, F};
 
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
@@ -18,6 +26,23 @@ const MAGIC: [u8; 8] = *b"WHIRWGPU";
 pub const FORMAT_VERSION: u16 = 1;
 /// The only hash so far.
 pub const HASH_ID: &str = "poseidon2-babybear-16/p3-default";
+
+type StockChallenger = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;
+type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, StockChallenger, ProverLayout>;
+type Proof = PcsProof<F, EF, CpuMmcs>;
+
+/// Bytes read before the parameters are known: the header and the params fit in far fewer.
+const PREFIX_BYTES: usize = 256;
+/// Fixed part of a file: magic, version, params, hash name, commitment, length prefixes.
+const FIXED_BYTES: usize = 512;
+/// postcard's widest length prefix (a u64 varint).
+const LEN: usize = 10;
+const F_BYTES: usize = 4;
+const EF_BYTES: usize = 16;
+const DIGEST_BYTES: usize = 32;
+/// Verification memory: this much, plus a multiple of the largest file (see `max_verify_memory`).
+const VERIFY_FIXED_BYTES: usize = 8 << 20;
+const VERIFY_BYTES_PER_FILE_BYTE: usize = 8;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Header {
@@ -28,11 +53,64 @@ struct Header {
 /// A proof with what the verifier needs to check it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProofFile {
+    /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
     pub hash: String,
     pub commitment: Commitment,
     /// postcard-serialized `PcsProof<BabyBear, BabyBear^4, MerkleTreeMmcs>`.
     pub proof: Vec<u8>,
+}
+
+fn rejected(what: impl Into<String>) -> ProverError {
+    ProverError::ProofFile(what.into())
+}
+
+/// The header and parameters at the start of a file, checked.
+fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
+    let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes)
+        .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {e})")))?;
+    if header.magic != MAGIC {
+        return Err(rejected("not a whir-wgpu proof file (it does not start with the WHIRWGPU magic)"));
+    }
+    if header.version != FORMAT_VERSION {
+        return Err(rejected(format!(
+            "format version {} is not supported (this build reads version {FORMAT_VERSION})",
+            header.version
+        )));
+    }
+    let (params, _): (Params, &[u8]) = postcard::take_from_bytes(rest)
+        .map_err(|e| rejected(format!("the parameters in the header are unreadable ({e})")))?;
+    params.validate(ParamSource::ProofFile)?;
+    Ok((params, rest))
+}
+
+/// Reads at most `limit` bytes; more is an error that says so, without reading further.
+fn read_bounded(reader: &mut impl Read, limit: usize, into: &mut Vec<u8>) -> Result<(), ProverError> {
+    let room = (limit + 1).saturating_sub(into.len()) as u64;
+    reader.take(room).read_to_end(into).map_err(|e| rejected(format!("reading it failed: {e}")))?;
+    if into.len() > limit {
+        return Err(rejected(format!(
+            "it is larger than any proof for its parameters can be ({limit} bytes at most); nothing past that was read"
+        )));
+    }
+    Ok(())
+}
+
+/// Verifier failures in words: what failed, and where in the proof.
+fn describe(e: &VerifierError) -> String {
+    use VerifierError as V;
+    match e {
+        V::MerkleProofInvalid { position, reason } => {
+            format!("a Merkle opening does not match its commitment (query position {position}: {reason})")
+        }
+        V::SumcheckFailed { round, .. } => format!("the sumcheck does not add up in round {round}"),
+        V::InvalidPowWitness { round, bits } => {
+            format!("the query proof-of-work witness of round {round} does not clear the {bits} bits required")
+        }
+        V::Sumcheck(s) => format!("a sumcheck in the proof is malformed or wrong: {s}"),
+        V::Config(c) => format!("the verifier's configuration rejects the opening claims: {c}"),
+        other => format!("{other}"),
+    }
 }
 
 impl ProofFile {
@@ -46,42 +124,146 @@ impl ProofFile {
         out
     }
 
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProverError> {
-        let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes)
-            .map_err(|e| ProverError::ProofFile(format!("not a whir-wgpu proof file (header unreadable: {e})")))?;
-        if header.magic != MAGIC {
-            return Err(ProverError::ProofFile("not a whir-wgpu proof file (bad magic)".into()));
+    /// The largest proof file any honest prover writes for `params` (a bound, not the size):
+    /// the header plus every opened row, sibling digest, sumcheck message and answer the
+    /// configuration asks for, at postcard's widest encoding.
+    pub fn max_bytes(params: &Params) -> Result<usize, ProverError> {
+        Self::max_bytes_from(params, ParamSource::Flags)
+    }
+
+    /// The most heap memory reading ([`read`](Self::read)) and verifying a file for `params`
+    /// takes, whatever the file holds: the file itself, its decoded proof (at most a small
+    /// multiple of its bytes), serde's cautious pre-allocation for length prefixes still being
+    /// read (at most 1 MiB each, a few deep), and the verifier's own working memory. Measured in
+    /// tests/verify_memory.rs.
+    pub fn max_verify_memory(params: &Params) -> Result<usize, ProverError> {
+        Ok(VERIFY_FIXED_BYTES + VERIFY_BYTES_PER_FILE_BYTE * Self::max_bytes(params)?)
+    }
+
+    fn max_bytes_from(params: &Params, source: ParamSource) -> Result<usize, ProverError> {
+        let config = params.config_from::<StockChallenger>(source)?;
+        let shape = WhirShape::new(&config, params.points);
+        // Rows are at most 2^fold extension elements (the first round's are base elements).
+        let row = LEN + (EF_BYTES << params.fold);
+        let openings = |draws: usize, index_bits: usize| {
+            // No draws means every position of the (small) folded domain is opened.
+            let rows = if draws == 0 { 1usize << index_bits } else { draws };
+            let siblings = (rows * index_bits).min(1 << index_bits);
+            2 * LEN + rows * row + LEN + siblings * DIGEST_BYTES
+        };
+        let sumcheck = |rounds: usize| 1 + 2 * LEN + rounds * (2 * EF_BYTES + F_BYTES);
+        let mut body = LEN + shape.commitment_ood_samples * EF_BYTES + sumcheck(shape.initial_sumcheck.rounds) + LEN;
+        for r in &shape.rounds {
+            body += 1 + LEN + DIGEST_BYTES + LEN + r.ood_samples * EF_BYTES + F_BYTES;
+            body += openings(r.query_draws, r.index_bits) + sumcheck(r.sumcheck.rounds);
         }
-        if header.version != FORMAT_VERSION {
-            return Err(ProverError::ProofFile(format!(
-                "format version {} is not supported (this build reads version {FORMAT_VERSION})",
-                header.version
+        body += 1 + LEN + shape.final_poly_len * EF_BYTES + F_BYTES;
+        body += openings(shape.final_query_draws, shape.final_index_bits) + sumcheck(shape.final_sumcheck.rounds);
+        body += LEN + params.points * (2 * LEN + 2 * EF_BYTES);
+        Ok(FIXED_BYTES + body)
+    }
+
+    /// Parses a proof file, checking everything that can be checked without verifying: the
+    /// header, every parameter value, the hash, that the body decodes, and that the file is in
+    /// its one canonical byte form (no overlong numbers, nothing appended).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProverError> {
+        let (params, rest) = parse_prefix(bytes)?;
+        let limit = Self::max_bytes_from(&params, ParamSource::ProofFile)?;
+        if bytes.len() > limit {
+            return Err(rejected(format!(
+                "it holds {} bytes, more than any proof for its parameters can be ({limit} bytes at most)",
+                bytes.len()
             )));
         }
         let (file, tail): (ProofFile, &[u8]) = postcard::take_from_bytes(rest)
-            .map_err(|e| ProverError::ProofFile(format!("truncated or corrupted ({e})")))?;
+            .map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({e})")))?;
         if !tail.is_empty() {
-            return Err(ProverError::ProofFile(format!("{} unexpected bytes after the proof", tail.len())));
+            return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
         }
         if file.hash != HASH_ID {
-            return Err(ProverError::ProofFile(format!("unknown hash {:?} (expected {HASH_ID})", file.hash)));
+            return Err(rejected(format!("unknown hash {:?} (this build knows {HASH_ID})", file.hash)));
+        }
+        if file.commitment.roots().len() != 1 {
+            return Err(rejected(format!("the commitment holds {} roots; a proof file has one", file.commitment.roots().len())));
+        }
+        file.decode_body()?;
+        if file.to_bytes() != bytes {
+            return Err(rejected(
+                "it is not in canonical form (it re-encodes to different bytes: an overlong number or a re-encoded field); every proof has exactly one byte form",
+            ));
         }
         Ok(file)
     }
 
-    /// Checks the proof with Plonky3's own verifier, `MerkleTreeMmcs` and `DuplexChallenger`.
-    pub fn verify(&self) -> Result<(), ProverError> {
-        type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>, ProverLayout>;
-        let config = self.params.config::<DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>>()?;
+    /// Reads and parses a proof file from `reader` without ever holding more bytes than a proof
+    /// can have: for the `expected` parameters if given, else for the parameters in its header
+    /// (checked first).
+    pub fn read(mut reader: impl Read, expected: Option<&Params>) -> Result<Self, ProverError> {
+        let mut bytes = Vec::new();
+        let limit = match expected {
+            Some(p) => Self::max_bytes(p)?,
+            None => {
+                (&mut reader)
+                    .take(PREFIX_BYTES as u64)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| rejected(format!("reading it failed: {e}")))?;
+                let (params, _) = parse_prefix(&bytes)?;
+                Self::max_bytes_from(&params, ParamSource::ProofFile)?
+            }
+        };
+        read_bounded(&mut reader, limit, &mut bytes)?;
+        Self::from_bytes(&bytes)
+    }
+
+    /// The `PcsProof` in the body, decoded and checked to be canonical.
+    fn decode_body(&self) -> Result<Proof, ProverError> {
+        let (proof, tail): (Proof, &[u8]) = postcard::take_from_bytes(&self.proof)
+            .map_err(|e| rejected(format!("the proof body is truncated or corrupted (it does not decode as a WHIR proof: {e})")))?;
+        if !tail.is_empty() {
+            return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
+        }
+        if postcard::to_allocvec(&proof).map_err(|e| rejected(e.to_string()))? != self.proof {
+            return Err(rejected("the proof body is not in canonical form (it re-encodes to different bytes)"));
+        }
+        Ok(proof)
+    }
+
+    /// Checks the proof against the parameters the verifier expects, with Plonky3's own
+    /// verifier, `MerkleTreeMmcs` and `DuplexChallenger`. A file made with any other
+    /// parameters is rejected, naming each difference.
+    pub fn verify(&self, expected: &Params) -> Result<(), ProverError> {
+        let differences = self.params.differences(expected);
+        if !differences.is_empty() {
+            return Err(ProverError::ParamsMismatch(format!(
+                "the proof was made with other parameters than the verifier expects: {}; verify with the proof's parameters only if you accept them ({})",
+                differences.join(", "),
+                self.params.to_flags()
+            )));
+        }
+        self.verify_as(expected, ParamSource::Flags)
+    }
+
+    /// Checks the proof against the parameters its own header names, accepting them only at
+    /// `min_security_bits` or more. Use [`verify`](Self::verify) where the verifier knows what
+    /// it expects: a file's parameters are the prover's choice.
+    pub fn verify_file_params(&self, min_security_bits: usize) -> Result<(), ProverError> {
+        self.params.validate(ParamSource::ProofFile)?;
+        if self.params.security_bits < min_security_bits {
+            return Err(ProverError::ParamsMismatch(format!(
+                "the proof file's header says security = {} bits, below the {min_security_bits} bits accepted",
+                self.params.security_bits
+            )));
+        }
+        self.verify_as(&self.params, ParamSource::ProofFile)
+    }
+
+    fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProverError> {
+        let config = params.config_from::<StockChallenger>(source)?;
+        let proof = self.decode_body()?;
         let perm = permutation();
         let pcs = StockPcs::new(config, Radix2DFTSmallBatch::default(), CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm.clone()), 0));
-        let (proof, tail): (PcsProof<F, EF, CpuMmcs>, &[u8]) = postcard::take_from_bytes(&self.proof)
-            .map_err(|e| ProverError::ProofFile(format!("proof body truncated or corrupted ({e})")))?;
-        if !tail.is_empty() {
-            return Err(ProverError::ProofFile(format!("{} unexpected bytes after the proof body", tail.len())));
-        }
-        let mut challenger = DuplexChallenger::new(perm);
-        pcs.verify(&self.commitment, &proof, &mut challenger, opening_protocol(&self.params))
-            .map_err(|e| ProverError::Verify(format!("{e:?}")))
+        let mut challenger = StockChallenger::new(perm);
+        pcs.verify(&self.commitment, &proof, &mut challenger, opening_protocol(params))
+            .map_err(|e| ProverError::Verify(describe(&e)))
     }
 }

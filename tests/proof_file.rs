@@ -1,0 +1,199 @@
+//! Proof files are untrusted input: the verifier checks a proof against the parameters it
+//! expects, every header value is validated before anything is built, reading is bounded by what
+//! the parameters allow, a file is accepted only in its one canonical byte form, and a few hundred
+//! random mutations of a valid file (fresh seed each run) are all rejected without a panic.
+
+mod common;
+
+use std::io::Read;
+
+use rand::rngs::StdRng;
+use rand::RngExt;
+use whir_wgpu::prover::{Backend, CpuBackend, Params, ProofFile, ProverError, Soundness};
+
+fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
+    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points }
+}
+
+fn proof_bytes(p: &Params, rng: &mut StdRng) -> Vec<u8> {
+    let evals = common::random_vec(rng, 1 << p.num_vars);
+    ProofFile::new(p, &CpuBackend.prove(p, &evals).unwrap()).to_bytes()
+}
+
+/// Re-encodes the varint starting at `pos` one byte longer (same value): `b` becomes `b | 0x80, 0`.
+fn overlong(bytes: &[u8], pos: usize) -> Vec<u8> {
+    let end = (pos..bytes.len()).find(|&i| bytes[i] < 0x80).expect("a varint ends");
+    let mut out = bytes.to_vec();
+    out[end] |= 0x80;
+    out.insert(end + 1, 0);
+    out
+}
+
+/// Offsets of the header's varints: version, the seven parameters, the hash name's length.
+fn header_varints(p: &Params) -> Vec<usize> {
+    let params_len = postcard::to_allocvec(p).unwrap().len();
+    assert_eq!(params_len, 7, "one byte per small parameter");
+    // 8 magic bytes, the version at 8, parameters from 9, the hash name's length after them.
+    (8..9 + params_len + 1).collect()
+}
+
+fn check(bytes: &[u8], expected: &Params) -> Result<(), ProverError> {
+    ProofFile::from_bytes(bytes).and_then(|f| f.verify(expected))
+}
+
+#[test]
+fn the_verifier_decides_the_parameters_not_the_file() {
+    let mut rng = common::rng();
+    let weak = Params { security_bits: 1, pow_bits: 0, ..params(10, 2, 1, 1) };
+    let bytes = proof_bytes(&weak, &mut rng);
+    let file = ProofFile::from_bytes(&bytes).unwrap();
+    // Expecting 60 bits: rejected, naming what differs.
+    let strong = params(10, 2, 1, 1);
+    let err = file.verify(&strong).unwrap_err().to_string();
+    assert!(err.contains("security 1 (expected 60)") && err.contains("pow-bits 0 (expected 10)"), "{err}");
+    // Taking the file's word only with an explicit floor.
+    let err = file.verify_file_params(80).unwrap_err().to_string();
+    assert!(err.contains("security = 1 bits, below the 80 bits accepted"), "{err}");
+    file.verify_file_params(1).expect("accepted at a 1-bit floor");
+    file.verify(&weak).expect("accepted when the verifier expects exactly these parameters");
+}
+
+#[test]
+fn non_canonical_encodings_are_rejected() {
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 2);
+    let bytes = proof_bytes(&p, &mut rng);
+    check(&bytes, &p).expect("the canonical file verifies");
+    for pos in header_varints(&p) {
+        let err = check(&overlong(&bytes, pos), &p).unwrap_err().to_string();
+        assert!(err.contains("canonical"), "overlong varint at {pos}: {err}");
+    }
+    // Inside the body: the first vector length, re-wrapped in a canonical outer file.
+    let mut file = ProofFile::from_bytes(&bytes).unwrap();
+    file.proof = overlong(&file.proof, 0);
+    let err = check(&file.to_bytes(), &p).unwrap_err().to_string();
+    assert!(err.contains("proof body is not in canonical form"), "{err}");
+    let mut appended = bytes.clone();
+    appended.push(0);
+    assert!(check(&appended, &p).unwrap_err().to_string().contains("unexpected bytes"));
+}
+
+#[test]
+fn header_values_are_checked_before_anything_is_built() {
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 1);
+    let file = ProofFile::from_bytes(&proof_bytes(&p, &mut rng)).unwrap();
+    let forged = |f: &dyn Fn(&mut Params)| {
+        let mut forged = file.clone();
+        f(&mut forged.params);
+        let started = std::time::Instant::now();
+        let err = ProofFile::from_bytes(&forged.to_bytes()).unwrap_err().to_string();
+        assert!(started.elapsed().as_secs() < 5, "{err}: took {:?}", started.elapsed());
+        err
+    };
+    let err = forged(&|p| p.pow_bits = 40);
+    assert!(err.contains("the proof file's header says pow-bits = 40") && !err.contains("--pow-bits 40"), "{err}");
+    for points in [1usize << 27, 1 << 32, usize::MAX] {
+        let err = forged(&|p| p.points = points);
+        assert!(err.contains(&format!("the proof file's header says points = {points}")), "{err}");
+    }
+    let err = forged(&|p| p.num_vars = 40);
+    assert!(err.contains("the proof file's header says vars = 40") && !err.contains("--vars"), "{err}");
+    let err = forged(&|p| p.log_inv_rate = usize::MAX);
+    assert!(err.contains("the proof file's header says rate ="), "{err}");
+    let err = forged(&|p| p.security_bits = 0);
+    assert!(err.contains("the proof file's header says security = 0"), "{err}");
+    let err = forged(&|p| p.fold = 1000);
+    assert!(err.contains("the proof file's header says fold = 1000"), "{err}");
+    // Feasible-looking but infeasible for p3-whir: still the file's fault, in words.
+    let err = forged(&|p| p.security_bits = 250);
+    assert!(err.contains("the proof file's header holds infeasible parameters") && err.contains("corrupted or forged"), "{err}");
+}
+
+#[test]
+fn reading_is_bounded_by_the_parameters() {
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 1);
+    let bytes = proof_bytes(&p, &mut rng);
+    let limit = ProofFile::max_bytes(&p).unwrap();
+    // An endless source (like /dev/zero), and a valid file with endless garbage after it.
+    for (what, expected) in [("zeros", Some(&p)), ("zeros", None)] {
+        let err = ProofFile::read(std::io::repeat(0), expected).unwrap_err().to_string();
+        assert!(err.contains("larger than any proof") || err.contains("not a whir-wgpu proof file"), "{what}: {err}");
+    }
+    for expected in [Some(&p), None] {
+        let endless = std::io::Cursor::new(bytes.clone()).chain(std::io::repeat(7));
+        let err = ProofFile::read(endless, expected).unwrap_err().to_string();
+        assert!(err.contains(&format!("({limit} bytes at most)")), "{err}");
+    }
+    let file = ProofFile::read(std::io::Cursor::new(bytes.clone()), None).unwrap();
+    file.verify(&p).unwrap();
+    ProofFile::read(std::io::Cursor::new(bytes), Some(&p)).unwrap().verify(&p).unwrap();
+}
+
+#[test]
+fn size_bounds_hold_for_real_proofs() {
+    let mut rng = common::rng();
+    for p in [params(6, 1, 1, 1), params(10, 2, 2, 3), params(12, 4, 1, 1), params(11, 3, 3, 2), params(8, 8, 1, 1)] {
+        let actual = proof_bytes(&p, &mut rng).len();
+        let bound = ProofFile::max_bytes(&p).unwrap();
+        assert!(actual <= bound, "{p:?}: {actual} bytes over the bound {bound}");
+        assert!(bound <= 4 * actual + 2048, "{p:?}: bound {bound} is loose for {actual} bytes");
+        eprintln!("{p:?}: {actual} bytes, bound {bound}");
+    }
+}
+
+#[test]
+fn random_mutations_are_rejected_without_panics() {
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 2);
+    let bytes = proof_bytes(&p, &mut rng);
+    let header = header_varints(&p);
+    let mut tried = 0;
+    for round in 0..300 {
+        let mut m = bytes.clone();
+        let kind = round % 9;
+        match kind {
+            0 => {
+                let i = rng.random_range(0..m.len());
+                m[i] ^= 1 << rng.random_range(0..8);
+            }
+            1 => {
+                let i = rng.random_range(0..m.len());
+                m[i] = rng.random();
+            }
+            2 => m.truncate(rng.random_range(0..m.len())),
+            3 => {
+                let i = rng.random_range(0..m.len());
+                let n = rng.random_range(1..16).min(m.len() - i);
+                m.drain(i..i + n);
+            }
+            4 => {
+                let i = rng.random_range(0..=m.len());
+                let extra: Vec<u8> = (0..rng.random_range(1..16)).map(|_| rng.random()).collect();
+                m.splice(i..i, extra);
+            }
+            5 => m.extend((0..rng.random_range(1..64)).map(|_| rng.random::<u8>())),
+            6 => m = overlong(&m, header[rng.random_range(0..header.len())]),
+            7 => {
+                // A header value replaced by any byte, including continuation bytes.
+                m[header[rng.random_range(0..header.len())]] = rng.random();
+            }
+            _ => {
+                let (i, j) = (rng.random_range(0..m.len()), rng.random_range(0..m.len()));
+                m.swap(i, j);
+            }
+        }
+        if m == bytes {
+            continue;
+        }
+        tried += 1;
+        let verdict = std::panic::catch_unwind(|| check(&m, &p).map_err(|e| e.to_string()));
+        match verdict {
+            Ok(Err(_)) => {}
+            Ok(Ok(())) => panic!("mutation {round} (kind {kind}) verified"),
+            Err(_) => panic!("mutation {round} (kind {kind}) panicked"),
+        }
+    }
+    assert!(tried >= 250, "only {tried} mutations differed");
+}

@@ -1,0 +1,79 @@
+//! `whir verify` on untrusted files: reading and verifying a proof file never allocates more
+//! than a bound derived from the parameters the verifier expects (`ProofFile::max_verify_memory`),
+//! for valid proofs and for files forged to ask for huge allocations.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use whir_wgpu::prover::{Backend, CpuBackend, Params, ProofFile, Soundness};
+
+/// Counts live heap bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One measurement at a time: the counters are process-wide.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Peak heap bytes above the starting level while `f` runs.
+fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let out = f();
+    (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
+    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points }
+}
+
+#[test]
+fn verification_memory_is_bounded_by_the_expected_parameters() {
+    let _one = SERIAL.lock().unwrap();
+    let mut rng = common::rng();
+    for p in [params(10, 2, 1, 1), params(14, 4, 2, 3), params(16, 1, 1, 1)] {
+        let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+        let bytes = ProofFile::new(&p, &CpuBackend.prove(&p, &evals).unwrap()).to_bytes();
+        let bound = ProofFile::max_verify_memory(&p).unwrap();
+        let (verdict, peak) = peak_during(|| ProofFile::read(std::io::Cursor::new(&bytes), Some(&p)).and_then(|f| f.verify(&p)));
+        verdict.expect("valid proof");
+        eprintln!("{p:?}: file {} bytes, peak {peak} bytes, bound {bound}", bytes.len());
+        assert!(peak <= bound, "{p:?}: verifying took {peak} bytes, over the bound {bound}");
+
+        // Forged files: huge counts in the body's length prefixes, endless input.
+        let file = ProofFile::from_bytes(&bytes).unwrap();
+        for pos in [0usize, 1, 5, 17, file.proof.len() / 2] {
+            let mut forged = file.clone();
+            let at = pos.min(forged.proof.len() - 1);
+            forged.proof.splice(at..at, [0xff, 0xff, 0xff, 0xff, 0x0f]);
+            let (verdict, peak) = peak_during(|| ProofFile::read(std::io::Cursor::new(forged.to_bytes()), Some(&p)).and_then(|f| f.verify(&p)));
+            assert!(verdict.is_err());
+            assert!(peak <= bound, "{p:?}: a forged length at {at} took {peak} bytes, over the bound {bound}");
+        }
+        let (verdict, peak) = peak_during(|| ProofFile::read(std::io::repeat(0xff), Some(&p)));
+        assert!(verdict.is_err());
+        assert!(peak <= bound, "{p:?}: an endless file took {peak} bytes, over the bound {bound}");
+    }
+}
