@@ -45,7 +45,7 @@ fn bad_parameters_and_inputs_are_explained() {
 
     let p = params(3, 4, 1, 1);
     let err = p.config::<whir_wgpu::gpu::GpuChallenger>().unwrap_err().to_string();
-    assert!(err.contains("use a smaller --fold"), "{err}");
+    assert!(err.contains("use --fold 3 or less"), "{err}");
 
     let p = params(8, 1, 1, 1);
     let err = CpuBackend.prove(&p, &common::random_vec(&mut common::rng(), 100)).unwrap_err().to_string();

@@ -48,7 +48,11 @@ impl OutputFile {
         };
         // A trial file where the real one will go: permissions, read-only or special file
         // systems and missing folders fail here, before the work.
-        NamedTempFile::new_in(&dir).with_context(|| format!("{flag} {}: cannot create files in {}", path.display(), dir.display()))?;
+        if let Err(e) = NamedTempFile::new_in(&dir) {
+            // tempfile's error names its random file; the OS reason is what matters.
+            let reason = e.raw_os_error().map_or(e.to_string(), |code| std::io::Error::from_raw_os_error(code).to_string());
+            bail!("{flag} {}: cannot create files in {}: {reason}", path.display(), dir.display());
+        }
         Ok(Self { path: path.to_path_buf(), dir, overwrite })
     }
 

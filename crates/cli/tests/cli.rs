@@ -50,7 +50,7 @@ fn prove_verify_and_reject() {
     let mut words: Vec<u8> = (0u32..256).flat_map(|v| v.to_le_bytes()).collect();
     words[4 * 17..4 * 18].copy_from_slice(&0x7800_0001u32.to_le_bytes());
     std::fs::write(&input, &words).unwrap();
-    let out = whir(&["prove", "--vars", "8", "--fold", "2", "--security", "60", "--pow-bits", "10", "--backend", "cpu", "--input", input.to_str().unwrap(), "--out", proof_s]);
+    let out = whir(&["prove", "--vars", "8", "--fold", "2", "--security", "60", "--pow-bits", "10", "--backend", "cpu", "--input", input.to_str().unwrap(), "--out", proof_s, "--force"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("byte offset 68"), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();

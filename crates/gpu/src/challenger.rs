@@ -21,9 +21,9 @@ type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
 
 /// Below this many bits `grind` searches on the CPU (a GPU submission costs more than the
 /// search). Measured on the H200 with its 16-core host (BENCHMARKS.md, `cargo bench --bench
-/// grind`): at 12 bits the GPU took 0.136 ms against 0.33 ms for the CPU grinder, at 14 bits
-/// 0.174 against 0.369 ms; below 12 bits was not measured, so it stays on the CPU.
-pub const DEFAULT_GPU_MIN_BITS: usize = 12;
+/// grind`, 2026-11-30): at 12 bits our CPU grinder took 0.109 ms against the GPU's 0.130 ms, at
+/// 14 bits the GPU won, 0.166 against 0.260 ms (13 bits not measured).
+pub const DEFAULT_GPU_MIN_BITS: usize = 14;
 
 #[derive(Clone)]
 pub struct GpuChallenger {

@@ -160,7 +160,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
             NttSpec {
                 valid_rows: h,
                 coset_shift: Some(shift),
-                ..NttSpec::forward(log_h + added_bits, w)
+                ..NttSpec::forward(log_h.saturating_add(added_bits), w)
             },
         ];
         match self.inner.run(&mat.values, &specs) {
@@ -198,7 +198,7 @@ impl GpuEncoder {
     pub fn spec(log_message_rows: usize, width: usize, log_inv_rate: usize) -> NttSpec {
         NttSpec {
             valid_rows: 1 << log_message_rows,
-            ..NttSpec::forward(log_message_rows + log_inv_rate, width)
+            ..NttSpec::forward(log_message_rows.saturating_add(log_inv_rate), width)
         }
     }
 

@@ -157,7 +157,7 @@ impl Params {
         )
     }
 
-    /// The fields that differ from `other`, each as `name: ours vs theirs`.
+    /// The fields that differ from `other` (the expected ones), each as `name ours (expected theirs)`.
     pub fn differences(&self, other: &Params) -> Vec<String> {
         let mut out = Vec::new();
         let mut cmp = |name: &str, a: String, b: String| {

@@ -68,7 +68,7 @@ fn rejected(what: impl Into<String>) -> ProverError {
 /// The header and parameters at the start of a file, checked.
 fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
     let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes)
-        .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {e})")))?;
+        .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {})", decode_error(&e))))?;
     if header.magic != MAGIC {
         return Err(rejected("not a whir-wgpu proof file (it does not start with the WHIRWGPU magic)"));
     }
@@ -79,7 +79,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
         )));
     }
     let (params, _): (Params, &[u8]) = postcard::take_from_bytes(rest)
-        .map_err(|e| rejected(format!("the parameters in the header are unreadable ({e})")))?;
+        .map_err(|e| rejected(format!("the parameters in the header are unreadable: {}", decode_error(&e))))?;
     params.validate(ParamSource::ProofFile)?;
     Ok((params, rest))
 }
@@ -94,6 +94,20 @@ fn read_bounded(reader: &mut impl Read, limit: usize, into: &mut Vec<u8>) -> Res
         )));
     }
     Ok(())
+}
+
+/// What a postcard decoding error means for a proof file, in words.
+fn decode_error(e: &postcard::Error) -> String {
+    use postcard::Error as P;
+    match e {
+        P::DeserializeUnexpectedEnd => "it ends before the proof does (truncated)".into(),
+        P::DeserializeBadVarint => "a length or number is malformed".into(),
+        P::DeserializeBadBool | P::DeserializeBadOption | P::DeserializeBadEnum => "a tag byte is invalid".into(),
+        P::DeserializeBadUtf8 | P::DeserializeBadChar => "a text field is not valid UTF-8".into(),
+        // Plonky3's field decoder rejects values >= p with a message postcard does not keep.
+        P::SerdeDeCustom => "a value is out of range (a field element not below p)".into(),
+        other => other.to_string(),
+    }
 }
 
 /// Verifier failures in words: what failed, and where in the proof.
@@ -176,7 +190,7 @@ impl ProofFile {
             )));
         }
         let (file, tail): (ProofFile, &[u8]) = postcard::take_from_bytes(rest)
-            .map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({e})")))?;
+            .map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e))))?;
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
         }
@@ -218,7 +232,7 @@ impl ProofFile {
     /// The `PcsProof` in the body, decoded and checked to be canonical.
     fn decode_body(&self) -> Result<Proof, ProverError> {
         let (proof, tail): (Proof, &[u8]) = postcard::take_from_bytes(&self.proof)
-            .map_err(|e| rejected(format!("the proof body is truncated or corrupted (it does not decode as a WHIR proof: {e})")))?;
+            .map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
         }
