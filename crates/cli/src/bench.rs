@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, ParamSource, Params, Soundness};
+use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, Soundness};
 
 use crate::output::OutputFile;
 
@@ -35,6 +35,9 @@ pub struct BenchArgs {
     /// Skip the GPU backend.
     #[arg(long)]
     no_gpu: bool,
+    /// Skip the GPU pieces path (Plonky3's prover with our GPU encoder, MMCS and grinder).
+    #[arg(long)]
+    no_pieces: bool,
     #[arg(long)]
     json: Option<PathBuf>,
     #[arg(long)]
@@ -50,14 +53,21 @@ struct Cell {
     skipped: Option<String>,
     stock_ms: Option<f64>,
     cpu_ms: Option<f64>,
+    /// The GPU backend: our driver over resident codewords (medians).
     gpu_ms: Option<f64>,
     gpu_commit_ms: Option<f64>,
     gpu_open_ms: Option<f64>,
-    /// GPU backend phases (medians): encode, Merkle, PoW, sumcheck + other.
-    gpu_encode_ms: Option<f64>,
-    gpu_merkle_ms: Option<f64>,
+    /// Its phases: codewords (encode + Merkle + openings), PoW, sumcheck + other.
+    gpu_codewords_ms: Option<f64>,
     gpu_pow_ms: Option<f64>,
     gpu_sumcheck_other_ms: Option<f64>,
+    /// Its host <-> GPU traffic per proof.
+    gpu_mib_up: Option<f64>,
+    gpu_kib_down: Option<f64>,
+    gpu_submissions: Option<u64>,
+    /// The GPU pieces path (Plonky3's `WhirProver` with our GPU encoder, MMCS, grinder).
+    pieces_ms: Option<f64>,
+    pieces_codewords_ms: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -111,14 +121,33 @@ pub fn run(args: BenchArgs) -> Result<()> {
         })
         .collect();
     let reps = args.reps.max(1);
-    let runs_per_cell = reps * (2 + usize::from(gpu.is_some()));
+    let pieces = gpu.clone().filter(|_| !args.no_pieces).map(|g| g.with_mode(GpuMode::Pieces));
+    let runs_per_cell = reps * (2 + usize::from(gpu.is_some()) + usize::from(pieces.is_some()));
     let bar = ProgressBar::new((grid.len() * runs_per_cell) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} proofs, {elapsed} {msg}").expect("template"));
     let mut cells = Vec::new();
     let mut warmed = false;
     for p in &grid {
         bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
-        let mut cell = Cell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, skipped: None, stock_ms: None, cpu_ms: None, gpu_ms: None, gpu_commit_ms: None, gpu_open_ms: None, gpu_encode_ms: None, gpu_merkle_ms: None, gpu_pow_ms: None, gpu_sumcheck_other_ms: None };
+        let mut cell = Cell {
+            vars: p.num_vars,
+            fold: p.fold,
+            rate: p.log_inv_rate,
+            skipped: None,
+            stock_ms: None,
+            cpu_ms: None,
+            gpu_ms: None,
+            gpu_commit_ms: None,
+            gpu_open_ms: None,
+            gpu_codewords_ms: None,
+            gpu_pow_ms: None,
+            gpu_sumcheck_other_ms: None,
+            gpu_mib_up: None,
+            gpu_kib_down: None,
+            gpu_submissions: None,
+            pieces_ms: None,
+            pieces_codewords_ms: None,
+        };
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
             if p.validate(ParamSource::Flags).is_err() {
                 // A flag no cell can take (e.g. --pow-bits 40): stop before any proof.
@@ -132,15 +161,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
         let evals: Vec<BabyBear> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
         let (mut stock, mut cpu, mut g, mut gc, mut go) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut phases: [Vec<f64>; 4] = Default::default();
+        let (mut pc, mut pcw) = (Vec::new(), Vec::new());
+        let mut phases: [Vec<f64>; 3] = Default::default();
+        let mut traffic = None;
         if !warmed {
             // One untimed proof of each kind first: pipelines compile, GPU clocks and the CPU
             // pools come up, so the first cell is not charged for them.
             warmed = true;
             prove_stock(p, &evals)?;
             CpuBackend.prove(p, &evals)?;
-            if let Some(gpu) = &gpu {
-                gpu.prove(p, &evals)?;
+            for b in gpu.iter().chain(&pieces) {
+                b.prove(p, &evals)?;
             }
         }
         for _ in 0..reps {
@@ -154,9 +185,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 g.push(ms(out.commit_time + out.open_time));
                 gc.push(ms(out.commit_time));
                 go.push(ms(out.open_time));
-                for (acc, d) in phases.iter_mut().zip([out.phases.encode, out.phases.merkle, out.phases.pow, out.sumcheck_and_other()]) {
+                for (acc, d) in phases.iter_mut().zip([out.phases.codewords(), out.phases.pow, out.sumcheck_and_other()]) {
                     acc.push(ms(d));
                 }
+                traffic = out.transfers;
+                bar.inc(1);
+            }
+            if let Some(pieces) = &pieces {
+                let out = pieces.prove(p, &evals)?;
+                pc.push(ms(out.commit_time + out.open_time));
+                pcw.push(ms(out.phases.codewords()));
                 bar.inc(1);
             }
         }
@@ -166,11 +204,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
             cell.gpu_ms = Some(median(g));
             cell.gpu_commit_ms = Some(median(gc));
             cell.gpu_open_ms = Some(median(go));
-            let [e, m, p, o] = phases;
-            cell.gpu_encode_ms = Some(median(e));
-            cell.gpu_merkle_ms = Some(median(m));
+            let [c, p, o] = phases;
+            cell.gpu_codewords_ms = Some(median(c));
             cell.gpu_pow_ms = Some(median(p));
             cell.gpu_sumcheck_other_ms = Some(median(o));
+            cell.gpu_mib_up = traffic.map(|t| t.bytes_up as f64 / (1 << 20) as f64);
+            cell.gpu_kib_down = traffic.map(|t| t.bytes_down as f64 / 1024.0);
+            cell.gpu_submissions = traffic.map(|t| t.submissions);
+        }
+        if !pc.is_empty() {
+            cell.pieces_ms = Some(median(pc));
+            cell.pieces_codewords_ms = Some(median(pcw));
         }
         cells.push(cell);
         // Written after every cell, so a run cut short keeps what it measured.
@@ -180,11 +224,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     bar.finish_and_clear();
 
-    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | our CPU / GPU | GPU encode / Merkle / PoW / sumcheck+other ms |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | GPU codewords / PoW / sumcheck+other ms | GPU up MiB / down KiB / submits | GPU pieces ms (codewords) | Plonky3 / pieces |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
-            println!("| {} | {} | {} | skipped: {why} | | | | | |", c.vars, c.fold, c.rate);
+            println!("| {} | {} | {} | skipped: {why} | | | | | | | |", c.vars, c.fold, c.rate);
             continue;
         }
         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
@@ -193,10 +237,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             _ => "-".into(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} | {} / {} / {} / {} |",
+            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} / {} / {} | {} / {} / {} | {} ({}) | {} |",
             c.vars, c.fold, c.rate, f(c.stock_ms), f(c.cpu_ms), f(c.gpu_ms), f(c.gpu_commit_ms), f(c.gpu_open_ms),
-            ratio(c.stock_ms, c.gpu_ms), ratio(c.cpu_ms, c.gpu_ms),
-            f(c.gpu_encode_ms), f(c.gpu_merkle_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms)
+            ratio(c.stock_ms, c.gpu_ms),
+            f(c.gpu_codewords_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms),
+            f(c.gpu_mib_up), f(c.gpu_kib_down), c.gpu_submissions.map_or("-".into(), |s| s.to_string()),
+            f(c.pieces_ms), f(c.pieces_codewords_ms), ratio(c.stock_ms, c.pieces_ms)
         );
     }
     if let Some(out) = &json_out {

@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
-use whir_prover::{Backend, CpuBackend, GpuBackend, Params, ProofFile, ProverOutput, Soundness, WEAK_SECURITY_BITS};
+use whir_prover::{Backend, CpuBackend, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, Soundness, WEAK_SECURITY_BITS};
 
 use crate::output::OutputFile;
 
@@ -62,7 +62,10 @@ pub struct SecurityArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendChoice {
     Auto,
+    /// Our driver over resident GPU codewords.
     Gpu,
+    /// Plonky3's prover with our GPU encoder, Merkle tree and grinder (the reference path).
+    GpuPieces,
     Cpu,
 }
 
@@ -210,14 +213,15 @@ fn prove(args: ProveArgs) -> Result<()> {
     };
     let (gpu, why) = match args.backend {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
-        BackendChoice::Gpu => {
-            let g = GpuBackend::open_default().context("--backend gpu")?;
+        BackendChoice::Gpu | BackendChoice::GpuPieces => {
+            let mode = if args.backend == BackendChoice::Gpu { GpuMode::Resident } else { GpuMode::Pieces };
+            let g = GpuBackend::open_default().context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode);
             let s = g.context().summary();
             let why = if s.is_software() {
                 eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
-                format!("--backend gpu, on the software adapter {s}")
+                format!("--backend {}, on the software adapter {s}", g.name())
             } else {
-                format!("--backend gpu: {s}")
+                format!("--backend {}: {s}", g.name())
             };
             (Some(g), why)
         }
@@ -234,10 +238,11 @@ fn prove(args: ProveArgs) -> Result<()> {
         },
     };
     let start = Instant::now();
-    let (name, output) = match &gpu {
-        Some(g) => ("gpu", run_prove(g, &params, &evals)?),
-        None => ("cpu", run_prove(&CpuBackend, &params, &evals)?),
+    let output = match &gpu {
+        Some(g) => run_prove(g, &params, &evals)?,
+        None => run_prove(&CpuBackend, &params, &evals)?,
     };
+    let name = output.path;
     let prove_time = start.elapsed();
     let bytes = ProofFile::new(&params, &output).to_bytes();
     // Verified before anything is written: a proof that fails its own check never reaches disk.
@@ -266,7 +271,12 @@ fn prove(args: ProveArgs) -> Result<()> {
             "open_ms": ms(output.open_time),
             "encode_ms": ms(output.phases.encode),
             "merkle_ms": ms(output.phases.merkle),
+            "commit_encode_merkle_ms": ms(output.phases.commit),
+            "openings_ms": ms(output.phases.open),
             "pow_ms": ms(output.phases.pow),
+            "gpu_bytes_up": output.transfers.map(|t| t.bytes_up),
+            "gpu_bytes_down": output.transfers.map(|t| t.bytes_down),
+            "gpu_submissions": output.transfers.map(|t| t.submissions),
             "sumcheck_other_ms": ms(output.sumcheck_and_other()),
             "verify_ms": ms(verify_time),
             "proof_bytes": bytes.len(),
@@ -280,10 +290,23 @@ fn prove(args: ProveArgs) -> Result<()> {
         let pct = |d: std::time::Duration| 100.0 * d.as_secs_f64() / output.total().as_secs_f64().max(1e-12);
         let row = |label: &str, d: std::time::Duration| println!("  {label:<18} {:>9.1} ms  {:>5.1}%", ms(d), pct(d));
         println!("prove:  {:>9.1} ms", ms(prove_time));
-        row("encode (NTT)", output.phases.encode);
-        row("Merkle", output.phases.merkle);
+        if output.phases.commit > std::time::Duration::ZERO {
+            row("encode + Merkle", output.phases.commit);
+            row("openings", output.phases.open);
+        } else {
+            row("encode (NTT)", output.phases.encode);
+            row("Merkle", output.phases.merkle);
+        }
         row("proof of work", output.phases.pow);
         row("sumcheck + other", output.sumcheck_and_other());
+        if let Some(t) = output.transfers {
+            println!(
+                "GPU transfers: {:.1} MiB up, {:.1} KiB down, {} submissions",
+                t.bytes_up as f64 / (1 << 20) as f64,
+                t.bytes_down as f64 / 1024.0,
+                t.submissions
+            );
+        }
         println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
         if verified.is_ok() {
             println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
@@ -222,6 +222,36 @@ fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
 
 type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
 
+/// Host <-> GPU traffic through a context since it was made: what a resident computation
+/// promises to keep small. Subtract two readings for one piece of work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransferCounts {
+    /// Bytes written from the host into GPU buffers (uploads, small writes, uniforms excluded).
+    pub bytes_up: u64,
+    /// Bytes read back from the GPU.
+    pub bytes_down: u64,
+    /// Command buffers submitted through the context.
+    pub submissions: u64,
+}
+
+impl std::ops::Sub for TransferCounts {
+    type Output = Self;
+    fn sub(self, earlier: Self) -> Self {
+        Self {
+            bytes_up: self.bytes_up - earlier.bytes_up,
+            bytes_down: self.bytes_down - earlier.bytes_down,
+            submissions: self.submissions - earlier.submissions,
+        }
+    }
+}
+
+#[derive(Default)]
+struct TransferCounters {
+    bytes_up: AtomicU64,
+    bytes_down: AtomicU64,
+    submissions: AtomicU64,
+}
+
 /// One adapter, one device, its queue and every pipeline built on it. Cheap to share
 /// (`Arc<GpuContext>`) and safe to use from several threads.
 pub struct GpuContext {
@@ -242,6 +272,8 @@ pub struct GpuContext {
     uncaptured: Arc<Mutex<Option<String>>>,
     /// Testing: readbacks still to fail on purpose (see [`GpuContext::fail_next_readbacks`]).
     failing_readbacks: AtomicU32,
+    passing_readbacks: AtomicU32,
+    counters: TransferCounters,
 }
 
 impl fmt::Debug for GpuContext {
@@ -307,6 +339,8 @@ impl GpuContext {
             device_pool: BufferPool::new(4, 8 << 30),
             uncaptured,
             failing_readbacks: AtomicU32::new(0),
+            passing_readbacks: AtomicU32::new(0),
+            counters: TransferCounters::default(),
         })
     }
 
@@ -344,6 +378,19 @@ impl GpuContext {
         Ok(())
     }
 
+    /// Bytes up, bytes down and submissions through this context so far.
+    pub fn transfer_counts(&self) -> TransferCounts {
+        TransferCounts {
+            bytes_up: self.counters.bytes_up.load(Ordering::Relaxed),
+            bytes_down: self.counters.bytes_down.load(Ordering::Relaxed),
+            submissions: self.counters.submissions.load(Ordering::Relaxed),
+        }
+    }
+
+    fn count_submission(&self) {
+        self.counters.submissions.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The first wgpu error raised outside any of this crate's calls (e.g. by work the caller
     /// recorded and submitted itself), if one happened since the last call. Errors inside our
     /// calls are returned by those calls.
@@ -355,10 +402,23 @@ impl GpuContext {
     /// callers' fallbacks can be exercised on any adapter.
     #[doc(hidden)]
     pub fn fail_next_readbacks(&self, count: u32) {
+        self.fail_readbacks(0, count);
+    }
+
+    /// Testing fault injection: `skip` readbacks succeed, then `count` fail.
+    #[doc(hidden)]
+    pub fn fail_readbacks(&self, skip: u32, count: u32) {
+        self.passing_readbacks.store(skip, Ordering::SeqCst);
         self.failing_readbacks.store(count, Ordering::SeqCst);
     }
 
     fn injected_failure(&self) -> Result<()> {
+        if self.failing_readbacks.load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        if self.passing_readbacks.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Ok(());
+        }
         let fail = self.failing_readbacks.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
         if fail {
             return Err(GpuError::Device("injected readback failure (testing)".into()));
@@ -435,6 +495,7 @@ impl GpuContext {
     /// all cores (see `transfer`).
     pub fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
         let bytes: &[u8] = bytemuck::cast_slice(words);
+        self.counters.bytes_up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() < STAGED_MIN_BYTES {
             if !bytes.is_empty() {
                 self.queue.write_buffer(dst, 0, bytes);
@@ -466,6 +527,7 @@ impl GpuContext {
         if bytes == 0 {
             return Ok(buffer);
         }
+        self.counters.bytes_up.fetch_add(bytes as u64, Ordering::Relaxed);
         let row_bytes = |r: usize, write: &mut dyn FnMut(&[u8])| row(r, &mut |w: &[u32]| write(bytemuck::cast_slice(w)));
         self.staged_write(&buffer, bytes, |view| transfer::par_write_rows(view, row_words * 4, &row_bytes))?;
         Ok(buffer)
@@ -500,6 +562,7 @@ impl GpuContext {
         let mut encoder = self.encoder("staged upload");
         encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
         self.queue.submit([encoder.finish()]);
+        self.count_submission();
         self.upload_pool.give(staging);
         Ok(())
     }
@@ -558,6 +621,7 @@ impl GpuContext {
         if bytes == 0 {
             return self.scoped("submit", || {
                 self.queue.submit([encoder.finish()]);
+                self.count_submission();
                 Ok(Vec::new())
             });
         }
@@ -569,6 +633,8 @@ impl GpuContext {
             self.queue.submit([encoder.finish()]);
             Ok(())
         })?;
+        self.count_submission();
+        self.counters.bytes_down.fetch_add(bytes, Ordering::Relaxed);
         let slice = staging.slice(..bytes);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -598,6 +664,7 @@ impl GpuContext {
     /// [`submit_and_read`](Self::submit_and_read).
     pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         let index = self.scoped("submit", || Ok(self.queue.submit([encoder.finish()])))?;
+        self.count_submission();
         self.device
             .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
             .map_err(|e| GpuError::Device(e.to_string()))?;

@@ -8,11 +8,15 @@
 //! - [`GpuDft`]: a `p3_dft::TwoAdicSubgroupDft<BabyBear>`; [`GpuEncoder`]: a
 //!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's.
 //! - [`GpuPoseidon2`], [`GpuMerkle`]: Poseidon2 (width 16) and Merkle roots identical to
-//!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs` (work in progress: issue 3).
+//!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs`; [`GpuMmcs`], a `p3_commit::Mmcs`.
+//! - [`GpuCodewords`]: encode + commit in one submission, codeword and tree resident, rows opened
+//!   with their pruned multi-proof.
+//! - [`GpuChallenger`]: Plonky3's duplex challenger with proof-of-work grinding on the GPU.
 //!
 //! Knows nothing of WHIR: protocol code lives in `whir-prover`.
 
 mod challenger;
+mod codeword;
 mod context;
 mod dft;
 mod error;
@@ -28,12 +32,13 @@ pub mod testing;
 pub mod transfer;
 
 pub use challenger::{GpuChallenger, DEFAULT_GPU_MIN_BITS};
-pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
+pub use codeword::{CommittedCodeword, GpuCodewords};
+pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, TransferCounts};
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindState};
-pub use merkle::{GpuMerkle, GpuMerkleTree};
+pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};

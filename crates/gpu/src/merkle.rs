@@ -68,6 +68,49 @@ pub fn matrix_bytes(height: usize, width: usize) -> Result<u64> {
     height.checked_mul(width).and_then(|w| w.checked_mul(4)).map(|b| b as u64).ok_or_else(too_large)
 }
 
+/// Levels of authentication path below a cap of `cap_height`.
+pub(crate) fn proof_levels(log_height: usize, cap_height: usize) -> usize {
+    log_height - cap_height.min(log_height)
+}
+
+/// Sibling positions (layer, index) Plonky3's pruned multi-proof lists for `indices`, in its
+/// order: level by level, groups by ascending parent, missing children ascending.
+pub(crate) fn pruned_positions(indices: &[usize], levels: usize) -> Vec<(usize, usize)> {
+    let mut nodes: Vec<usize> = indices.to_vec();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut out = Vec::new();
+    for level in 0..levels {
+        let mut parents = Vec::with_capacity(nodes.len());
+        let mut i = 0;
+        while i < nodes.len() {
+            let group = nodes[i] / 2;
+            let mut member = i;
+            for k in 0..2 {
+                if member < nodes.len() && nodes[member] == 2 * group + k {
+                    member += 1;
+                } else {
+                    out.push((level, 2 * group + k));
+                }
+            }
+            parents.push(group);
+            i = member;
+        }
+        nodes = parents;
+    }
+    out
+}
+
+/// Rows opened from a resident matrix with the sibling digests that authenticate them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenedRows {
+    /// One row of `width` values per requested index, in request order (repeats included).
+    pub rows: Vec<Vec<BabyBear>>,
+    /// Plonky3's pruned multi-proof digests (`PrunedMerklePaths::sibling_hashes`) for the
+    /// distinct indices, below a cap of the requested height.
+    pub siblings: Vec<[BabyBear; DIGEST_ELEMS]>,
+}
+
 /// Builds Merkle trees with one Poseidon2 instance.
 pub struct GpuMerkle {
     poseidon2: Arc<GpuPoseidon2>,
@@ -136,6 +179,55 @@ impl GpuMerkle {
         Ok(layers)
     }
 
+    /// Reads the digests at (layer, index) positions of `tree` in one transfer.
+    pub fn read_nodes(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<[BabyBear; DIGEST_ELEMS]>> {
+        let words = self.gather(tree, None, &[], positions)?;
+        Ok(words.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect())
+    }
+
+    /// Opens rows `indices` of `matrix` (the `tree.height` x `tree.width` buffer `tree` was
+    /// built over) with Plonky3's pruned multi-proof below a cap of `cap_height`: one
+    /// submission, one readback of just the rows and digests.
+    pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
+        if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
+            return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
+        }
+        if matrix.size() < matrix_bytes(tree.height, tree.width)? {
+            return Err(GpuError::InvalidInput("the matrix buffer is smaller than the committed matrix".into()));
+        }
+        let levels = proof_levels(tree.layers.len() - 1, cap_height);
+        let positions = pruned_positions(indices, levels);
+        let words = self.gather(tree, Some(matrix), indices, &positions)?;
+        let (rows, digests) = words.split_at(indices.len() * tree.width);
+        Ok(OpenedRows {
+            rows: rows.chunks_exact(tree.width.max(1)).map(<[BabyBear]>::to_vec).collect(),
+            siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
+        })
+    }
+
+    /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
+    /// reads it back.
+    fn gather(&self, tree: &GpuMerkleTree, matrix: Option<&wgpu::Buffer>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
+        let ctx = self.poseidon2.context();
+        let row_bytes = (tree.width * 4) as u64;
+        let digest_bytes = (DIGEST_ELEMS * 4) as u64;
+        let words = indices.len() * tree.width + positions.len() * DIGEST_ELEMS;
+        let out = ctx.storage("merkle openings", words);
+        let mut encoder = ctx.encoder("merkle openings");
+        let mut at = 0u64;
+        if let Some(matrix) = matrix {
+            for &i in indices {
+                encoder.copy_buffer_to_buffer(matrix, i as u64 * row_bytes, &out, at, row_bytes);
+                at += row_bytes;
+            }
+        }
+        for &(layer, index) in positions {
+            encoder.copy_buffer_to_buffer(&tree.layers[layer], index as u64 * digest_bytes, &out, at, digest_bytes);
+            at += digest_bytes;
+        }
+        from_words(ctx.submit_and_read(encoder, &out, words)?)
+    }
+
     /// Commits to a host matrix: upload, hash, build, read back the root.
     pub fn commit_matrix(&self, matrix: &RowMajorMatrix<BabyBear>) -> Result<GpuMerkleTree> {
         self.commit_values(&matrix.values, matrix.height(), matrix.width())
@@ -157,8 +249,14 @@ impl GpuMerkle {
 
     /// Commits to a `height` x `width` matrix already in `input`; reads back only the root.
     pub fn commit_buffer(&self, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
+        let encoder = self.poseidon2.context().encoder("merkle commit");
+        self.commit_recorded(encoder, input, height, width)
+    }
+
+    /// Finishes `encoder` (work already recorded into it, e.g. the NTT that fills `input`) with
+    /// the tree over `input`, submits once and reads back only the root.
+    pub fn commit_recorded(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
         let ctx = self.poseidon2.context().clone();
-        let mut encoder = ctx.encoder("merkle commit");
         let layers = self.record_commit(&mut encoder, input, height, width)?;
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
         // The tree owns the layers from here, so they go back to the pool on any error below.

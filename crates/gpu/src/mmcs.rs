@@ -17,9 +17,8 @@ use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, Pru
 use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 
 use crate::error::{GpuError, Result};
-use crate::field::from_words;
 use crate::transfer::write_matrix_row;
-use crate::merkle::{GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
+use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
 
 type Perm = Poseidon2BabyBear<16>;
 /// Plonky3's leaf hash for this MMCS.
@@ -86,49 +85,8 @@ impl GpuMmcs {
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
     fn read_digests(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<Digest>> {
         let gpu = self.gpu.as_ref().expect("GPU prover data implies a GPU");
-        let ctx = gpu.poseidon2().context();
-        let bytes = (DIGEST_ELEMS * 4) as u64;
-        let gather = ctx.storage("merkle siblings", positions.len().max(1) * DIGEST_ELEMS);
-        let mut encoder = ctx.encoder("merkle openings");
-        for (i, &(layer, index)) in positions.iter().enumerate() {
-            encoder.copy_buffer_to_buffer(&tree.layers[layer], index as u64 * bytes, &gather, i as u64 * bytes, bytes);
-        }
-        let words = ctx.submit_and_read(encoder, &gather, positions.len() * DIGEST_ELEMS)?;
-        Ok(from_words(words)?.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect())
+        gpu.read_nodes(tree, positions)
     }
-}
-
-/// Levels of authentication path below the cap.
-fn proof_levels(log_height: usize, cap_height: usize) -> usize {
-    log_height - cap_height.min(log_height)
-}
-
-/// Sibling positions Plonky3's pruned multi-proof lists, in its order: level by level, groups
-/// by ascending parent, missing children ascending.
-fn pruned_positions(indices: &[usize], levels: usize) -> Vec<(usize, usize)> {
-    let mut nodes: Vec<usize> = indices.to_vec();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let mut out = Vec::new();
-    for level in 0..levels {
-        let mut parents = Vec::with_capacity(nodes.len());
-        let mut i = 0;
-        while i < nodes.len() {
-            let group = nodes[i] / 2;
-            let mut member = i;
-            for k in 0..2 {
-                if member < nodes.len() && nodes[member] == 2 * group + k {
-                    member += 1;
-                } else {
-                    out.push((level, 2 * group + k));
-                }
-            }
-            parents.push(group);
-            i = member;
-        }
-        nodes = parents;
-    }
-    out
 }
 
 impl Mmcs<BabyBear> for GpuMmcs {

@@ -17,10 +17,12 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 use p3_whir::{WhirDomain, WhirProver};
 use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
 use whir_gpu::{
-    GpuChallenger, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants,
+    GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants,
+    TransferCounts,
 };
 
 use crate::error::ProverError;
+use crate::driver::prove_with_steps;
 use crate::params::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::{Commitment, GpuWhirDomain, EF, F};
@@ -40,6 +42,11 @@ pub struct ProverOutput {
     pub open_time: Duration,
     /// Encode, Merkle and PoW time over both phases; the rest is sumcheck and transcript work.
     pub phases: PhaseTimes,
+    /// Host <-> GPU traffic of this proof (GPU backends).
+    pub transfers: Option<TransferCounts>,
+    /// Which path made the proof: "cpu", "gpu" (resident driver), "gpu-pieces", or "cpu
+    /// (fallback)" after a GPU failure.
+    pub path: &'static str,
 }
 
 impl ProverOutput {
@@ -49,7 +56,7 @@ impl ProverOutput {
 
     /// Time outside encode, Merkle and PoW: sumcheck, folding, OOD and transcript work.
     pub fn sumcheck_and_other(&self) -> Duration {
-        self.total().saturating_sub(self.phases.encode + self.phases.merkle + self.phases.pow)
+        self.total().saturating_sub(self.phases.codewords() + self.phases.pow)
     }
 }
 
@@ -78,28 +85,37 @@ pub trait Backend {
     /// A fresh transcript (its grinder returns the smallest witness).
     fn challenger(&self) -> GpuChallenger;
 
-    /// Commits to the 2^n evaluations `evals` and opens them at `params.points` points.
-    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
-        let config = params.config::<GpuChallenger>()?;
-        if evals.len() != 1usize << params.num_vars {
-            return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
-        }
-        let clock = PhaseClock::default();
-        let domain = TimedDomain { inner: self.domain(), clock: clock.clone() };
-        let mmcs = TimedMmcs { inner: self.mmcs(), clock: clock.clone() };
-        let pcs = WhirProver::<EF, F, TimedDomain<Self::Domain>, TimedMmcs<Self::Mmcs>, GpuChallenger, ProverLayout>::new(config, domain, mmcs);
-        let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
-        let mut challenger = self.challenger();
-        let start = Instant::now();
-        let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
-        let commit_time = start.elapsed();
-        let start = Instant::now();
-        let proof = pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
-        let open_time = start.elapsed();
-        let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
-        let phases = PhaseTimes { pow: challenger.pow_time(), ..clock.times() };
-        Ok(ProverOutput { commitment, proof, commit_time, open_time, phases })
+    /// Commits to the 2^n evaluations `evals` and opens them at `params.points` points. The
+    /// default runs Plonky3's own `WhirProver` with this backend's pieces.
+    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError>
+    where
+        Self: Sized,
+    {
+        prove_with_pieces(self, params, evals)
     }
+}
+
+/// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
+pub fn prove_with_pieces<B: Backend>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+    let config = params.config::<GpuChallenger>()?;
+    if evals.len() != 1usize << params.num_vars {
+        return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
+    }
+    let clock = PhaseClock::default();
+    let domain = TimedDomain { inner: backend.domain(), clock: clock.clone() };
+    let mmcs = TimedMmcs { inner: backend.mmcs(), clock: clock.clone() };
+    let pcs = WhirProver::<EF, F, TimedDomain<B::Domain>, TimedMmcs<B::Mmcs>, GpuChallenger, ProverLayout>::new(config, domain, mmcs);
+    let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+    let mut challenger = backend.challenger();
+    let start = Instant::now();
+    let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+    let commit_time = start.elapsed();
+    let start = Instant::now();
+    let proof = pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+    let open_time = start.elapsed();
+    let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
+    let phases = PhaseTimes { pow: challenger.pow_time(), ..clock.times() };
+    Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path: backend.name() })
 }
 
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch`, `MerkleTreeMmcs`, the smallest-witness CPU grinder.
@@ -125,12 +141,25 @@ impl Backend for CpuBackend {
     }
 }
 
+/// How [`GpuBackend`] proves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuMode {
+    /// Our driver (`driver.rs`) over resident GPU codewords: each codeword is encoded and
+    /// committed in one submission and stays on the GPU; only roots, opened rows and sibling
+    /// digests come back. Sumcheck and folding still run on the CPU.
+    Resident,
+    /// Plonky3's `WhirProver` with our GPU encoder, MMCS and grinder (the reference path: every
+    /// codeword crosses the bus to the host and back).
+    Pieces,
+}
+
 /// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
 #[derive(Clone)]
 pub struct GpuBackend {
     ntt: Arc<GpuNtt>,
     merkle: Arc<GpuMerkle>,
     grinder: Arc<GpuGrinder>,
+    mode: GpuMode,
 }
 
 impl GpuBackend {
@@ -140,7 +169,38 @@ impl GpuBackend {
             ntt: Arc::new(GpuNtt::new(ctx)),
             merkle: Arc::new(GpuMerkle::new(poseidon2.clone())),
             grinder: Arc::new(GpuGrinder::new(poseidon2)),
+            mode: GpuMode::Resident,
         }
+    }
+
+    /// The same GPU, proving the given way.
+    pub fn with_mode(mut self, mode: GpuMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    pub fn mode(&self) -> GpuMode {
+        self.mode
+    }
+
+    /// Our driver over resident codewords; GPU failures are returned as `ProverError::Gpu`.
+    pub fn prove_resident(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?;
+        let before = self.context().transfer_counts();
+        let mut challenger = self.challenger();
+        let started = Instant::now();
+        let (commitment, proof, times) = prove_with_steps(&steps, params, evals, &mut challenger)?;
+        let total = started.elapsed();
+        let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
+        Ok(ProverOutput {
+            commitment,
+            proof,
+            commit_time: times.commit_phase,
+            open_time: total.saturating_sub(times.commit_phase),
+            phases: PhaseTimes { pow: times.pow, commit: times.commit, open: times.open, ..PhaseTimes::default() },
+            transfers: Some(self.context().transfer_counts() - before),
+            path: "gpu",
+        })
     }
 
     /// On the default adapter (WHIR_ADAPTER or the high-performance one).
@@ -158,7 +218,10 @@ impl Backend for GpuBackend {
     type Mmcs = GpuMmcs;
 
     fn name(&self) -> &'static str {
-        "gpu"
+        match self.mode {
+            GpuMode::Resident => "gpu",
+            GpuMode::Pieces => "gpu-pieces",
+        }
     }
     fn domain(&self) -> Self::Domain {
         GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).encoder())
@@ -168,5 +231,27 @@ impl Backend for GpuBackend {
     }
     fn challenger(&self) -> GpuChallenger {
         GpuChallenger::new(permutation(), Some(self.grinder.clone()))
+    }
+
+    /// The resident driver (or the pieces path, by mode). A GPU failure mid-proof (device lost,
+    /// out of memory, a size over the adapter's limits) proves again on the CPU, with a warning:
+    /// the result is always a proof the verifier accepts, or an error.
+    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+        let before = self.context().transfer_counts();
+        let result = match self.mode {
+            GpuMode::Resident => self.prove_resident(params, evals),
+            GpuMode::Pieces => prove_with_pieces(self, params, evals).map(|out| ProverOutput {
+                transfers: Some(self.context().transfer_counts() - before),
+                ..out
+            }),
+        };
+        match result {
+            Err(ProverError::Gpu(e)) => {
+                tracing::warn!("the GPU failed during the proof ({e}); proving on the CPU instead");
+                let out = CpuBackend.prove(params, evals)?;
+                Ok(ProverOutput { path: "cpu (fallback)", ..out })
+            }
+            other => other,
+        }
     }
 }

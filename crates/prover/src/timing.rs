@@ -15,9 +15,22 @@ use crate::{EF, F};
 /// Accumulated wall time per phase of one proof.
 #[derive(Clone, Debug, Default)]
 pub struct PhaseTimes {
+    /// Encoding on its own (the pieces path: Plonky3's prover calls the encoder, then the MMCS).
     pub encode: Duration,
+    /// Merkle commits and openings through the MMCS (pieces path).
     pub merkle: Duration,
     pub pow: Duration,
+    /// Encode + Merkle tree in one submission, with the message upload (resident driver).
+    pub commit: Duration,
+    /// Row and path openings from resident codewords (resident driver).
+    pub open: Duration,
+}
+
+impl PhaseTimes {
+    /// Everything spent on codewords: encoding, trees, openings.
+    pub fn codewords(&self) -> Duration {
+        self.encode + self.merkle + self.commit + self.open
+    }
 }
 
 /// Shared accumulator the wrappers add to.

@@ -1,0 +1,105 @@
+//! Reed–Solomon codewords committed on the GPU: a message is uploaded once, encoded and hashed
+//! into its Merkle tree in one submission, and both stay resident; only the root comes back, and
+//! later only the opened rows with their sibling digests. Knows nothing of WHIR: a message is a
+//! row-major matrix of base-field words (extension elements as their base coefficients).
+
+use std::sync::Arc;
+
+use p3_baby_bear::BabyBear;
+
+use crate::dft::GpuEncoder;
+use crate::error::{GpuError, Result};
+use crate::field::as_words;
+use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, DIGEST_ELEMS};
+use crate::ntt::GpuNtt;
+
+/// A committed codeword on the GPU. Dropping it hands its buffers back to the pools.
+pub struct CommittedCodeword {
+    codeword: Option<wgpu::Buffer>,
+    tree: GpuMerkleTree,
+    ntt: Arc<GpuNtt>,
+}
+
+impl CommittedCodeword {
+    pub fn root(&self) -> [BabyBear; DIGEST_ELEMS] {
+        self.tree.root
+    }
+    pub fn height(&self) -> usize {
+        self.tree.height
+    }
+    pub fn width(&self) -> usize {
+        self.tree.width
+    }
+    /// The codeword buffer (height x width words, row-major, natural order).
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        self.codeword.as_ref().expect("present until drop")
+    }
+}
+
+impl Drop for CommittedCodeword {
+    fn drop(&mut self) {
+        if let Some(b) = self.codeword.take() {
+            self.ntt.recycle(b);
+        }
+    }
+}
+
+/// Encodes and commits messages on one GPU.
+#[derive(Clone)]
+pub struct GpuCodewords {
+    ntt: Arc<GpuNtt>,
+    merkle: Arc<GpuMerkle>,
+}
+
+impl GpuCodewords {
+    /// The NTT and the Merkle builder must share one context.
+    pub fn new(ntt: Arc<GpuNtt>, merkle: Arc<GpuMerkle>) -> Result<Self> {
+        if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
+            return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
+        }
+        Ok(Self { ntt, merkle })
+    }
+
+    /// Encodes `message` (rows of `width` words; a power-of-two number of rows) at rate
+    /// 2^-log_inv_rate — the transform of the message padded with zero rows, which are never
+    /// stored — and commits to the codeword's rows. One upload, one submission, one readback
+    /// (the root).
+    pub fn commit(&self, message: &[BabyBear], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+        if width == 0 || message.is_empty() || message.len() % width != 0 || !(message.len() / width).is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!(
+                "a message of {} values is not a power-of-two number of rows of width {width}",
+                message.len()
+            )));
+        }
+        let rows = message.len() / width;
+        let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
+        let ctx = self.ntt.context().clone();
+        ctx.scoped("codeword commit", || {
+            let input = ctx.pooled_storage("codeword message", message.len());
+            ctx.write(&input, as_words(message));
+            let mut encoder = ctx.encoder("codeword commit");
+            let recorded = self.ntt.record(&mut encoder, &input, &spec);
+            let codeword = match recorded {
+                Ok(c) => c,
+                Err(e) => {
+                    ctx.recycle_storage(input);
+                    return Err(e);
+                }
+            };
+            let tree = self.merkle.commit_recorded(encoder, &codeword, spec.rows(), width);
+            ctx.recycle_storage(input);
+            match tree {
+                Ok(tree) => Ok(CommittedCodeword { codeword: Some(codeword), tree, ntt: self.ntt.clone() }),
+                Err(e) => {
+                    self.ntt.recycle(codeword);
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0).
+    pub fn open(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<OpenedRows> {
+        self.merkle.open_rows(&committed.tree, committed.buffer(), indices, 0)
+    }
+}

@@ -1,0 +1,292 @@
+//! Our own WHIR driver: p3-whir 0.8's protocol, step by step as its PCS adapter (`commit`, the
+//! claim phase of `open`) and `WhirProver::{prove, round, final_round}` play it, with every step
+//! that touches a codeword behind [`CodewordSteps`]. The GPU implementation keeps each codeword
+//! and its Merkle tree on the GPU from the encode to the last opening (only roots, opened rows and
+//! sibling digests come back); [`CpuCodewords`], Plonky3's encoder and `MerkleTreeMmcs`, is its
+//! twin and the reference the tests compare with. The transcript and proof are the upstream
+//! prover's, byte for byte (smallest-witness grinding on both sides), built from p3-whir's public
+//! pieces: `WhirProverTranscript`/`WhirShape` for the round transcript, the sumcheck layout for
+//! the claim phase and the initial fold, `SumcheckProver` for the folding rounds.
+//!
+//! Still on the host: the claim phase, the sumcheck and folding (Plonky3's CPU code), and the
+//! folded polynomial, which is uploaded once per round to be encoded.
+
+use std::time::{Duration, Instant};
+
+use p3_commit::Mmcs;
+use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
+use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
+use p3_matrix::dense::RowMajorMatrix;
+use p3_merkle_tree::PrunedMerklePaths;
+use p3_multilinear_util::point::Point;
+use p3_multilinear_util::poly::Poly;
+use p3_sumcheck::constraints::statement::{EqStatement, SelectStatement};
+use p3_sumcheck::constraints::{Constraint, Statements};
+use p3_sumcheck::layout::{observe_commitment, Layout, Table};
+use p3_sumcheck::SumcheckData;
+use p3_whir::transcript::WhirProverTranscript;
+use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
+use whir_gpu::mmcs::CpuMmcs;
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords};
+
+use crate::backend::{opening_protocol, permutation, ProverLayout};
+use crate::error::ProverError;
+use crate::params::Params;
+use crate::{Commitment, EF, F};
+
+type Proof = PcsProof<F, EF, CpuMmcs>;
+type Paths = PrunedMerklePaths<F, 8>;
+
+/// The codeword steps of a WHIR proof: encode a message and commit to the codeword's rows, and
+/// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
+/// extension-field message is given as its base coefficients (4 words per element), which is
+/// how `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it.
+pub trait CodewordSteps {
+    /// A committed codeword and whatever its openings need.
+    type Committed;
+
+    /// Encodes `message` (rows of `width` words, a power-of-two number of them) at rate
+    /// 2^-log_inv_rate and commits to the codeword's rows.
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
+
+    /// The codeword rows at `indices` (in order, repeats included) and their pruned multi-proof.
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError>;
+}
+
+/// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs`. The reference twin.
+#[derive(Clone, Default)]
+pub struct CpuCodewords {
+    dft: Radix2DFTSmallBatch<F>,
+}
+
+impl CodewordSteps for CpuCodewords {
+    type Committed = <CpuMmcs as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
+
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+        let mut padded = F::zero_vec(message.len() << log_inv_rate);
+        padded[..message.len()].copy_from_slice(message);
+        let codeword = self.dft.dft_batch(RowMajorMatrix::new(padded, width));
+        let perm = permutation();
+        let mmcs = CpuMmcs::new(whir_gpu::mmcs::LeafHash::new(perm.clone()), whir_gpu::mmcs::NodeCompress::new(perm), 0);
+        Ok(mmcs.commit_matrix(codeword))
+    }
+
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError> {
+        let perm = permutation();
+        let mmcs = CpuMmcs::new(whir_gpu::mmcs::LeafHash::new(perm.clone()), whir_gpu::mmcs::NodeCompress::new(perm), 0);
+        let (values, proof) = mmcs.open_multi_batch(indices, committed);
+        Ok((values.into_iter().map(|mut m| m.swap_remove(0)).collect(), proof))
+    }
+}
+
+impl CodewordSteps for GpuCodewords {
+    type Committed = CommittedCodeword;
+
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+        let committed = GpuCodewords::commit(self, message, width, log_inv_rate)?;
+        Ok((Commitment::new(vec![committed.root()]), committed))
+    }
+
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError> {
+        let opened = GpuCodewords::open(self, committed, indices)?;
+        Ok((opened.rows, PrunedMerklePaths { sibling_hashes: opened.siblings }))
+    }
+}
+
+/// Where a driven proof spent its time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DriverTimes {
+    /// Encode + commit of every codeword (upload, NTT, Merkle tree, root readback).
+    pub commit: Duration,
+    /// Row and path openings.
+    pub open: Duration,
+    /// Proof-of-work grinding (query and sumcheck PoW).
+    pub pow: Duration,
+    /// Everything else: claim phase, sumcheck and folding, OOD evaluations, transcript.
+    pub other: Duration,
+    /// Until the commitment is bound (the PCS `commit` phase).
+    pub commit_phase: Duration,
+}
+
+/// The message a table of evaluations commits to, in the layout's order (the suffix layout
+/// keeps the evaluations as they are: rows of 2^fold consecutive values).
+fn base_message(witness: &p3_sumcheck::layout::Witness<F>, fold: usize) -> Vec<F> {
+    let mut message = F::zero_vec(1 << witness.num_variables());
+    <ProverLayout as Layout<F, EF>>::write_message(witness, fold, &mut message);
+    message
+}
+
+/// Extension-field rows from the base words a codeword opening returns.
+fn ext_rows(rows: Vec<Vec<F>>) -> Vec<Vec<EF>> {
+    rows.into_iter().map(EF::reconstitute_from_base).collect()
+}
+
+/// The point a query index stands for: ω^index in the folded domain (p3-whir's two-adic domain).
+fn query_var(log_folded_domain_size: usize, num_variables: usize, index: usize) -> F {
+    match <Radix2DFTSmallBatch<F> as WhirDomain<F, EF>>::query_point(&Radix2DFTSmallBatch::default(), log_folded_domain_size, num_variables, index) {
+        WhirQueryPoint::Univariate(v) => v,
+        WhirQueryPoint::Multilinear(_) => unreachable!("the two-adic domain queries univariate points"),
+    }
+}
+
+/// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
+/// Plonky3's `WhirProver` would with a smallest-witness grinder: returns the commitment, the
+/// proof and where the time went.
+pub fn prove_with_steps<S: CodewordSteps>(
+    steps: &S,
+    params: &Params,
+    evals: &[F],
+    challenger: &mut GpuChallenger,
+) -> Result<(Commitment, Proof, DriverTimes), ProverError> {
+    let config = params.config::<GpuChallenger>()?;
+    if evals.len() != 1usize << params.num_vars {
+        return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
+    }
+    let started = Instant::now();
+    let pow_before = challenger.pow_time();
+    let mut times = DriverTimes::default();
+    let timed = |acc: &mut Duration, at: Instant| *acc += at.elapsed();
+
+    // Commit (the PCS adapter's `commit`): the layout's message, encoded and committed.
+    let fold0 = config.round_folding_factor(0);
+    let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], fold0);
+    let at = Instant::now();
+    let message = base_message(&witness, fold0);
+    let (root, mut committed) = steps.commit(&message, 1 << fold0, params.log_inv_rate)?;
+    drop(message);
+    timed(&mut times.commit, at);
+    let mut layout = ProverLayout::from_witness(witness);
+    observe_commitment::<F, _, _>(challenger, root.clone());
+    times.commit_phase = started.elapsed();
+
+    // Claim phase (the adapter's `open`): commitment OOD claims, then the opening claims.
+    let protocol = opening_protocol(params);
+    let claims = protocol.checked_num_claims().and_then(|n| n.checked_add(config.commitment_ood_samples()));
+    config
+        .validate_initial_claims(claims.ok_or_else(|| ProverError::Params("too many opening claims".into()))?)
+        .map_err(|e| ProverError::Params(e.to_string()))?;
+    let initial_ood_answers: Vec<EF> = (0..config.commitment_ood_samples()).map(|_| layout.add_virtual_eval(challenger)).collect();
+    let opening_evals: Vec<_> = protocol.iter_openings().map(|(table, batch)| layout.eval(table, batch, challenger)).collect();
+
+    // The WHIR run (`WhirProver::prove`).
+    let shape = WhirShape::new(&config, protocol.num_openings());
+    let mut transcript = WhirProverTranscript::<GpuChallenger, F, EF>::new(challenger, shape);
+    // Everything between here and `finish` plays the transcript; a step that fails (a GPU error)
+    // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
+    // forgotten instead (a few small allocations) and the error returned.
+    let played = (|| -> Result<_, ProverError> {
+        let mut initial_sumcheck = SumcheckData::default();
+        let (mut sumcheck, mut folding_randomness) = transcript
+            .delegate_initial_fold(|ch| layout.into_sumcheck(&mut initial_sumcheck, config.starting_folding_pow_bits(), ch));
+
+        let mut rounds = Vec::with_capacity(config.n_rounds());
+        let mut base_round = true;
+        for round in 0..config.n_rounds() {
+            let num_variables = params.num_vars - config.total_folded_through(round);
+            let round_params = &config.round_parameters()[round];
+            let fold_next = config.round_folding_factor(round + 1);
+
+            // Commit to the folded polynomial (`commit_extension`, suffix order: as is).
+            let at = Instant::now();
+            let mut folded = EF::zero_vec(1 << num_variables);
+            sumcheck.evals_view().unpack_into(&mut folded);
+            let (next_root, next_committed) = steps.commit(&EF::flatten_to_base(folded), 4 << fold_next, round_params.log_inv_rate)?;
+            timed(&mut times.commit, at);
+            transcript.commitment(next_root.clone());
+
+            // Out-of-domain samples of the folded polynomial.
+            let mut ood_statement = EqStatement::initialize(num_variables);
+            let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
+            for _ in 0..round_params.ood_samples {
+                let point = Point::expand_from_univariate(transcript.ood_point(), num_variables);
+                let eval = sumcheck.eval(&point);
+                transcript.ood_answer(eval);
+                ood_answers.push(eval);
+                ood_statement.add_evaluated_constraint(point, eval);
+            }
+
+            let pow_witness = transcript.query_pow(round);
+            let indices = transcript.query_indices(round);
+
+            // STIR openings of the previous codeword, each row folded at the folding randomness.
+            let at = Instant::now();
+            let (rows, proof) = steps.open(&committed, &indices)?;
+            timed(&mut times.open, at);
+            let query_randomness = folding_randomness.reversed();
+            let mut stir_statement = SelectStatement::initialize(num_variables);
+            let openings = if base_round {
+                for (row, &index) in rows.iter().zip(&indices) {
+                    let eval = Poly::new(row.clone()).eval_base(&query_randomness);
+                    stir_statement.add_constraint(query_var(round_params.log_folded_domain_size, round_params.num_variables, index), eval);
+                }
+                QueryOpenings::Base(SharedProofOpening { rows, proof })
+            } else {
+                let rows = ext_rows(rows);
+                for (row, &index) in rows.iter().zip(&indices) {
+                    let eval = Poly::new(row.clone()).eval_ext::<F>(&query_randomness);
+                    stir_statement.add_constraint(query_var(round_params.log_folded_domain_size, round_params.num_variables, index), eval);
+                }
+                QueryOpenings::Extension(SharedProofOpening { rows, proof })
+            };
+
+            // γ-batched constraint, then this round's sumcheck.
+            let constraint = Constraint::new_with_existing_claim(
+                transcript.round_batching(),
+                num_variables,
+                vec![Statements::Eq(ood_statement), Statements::Select(stir_statement)],
+            );
+            let mut sumcheck_data = SumcheckData::default();
+            folding_randomness = transcript.delegate_round_fold(|ch| {
+                sumcheck.compute_sumcheck_polynomials(&mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits, Some(constraint))
+            });
+            committed = next_committed;
+            base_round = false;
+            rounds.push(WhirRoundProof { commitment: Some(next_root), ood_answers, pow_witness, openings, sumcheck: sumcheck_data });
+        }
+
+        // Final round: the polynomial in the clear, the last queries, the closing sumcheck.
+        let final_round = config.n_rounds();
+        let final_poly = sumcheck.evals();
+        transcript.final_poly(final_poly.as_slice());
+        let final_pow_witness = transcript.query_pow(final_round);
+        let indices = transcript.query_indices(final_round);
+        let at = Instant::now();
+        let (rows, proof) = steps.open(&committed, &indices)?;
+        timed(&mut times.open, at);
+        let final_openings = if base_round {
+            QueryOpenings::Base(SharedProofOpening { rows, proof })
+        } else {
+            QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
+        };
+        let final_sumcheck = transcript.delegate_final_fold(|ch| {
+            let mut data = SumcheckData::default();
+            let _ = sumcheck.compute_sumcheck_polynomials(&mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits(), None);
+            data
+        });
+        Ok((initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck))
+    })();
+    let (initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck) = match played {
+        Ok(played) => {
+            transcript.finish();
+            played
+        }
+        Err(e) => {
+            std::mem::forget(transcript);
+            return Err(e);
+        }
+    };
+
+    let whir = WhirProof {
+        initial_ood_answers,
+        initial_sumcheck,
+        rounds,
+        final_poly: Some(final_poly),
+        final_pow_witness,
+        final_openings,
+        final_sumcheck,
+    };
+    times.pow = challenger.pow_time().saturating_sub(pow_before);
+    times.other = started.elapsed().saturating_sub(times.commit + times.open + times.pow);
+    Ok((root, PcsProof { whir, evals: opening_evals }, times))
+}
+

@@ -1,0 +1,131 @@
+//! Our WHIR driver against Plonky3's own prover: the same commitment and the same proof bytes
+//! (both grind for the smallest witness), accepted by the stock verifier, over a grid of shapes
+//! drawn fresh each run — with Plonky3's encoder and Merkle tree (the CPU twin) and with
+//! resident GPU codewords, both multiply variants.
+
+mod common;
+
+use std::sync::Arc;
+
+use rand::RngExt;
+use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::{permutation, prove_with_steps, Backend, CodewordSteps, CpuBackend, CpuCodewords, Params, ProofFile, ProverOutput, Soundness};
+
+fn drive<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
+    let mut challenger = GpuChallenger::new(permutation(), None);
+    let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap())
+}
+
+fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Vec<u8>, Vec<u8>)) {
+    let out = CpuBackend.prove(p, evals).unwrap();
+    let bytes = (postcard::to_allocvec(&out.commitment).unwrap(), out.proof.clone());
+    (out, bytes)
+}
+
+/// Shapes from the grid: n 6..=14, fold 1..=4, rate 1..=3, Johnson and unique decoding,
+/// PoW 0 / 5 / 8, 1..=3 points; infeasible draws are skipped.
+fn grid(rng: &mut rand::rngs::StdRng, count: usize) -> Vec<Params> {
+    let mut out = Vec::new();
+    while out.len() < count {
+        let p = Params {
+            num_vars: rng.random_range(6..=14),
+            fold: rng.random_range(1..=4),
+            log_inv_rate: rng.random_range(1..=3),
+            security_bits: 60,
+            pow_bits: [0, 5, 8][rng.random_range(0..3)],
+            soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
+            points: rng.random_range(1..=3),
+        };
+        if p.config::<GpuChallenger>().is_ok() {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn cpu_twin_matches_plonky3_byte_for_byte() {
+    let mut rng = common::rng();
+    for p in grid(&mut rng, 12) {
+        let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+        let (out, expected) = reference(&p, &evals);
+        assert_eq!(drive(&CpuCodewords::default(), &p, &evals), expected, "{p:?}");
+        ProofFile::new(&p, &out).to_bytes();
+    }
+}
+
+#[test]
+fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        for p in grid(&mut rng, 8) {
+            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+            let (out, expected) = reference(&p, &evals);
+            let ours = drive(&steps, &p, &evals);
+            assert_eq!(ours, expected, "{p:?} ({:?})", ctx.mul_variant());
+            let file = ProofFile::new(&p, &ProverOutput { proof: ours.1, ..out });
+            ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
+        }
+    }
+}
+
+/// What crosses the bus in one resident proof: the input once, each round's folded polynomial
+/// (sumcheck still runs on the CPU), and back only roots, opened rows, sibling digests and PoW
+/// witnesses — never a codeword. The pieces path reads every codeword back, which this bound
+/// would catch.
+#[test]
+fn resident_proofs_never_read_a_codeword_back() {
+    use whir_wgpu::prover::{GpuBackend, GpuMode};
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let gpu = GpuBackend::new(ctx.clone());
+        for p in [
+            Params { num_vars: 14, fold: 1, log_inv_rate: 2, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 1 },
+            Params { num_vars: 13, fold: 4, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Unique, points: 2 },
+        ] {
+            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+            // Twiddle tables are uploaded once per context and size; a first proof makes them.
+            gpu.prove(&p, &evals).unwrap();
+            let input_bytes = 4u64 << p.num_vars;
+            let codeword_bytes = input_bytes << p.log_inv_rate;
+            let out = gpu.prove(&p, &evals).unwrap();
+            assert_eq!(out.path, "gpu");
+            let t = out.transfers.expect("GPU backends count transfers");
+            let proof_bytes = out.proof.len() as u64;
+            assert!(t.bytes_down <= 2 * proof_bytes + 4096, "{p:?}: {} bytes down for a {proof_bytes}-byte proof", t.bytes_down);
+            assert!(t.bytes_down < codeword_bytes, "{p:?}: a codeword's worth came back");
+            // The input once, plus the folded polynomials: at most 4x the input over all rounds.
+            assert!(t.bytes_up <= 5 * input_bytes + 65536, "{p:?}: {} bytes up for a {input_bytes}-byte input", t.bytes_up);
+
+            let pieces = gpu.clone().with_mode(GpuMode::Pieces).prove(&p, &evals).unwrap();
+            assert_eq!(pieces.proof, out.proof, "{p:?}: resident and pieces proofs differ");
+            assert!(pieces.transfers.unwrap().bytes_down >= codeword_bytes, "the pieces path reads codewords back");
+        }
+    }
+}
+
+/// A GPU failure mid-proof proves again on the CPU: a proof the verifier accepts, never a bad one.
+#[test]
+fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
+    use whir_wgpu::prover::GpuBackend;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let gpu = GpuBackend::new(ctx.clone());
+        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };
+        let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+        let expected = CpuBackend.prove(&p, &evals).unwrap();
+        // The first commit's root, a later commit, an opening: the proof breaks off at each.
+        for skip in [0, 1, 4] {
+            ctx.fail_readbacks(skip, 1);
+            let out = gpu.prove(&p, &evals).unwrap();
+            ctx.fail_readbacks(0, 0);
+            assert_eq!(out.path, "cpu (fallback)", "failure after {skip} readbacks");
+            assert_eq!(out.proof, expected.proof, "failure after {skip} readbacks");
+            ProofFile::from_bytes(&ProofFile::new(&p, &out).to_bytes()).unwrap().verify(&p).unwrap();
+        }
+        assert_eq!(gpu.prove(&p, &evals).unwrap().path, "gpu", "the GPU is used again afterwards");
+    }
+}
