@@ -60,6 +60,10 @@ impl GpuCodewords {
         Ok(Self { ntt, merkle })
     }
 
+    pub fn context(&self) -> &Arc<crate::GpuContext> {
+        self.ntt.context()
+    }
+
     /// Encodes `message` (rows of `width` words; a power-of-two number of rows) at rate
     /// 2^-log_inv_rate — the transform of the message padded with zero rows, which are never
     /// stored — and commits to the codeword's rows. One upload, one submission, one readback
@@ -71,24 +75,26 @@ impl GpuCodewords {
                 message.len()
             )));
         }
-        let rows = message.len() / width;
+        let ctx = self.ntt.context().clone();
+        let input = ctx.pooled_storage("codeword message", message.len());
+        ctx.write(&input, as_words(message));
+        let committed = self.commit_buffer(&input, message.len() / width, width, log_inv_rate);
+        ctx.recycle_storage(input);
+        committed
+    }
+
+    /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
+    /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
+    pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+        if width == 0 || !rows.is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
+        }
         let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
-            let input = ctx.pooled_storage("codeword message", message.len());
-            ctx.write(&input, as_words(message));
             let mut encoder = ctx.encoder("codeword commit");
-            let recorded = self.ntt.record(&mut encoder, &input, &spec);
-            let codeword = match recorded {
-                Ok(c) => c,
-                Err(e) => {
-                    ctx.recycle_storage(input);
-                    return Err(e);
-                }
-            };
-            let tree = self.merkle.commit_recorded(encoder, &codeword, spec.rows(), width);
-            ctx.recycle_storage(input);
-            match tree {
+            let codeword = self.ntt.record(&mut encoder, message, &spec)?;
+            match self.merkle.commit_recorded(encoder, &codeword, spec.rows(), width) {
                 Ok(tree) => Ok(CommittedCodeword { codeword: Some(codeword), tree, ntt: self.ntt.clone() }),
                 Err(e) => {
                     self.ntt.recycle(codeword);

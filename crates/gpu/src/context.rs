@@ -660,6 +660,14 @@ impl GpuContext {
         Ok(out)
     }
 
+    /// Submits without waiting (the queue runs submissions in order). Call inside
+    /// [`scoped`](Self::scoped) to have recording errors returned.
+    pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+        self.queue.submit([encoder.finish()]);
+        self.count_submission();
+        Ok(())
+    }
+
     /// Submits and blocks until the GPU is done; recording errors are returned as in
     /// [`submit_and_read`](Self::submit_and_read).
     pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {

@@ -12,6 +12,17 @@ pub const BABYBEAR_P: u32 = 0x7800_0001;
 // `u32` (p3-monty-31 documents and relies on this layout itself).
 const _: () = assert!(std::mem::size_of::<BabyBear>() == 4 && std::mem::align_of::<BabyBear>() == 4);
 
+/// BabyBear^4 as Plonky3 stores it: `BinomialExtensionField` is `#[repr(transparent)]` over
+/// `[BabyBear; 4]` (p3-field's own `flatten_to_base` relies on this layout).
+pub type Ext4 = p3_field::extension::BinomialExtensionField<BabyBear, 4>;
+const _: () = assert!(std::mem::size_of::<Ext4>() == 16 && std::mem::align_of::<Ext4>() == 4);
+
+/// The Montgomery words of BabyBear^4 values (four per element, X^0 first), without copying.
+pub fn ext4_as_words(values: &[Ext4]) -> &[u32] {
+    // SAFETY: 16 bytes of four BabyBear words per element, alignment 4 (checked above).
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * 4) }
+}
+
 /// The Montgomery words of `values`, without copying.
 pub fn as_words(values: &[BabyBear]) -> &[u32] {
     // SAFETY: repr(transparent) over u32 (checked size and alignment above); every BabyBear

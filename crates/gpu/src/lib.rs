@@ -27,6 +27,7 @@ pub mod mmcs;
 mod ntt;
 pub mod poseidon2;
 pub mod shaders;
+mod sumcheck;
 #[doc(hidden)]
 pub mod testing;
 pub mod transfer;
@@ -42,6 +43,7 @@ pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
+pub use sumcheck::{Ext4, GpuSumcheck};
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

@@ -49,6 +49,10 @@ wgsl_sources!(
     "poseidon2/permute_batch",
     "merkle/hash_leaves",
     "pow/grind",
+    "sumcheck/reduce",
+    "sumcheck/round",
+    "sumcheck/fold",
+    "sumcheck/weights",
     "test/field_ops",
 );
 
@@ -63,11 +67,17 @@ pub enum Kernel {
     HashLeaves,
     CompressLevel,
     Grind,
+    SumcheckRound,
+    SumPartials,
+    SumcheckFold,
+    AddEqWeights,
+    AddSelectWeights,
+    EqDotPartials,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 9] = [
+    pub const ALL: [Kernel; 15] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -76,6 +86,12 @@ impl Kernel {
         Kernel::HashLeaves,
         Kernel::CompressLevel,
         Kernel::Grind,
+        Kernel::SumcheckRound,
+        Kernel::SumPartials,
+        Kernel::SumcheckFold,
+        Kernel::AddEqWeights,
+        Kernel::AddSelectWeights,
+        Kernel::EqDotPartials,
         Kernel::FieldOpsTest,
     ];
 
@@ -88,6 +104,9 @@ impl Kernel {
             Kernel::HashLeaves => "merkle/hash_leaves",
             Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::Grind => "pow/grind",
+            Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
+            Kernel::SumcheckFold => "sumcheck/fold",
+            Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::EqDotPartials => "sumcheck/weights",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -102,6 +121,12 @@ impl Kernel {
             Kernel::HashLeaves => "hash_leaves",
             Kernel::CompressLevel => "compress_pairs",
             Kernel::Grind => "grind",
+            Kernel::SumcheckRound => "round_partials",
+            Kernel::SumPartials => "sum_partials",
+            Kernel::SumcheckFold => "fold_pairs",
+            Kernel::AddEqWeights => "add_eq_weights",
+            Kernel::AddSelectWeights => "add_select_weights",
+            Kernel::EqDotPartials => "eq_dot_partials",
             Kernel::FieldOpsTest => "field_op",
         }
     }

@@ -8,8 +8,11 @@
 //! pieces: `WhirProverTranscript`/`WhirShape` for the round transcript, the sumcheck layout for
 //! the claim phase and the initial fold, `SumcheckProver` for the folding rounds.
 //!
-//! Still on the host: the claim phase, the sumcheck and folding (Plonky3's CPU code), and the
-//! folded polynomial, which is uploaded once per round to be encoded.
+//! From the first round on, the sumcheck state (the folded polynomial f and the weights w) is a
+//! [`SumcheckSteps`] of the steps' choosing: on the GPU it stays resident, each folded f is
+//! encoded where it lies, and only round coefficients, OOD answers and the final polynomial come
+//! back. Still on the host: the claim phase and the initial fold (Plonky3's layout code), whose
+//! f and w are uploaded once.
 
 use std::time::{Duration, Instant};
 
@@ -20,18 +23,19 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
-use p3_sumcheck::constraints::statement::{EqStatement, SelectStatement};
-use p3_sumcheck::constraints::{Constraint, Statements};
+use p3_sumcheck::strategy::Basis;
+use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::layout::{observe_commitment, Layout, Table};
 use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_gpu::mmcs::CpuMmcs;
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords};
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck};
 
 use crate::backend::{opening_protocol, permutation, ProverLayout};
 use crate::error::ProverError;
 use crate::params::Params;
+use crate::sumcheck::{powers_from, CpuSumcheck, SumcheckSteps};
 use crate::{Commitment, EF, F};
 
 type Proof = PcsProof<F, EF, CpuMmcs>;
@@ -51,6 +55,14 @@ pub trait CodewordSteps {
 
     /// The codeword rows at `indices` (in order, repeats included) and their pruned multi-proof.
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError>;
+
+    /// The sumcheck state of the rounds, from f and w after the initial fold.
+    type Sumcheck: SumcheckSteps;
+    fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError>;
+
+    /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
+    /// 2^-log_inv_rate and commits to it, as `commit` does its message.
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
 }
 
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs`. The reference twin.
@@ -61,6 +73,15 @@ pub struct CpuCodewords {
 
 impl CodewordSteps for CpuCodewords {
     type Committed = <CpuMmcs as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
+    type Sumcheck = CpuSumcheck;
+
+    fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError> {
+        CpuSumcheck::new(f, w)
+    }
+
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+        self.commit(&EF::flatten_to_base(sumcheck.evals()?), 4 << fold, log_inv_rate)
+    }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         let mut padded = F::zero_vec(message.len() << log_inv_rate);
@@ -81,6 +102,21 @@ impl CodewordSteps for CpuCodewords {
 
 impl CodewordSteps for GpuCodewords {
     type Committed = CommittedCodeword;
+    type Sumcheck = GpuSumcheck;
+
+    fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError> {
+        Ok(GpuSumcheck::new(self.context().clone(), &f, &w)?)
+    }
+
+    /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+        let m = sumcheck.num_variables();
+        if fold > m {
+            return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
+        }
+        let committed = self.commit_buffer(sumcheck.f_buffer(), 1 << (m - fold), 4 << fold, log_inv_rate)?;
+        Ok((Commitment::new(vec![committed.root()]), committed))
+    }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         let committed = GpuCodewords::commit(self, message, width, log_inv_rate)?;
@@ -127,6 +163,36 @@ fn query_var(log_folded_domain_size: usize, num_variables: usize, index: usize) 
         WhirQueryPoint::Univariate(v) => v,
         WhirQueryPoint::Multilinear(_) => unreachable!("the two-adic domain queries univariate points"),
     }
+}
+
+/// `rounds` sumcheck rounds (`SumcheckProver::compute_sumcheck_polynomials` without a new
+/// constraint): observe h(0) and h(∞), grind if asked, sample r, bind the last variable to r.
+fn run_rounds<S: SumcheckSteps>(
+    sumcheck: &mut S,
+    data: &mut SumcheckData<F, EF>,
+    challenger: &mut GpuChallenger,
+    rounds: usize,
+    pow_bits: usize,
+) -> Result<Point<EF>, ProverError> {
+    let mut transcript = ProverTranscript::<GpuChallenger, F, EF>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
+    let mut challenges = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let (c0, c_inf) = match sumcheck.round_coefficients() {
+            Ok(c) => c,
+            Err(e) => {
+                std::mem::forget(transcript);
+                return Err(e);
+            }
+        };
+        let r = data.observe_and_sample(&mut transcript, c0, c_inf);
+        if let Err(e) = sumcheck.fold(r) {
+            std::mem::forget(transcript);
+            return Err(e);
+        }
+        challenges.push(r);
+    }
+    transcript.finish();
+    Ok(Point::new(challenges))
 }
 
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
@@ -176,8 +242,12 @@ pub fn prove_with_steps<S: CodewordSteps>(
     // forgotten instead (a few small allocations) and the error returned.
     let played = (|| -> Result<_, ProverError> {
         let mut initial_sumcheck = SumcheckData::default();
-        let (mut sumcheck, mut folding_randomness) = transcript
+        let (initial, _) = transcript
             .delegate_initial_fold(|ch| layout.into_sumcheck(&mut initial_sumcheck, config.starting_folding_pow_bits(), ch));
+        // From here the rounds' sumcheck state is ours: f and w after the initial fold.
+        let mut initial = initial;
+        let mut sumcheck = steps.sumcheck(initial.evals().into_evals(), initial.weights().into_evals())?;
+        drop(initial);
 
         let mut rounds = Vec::with_capacity(config.n_rounds());
         let mut base_round = true;
@@ -188,21 +258,19 @@ pub fn prove_with_steps<S: CodewordSteps>(
 
             // Commit to the folded polynomial (`commit_extension`, suffix order: as is).
             let at = Instant::now();
-            let mut folded = EF::zero_vec(1 << num_variables);
-            sumcheck.evals_view().unpack_into(&mut folded);
-            let (next_root, next_committed) = steps.commit(&EF::flatten_to_base(folded), 4 << fold_next, round_params.log_inv_rate)?;
+            let (next_root, next_committed) = steps.commit_folded(&mut sumcheck, fold_next, round_params.log_inv_rate)?;
             timed(&mut times.commit, at);
             transcript.commitment(next_root.clone());
 
             // Out-of-domain samples of the folded polynomial.
-            let mut ood_statement = EqStatement::initialize(num_variables);
+            let mut ood_points = Vec::with_capacity(round_params.ood_samples);
             let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
             for _ in 0..round_params.ood_samples {
                 let point = Point::expand_from_univariate(transcript.ood_point(), num_variables);
-                let eval = sumcheck.eval(&point);
+                let eval = sumcheck.eval(&point)?;
                 transcript.ood_answer(eval);
                 ood_answers.push(eval);
-                ood_statement.add_evaluated_constraint(point, eval);
+                ood_points.push(point);
             }
 
             let pow_witness = transcript.query_pow(round);
@@ -212,33 +280,25 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let at = Instant::now();
             let (rows, proof) = steps.open(&committed, &indices)?;
             timed(&mut times.open, at);
-            let query_randomness = folding_randomness.reversed();
-            let mut stir_statement = SelectStatement::initialize(num_variables);
+            let vars: Vec<F> = indices.iter().map(|&i| query_var(round_params.log_folded_domain_size, round_params.num_variables, i)).collect();
+            // (The rows' folded values only update the claimed sum, which no message carries.)
             let openings = if base_round {
-                for (row, &index) in rows.iter().zip(&indices) {
-                    let eval = Poly::new(row.clone()).eval_base(&query_randomness);
-                    stir_statement.add_constraint(query_var(round_params.log_folded_domain_size, round_params.num_variables, index), eval);
-                }
                 QueryOpenings::Base(SharedProofOpening { rows, proof })
             } else {
-                let rows = ext_rows(rows);
-                for (row, &index) in rows.iter().zip(&indices) {
-                    let eval = Poly::new(row.clone()).eval_ext::<F>(&query_randomness);
-                    stir_statement.add_constraint(query_var(round_params.log_folded_domain_size, round_params.num_variables, index), eval);
-                }
-                QueryOpenings::Extension(SharedProofOpening { rows, proof })
+                QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
             };
 
-            // γ-batched constraint, then this round's sumcheck.
-            let constraint = Constraint::new_with_existing_claim(
-                transcript.round_batching(),
-                num_variables,
-                vec![Statements::Eq(ood_statement), Statements::Select(stir_statement)],
-            );
+            // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
+            // STIR claims the powers after them), then this round's sumcheck.
+            let gamma = transcript.round_batching();
+            let eq_scales = powers_from(gamma, 1, ood_points.len());
+            let select_scales = powers_from(gamma, 1 + ood_points.len(), vars.len());
+            sumcheck.add_eq_weights(&ood_points, &eq_scales)?;
+            sumcheck.add_select_weights(&vars, &select_scales)?;
             let mut sumcheck_data = SumcheckData::default();
-            folding_randomness = transcript.delegate_round_fold(|ch| {
-                sumcheck.compute_sumcheck_polynomials(&mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits, Some(constraint))
-            });
+            let _folding_randomness = transcript.delegate_round_fold(|ch| {
+                run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits)
+            })?;
             committed = next_committed;
             base_round = false;
             rounds.push(WhirRoundProof { commitment: Some(next_root), ood_answers, pow_witness, openings, sumcheck: sumcheck_data });
@@ -246,7 +306,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
 
         // Final round: the polynomial in the clear, the last queries, the closing sumcheck.
         let final_round = config.n_rounds();
-        let final_poly = sumcheck.evals();
+        let final_poly = Poly::new(sumcheck.evals()?);
         transcript.final_poly(final_poly.as_slice());
         let final_pow_witness = transcript.query_pow(final_round);
         let indices = transcript.query_indices(final_round);
@@ -258,11 +318,12 @@ pub fn prove_with_steps<S: CodewordSteps>(
         } else {
             QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
         };
-        let final_sumcheck = transcript.delegate_final_fold(|ch| {
-            let mut data = SumcheckData::default();
-            let _ = sumcheck.compute_sumcheck_polynomials(&mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits(), None);
-            data
-        });
+        let final_sumcheck = transcript
+            .delegate_final_fold(|ch| {
+                let mut data = SumcheckData::default();
+                run_rounds(&mut sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits()).map(|_| data)
+            })
+            .transpose()?;
         Ok((initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck))
     })();
     let (initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck) = match played {

@@ -14,6 +14,7 @@ mod error;
 mod params;
 mod proof_file;
 mod stock;
+mod sumcheck;
 mod timing;
 
 use p3_baby_bear::BabyBear;
@@ -26,6 +27,7 @@ pub use error::ProverError;
 pub use params::{ParamSource, Params, Soundness, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
 pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
 pub use stock::prove_stock;
+pub use sumcheck::{CpuSumcheck, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 
 /// The base field.

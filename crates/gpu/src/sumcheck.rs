@@ -1,0 +1,287 @@
+//! Sumcheck state on the GPU: two BabyBear^4 tables f and w over {0,1}^m (big-endian index
+//! order, as Plonky3's `Poly`), kept resident, with the steps of a product sumcheck Σ f·w that
+//! binds the last variable first (adjacent pairs): round coefficients, folding, weight updates
+//! (equality and select weights) and multilinear evaluation. Each step is one or two dispatches;
+//! only the few words a step returns are read back. Knows nothing of WHIR.
+
+use std::sync::Arc;
+
+use p3_baby_bear::BabyBear;
+use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
+
+use crate::context::GpuContext;
+use crate::error::{GpuError, Result};
+pub use crate::field::Ext4;
+use crate::field::{ext4_as_words, from_words};
+use crate::shaders::Kernel;
+
+const THREADS: usize = 256;
+/// Most workgroups a reduction launches (a grid-stride loop covers the rest).
+const MAX_REDUCE_GROUPS: usize = 1024;
+/// Largest table: 2^27 entries of 16 bytes stay within 32-bit indexing and one binding on
+/// adapters that allow 2 GiB.
+const MAX_VARS: usize = 27;
+
+/// Rust twin of `RoundParams` in wgsl/sumcheck/round.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RoundParams {
+    count: u32,
+    groups: u32,
+    _pad: [u32; 2],
+}
+
+/// Rust twin of `FoldParams` in wgsl/sumcheck/fold.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FoldParams {
+    r: [u32; 4],
+    half: u32,
+    _pad: [u32; 3],
+}
+
+/// Rust twin of `WeightParams` in wgsl/sumcheck/weights.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct WeightParams {
+    size: u32,
+    vars: u32,
+    count: u32,
+    groups: u32,
+}
+
+fn ext_words(values: &[Ext4]) -> &[u32] {
+    ext4_as_words(values)
+}
+
+fn ext_from_words(words: Vec<u32>) -> Result<Vec<Ext4>> {
+    Ok(<Ext4 as BasedVectorSpace<BabyBear>>::reconstitute_from_base(from_words(words)?))
+}
+
+/// f and w on the GPU.
+pub struct GpuSumcheck {
+    ctx: Arc<GpuContext>,
+    f: wgpu::Buffer,
+    w: wgpu::Buffer,
+    vars: usize,
+    /// Bound where a kernel's optional buffer is unused.
+    placeholder: wgpu::Buffer,
+}
+
+impl Drop for GpuSumcheck {
+    fn drop(&mut self) {
+        let (f, w) = (self.ctx.storage("released", 1), self.ctx.storage("released", 1));
+        self.ctx.recycle_storage(std::mem::replace(&mut self.f, f));
+        self.ctx.recycle_storage(std::mem::replace(&mut self.w, w));
+    }
+}
+
+impl GpuSumcheck {
+    /// Uploads f and w (equal powers of two, at most 2^27 entries).
+    pub fn new(ctx: Arc<GpuContext>, f: &[Ext4], w: &[Ext4]) -> Result<Self> {
+        if f.len() != w.len() || !f.len().is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("sumcheck tables of {} and {} entries (need equal powers of two)", f.len(), w.len())));
+        }
+        let vars = f.len().trailing_zeros() as usize;
+        if vars > MAX_VARS {
+            return Err(GpuError::InvalidInput(format!("a sumcheck over 2^{vars} entries exceeds 2^{MAX_VARS}")));
+        }
+        ctx.check_binding_size("sumcheck table", (f.len() * 16) as u64)?;
+        let upload = |label: &str, values: &[Ext4]| {
+            let buffer = ctx.pooled_storage(label, values.len() * 4);
+            ctx.write(&buffer, ext_words(values));
+            buffer
+        };
+        let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
+        let placeholder = ctx.storage("sumcheck placeholder", 4);
+        Ok(Self { ctx, f, w, vars, placeholder })
+    }
+
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// m: the tables hold 2^m entries.
+    pub fn num_variables(&self) -> usize {
+        self.vars
+    }
+
+    /// f's table on the GPU (2^m elements, 4 words each), e.g. to encode it.
+    pub fn f_buffer(&self) -> &wgpu::Buffer {
+        &self.f
+    }
+
+    fn size(&self) -> usize {
+        1 << self.vars
+    }
+
+    fn groups_for(items: usize) -> usize {
+        items.div_ceil(THREADS).clamp(1, MAX_REDUCE_GROUPS)
+    }
+
+    /// Reduces `groups` partial pairs in `partials` to one pair and reads it back.
+    fn finish_reduction(&self, mut encoder: wgpu::CommandEncoder, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(Ext4, Ext4)> {
+        let pipeline = self.ctx.pipeline(Kernel::SumPartials, &[])?;
+        let mut spare = Vec::new();
+        while groups > 1 {
+            let next = Self::groups_for(groups);
+            let out = self.ctx.pooled_storage("sumcheck partials", 8 * next);
+            let params = self.ctx.uniform("sum params", &RoundParams { count: groups as u32, groups: next as u32, _pad: [0; 2] });
+            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &partials, &self.placeholder, &out]);
+            self.ctx.record_dispatch(&mut encoder, "sum partials", &pipeline, &bind, next as u32, None);
+            spare.push(std::mem::replace(&mut partials, out));
+            groups = next;
+        }
+        let words = self.ctx.submit_and_read(encoder, &partials, 8);
+        for b in spare.into_iter().chain([partials]) {
+            self.ctx.recycle_storage(b);
+        }
+        let v = ext_from_words(words?)?;
+        Ok((v[0], v[1]))
+    }
+
+    /// h(0) = Σ_i f[2i]·w[2i] and h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i]).
+    pub fn round_coefficients(&self) -> Result<(Ext4, Ext4)> {
+        if self.vars == 0 {
+            return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
+        }
+        self.ctx.scoped("sumcheck round", || {
+            let pairs = self.size() / 2;
+            let groups = Self::groups_for(pairs);
+            let pipeline = self.ctx.pipeline(Kernel::SumcheckRound, &[])?;
+            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
+            let params = self.ctx.uniform("round params", &RoundParams { count: pairs as u32, groups: groups as u32, _pad: [0; 2] });
+            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
+            let mut encoder = self.ctx.encoder("sumcheck round");
+            self.ctx.record_dispatch(&mut encoder, "sumcheck round", &pipeline, &bind, groups as u32, None);
+            self.finish_reduction(encoder, partials, groups)
+        })
+    }
+
+    /// Binds the last variable of f and w to `r`.
+    pub fn fold(&mut self, r: Ext4) -> Result<()> {
+        if self.vars == 0 {
+            return Err(GpuError::InvalidInput("no variable left to fold".into()));
+        }
+        let half = self.size() / 2;
+        let (f_out, w_out) = self.ctx.scoped("sumcheck fold", || {
+            let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
+            let f_out = self.ctx.pooled_storage("sumcheck f", 4 * half);
+            let w_out = self.ctx.pooled_storage("sumcheck w", 4 * half);
+            let mut r_words = [0u32; 4];
+            r_words.copy_from_slice(ext_words(&[r]));
+            let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
+            let mut encoder = self.ctx.encoder("sumcheck fold");
+            self.ctx.record_dispatch(&mut encoder, "sumcheck fold", &pipeline, &bind, half.div_ceil(THREADS) as u32, None);
+            self.ctx.submit(encoder)?;
+            Ok((f_out, w_out))
+        })?;
+        // The old tables are read by work already submitted; the queue runs in order.
+        self.ctx.recycle_storage(std::mem::replace(&mut self.f, f_out));
+        self.ctx.recycle_storage(std::mem::replace(&mut self.w, w_out));
+        self.vars -= 1;
+        Ok(())
+    }
+
+    fn check_point(&self, point: &[Ext4]) -> Result<()> {
+        if point.len() != self.vars {
+            return Err(GpuError::InvalidInput(format!("a point of {} coordinates for {} variables", point.len(), self.vars)));
+        }
+        Ok(())
+    }
+
+    /// w[x] += Σ_j scales[j]·eq(points[j], x), coordinate 0 paired with the top bit of x.
+    pub fn add_eq_weights(&self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
+        if points.len() != scales.len() {
+            return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
+        }
+        if points.is_empty() {
+            return Ok(());
+        }
+        for p in points {
+            self.check_point(p)?;
+        }
+        let coords: Vec<Ext4> = points.iter().flatten().copied().collect();
+        self.dispatch_weights(Kernel::AddEqWeights, &coords, scales, self.size().div_ceil(THREADS), self.vars)
+    }
+
+    /// w[x] += Σ_j scales[j]·vars[j]^x.
+    pub fn add_select_weights(&self, vars: &[BabyBear], scales: &[Ext4]) -> Result<()> {
+        if vars.len() != scales.len() {
+            return Err(GpuError::InvalidInput(format!("{} select variables with {} scales", vars.len(), scales.len())));
+        }
+        if vars.is_empty() {
+            return Ok(());
+        }
+        // Per variable, its squares v^(2^b) for b < m (at least one entry: v itself).
+        let per_var = self.vars.max(1);
+        let squares: Vec<Ext4> = vars
+            .iter()
+            .flat_map(|&v| {
+                let mut s = v;
+                (0..per_var).map(move |_| {
+                    let out = Ext4::from(s);
+                    s = s.square();
+                    out
+                })
+            })
+            .collect();
+        let threads = self.size().div_ceil(4);
+        self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, threads.div_ceil(THREADS), per_var)
+    }
+
+    /// f(point) = Σ_x f[x]·eq(point, x).
+    pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
+        self.check_point(point)?;
+        self.ctx.scoped("sumcheck eval", || {
+            let groups = Self::groups_for(self.size());
+            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
+            let encoder = self.record_weights(Kernel::EqDotPartials, point, &[Ext4::ONE], groups, self.vars, &self.f, &partials)?;
+            Ok(self.finish_reduction(encoder, partials, groups)?.0)
+        })
+    }
+
+    /// f's table.
+    pub fn evals(&self) -> Result<Vec<Ext4>> {
+        ext_from_words(self.ctx.submit_and_read(self.ctx.encoder("sumcheck evals"), &self.f, 4 * self.size())?)
+    }
+
+    /// w's table (for tests and diagnostics).
+    pub fn weights(&self) -> Result<Vec<Ext4>> {
+        ext_from_words(self.ctx.submit_and_read(self.ctx.encoder("sumcheck weights"), &self.w, 4 * self.size())?)
+    }
+
+    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], groups: usize, vars: usize) -> Result<()> {
+        self.ctx.scoped("sumcheck weights", || {
+            let encoder = self.record_weights(kernel, points, scales, groups, vars, &self.w, &self.placeholder)?;
+            self.ctx.submit(encoder)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_weights(
+        &self,
+        kernel: Kernel,
+        points: &[Ext4],
+        scales: &[Ext4],
+        groups: usize,
+        vars: usize,
+        table: &wgpu::Buffer,
+        partials: &wgpu::Buffer,
+    ) -> Result<wgpu::CommandEncoder> {
+        let pipeline = self.ctx.pipeline(kernel, &[])?;
+        let params = self.ctx.uniform(
+            "weight params",
+            &WeightParams { size: self.size() as u32, vars: vars as u32, count: scales.len() as u32, groups: groups as u32 },
+        );
+        // A point of no coordinates (m = 0) still binds one element: bindings hold at least one.
+        let points = if points.is_empty() { &[Ext4::ZERO][..] } else { points };
+        let points_buf = self.ctx.upload("sumcheck points", ext_words(points));
+        let scales_buf = self.ctx.upload("sumcheck scales", ext_words(scales));
+        let bind = self.ctx.bind_buffers(&pipeline, &[&params, &points_buf, &scales_buf, table, partials]);
+        let mut encoder = self.ctx.encoder("sumcheck weights");
+        self.ctx.record_dispatch(&mut encoder, kernel.entry_point(), &pipeline, &bind, groups as u32, None);
+        Ok(encoder)
+    }
+}

@@ -1,0 +1,156 @@
+//! The sumcheck state of the WHIR rounds after the initial fold: a polynomial f and a weight
+//! polynomial w over the hypercube {0,1}^m (evaluation tables in big-endian index order, as
+//! Plonky3's `Poly`), with the claim Σ_x f(x)·w(x). Rounds bind the last variable first
+//! (Plonky3's suffix order: adjacent pairs (2i, 2i+1)), constraints add γ-weighted equality and
+//! select weights to w. [`CpuSumcheck`] is the plain-Rust twin; the GPU implementation keeps f
+//! and w on the device.
+
+use p3_field::PrimeCharacteristicRing;
+use p3_multilinear_util::point::Point;
+
+use crate::error::ProverError;
+use crate::{EF, F};
+
+/// The steps a WHIR round asks of its sumcheck state.
+pub trait SumcheckSteps {
+    /// Variables m still free (f and w have 2^m entries).
+    fn num_variables(&self) -> usize;
+
+    /// The round polynomial's h(0) = Σ_i f(2i)·w(2i) and leading coefficient
+    /// h(∞) = Σ_i (f(2i+1) − f(2i))·(w(2i+1) − w(2i)).
+    fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError>;
+
+    /// Binds the last variable to `r`: g(i) = g(2i) + r·(g(2i+1) − g(2i)) for f and w.
+    fn fold(&mut self, r: EF) -> Result<(), ProverError>;
+
+    /// w(x) += Σ_j scales[j] · eq(points[j], x).
+    fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError>;
+
+    /// w(x) += Σ_j scales[j] · vars[j]^x (the select weights of univariate points).
+    fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError>;
+
+    /// f(point) = Σ_x f(x)·eq(point, x).
+    fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError>;
+
+    /// f's evaluation table.
+    fn evals(&mut self) -> Result<Vec<EF>, ProverError>;
+}
+
+/// eq(point, x) with point[0] paired with the most significant bit of x.
+pub(crate) fn eq_at(point: &[EF], x: usize) -> EF {
+    let m = point.len();
+    point.iter().enumerate().map(|(k, &p)| if (x >> (m - 1 - k)) & 1 == 1 { p } else { EF::ONE - p }).product()
+}
+
+/// The plain-Rust twin: the reference every GPU step is tested against.
+#[derive(Clone, Debug)]
+pub struct CpuSumcheck {
+    f: Vec<EF>,
+    w: Vec<EF>,
+}
+
+impl CpuSumcheck {
+    /// From f and w's tables (equal powers of two).
+    pub fn new(f: Vec<EF>, w: Vec<EF>) -> Result<Self, ProverError> {
+        if f.len() != w.len() || !f.len().is_power_of_two() {
+            return Err(ProverError::Input(format!("sumcheck tables of {} and {} entries", f.len(), w.len())));
+        }
+        Ok(Self { f, w })
+    }
+
+    pub fn weights(&self) -> &[EF] {
+        &self.w
+    }
+}
+
+fn fold_table(g: &mut Vec<EF>, r: EF) {
+    let half = g.len() / 2;
+    for i in 0..half {
+        g[i] = g[2 * i] + r * (g[2 * i + 1] - g[2 * i]);
+    }
+    g.truncate(half);
+}
+
+impl SumcheckSteps for CpuSumcheck {
+    fn num_variables(&self) -> usize {
+        self.f.len().trailing_zeros() as usize
+    }
+
+    fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
+        let (mut c0, mut c_inf) = (EF::ZERO, EF::ZERO);
+        for (f, w) in self.f.chunks_exact(2).zip(self.w.chunks_exact(2)) {
+            c0 += f[0] * w[0];
+            c_inf += (f[1] - f[0]) * (w[1] - w[0]);
+        }
+        Ok((c0, c_inf))
+    }
+
+    fn fold(&mut self, r: EF) -> Result<(), ProverError> {
+        if self.f.len() < 2 {
+            return Err(ProverError::Input("no variable left to fold".into()));
+        }
+        fold_table(&mut self.f, r);
+        fold_table(&mut self.w, r);
+        Ok(())
+    }
+
+    fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError> {
+        for (point, &s) in points.iter().zip(scales) {
+            for (x, w) in self.w.iter_mut().enumerate() {
+                *w += s * eq_at(point.as_slice(), x);
+            }
+        }
+        Ok(())
+    }
+
+    fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError> {
+        for (&v, &s) in vars.iter().zip(scales) {
+            let mut power = F::ONE;
+            for w in self.w.iter_mut() {
+                *w += s * power;
+                power *= v;
+            }
+        }
+        Ok(())
+    }
+
+    fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
+        Ok(self.f.iter().enumerate().map(|(x, &f)| f * eq_at(point.as_slice(), x)).sum())
+    }
+
+    fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
+        Ok(self.f.clone())
+    }
+}
+
+/// γ^start, γ^(start+1), ...: the batching coefficients of `count` claims.
+pub(crate) fn powers_from(gamma: EF, start: usize, count: usize) -> Vec<EF> {
+    let first = gamma.exp_u64(start as u64);
+    gamma.powers().take(count).map(|p| p * first).collect()
+}
+
+
+impl SumcheckSteps for whir_gpu::GpuSumcheck {
+    fn num_variables(&self) -> usize {
+        whir_gpu::GpuSumcheck::num_variables(self)
+    }
+    fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::round_coefficients(self)?)
+    }
+    fn fold(&mut self, r: EF) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::fold(self, r)?)
+    }
+    fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError> {
+        let points: Vec<Vec<EF>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
+        Ok(whir_gpu::GpuSumcheck::add_eq_weights(self, &points, scales)?)
+    }
+    fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::add_select_weights(self, vars, scales)?)
+    }
+    fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
+    }
+    fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::evals(self)?)
+    }
+}

@@ -1,0 +1,66 @@
+//! The GPU sumcheck steps against the plain-Rust twin on fresh random tables, both multiply
+//! variants, sizes from one entry to 2^12: round coefficients, folding, equality and select
+//! weights, multilinear evaluation.
+
+mod common;
+
+use p3_baby_bear::BabyBear;
+use p3_multilinear_util::point::Point;
+use rand::RngExt;
+use whir_wgpu::gpu::{Ext4, GpuSumcheck};
+use whir_wgpu::prover::{CpuSumcheck, SumcheckSteps};
+
+fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
+    (0..n).map(|_| rng.random()).collect()
+}
+
+#[test]
+fn gpu_sumcheck_steps_match_the_cpu_twin() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        for m in [0usize, 1, 2, 3, 5, 8, 12] {
+            let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
+            let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
+            let mut gpu = GpuSumcheck::new(ctx.clone(), &f, &w).unwrap();
+            let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+
+            // Constraint weights: a few eq points, up to 150 select variables.
+            let points: Vec<Point<Ext4>> = (0..rng.random_range(0..4)).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
+            let scales = ext_vec(&mut rng, points.len());
+            cpu.add_eq_weights(&points, &scales).unwrap();
+            SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
+            let vars: Vec<BabyBear> = (0..rng.random_range(1..150)).map(|_| rng.random()).collect();
+            let scales = ext_vec(&mut rng, vars.len());
+            cpu.add_select_weights(&vars, &scales).unwrap();
+            SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
+            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
+
+            let point = Point::new(ext_vec(&mut rng, m));
+            assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+
+            for round in 0..m {
+                let c = SumcheckSteps::round_coefficients(&mut gpu).unwrap();
+                assert_eq!(c, cpu.round_coefficients().unwrap(), "{}", what(&format!("round {round}")));
+                let r: Ext4 = rng.random();
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                cpu.fold(r).unwrap();
+            }
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
+            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
+            assert!(SumcheckSteps::round_coefficients(&mut gpu).is_err(), "no variable left");
+        }
+    }
+}
+
+#[test]
+fn bad_sumcheck_inputs_are_errors() {
+    for ctx in common::contexts() {
+        let one = [Ext4::default(); 4];
+        assert!(GpuSumcheck::new(ctx.clone(), &one[..3], &one[..3]).is_err());
+        assert!(GpuSumcheck::new(ctx.clone(), &one, &one[..2]).is_err());
+        let gpu = GpuSumcheck::new(ctx.clone(), &one, &one).unwrap();
+        assert!(gpu.eval(&[Ext4::default(); 3]).is_err(), "3 coordinates for 2 variables");
+        assert!(gpu.add_eq_weights(&[vec![Ext4::default(); 2]], &[]).is_err());
+        assert!(gpu.add_select_weights(&[BabyBear::default()], &[]).is_err());
+    }
+}

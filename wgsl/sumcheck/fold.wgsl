@@ -1,0 +1,39 @@
+// #import util/dispatch
+// #import field/mul
+// #import field/babybear
+// #import field/ext4
+
+// Binds the last variable of f and w to r: g'[i] = g[2i] + r (g[2i+1] - g[2i]), into fresh
+// tables (in-place folding would race across workgroups).
+// Rust twin of the params: `FoldParams` in crates/gpu/src/sumcheck.rs.
+
+struct FoldParams {
+    r: vec4<u32>,
+    // Entries of the folded tables.
+    half: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: FoldParams;
+@group(0) @binding(1) var<storage, read> f: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> f_out: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> w_out: array<vec4<u32>>;
+
+@compute @workgroup_size(256)
+fn fold_pairs(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let i = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (i >= params.half) {
+        return;
+    }
+    let f0 = f[2u * i];
+    f_out[i] = ext4_add(f0, ext4_mul(params.r, ext4_sub(f[2u * i + 1u], f0)));
+    let w0 = w[2u * i];
+    w_out[i] = ext4_add(w0, ext4_mul(params.r, ext4_sub(w[2u * i + 1u], w0)));
+}

@@ -1,0 +1,137 @@
+// #import sumcheck/reduce
+
+// Weight tables over {0,1}^m in big-endian index order (coordinate 0 <-> the top bit of x):
+// - add_eq_weights:     w[x] += sum_j scale_j * eq(point_j, x)
+// - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in BabyBear)
+// - eq_dot_partials:    per-workgroup partial sums of f[x] * eq(point, x) (a multilinear
+//   evaluation), reduced by sumcheck/round.wgsl's sum_partials.
+// Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
+
+struct WeightParams {
+    // Entries of the table (2^m).
+    size: u32,
+    // m.
+    vars: u32,
+    // Points or select variables.
+    count: u32,
+    // Workgroups launched (eq_dot_partials' grid stride).
+    groups: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: WeightParams;
+// add_eq_weights / eq_dot_partials: count * vars coordinates; add_select_weights: per j,
+// v_j^(2^b) for b < vars (BabyBear, in .x).
+@group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
+// One scale per point (unused by eq_dot_partials).
+@group(0) @binding(2) var<storage, read> scales: array<vec4<u32>>;
+// The weight table (add_*) or f (eq_dot_partials).
+@group(0) @binding(3) var<storage, read_write> table: array<vec4<u32>>;
+// eq_dot_partials' output; a placeholder otherwise.
+@group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
+
+const ONE: vec4<u32> = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+
+fn eq_weight(j: u32, x: u32) -> vec4<u32> {
+    var acc = ONE;
+    for (var k = 0u; k < params.vars; k++) {
+        let p = points[j * params.vars + k];
+        if (((x >> (params.vars - 1u - k)) & 1u) == 1u) {
+            acc = ext4_mul(acc, p);
+        } else {
+            acc = ext4_mul(acc, ext4_sub(ONE, p));
+        }
+    }
+    return acc;
+}
+
+@compute @workgroup_size(256)
+fn add_eq_weights(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    // Every entry point binds the same five buffers (one bind group layout).
+    _ = partials[0];
+    let x = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (x >= params.size) {
+        return;
+    }
+    var acc = table[x];
+    for (var j = 0u; j < params.count; j++) {
+        acc = ext4_add(acc, ext4_mul(scales[j], eq_weight(j, x)));
+    }
+    table[x] = acc;
+}
+
+// Four consecutive entries per thread share one power computation per variable: v^x from the
+// table of squares, then three multiplications by v.
+@compute @workgroup_size(256)
+fn add_select_weights(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = partials[0];
+    let x0 = 4u * (linear_workgroup_id(wid, num_wgs) * 256u + lid);
+    if (x0 >= params.size) {
+        return;
+    }
+    let n = min(4u, params.size - x0);
+    var a0 = table[x0];
+    var a1 = vec4<u32>(0u);
+    var a2 = vec4<u32>(0u);
+    var a3 = vec4<u32>(0u);
+    if (n == 4u) {
+        a1 = table[x0 + 1u];
+        a2 = table[x0 + 2u];
+        a3 = table[x0 + 3u];
+    } else if (n == 2u) {
+        a1 = table[x0 + 1u];
+    }
+    for (var j = 0u; j < params.count; j++) {
+        let base = j * params.vars;
+        // v^x0 from the squares v^(2^b) of the set bits of x0.
+        var p = ONE.x;
+        for (var b = 0u; b < params.vars; b++) {
+            if (((x0 >> b) & 1u) == 1u) {
+                p = bb_mul(p, points[base + b].x);
+            }
+        }
+        let v = points[base].x;
+        let s = scales[j];
+        a0 = ext4_add(a0, ext4_scale(s, p));
+        p = bb_mul(p, v);
+        a1 = ext4_add(a1, ext4_scale(s, p));
+        p = bb_mul(p, v);
+        a2 = ext4_add(a2, ext4_scale(s, p));
+        p = bb_mul(p, v);
+        a3 = ext4_add(a3, ext4_scale(s, p));
+    }
+    table[x0] = a0;
+    if (n >= 2u) {
+        table[x0 + 1u] = a1;
+    }
+    if (n == 4u) {
+        table[x0 + 2u] = a2;
+        table[x0 + 3u] = a3;
+    }
+}
+
+@compute @workgroup_size(256)
+fn eq_dot_partials(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = scales[0];
+    let g = linear_workgroup_id(wid, num_wgs);
+    var acc = vec4<u32>(0u);
+    for (var x = g * 256u + lid; x < params.size; x += params.groups * 256u) {
+        acc = ext4_add(acc, ext4_mul(table[x], eq_weight(0u, x)));
+    }
+    let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
+    if (lid == 0u) {
+        partials[2u * g] = total[0];
+        partials[2u * g + 1u] = total[1];
+    }
+}
