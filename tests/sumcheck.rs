@@ -7,7 +7,9 @@ mod common;
 use p3_baby_bear::BabyBear;
 use p3_multilinear_util::point::Point;
 use rand::RngExt;
-use whir_wgpu::gpu::{Ext4, GpuSumcheck};
+use std::sync::Arc;
+
+use whir_wgpu::gpu::{Ext4, GpuNtt, GpuSumcheck};
 use whir_wgpu::prover::{CpuSumcheck, SumcheckSteps};
 
 fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
@@ -21,7 +23,7 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
         for m in [0usize, 1, 2, 3, 5, 8, 12] {
             let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
             let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
-            let mut gpu = GpuSumcheck::new(ctx.clone(), &f, &w).unwrap();
+            let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
             let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
 
             // Constraint weights: a few eq points, up to 150 select variables.
@@ -35,8 +37,21 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
             SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
             assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
 
+            // Select weights of domain points ω^index, few (per entry) and many (a transform),
+            // repeated indices included.
+            for (log_domain, count) in [(m + 1, 5usize), (m + 1, 300), (m, 400), (m + 2, 1000)] {
+                let mut indices: Vec<usize> = (0..count).map(|_| rng.random_range(0..1usize << log_domain)).collect();
+                indices.push(indices[0]);
+                let scales = ext_vec(&mut rng, indices.len());
+                cpu.add_select_weights_at(log_domain, &indices, &scales).unwrap();
+                SumcheckSteps::add_select_weights_at(&mut gpu, log_domain, &indices, &scales).unwrap();
+                assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what(&format!("{count} select weights in 2^{log_domain}")));
+            }
+
             let point = Point::new(ext_vec(&mut rng, m));
             assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+            let y: Ext4 = rng.random();
+            assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
 
             for round in 0..m {
                 let c = SumcheckSteps::round_coefficients(&mut gpu).unwrap();
@@ -56,9 +71,12 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
 fn bad_sumcheck_inputs_are_errors() {
     for ctx in common::contexts() {
         let one = [Ext4::default(); 4];
-        assert!(GpuSumcheck::new(ctx.clone(), &one[..3], &one[..3]).is_err());
-        assert!(GpuSumcheck::new(ctx.clone(), &one, &one[..2]).is_err());
-        let gpu = GpuSumcheck::new(ctx.clone(), &one, &one).unwrap();
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+        assert!(GpuSumcheck::new(ntt.clone(), &one[..3], &one[..3]).is_err());
+        assert!(GpuSumcheck::new(ntt.clone(), &one, &one[..2]).is_err());
+        let gpu = GpuSumcheck::new(ntt, &one, &one).unwrap();
+        assert!(gpu.add_select_weights_at(3, &[8], &[Ext4::default()]).is_err(), "index outside the domain");
+        assert!(gpu.add_select_weights_at(40, &[1], &[Ext4::default()]).is_err(), "domain past 2^27");
         assert!(gpu.eval(&[Ext4::default(); 3]).is_err(), "3 coordinates for 2 variables");
         assert!(gpu.add_eq_weights(&[vec![Ext4::default(); 2]], &[]).is_err());
         assert!(gpu.add_select_weights(&[BabyBear::default()], &[]).is_err());

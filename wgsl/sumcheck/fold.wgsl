@@ -37,3 +37,21 @@ fn fold_pairs(
     let w0 = w[2u * i];
     w_out[i] = ext4_add(w0, ext4_mul(params.r, ext4_sub(w[2u * i + 1u], w0)));
 }
+
+// Folds f alone (w and w_out are placeholders): the passes of a multilinear evaluation, which
+// binds the last coordinate first.
+@compute @workgroup_size(256)
+fn fold_single(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = w[0];
+    _ = w_out[0];
+    let i = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (i >= params.half) {
+        return;
+    }
+    let f0 = f[2u * i];
+    f_out[i] = ext4_add(f0, ext4_mul(params.r, ext4_sub(f[2u * i + 1u], f0)));
+}

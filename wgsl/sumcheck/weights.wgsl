@@ -1,10 +1,12 @@
-// #import sumcheck/reduce
+// #import util/dispatch
+// #import field/mul
+// #import field/babybear
+// #import field/ext4
 
 // Weight tables over {0,1}^m in big-endian index order (coordinate 0 <-> the top bit of x):
 // - add_eq_weights:     w[x] += sum_j scale_j * eq(point_j, x)
 // - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in BabyBear)
-// - eq_dot_partials:    per-workgroup partial sums of f[x] * eq(point, x) (a multilinear
-//   evaluation), reduced by sumcheck/round.wgsl's sum_partials.
+// - scatter_scales / add_table_prefix: the same select weights through an NTT (below).
 // Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
 
 struct WeightParams {
@@ -14,19 +16,19 @@ struct WeightParams {
     vars: u32,
     // Points or select variables.
     count: u32,
-    // Workgroups launched (eq_dot_partials' grid stride).
+    // Workgroups launched.
     groups: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: WeightParams;
-// add_eq_weights / eq_dot_partials: count * vars coordinates; add_select_weights: per j,
-// v_j^(2^b) for b < vars (BabyBear, in .x).
+// add_eq_weights: count * vars coordinates; add_select_weights: per j, v_j^(2^b) for b < vars
+// (BabyBear, in .x); scatter_scales: indices (in .x); add_table_prefix: the table to add.
 @group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
-// One scale per point (unused by eq_dot_partials).
+// One scale per point.
 @group(0) @binding(2) var<storage, read> scales: array<vec4<u32>>;
-// The weight table (add_*) or f (eq_dot_partials).
+// The table written.
 @group(0) @binding(3) var<storage, read_write> table: array<vec4<u32>>;
-// eq_dot_partials' output; a placeholder otherwise.
+// Unused (a placeholder): keeps one bind group layout for every entry point.
 @group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
 
 const ONE: vec4<u32> = vec4<u32>(BB_ONE, 0u, 0u, 0u);
@@ -117,21 +119,35 @@ fn add_select_weights(
     }
 }
 
+// Select weights through a transform: with v_j = w^(i_j) for a 2^d-th root of unity w,
+// sum_j s_j v_j^x = sum_k S_k w^(k x), the DFT of the sparse vector S (S_k = sum of the s_j with
+// i_j = k). `scatter_scales` writes S into a zeroed 2^d table (points[j].x = i_j, distinct);
+// after the NTT, `add_table_prefix` adds its first entries to w.
 @compute @workgroup_size(256)
-fn eq_dot_partials(
+fn scatter_scales(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) num_wgs: vec3<u32>,
 ) {
+    _ = partials[0];
+    let j = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (j >= params.count) {
+        return;
+    }
+    table[points[j].x] = scales[j];
+}
+
+@compute @workgroup_size(256)
+fn add_table_prefix(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = partials[0];
     _ = scales[0];
-    let g = linear_workgroup_id(wid, num_wgs);
-    var acc = vec4<u32>(0u);
-    for (var x = g * 256u + lid; x < params.size; x += params.groups * 256u) {
-        acc = ext4_add(acc, ext4_mul(table[x], eq_weight(0u, x)));
+    let x = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (x >= params.size) {
+        return;
     }
-    let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
-    if (lid == 0u) {
-        partials[2u * g] = total[0];
-        partials[2u * g + 1u] = total[1];
-    }
+    table[x] = ext4_add(table[x], points[x]);
 }

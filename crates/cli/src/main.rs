@@ -273,6 +273,9 @@ fn prove(args: ProveArgs) -> Result<()> {
             "merkle_ms": ms(output.phases.merkle),
             "commit_encode_merkle_ms": ms(output.phases.commit),
             "openings_ms": ms(output.phases.open),
+            "claims_initial_fold_ms": ms(output.phases.claims),
+            "round_sumcheck_ms": ms(output.phases.sumcheck),
+            "ood_ms": ms(output.phases.ood),
             "pow_ms": ms(output.phases.pow),
             "gpu_bytes_up": output.transfers.map(|t| t.bytes_up),
             "gpu_bytes_down": output.transfers.map(|t| t.bytes_down),
@@ -299,6 +302,11 @@ fn prove(args: ProveArgs) -> Result<()> {
         }
         row("proof of work", output.phases.pow);
         row("sumcheck + other", output.sumcheck_and_other());
+        if output.phases.claims > std::time::Duration::ZERO {
+            row("  of which claims + initial fold (CPU) + hand-over", output.phases.claims);
+            row("  of which round sumchecks", output.phases.sumcheck);
+            row("  of which OOD answers", output.phases.ood);
+        }
         if let Some(t) = output.transfers {
             println!(
                 "GPU transfers: {:.1} MiB up, {:.1} KiB down, {} submissions",

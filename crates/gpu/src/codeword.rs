@@ -60,6 +60,10 @@ impl GpuCodewords {
         Ok(Self { ntt, merkle })
     }
 
+    pub fn ntt(&self) -> &Arc<GpuNtt> {
+        &self.ntt
+    }
+
     pub fn context(&self) -> &Arc<crate::GpuContext> {
         self.ntt.context()
     }
@@ -92,9 +96,12 @@ impl GpuCodewords {
         let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
+            let started = std::time::Instant::now();
             let mut encoder = ctx.encoder("codeword commit");
             let codeword = self.ntt.record(&mut encoder, message, &spec)?;
-            match self.merkle.commit_recorded(encoder, &codeword, spec.rows(), width) {
+            let tree = self.merkle.commit_recorded(encoder, &codeword, spec.rows(), width);
+            tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
+            match tree {
                 Ok(tree) => Ok(CommittedCodeword { codeword: Some(codeword), tree, ntt: self.ntt.clone() }),
                 Err(e) => {
                     self.ntt.recycle(codeword);

@@ -72,12 +72,14 @@ pub enum Kernel {
     SumcheckFold,
     AddEqWeights,
     AddSelectWeights,
-    EqDotPartials,
+    FoldSingle,
+    ScatterScales,
+    AddTablePrefix,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 15] = [
+    pub const ALL: [Kernel; 17] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -91,7 +93,9 @@ impl Kernel {
         Kernel::SumcheckFold,
         Kernel::AddEqWeights,
         Kernel::AddSelectWeights,
-        Kernel::EqDotPartials,
+        Kernel::FoldSingle,
+        Kernel::ScatterScales,
+        Kernel::AddTablePrefix,
         Kernel::FieldOpsTest,
     ];
 
@@ -105,8 +109,8 @@ impl Kernel {
             Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::Grind => "pow/grind",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
-            Kernel::SumcheckFold => "sumcheck/fold",
-            Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::EqDotPartials => "sumcheck/weights",
+            Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
+            Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -126,7 +130,9 @@ impl Kernel {
             Kernel::SumcheckFold => "fold_pairs",
             Kernel::AddEqWeights => "add_eq_weights",
             Kernel::AddSelectWeights => "add_select_weights",
-            Kernel::EqDotPartials => "eq_dot_partials",
+            Kernel::FoldSingle => "fold_single",
+            Kernel::ScatterScales => "scatter_scales",
+            Kernel::AddTablePrefix => "add_table_prefix",
             Kernel::FieldOpsTest => "field_op",
         }
     }

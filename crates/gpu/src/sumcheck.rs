@@ -10,6 +10,7 @@ use p3_baby_bear::BabyBear;
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 
 use crate::context::GpuContext;
+use crate::ntt::{GpuNtt, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
 use crate::field::{ext4_as_words, from_words};
@@ -61,6 +62,7 @@ fn ext_from_words(words: Vec<u32>) -> Result<Vec<Ext4>> {
 /// f and w on the GPU.
 pub struct GpuSumcheck {
     ctx: Arc<GpuContext>,
+    ntt: Arc<GpuNtt>,
     f: wgpu::Buffer,
     w: wgpu::Buffer,
     vars: usize,
@@ -77,8 +79,10 @@ impl Drop for GpuSumcheck {
 }
 
 impl GpuSumcheck {
-    /// Uploads f and w (equal powers of two, at most 2^27 entries).
-    pub fn new(ctx: Arc<GpuContext>, f: &[Ext4], w: &[Ext4]) -> Result<Self> {
+    /// Uploads f and w (equal powers of two, at most 2^27 entries) to `ntt`'s GPU (the NTT
+    /// computes select weights as a transform).
+    pub fn new(ntt: Arc<GpuNtt>, f: &[Ext4], w: &[Ext4]) -> Result<Self> {
+        let ctx = ntt.context().clone();
         if f.len() != w.len() || !f.len().is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("sumcheck tables of {} and {} entries (need equal powers of two)", f.len(), w.len())));
         }
@@ -92,9 +96,11 @@ impl GpuSumcheck {
             ctx.write(&buffer, ext_words(values));
             buffer
         };
+        let started = std::time::Instant::now();
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
+        tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let placeholder = ctx.storage("sumcheck placeholder", 4);
-        Ok(Self { ctx, f, w, vars, placeholder })
+        Ok(Self { ctx, ntt, f, w, vars, placeholder })
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -154,7 +160,10 @@ impl GpuSumcheck {
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
             let mut encoder = self.ctx.encoder("sumcheck round");
             self.ctx.record_dispatch(&mut encoder, "sumcheck round", &pipeline, &bind, groups as u32, None);
-            self.finish_reduction(encoder, partials, groups)
+            let started = std::time::Instant::now();
+            let out = self.finish_reduction(encoder, partials, groups);
+            tracing::debug!(vars = self.vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck round (submit + wait)");
+            out
         })
     }
 
@@ -231,14 +240,34 @@ impl GpuSumcheck {
         self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, threads.div_ceil(THREADS), per_var)
     }
 
-    /// f(point) = Σ_x f[x]·eq(point, x).
+    /// f(point) = Σ_x f[x]·eq(point, x), as m folds of f (last coordinate first) into scratch
+    /// tables: one submission, one readback of the value.
     pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
         self.check_point(point)?;
+        if self.vars == 0 {
+            return Ok(self.evals()?[0]);
+        }
         self.ctx.scoped("sumcheck eval", || {
-            let groups = Self::groups_for(self.size());
-            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
-            let encoder = self.record_weights(Kernel::EqDotPartials, point, &[Ext4::ONE], groups, self.vars, &self.f, &partials)?;
-            Ok(self.finish_reduction(encoder, partials, groups)?.0)
+            let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
+            let scratch = [self.ctx.pooled_storage("sumcheck eval", 2 << self.vars), self.ctx.pooled_storage("sumcheck eval", 2 << self.vars)];
+            let spare = self.ctx.storage("sumcheck placeholder", 4);
+            let mut encoder = self.ctx.encoder("sumcheck eval");
+            let mut half = self.size() / 2;
+            for (k, &r) in point.iter().rev().enumerate() {
+                let src = if k == 0 { &self.f } else { &scratch[(k + 1) % 2] };
+                let dst = &scratch[k % 2];
+                let mut r_words = [0u32; 4];
+                r_words.copy_from_slice(ext_words(&[r]));
+                let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+                let bind = self.ctx.bind_buffers(&pipeline, &[&params, src, &self.placeholder, dst, &spare]);
+                self.ctx.record_dispatch(&mut encoder, "sumcheck eval fold", &pipeline, &bind, half.div_ceil(THREADS) as u32, None);
+                half /= 2;
+            }
+            let words = self.ctx.submit_and_read(encoder, &scratch[(self.vars - 1) % 2], 4);
+            for b in scratch {
+                self.ctx.recycle_storage(b);
+            }
+            Ok(ext_from_words(words?)?[0])
         })
     }
 
@@ -254,34 +283,96 @@ impl GpuSumcheck {
 
     fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], groups: usize, vars: usize) -> Result<()> {
         self.ctx.scoped("sumcheck weights", || {
-            let encoder = self.record_weights(kernel, points, scales, groups, vars, &self.w, &self.placeholder)?;
+            let encoder = self.record_weights(kernel, ext_words(points), scales, groups, vars, &self.w, &self.placeholder)?;
             self.ctx.submit(encoder)
         })
     }
 
+    /// One dispatch of a sumcheck/weights.wgsl kernel with `point_words` uploaded as its points.
     #[allow(clippy::too_many_arguments)]
     fn record_weights(
         &self,
         kernel: Kernel,
-        points: &[Ext4],
+        point_words: &[u32],
         scales: &[Ext4],
         groups: usize,
         vars: usize,
         table: &wgpu::Buffer,
         partials: &wgpu::Buffer,
     ) -> Result<wgpu::CommandEncoder> {
+        // No coordinates (m = 0) still bind one element: bindings hold at least one.
+        let zero = [0u32; 4];
+        let point_words = if point_words.is_empty() { &zero[..] } else { point_words };
+        let points = self.ctx.upload("sumcheck points", point_words);
+        let mut encoder = self.ctx.encoder("sumcheck weights");
+        self.record_kernel(&mut encoder, kernel, &points, scales, groups, vars, table, partials)?;
+        Ok(encoder)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_kernel(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        kernel: Kernel,
+        points: &wgpu::Buffer,
+        scales: &[Ext4],
+        groups: usize,
+        vars: usize,
+        table: &wgpu::Buffer,
+        partials: &wgpu::Buffer,
+    ) -> Result<()> {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let params = self.ctx.uniform(
             "weight params",
             &WeightParams { size: self.size() as u32, vars: vars as u32, count: scales.len() as u32, groups: groups as u32 },
         );
-        // A point of no coordinates (m = 0) still binds one element: bindings hold at least one.
-        let points = if points.is_empty() { &[Ext4::ZERO][..] } else { points };
-        let points_buf = self.ctx.upload("sumcheck points", ext_words(points));
+        let scales = if scales.is_empty() { &[Ext4::ZERO][..] } else { scales };
         let scales_buf = self.ctx.upload("sumcheck scales", ext_words(scales));
-        let bind = self.ctx.bind_buffers(&pipeline, &[&params, &points_buf, &scales_buf, table, partials]);
-        let mut encoder = self.ctx.encoder("sumcheck weights");
-        self.ctx.record_dispatch(&mut encoder, kernel.entry_point(), &pipeline, &bind, groups as u32, None);
-        Ok(encoder)
+        let bind = self.ctx.bind_buffers(&pipeline, &[&params, points, &scales_buf, table, partials]);
+        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, groups as u32, None);
+        Ok(())
+    }
+
+    /// w[x] += Σ_j scales[j]·ω^(indices[j]·x), ω the 2^log_domain-th root of unity Plonky3's
+    /// two-adic domains use: the select weights of the points ω^index. For many points this is
+    /// one NTT of the sparse vector of scales (2^log_domain x 4 words), not one power per point
+    /// and entry.
+    pub fn add_select_weights_at(&self, log_domain: usize, indices: &[usize], scales: &[Ext4]) -> Result<()> {
+        if indices.len() != scales.len() {
+            return Err(GpuError::InvalidInput(format!("{} indices with {} scales", indices.len(), scales.len())));
+        }
+        if log_domain > MAX_VARS {
+            return Err(GpuError::InvalidInput(format!("a domain of 2^{log_domain} exceeds BabyBear's 2^{MAX_VARS}")));
+        }
+        if let Some(&bad) = indices.iter().find(|&&i| i >> log_domain != 0) {
+            return Err(GpuError::InvalidInput(format!("index {bad} outside a domain of 2^{log_domain}")));
+        }
+        let omega = <BabyBear as p3_field::TwoAdicField>::two_adic_generator(log_domain);
+        let direct_cost = indices.len() << self.vars;
+        let transform_cost = (8usize << log_domain) * log_domain.max(1);
+        if log_domain < self.vars || direct_cost <= transform_cost {
+            let vars: Vec<BabyBear> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
+            return self.add_select_weights(&vars, scales);
+        }
+        // S: the scales summed per distinct index.
+        let mut sparse: std::collections::BTreeMap<usize, Ext4> = std::collections::BTreeMap::new();
+        for (&i, &s) in indices.iter().zip(scales) {
+            *sparse.entry(i).or_insert(Ext4::ZERO) += s;
+        }
+        let index_words: Vec<u32> = sparse.keys().flat_map(|&i| [i as u32, 0, 0, 0]).collect();
+        let sums: Vec<Ext4> = sparse.values().copied().collect();
+        self.ctx.scoped("sumcheck select weights", || {
+            let table = self.ctx.pooled_storage("select table", 4 << log_domain);
+            let points = self.ctx.upload("select indices", &index_words);
+            let mut encoder = self.ctx.encoder("select weights");
+            encoder.clear_buffer(&table, 0, None);
+            self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
+            let transformed = self.ntt.record(&mut encoder, &table, &NttSpec::forward(log_domain, 4))?;
+            self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
+            let submitted = self.ctx.submit(encoder);
+            self.ctx.recycle_storage(table);
+            self.ntt.recycle(transformed);
+            submitted
+        })
     }
 }

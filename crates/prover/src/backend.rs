@@ -197,7 +197,15 @@ impl GpuBackend {
             proof,
             commit_time: times.commit_phase,
             open_time: total.saturating_sub(times.commit_phase),
-            phases: PhaseTimes { pow: times.pow, commit: times.commit, open: times.open, ..PhaseTimes::default() },
+            phases: PhaseTimes {
+                pow: times.pow,
+                commit: times.commit,
+                open: times.open,
+                claims: times.claims,
+                sumcheck: times.sumcheck,
+                ood: times.ood,
+                ..PhaseTimes::default()
+            },
             transfers: Some(self.context().transfer_counts() - before),
             path: "gpu",
         })

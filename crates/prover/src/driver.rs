@@ -105,7 +105,7 @@ impl CodewordSteps for GpuCodewords {
     type Sumcheck = GpuSumcheck;
 
     fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError> {
-        Ok(GpuSumcheck::new(self.context().clone(), &f, &w)?)
+        Ok(GpuSumcheck::new(self.ntt().clone(), &f, &w)?)
     }
 
     /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
@@ -142,6 +142,13 @@ pub struct DriverTimes {
     pub other: Duration,
     /// Until the commitment is bound (the PCS `commit` phase).
     pub commit_phase: Duration,
+    /// Claim phase and initial fold (Plonky3's layout code, on the CPU), and handing f and w to
+    /// the sumcheck steps (an upload on the GPU).
+    pub claims: Duration,
+    /// Constraint weights and sumcheck rounds of every round after the initial fold.
+    pub sumcheck: Duration,
+    /// Out-of-domain evaluations of the folded polynomials.
+    pub ood: Duration,
 }
 
 /// The message a table of evaluations commits to, in the layout's order (the suffix layout
@@ -231,6 +238,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
     config
         .validate_initial_claims(claims.ok_or_else(|| ProverError::Params("too many opening claims".into()))?)
         .map_err(|e| ProverError::Params(e.to_string()))?;
+    let claims_started = Instant::now();
     let initial_ood_answers: Vec<EF> = (0..config.commitment_ood_samples()).map(|_| layout.add_virtual_eval(challenger)).collect();
     let opening_evals: Vec<_> = protocol.iter_openings().map(|(table, batch)| layout.eval(table, batch, challenger)).collect();
 
@@ -248,6 +256,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let mut initial = initial;
         let mut sumcheck = steps.sumcheck(initial.evals().into_evals(), initial.weights().into_evals())?;
         drop(initial);
+        times.claims = claims_started.elapsed();
 
         let mut rounds = Vec::with_capacity(config.n_rounds());
         let mut base_round = true;
@@ -266,8 +275,11 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let mut ood_points = Vec::with_capacity(round_params.ood_samples);
             let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
             for _ in 0..round_params.ood_samples {
-                let point = Point::expand_from_univariate(transcript.ood_point(), num_variables);
-                let eval = sumcheck.eval(&point)?;
+                let z = transcript.ood_point();
+                let point = Point::expand_from_univariate(z, num_variables);
+                let at = Instant::now();
+                let eval = sumcheck.eval_univariate(z)?;
+                timed(&mut times.ood, at);
                 transcript.ood_answer(eval);
                 ood_answers.push(eval);
                 ood_points.push(point);
@@ -280,7 +292,6 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let at = Instant::now();
             let (rows, proof) = steps.open(&committed, &indices)?;
             timed(&mut times.open, at);
-            let vars: Vec<F> = indices.iter().map(|&i| query_var(round_params.log_folded_domain_size, round_params.num_variables, i)).collect();
             // (The rows' folded values only update the claimed sum, which no message carries.)
             let openings = if base_round {
                 QueryOpenings::Base(SharedProofOpening { rows, proof })
@@ -291,14 +302,18 @@ pub fn prove_with_steps<S: CodewordSteps>(
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
             // STIR claims the powers after them), then this round's sumcheck.
             let gamma = transcript.round_batching();
+            let at = Instant::now();
             let eq_scales = powers_from(gamma, 1, ood_points.len());
-            let select_scales = powers_from(gamma, 1 + ood_points.len(), vars.len());
+            let select_scales = powers_from(gamma, 1 + ood_points.len(), indices.len());
             sumcheck.add_eq_weights(&ood_points, &eq_scales)?;
-            sumcheck.add_select_weights(&vars, &select_scales)?;
+            // The query points are ω^index of the folded domain (Plonky3's two-adic domain).
+            debug_assert_eq!(query_var(round_params.log_folded_domain_size, round_params.num_variables, 1), <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size));
+            sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
             let mut sumcheck_data = SumcheckData::default();
             let _folding_randomness = transcript.delegate_round_fold(|ch| {
                 run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits)
             })?;
+            timed(&mut times.sumcheck, at);
             committed = next_committed;
             base_round = false;
             rounds.push(WhirRoundProof { commitment: Some(next_root), ood_answers, pow_witness, openings, sumcheck: sumcheck_data });
@@ -318,12 +333,14 @@ pub fn prove_with_steps<S: CodewordSteps>(
         } else {
             QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
         };
+        let at = Instant::now();
         let final_sumcheck = transcript
             .delegate_final_fold(|ch| {
                 let mut data = SumcheckData::default();
                 run_rounds(&mut sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits()).map(|_| data)
             })
             .transpose()?;
+        timed(&mut times.sumcheck, at);
         Ok((initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck))
     })();
     let (initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck) = match played {

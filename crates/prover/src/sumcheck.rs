@@ -32,6 +32,20 @@ pub trait SumcheckSteps {
     /// f(point) = Σ_x f(x)·eq(point, x).
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError>;
 
+    /// w(x) += Σ_j scales[j] · ω^(indices[j]·x), ω the 2^log_domain-th root of unity of
+    /// Plonky3's two-adic domains: the select weights of the query points ω^index.
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF]) -> Result<(), ProverError> {
+        let omega = <F as p3_field::TwoAdicField>::two_adic_generator(log_domain);
+        let vars: Vec<F> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
+        self.add_select_weights(&vars, scales)
+    }
+
+    /// f at `Point::expand_from_univariate(y, m)`, i.e. Σ_x f(x)·y^x.
+    fn eval_univariate(&mut self, y: EF) -> Result<EF, ProverError> {
+        let point = Point::expand_from_univariate(y, self.num_variables());
+        self.eval(&point)
+    }
+
     /// f's evaluation table.
     fn evals(&mut self) -> Result<Vec<EF>, ProverError>;
 }
@@ -150,6 +164,10 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
         Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
     }
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF]) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::add_select_weights_at(self, log_domain, indices, scales)?)
+    }
+
     fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
     }
