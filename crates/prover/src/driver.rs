@@ -159,6 +159,17 @@ fn base_message(witness: &p3_sumcheck::layout::Witness<F>, fold: usize) -> Vec<F
     message
 }
 
+/// The openings of `indices` in the proof's form: base-field rows for the first codeword,
+/// extension-field rows (from their base words) for the folded ones.
+fn open_queries<S: CodewordSteps>(steps: &S, committed: &S::Committed, indices: &[usize], base: bool) -> Result<QueryOpenings<F, EF, Paths>, ProverError> {
+    let (rows, proof) = steps.open(committed, indices)?;
+    Ok(if base {
+        QueryOpenings::Base(SharedProofOpening { rows, proof })
+    } else {
+        QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
+    })
+}
+
 /// Extension-field rows from the base words a codeword opening returns.
 fn ext_rows(rows: Vec<Vec<F>>) -> Vec<Vec<EF>> {
     rows.into_iter().map(EF::reconstitute_from_base).collect()
@@ -288,16 +299,11 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let pow_witness = transcript.query_pow(round);
             let indices = transcript.query_indices(round);
 
-            // STIR openings of the previous codeword, each row folded at the folding randomness.
+            // STIR openings of the previous codeword. (Upstream folds each row at the folding
+            // randomness; those values only update the claimed sum, which no message carries.)
             let at = Instant::now();
-            let (rows, proof) = steps.open(&committed, &indices)?;
+            let openings = open_queries(steps, &committed, &indices, base_round)?;
             timed(&mut times.open, at);
-            // (The rows' folded values only update the claimed sum, which no message carries.)
-            let openings = if base_round {
-                QueryOpenings::Base(SharedProofOpening { rows, proof })
-            } else {
-                QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
-            };
 
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
             // STIR claims the powers after them), then this round's sumcheck.
@@ -326,13 +332,8 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let final_pow_witness = transcript.query_pow(final_round);
         let indices = transcript.query_indices(final_round);
         let at = Instant::now();
-        let (rows, proof) = steps.open(&committed, &indices)?;
+        let final_openings = open_queries(steps, &committed, &indices, base_round)?;
         timed(&mut times.open, at);
-        let final_openings = if base_round {
-            QueryOpenings::Base(SharedProofOpening { rows, proof })
-        } else {
-            QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
-        };
         let at = Instant::now();
         let final_sumcheck = transcript
             .delegate_final_fold(|ch| {
