@@ -82,3 +82,36 @@ fn bad_sumcheck_inputs_are_errors() {
         assert!(gpu.add_select_weights(&[BabyBear::default()], &[]).is_err());
     }
 }
+
+/// A base-field f already on the GPU (the committed message): evaluations, weights, the first
+/// round and the fold into BabyBear^4 against the twin over f lifted into BabyBear^4.
+#[test]
+fn base_field_sumcheck_matches_the_twin() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        for m in [1usize, 2, 5, 10] {
+            let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+            let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+            let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
+            assert!(gpu.is_base());
+            let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
+            let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+
+            let point = Point::new(ext_vec(&mut rng, m));
+            assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+            let points: Vec<Point<Ext4>> = (0..3).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
+            let scales = ext_vec(&mut rng, 3);
+            cpu.add_eq_weights(&points, &scales).unwrap();
+            SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
+            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
+            assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{}", what("base round"));
+            let r: Ext4 = rng.random();
+            SumcheckSteps::fold(&mut gpu, r).unwrap();
+            cpu.fold(r).unwrap();
+            assert!(!gpu.is_base());
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
+            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
+        }
+    }
+}

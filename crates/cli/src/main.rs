@@ -303,7 +303,7 @@ fn prove(args: ProveArgs) -> Result<()> {
         row("proof of work", output.phases.pow);
         row("sumcheck + other", output.sumcheck_and_other());
         if output.phases.claims > std::time::Duration::ZERO {
-            row("  of which claims + initial fold (CPU) + hand-over", output.phases.claims);
+            row("  of which claim phase + initial fold", output.phases.claims);
             row("  of which round sumchecks", output.phases.sumcheck);
             row("  of which OOD answers", output.phases.ood);
         }

@@ -79,12 +79,30 @@ impl GpuCodewords {
                 message.len()
             )));
         }
+        let (committed, input) = self.commit_keep(message, width, log_inv_rate)?;
+        self.ntt.context().recycle_storage(input);
+        Ok(committed)
+    }
+
+    /// [`commit`](Self::commit) that also returns the uploaded message (a pooled buffer), for
+    /// more work on it.
+    pub fn commit_keep(&self, message: &[BabyBear], width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+        if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!(
+                "a message of {} values is not a power-of-two number of rows of width {width}",
+                message.len()
+            )));
+        }
         let ctx = self.ntt.context().clone();
         let input = ctx.pooled_storage("codeword message", message.len());
         ctx.write(&input, as_words(message));
-        let committed = self.commit_buffer(&input, message.len() / width, width, log_inv_rate);
-        ctx.recycle_storage(input);
-        committed
+        match self.commit_buffer(&input, message.len() / width, width, log_inv_rate) {
+            Ok(committed) => Ok((committed, input)),
+            Err(e) => {
+                ctx.recycle_storage(input);
+                Err(e)
+            }
+        }
     }
 
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`

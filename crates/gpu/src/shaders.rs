@@ -53,6 +53,7 @@ wgsl_sources!(
     "sumcheck/round",
     "sumcheck/fold",
     "sumcheck/weights",
+    "sumcheck/base",
     "test/field_ops",
 );
 
@@ -75,11 +76,13 @@ pub enum Kernel {
     FoldSingle,
     ScatterScales,
     AddTablePrefix,
+    RoundBase,
+    FoldBase,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 17] = [
+    pub const ALL: [Kernel; 19] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -96,6 +99,8 @@ impl Kernel {
         Kernel::FoldSingle,
         Kernel::ScatterScales,
         Kernel::AddTablePrefix,
+        Kernel::RoundBase,
+        Kernel::FoldBase,
         Kernel::FieldOpsTest,
     ];
 
@@ -111,6 +116,7 @@ impl Kernel {
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
             Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
+            Kernel::RoundBase | Kernel::FoldBase => "sumcheck/base",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -133,6 +139,8 @@ impl Kernel {
             Kernel::FoldSingle => "fold_single",
             Kernel::ScatterScales => "scatter_scales",
             Kernel::AddTablePrefix => "add_table_prefix",
+            Kernel::RoundBase => "round_partials_base",
+            Kernel::FoldBase => "fold_base",
             Kernel::FieldOpsTest => "field_op",
         }
     }

@@ -66,8 +66,20 @@ pub struct GpuSumcheck {
     f: wgpu::Buffer,
     w: wgpu::Buffer,
     vars: usize,
+    /// f still holds base-field words (one per entry), until its first fold.
+    f_base: bool,
     /// Bound where a kernel's optional buffer is unused.
     placeholder: wgpu::Buffer,
+}
+
+/// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BaseParams {
+    r: [u32; 4],
+    count: u32,
+    groups: u32,
+    _pad: [u32; 2],
 }
 
 impl Drop for GpuSumcheck {
@@ -100,7 +112,29 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let placeholder = ctx.storage("sumcheck placeholder", 4);
-        Ok(Self { ctx, ntt, f, w, vars, placeholder })
+        Ok(Self { ctx, ntt, f, w, vars, f_base: false, placeholder })
+    }
+
+    /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
+    /// a committed message; the sumcheck takes it over) and w = 0; build w with the `add_*`
+    /// weights. Nothing is uploaded.
+    pub fn from_base(ntt: Arc<GpuNtt>, f_base: wgpu::Buffer, vars: usize) -> Result<Self> {
+        let ctx = ntt.context().clone();
+        if vars > MAX_VARS {
+            return Err(GpuError::InvalidInput(format!("a sumcheck over 2^{vars} entries exceeds 2^{MAX_VARS}")));
+        }
+        if f_base.size() < (4u64 << vars) {
+            return Err(GpuError::InvalidInput(format!("the base table holds {} bytes, fewer than 2^{vars} words", f_base.size())));
+        }
+        ctx.check_binding_size("sumcheck table", 16u64 << vars)?;
+        let w = ctx.pooled_storage("sumcheck w", 4 << vars);
+        ctx.scoped("sumcheck weights", || {
+            let mut encoder = ctx.encoder("clear weights");
+            encoder.clear_buffer(&w, 0, None);
+            ctx.submit(encoder)
+        })?;
+        let placeholder = ctx.storage("sumcheck placeholder", 4);
+        Ok(Self { ctx, ntt, f: f_base, w, vars, f_base: true, placeholder })
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -112,7 +146,8 @@ impl GpuSumcheck {
         self.vars
     }
 
-    /// f's table on the GPU (2^m elements, 4 words each), e.g. to encode it.
+    /// f's table on the GPU (2^m elements, 4 words each, or 1 before a base-field f's first
+    /// fold), e.g. to encode it.
     pub fn f_buffer(&self) -> &wgpu::Buffer {
         &self.f
     }
@@ -154,9 +189,14 @@ impl GpuSumcheck {
         self.ctx.scoped("sumcheck round", || {
             let pairs = self.size() / 2;
             let groups = Self::groups_for(pairs);
-            let pipeline = self.ctx.pipeline(Kernel::SumcheckRound, &[])?;
             let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
-            let params = self.ctx.uniform("round params", &RoundParams { count: pairs as u32, groups: groups as u32, _pad: [0; 2] });
+            let (pipeline, params) = if self.f_base {
+                let params = BaseParams { r: [0; 4], count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
+                (self.ctx.pipeline(Kernel::RoundBase, &[])?, self.ctx.uniform("round params", &params))
+            } else {
+                let params = RoundParams { count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
+                (self.ctx.pipeline(Kernel::SumcheckRound, &[])?, self.ctx.uniform("round params", &params))
+            };
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
             let mut encoder = self.ctx.encoder("sumcheck round");
             self.ctx.record_dispatch(&mut encoder, "sumcheck round", &pipeline, &bind, groups as u32, None);
@@ -167,22 +207,35 @@ impl GpuSumcheck {
         })
     }
 
-    /// Binds the last variable of f and w to `r`.
+    /// Binds the last variable of f and w to `r` (a base-field f becomes BabyBear^4).
     pub fn fold(&mut self, r: Ext4) -> Result<()> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left to fold".into()));
         }
         let half = self.size() / 2;
+        let mut r_words = [0u32; 4];
+        r_words.copy_from_slice(ext_words(&[r]));
         let (f_out, w_out) = self.ctx.scoped("sumcheck fold", || {
-            let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
             let f_out = self.ctx.pooled_storage("sumcheck f", 4 * half);
             let w_out = self.ctx.pooled_storage("sumcheck w", 4 * half);
-            let mut r_words = [0u32; 4];
-            r_words.copy_from_slice(ext_words(&[r]));
-            let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
             let mut encoder = self.ctx.encoder("sumcheck fold");
-            self.ctx.record_dispatch(&mut encoder, "sumcheck fold", &pipeline, &bind, half.div_ceil(THREADS) as u32, None);
+            let groups = half.div_ceil(THREADS) as u32;
+            if self.f_base {
+                let pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
+                let params = self.ctx.uniform("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
+                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.placeholder, &f_out]);
+                self.ctx.record_dispatch(&mut encoder, "sumcheck fold f", &pipeline, &bind, groups, None);
+                let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
+                let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+                let spare = self.ctx.storage("sumcheck placeholder", 4);
+                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &spare]);
+                self.ctx.record_dispatch(&mut encoder, "sumcheck fold w", &pipeline, &bind, groups, None);
+            } else {
+                let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
+                let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
+                self.ctx.record_dispatch(&mut encoder, "sumcheck fold", &pipeline, &bind, groups, None);
+            }
             self.ctx.submit(encoder)?;
             Ok((f_out, w_out))
         })?;
@@ -190,6 +243,7 @@ impl GpuSumcheck {
         self.ctx.recycle_storage(std::mem::replace(&mut self.f, f_out));
         self.ctx.recycle_storage(std::mem::replace(&mut self.w, w_out));
         self.vars -= 1;
+        self.f_base = false;
         Ok(())
     }
 
@@ -247,20 +301,29 @@ impl GpuSumcheck {
         if self.vars == 0 {
             return Ok(self.evals()?[0]);
         }
+        // The scratch tables hold BabyBear^4 from the first fold on.
         self.ctx.scoped("sumcheck eval", || {
             let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
             let scratch = [self.ctx.pooled_storage("sumcheck eval", 2 << self.vars), self.ctx.pooled_storage("sumcheck eval", 2 << self.vars)];
             let spare = self.ctx.storage("sumcheck placeholder", 4);
             let mut encoder = self.ctx.encoder("sumcheck eval");
+            let base_pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
             let mut half = self.size() / 2;
             for (k, &r) in point.iter().rev().enumerate() {
                 let src = if k == 0 { &self.f } else { &scratch[(k + 1) % 2] };
                 let dst = &scratch[k % 2];
                 let mut r_words = [0u32; 4];
                 r_words.copy_from_slice(ext_words(&[r]));
-                let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-                let bind = self.ctx.bind_buffers(&pipeline, &[&params, src, &self.placeholder, dst, &spare]);
-                self.ctx.record_dispatch(&mut encoder, "sumcheck eval fold", &pipeline, &bind, half.div_ceil(THREADS) as u32, None);
+                let groups = half.div_ceil(THREADS) as u32;
+                if k == 0 && self.f_base {
+                    let params = self.ctx.uniform("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
+                    let bind = self.ctx.bind_buffers(&base_pipeline, &[&params, src, &self.placeholder, dst]);
+                    self.ctx.record_dispatch(&mut encoder, "sumcheck eval fold", &base_pipeline, &bind, groups, None);
+                } else {
+                    let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+                    let bind = self.ctx.bind_buffers(&pipeline, &[&params, src, &self.placeholder, dst, &spare]);
+                    self.ctx.record_dispatch(&mut encoder, "sumcheck eval fold", &pipeline, &bind, groups, None);
+                }
                 half /= 2;
             }
             let words = self.ctx.submit_and_read(encoder, &scratch[(self.vars - 1) % 2], 4);
@@ -271,9 +334,18 @@ impl GpuSumcheck {
         })
     }
 
-    /// f's table.
+    /// f's table (a base-field f lifted into BabyBear^4).
     pub fn evals(&self) -> Result<Vec<Ext4>> {
+        if self.f_base {
+            let words = self.ctx.submit_and_read(self.ctx.encoder("sumcheck evals"), &self.f, self.size())?;
+            return Ok(from_words(words)?.into_iter().map(Ext4::from).collect());
+        }
         ext_from_words(self.ctx.submit_and_read(self.ctx.encoder("sumcheck evals"), &self.f, 4 * self.size())?)
+    }
+
+    /// Whether f is still the base-field table it started as.
+    pub fn is_base(&self) -> bool {
+        self.f_base
     }
 
     /// w's table (for tests and diagnostics).

@@ -1,18 +1,16 @@
 //! Our own WHIR driver: p3-whir 0.8's protocol, step by step as its PCS adapter (`commit`, the
 //! claim phase of `open`) and `WhirProver::{prove, round, final_round}` play it, with every step
-//! that touches a codeword behind [`CodewordSteps`]. The GPU implementation keeps each codeword
-//! and its Merkle tree on the GPU from the encode to the last opening (only roots, opened rows and
-//! sibling digests come back); [`CpuCodewords`], Plonky3's encoder and `MerkleTreeMmcs`, is its
-//! twin and the reference the tests compare with. The transcript and proof are the upstream
-//! prover's, byte for byte (smallest-witness grinding on both sides), built from p3-whir's public
-//! pieces: `WhirProverTranscript`/`WhirShape` for the round transcript, the sumcheck layout for
-//! the claim phase and the initial fold, `SumcheckProver` for the folding rounds.
-//!
-//! From the first round on, the sumcheck state (the folded polynomial f and the weights w) is a
-//! [`SumcheckSteps`] of the steps' choosing: on the GPU it stays resident, each folded f is
-//! encoded where it lies, and only round coefficients, OOD answers and the final polynomial come
-//! back. Still on the host: the claim phase and the initial fold (Plonky3's layout code), whose
-//! f and w are uploaded once.
+//! that touches a codeword behind [`CodewordSteps`] and every sumcheck step behind
+//! [`SumcheckSteps`]. On the GPU the input is uploaded once: it is encoded and committed, then
+//! stays as the sumcheck's f; the claim phase evaluates it there, the initial fold folds it there,
+//! each folded f is encoded where it lies, and only roots, round coefficients, claim and OOD
+//! answers, opened rows with sibling digests, PoW witnesses and the final polynomial come back.
+//! [`CpuCodewords`] with [`CpuSumcheck`] is the plain-Rust twin and the reference the tests
+//! compare with. The transcript and the proof are the upstream prover's, byte for byte
+//! (smallest-witness grinding on both sides), built from public pieces: `WhirProverTranscript` /
+//! `WhirShape` for the rounds, p3-sumcheck's sumcheck transcript for each batch, and — because
+//! the layout's prover-side claim transcripts are crate-private — its verifier-side claim
+//! registry, which plays the same transcript once it is given the values.
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +23,9 @@ use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
 use p3_sumcheck::strategy::Basis;
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
-use p3_sumcheck::layout::{observe_commitment, Layout, Table};
+use p3_sumcheck::constraints::{Constraint, Statements};
+use p3_sumcheck::layout::{observe_commitment, Layout, Verifier};
+use p3_sumcheck::OpeningEvals;
 use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
@@ -40,6 +40,8 @@ use crate::{Commitment, EF, F};
 
 type Proof = PcsProof<F, EF, CpuMmcs>;
 type Paths = PrunedMerklePaths<F, 8>;
+/// p3-sumcheck's verifier-side claim registry, which the prover drives (see `prove_with_steps`).
+type ClaimRegistry = Verifier<F, EF>;
 
 /// The codeword steps of a WHIR proof: encode a message and commit to the codeword's rows, and
 /// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
@@ -56,9 +58,12 @@ pub trait CodewordSteps {
     /// The codeword rows at `indices` (in order, repeats included) and their pruned multi-proof.
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError>;
 
-    /// The sumcheck state of the rounds, from f and w after the initial fold.
+    /// The sumcheck state: f, then its folds, and the weights w.
     type Sumcheck: SumcheckSteps;
-    fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError>;
+
+    /// [`commit`](Self::commit) of the first message, which then becomes the sumcheck's f
+    /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError>;
 
     /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
     /// 2^-log_inv_rate and commits to it, as `commit` does its message.
@@ -75,8 +80,11 @@ impl CodewordSteps for CpuCodewords {
     type Committed = <CpuMmcs as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
     type Sumcheck = CpuSumcheck;
 
-    fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError> {
-        CpuSumcheck::new(f, w)
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let (root, committed) = self.commit(message, width, log_inv_rate)?;
+        let w = EF::zero_vec(message.len());
+        let f = message.iter().copied().map(EF::from).collect();
+        Ok((root, committed, CpuSumcheck::new(f, w)?))
     }
 
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
@@ -104,8 +112,12 @@ impl CodewordSteps for GpuCodewords {
     type Committed = CommittedCodeword;
     type Sumcheck = GpuSumcheck;
 
-    fn sumcheck(&self, f: Vec<EF>, w: Vec<EF>) -> Result<Self::Sumcheck, ProverError> {
-        Ok(GpuSumcheck::new(self.ntt().clone(), &f, &w)?)
+    /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let vars = message.len().trailing_zeros() as usize;
+        let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
+        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
     }
 
     /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
@@ -142,21 +154,12 @@ pub struct DriverTimes {
     pub other: Duration,
     /// Until the commitment is bound (the PCS `commit` phase).
     pub commit_phase: Duration,
-    /// Claim phase and initial fold (Plonky3's layout code, on the CPU), and handing f and w to
-    /// the sumcheck steps (an upload on the GPU).
+    /// Claim phase (evaluations at the opening and OOD points) and the initial fold.
     pub claims: Duration,
     /// Constraint weights and sumcheck rounds of every round after the initial fold.
     pub sumcheck: Duration,
     /// Out-of-domain evaluations of the folded polynomials.
     pub ood: Duration,
-}
-
-/// The message a table of evaluations commits to, in the layout's order (the suffix layout
-/// keeps the evaluations as they are: rows of 2^fold consecutive values).
-fn base_message(witness: &p3_sumcheck::layout::Witness<F>, fold: usize) -> Vec<F> {
-    let mut message = F::zero_vec(1 << witness.num_variables());
-    <ProverLayout as Layout<F, EF>>::write_message(witness, fold, &mut message);
-    message
 }
 
 /// The openings of `indices` in the proof's form: base-field rows for the first codeword,
@@ -181,6 +184,52 @@ fn query_var(log_folded_domain_size: usize, num_variables: usize, index: usize) 
         WhirQueryPoint::Univariate(v) => v,
         WhirQueryPoint::Multilinear(_) => unreachable!("the two-adic domain queries univariate points"),
     }
+}
+
+/// The claim points in a registry's batched constraint, in its order.
+fn claim_points(registry: &ClaimRegistry) -> Vec<Point<EF>> {
+    registry
+        .constraint(EF::ONE)
+        .statements()
+        .iter()
+        .flat_map(|s| match s {
+            Statements::Eq(eq) => eq.iter().map(|(p, _)| p.clone()).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The point the next claim-phase step will sample: `step` is played on copies of the registry
+/// and the challenger (with any value), and the point it added is read back.
+fn new_claim_point(
+    registry: &ClaimRegistry,
+    challenger: &GpuChallenger,
+    step: impl FnOnce(&mut ClaimRegistry, &mut GpuChallenger) -> Result<(), p3_sumcheck::SumcheckError>,
+) -> Result<Point<EF>, ProverError> {
+    let before = claim_points(registry);
+    let (mut trial, mut ch) = (registry.clone(), challenger.clone());
+    step(&mut trial, &mut ch).map_err(|e| ProverError::Params(e.to_string()))?;
+    let after = claim_points(&trial);
+    let at = (0..after.len()).find(|&i| before.get(i) != Some(&after[i]));
+    match at {
+        Some(i) if after.len() == before.len() + 1 => Ok(after[i].clone()),
+        _ => Err(ProverError::Params("a claim-phase step did not add exactly one equality claim".into())),
+    }
+}
+
+/// The equality claims of a batched constraint and their coefficients (α powers in order).
+fn eq_claims(constraint: &Constraint<F, EF>) -> Result<(Vec<Point<EF>>, Vec<EF>), ProverError> {
+    let (mut points, mut scales) = (Vec::new(), Vec::new());
+    let mut shift = 0;
+    for statement in constraint.statements() {
+        let Statements::Eq(eq) = statement else {
+            return Err(ProverError::Input("the claims hold a statement kind other than equality; the driver batches equality claims only".into()));
+        };
+        points.extend(eq.iter().map(|(p, _)| p.clone()));
+        scales.extend(constraint.challenge_powers(shift).take(eq.len()));
+        shift += eq.len();
+    }
+    Ok((points, scales))
 }
 
 /// `rounds` sumcheck rounds (`SumcheckProver::compute_sumcheck_polynomials` without a new
@@ -232,26 +281,46 @@ pub fn prove_with_steps<S: CodewordSteps>(
     let timed = |acc: &mut Duration, at: Instant| *acc += at.elapsed();
 
     // Commit (the PCS adapter's `commit`): the layout's message, encoded and committed.
+    // The suffix layout of one table of one column commits the evaluations as they are (rows of
+    // 2^fold consecutive values; p3-sumcheck's `write_stacked_slots`), so they are the message.
     let fold0 = config.round_folding_factor(0);
-    let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], fold0);
     let at = Instant::now();
-    let message = base_message(&witness, fold0);
-    let (root, mut committed) = steps.commit(&message, 1 << fold0, params.log_inv_rate)?;
-    drop(message);
+    let (root, mut committed, mut sumcheck) = steps.commit_message(evals, 1 << fold0, params.log_inv_rate)?;
     timed(&mut times.commit, at);
-    let mut layout = ProverLayout::from_witness(witness);
     observe_commitment::<F, _, _>(challenger, root.clone());
     times.commit_phase = started.elapsed();
 
-    // Claim phase (the adapter's `open`): commitment OOD claims, then the opening claims.
+    // Claim phase (the adapter's `open`): commitment OOD claims, then the opening claims. The
+    // layout's prover-side claim transcripts are private to p3-sumcheck; its verifier-side
+    // registry plays the same transcript given the values, so each point is read from a trial run
+    // on copies, the value computed where f lies, and the real step played with it.
     let protocol = opening_protocol(params);
     let claims = protocol.checked_num_claims().and_then(|n| n.checked_add(config.commitment_ood_samples()));
     config
         .validate_initial_claims(claims.ok_or_else(|| ProverError::Params("too many opening claims".into()))?)
         .map_err(|e| ProverError::Params(e.to_string()))?;
     let claims_started = Instant::now();
-    let initial_ood_answers: Vec<EF> = (0..config.commitment_ood_samples()).map(|_| layout.add_virtual_eval(challenger)).collect();
-    let opening_evals: Vec<_> = protocol.iter_openings().map(|(table, batch)| layout.eval(table, batch, challenger)).collect();
+    let mut registry = ClaimRegistry::new(&protocol.table_shapes(), <ProverLayout as Layout<F, EF>>::strategy());
+    let mut initial_ood_answers = Vec::with_capacity(config.commitment_ood_samples());
+    for _ in 0..config.commitment_ood_samples() {
+        let point = new_claim_point(&registry, challenger, |r, ch| {
+            r.add_virtual_eval(EF::ZERO, ch);
+            Ok(())
+        })?;
+        let eval = sumcheck.eval(&point)?;
+        registry.add_virtual_eval(eval, challenger);
+        initial_ood_answers.push(eval);
+    }
+    let mut opening_evals = Vec::new();
+    for (table, batch) in protocol.iter_openings() {
+        if batch.current().len() != 1 || !batch.next().is_empty() {
+            return Err(ProverError::Input("the driver opens one column per point, without successor openings".into()));
+        }
+        let point = new_claim_point(&registry, challenger, |r, ch| r.add_claim(table, batch, &OpeningEvals::new(vec![EF::ZERO], vec![]), ch))?;
+        let evals = OpeningEvals::new(vec![sumcheck.eval(&point)?], vec![]);
+        registry.add_claim(table, batch, &evals, challenger).map_err(|e| ProverError::Params(e.to_string()))?;
+        opening_evals.push(evals);
+    }
 
     // The WHIR run (`WhirProver::prove`).
     let shape = WhirShape::new(&config, protocol.num_openings());
@@ -260,13 +329,15 @@ pub fn prove_with_steps<S: CodewordSteps>(
     // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
     // forgotten instead (a few small allocations) and the error returned.
     let played = (|| -> Result<_, ProverError> {
+        // Initial fold: the batching challenge α, then w = Σ α^i eq(z_i, ·) over every claim
+        // (the registry's own batched constraint) and the first fold's sumcheck rounds.
         let mut initial_sumcheck = SumcheckData::default();
-        let (initial, _) = transcript
-            .delegate_initial_fold(|ch| layout.into_sumcheck(&mut initial_sumcheck, config.starting_folding_pow_bits(), ch));
-        // From here the rounds' sumcheck state is ours: f and w after the initial fold.
-        let mut initial = initial;
-        let mut sumcheck = steps.sumcheck(initial.evals().into_evals(), initial.weights().into_evals())?;
-        drop(initial);
+        transcript.delegate_initial_fold(|ch| -> Result<(), ProverError> {
+            let alpha = registry.batching_challenge(ch);
+            let (points, scales) = eq_claims(&registry.constraint(alpha))?;
+            sumcheck.add_eq_weights(&points, &scales)?;
+            run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits()).map(|_| ())
+        })?;
         times.claims = claims_started.elapsed();
 
         let mut rounds = Vec::with_capacity(config.n_rounds());

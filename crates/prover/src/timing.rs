@@ -24,8 +24,8 @@ pub struct PhaseTimes {
     pub commit: Duration,
     /// Row and path openings from resident codewords (resident driver).
     pub open: Duration,
-    /// Resident driver, informational (inside "sumcheck + other"): claim phase and initial fold
-    /// on the CPU with the hand-over of f and w; the rounds' weights and sumcheck; OOD answers.
+    /// Resident driver, informational (inside "sumcheck + other"): claim phase and initial fold;
+    /// the rounds' weights and sumcheck; OOD answers.
     pub claims: Duration,
     pub sumcheck: Duration,
     pub ood: Duration,

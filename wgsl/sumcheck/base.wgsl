@@ -1,0 +1,62 @@
+// #import sumcheck/reduce
+
+// The first round of a sumcheck whose f is still in the base field (the committed polynomial)
+// and w in BabyBear^4: round coefficients and the fold of f into BabyBear^4. The same
+// conventions as round.wgsl and fold.wgsl (last variable first, adjacent pairs).
+// Rust twins of the params: `RoundParams` and `FoldParams` in crates/gpu/src/sumcheck.rs.
+
+struct BaseParams {
+    r: vec4<u32>,
+    // Pairs (round) or entries of the folded table (fold).
+    count: u32,
+    groups: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: BaseParams;
+@group(0) @binding(1) var<storage, read> f: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<u32>>;
+
+fn ext4_from_base(a: u32) -> vec4<u32> {
+    return vec4<u32>(a, 0u, 0u, 0u);
+}
+
+@compute @workgroup_size(256)
+fn round_partials_base(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let g = linear_workgroup_id(wid, num_wgs);
+    var c0 = vec4<u32>(0u);
+    var c_inf = vec4<u32>(0u);
+    for (var i = g * 256u + lid; i < params.count; i += params.groups * 256u) {
+        let f0 = f[2u * i];
+        let w0 = w[2u * i];
+        c0 = ext4_add(c0, ext4_scale(w0, f0));
+        c_inf = ext4_add(c_inf, ext4_scale(ext4_sub(w[2u * i + 1u], w0), bb_sub(f[2u * i + 1u], f0)));
+    }
+    let total = workgroup_sum_pair(lid, c0, c_inf);
+    if (lid == 0u) {
+        out[2u * g] = total[0];
+        out[2u * g + 1u] = total[1];
+    }
+}
+
+// out[i] = f[2i] + r (f[2i+1] - f[2i]), into BabyBear^4.
+@compute @workgroup_size(256)
+fn fold_base(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = w[0];
+    let i = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (i >= params.count) {
+        return;
+    }
+    let f0 = f[2u * i];
+    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(params.r, bb_sub(f[2u * i + 1u], f0)));
+}
