@@ -183,8 +183,20 @@ impl GpuBackend {
         self.mode
     }
 
+    /// The largest buffers a resident proof binds — the first codeword (2^(n + rate) words) and
+    /// the sumcheck's weight table (2^n extension elements) — checked against the adapter's
+    /// binding limit before any work starts.
+    fn check_resident_fits(&self, params: &Params) -> Result<(), ProverError> {
+        let ctx = self.context();
+        let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
+        ctx.check_binding_size("the first codeword", codeword)?;
+        ctx.check_binding_size("the sumcheck weights", 16u64 << params.num_vars)?;
+        Ok(())
+    }
+
     /// Our driver over resident codewords; GPU failures are returned as `ProverError::Gpu`.
     pub fn prove_resident(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+        self.check_resident_fits(params)?;
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?;
         let before = self.context().transfer_counts();
         let mut challenger = self.challenger();
@@ -255,7 +267,7 @@ impl Backend for GpuBackend {
         };
         match result {
             Err(ProverError::Gpu(e)) => {
-                tracing::warn!("the GPU failed during the proof ({e}); proving on the CPU instead");
+                tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
                 let out = CpuBackend.prove(params, evals)?;
                 Ok(ProverOutput { path: "cpu (fallback)", ..out })
             }
