@@ -143,36 +143,32 @@ impl Params {
         Self::default()
     }
 
+    /// Each parameter by its flag name, with its value.
+    fn fields(&self) -> [(&'static str, String); 7] {
+        [
+            ("vars", self.num_vars.to_string()),
+            ("fold", self.fold.to_string()),
+            ("rate", self.log_inv_rate.to_string()),
+            ("security", self.security_bits.to_string()),
+            ("pow-bits", self.pow_bits.to_string()),
+            ("soundness", self.soundness.flag_value().to_string()),
+            ("points", self.points.to_string()),
+        ]
+    }
+
     /// The command-line flags that select these parameters.
     pub fn to_flags(&self) -> String {
-        format!(
-            "--vars {} --fold {} --rate {} --security {} --pow-bits {} --soundness {} --points {}",
-            self.num_vars,
-            self.fold,
-            self.log_inv_rate,
-            self.security_bits,
-            self.pow_bits,
-            self.soundness.flag_value(),
-            self.points
-        )
+        self.fields().iter().map(|(k, v)| format!("--{k} {v}")).collect::<Vec<_>>().join(" ")
     }
 
     /// The fields that differ from `other` (the expected ones), each as `name ours (expected theirs)`.
     pub fn differences(&self, other: &Params) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut cmp = |name: &str, a: String, b: String| {
-            if a != b {
-                out.push(format!("{name} {a} (expected {b})"));
-            }
-        };
-        cmp("vars", self.num_vars.to_string(), other.num_vars.to_string());
-        cmp("fold", self.fold.to_string(), other.fold.to_string());
-        cmp("rate", self.log_inv_rate.to_string(), other.log_inv_rate.to_string());
-        cmp("security", self.security_bits.to_string(), other.security_bits.to_string());
-        cmp("pow-bits", self.pow_bits.to_string(), other.pow_bits.to_string());
-        cmp("soundness", self.soundness.flag_value().into(), other.soundness.flag_value().into());
-        cmp("points", self.points.to_string(), other.points.to_string());
-        out
+        self.fields()
+            .into_iter()
+            .zip(other.fields())
+            .filter(|((_, ours), (_, theirs))| ours != theirs)
+            .map(|((name, ours), (_, theirs))| format!("{name} {ours} (expected {theirs})"))
+            .collect()
     }
 
     /// Checks every value against what BabyBear and p3-whir can take, before anything is built:
@@ -333,15 +329,10 @@ impl Params {
             ParamSource::Flags => "infeasible parameters",
             ParamSource::ProofFile => "the proof file's header holds infeasible parameters",
         };
+        let values: Vec<String> = self.fields().iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!(
-            "{what} n={} fold={} rate=2^-{} security={} pow={} soundness={} points={}: {e}{}",
-            self.num_vars,
-            self.fold,
-            self.log_inv_rate,
-            self.security_bits,
-            self.pow_bits,
-            self.soundness.flag_value(),
-            self.points,
+            "{what} {}: {e}{}",
+            values.join(" "),
             Namer(source).fix(hint)
         )
     }
