@@ -4,7 +4,7 @@
 // #import field/ext4
 
 // Weight tables over {0,1}^m in big-endian index order (coordinate 0 <-> the top bit of x):
-// - add_eq_weights:     w[x] += sum_j scale_j * eq(point_j, x)
+// - add_eq_weights:     w[x] += sum_j scale_j * eq(point_j, x), from split equality tables
 // - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in BabyBear)
 // - scatter_scales / add_table_prefix: the same select weights through an NTT (below).
 // Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
@@ -21,10 +21,10 @@ struct WeightParams {
 }
 
 @group(0) @binding(0) var<uniform> params: WeightParams;
-// add_eq_weights: count * vars coordinates; add_select_weights: per j, v_j^(2^b) for b < vars
-// (BabyBear, in .x); scatter_scales: indices (in .x); add_table_prefix: the table to add.
+// add_eq_weights: the points' high equality tables; add_select_weights: per j, v_j^(2^b) for
+// b < vars (BabyBear, in .x); scatter_scales: indices (in .x); add_table_prefix: the table added.
 @group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
-// One scale per point.
+// One scale per point (add_eq_weights: the scaled low equality tables).
 @group(0) @binding(2) var<storage, read> scales: array<vec4<u32>>;
 // The table written.
 @group(0) @binding(3) var<storage, read_write> table: array<vec4<u32>>;
@@ -33,19 +33,10 @@ struct WeightParams {
 
 const ONE: vec4<u32> = vec4<u32>(BB_ONE, 0u, 0u, 0u);
 
-fn eq_weight(j: u32, x: u32) -> vec4<u32> {
-    var acc = ONE;
-    for (var k = 0u; k < params.vars; k++) {
-        let p = points[j * params.vars + k];
-        if (((x >> (params.vars - 1u - k)) & 1u) == 1u) {
-            acc = ext4_mul(acc, p);
-        } else {
-            acc = ext4_mul(acc, ext4_sub(ONE, p));
-        }
-    }
-    return acc;
-}
-
+// w[x] += sum_j hi_j[x >> L] * lo_j[x & (2^L - 1)]: eq(point_j, x) split at the low L = `vars`
+// bits into the equality tables of the point's first and last coordinates (built on the host,
+// the scale folded into lo_j): two multiplications per entry and point instead of m.
+// points: count tables of size >> L entries; scales: count tables of 2^L entries.
 @compute @workgroup_size(256)
 fn add_eq_weights(
     @builtin(local_invocation_index) lid: u32,
@@ -58,9 +49,13 @@ fn add_eq_weights(
     if (x >= params.size) {
         return;
     }
+    let lo_size = 1u << params.vars;
+    let hi_size = params.size >> params.vars;
+    let hi = x >> params.vars;
+    let lo = x & (lo_size - 1u);
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
-        acc = ext4_add(acc, ext4_mul(scales[j], eq_weight(j, x)));
+        acc = ext4_add(acc, ext4_mul(points[j * hi_size + hi], scales[j * lo_size + lo]));
     }
     table[x] = acc;
 }

@@ -61,6 +61,13 @@ struct Cell {
     gpu_codewords_ms: Option<f64>,
     gpu_pow_ms: Option<f64>,
     gpu_sumcheck_other_ms: Option<f64>,
+    /// Inside those (medians): encode + Merkle, openings, claim phase + initial fold, round
+    /// sumchecks, OOD answers.
+    gpu_commit_ms_detail: Option<f64>,
+    gpu_openings_ms: Option<f64>,
+    gpu_claims_ms: Option<f64>,
+    gpu_rounds_ms: Option<f64>,
+    gpu_ood_ms: Option<f64>,
     /// Its host <-> GPU traffic per proof.
     gpu_mib_up: Option<f64>,
     gpu_kib_down: Option<f64>,
@@ -143,6 +150,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
             gpu_codewords_ms: None,
             gpu_pow_ms: None,
             gpu_sumcheck_other_ms: None,
+            gpu_commit_ms_detail: None,
+            gpu_openings_ms: None,
+            gpu_claims_ms: None,
+            gpu_rounds_ms: None,
+            gpu_ood_ms: None,
             gpu_mib_up: None,
             gpu_kib_down: None,
             gpu_submissions: None,
@@ -164,6 +176,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let (mut stock, mut cpu, mut g, mut gc, mut go) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut pc, mut pcw) = (Vec::new(), Vec::new());
         let mut phases: [Vec<f64>; 3] = Default::default();
+        let mut details: [Vec<f64>; 5] = Default::default();
         let mut traffic = None;
         if !warmed {
             // One untimed proof of each kind first: pipelines compile, GPU clocks and the CPU
@@ -198,6 +211,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 for (acc, d) in phases.iter_mut().zip([out.phases.codewords(), out.phases.pow, out.sumcheck_and_other()]) {
                     acc.push(ms(d));
                 }
+                let ph = &out.phases;
+                for (acc, d) in details.iter_mut().zip([ph.commit, ph.open, ph.claims, ph.sumcheck, ph.ood]) {
+                    acc.push(ms(d));
+                }
                 traffic = out.transfers;
                 bar.inc(1);
             }
@@ -221,6 +238,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             cell.gpu_codewords_ms = Some(median(c));
             cell.gpu_pow_ms = Some(median(p));
             cell.gpu_sumcheck_other_ms = Some(median(o));
+            let [dc, dop, dcl, dr, dood] = details;
+            cell.gpu_commit_ms_detail = Some(median(dc));
+            cell.gpu_openings_ms = Some(median(dop));
+            cell.gpu_claims_ms = Some(median(dcl));
+            cell.gpu_rounds_ms = Some(median(dr));
+            cell.gpu_ood_ms = Some(median(dood));
             cell.gpu_mib_up = traffic.map(|t| t.bytes_up as f64 / (1 << 20) as f64);
             cell.gpu_kib_down = traffic.map(|t| t.bytes_down as f64 / 1024.0);
             cell.gpu_submissions = traffic.map(|t| t.submissions);

@@ -51,6 +51,25 @@ struct WeightParams {
     groups: u32,
 }
 
+/// Low bits of the table index covered by add_eq_weights' low equality tables.
+const EQ_LOW_BITS: usize = 8;
+
+/// scale · eq(coords, x) for x in 0..2^k, coordinate 0 paired with the top bit of x.
+fn eq_table(coords: &[Ext4], scale: Ext4) -> Vec<Ext4> {
+    let mut table = Vec::with_capacity(1 << coords.len());
+    table.push(scale);
+    for &c in coords {
+        let mut next = Vec::with_capacity(table.len() * 2);
+        for &t in &table {
+            let high = t * c;
+            next.push(t - high);
+            next.push(high);
+        }
+        table = next;
+    }
+    table
+}
+
 fn ext_words(values: &[Ext4]) -> &[u32] {
     ext4_as_words(values)
 }
@@ -265,8 +284,17 @@ impl GpuSumcheck {
         for p in points {
             self.check_point(p)?;
         }
-        let coords: Vec<Ext4> = points.iter().flatten().copied().collect();
-        self.dispatch_weights(Kernel::AddEqWeights, &coords, scales, self.size().div_ceil(THREADS), self.vars)
+        // eq(p, x) = eq(p_hi, x_hi) · eq(p_lo, x_lo), split at the low `low` bits: the two
+        // small tables per point are built here (2^(m-low) + 2^low entries), the kernel does
+        // one product per entry and point.
+        let low = self.vars.min(EQ_LOW_BITS);
+        let (mut highs, mut lows) = (Vec::new(), Vec::new());
+        for (p, &s) in points.iter().zip(scales) {
+            let (hi, lo) = p.split_at(self.vars - low);
+            highs.extend(eq_table(hi, Ext4::ONE));
+            lows.extend(eq_table(lo, s));
+        }
+        self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, points.len(), self.size().div_ceil(THREADS), low)
     }
 
     /// w[x] += Σ_j scales[j]·vars[j]^x.
@@ -291,7 +319,7 @@ impl GpuSumcheck {
             })
             .collect();
         let threads = self.size().div_ceil(4);
-        self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, threads.div_ceil(THREADS), per_var)
+        self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, vars.len(), threads.div_ceil(THREADS), per_var)
     }
 
     /// f(point) = Σ_x f[x]·eq(point, x), as m folds of f (last coordinate first) into scratch
@@ -353,9 +381,10 @@ impl GpuSumcheck {
         ext_from_words(self.ctx.submit_and_read(self.ctx.encoder("sumcheck weights"), &self.w, 4 * self.size())?)
     }
 
-    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], groups: usize, vars: usize) -> Result<()> {
+    /// One weights kernel over w with `count` points (its tables in `points` and `scales`).
+    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], count: usize, groups: usize, vars: usize) -> Result<()> {
         self.ctx.scoped("sumcheck weights", || {
-            let encoder = self.record_weights(kernel, ext_words(points), scales, groups, vars, &self.w, &self.placeholder)?;
+            let encoder = self.record_weights(kernel, ext_words(points), scales, count, groups, vars, &self.w, &self.placeholder)?;
             self.ctx.submit(encoder)
         })
     }
@@ -367,6 +396,7 @@ impl GpuSumcheck {
         kernel: Kernel,
         point_words: &[u32],
         scales: &[Ext4],
+        count: usize,
         groups: usize,
         vars: usize,
         table: &wgpu::Buffer,
@@ -377,7 +407,7 @@ impl GpuSumcheck {
         let point_words = if point_words.is_empty() { &zero[..] } else { point_words };
         let points = self.ctx.upload("sumcheck points", point_words);
         let mut encoder = self.ctx.encoder("sumcheck weights");
-        self.record_kernel(&mut encoder, kernel, &points, scales, groups, vars, table, partials)?;
+        self.record_kernel(&mut encoder, kernel, &points, scales, count, groups, vars, table, partials)?;
         Ok(encoder)
     }
 
@@ -388,6 +418,7 @@ impl GpuSumcheck {
         kernel: Kernel,
         points: &wgpu::Buffer,
         scales: &[Ext4],
+        count: usize,
         groups: usize,
         vars: usize,
         table: &wgpu::Buffer,
@@ -396,7 +427,7 @@ impl GpuSumcheck {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let params = self.ctx.uniform(
             "weight params",
-            &WeightParams { size: self.size() as u32, vars: vars as u32, count: scales.len() as u32, groups: groups as u32 },
+            &WeightParams { size: self.size() as u32, vars: vars as u32, count: count as u32, groups: groups as u32 },
         );
         let scales = if scales.is_empty() { &[Ext4::ZERO][..] } else { scales };
         let scales_buf = self.ctx.upload("sumcheck scales", ext_words(scales));
@@ -438,9 +469,9 @@ impl GpuSumcheck {
             let points = self.ctx.upload("select indices", &index_words);
             let mut encoder = self.ctx.encoder("select weights");
             encoder.clear_buffer(&table, 0, None);
-            self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
+            self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len(), sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
             let transformed = self.ntt.record(&mut encoder, &table, &NttSpec::forward(log_domain, 4))?;
-            self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
+            self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], 0, self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
             let submitted = self.ctx.submit(encoder);
             self.ctx.recycle_storage(table);
             self.ntt.recycle(transformed);
