@@ -29,6 +29,16 @@ struct LeafParams {
     _pad: u32,
 }
 
+/// Rust twin of `GatherParams` in wgsl/util/gather.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GatherParams {
+    count: u32,
+    width: u32,
+    idx_offset: u32,
+    dst_offset: u32,
+}
+
 /// Most tree levels the leaf kernel can build in workgroup memory (log2 of its 64 rows).
 const FUSED_LEVELS: usize = 6;
 /// Trees up to this height fuse all six levels; taller ones fuse one. Level k inside a workgroup
@@ -206,24 +216,43 @@ impl GpuMerkle {
     }
 
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
-    /// reads it back.
+    /// reads it back: one gather dispatch for the rows and one per tree layer (positions come
+    /// grouped by layer), one submission.
     fn gather(&self, tree: &GpuMerkleTree, matrix: Option<&wgpu::Buffer>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
         let ctx = self.poseidon2.context();
-        let row_bytes = (tree.width * 4) as u64;
-        let digest_bytes = (DIGEST_ELEMS * 4) as u64;
-        let words = indices.len() * tree.width + positions.len() * DIGEST_ELEMS;
-        let out = ctx.storage("merkle openings", words);
-        let mut encoder = ctx.encoder("merkle openings");
-        let mut at = 0u64;
-        if let Some(matrix) = matrix {
-            for &i in indices {
-                encoder.copy_buffer_to_buffer(matrix, i as u64 * row_bytes, &out, at, row_bytes);
-                at += row_bytes;
-            }
+        let row_items = if matrix.is_some() { indices.len() } else { 0 };
+        let words = row_items * tree.width + positions.len() * DIGEST_ELEMS;
+        if words == 0 {
+            return Ok(Vec::new());
         }
-        for &(layer, index) in positions {
-            encoder.copy_buffer_to_buffer(&tree.layers[layer], index as u64 * digest_bytes, &out, at, digest_bytes);
-            at += digest_bytes;
+        let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
+        let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
+        u32::try_from(words).map_err(|_| too_wide())?;
+        // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
+        let idx: Vec<u32> = indices[..row_items].iter().chain(positions.iter().map(|(_, i)| i)).map(|&i| i as u32).collect();
+        let idx_buf = ctx.upload("gather indices", &idx);
+        let out = ctx.storage("merkle openings", words);
+        let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
+        let mut encoder = ctx.encoder("merkle openings");
+        let mut record = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
+            let params = ctx.uniform(
+                "gather params",
+                &GatherParams { count: count as u32, width: item_width, idx_offset: idx_offset as u32, dst_offset: dst_offset as u32 },
+            );
+            let bind = ctx.bind_buffers(&pipeline, &[&params, &idx_buf, src, &out]);
+            let groups = (count * item_width as usize).div_ceil(256) as u32;
+            ctx.record_dispatch(&mut encoder, "gather", &pipeline, &bind, groups, None);
+        };
+        if let Some(matrix) = matrix.filter(|_| row_items > 0) {
+            record(matrix, row_items, width, 0, 0);
+        }
+        let mut start = 0;
+        while start < positions.len() {
+            let layer = positions[start].0;
+            let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
+            let dst = row_items * tree.width + start * DIGEST_ELEMS;
+            record(&tree.layers[layer], end - start, DIGEST_ELEMS as u32, row_items + start, dst);
+            start = end;
         }
         from_words(ctx.submit_and_read(encoder, &out, words)?)
     }

@@ -54,6 +54,7 @@ wgsl_sources!(
     "sumcheck/fold",
     "sumcheck/weights",
     "sumcheck/base",
+    "util/gather",
     "test/field_ops",
 );
 
@@ -78,11 +79,12 @@ pub enum Kernel {
     AddTablePrefix,
     RoundBase,
     FoldBase,
+    Gather,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 19] = [
+    pub const ALL: [Kernel; 20] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -101,6 +103,7 @@ impl Kernel {
         Kernel::AddTablePrefix,
         Kernel::RoundBase,
         Kernel::FoldBase,
+        Kernel::Gather,
         Kernel::FieldOpsTest,
     ];
 
@@ -117,6 +120,7 @@ impl Kernel {
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
             Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
             Kernel::RoundBase | Kernel::FoldBase => "sumcheck/base",
+            Kernel::Gather => "util/gather",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -141,6 +145,7 @@ impl Kernel {
             Kernel::AddTablePrefix => "add_table_prefix",
             Kernel::RoundBase => "round_partials_base",
             Kernel::FoldBase => "fold_base",
+            Kernel::Gather => "gather_words",
             Kernel::FieldOpsTest => "field_op",
         }
     }
