@@ -80,7 +80,7 @@ fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
 fn resident_proofs_never_read_a_codeword_back() {
     use whir_wgpu::prover::{GpuBackend, GpuMode};
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in common::fresh_contexts() {
         let gpu = GpuBackend::new(ctx.clone());
         for p in [
             Params { num_vars: 14, fold: 1, log_inv_rate: 2, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 1 },
@@ -116,7 +116,7 @@ fn resident_proofs_never_read_a_codeword_back() {
 fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
     use whir_wgpu::prover::GpuBackend;
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in common::fresh_contexts() {
         let gpu = GpuBackend::new(ctx.clone());
         let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);

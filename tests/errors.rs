@@ -133,7 +133,7 @@ fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
     use whir_wgpu::gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
     use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, GpuProverData, Poseidon2Constants};
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in common::fresh_contexts() {
         let merkle = Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
         let gpu = GpuMmcs::new(merkle, 0);
         let perm = Poseidon2Constants::default_babybear().to_cpu();

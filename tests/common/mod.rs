@@ -45,6 +45,13 @@ pub fn contexts() -> Vec<Arc<GpuContext>> {
     u64.into_iter().chain(emu).collect()
 }
 
+/// Contexts of their own, for tests that inject faults or count transfers: the shared ones
+/// above serve tests running in parallel threads, whose traffic and faults would mix in.
+pub fn fresh_contexts() -> Vec<Arc<GpuContext>> {
+    let shared = contexts();
+    shared.iter().filter_map(|c| open(c.mul_variant())).collect()
+}
+
 /// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED.
 pub fn rng() -> StdRng {
     let seed = std::env::var("WHIR_TEST_SEED")

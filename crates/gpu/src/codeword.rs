@@ -10,7 +10,7 @@ use p3_baby_bear::BabyBear;
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
 use crate::field::as_words;
-use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, DIGEST_ELEMS};
+use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, DIGEST_ELEMS};
 use crate::ntt::GpuNtt;
 
 /// A committed codeword on the GPU. Dropping it hands its buffers back to the pools.
@@ -132,5 +132,15 @@ impl GpuCodewords {
     /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0).
     pub fn open(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<OpenedRows> {
         self.merkle.open_rows(&committed.tree, committed.buffer(), indices, 0)
+    }
+
+    /// [`open`](Self::open) without waiting; [`read_openings`](Self::read_openings) reads any
+    /// number of them back in one transfer. The codeword may be dropped in between.
+    pub fn open_deferred(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<PendingRows> {
+        self.merkle.open_rows_deferred(&committed.tree, committed.buffer(), indices, 0)
+    }
+
+    pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
+        self.merkle.read_pending(pending)
     }
 }

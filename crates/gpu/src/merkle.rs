@@ -121,6 +121,14 @@ pub struct OpenedRows {
     pub siblings: Vec<[BabyBear; DIGEST_ELEMS]>,
 }
 
+/// An opening gathered on the GPU and not yet read back (see `GpuMerkle::open_rows_deferred`).
+pub struct PendingRows {
+    out: wgpu::Buffer,
+    words: usize,
+    rows: usize,
+    width: usize,
+}
+
 /// Builds Merkle trees with one Poseidon2 instance.
 pub struct GpuMerkle {
     poseidon2: Arc<GpuPoseidon2>,
@@ -199,6 +207,15 @@ impl GpuMerkle {
     /// built over) with Plonky3's pruned multi-proof below a cap of `cap_height`: one
     /// submission, one readback of just the rows and digests.
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
+        let pending = self.open_rows_deferred(tree, matrix, indices, cap_height)?;
+        Ok(self.read_pending(vec![pending])?.pop().expect("one opening"))
+    }
+
+    /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
+    /// [`read_pending`](Self::read_pending) reads any number of such openings back in one
+    /// transfer later. The tree and matrix may be dropped once this returns (the queue runs in
+    /// order).
+    pub fn open_rows_deferred(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<PendingRows> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
             return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
         }
@@ -207,23 +224,72 @@ impl GpuMerkle {
         }
         let levels = proof_levels(tree.layers.len() - 1, cap_height);
         let positions = pruned_positions(indices, levels);
-        let words = self.gather(tree, Some(matrix), indices, &positions)?;
-        let (rows, digests) = words.split_at(indices.len() * tree.width);
-        Ok(OpenedRows {
-            rows: rows.chunks_exact(tree.width.max(1)).map(<[BabyBear]>::to_vec).collect(),
-            siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
+        let ctx = self.poseidon2.context();
+        ctx.scoped("merkle openings", || {
+            let (encoder, out, words) = self.record_gather(tree, Some(matrix), indices, &positions)?;
+            ctx.submit(encoder)?;
+            Ok(PendingRows { out, words, rows: indices.len(), width: tree.width })
         })
     }
 
+    /// Reads back openings made by [`open_rows_deferred`](Self::open_rows_deferred), in order,
+    /// with one submission and one readback.
+    pub fn read_pending(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
+        let ctx = self.poseidon2.context();
+        let total: usize = pending.iter().map(|p| p.words).sum();
+        let all = ctx.storage("merkle openings", total);
+        let mut encoder = ctx.encoder("merkle openings readback");
+        let mut at = 0u64;
+        for p in &pending {
+            let bytes = (p.words * 4) as u64;
+            if bytes > 0 {
+                encoder.copy_buffer_to_buffer(&p.out, 0, &all, at, bytes);
+            }
+            at += bytes;
+        }
+        let words = from_words(ctx.submit_and_read(encoder, &all, total)?)?;
+        let mut rest = &words[..];
+        Ok(pending
+            .iter()
+            .map(|p| {
+                let (this, tail) = rest.split_at(p.words);
+                rest = tail;
+                let (rows, digests) = this.split_at(p.rows * p.width);
+                OpenedRows {
+                    rows: rows.chunks_exact(p.width.max(1)).map(<[BabyBear]>::to_vec).collect(),
+                    siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
+                }
+            })
+            .collect())
+    }
+
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
-    /// reads it back: one gather dispatch for the rows and one per tree layer (positions come
-    /// grouped by layer), one submission.
+    /// reads it back.
     fn gather(&self, tree: &GpuMerkleTree, matrix: Option<&wgpu::Buffer>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
+        let (encoder, out, words) = self.record_gather(tree, matrix, indices, positions)?;
+        if words == 0 {
+            return Ok(Vec::new());
+        }
+        from_words(self.poseidon2.context().submit_and_read(encoder, &out, words)?)
+    }
+
+    /// Records the gather of rows `indices` of `matrix`, then the digests at `positions`, into
+    /// a fresh buffer: one dispatch for the rows and one per tree layer (positions come grouped
+    /// by layer). Returns the encoder, the buffer and its word count.
+    fn record_gather(
+        &self,
+        tree: &GpuMerkleTree,
+        matrix: Option<&wgpu::Buffer>,
+        indices: &[usize],
+        positions: &[(usize, usize)],
+    ) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, usize)> {
         let ctx = self.poseidon2.context();
         let row_items = if matrix.is_some() { indices.len() } else { 0 };
         let words = row_items * tree.width + positions.len() * DIGEST_ELEMS;
+        let mut encoder = ctx.encoder("merkle openings");
+        let out = ctx.storage("merkle openings", words);
         if words == 0 {
-            return Ok(Vec::new());
+            return Ok((encoder, out, 0));
         }
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
@@ -231,9 +297,7 @@ impl GpuMerkle {
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
         let idx: Vec<u32> = indices[..row_items].iter().chain(positions.iter().map(|(_, i)| i)).map(|&i| i as u32).collect();
         let idx_buf = ctx.upload("gather indices", &idx);
-        let out = ctx.storage("merkle openings", words);
         let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
-        let mut encoder = ctx.encoder("merkle openings");
         let mut record = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
             let params = ctx.uniform(
                 "gather params",
@@ -254,7 +318,7 @@ impl GpuMerkle {
             record(&tree.layers[layer], end - start, DIGEST_ELEMS as u32, row_items + start, dst);
             start = end;
         }
-        from_words(ctx.submit_and_read(encoder, &out, words)?)
+        Ok((encoder, out, words))
     }
 
     /// Commits to a host matrix: upload, hash, build, read back the root.

@@ -30,7 +30,7 @@ use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_gpu::mmcs::CpuMmcs;
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck};
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, PendingRows};
 
 use crate::backend::{opening_protocol, permutation, ProverLayout};
 use crate::error::ProverError;
@@ -40,6 +40,8 @@ use crate::{Commitment, EF, F};
 
 type Proof = PcsProof<F, EF, CpuMmcs>;
 type Paths = PrunedMerklePaths<F, 8>;
+/// Opened rows (base-field words) with their pruned multi-proof.
+pub type OpenedRows = (Vec<Vec<F>>, Paths);
 /// p3-sumcheck's verifier-side claim registry, which the prover drives (see `prove_with_steps`).
 type ClaimRegistry = Verifier<F, EF>;
 
@@ -55,8 +57,16 @@ pub trait CodewordSteps {
     /// 2^-log_inv_rate and commits to the codeword's rows.
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
 
-    /// The codeword rows at `indices` (in order, repeats included) and their pruned multi-proof.
-    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError>;
+    /// An opening made by [`open`](Self::open), read by [`read_openings`](Self::read_openings).
+    type Opening;
+
+    /// Opens the codeword rows at `indices` (in order, repeats included) with their pruned
+    /// multi-proof. The values may stay where they are until `read_openings`: no transcript step
+    /// depends on them (the rows' folded values only update the claimed sum).
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError>;
+
+    /// The rows and pruned multi-proofs of `openings`, in order.
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError>;
 
     /// The sumcheck state: f, then its folds, and the weights w.
     type Sumcheck: SumcheckSteps;
@@ -100,11 +110,17 @@ impl CodewordSteps for CpuCodewords {
         Ok(mmcs.commit_matrix(codeword))
     }
 
-    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError> {
+    type Opening = OpenedRows;
+
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
         let perm = permutation();
         let mmcs = CpuMmcs::new(whir_gpu::mmcs::LeafHash::new(perm.clone()), whir_gpu::mmcs::NodeCompress::new(perm), 0);
         let (values, proof) = mmcs.open_multi_batch(indices, committed);
         Ok((values.into_iter().map(|mut m| m.swap_remove(0)).collect(), proof))
+    }
+
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+        Ok(openings)
     }
 }
 
@@ -135,9 +151,19 @@ impl CodewordSteps for GpuCodewords {
         Ok((Commitment::new(vec![committed.root()]), committed))
     }
 
-    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<(Vec<Vec<F>>, Paths), ProverError> {
-        let opened = GpuCodewords::open(self, committed, indices)?;
-        Ok((opened.rows, PrunedMerklePaths { sibling_hashes: opened.siblings }))
+    /// Gathered on the GPU and left there: every opening of a proof is read back in one
+    /// transfer at its end, so the rounds do not wait for them.
+    type Opening = PendingRows;
+
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
+        Ok(self.open_deferred(committed, indices)?)
+    }
+
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+        Ok(GpuCodewords::read_openings(self, openings)?
+            .into_iter()
+            .map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
+            .collect())
     }
 }
 
@@ -162,15 +188,14 @@ pub struct DriverTimes {
     pub ood: Duration,
 }
 
-/// The openings of `indices` in the proof's form: base-field rows for the first codeword,
-/// extension-field rows (from their base words) for the folded ones.
-fn open_queries<S: CodewordSteps>(steps: &S, committed: &S::Committed, indices: &[usize], base: bool) -> Result<QueryOpenings<F, EF, Paths>, ProverError> {
-    let (rows, proof) = steps.open(committed, indices)?;
-    Ok(if base {
+/// An opening in the proof's form: base-field rows for the first codeword, extension-field
+/// rows (from their base words) for the folded ones.
+fn query_openings(rows: Vec<Vec<F>>, proof: Paths, base: bool) -> QueryOpenings<F, EF, Paths> {
+    if base {
         QueryOpenings::Base(SharedProofOpening { rows, proof })
     } else {
         QueryOpenings::Extension(SharedProofOpening { rows: ext_rows(rows), proof })
-    })
+    }
 }
 
 /// Extension-field rows from the base words a codeword opening returns.
@@ -341,6 +366,8 @@ pub fn prove_with_steps<S: CodewordSteps>(
         times.claims = claims_started.elapsed();
 
         let mut rounds = Vec::with_capacity(config.n_rounds());
+        // Openings, read back at the end (their values feed no transcript step).
+        let mut pending = Vec::with_capacity(config.n_rounds() + 1);
         let mut base_round = true;
         for round in 0..config.n_rounds() {
             let num_variables = params.num_vars - config.total_folded_through(round);
@@ -373,7 +400,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             // STIR openings of the previous codeword. (Upstream folds each row at the folding
             // randomness; those values only update the claimed sum, which no message carries.)
             let at = Instant::now();
-            let openings = open_queries(steps, &committed, &indices, base_round)?;
+            pending.push((steps.open(&committed, &indices)?, base_round));
             timed(&mut times.open, at);
 
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
@@ -393,7 +420,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             timed(&mut times.sumcheck, at);
             committed = next_committed;
             base_round = false;
-            rounds.push(WhirRoundProof { commitment: Some(next_root), ood_answers, pow_witness, openings, sumcheck: sumcheck_data });
+            rounds.push((next_root, ood_answers, pow_witness, sumcheck_data));
         }
 
         // Final round: the polynomial in the clear, the last queries, the closing sumcheck.
@@ -403,7 +430,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let final_pow_witness = transcript.query_pow(final_round);
         let indices = transcript.query_indices(final_round);
         let at = Instant::now();
-        let final_openings = open_queries(steps, &committed, &indices, base_round)?;
+        pending.push((steps.open(&committed, &indices)?, base_round));
         timed(&mut times.open, at);
         let at = Instant::now();
         let final_sumcheck = transcript
@@ -413,6 +440,29 @@ pub fn prove_with_steps<S: CodewordSteps>(
             })
             .transpose()?;
         timed(&mut times.sumcheck, at);
+
+        // Every opening comes back now, in one transfer, and the round proofs are assembled.
+        let at = Instant::now();
+        let (openings, bases): (Vec<_>, Vec<bool>) = pending.into_iter().unzip();
+        let mut openings: Vec<_> = steps
+            .read_openings(openings)?
+            .into_iter()
+            .zip(bases)
+            .map(|((rows, proof), base)| query_openings(rows, proof, base))
+            .collect();
+        timed(&mut times.open, at);
+        let final_openings = openings.pop().expect("the final round's opening");
+        let rounds = rounds
+            .into_iter()
+            .zip(openings)
+            .map(|((root, ood_answers, pow_witness, sumcheck), openings)| WhirRoundProof {
+                commitment: Some(root),
+                ood_answers,
+                pow_witness,
+                openings,
+                sumcheck,
+            })
+            .collect();
         Ok((initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck))
     })();
     let (initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck) = match played {
