@@ -384,31 +384,13 @@ impl GpuSumcheck {
     /// One weights kernel over w with `count` points (its tables in `points` and `scales`).
     fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], count: usize, groups: usize, vars: usize) -> Result<()> {
         self.ctx.scoped("sumcheck weights", || {
-            let encoder = self.record_weights(kernel, ext_words(points), scales, count, groups, vars, &self.w, &self.placeholder)?;
+            // No coordinates (m = 0) still bind one element: bindings hold at least one.
+            let points = if points.is_empty() { &[Ext4::ZERO][..] } else { points };
+            let points = self.ctx.upload("sumcheck points", ext_words(points));
+            let mut encoder = self.ctx.encoder("sumcheck weights");
+            self.record_kernel(&mut encoder, kernel, &points, scales, count, groups, vars, &self.w, &self.placeholder)?;
             self.ctx.submit(encoder)
         })
-    }
-
-    /// One dispatch of a sumcheck/weights.wgsl kernel with `point_words` uploaded as its points.
-    #[allow(clippy::too_many_arguments)]
-    fn record_weights(
-        &self,
-        kernel: Kernel,
-        point_words: &[u32],
-        scales: &[Ext4],
-        count: usize,
-        groups: usize,
-        vars: usize,
-        table: &wgpu::Buffer,
-        partials: &wgpu::Buffer,
-    ) -> Result<wgpu::CommandEncoder> {
-        // No coordinates (m = 0) still bind one element: bindings hold at least one.
-        let zero = [0u32; 4];
-        let point_words = if point_words.is_empty() { &zero[..] } else { point_words };
-        let points = self.ctx.upload("sumcheck points", point_words);
-        let mut encoder = self.ctx.encoder("sumcheck weights");
-        self.record_kernel(&mut encoder, kernel, &points, scales, count, groups, vars, table, partials)?;
-        Ok(encoder)
     }
 
     #[allow(clippy::too_many_arguments)]
