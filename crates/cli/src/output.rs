@@ -64,6 +64,14 @@ impl OutputFile {
     pub fn write_with(&self, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
         let tmp = NamedTempFile::new_in(&self.dir).with_context(|| format!("creating a file in {}", self.dir.display()))?;
         write(tmp.path())?;
+        // Temporary files are created owner-only; outputs are ordinary files (rw-r--r--, as
+        // `std::fs::write` under the usual umask would leave them).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+                .with_context(|| format!("setting permissions of {}", tmp.path().display()))?;
+        }
         tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
         let persisted = if self.overwrite { tmp.persist(&self.path) } else { tmp.persist_noclobber(&self.path) };
         persisted.map_err(|e| e.error).with_context(|| format!("writing {}", self.path.display()))?;

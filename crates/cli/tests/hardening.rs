@@ -193,6 +193,12 @@ fn outputs_are_never_lost() {
     let out = prove_small(&proof, &["--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let good = std::fs::read(&proof).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&proof).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "a proof file is an ordinary, readable file");
+    }
     assert!(ProofFile::from_bytes(&good).is_ok());
 
     // A run killed while writing (file-size limit) leaves the old proof whole.
