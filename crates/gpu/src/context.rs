@@ -324,7 +324,9 @@ impl GpuContext {
         let slot = uncaptured.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             tracing::error!("uncaptured wgpu error: {e}");
-            slot.lock().map(|mut s| s.get_or_insert_with(|| e.to_string()).clone()).ok();
+            if let Ok(mut first) = slot.lock() {
+                first.get_or_insert_with(|| e.to_string());
+            }
         }));
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
         Ok(Self {

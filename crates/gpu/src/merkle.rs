@@ -207,8 +207,13 @@ impl GpuMerkle {
     /// built over) with Plonky3's pruned multi-proof below a cap of `cap_height`: one
     /// submission, one readback of just the rows and digests.
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
-        let pending = self.open_rows_deferred(tree, matrix, indices, cap_height)?;
-        Ok(self.read_pending(vec![pending])?.pop().expect("one opening"))
+        let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
+        let words = self.gather(tree, Some(matrix), indices, &positions)?;
+        let (rows, digests) = words.split_at(indices.len() * tree.width);
+        Ok(OpenedRows {
+            rows: rows.chunks_exact(tree.width.max(1)).map(<[BabyBear]>::to_vec).collect(),
+            siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
+        })
     }
 
     /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
@@ -216,20 +221,24 @@ impl GpuMerkle {
     /// transfer later. The tree and matrix may be dropped once this returns (the queue runs in
     /// order).
     pub fn open_rows_deferred(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<PendingRows> {
-        if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
-            return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
-        }
-        if matrix.size() < matrix_bytes(tree.height, tree.width)? {
-            return Err(GpuError::InvalidInput("the matrix buffer is smaller than the committed matrix".into()));
-        }
-        let levels = proof_levels(tree.layers.len() - 1, cap_height);
-        let positions = pruned_positions(indices, levels);
+        let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
         let ctx = self.poseidon2.context();
         ctx.scoped("merkle openings", || {
             let (encoder, out, words) = self.record_gather(tree, Some(matrix), indices, &positions)?;
             ctx.submit(encoder)?;
             Ok(PendingRows { out, words, rows: indices.len(), width: tree.width })
         })
+    }
+
+    /// Checks an opening request and returns the sibling positions of its pruned multi-proof.
+    fn opening_positions(tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<Vec<(usize, usize)>> {
+        if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
+            return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
+        }
+        if matrix.size() < matrix_bytes(tree.height, tree.width)? {
+            return Err(GpuError::InvalidInput("the matrix buffer is smaller than the committed matrix".into()));
+        }
+        Ok(pruned_positions(indices, proof_levels(tree.layers.len() - 1, cap_height)))
     }
 
     /// Reads back openings made by [`open_rows_deferred`](Self::open_rows_deferred), in order,

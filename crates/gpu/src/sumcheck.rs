@@ -87,8 +87,9 @@ pub struct GpuSumcheck {
     vars: usize,
     /// f still holds base-field words (one per entry), until its first fold.
     f_base: bool,
-    /// Bound where a kernel's optional buffer is unused.
+    /// Bound where a kernel's optional buffers are unused (two: writable bindings may not alias).
     placeholder: wgpu::Buffer,
+    spare: wgpu::Buffer,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -103,9 +104,8 @@ struct BaseParams {
 
 impl Drop for GpuSumcheck {
     fn drop(&mut self) {
-        let (f, w) = (self.ctx.storage("released", 1), self.ctx.storage("released", 1));
-        self.ctx.recycle_storage(std::mem::replace(&mut self.f, f));
-        self.ctx.recycle_storage(std::mem::replace(&mut self.w, w));
+        self.ctx.recycle_storage(std::mem::replace(&mut self.f, self.placeholder.clone()));
+        self.ctx.recycle_storage(std::mem::replace(&mut self.w, self.placeholder.clone()));
     }
 }
 
@@ -130,8 +130,8 @@ impl GpuSumcheck {
         let started = std::time::Instant::now();
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
-        let placeholder = ctx.storage("sumcheck placeholder", 4);
-        Ok(Self { ctx, ntt, f, w, vars, f_base: false, placeholder })
+        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
+        Ok(Self { ctx, ntt, f, w, vars, f_base: false, placeholder, spare })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -152,8 +152,8 @@ impl GpuSumcheck {
             encoder.clear_buffer(&w, 0, None);
             ctx.submit(encoder)
         })?;
-        let placeholder = ctx.storage("sumcheck placeholder", 4);
-        Ok(Self { ctx, ntt, f: f_base, w, vars, f_base: true, placeholder })
+        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
+        Ok(Self { ctx, ntt, f: f_base, w, vars, f_base: true, placeholder, spare })
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -246,8 +246,7 @@ impl GpuSumcheck {
                 self.ctx.record_dispatch(&mut encoder, "sumcheck fold f", &pipeline, &bind, groups, None);
                 let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
                 let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-                let spare = self.ctx.storage("sumcheck placeholder", 4);
-                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &spare]);
+                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &self.spare]);
                 self.ctx.record_dispatch(&mut encoder, "sumcheck fold w", &pipeline, &bind, groups, None);
             } else {
                 let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
@@ -333,7 +332,6 @@ impl GpuSumcheck {
         self.ctx.scoped("sumcheck eval", || {
             let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
             let scratch = [self.ctx.pooled_storage("sumcheck eval", 2 << self.vars), self.ctx.pooled_storage("sumcheck eval", 2 << self.vars)];
-            let spare = self.ctx.storage("sumcheck placeholder", 4);
             let mut encoder = self.ctx.encoder("sumcheck eval");
             let base_pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
             let mut half = self.size() / 2;
@@ -349,7 +347,7 @@ impl GpuSumcheck {
                     self.ctx.record_dispatch(&mut encoder, "sumcheck eval fold", &base_pipeline, &bind, groups, None);
                 } else {
                     let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-                    let bind = self.ctx.bind_buffers(&pipeline, &[&params, src, &self.placeholder, dst, &spare]);
+                    let bind = self.ctx.bind_buffers(&pipeline, &[&params, src, &self.placeholder, dst, &self.spare]);
                     self.ctx.record_dispatch(&mut encoder, "sumcheck eval fold", &pipeline, &bind, groups, None);
                 }
                 half /= 2;

@@ -32,7 +32,7 @@ use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof
 use whir_gpu::mmcs::CpuMmcs;
 use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, PendingRows};
 
-use crate::backend::{opening_protocol, permutation, ProverLayout};
+use crate::backend::{opening_protocol, Backend, CpuBackend, ProverLayout};
 use crate::error::ProverError;
 use crate::params::Params;
 use crate::sumcheck::{powers_from, CpuSumcheck, SumcheckSteps};
@@ -80,10 +80,18 @@ pub trait CodewordSteps {
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
 }
 
-/// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs`. The reference twin.
-#[derive(Clone, Default)]
+/// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs` (the CPU backend's). The
+/// reference twin.
+#[derive(Clone)]
 pub struct CpuCodewords {
     dft: Radix2DFTSmallBatch<F>,
+    mmcs: CpuMmcs,
+}
+
+impl Default for CpuCodewords {
+    fn default() -> Self {
+        Self { dft: CpuBackend.domain(), mmcs: CpuBackend.mmcs() }
+    }
 }
 
 impl CodewordSteps for CpuCodewords {
@@ -105,17 +113,13 @@ impl CodewordSteps for CpuCodewords {
         let mut padded = F::zero_vec(message.len() << log_inv_rate);
         padded[..message.len()].copy_from_slice(message);
         let codeword = self.dft.dft_batch(RowMajorMatrix::new(padded, width));
-        let perm = permutation();
-        let mmcs = CpuMmcs::new(whir_gpu::mmcs::LeafHash::new(perm.clone()), whir_gpu::mmcs::NodeCompress::new(perm), 0);
-        Ok(mmcs.commit_matrix(codeword))
+        Ok(self.mmcs.commit_matrix(codeword))
     }
 
     type Opening = OpenedRows;
 
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
-        let perm = permutation();
-        let mmcs = CpuMmcs::new(whir_gpu::mmcs::LeafHash::new(perm.clone()), whir_gpu::mmcs::NodeCompress::new(perm), 0);
-        let (values, proof) = mmcs.open_multi_batch(indices, committed);
+        let (values, proof) = self.mmcs.open_multi_batch(indices, committed);
         Ok((values.into_iter().map(|mut m| m.swap_remove(0)).collect(), proof))
     }
 
