@@ -111,6 +111,45 @@ fn resident_proofs_never_read_a_codeword_back() {
     }
 }
 
+/// The per-round breakdown: every submission of a profiled proof is timed and lands in exactly
+/// one step of one round; the rounds are the config's; the proof is the unprofiled one; the peak
+/// buffer memory holds at least the first codeword.
+#[test]
+fn profiled_proofs_account_for_every_submission_by_round_and_step() {
+    use whir_wgpu::prover::{GpuBackend, Step};
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2 };
+        let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+        let plain = GpuBackend::new(ctx.clone()).prove(&p, &evals).unwrap();
+        assert!(plain.breakdown.as_ref().unwrap().rounds.iter().flatten().all(|(_, t)| t.gpu.is_none()), "unprofiled proofs carry no GPU times");
+        let out = GpuBackend::new(ctx.clone()).with_profile(true).prove(&p, &evals).unwrap();
+        assert!(out.proof == plain.proof, "profiling changed the proof");
+        let b = out.breakdown.expect("resident proofs report a breakdown");
+        let n_rounds = p.config::<GpuChallenger>().unwrap().n_rounds();
+        assert_eq!(b.rounds.len(), n_rounds + 2, "round 0, the WHIR rounds, the final round");
+        for (i, round) in b.rounds.iter().enumerate() {
+            let has = |s: Step| round.iter().any(|(x, _)| *x == s);
+            assert!(has(Step::Sumcheck), "round {i}: {round:?}");
+            assert_eq!(has(Step::Pow), i > 0, "query PoW in every round after the initial fold: {round:?}");
+            assert_eq!(has(Step::Commit), i <= n_rounds, "round {i} commits unless final: {round:?}");
+            assert_eq!(has(Step::Open), i > 0, "round {i} opens unless initial: {round:?}");
+        }
+        let wall: std::time::Duration = Step::ALL.iter().map(|&s| b.total(s).wall).sum();
+        assert!(wall <= out.commit_time + out.open_time, "steps cover at most the proof");
+        if ctx.can_profile() {
+            let submissions: u32 = Step::ALL.iter().map(|&s| b.total(s).submissions).sum();
+            assert_eq!(submissions as u64, out.transfers.unwrap().submissions, "every submission is in one step");
+            assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_some()));
+            assert!(b.total(Step::Commit).gpu.unwrap() > std::time::Duration::ZERO, "commits take GPU time");
+        }
+        let first_codeword = 4u64 << (p.num_vars + p.log_inv_rate);
+        if let Some(peak) = out.peak_gpu_bytes {
+            assert!(peak >= first_codeword, "peak {peak} bytes below the first codeword's {first_codeword}");
+        }
+    }
+}
+
 /// A GPU failure mid-proof proves again on the CPU: a proof the verifier accepts, never a bad one.
 #[test]
 fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {

@@ -12,7 +12,8 @@ use plotters::prelude::*;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, Soundness};
+use serde_json::json;
+use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, Soundness, Step};
 
 use crate::output::OutputFile;
 
@@ -75,6 +76,14 @@ struct Cell {
     /// The GPU pieces path (Plonky3's `WhirProver` with our GPU encoder, MMCS, grinder).
     pieces_ms: Option<f64>,
     pieces_codewords_ms: Option<f64>,
+    /// One more GPU proof after the timed ones, profiled with GPU timestamps: per step (summed
+    /// over rounds) wall and GPU ms, the GPU's busy time in all, and the per-round breakdown.
+    gpu_profile_steps: Option<serde_json::Value>,
+    gpu_profile_wall_ms: Option<f64>,
+    gpu_profile_busy_ms: Option<f64>,
+    gpu_profile_rounds: Option<serde_json::Value>,
+    /// Device buffer-memory high-water mark of the cell's first GPU proof, pools emptied before it.
+    gpu_peak_mib: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -160,6 +169,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
             gpu_submissions: None,
             pieces_ms: None,
             pieces_codewords_ms: None,
+            gpu_profile_steps: None,
+            gpu_profile_wall_ms: None,
+            gpu_profile_busy_ms: None,
+            gpu_profile_rounds: None,
+            gpu_peak_mib: None,
         };
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
             if p.validate(ParamSource::Flags).is_err() {
@@ -201,8 +215,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         if let Some(gpu) = &gpu {
             // One untimed GPU proof first: the GPU idled (and clocked down) while the CPU
-            // provers ran, and a proving service keeps it busy.
-            gpu.prove(p, &evals)?;
+            // provers ran, and a proving service keeps it busy. Its pools start empty, so its
+            // high-water mark is this cell's own.
+            gpu.context().trim_pools();
+            let first = gpu.prove(p, &evals)?;
+            cell.gpu_peak_mib = first.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
             for _ in 0..reps {
                 let out = gpu.prove(p, &evals)?;
                 g.push(ms(out.commit_time + out.open_time));
@@ -217,6 +234,19 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 }
                 traffic = out.transfers;
                 bar.inc(1);
+            }
+            // Profiled after the timed repetitions (timestamps cost two command buffers per
+            // submission), with the GPU as warm as they left it.
+            let profiled = gpu.clone().with_profile(true).prove(p, &evals)?;
+            if let Some(b) = &profiled.breakdown {
+                let steps: serde_json::Map<_, _> = Step::ALL
+                    .iter()
+                    .map(|&s| (s.name().to_string(), json!({"wall_ms": ms(b.total(s).wall), "gpu_ms": b.total(s).gpu.map(ms)})))
+                    .collect();
+                cell.gpu_profile_steps = Some(steps.into());
+                cell.gpu_profile_wall_ms = Some(ms(profiled.total()));
+                cell.gpu_profile_busy_ms = Step::ALL.iter().map(|&s| b.total(s).gpu.map(ms)).sum();
+                cell.gpu_profile_rounds = Some(crate::breakdown_json(b));
             }
         }
         if let Some(pieces) = &pieces {
@@ -260,11 +290,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     bar.finish_and_clear();
 
-    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | GPU codewords / PoW / sumcheck+other ms | GPU up MiB / down KiB / submits | GPU pieces ms (codewords) | Plonky3 / pieces |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | GPU codewords / PoW / sumcheck+other ms | GPU up MiB / down KiB / submits | profiled proof: wall / GPU busy ms | peak GPU MiB | GPU pieces ms (codewords) | Plonky3 / pieces |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
-            println!("| {} | {} | {} | skipped: {why} | | | | | | | |", c.vars, c.fold, c.rate);
+            println!("| {} | {} | {} | skipped: {why} | | | | | | | | | |", c.vars, c.fold, c.rate);
             continue;
         }
         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
@@ -273,11 +303,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             _ => "-".into(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} / {} / {} | {} / {} / {} | {} ({}) | {} |",
+            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} | {} ({}) | {} |",
             c.vars, c.fold, c.rate, f(c.stock_ms), f(c.cpu_ms), f(c.gpu_ms), f(c.gpu_commit_ms), f(c.gpu_open_ms),
             ratio(c.stock_ms, c.gpu_ms),
             f(c.gpu_codewords_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms),
             f(c.gpu_mib_up), f(c.gpu_kib_down), c.gpu_submissions.map_or("-".into(), |s| s.to_string()),
+            f(c.gpu_profile_wall_ms), f(c.gpu_profile_busy_ms), f(c.gpu_peak_mib),
             f(c.pieces_ms), f(c.pieces_codewords_ms), ratio(c.stock_ms, c.pieces_ms)
         );
     }

@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
-use whir_prover::{Backend, CpuBackend, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, Soundness, WEAK_SECURITY_BITS};
+use whir_prover::{Backend, CpuBackend, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, RoundBreakdown, Soundness, Step, StepTime, WEAK_SECURITY_BITS};
 
 use crate::output::OutputFile;
 
@@ -237,6 +237,8 @@ fn prove(args: ProveArgs) -> Result<()> {
             Err(e) => (None, format!("no usable GPU ({e})")),
         },
     };
+    // One-shot proofs are profiled: the per-round breakdown with GPU time is what they report.
+    let gpu = gpu.map(|g| g.with_profile(true));
     let start = Instant::now();
     let output = match &gpu {
         Some(g) => run_prove(g, &params, &evals)?,
@@ -280,6 +282,8 @@ fn prove(args: ProveArgs) -> Result<()> {
             "gpu_bytes_up": output.transfers.map(|t| t.bytes_up),
             "gpu_bytes_down": output.transfers.map(|t| t.bytes_down),
             "gpu_submissions": output.transfers.map(|t| t.submissions),
+            "peak_gpu_bytes": output.peak_gpu_bytes,
+            "rounds": output.breakdown.as_ref().map(breakdown_json),
             "sumcheck_other_ms": ms(output.sumcheck_and_other()),
             "verify_ms": ms(verify_time),
             "proof_bytes": bytes.len(),
@@ -315,6 +319,12 @@ fn prove(args: ProveArgs) -> Result<()> {
                 t.submissions
             );
         }
+        if let Some(peak) = output.peak_gpu_bytes {
+            println!("peak GPU buffer memory: {:.1} MiB", peak as f64 / (1 << 20) as f64);
+        }
+        if let Some(b) = &output.breakdown {
+            print_breakdown(b);
+        }
         println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
         if verified.is_ok() {
             println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
@@ -322,6 +332,58 @@ fn prove(args: ProveArgs) -> Result<()> {
     }
     verified.context("the proof just made did not verify; nothing was written")?;
     Ok(())
+}
+
+/// The per-round breakdown as JSON: one object per round, each step's wall and GPU ms.
+pub(crate) fn breakdown_json(b: &RoundBreakdown) -> serde_json::Value {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    b.rounds
+        .iter()
+        .map(|steps| {
+            steps
+                .iter()
+                .map(|(step, t)| (step.name().to_string(), json!({"wall_ms": ms(t.wall), "gpu_ms": t.gpu.map(ms), "submissions": t.submissions})))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        })
+        .collect::<Vec<serde_json::Value>>()
+        .into()
+}
+
+/// Per-round table: each step's wall ms, with its GPU ms in brackets where profiled; the
+/// host column is wall minus GPU (waits, transcript, recording).
+fn print_breakdown(b: &RoundBreakdown) {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let cell = |t: Option<&StepTime>| match t {
+        None => format!("{:>15}", "-"),
+        Some(t) => match t.gpu {
+            Some(g) => format!("{:>7.2} ({:>5.2})", ms(t.wall), ms(g)),
+            None => format!("{:>15.2}", ms(t.wall)),
+        },
+    };
+    println!("per round, wall ms (GPU ms); round 0 = commitment + claim phase + initial fold, last = final round:");
+    let mut header = format!("  {:>5}", "round");
+    for step in Step::ALL {
+        header += &format!(" {:>15}", step.name());
+    }
+    println!("{header} {:>9} {:>9}", "GPU", "host");
+    let print_row = |name: String, get: &dyn Fn(Step) -> Option<StepTime>| {
+        let mut line = format!("  {name:>5}");
+        let (mut wall, mut gpu) = (0.0, 0.0);
+        for step in Step::ALL {
+            let t = get(step);
+            line += &format!(" {}", cell(t.as_ref()));
+            if let Some(t) = t {
+                wall += ms(t.wall);
+                gpu += t.gpu.map_or(0.0, ms);
+            }
+        }
+        println!("{line} {gpu:>9.2} {:>9.2}", wall - gpu);
+    };
+    for (i, steps) in b.rounds.iter().enumerate() {
+        print_row(i.to_string(), &|step| steps.iter().find(|(s, _)| *s == step).map(|(_, t)| *t));
+    }
+    print_row("all".into(), &|step| Some(b.total(step)).filter(|t| !t.wall.is_zero()));
 }
 
 fn verify(args: VerifyArgs) -> Result<()> {

@@ -274,6 +274,30 @@ pub struct GpuContext {
     failing_readbacks: AtomicU32,
     passing_readbacks: AtomicU32,
     counters: TransferCounters,
+    /// Highest buffer memory the device had allocated (wgpu's counter, sampled whenever it can
+    /// have grown), since the context was made or `reset_peak_buffer_bytes`.
+    peak_buffer_bytes: AtomicU64,
+    /// GPU timestamps around each submission while a profile runs (`begin_profile`).
+    profile: Mutex<Option<SubmissionProfile>>,
+}
+
+/// Timestamps around submissions, each tagged with the label current when it was submitted.
+struct SubmissionProfile {
+    sets: Vec<wgpu::QuerySet>,
+    labels: Vec<Arc<str>>,
+    label: Arc<str>,
+}
+
+/// Submissions one query set times (two timestamps each).
+const PROFILE_SET_SUBMISSIONS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
+
+/// GPU time of the submissions made under one profile label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileSpan {
+    pub label: Arc<str>,
+    /// Sum over the label's submissions of (end - start) on the GPU's clock.
+    pub gpu: std::time::Duration,
+    pub submissions: u32,
 }
 
 impl fmt::Debug for GpuContext {
@@ -343,7 +367,138 @@ impl GpuContext {
             failing_readbacks: AtomicU32::new(0),
             passing_readbacks: AtomicU32::new(0),
             counters: TransferCounters::default(),
+            peak_buffer_bytes: AtomicU64::new(0),
+            profile: Mutex::new(None),
         })
+    }
+
+    /// Buffer memory the device has allocated now (wgpu's counter; 0 where the backend does
+    /// not count). Includes the pools' retained buffers.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.device.get_internal_counters().hal.buffer_memory.read().max(0) as u64
+    }
+
+    /// The highest [`buffer_bytes`](Self::buffer_bytes) seen since the context was made or the
+    /// last reset. Sampled after every buffer this context creates and at every submission;
+    /// wgpu frees a dropped buffer only once the GPU is done with it, so this is an upper bound
+    /// on what the work needed at once. `None` where the backend keeps no count.
+    pub fn peak_buffer_bytes(&self) -> Option<u64> {
+        self.sample_buffer_bytes();
+        Some(self.peak_buffer_bytes.load(Ordering::Relaxed)).filter(|&b| b > 0)
+    }
+
+    /// Starts a new high-water mark from what is allocated now.
+    pub fn reset_peak_buffer_bytes(&self) {
+        self.peak_buffer_bytes.store(self.buffer_bytes(), Ordering::Relaxed);
+    }
+
+    fn sample_buffer_bytes(&self) {
+        self.peak_buffer_bytes.fetch_max(self.buffer_bytes(), Ordering::Relaxed);
+    }
+
+    /// Drops the recycled device and staging buffers the pools hold (before a workload of other
+    /// sizes, or to measure one workload's own high-water mark).
+    pub fn trim_pools(&self) {
+        self.device_pool.clear();
+        self.upload_pool.clear();
+        self.readback_pool.clear();
+        // Dropped buffers are freed once wgpu sees the GPU is done with them.
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
+    /// Starts timing every submission on the GPU (adapters with timestamp queries inside
+    /// encoders; returns false elsewhere). Each submission is tagged with the label last given
+    /// to [`profile_label`](Self::profile_label).
+    pub fn begin_profile(&self) -> bool {
+        if !self.can_profile() {
+            return false;
+        }
+        *self.profile.lock().expect("profile poisoned") = Some(SubmissionProfile { sets: Vec::new(), labels: Vec::new(), label: Arc::from("") });
+        true
+    }
+
+    /// Whether [`begin_profile`](Self::begin_profile) can time submissions here.
+    pub fn can_profile(&self) -> bool {
+        self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+    }
+
+    /// The label the next submissions are profiled under.
+    pub fn profile_label(&self, label: &str) {
+        if let Some(p) = self.profile.lock().expect("profile poisoned").as_mut() {
+            if &*p.label != label {
+                p.label = Arc::from(label);
+            }
+        }
+    }
+
+    /// Ends the profile: GPU time per label, in order of first use (`None` if none ran).
+    pub fn end_profile(&self) -> Result<Option<Vec<ProfileSpan>>> {
+        let Some(profile) = self.profile.lock().expect("profile poisoned").take() else {
+            return Ok(None);
+        };
+        let n = profile.labels.len();
+        if n == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile timestamps"),
+            size: 16 * n as u64,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.encoder("resolve profile");
+        for (i, set) in profile.sets.iter().enumerate() {
+            let first = i * PROFILE_SET_SUBMISSIONS as usize;
+            let count = (n - first).min(PROFILE_SET_SUBMISSIONS as usize) as u32;
+            encoder.resolve_query_set(set, 0..2 * count, &resolve, 16 * first as u64);
+        }
+        let words = self.submit_and_read(encoder, &resolve, 4 * n)?;
+        let period = self.queue.get_timestamp_period() as f64;
+        let mut spans: Vec<ProfileSpan> = Vec::new();
+        for (i, label) in profile.labels.iter().enumerate() {
+            let tick = |k: usize| words[k] as u64 | ((words[k + 1] as u64) << 32);
+            let ns = tick(4 * i + 2).saturating_sub(tick(4 * i)) as f64 * period;
+            let gpu = std::time::Duration::from_nanos(ns as u64);
+            match spans.iter_mut().find(|s| s.label == *label) {
+                Some(s) => {
+                    s.gpu += gpu;
+                    s.submissions += 1;
+                }
+                None => spans.push(ProfileSpan { label: label.clone(), gpu, submissions: 1 }),
+            }
+        }
+        Ok(Some(spans))
+    }
+
+    /// Every submission goes through here: counted, its memory sampled, and, while a profile
+    /// runs, bracketed by timestamps in command buffers of their own.
+    fn queue_submit(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
+        self.count_submission();
+        self.sample_buffer_bytes();
+        let mut guard = self.profile.lock().expect("profile poisoned");
+        let Some(profile) = guard.as_mut() else {
+            drop(guard);
+            return self.queue.submit([commands]);
+        };
+        let i = profile.labels.len() as u32;
+        if i % PROFILE_SET_SUBMISSIONS == 0 {
+            profile.sets.push(self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("submission profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * PROFILE_SET_SUBMISSIONS,
+            }));
+        }
+        let set = profile.sets.last().expect("a query set");
+        let slot = 2 * (i % PROFILE_SET_SUBMISSIONS);
+        let stamp = |index: u32| {
+            let mut e = self.encoder("profile timestamp");
+            e.write_timestamp(set, index);
+            e.finish()
+        };
+        let (start, end) = (stamp(slot), stamp(slot + 1));
+        profile.labels.push(profile.label.clone());
+        drop(guard);
+        self.queue.submit([start, commands, end])
     }
 
     pub fn device(&self) -> &wgpu::Device {
@@ -563,22 +718,23 @@ impl GpuContext {
         }
         let mut encoder = self.encoder("staged upload");
         encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
-        self.queue.submit([encoder.finish()]);
-        self.count_submission();
+        self.queue_submit(encoder.finish());
         self.upload_pool.give(staging);
         Ok(())
     }
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).
     pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
-        self.device.create_buffer(&wgpu::BufferDescriptor {
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: (words.max(1) * 4) as u64,
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
-        })
+        });
+        self.sample_buffer_bytes();
+        buffer
     }
 
     /// A storage buffer of exactly `words` words (at least one) from the pool of recycled ones,
@@ -622,8 +778,7 @@ impl GpuContext {
         self.injected_failure()?;
         if bytes == 0 {
             return self.scoped("submit", || {
-                self.queue.submit([encoder.finish()]);
-                self.count_submission();
+                self.queue_submit(encoder.finish());
                 Ok(Vec::new())
             });
         }
@@ -632,10 +787,9 @@ impl GpuContext {
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         // Recording errors surface at `finish`: catch them here, on this thread's scopes.
         self.scoped("submit and read back", || {
-            self.queue.submit([encoder.finish()]);
+            self.queue_submit(encoder.finish());
             Ok(())
         })?;
-        self.count_submission();
         self.counters.bytes_down.fetch_add(bytes, Ordering::Relaxed);
         let slice = staging.slice(..bytes);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -665,16 +819,14 @@ impl GpuContext {
     /// Submits without waiting (the queue runs submissions in order). Call inside
     /// [`scoped`](Self::scoped) to have recording errors returned.
     pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
-        self.queue.submit([encoder.finish()]);
-        self.count_submission();
+        self.queue_submit(encoder.finish());
         Ok(())
     }
 
     /// Submits and blocks until the GPU is done; recording errors are returned as in
     /// [`submit_and_read`](Self::submit_and_read).
     pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
-        let index = self.scoped("submit", || Ok(self.queue.submit([encoder.finish()])))?;
-        self.count_submission();
+        let index = self.scoped("submit", || Ok(self.queue_submit(encoder.finish())))?;
         self.device
             .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
             .map_err(|e| GpuError::Device(e.to_string()))?;

@@ -42,6 +42,13 @@ impl BufferPool {
         Some(buffer)
     }
 
+    /// Drops every kept buffer.
+    pub(crate) fn clear(&self) {
+        let mut guard = self.free.lock().expect("buffer pool poisoned");
+        guard.0.clear();
+        guard.1 = 0;
+    }
+
     /// Keeps `buffer` unless the pool is full (then it is dropped).
     pub(crate) fn give(&self, buffer: wgpu::Buffer) {
         let bytes = buffer.size();
@@ -88,6 +95,10 @@ impl StagingPool {
     /// Returns an unmapped buffer for reuse, unless the pool is full.
     pub(crate) fn give(&self, buffer: wgpu::Buffer) {
         self.pool.give(buffer);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.pool.clear();
     }
 }
 

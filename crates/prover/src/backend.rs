@@ -22,7 +22,7 @@ use whir_gpu::{
 };
 
 use crate::error::ProverError;
-use crate::driver::prove_with_steps;
+use crate::driver::{prove_with_steps, RoundBreakdown};
 use crate::params::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::{Commitment, GpuWhirDomain, EF, F};
@@ -47,6 +47,11 @@ pub struct ProverOutput {
     /// Which path made the proof: "cpu", "gpu" (resident driver), "gpu-pieces", or "cpu
     /// (fallback)" after a GPU failure.
     pub path: &'static str,
+    /// Every step of every round (resident driver), with GPU times when profiled.
+    pub breakdown: Option<RoundBreakdown>,
+    /// High-water mark of the device's buffer memory during the proof (GPU backends, where
+    /// the wgpu backend counts it): pools, staging and every resident buffer included.
+    pub peak_gpu_bytes: Option<u64>,
 }
 
 impl ProverOutput {
@@ -115,7 +120,7 @@ pub fn prove_with_pieces<B: Backend>(backend: &B, params: &Params, evals: &[F]) 
     let open_time = start.elapsed();
     let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
     let phases = PhaseTimes { pow: challenger.pow_time(), ..clock.times() };
-    Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path: backend.name() })
+    Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path: backend.name(), breakdown: None, peak_gpu_bytes: None })
 }
 
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch`, `MerkleTreeMmcs`, the smallest-witness CPU grinder.
@@ -160,6 +165,8 @@ pub struct GpuBackend {
     merkle: Arc<GpuMerkle>,
     grinder: Arc<GpuGrinder>,
     mode: GpuMode,
+    /// Time every submission of a resident proof on the GPU (timestamp queries).
+    profile: bool,
 }
 
 impl GpuBackend {
@@ -170,7 +177,16 @@ impl GpuBackend {
             merkle: Arc::new(GpuMerkle::new(poseidon2.clone())),
             grinder: Arc::new(GpuGrinder::new(poseidon2)),
             mode: GpuMode::Resident,
+            profile: false,
         }
+    }
+
+    /// Resident proofs time each step's submissions with GPU timestamps (where the adapter has
+    /// them) and report them in [`ProverOutput::breakdown`]. Costs two extra command buffers
+    /// per submission.
+    pub fn with_profile(mut self, profile: bool) -> Self {
+        self.profile = profile;
+        self
     }
 
     /// The same GPU, proving the given way.
@@ -198,11 +214,21 @@ impl GpuBackend {
     pub fn prove_resident(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
         self.check_resident_fits(params)?;
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?;
-        let before = self.context().transfer_counts();
+        let ctx = self.context();
+        let before = ctx.transfer_counts();
         let mut challenger = self.challenger();
+        let profiling = self.profile && ctx.begin_profile();
+        ctx.reset_peak_buffer_bytes();
         let started = Instant::now();
-        let (commitment, proof, times) = prove_with_steps(&steps, params, evals, &mut challenger)?;
+        let proved = prove_with_steps(&steps, params, evals, &mut challenger);
         let total = started.elapsed();
+        // (Before the profile's own readback.)
+        let transfers = ctx.transfer_counts() - before;
+        let spans = if profiling { ctx.end_profile() } else { Ok(None) };
+        let (commitment, proof, mut times) = proved?;
+        if let Some(spans) = spans? {
+            times.breakdown.add_gpu(&spans);
+        }
         let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
         Ok(ProverOutput {
             commitment,
@@ -218,8 +244,10 @@ impl GpuBackend {
                 ood: times.ood,
                 ..PhaseTimes::default()
             },
-            transfers: Some(self.context().transfer_counts() - before),
+            transfers: Some(transfers),
             path: "gpu",
+            peak_gpu_bytes: ctx.peak_buffer_bytes(),
+            breakdown: Some(times.breakdown),
         })
     }
 
@@ -260,10 +288,14 @@ impl Backend for GpuBackend {
         let before = self.context().transfer_counts();
         let result = match self.mode {
             GpuMode::Resident => self.prove_resident(params, evals),
-            GpuMode::Pieces => prove_with_pieces(self, params, evals).map(|out| ProverOutput {
-                transfers: Some(self.context().transfer_counts() - before),
-                ..out
-            }),
+            GpuMode::Pieces => {
+                self.context().reset_peak_buffer_bytes();
+                prove_with_pieces(self, params, evals).map(|out| ProverOutput {
+                    transfers: Some(self.context().transfer_counts() - before),
+                    peak_gpu_bytes: self.context().peak_buffer_bytes(),
+                    ..out
+                })
+            }
         };
         match result {
             Err(ProverError::Gpu(e)) => {

@@ -78,6 +78,9 @@ pub trait CodewordSteps {
     /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
     /// 2^-log_inv_rate and commits to it, as `commit` does its message.
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
+
+    /// The driver enters `step` of round `round` (for profiles; nothing by default).
+    fn enter_step(&self, _round: usize, _step: Step) {}
 }
 
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs` (the CPU backend's). The
@@ -163,6 +166,11 @@ impl CodewordSteps for GpuCodewords {
         Ok(self.open_deferred(committed, indices)?)
     }
 
+    /// Tags the GPU work that follows for the context's profile (`GpuContext::begin_profile`).
+    fn enter_step(&self, round: usize, step: Step) {
+        self.ntt().context().profile_label(&step_label(round, step));
+    }
+
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
         Ok(GpuCodewords::read_openings(self, openings)?
             .into_iter()
@@ -171,8 +179,146 @@ impl CodewordSteps for GpuCodewords {
     }
 }
 
-/// Where a driven proof spent its time.
-#[derive(Clone, Copy, Debug, Default)]
+/// The steps of a WHIR round, as the per-round breakdown names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Step {
+    /// Encode + Merkle commit (upload, NTT, tree, root).
+    Commit,
+    /// Claim phase: evaluations at the commitment OOD and opening points.
+    Claims,
+    /// Out-of-domain answers of the folded polynomial.
+    Ood,
+    /// Proof-of-work grinding (query PoW, and sumcheck PoW moved here from its rounds).
+    Pow,
+    /// Gathering the opened rows and paths (deferred on the GPU).
+    Open,
+    /// The round's constraint weights (equality and select).
+    Weights,
+    /// Sumcheck rounds: round polynomials, challenges, folds; the final polynomial's readback.
+    Sumcheck,
+    /// Reading every opening back at the proof's end.
+    Readback,
+}
+
+impl Step {
+    pub const ALL: [Step; 8] = [Step::Commit, Step::Claims, Step::Ood, Step::Pow, Step::Open, Step::Weights, Step::Sumcheck, Step::Readback];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Commit => "commit",
+            Step::Claims => "claims",
+            Step::Ood => "ood",
+            Step::Pow => "pow",
+            Step::Open => "open",
+            Step::Weights => "weights",
+            Step::Sumcheck => "sumcheck",
+            Step::Readback => "readback",
+        }
+    }
+}
+
+/// The profile label of a step: "round:step".
+pub fn step_label(round: usize, step: Step) -> String {
+    format!("{round}:{}", step.name())
+}
+
+/// Time of one step of one round: wall time on the host, and GPU time (the sum of its
+/// submissions' timestamps) where the adapter has timestamp queries.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTime {
+    pub wall: Duration,
+    pub gpu: Option<Duration>,
+    pub submissions: u32,
+}
+
+/// Per-round breakdown of a driven proof: round 0 is the commitment, the claim phase and the
+/// initial fold; rounds 1..=R are WHIR's rounds; the last is the final round.
+#[derive(Clone, Debug, Default)]
+pub struct RoundBreakdown {
+    pub rounds: Vec<Vec<(Step, StepTime)>>,
+}
+
+impl RoundBreakdown {
+    /// One step's time summed over rounds.
+    pub fn total(&self, step: Step) -> StepTime {
+        let mut t = StepTime::default();
+        for (s, v) in self.rounds.iter().flatten() {
+            if *s == step {
+                t.wall += v.wall;
+                t.submissions += v.submissions;
+                if let Some(g) = v.gpu {
+                    t.gpu = Some(t.gpu.unwrap_or_default() + g);
+                }
+            }
+        }
+        t
+    }
+
+    /// Fills in GPU times from a context profile labelled by [`step_label`].
+    pub fn add_gpu(&mut self, spans: &[whir_gpu::ProfileSpan]) {
+        for (round, steps) in self.rounds.iter_mut().enumerate() {
+            for (step, time) in steps.iter_mut() {
+                let label = step_label(round, *step);
+                time.gpu = Some(Duration::ZERO);
+                if let Some(span) = spans.iter().find(|s| *s.label == *label) {
+                    time.gpu = Some(span.gpu);
+                    time.submissions = span.submissions;
+                }
+            }
+        }
+    }
+}
+
+/// Wall-clock recorder of the breakdown: each `enter` closes the step before it, so the
+/// steps cover the proof end to end. Grinding inside a sumcheck is moved to `Pow`.
+struct StepClock {
+    breakdown: RoundBreakdown,
+    open: Option<(usize, Step, Instant, Duration)>,
+    /// A clone of the prover's challenger: clones share its grinding clock.
+    pow_clock: GpuChallenger,
+}
+
+impl StepClock {
+    fn new(challenger: &GpuChallenger) -> Self {
+        Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.clone() }
+    }
+
+    fn enter<S: CodewordSteps>(&mut self, steps: &S, round: usize, step: Step) {
+        self.close();
+        steps.enter_step(round, step);
+        self.open = Some((round, step, Instant::now(), self.pow_clock.pow_time()));
+    }
+
+    fn add(&mut self, round: usize, step: Step, wall: Duration) {
+        if self.breakdown.rounds.len() <= round {
+            self.breakdown.rounds.resize(round + 1, Vec::new());
+        }
+        let steps = &mut self.breakdown.rounds[round];
+        match steps.iter_mut().find(|(s, _)| *s == step) {
+            Some((_, t)) => t.wall += wall,
+            None => steps.push((step, StepTime { wall, ..StepTime::default() })),
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some((round, step, at, pow_at)) = self.open.take() {
+            let wall = at.elapsed();
+            let pow = self.pow_clock.pow_time().saturating_sub(pow_at).min(wall);
+            if step != Step::Pow && !pow.is_zero() {
+                self.add(round, Step::Pow, pow);
+            }
+            self.add(round, step, if step == Step::Pow { wall } else { wall - pow });
+        }
+    }
+
+    fn finish(mut self) -> RoundBreakdown {
+        self.close();
+        self.breakdown
+    }
+}
+
+/// Where a driven proof spent its time: the per-round breakdown and its sums.
+#[derive(Clone, Debug, Default)]
 pub struct DriverTimes {
     /// Encode + commit of every codeword (upload, NTT, Merkle tree, root readback).
     pub commit: Duration,
@@ -190,6 +336,29 @@ pub struct DriverTimes {
     pub sumcheck: Duration,
     /// Out-of-domain evaluations of the folded polynomials.
     pub ood: Duration,
+    /// Every step of every round.
+    pub breakdown: RoundBreakdown,
+}
+
+impl DriverTimes {
+    fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration) -> Self {
+        let wall = |step| breakdown.total(step).wall;
+        let (commit, open, pow) = (wall(Step::Commit), wall(Step::Open) + wall(Step::Readback), wall(Step::Pow));
+        let initial = |step| breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
+        let claims = wall(Step::Claims) + initial(Step::Weights) + initial(Step::Sumcheck);
+        let sumcheck = wall(Step::Weights) + wall(Step::Sumcheck) - initial(Step::Weights) - initial(Step::Sumcheck);
+        Self {
+            commit,
+            open,
+            pow,
+            other: total.saturating_sub(commit + open + pow),
+            commit_phase,
+            claims,
+            sumcheck,
+            ood: wall(Step::Ood),
+            breakdown,
+        }
+    }
 }
 
 /// An opening in the proof's form: base-field rows for the first codeword, extension-field
@@ -305,30 +474,27 @@ pub fn prove_with_steps<S: CodewordSteps>(
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
     let started = Instant::now();
-    let pow_before = challenger.pow_time();
-    let mut times = DriverTimes::default();
-    let timed = |acc: &mut Duration, at: Instant| *acc += at.elapsed();
+    let mut clock = StepClock::new(challenger);
 
     // Commit (the PCS adapter's `commit`): the layout's message, encoded and committed.
     // The suffix layout of one table of one column commits the evaluations as they are (rows of
     // 2^fold consecutive values; p3-sumcheck's `write_stacked_slots`), so they are the message.
     let fold0 = config.round_folding_factor(0);
-    let at = Instant::now();
+    clock.enter(steps, 0, Step::Commit);
     let (root, mut committed, mut sumcheck) = steps.commit_message(evals, 1 << fold0, params.log_inv_rate)?;
-    timed(&mut times.commit, at);
     observe_commitment::<F, _, _>(challenger, root.clone());
-    times.commit_phase = started.elapsed();
+    let commit_phase = started.elapsed();
 
     // Claim phase (the adapter's `open`): commitment OOD claims, then the opening claims. The
     // layout's prover-side claim transcripts are private to p3-sumcheck; its verifier-side
     // registry plays the same transcript given the values, so each point is read from a trial run
     // on copies, the value computed where f lies, and the real step played with it.
+    clock.enter(steps, 0, Step::Claims);
     let protocol = opening_protocol(params);
     let claims = protocol.checked_num_claims().and_then(|n| n.checked_add(config.commitment_ood_samples()));
     config
         .validate_initial_claims(claims.ok_or_else(|| ProverError::Params("too many opening claims".into()))?)
         .map_err(|e| ProverError::Params(e.to_string()))?;
-    let claims_started = Instant::now();
     let mut registry = ClaimRegistry::new(&protocol.table_shapes(), <ProverLayout as Layout<F, EF>>::strategy());
     let mut initial_ood_answers = Vec::with_capacity(config.commitment_ood_samples());
     for _ in 0..config.commitment_ood_samples() {
@@ -362,12 +528,13 @@ pub fn prove_with_steps<S: CodewordSteps>(
         // (the registry's own batched constraint) and the first fold's sumcheck rounds.
         let mut initial_sumcheck = SumcheckData::default();
         transcript.delegate_initial_fold(|ch| -> Result<(), ProverError> {
+            clock.enter(steps, 0, Step::Weights);
             let alpha = registry.batching_challenge(ch);
             let (points, scales) = eq_claims(&registry.constraint(alpha))?;
             sumcheck.add_eq_weights(&points, &scales)?;
+            clock.enter(steps, 0, Step::Sumcheck);
             run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits()).map(|_| ())
         })?;
-        times.claims = claims_started.elapsed();
 
         let mut rounds = Vec::with_capacity(config.n_rounds());
         // Openings, read back at the end (their values feed no transcript step).
@@ -379,49 +546,47 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let fold_next = config.round_folding_factor(round + 1);
 
             // Commit to the folded polynomial (`commit_extension`, suffix order: as is).
-            let at = Instant::now();
+            clock.enter(steps, round + 1, Step::Commit);
             let (next_root, next_committed) = steps.commit_folded(&mut sumcheck, fold_next, round_params.log_inv_rate)?;
-            timed(&mut times.commit, at);
             transcript.commitment(next_root.clone());
 
             // Out-of-domain samples of the folded polynomial.
+            clock.enter(steps, round + 1, Step::Ood);
             let mut ood_points = Vec::with_capacity(round_params.ood_samples);
             let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
             for _ in 0..round_params.ood_samples {
                 let z = transcript.ood_point();
                 let point = Point::expand_from_univariate(z, num_variables);
-                let at = Instant::now();
                 let eval = sumcheck.eval_univariate(z)?;
-                timed(&mut times.ood, at);
                 transcript.ood_answer(eval);
                 ood_answers.push(eval);
                 ood_points.push(point);
             }
 
+            clock.enter(steps, round + 1, Step::Pow);
             let pow_witness = transcript.query_pow(round);
             let indices = transcript.query_indices(round);
 
             // STIR openings of the previous codeword. (Upstream folds each row at the folding
             // randomness; those values only update the claimed sum, which no message carries.)
-            let at = Instant::now();
+            clock.enter(steps, round + 1, Step::Open);
             pending.push((steps.open(&committed, &indices)?, base_round));
-            timed(&mut times.open, at);
 
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
             // STIR claims the powers after them), then this round's sumcheck.
+            clock.enter(steps, round + 1, Step::Weights);
             let gamma = transcript.round_batching();
-            let at = Instant::now();
             let eq_scales = powers_from(gamma, 1, ood_points.len());
             let select_scales = powers_from(gamma, 1 + ood_points.len(), indices.len());
             sumcheck.add_eq_weights(&ood_points, &eq_scales)?;
             // The query points are ω^index of the folded domain (Plonky3's two-adic domain).
             debug_assert_eq!(query_var(round_params.log_folded_domain_size, round_params.num_variables, 1), <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size));
             sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
+            clock.enter(steps, round + 1, Step::Sumcheck);
             let mut sumcheck_data = SumcheckData::default();
             let _folding_randomness = transcript.delegate_round_fold(|ch| {
                 run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits)
             })?;
-            timed(&mut times.sumcheck, at);
             committed = next_committed;
             base_round = false;
             rounds.push((next_root, ood_answers, pow_witness, sumcheck_data));
@@ -429,24 +594,24 @@ pub fn prove_with_steps<S: CodewordSteps>(
 
         // Final round: the polynomial in the clear, the last queries, the closing sumcheck.
         let final_round = config.n_rounds();
+        clock.enter(steps, final_round + 1, Step::Sumcheck);
         let final_poly = Poly::new(sumcheck.evals()?);
         transcript.final_poly(final_poly.as_slice());
+        clock.enter(steps, final_round + 1, Step::Pow);
         let final_pow_witness = transcript.query_pow(final_round);
         let indices = transcript.query_indices(final_round);
-        let at = Instant::now();
+        clock.enter(steps, final_round + 1, Step::Open);
         pending.push((steps.open(&committed, &indices)?, base_round));
-        timed(&mut times.open, at);
-        let at = Instant::now();
+        clock.enter(steps, final_round + 1, Step::Sumcheck);
         let final_sumcheck = transcript
             .delegate_final_fold(|ch| {
                 let mut data = SumcheckData::default();
                 run_rounds(&mut sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits()).map(|_| data)
             })
             .transpose()?;
-        timed(&mut times.sumcheck, at);
 
         // Every opening comes back now, in one transfer, and the round proofs are assembled.
-        let at = Instant::now();
+        clock.enter(steps, final_round + 1, Step::Readback);
         let (openings, bases): (Vec<_>, Vec<bool>) = pending.into_iter().unzip();
         let mut openings: Vec<_> = steps
             .read_openings(openings)?
@@ -454,7 +619,6 @@ pub fn prove_with_steps<S: CodewordSteps>(
             .zip(bases)
             .map(|((rows, proof), base)| query_openings(rows, proof, base))
             .collect();
-        timed(&mut times.open, at);
         let final_openings = openings.pop().expect("the final round's opening");
         let rounds = rounds
             .into_iter()
@@ -479,6 +643,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             return Err(e);
         }
     };
+    let breakdown = clock.finish();
 
     let whir = WhirProof {
         initial_ood_answers,
@@ -489,8 +654,5 @@ pub fn prove_with_steps<S: CodewordSteps>(
         final_openings,
         final_sumcheck,
     };
-    times.pow = challenger.pow_time().saturating_sub(pow_before);
-    times.other = started.elapsed().saturating_sub(times.commit + times.open + times.pow);
-    Ok((root, PcsProof { whir, evals: opening_evals }, times))
+    Ok((root, PcsProof { whir, evals: opening_evals }, DriverTimes::from_breakdown(breakdown, commit_phase, started.elapsed())))
 }
-

@@ -22,7 +22,7 @@ use p3_field::extension::BinomialExtensionField;
 
 pub use backend::{opening_protocol, permutation, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverLayout, ProverOutput};
 pub use domain::GpuWhirDomain;
-pub use driver::{prove_with_steps, CodewordSteps, CpuCodewords, DriverTimes};
+pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use params::{ParamSource, Params, Soundness, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
 pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
