@@ -115,3 +115,31 @@ fn base_field_sumcheck_matches_the_twin() {
         }
     }
 }
+
+/// Evaluations read f against tables of 8 index bits each: sizes on both sides of every chunk
+/// boundary up to three chunks, base-field and BabyBear^4 f, multilinear and univariate.
+#[test]
+fn evaluations_match_the_twin_across_chunk_boundaries() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+        for m in [0usize, 7, 8, 9, 15, 16, 17] {
+            let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+            let base: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+            let lifted: Vec<Ext4> = base.iter().copied().map(Ext4::from).collect();
+            let ext = ext_vec(&mut rng, 1 << m);
+            let zero = vec![Ext4::default(); 1 << m];
+            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&base));
+            let gpus = [
+                (GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap(), CpuSumcheck::new(lifted, zero.clone()).unwrap(), "base"),
+                (GpuSumcheck::new(ntt.clone(), &ext, &zero).unwrap(), CpuSumcheck::new(ext, zero).unwrap(), "ext"),
+            ];
+            for (mut gpu, mut cpu, kind) in gpus {
+                let point = Point::new(ext_vec(&mut rng, m));
+                assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what(&format!("{kind} eval")));
+                let y: Ext4 = rng.random();
+                assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what(&format!("{kind} univariate eval")));
+            }
+        }
+    }
+}

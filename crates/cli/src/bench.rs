@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// Skip the GPU pieces path (Plonky3's prover with our GPU encoder, MMCS and grinder).
     #[arg(long)]
     no_pieces: bool,
+    /// Untimed GPU proofs before each GPU path's repetitions in a cell, for at least this long
+    /// (at least one): the GPU idles, and clocks down, while the CPU provers run.
+    #[arg(long, default_value_t = 1000)]
+    gpu_warmup_ms: u64,
     #[arg(long)]
     json: Option<PathBuf>,
     #[arg(long)]
@@ -84,6 +88,15 @@ struct Cell {
     gpu_profile_rounds: Option<serde_json::Value>,
     /// Device buffer-memory high-water mark of the cell's first GPU proof, pools emptied before it.
     gpu_peak_mib: Option<f64>,
+}
+
+/// Proves until `ms` milliseconds have passed since the call (untimed).
+fn warm_up(gpu: &GpuBackend, p: &Params, evals: &[BabyBear], ms: u64) -> Result<()> {
+    let until = std::time::Instant::now() + Duration::from_millis(ms);
+    while std::time::Instant::now() < until {
+        gpu.prove(p, evals)?;
+    }
+    Ok(())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -139,7 +152,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let reps = args.reps.max(1);
     let pieces = gpu.clone().filter(|_| !args.no_pieces).map(|g| g.with_mode(GpuMode::Pieces));
     let runs_per_cell = reps * (2 + usize::from(gpu.is_some()) + usize::from(pieces.is_some()));
-    // (Plus one untimed warm-up proof per GPU path and cell, not counted by the bar.)
+    // (Plus untimed warm-up proofs per GPU path and cell, for --gpu-warmup-ms, not counted by the bar.)
     let bar = ProgressBar::new((grid.len() * runs_per_cell) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} proofs, {elapsed} {msg}").expect("template"));
     let mut cells = Vec::new();
@@ -220,6 +233,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             gpu.context().trim_pools();
             let first = gpu.prove(p, &evals)?;
             cell.gpu_peak_mib = first.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
+            warm_up(gpu, p, &evals, args.gpu_warmup_ms)?;
             for _ in 0..reps {
                 let out = gpu.prove(p, &evals)?;
                 g.push(ms(out.commit_time + out.open_time));
@@ -251,6 +265,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         if let Some(pieces) = &pieces {
             pieces.prove(p, &evals)?;
+            warm_up(pieces, p, &evals, args.gpu_warmup_ms)?;
             for _ in 0..reps {
                 let out = pieces.prove(p, &evals)?;
                 pc.push(ms(out.commit_time + out.open_time));

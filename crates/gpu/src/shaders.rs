@@ -54,6 +54,7 @@ wgsl_sources!(
     "sumcheck/fold",
     "sumcheck/weights",
     "sumcheck/base",
+    "sumcheck/eval",
     "util/gather",
     "test/field_ops",
 );
@@ -79,12 +80,13 @@ pub enum Kernel {
     AddTablePrefix,
     RoundBase,
     FoldBase,
+    EvalPartials,
     Gather,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 20] = [
+    pub const ALL: [Kernel; 21] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -103,6 +105,7 @@ impl Kernel {
         Kernel::AddTablePrefix,
         Kernel::RoundBase,
         Kernel::FoldBase,
+        Kernel::EvalPartials,
         Kernel::Gather,
         Kernel::FieldOpsTest,
     ];
@@ -120,6 +123,7 @@ impl Kernel {
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
             Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
             Kernel::RoundBase | Kernel::FoldBase => "sumcheck/base",
+            Kernel::EvalPartials => "sumcheck/eval",
             Kernel::Gather => "util/gather",
             Kernel::FieldOpsTest => "test/field_ops",
         }
@@ -145,6 +149,7 @@ impl Kernel {
             Kernel::AddTablePrefix => "add_table_prefix",
             Kernel::RoundBase => "round_partials_base",
             Kernel::FoldBase => "fold_base",
+            Kernel::EvalPartials => "eval_partials",
             Kernel::Gather => "gather_words",
             Kernel::FieldOpsTest => "field_op",
         }

@@ -40,7 +40,7 @@ pub trait SumcheckSteps {
         self.add_select_weights(&vars, scales)
     }
 
-    /// f at `Point::expand_from_univariate(y, m)`, i.e. Σ_x f(x)·y^x.
+    /// f at `Point::expand_from_univariate(y, m)` = (y^(2^(m-1)), ..., y^2, y).
     fn eval_univariate(&mut self, y: EF) -> Result<EF, ProverError> {
         let point = Point::expand_from_univariate(y, self.num_variables());
         self.eval(&point)
@@ -163,6 +163,9 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
     }
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
         Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
+    }
+    fn eval_univariate(&mut self, y: EF) -> Result<EF, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::eval_univariate(self, y)?)
     }
     fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF]) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::add_select_weights_at(self, log_domain, indices, scales)?)
