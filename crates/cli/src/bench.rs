@@ -259,7 +259,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     .collect();
                 cell.gpu_profile_steps = Some(steps.into());
                 cell.gpu_profile_wall_ms = Some(ms(profiled.total()));
-                cell.gpu_profile_busy_ms = Step::ALL.iter().map(|&s| b.total(s).gpu.map(ms)).sum();
+                let busy: Vec<f64> = Step::ALL.iter().filter_map(|&s| b.total(s).gpu.map(ms)).collect();
+                cell.gpu_profile_busy_ms = (!busy.is_empty()).then(|| busy.iter().sum());
                 cell.gpu_profile_rounds = Some(crate::breakdown_json(b));
             }
         }
