@@ -119,7 +119,8 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
     use whir_wgpu::prover::{GpuBackend, Step};
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2 };
+        // PoW of 16 bits: GPU grinding (from 14 bits), whose submissions count as PoW.
+        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 16, soundness: Soundness::Johnson, points: 2 };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let plain = GpuBackend::new(ctx.clone()).prove(&p, &evals).unwrap();
         assert!(plain.breakdown.as_ref().unwrap().rounds.iter().flatten().all(|(_, t)| t.gpu.is_none()), "unprofiled proofs carry no GPU times");
@@ -142,6 +143,7 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
             assert_eq!(submissions as u64, out.transfers.unwrap().submissions, "every submission is in one step");
             assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_some()));
             assert!(b.total(Step::Commit).gpu.unwrap() > std::time::Duration::ZERO, "commits take GPU time");
+            assert!(b.total(Step::Pow).gpu.unwrap() > std::time::Duration::ZERO, "GPU grinding is profiled as PoW");
         }
         let first_codeword = 4u64 << (p.num_vars + p.log_inv_rate);
         if let Some(peak) = out.peak_gpu_bytes {

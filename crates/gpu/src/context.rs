@@ -288,6 +288,22 @@ struct SubmissionProfile {
     label: Arc<str>,
 }
 
+/// Restores the profile label `profile_sublabel` replaced.
+pub struct ProfileLabelGuard<'a> {
+    ctx: &'a GpuContext,
+    previous: Option<Arc<str>>,
+}
+
+impl Drop for ProfileLabelGuard<'_> {
+    fn drop(&mut self) {
+        if let (Some(previous), Ok(mut guard)) = (self.previous.take(), self.ctx.profile.lock()) {
+            if let Some(p) = guard.as_mut() {
+                p.label = previous;
+            }
+        }
+    }
+}
+
 /// Submissions one query set times (two timestamps each).
 const PROFILE_SET_SUBMISSIONS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
 
@@ -429,6 +445,18 @@ impl GpuContext {
                 p.label = Arc::from(label);
             }
         }
+    }
+
+    /// Profiles the submissions made while the guard lives under "<label>/<sub>" (e.g. a
+    /// grinder's inside whatever step asked for it), then restores the label.
+    pub fn profile_sublabel(&self, sub: &str) -> ProfileLabelGuard<'_> {
+        let mut guard = self.profile.lock().expect("profile poisoned");
+        let previous = guard.as_mut().map(|p| {
+            let previous = p.label.clone();
+            p.label = Arc::from(format!("{previous}/{sub}"));
+            previous
+        });
+        ProfileLabelGuard { ctx: self, previous }
     }
 
     /// Ends the profile: GPU time per label, in order of first use (`None` if none ran).

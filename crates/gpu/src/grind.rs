@@ -140,6 +140,7 @@ impl GpuGrinder {
             return Ok(BabyBear::ZERO);
         }
         let ctx = self.poseidon2.context();
+        let _profiled_as = ctx.profile_sublabel("pow");
         let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
         // About four expected hits per range (a miss costs another round trip), at most 2^28
         // candidates per dispatch; workgroups past the first hit return at once.

@@ -254,19 +254,46 @@ impl RoundBreakdown {
         t
     }
 
-    /// Fills in GPU times from a context profile labelled by [`step_label`].
+    /// Fills in GPU times from a context profile labelled by [`step_label`]; a label with a
+    /// "/pow" suffix (GPU grinding inside a step, e.g. a sumcheck's) counts as that round's PoW.
     pub fn add_gpu(&mut self, spans: &[whir_gpu::ProfileSpan]) {
-        for (round, steps) in self.rounds.iter_mut().enumerate() {
-            for (step, time) in steps.iter_mut() {
-                let label = step_label(round, *step);
-                time.gpu = Some(Duration::ZERO);
-                if let Some(span) = spans.iter().find(|s| *s.label == *label) {
-                    time.gpu = Some(span.gpu);
-                    time.submissions = span.submissions;
-                }
+        for (_, time) in self.rounds.iter_mut().flatten() {
+            time.gpu = Some(Duration::ZERO);
+            time.submissions = 0;
+        }
+        for span in spans {
+            let Some((round, step)) = parse_label(&span.label) else { continue };
+            if self.rounds.len() <= round {
+                self.rounds.resize(round + 1, Vec::new());
             }
+            let steps = &mut self.rounds[round];
+            let at = match steps.iter().position(|(s, _)| *s == step) {
+                Some(i) => i,
+                None => {
+                    steps.push((step, StepTime { gpu: Some(Duration::ZERO), ..StepTime::default() }));
+                    steps.len() - 1
+                }
+            };
+            let time = &mut steps[at].1;
+            time.gpu = Some(time.gpu.unwrap_or_default() + span.gpu);
+            time.submissions += span.submissions;
         }
     }
+}
+
+/// (round, step) of a profile label made by [`step_label`], possibly with a "/pow" suffix.
+fn parse_label(label: &str) -> Option<(usize, Step)> {
+    let (round, rest) = label.split_once(':')?;
+    let (name, sub) = match rest.split_once('/') {
+        Some((name, sub)) => (name, Some(sub)),
+        None => (rest, None),
+    };
+    let step = match sub {
+        Some("pow") => Step::Pow,
+        Some(_) => return None,
+        None => *Step::ALL.iter().find(|s| s.name() == name)?,
+    };
+    Some((round.parse().ok()?, step))
 }
 
 /// Wall-clock recorder of the breakdown: each `enter` closes the step before it, so the
