@@ -53,12 +53,25 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
             let y: Ext4 = rng.random();
             assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
 
+            // Rounds alternate between a fold on its own and a fold recorded with the next
+            // round's coefficients (the driver's way).
+            let mut pending: Option<Ext4> = None;
             for round in 0..m {
-                let c = SumcheckSteps::round_coefficients(&mut gpu).unwrap();
+                let c = match pending.take() {
+                    Some(r) if round % 2 == 0 => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
+                    Some(r) => {
+                        SumcheckSteps::fold(&mut gpu, r).unwrap();
+                        SumcheckSteps::round_coefficients(&mut gpu).unwrap()
+                    }
+                    None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
+                };
                 assert_eq!(c, cpu.round_coefficients().unwrap(), "{}", what(&format!("round {round}")));
                 let r: Ext4 = rng.random();
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
                 cpu.fold(r).unwrap();
+                pending = Some(r);
+            }
+            if let Some(r) = pending {
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
             }
             assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
             assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));

@@ -236,58 +236,84 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
         self.ctx.scoped("sumcheck round", || {
-            let pairs = self.size() / 2;
-            let groups = Self::groups_for(pairs);
-            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
-            let (pipeline, params) = if self.f_base {
-                let params = BaseParams { r: [0; 4], count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
-                (self.ctx.pipeline(Kernel::RoundBase, &[])?, self.ctx.uniform("round params", &params))
-            } else {
-                let params = RoundParams { count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
-                (self.ctx.pipeline(Kernel::SumcheckRound, &[])?, self.ctx.uniform("round params", &params))
-            };
-            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
             let mut encoder = self.ctx.encoder("sumcheck round");
-            self.ctx.record_dispatch(&mut encoder, "sumcheck round", &pipeline, &bind, groups as u32, None);
-            let started = std::time::Instant::now();
-            let out = self.finish_reduction(encoder, partials, groups);
-            tracing::debug!(vars = self.vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck round (submit + wait)");
-            out
+            let (partials, groups) = self.record_round(&mut encoder)?;
+            self.finish_reduction(encoder, partials, groups)
         })
     }
 
-    /// Binds the last variable of f and w to `r` (a base-field f becomes BabyBear^4).
+    /// `fold(r)` then `round_coefficients()`, recorded into one submission (one wait instead
+    /// of a submission for the fold and another for the round). As with `fold`, after an error
+    /// the tables are unusable.
+    pub fn fold_then_round(&mut self, r: Ext4) -> Result<(Ext4, Ext4)> {
+        if self.vars < 2 {
+            return Err(GpuError::InvalidInput(format!("a fold and a round need two variables; {} left", self.vars)));
+        }
+        let ctx = self.ctx.clone();
+        ctx.scoped("sumcheck fold and round", || {
+            let mut encoder = ctx.encoder("sumcheck fold and round");
+            self.record_fold(&mut encoder, r)?;
+            let (partials, groups) = self.record_round(&mut encoder)?;
+            self.finish_reduction(encoder, partials, groups)
+        })
+    }
+
+    /// Records the round kernel: returns its partial pairs and how many.
+    fn record_round(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(wgpu::Buffer, usize)> {
+        let pairs = self.size() / 2;
+        let groups = Self::groups_for(pairs);
+        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
+        let (pipeline, params) = if self.f_base {
+            let params = BaseParams { r: [0; 4], count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
+            (self.ctx.pipeline(Kernel::RoundBase, &[])?, self.ctx.uniform("round params", &params))
+        } else {
+            let params = RoundParams { count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
+            (self.ctx.pipeline(Kernel::SumcheckRound, &[])?, self.ctx.uniform("round params", &params))
+        };
+        let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
+        self.ctx.record_dispatch(encoder, "sumcheck round", &pipeline, &bind, groups as u32, None);
+        Ok((partials, groups))
+    }
+
+    /// Binds the last variable of f and w to `r` (a base-field f becomes BabyBear^4). After an
+    /// error the tables are unusable (a proof in progress fails and is made again elsewhere).
     pub fn fold(&mut self, r: Ext4) -> Result<()> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left to fold".into()));
         }
+        let ctx = self.ctx.clone();
+        ctx.scoped("sumcheck fold", || {
+            let mut encoder = ctx.encoder("sumcheck fold");
+            self.record_fold(&mut encoder, r)?;
+            ctx.submit(encoder)
+        })
+    }
+
+    /// Records the fold of the last variable into `encoder` and swaps in the folded tables.
+    /// The old tables go back to the pool at once: anything that reuses them is recorded or
+    /// submitted after this fold, and the queue runs in order.
+    fn record_fold(&mut self, encoder: &mut wgpu::CommandEncoder, r: Ext4) -> Result<()> {
         let half = self.size() / 2;
         let mut r_words = [0u32; 4];
         r_words.copy_from_slice(ext_words(&[r]));
-        let (f_out, w_out) = self.ctx.scoped("sumcheck fold", || {
-            let f_out = self.ctx.pooled_storage("sumcheck f", 4 * half);
-            let w_out = self.ctx.pooled_storage("sumcheck w", 4 * half);
-            let mut encoder = self.ctx.encoder("sumcheck fold");
-            let groups = half.div_ceil(THREADS) as u32;
-            if self.f_base {
-                let pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
-                let params = self.ctx.uniform("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
-                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.placeholder, &f_out]);
-                self.ctx.record_dispatch(&mut encoder, "sumcheck fold f", &pipeline, &bind, groups, None);
-                let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
-                let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &self.spare]);
-                self.ctx.record_dispatch(&mut encoder, "sumcheck fold w", &pipeline, &bind, groups, None);
-            } else {
-                let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
-                let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-                let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
-                self.ctx.record_dispatch(&mut encoder, "sumcheck fold", &pipeline, &bind, groups, None);
-            }
-            self.ctx.submit(encoder)?;
-            Ok((f_out, w_out))
-        })?;
-        // The old tables are read by work already submitted; the queue runs in order.
+        let f_out = self.ctx.pooled_storage("sumcheck f", 4 * half);
+        let w_out = self.ctx.pooled_storage("sumcheck w", 4 * half);
+        let groups = half.div_ceil(THREADS) as u32;
+        if self.f_base {
+            let pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
+            let params = self.ctx.uniform("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
+            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.placeholder, &f_out]);
+            self.ctx.record_dispatch(encoder, "sumcheck fold f", &pipeline, &bind, groups, None);
+            let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
+            let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &self.spare]);
+            self.ctx.record_dispatch(encoder, "sumcheck fold w", &pipeline, &bind, groups, None);
+        } else {
+            let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
+            let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
+            self.ctx.record_dispatch(encoder, "sumcheck fold", &pipeline, &bind, groups, None);
+        }
         self.ctx.recycle_storage(std::mem::replace(&mut self.f, f_out));
         self.ctx.recycle_storage(std::mem::replace(&mut self.w, w_out));
         self.vars -= 1;

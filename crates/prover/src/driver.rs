@@ -467,21 +467,27 @@ fn run_rounds<S: SumcheckSteps>(
     pow_bits: usize,
 ) -> Result<Point<EF>, ProverError> {
     let mut transcript = ProverTranscript::<GpuChallenger, F, EF>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
-    let mut challenges = Vec::with_capacity(rounds);
+    let mut challenges: Vec<EF> = Vec::with_capacity(rounds);
     for _ in 0..rounds {
-        let (c0, c_inf) = match sumcheck.round_coefficients() {
+        // Each round's fold goes with the next round's coefficients (one GPU round trip).
+        let coefficients = match challenges.last() {
+            None => sumcheck.round_coefficients(),
+            Some(&r) => sumcheck.fold_then_round(r),
+        };
+        let (c0, c_inf) = match coefficients {
             Ok(c) => c,
             Err(e) => {
                 std::mem::forget(transcript);
                 return Err(e);
             }
         };
-        let r = data.observe_and_sample(&mut transcript, c0, c_inf);
+        challenges.push(data.observe_and_sample(&mut transcript, c0, c_inf));
+    }
+    if let Some(&r) = challenges.last() {
         if let Err(e) = sumcheck.fold(r) {
             std::mem::forget(transcript);
             return Err(e);
         }
-        challenges.push(r);
     }
     transcript.finish();
     Ok(Point::new(challenges))

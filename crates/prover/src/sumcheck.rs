@@ -23,6 +23,12 @@ pub trait SumcheckSteps {
     /// Binds the last variable to `r`: g(i) = g(2i) + r·(g(2i+1) − g(2i)) for f and w.
     fn fold(&mut self, r: EF) -> Result<(), ProverError>;
 
+    /// `fold(r)`, then the next round's coefficients (one submission on the GPU).
+    fn fold_then_round(&mut self, r: EF) -> Result<(EF, EF), ProverError> {
+        self.fold(r)?;
+        self.round_coefficients()
+    }
+
     /// w(x) += Σ_j scales[j] · eq(points[j], x).
     fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError>;
 
@@ -153,6 +159,9 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
     }
     fn fold(&mut self, r: EF) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::fold(self, r)?)
+    }
+    fn fold_then_round(&mut self, r: EF) -> Result<(EF, EF), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::fold_then_round(self, r)?)
     }
     fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError> {
         let points: Vec<Vec<EF>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
