@@ -55,3 +55,34 @@ fn prove_verify_and_reject() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("byte offset 68"), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `prove --backend gpu` reports each round's steps with wall and GPU time, and the peak GPU
+/// buffer memory, in `--json` and in its table.
+#[test]
+fn gpu_proofs_report_rounds_gpu_time_and_peak_memory() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-rounds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("p.whir");
+    let args = ["prove", "--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "8", "--backend", "gpu", "--force", "--out", out.to_str().unwrap()];
+    let json = whir(&[&args[..], &["--json"]].concat());
+    if !json.status.success() && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: no GPU backend ({})", String::from_utf8_lossy(&json.stderr));
+        return;
+    }
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    assert_eq!(v["backend"], "gpu");
+    let rounds = v["rounds"].as_array().expect("rounds");
+    assert!(rounds.len() >= 3, "round 0, WHIR rounds, the final round: {rounds:?}");
+    assert!(rounds[0]["commit"]["wall_ms"].as_f64().unwrap() > 0.0);
+    assert!(rounds.last().unwrap()["sumcheck"]["wall_ms"].as_f64().is_some());
+    // Software Vulkan counts buffer memory and has timestamps; other adapters may not.
+    if let Some(peak) = v["peak_gpu_bytes"].as_u64() {
+        assert!(peak >= 4 << 11, "peak {peak} below the first codeword");
+    }
+    let text = whir(&args);
+    assert!(text.status.success());
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.contains("per round, wall ms (GPU ms)") && stdout.contains("  all "), "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}
