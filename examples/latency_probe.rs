@@ -46,7 +46,7 @@ fn main() {
         let round = per_op(reps, || { let _ = s.round_coefficients().unwrap(); });
         let eval = per_op(reps, || { let _ = s.eval(&point).unwrap(); });
         let eq = per_op(reps, || {
-            s.add_eq_weights(&[point.clone()], &[r]).unwrap();
+            s.add_eq_weights(std::slice::from_ref(&point), &[r]).unwrap();
             ctx.submit_and_wait(ctx.encoder("probe")).unwrap();
         });
         let fold = per_op(1, || {

@@ -509,7 +509,7 @@ impl GpuContext {
             return self.queue.submit([commands]);
         };
         let i = profile.labels.len() as u32;
-        if i % PROFILE_SET_SUBMISSIONS == 0 {
+        if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
             profile.sets.push(self.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("submission profile"),
                 ty: wgpu::QueryType::Timestamp,
