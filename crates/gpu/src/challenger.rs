@@ -61,7 +61,13 @@ impl GpuChallenger {
 
     /// Wall time spent in `grind` so far (this challenger and its clones).
     pub fn pow_time(&self) -> Duration {
-        Duration::from_nanos(self.pow_nanos.load(Ordering::Relaxed))
+        self.pow_clock().elapsed()
+    }
+
+    /// A handle on the grinding time this challenger (and its clones) accumulates, readable
+    /// while the challenger itself is borrowed elsewhere.
+    pub fn pow_clock(&self) -> PowClock {
+        PowClock(self.pow_nanos.clone())
     }
 
     /// How many grinds fell back from the GPU to the CPU (this challenger and its clones).
@@ -103,6 +109,17 @@ impl GpuChallenger {
             )));
         }
         Ok(witness)
+    }
+}
+
+/// Grinding time shared with a [`GpuChallenger`] (see [`GpuChallenger::pow_clock`]).
+#[derive(Clone, Debug)]
+pub struct PowClock(Arc<AtomicU64>);
+
+impl PowClock {
+    /// Wall time spent grinding so far.
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
     }
 }
 

@@ -73,12 +73,6 @@ impl GpuCodewords {
     /// stored — and commits to the codeword's rows. One upload, one submission, one readback
     /// (the root).
     pub fn commit(&self, message: &[BabyBear], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
-        if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!(
-                "a message of {} values is not a power-of-two number of rows of width {width}",
-                message.len()
-            )));
-        }
         let (committed, input) = self.commit_keep(message, width, log_inv_rate)?;
         self.ntt.context().recycle_storage(input);
         Ok(committed)

@@ -32,7 +32,7 @@ mod sumcheck;
 pub mod testing;
 pub mod transfer;
 
-pub use challenger::{GpuChallenger, DEFAULT_GPU_MIN_BITS};
+pub use challenger::{GpuChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{CommittedCodeword, GpuCodewords};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};

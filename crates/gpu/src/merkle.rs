@@ -121,6 +121,17 @@ pub struct OpenedRows {
     pub siblings: Vec<[BabyBear; DIGEST_ELEMS]>,
 }
 
+impl OpenedRows {
+    /// Splits what a gather wrote: `rows` rows of `width` words, then the sibling digests.
+    fn from_gathered(words: &[BabyBear], rows: usize, width: usize) -> Self {
+        let (values, digests) = words.split_at(rows * width);
+        Self {
+            rows: values.chunks_exact(width.max(1)).map(<[BabyBear]>::to_vec).collect(),
+            siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
+        }
+    }
+}
+
 /// An opening gathered on the GPU and not yet read back (see `GpuMerkle::open_rows_deferred`).
 pub struct PendingRows {
     out: wgpu::Buffer,
@@ -209,11 +220,7 @@ impl GpuMerkle {
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
         let words = self.gather(tree, Some(matrix), indices, &positions)?;
-        let (rows, digests) = words.split_at(indices.len() * tree.width);
-        Ok(OpenedRows {
-            rows: rows.chunks_exact(tree.width.max(1)).map(<[BabyBear]>::to_vec).collect(),
-            siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
-        })
+        Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width))
     }
 
     /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
@@ -263,11 +270,7 @@ impl GpuMerkle {
             .map(|p| {
                 let (this, tail) = rest.split_at(p.words);
                 rest = tail;
-                let (rows, digests) = this.split_at(p.rows * p.width);
-                OpenedRows {
-                    rows: rows.chunks_exact(p.width.max(1)).map(<[BabyBear]>::to_vec).collect(),
-                    siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
-                }
+                OpenedRows::from_gathered(this, p.rows, p.width)
             })
             .collect())
     }

@@ -381,23 +381,8 @@ impl GpuSumcheck {
     /// tables (eval.wgsl), one submission, one readback of the value.
     pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
         self.check_point(point)?;
-        self.eval_against("sumcheck eval", &eq_chunk_tables(point))
-    }
-
-    /// f at (y^(2^(m-1)), ..., y^2, y) (Plonky3's `Point::expand_from_univariate`), in one
-    /// pass like `eval`.
-    pub fn eval_univariate(&self, y: Ext4) -> Result<Ext4> {
-        let mut point = vec![Ext4::ZERO; self.vars];
-        let mut power = y;
-        for coord in point.iter_mut().rev() {
-            *coord = power;
-            power = power.square();
-        }
-        self.eval_against("sumcheck univariate eval", &eq_chunk_tables(&point))
-    }
-
-    fn eval_against(&self, what: &str, tables: &[Ext4]) -> Result<Ext4> {
-        self.ctx.scoped(what, || {
+        let tables = eq_chunk_tables(point);
+        self.ctx.scoped("sumcheck eval", || {
             let pipeline = self.ctx.pipeline(Kernel::EvalPartials, &[])?;
             let groups = Self::groups_for(self.size());
             let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
@@ -408,10 +393,10 @@ impl GpuSumcheck {
                 base: u32::from(self.f_base),
             };
             let params = self.ctx.uniform("eval params", &params);
-            let tables = self.ctx.upload("eval tables", ext_words(tables));
+            let tables = self.ctx.upload("eval tables", ext_words(&tables));
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &tables, &partials]);
-            let mut encoder = self.ctx.encoder(what);
-            self.ctx.record_dispatch(&mut encoder, what, &pipeline, &bind, groups as u32, None);
+            let mut encoder = self.ctx.encoder("sumcheck eval");
+            self.ctx.record_dispatch(&mut encoder, "sumcheck eval", &pipeline, &bind, groups as u32, None);
             let (value, zero) = self.finish_reduction(encoder, partials, groups)?;
             debug_assert_eq!(zero, Ext4::ZERO);
             Ok(value)

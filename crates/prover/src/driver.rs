@@ -30,7 +30,7 @@ use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_gpu::mmcs::CpuMmcs;
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, PendingRows};
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, PendingRows, PowClock};
 
 use crate::backend::{opening_protocol, Backend, CpuBackend, ProverLayout};
 use crate::error::ProverError;
@@ -301,19 +301,18 @@ fn parse_label(label: &str) -> Option<(usize, Step)> {
 struct StepClock {
     breakdown: RoundBreakdown,
     open: Option<(usize, Step, Instant, Duration)>,
-    /// A clone of the prover's challenger: clones share its grinding clock.
-    pow_clock: GpuChallenger,
+    pow_clock: PowClock,
 }
 
 impl StepClock {
     fn new(challenger: &GpuChallenger) -> Self {
-        Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.clone() }
+        Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock() }
     }
 
     fn enter<S: CodewordSteps>(&mut self, steps: &S, round: usize, step: Step) {
         self.close();
         steps.enter_step(round, step);
-        self.open = Some((round, step, Instant::now(), self.pow_clock.pow_time()));
+        self.open = Some((round, step, Instant::now(), self.pow_clock.elapsed()));
     }
 
     fn add(&mut self, round: usize, step: Step, wall: Duration) {
@@ -330,7 +329,7 @@ impl StepClock {
     fn close(&mut self) {
         if let Some((round, step, at, pow_at)) = self.open.take() {
             let wall = at.elapsed();
-            let pow = self.pow_clock.pow_time().saturating_sub(pow_at).min(wall);
+            let pow = self.pow_clock.elapsed().saturating_sub(pow_at).min(wall);
             if step != Step::Pow && !pow.is_zero() {
                 self.add(round, Step::Pow, pow);
             }
@@ -590,7 +589,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             for _ in 0..round_params.ood_samples {
                 let z = transcript.ood_point();
                 let point = Point::expand_from_univariate(z, num_variables);
-                let eval = sumcheck.eval_univariate(z)?;
+                let eval = sumcheck.eval(&point)?;
                 transcript.ood_answer(eval);
                 ood_answers.push(eval);
                 ood_points.push(point);

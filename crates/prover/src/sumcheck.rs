@@ -173,9 +173,6 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
         Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
     }
-    fn eval_univariate(&mut self, y: EF) -> Result<EF, ProverError> {
-        Ok(whir_gpu::GpuSumcheck::eval_univariate(self, y)?)
-    }
     fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF]) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::add_select_weights_at(self, log_domain, indices, scales)?)
     }
