@@ -10,7 +10,7 @@ use p3_baby_bear::BabyBear;
 use p3_field::extension::BinomialExtensionField;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuContext, GpuNtt, GpuSumcheck};
+use whir_wgpu::gpu::{wgpu, GpuContext, GpuNtt, GpuSumcheck, Kernel};
 
 type EF = BinomialExtensionField<BabyBear, 4>;
 
@@ -34,6 +34,50 @@ fn main() {
     println!("uniform buffer           {:8.1} us", per_op(reps, || drop(ctx.uniform("probe", &[0u32; 4]))));
     println!("error scope (empty)      {:8.1} us", per_op(reps, || ctx.scoped("probe", || Ok(())).unwrap()));
     println!("pooled storage 4 KiB     {:8.1} us", per_op(reps, || ctx.recycle_storage(ctx.pooled_storage("probe", 1024))));
+    // Recording costs: a bind group, a small write, a dispatch with its own uniform and bind
+    // group; and a readback waited for by spinning on `poll` instead of blocking.
+    let pipeline = ctx.pipeline(Kernel::SumcheckRound, &[]).expect("pipeline");
+    let (f, w, out) = (ctx.storage("probe f", 1 << 12), ctx.storage("probe w", 1 << 12), ctx.storage("probe out", 1 << 10));
+    let params = ctx.uniform("probe", &[0u32; 8]);
+    println!("bind group (4 buffers)   {:8.1} us", per_op(reps, || drop(ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]))));
+    println!("small write (64 B)       {:8.1} us", per_op(reps, || ctx.write(&buf, &[1u32; 16])));
+    let record = |dispatches: usize| {
+        let mut encoder = ctx.encoder("probe");
+        for _ in 0..dispatches {
+            let params = ctx.uniform("probe", &[0u32; 8]);
+            let bind = ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]);
+            ctx.record_dispatch(&mut encoder, "probe", &pipeline, &bind, 1, None);
+        }
+        encoder
+    };
+    println!("record 1 dispatch+finish {:8.1} us", per_op(reps, || drop(record(1).finish())));
+    println!("record 20 dispatches+fin {:8.1} us", per_op(reps, || drop(record(20).finish())));
+    println!("20 dispatches submit+wait{:8.1} us", per_op(reps, || ctx.submit_and_wait(record(20)).unwrap()));
+    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("probe staging"),
+        size: 32,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let read_with = |spin: bool| {
+        let mut encoder = ctx.encoder("probe");
+        encoder.copy_buffer_to_buffer(&buf, 0, &staging, 0, 32);
+        ctx.queue().submit([encoder.finish()]);
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = done.clone();
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |_| flag.store(true, std::sync::atomic::Ordering::Release));
+        if spin {
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let _ = ctx.device().poll(wgpu::PollType::Poll);
+            }
+        } else {
+            let _ = ctx.device().poll(wgpu::PollType::wait_indefinitely());
+        }
+        drop(staging.slice(..).get_mapped_range());
+        staging.unmap();
+    };
+    println!("read 32 B, blocking wait {:8.1} us", per_op(reps, || read_with(false)));
+    println!("read 32 B, spinning poll {:8.1} us", per_op(reps, || read_with(true)));
     let mut rng = StdRng::seed_from_u64(1);
     let ntt = Arc::new(GpuNtt::new(ctx.clone()));
     for m in [8usize, 16, 20, 22] {

@@ -222,6 +222,16 @@ fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
 
 type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
 
+/// How long a wait for the GPU spins on `poll` before blocking: a blocked thread is woken tens
+/// of microseconds after the GPU finishes, and a resident proof waits a hundred times on work
+/// that takes about as long. `WHIR_GPU_SPIN_US` overrides it (0: always block).
+fn spin_before_blocking() -> std::time::Duration {
+    let us = std::env::var("WHIR_GPU_SPIN_US").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_SPIN_US);
+    std::time::Duration::from_micros(us)
+}
+
+const DEFAULT_SPIN_US: u64 = 0;
+
 /// Host <-> GPU traffic through a context since it was made: what a resident computation
 /// promises to keep small. Subtract two readings for one piece of work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -250,6 +260,44 @@ struct TransferCounters {
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
     submissions: AtomicU64,
+    dispatches: AtomicU64,
+    bind_groups: AtomicU64,
+    uniforms: AtomicU64,
+    small_writes: AtomicU64,
+    submit_ns: AtomicU64,
+    wait_ns: AtomicU64,
+}
+
+/// What the host spent on the GPU's behalf through a context since it was made (subtract two
+/// readings): the fixed costs that dominate small resident steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostCosts {
+    /// Compute passes recorded through [`GpuContext::record_dispatch`].
+    pub dispatches: u64,
+    /// Bind groups made through [`GpuContext::bind_buffers`].
+    pub bind_groups: u64,
+    /// Uniform buffers made through [`GpuContext::uniform`].
+    pub uniforms: u64,
+    /// Writes small enough for `queue.write_buffer` (each a staging allocation inside wgpu).
+    pub small_writes: u64,
+    /// Time inside `queue.submit`.
+    pub submit: std::time::Duration,
+    /// Time blocked waiting for the GPU (readbacks, waits, staging maps).
+    pub wait: std::time::Duration,
+}
+
+impl std::ops::Sub for HostCosts {
+    type Output = Self;
+    fn sub(self, earlier: Self) -> Self {
+        Self {
+            dispatches: self.dispatches - earlier.dispatches,
+            bind_groups: self.bind_groups - earlier.bind_groups,
+            uniforms: self.uniforms - earlier.uniforms,
+            small_writes: self.small_writes - earlier.small_writes,
+            submit: self.submit.saturating_sub(earlier.submit),
+            wait: self.wait.saturating_sub(earlier.wait),
+        }
+    }
 }
 
 /// One adapter, one device, its queue and every pipeline built on it. Cheap to share
@@ -279,6 +327,8 @@ pub struct GpuContext {
     peak_buffer_bytes: AtomicU64,
     /// GPU timestamps around each submission while a profile runs (`begin_profile`).
     profile: Mutex<Option<SubmissionProfile>>,
+    /// How long a wait spins before it blocks (see `spin_before_blocking`).
+    spin: std::time::Duration,
 }
 
 /// Timestamps around submissions, each tagged with the label current when it was submitted.
@@ -379,6 +429,7 @@ impl GpuContext {
             upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
             readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
             device_pool: BufferPool::new(4, 8 << 30),
+            spin: spin_before_blocking(),
             uncaptured,
             failing_readbacks: AtomicU32::new(0),
             passing_readbacks: AtomicU32::new(0),
@@ -504,9 +555,12 @@ impl GpuContext {
         self.count_submission();
         self.sample_buffer_bytes();
         let mut guard = self.profile.lock().expect("profile poisoned");
+        let started = std::time::Instant::now();
         let Some(profile) = guard.as_mut() else {
             drop(guard);
-            return self.queue.submit([commands]);
+            let index = self.queue.submit([commands]);
+            Self::add_time(&self.counters.submit_ns, started);
+            return index;
         };
         let i = profile.labels.len() as u32;
         if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
@@ -526,7 +580,9 @@ impl GpuContext {
         let (start, end) = (stamp(slot), stamp(slot + 1));
         profile.labels.push(profile.label.clone());
         drop(guard);
-        self.queue.submit([start, commands, end])
+        let index = self.queue.submit([start, commands, end]);
+        Self::add_time(&self.counters.submit_ns, started);
+        index
     }
 
     pub fn device(&self) -> &wgpu::Device {
@@ -570,6 +626,58 @@ impl GpuContext {
             bytes_down: self.counters.bytes_down.load(Ordering::Relaxed),
             submissions: self.counters.submissions.load(Ordering::Relaxed),
         }
+    }
+
+    /// Host-side costs of GPU work so far (see [`HostCosts`]).
+    pub fn host_costs(&self) -> HostCosts {
+        let c = &self.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        HostCosts {
+            dispatches: load(&c.dispatches),
+            bind_groups: load(&c.bind_groups),
+            uniforms: load(&c.uniforms),
+            small_writes: load(&c.small_writes),
+            submit: std::time::Duration::from_nanos(load(&c.submit_ns)),
+            wait: std::time::Duration::from_nanos(load(&c.wait_ns)),
+        }
+    }
+
+    fn add_time(counter: &AtomicU64, since: std::time::Instant) {
+        counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Blocks until the GPU has finished `index` (or everything), counting the time as waiting.
+    fn wait_for(&self, index: Option<wgpu::SubmissionIndex>) -> Result<()> {
+        let started = std::time::Instant::now();
+        // Spinning can only tell when the whole queue is done, which is what every wait here
+        // (on the last submission) needs.
+        while started.elapsed() < self.spin {
+            match self.device.poll(wgpu::PollType::Poll) {
+                Ok(status) if status.is_queue_empty() => {
+                    Self::add_time(&self.counters.wait_ns, started);
+                    return Ok(());
+                }
+                Ok(_) => std::hint::spin_loop(),
+                Err(e) => return Err(GpuError::Device(e.to_string())),
+            }
+        }
+        let polled = self.device.poll(wgpu::PollType::Wait { submission_index: index, timeout: None });
+        Self::add_time(&self.counters.wait_ns, started);
+        polled.map(|_| ()).map_err(|e| GpuError::Device(e.to_string()))
+    }
+
+    /// Waits for everything submitted, then for the `map_async` callback that sends on `rx`.
+    fn wait_for_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+        self.wait_for(None)?;
+        if let Ok(mapped) = rx.try_recv() {
+            return Ok(mapped);
+        }
+        // The queue emptied before the poll that runs the callback (a spinning wait): block.
+        let started = std::time::Instant::now();
+        let polled = self.device.poll(wgpu::PollType::wait_indefinitely());
+        Self::add_time(&self.counters.wait_ns, started);
+        polled.map_err(|e| GpuError::Device(e.to_string()))?;
+        rx.recv().map_err(|e| GpuError::Map(e.to_string()))
     }
 
     fn count_submission(&self) {
@@ -683,6 +791,7 @@ impl GpuContext {
         self.counters.bytes_up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() < STAGED_MIN_BYTES {
             if !bytes.is_empty() {
+                self.counters.small_writes.fetch_add(1, Ordering::Relaxed);
                 self.queue.write_buffer(dst, 0, bytes);
             }
             return;
@@ -730,8 +839,7 @@ impl GpuContext {
             staging.slice(..).map_async(wgpu::MapMode::Write, move |r| {
                 let _ = tx.send(r);
             });
-            self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Device(e.to_string()))?;
-            rx.recv().map_err(|e| GpuError::Map(e.to_string()))?.map_err(|e| GpuError::Map(e.to_string()))?;
+            self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
         }
         let mapped = started.elapsed();
         let filled = {
@@ -782,6 +890,7 @@ impl GpuContext {
     }
 
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.counters.uniforms.fetch_add(1, Ordering::Relaxed);
         self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(label),
             contents: bytemuck::bytes_of(value),
@@ -824,12 +933,7 @@ impl GpuContext {
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Device(e.to_string()))?;
-        rx.recv()
-            .map_err(|e| GpuError::Map(e.to_string()))?
-            .map_err(|e| GpuError::Map(e.to_string()))?;
+        self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
         // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
         let mut out = vec![0u32; words];
         {
@@ -855,10 +959,7 @@ impl GpuContext {
     /// [`submit_and_read`](Self::submit_and_read).
     pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         let index = self.scoped("submit", || Ok(self.queue_submit(encoder.finish())))?;
-        self.device
-            .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
-            .map_err(|e| GpuError::Device(e.to_string()))?;
-        Ok(())
+        self.wait_for(Some(index))
     }
 
     /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
@@ -868,6 +969,7 @@ impl GpuContext {
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
             .collect();
+        self.counters.bind_groups.fetch_add(1, Ordering::Relaxed);
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
             layout: &pipeline.get_bind_group_layout(0),
@@ -886,6 +988,7 @@ impl GpuContext {
         groups: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) {
+        self.counters.dispatches.fetch_add(1, Ordering::Relaxed);
         let (x, y) = self.grid(groups);
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
         pass.set_pipeline(pipeline);

@@ -1,0 +1,48 @@
+//! Proves one shape repeatedly with the resident GPU backend, for host-side profiling
+//! (`perf record --call-graph dwarf -t <main thread>`) and quick wall-time checks:
+//! `cargo run --release --example prove_loop -- VARS FOLD RATE REPS [POW]`.
+
+use std::time::Instant;
+
+use p3_baby_bear::BabyBear;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use whir_wgpu::prover::{Backend, GpuBackend, Params};
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();
+    let get = |i: usize, d: usize| args.get(i).copied().unwrap_or(d);
+    let params = Params { num_vars: get(0, 16), fold: get(1, 2), log_inv_rate: get(2, 1), pow_bits: get(4, 20), ..Params::default() };
+    let reps = get(3, 10);
+    let mut rng = StdRng::seed_from_u64(7);
+    let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
+    let gpu = GpuBackend::open_default().expect("GPU backend");
+    gpu.prove(&params, &evals).expect("warm-up proof");
+    let ctx = gpu.context().clone();
+    let (costs, transfers) = (ctx.host_costs(), ctx.transfer_counts());
+    let mut times = Vec::new();
+    let started = Instant::now();
+    for _ in 0..reps {
+        let t = Instant::now();
+        gpu.prove(&params, &evals).expect("proof");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let total = started.elapsed().as_secs_f64() * 1e3;
+    let (costs, transfers) = (ctx.host_costs() - costs, ctx.transfer_counts() - transfers);
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let per = |x: u64| x as f64 / reps as f64;
+    let per_ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / reps as f64;
+    println!("{params}: median {:.2} ms over {reps} proofs (min {:.2})", times[times.len() / 2], times[0]);
+    println!(
+        "per proof: {:.1} ms wall, {:.2} ms in submit, {:.2} ms waiting, {:.2} ms else on the host; {:.0} submissions, {:.0} dispatches, {:.0} bind groups, {:.0} uniforms, {:.0} small writes",
+        total / reps as f64,
+        per_ms(costs.submit),
+        per_ms(costs.wait),
+        total / reps as f64 - per_ms(costs.submit) - per_ms(costs.wait),
+        per(transfers.submissions),
+        per(costs.dispatches),
+        per(costs.bind_groups),
+        per(costs.uniforms),
+        per(costs.small_writes),
+    );
+}
