@@ -50,6 +50,36 @@ fn main() {
         }
         encoder
     };
+    // Where a dispatch's recording cost goes: its uniform and bind group, or its compute pass.
+    let record_one_pass = |dispatches: usize, fresh: bool| {
+        let mut encoder = ctx.encoder("probe");
+        let shared = ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            pass.set_pipeline(&pipeline);
+            for _ in 0..dispatches {
+                if fresh {
+                    let params = ctx.uniform("probe", &[0u32; 8]);
+                    pass.set_bind_group(0, &ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]), &[]);
+                } else {
+                    pass.set_bind_group(0, &shared, &[]);
+                }
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+        encoder
+    };
+    let record_shared = |dispatches: usize| {
+        let mut encoder = ctx.encoder("probe");
+        let shared = ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]);
+        for _ in 0..dispatches {
+            ctx.record_dispatch(&mut encoder, "probe", &pipeline, &shared, 1, None);
+        }
+        encoder
+    };
+    println!("20 in one pass, fresh    {:8.1} us", per_op(reps, || drop(record_one_pass(20, true).finish())));
+    println!("20 in one pass, shared bg{:8.1} us", per_op(reps, || drop(record_one_pass(20, false).finish())));
+    println!("20 passes, shared bg     {:8.1} us", per_op(reps, || drop(record_shared(20).finish())));
     println!("record 1 dispatch+finish {:8.1} us", per_op(reps, || drop(record(1).finish())));
     println!("record 20 dispatches+fin {:8.1} us", per_op(reps, || drop(record(20).finish())));
     println!("20 dispatches submit+wait{:8.1} us", per_op(reps, || ctx.submit_and_wait(record(20)).unwrap()));

@@ -72,6 +72,24 @@ fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
     }
 }
 
+/// Waits that spin on `poll` before blocking (the hardware default; CI's software adapter blocks
+/// unless asked) give the same proofs: here every wait spins until the queue is empty.
+#[test]
+fn spinning_waits_give_the_same_proofs() {
+    let mut rng = common::rng();
+    for ctx in common::spinning_contexts(2_000_000) {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        for p in grid(&mut rng, 3) {
+            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+            let (_, expected) = reference(&p, &evals);
+            let before = ctx.host_costs();
+            assert!(drive(&steps, &p, &evals) == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
+            assert!(ctx.host_costs().wait > before.wait, "the proof waited for the GPU");
+        }
+    }
+}
+
 /// What crosses the bus in one resident proof: the input once and each round's constraint
 /// points; back only roots, round coefficients, claim and OOD answers, opened rows, sibling
 /// digests, PoW witnesses and the final polynomial — never a codeword or a folded table. The pieces path reads every codeword back,

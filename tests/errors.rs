@@ -52,7 +52,7 @@ fn unknown_adapter_names_list_the_available_ones() {
     }
     let err = GpuContext::new(GpuOptions {
         adapter: AdapterSelector::Name("no-such-gpu-xyz".into()),
-        mul_variant: None,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(matches!(err, GpuError::AdapterNotFound { .. }), "{err}");

@@ -15,7 +15,12 @@ fn require_gpu() -> bool {
 }
 
 fn open(variant: MulVariant) -> Option<Arc<GpuContext>> {
-    match GpuContext::new(GpuOptions { mul_variant: Some(variant), ..Default::default() }) {
+    open_with(GpuOptions { mul_variant: Some(variant), ..Default::default() })
+}
+
+fn open_with(options: GpuOptions) -> Option<Arc<GpuContext>> {
+    let variant = options.mul_variant;
+    match GpuContext::new(options) {
         Ok(ctx) => Some(Arc::new(ctx)),
         Err(e) => {
             if require_gpu() {
@@ -50,6 +55,13 @@ pub fn contexts() -> Vec<Arc<GpuContext>> {
 pub fn fresh_contexts() -> Vec<Arc<GpuContext>> {
     let shared = contexts();
     shared.iter().filter_map(|c| open(c.mul_variant())).collect()
+}
+
+/// Contexts of their own whose waits spin on `poll` for up to `spin_us` before blocking (the
+/// default on hardware adapters, off on software ones).
+pub fn spinning_contexts(spin_us: u64) -> Vec<Arc<GpuContext>> {
+    let shared = contexts();
+    shared.iter().filter_map(|c| open_with(GpuOptions { mul_variant: Some(c.mul_variant()), spin_us: Some(spin_us), ..Default::default() })).collect()
 }
 
 /// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED.

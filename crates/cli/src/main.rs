@@ -441,7 +441,7 @@ fn info(adapter: Option<String>) -> Result<()> {
     }
     let explicit = adapter.as_deref().is_some_and(|a| !a.trim().is_empty());
     let selector = adapter.as_deref().map_or(AdapterSelector::HighPerformance, AdapterSelector::parse);
-    match GpuContext::new(GpuOptions { adapter: selector, mul_variant: None }) {
+    match GpuContext::new(GpuOptions { adapter: selector, ..Default::default() }) {
         Ok(ctx) => {
             println!("\nChosen: {}", ctx.summary());
             println!("  field multiply: {:?}", ctx.mul_variant());

@@ -10,7 +10,7 @@ use p3_baby_bear::BabyBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 
-use crate::context::GpuContext;
+use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words};
 use crate::poseidon2::GpuPoseidon2;
@@ -195,16 +195,17 @@ impl GpuMerkle {
         let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[fused..].iter());
-        self.poseidon2.dispatch(encoder, Kernel::HashLeaves, &bindings, height)?;
+        let mut dispatches = vec![self.poseidon2.prepare(Kernel::HashLeaves, &bindings, height)?];
         let mut nodes = height >> (fused + 1);
         while nodes >= 1 {
             let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
             let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
             let children = layers.last().expect("leaves");
-            self.poseidon2.dispatch(encoder, Kernel::CompressLevel, &[&params, children, &parent], nodes)?;
+            dispatches.push(self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes)?);
             layers.push(parent);
             nodes /= 2;
         }
+        ctx.record_dispatches(encoder, "merkle tree", &dispatches);
         Ok(layers)
     }
 
@@ -310,6 +311,7 @@ impl GpuMerkle {
         let idx: Vec<u32> = indices[..row_items].iter().chain(positions.iter().map(|(_, i)| i)).map(|&i| i as u32).collect();
         let idx_buf = ctx.upload("gather indices", &idx);
         let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
+        let mut dispatches = Vec::new();
         let mut record = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
             let params = ctx.uniform(
                 "gather params",
@@ -317,7 +319,7 @@ impl GpuMerkle {
             );
             let bind = ctx.bind_buffers(&pipeline, &[&params, &idx_buf, src, &out]);
             let groups = (count * item_width as usize).div_ceil(256) as u32;
-            ctx.record_dispatch(&mut encoder, "gather", &pipeline, &bind, groups, None);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         };
         if let Some(matrix) = matrix.filter(|_| row_items > 0) {
             record(matrix, row_items, width, 0, 0);
@@ -330,6 +332,7 @@ impl GpuMerkle {
             record(&tree.layers[layer], end - start, DIGEST_ELEMS as u32, row_items + start, dst);
             start = end;
         }
+        ctx.record_dispatches(&mut encoder, "gather", &dispatches);
         Ok((encoder, out, words))
     }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use p3_baby_bear::BabyBear;
 use p3_field::{Field, PrimeCharacteristicRing, TwoAdicField};
 
-use crate::context::GpuContext;
+use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, to_word};
 use crate::shaders::Kernel;
@@ -360,6 +360,8 @@ impl GpuNtt {
 
         // Which buffer holds the data before the next step: None means `src`.
         let mut current: Option<usize> = None;
+        // Untimed, every kernel goes into one compute pass at the end.
+        let mut pending: Vec<Dispatch> = Vec::new();
         for (i, pass) in passes.iter().enumerate() {
             let first = i == 0;
             let params = DifParams {
@@ -381,7 +383,10 @@ impl GpuNtt {
             let uniform = self.ctx.uniform("dif params", &params);
             let bind = self.bind(&dif, &[&uniform, input, &work[out], &twiddles, shifts]);
             let groups = params.num_subproblems.div_ceil(1 << pass.log_p);
-            self.dispatch(encoder, "dif pass", &dif, &bind, groups, timer.as_deref_mut());
+            match timer.as_deref_mut() {
+                Some(t) => self.dispatch(encoder, "dif pass", &dif, &bind, groups, Some(t)),
+                None => pending.push(Dispatch { pipeline: (*dif).clone(), bind, groups }),
+            }
             current = Some(out);
         }
         // Without passes (a single row) the source is copied through the reversal kernel; the
@@ -412,8 +417,12 @@ impl GpuNtt {
             };
             let pipeline = self.ctx.pipeline(kernel, &[])?;
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
-            self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, timer);
+            match timer {
+                Some(t) => self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, Some(t)),
+                None => pending.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups }),
+            }
         }
+        self.ctx.record_dispatches(encoder, "ntt", &pending);
         let [a, b] = work;
         let (result, spare) = if out == 0 { (a, b) } else { (b, a) };
         if !self.poison.load(Ordering::Relaxed) {

@@ -12,7 +12,7 @@ use p3_poseidon2::{poseidon2_round_numbers_128, ExternalLayerConstants};
 use rand::distr::StandardUniform;
 use rand::{Rng, RngExt};
 
-use crate::context::GpuContext;
+use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words};
 use crate::shaders::Kernel;
@@ -135,12 +135,19 @@ impl GpuPoseidon2 {
         buffers: &[&wgpu::Buffer],
         threads: usize,
     ) -> Result<()> {
+        let d = self.prepare(kernel, buffers, threads)?;
+        self.ctx.record_dispatch(encoder, kernel.entry_point(), &d.pipeline, &d.bind, d.groups, None);
+        Ok(())
+    }
+
+    /// [`dispatch`](Self::dispatch), to be recorded with others in one pass
+    /// (`GpuContext::record_dispatches`).
+    pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
         let groups = u32::try_from(threads.div_ceil(64))
             .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let bind = self.bind(&pipeline, buffers);
-        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, groups, None);
-        Ok(())
+        Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
 
     /// Records the permutation of `count` states in `input` into `output` (16 words each).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use p3_baby_bear::BabyBear;
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 
-use crate::context::GpuContext;
+use crate::context::{Dispatch, GpuContext};
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
@@ -210,7 +210,8 @@ impl GpuSumcheck {
     }
 
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back.
-    fn finish_reduction(&self, mut encoder: wgpu::CommandEncoder, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(Ext4, Ext4)> {
+    /// `dispatches` (recorded so far, in one compute pass) end with the kernel that wrote them.
+    fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(Ext4, Ext4)> {
         let pipeline = self.ctx.pipeline(Kernel::SumPartials, &[])?;
         let mut spare = Vec::new();
         while groups > 1 {
@@ -218,10 +219,12 @@ impl GpuSumcheck {
             let out = self.ctx.pooled_storage("sumcheck partials", 8 * next);
             let params = self.ctx.uniform("sum params", &RoundParams { count: groups as u32, groups: next as u32, _pad: [0; 2] });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &partials, &self.placeholder, &out]);
-            self.ctx.record_dispatch(&mut encoder, "sum partials", &pipeline, &bind, next as u32, None);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: next as u32 });
             spare.push(std::mem::replace(&mut partials, out));
             groups = next;
         }
+        let mut encoder = self.ctx.encoder("sumcheck reduction");
+        self.ctx.record_dispatches(&mut encoder, "sumcheck", &dispatches);
         let words = self.ctx.submit_and_read(encoder, &partials, 8);
         for b in spare.into_iter().chain([partials]) {
             self.ctx.recycle_storage(b);
@@ -236,9 +239,9 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
         self.ctx.scoped("sumcheck round", || {
-            let mut encoder = self.ctx.encoder("sumcheck round");
-            let (partials, groups) = self.record_round(&mut encoder)?;
-            self.finish_reduction(encoder, partials, groups)
+            let mut dispatches = Vec::new();
+            let (partials, groups) = self.record_round(&mut dispatches)?;
+            self.finish_reduction(dispatches, partials, groups)
         })
     }
 
@@ -251,15 +254,15 @@ impl GpuSumcheck {
         }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
-            let mut encoder = ctx.encoder("sumcheck fold and round");
-            self.record_fold(&mut encoder, r)?;
-            let (partials, groups) = self.record_round(&mut encoder)?;
-            self.finish_reduction(encoder, partials, groups)
+            let mut dispatches = Vec::new();
+            self.record_fold(&mut dispatches, r)?;
+            let (partials, groups) = self.record_round(&mut dispatches)?;
+            self.finish_reduction(dispatches, partials, groups)
         })
     }
 
     /// Records the round kernel: returns its partial pairs and how many.
-    fn record_round(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(wgpu::Buffer, usize)> {
+    fn record_round(&self, dispatches: &mut Vec<Dispatch>) -> Result<(wgpu::Buffer, usize)> {
         let pairs = self.size() / 2;
         let groups = Self::groups_for(pairs);
         let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
@@ -271,7 +274,7 @@ impl GpuSumcheck {
             (self.ctx.pipeline(Kernel::SumcheckRound, &[])?, self.ctx.uniform("round params", &params))
         };
         let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
-        self.ctx.record_dispatch(encoder, "sumcheck round", &pipeline, &bind, groups as u32, None);
+        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
         Ok((partials, groups))
     }
 
@@ -283,8 +286,10 @@ impl GpuSumcheck {
         }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold", || {
+            let mut dispatches = Vec::new();
+            self.record_fold(&mut dispatches, r)?;
             let mut encoder = ctx.encoder("sumcheck fold");
-            self.record_fold(&mut encoder, r)?;
+            ctx.record_dispatches(&mut encoder, "sumcheck fold", &dispatches);
             ctx.submit(encoder)
         })
     }
@@ -292,7 +297,7 @@ impl GpuSumcheck {
     /// Records the fold of the last variable into `encoder` and swaps in the folded tables.
     /// The old tables go back to the pool at once: anything that reuses them is recorded or
     /// submitted after this fold, and the queue runs in order.
-    fn record_fold(&mut self, encoder: &mut wgpu::CommandEncoder, r: Ext4) -> Result<()> {
+    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4) -> Result<()> {
         let half = self.size() / 2;
         let mut r_words = [0u32; 4];
         r_words.copy_from_slice(ext_words(&[r]));
@@ -301,18 +306,18 @@ impl GpuSumcheck {
         let groups = half.div_ceil(THREADS) as u32;
         if self.f_base {
             let pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
-            let params = self.ctx.uniform("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
+            let params = self.ctx.uniform_once("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.placeholder, &f_out]);
-            self.ctx.record_dispatch(encoder, "sumcheck fold f", &pipeline, &bind, groups, None);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
             let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
-            let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &self.spare]);
-            self.ctx.record_dispatch(encoder, "sumcheck fold w", &pipeline, &bind, groups, None);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         } else {
             let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
-            let params = self.ctx.uniform("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
+            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
-            self.ctx.record_dispatch(encoder, "sumcheck fold", &pipeline, &bind, groups, None);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         }
         self.ctx.recycle_storage(std::mem::replace(&mut self.f, f_out));
         self.ctx.recycle_storage(std::mem::replace(&mut self.w, w_out));
@@ -395,9 +400,8 @@ impl GpuSumcheck {
             let params = self.ctx.uniform("eval params", &params);
             let tables = self.ctx.upload("eval tables", ext_words(&tables));
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &tables, &partials]);
-            let mut encoder = self.ctx.encoder("sumcheck eval");
-            self.ctx.record_dispatch(&mut encoder, "sumcheck eval", &pipeline, &bind, groups as u32, None);
-            let (value, zero) = self.finish_reduction(encoder, partials, groups)?;
+            let dispatches = vec![Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 }];
+            let (value, zero) = self.finish_reduction(dispatches, partials, groups)?;
             debug_assert_eq!(zero, Ext4::ZERO);
             Ok(value)
         })
