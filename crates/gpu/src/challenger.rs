@@ -50,7 +50,9 @@ impl std::fmt::Debug for GpuChallenger {
 impl GpuChallenger {
     /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
     pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
-        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits: DEFAULT_GPU_MIN_BITS, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default() }
+        // WHIR_GPU_MIN_BITS: measuring the threshold on another machine.
+        let gpu_min_bits = std::env::var("WHIR_GPU_MIN_BITS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_GPU_MIN_BITS);
+        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default() }
     }
 
     /// Difficulties below `bits` grind on the CPU.

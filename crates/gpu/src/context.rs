@@ -806,6 +806,15 @@ impl GpuContext {
         buffer
     }
 
+    /// [`upload`](Self::upload) into a buffer from the pool: hand it back with
+    /// `recycle_storage` once the work that reads it is submitted (a small fresh buffer costs a
+    /// driver allocation and free, ~10 us each on the H200).
+    pub fn upload_pooled(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
+        let buffer = self.pooled_storage(label, words.len());
+        self.write(&buffer, words);
+        buffer
+    }
+
     /// Copies `words` into the start of `dst` (a COPY_DST buffer); it lands before the next
     /// submitted command buffer runs. Large writes go through pooled staging memory filled on
     /// all cores (see `transfer`).

@@ -122,11 +122,21 @@ struct GrindParams {
 /// first range with a hit gives the smallest witness.
 pub struct GpuGrinder {
     poseidon2: Arc<GpuPoseidon2>,
+    /// The params and result buffers with their bind group, kept between grinds (a proof makes
+    /// dozens; fresh ones cost driver allocations). Taken out while a grind runs, so grinds on
+    /// several threads make their own.
+    kept: std::sync::Mutex<Option<GrindBuffers>>,
+}
+
+struct GrindBuffers {
+    params: wgpu::Buffer,
+    best: wgpu::Buffer,
+    bind: wgpu::BindGroup,
 }
 
 impl GpuGrinder {
     pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
-        Self { poseidon2 }
+        Self { poseidon2, kept: std::sync::Mutex::new(None) }
     }
 
     pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
@@ -145,32 +155,44 @@ impl GpuGrinder {
         // About four expected hits per range (a miss costs another round trip), at most 2^28
         // candidates per dispatch; workgroups past the first hit return at once.
         let range: u64 = (4u64 << bits).clamp(1 << 12, 1 << 28);
-        let params_buf = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("grind params"),
-            size: std::mem::size_of::<GrindParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let kept = self.kept.lock().map(|mut k| k.take()).unwrap_or(None);
+        let buffers = kept.unwrap_or_else(|| {
+            let params = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("grind params"),
+                size: std::mem::size_of::<GrindParams>() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let best = ctx.storage("grind best", 1);
+            let bind = self.poseidon2.bind(&pipeline, &[&params, &best]);
+            GrindBuffers { params, best, bind }
         });
-        let best = ctx.storage("grind best", 1);
-        let bind = self.poseidon2.bind(&pipeline, &[&params_buf, &best]);
+        let GrindBuffers { params: params_buf, best, bind } = &buffers;
         let mut base = [0u32; WIDTH];
         base.copy_from_slice(as_words(&state.base));
         let mut start = 0u32;
-        ctx.scoped("proof-of-work grind", || {
+        let found = ctx.scoped("proof-of-work grind", || {
             while start < BABYBEAR_P {
                 let end = (start as u64 + range).min(BABYBEAR_P as u64) as u32;
                 let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, end] };
-                ctx.queue().write_buffer(&params_buf, 0, bytemuck::bytes_of(&params));
-                ctx.write(&best, &[u32::MAX]);
+                ctx.queue().write_buffer(params_buf, 0, bytemuck::bytes_of(&params));
+                ctx.write(best, &[u32::MAX]);
                 let mut encoder = ctx.encoder("grind");
-                ctx.record_dispatch(&mut encoder, "grind", &pipeline, &bind, ((end - start) as u64).div_ceil(64) as u32, None);
-                let found = ctx.submit_and_read(encoder, &best, 1)?[0];
+                ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, ((end - start) as u64).div_ceil(64) as u32, None);
+                let found = ctx.submit_and_read(encoder, best, 1)?[0];
                 if found != u32::MAX {
                     return Ok(BabyBear::new(found));
                 }
                 start = end;
             }
             Err(GpuError::InvalidInput(format!("no witness of {bits} bits exists for this transcript state")))
-        })
+        });
+        // Kept only after a grind that went through (after an error the device may be gone).
+        if found.is_ok() {
+            if let Ok(mut k) = self.kept.lock() {
+                *k = Some(buffers);
+            }
+        }
+        found
     }
 }

@@ -398,10 +398,12 @@ impl GpuSumcheck {
                 base: u32::from(self.f_base),
             };
             let params = self.ctx.uniform("eval params", &params);
-            let tables = self.ctx.upload("eval tables", ext_words(&tables));
+            let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &tables, &partials]);
             let dispatches = vec![Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 }];
-            let (value, zero) = self.finish_reduction(dispatches, partials, groups)?;
+            let reduced = self.finish_reduction(dispatches, partials, groups);
+            self.ctx.recycle_storage(tables);
+            let (value, zero) = reduced?;
             debug_assert_eq!(zero, Ext4::ZERO);
             Ok(value)
         })
@@ -431,10 +433,13 @@ impl GpuSumcheck {
         self.ctx.scoped("sumcheck weights", || {
             // No coordinates (m = 0) still bind one element: bindings hold at least one.
             let points = if points.is_empty() { &[Ext4::ZERO][..] } else { points };
-            let points = self.ctx.upload("sumcheck points", ext_words(points));
+            let points = self.ctx.upload_pooled("sumcheck points", ext_words(points));
             let mut encoder = self.ctx.encoder("sumcheck weights");
-            self.record_kernel(&mut encoder, kernel, &points, scales, count, groups, vars, &self.w, &self.placeholder)?;
-            self.ctx.submit(encoder)
+            let scales = self.record_kernel(&mut encoder, kernel, &points, scales, count, groups, vars, &self.w, &self.placeholder)?;
+            let submitted = self.ctx.submit(encoder);
+            self.ctx.recycle_storage(points);
+            self.ctx.recycle_storage(scales);
+            submitted
         })
     }
 
@@ -450,17 +455,18 @@ impl GpuSumcheck {
         vars: usize,
         table: &wgpu::Buffer,
         partials: &wgpu::Buffer,
-    ) -> Result<()> {
+    ) -> Result<wgpu::Buffer> {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let params = self.ctx.uniform(
             "weight params",
             &WeightParams { size: self.size() as u32, vars: vars as u32, count: count as u32, groups: groups as u32 },
         );
         let scales = if scales.is_empty() { &[Ext4::ZERO][..] } else { scales };
-        let scales_buf = self.ctx.upload("sumcheck scales", ext_words(scales));
+        let scales_buf = self.ctx.upload_pooled("sumcheck scales", ext_words(scales));
         let bind = self.ctx.bind_buffers(&pipeline, &[&params, points, &scales_buf, table, partials]);
         self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, groups as u32, None);
-        Ok(())
+        // The scales buffer: the caller hands it back to the pool once this is submitted.
+        Ok(scales_buf)
     }
 
     /// w[x] += Σ_j scales[j]·ω^(indices[j]·x), ω the 2^log_domain-th root of unity Plonky3's
@@ -497,15 +503,18 @@ impl GpuSumcheck {
         let sums: Vec<Ext4> = sparse.values().copied().collect();
         self.ctx.scoped("sumcheck select weights", || {
             let table = self.ctx.pooled_storage("select table", 4 << log_domain);
-            let points = self.ctx.upload("select indices", &index_words);
+            let points = self.ctx.upload_pooled("select indices", &index_words);
             let mut encoder = self.ctx.encoder("select weights");
             encoder.clear_buffer(&table, 0, None);
-            self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len(), sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
+            let scatter_scales = self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len(), sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
             let transformed = self.ntt.record(&mut encoder, &table, &NttSpec::forward(log_domain, 4))?;
-            self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], 0, self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
+            let add_scales = self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], 0, self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
             let submitted = self.ctx.submit(encoder);
             self.ctx.recycle_storage(table);
             self.ntt.recycle(transformed);
+            for b in [points, scatter_scales, add_scales] {
+                self.ctx.recycle_storage(b);
+            }
             submitted
         })
     }
