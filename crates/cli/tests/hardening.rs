@@ -163,10 +163,32 @@ fn endless_inputs_are_read_with_a_bound() {
     let err = assert_clean_error(&whir(&["prove", "--vars", "12", "--input", "/dev/zero", "--backend", "cpu", "--out", s(&dir.file("z.whir"))]), "--input /dev/zero");
     assert!(err.contains("holds more than 16384 bytes"), "{err}");
     let err = assert_clean_error(&whir(&["verify", "/dev/zero"]), "verify /dev/zero");
-    assert!(err.contains("larger than any proof"), "{err}");
+    assert!(err.contains("not a whir-wgpu proof file"), "{err}");
     let err = assert_clean_error(&whir(&["verify", "/dev/zero", "--accept-file-params"]), "verify /dev/zero, file params");
     assert!(err.contains("not a whir-wgpu proof file"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+}
+
+/// A real proof followed by megabytes of padding is refused by its size bound without reading
+/// the padding; a proof for other parameters than the verifier's is refused as such, naming the
+/// difference, before its body is read (not as an oversized proof for the expected ones).
+#[test]
+fn oversized_and_foreign_proofs_are_refused_by_the_header() {
+    let dir = TempDir::new("header");
+    let proof = dir.file("p.whir");
+    let out = prove_small(&proof, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut padded = std::fs::read(&proof).unwrap();
+    padded.resize(padded.len() + (8 << 20), 0);
+    let big = dir.file("big.whir");
+    std::fs::write(&big, &padded).unwrap();
+    let mut args = vec!["verify", s(&big)];
+    args.extend(SMALL_VERIFY);
+    let err = assert_clean_error(&whir(&args), "padded proof");
+    assert!(err.contains("larger than any proof"), "{err}");
+    let err = assert_clean_error(&whir(&["verify", s(&big)]), "proof for other parameters");
+    assert!(err.contains("other parameters than the verifier expects"), "{err}");
+    assert!(err.contains("--vars"), "the error gives the file's flags: {err}");
 }
 
 #[test]

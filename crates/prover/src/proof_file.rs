@@ -84,6 +84,19 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
     Ok((params, rest))
 }
 
+/// The error for a file made with other parameters than `expected`, naming each difference.
+fn mismatch(file: &Params, expected: &Params) -> Result<(), ProverError> {
+    let differences = file.differences(expected);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    Err(ProverError::ParamsMismatch(format!(
+        "the proof was made with other parameters than the verifier expects: {}; verify with the proof's parameters only if you accept them ({})",
+        differences.join(", "),
+        file.to_flags()
+    )))
+}
+
 /// Reads at most `limit` bytes; more is an error that says so, without reading further.
 fn read_bounded(reader: &mut impl Read, limit: usize, into: &mut Vec<u8>) -> Result<(), ProverError> {
     let room = (limit + 1).saturating_sub(into.len()) as u64;
@@ -214,16 +227,19 @@ impl ProofFile {
     /// (checked first).
     pub fn read(mut reader: impl Read, expected: Option<&Params>) -> Result<Self, ProverError> {
         let mut bytes = Vec::new();
+        (&mut reader)
+            .take(PREFIX_BYTES as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| rejected(format!("reading it failed: {e}")))?;
+        let (params, _) = parse_prefix(&bytes)?;
         let limit = match expected {
-            Some(p) => Self::max_bytes(p)?,
-            None => {
-                (&mut reader)
-                    .take(PREFIX_BYTES as u64)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| rejected(format!("reading it failed: {e}")))?;
-                let (params, _) = parse_prefix(&bytes)?;
-                Self::max_bytes_from(&params, ParamSource::ProofFile)?
+            // A file for other parameters is refused as such before its body is read (its size
+            // bound is the expected parameters', which the body would otherwise be held to).
+            Some(p) => {
+                mismatch(&params, p)?;
+                Self::max_bytes(p)?
             }
+            None => Self::max_bytes_from(&params, ParamSource::ProofFile)?,
         };
         read_bounded(&mut reader, limit, &mut bytes)?;
         Self::from_bytes(&bytes)
@@ -246,14 +262,7 @@ impl ProofFile {
     /// verifier, `MerkleTreeMmcs` and `DuplexChallenger`. A file made with any other
     /// parameters is rejected, naming each difference.
     pub fn verify(&self, expected: &Params) -> Result<(), ProverError> {
-        let differences = self.params.differences(expected);
-        if !differences.is_empty() {
-            return Err(ProverError::ParamsMismatch(format!(
-                "the proof was made with other parameters than the verifier expects: {}; verify with the proof's parameters only if you accept them ({})",
-                differences.join(", "),
-                self.params.to_flags()
-            )));
-        }
+        mismatch(&self.params, expected)?;
         self.verify_as(expected, ParamSource::Flags)
     }
 
