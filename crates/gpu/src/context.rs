@@ -283,11 +283,13 @@ struct TransferCounters {
 /// readings): the fixed costs that dominate small resident steps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostCosts {
-    /// Compute passes recorded through [`GpuContext::record_dispatch`].
+    /// Dispatches recorded through [`GpuContext::record_dispatch`] and
+    /// [`GpuContext::record_dispatches`].
     pub dispatches: u64,
     /// Bind groups made through [`GpuContext::bind_buffers`].
     pub bind_groups: u64,
-    /// Uniform buffers made through [`GpuContext::uniform`].
+    /// Uniform buffers created (by [`GpuContext::uniform`] when no equal one is kept, and by
+    /// [`GpuContext::uniform_once`]).
     pub uniforms: u64,
     /// Writes small enough for `queue.write_buffer` (each a staging allocation inside wgpu).
     pub small_writes: u64,
