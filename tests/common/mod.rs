@@ -19,14 +19,14 @@ fn open(variant: MulVariant) -> Option<Arc<GpuContext>> {
 }
 
 fn open_with(options: GpuOptions) -> Option<Arc<GpuContext>> {
-    let variant = options.mul_variant;
+    let variant = options.mul_variant.map_or("default".into(), |v| format!("{v:?}"));
     match GpuContext::new(options) {
         Ok(ctx) => Some(Arc::new(ctx)),
         Err(e) => {
             if require_gpu() {
-                panic!("WHIR_REQUIRE_GPU=1 but the {variant:?} GPU context failed: {e}");
+                panic!("WHIR_REQUIRE_GPU=1 but the {variant} GPU context failed: {e}");
             }
-            eprintln!("skipping {variant:?} GPU tests: {e}");
+            eprintln!("skipping {variant} GPU tests: {e}");
             None
         }
     }

@@ -928,35 +928,27 @@ impl GpuContext {
     /// and a fresh buffer costs ~5 us of host time.
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         let bytes = bytemuck::bytes_of(value);
-        self.uniform_bytes(label, bytes, true)
-    }
-
-    /// A uniform buffer for contents that will not repeat (a challenge): made fresh, not cached.
-    pub fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
-        self.uniform_bytes(label, bytemuck::bytes_of(value), false)
-    }
-
-    fn uniform_bytes(&self, label: &str, bytes: &[u8], cached: bool) -> wgpu::Buffer {
-        if !cached {
-            self.counters.uniforms.fetch_add(1, Ordering::Relaxed);
-            return self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: wgpu::BufferUsages::UNIFORM });
-        }
         let mut cache = self.uniforms.lock().expect("uniform cache poisoned");
         if let Some(buffer) = cache.get(bytes) {
             return buffer.clone();
         }
-        self.counters.uniforms.fetch_add(1, Ordering::Relaxed);
-        let buffer = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: bytes,
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let buffer = self.create_uniform(label, bytes);
         if cache.len() >= UNIFORM_CACHE_ENTRIES {
             // Contents holding challenges never repeat; start over rather than grow.
             cache.clear();
         }
         cache.insert(bytes.to_vec(), buffer.clone());
         buffer
+    }
+
+    /// A uniform buffer for contents that will not repeat (a challenge): made fresh, not cached.
+    pub fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.create_uniform(label, bytemuck::bytes_of(value))
+    }
+
+    fn create_uniform(&self, label: &str, bytes: &[u8]) -> wgpu::Buffer {
+        self.counters.uniforms.fetch_add(1, Ordering::Relaxed);
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: wgpu::BufferUsages::UNIFORM })
     }
 
     /// Submits `encoder` after copying `words` words of `src` into a staging buffer, waits, and

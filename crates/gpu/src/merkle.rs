@@ -232,8 +232,10 @@ impl GpuMerkle {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
         let ctx = self.poseidon2.context();
         ctx.scoped("merkle openings", || {
-            let (encoder, out, words) = self.record_gather(tree, Some(matrix), indices, &positions)?;
-            ctx.submit(encoder)?;
+            let (encoder, out, words, idx) = self.record_gather(tree, Some(matrix), indices, &positions)?;
+            let submitted = ctx.submit(encoder);
+            idx.into_iter().for_each(|b| ctx.recycle_storage(b));
+            submitted?;
             Ok(PendingRows { out, words, rows: indices.len(), width: tree.width })
         })
     }
@@ -279,37 +281,41 @@ impl GpuMerkle {
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
     /// reads it back.
     fn gather(&self, tree: &GpuMerkleTree, matrix: Option<&wgpu::Buffer>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
-        let (encoder, out, words) = self.record_gather(tree, matrix, indices, positions)?;
+        let (encoder, out, words, idx) = self.record_gather(tree, matrix, indices, positions)?;
         if words == 0 {
             return Ok(Vec::new());
         }
-        from_words(self.poseidon2.context().submit_and_read(encoder, &out, words)?)
+        let ctx = self.poseidon2.context();
+        let read = ctx.submit_and_read(encoder, &out, words);
+        idx.into_iter().for_each(|b| ctx.recycle_storage(b));
+        from_words(read?)
     }
 
     /// Records the gather of rows `indices` of `matrix`, then the digests at `positions`, into
     /// a fresh buffer: one dispatch for the rows and one per tree layer (positions come grouped
-    /// by layer). Returns the encoder, the buffer and its word count.
+    /// by layer). Returns the encoder, the buffer and its word count, and the pooled index
+    /// buffer, to be recycled once the encoder is submitted.
     fn record_gather(
         &self,
         tree: &GpuMerkleTree,
         matrix: Option<&wgpu::Buffer>,
         indices: &[usize],
         positions: &[(usize, usize)],
-    ) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, usize)> {
+    ) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, usize, Option<wgpu::Buffer>)> {
         let ctx = self.poseidon2.context();
         let row_items = if matrix.is_some() { indices.len() } else { 0 };
         let words = row_items * tree.width + positions.len() * DIGEST_ELEMS;
         let mut encoder = ctx.encoder("merkle openings");
         let out = ctx.storage("merkle openings", words);
         if words == 0 {
-            return Ok((encoder, out, 0));
+            return Ok((encoder, out, 0, None));
         }
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
         u32::try_from(words).map_err(|_| too_wide())?;
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
         let idx: Vec<u32> = indices[..row_items].iter().chain(positions.iter().map(|(_, i)| i)).map(|&i| i as u32).collect();
-        let idx_buf = ctx.upload("gather indices", &idx);
+        let idx_buf = ctx.upload_pooled("gather indices", &idx);
         let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
         let mut dispatches = Vec::new();
         let mut record = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
@@ -333,7 +339,7 @@ impl GpuMerkle {
             start = end;
         }
         ctx.record_dispatches(&mut encoder, "gather", &dispatches);
-        Ok((encoder, out, words))
+        Ok((encoder, out, words, Some(idx_buf)))
     }
 
     /// Commits to a host matrix: upload, hash, build, read back the root.
