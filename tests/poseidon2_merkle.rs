@@ -208,3 +208,39 @@ fn encode_then_commit_in_one_submission() {
         }
     }
 }
+
+/// A tree that keeps no leaf digests (the resident prover's codewords) opens rows with the same
+/// rows and sibling digests as one that keeps them: the siblings it lacks are rehashed from the
+/// matrix. Reading its leaf layer without the matrix is an error, not garbage.
+#[test]
+fn trees_without_leaf_digests_open_the_same() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        for (log_h, width) in [(0usize, 8usize), (1, 2), (5, 3), (9, 16), (12, 8), (13, 2)] {
+            let h = 1usize << log_h;
+            let values = common::random_vec(&mut rng, h * width);
+            let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+            let commit = |keep: bool| merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, keep).unwrap();
+            let (full, trimmed) = (commit(true), commit(false));
+            assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
+            assert_eq!(trimmed.leaves_kept, log_h == 0, "a one-row tree keeps its leaf (its root)");
+            // Lone indices, sibling pairs, repeats, the ends.
+            let mut indices: Vec<usize> = (0..rng.random_range(1..40)).map(|_| rng.random_range(0..h)).collect();
+            indices.extend([0, h - 1, indices[0]]);
+            if h > 1 {
+                let pair = (h / 2) & !1;
+                indices.extend([pair, pair + 1]);
+            }
+            let want = merkle.open_rows(&full, &matrix, &indices, 0).unwrap();
+            assert!(merkle.open_rows(&trimmed, &matrix, &indices, 0).unwrap() == want, "2^{log_h} x {width}: openings differ");
+            let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, 1.min(log_h)).unwrap();
+            let deferred = merkle.read_pending(vec![pending]).unwrap();
+            assert!(deferred[0] == merkle.open_rows(&full, &matrix, &indices, 1.min(log_h)).unwrap(), "2^{log_h} x {width}: deferred openings differ");
+            if log_h > 0 {
+                assert!(merkle.read_nodes(&trimmed, &[(0, 0)]).is_err(), "leaf digests not kept");
+                assert_eq!(merkle.read_nodes(&trimmed, &[(1, 0)]).unwrap(), merkle.read_nodes(&full, &[(1, 0)]).unwrap());
+            }
+        }
+    }
+}

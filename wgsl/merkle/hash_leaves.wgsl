@@ -2,12 +2,13 @@
 // #import field/mul
 // #import field/babybear
 // #import poseidon2/permutation
+// #import merkle/sponge
 
 // Leaf digests of a row-major matrix, fused with the first tree levels.
 //
-// Leaves: row i -> PaddingFreeSponge<Poseidon2, 16, 8, 8>(row i), as Plonky3 hashes Merkle leaves:
-// zero state; each block of 8 overwrites state[0..8] (a short last block overwrites only its own
-// positions); permute after each block; digest = state[0..8].
+// Leaves: row i -> PaddingFreeSponge<Poseidon2, 16, 8, 8>(row i), as Plonky3 hashes Merkle leaves
+// (merkle/sponge.wgsl). The leaf layer is written out only if `store_leaves` (a tree may keep
+// only its levels from 1 up, rehashing opened rows' siblings from the matrix: merkle/hash_rows).
 //
 // Then, inside the workgroup, `fused_levels` (<= 6) levels of the tree: node i of a level =
 // TruncatedPermutation<Poseidon2, 2, 8, 16>(child 2i || child 2i + 1). The workgroup's 64 leaf
@@ -19,12 +20,13 @@ struct LeafParams {
     rows: u32,
     width: u32,
     fused_levels: u32,
-    _pad: u32,
+    store_leaves: u32,
 }
 
 @group(0) @binding(1) var<uniform> params: LeafParams;
 @group(0) @binding(2) var<storage, read> matrix: array<u32>;
 @group(0) @binding(3) var<storage, read_write> leaves: array<vec4<u32>>;
+// (A small placeholder when the leaf layer is not stored.)
 // Levels 1..6 (a small placeholder buffer for each level not fused).
 @group(0) @binding(4) var<storage, read_write> level1: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> level2: array<vec4<u32>>;
@@ -35,36 +37,6 @@ struct LeafParams {
 
 // Digest i of the current level: vec4s 2i and 2i + 1.
 var<workgroup> tile: array<vec4<u32>, 128>;
-
-fn element_or(row_start: u32, k: u32, old: u32) -> u32 {
-    if (k < params.width) {
-        return matrix[row_start + k];
-    }
-    return old;
-}
-
-fn hash_row(row: u32) -> P2State {
-    let start = row * params.width;
-    var st = P2State(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
-    for (var k = 0u; k < params.width; k += 8u) {
-        let a = st.s0;
-        let b = st.s1;
-        st.s0 = vec4<u32>(
-            element_or(start, k, a.x),
-            element_or(start, k + 1u, a.y),
-            element_or(start, k + 2u, a.z),
-            element_or(start, k + 3u, a.w),
-        );
-        st.s1 = vec4<u32>(
-            element_or(start, k + 4u, b.x),
-            element_or(start, k + 5u, b.y),
-            element_or(start, k + 6u, b.z),
-            element_or(start, k + 7u, b.w),
-        );
-        poseidon2_permute(&st);
-    }
-    return st;
-}
 
 fn store_node(level: u32, index: u32, lo: vec4<u32>, hi: vec4<u32>) {
     switch level {
@@ -87,9 +59,11 @@ fn hash_leaves(
     let group = linear_workgroup_id(wid, num_wgs);
     let row = group * 64u + lid;
     if (row < params.rows) {
-        let st = hash_row(row);
-        leaves[2u * row] = st.s0;
-        leaves[2u * row + 1u] = st.s1;
+        let st = sponge_row(row * params.width, params.width);
+        if (params.store_leaves != 0u) {
+            leaves[2u * row] = st.s0;
+            leaves[2u * row + 1u] = st.s1;
+        }
         tile[2u * lid] = st.s0;
         tile[2u * lid + 1u] = st.s1;
     }

@@ -88,6 +88,9 @@ struct Cell {
     gpu_profile_rounds: Option<serde_json::Value>,
     /// Device buffer-memory high-water mark of the cell's first GPU proof, pools emptied before it.
     gpu_peak_mib: Option<f64>,
+    /// The high-water mark of one more proof that keeps no idle buffers (pool budget 0): what
+    /// the proof has live at once.
+    gpu_peak_live_mib: Option<f64>,
 }
 
 /// Proves until `ms` milliseconds have passed since the call (untimed).
@@ -187,6 +190,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             gpu_profile_busy_ms: None,
             gpu_profile_rounds: None,
             gpu_peak_mib: None,
+            gpu_peak_live_mib: None,
         };
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
             if p.validate(ParamSource::Flags).is_err() {
@@ -233,6 +237,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             gpu.context().trim_pools();
             let first = gpu.prove(p, &evals)?;
             cell.gpu_peak_mib = first.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
+            let budget = gpu.context().pool_budget();
+            gpu.context().set_pool_budget(0);
+            gpu.context().trim_pools();
+            let lean = gpu.prove(p, &evals);
+            gpu.context().set_pool_budget(budget);
+            cell.gpu_peak_live_mib = lean?.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
             warm_up(gpu, p, &evals, args.gpu_warmup_ms)?;
             for _ in 0..reps {
                 let out = gpu.prove(p, &evals)?;
@@ -306,7 +316,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     bar.finish_and_clear();
 
-    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | GPU codewords / PoW / sumcheck+other ms | GPU up MiB / down KiB / submits | profiled proof: wall / GPU busy ms | peak GPU MiB | GPU pieces ms (codewords) | Plonky3 / pieces |");
+    println!("| n | fold | rate | Plonky3 ms | our CPU ms | GPU ms (commit + open) | Plonky3 / GPU | GPU codewords / PoW / sumcheck+other ms | GPU up MiB / down KiB / submits | profiled proof: wall / GPU busy ms | peak GPU MiB: pools kept / none | GPU pieces ms (codewords) | Plonky3 / pieces |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
@@ -319,12 +329,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             _ => "-".into(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} | {} ({}) | {} |",
+            "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} / {} | {} ({}) | {} |",
             c.vars, c.fold, c.rate, f(c.stock_ms), f(c.cpu_ms), f(c.gpu_ms), f(c.gpu_commit_ms), f(c.gpu_open_ms),
             ratio(c.stock_ms, c.gpu_ms),
             f(c.gpu_codewords_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms),
             f(c.gpu_mib_up), f(c.gpu_kib_down), c.gpu_submissions.map_or("-".into(), |s| s.to_string()),
-            f(c.gpu_profile_wall_ms), f(c.gpu_profile_busy_ms), f(c.gpu_peak_mib),
+            f(c.gpu_profile_wall_ms), f(c.gpu_profile_busy_ms), f(c.gpu_peak_mib), f(c.gpu_peak_live_mib),
             f(c.pieces_ms), f(c.pieces_codewords_ms), ratio(c.stock_ms, c.pieces_ms)
         );
     }

@@ -111,7 +111,9 @@ impl GpuCodewords {
             let started = std::time::Instant::now();
             let mut encoder = ctx.encoder("codeword commit");
             let codeword = self.ntt.record(&mut encoder, message, &spec)?;
-            let tree = self.merkle.commit_recorded(encoder, &codeword, spec.rows(), width);
+            // Leaf digests are not kept (half the tree's memory): an opening rehashes the few
+            // sibling rows it needs from the codeword, which stays resident anyway.
+            let tree = self.merkle.commit_recorded_with(encoder, &codeword, spec.rows(), width, false);
             tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
             match tree {
                 Ok(tree) => Ok(CommittedCodeword { codeword: Some(codeword), tree, ntt: self.ntt.clone() }),

@@ -69,6 +69,10 @@ pub struct GpuOptions {
     /// Microseconds a wait for the GPU spins before blocking; `None`: `WHIR_GPU_SPIN_US`, else
     /// 1,000 on hardware adapters and 0 on software ones.
     pub spin_us: Option<u64>,
+    /// Most MiB of idle device buffers kept for reuse; `None`: `WHIR_GPU_POOL_MIB`, else 8 GiB.
+    /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
+    /// the work has live at once.
+    pub pool_mib: Option<u64>,
 }
 
 /// What an adapter is and what it can do.
@@ -239,6 +243,15 @@ fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Durati
 /// Spin before blocking on hardware adapters (measured on the H200: n = 20 fold 4 proofs 21.0
 /// -> 17.6 ms with 1,000 us).
 const DEFAULT_SPIN_US: u64 = 1000;
+
+/// The device pool's budget: `asked` MiB, else `WHIR_GPU_POOL_MIB`, else 8 GiB.
+fn pool_bytes(asked: Option<u64>) -> u64 {
+    asked
+        .or_else(|| std::env::var("WHIR_GPU_POOL_MIB").ok().and_then(|v| v.trim().parse().ok()))
+        .map_or(DEFAULT_POOL_BYTES, |mib: u64| mib.saturating_mul(1 << 20))
+}
+
+const DEFAULT_POOL_BYTES: u64 = 8 << 30;
 
 /// Uniform buffers kept for reuse by contents (a few hundred bytes each at most).
 const UNIFORM_CACHE_ENTRIES: usize = 4096;
@@ -452,7 +465,7 @@ impl GpuContext {
             pipelines: Mutex::new(HashMap::new()),
             upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
             readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
-            device_pool: BufferPool::new(4, 8 << 30),
+            device_pool: BufferPool::new(4, pool_bytes(options.pool_mib)),
             spin,
             uniforms: Mutex::new(HashMap::new()),
             uncaptured,
@@ -486,6 +499,23 @@ impl GpuContext {
 
     fn sample_buffer_bytes(&self) {
         self.peak_buffer_bytes.fetch_max(self.buffer_bytes(), Ordering::Relaxed);
+    }
+
+    /// Caps the idle device buffers kept for reuse at `bytes` (dropping them all if more are
+    /// kept now). 0 makes the memory high-water mark the work's own live set; reuse across
+    /// proofs is what the pool buys (see `GpuOptions::pool_mib`).
+    pub fn set_pool_budget(&self, bytes: u64) {
+        self.device_pool.set_max_bytes(bytes);
+    }
+
+    /// The most bytes of idle device buffers kept (see [`set_pool_budget`](Self::set_pool_budget)).
+    pub fn pool_budget(&self) -> u64 {
+        self.device_pool.max_bytes()
+    }
+
+    /// Bytes of the recycled device and staging buffers the pools hold (allocated, idle).
+    pub fn pooled_bytes(&self) -> u64 {
+        self.device_pool.bytes() + self.upload_pool.bytes() + self.readback_pool.bytes()
     }
 
     /// Drops the recycled device and staging buffers the pools hold (before a workload of other

@@ -26,7 +26,7 @@ struct LeafParams {
     rows: u32,
     width: u32,
     fused_levels: u32,
-    _pad: u32,
+    store_leaves: u32,
 }
 
 /// Rust twin of `GatherParams` in wgsl/util/gather.wgsl.
@@ -54,8 +54,12 @@ const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 pub struct GpuMerkleTree {
     pub height: usize,
     pub width: usize,
-    /// Layer k holds height >> k digests of 8 words.
+    /// Layer k holds height >> k digests of 8 words; layer 0 is an empty stand-in when the
+    /// leaves were not kept (`leaves_kept`).
     pub layers: Vec<wgpu::Buffer>,
+    /// Whether layer 0 holds the leaf digests. Without them (half the tree's memory) openings
+    /// rehash the sibling rows they need from the matrix.
+    pub leaves_kept: bool,
     pub root: [BabyBear; DIGEST_ELEMS],
     ctx: Arc<GpuContext>,
 }
@@ -168,6 +172,19 @@ impl GpuMerkle {
         height: usize,
         width: usize,
     ) -> Result<Vec<wgpu::Buffer>> {
+        self.record_commit_with(encoder, matrix, height, width, true)
+    }
+
+    /// [`record_commit`](Self::record_commit); with `keep_leaves` false (and two or more rows)
+    /// the leaf digests are hashed but not stored, and layer 0 is an empty stand-in.
+    pub fn record_commit_with(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        matrix: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        keep_leaves: bool,
+    ) -> Result<Vec<wgpu::Buffer>> {
         if height == 0 || !height.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!(
                 "GPU Merkle trees take power-of-two heights for now; got {height} rows (use MerkleTreeMmcs for other heights)"
@@ -186,11 +203,17 @@ impl GpuMerkle {
         // dispatch per remaining level.
         let log_h = height.trailing_zeros() as usize;
         let fused = if log_h <= FUSE_ALL_MAX_LOG_HEIGHT { log_h.min(FUSED_LEVELS) } else { 1 };
-        let mut layers: Vec<wgpu::Buffer> =
-            (0..=fused).map(|k| ctx.pooled_storage("merkle layer", (height >> k) * DIGEST_ELEMS)).collect();
+        // A one-row tree's root is its leaf: kept.
+        let store_leaves = keep_leaves || fused == 0;
+        let mut layers: Vec<wgpu::Buffer> = (0..=fused)
+            .map(|k| {
+                let digests = if k == 0 && !store_leaves { 1 } else { height >> k };
+                ctx.pooled_storage("merkle layer", digests * DIGEST_ELEMS)
+            })
+            .collect();
         let params = ctx.uniform(
             "leaf params",
-            &LeafParams { rows: height as u32, width: width as u32, fused_levels: fused as u32, _pad: 0 },
+            &LeafParams { rows: height as u32, width: width as u32, fused_levels: fused as u32, store_leaves: u32::from(store_leaves) },
         );
         let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
         bindings.extend(layers.iter());
@@ -317,25 +340,34 @@ impl GpuMerkle {
         let idx: Vec<u32> = indices[..row_items].iter().chain(positions.iter().map(|(_, i)| i)).map(|&i| i as u32).collect();
         let idx_buf = ctx.upload_pooled("gather indices", &idx);
         let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
-        let mut dispatches = Vec::new();
-        let mut record = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
-            let params = ctx.uniform(
+        let params = |count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
+            ctx.uniform(
                 "gather params",
                 &GatherParams { count: count as u32, width: item_width, idx_offset: idx_offset as u32, dst_offset: dst_offset as u32 },
-            );
-            let bind = ctx.bind_buffers(&pipeline, &[&params, &idx_buf, src, &out]);
-            let groups = (count * item_width as usize).div_ceil(256) as u32;
-            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
+            )
         };
+        let copy = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
+            let bind = ctx.bind_buffers(&pipeline, &[&params(count, item_width, idx_offset, dst_offset), &idx_buf, src, &out]);
+            let groups = (count * item_width as usize).div_ceil(256) as u32;
+            Dispatch { pipeline: (*pipeline).clone(), bind, groups }
+        };
+        let mut dispatches = Vec::new();
         if let Some(matrix) = matrix.filter(|_| row_items > 0) {
-            record(matrix, row_items, width, 0, 0);
+            dispatches.push(copy(matrix, row_items, width, 0, 0));
         }
         let mut start = 0;
         while start < positions.len() {
             let layer = positions[start].0;
             let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
-            record(&tree.layers[layer], end - start, DIGEST_ELEMS as u32, row_items + start, dst);
+            if layer == 0 && !tree.leaves_kept {
+                // Leaf digests this tree did not keep: hashed again from their rows.
+                let matrix = matrix.ok_or_else(|| GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the matrix) instead".into()))?;
+                let params = params(end - start, width, row_items + start, dst);
+                dispatches.push(self.poseidon2.prepare(Kernel::HashRows, &[&params, &idx_buf, matrix, &out], end - start)?);
+            } else {
+                dispatches.push(copy(&tree.layers[layer], end - start, DIGEST_ELEMS as u32, row_items + start, dst));
+            }
             start = end;
         }
         ctx.record_dispatches(&mut encoder, "gather", &dispatches);
@@ -369,12 +401,19 @@ impl GpuMerkle {
 
     /// Finishes `encoder` (work already recorded into it, e.g. the NTT that fills `input`) with
     /// the tree over `input`, submits once and reads back only the root.
-    pub fn commit_recorded(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
+    pub fn commit_recorded(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
+        self.commit_recorded_with(encoder, input, height, width, true)
+    }
+
+    /// [`commit_recorded`](Self::commit_recorded), keeping the leaf digests only if
+    /// `keep_leaves` (see [`record_commit_with`](Self::record_commit_with)).
+    pub fn commit_recorded_with(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
         let ctx = self.poseidon2.context().clone();
-        let layers = self.record_commit(&mut encoder, input, height, width)?;
+        let layers = self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?;
+        let leaves_kept = keep_leaves || height < 2;
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
         // The tree owns the layers from here, so they go back to the pool on any error below.
-        let mut tree = GpuMerkleTree { height, width, layers, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        let mut tree = GpuMerkleTree { height, width, layers, leaves_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }

@@ -189,12 +189,7 @@ pub struct GpuNtt {
     empty: wgpu::Buffer,
     poison: AtomicBool,
     skip_butterflies: AtomicBool,
-    /// Free scratch buffers by size in words, reused across transforms.
-    scratch: Mutex<HashMap<usize, Vec<wgpu::Buffer>>>,
 }
-
-/// Scratch buffers kept per size.
-const SCRATCH_PER_SIZE: usize = 4;
 
 impl GpuNtt {
     pub fn new(ctx: Arc<GpuContext>) -> Self {
@@ -210,7 +205,7 @@ impl GpuNtt {
         let max = (u32::BITS - 1 - words.max(1).leading_zeros()).min(MAX_TILE_LOG);
         let tile_log = tile_log.clamp(SPREAD_LOG + 1, max);
         let empty = ctx.upload("ntt empty", &[0]);
-        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), skip_butterflies: AtomicBool::new(false), scratch: Mutex::new(HashMap::new()) }
+        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), skip_butterflies: AtomicBool::new(false) }
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -230,10 +225,9 @@ impl GpuNtt {
         self.scratch_buffer(label, words)
     }
 
+    /// Work buffers come from the context's pool, so its budget and `trim_pools` cover them.
     fn scratch_buffer(&self, label: &str, words: usize) -> wgpu::Buffer {
-        let words = words.max(1);
-        let reused = self.scratch.lock().expect("scratch pool poisoned").get_mut(&words).and_then(Vec::pop);
-        reused.unwrap_or_else(|| self.ctx.storage(label, words))
+        self.ctx.pooled_storage(label, words)
     }
 
     /// Profiling only: DIF passes move data but skip the butterflies (wrong results), to
@@ -277,12 +271,7 @@ impl GpuNtt {
     /// call this once no later command reads it (work already submitted is fine: the queue
     /// runs in order).
     pub fn recycle(&self, buffer: wgpu::Buffer) {
-        let words = (buffer.size() / 4) as usize;
-        let mut pool = self.scratch.lock().expect("scratch pool poisoned");
-        let free = pool.entry(words).or_default();
-        if free.len() < SCRATCH_PER_SIZE {
-            free.push(buffer);
-        }
+        self.ctx.recycle_storage(buffer);
     }
 
     /// The passes a transform of this shape runs.
@@ -327,13 +316,32 @@ impl GpuNtt {
         self.record_timed(encoder, src, spec, None)
     }
 
+    /// [`record`](Self::record) of a `src` the caller gives up: when it is exactly the
+    /// transform's size it serves as the second work buffer (one buffer of that size fewer
+    /// allocated at once). Neither use nor recycle `src` afterwards: it is the result or goes
+    /// back to the pool with the other work buffer.
+    pub fn record_consuming(&self, encoder: &mut wgpu::CommandEncoder, src: wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
+        self.record_inner(encoder, &src, spec, None, true)
+    }
+
     /// [`record`](Self::record), with a GPU timestamp pair around each kernel when `timer` is given.
     pub fn record_timed(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         spec: &NttSpec,
+        timer: Option<&mut KernelTimer>,
+    ) -> Result<wgpu::Buffer> {
+        self.record_inner(encoder, src, spec, timer, false)
+    }
+
+    fn record_inner(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        spec: &NttSpec,
         mut timer: Option<&mut KernelTimer>,
+        consume_src: bool,
     ) -> Result<wgpu::Buffer> {
         spec.validate()?;
         let total = spec.rows() * spec.width;
@@ -348,7 +356,10 @@ impl GpuNtt {
         }
         let log_n = spec.log_n as u32;
         let passes = self.plan(spec.log_n, spec.width);
-        let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
+        // A consumed source is read by the first kernel only, which writes work[0]; from then on
+        // it can be work[1].
+        let second = if consume_src && src.size() == (total * 4) as u64 { src.clone() } else { self.work_buffer("ntt work b", total) };
+        let work = [self.work_buffer("ntt work a", total), second];
         let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
         let dif = self.ctx.pipeline(Kernel::DifPass, &[
                 ("NTT_TILE", 1 << self.tile_log),

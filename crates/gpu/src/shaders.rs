@@ -47,7 +47,9 @@ wgsl_sources!(
     "ntt/bit_reverse",
     "poseidon2/permutation",
     "poseidon2/permute_batch",
+    "merkle/sponge",
     "merkle/hash_leaves",
+    "merkle/hash_rows",
     "pow/grind",
     "sumcheck/reduce",
     "sumcheck/round",
@@ -68,6 +70,7 @@ pub enum Kernel {
     Copy,
     Poseidon2Batch,
     HashLeaves,
+    HashRows,
     CompressLevel,
     Grind,
     SumcheckRound,
@@ -86,13 +89,14 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 21] = [
+    pub const ALL: [Kernel; 22] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
         Kernel::Copy,
         Kernel::Poseidon2Batch,
         Kernel::HashLeaves,
+        Kernel::HashRows,
         Kernel::CompressLevel,
         Kernel::Grind,
         Kernel::SumcheckRound,
@@ -117,6 +121,7 @@ impl Kernel {
             Kernel::Copy => "util/copy",
             Kernel::Poseidon2Batch => "poseidon2/permute_batch",
             Kernel::HashLeaves => "merkle/hash_leaves",
+            Kernel::HashRows => "merkle/hash_rows",
             Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::Grind => "pow/grind",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
@@ -137,6 +142,7 @@ impl Kernel {
             Kernel::Copy => "copy_words",
             Kernel::Poseidon2Batch => "permute_batch",
             Kernel::HashLeaves => "hash_leaves",
+            Kernel::HashRows => "hash_rows",
             Kernel::CompressLevel => "compress_pairs",
             Kernel::Grind => "grind",
             Kernel::SumcheckRound => "round_partials",

@@ -507,10 +507,10 @@ impl GpuSumcheck {
             let mut encoder = self.ctx.encoder("select weights");
             encoder.clear_buffer(&table, 0, None);
             let scatter_scales = self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len(), sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
-            let transformed = self.ntt.record(&mut encoder, &table, &NttSpec::forward(log_domain, 4))?;
+            // The table is the transform's to reuse as work space (and to recycle).
+            let transformed = self.ntt.record_consuming(&mut encoder, table, &NttSpec::forward(log_domain, 4))?;
             let add_scales = self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], 0, self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
             let submitted = self.ctx.submit(encoder);
-            self.ctx.recycle_storage(table);
             self.ntt.recycle(transformed);
             for b in [points, scatter_scales, add_scales] {
                 self.ctx.recycle_storage(b);

@@ -26,12 +26,20 @@ const PIECE_BYTES: usize = 1 << 20;
 pub(crate) struct BufferPool {
     free: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
     per_size: usize,
-    max_bytes: u64,
+    max_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl BufferPool {
     pub(crate) fn new(per_size: usize, max_bytes: u64) -> Self {
-        Self { free: Mutex::new((HashMap::new(), 0)), per_size, max_bytes }
+        Self { free: Mutex::new((HashMap::new(), 0)), per_size, max_bytes: max_bytes.into() }
+    }
+
+    /// Keeps at most `bytes` from now on (empties the pool if it holds more).
+    pub(crate) fn set_max_bytes(&self, bytes: u64) {
+        self.max_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        if self.bytes() > bytes {
+            self.clear();
+        }
     }
 
     /// A kept buffer of exactly `bytes`, if any.
@@ -40,6 +48,15 @@ impl BufferPool {
         let buffer = guard.0.get_mut(&bytes).and_then(Vec::pop)?;
         guard.1 -= bytes;
         Some(buffer)
+    }
+
+    pub(crate) fn max_bytes(&self) -> u64 {
+        self.max_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Bytes of the buffers kept.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.free.lock().expect("buffer pool poisoned").1
     }
 
     /// Drops every kept buffer.
@@ -55,7 +72,7 @@ impl BufferPool {
         let mut guard = self.free.lock().expect("buffer pool poisoned");
         let (free, total) = &mut *guard;
         let list = free.entry(bytes).or_default();
-        if list.len() < self.per_size && *total + bytes <= self.max_bytes {
+        if list.len() < self.per_size && *total + bytes <= self.max_bytes.load(std::sync::atomic::Ordering::Relaxed) {
             list.push(buffer);
             *total += bytes;
         }
@@ -95,6 +112,10 @@ impl StagingPool {
     /// Returns an unmapped buffer for reuse, unless the pool is full.
     pub(crate) fn give(&self, buffer: wgpu::Buffer) {
         self.pool.give(buffer);
+    }
+
+    pub(crate) fn bytes(&self) -> u64 {
+        self.pool.bytes()
     }
 
     pub(crate) fn clear(&self) {

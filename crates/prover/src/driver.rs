@@ -168,7 +168,9 @@ impl CodewordSteps for GpuCodewords {
 
     /// Tags the GPU work that follows for the context's profile (`GpuContext::begin_profile`).
     fn enter_step(&self, round: usize, step: Step) {
-        self.ntt().context().profile_label(&step_label(round, step));
+        let ctx = self.ntt().context();
+        ctx.profile_label(&step_label(round, step));
+        tracing::trace!(round, step = step.name(), buffer_mib = ctx.buffer_bytes() >> 20, pooled_mib = ctx.pooled_bytes() >> 20, "GPU memory at step");
     }
 
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
