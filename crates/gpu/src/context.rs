@@ -69,7 +69,8 @@ pub struct GpuOptions {
     /// Microseconds a wait for the GPU spins before blocking; `None`: `WHIR_GPU_SPIN_US`, else
     /// 1,000 on hardware adapters and 0 on software ones.
     pub spin_us: Option<u64>,
-    /// Most MiB of idle device buffers kept for reuse; `None`: `WHIR_GPU_POOL_MIB`, else 8 GiB.
+    /// Most MiB of idle device buffers kept for reuse (and of staging buffers per direction, at
+    /// most 4 GiB); `None`: `WHIR_GPU_POOL_MIB`, else 8 GiB.
     /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
     /// the work has live at once.
     pub pool_mib: Option<u64>,
@@ -456,6 +457,7 @@ impl GpuContext {
         }));
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
         let spin = spin_before_blocking(summary.is_software(), options.spin_us);
+        let pool_budget = pool_bytes(options.pool_mib);
         Ok(Self {
             adapter,
             device,
@@ -463,9 +465,9 @@ impl GpuContext {
             summary,
             mul_variant,
             pipelines: Mutex::new(HashMap::new()),
-            upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC),
-            readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
-            device_pool: BufferPool::new(4, pool_bytes(options.pool_mib)),
+            upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC, pool_budget),
+            readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, pool_budget),
+            device_pool: BufferPool::new(4, pool_budget),
             spin,
             uniforms: Mutex::new(HashMap::new()),
             uncaptured,
@@ -501,14 +503,17 @@ impl GpuContext {
         self.peak_buffer_bytes.fetch_max(self.buffer_bytes(), Ordering::Relaxed);
     }
 
-    /// Caps the idle device buffers kept for reuse at `bytes` (dropping them all if more are
-    /// kept now). 0 makes the memory high-water mark the work's own live set; reuse across
+    /// Caps the idle device buffers kept for reuse at `bytes`, and the idle staging buffers of
+    /// each direction likewise (dropping what a pool holds if it holds more). 0 makes the memory high-water mark the work's own live set; reuse across
     /// proofs is what the pool buys (see `GpuOptions::pool_mib`).
     pub fn set_pool_budget(&self, bytes: u64) {
         self.device_pool.set_max_bytes(bytes);
+        self.upload_pool.set_max_bytes(bytes);
+        self.readback_pool.set_max_bytes(bytes);
     }
 
-    /// The most bytes of idle device buffers kept (see [`set_pool_budget`](Self::set_pool_budget)).
+    /// The most bytes of idle device buffers kept (see [`set_pool_budget`](Self::set_pool_budget);
+    /// each staging direction keeps at most this much too, and at most 4 GiB).
     pub fn pool_budget(&self) -> u64 {
         self.device_pool.max_bytes()
     }

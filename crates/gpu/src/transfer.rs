@@ -85,9 +85,16 @@ pub(crate) struct StagingPool {
     pool: BufferPool,
 }
 
+/// The most idle staging bytes kept per direction.
+pub(crate) const STAGING_POOL_BYTES: u64 = 4 << 30;
+
 impl StagingPool {
-    pub(crate) fn new(usage: wgpu::BufferUsages) -> Self {
-        Self { usage, pool: BufferPool::new(2, 4 << 30) }
+    pub(crate) fn new(usage: wgpu::BufferUsages, max_bytes: u64) -> Self {
+        Self { usage, pool: BufferPool::new(2, max_bytes.min(STAGING_POOL_BYTES)) }
+    }
+
+    pub(crate) fn set_max_bytes(&self, bytes: u64) {
+        self.pool.set_max_bytes(bytes.min(STAGING_POOL_BYTES));
     }
 
     /// A buffer of at least `bytes`, and whether it came from the pool (a fresh MAP_WRITE buffer
