@@ -190,3 +190,47 @@ fn odd_and_wide_matrices_match_plonky3() {
         }
     }
 }
+
+/// One-buffer transforms (the first pass reads the source, later passes and the bit reversal
+/// run in place; or everything in a consumed full-size source) give the two-buffer transform's
+/// words, which the tests above hold to Plonky3: forward, inverse (scaled), coset and
+/// zero-padded (LDE) shapes, narrow, odd and wide rows.
+#[test]
+fn in_place_transforms_match_the_two_buffer_ones() {
+    use whir_wgpu::gpu::field::{as_words, from_words};
+    use whir_wgpu::gpu::NttSpec;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let ntt = GpuNtt::new(ctx.clone());
+        for log_n in 0..=14usize {
+            for w in [1usize, 2, 3, 4, 8, 16, 64] {
+                if (w << log_n) > 1 << 18 {
+                    continue;
+                }
+                let mut specs = vec![NttSpec::forward(log_n, w), NttSpec::inverse(log_n, w)];
+                specs.push(NttSpec { coset_shift: Some(BabyBear::from_u32(31)), ..NttSpec::forward(log_n, w) });
+                if log_n >= 2 {
+                    specs.push(NttSpec { valid_rows: 1 << (log_n - 2), coset_shift: Some(BabyBear::from_u32(31)), ..NttSpec::forward(log_n, w) });
+                }
+                for spec in specs {
+                    let input: Vec<BabyBear> = common::random_vec(&mut rng, spec.valid_rows * w);
+                    let run = |how: u8| {
+                        let src = ctx.upload("ntt source", as_words(&input));
+                        let mut encoder = ctx.encoder("ntt");
+                        let out = match how {
+                            0 => ntt.record(&mut encoder, &src, &spec),
+                            1 => ntt.record_in_place(&mut encoder, &src, &spec),
+                            _ => ntt.record_consuming(&mut encoder, src.clone(), &spec),
+                        }
+                        .unwrap();
+                        from_words(ctx.submit_and_read(encoder, &out, w << log_n).unwrap()).unwrap()
+                    };
+                    let want = run(0);
+                    let what = format!("2^{log_n} x {w}, {} valid rows, shift {:?}, scale {:?} ({:?})", spec.valid_rows, spec.coset_shift, spec.scale, ctx.mul_variant());
+                    assert!(run(1) == want, "in place: {what}");
+                    assert!(run(2) == want, "consuming: {what}");
+                }
+            }
+        }
+    }
+}

@@ -12,6 +12,9 @@
 // memory (padded by one word per line against bank conflicts). No scattered stores.
 // `bit_reverse_rows`: one thread per element, for very wide rows (a row is already a run)
 // and for tiny heights.
+// `..._in_place`: the same permutations within `dst` (`src` is a placeholder). Row group b's rows
+// go to group rev b's places and back, so one workgroup swaps the pair through two half-size
+// tiles (the smaller of b and rev b does it); the row kernel swaps element pairs.
 
 // Rust twin: `BitReverseParams` in crates/gpu/src/ntt.rs.
 struct BitReverseParams {
@@ -116,4 +119,90 @@ fn bit_reverse_rows(
     let col = e - row * params.width;
     let out_row = reverse_low_bits(row, params.log_n);
     dst[out_row * params.width + col] = scaled(src[e]);
+}
+
+// Tile element e of row group b, read from dst (for the in-place kernels).
+fn dst_index_tiled(e: u32, b: u32, m: u32, k: u32, log_w: u32, line_log: u32, line_mask: u32, w_mask: u32) -> u32 {
+    let a = e >> line_log;
+    let rem = e & line_mask;
+    let row = (((a << m) + b) << k) + (rem >> log_w);
+    return (row << log_w) + (rem & w_mask);
+}
+
+@compute @workgroup_size(256)
+fn bit_reverse_tiled_in_place(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    // Every entry point binds the same buffers (one bind group layout per pipeline).
+    _ = src[0];
+    let b = linear_workgroup_id(wid, num_wgs);
+    if (b >= params.num_groups) {
+        return;
+    }
+    let k = params.log_tile;
+    let m = params.log_n - 2u * k;
+    let p = reverse_low_bits(b, m);
+    if (p < b) {
+        return;
+    }
+    let log_w = countTrailingZeros(params.width);
+    let w_mask = params.width - 1u;
+    let line_log = k + log_w;
+    let line_mask = (1u << line_log) - 1u;
+    let count = 1u << (line_log + k);
+    let pitch = (1u << line_log) + 1u;
+    let second = BITREV_TILE / 2u;
+
+    for (var e = lid; e < count; e += WORKGROUP) {
+        let t = (e >> line_log) * pitch + (e & line_mask);
+        tile[t] = dst[dst_index_tiled(e, b, m, k, log_w, line_log, line_mask, w_mask)];
+        if (p != b) {
+            tile[second + t] = dst[dst_index_tiled(e, p, m, k, log_w, line_log, line_mask, w_mask)];
+        }
+    }
+    workgroupBarrier();
+
+    for (var e = lid; e < count; e += WORKGROUP) {
+        let c_rev = e >> line_log;
+        let rem = e & line_mask;
+        let a_rev = rem >> log_w;
+        let col = rem & w_mask;
+        let a = reverse_low_bits(a_rev, k);
+        let c = reverse_low_bits(c_rev, k);
+        let t = a * pitch + (c << log_w) + col;
+        // Group b's rows land in group p's places, and p's in b's.
+        let to_p = (((c_rev << m) + p) << k) + a_rev;
+        dst[(to_p << log_w) + col] = scaled(tile[t]);
+        if (p != b) {
+            let to_b = (((c_rev << m) + b) << k) + a_rev;
+            dst[(to_b << log_w) + col] = scaled(tile[second + t]);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn bit_reverse_rows_in_place(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = src[0];
+    let e = linear_workgroup_id(wid, num_wgs) * WORKGROUP + lid;
+    if (e >= params.total) {
+        return;
+    }
+    let row = e / params.width;
+    let col = e - row * params.width;
+    let other = reverse_low_bits(row, params.log_n);
+    if (other < row) {
+        return;
+    }
+    let f = other * params.width + col;
+    let v = dst[e];
+    dst[e] = scaled(dst[f]);
+    if (other != row) {
+        dst[f] = scaled(v);
+    }
 }

@@ -21,8 +21,10 @@
 // are never read (the zero tail of a padded message), and may scale row r by shift^r on the
 // way in (a coset transform).
 //
-// Composed with: const NTT_TILE: u32 (workgroup words, a power of two), and
-// const NTT_SKIP_BUTTERFLIES: u32, 1 only in profiling runs that time the memory traffic alone.
+// Composed with: const NTT_TILE: u32 (workgroup words, a power of two),
+// const NTT_SKIP_BUTTERFLIES: u32, 1 only in profiling runs that time the memory traffic alone,
+// and const NTT_IN_PLACE: u32, 1 for a pass that reads `dst` itself (`src` is then a placeholder):
+// a workgroup writes back exactly the elements it read, and no other workgroup touches them.
 
 // Rust twin: `DifParams` in crates/gpu/src/ntt.rs.
 struct DifParams {
@@ -122,7 +124,12 @@ fn load_element(j: u32, t_count: u32, in_range: bool, base: u32, stride_flat: u3
     if (j >= t_count || !in_range || row >= params.valid_rows) {
         return 0u;
     }
-    let v = src[base + j * stride_flat];
+    var v: u32;
+    if (NTT_IN_PLACE != 0u) {
+        v = dst[base + j * stride_flat];
+    } else {
+        v = src[base + j * stride_flat];
+    }
     if (params.use_shift != 0u) {
         return bb_mul(v, shift_power(row));
     }

@@ -110,7 +110,9 @@ impl GpuCodewords {
         ctx.scoped("codeword commit", || {
             let started = std::time::Instant::now();
             let mut encoder = ctx.encoder("codeword commit");
-            let codeword = self.ntt.record(&mut encoder, message, &spec)?;
+            // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
+            // largest allocation.
+            let codeword = self.ntt.record_in_place(&mut encoder, message, &spec)?;
             // Leaf digests are not kept (half the tree's memory): an opening rehashes the few
             // sibling rows it needs from the codeword, which stays resident anyway.
             let tree = self.merkle.commit_recorded_with(encoder, &codeword, spec.rows(), width, false);

@@ -180,6 +180,57 @@ fn bit_reverse_tile_log(log_n: u32, width: usize) -> u32 {
     k
 }
 
+/// How the transform's work buffers are laid out (see `GpuNtt::record_in_place`).
+#[derive(Clone, Copy)]
+enum Layout {
+    TwoBuffers,
+    OneBuffer { reuse_src: bool },
+}
+
+fn dif_params(spec: &NttSpec, pass: &DifPassPlan, first: bool, shifted: bool) -> DifParams {
+    DifParams {
+        log_n: spec.log_n as u32,
+        width: spec.width as u32,
+        stage0: pass.stage0,
+        log_t: pass.log_t,
+        log_p: pass.log_p,
+        valid_rows: if first { spec.valid_rows as u32 } else { 1 << spec.log_n },
+        use_shift: u32::from(first && shifted),
+        num_subproblems: ((spec.rows() * spec.width) >> pass.log_t) as u32,
+    }
+}
+
+/// Workgroups of a DIF pass.
+fn params_groups(spec: &NttSpec, pass: &DifPassPlan) -> u32 {
+    (((spec.rows() * spec.width) >> pass.log_t) as u32).div_ceil(1 << pass.log_p)
+}
+
+fn bit_reverse_params(spec: &NttSpec, k: u32, rows: usize) -> BitReverseParams {
+    let log_n = spec.log_n as u32;
+    BitReverseParams {
+        log_n,
+        width: spec.width as u32,
+        log_tile: k,
+        use_scale: u32::from(spec.scale.is_some_and(|s| s != BabyBear::ONE)),
+        scale: spec.scale.map_or(0, to_word),
+        num_groups: 1 << (log_n - 2 * k),
+        total: (rows * spec.width) as u32,
+        _pad: 0,
+    }
+}
+
+/// `bit_reverse_tile_log` for the in-place kernel, which holds two tiles in the same memory.
+fn bit_reverse_tile_log_in_place(log_n: u32, width: usize) -> u32 {
+    if !width.is_power_of_two() {
+        return 0;
+    }
+    let mut k = (log_n / 2).min(5);
+    while k > 0 && (width << (2 * k)) + (1 << k) > BITREV_TILE / 2 {
+        k -= 1;
+    }
+    k
+}
+
 /// GPU NTTs on one context. Twiddle tables are built once per size and direction and stay on
 /// the GPU.
 pub struct GpuNtt {
@@ -316,12 +367,18 @@ impl GpuNtt {
         self.record_timed(encoder, src, spec, None)
     }
 
-    /// [`record`](Self::record) of a `src` the caller gives up: when it is exactly the
-    /// transform's size it serves as the second work buffer (one buffer of that size fewer
-    /// allocated at once). Neither use nor recycle `src` afterwards: it is the result or goes
-    /// back to the pool with the other work buffer.
+    /// [`record`](Self::record) in one buffer of the result's size instead of two: the first
+    /// pass reads `src` into it, every later pass and the bit reversal work in place. For
+    /// encoders, whose two work buffers are the largest allocation of a commit.
+    pub fn record_in_place(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
+        self.record_inner(encoder, src, spec, None, Layout::OneBuffer { reuse_src: false })
+    }
+
+    /// [`record_in_place`](Self::record_in_place) of a `src` the caller gives up: when it holds
+    /// exactly the transform's full input (every row, the result's size), the whole transform
+    /// runs in it. Neither use nor recycle `src` afterwards: it is the result, or it is dropped.
     pub fn record_consuming(&self, encoder: &mut wgpu::CommandEncoder, src: wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, &src, spec, None, true)
+        self.record_inner(encoder, &src, spec, None, Layout::OneBuffer { reuse_src: true })
     }
 
     /// [`record`](Self::record), with a GPU timestamp pair around each kernel when `timer` is given.
@@ -332,7 +389,7 @@ impl GpuNtt {
         spec: &NttSpec,
         timer: Option<&mut KernelTimer>,
     ) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, src, spec, timer, false)
+        self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers)
     }
 
     fn record_inner(
@@ -341,7 +398,7 @@ impl GpuNtt {
         src: &wgpu::Buffer,
         spec: &NttSpec,
         mut timer: Option<&mut KernelTimer>,
-        consume_src: bool,
+        layout: Layout,
     ) -> Result<wgpu::Buffer> {
         spec.validate()?;
         let total = spec.rows() * spec.width;
@@ -356,18 +413,18 @@ impl GpuNtt {
         }
         let log_n = spec.log_n as u32;
         let passes = self.plan(spec.log_n, spec.width);
-        // A consumed source is read by the first kernel only, which writes work[0]; from then on
-        // it can be work[1].
-        let second = if consume_src && src.size() == (total * 4) as u64 { src.clone() } else { self.work_buffer("ntt work b", total) };
-        let work = [self.work_buffer("ntt work a", total), second];
-        let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
-        let dif = self.ctx.pipeline(Kernel::DifPass, &[
-                ("NTT_TILE", 1 << self.tile_log),
-                ("NTT_SKIP_BUTTERFLIES", skip),
-            ],)?;
         let twiddles = self.twiddle_table(log_n, spec.direction);
         let shift = spec.coset_shift.filter(|s| *s != BabyBear::ONE);
         let shift_table = shift.map(|s| self.shift_table(s, spec.valid_rows));
+        // One buffer needs a pass to bring the data in (a single row has none: two buffers).
+        if let (Layout::OneBuffer { reuse_src }, false) = (layout, passes.is_empty()) {
+            let whole = spec.valid_rows == spec.rows() && src.size() == (total * 4) as u64;
+            let target = if reuse_src && whole { src.clone() } else { self.work_buffer("ntt work", total) };
+            let in_src = reuse_src && whole;
+            return self.record_one_buffer(encoder, src, target, in_src, spec, &passes, &twiddles, shift_table.as_ref());
+        }
+        let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
+        let dif = self.dif_pipeline(false)?;
 
         // Which buffer holds the data before the next step: None means `src`.
         let mut current: Option<usize> = None;
@@ -375,16 +432,7 @@ impl GpuNtt {
         let mut pending: Vec<Dispatch> = Vec::new();
         for (i, pass) in passes.iter().enumerate() {
             let first = i == 0;
-            let params = DifParams {
-                log_n,
-                width: spec.width as u32,
-                stage0: pass.stage0,
-                log_t: pass.log_t,
-                log_p: pass.log_p,
-                valid_rows: if first { spec.valid_rows as u32 } else { 1 << log_n },
-                use_shift: u32::from(first && shift_table.is_some()),
-                num_subproblems: (total >> pass.log_t) as u32,
-            };
+            let params = dif_params(spec, pass, first, shift_table.is_some());
             let out = current.map_or(0, |c| 1 - c);
             let input = current.map_or(src, |c| &work[c]);
             let shifts = match (&shift_table, first) {
@@ -393,7 +441,7 @@ impl GpuNtt {
             };
             let uniform = self.ctx.uniform("dif params", &params);
             let bind = self.bind(&dif, &[&uniform, input, &work[out], &twiddles, shifts]);
-            let groups = params.num_subproblems.div_ceil(1 << pass.log_p);
+            let groups = params_groups(spec, pass);
             match timer.as_deref_mut() {
                 Some(t) => self.dispatch(encoder, "dif pass", &dif, &bind, groups, Some(t)),
                 None => pending.push(Dispatch { pipeline: (*dif).clone(), bind, groups }),
@@ -410,16 +458,7 @@ impl GpuNtt {
         let copied_rows = if current.is_none() { spec.valid_rows } else { spec.rows() };
         if copied_rows > 0 {
             let k = bit_reverse_tile_log(log_n, spec.width);
-            let params = BitReverseParams {
-                log_n,
-                width: spec.width as u32,
-                log_tile: k,
-                use_scale: u32::from(spec.scale.is_some_and(|s| s != BabyBear::ONE)),
-                scale: spec.scale.map_or(0, to_word),
-                num_groups: 1 << (log_n - 2 * k),
-                total: (copied_rows * spec.width) as u32,
-                _pad: 0,
-            };
+            let params = bit_reverse_params(spec, k, copied_rows);
             let uniform = self.ctx.uniform("bit reverse params", &params);
             let (kernel, groups) = if k > 0 {
                 (Kernel::BitReverseTiled, params.num_groups)
@@ -440,6 +479,54 @@ impl GpuNtt {
             self.recycle(spare);
         }
         Ok(result)
+    }
+
+    /// The transform in `target` alone: the first pass reads `src` into it (or, `in_src`,
+    /// `target` is `src` and every pass runs in place), later passes and the bit reversal in place.
+    #[allow(clippy::too_many_arguments)]
+    fn record_one_buffer(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        target: wgpu::Buffer,
+        in_src: bool,
+        spec: &NttSpec,
+        passes: &[DifPassPlan],
+        twiddles: &wgpu::Buffer,
+        shift_table: Option<&wgpu::Buffer>,
+    ) -> Result<wgpu::Buffer> {
+        let (copy_in, in_place) = (self.dif_pipeline(false)?, self.dif_pipeline(true)?);
+        let mut dispatches = Vec::with_capacity(passes.len() + 1);
+        for (i, pass) in passes.iter().enumerate() {
+            let first = i == 0;
+            let params = self.ctx.uniform("dif params", &dif_params(spec, pass, first, shift_table.is_some()));
+            let shifts = shift_table.filter(|_| first).unwrap_or(&self.empty);
+            let groups = params_groups(spec, pass);
+            let (pipeline, bind) = if first && !in_src {
+                (&copy_in, self.bind(&copy_in, &[&params, src, &target, twiddles, shifts]))
+            } else {
+                (&in_place, self.bind(&in_place, &[&params, &self.empty, &target, twiddles, shifts]))
+            };
+            dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups });
+        }
+        let k = bit_reverse_tile_log_in_place(spec.log_n as u32, spec.width);
+        let params = bit_reverse_params(spec, k, spec.rows());
+        let (kernel, groups) = if k > 0 {
+            (Kernel::BitReverseTiledInPlace, params.num_groups)
+        } else {
+            (Kernel::BitReverseRowsInPlace, params.total.div_ceil(WORKGROUP))
+        };
+        let pipeline = self.ctx.pipeline(kernel, &[])?;
+        let uniform = self.ctx.uniform("bit reverse params", &params);
+        let bind = self.bind(&pipeline, &[&uniform, &self.empty, &target]);
+        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
+        self.ctx.record_dispatches(encoder, "ntt", &dispatches);
+        Ok(target)
+    }
+
+    fn dif_pipeline(&self, in_place: bool) -> Result<Arc<wgpu::ComputePipeline>> {
+        let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
+        self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place))])
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {

@@ -67,6 +67,8 @@ pub enum Kernel {
     DifPass,
     BitReverseTiled,
     BitReverseRows,
+    BitReverseTiledInPlace,
+    BitReverseRowsInPlace,
     Copy,
     Poseidon2Batch,
     HashLeaves,
@@ -89,10 +91,12 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 22] = [
+    pub const ALL: [Kernel; 24] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
+        Kernel::BitReverseTiledInPlace,
+        Kernel::BitReverseRowsInPlace,
         Kernel::Copy,
         Kernel::Poseidon2Batch,
         Kernel::HashLeaves,
@@ -117,7 +121,7 @@ impl Kernel {
     pub fn source_name(self) -> &'static str {
         match self {
             Kernel::DifPass => "ntt/dif_pass",
-            Kernel::BitReverseTiled | Kernel::BitReverseRows => "ntt/bit_reverse",
+            Kernel::BitReverseTiled | Kernel::BitReverseRows | Kernel::BitReverseTiledInPlace | Kernel::BitReverseRowsInPlace => "ntt/bit_reverse",
             Kernel::Copy => "util/copy",
             Kernel::Poseidon2Batch => "poseidon2/permute_batch",
             Kernel::HashLeaves => "merkle/hash_leaves",
@@ -139,6 +143,8 @@ impl Kernel {
             Kernel::DifPass => "dif_pass",
             Kernel::BitReverseTiled => "bit_reverse_tiled",
             Kernel::BitReverseRows => "bit_reverse_rows",
+            Kernel::BitReverseTiledInPlace => "bit_reverse_tiled_in_place",
+            Kernel::BitReverseRowsInPlace => "bit_reverse_rows_in_place",
             Kernel::Copy => "copy_words",
             Kernel::Poseidon2Batch => "permute_batch",
             Kernel::HashLeaves => "hash_leaves",
@@ -164,7 +170,7 @@ impl Kernel {
     /// Composition constants with representative values (for validation and cross-compilation).
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
-            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0)],
+            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
             _ => &[],
         }
     }
