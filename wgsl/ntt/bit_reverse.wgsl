@@ -43,15 +43,43 @@ fn scaled(v: u32) -> u32 {
     return v;
 }
 
-// Tile element e (line a = e >> line_log, then c and column) of row group b, from the source.
+// Word index of tile element e (line a = e >> line_log, then c and column) of row group b.
+fn tiled_index(e: u32, b: u32, m: u32, k: u32, log_w: u32, line_log: u32, line_mask: u32, w_mask: u32) -> u32 {
+    let a = e >> line_log;
+    let rem = e & line_mask;
+    let row = (((a << m) + b) << k) + (rem >> log_w);
+    return (row << log_w) + (rem & w_mask);
+}
+
+// Tile element e of row group b, from the source.
 fn load_tiled(e: u32, count: u32, b: u32, m: u32, k: u32, log_w: u32, line_log: u32, line_mask: u32, w_mask: u32) -> u32 {
     if (e >= count) {
         return 0u;
     }
-    let a = e >> line_log;
+    return src[tiled_index(e, b, m, k, log_w, line_log, line_mask, w_mask)];
+}
+
+// Output element e of a group's reversal: it takes tile word `slot` to row
+// (c_rev, rev b, a_rev) = ((c_rev << m) + rev b) << k + a_rev, column `col`.
+struct Reversed {
+    slot: u32,
+    c_rev: u32,
+    a_rev: u32,
+    col: u32,
+}
+
+fn reversed(e: u32, k: u32, log_w: u32, line_log: u32, line_mask: u32, w_mask: u32, pitch: u32) -> Reversed {
+    let c_rev = e >> line_log;
     let rem = e & line_mask;
-    let row = (((a << m) + b) << k) + (rem >> log_w);
-    return src[(row << log_w) + (rem & w_mask)];
+    let a_rev = rem >> log_w;
+    let col = rem & w_mask;
+    let a = reverse_low_bits(a_rev, k);
+    let c = reverse_low_bits(c_rev, k);
+    return Reversed(a * pitch + (c << log_w) + col, c_rev, a_rev, col);
+}
+
+fn out_word(r: Reversed, rb: u32, m: u32, k: u32, log_w: u32) -> u32 {
+    return (((((r.c_rev << m) + rb) << k) + r.a_rev) << log_w) + r.col;
 }
 
 fn store_tiled(e: u32, count: u32, line_log: u32, line_mask: u32, pitch: u32, v: u32) {
@@ -94,14 +122,8 @@ fn bit_reverse_tiled(
 
     let rb = reverse_low_bits(b, m);
     for (var e = lid; e < count; e += WORKGROUP) {
-        let c_rev = e >> line_log;
-        let rem = e & line_mask;
-        let a_rev = rem >> log_w;
-        let col = rem & w_mask;
-        let a = reverse_low_bits(a_rev, k);
-        let c = reverse_low_bits(c_rev, k);
-        let out_row = (((c_rev << m) + rb) << k) + a_rev;
-        dst[(out_row << log_w) + col] = scaled(tile[a * pitch + (c << log_w) + col]);
+        let r = reversed(e, k, log_w, line_log, line_mask, w_mask, pitch);
+        dst[out_word(r, rb, m, k, log_w)] = scaled(tile[r.slot]);
     }
 }
 
@@ -119,14 +141,6 @@ fn bit_reverse_rows(
     let col = e - row * params.width;
     let out_row = reverse_low_bits(row, params.log_n);
     dst[out_row * params.width + col] = scaled(src[e]);
-}
-
-// Tile element e of row group b, read from dst (for the in-place kernels).
-fn dst_index_tiled(e: u32, b: u32, m: u32, k: u32, log_w: u32, line_log: u32, line_mask: u32, w_mask: u32) -> u32 {
-    let a = e >> line_log;
-    let rem = e & line_mask;
-    let row = (((a << m) + b) << k) + (rem >> log_w);
-    return (row << log_w) + (rem & w_mask);
 }
 
 @compute @workgroup_size(256)
@@ -157,27 +171,19 @@ fn bit_reverse_tiled_in_place(
 
     for (var e = lid; e < count; e += WORKGROUP) {
         let t = (e >> line_log) * pitch + (e & line_mask);
-        tile[t] = dst[dst_index_tiled(e, b, m, k, log_w, line_log, line_mask, w_mask)];
+        tile[t] = dst[tiled_index(e, b, m, k, log_w, line_log, line_mask, w_mask)];
         if (p != b) {
-            tile[second + t] = dst[dst_index_tiled(e, p, m, k, log_w, line_log, line_mask, w_mask)];
+            tile[second + t] = dst[tiled_index(e, p, m, k, log_w, line_log, line_mask, w_mask)];
         }
     }
     workgroupBarrier();
 
     for (var e = lid; e < count; e += WORKGROUP) {
-        let c_rev = e >> line_log;
-        let rem = e & line_mask;
-        let a_rev = rem >> log_w;
-        let col = rem & w_mask;
-        let a = reverse_low_bits(a_rev, k);
-        let c = reverse_low_bits(c_rev, k);
-        let t = a * pitch + (c << log_w) + col;
+        let r = reversed(e, k, log_w, line_log, line_mask, w_mask, pitch);
         // Group b's rows land in group p's places, and p's in b's.
-        let to_p = (((c_rev << m) + p) << k) + a_rev;
-        dst[(to_p << log_w) + col] = scaled(tile[t]);
+        dst[out_word(r, p, m, k, log_w)] = scaled(tile[r.slot]);
         if (p != b) {
-            let to_b = (((c_rev << m) + b) << k) + a_rev;
-            dst[(to_b << log_w) + col] = scaled(tile[second + t]);
+            dst[out_word(r, b, m, k, log_w)] = scaled(tile[second + r.slot]);
         }
     }
 }
