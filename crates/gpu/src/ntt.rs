@@ -269,15 +269,11 @@ impl GpuNtt {
         self.poison.store(on, Ordering::Relaxed);
     }
 
+    /// Work buffers come from the context's pool, so its budget and `trim_pools` cover them.
     fn work_buffer(&self, label: &str, words: usize) -> wgpu::Buffer {
         if self.poison.load(Ordering::Relaxed) {
             return self.ctx.upload(label, &vec![u32::MAX; words]);
         }
-        self.scratch_buffer(label, words)
-    }
-
-    /// Work buffers come from the context's pool, so its budget and `trim_pools` cover them.
-    fn scratch_buffer(&self, label: &str, words: usize) -> wgpu::Buffer {
         self.ctx.pooled_storage(label, words)
     }
 
@@ -572,7 +568,7 @@ impl GpuNtt {
             let mut encoder = self.ctx.encoder("ntt");
             // The input goes into a pooled buffer through the queue's staging (no fresh device
             // allocation per call); every buffer returns to the pool after the readback.
-            let mut buffer = self.scratch_buffer("ntt input", values.len());
+            let mut buffer = self.ctx.pooled_storage("ntt input", values.len());
             self.ctx.write(&buffer, as_words(values));
             let mut used = Vec::new();
             for spec in specs {
