@@ -90,6 +90,43 @@ fn spinning_waits_give_the_same_proofs() {
     }
 }
 
+/// Sumcheck rounds that grind on the GPU run the grind in the round's own submission (the
+/// challenger takes the GPU's offer): the same proofs, and the offers are taken. At 100 bits of
+/// security with 8 bits of PoW, p3-whir asks for a few bits of grinding per sumcheck round.
+#[test]
+fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
+    use whir_wgpu::gpu::GpuGrinder;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        let grinder = Arc::new(GpuGrinder::new(poseidon2.clone()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let mut used = 0;
+        let shapes: Vec<Params> = grid(&mut rng, 40)
+            .into_iter()
+            .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
+            .filter(|p| {
+                let c = p.config::<GpuChallenger>().ok();
+                c.is_some_and(|c| c.starting_folding_pow_bits() > 0 || c.round_parameters().iter().any(|r| r.folding_pow_bits > 0))
+            })
+            .take(3)
+            .collect();
+        assert!(!shapes.is_empty(), "no shape of the grid grinds in its sumcheck rounds");
+        for p in shapes {
+            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+            let (_, expected) = reference(&p, &evals);
+            // Every grind on the GPU, whatever its difficulty.
+            let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
+            let (commitment, proof, _) = prove_with_steps(&steps, &p, &evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
+            assert!(ours == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
+            assert_eq!(challenger.gpu_fallbacks(), 0);
+            used += challenger.grinds_ahead_used();
+        }
+        assert!(used > 0, "no sumcheck grind used the GPU's offer ({:?})", ctx.mul_variant());
+    }
+}
+
 /// What crosses the bus in one resident proof: the input once and each round's constraint
 /// points; back only roots, round coefficients, claim and OOD answers, opened rows, sibling
 /// digests, PoW witnesses and the final polynomial — never a codeword or a folded table. The pieces path reads every codeword back,

@@ -130,3 +130,75 @@ fn a_wrong_gpu_witness_falls_back_to_the_cpu() {
         assert_eq!(ours.sample_bits(20), stock.sample_bits(20));
     }
 }
+
+/// A grind set up on the GPU from words a kernel left there (wgsl/pow/prepare.wgsl) searches
+/// exactly the state the challenger reaches by observing those words: the challenger takes its
+/// witness, which is the CPU's smallest one. An offer from another state is never taken.
+#[test]
+fn grinds_ahead_search_the_state_the_challenger_reaches() {
+    use whir_wgpu::gpu::GrindAheadRecord;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
+        let perm = constants.to_cpu();
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
+        for round in 0..12 {
+            let bits = [1, 4, 8, 10, 12][round % 5];
+            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
+            let mut stock = Stock::new(perm.clone());
+            for _ in 0..rng.random_range(0..20) {
+                let x: BabyBear = rng.random();
+                ours.observe(x);
+                stock.observe(x);
+            }
+            if rng.random::<bool>() {
+                let (a, b): (BabyBear, BabyBear) = (ours.sample(), stock.sample());
+                assert_eq!(a, b);
+            }
+            let ahead = ours.grind_ahead(bits).expect("a GPU grinder at any difficulty");
+            // Words the "kernel" left: some padding, then what the transcript observes next.
+            let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));
+            let words: Vec<BabyBear> = (0..skip + count).map(|_| rng.random()).collect();
+            let observed = ctx.storage("observed", words.len());
+            ctx.write(&observed, whir_wgpu::gpu::field::as_words(&words));
+            let (g, b, sponge, pending) = ahead.target().expect("the challenger published its state");
+            assert_eq!(b, bits);
+            let mut dispatches = Vec::new();
+            let record = g.record_after_observing(&mut dispatches, &sponge, &pending, &observed, skip, count, bits).unwrap();
+            let out = ctx.storage("offer", GrindAheadRecord::WORDS);
+            let mut encoder = ctx.encoder("grind ahead");
+            ctx.record_dispatches(&mut encoder, "grind ahead", &dispatches);
+            record.record_readback(&mut encoder, &out, 0);
+            let offer = record.offer(&ctx.submit_and_read(encoder, &out, GrindAheadRecord::WORDS).unwrap()).unwrap();
+
+            let stale = rng.random_range(0..4) == 0;
+            for &x in &words[skip..] {
+                stock.observe(x);
+            }
+            if stale {
+                // The transcript went elsewhere: the offer must be ignored.
+                let x: BabyBear = rng.random();
+                stock.observe(x);
+                for &w in &words[skip..] {
+                    ours.observe(w);
+                }
+                ours.observe(x);
+            } else {
+                for &w in &words[skip..] {
+                    ours.observe(w);
+                }
+                let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+                assert_eq!(offer.state, state, "the GPU reached another sponge state ({:?}, {count} words)", ctx.mul_variant());
+            }
+            ahead.offer(offer);
+            let used = ours.grinds_ahead_used();
+            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+            let witness = ours.grind(bits);
+            assert_eq!(witness, cpu_grind(&perm, &state, bits).unwrap(), "{bits} bits ({:?})", ctx.mul_variant());
+            assert_eq!(ours.grinds_ahead_used(), used + u64::from(!stale), "offer taken iff it was for this state");
+            assert!(stock.check_witness(bits, witness));
+            assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "transcripts diverged after grinding");
+            ours.stop_grinding_ahead();
+        }
+    }
+}

@@ -2,6 +2,7 @@
 // #import field/mul
 // #import field/babybear
 // #import poseidon2/permutation
+// #import pow/params
 
 // Proof-of-work search for Plonky3's DuplexChallenger<BabyBear, Poseidon2, 16, 8>::grind: the
 // candidate state is the sponge state with the pending inputs in slots 0..len, the witness in slot
@@ -18,18 +19,9 @@
 // 20.8 ms for full batches; most likely because threads beyond what the GPU holds at once only
 // start when others finish, which breaks the increasing search order and multiplies the work.)
 
-// Rust twin: `GrindParams` in crates/gpu/src/grind.rs.
-struct GrindParams {
-    base: array<vec4<u32>, 4>,
-    // x: witness slot, y: mask, z: first candidate, w: end of the range (exclusive, <= p)
-    search: vec4<u32>,
-}
-
-@group(0) @binding(1) var<uniform> params: GrindParams;
+// The params are a storage buffer so that pow/prepare can write them on the GPU.
+@group(0) @binding(1) var<storage, read> params: GrindParams;
 @group(0) @binding(2) var<storage, read_write> best: atomic<u32>;
-
-// R^2 mod p: Montgomery form of a canonical value v is v * R^2 * R^-1.
-const BB_R2: u32 = 1172168163u;
 
 fn with_witness(base: vec4<u32>, quarter: u32, slot: u32, w: u32) -> vec4<u32> {
     let lanes = vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * quarter);

@@ -3,7 +3,7 @@
 //! below a difficulty where a GPU round trip costs more — and returning the smallest witness.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
@@ -15,7 +15,7 @@ use p3_field::BasedVectorSpace;
 use p3_symmetric::{Hash, MerkleCap};
 
 use crate::error::{GpuError, Result};
-use crate::grind::{cpu_grind, GpuGrinder, GrindState, RATE, WIDTH};
+use crate::grind::{cpu_grind, GpuGrinder, GrindOffer, GrindState, RATE, WIDTH};
 
 type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
 
@@ -34,6 +34,50 @@ pub struct GpuChallenger {
     pow_nanos: Arc<AtomicU64>,
     /// Grinds the GPU could not do (or did wrong) and the CPU redid, shared by clones.
     gpu_fallbacks: Arc<AtomicU64>,
+    /// Shared with GPU steps that grind ahead of this challenger (see [`GrindAhead`]).
+    ahead: GrindAhead,
+}
+
+/// A challenger's link to GPU steps that grind ahead of it: the step computes the values the
+/// transcript observes next and, in the same submission, the grind that follows them, from the
+/// challenger's state published here; the challenger takes the result (an offer) at its next
+/// grind if, and only if, its own state then is the one the GPU searched from. A mismatch (or no
+/// offer) costs only the usual grind, never a different witness.
+#[derive(Clone, Default)]
+pub struct GrindAhead(Arc<Mutex<AheadSlot>>);
+
+#[derive(Default)]
+struct AheadSlot {
+    /// The GPU grinder and difficulty to grind ahead at (none: not grinding ahead).
+    grind: Option<(Arc<GpuGrinder>, usize)>,
+    /// The challenger's sponge state and pending inputs after its last operation.
+    state: Option<([BabyBear; WIDTH], Vec<BabyBear>)>,
+    offer: Option<GrindOffer>,
+    used: u64,
+}
+
+impl GrindAhead {
+    /// What to grind ahead with: the grinder, the difficulty and the challenger's current
+    /// sponge state and pending inputs. None when not grinding ahead.
+    #[allow(clippy::type_complexity)]
+    pub fn target(&self) -> Option<(Arc<GpuGrinder>, usize, [BabyBear; WIDTH], Vec<BabyBear>)> {
+        let slot = self.0.lock().ok()?;
+        let (grinder, bits) = slot.grind.clone()?;
+        let (sponge, pending) = slot.state.clone()?;
+        Some((grinder, bits, sponge, pending))
+    }
+
+    /// Leaves `offer` for the challenger's next grind.
+    pub fn offer(&self, offer: GrindOffer) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.offer = Some(offer);
+        }
+    }
+
+    /// Grinds that used an offer.
+    pub fn used(&self) -> u64 {
+        self.0.lock().map(|s| s.used).unwrap_or(0)
+    }
 }
 
 impl std::fmt::Debug for GpuChallenger {
@@ -52,7 +96,46 @@ impl GpuChallenger {
     pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
         // WHIR_GPU_MIN_BITS: measuring the threshold on another machine.
         let gpu_min_bits = std::env::var("WHIR_GPU_MIN_BITS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_GPU_MIN_BITS);
-        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default() }
+        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default(), ahead: GrindAhead::default() }
+    }
+
+    /// Starts grinding ahead at `bits` (see [`GrindAhead`]) and returns the link to hand to
+    /// the GPU steps; None where this challenger would grind on the CPU anyway. Clones share
+    /// the link; [`stop_grinding_ahead`](Self::stop_grinding_ahead) ends it.
+    pub fn grind_ahead(&mut self, bits: usize) -> Option<GrindAhead> {
+        // WHIR_GRIND_AHEAD=0: measuring what grinding ahead saves.
+        if std::env::var("WHIR_GRIND_AHEAD").is_ok_and(|v| v.trim() == "0") {
+            return None;
+        }
+        let grinder = self.grinder.clone().filter(|_| bits > 0 && bits >= self.gpu_min_bits)?;
+        {
+            let mut slot = self.ahead.0.lock().ok()?;
+            slot.grind = Some((grinder, bits));
+            slot.offer = None;
+        }
+        self.publish();
+        Some(self.ahead.clone())
+    }
+
+    /// Ends grinding ahead; offers left are dropped.
+    pub fn stop_grinding_ahead(&mut self) {
+        if let Ok(mut slot) = self.ahead.0.lock() {
+            *slot = AheadSlot { used: slot.used, ..AheadSlot::default() };
+        }
+    }
+
+    /// Grinds that used a GPU offer made ahead of time (this challenger and its clones).
+    pub fn grinds_ahead_used(&self) -> u64 {
+        self.ahead.used()
+    }
+
+    /// Publishes the state after an operation, while grinding ahead.
+    fn publish(&self) {
+        if let Ok(mut slot) = self.ahead.0.lock() {
+            if slot.grind.is_some() {
+                slot.state = Some((self.inner.sponge_state, self.inner.input_buffer.clone()));
+            }
+        }
     }
 
     /// Difficulties below `bits` grind on the CPU.
@@ -87,8 +170,23 @@ impl GpuChallenger {
     /// warning; an error means no witness can exist (over 30 bits).
     pub fn find_witness(&self, bits: usize) -> Result<BabyBear> {
         let state = GrindState::new(&self.inner.sponge_state, &self.inner.input_buffer)?;
+        // An offer searched from this very state: its witness, or the search goes on past it.
+        let offer = self.ahead.0.lock().ok().and_then(|mut s| s.offer.take()).filter(|o| o.state == state && o.bits == bits);
+        let mut start = 0;
+        if let Some(offer) = offer {
+            match offer.witness {
+                Some(w) if state.accepts(&self.inner.permutation, bits, w) => {
+                    if let Ok(mut slot) = self.ahead.0.lock() {
+                        slot.used += 1;
+                    }
+                    return Ok(w);
+                }
+                Some(w) => tracing::warn!("the GPU's grind ahead returned witness {w}, which fails the {bits}-bit check; grinding again"),
+                None => start = offer.searched_end,
+            }
+        }
         if let Some(g) = self.grinder.as_ref().filter(|_| bits >= self.gpu_min_bits) {
-            match g.grind(&state, bits) {
+            match g.grind_from(&state, bits, start) {
                 Ok(w) if state.accepts(&self.inner.permutation, bits, w) => return Ok(w),
                 Ok(w) => tracing::warn!("the GPU grinder returned witness {w}, which fails the {bits}-bit check; grinding on the CPU instead"),
                 Err(e) => tracing::warn!("GPU grinding failed ({e}); grinding on the CPU instead"),
@@ -110,6 +208,7 @@ impl GpuChallenger {
                 "the {bits}-bit witness {witness} passed the grinder's check but not the challenger's; the transcript is no longer usable"
             )));
         }
+        self.publish();
         Ok(witness)
     }
 }
@@ -135,43 +234,51 @@ impl GrindingChallenger for GpuChallenger {
     }
 
     fn check_witness(&mut self, bits: usize, witness: BabyBear) -> bool {
-        self.inner.check_witness(bits, witness)
+        let ok = self.inner.check_witness(bits, witness);
+        self.publish();
+        ok
     }
 }
 
 impl CanObserve<BabyBear> for GpuChallenger {
     fn observe(&mut self, value: BabyBear) {
         self.inner.observe(value);
+        self.publish();
     }
 }
 
 impl<const N: usize> CanObserve<[BabyBear; N]> for GpuChallenger {
     fn observe(&mut self, values: [BabyBear; N]) {
         self.inner.observe(values);
+        self.publish();
     }
 }
 
 impl<const N: usize> CanObserve<Hash<BabyBear, BabyBear, N>> for GpuChallenger {
     fn observe(&mut self, values: Hash<BabyBear, BabyBear, N>) {
         self.inner.observe(values);
+        self.publish();
     }
 }
 
 impl<const N: usize> CanObserve<MerkleCap<BabyBear, [BabyBear; N]>> for GpuChallenger {
     fn observe(&mut self, cap: MerkleCap<BabyBear, [BabyBear; N]>) {
         self.inner.observe(cap);
+        self.publish();
     }
 }
 
 impl<const N: usize> CanObserve<&MerkleCap<BabyBear, [BabyBear; N]>> for GpuChallenger {
     fn observe(&mut self, cap: &MerkleCap<BabyBear, [BabyBear; N]>) {
         self.inner.observe(cap);
+        self.publish();
     }
 }
 
 impl CanObserve<Vec<Vec<BabyBear>>> for GpuChallenger {
     fn observe(&mut self, values: Vec<Vec<BabyBear>>) {
         self.inner.observe(values);
+        self.publish();
     }
 }
 
@@ -180,19 +287,25 @@ where
     Inner: CanSample<EF>,
 {
     fn sample(&mut self) -> EF {
-        self.inner.sample()
+        let v = self.inner.sample();
+        self.publish();
+        v
     }
 }
 
 impl CanSampleBits<usize> for GpuChallenger {
     fn sample_bits(&mut self, bits: usize) -> usize {
-        self.inner.sample_bits(bits)
+        let v = self.inner.sample_bits(bits);
+        self.publish();
+        v
     }
 }
 
 impl CanSampleUniformBits<BabyBear> for GpuChallenger {
     fn sample_uniform_bits<const RESAMPLE: bool>(&mut self, bits: usize) -> Result<usize, p3_challenger::ResamplingError> {
-        self.inner.sample_uniform_bits::<RESAMPLE>(bits)
+        let v = self.inner.sample_uniform_bits::<RESAMPLE>(bits);
+        self.publish();
+        v
     }
 }
 

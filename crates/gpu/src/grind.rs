@@ -8,8 +8,9 @@ use p3_field::{Field, PackedValue, PrimeCharacteristicRing, PrimeField32};
 use p3_symmetric::Permutation;
 use rayon::prelude::*;
 
+use crate::context::Dispatch;
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, BABYBEAR_P};
+use crate::field::{as_words, from_words, BABYBEAR_P};
 use crate::poseidon2::GpuPoseidon2;
 use crate::shaders::Kernel;
 
@@ -109,12 +110,82 @@ pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usiz
     Err(GpuError::InvalidInput(format!("no witness of {bits} bits exists for this transcript state")))
 }
 
-/// Rust twin of `GrindParams` in wgsl/pow/grind.wgsl.
+/// Rust twin of `GrindParams` in wgsl/pow/params.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct GrindParams {
     base: [u32; WIDTH],
     search: [u32; 4],
+}
+
+/// Words of `GrindParams`.
+const PARAMS_WORDS: usize = WIDTH + 4;
+
+/// Rust twin of `PrepareInput` in wgsl/pow/prepare.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PrepareInput {
+    sponge: [u32; WIDTH],
+    pending: [u32; RATE],
+    counts: [u32; 4],
+    range: [u32; 4],
+}
+
+/// Candidates searched per range: about four expected hits (a miss costs another round trip),
+/// at most 2^28 per dispatch; workgroups past the first hit return at once.
+fn range_for(bits: usize) -> u64 {
+    (4u64 << bits).clamp(1 << 12, 1 << 28)
+}
+
+/// A grind recorded on the GPU behind the kernels whose output the transcript observes just
+/// before it ([`GpuGrinder::record_after_observing`]); read it back with
+/// [`record_readback`](Self::record_readback) and [`offer`](Self::offer).
+pub struct GrindAheadRecord {
+    params: wgpu::Buffer,
+    best: wgpu::Buffer,
+    bits: usize,
+}
+
+/// What a grind run ahead of the transcript found: the state it searched, as the GPU reached
+/// it, and the smallest witness in `0..searched_end`, if one is there. The challenger uses it
+/// only when its own state is `state` (and checks the witness).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrindOffer {
+    pub state: GrindState,
+    pub bits: usize,
+    pub witness: Option<BabyBear>,
+    pub searched_end: u32,
+}
+
+impl GrindAheadRecord {
+    /// Words [`record_readback`](Self::record_readback) copies.
+    pub const WORDS: usize = PARAMS_WORDS + 1;
+
+    /// Copies what the grind found into `dst` at word `offset` (`WORDS` words).
+    pub fn record_readback(&self, encoder: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, offset: usize) {
+        let at = (offset * 4) as u64;
+        encoder.copy_buffer_to_buffer(&self.params, 0, dst, at, (PARAMS_WORDS * 4) as u64);
+        encoder.copy_buffer_to_buffer(&self.best, 0, dst, at + (PARAMS_WORDS * 4) as u64, 4);
+    }
+
+    /// The offer in the words read back. Bad words (a kernel bug) are an error.
+    pub fn offer(&self, words: &[u32]) -> Result<GrindOffer> {
+        if words.len() != Self::WORDS {
+            return Err(GpuError::Device(format!("{} grind-ahead words read back, expected {}", words.len(), Self::WORDS)));
+        }
+        let base: [BabyBear; WIDTH] = from_words(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
+        let [slot, mask, start, end] = [words[WIDTH], words[WIDTH + 1], words[WIDTH + 2], words[WIDTH + 3]];
+        let best = words[PARAMS_WORDS];
+        if slot as usize >= RATE || mask != pow_mask(self.bits)? || start != 0 || end as u64 != range_for(self.bits).min(BABYBEAR_P as u64) {
+            return Err(GpuError::Device(format!("grind-ahead params read back malformed: slot {slot}, mask {mask:#x}, range {start}..{end}")));
+        }
+        let witness = match best {
+            u32::MAX => None,
+            w if w < end => Some(BabyBear::new(w)),
+            w => return Err(GpuError::Device(format!("grind-ahead witness {w} outside the range 0..{end} searched"))),
+        };
+        Ok(GrindOffer { state: GrindState { base, witness_slot: slot as usize }, bits: self.bits, witness, searched_end: end })
+    }
 }
 
 /// The GPU search: ranges of candidates in increasing order, each one dispatch of one thread
@@ -143,8 +214,60 @@ impl GpuGrinder {
         &self.poseidon2
     }
 
+    /// Records, into `dispatches`, a grind at `bits` from the transcript state reached by
+    /// observing `words` words of `observed` (from word `first_word`) into a duplex challenger
+    /// with `sponge_state` and pending `input_buffer`: the setup runs on the GPU
+    /// (wgsl/pow/prepare.wgsl), then one range of candidates from 0. Lets a transcript step
+    /// whose observed values the GPU computes grind in the same submission.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_after_observing(
+        &self,
+        dispatches: &mut Vec<Dispatch>,
+        sponge_state: &[BabyBear; WIDTH],
+        input_buffer: &[BabyBear],
+        observed: &wgpu::Buffer,
+        first_word: usize,
+        words: usize,
+        bits: usize,
+    ) -> Result<GrindAheadRecord> {
+        let mask = pow_mask(bits)?;
+        if bits == 0 || input_buffer.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("no grind to run ahead at {bits} bits with {} pending inputs", input_buffer.len())));
+        }
+        if (first_word + words) * 4 > observed.size() as usize {
+            return Err(GpuError::InvalidInput(format!("observing words {first_word}..{} of a {}-byte buffer", first_word + words, observed.size())));
+        }
+        let ctx = self.poseidon2.context();
+        let prepare = ctx.pipeline(Kernel::GrindPrepare, &[])?;
+        let grind = ctx.pipeline(Kernel::Grind, &[])?;
+        let end = range_for(bits).min(BABYBEAR_P as u64) as u32;
+        let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [end, 0, 0, 0] };
+        input.sponge.copy_from_slice(as_words(sponge_state));
+        input.pending[..input_buffer.len()].copy_from_slice(as_words(input_buffer));
+        let input = ctx.uniform_once("grind-ahead input", &input);
+        let params = ctx.pooled_storage("grind-ahead params", PARAMS_WORDS);
+        let best = ctx.pooled_storage("grind-ahead best", 1);
+        let bind = self.poseidon2.bind(&prepare, &[&input, observed, &params, &best]);
+        dispatches.push(Dispatch { pipeline: (*prepare).clone(), bind, groups: 1 });
+        let bind = self.poseidon2.bind(&grind, &[&params, &best]);
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (end as u64).div_ceil(64) as u32 });
+        Ok(GrindAheadRecord { params, best, bits })
+    }
+
+    /// Hands a record's buffers back to the pool (after its words were read).
+    pub fn recycle(&self, record: GrindAheadRecord) {
+        let ctx = self.poseidon2.context();
+        ctx.recycle_storage(record.params);
+        ctx.recycle_storage(record.best);
+    }
+
     /// The smallest witness. `bits == 0` returns 0 without touching the GPU.
     pub fn grind(&self, state: &GrindState, bits: usize) -> Result<BabyBear> {
+        self.grind_from(state, bits, 0)
+    }
+
+    /// The smallest witness not below `start`, for a search already done below it.
+    pub fn grind_from(&self, state: &GrindState, bits: usize, start: u32) -> Result<BabyBear> {
         let mask = pow_mask(bits)?;
         if bits == 0 {
             return Ok(BabyBear::ZERO);
@@ -152,15 +275,13 @@ impl GpuGrinder {
         let ctx = self.poseidon2.context();
         let _profiled_as = ctx.profile_sublabel("pow");
         let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
-        // About four expected hits per range (a miss costs another round trip), at most 2^28
-        // candidates per dispatch; workgroups past the first hit return at once.
-        let range: u64 = (4u64 << bits).clamp(1 << 12, 1 << 28);
+        let range = range_for(bits);
         let kept = self.kept.lock().map(|mut k| k.take()).unwrap_or(None);
         let buffers = kept.unwrap_or_else(|| {
             let params = ctx.device().create_buffer(&wgpu::BufferDescriptor {
                 label: Some("grind params"),
                 size: std::mem::size_of::<GrindParams>() as u64,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             let best = ctx.storage("grind best", 1);
@@ -170,7 +291,7 @@ impl GpuGrinder {
         let GrindBuffers { params: params_buf, best, bind } = &buffers;
         let mut base = [0u32; WIDTH];
         base.copy_from_slice(as_words(&state.base));
-        let mut start = 0u32;
+        let mut start = start;
         let found = ctx.scoped("proof-of-work grind", || {
             while start < BABYBEAR_P {
                 let end = (start as u64 + range).min(BABYBEAR_P as u64) as u32;

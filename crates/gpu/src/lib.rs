@@ -32,13 +32,13 @@ mod sumcheck;
 pub mod testing;
 pub mod transfer;
 
-pub use challenger::{GpuChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
+pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{CommittedCodeword, GpuCodewords};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
-pub use grind::{cpu_grind, GpuGrinder, GrindState};
+pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
 pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};

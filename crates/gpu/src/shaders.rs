@@ -50,7 +50,9 @@ wgsl_sources!(
     "merkle/sponge",
     "merkle/hash_leaves",
     "merkle/hash_rows",
+    "pow/params",
     "pow/grind",
+    "pow/prepare",
     "sumcheck/reduce",
     "sumcheck/round",
     "sumcheck/fold",
@@ -75,6 +77,7 @@ pub enum Kernel {
     HashRows,
     CompressLevel,
     Grind,
+    GrindPrepare,
     SumcheckRound,
     SumPartials,
     SumcheckFold,
@@ -91,7 +94,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 24] = [
+    pub const ALL: [Kernel; 25] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -103,6 +106,7 @@ impl Kernel {
         Kernel::HashRows,
         Kernel::CompressLevel,
         Kernel::Grind,
+        Kernel::GrindPrepare,
         Kernel::SumcheckRound,
         Kernel::SumPartials,
         Kernel::SumcheckFold,
@@ -128,6 +132,7 @@ impl Kernel {
             Kernel::HashRows => "merkle/hash_rows",
             Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::Grind => "pow/grind",
+            Kernel::GrindPrepare => "pow/prepare",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
             Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
@@ -151,6 +156,7 @@ impl Kernel {
             Kernel::HashRows => "hash_rows",
             Kernel::CompressLevel => "compress_pairs",
             Kernel::Grind => "grind",
+            Kernel::GrindPrepare => "grind_prepare",
             Kernel::SumcheckRound => "round_partials",
             Kernel::SumPartials => "sum_partials",
             Kernel::SumcheckFold => "fold_pairs",

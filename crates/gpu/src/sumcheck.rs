@@ -9,7 +9,9 @@ use std::sync::Arc;
 use p3_baby_bear::BabyBear;
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 
+use crate::challenger::GrindAhead;
 use crate::context::{Dispatch, GpuContext};
+use crate::grind::GrindAheadRecord;
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
@@ -117,6 +119,9 @@ pub struct GpuSumcheck {
     /// Bound where a kernel's optional buffers are unused (two: writable bindings may not alias).
     placeholder: wgpu::Buffer,
     spare: wgpu::Buffer,
+    /// Set while the transcript grinds after every round: the grind then runs in the round's
+    /// own submission (see [`set_grind_ahead`](Self::set_grind_ahead)).
+    ahead: Option<GrindAhead>,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -158,7 +163,7 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, f_base: false, placeholder, spare })
+        Ok(Self { ctx, ntt, f, w, vars, f_base: false, placeholder, spare, ahead: None })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -180,11 +185,19 @@ impl GpuSumcheck {
             ctx.submit(encoder)
         })?;
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f: f_base, w, vars, f_base: true, placeholder, spare })
+        Ok(Self { ctx, ntt, f: f_base, w, vars, f_base: true, placeholder, spare, ahead: None })
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
         &self.ctx
+    }
+
+    /// While set, each round's submission also runs the proof-of-work grind that a transcript
+    /// makes right after observing the round's two values (h(0) then h(∞), 8 base words), from
+    /// the challenger state `ahead` publishes, and leaves the result in `ahead` for the
+    /// challenger ([`GrindAhead`]): one GPU round trip per round instead of two.
+    pub fn set_grind_ahead(&mut self, ahead: Option<GrindAhead>) {
+        self.ahead = ahead;
     }
 
     /// m: the tables hold 2^m entries.
@@ -220,13 +233,40 @@ impl GpuSumcheck {
             spare.push(std::mem::replace(&mut partials, out));
             groups = next;
         }
+        let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
+            Some((grinder, bits, sponge, pending)) => {
+                let record = grinder.record_after_observing(&mut dispatches, &sponge, &pending, &partials, 0, 8, bits)?;
+                Some((grinder, record))
+            }
+            None => None,
+        };
         let mut encoder = self.ctx.encoder("sumcheck reduction");
         self.ctx.record_dispatches(&mut encoder, "sumcheck", &dispatches);
-        let words = self.ctx.submit_and_read(encoder, &partials, 8);
+        let words = match &ahead {
+            None => self.ctx.submit_and_read(encoder, &partials, 8),
+            Some((_, record)) => {
+                // The pair and what the grind found, in one readback.
+                let out = self.ctx.pooled_storage("round readback", 8 + GrindAheadRecord::WORDS);
+                encoder.copy_buffer_to_buffer(&partials, 0, &out, 0, 32);
+                record.record_readback(&mut encoder, &out, 8);
+                let words = self.ctx.submit_and_read(encoder, &out, 8 + GrindAheadRecord::WORDS);
+                spare.push(out);
+                words
+            }
+        };
         for b in spare.into_iter().chain([partials]) {
             self.ctx.recycle_storage(b);
         }
-        let v = ext_from_words(words?)?;
+        let mut words = words?;
+        if let Some((grinder, record)) = ahead {
+            let offer = record.offer(&words[8..]);
+            grinder.recycle(record);
+            if let Some(a) = &self.ahead {
+                a.offer(offer?);
+            }
+            words.truncate(8);
+        }
+        let v = ext_from_words(words)?;
         Ok((v[0], v[1]))
     }
 

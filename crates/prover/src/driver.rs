@@ -467,6 +467,25 @@ fn run_rounds<S: SumcheckSteps>(
     rounds: usize,
     pow_bits: usize,
 ) -> Result<Point<EF>, ProverError> {
+    // Each round's grind runs in the round's own submission where the GPU grinds.
+    let ahead = if rounds > 0 && pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
+    let grinding_ahead = ahead.is_some();
+    sumcheck.set_grind_ahead(ahead);
+    let played = play_rounds(sumcheck, data, challenger, rounds, pow_bits);
+    if grinding_ahead {
+        sumcheck.set_grind_ahead(None);
+        challenger.stop_grinding_ahead();
+    }
+    played
+}
+
+fn play_rounds<S: SumcheckSteps>(
+    sumcheck: &mut S,
+    data: &mut SumcheckData<F, EF>,
+    challenger: &mut GpuChallenger,
+    rounds: usize,
+    pow_bits: usize,
+) -> Result<Point<EF>, ProverError> {
     let mut transcript = ProverTranscript::<GpuChallenger, F, EF>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
     let mut challenges: Vec<EF> = Vec::with_capacity(rounds);
     for _ in 0..rounds {

@@ -54,6 +54,10 @@ pub trait SumcheckSteps {
 
     /// f's evaluation table.
     fn evals(&mut self) -> Result<Vec<EF>, ProverError>;
+
+    /// Grind ahead of the transcript after each round, where the steps can (the GPU's run the
+    /// grind in the round's own submission); None stops it.
+    fn set_grind_ahead(&mut self, _ahead: Option<whir_gpu::GrindAhead>) {}
 }
 
 /// eq(point, x) with point[0] paired with the most significant bit of x.
@@ -179,5 +183,9 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
 
     fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
+    }
+
+    fn set_grind_ahead(&mut self, ahead: Option<whir_gpu::GrindAhead>) {
+        whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead)
     }
 }

@@ -1,0 +1,11 @@
+// What a grind searches: the candidate state and the range. Shared by pow/grind (which reads
+// it) and pow/prepare (which writes it on the GPU). Rust twin: `GrindParams` in
+// crates/gpu/src/grind.rs.
+struct GrindParams {
+    base: array<vec4<u32>, 4>,
+    // x: witness slot, y: mask, z: first candidate, w: end of the range (exclusive, <= p)
+    search: vec4<u32>,
+}
+
+// R^2 mod p: Montgomery form of a canonical value v is bb_mul(v, BB_R2) = v * R^2 * R^-1.
+const BB_R2: u32 = 1172168163u;
