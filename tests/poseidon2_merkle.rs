@@ -95,6 +95,7 @@ fn merkle_roots_match_merkle_tree_mmcs() {
 mod mmcs {
     use super::*;
     use p3_commit::{BatchOpeningRef, ExtensionMmcs};
+    use p3_field::PrimeCharacteristicRing;
     use p3_field::extension::BinomialExtensionField;
     use p3_matrix::Matrix;
     use whir_wgpu::gpu::{GpuMmcs, GpuProverData};
@@ -167,14 +168,108 @@ mod mmcs {
             assert_eq!(gv, cv);
             assert_eq!(gp.sibling_hashes, cp.sibling_hashes);
 
-            // Several matrices of different heights: committed by the Plonky3 MMCS inside.
+            // Several matrices of different heights, on the GPU too.
             let a = RowMajorMatrix::new(common::random_vec(&mut rng, 64 * 3), 3);
             let b = RowMajorMatrix::new(common::random_vec(&mut rng, 16 * 5), 5);
             let (gcap, gdata) = gpu.commit(vec![a.clone(), b.clone()]);
             let (ccap, cdata) = cpu.commit(vec![a, b]);
             assert_eq!(gcap, ccap);
-            assert!(matches!(gdata, GpuProverData::Cpu(_)));
-            assert_eq!(gpu.open_multi_batch(&[5, 63], &gdata).1.sibling_hashes, cpu.open_multi_batch(&[5, 63], &cdata).1.sibling_hashes);
+            assert!(matches!(gdata, GpuProverData::Gpu { .. }));
+            let ((gv, gp), (cv, cp)) = (gpu.open_multi_batch(&[5, 63], &gdata), cpu.open_multi_batch(&[5, 63], &cdata));
+            assert_eq!((gv, gp.sibling_hashes), (cv, cp.sibling_hashes));
+        }
+    }
+
+    /// A random batch as `MerkleTreeMmcs` takes it: 1-5 matrices, heights on the ladder of a
+    /// tallest height (a power of two up to 2^max_log, or not), widths 1-70, in random order.
+    fn random_batch(rng: &mut StdRng, max_log: usize) -> Vec<RowMajorMatrix<BabyBear>> {
+        let max_height = if rng.random::<bool>() { 1usize << rng.random_range(0..=max_log) } else { rng.random_range(1..=3000usize) };
+        let log_max = p3_util::log2_ceil_usize(max_height);
+        let count = rng.random_range(1..=5usize);
+        let mut heights: Vec<usize> = (0..count).map(|i| if i == 0 { max_height } else { ((max_height - 1) >> rng.random_range(0..=log_max)) + 1 }).collect();
+        // Random order: Plonky3 sorts by height itself (stably).
+        for i in (1..heights.len()).rev() {
+            heights.swap(i, rng.random_range(0..=i));
+        }
+        heights.into_iter().map(|h| {
+            let w = rng.random_range(1..=70usize);
+            RowMajorMatrix::new(common::random_vec(rng, h * w), w)
+        }).collect()
+    }
+
+    /// Commitments, single and pruned multi-openings of random batches (mixed and
+    /// non-power-of-two heights, equal heights side by side, cap heights 0-3) are Plonky3's,
+    /// and the stock verifier accepts ours.
+    #[test]
+    fn random_batches_match_merkle_tree_mmcs() {
+        let mut rng = common::rng();
+        for ctx in common::contexts() {
+            for round in 0..24 {
+                let cap_height = round % 4;
+                let (gpu, cpu) = mmcs_pair(ctx.clone(), &mut rng, cap_height);
+                // One large batch per multiply variant (2^16 rows); the rest small.
+                let batch = random_batch(&mut rng, if round == 0 { 16 } else { 10 });
+                let what = format!("{:?}, cap height {cap_height} ({:?})", batch.iter().map(|m| m.dimensions()).collect::<Vec<_>>(), ctx.mul_variant());
+                let dims: Vec<_> = batch.iter().map(|m| m.dimensions()).collect();
+                let max_height = batch.iter().map(|m| m.height()).max().unwrap();
+                let (gcap, gdata) = match gpu.try_commit(batch.clone()) {
+                    Ok(committed) => committed,
+                    Err(e) => {
+                        // Only a cap Plonky3 cannot hold either (non-power-of-two layers).
+                        let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch))).err().expect("Plonky3 refuses it too");
+                        assert_eq!(Some(&e.to_string()), theirs.downcast_ref::<String>(), "{what}");
+                        assert!(matches!(e, whir_wgpu::gpu::mmcs::BatchError::CapRoots { .. }), "{what}: {e}");
+                        continue;
+                    }
+                };
+                let (ccap, cdata) = cpu.commit(batch);
+                assert_eq!(gcap, ccap, "cap of {what}");
+                assert!(matches!(gdata, GpuProverData::Gpu { .. }), "committed on the GPU: {what}");
+                for _ in 0..3 {
+                    let index = rng.random_range(0..max_height);
+                    let g = gpu.open_batch(index, &gdata);
+                    let c = cpu.open_batch(index, &cdata);
+                    assert_eq!((&g.opened_values, &g.opening_proof), (&c.opened_values, &c.opening_proof), "opening {index} of {what}");
+                    cpu.verify_batch(&ccap, &dims, index, BatchOpeningRef::new(&g.opened_values, &g.opening_proof)).expect("stock verifier accepts");
+                }
+                let mut indices: Vec<usize> = (0..rng.random_range(1..12)).map(|_| rng.random_range(0..max_height)).collect();
+                indices.push(indices[0]);
+                let (gv, gp) = gpu.open_multi_batch(&indices, &gdata);
+                let (cv, cp) = cpu.open_multi_batch(&indices, &cdata);
+                assert_eq!((&gv, &gp.sibling_hashes), (&cv, &cp.sibling_hashes), "multi-opening {indices:?} of {what}");
+                cpu.verify_multi_batch(&ccap, &dims, &indices, &gv, &gp).expect("stock verifier accepts");
+                assert_eq!(gpu.get_matrices(&gdata).len(), dims.len());
+            }
+        }
+    }
+
+    /// Batches Plonky3 refuses get its errors from `try_commit` (and its panic messages from
+    /// `commit`), before anything reaches the GPU.
+    #[test]
+    fn bad_batches_get_plonky3s_errors() {
+        let mut rng = common::rng();
+        let ctx = common::contexts().into_iter().next().expect("a context");
+        let (gpu, cpu) = mmcs_pair(ctx, &mut rng, 0);
+        let m = |h: usize, w: usize| RowMajorMatrix::new(vec![BabyBear::ONE; h * w], w);
+        let cases: Vec<(Vec<RowMajorMatrix<BabyBear>>, &str)> = vec![
+            (vec![], "no matrices"),
+            (vec![m(0, 3)], "only empty matrices"),
+            (vec![m(8, 2), m(3, 1)], "a height off the ladder"),
+            (vec![m(7, 2), m(3, 1)], "7 then 3 (ceil(7/2) = 4)"),
+            (vec![m(8, 2), m(0, 1)], "an empty matrix beside rows"),
+            (vec![m(5, 1), m(16, 2)], "a taller matrix after a shorter one off its ladder"),
+        ];
+        for (batch, what) in cases {
+            let ours = gpu.try_commit(batch.clone()).err().unwrap_or_else(|| panic!("{what}: accepted"));
+            let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch.clone()))).err().expect("Plonky3 panics");
+            let theirs = theirs.downcast_ref::<String>().cloned().or_else(|| theirs.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
+            let ours_panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gpu.commit(batch))).err().expect("commit panics as Plonky3's");
+            let ours_panic = ours_panic.downcast_ref::<String>().cloned().or_else(|| ours_panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
+            assert_eq!(ours_panic, theirs, "{what}: panic message");
+            match ours {
+                whir_wgpu::gpu::mmcs::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => assert_eq!(theirs, "all matrices have height 0", "{what}"),
+                e => assert_eq!(e.to_string(), theirs, "{what}"),
+            }
         }
     }
 }

@@ -39,7 +39,7 @@ pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
-pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows};
+pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowGroup};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};

@@ -2,7 +2,9 @@
 //! `PaddingFreeSponge<Poseidon2, 16, 8, 8>`, nodes `TruncatedPermutation<Poseidon2, 2, 8, 16>`,
 //! arity 2, 8-word digests. Digest layers stay on the GPU; only the root is read back.
 //!
-//! Scope so far: one matrix per commitment, power-of-two height, cap height 0 (a root).
+//! One matrix of power-of-two height per tree (`record_commit`, fused leaf levels, the resident
+//! prover's codewords), or a batch of matrices of several heights as Plonky3's `MerkleTree`
+//! takes them (`commit_groups`).
 
 use std::sync::Arc;
 
@@ -39,6 +41,29 @@ struct GatherParams {
     dst_offset: u32,
 }
 
+/// Rust twin of `InjectParams` in wgsl/merkle/compress_inject.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct InjectParams {
+    nodes: u32,
+    width: u32,
+    inject_rows: u32,
+    _pad: u32,
+}
+
+/// The matrices of one height in a batch, on the GPU with their rows concatenated (`width`
+/// words per row, the matrices' widths summed in batch order): what Plonky3 hashes as one leaf.
+pub struct RowGroup<'a> {
+    pub rows: &'a wgpu::Buffer,
+    pub height: usize,
+    pub width: usize,
+}
+
+/// Plonky3's padded length of a digest layer at arity 2: even, except a lone root.
+pub fn padded_layer_len(raw: usize) -> usize {
+    if raw <= 1 { raw } else { raw.div_ceil(2) * 2 }
+}
+
 /// Most tree levels the leaf kernel can build in workgroup memory (log2 of its 64 rows).
 const FUSED_LEVELS: usize = 6;
 /// Trees up to this height fuse all six levels; taller ones fuse one. Level k inside a workgroup
@@ -62,6 +87,16 @@ pub struct GpuMerkleTree {
     pub leaves_kept: bool,
     pub root: [BabyBear; DIGEST_ELEMS],
     ctx: Arc<GpuContext>,
+}
+
+impl GpuMerkleTree {
+    /// Digests in layer `k` (0: the leaves), padding included. A layer not kept reads as 0.
+    pub fn layer_len(&self, k: usize) -> usize {
+        if k == 0 && !self.leaves_kept {
+            return 0;
+        }
+        self.layers.get(k).map_or(0, |l| (l.size() / (DIGEST_ELEMS as u64 * 4)) as usize)
+    }
 }
 
 impl Drop for GpuMerkleTree {
@@ -414,6 +449,75 @@ impl GpuMerkle {
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
         // The tree owns the layers from here, so they go back to the pool on any error below.
         let mut tree = GpuMerkleTree { height, width, layers, leaves_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
+        Ok(tree)
+    }
+
+    /// The tree Plonky3's `MerkleTree::new` builds over a batch of matrices of several heights
+    /// (arity 2), every layer kept on the GPU: `groups` holds the matrices of each height,
+    /// tallest first, heights strictly decreasing and each on Plonky3's ladder (the height
+    /// ceil(max / 2^k) joins at level k). Layers have Plonky3's lengths: an odd layer gets a
+    /// default (zero) digest to pair with. One submission; only the root is read back.
+    pub fn commit_groups(&self, groups: &[RowGroup<'_>]) -> Result<GpuMerkleTree> {
+        let ctx = self.poseidon2.context().clone();
+        let Some(tallest) = groups.first() else {
+            return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
+        };
+        for g in groups {
+            let bytes = matrix_bytes(g.height, g.width)?;
+            ctx.check_binding_size("Merkle matrices of one height", bytes)?;
+            if g.rows.size() < bytes || g.height == 0 {
+                return Err(GpuError::InvalidInput(format!("a group of {} rows of {} words in a buffer of {} bytes", g.height, g.width, g.rows.size())));
+            }
+        }
+        let mut encoder = ctx.encoder("merkle batch commit");
+        let mut dispatches = Vec::new();
+        let mut layers: Vec<wgpu::Buffer> = Vec::new();
+        // A fresh layer of `len` digests whose padding past `real` is the default digest.
+        let layer = |encoder: &mut wgpu::CommandEncoder, real: usize, len: usize| {
+            let buffer = ctx.pooled_storage("merkle layer", len * DIGEST_ELEMS);
+            if len > real {
+                encoder.clear_buffer(&buffer, (real * DIGEST_ELEMS * 4) as u64, None);
+            }
+            buffer
+        };
+        let leaves = layer(&mut encoder, tallest.height, padded_layer_len(tallest.height));
+        let params = ctx.uniform("leaf params", &LeafParams { rows: tallest.height as u32, width: tallest.width as u32, fused_levels: 0, store_leaves: 1 });
+        let mut bindings: Vec<&wgpu::Buffer> = vec![&params, tallest.rows, &leaves];
+        bindings.extend(self.placeholders.iter());
+        dispatches.push(self.poseidon2.prepare(Kernel::HashLeaves, &bindings, tallest.height)?);
+        layers.push(leaves);
+        let mut shorter = groups[1..].iter().peekable();
+        let mut prev_len = padded_layer_len(tallest.height);
+        while prev_len > 1 {
+            let nodes = prev_len / 2;
+            let injected = shorter.next_if(|g| g.height.next_power_of_two() == nodes.next_power_of_two());
+            if let Some(g) = injected {
+                if g.height > nodes {
+                    return Err(GpuError::InvalidInput(format!("matrices of height {} cannot join a tree level of {nodes} nodes", g.height)));
+                }
+            }
+            let len = padded_layer_len(nodes);
+            let parents = layer(&mut encoder, nodes, len);
+            let params = ctx.uniform(
+                "inject params",
+                &InjectParams { nodes: nodes as u32, width: injected.map_or(0, |g| g.width as u32), inject_rows: injected.map_or(0, |g| g.height as u32), _pad: 0 },
+            );
+            let children = layers.last().expect("leaves");
+            let rows = injected.map_or(&self.placeholders[0], |g| g.rows);
+            dispatches.push(self.poseidon2.prepare(Kernel::CompressInject, &[&params, children, rows, &parents], nodes)?);
+            layers.push(parents);
+            prev_len = len;
+        }
+        if let Some(g) = shorter.next() {
+            for l in layers {
+                ctx.recycle_storage(l);
+            }
+            return Err(GpuError::InvalidInput(format!("matrices of height {} have no level in a tree of height {}", g.height, tallest.height)));
+        }
+        ctx.record_dispatches(&mut encoder, "merkle batch tree", &dispatches);
+        let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
+        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, leaves_kept: true, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }

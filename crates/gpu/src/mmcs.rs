@@ -2,9 +2,11 @@
 //! are identical to Plonky3's `MerkleTreeMmcs<_, _, PaddingFreeSponge<Poseidon2, 16, 8, 8>,
 //! TruncatedPermutation<Poseidon2, 2, 8, 16>, 2, 8>` built from the same Poseidon2 constants.
 //!
-//! One matrix of power-of-two height is committed on the GPU: digest layers stay there and
-//! openings read back only the sibling digests they need, in one transfer. Anything else (several
-//! matrices, other heights, no usable GPU) is committed by the Plonky3 MMCS itself, with a
+//! Every batch `MerkleTreeMmcs` takes (several matrices, any heights on Plonky3's ladder, any
+//! widths, cap heights) is committed on the GPU: digest layers stay there and openings read back
+//! only the sibling digests they need, in one transfer. Bad batches get Plonky3's errors
+//! ([`GpuMmcs::try_commit`]; `commit`, which has no error path, panics with Plonky3's message).
+//! Without a usable GPU, or for sizes over its limits, the Plonky3 MMCS commits instead, with a
 //! tracing note, so callers always get a valid commitment. Verification runs on the CPU.
 
 use std::sync::Arc;
@@ -12,13 +14,15 @@ use std::sync::Arc;
 use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
 use p3_commit::{BatchOpening, BatchOpeningRef, Mmcs};
 use p3_field::Field;
+use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::{Dimensions, Matrix};
+use p3_util::log2_ceil_usize;
 use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
 use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 
 use crate::error::{GpuError, Result};
 use crate::transfer::write_matrix_row;
-use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
+use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowGroup, DIGEST_ELEMS};
 
 type Perm = Poseidon2BabyBear<16>;
 /// Plonky3's leaf hash for this MMCS.
@@ -30,10 +34,58 @@ type Packed = <BabyBear as Field>::Packing;
 pub type CpuMmcs = MerkleTreeMmcs<Packed, Packed, LeafHash, NodeCompress, 2, DIGEST_ELEMS>;
 type Digest = [BabyBear; DIGEST_ELEMS];
 
-/// Prover data: the GPU tree with its matrix, or Plonky3's tree when the CPU committed.
+/// Prover data: the GPU tree with its matrices (in commit order), or Plonky3's tree when the
+/// CPU committed.
 pub enum GpuProverData<M> {
-    Gpu { matrix: M, tree: GpuMerkleTree, cap_height: usize },
+    Gpu { matrices: Vec<M>, tree: GpuMerkleTree, cap_height: usize },
     Cpu(MerkleTree<BabyBear, BabyBear, M, 2, DIGEST_ELEMS>),
+}
+
+/// Plonky3's geometry rule for a batch (`MerkleTree::new`): a matrix of positive height, and
+/// every height on the ceil(max / 2^k) ladder of the tallest. Same errors as Plonky3's.
+pub fn check_batch_heights(heights: impl Iterator<Item = usize> + Clone) -> std::result::Result<usize, MerkleTreeError> {
+    let max_height = heights.clone().max().filter(|&h| h > 0).ok_or(MerkleTreeError::EmptyBatch)?;
+    let log_max = log2_ceil_usize(max_height);
+    for height in heights {
+        // A zero height lands at the top, where only 1 is admissible.
+        let bits_reduced = log_max - log2_ceil_usize(height);
+        let expected_height = ((max_height - 1) >> bits_reduced) + 1;
+        if height != expected_height {
+            return Err(MerkleTreeError::IncompatibleHeights { height, max_height, expected_height, bits_reduced });
+        }
+    }
+    Ok(max_height)
+}
+
+/// Why [`GpuMmcs::try_commit`] refused a batch; Plonky3's `commit` panics with the same text.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// The heights cannot form a tree (Plonky3's geometry errors).
+    #[error(transparent)]
+    Shape(#[from] MerkleTreeError),
+    /// The cap layer of a tree over non-power-of-two heights has a length Plonky3's
+    /// `MerkleCap` does not take (choose a smaller cap height or power-of-two heights).
+    #[error("a Merkle cap holds a power-of-two number of roots, got {roots}")]
+    CapRoots { roots: usize },
+}
+
+/// Roots in the cap Plonky3 takes of a tree whose tallest matrix has `max_height` rows, at
+/// `cap_height` fitted to the tree's depth: 2^cap_height, or fewer where the cap layer
+/// (padded to even lengths level by level) is shorter.
+pub fn cap_roots(max_height: usize, cap_height: usize) -> usize {
+    let mut lens = vec![crate::merkle::padded_layer_len(max_height)];
+    while *lens.last().expect("leaves") > 1 {
+        lens.push(crate::merkle::padded_layer_len(lens.last().expect("a layer") / 2));
+    }
+    let depth = lens.len() - 1;
+    let cap_height = cap_height.min(depth);
+    (1usize << cap_height).min(lens[depth - cap_height])
+}
+
+/// Row `index` of the tallest matrices maps to this row of a matrix of `height` (Plonky3's
+/// reduction by the power-of-two height difference).
+fn reduced_row(index: usize, max_height: usize, height: usize) -> usize {
+    index >> (log2_ceil_usize(max_height) - log2_ceil_usize(height))
 }
 
 #[derive(Clone)]
@@ -55,31 +107,102 @@ impl GpuMmcs {
         &self.cpu
     }
 
-    fn gpu_commit<M: Matrix<BabyBear>>(&self, gpu: &GpuMerkle, matrix: &M) -> Result<GpuMerkleTree> {
-        let (h, w) = (matrix.height(), matrix.width());
-        if h == 0 || !h.is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!("height {h} is not a power of two")));
-        }
+    fn gpu_commit<M: Matrix<BabyBear>>(&self, gpu: &GpuMerkle, matrices: &[M]) -> Result<GpuMerkleTree> {
         let ctx = gpu.poseidon2().context().clone();
-        // Too large for one binding on this adapter: say so before uploading anything.
-        ctx.check_binding_size("Merkle matrix", crate::merkle::matrix_bytes(h, w)?)?;
+        // Matrices of one height hash as one leaf, their rows concatenated in batch order;
+        // groups go tallest first (Plonky3 sorts stably by height).
+        let mut order: Vec<usize> = (0..matrices.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(matrices[i].height()));
+        let groups: Vec<Vec<usize>> = order.chunk_by(|&a, &b| matrices[a].height() == matrices[b].height()).map(|g| g.to_vec()).collect();
+        for g in &groups {
+            let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
+            // Too large for one binding on this adapter: say so before uploading anything.
+            ctx.check_binding_size("Merkle matrices of one height", crate::merkle::matrix_bytes(h, w)?)?;
+        }
         ctx.scoped("Merkle commit", || {
             let started = std::time::Instant::now();
-            // Rows go straight into staging memory, on all cores.
-            let input = ctx.upload_rows("merkle matrix", h, w, |r, write| write_matrix_row(matrix, r, write))?;
+            let mut uploads = Vec::with_capacity(groups.len());
+            for g in &groups {
+                let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
+                // Rows go straight into staging memory, on all cores.
+                let rows = ctx.upload_rows("merkle matrices", h, w, |r, write| {
+                    for &i in g {
+                        write_matrix_row(&matrices[i], r, write);
+                    }
+                });
+                match rows {
+                    Ok(rows) => uploads.push((rows, h, w)),
+                    Err(e) => {
+                        for (b, _, _) in uploads {
+                            ctx.recycle_storage(b);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
             let uploaded = started.elapsed();
-            let tree = gpu.commit_buffer(&input, h, w);
-            ctx.recycle_storage(input);
-            tracing::debug!(h, w, upload_ms = uploaded.as_secs_f64() * 1e3, total_ms = started.elapsed().as_secs_f64() * 1e3, "GPU Merkle commit");
+            let tree = match uploads.as_slice() {
+                // One matrix of power-of-two height: the fused leaf-level kernel.
+                [(rows, h, w)] if h.is_power_of_two() => gpu.commit_buffer(rows, *h, *w),
+                _ => gpu.commit_groups(&uploads.iter().map(|(rows, height, width)| RowGroup { rows, height: *height, width: *width }).collect::<Vec<_>>()),
+            };
+            for (b, _, _) in uploads {
+                ctx.recycle_storage(b);
+            }
+            tracing::debug!(matrices = matrices.len(), upload_ms = uploaded.as_secs_f64() * 1e3, total_ms = started.elapsed().as_secs_f64() * 1e3, "GPU Merkle commit");
             tree
         })
     }
 
-    /// Plonky3's tree over a copy of `matrix`: the fallback when the GPU tree cannot be read.
+    /// [`Mmcs::commit`] with errors for the batches Plonky3 refuses (no matrix, no rows, a
+    /// height off the ladder, a cap that is not a power of two) instead of its panics.
+    #[allow(clippy::type_complexity)]
+    pub fn try_commit<M: Matrix<BabyBear>>(&self, inputs: Vec<M>) -> std::result::Result<(MerkleCap<BabyBear, Digest>, GpuProverData<M>), BatchError> {
+        let max_height = check_batch_heights(inputs.iter().map(|m| m.height()))?;
+        let roots = cap_roots(max_height, self.cap_height);
+        if !roots.is_power_of_two() {
+            return Err(BatchError::CapRoots { roots });
+        }
+        if let Some(gpu) = &self.gpu {
+            match self.gpu_commit(gpu, &inputs) {
+                Ok(tree) => match self.gpu_cap(&tree) {
+                    Ok((cap, cap_height)) => return Ok((MerkleCap::new(cap), GpuProverData::Gpu { matrices: inputs, tree, cap_height })),
+                    Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing on the CPU: {e}"),
+                },
+                // An input over the adapter's limits is routine; a GPU that fails is worth a
+                // warning.
+                Err(e @ GpuError::InvalidInput(_)) => tracing::debug!("GPU Merkle commit not used ({e}); committing on the CPU"),
+                Err(e) => tracing::warn!("GPU Merkle commit failed ({e}); committing on the CPU"),
+            }
+        }
+        let (cap, tree) = self.cpu.commit(inputs);
+        Ok((cap, GpuProverData::Cpu(tree)))
+    }
+
+    /// The cap of `tree` at this MMCS's cap height, fitted to the tree as Plonky3 fits it (at
+    /// most the tree's depth; a layer shorter than 2^height gives all its digests).
+    fn gpu_cap(&self, tree: &GpuMerkleTree) -> Result<(Vec<Digest>, usize)> {
+        let depth = tree.layers.len() - 1;
+        let cap_height = self.cap_height.min(depth);
+        // The commit already read the root back: a cap of height 0 needs no second round trip.
+        if cap_height == 0 {
+            return Ok((vec![tree.root], 0));
+        }
+        let layer = depth - cap_height;
+        let positions: Vec<(usize, usize)> = (0..(1usize << cap_height).min(tree.layer_len(layer))).map(|i| (layer, i)).collect();
+        Ok((self.read_digests(tree, &positions)?, cap_height))
+    }
+
+    /// Plonky3's tree over copies of `matrices`: the fallback when the GPU tree cannot be read.
     /// Same hash, so the same root, paths and proofs as the GPU tree.
-    fn cpu_tree<M: Matrix<BabyBear>>(&self, matrix: &M) -> MerkleTree<BabyBear, BabyBear, p3_matrix::dense::RowMajorMatrix<BabyBear>, 2, DIGEST_ELEMS> {
-        let values: Vec<BabyBear> = matrix.rows().flatten().collect();
-        self.cpu.commit(vec![p3_matrix::dense::RowMajorMatrix::new(values, matrix.width())]).1
+    fn cpu_tree<M: Matrix<BabyBear>>(&self, matrices: &[M]) -> MerkleTree<BabyBear, BabyBear, RowMajorMatrix<BabyBear>, 2, DIGEST_ELEMS> {
+        let copies = matrices.iter().map(|m| RowMajorMatrix::new(m.rows().flatten().collect(), m.width())).collect();
+        self.cpu.commit(copies).1
+    }
+
+    /// The rows Plonky3 opens at `index`: one per matrix, at the index reduced to its height.
+    fn rows_at<M: Matrix<BabyBear>>(matrices: &[M], max_height: usize, index: usize) -> Vec<Vec<BabyBear>> {
+        matrices.iter().map(|m| m.row_slice(reduced_row(index, max_height, m.height())).expect("index checked").to_vec()).collect()
     }
 
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
@@ -96,37 +219,13 @@ impl Mmcs<BabyBear> for GpuMmcs {
     type MultiProof = PrunedMerklePaths<BabyBear, DIGEST_ELEMS>;
     type Error = MerkleTreeError;
 
-    fn commit<M: Matrix<BabyBear>>(&self, mut inputs: Vec<M>) -> (Self::Commitment, Self::ProverData<M>) {
-        if let (Some(gpu), 1) = (&self.gpu, inputs.len()) {
-            match self.gpu_commit(gpu, &inputs[0]) {
-                Ok(tree) => {
-                    let log_h = tree.layers.len() - 1;
-                    let cap_height = self.cap_height.min(log_h);
-                    let cap_layer = log_h - cap_height;
-                    // The commit already read the root back: a cap of height 0 needs no
-                    // second round trip.
-                    let cap = if cap_height == 0 {
-                        Ok(vec![tree.root])
-                    } else {
-                        let positions: Vec<(usize, usize)> = (0..1 << cap_height).map(|i| (cap_layer, i)).collect();
-                        self.read_digests(&tree, &positions)
-                    };
-                    match cap {
-                        Ok(cap) => {
-                            let matrix = inputs.pop().expect("one matrix");
-                            return (MerkleCap::new(cap), GpuProverData::Gpu { matrix, tree, cap_height });
-                        }
-                        Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing on the CPU: {e}"),
-                    }
-                }
-                // Shapes the GPU tree does not take yet are routine; a GPU that fails or an
-                // input over its limits is worth a warning.
-                Err(e @ GpuError::InvalidInput(_)) => tracing::debug!("GPU Merkle commit not used ({e}); committing on the CPU"),
-                Err(e) => tracing::warn!("GPU Merkle commit failed ({e}); committing on the CPU"),
-            }
+    fn commit<M: Matrix<BabyBear>>(&self, inputs: Vec<M>) -> (Self::Commitment, Self::ProverData<M>) {
+        // A bad batch is a caller bug, as Plonky3's `commit` treats it: the same panic messages.
+        match self.try_commit(inputs) {
+            Ok(committed) => committed,
+            Err(BatchError::Shape(MerkleTreeError::EmptyBatch)) => panic!("all matrices have height 0"),
+            Err(e) => panic!("{e}"),
         }
-        let (cap, tree) = self.cpu.commit(inputs);
-        (cap, GpuProverData::Cpu(tree))
     }
 
     fn open_batch<M: Matrix<BabyBear>>(&self, index: usize, prover_data: &Self::ProverData<M>) -> BatchOpening<BabyBear, Self> {
@@ -135,19 +234,16 @@ impl Mmcs<BabyBear> for GpuMmcs {
                 let (values, proof) = self.cpu.open_batch(index, tree).unpack();
                 BatchOpening::new(values, proof)
             }
-            GpuProverData::Gpu { matrix, tree, cap_height } => {
+            GpuProverData::Gpu { matrices, tree, cap_height } => {
                 assert!(index < tree.height, "index {index} out of bounds for height {}", tree.height);
                 let levels = proof_levels(tree.layers.len() - 1, *cap_height);
                 let positions: Vec<(usize, usize)> = (0..levels).map(|l| (l, (index >> l) ^ 1)).collect();
                 tracing::debug!(index, "GPU Merkle opening");
                 match self.read_digests(tree, &positions) {
-                    Ok(proof) => {
-                        let row = matrix.row_slice(index).expect("index checked").to_vec();
-                        BatchOpening::new(vec![row], proof)
-                    }
+                    Ok(proof) => BatchOpening::new(Self::rows_at(matrices, tree.height, index), proof),
                     Err(e) => {
                         tracing::warn!("reading a Merkle path from the GPU failed ({e}); rebuilding the tree on the CPU");
-                        let (values, proof) = self.cpu.open_batch(index, &self.cpu_tree(matrix)).unpack();
+                        let (values, proof) = self.cpu.open_batch(index, &self.cpu_tree(matrices)).unpack();
                         BatchOpening::new(values, proof)
                     }
                 }
@@ -158,7 +254,7 @@ impl Mmcs<BabyBear> for GpuMmcs {
     fn get_matrices<'a, M: Matrix<BabyBear>>(&self, prover_data: &'a Self::ProverData<M>) -> Vec<&'a M> {
         match prover_data {
             GpuProverData::Cpu(tree) => self.cpu.get_matrices(tree),
-            GpuProverData::Gpu { matrix, .. } => vec![matrix],
+            GpuProverData::Gpu { matrices, .. } => matrices.iter().collect(),
         }
     }
 
@@ -184,7 +280,7 @@ impl Mmcs<BabyBear> for GpuMmcs {
     ) -> (Vec<Vec<Vec<BabyBear>>>, Self::MultiProof) {
         match prover_data {
             GpuProverData::Cpu(tree) => self.cpu.open_multi_batch(indices, tree),
-            GpuProverData::Gpu { matrix, tree, cap_height } => {
+            GpuProverData::Gpu { matrices, tree, cap_height } => {
                 for &i in indices {
                     assert!(i < tree.height, "index {i} out of bounds for height {}", tree.height);
                 }
@@ -193,12 +289,12 @@ impl Mmcs<BabyBear> for GpuMmcs {
                 tracing::debug!(queries = indices.len(), digests = positions.len(), "GPU Merkle multi-opening");
                 match self.read_digests(tree, &positions) {
                     Ok(sibling_hashes) => {
-                        let values = indices.iter().map(|&i| vec![matrix.row_slice(i).expect("index checked").to_vec()]).collect();
+                        let values = indices.iter().map(|&i| Self::rows_at(matrices, tree.height, i)).collect();
                         (values, PrunedMerklePaths { sibling_hashes })
                     }
                     Err(e) => {
                         tracing::warn!("reading Merkle paths from the GPU failed ({e}); rebuilding the tree on the CPU");
-                        self.cpu.open_multi_batch(indices, &self.cpu_tree(matrix))
+                        self.cpu.open_multi_batch(indices, &self.cpu_tree(matrices))
                     }
                 }
             }

@@ -50,6 +50,7 @@ wgsl_sources!(
     "merkle/sponge",
     "merkle/hash_leaves",
     "merkle/hash_rows",
+    "merkle/compress_inject",
     "pow/params",
     "pow/grind",
     "pow/prepare",
@@ -76,6 +77,7 @@ pub enum Kernel {
     HashLeaves,
     HashRows,
     CompressLevel,
+    CompressInject,
     Grind,
     GrindPrepare,
     SumcheckRound,
@@ -94,7 +96,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 25] = [
+    pub const ALL: [Kernel; 26] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -105,6 +107,7 @@ impl Kernel {
         Kernel::HashLeaves,
         Kernel::HashRows,
         Kernel::CompressLevel,
+        Kernel::CompressInject,
         Kernel::Grind,
         Kernel::GrindPrepare,
         Kernel::SumcheckRound,
@@ -131,6 +134,7 @@ impl Kernel {
             Kernel::HashLeaves => "merkle/hash_leaves",
             Kernel::HashRows => "merkle/hash_rows",
             Kernel::CompressLevel => "poseidon2/permute_batch",
+            Kernel::CompressInject => "merkle/compress_inject",
             Kernel::Grind => "pow/grind",
             Kernel::GrindPrepare => "pow/prepare",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
@@ -155,6 +159,7 @@ impl Kernel {
             Kernel::HashLeaves => "hash_leaves",
             Kernel::HashRows => "hash_rows",
             Kernel::CompressLevel => "compress_pairs",
+            Kernel::CompressInject => "compress_inject",
             Kernel::Grind => "grind",
             Kernel::GrindPrepare => "grind_prepare",
             Kernel::SumcheckRound => "round_partials",

@@ -1,0 +1,50 @@
+// #import util/dispatch
+// #import field/mul
+// #import field/babybear
+// #import poseidon2/permutation
+// #import merkle/sponge
+
+// One level of a Merkle tree over matrices of several heights, as Plonky3's MerkleTree builds
+// it (arity 2): node i = compress(child 2i, child 2i + 1) for i < nodes, where compress is
+// TruncatedPermutation<Poseidon2, 2, 8, 16>. When shorter matrices join the tree at this level
+// (`width` > 0: their rows concatenated, `width` words per row), each node is compressed once
+// more with the leaf hash of row i of those matrices: node i = compress(node i, hash(row i)) for
+// i < inject_rows, and compress(node i, 0) from there to `nodes` (the default digest). Nodes
+// past `nodes` in the output (padding to an even count) are left for the host to zero.
+
+// Rust twin: `InjectParams` in crates/gpu/src/merkle.rs.
+struct InjectParams {
+    nodes: u32,
+    width: u32,
+    inject_rows: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(1) var<uniform> params: InjectParams;
+@group(0) @binding(2) var<storage, read> children: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> matrix: array<u32>;
+@group(0) @binding(4) var<storage, read_write> parents: array<vec4<u32>>;
+
+@compute @workgroup_size(64)
+fn compress_inject(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let i = linear_workgroup_id(wid, num_wgs) * 64u + lid;
+    if (i >= params.nodes) {
+        return;
+    }
+    var st = P2State(children[4u * i], children[4u * i + 1u], children[4u * i + 2u], children[4u * i + 3u]);
+    poseidon2_permute(&st);
+    if (params.width > 0u) {
+        var injected = P2State(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
+        if (i < params.inject_rows) {
+            injected = sponge_row(i * params.width, params.width);
+        }
+        st = P2State(st.s0, st.s1, injected.s0, injected.s1);
+        poseidon2_permute(&st);
+    }
+    parents[2u * i] = st.s0;
+    parents[2u * i + 1u] = st.s1;
+}
