@@ -216,7 +216,7 @@ mod mmcs {
                     Ok(committed) => committed,
                     Err(e) => {
                         // Only a cap Plonky3 cannot hold either (non-power-of-two layers).
-                        let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch))).err().expect("Plonky3 refuses it too");
+                        let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch))).expect_err("Plonky3 refuses it too");
                         assert_eq!(Some(&e.to_string()), theirs.downcast_ref::<String>(), "{what}");
                         assert!(matches!(e, whir_wgpu::gpu::mmcs::BatchError::CapRoots { .. }), "{what}: {e}");
                         continue;
@@ -261,7 +261,7 @@ mod mmcs {
         ];
         for (batch, what) in cases {
             let ours = gpu.try_commit(batch.clone()).err().unwrap_or_else(|| panic!("{what}: accepted"));
-            let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch.clone()))).err().expect("Plonky3 panics");
+            let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch.clone()))).expect_err("Plonky3 panics");
             let theirs = theirs.downcast_ref::<String>().cloned().or_else(|| theirs.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
             let ours_panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gpu.commit(batch))).err().expect("commit panics as Plonky3's");
             let ours_panic = ours_panic.downcast_ref::<String>().cloned().or_else(|| ours_panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
