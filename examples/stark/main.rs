@@ -3,7 +3,7 @@
 //! `GpuDft`, `GpuMmcs` (and `ExtensionMmcs` over it) and `GpuChallenger`; the proof is checked by
 //! the stock verifier built from Plonky3's CPU pieces.
 //!
-//! `cargo run --release --example stark -- [LOG_ROWS ...] [--reps N] [--queries Q] [--pow B]`
+//! `cargo run --release --example stark -- [LOG_ROWS ...] [--reps N] [--queries Q] [--pow B] [--spans]`
 //! (trace heights 2^LOG_ROWS, default 14 16). Prints per size: Plonky3's time, ours, the ratio,
 //! and where each prover's time went by p3-uni-stark's tracing spans (the quotient is the AIR's
 //! constraint evaluation, which stays on the CPU in both).
@@ -65,7 +65,7 @@ fn summary(spans: &BTreeMap<&'static str, Duration>, total: Duration, reps: u32)
 
 fn main() {
     let mut logs = Vec::new();
-    let (mut reps, mut queries, mut pow) = (2u32, 100usize, 16usize);
+    let (mut reps, mut queries, mut pow, mut show_spans) = (2u32, 100usize, 16usize, false);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().and_then(|v| v.parse::<usize>().ok()).expect("a number after the flag");
@@ -73,6 +73,7 @@ fn main() {
             "--reps" => reps = value() as u32,
             "--queries" => queries = value(),
             "--pow" => pow = value(),
+            "--spans" => show_spans = true,
             n => logs.push(n.parse::<usize>().expect("LOG_ROWS")),
         }
     }
@@ -80,7 +81,11 @@ fn main() {
         logs = vec![14, 16];
     }
     let spans = SpanTimes::default();
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone())).expect("one subscriber");
+    // WHIR_LOG=whir_gpu=debug also prints our crates' diagnostics (transfers, fallbacks).
+    let log = std::env::var("WHIR_LOG").ok().map(|f| {
+        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(tracing_subscriber::EnvFilter::new(f))
+    });
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()).with(log)).expect("one subscriber");
     let ctx = Arc::new(GpuContext::new_default().expect("a GPU adapter (set WHIR_ADAPTER to choose one)"));
     println!("GPU: {}; CPU threads: {}", ctx.summary(), rayon::current_num_threads());
     println!("FRI: rate 1/2, {queries} queries, {pow} bits of query PoW; Keccak-f AIR ({} columns)", p3_keccak_air::NUM_KECCAK_COLS);
@@ -90,32 +95,46 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(1);
     println!("| trace rows | Plonky3 ms | GPU pieces ms | Plonky3 / GPU | Plonky3 phases | GPU phases |");
     println!("|---|---|---|---|---|---|");
-    for (i, &log_rows) in logs.iter().enumerate() {
+    for &log_rows in &logs {
         let perms = (1usize << log_rows) / NUM_ROUNDS;
         let inputs: Vec<[u64; 25]> = (0..perms).map(|_| std::array::from_fn(|_| rng.random())).collect();
         let trace = generate_trace_rows::<config::Val>(inputs, 1);
-        if i == 0 {
-            // Warm-up (pipelines, pools, clocks), and the check that matters: the stock
-            // verifier accepts the GPU proof.
+        {
+            // Warm-up at each size (pipelines, the staging and buffer pools a prover proving
+            // repeatedly keeps: a fresh pinned staging buffer of a gigabyte costs the driver
+            // ~0.5 s), and the check that matters: the stock verifier accepts the GPU proof.
             let proof = p3_uni_stark::prove(&gpu, &air, trace.clone(), &[]).expect("GPU proof");
             let bytes = postcard::to_allocvec(&proof).expect("serializes");
             let proof: p3_uni_stark::Proof<config::StockStarkConfig> = postcard::from_bytes(&bytes).expect("deserializes");
             p3_uni_stark::verify(&stock, &air, &proof, &[]).expect("the stock verifier accepts the GPU proof");
         }
-        let time = |prove: &dyn Fn()| {
+        // Each proof consumes its trace: the copies are made outside the timing (a 690 MB
+        // clone alone takes ~0.1 s on one core).
+        let time = |prove: &dyn Fn(p3_matrix::dense::RowMajorMatrix<config::Val>)| {
+            let mut total = Duration::ZERO;
             spans.take();
-            let t = Instant::now();
             for _ in 0..reps {
-                prove();
+                let copy = trace.clone();
+                let t = Instant::now();
+                prove(copy);
+                total += t.elapsed();
             }
-            (t.elapsed(), spans.take())
+            (total, spans.take())
         };
-        let (cpu_t, cpu_spans) = time(&|| {
-            p3_uni_stark::prove(&stock, &air, trace.clone(), &[]).expect("CPU proof");
+        let (cpu_t, cpu_spans) = time(&|t| {
+            p3_uni_stark::prove(&stock, &air, t, &[]).expect("CPU proof");
         });
-        let (gpu_t, gpu_spans) = time(&|| {
-            p3_uni_stark::prove(&gpu, &air, trace.clone(), &[]).expect("GPU proof");
+        let (gpu_t, gpu_spans) = time(&|t| {
+            p3_uni_stark::prove(&gpu, &air, t, &[]).expect("GPU proof");
         });
+        if show_spans {
+            for (who, spans, total) in [("Plonky3", &cpu_spans, cpu_t), ("GPU pieces", &gpu_spans, gpu_t)] {
+                let mut all: Vec<_> = spans.iter().filter(|(_, d)| d.as_secs_f64() > 0.02 * total.as_secs_f64()).collect();
+                all.sort_by_key(|(_, d)| std::cmp::Reverse(**d));
+                let list: Vec<String> = all.iter().map(|(n, d)| format!("{n} {:.1}", ms(**d) / reps as f64)).collect();
+                eprintln!("2^{log_rows} {who} spans (ms per proof, nested spans overlap): {}", list.join("; "));
+            }
+        }
         println!(
             "| 2^{log_rows} | {:.1} | {:.1} | {:.2}x | {} | {} |",
             ms(cpu_t) / reps as f64,
