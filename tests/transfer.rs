@@ -82,3 +82,38 @@ fn pooled_buffers_hold_what_was_last_written() {
         assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &b, words).unwrap(), second);
     }
 }
+
+/// Transfers larger than a staging chunk go through a few pooled chunks in flight (here chunks
+/// of 12 KiB, so test sizes cross many of them, with and without a short last chunk): uploads,
+/// row uploads (chunks of whole rows), readbacks and a host-to-host DFT return exactly what a
+/// single staging buffer would.
+#[test]
+fn chunked_transfers_round_trip() {
+    use p3_dft::TwoAdicSubgroupDft;
+    use p3_matrix::dense::RowMajorMatrix;
+    use whir_wgpu::gpu::GpuDft;
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        ctx.set_transfer_chunk_bytes(12 << 10);
+        for words in [3 << 10, (3 << 10) + 1, 7 << 10, 100_000, 1 << 18, (1 << 18) + 13] {
+            let data = random_words(&mut rng, words);
+            let buffer = ctx.upload("chunked", &data);
+            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, words).unwrap(), data, "{words} words");
+            let again = random_words(&mut rng, words);
+            ctx.write(&buffer, &again);
+            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, words).unwrap(), again, "rewrite of {words} words");
+        }
+        for (rows, width) in [(5000usize, 7usize), (3, 4000), (1 << 12, 16)] {
+            let data = random_words(&mut rng, rows * width);
+            let buffer = ctx.upload_rows("chunked rows", rows, width, |r, write| write(&data[r * width..(r + 1) * width])).unwrap();
+            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, rows * width).unwrap(), data, "{rows} rows of {width}");
+        }
+        let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0);
+        for (log_h, w) in [(12usize, 16usize), (10, 9)] {
+            let m = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_h) * w), w);
+            let want = p3_dft::Radix2DFTSmallBatch::default().coset_lde_batch(m.clone(), 1, p3_baby_bear::BabyBear::new(7));
+            let got = dft.coset_lde_batch(m, 1, p3_baby_bear::BabyBear::new(7));
+            assert_eq!(got.values, want.values, "LDE of 2^{log_h} x {w} ({:?})", ctx.mul_variant());
+        }
+    }
+}

@@ -366,7 +366,17 @@ pub struct GpuContext {
     spin: std::time::Duration,
     /// Uniform buffers by contents (see [`GpuContext::uniform`]).
     uniforms: Mutex<HashMap<Vec<u8>, wgpu::Buffer>>,
+    /// Bytes per staging chunk of a chunked transfer ([`GpuContext::upload_chunked`]).
+    transfer_chunk: AtomicU64,
 }
+
+/// Default bytes per staging chunk of a chunked transfer: large enough that a chunk's
+/// submission and map cost little beside its copy, small enough that the pooled staging stays
+/// small and the first chunk's wait short.
+pub const TRANSFER_CHUNK_BYTES: u64 = 64 << 20;
+/// Staging chunks in flight: one being filled or drained on the host while the others cross
+/// the bus.
+const CHUNKS_IN_FLIGHT: usize = 3;
 
 /// Timestamps around submissions, each tagged with the label current when it was submitted.
 struct SubmissionProfile {
@@ -473,6 +483,7 @@ impl GpuContext {
             uncaptured,
             failing_readbacks: AtomicU32::new(0),
             passing_readbacks: AtomicU32::new(0),
+            transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
             counters: TransferCounters::default(),
             peak_buffer_bytes: AtomicU64::new(0),
             profile: Mutex::new(None),
@@ -865,10 +876,18 @@ impl GpuContext {
             }
             return;
         }
-        if let Err(e) = self.staged_write(dst, bytes.len(), |view| {
-            transfer::par_write(view, bytes);
-            true
-        }) {
+        let staged = if self.chunked(bytes.len()) {
+            self.upload_chunked_with(dst, bytes.len(), 4, |range, view| {
+                transfer::par_write(view, &bytes[range]);
+                true
+            })
+        } else {
+            self.staged_write(dst, bytes.len(), |view| {
+                transfer::par_write(view, bytes);
+                true
+            })
+        };
+        if let Err(e) = staged {
             // Mapping pooled staging memory failed (device lost, say): the queue's own path.
             tracing::warn!("staged upload failed ({e}); using queue.write_buffer");
             self.queue.write_buffer(dst, 0, bytes);
@@ -892,7 +911,19 @@ impl GpuContext {
         }
         self.counters.bytes_up.fetch_add(bytes as u64, Ordering::Relaxed);
         let row_bytes = |r: usize, write: &mut dyn FnMut(&[u8])| row(r, &mut |w: &[u32]| write(bytemuck::cast_slice(w)));
-        self.staged_write(&buffer, bytes, |view| transfer::par_write_rows(view, row_words * 4, &row_bytes))?;
+        let written = if self.chunked(bytes) {
+            let unit = row_words * 4;
+            self.upload_chunked_with(&buffer, bytes, unit, |range, view| {
+                let first = range.start / unit;
+                transfer::par_write_rows(view, unit, &|r, write| row_bytes(first + r, write))
+            })
+        } else {
+            self.staged_write(&buffer, bytes, |view| transfer::par_write_rows(view, row_words * 4, &row_bytes))
+        };
+        if let Err(e) = written {
+            self.recycle_storage(buffer);
+            return Err(e);
+        }
         Ok(buffer)
     }
 
@@ -926,6 +957,169 @@ impl GpuContext {
         self.queue_submit(encoder.finish());
         self.upload_pool.give(staging);
         Ok(())
+    }
+
+    /// Testing and tuning: bytes per staging chunk of chunked transfers (a multiple of 4, at
+    /// least 4).
+    #[doc(hidden)]
+    pub fn set_transfer_chunk_bytes(&self, bytes: u64) {
+        self.transfer_chunk.store(bytes.max(4) / 4 * 4, Ordering::Relaxed);
+    }
+
+    fn chunk_ranges(&self, bytes: usize) -> Vec<std::ops::Range<usize>> {
+        let chunk = self.transfer_chunk.load(Ordering::Relaxed) as usize;
+        (0..bytes).step_by(chunk).map(|start| start..(start + chunk).min(bytes)).collect()
+    }
+
+    /// Waits until the submission `index` is done and the map that sends on `rx` has resolved.
+    fn wait_for_chunk<T>(&self, index: wgpu::SubmissionIndex, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+        let started = std::time::Instant::now();
+        loop {
+            if let Ok(mapped) = rx.try_recv() {
+                Self::add_time(&self.counters.wait_ns, started);
+                return Ok(mapped);
+            }
+            // Spin while it is short, as other waits do, then block on that submission.
+            let poll = if started.elapsed() < self.spin { wgpu::PollType::Poll } else { wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: None } };
+            self.device.poll(poll).map_err(|e| GpuError::Device(e.to_string()))?;
+        }
+    }
+
+    /// Copies `src` into `dst` from byte 0 through pooled staging chunks: each chunk is filled
+    /// on all cores while the ones before it cross the bus, so a large upload costs about the
+    /// slower of the host copy and the bus rather than their sum, and the staging stays a few
+    /// chunks (no fresh gigabyte of pinned memory, which the driver takes ~0.5 s to make).
+    pub fn upload_chunked(&self, dst: &wgpu::Buffer, src: &[u8]) -> Result<()> {
+        if src.len() % 4 != 0 {
+            return Err(GpuError::InvalidInput(format!("uploading {} bytes, not whole words", src.len())));
+        }
+        self.counters.bytes_up.fetch_add(src.len() as u64, Ordering::Relaxed);
+        self.upload_chunked_with(dst, src.len(), 4, |range, view| {
+            transfer::par_write(view, &src[range]);
+            true
+        })
+    }
+
+    /// Whether an upload of `bytes` goes in chunks (more than one chunk's worth).
+    fn chunked(&self, bytes: usize) -> bool {
+        bytes as u64 > self.transfer_chunk.load(Ordering::Relaxed)
+    }
+
+    /// [`upload_chunked`](Self::upload_chunked) of `total` bytes that `fill` writes, a chunk at a
+    /// time: `fill(range, view)` fills bytes `range` of the data into `view`. Chunks are whole
+    /// `unit`s (rows). `fill` returns false when its input was the wrong size.
+    fn upload_chunked_with(&self, dst: &wgpu::Buffer, total: usize, unit: usize, fill: impl Fn(std::ops::Range<usize>, wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
+        if total as u64 > dst.size() || unit == 0 || total % unit != 0 {
+            return Err(GpuError::InvalidInput(format!("uploading {total} bytes in units of {unit} into a buffer of {} bytes", dst.size())));
+        }
+        let chunk = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
+        let ranges: Vec<std::ops::Range<usize>> = (0..total).step_by(chunk.max(1)).map(|start| start..(start + chunk).min(total)).collect();
+        let mut ring: Vec<(wgpu::Buffer, Option<wgpu::SubmissionIndex>)> = Vec::new();
+        let result = (|| {
+            for (i, range) in ranges.iter().enumerate() {
+                let slot = i % CHUNKS_IN_FLIGHT;
+                let (tx, rx) = std::sync::mpsc::channel();
+                if slot == ring.len() {
+                    let (buffer, pooled) = self.upload_pool.take(&self.device, chunk.min(total) as u64);
+                    ring.push((buffer, None));
+                    if pooled {
+                        // A pooled buffer comes back unmapped (its last copy may still run).
+                        ring[slot].0.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                            let _ = tx.send(r);
+                        });
+                        self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                    }
+                } else {
+                    // Reused within this upload: wait for its previous copy, then map it.
+                    let (buffer, index) = &ring[slot];
+                    buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                        let _ = tx.send(r);
+                    });
+                    let index = index.clone().expect("a reused chunk was submitted");
+                    self.wait_for_chunk(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                }
+                let (buffer, index) = &mut ring[slot];
+                let len = range.len() as u64;
+                let filled = {
+                    let mut view = buffer.slice(..len).get_mapped_range_mut().map_err(|e| GpuError::Map(e.to_string()))?;
+                    fill(range.clone(), view.slice(..))
+                };
+                buffer.unmap();
+                if !filled {
+                    return Err(GpuError::InvalidInput(format!("upload rows did not fill bytes {range:?} exactly")));
+                }
+                let mut encoder = self.encoder("chunked upload");
+                encoder.copy_buffer_to_buffer(buffer, 0, dst, range.start as u64, len);
+                *index = Some(self.queue_submit(encoder.finish()));
+            }
+            Ok(())
+        })();
+        // After an error a buffer may still be mapped or in use: not kept.
+        if result.is_ok() {
+            for (buffer, _) in ring {
+                self.upload_pool.give(buffer);
+            }
+        }
+        result
+    }
+
+    /// Submits `encoder`, then copies the first `dst.len()` bytes of `src` into `dst` through
+    /// pooled staging chunks, each drained on all cores while the next ones cross the bus.
+    /// `dst` is the caller's memory (e.g. the input's own allocation, already paged in).
+    pub fn submit_and_read_chunked(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [u8]) -> Result<()> {
+        if dst.len() % 4 != 0 || dst.len() as u64 > src.size() {
+            return Err(GpuError::InvalidInput(format!("reading {} bytes from a buffer of {} bytes", dst.len(), src.size())));
+        }
+        self.injected_failure()?;
+        self.scoped("submit for a chunked readback", || {
+            self.queue_submit(encoder.finish());
+            Ok(())
+        })?;
+        self.counters.bytes_down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        let ranges = self.chunk_ranges(dst.len());
+        let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
+        type Mapped = std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>;
+        let mut ring: Vec<wgpu::Buffer> = Vec::new();
+        let mut pending: std::collections::VecDeque<(usize, wgpu::SubmissionIndex, Mapped)> = std::collections::VecDeque::new();
+        let issue = |i: usize, buffer: &wgpu::Buffer| -> (wgpu::SubmissionIndex, Mapped) {
+            let range = &ranges[i];
+            let mut encoder = self.encoder("chunked readback");
+            encoder.copy_buffer_to_buffer(src, range.start as u64, buffer, 0, range.len() as u64);
+            let index = self.queue_submit(encoder.finish());
+            let (tx, rx) = std::sync::mpsc::channel();
+            buffer.slice(..range.len() as u64).map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            (index, rx)
+        };
+        let result = (|| {
+            for i in 0..ranges.len().min(CHUNKS_IN_FLIGHT) {
+                ring.push(self.readback_pool.take(&self.device, chunk).0);
+                let (index, rx) = issue(i, &ring[i]);
+                pending.push_back((i, index, rx));
+            }
+            while let Some((i, index, rx)) = pending.pop_front() {
+                let slot = i % CHUNKS_IN_FLIGHT;
+                self.wait_for_chunk(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                let range = ranges[i].clone();
+                {
+                    let view = ring[slot].slice(..range.len() as u64).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
+                    transfer::par_read(&mut dst[range], &view);
+                }
+                ring[slot].unmap();
+                if i + CHUNKS_IN_FLIGHT < ranges.len() {
+                    let (index, rx) = issue(i + CHUNKS_IN_FLIGHT, &ring[slot]);
+                    pending.push_back((i + CHUNKS_IN_FLIGHT, index, rx));
+                }
+            }
+            Ok(())
+        })();
+        if result.is_ok() {
+            for buffer in ring {
+                self.readback_pool.give(buffer);
+            }
+        }
+        result
     }
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).
@@ -1000,6 +1194,12 @@ impl GpuContext {
             .map(|b| b as u64)
             .filter(|&b| b <= src.size())
             .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
+        if self.chunked(bytes as usize) {
+            // Large: through a few pooled chunks, drained while the next ones cross the bus.
+            let mut out = vec![0u32; words];
+            self.submit_and_read_chunked(encoder, src, bytemuck::cast_slice_mut(&mut out))?;
+            return Ok(out);
+        }
         self.injected_failure()?;
         if bytes == 0 {
             return self.scoped("submit", || {
