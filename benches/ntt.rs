@@ -131,6 +131,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
 
 fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
     let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    let dit = p3_dft::Radix2DitParallel::<BabyBear>::default();
     for w in WIDTHS {
         let mut group = c.benchmark_group(format!("ntt_forward_width_{w}"));
         group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
@@ -162,6 +163,10 @@ fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
             let m = RowMajorMatrix::new(values, w);
             group.bench_function(BenchmarkId::new("cpu_plonky3", log_n), |b| {
                 b.iter_batched(|| m.clone(), |m| cpu.dft_batch(m), criterion::BatchSize::LargeInput)
+            });
+            // Plonky3's other parallel DFT, whose evaluations are a bit-reversed view as ours are.
+            group.bench_function(BenchmarkId::new("cpu_plonky3_dit", log_n), |b| {
+                b.iter_batched(|| m.clone(), |m| dit.dft_batch(m), criterion::BatchSize::LargeInput)
             });
         }
         group.finish();

@@ -9,7 +9,9 @@ use p3_commit::Encoder;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_field::extension::BinomialExtensionField;
 use p3_field::PrimeCharacteristicRing;
+use p3_matrix::bitrev::BitReversibleMatrix;
 use p3_matrix::dense::RowMajorMatrix;
+use p3_matrix::Matrix;
 use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuDft, GpuEncoder, GpuNtt};
@@ -55,7 +57,7 @@ fn check_dft_idft(logs: std::ops::RangeInclusive<usize>, widths: &[usize]) {
         for_each_shape(logs.clone(), widths, |log_h, w| {
             let m = matrix(&mut rng, log_h, w);
             let v = variant(&gpu);
-            assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w} {v}");
             assert_eq!(gpu.idft_batch(m.clone()), cpu.idft_batch(m), "idft 2^{log_h} x {w} {v}");
         });
     }
@@ -76,14 +78,14 @@ fn coset_dft_and_coset_lde_match_plonky3() {
             let shift: BabyBear = rng.random();
             let v = variant(&gpu);
             assert_eq!(
-                gpu.coset_dft_batch(m.clone(), shift),
+                gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(),
                 cpu.coset_dft_batch(m.clone(), shift),
                 "coset dft 2^{log_h} x {w} {v}"
             );
             let added = 1 + (log_h + w) % 3;
             if log_h + added <= 17 {
                 assert_eq!(
-                    gpu.coset_lde_batch(m.clone(), added, shift),
+                    gpu.coset_lde_batch(m.clone(), added, shift).to_row_major_matrix(),
                     cpu.coset_lde_batch(m, added, shift),
                     "coset lde 2^{log_h} x {w} +{added} {v}"
                 );
@@ -139,7 +141,25 @@ fn small_inputs_use_the_cpu_and_agree() {
     for ctx in common::contexts() {
         let gpu = GpuDft::on(ctx);
         let m = matrix(&mut rng, 4, 2);
-        assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m));
+        assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m));
+    }
+}
+
+/// The evaluations are stored bit-reversed, as Plonky3's `Radix2DitParallel` stores them: a
+/// FRI commitment's `bit_reverse_rows()` gets the same rows from both, with no copy.
+#[test]
+fn evaluations_are_stored_bit_reversed_as_radix2_dit_parallel_stores_them() {
+    let mut rng = common::rng();
+    let dit = p3_dft::Radix2DitParallel::<BabyBear>::default();
+    for (gpu, _) in gpus() {
+        for_each_shape(0..=11, &[1, 3, 16], |log_h, w| {
+            let m = matrix(&mut rng, log_h, w);
+            let shift: BabyBear = rng.random();
+            let v = variant(&gpu);
+            assert_eq!(gpu.coset_lde_batch(m.clone(), 2, shift).bit_reverse_rows(), dit.coset_lde_batch(m.clone(), 2, shift).bit_reverse_rows(), "lde 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.dft_batch(m.clone()).bit_reverse_rows(), dit.dft_batch(m.clone()).bit_reverse_rows(), "dft 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.coset_dft_batch(m.clone(), shift).bit_reverse_rows(), dit.coset_dft_batch(m, shift).bit_reverse_rows(), "coset dft 2^{log_h} x {w} {v}");
+        });
     }
 }
 
@@ -153,7 +173,7 @@ fn large_dft_and_lde_match_plonky3() {
         for_each_shape(17..=21, &[1, 5, 32], |log_h, w| {
             let m = matrix(&mut rng, log_h, w);
             let shift: BabyBear = rng.random();
-            assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift), cpu.coset_lde_batch(m, 1, shift), "lde 2^{log_h} x {w}");
+            assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 1, shift), "lde 2^{log_h} x {w}");
         });
     }
 }
@@ -168,8 +188,8 @@ fn reused_buffers_give_the_same_answers() {
         for (log_h, w) in [(10, 4), (10, 4), (6, 1), (10, 4), (12, 3), (6, 1), (12, 3)] {
             let m = matrix(&mut rng, log_h, w);
             let shift: BabyBear = rng.random();
-            assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w}");
-            assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift), cpu.coset_lde_batch(m, 1, shift), "lde 2^{log_h} x {w}");
+            assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w}");
+            assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 1, shift), "lde 2^{log_h} x {w}");
         }
     }
 }
@@ -184,7 +204,7 @@ fn odd_and_wide_matrices_match_plonky3() {
         for (log_h, w) in [(1, 5), (7, 5), (11, 7), (3, 256), (9, 256), (5, 1000), (8, 1000), (13, 33)] {
             let m = matrix(&mut rng, log_h, w);
             let v = variant(&gpu);
-            assert_eq!(gpu.dft_batch(m.clone()), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft 2^{log_h} x {w} {v}");
             assert_eq!(gpu.idft_batch(m.clone()), cpu.idft_batch(m.clone()), "idft 2^{log_h} x {w} {v}");
             assert_eq!(enc.encode_batch(m.clone(), 2), cpu.encode_batch(m, 2), "encode 2^{log_h} x {w} {v}");
         }

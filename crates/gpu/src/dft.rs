@@ -7,8 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use p3_baby_bear::BabyBear;
 use p3_commit::Encoder;
-use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
+use p3_dft::{Radix2DFTSmallBatch, Radix2DitParallel, TwoAdicSubgroupDft};
 use p3_field::{PrimeCharacteristicRing, TwoAdicField};
+use p3_matrix::bitrev::{BitReversalPerm, BitReversedMatrixView};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_util::log2_strict_usize;
@@ -67,11 +68,21 @@ impl Dispatcher {
     }
 }
 
-/// A `TwoAdicSubgroupDft<BabyBear>` on the GPU. Output is identical to Plonky3's DFTs
-/// (natural order, same roots of unity).
+/// A `TwoAdicSubgroupDft<BabyBear>` on the GPU. Its evaluations are Plonky3's (same roots of
+/// unity), handed out as Plonky3's `Radix2DitParallel` hands them out: a bit-reversed view over
+/// rows stored in bit-reversed order, which is the order the GPU's DIF passes leave them in (no
+/// reversal kernel) and the order a FRI commitment wants them in (`bit_reverse_rows` is free).
+/// Read through the view, or `to_row_major_matrix`, they are in natural order.
 #[derive(Clone)]
 pub struct GpuDft {
     inner: Dispatcher,
+    /// The CPU fallback with the same evaluation type.
+    dit: Radix2DitParallel<BabyBear>,
+}
+
+/// Rows stored bit-reversed, seen in natural order.
+fn bit_reversed(values: Vec<BabyBear>, width: usize) -> BitReversedMatrixView<RowMajorMatrix<BabyBear>> {
+    BitReversalPerm::new_view(RowMajorMatrix::new(values, width))
 }
 
 impl Default for GpuDft {
@@ -83,7 +94,7 @@ impl Default for GpuDft {
 
 impl GpuDft {
     pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
-        Self { inner: Dispatcher::new(gpu) }
+        Self { inner: Dispatcher::new(gpu), dit: Radix2DitParallel::default() }
     }
 
     /// On this context.
@@ -116,14 +127,15 @@ impl GpuDft {
 }
 
 impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
-    type Evaluations = RowMajorMatrix<BabyBear>;
+    type Evaluations = BitReversedMatrixView<RowMajorMatrix<BabyBear>>;
 
-    fn dft_batch(&self, mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
+    fn dft_batch(&self, mat: RowMajorMatrix<BabyBear>) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
-        let spec = NttSpec::forward(log2_strict_usize(h), w);
+        let log_h = log2_strict_usize(h);
+        let spec = NttSpec { bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
         match self.inner.run(&mat.values, &[spec]) {
-            Some(v) => RowMajorMatrix::new(v, w),
-            None => self.inner.cpu.dft_batch(mat),
+            Some(v) => bit_reversed(v, w),
+            None => self.dit.dft_batch(mat),
         }
     }
 
@@ -136,12 +148,13 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         }
     }
 
-    fn coset_dft_batch(&self, mat: RowMajorMatrix<BabyBear>, shift: BabyBear) -> RowMajorMatrix<BabyBear> {
+    fn coset_dft_batch(&self, mat: RowMajorMatrix<BabyBear>, shift: BabyBear) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
-        let spec = NttSpec { coset_shift: Some(shift), ..NttSpec::forward(log2_strict_usize(h), w) };
+        let log_h = log2_strict_usize(h);
+        let spec = NttSpec { coset_shift: Some(shift), bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
         match self.inner.run(&mat.values, &[spec]) {
-            Some(v) => RowMajorMatrix::new(v, w),
-            None => self.inner.cpu.coset_dft_batch(mat, shift),
+            Some(v) => bit_reversed(v, w),
+            None => self.dit.coset_dft_batch(mat, shift),
         }
     }
 
@@ -150,9 +163,10 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         mat: RowMajorMatrix<BabyBear>,
         added_bits: usize,
         shift: BabyBear,
-    ) -> RowMajorMatrix<BabyBear> {
+    ) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
+        let log_lde = log_h.saturating_add(added_bits);
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
         let specs = [
@@ -160,12 +174,13 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
             NttSpec {
                 valid_rows: h,
                 coset_shift: Some(shift),
-                ..NttSpec::forward(log_h.saturating_add(added_bits), w)
+                bit_reversed_output: log_lde > 0,
+                ..NttSpec::forward(log_lde, w)
             },
         ];
         match self.inner.run(&mat.values, &specs) {
-            Some(v) => RowMajorMatrix::new(v, w),
-            None => self.inner.cpu.coset_lde_batch(mat, added_bits, shift),
+            Some(v) => bit_reversed(v, w),
+            None => self.dit.coset_lde_batch(mat, added_bits, shift),
         }
     }
 }

@@ -76,6 +76,9 @@ pub struct NttSpec {
     pub coset_shift: Option<BabyBear>,
     /// Multiply every output element by this constant (1/n for an inverse DFT).
     pub scale: Option<BabyBear>,
+    /// Leave the output rows in bit-reversed order (the DIF passes' own order): no reversal
+    /// kernel. Only without a scale (the reversal kernel applies it), in the two-buffer layout.
+    pub bit_reversed_output: bool,
 }
 
 impl NttSpec {
@@ -87,6 +90,7 @@ impl NttSpec {
             valid_rows: 1 << log_n,
             coset_shift: None,
             scale: None,
+            bit_reversed_output: false,
         }
     }
 
@@ -120,6 +124,9 @@ impl NttSpec {
                 self.valid_rows,
                 self.rows()
             )));
+        }
+        if self.bit_reversed_output && self.scale.is_some_and(|s| s != BabyBear::ONE) {
+            return Err(GpuError::InvalidInput("a scaled NTT cannot leave its output bit-reversed (the reversal applies the scale)".into()));
         }
         if self.rows().checked_mul(self.width).is_none_or(|n| n > u32::MAX as usize / 2) {
             return Err(GpuError::InvalidInput(format!(
@@ -181,7 +188,7 @@ fn bit_reverse_tile_log(log_n: u32, width: usize) -> u32 {
 }
 
 /// How the transform's work buffers are laid out (see `GpuNtt::record_in_place`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Layout {
     TwoBuffers,
     OneBuffer { reuse_src: bool },
@@ -413,6 +420,9 @@ impl GpuNtt {
         let shift = spec.coset_shift.filter(|s| *s != BabyBear::ONE);
         let shift_table = shift.map(|s| self.shift_table(s, spec.valid_rows));
         // One buffer needs a pass to bring the data in (a single row has none: two buffers).
+        if spec.bit_reversed_output && (layout != Layout::TwoBuffers || passes.is_empty()) {
+            return Err(GpuError::InvalidInput("bit-reversed NTT output is only recorded in two buffers, for two or more rows".into()));
+        }
         if let (Layout::OneBuffer { reuse_src }, false) = (layout, passes.is_empty()) {
             let whole = spec.valid_rows == spec.rows() && src.size() == (total * 4) as u64;
             let target = if reuse_src && whole { src.clone() } else { self.work_buffer("ntt work", total) };
@@ -452,6 +462,16 @@ impl GpuNtt {
             encoder.clear_buffer(&work[out], 0, None);
         }
         let copied_rows = if current.is_none() { spec.valid_rows } else { spec.rows() };
+        if spec.bit_reversed_output {
+            // The DIF passes leave rows bit-reversed: the last pass's buffer is the result.
+            self.ctx.record_dispatches(encoder, "ntt", &pending);
+            let [a, b] = work;
+            let (result, spare) = if current == Some(0) { (a, b) } else { (b, a) };
+            if !self.poison.load(Ordering::Relaxed) {
+                self.recycle(spare);
+            }
+            return Ok(result);
+        }
         if copied_rows > 0 {
             let k = bit_reverse_tile_log(log_n, spec.width);
             let params = bit_reverse_params(spec, k, copied_rows);
