@@ -1012,6 +1012,7 @@ impl GpuContext {
         if total as u64 > dst.size() || unit == 0 || total % unit != 0 {
             return Err(GpuError::InvalidInput(format!("uploading {total} bytes in units of {unit} into a buffer of {} bytes", dst.size())));
         }
+        let started = std::time::Instant::now();
         let chunk = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
         let ranges: Vec<std::ops::Range<usize>> = (0..total).step_by(chunk.max(1)).map(|start| start..(start + chunk).min(total)).collect();
         let mut ring: Vec<(wgpu::Buffer, Option<wgpu::SubmissionIndex>)> = Vec::new();
@@ -1060,6 +1061,7 @@ impl GpuContext {
                 self.upload_pool.give(buffer);
             }
         }
+        tracing::debug!(bytes = total, chunks = ranges.len(), ms = started.elapsed().as_secs_f64() * 1e3, "chunked upload queued");
         result
     }
 
@@ -1076,6 +1078,8 @@ impl GpuContext {
             Ok(())
         })?;
         self.counters.bytes_down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let mut first_wait = None;
         let ranges = self.chunk_ranges(dst.len());
         let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
         type Mapped = std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>;
@@ -1101,6 +1105,7 @@ impl GpuContext {
             while let Some((i, index, rx)) = pending.pop_front() {
                 let slot = i % CHUNKS_IN_FLIGHT;
                 self.wait_for_chunk(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                first_wait.get_or_insert_with(|| started.elapsed());
                 let range = ranges[i].clone();
                 {
                     let view = ring[slot].slice(..range.len() as u64).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
@@ -1119,6 +1124,8 @@ impl GpuContext {
                 self.readback_pool.give(buffer);
             }
         }
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        tracing::debug!(bytes = dst.len(), chunks = ranges.len(), until_first_chunk_ms = first_wait.map_or(0.0, ms), ms = ms(started.elapsed()), "chunked readback");
         result
     }
 
