@@ -22,6 +22,10 @@ fn ms(t: Instant) -> f64 {
 }
 
 fn main() {
+    // WHIR_LOG=whir_gpu=debug: our transfers' own timings.
+    if let Ok(filter) = std::env::var("WHIR_LOG") {
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter)).with_writer(std::io::stderr).init();
+    }
     let ctx = GpuContext::new_default().expect("GPU");
     println!("{} | rayon threads {}", ctx.summary(), rayon::current_num_threads());
     let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
@@ -31,6 +35,30 @@ fn main() {
     let wait = || {
         dev.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
     };
+    // Host-to-host DFTs (GpuDft::dft_batch, width 16) beside Plonky3's, phase by phase.
+    if std::env::var("PROBE_DFT").is_ok() {
+        use p3_dft::TwoAdicSubgroupDft;
+        let dft = whir_wgpu::gpu::GpuDft::on(std::sync::Arc::new(GpuContext::new_default().expect("GPU")));
+        let cpu = p3_dft::Radix2DFTSmallBatch::<BabyBear>::default();
+        for log_n in [22usize, 24] {
+            let m = RowMajorMatrix::new((0..(16usize << log_n) as u32).map(BabyBear::new).collect::<Vec<_>>(), 16);
+            for _ in 0..3 {
+                let input = m.clone();
+                let t = Instant::now();
+                let out = dft.dft_batch(input);
+                let t_dft = ms(t);
+                let t = Instant::now();
+                drop(out);
+                let t_drop = ms(t);
+                let input = m.clone();
+                let t = Instant::now();
+                let out = cpu.dft_batch(input);
+                let t_cpu = ms(t);
+                drop(out);
+                println!("2^{log_n} x 16 host to host: GpuDft {t_dft:.1} (then dropping its output {t_drop:.1}) | Plonky3 {t_cpu:.1}");
+            }
+        }
+    }
     for mib in sizes {
         let words = (mib << 20) / 4;
         let host: Vec<u32> = (0..words as u32).map(|i| i.wrapping_mul(7)).collect();

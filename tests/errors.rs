@@ -157,3 +157,28 @@ fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
         assert_eq!(cap.roots().len(), 1);
     }
 }
+
+/// A GPU DFT whose readback fails before writing anything computes on the CPU instead, with
+/// its input intact (the GPU result would have replaced the input in its own memory).
+#[test]
+fn failed_dft_readbacks_fall_back_to_the_cpu_with_the_input_intact() {
+    use p3_dft::TwoAdicSubgroupDft;
+    use p3_matrix::dense::RowMajorMatrix;
+    use p3_matrix::Matrix;
+    use whir_wgpu::gpu::{GpuDft, GpuNtt};
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        let dft = GpuDft::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).with_cpu_threshold(0);
+        let cpu = p3_dft::Radix2DFTSmallBatch::<p3_baby_bear::BabyBear>::default();
+        for (log_h, w) in [(10usize, 4usize), (6, 33)] {
+            let m = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_h) * w), w);
+            let shift = p3_baby_bear::BabyBear::new(31);
+            ctx.fail_next_readbacks(1);
+            assert_eq!(dft.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft after a failed readback");
+            ctx.fail_next_readbacks(1);
+            assert_eq!(dft.coset_lde_batch(m.clone(), 1, shift).to_row_major_matrix(), cpu.coset_lde_batch(m.clone(), 1, shift), "lde after a failed readback");
+            // And the GPU path itself, afterwards.
+            assert_eq!(dft.coset_lde_batch(m.clone(), 2, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 2, shift));
+        }
+    }
+}

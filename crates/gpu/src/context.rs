@@ -1069,6 +1069,25 @@ impl GpuContext {
     /// pooled staging chunks, each drained on all cores while the next ones cross the bus.
     /// `dst` is the caller's memory (e.g. the input's own allocation, already paged in).
     pub fn submit_and_read_chunked(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the same memory seen as possibly uninitialised bytes, only written to.
+        let dst = unsafe { &mut *(dst as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
+        self.submit_and_read_chunked_into(encoder, src, dst).map_err(|(e, _)| e)
+    }
+
+    /// [`submit_and_read_chunked`](Self::submit_and_read_chunked) into memory that may not be
+    /// initialised yet (e.g. a Vec's spare capacity). On error, also says whether any of `dst`
+    /// was written (a caller reusing its input's memory can then no longer fall back on it).
+    pub fn submit_and_read_chunked_into(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        dst: &mut [std::mem::MaybeUninit<u8>],
+    ) -> std::result::Result<(), (GpuError, bool)> {
+        let mut written = false;
+        self.read_chunks(encoder, src, dst, &mut written).map_err(|e| (e, written))
+    }
+
+    fn read_chunks(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [std::mem::MaybeUninit<u8>], written: &mut bool) -> Result<()> {
         if dst.len() % 4 != 0 || dst.len() as u64 > src.size() {
             return Err(GpuError::InvalidInput(format!("reading {} bytes from a buffer of {} bytes", dst.len(), src.size())));
         }
@@ -1109,7 +1128,8 @@ impl GpuContext {
                 let range = ranges[i].clone();
                 {
                     let view = ring[slot].slice(..range.len() as u64).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
-                    transfer::par_read(&mut dst[range], &view);
+                    *written = true;
+                    transfer::par_read_uninit(&mut dst[range], &view);
                 }
                 ring[slot].unmap();
                 if i + CHUNKS_IN_FLIGHT < ranges.len() {

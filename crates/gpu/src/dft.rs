@@ -16,7 +16,7 @@ use p3_util::log2_strict_usize;
 
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
-use crate::ntt::{Direction, GpuNtt, NttSpec};
+use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec};
 
 /// Below this many field elements a transform runs on the CPU by default: the GPU's fixed cost
 /// (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
@@ -52,6 +52,26 @@ impl Dispatcher {
     /// The GPU to use for a job touching `elements` output elements, if any.
     fn gpu_for(&self, elements: usize) -> Option<&GpuNtt> {
         self.gpu.as_deref().filter(|_| elements >= self.cpu_threshold)
+    }
+
+    /// Runs `specs` on the GPU with the result in `values`' own memory; false (after a warning)
+    /// when the caller should use the CPU, with `values` as it was.
+    fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> bool {
+        let Some(last) = specs.last() else { return false };
+        let Some(gpu) = self.gpu_for(last.rows() * last.width) else { return false };
+        match gpu.transform_chain_in_place(values, specs) {
+            Ok(()) => true,
+            Err(InPlaceError { error, input_lost: false }) => {
+                tracing::warn!("GPU NTT failed, computing on the CPU instead: {error}");
+                false
+            }
+            // Plonky3's DFT trait has no error path, and the input is gone: nothing correct
+            // can be returned.
+            Err(InPlaceError { error, input_lost: true }) => panic!(
+                "the GPU failed while its DFT result was being read back into the input's memory ({error}); \
+                 the input is lost, so the CPU cannot stand in. Retry; if the GPU stays unusable, use GpuDft::new(None)"
+            ),
+        }
     }
 
     /// Runs `specs` on the GPU, or returns `None` (after a warning) so the caller uses the CPU.
@@ -129,38 +149,38 @@ impl GpuDft {
 impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
     type Evaluations = BitReversedMatrixView<RowMajorMatrix<BabyBear>>;
 
-    fn dft_batch(&self, mat: RowMajorMatrix<BabyBear>) -> Self::Evaluations {
+    fn dft_batch(&self, mut mat: RowMajorMatrix<BabyBear>) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let spec = NttSpec { bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
-        match self.inner.run(&mat.values, &[spec]) {
-            Some(v) => bit_reversed(v, w),
-            None => self.dit.dft_batch(mat),
+        if self.inner.run_in_place(&mut mat.values, &[spec]) {
+            return bit_reversed(mat.values, w);
         }
+        self.dit.dft_batch(mat)
     }
 
-    fn idft_batch(&self, mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
+    fn idft_batch(&self, mut mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
         let (h, w) = (mat.height(), mat.width());
         let spec = NttSpec::inverse(log2_strict_usize(h), w);
-        match self.inner.run(&mat.values, &[spec]) {
-            Some(v) => RowMajorMatrix::new(v, w),
-            None => self.inner.cpu.idft_batch(mat),
+        if self.inner.run_in_place(&mut mat.values, &[spec]) {
+            return mat;
         }
+        self.inner.cpu.idft_batch(mat)
     }
 
-    fn coset_dft_batch(&self, mat: RowMajorMatrix<BabyBear>, shift: BabyBear) -> Self::Evaluations {
+    fn coset_dft_batch(&self, mut mat: RowMajorMatrix<BabyBear>, shift: BabyBear) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let spec = NttSpec { coset_shift: Some(shift), bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
-        match self.inner.run(&mat.values, &[spec]) {
-            Some(v) => bit_reversed(v, w),
-            None => self.dit.coset_dft_batch(mat, shift),
+        if self.inner.run_in_place(&mut mat.values, &[spec]) {
+            return bit_reversed(mat.values, w);
         }
+        self.dit.coset_dft_batch(mat, shift)
     }
 
     fn coset_lde_batch(
         &self,
-        mat: RowMajorMatrix<BabyBear>,
+        mut mat: RowMajorMatrix<BabyBear>,
         added_bits: usize,
         shift: BabyBear,
     ) -> Self::Evaluations {
@@ -178,10 +198,10 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 ..NttSpec::forward(log_lde, w)
             },
         ];
-        match self.inner.run(&mat.values, &specs) {
-            Some(v) => bit_reversed(v, w),
-            None => self.dit.coset_lde_batch(mat, added_bits, shift),
+        if self.inner.run_in_place(&mut mat.values, &specs) {
+            return bit_reversed(mat.values, w);
         }
+        self.dit.coset_lde_batch(mat, added_bits, shift)
     }
 }
 

@@ -37,7 +37,7 @@ pub use codeword::{CommittedCodeword, GpuCodewords};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
-pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, KernelTimer, NttSpec};
+pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
 pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowGroup};
 pub use mmcs::{GpuMmcs, GpuProverData};

@@ -604,6 +604,77 @@ impl GpuNtt {
     }
 }
 
+/// Why [`GpuNtt::transform_chain_in_place`] failed, and whether its input survived.
+#[derive(Debug)]
+pub struct InPlaceError {
+    pub error: GpuError,
+    /// The input was partly overwritten (the readback failed midway): it cannot be used to
+    /// compute the result another way.
+    pub input_lost: bool,
+}
+
+impl GpuNtt {
+    /// [`transform_chain`](Self::transform_chain) whose result replaces `values` in its own
+    /// allocation (grown where the result is larger): no fresh host pages to fault in, no
+    /// gigabyte to free. Transfers go in pooled chunks, the readback drained on all cores while
+    /// later chunks cross the bus. On an error before the readback writes anything `values` is
+    /// untouched.
+    pub fn transform_chain_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> std::result::Result<(), InPlaceError> {
+        let kept = |error: GpuError| InPlaceError { error, input_lost: false };
+        let first = specs.first().ok_or_else(|| kept(GpuError::InvalidInput("no transform given".into())))?;
+        for spec in specs {
+            spec.validate().map_err(kept)?;
+        }
+        if values.len() != first.valid_rows * first.width {
+            return Err(kept(GpuError::InvalidInput(format!("{} values given for {} rows x {} columns", values.len(), first.valid_rows, first.width))));
+        }
+        let last = specs.last().expect("non-empty");
+        let out_len = last.rows() * last.width;
+        let recorded = self.ctx.scoped("NTT", || {
+            self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
+            let mut encoder = self.ctx.encoder("ntt");
+            let mut buffer = self.ctx.pooled_storage("ntt input", values.len());
+            self.ctx.write(&buffer, as_words(values));
+            let mut used = Vec::new();
+            for spec in specs {
+                let next = self.record(&mut encoder, &buffer, spec)?;
+                used.push(std::mem::replace(&mut buffer, next));
+            }
+            Ok((encoder, buffer, used))
+        });
+        let (encoder, buffer, used) = recorded.map_err(kept)?;
+        let old_len = values.len();
+        values.clear();
+        values.reserve_exact(out_len);
+        let spare = &mut values.spare_capacity_mut()[..out_len];
+        // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), out_len * 4) };
+        let read = self.ctx.submit_and_read_chunked_into(encoder, &buffer, bytes);
+        for b in used.into_iter().chain([buffer]) {
+            self.recycle(b);
+        }
+        if let Err((error, input_lost)) = read {
+            if !input_lost {
+                // SAFETY: nothing was written; the first old_len words are the input, kept by
+                // `reserve_exact` (which moves contents if it reallocates).
+                unsafe { values.set_len(old_len) };
+            }
+            return Err(InPlaceError { error, input_lost });
+        }
+        // SAFETY: all out_len words were written by the readback.
+        unsafe { values.set_len(out_len) };
+        // A non-canonical word would be a kernel bug: checked on all cores.
+        let bad = {
+            use rayon::prelude::*;
+            as_words(values).par_iter().position_any(|&w| w >= crate::field::BABYBEAR_P)
+        };
+        if let Some(pos) = bad {
+            return Err(InPlaceError { error: GpuError::Device(format!("GPU returned a non-canonical field word at offset {pos}")), input_lost: true });
+        }
+        Ok(())
+    }
+}
+
 /// Most kernels one [`KernelTimer`] times: wgpu's query sets hold 4096 timestamps.
 pub const MAX_TIMED_KERNELS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
 

@@ -220,6 +220,15 @@ pub(crate) fn par_write_rows(
 }
 
 /// Copies `src` into `dst` (same length) on all cores.
+/// `par_read` into memory that may not be initialised yet (a Vec's spare capacity).
+pub(crate) fn par_read_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
+    dst.par_chunks_mut(PIECE_BYTES).zip(src.par_chunks(PIECE_BYTES)).for_each(|(d, s)| {
+        // SAFETY: d and s have the same length and do not overlap (staging vs host memory).
+        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) }
+    });
+}
+
 pub(crate) fn par_read(dst: &mut [u8], src: &[u8]) {
     if dst.len() < STAGED_MIN_BYTES {
         dst.copy_from_slice(src);
