@@ -990,7 +990,7 @@ impl GpuContext {
     /// slower of the host copy and the bus rather than their sum, and the staging stays a few
     /// chunks (no fresh gigabyte of pinned memory, which the driver takes ~0.5 s to make).
     pub fn upload_chunked(&self, dst: &wgpu::Buffer, src: &[u8]) -> Result<()> {
-        if src.len() % 4 != 0 {
+        if !src.len().is_multiple_of(4) {
             return Err(GpuError::InvalidInput(format!("uploading {} bytes, not whole words", src.len())));
         }
         self.counters.bytes_up.fetch_add(src.len() as u64, Ordering::Relaxed);
@@ -1009,7 +1009,7 @@ impl GpuContext {
     /// time: `fill(range, view)` fills bytes `range` of the data into `view`. Chunks are whole
     /// `unit`s (rows). `fill` returns false when its input was the wrong size.
     fn upload_chunked_with(&self, dst: &wgpu::Buffer, total: usize, unit: usize, fill: impl Fn(std::ops::Range<usize>, wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
-        if total as u64 > dst.size() || unit == 0 || total % unit != 0 {
+        if total as u64 > dst.size() || unit == 0 || !total.is_multiple_of(unit) {
             return Err(GpuError::InvalidInput(format!("uploading {total} bytes in units of {unit} into a buffer of {} bytes", dst.size())));
         }
         let started = std::time::Instant::now();
@@ -1088,7 +1088,7 @@ impl GpuContext {
     }
 
     fn read_chunks(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [std::mem::MaybeUninit<u8>], written: &mut bool) -> Result<()> {
-        if dst.len() % 4 != 0 || dst.len() as u64 > src.size() {
+        if !dst.len().is_multiple_of(4) || dst.len() as u64 > src.size() {
             return Err(GpuError::InvalidInput(format!("reading {} bytes from a buffer of {} bytes", dst.len(), src.size())));
         }
         self.injected_failure()?;
