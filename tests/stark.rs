@@ -18,7 +18,8 @@ fn keccak_stark_on_gpu_pieces_matches_the_cpu_prover_and_verifies() {
         let trace = generate_trace_rows::<config::Val>(inputs, 1);
         let air = KeccakAir {};
         let (queries, pow) = (20, 8);
-        let gpu = config::gpu_config(ctx.clone(), queries, pow);
+        // Every transform on the GPU (at this size the default would keep the CPU).
+        let gpu = config::gpu_config(ctx.clone(), queries, pow, Some(0));
         let before = ctx.transfer_counts();
         let proof = p3_uni_stark::prove(&gpu, &air, trace.clone(), &[]).expect("GPU proof");
         // The GPU did the work: the trace went up (to the DFT) and its LDE (to the Merkle tree).

@@ -50,11 +50,15 @@ fn cpu_mmcs() -> CpuMmcs {
     CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0)
 }
 
-/// The STARK on `ctx`'s GPU.
-pub fn gpu_config(ctx: Arc<GpuContext>, num_queries: usize, query_pow_bits: usize) -> GpuStarkConfig {
+/// The STARK on `ctx`'s GPU. `dft_min_elements`: send transforms of at least this many
+/// elements to the GPU (None: `GpuDft`'s measured, width-aware default).
+pub fn gpu_config(ctx: Arc<GpuContext>, num_queries: usize, query_pow_bits: usize, dft_min_elements: Option<usize>) -> GpuStarkConfig {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let mmcs = GpuMmcs::new(Arc::new(GpuMerkle::new(poseidon2.clone())), 0);
-    let dft = GpuDft::new(Some(Arc::new(GpuNtt::new(ctx))));
+    let mut dft = GpuDft::new(Some(Arc::new(GpuNtt::new(ctx))));
+    if let Some(min) = dft_min_elements {
+        dft = dft.with_cpu_threshold(min);
+    }
     let pcs = GpuPcs::new(dft, mmcs.clone(), fri_params(ExtensionMmcs::new(mmcs), num_queries, query_pow_bits));
     let challenger = GpuChallenger::new(Poseidon2Constants::default_babybear().to_cpu(), Some(Arc::new(GpuGrinder::new(poseidon2))));
     GpuStarkConfig::new(pcs, challenger)

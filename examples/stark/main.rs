@@ -90,7 +90,7 @@ fn main() {
     println!("GPU: {}; CPU threads: {}", ctx.summary(), rayon::current_num_threads());
     println!("FRI: rate 1/2, {queries} queries, {pow} bits of query PoW; Keccak-f AIR ({} columns)", p3_keccak_air::NUM_KECCAK_COLS);
     let air = KeccakAir {};
-    let gpu = config::gpu_config(ctx.clone(), queries, pow);
+    let gpu = config::gpu_config(ctx.clone(), queries, pow, None);
     let stock = config::stock_config(queries, pow);
     let mut rng = StdRng::seed_from_u64(1);
     println!("| trace rows | Plonky3 ms | GPU pieces ms | Plonky3 / GPU | Plonky3 phases | GPU phases |");

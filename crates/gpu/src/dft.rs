@@ -18,9 +18,20 @@ use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
 use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec};
 
-/// Below this many field elements a transform runs on the CPU by default: the GPU's fixed cost
-/// (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
+/// Below this many field elements a one-column transform runs on the CPU by default: the GPU's
+/// fixed cost (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
 pub const DEFAULT_CPU_THRESHOLD: usize = 1 << 14;
+
+/// Output elements from which the GPU's host-to-host transform beats Plonky3's on all cores,
+/// by width: Plonky3's DFT parallelises over columns, so the wider the matrix the larger the
+/// transform must be before the GPU's transfers pay off. Measured on the H200 with its 16-core
+/// host (BENCHMARKS.md, "CPU threshold"): one column from 2^14 elements, 16 columns from 2^24
+/// (2^20 rows: 7.4 against 7.2 ms, then 1.13x at 2^22 and 1.25x at 2^24 rows), 2633 columns at
+/// 2^15 rows well past it; widths between 1 and 16 are interpolated (2^14 · width^2.5).
+pub fn default_gpu_min_elements(width: usize) -> usize {
+    let w = width.clamp(1, 16) as f64;
+    ((DEFAULT_CPU_THRESHOLD as f64) * w.powf(2.5)).min((1u64 << 24) as f64) as usize
+}
 
 /// The process-wide default GPU (WHIR_ADAPTER or the high-performance adapter), opened once;
 /// `None` when there is none.
@@ -41,24 +52,26 @@ pub fn default_ntt() -> Option<Arc<GpuNtt>> {
 struct Dispatcher {
     gpu: Option<Arc<GpuNtt>>,
     cpu: Radix2DFTSmallBatch<BabyBear>,
-    cpu_threshold: usize,
+    /// Fewest output elements to send to the GPU; None: `default_gpu_min_elements` by width.
+    cpu_threshold: Option<usize>,
 }
 
 impl Dispatcher {
     fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
-        Self { gpu, cpu: Radix2DFTSmallBatch::default(), cpu_threshold: DEFAULT_CPU_THRESHOLD }
+        Self { gpu, cpu: Radix2DFTSmallBatch::default(), cpu_threshold: None }
     }
 
     /// The GPU to use for a job touching `elements` output elements, if any.
-    fn gpu_for(&self, elements: usize) -> Option<&GpuNtt> {
-        self.gpu.as_deref().filter(|_| elements >= self.cpu_threshold)
+    fn gpu_for(&self, elements: usize, width: usize) -> Option<&GpuNtt> {
+        let threshold = self.cpu_threshold.unwrap_or_else(|| default_gpu_min_elements(width));
+        self.gpu.as_deref().filter(|_| elements >= threshold)
     }
 
     /// Runs `specs` on the GPU with the result in `values`' own memory; false (after a warning)
     /// when the caller should use the CPU, with `values` as it was.
     fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> bool {
         let Some(last) = specs.last() else { return false };
-        let Some(gpu) = self.gpu_for(last.rows() * last.width) else { return false };
+        let Some(gpu) = self.gpu_for(last.rows() * last.width, last.width) else { return false };
         match gpu.transform_chain_in_place(values, specs) {
             Ok(()) => true,
             Err(InPlaceError { error, input_lost: false }) => {
@@ -77,7 +90,7 @@ impl Dispatcher {
     /// Runs `specs` on the GPU, or returns `None` (after a warning) so the caller uses the CPU.
     fn run(&self, values: &[BabyBear], specs: &[NttSpec]) -> Option<Vec<BabyBear>> {
         let last = specs.last()?;
-        let gpu = self.gpu_for(last.rows() * last.width)?;
+        let gpu = self.gpu_for(last.rows() * last.width, last.width)?;
         match gpu.transform_chain(values, specs) {
             Ok(v) => Some(v),
             Err(e) => {
@@ -124,7 +137,7 @@ impl GpuDft {
 
     /// Transforms with fewer output elements than `threshold` run on the CPU (0: always GPU).
     pub fn with_cpu_threshold(mut self, threshold: usize) -> Self {
-        self.inner.cpu_threshold = threshold;
+        self.inner.cpu_threshold = Some(threshold);
         self
     }
 

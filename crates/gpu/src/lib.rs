@@ -35,7 +35,7 @@ pub mod transfer;
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{CommittedCodeword, GpuCodewords};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, ProfileLabelGuard, ProfileSpan, TransferCounts};
-pub use dft::{default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
+pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
