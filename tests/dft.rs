@@ -133,14 +133,14 @@ fn encoder_matches_plonky3_and_skips_the_zero_tail() {
     }
 }
 
-/// The width-aware default: one column from 2^14 elements, 16 columns and wider from 2^24,
+/// The width-aware default: one column from 2^14 elements, 16 columns and wider from 2^25,
 /// never falling as the width grows.
 #[test]
 fn gpu_thresholds_grow_with_the_width() {
     use whir_wgpu::gpu::default_gpu_min_elements;
     assert_eq!(default_gpu_min_elements(1), 1 << 14);
-    assert_eq!(default_gpu_min_elements(16), 1 << 24);
-    assert_eq!(default_gpu_min_elements(2633), 1 << 24);
+    assert_eq!(default_gpu_min_elements(16), 1 << 25);
+    assert_eq!(default_gpu_min_elements(2633), 1 << 25);
     assert_eq!(default_gpu_min_elements(0), 1 << 14);
     for w in 1..40 {
         assert!(default_gpu_min_elements(w + 1) >= default_gpu_min_elements(w), "width {w}");
