@@ -444,6 +444,7 @@ fn info(adapter: Option<String>) -> Result<()> {
     match GpuContext::new(GpuOptions { adapter: selector, ..Default::default() }) {
         Ok(ctx) => {
             println!("\nChosen: {}", ctx.summary());
+            println!("  limits profile: {} (WHIR_LIMITS: adapter, webgpu or webgpu:BYTES)", ctx.summary().profile);
             println!("  field multiply: {:?}", ctx.mul_variant());
             print_limits(ctx.summary());
             Ok(())

@@ -74,6 +74,61 @@ pub struct GpuOptions {
     /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
     /// the work has live at once.
     pub pool_mib: Option<u64>,
+    /// Which limits and features to ask the adapter for; `None`: `WHIR_LIMITS`, else the
+    /// adapter's own.
+    pub limits: Option<LimitsProfile>,
+}
+
+/// The limits and features a context asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LimitsProfile {
+    /// Everything the adapter offers (SHADER_INT64, subgroups, timestamps, its full limits).
+    #[default]
+    Adapter,
+    /// WebGPU's default limits and no optional features: the weakest conforming adapter (128 MiB
+    /// per storage binding, 256 MiB per buffer, 16 KiB of workgroup memory, 256 invocations per
+    /// workgroup, 65,535 workgroups per dimension, 8 storage buffers per stage), so the emulated
+    /// multiply. `max_binding_bytes` lowers the binding limit further (tests cross it at small
+    /// sizes).
+    WebGpu { max_binding_bytes: Option<u64> },
+}
+
+impl LimitsProfile {
+    /// `WHIR_LIMITS`: `adapter`, `webgpu`, or `webgpu:BYTES` (a smaller binding limit, e.g.
+    /// `webgpu:4194304`).
+    pub fn from_env() -> Result<Option<Self>> {
+        match std::env::var("WHIR_LIMITS") {
+            Ok(v) => Self::parse(&v).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self> {
+        let t = text.trim().to_ascii_lowercase();
+        let bad = || GpuError::InvalidInput(format!("WHIR_LIMITS={text:?} is not a limits profile; use adapter, webgpu or webgpu:BYTES"));
+        match t.split_once(':') {
+            None if t == "adapter" || t.is_empty() => Ok(Self::Adapter),
+            None if t == "webgpu" => Ok(Self::WebGpu { max_binding_bytes: None }),
+            Some(("webgpu", bytes)) => {
+                let bytes: u64 = bytes.trim().parse().map_err(|_| bad())?;
+                if bytes < 1024 || bytes % 4 != 0 {
+                    return Err(GpuError::InvalidInput(format!("WHIR_LIMITS binding limit {bytes} must be a multiple of 4 and at least 1024 bytes")));
+                }
+                Ok(Self::WebGpu { max_binding_bytes: Some(bytes) })
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for LimitsProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Adapter => write!(f, "adapter"),
+            Self::WebGpu { max_binding_bytes: None } => write!(f, "webgpu"),
+            Self::WebGpu { max_binding_bytes: Some(b) } => write!(f, "webgpu:{b}"),
+        }
+    }
 }
 
 /// What an adapter is and what it can do.
@@ -94,6 +149,8 @@ pub struct AdapterSummary {
     pub max_compute_workgroup_storage_size: u32,
     pub max_compute_invocations_per_workgroup: u32,
     pub max_compute_workgroups_per_dimension: u32,
+    /// The limits profile the context asked for (the fields above are what it got).
+    pub profile: LimitsProfile,
 }
 
 impl AdapterSummary {
@@ -117,7 +174,28 @@ impl AdapterSummary {
             max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            profile: LimitsProfile::Adapter,
         }
+    }
+
+    /// What a device made with `profile` has: its features and limits in place of the
+    /// adapter's.
+    fn with_device(mut self, device: &wgpu::Device, profile: LimitsProfile) -> Self {
+        let features = device.features();
+        let limits = device.limits();
+        self.shader_int64 = features.contains(wgpu::Features::SHADER_INT64);
+        self.subgroup = features.contains(wgpu::Features::SUBGROUP);
+        self.timestamp_query = features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        self.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size;
+        self.max_buffer_size = limits.max_buffer_size;
+        self.max_compute_workgroup_storage_size = limits.max_compute_workgroup_storage_size;
+        self.max_compute_invocations_per_workgroup = limits.max_compute_invocations_per_workgroup;
+        self.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension;
+        if let LimitsProfile::WebGpu { max_binding_bytes: Some(b) } = profile {
+            self.max_storage_buffer_binding_size = self.max_storage_buffer_binding_size.min(b);
+        }
+        self.profile = profile;
+        self
     }
 
     /// A software renderer (llvmpipe, lavapipe, SwiftShader, WARP, ...): "GPU" work runs on
@@ -432,7 +510,16 @@ impl GpuContext {
     pub fn new(options: GpuOptions) -> Result<Self> {
         let inst = instance();
         let adapter = choose_adapter(&inst, &options.adapter)?;
-        let summary = AdapterSummary::of(&adapter);
+        let profile = match options.limits {
+            Some(p) => p,
+            None => LimitsProfile::from_env()?.unwrap_or_default(),
+        };
+        let strict = matches!(profile, LimitsProfile::WebGpu { .. });
+        let mut summary = AdapterSummary::of(&adapter);
+        if strict {
+            // No optional features in the strict profile: as an adapter without SHADER_INT64.
+            summary.shader_int64 = false;
+        }
         let mul_variant = match options.mul_variant {
             Some(MulVariant::U64) if !summary.shader_int64 => {
                 return Err(GpuError::Int64Unsupported(summary.name.clone()))
@@ -445,11 +532,17 @@ impl GpuContext {
             | wgpu::Features::SUBGROUP
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
-        // Ask for everything the adapter offers: wgpu's defaults cap storage bindings at 128 MiB.
+        // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB),
+        // or, in the strict profile, exactly WebGPU's defaults and no optional feature.
+        let (required_features, required_limits) = if strict {
+            (wgpu::Features::empty(), wgpu::Limits::default())
+        } else {
+            (adapter.features() & wanted, adapter.limits())
+        };
         let desc = wgpu::DeviceDescriptor {
             label: Some("whir-gpu"),
-            required_features: adapter.features() & wanted,
-            required_limits: adapter.limits(),
+            required_features,
+            required_limits,
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
@@ -457,6 +550,7 @@ impl GpuContext {
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
             GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
         })?;
+        let summary = summary.with_device(&device, profile);
         let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = uncaptured.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -675,10 +769,11 @@ impl GpuContext {
         self.device.limits()
     }
 
-    /// Largest single storage binding, in bytes.
+    /// Largest single storage binding, in bytes (the profile's limit where it sets a smaller
+    /// one).
     pub fn max_binding_bytes(&self) -> u64 {
         let l = self.device.limits();
-        l.max_storage_buffer_binding_size.min(l.max_buffer_size)
+        l.max_storage_buffer_binding_size.min(l.max_buffer_size).min(self.summary.max_storage_buffer_binding_size)
     }
 
     /// Fails with a plain message when `bytes` cannot live in one storage binding.

@@ -34,7 +34,7 @@ pub mod transfer;
 
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{CommittedCodeword, GpuCodewords};
-pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, ProfileLabelGuard, ProfileSpan, TransferCounts};
+pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
