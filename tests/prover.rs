@@ -54,3 +54,42 @@ fn bad_parameters_and_inputs_are_explained() {
     let err = ProofFile::from_bytes(b"not a proof").unwrap_err().to_string();
     assert!(err.contains("not a whir-wgpu proof file"), "{err}");
 }
+
+/// A GPU memory budget: a proof estimated not to fit is refused before any work, with an error
+/// naming the budget (not moved to the CPU); one that fits proves within it; a buffer that
+/// would overrun it at run time makes the step that asked for it fail.
+#[test]
+fn gpu_memory_budgets_refuse_what_does_not_fit() {
+    use whir_wgpu::gpu::{GpuError, GpuOptions};
+    use whir_wgpu::prover::{estimated_gpu_bytes, ProverError};
+    let mut rng = common::rng();
+    let p = params(12, 2, 1, 1);
+    let evals = common::random_vec(&mut rng, 1 << 12);
+    let estimate_mib = estimated_gpu_bytes(&p).div_ceil(1 << 20);
+    let Some(tight) = common::open_with(GpuOptions { memory_mib: Some(estimate_mib - 1), ..Default::default() }) else { return };
+    match GpuBackend::new(tight.clone()).prove(&p, &evals) {
+        Err(ProverError::Gpu(GpuError::OverBudget { budget_mib, .. })) => assert_eq!(budget_mib, (estimate_mib - 1) as f64),
+        other => panic!("expected a refusal naming the budget, got {:?}", other.map(|o| o.path)),
+    }
+    assert_eq!(tight.transfer_counts().submissions, 0, "refused before any work");
+
+    let roomy = common::open_with(GpuOptions { memory_mib: Some(estimate_mib + 64), ..Default::default() }).expect("context");
+    let out = GpuBackend::new(roomy.clone()).prove(&p, &evals).expect("fits");
+    assert_eq!(out.path, "gpu");
+    if let Some(peak) = out.peak_gpu_bytes {
+        assert!(peak <= (estimate_mib + 64) << 20, "peak {peak} bytes over the budget");
+    }
+    ProofFile::from_bytes(&ProofFile::new(&p, &out).to_bytes()).unwrap().verify(&p).expect("verifies");
+
+    // At run time: a buffer past the budget fails the scoped step that made it (where the
+    // backend counts buffer memory; wgpu's Vulkan backend does).
+    if roomy.buffer_bytes() > 0 {
+        let err = roomy.scoped("test step", || {
+            let _big = roomy.storage("too big", ((estimate_mib + 65) << 20) as usize / 4);
+            Ok(())
+        });
+        assert!(matches!(err, Err(GpuError::OverBudget { .. })), "{err:?}");
+        // And the next step is not blamed for it.
+        roomy.scoped("next step", || Ok(())).expect("the overrun is reported once");
+    }
+}

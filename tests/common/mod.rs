@@ -18,7 +18,7 @@ fn open(variant: MulVariant) -> Option<Arc<GpuContext>> {
     open_with(GpuOptions { mul_variant: Some(variant), ..Default::default() })
 }
 
-fn open_with(options: GpuOptions) -> Option<Arc<GpuContext>> {
+pub fn open_with(options: GpuOptions) -> Option<Arc<GpuContext>> {
     let variant = options.mul_variant.map_or("default".into(), |v| format!("{v:?}"));
     match GpuContext::new(options) {
         Ok(ctx) => Some(Arc::new(ctx)),

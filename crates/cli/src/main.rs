@@ -102,6 +102,10 @@ struct ProveArgs {
     /// Print a JSON summary instead of text (also on error).
     #[arg(long)]
     json: bool,
+    /// Most GPU memory the prover may use, in MiB (default: WHIR_GPU_MEMORY_MIB, else no
+    /// cap). A proof estimated not to fit is refused before any work starts.
+    #[arg(long = "gpu-memory", value_name = "MIB")]
+    gpu_memory: Option<u64>,
 }
 
 /// The parameters a verifier expects; each defaults to `whir prove`'s default.
@@ -211,11 +215,15 @@ fn prove(args: ProveArgs) -> Result<()> {
             (0..1usize << args.vars).map(|_| rng.random()).collect()
         }
     };
+    if args.gpu_memory == Some(0) {
+        bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
+    }
+    let gpu_options = whir_gpu::GpuOptions { memory_mib: args.gpu_memory, ..Default::default() };
     let (gpu, why) = match args.backend {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
         BackendChoice::Gpu | BackendChoice::GpuPieces => {
             let mode = if args.backend == BackendChoice::Gpu { GpuMode::Resident } else { GpuMode::Pieces };
-            let g = GpuBackend::open_default().context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode);
+            let g = GpuBackend::open(gpu_options.clone()).context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode);
             let s = g.context().summary();
             let why = if s.is_software() {
                 eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
@@ -226,7 +234,7 @@ fn prove(args: ProveArgs) -> Result<()> {
             (Some(g), why)
         }
         BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
-        BackendChoice::Auto => match GpuBackend::open_default() {
+        BackendChoice::Auto => match GpuBackend::open(gpu_options.clone()) {
             Ok(g) if g.context().summary().is_software() => {
                 (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters())))
             }

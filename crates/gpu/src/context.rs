@@ -77,6 +77,11 @@ pub struct GpuOptions {
     /// Which limits and features to ask the adapter for; `None`: `WHIR_LIMITS`, else the
     /// adapter's own.
     pub limits: Option<LimitsProfile>,
+    /// Most MiB of GPU buffer memory the context may hold (live buffers and pools); `None`:
+    /// `WHIR_GPU_MEMORY_MIB`, else no cap. Pools are trimmed to stay under it; work that still
+    /// goes over it fails with [`GpuError::OverBudget`] (callers that can estimate their need
+    /// check [`GpuContext::check_memory`] before starting).
+    pub memory_mib: Option<u64>,
 }
 
 /// The limits and features a context asks for.
@@ -332,6 +337,10 @@ fn pool_bytes(asked: Option<u64>) -> u64 {
 
 const DEFAULT_POOL_BYTES: u64 = 8 << 30;
 
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
 /// Uniform buffers kept for reuse by contents (a few hundred bytes each at most).
 const UNIFORM_CACHE_ENTRIES: usize = 4096;
 
@@ -446,6 +455,10 @@ pub struct GpuContext {
     uniforms: Mutex<HashMap<Vec<u8>, wgpu::Buffer>>,
     /// Bytes per staging chunk of a chunked transfer ([`GpuContext::upload_chunked`]).
     transfer_chunk: AtomicU64,
+    /// The memory budget in bytes (`GpuOptions::memory_mib`), if any.
+    memory_budget: Option<u64>,
+    /// The first allocation that went over the budget since the last `scoped` call reported it.
+    over_budget: Mutex<Option<GpuError>>,
 }
 
 /// Default bytes per staging chunk of a chunked transfer: large enough that a chunk's
@@ -561,7 +574,16 @@ impl GpuContext {
         }));
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
         let spin = spin_before_blocking(summary.is_software(), options.spin_us);
-        let pool_budget = pool_bytes(options.pool_mib);
+        let memory_budget = match options.memory_mib {
+            Some(mib) => Some(mib),
+            None => match std::env::var("WHIR_GPU_MEMORY_MIB") {
+                Ok(v) => Some(v.trim().parse::<u64>().map_err(|_| GpuError::InvalidInput(format!("WHIR_GPU_MEMORY_MIB={v:?} is not a number of MiB")))?),
+                Err(_) => None,
+            },
+        }
+        .map(|mib| mib.saturating_mul(1 << 20));
+        // Idle pools never hold more than the budget allows.
+        let pool_budget = memory_budget.map_or(pool_bytes(options.pool_mib), |b| pool_bytes(options.pool_mib).min(b / 2));
         Ok(Self {
             adapter,
             device,
@@ -578,6 +600,8 @@ impl GpuContext {
             failing_readbacks: AtomicU32::new(0),
             passing_readbacks: AtomicU32::new(0),
             transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
+            memory_budget,
+            over_budget: Mutex::new(None),
             counters: TransferCounters::default(),
             peak_buffer_bytes: AtomicU64::new(0),
             profile: Mutex::new(None),
@@ -893,6 +917,9 @@ impl GpuContext {
         let out = f();
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
+        if let Some(e) = self.over_budget.lock().ok().and_then(|mut g| g.take()) {
+            return Err(e);
+        }
         if let Some(e) = o {
             return Err(GpuError::OutOfMemory { context: context.into(), message: e.to_string() });
         }
@@ -1244,8 +1271,39 @@ impl GpuContext {
         result
     }
 
+    /// The memory budget in bytes, if one is set.
+    pub fn memory_budget(&self) -> Option<u64> {
+        self.memory_budget
+    }
+
+    /// Fails with [`GpuError::OverBudget`] when `bytes` of GPU memory for `what` would not fit
+    /// the budget: for callers that know their need before starting.
+    pub fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        match self.memory_budget {
+            Some(budget) if bytes > budget => Err(GpuError::OverBudget { what: what.into(), needed_mib: mib(bytes), budget_mib: mib(budget) }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Before allocating `bytes`: within the budget, after dropping idle pooled buffers if need
+    /// be; otherwise the overrun is noted and the surrounding `scoped` call fails with it.
+    fn reserve(&self, what: &str, bytes: u64) {
+        let Some(budget) = self.memory_budget else { return };
+        if self.buffer_bytes() + bytes <= budget {
+            return;
+        }
+        self.trim_pools();
+        let now = self.buffer_bytes();
+        if now + bytes > budget {
+            if let Ok(mut first) = self.over_budget.lock() {
+                first.get_or_insert(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
+            }
+        }
+    }
+
     /// An uninitialised storage buffer of `words` u32 words (at least one).
     pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+        self.reserve(label, (words.max(1) * 4) as u64);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: (words.max(1) * 4) as u64,

@@ -35,6 +35,9 @@ pub enum GpuError {
 
     #[error("mapping a readback buffer failed: {0}")]
     Map(String),
+
+    #[error("{what} needs {needed_mib:.1} MiB of GPU memory, over the budget of {budget_mib:.1} MiB (--gpu-memory / WHIR_GPU_MEMORY_MIB); raise the budget or shrink the job")]
+    OverBudget { what: String, needed_mib: f64, budget_mib: f64 },
 }
 
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;

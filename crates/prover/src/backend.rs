@@ -158,6 +158,21 @@ pub enum GpuMode {
     Pieces,
 }
 
+/// GPU memory a resident proof of `params` holds at its peak (live buffers, idle pools not
+/// counted): the first codeword's bytes times a factor by fold, from the peaks measured on the
+/// H200 at n = 24 (BENCHMARKS.md, "GPU memory per proof": 14x at fold 1, 10x at fold 2, 6.1x at
+/// fold 4, rate 1; less at rate 2), rounded up, plus 16 MiB of tables and small buffers.
+pub fn estimated_gpu_bytes(params: &Params) -> u64 {
+    let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
+    let factor = match params.fold {
+        0 | 1 => 15,
+        2 => 11,
+        3 => 9,
+        _ => 7,
+    };
+    codeword.saturating_mul(factor).saturating_add(16 << 20)
+}
+
 /// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
 #[derive(Clone)]
 pub struct GpuBackend {
@@ -207,6 +222,10 @@ impl GpuBackend {
         let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
         ctx.check_binding_size("the first codeword", codeword)?;
         ctx.check_binding_size("the sumcheck weights", 16u64 << params.num_vars)?;
+        ctx.check_memory(
+            &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
+            estimated_gpu_bytes(params),
+        )?;
         Ok(())
     }
 
@@ -256,6 +275,11 @@ impl GpuBackend {
         Ok(Self::new(Arc::new(GpuContext::new_default()?)))
     }
 
+    /// On a context made with `options` (adapter, limits profile, memory budget, ...).
+    pub fn open(options: whir_gpu::GpuOptions) -> Result<Self, ProverError> {
+        Ok(Self::new(Arc::new(GpuContext::new(options)?)))
+    }
+
     pub fn context(&self) -> &Arc<GpuContext> {
         self.ntt.context()
     }
@@ -272,7 +296,8 @@ impl Backend for GpuBackend {
         }
     }
     fn domain(&self) -> Self::Domain {
-        GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).encoder())
+        // The reference path encodes on the GPU from the one-column threshold, as it always has.
+        GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).with_cpu_threshold(whir_gpu::DEFAULT_CPU_THRESHOLD).encoder())
     }
     fn mmcs(&self) -> Self::Mmcs {
         GpuMmcs::new(self.merkle.clone(), 0)
@@ -298,6 +323,8 @@ impl Backend for GpuBackend {
             }
         };
         match result {
+            // Over the caller's own memory budget: refused, as asked, not moved to the CPU.
+            Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
             Err(ProverError::Gpu(e)) => {
                 tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
                 let out = CpuBackend.prove(params, evals)?;

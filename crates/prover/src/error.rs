@@ -9,7 +9,7 @@ pub enum ProverError {
     Input(String),
     /// The inner error's text is part of this one's; it is not also a `source()`, so chains
     /// printed with `{:#}` say it once.
-    #[error("GPU backend unavailable: {0}")]
+    #[error("GPU: {0}")]
     Gpu(whir_gpu::GpuError),
     #[error("proof file rejected: {0}")]
     ProofFile(String),

@@ -20,7 +20,7 @@ mod timing;
 use p3_baby_bear::BabyBear;
 use p3_field::extension::BinomialExtensionField;
 
-pub use backend::{opening_protocol, permutation, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverLayout, ProverOutput};
+pub use backend::{estimated_gpu_bytes, opening_protocol, permutation, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverLayout, ProverOutput};
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
