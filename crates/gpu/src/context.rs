@@ -116,7 +116,7 @@ impl LimitsProfile {
             None if t == "webgpu" => Ok(Self::WebGpu { max_binding_bytes: None }),
             Some(("webgpu", bytes)) => {
                 let bytes: u64 = bytes.trim().parse().map_err(|_| bad())?;
-                if bytes < 1024 || bytes % 4 != 0 {
+                if bytes < 1024 || !bytes.is_multiple_of(4) {
                     return Err(GpuError::InvalidInput(format!("WHIR_LIMITS binding limit {bytes} must be a multiple of 4 and at least 1024 bytes")));
                 }
                 Ok(Self::WebGpu { max_binding_bytes: Some(bytes) })
