@@ -43,3 +43,41 @@ fn every_kernel_validates_and_cross_compiles() {
         }
     }
 }
+
+/// The strict profile (WebGPU's defaults, `WHIR_LIMITS=webgpu`): with the emulated multiply and
+/// the NTT tile a 16 KiB adapter gets, every kernel validates without optional capabilities (no
+/// 64-bit integers, no subgroups), keeps its workgroup memory within 16 KiB and its workgroups
+/// within 256 invocations, and still translates to MSL and HLSL.
+#[test]
+fn every_kernel_fits_webgpu_default_limits() {
+    for kernel in Kernel::ALL {
+        let consts: Vec<(&str, u32)> =
+            kernel.default_consts().iter().map(|&(k, v)| if k == "NTT_TILE" { (k, 4096) } else { (k, v) }).collect();
+        let name = format!("{} (strict)", kernel.source_name());
+        let src = compose(kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
+        let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name} needs an optional capability: {}", e.emit_to_string(&src)));
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).expect("layout");
+        let workgroup_bytes: u32 = module
+            .global_variables
+            .iter()
+            .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+            .map(|(_, v)| layouter[v.ty].size)
+            .sum();
+        assert!(workgroup_bytes <= 16384, "{name}: {workgroup_bytes} bytes of workgroup memory");
+        for ep in &module.entry_points {
+            let invocations: u32 = ep.workgroup_size.iter().product();
+            assert!(invocations <= 256, "{name}::{}: {invocations} invocations per workgroup", ep.name);
+        }
+        let msl_opts = msl::Options { lang_version: (2, 3), ..Default::default() };
+        msl::write_string(&module, &info, &msl_opts, &msl::PipelineOptions::default()).unwrap_or_else(|e| panic!("{name} -> MSL: {e}"));
+        let hlsl_opts = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
+        let mut hlsl_out = String::new();
+        hlsl::Writer::new(&mut hlsl_out, &hlsl_opts, &hlsl::PipelineOptions::default())
+            .write(&module, &info, None)
+            .unwrap_or_else(|e| panic!("{name} -> HLSL: {e}"));
+    }
+}
