@@ -33,17 +33,13 @@ fn bb_double(a: u32) -> u32 {
 fn bb_mul(a: u32, b: u32) -> u32 {
     let q = (a * b) * BB_MU;
     let h = mulhi(a, b);
-    let qp = mulhi_p(q);
+    let qp = mulhi(q, BB_P);
     let r = h - qp;
     return select(r, r + BB_P, h < qp);
 }
 
 fn bb_square(a: u32) -> u32 {
-    let q = (a * a) * BB_MU;
-    let h = mulhi_square(a);
-    let qp = mulhi_p(q);
-    let r = h - qp;
-    return select(r, r + BB_P, h < qp);
+    return bb_mul(a, a);
 }
 
 // a^e for a plain (not Montgomery) exponent e.
