@@ -74,6 +74,11 @@ const FUSED_LEVELS: usize = 6;
 /// five dispatches wins. Reasoned, not yet measured (BENCHMARKS.md).
 const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 
+/// Tuning: `WHIR_MERKLE_FUSED_LEVELS` fixes how many tree levels the leaf kernel builds (0-6).
+fn fused_levels_override() -> Option<usize> {
+    std::env::var("WHIR_MERKLE_FUSED_LEVELS").ok().and_then(|v| v.trim().parse().ok())
+}
+
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
 pub struct GpuMerkleTree {
@@ -237,7 +242,11 @@ impl GpuMerkle {
         // Leaves and the first levels in one dispatch (wgsl/merkle/hash_leaves.wgsl), then one
         // dispatch per remaining level.
         let log_h = height.trailing_zeros() as usize;
-        let fused = if log_h <= FUSE_ALL_MAX_LOG_HEIGHT { log_h.min(FUSED_LEVELS) } else { 1 };
+        let fused = match fused_levels_override() {
+            Some(k) => log_h.min(k).min(FUSED_LEVELS),
+            None if log_h <= FUSE_ALL_MAX_LOG_HEIGHT => log_h.min(FUSED_LEVELS),
+            None => 1,
+        };
         // A one-row tree's root is its leaf: kept.
         let store_leaves = keep_leaves || fused == 0;
         let mut layers: Vec<wgpu::Buffer> = (0..=fused)
