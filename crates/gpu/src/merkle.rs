@@ -66,12 +66,10 @@ pub fn padded_layer_len(raw: usize) -> usize {
 
 /// Most tree levels the leaf kernel can build in workgroup memory (log2 of its 64 rows).
 const FUSED_LEVELS: usize = 6;
-/// Trees up to this height fuse all six levels; taller ones fuse one. Level k inside a workgroup
-/// keeps 64 >> k threads busy, so from level 2 on a warp runs the permutation with most lanes
-/// idle: for a 2^22 x 16 matrix, fusing six levels issues ~1.7x the warp-permutations of
-/// per-level dispatches (which are lane-dense), on a kernel that is compute-bound. Level 1 is
-/// still one full 32-lane warp. Small trees are bound by dispatch overhead instead, where saving
-/// five dispatches wins. Reasoned, not yet measured (BENCHMARKS.md).
+/// Trees up to this height fuse all six levels; taller ones fuse none (one when they keep no
+/// leaf digests). Level k inside a workgroup keeps 64 >> k threads busy, and even level 1 alone
+/// costs the kernel occupancy (measured: see `record_commit_with`); small trees are bound by
+/// dispatch overhead instead, where saving five dispatches should win (not measured).
 const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 
 /// Tuning: `WHIR_MERKLE_FUSED_LEVELS` fixes how many tree levels the leaf kernel builds (0-6).
@@ -242,9 +240,15 @@ impl GpuMerkle {
         // Leaves and the first levels in one dispatch (wgsl/merkle/hash_leaves.wgsl), then one
         // dispatch per remaining level.
         let log_h = height.trailing_zeros() as usize;
+        // Tall trees hash leaves alone and build every level with the lane-dense level kernel
+        // (measured on the H200, 2^22 x 16 resident: 5.45 ms u64 / 10.65 ms emulated unfused,
+        // 6.53 / 16.98 with level 1 fused: the fused kernel's second permutation site costs
+        // occupancy, the emulated multiply most). Trees that keep no leaf digests must fuse
+        // level 1 (its children are never stored).
         let fused = match fused_levels_override() {
             Some(k) => log_h.min(k).min(FUSED_LEVELS),
             None if log_h <= FUSE_ALL_MAX_LOG_HEIGHT => log_h.min(FUSED_LEVELS),
+            None if keep_leaves => 0,
             None => 1,
         };
         // A one-row tree's root is its leaf: kept.
