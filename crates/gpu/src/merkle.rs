@@ -243,12 +243,15 @@ impl GpuMerkle {
         // Tall trees hash leaves alone and build every level with the lane-dense level kernel
         // (measured on the H200, 2^22 x 16 resident: 5.45 ms u64 / 10.65 ms emulated unfused,
         // 6.53 / 16.98 with level 1 fused: the fused kernel's second permutation site costs
-        // occupancy, the emulated multiply most). Trees that keep no leaf digests must fuse
-        // level 1 (its children are never stored).
+        // occupancy, the emulated multiply most). Trees that keep no leaf digests store them
+        // for the level kernel and drop them once it is recorded where rows are wide (the
+        // leaves are at most half the matrix: the transient costs little memory); narrow rows
+        // fuse level 1 instead, so their leaves are never stored.
+        let transient_leaves = !keep_leaves && width >= 2 * DIGEST_ELEMS;
         let fused = match fused_levels_override() {
             Some(k) => log_h.min(k).min(FUSED_LEVELS),
             None if log_h <= FUSE_ALL_MAX_LOG_HEIGHT => log_h.min(FUSED_LEVELS),
-            None if keep_leaves => 0,
+            None if keep_leaves || transient_leaves => 0,
             None => 1,
         };
         // A one-row tree's root is its leaf: kept.
@@ -277,6 +280,11 @@ impl GpuMerkle {
             nodes /= 2;
         }
         ctx.record_dispatches(encoder, "merkle tree", &dispatches);
+        if !keep_leaves && fused == 0 && height > 1 {
+            // Recorded reads of the leaves run before anything recorded later reuses them.
+            let leaves = std::mem::replace(&mut layers[0], ctx.pooled_storage("merkle layer", DIGEST_ELEMS));
+            ctx.recycle_storage(leaves);
+        }
         Ok(layers)
     }
 
