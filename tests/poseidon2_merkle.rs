@@ -243,6 +243,39 @@ mod mmcs {
         }
     }
 
+    /// On an adapter whose storage bindings hold 64 KiB (the strict profile with a smaller
+    /// binding, so the crossing happens at test sizes), batches larger than a binding are
+    /// uploaded in row chunks and hashed range by range: still Plonky3's commitments and
+    /// openings.
+    #[test]
+    fn batches_over_the_binding_limit_are_split_and_match() {
+        use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+        let mut rng = common::rng();
+        let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+        assert_eq!(ctx.max_binding_bytes(), 64 << 10);
+        let mut split = 0;
+        for round in 0..10 {
+            let cap_height = round % 3;
+            let (gpu, cpu) = mmcs_pair(ctx.clone(), &mut rng, cap_height);
+            let mut batch = random_batch(&mut rng, 13);
+            // At least one matrix over the binding.
+            batch.push(RowMajorMatrix::new(common::random_vec(&mut rng, batch[0].height() * 70), 70));
+            let max_height = batch.iter().map(|m| m.height()).max().unwrap();
+            let bytes: usize = batch.iter().filter(|m| m.height() == max_height).map(|m| m.width() * 4).sum::<usize>() * max_height;
+            split += usize::from(bytes > 64 << 10);
+            let dims: Vec<_> = batch.iter().map(|m| m.dimensions()).collect();
+            let Ok((gcap, gdata)) = gpu.try_commit(batch.clone()) else { continue };
+            let (ccap, cdata) = cpu.commit(batch);
+            assert_eq!(gcap, ccap, "cap of {dims:?}, cap height {cap_height}");
+            assert!(matches!(gdata, GpuProverData::Gpu { .. }), "committed on the GPU: {dims:?}");
+            let indices: Vec<usize> = (0..8).map(|_| rng.random_range(0..max_height)).collect();
+            let (gv, gp) = gpu.open_multi_batch(&indices, &gdata);
+            let (cv, cp) = cpu.open_multi_batch(&indices, &cdata);
+            assert_eq!((&gv, &gp.sibling_hashes), (&cv, &cp.sibling_hashes), "openings of {dims:?}");
+        }
+        assert!(split > 0, "no batch crossed the binding");
+    }
+
     /// Batches Plonky3 refuses get its errors from `try_commit` (and its panic messages from
     /// `commit`), before anything reaches the GPU.
     #[test]

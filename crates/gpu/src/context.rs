@@ -1445,6 +1445,23 @@ impl GpuContext {
         })
     }
 
+    /// [`bind_buffers`](Self::bind_buffers) with a byte range of each buffer: `(buffer, offset,
+    /// size)`, size `None` for the rest of the buffer. Offsets must be multiples of the
+    /// adapter's storage offset alignment (256 bytes on every WebGPU adapter); a kernel then
+    /// sees the range as its whole array, which is how work larger than one binding is split.
+    pub fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, &(b, offset, size))| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: size.and_then(wgpu::BufferSize::new) }),
+            })
+            .collect();
+        self.counters.bind_groups.fetch_add(1, Ordering::Relaxed);
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.get_bind_group_layout(0), entries: &entries })
+    }
+
     /// Records one compute pass running `pipeline` over `groups` workgroups (laid out by `grid`),
     /// with optional GPU timestamps around it.
     pub fn record_dispatch(

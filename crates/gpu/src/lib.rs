@@ -39,7 +39,7 @@ pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
-pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowGroup};
+pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};

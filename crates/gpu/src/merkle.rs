@@ -53,11 +53,25 @@ struct InjectParams {
 
 /// The matrices of one height in a batch, on the GPU with their rows concatenated (`width`
 /// words per row, the matrices' widths summed in batch order): what Plonky3 hashes as one leaf.
+/// The rows may be split over several buffers (`chunks`, in row order), each within one
+/// binding; [`GpuMerkle::rows_per_chunk`] says how many rows a chunk may hold.
 pub struct RowGroup<'a> {
-    pub rows: &'a wgpu::Buffer,
+    pub chunks: Vec<RowChunk<'a>>,
     pub height: usize,
     pub width: usize,
 }
+
+/// Rows `first..first + count` of a [`RowGroup`], in one buffer.
+#[derive(Clone, Copy)]
+pub struct RowChunk<'a> {
+    pub rows: &'a wgpu::Buffer,
+    pub first: usize,
+    pub count: usize,
+}
+
+/// Row and node ranges start at multiples of this (storage binding offsets must be multiples
+/// of 256 bytes: 8 digests).
+const RANGE_ALIGN: usize = 64;
 
 /// Plonky3's padded length of a digest layer at arity 2: even, except a lone root.
 pub fn padded_layer_len(raw: usize) -> usize {
@@ -474,23 +488,50 @@ impl GpuMerkle {
         Ok(tree)
     }
 
+    /// Rows of `width` words one chunk of a [`RowGroup`] may hold on this adapter: the rows and
+    /// their leaf digests each within one binding, a multiple of 64 rows. An error when not even
+    /// 64 rows fit (a row too wide for the adapter).
+    pub fn rows_per_chunk(&self, width: usize) -> Result<usize> {
+        let binding = self.poseidon2.context().max_binding_bytes() as usize;
+        let per_row = (width.max(1) * 4).max(DIGEST_ELEMS * 4);
+        let rows = binding / per_row / RANGE_ALIGN * RANGE_ALIGN;
+        if rows == 0 {
+            return Err(GpuError::TooLarge { what: format!("{RANGE_ALIGN} Merkle rows of {width} words"), needed: (RANGE_ALIGN * per_row) as u64, limit: binding as u64 });
+        }
+        Ok(rows)
+    }
+
     /// The tree Plonky3's `MerkleTree::new` builds over a batch of matrices of several heights
     /// (arity 2), every layer kept on the GPU: `groups` holds the matrices of each height,
     /// tallest first, heights strictly decreasing and each on Plonky3's ladder (the height
     /// ceil(max / 2^k) joins at level k). Layers have Plonky3's lengths: an odd layer gets a
-    /// default (zero) digest to pair with. One submission; only the root is read back.
+    /// default (zero) digest to pair with. Rows split over chunks and layers larger than one
+    /// binding are hashed range by range (each dispatch binds its part). One submission; only
+    /// the root is read back.
     pub fn commit_groups(&self, groups: &[RowGroup<'_>]) -> Result<GpuMerkleTree> {
         let ctx = self.poseidon2.context().clone();
         let Some(tallest) = groups.first() else {
             return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
         };
+        let binding = ctx.max_binding_bytes() as usize;
         for g in groups {
-            let bytes = matrix_bytes(g.height, g.width)?;
-            ctx.check_binding_size("Merkle matrices of one height", bytes)?;
-            if g.rows.size() < bytes || g.height == 0 {
-                return Err(GpuError::InvalidInput(format!("a group of {} rows of {} words in a buffer of {} bytes", g.height, g.width, g.rows.size())));
+            matrix_bytes(g.height, g.width)?;
+            let mut next = 0;
+            for c in &g.chunks {
+                let bytes = matrix_bytes(c.count, g.width)?;
+                ctx.check_binding_size("Merkle rows of one chunk", bytes)?;
+                if c.first != next || c.count == 0 || c.rows.size() < bytes || (c.first % RANGE_ALIGN != 0) {
+                    return Err(GpuError::InvalidInput(format!("row chunk {}..{} of a {}-row group is out of order, empty, misaligned or short", c.first, c.first + c.count, g.height)));
+                }
+                next += c.count;
+            }
+            if next != g.height || g.height == 0 {
+                return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", g.height)));
             }
         }
+        let leaf_pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
+        let inject_pipeline = ctx.pipeline(Kernel::CompressInject, &[])?;
+        let digest = (DIGEST_ELEMS * 4) as u64;
         let mut encoder = ctx.encoder("merkle batch commit");
         let mut dispatches = Vec::new();
         let mut layers: Vec<wgpu::Buffer> = Vec::new();
@@ -498,16 +539,22 @@ impl GpuMerkle {
         let layer = |encoder: &mut wgpu::CommandEncoder, real: usize, len: usize| {
             let buffer = ctx.pooled_storage("merkle layer", len * DIGEST_ELEMS);
             if len > real {
-                encoder.clear_buffer(&buffer, (real * DIGEST_ELEMS * 4) as u64, None);
+                encoder.clear_buffer(&buffer, real as u64 * digest, None);
             }
             buffer
         };
+        let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let leaves = layer(&mut encoder, tallest.height, padded_layer_len(tallest.height));
-        let params = ctx.uniform("leaf params", &LeafParams { rows: tallest.height as u32, width: tallest.width as u32, fused_levels: 0, store_leaves: 1 });
-        let mut bindings: Vec<&wgpu::Buffer> = vec![&params, tallest.rows, &leaves];
-        bindings.extend(self.placeholders.iter());
-        dispatches.push(self.poseidon2.prepare(Kernel::HashLeaves, &bindings, tallest.height)?);
+        for c in &tallest.chunks {
+            let params = ctx.uniform("leaf params", &LeafParams { rows: c.count as u32, width: tallest.width as u32, fused_levels: 0, store_leaves: 1 });
+            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (c.rows, 0, None), (&leaves, c.first as u64 * digest, Some(c.count as u64 * digest))];
+            ranges.extend(self.placeholders.iter().map(|p| (p, 0, None)));
+            let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
+            dispatches.push(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(c.count)? });
+        }
         layers.push(leaves);
+        // Nodes per level dispatch: children and parents each within one binding.
+        let max_nodes = (binding / (2 * digest as usize) / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
         let mut shorter = groups[1..].iter().peekable();
         let mut prev_len = padded_layer_len(tallest.height);
         while prev_len > 1 {
@@ -520,13 +567,40 @@ impl GpuMerkle {
             }
             let len = padded_layer_len(nodes);
             let parents = layer(&mut encoder, nodes, len);
-            let params = ctx.uniform(
-                "inject params",
-                &InjectParams { nodes: nodes as u32, width: injected.map_or(0, |g| g.width as u32), inject_rows: injected.map_or(0, |g| g.height as u32), _pad: 0 },
-            );
+            // (first node, end node, the rows injected into them and how many are real).
+            let mut ranges: Vec<(usize, usize, Option<&RowChunk<'_>>)> = Vec::new();
+            let mut start = 0;
+            if let Some(g) = injected {
+                for c in &g.chunks {
+                    // The last chunk's range runs to an aligned end; the rows past it take the
+                    // default digest, as the nodes after the group do.
+                    let end = if c.first + c.count == g.height { (c.first + c.count).next_multiple_of(8).min(nodes) } else { c.first + c.count };
+                    ranges.push((c.first, end, Some(c)));
+                    start = end;
+                }
+            }
+            while start < nodes {
+                let end = (start + max_nodes).min(nodes);
+                ranges.push((start, end, None));
+                start = end;
+            }
             let children = layers.last().expect("leaves");
-            let rows = injected.map_or(&self.placeholders[0], |g| g.rows);
-            dispatches.push(self.poseidon2.prepare(Kernel::CompressInject, &[&params, children, rows, &parents], nodes)?);
+            for (first, end, rows) in ranges {
+                let count = end - first;
+                let (width, inject_rows) = match (injected, rows) {
+                    (Some(g), Some(c)) => (g.width as u32, c.count as u32),
+                    // Past the injected rows: compressed once more with the default digest.
+                    (Some(g), None) => (g.width as u32, 0),
+                    (None, _) => (0, 0),
+                };
+                let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width, inject_rows, _pad: 0 });
+                let matrix = rows.map_or(&self.placeholders[0], |c| c.rows);
+                let bind = self.poseidon2.bind_ranges(
+                    &inject_pipeline,
+                    &[(&params, 0, None), (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)), (matrix, 0, None), (&parents, first as u64 * digest, Some(count as u64 * digest))],
+                );
+                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
+            }
             layers.push(parents);
             prev_len = len;
         }

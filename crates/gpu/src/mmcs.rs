@@ -22,7 +22,7 @@ use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 
 use crate::error::{GpuError, Result};
 use crate::transfer::write_matrix_row;
-use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowGroup, DIGEST_ELEMS};
+use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowChunk, RowGroup, DIGEST_ELEMS};
 
 type Perm = Poseidon2BabyBear<16>;
 /// Plonky3's leaf hash for this MMCS.
@@ -114,41 +114,57 @@ impl GpuMmcs {
         let mut order: Vec<usize> = (0..matrices.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(matrices[i].height()));
         let groups: Vec<Vec<usize>> = order.chunk_by(|&a, &b| matrices[a].height() == matrices[b].height()).map(|g| g.to_vec()).collect();
+        // Rows too wide for the adapter: say so before uploading anything.
+        let mut plans = Vec::with_capacity(groups.len());
         for g in &groups {
             let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
-            // Too large for one binding on this adapter: say so before uploading anything.
-            ctx.check_binding_size("Merkle matrices of one height", crate::merkle::matrix_bytes(h, w)?)?;
+            crate::merkle::matrix_bytes(h, w)?;
+            plans.push((h, w, gpu.rows_per_chunk(w)?));
         }
         ctx.scoped("Merkle commit", || {
             let started = std::time::Instant::now();
-            let mut uploads = Vec::with_capacity(groups.len());
-            for g in &groups {
-                let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
-                // Rows go straight into staging memory, on all cores.
-                let rows = ctx.upload_rows("merkle matrices", h, w, |r, write| {
-                    for &i in g {
-                        write_matrix_row(&matrices[i], r, write);
-                    }
-                });
-                match rows {
-                    Ok(rows) => uploads.push((rows, h, w)),
-                    Err(e) => {
-                        for (b, _, _) in uploads {
-                            ctx.recycle_storage(b);
+            // Each group's rows in chunks of at most one binding (one chunk where it fits).
+            let mut uploads: Vec<Vec<(wgpu::Buffer, usize, usize)>> = Vec::with_capacity(groups.len());
+            let recycle = |uploads: Vec<Vec<(wgpu::Buffer, usize, usize)>>| {
+                for (b, _, _) in uploads.into_iter().flatten() {
+                    ctx.recycle_storage(b);
+                }
+            };
+            for (g, &(h, w, per_chunk)) in groups.iter().zip(&plans) {
+                let mut chunks = Vec::new();
+                for first in (0..h).step_by(per_chunk) {
+                    let count = per_chunk.min(h - first);
+                    // Rows go straight into staging memory, on all cores.
+                    let rows = ctx.upload_rows("merkle matrices", count, w, |r, write| {
+                        for &i in g {
+                            write_matrix_row(&matrices[i], first + r, write);
                         }
-                        return Err(e);
+                    });
+                    match rows {
+                        Ok(rows) => chunks.push((rows, first, count)),
+                        Err(e) => {
+                            uploads.push(chunks);
+                            recycle(uploads);
+                            return Err(e);
+                        }
                     }
                 }
+                uploads.push(chunks);
             }
             let uploaded = started.elapsed();
             let tree = match uploads.as_slice() {
-                // One matrix of power-of-two height: the fused leaf-level kernel.
-                [(rows, h, w)] if h.is_power_of_two() => gpu.commit_buffer(rows, *h, *w),
-                _ => gpu.commit_groups(&uploads.iter().map(|(rows, height, width)| RowGroup { rows, height: *height, width: *width }).collect::<Vec<_>>()),
+                // One matrix of power-of-two height in one buffer: the fused leaf-level kernel.
+                [one] if one.len() == 1 && plans[0].0.is_power_of_two() => gpu.commit_buffer(&one[0].0, plans[0].0, plans[0].1),
+                _ => {
+                    let groups: Vec<RowGroup<'_>> = uploads
+                        .iter()
+                        .zip(&plans)
+                        .map(|(chunks, &(height, width, _))| RowGroup { chunks: chunks.iter().map(|(rows, first, count)| RowChunk { rows, first: *first, count: *count }).collect(), height, width })
+                        .collect();
+                    gpu.commit_groups(&groups)
+                }
             };
-            for (b, _, _) in uploads {
-                ctx.recycle_storage(b);
-            }
+            recycle(uploads);
             tracing::debug!(matrices = matrices.len(), upload_ms = uploaded.as_secs_f64() * 1e3, total_ms = started.elapsed().as_secs_f64() * 1e3, "GPU Merkle commit");
             tree
         })

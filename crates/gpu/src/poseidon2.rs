@@ -126,6 +126,12 @@ impl GpuPoseidon2 {
         self.ctx.bind_buffers(pipeline, &all)
     }
 
+    /// [`bind`](Self::bind) with byte ranges (see `GpuContext::bind_ranges`).
+    pub(crate) fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let all: Vec<(&wgpu::Buffer, u64, Option<u64>)> = std::iter::once((&self.uniform, 0, None)).chain(ranges.iter().copied()).collect();
+        self.ctx.bind_ranges(pipeline, &all)
+    }
+
     /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at
     /// bindings 1, 2, ... (its params uniform first).
     pub(crate) fn dispatch(
