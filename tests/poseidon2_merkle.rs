@@ -36,6 +36,25 @@ fn check_permutation(gpu: &GpuPoseidon2, cpu: &Perm, rng: &mut StdRng, what: &st
     }
 }
 
+/// More states than one binding holds (here a 64 KiB binding, the strict profile's smaller
+/// variant) are permuted range by range: the same states as Plonky3's.
+#[test]
+fn batches_over_the_binding_limit_are_permuted_in_ranges() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let constants = Poseidon2Constants::default_babybear();
+    let cpu = constants.to_cpu();
+    let gpu = GpuPoseidon2::new(ctx, constants);
+    for n in [1024usize, 1025, 3000, 4099] {
+        let states = random_states(&mut rng, n);
+        let got = gpu.permute_batch(&states).unwrap();
+        for (i, (s, g)) in states.iter().zip(&got).enumerate() {
+            assert_eq!(*g, cpu.permute(*s), "state {i} of {n}");
+        }
+    }
+}
+
 #[test]
 fn permutation_matches_plonky3_for_every_constructor() {
     let mut rng = common::rng();

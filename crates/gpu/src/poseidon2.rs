@@ -132,21 +132,8 @@ impl GpuPoseidon2 {
         self.ctx.bind_ranges(pipeline, &all)
     }
 
-    /// Records one dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at
-    /// bindings 1, 2, ... (its params uniform first).
-    pub(crate) fn dispatch(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        kernel: Kernel,
-        buffers: &[&wgpu::Buffer],
-        threads: usize,
-    ) -> Result<()> {
-        let d = self.prepare(kernel, buffers, threads)?;
-        self.ctx.record_dispatch(encoder, kernel.entry_point(), &d.pipeline, &d.bind, d.groups, None);
-        Ok(())
-    }
-
-    /// [`dispatch`](Self::dispatch), to be recorded with others in one pass
+    /// One dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at bindings
+    /// 1, 2, ... (its params uniform first), to be recorded with others in one pass
     /// (`GpuContext::record_dispatches`).
     pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
         let groups = u32::try_from(threads.div_ceil(64))
@@ -157,6 +144,8 @@ impl GpuPoseidon2 {
     }
 
     /// Records the permutation of `count` states in `input` into `output` (16 words each).
+    /// More states than one binding holds are permuted range by range, each dispatch binding
+    /// its part of both buffers.
     pub fn record_permute(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -165,12 +154,24 @@ impl GpuPoseidon2 {
         count: usize,
     ) -> Result<()> {
         let bytes = crate::merkle::matrix_bytes(count, WIDTH)?;
-        self.ctx.check_binding_size("Poseidon2 states", bytes)?;
         if input.size() < bytes || output.size() < bytes {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
         }
-        let params = self.ctx.uniform("poseidon2 params", &[count as u32, 0, 0, 0]);
-        self.dispatch(encoder, Kernel::Poseidon2Batch, &[&params, input, output], count)
+        let state_bytes = (WIDTH * 4) as u64;
+        // Whole multiples of 4 states: range offsets stay multiples of 256 bytes.
+        let per_range = ((self.ctx.max_binding_bytes() / state_bytes) as usize / 4 * 4).max(4);
+        let pipeline = self.ctx.pipeline(Kernel::Poseidon2Batch, &[])?;
+        let mut dispatches = Vec::new();
+        for first in (0..count).step_by(per_range) {
+            let n = per_range.min(count - first);
+            let params = self.ctx.uniform("poseidon2 params", &[n as u32, 0, 0, 0]);
+            let (offset, size) = (first as u64 * state_bytes, n as u64 * state_bytes);
+            let bind = self.bind_ranges(&pipeline, &[(&params, 0, None), (input, offset, Some(size)), (output, offset, Some(size))]);
+            let groups = u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} states exceed one dispatch")))?;
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
+        }
+        self.ctx.record_dispatches(encoder, "poseidon2", &dispatches);
+        Ok(())
     }
 
     /// Host to host: permutes every state.
