@@ -147,6 +147,32 @@ fn gpu_thresholds_grow_with_the_width() {
     }
 }
 
+/// On an adapter whose bindings hold 64 KiB, transforms larger than a binding run a block of
+/// columns at a time (uploaded from, and read back into, their columns of the row-major
+/// matrix): Plonky3's values still. A single column too tall for a binding goes to the CPU.
+#[test]
+fn transforms_over_the_binding_limit_run_by_column_blocks() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
+    ntt.set_poison_outputs(true);
+    let gpu = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0);
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for (log_h, w) in [(10usize, 40usize), (9, 70), (12, 5)] {
+        let m = matrix(&mut rng, log_h, w);
+        let shift: BabyBear = rng.random();
+        assert!(ntt.columns_per_pass(1 << log_h, 2 << log_h, w).unwrap() < w, "2^{log_h} x {w} fits one binding");
+        let before = ctx.transfer_counts().bytes_up;
+        assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift).to_row_major_matrix(), cpu.coset_lde_batch(m.clone(), 1, shift), "lde 2^{log_h} x {w}");
+        assert!(ctx.transfer_counts().bytes_up > before, "the GPU ran it");
+        assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m), "dft 2^{log_h} x {w}");
+    }
+    // One column of 2^15 rows is 128 KiB: the CPU computes it.
+    let m = matrix(&mut rng, 15, 1);
+    assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m));
+}
+
 #[test]
 fn small_inputs_use_the_cpu_and_agree() {
     // With the default threshold tiny transforms stay on the CPU; results are the same.

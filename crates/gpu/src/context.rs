@@ -1088,11 +1088,6 @@ impl GpuContext {
         self.transfer_chunk.store(bytes.max(4) / 4 * 4, Ordering::Relaxed);
     }
 
-    fn chunk_ranges(&self, bytes: usize) -> Vec<std::ops::Range<usize>> {
-        let chunk = self.transfer_chunk.load(Ordering::Relaxed) as usize;
-        (0..bytes).step_by(chunk).map(|start| start..(start + chunk).min(bytes)).collect()
-    }
-
     /// Waits until the submission `index` is done and the map that sends on `rx` has resolved.
     fn wait_for_chunk<T>(&self, index: wgpu::SubmissionIndex, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
         let started = std::time::Instant::now();
@@ -1210,18 +1205,70 @@ impl GpuContext {
     }
 
     fn read_chunks(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [std::mem::MaybeUninit<u8>], written: &mut bool) -> Result<()> {
-        if !dst.len().is_multiple_of(4) || dst.len() as u64 > src.size() {
-            return Err(GpuError::InvalidInput(format!("reading {} bytes from a buffer of {} bytes", dst.len(), src.size())));
+        let base = transfer::SendPtr(dst.as_mut_ptr().cast::<u8>());
+        let len = dst.len();
+        self.read_chunks_with(encoder, src, len, 4, written, &|range, view| {
+            // SAFETY: `range` lies within dst (checked against len by read_chunks_with), and
+            // ranges of different chunks do not overlap.
+            let d = unsafe { std::slice::from_raw_parts_mut(base.get().add(range.start).cast::<std::mem::MaybeUninit<u8>>(), range.len()) };
+            transfer::par_read_uninit(d, view);
+        })
+    }
+
+    /// Submits `encoder`, then reads `rows` rows of `row_words` words from `src` into `dst`, row r
+    /// at words `r * stride + offset ..`: a column block of a wider row-major matrix. Chunked as
+    /// [`submit_and_read_chunked`](Self::submit_and_read_chunked), rows copied on all cores.
+    pub fn submit_and_read_rows_into(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        rows: usize,
+        row_words: usize,
+        dst: &mut [u32],
+        stride: usize,
+        offset: usize,
+    ) -> Result<()> {
+        if rows > 0 && (offset + row_words > stride || (rows - 1) * stride + offset + row_words > dst.len()) {
+            return Err(GpuError::InvalidInput(format!("{rows} rows of {row_words} words at offset {offset} do not fit a {}-word destination of stride {stride}", dst.len())));
+        }
+        let base = transfer::SendPtr(dst.as_mut_ptr());
+        let row_bytes = row_words * 4;
+        let mut written = false;
+        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), &mut written, &|range, view| {
+            use rayon::prelude::*;
+            let first = range.start / row_bytes.max(1);
+            let words: &[u32] = bytemuck::cast_slice(view);
+            words.par_chunks(row_words.max(1)).enumerate().for_each(|(i, row)| {
+                // SAFETY: row first + i is within dst (checked above); rows do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), base.get().add((first + i) * stride + offset), row.len()) }
+            });
+        })
+    }
+
+    /// The chunked readback: `len` bytes of `src` in chunks of whole `unit`s, each handed to
+    /// `sink(byte range, bytes)` once mapped, while the next chunks cross the bus.
+    fn read_chunks_with(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        len: usize,
+        unit: usize,
+        written: &mut bool,
+        sink: &(dyn Fn(std::ops::Range<usize>, &[u8]) + Sync),
+    ) -> Result<()> {
+        if !len.is_multiple_of(4) || !len.is_multiple_of(unit) || len as u64 > src.size() {
+            return Err(GpuError::InvalidInput(format!("reading {len} bytes in units of {unit} from a buffer of {} bytes", src.size())));
         }
         self.injected_failure()?;
         self.scoped("submit for a chunked readback", || {
             self.queue_submit(encoder.finish());
             Ok(())
         })?;
-        self.counters.bytes_down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        self.counters.bytes_down.fetch_add(len as u64, Ordering::Relaxed);
         let started = std::time::Instant::now();
         let mut first_wait = None;
-        let ranges = self.chunk_ranges(dst.len());
+        let per = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
+        let ranges: Vec<std::ops::Range<usize>> = (0..len).step_by(per.max(1)).map(|s| s..(s + per).min(len)).collect();
         let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
         type Mapped = std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>;
         let mut ring: Vec<wgpu::Buffer> = Vec::new();
@@ -1251,7 +1298,7 @@ impl GpuContext {
                 {
                     let view = ring[slot].slice(..range.len() as u64).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
                     *written = true;
-                    transfer::par_read_uninit(&mut dst[range], &view);
+                    sink(range, &view);
                 }
                 ring[slot].unmap();
                 if i + CHUNKS_IN_FLIGHT < ranges.len() {
@@ -1267,7 +1314,7 @@ impl GpuContext {
             }
         }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        tracing::debug!(bytes = dst.len(), chunks = ranges.len(), until_first_chunk_ms = first_wait.map_or(0.0, ms), ms = ms(started.elapsed()), "chunked readback");
+        tracing::debug!(bytes = len, chunks = ranges.len(), until_first_chunk_ms = first_wait.map_or(0.0, ms), ms = ms(started.elapsed()), "chunked readback");
         result
     }
 

@@ -675,6 +675,64 @@ impl GpuNtt {
     }
 }
 
+impl GpuNtt {
+    /// Columns a host-to-host transform of `rows_out` output rows takes at once: as many as fit
+    /// one binding (input and output), all of `width` where they fit. An error when not even one
+    /// column does.
+    pub fn columns_per_pass(&self, rows_in: usize, rows_out: usize, width: usize) -> Result<usize> {
+        let binding = self.ctx.max_binding_bytes() as usize;
+        let per_column = rows_in.max(rows_out).max(1) * 4;
+        let columns = binding / per_column;
+        if columns == 0 {
+            return Err(GpuError::TooLarge { what: format!("one column of a {rows_out}-row NTT"), needed: per_column as u64, limit: binding as u64 });
+        }
+        Ok(columns.min(width.max(1)))
+    }
+
+    /// [`transform_chain`](Self::transform_chain) of a row-major matrix too large for one
+    /// binding, a block of columns at a time (each column is its own transform): the block's
+    /// row segments are uploaded straight from `values`, transformed, and read back into
+    /// `out` (row-major, `width` wide) at the same columns. `specs` are for the full width.
+    pub fn transform_columns(&self, values: &[BabyBear], width: usize, specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+        let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
+        let last = specs.last().expect("non-empty");
+        for spec in specs {
+            spec.validate()?;
+            if spec.width != width {
+                return Err(GpuError::InvalidInput(format!("a spec of width {} for a matrix of width {width}", spec.width)));
+            }
+        }
+        let rows_in = first.valid_rows;
+        if values.len() != rows_in * width {
+            return Err(GpuError::InvalidInput(format!("{} values given for {rows_in} rows x {width} columns", values.len())));
+        }
+        let rows_out = last.rows();
+        let block = self.columns_per_pass(rows_in, rows_out, width)?;
+        let mut out = vec![0u32; rows_out * width];
+        for first_col in (0..width).step_by(block) {
+            let cols = block.min(width - first_col);
+            let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
+            self.ctx.scoped("NTT column block", || {
+                let mut buffer = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
+                    write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
+                })?;
+                let mut encoder = self.ctx.encoder("ntt columns");
+                let mut used = Vec::new();
+                for spec in &sub {
+                    let next = self.record(&mut encoder, &buffer, spec)?;
+                    used.push(std::mem::replace(&mut buffer, next));
+                }
+                let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col);
+                for b in used.into_iter().chain([buffer]) {
+                    self.recycle(b);
+                }
+                read
+            })?;
+        }
+        from_words(out)
+    }
+}
+
 /// Most kernels one [`KernelTimer`] times: wgpu's query sets hold 4096 timestamps.
 pub const MAX_TIMED_KERNELS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
 

@@ -220,6 +220,20 @@ pub(crate) fn par_write_rows(
 }
 
 /// Copies `src` into `dst` (same length) on all cores.
+/// A raw pointer handed to rayon tasks that write disjoint parts of one allocation.
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr<T>(pub(crate) *mut T);
+// SAFETY: users write disjoint ranges only, while the allocation is borrowed mutably.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole Sync wrapper, not the field).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}
+
 /// `par_read` into memory that may not be initialised yet (a Vec's spare capacity).
 pub(crate) fn par_read_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
     debug_assert_eq!(dst.len(), src.len());
