@@ -1218,6 +1218,7 @@ impl GpuContext {
     /// Submits `encoder`, then reads `rows` rows of `row_words` words from `src` into `dst`, row r
     /// at words `r * stride + offset ..`: a column block of a wider row-major matrix. Chunked as
     /// [`submit_and_read_chunked`](Self::submit_and_read_chunked), rows copied on all cores.
+    #[allow(clippy::too_many_arguments)]
     pub fn submit_and_read_rows_into(
         &self,
         encoder: wgpu::CommandEncoder,
