@@ -190,12 +190,15 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
                 let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
                 assert_eq!(offer.state, state, "the GPU reached another sponge state ({:?}, {count} words)", ctx.mul_variant());
             }
+            // One range from 0 holds a witness but for a ~2% chance (four expected hits); without
+            // one the challenger searches on from the range's end and the offer is not "used".
+            let found = offer.witness.is_some();
             ahead.offer(offer);
             let used = ours.grinds_ahead_used();
             let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
             let witness = ours.grind(bits);
             assert_eq!(witness, cpu_grind(&perm, &state, bits).unwrap(), "{bits} bits ({:?})", ctx.mul_variant());
-            assert_eq!(ours.grinds_ahead_used(), used + u64::from(!stale), "offer taken iff it was for this state");
+            assert_eq!(ours.grinds_ahead_used(), used + u64::from(!stale && found), "offer taken iff it was for this state");
             assert!(stock.check_witness(bits, witness));
             assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "transcripts diverged after grinding");
             ours.stop_grinding_ahead();
