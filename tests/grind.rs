@@ -32,6 +32,24 @@ fn hard_difficulties_agree() {
     check_grinders(&[20, 22], 4);
 }
 
+/// Our challenger (grinding on the GPU whatever the difficulty) and a stock one, after the same
+/// random observations and, half the time, a sample (which leaves an output buffer behind, as
+/// real transcripts do).
+fn random_transcripts(rng: &mut StdRng, perm: &Poseidon2BabyBear<16>, grinder: &Arc<GpuGrinder>) -> (GpuChallenger, Stock) {
+    let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
+    let mut stock = Stock::new(perm.clone());
+    for _ in 0..rng.random_range(0..20) {
+        let x: BabyBear = rng.random();
+        ours.observe(x);
+        stock.observe(x);
+    }
+    if rng.random::<bool>() {
+        let (a, b): (BabyBear, BabyBear) = (ours.sample(), stock.sample());
+        assert_eq!(a, b);
+    }
+    (ours, stock)
+}
+
 fn check_grinders(difficulties: &[usize], rounds: usize) {
     let mut rng = common::rng();
     for ctx in common::contexts() {
@@ -41,20 +59,7 @@ fn check_grinders(difficulties: &[usize], rounds: usize) {
         let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
         for round in 0..rounds {
             let bits = difficulties[round % difficulties.len()];
-            // Always on the GPU here, whatever the difficulty.
-            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
-            let mut stock = Stock::new(perm.clone());
-            for _ in 0..rng.random_range(0..20) {
-                let x: BabyBear = rng.random();
-                ours.observe(x);
-                stock.observe(x);
-            }
-            if rng.random::<bool>() {
-                // A pending sample leaves an output buffer behind, as real transcripts do.
-                let a: BabyBear = ours.sample();
-                let b: BabyBear = stock.sample();
-                assert_eq!(a, b);
-            }
+            let (mut ours, mut stock) = random_transcripts(&mut rng, &perm, &grinder);
             let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
             let cpu = cpu_grind(&perm, &state, bits).unwrap();
             let witness = ours.grind(bits);
@@ -144,17 +149,7 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
         let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
         for round in 0..12 {
             let bits = [1, 4, 8, 10, 12][round % 5];
-            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
-            let mut stock = Stock::new(perm.clone());
-            for _ in 0..rng.random_range(0..20) {
-                let x: BabyBear = rng.random();
-                ours.observe(x);
-                stock.observe(x);
-            }
-            if rng.random::<bool>() {
-                let (a, b): (BabyBear, BabyBear) = (ours.sample(), stock.sample());
-                assert_eq!(a, b);
-            }
+            let (mut ours, mut stock) = random_transcripts(&mut rng, &perm, &grinder);
             let ahead = ours.grind_ahead(bits).expect("a GPU grinder at any difficulty");
             // Words the "kernel" left: some padding, then what the transcript observes next.
             let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));

@@ -584,23 +584,44 @@ impl GpuNtt {
         }
         let last = specs.last().expect("non-empty");
         self.ctx.scoped("NTT", || {
-            self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
-            let mut encoder = self.ctx.encoder("ntt");
-            // The input goes into a pooled buffer through the queue's staging (no fresh device
-            // allocation per call); every buffer returns to the pool after the readback.
-            let mut buffer = self.ctx.pooled_storage("ntt input", values.len());
-            self.ctx.write(&buffer, as_words(values));
-            let mut used = Vec::new();
-            for spec in specs {
-                let next = self.record(&mut encoder, &buffer, spec)?;
-                used.push(std::mem::replace(&mut buffer, next));
-            }
-            let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width)?;
+            let (encoder, buffer, used) = self.record_chain_from(values, specs)?;
+            let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width);
             for b in used.into_iter().chain([buffer]) {
                 self.recycle(b);
             }
-            from_words(words)
+            from_words(words?)
         })
+    }
+
+    /// Uploads `values` into a pooled buffer (no fresh device allocation per call) and records
+    /// `specs` one after another: the encoder, the result buffer, and the buffers the chain went
+    /// through (for `recycle` once the result is read).
+    fn record_chain_from(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>)> {
+        self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
+        let buffer = self.ctx.pooled_storage("ntt input", values.len());
+        self.ctx.write(&buffer, as_words(values));
+        let mut encoder = self.ctx.encoder("ntt");
+        let (result, used) = self.record_specs(&mut encoder, buffer, specs)?;
+        Ok((encoder, result, used))
+    }
+
+    /// Records `specs` one after another starting from `input`: the result buffer and the
+    /// buffers before it.
+    fn record_specs(&self, encoder: &mut wgpu::CommandEncoder, mut buffer: wgpu::Buffer, specs: &[NttSpec]) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
+        let mut used = Vec::new();
+        for spec in specs {
+            let next = match self.record(encoder, &buffer, spec) {
+                Ok(next) => next,
+                Err(e) => {
+                    for b in used.into_iter().chain([buffer]) {
+                        self.recycle(b);
+                    }
+                    return Err(e);
+                }
+            };
+            used.push(std::mem::replace(&mut buffer, next));
+        }
+        Ok((buffer, used))
     }
 }
 
@@ -630,18 +651,7 @@ impl GpuNtt {
         }
         let last = specs.last().expect("non-empty");
         let out_len = last.rows() * last.width;
-        let recorded = self.ctx.scoped("NTT", || {
-            self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
-            let mut encoder = self.ctx.encoder("ntt");
-            let mut buffer = self.ctx.pooled_storage("ntt input", values.len());
-            self.ctx.write(&buffer, as_words(values));
-            let mut used = Vec::new();
-            for spec in specs {
-                let next = self.record(&mut encoder, &buffer, spec)?;
-                used.push(std::mem::replace(&mut buffer, next));
-            }
-            Ok((encoder, buffer, used))
-        });
+        let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs));
         let (encoder, buffer, used) = recorded.map_err(kept)?;
         let old_len = values.len();
         values.clear();
@@ -713,15 +723,11 @@ impl GpuNtt {
             let cols = block.min(width - first_col);
             let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
             self.ctx.scoped("NTT column block", || {
-                let mut buffer = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
+                let input = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
                     write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
                 })?;
                 let mut encoder = self.ctx.encoder("ntt columns");
-                let mut used = Vec::new();
-                for spec in &sub {
-                    let next = self.record(&mut encoder, &buffer, spec)?;
-                    used.push(std::mem::replace(&mut buffer, next));
-                }
+                let (buffer, used) = self.record_specs(&mut encoder, input, &sub)?;
                 let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col);
                 for b in used.into_iter().chain([buffer]) {
                     self.recycle(b);
