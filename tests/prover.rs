@@ -93,3 +93,30 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
         roomy.scoped("next step", || Ok(())).expect("the overrun is reported once");
     }
 }
+
+/// The pre-flight estimate a memory budget is checked against covers what a resident proof
+/// really holds at once (no idle pools kept), over folds 1-4 and rates 1-2.
+#[test]
+fn the_memory_estimate_covers_the_live_peak() {
+    use whir_wgpu::gpu::GpuOptions;
+    use whir_wgpu::prover::estimated_gpu_bytes;
+    let mut rng = common::rng();
+    let Some(ctx) = common::open_with(GpuOptions { pool_mib: Some(0), ..Default::default() }) else { return };
+    if ctx.buffer_bytes() == 0 && ctx.peak_buffer_bytes().is_none() {
+        eprintln!("this backend keeps no buffer-memory count; nothing to compare");
+        return;
+    }
+    let gpu = GpuBackend::new(ctx);
+    for (n, fold, rate) in [(14usize, 1usize, 1usize), (14, 2, 2), (15, 4, 1), (16, 1, 2), (16, 3, 1)] {
+        let p = params(n, fold, rate, 1);
+        if p.config::<whir_wgpu::gpu::GpuChallenger>().is_err() {
+            continue;
+        }
+        let evals = common::random_vec(&mut rng, 1 << n);
+        let out = gpu.prove(&p, &evals).unwrap();
+        assert_eq!(out.path, "gpu");
+        let peak = out.peak_gpu_bytes.expect("counted");
+        let estimate = estimated_gpu_bytes(&p);
+        assert!(peak <= estimate, "n = {n} fold {fold} rate {rate}: live peak {peak} bytes over the estimate {estimate}");
+    }
+}
