@@ -118,5 +118,6 @@ fn the_memory_estimate_covers_the_live_peak() {
         let peak = out.peak_gpu_bytes.expect("counted");
         let estimate = estimated_gpu_bytes(&p);
         assert!(peak <= estimate, "n = {n} fold {fold} rate {rate}: live peak {peak} bytes over the estimate {estimate}");
+        eprintln!("n = {n} fold {fold} rate {rate}: live peak {:.1} MiB, estimate {:.1} MiB", peak as f64 / 1048576.0, estimate as f64 / 1048576.0);
     }
 }
