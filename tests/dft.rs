@@ -168,6 +168,15 @@ fn transforms_over_the_binding_limit_run_by_column_blocks() {
         assert!(ctx.transfer_counts().bytes_up > before, "the GPU ran it");
         assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m), "dft 2^{log_h} x {w}");
     }
+    // The encoder (a zero-tail transform) takes the same path.
+    let message = matrix(&mut rng, 10, 24);
+    let want = Radix2DFTSmallBatch::<BabyBear>::default().dft_batch(RowMajorMatrix::new(
+        message.values.iter().copied().chain(std::iter::repeat_n(BabyBear::ZERO, message.values.len())).collect(),
+        24,
+    ));
+    let before = ctx.transfer_counts().bytes_up;
+    assert_eq!(gpu.encoder().encode_batch(message, 1), want, "encode 2^10 x 24 at rate 1/2");
+    assert!(ctx.transfer_counts().bytes_up > before, "the GPU ran it");
     // One column of 2^15 rows is 128 KiB: the CPU computes it.
     let m = matrix(&mut rng, 15, 1);
     assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m));

@@ -106,7 +106,14 @@ impl Dispatcher {
     fn run(&self, values: &[BabyBear], specs: &[NttSpec]) -> Option<Vec<BabyBear>> {
         let last = specs.last()?;
         let gpu = self.gpu_for(last.rows() * last.width, last.width)?;
-        match gpu.transform_chain(values, specs) {
+        // Larger than one binding: a block of columns at a time.
+        let binding = gpu.context().max_binding_bytes();
+        let result = if (last.rows() * last.width * 4) as u64 > binding || (values.len() * 4) as u64 > binding {
+            gpu.transform_columns(values, last.width, specs)
+        } else {
+            gpu.transform_chain(values, specs)
+        };
+        match result {
             Ok(v) => Some(v),
             Err(e) => {
                 tracing::warn!("GPU NTT failed, computing on the CPU instead: {e}");
