@@ -457,8 +457,9 @@ pub struct GpuContext {
     transfer_chunk: AtomicU64,
     /// The memory budget in bytes (`GpuOptions::memory_mib`), if any.
     memory_budget: Option<u64>,
-    /// The first allocation that went over the budget since the last `scoped` call reported it.
-    over_budget: Mutex<Option<GpuError>>,
+    /// The first allocation that went over the budget, with the thread that made it, until a
+    /// `scoped` call on that thread reports it.
+    over_budget: Mutex<Option<(std::thread::ThreadId, GpuError)>>,
 }
 
 /// Default bytes per staging chunk of a chunked transfer: large enough that a chunk's
@@ -548,7 +549,12 @@ impl GpuContext {
         // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB),
         // or, in the strict profile, exactly WebGPU's defaults and no optional feature.
         let (required_features, required_limits) = if strict {
-            (wgpu::Features::empty(), wgpu::Limits::default())
+            let mut limits = wgpu::Limits::default();
+            // A smaller binding limit is asked of the device too, so wgpu itself enforces it.
+            if let LimitsProfile::WebGpu { max_binding_bytes: Some(b) } = profile {
+                limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(b as _);
+            }
+            (wgpu::Features::empty(), limits)
         } else {
             (adapter.features() & wanted, adapter.limits())
         };
@@ -582,8 +588,10 @@ impl GpuContext {
             },
         }
         .map(|mib| mib.saturating_mul(1 << 20));
-        // Idle pools never hold more than the budget allows.
-        let pool_budget = memory_budget.map_or(pool_bytes(options.pool_mib), |b| pool_bytes(options.pool_mib).min(b / 2));
+        // Idle pools never hold more than the budget allows: three pools (device, upload and
+        // readback staging) of a quarter each. (Staging lives in host-visible memory and is not
+        // otherwise counted against the budget.)
+        let pool_budget = memory_budget.map_or(pool_bytes(options.pool_mib), |b| pool_bytes(options.pool_mib).min(b / 4));
         Ok(Self {
             adapter,
             device,
@@ -917,7 +925,8 @@ impl GpuContext {
         let out = f();
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
-        if let Some(e) = self.over_budget.lock().ok().and_then(|mut g| g.take()) {
+        let here = std::thread::current().id();
+        if let Some((_, e)) = self.over_budget.lock().ok().and_then(|mut g| g.take_if(|(t, _)| *t == here)) {
             return Err(e);
         }
         if let Some(e) = o {
@@ -1229,7 +1238,8 @@ impl GpuContext {
         stride: usize,
         offset: usize,
     ) -> Result<()> {
-        if rows > 0 && (offset + row_words > stride || (rows - 1) * stride + offset + row_words > dst.len()) {
+        let last_end = (rows.max(1) - 1).checked_mul(stride).and_then(|x| x.checked_add(offset)).and_then(|x| x.checked_add(row_words));
+        if rows > 0 && (offset.checked_add(row_words).is_none_or(|e| e > stride) || last_end.is_none_or(|e| e > dst.len())) {
             return Err(GpuError::InvalidInput(format!("{rows} rows of {row_words} words at offset {offset} do not fit a {}-word destination of stride {stride}", dst.len())));
         }
         let base = transfer::SendPtr(dst.as_mut_ptr());
@@ -1340,13 +1350,26 @@ impl GpuContext {
         if self.buffer_bytes() + bytes <= budget {
             return;
         }
+        if let Err(e) = self.try_reserve(what, bytes) {
+            if let Ok(mut first) = self.over_budget.lock() {
+                first.get_or_insert((std::thread::current().id(), e));
+            }
+        }
+    }
+
+    /// Whether `bytes` more fit the memory budget (after dropping idle pooled buffers if need
+    /// be); an error naming the budget if not. For allocations made outside `scoped` calls.
+    pub fn try_reserve(&self, what: &str, bytes: u64) -> Result<()> {
+        let Some(budget) = self.memory_budget else { return Ok(()) };
+        if self.buffer_bytes() + bytes <= budget {
+            return Ok(());
+        }
         self.trim_pools();
         let now = self.buffer_bytes();
         if now + bytes > budget {
-            if let Ok(mut first) = self.over_budget.lock() {
-                first.get_or_insert(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
-            }
+            return Err(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
         }
+        Ok(())
     }
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).

@@ -218,7 +218,8 @@ impl GpuGrinder {
     /// observing `words` words of `observed` (from word `first_word`) into a duplex challenger
     /// with `sponge_state` and pending `input_buffer`: the setup runs on the GPU
     /// (wgsl/pow/prepare.wgsl), then one range of candidates from 0. Lets a transcript step
-    /// whose observed values the GPU computes grind in the same submission.
+    /// whose observed values the GPU computes grind in the same submission. Records nothing when
+    /// it returns an error.
     #[allow(clippy::too_many_arguments)]
     pub fn record_after_observing(
         &self,

@@ -488,12 +488,14 @@ impl GpuMerkle {
         Ok(tree)
     }
 
-    /// Rows of `width` words one chunk of a [`RowGroup`] may hold on this adapter: the rows and
-    /// their leaf digests each within one binding, a multiple of 64 rows. An error when not even
+    /// Rows of `width` words one chunk of a [`RowGroup`] may hold on this adapter: the rows, their
+    /// leaf digests, and (for shorter matrices) the child digests of the nodes they join, each
+    /// within one binding; a multiple of 64 rows. An error when not even
     /// 64 rows fit (a row too wide for the adapter).
     pub fn rows_per_chunk(&self, width: usize) -> Result<usize> {
         let binding = self.poseidon2.context().max_binding_bytes() as usize;
-        let per_row = (width.max(1) * 4).max(DIGEST_ELEMS * 4);
+        // A row's words, and the two child digests (64 bytes) of the node it is injected into.
+        let per_row = (width.max(1) * 4).max(2 * DIGEST_ELEMS * 4);
         let rows = binding / per_row / RANGE_ALIGN * RANGE_ALIGN;
         if rows == 0 {
             return Err(GpuError::TooLarge { what: format!("{RANGE_ALIGN} Merkle rows of {width} words"), needed: (RANGE_ALIGN * per_row) as u64, limit: binding as u64 });

@@ -654,8 +654,10 @@ impl GpuNtt {
         let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs));
         let (encoder, buffer, used) = recorded.map_err(kept)?;
         let old_len = values.len();
+        // Grown while the input is its length, so a reallocation keeps it (the error path below
+        // hands it back).
+        values.reserve_exact(out_len.saturating_sub(old_len));
         values.clear();
-        values.reserve_exact(out_len);
         let spare = &mut values.spare_capacity_mut()[..out_len];
         // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
         let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), out_len * 4) };

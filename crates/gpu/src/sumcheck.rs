@@ -154,6 +154,7 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput(format!("a sumcheck over 2^{vars} entries exceeds 2^{MAX_VARS}")));
         }
         ctx.check_binding_size("sumcheck table", (f.len() * 16) as u64)?;
+        ctx.try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
         let upload = |label: &str, values: &[Ext4]| {
             let buffer = ctx.pooled_storage(label, values.len() * 4);
             ctx.write(&buffer, ext_words(values));
@@ -178,6 +179,7 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput(format!("the base table holds {} bytes, fewer than 2^{vars} words", f_base.size())));
         }
         ctx.check_binding_size("sumcheck table", 16u64 << vars)?;
+        ctx.try_reserve("the sumcheck weights", 16u64 << vars)?;
         let w = ctx.pooled_storage("sumcheck w", 4 << vars);
         ctx.scoped("sumcheck weights", || {
             let mut encoder = ctx.encoder("clear weights");
@@ -233,10 +235,17 @@ impl GpuSumcheck {
             spare.push(std::mem::replace(&mut partials, out));
             groups = next;
         }
+        // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
             Some((grinder, bits, sponge, pending)) => {
-                let record = grinder.record_after_observing(&mut dispatches, &sponge, &pending, &partials, 0, 8, bits)?;
-                Some((grinder, record))
+                // (It records nothing when it fails.)
+                match grinder.record_after_observing(&mut dispatches, &sponge, &pending, &partials, 0, 8, bits) {
+                    Ok(record) => Some((grinder, record)),
+                    Err(e) => {
+                        tracing::debug!("not grinding ahead in this round: {e}");
+                        None
+                    }
+                }
             }
             None => None,
         };
@@ -259,11 +268,13 @@ impl GpuSumcheck {
         }
         let mut words = words?;
         if let Some((grinder, record)) = ahead {
-            let offer = record.offer(&words[8..]);
-            grinder.recycle(record);
-            if let Some(a) = &self.ahead {
-                a.offer(offer?);
+            // A malformed offer is dropped (the challenger then grinds as usual).
+            match (record.offer(&words[8..]), &self.ahead) {
+                (Ok(offer), Some(a)) => a.offer(offer),
+                (Err(e), _) => tracing::warn!("ignoring a malformed grind-ahead result: {e}"),
+                _ => {}
             }
+            grinder.recycle(record);
             words.truncate(8);
         }
         let v = ext_from_words(words)?;
