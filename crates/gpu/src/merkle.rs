@@ -71,7 +71,7 @@ pub struct RowChunk<'a> {
 
 /// Row and node ranges start at multiples of this (storage binding offsets must be multiples
 /// of 256 bytes: 8 digests).
-const RANGE_ALIGN: usize = 64;
+const RANGE_ALIGN: usize = 8;
 
 /// Plonky3's padded length of a digest layer at arity 2: even, except a lone root.
 pub fn padded_layer_len(raw: usize) -> usize {
@@ -490,8 +490,8 @@ impl GpuMerkle {
 
     /// Rows of `width` words one chunk of a [`RowGroup`] may hold on this adapter: the rows, their
     /// leaf digests, and (for shorter matrices) the child digests of the nodes they join, each
-    /// within one binding; a multiple of 64 rows. An error when not even
-    /// 64 rows fit (a row too wide for the adapter).
+    /// within one binding; a multiple of 8 rows. An error when not even
+    /// 8 rows fit (a row too wide for the adapter).
     pub fn rows_per_chunk(&self, width: usize) -> Result<usize> {
         let binding = self.poseidon2.context().max_binding_bytes() as usize;
         // A row's words, and the two child digests (64 bytes) of the node it is injected into.
