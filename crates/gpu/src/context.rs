@@ -1101,9 +1101,14 @@ impl GpuContext {
     fn wait_for_chunk<T>(&self, index: wgpu::SubmissionIndex, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
         let started = std::time::Instant::now();
         loop {
-            if let Ok(mapped) = rx.try_recv() {
-                Self::add_time(&self.counters.wait_ns, started);
-                return Ok(mapped);
+            match rx.try_recv() {
+                Ok(mapped) => {
+                    Self::add_time(&self.counters.wait_ns, started);
+                    return Ok(mapped);
+                }
+                // The map's callback was dropped without running: it never will.
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Err(GpuError::Map("a staging buffer's map was dropped without an answer".into())),
+                Err(std::sync::mpsc::TryRecvError::Empty) => {}
             }
             // Spin while it is short, as other waits do, then block on that submission.
             let poll = if started.elapsed() < self.spin { wgpu::PollType::Poll } else { wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: None } };
