@@ -1,4 +1,5 @@
 // #import util/dispatch
+// #import util/gather_params
 // #import field/mul
 // #import field/babybear
 // #import poseidon2/permutation
@@ -7,14 +8,6 @@
 // Leaf digests of chosen rows, for openings of a tree whose leaf layer was not kept: item t is
 // the digest of row idx[idx_offset + t] of the `width`-word-row matrix, written as 8 words at
 // dst[dst_offset + 8t] (the gather's layout, util/gather.wgsl, so both fill one buffer).
-// Rust twin of the params: `GatherParams` in crates/gpu/src/merkle.rs.
-
-struct GatherParams {
-    count: u32,
-    width: u32,
-    idx_offset: u32,
-    dst_offset: u32,
-}
 
 @group(0) @binding(1) var<uniform> params: GatherParams;
 @group(0) @binding(2) var<storage, read> idx: array<u32>;

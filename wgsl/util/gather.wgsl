@@ -1,16 +1,9 @@
 // #import util/dispatch
+// #import util/gather_params
 
 // Gathers `count` items of `width` words each, item t from src[idx[idx_offset + t] * width ..],
 // into dst[dst_offset + t * width ..]: the opened rows of a committed matrix, or the sibling
 // digests of one tree layer, in one dispatch instead of one copy command per item.
-// Rust twin of the params: `GatherParams` in crates/gpu/src/merkle.rs.
-
-struct GatherParams {
-    count: u32,
-    width: u32,
-    idx_offset: u32,
-    dst_offset: u32,
-}
 
 @group(0) @binding(0) var<uniform> params: GatherParams;
 @group(0) @binding(1) var<storage, read> idx: array<u32>;

@@ -1007,17 +1007,11 @@ impl GpuContext {
             }
             return;
         }
-        let staged = if self.chunked(bytes.len()) {
-            self.upload_chunked_with(dst, bytes.len(), 4, |range, view| {
-                transfer::par_write(view, &bytes[range]);
-                true
-            })
-        } else {
-            self.staged_write(dst, bytes.len(), |view| {
-                transfer::par_write(view, bytes);
-                true
-            })
-        };
+        // Through pooled staging, a chunk at a time (one chunk up to 64 MiB).
+        let staged = self.upload_chunked_with(dst, bytes.len(), 4, |range, view| {
+            transfer::par_write(view, &bytes[range]);
+            true
+        });
         if let Err(e) = staged {
             // Mapping pooled staging memory failed (device lost, say): the queue's own path.
             tracing::warn!("staged upload failed ({e}); using queue.write_buffer");
@@ -1042,52 +1036,16 @@ impl GpuContext {
         }
         self.counters.bytes_up.fetch_add(bytes as u64, Ordering::Relaxed);
         let row_bytes = |r: usize, write: &mut dyn FnMut(&[u8])| row(r, &mut |w: &[u32]| write(bytemuck::cast_slice(w)));
-        let written = if self.chunked(bytes) {
-            let unit = row_words * 4;
-            self.upload_chunked_with(&buffer, bytes, unit, |range, view| {
-                let first = range.start / unit;
-                transfer::par_write_rows(view, unit, &|r, write| row_bytes(first + r, write))
-            })
-        } else {
-            self.staged_write(&buffer, bytes, |view| transfer::par_write_rows(view, row_words * 4, &row_bytes))
-        };
+        let unit = row_words * 4;
+        let written = self.upload_chunked_with(&buffer, bytes, unit, |range, view| {
+            let first = range.start / unit;
+            transfer::par_write_rows(view, unit, &|r, write| row_bytes(first + r, write))
+        });
         if let Err(e) = written {
             self.recycle_storage(buffer);
             return Err(e);
         }
         Ok(buffer)
-    }
-
-    /// Fills `bytes` bytes of a pooled MAP_WRITE buffer with `fill` and queues its copy into
-    /// `dst`. `fill` returns false when its input was the wrong size.
-    fn staged_write(&self, dst: &wgpu::Buffer, bytes: usize, fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
-        let size = bytes as u64;
-        let started = std::time::Instant::now();
-        let (staging, pooled) = self.upload_pool.take(&self.device, size);
-        if pooled {
-            // A pooled buffer comes back unmapped; mapping waits for its last copy to finish.
-            let (tx, rx) = std::sync::mpsc::channel();
-            staging.slice(..).map_async(wgpu::MapMode::Write, move |r| {
-                let _ = tx.send(r);
-            });
-            self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
-        }
-        let mapped = started.elapsed();
-        let filled = {
-            let mut view = staging.slice(..size).get_mapped_range_mut().map_err(|e| GpuError::Map(e.to_string()))?;
-            fill(view.slice(..))
-        };
-        tracing::debug!(bytes, pooled, map_ms = mapped.as_secs_f64() * 1e3, total_ms = started.elapsed().as_secs_f64() * 1e3, "staged upload filled");
-        staging.unmap();
-        if !filled {
-            self.upload_pool.give(staging);
-            return Err(GpuError::InvalidInput(format!("upload rows did not fill the {bytes} bytes of the buffer exactly")));
-        }
-        let mut encoder = self.encoder("staged upload");
-        encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
-        self.queue_submit(encoder.finish());
-        self.upload_pool.give(staging);
-        Ok(())
     }
 
     /// Testing and tuning: bytes per staging chunk of chunked transfers (a multiple of 4, at
@@ -1116,29 +1074,17 @@ impl GpuContext {
         }
     }
 
-    /// Copies `src` into `dst` from byte 0 through pooled staging chunks: each chunk is filled
-    /// on all cores while the ones before it cross the bus, so a large upload costs about the
-    /// slower of the host copy and the bus rather than their sum, and the staging stays a few
-    /// chunks (no fresh gigabyte of pinned memory, which the driver takes ~0.5 s to make).
-    pub fn upload_chunked(&self, dst: &wgpu::Buffer, src: &[u8]) -> Result<()> {
-        if !src.len().is_multiple_of(4) {
-            return Err(GpuError::InvalidInput(format!("uploading {} bytes, not whole words", src.len())));
-        }
-        self.counters.bytes_up.fetch_add(src.len() as u64, Ordering::Relaxed);
-        self.upload_chunked_with(dst, src.len(), 4, |range, view| {
-            transfer::par_write(view, &src[range]);
-            true
-        })
-    }
-
-    /// Whether an upload of `bytes` goes in chunks (more than one chunk's worth).
+    /// Whether a readback of `bytes` goes in chunks (more than one chunk's worth).
     fn chunked(&self, bytes: usize) -> bool {
         bytes as u64 > self.transfer_chunk.load(Ordering::Relaxed)
     }
 
-    /// [`upload_chunked`](Self::upload_chunked) of `total` bytes that `fill` writes, a chunk at a
-    /// time: `fill(range, view)` fills bytes `range` of the data into `view`. Chunks are whole
-    /// `unit`s (rows). `fill` returns false when its input was the wrong size.
+    /// Copies `total` bytes that `fill` writes into `dst` from byte 0 through pooled staging
+    /// chunks (`fill(range, view)` fills bytes `range` of the data into `view`; chunks are whole
+    /// `unit`s, e.g. rows; false means its input was the wrong size). Each chunk is filled on
+    /// all cores while the ones before it cross the bus, so a large upload costs about the
+    /// slower of the host copy and the bus rather than their sum, and the staging stays a few
+    /// chunks (no fresh gigabyte of pinned memory, which the driver takes ~0.5 s to make).
     fn upload_chunked_with(&self, dst: &wgpu::Buffer, total: usize, unit: usize, fill: impl Fn(std::ops::Range<usize>, wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
         if total as u64 > dst.size() || unit == 0 || !total.is_multiple_of(unit) {
             return Err(GpuError::InvalidInput(format!("uploading {total} bytes in units of {unit} into a buffer of {} bytes", dst.size())));
@@ -1196,18 +1142,11 @@ impl GpuContext {
         result
     }
 
-    /// Submits `encoder`, then copies the first `dst.len()` bytes of `src` into `dst` through
-    /// pooled staging chunks, each drained on all cores while the next ones cross the bus.
-    /// `dst` is the caller's memory (e.g. the input's own allocation, already paged in).
-    pub fn submit_and_read_chunked(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the same memory seen as possibly uninitialised bytes, only written to.
-        let dst = unsafe { &mut *(dst as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
-        self.submit_and_read_chunked_into(encoder, src, dst).map_err(|(e, _)| e)
-    }
-
-    /// [`submit_and_read_chunked`](Self::submit_and_read_chunked) into memory that may not be
-    /// initialised yet (e.g. a Vec's spare capacity). On error, also says whether any of `dst`
-    /// was written (a caller reusing its input's memory can then no longer fall back on it).
+    /// Submits `encoder`, then copies the first `dst.len()` bytes of `src` into `dst` (memory
+    /// that may not be initialised yet, e.g. a Vec's spare capacity) through pooled staging
+    /// chunks, each drained on all cores while the next ones cross the bus. On error, also says
+    /// whether any of `dst` was written (a caller reusing its input's memory can then no longer
+    /// fall back on it).
     pub fn submit_and_read_chunked_into(
         &self,
         encoder: wgpu::CommandEncoder,
@@ -1231,7 +1170,8 @@ impl GpuContext {
 
     /// Submits `encoder`, then reads `rows` rows of `row_words` words from `src` into `dst`, row r
     /// at words `r * stride + offset ..`: a column block of a wider row-major matrix. Chunked as
-    /// [`submit_and_read_chunked`](Self::submit_and_read_chunked), rows copied on all cores.
+    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into), rows copied on all
+    /// cores.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_and_read_rows_into(
         &self,
@@ -1351,10 +1291,6 @@ impl GpuContext {
     /// Before allocating `bytes`: within the budget, after dropping idle pooled buffers if need
     /// be; otherwise the overrun is noted and the surrounding `scoped` call fails with it.
     fn reserve(&self, what: &str, bytes: u64) {
-        let Some(budget) = self.memory_budget else { return };
-        if self.buffer_bytes() + bytes <= budget {
-            return;
-        }
         if let Err(e) = self.try_reserve(what, bytes) {
             if let Ok(mut first) = self.over_budget.lock() {
                 first.get_or_insert((std::thread::current().id(), e));
@@ -1453,7 +1389,10 @@ impl GpuContext {
         if self.chunked(bytes as usize) {
             // Large: through a few pooled chunks, drained while the next ones cross the bus.
             let mut out = vec![0u32; words];
-            self.submit_and_read_chunked(encoder, src, bytemuck::cast_slice_mut(&mut out))?;
+            let mut written = false;
+            // SAFETY: initialised memory seen as possibly uninitialised bytes, only written to.
+            let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), bytes as usize) };
+            self.read_chunks(encoder, src, dst, &mut written)?;
             return Ok(out);
         }
         self.injected_failure()?;
@@ -1508,17 +1447,8 @@ impl GpuContext {
 
     /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
     pub fn bind_buffers(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
-            .collect();
-        self.counters.bind_groups.fetch_add(1, Ordering::Relaxed);
-        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        })
+        let whole: Vec<(&wgpu::Buffer, u64, Option<u64>)> = buffers.iter().map(|&b| (b, 0, None)).collect();
+        self.bind_ranges(pipeline, &whole)
     }
 
     /// [`bind_buffers`](Self::bind_buffers) with a byte range of each buffer: `(buffer, offset,

@@ -73,20 +73,6 @@ impl Dispatcher {
     fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> bool {
         let Some(last) = specs.last() else { return false };
         let Some(gpu) = self.gpu_for(last.rows() * last.width, last.width) else { return false };
-        // Larger than one binding: a block of columns at a time, into a fresh allocation.
-        let binding = gpu.context().max_binding_bytes();
-        if (last.rows() * last.width * 4) as u64 > binding || (values.len() * 4) as u64 > binding {
-            return match gpu.transform_columns(values, last.width, specs) {
-                Ok(v) => {
-                    *values = v;
-                    true
-                }
-                Err(e) => {
-                    tracing::warn!("GPU NTT failed, computing on the CPU instead: {e}");
-                    false
-                }
-            };
-        }
         match gpu.transform_chain_in_place(values, specs) {
             Ok(()) => true,
             Err(InPlaceError { error, input_lost: false }) => {
@@ -106,14 +92,7 @@ impl Dispatcher {
     fn run(&self, values: &[BabyBear], specs: &[NttSpec]) -> Option<Vec<BabyBear>> {
         let last = specs.last()?;
         let gpu = self.gpu_for(last.rows() * last.width, last.width)?;
-        // Larger than one binding: a block of columns at a time.
-        let binding = gpu.context().max_binding_bytes();
-        let result = if (last.rows() * last.width * 4) as u64 > binding || (values.len() * 4) as u64 > binding {
-            gpu.transform_columns(values, last.width, specs)
-        } else {
-            gpu.transform_chain(values, specs)
-        };
-        match result {
+        match gpu.transform_chain(values, specs) {
             Ok(v) => Some(v),
             Err(e) => {
                 tracing::warn!("GPU NTT failed, computing on the CPU instead: {e}");

@@ -31,7 +31,7 @@ struct LeafParams {
     store_leaves: u32,
 }
 
-/// Rust twin of `GatherParams` in wgsl/util/gather.wgsl.
+/// Rust twin of `GatherParams` in wgsl/util/gather_params.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct GatherParams {

@@ -569,20 +569,14 @@ impl GpuNtt {
 
     /// Host to host: several transforms chained on the GPU in one submission, each reading the
     /// previous one's output (e.g. inverse then a larger coset forward for an LDE).
+    /// Larger than one binding, it runs a block of columns at a time ([`transform_columns`]).
+    ///
+    /// [`transform_columns`]: Self::transform_columns
     pub fn transform_chain(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
-        let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
-        for spec in specs {
-            spec.validate()?;
+        let last = check_chain(values.len(), specs)?;
+        if !self.fits_one_binding(values.len(), last) {
+            return self.transform_columns(values, last.width, specs);
         }
-        if values.len() != first.valid_rows * first.width {
-            return Err(GpuError::InvalidInput(format!(
-                "{} values given for {} rows x {} columns",
-                values.len(),
-                first.valid_rows,
-                first.width
-            )));
-        }
-        let last = specs.last().expect("non-empty");
         self.ctx.scoped("NTT", || {
             let (encoder, buffer, used) = self.record_chain_from(values, specs)?;
             let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width);
@@ -591,6 +585,13 @@ impl GpuNtt {
             }
             from_words(words?)
         })
+    }
+
+    /// Whether a host-to-host chain of `input_len` words in and `last`'s result out fits one
+    /// binding each way.
+    fn fits_one_binding(&self, input_len: usize, last: &NttSpec) -> bool {
+        let binding = self.ctx.max_binding_bytes();
+        (last.rows() * last.width * 4) as u64 <= binding && (input_len * 4) as u64 <= binding
     }
 
     /// Uploads `values` into a pooled buffer (no fresh device allocation per call) and records
@@ -625,6 +626,19 @@ impl GpuNtt {
     }
 }
 
+/// A host-to-host chain's specs are valid and `len` words are its first spec's input: its last
+/// spec.
+fn check_chain(len: usize, specs: &[NttSpec]) -> Result<&NttSpec> {
+    let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
+    for spec in specs {
+        spec.validate()?;
+    }
+    if len != first.valid_rows * first.width {
+        return Err(GpuError::InvalidInput(format!("{len} values given for {} rows x {} columns", first.valid_rows, first.width)));
+    }
+    Ok(specs.last().expect("non-empty"))
+}
+
 /// Why [`GpuNtt::transform_chain_in_place`] failed, and whether its input survived.
 #[derive(Debug)]
 pub struct InPlaceError {
@@ -639,17 +653,16 @@ impl GpuNtt {
     /// allocation (grown where the result is larger): no fresh host pages to fault in, no
     /// gigabyte to free. Transfers go in pooled chunks, the readback drained on all cores while
     /// later chunks cross the bus. On an error before the readback writes anything `values` is
-    /// untouched.
+    /// untouched. Larger than one binding, the result is a fresh allocation
+    /// ([`transform_columns`](Self::transform_columns)).
     pub fn transform_chain_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> std::result::Result<(), InPlaceError> {
         let kept = |error: GpuError| InPlaceError { error, input_lost: false };
-        let first = specs.first().ok_or_else(|| kept(GpuError::InvalidInput("no transform given".into())))?;
-        for spec in specs {
-            spec.validate().map_err(kept)?;
+        let last = check_chain(values.len(), specs).map_err(kept)?;
+        if !self.fits_one_binding(values.len(), last) {
+            // A block of columns at a time cannot share the input's rows: a fresh result.
+            *values = self.transform_columns(values, last.width, specs).map_err(kept)?;
+            return Ok(());
         }
-        if values.len() != first.valid_rows * first.width {
-            return Err(kept(GpuError::InvalidInput(format!("{} values given for {} rows x {} columns", values.len(), first.valid_rows, first.width))));
-        }
-        let last = specs.last().expect("non-empty");
         let out_len = last.rows() * last.width;
         let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs));
         let (encoder, buffer, used) = recorded.map_err(kept)?;
@@ -706,18 +719,11 @@ impl GpuNtt {
     /// row segments are uploaded straight from `values`, transformed, and read back into
     /// `out` (row-major, `width` wide) at the same columns. `specs` are for the full width.
     pub fn transform_columns(&self, values: &[BabyBear], width: usize, specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
-        let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
-        let last = specs.last().expect("non-empty");
-        for spec in specs {
-            spec.validate()?;
-            if spec.width != width {
-                return Err(GpuError::InvalidInput(format!("a spec of width {} for a matrix of width {width}", spec.width)));
-            }
+        let last = check_chain(values.len(), specs)?;
+        if let Some(spec) = specs.iter().find(|s| s.width != width) {
+            return Err(GpuError::InvalidInput(format!("a spec of width {} for a matrix of width {width}", spec.width)));
         }
-        let rows_in = first.valid_rows;
-        if values.len() != rows_in * width {
-            return Err(GpuError::InvalidInput(format!("{} values given for {rows_in} rows x {width} columns", values.len())));
-        }
+        let rows_in = specs[0].valid_rows;
         let rows_out = last.rows();
         let block = self.columns_per_pass(rows_in, rows_out, width)?;
         let mut out = vec![0u32; rows_out * width];

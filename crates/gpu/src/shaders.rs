@@ -60,6 +60,7 @@ wgsl_sources!(
     "sumcheck/weights",
     "sumcheck/base",
     "sumcheck/eval",
+    "util/gather_params",
     "util/gather",
     "test/field_ops",
 );
