@@ -21,63 +21,88 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         for m in [0usize, 1, 2, 3, 5, 8, 12] {
-            let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
-            let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
-            let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
-            let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
-
-            // Constraint weights: a few eq points, up to 150 select variables.
-            let points: Vec<Point<Ext4>> = (0..rng.random_range(0..4)).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
-            let scales = ext_vec(&mut rng, points.len());
-            cpu.add_eq_weights(&points, &scales).unwrap();
-            SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
-            let vars: Vec<BabyBear> = (0..rng.random_range(1..150)).map(|_| rng.random()).collect();
-            let scales = ext_vec(&mut rng, vars.len());
-            cpu.add_select_weights(&vars, &scales).unwrap();
-            SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
-            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
-
-            // Select weights of domain points ω^index, few (per entry) and many (a transform),
-            // repeated indices included.
-            for (log_domain, count) in [(m + 1, 5usize), (m + 1, 300), (m, 400), (m + 2, 1000)] {
-                let mut indices: Vec<usize> = (0..count).map(|_| rng.random_range(0..1usize << log_domain)).collect();
-                indices.push(indices[0]);
-                let scales = ext_vec(&mut rng, indices.len());
-                cpu.add_select_weights_at(log_domain, &indices, &scales).unwrap();
-                SumcheckSteps::add_select_weights_at(&mut gpu, log_domain, &indices, &scales).unwrap();
-                assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what(&format!("{count} select weights in 2^{log_domain}")));
-            }
-
-            let point = Point::new(ext_vec(&mut rng, m));
-            assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
-            let y: Ext4 = rng.random();
-            assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
-
-            // Rounds alternate between a fold on its own and a fold recorded with the next
-            // round's coefficients (the driver's way).
-            let mut pending: Option<Ext4> = None;
-            for round in 0..m {
-                let c = match pending.take() {
-                    Some(r) if round % 2 == 0 => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
-                    Some(r) => {
-                        SumcheckSteps::fold(&mut gpu, r).unwrap();
-                        SumcheckSteps::round_coefficients(&mut gpu).unwrap()
-                    }
-                    None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
-                };
-                assert_eq!(c, cpu.round_coefficients().unwrap(), "{}", what(&format!("round {round}")));
-                let r: Ext4 = rng.random();
-                cpu.fold(r).unwrap();
-                pending = Some(r);
-            }
-            if let Some(r) = pending {
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
-            }
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
-            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
-            assert!(SumcheckSteps::round_coefficients(&mut gpu).is_err(), "no variable left");
+            check_steps(&ctx, m, &mut rng);
         }
     }
+}
+
+/// Under a 64 KiB binding (4,096 BabyBear^4 entries) tables of 2^13 and 2^14 entries run in 2
+/// and 4 segments: every step against the twin as above, and a base-field f split into ranges.
+#[test]
+fn tables_over_the_binding_limit_are_split_into_segments() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    for m in [12usize, 13, 14] {
+        check_steps(&ctx, m, &mut rng);
+        check_base(&ctx, m, &mut rng);
+    }
+    // f as one buffer (to encode it) only once it fits one binding.
+    let ext = ext_vec(&mut rng, 1 << 13);
+    let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &ext, &ext).unwrap();
+    let err = gpu.f_buffer().unwrap_err().to_string();
+    assert!(err.contains("one buffer") && err.contains("limit"), "{err}");
+    gpu.fold(rng.random()).unwrap();
+    assert!(gpu.f_buffer().is_ok());
+}
+
+/// Every step of a sumcheck over 2^m entries against the twin on fresh random tables.
+fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng) {
+    let (f, w) = (ext_vec(rng, 1 << m), ext_vec(rng, 1 << m));
+    let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
+    let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
+    let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+
+    // Constraint weights: a few eq points, up to 150 select variables.
+    let points: Vec<Point<Ext4>> = (0..rng.random_range(0..4)).map(|_| Point::new(ext_vec(rng, m))).collect();
+    let scales = ext_vec(rng, points.len());
+    cpu.add_eq_weights(&points, &scales).unwrap();
+    SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
+    let vars: Vec<BabyBear> = (0..rng.random_range(1..150)).map(|_| rng.random()).collect();
+    let scales = ext_vec(rng, vars.len());
+    cpu.add_select_weights(&vars, &scales).unwrap();
+    SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
+    assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
+
+    // Select weights of domain points ω^index, few (per entry) and many (a transform),
+    // repeated indices included.
+    for (log_domain, count) in [(m + 1, 5usize), (m + 1, 300), (m, 400), (m + 2, 1000)] {
+        let mut indices: Vec<usize> = (0..count).map(|_| rng.random_range(0..1usize << log_domain)).collect();
+        indices.push(indices[0]);
+        let scales = ext_vec(rng, indices.len());
+        cpu.add_select_weights_at(log_domain, &indices, &scales).unwrap();
+        SumcheckSteps::add_select_weights_at(&mut gpu, log_domain, &indices, &scales).unwrap();
+        assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what(&format!("{count} select weights in 2^{log_domain}")));
+    }
+
+    let point = Point::new(ext_vec(rng, m));
+    assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+    let y: Ext4 = rng.random();
+    assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
+
+    // Rounds alternate between a fold on its own and a fold recorded with the next
+    // round's coefficients (the driver's way).
+    let mut pending: Option<Ext4> = None;
+    for round in 0..m {
+        let c = match pending.take() {
+            Some(r) if round % 2 == 0 => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
+            Some(r) => {
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                SumcheckSteps::round_coefficients(&mut gpu).unwrap()
+            }
+            None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
+        };
+        assert_eq!(c, cpu.round_coefficients().unwrap(), "{}", what(&format!("round {round}")));
+        let r: Ext4 = rng.random();
+        cpu.fold(r).unwrap();
+        pending = Some(r);
+    }
+    if let Some(r) = pending {
+        SumcheckSteps::fold(&mut gpu, r).unwrap();
+    }
+    assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
+    assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
+    assert!(SumcheckSteps::round_coefficients(&mut gpu).is_err(), "no variable left");
 }
 
 #[test]
@@ -103,30 +128,34 @@ fn base_field_sumcheck_matches_the_twin() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         for m in [1usize, 2, 5, 10] {
-            let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
-            let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
-            let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
-            assert!(gpu.is_base());
-            let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
-            let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
-
-            let point = Point::new(ext_vec(&mut rng, m));
-            assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
-            let points: Vec<Point<Ext4>> = (0..3).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
-            let scales = ext_vec(&mut rng, 3);
-            cpu.add_eq_weights(&points, &scales).unwrap();
-            SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
-            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
-            assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{}", what("base round"));
-            let r: Ext4 = rng.random();
-            SumcheckSteps::fold(&mut gpu, r).unwrap();
-            cpu.fold(r).unwrap();
-            assert!(!gpu.is_base());
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
-            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
+            check_base(&ctx, m, &mut rng);
         }
     }
+}
+
+fn check_base(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng) {
+    let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+    let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+    let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+    let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
+    assert!(gpu.is_base());
+    let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
+    let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+
+    let point = Point::new(ext_vec(rng, m));
+    assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+    let points: Vec<Point<Ext4>> = (0..3).map(|_| Point::new(ext_vec(rng, m))).collect();
+    let scales = ext_vec(rng, 3);
+    cpu.add_eq_weights(&points, &scales).unwrap();
+    SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
+    assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
+    assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{}", what("base round"));
+    let r: Ext4 = rng.random();
+    SumcheckSteps::fold(&mut gpu, r).unwrap();
+    cpu.fold(r).unwrap();
+    assert!(!gpu.is_base());
+    assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
+    assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
 }
 
 /// Evaluations read f against tables of 8 index bits each: sizes on both sides of every chunk

@@ -10,7 +10,8 @@ struct BaseParams {
     // Pairs (round) or entries of the folded table (fold).
     count: u32,
     groups: u32,
-    _pad0: u32,
+    // Partial pairs before this dispatch's (round).
+    first: u32,
     _pad1: u32,
 }
 
@@ -40,8 +41,8 @@ fn round_partials_base(
     }
     let total = workgroup_sum_pair(lid, c0, c_inf);
     if (lid == 0u) {
-        out[2u * g] = total[0];
-        out[2u * g + 1u] = total[1];
+        out[2u * (params.first + g)] = total[0];
+        out[2u * (params.first + g) + 1u] = total[1];
     }
 }
 

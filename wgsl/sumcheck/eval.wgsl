@@ -8,7 +8,7 @@
 // Rust twin of the params: `EvalParams` in crates/gpu/src/sumcheck.rs.
 
 struct EvalParams {
-    // Entries of f (2^m).
+    // Entries of f in this dispatch (a segment of the table).
     size: u32,
     // Workgroups launched: the grid stride.
     groups: u32,
@@ -16,6 +16,12 @@ struct EvalParams {
     chunks: u32,
     // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
     base: u32,
+    // Index of the segment's first entry in the whole table.
+    offset: u32,
+    // Partial pairs before this dispatch's.
+    first: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: EvalParams;
@@ -40,7 +46,7 @@ fn eval_partials(
     let g = linear_workgroup_id(wid, num_wgs);
     var acc = vec4<u32>(0u);
     for (var x = g * 256u + lid; x < params.size; x += params.groups * 256u) {
-        let wx = chunk_weight(x);
+        let wx = chunk_weight(params.offset + x);
         if (params.base == 1u) {
             acc = ext4_add(acc, ext4_scale(wx, f[x]));
         } else {
@@ -50,7 +56,7 @@ fn eval_partials(
     }
     let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
     if (lid == 0u) {
-        partials[2u * g] = total[0];
-        partials[2u * g + 1u] = total[1];
+        partials[2u * (params.first + g)] = total[0];
+        partials[2u * (params.first + g) + 1u] = total[1];
     }
 }

@@ -10,7 +10,9 @@ struct RoundParams {
     count: u32,
     // Workgroups launched: the grid stride.
     groups: u32,
-    _pad0: u32,
+    // Partial pairs before this dispatch's (a table split over bindings runs one dispatch per
+    // segment into one partials buffer).
+    first: u32,
     _pad1: u32,
 }
 
@@ -36,8 +38,8 @@ fn round_partials(
     }
     let total = workgroup_sum_pair(lid, c0, c_inf);
     if (lid == 0u) {
-        partials[2u * g] = total[0];
-        partials[2u * g + 1u] = total[1];
+        partials[2u * (params.first + g)] = total[0];
+        partials[2u * (params.first + g) + 1u] = total[1];
     }
 }
 

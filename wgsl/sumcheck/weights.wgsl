@@ -10,7 +10,7 @@
 // Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
 
 struct WeightParams {
-    // Entries of the table (2^m).
+    // Entries of the table in this dispatch (a segment of it).
     size: u32,
     // m.
     vars: u32,
@@ -18,6 +18,12 @@ struct WeightParams {
     count: u32,
     // Workgroups launched.
     groups: u32,
+    // Index of the segment's first entry in the whole table.
+    offset: u32,
+    // Entries of the whole table (2^m).
+    total: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: WeightParams;
@@ -50,9 +56,9 @@ fn add_eq_weights(
         return;
     }
     let lo_size = 1u << params.vars;
-    let hi_size = params.size >> params.vars;
-    let hi = x >> params.vars;
-    let lo = x & (lo_size - 1u);
+    let hi_size = params.total >> params.vars;
+    let hi = (params.offset + x) >> params.vars;
+    let lo = (params.offset + x) & (lo_size - 1u);
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
         acc = ext4_add(acc, ext4_mul(points[j * hi_size + hi], scales[j * lo_size + lo]));
@@ -87,10 +93,11 @@ fn add_select_weights(
     }
     for (var j = 0u; j < params.count; j++) {
         let base = j * params.vars;
-        // v^x0 from the squares v^(2^b) of the set bits of x0.
+        // v^x from the squares v^(2^b) of the set bits of x, x0's index in the whole table.
+        let x = params.offset + x0;
         var p = ONE.x;
         for (var b = 0u; b < params.vars; b++) {
-            if (((x0 >> b) & 1u) == 1u) {
+            if (((x >> b) & 1u) == 1u) {
                 p = bb_mul(p, points[base + b].x);
             }
         }
@@ -144,5 +151,5 @@ fn add_table_prefix(
     if (x >= params.size) {
         return;
     }
-    table[x] = ext4_add(table[x], points[x]);
+    table[x] = ext4_add(table[x], points[params.offset + x]);
 }

@@ -21,9 +21,11 @@ use crate::shaders::Kernel;
 const THREADS: usize = 256;
 /// Most workgroups a reduction launches (a grid-stride loop covers the rest).
 const MAX_REDUCE_GROUPS: usize = 1024;
-/// Largest table: 2^27 entries of 16 bytes stay within 32-bit indexing and one binding on
-/// adapters that allow 2 GiB.
-const MAX_VARS: usize = 27;
+/// Largest table: 2^28 entries (n = 28 proofs' first table), indexed with 32-bit integers; tables
+/// over one binding are split into segments.
+const MAX_VARS: usize = 28;
+/// BabyBear's largest two-adic subgroup: 2^27.
+const TWO_ADICITY: usize = 27;
 
 /// Rust twin of `RoundParams` in wgsl/sumcheck/round.wgsl.
 #[repr(C)]
@@ -31,7 +33,8 @@ const MAX_VARS: usize = 27;
 struct RoundParams {
     count: u32,
     groups: u32,
-    _pad: [u32; 2],
+    first: u32,
+    _pad: u32,
 }
 
 /// Rust twin of `FoldParams` in wgsl/sumcheck/fold.wgsl.
@@ -51,6 +54,9 @@ struct WeightParams {
     vars: u32,
     count: u32,
     groups: u32,
+    offset: u32,
+    total: u32,
+    _pad: [u32; 2],
 }
 
 /// Rust twin of `EvalParams` in wgsl/sumcheck/eval.wgsl.
@@ -61,6 +67,9 @@ struct EvalParams {
     groups: u32,
     chunks: u32,
     base: u32,
+    offset: u32,
+    first: u32,
+    _pad: [u32; 2],
 }
 
 /// Index bits per chunk table of eval.wgsl.
@@ -107,15 +116,46 @@ fn ext_from_words(words: Vec<u32>) -> Result<Vec<Ext4>> {
     Ok(<Ext4 as BasedVectorSpace<BabyBear>>::reconstitute_from_base(from_words(words)?))
 }
 
+/// A table of 2^vars entries (one BabyBear word each, or four for BabyBear^4) in segments of
+/// 2^seg_log entries, each within one storage binding, so a table larger than one binding (the
+/// first weight table of a large proof) is worked on segment by segment. Either one buffer per
+/// segment, or one buffer holding them all (a base-field table handed over as one buffer), whose
+/// segments are ranges of it.
+struct Table {
+    buffers: Vec<wgpu::Buffer>,
+    seg_log: usize,
+    /// Words per entry: 1 (BabyBear) or 4 (BabyBear^4).
+    words: usize,
+}
+
+impl Table {
+    fn segment_bytes(&self) -> u64 {
+        ((self.words * 4) as u64) << self.seg_log
+    }
+
+    fn segment_len(&self) -> usize {
+        1 << self.seg_log
+    }
+
+    /// Segment `j` as a binding range.
+    fn range(&self, j: usize) -> (&wgpu::Buffer, u64, Option<u64>) {
+        let bytes = self.segment_bytes();
+        match self.buffers.as_slice() {
+            [one] => (one, j as u64 * bytes, Some(bytes)),
+            many => (&many[j], 0, Some(bytes)),
+        }
+    }
+}
+
 /// f and w on the GPU.
 pub struct GpuSumcheck {
     ctx: Arc<GpuContext>,
     ntt: Arc<GpuNtt>,
-    f: wgpu::Buffer,
-    w: wgpu::Buffer,
+    f: Table,
+    w: Table,
     vars: usize,
-    /// f still holds base-field words (one per entry), until its first fold.
-    f_base: bool,
+    /// Entries of one segment at most: 2^max_seg_log BabyBear^4 values fill at most one binding.
+    max_seg_log: usize,
     /// Bound where a kernel's optional buffers are unused (two: writable bindings may not alias).
     placeholder: wgpu::Buffer,
     spare: wgpu::Buffer,
@@ -131,19 +171,32 @@ struct BaseParams {
     r: [u32; 4],
     count: u32,
     groups: u32,
-    _pad: [u32; 2],
+    first: u32,
+    _pad: u32,
 }
 
 impl Drop for GpuSumcheck {
     fn drop(&mut self) {
-        self.ctx.recycle_storage(std::mem::replace(&mut self.f, self.placeholder.clone()));
-        self.ctx.recycle_storage(std::mem::replace(&mut self.w, self.placeholder.clone()));
+        for b in self.f.buffers.drain(..).chain(self.w.buffers.drain(..)) {
+            self.ctx.recycle_storage(b);
+        }
     }
 }
 
 impl GpuSumcheck {
-    /// Uploads f and w (equal powers of two, at most 2^27 entries) to `ntt`'s GPU (the NTT
-    /// computes select weights as a transform).
+    /// log2 of the most BabyBear^4 entries one binding holds on `ctx`'s adapter.
+    fn max_segment_log(ctx: &GpuContext) -> Result<usize> {
+        let entries = ctx.max_binding_bytes() / 16;
+        // Segments of at least 256 entries keep every range offset a multiple of 256 bytes.
+        if entries < 256 {
+            return Err(GpuError::TooLarge { what: "a sumcheck table segment of 256 entries".into(), needed: 256 * 16, limit: ctx.max_binding_bytes() });
+        }
+        Ok(entries.ilog2() as usize)
+    }
+
+    /// Uploads f and w (equal powers of two, at most 2^28 entries) to `ntt`'s GPU (the NTT
+    /// computes select weights as a transform). Tables larger than one binding are split into
+    /// segments.
     pub fn new(ntt: Arc<GpuNtt>, f: &[Ext4], w: &[Ext4]) -> Result<Self> {
         let ctx = ntt.context().clone();
         if f.len() != w.len() || !f.len().is_power_of_two() {
@@ -153,18 +206,26 @@ impl GpuSumcheck {
         if vars > MAX_VARS {
             return Err(GpuError::InvalidInput(format!("a sumcheck over 2^{vars} entries exceeds 2^{MAX_VARS}")));
         }
-        ctx.check_binding_size("sumcheck table", (f.len() * 16) as u64)?;
+        let max_seg_log = Self::max_segment_log(&ctx)?;
+        let seg_log = vars.min(max_seg_log);
         ctx.try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
-        let upload = |label: &str, values: &[Ext4]| {
-            let buffer = ctx.pooled_storage(label, values.len() * 4);
-            ctx.write(&buffer, ext_words(values));
-            buffer
+        let upload = |label: &str, values: &[Ext4]| Table {
+            buffers: values
+                .chunks(1 << seg_log)
+                .map(|segment| {
+                    let buffer = ctx.pooled_storage(label, segment.len() * 4);
+                    ctx.write(&buffer, ext_words(segment));
+                    buffer
+                })
+                .collect(),
+            seg_log,
+            words: 4,
         };
         let started = std::time::Instant::now();
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, f_base: false, placeholder, spare, ahead: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -178,16 +239,22 @@ impl GpuSumcheck {
         if f_base.size() < (4u64 << vars) {
             return Err(GpuError::InvalidInput(format!("the base table holds {} bytes, fewer than 2^{vars} words", f_base.size())));
         }
-        ctx.check_binding_size("sumcheck table", 16u64 << vars)?;
+        let max_seg_log = Self::max_segment_log(&ctx)?;
+        let seg_log = vars.min(max_seg_log);
         ctx.try_reserve("the sumcheck weights", 16u64 << vars)?;
-        let w = ctx.pooled_storage("sumcheck w", 4 << vars);
+        let w: Vec<wgpu::Buffer> = (0..1usize << (vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", 4 << seg_log)).collect();
+        let w = Table { buffers: w, seg_log, words: 4 };
+        let f = Table { buffers: vec![f_base], seg_log, words: 1 };
+        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
+        let sumcheck = Self { ctx: ctx.clone(), ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None };
         ctx.scoped("sumcheck weights", || {
             let mut encoder = ctx.encoder("clear weights");
-            encoder.clear_buffer(&w, 0, None);
+            for b in &sumcheck.w.buffers {
+                encoder.clear_buffer(b, 0, None);
+            }
             ctx.submit(encoder)
         })?;
-        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f: f_base, w, vars, f_base: true, placeholder, spare, ahead: None })
+        Ok(sumcheck)
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -207,20 +274,32 @@ impl GpuSumcheck {
         self.vars
     }
 
-    /// f's table on the GPU (2^m elements, 4 words each, or 1 before a base-field f's first
-    /// fold), e.g. to encode it.
-    pub fn f_buffer(&self) -> &wgpu::Buffer {
-        &self.f
+    /// f's table on the GPU as one buffer (2^m elements, 4 words each, or 1 before a
+    /// base-field f's first fold), e.g. to encode it. An error while f is split over bindings
+    /// (larger than one binding).
+    pub fn f_buffer(&self) -> Result<&wgpu::Buffer> {
+        match self.f.buffers.as_slice() {
+            [one] => Ok(one),
+            _ => Err(GpuError::TooLarge {
+                what: format!("the sumcheck's f (2^{} entries) as one buffer", self.vars),
+                needed: ((self.f.words * 4) as u64) << self.vars,
+                limit: self.ctx.max_binding_bytes(),
+            }),
+        }
     }
 
     fn size(&self) -> usize {
         1 << self.vars
     }
 
+    /// Segments of f and w (the same split).
+    fn segments(&self) -> usize {
+        1 << (self.vars - self.f.seg_log)
+    }
+
     fn groups_for(items: usize) -> usize {
         items.div_ceil(THREADS).clamp(1, MAX_REDUCE_GROUPS)
     }
-
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back.
     /// `dispatches` (recorded so far, in one compute pass) end with the kernel that wrote them.
     fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(Ext4, Ext4)> {
@@ -229,7 +308,7 @@ impl GpuSumcheck {
         while groups > 1 {
             let next = Self::groups_for(groups);
             let out = self.ctx.pooled_storage("sumcheck partials", 8 * next);
-            let params = self.ctx.uniform("sum params", &RoundParams { count: groups as u32, groups: next as u32, _pad: [0; 2] });
+            let params = self.ctx.uniform("sum params", &RoundParams { count: groups as u32, groups: next as u32, first: 0, _pad: 0 });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &partials, &self.placeholder, &out]);
             dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: next as u32 });
             spare.push(std::mem::replace(&mut partials, out));
@@ -309,21 +388,25 @@ impl GpuSumcheck {
         })
     }
 
-    /// Records the round kernel: returns its partial pairs and how many.
+    /// Records the round kernel, one dispatch per segment: returns the partial pairs and how
+    /// many.
     fn record_round(&self, dispatches: &mut Vec<Dispatch>) -> Result<(wgpu::Buffer, usize)> {
-        let pairs = self.size() / 2;
+        let pairs = self.f.segment_len() / 2;
         let groups = Self::groups_for(pairs);
-        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
-        let (pipeline, params) = if self.f_base {
-            let params = BaseParams { r: [0; 4], count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
-            (self.ctx.pipeline(Kernel::RoundBase, &[])?, self.ctx.uniform("round params", &params))
-        } else {
-            let params = RoundParams { count: pairs as u32, groups: groups as u32, _pad: [0; 2] };
-            (self.ctx.pipeline(Kernel::SumcheckRound, &[])?, self.ctx.uniform("round params", &params))
-        };
-        let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &partials]);
-        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
-        Ok((partials, groups))
+        let segments = self.segments();
+        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
+        let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::RoundBase } else { Kernel::SumcheckRound }, &[])?;
+        for j in 0..segments {
+            let first = (j * groups) as u32;
+            let params = if self.is_base() {
+                self.ctx.uniform("round params", &BaseParams { r: [0; 4], count: pairs as u32, groups: groups as u32, first, _pad: 0 })
+            } else {
+                self.ctx.uniform("round params", &RoundParams { count: pairs as u32, groups: groups as u32, first, _pad: 0 })
+            };
+            let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), self.w.range(j), (&partials, 0, None)]);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
+        }
+        Ok((partials, groups * segments))
     }
 
     /// Binds the last variable of f and w to `r` (a base-field f becomes BabyBear^4). After an
@@ -342,35 +425,49 @@ impl GpuSumcheck {
         })
     }
 
-    /// Records the fold of the last variable into `encoder` and swaps in the folded tables.
-    /// The old tables go back to the pool at once: anything that reuses them is recorded or
+    /// Records the fold of the last variable, one dispatch per segment, and swaps in the folded
+    /// tables (segment j folds into entries j·s/2.. of the result, s the segment length). The
+    /// old tables go back to the pool at once: anything that reuses them is recorded or
     /// submitted after this fold, and the queue runs in order.
     fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4) -> Result<()> {
-        let half = self.size() / 2;
         let mut r_words = [0u32; 4];
         r_words.copy_from_slice(ext_words(&[r]));
-        let f_out = self.ctx.pooled_storage("sumcheck f", 4 * half);
-        let w_out = self.ctx.pooled_storage("sumcheck w", 4 * half);
-        let groups = half.div_ceil(THREADS) as u32;
-        if self.f_base {
-            let pipeline = self.ctx.pipeline(Kernel::FoldBase, &[])?;
-            let params = self.ctx.uniform_once("fold params", &BaseParams { r: r_words, count: half as u32, groups: 0, _pad: [0; 2] });
-            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.placeholder, &f_out]);
-            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
-            let pipeline = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
-            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.w, &self.placeholder, &w_out, &self.spare]);
-            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
+        let per_segment = self.f.segment_len() / 2;
+        let out_seg_log = (self.vars - 1).min(self.max_seg_log);
+        let out_segments = 1usize << (self.vars - 1 - out_seg_log);
+        let fresh = |label: &str| Table { buffers: (0..out_segments).map(|_| self.ctx.pooled_storage(label, 4 << out_seg_log)).collect(), seg_log: out_seg_log, words: 4 };
+        let (f_out, w_out) = (fresh("sumcheck f"), fresh("sumcheck w"));
+        // Where segment j's folded entries go in the result.
+        fn out_range(out: &Table, j: usize, per_segment: usize) -> (&wgpu::Buffer, u64, Option<u64>) {
+            let start = j * per_segment;
+            let at = start & (out.segment_len() - 1);
+            (&out.buffers[start >> out.seg_log], (at * 16) as u64, Some((per_segment * 16) as u64))
+        }
+        let groups = per_segment.div_ceil(THREADS) as u32;
+        let whole = |b| (b, 0u64, None);
+        if self.is_base() {
+            let base = self.ctx.pipeline(Kernel::FoldBase, &[])?;
+            let single = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
+            let base_params = self.ctx.uniform_once("fold params", &BaseParams { r: r_words, count: per_segment as u32, groups: 0, first: 0, _pad: 0 });
+            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] });
+            for j in 0..self.segments() {
+                let bind = self.ctx.bind_ranges(&base, &[whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)]);
+                dispatches.push(Dispatch { pipeline: (*base).clone(), bind, groups });
+                let bind = self.ctx.bind_ranges(&single, &[whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)]);
+                dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
+            }
         } else {
             let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
-            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: half as u32, _pad: [0; 3] });
-            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &self.w, &f_out, &w_out]);
-            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
+            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] });
+            for j in 0..self.segments() {
+                let bind = self.ctx.bind_ranges(&pipeline, &[whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)]);
+                dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
+            }
         }
-        self.ctx.recycle_storage(std::mem::replace(&mut self.f, f_out));
-        self.ctx.recycle_storage(std::mem::replace(&mut self.w, w_out));
+        for b in std::mem::replace(&mut self.f, f_out).buffers.into_iter().chain(std::mem::replace(&mut self.w, w_out).buffers) {
+            self.ctx.recycle_storage(b);
+        }
         self.vars -= 1;
-        self.f_base = false;
         Ok(())
     }
 
@@ -404,7 +501,7 @@ impl GpuSumcheck {
             highs.extend(eq_table(hi, Ext4::ONE));
             lows.extend(eq_table(lo, s));
         }
-        self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, points.len(), self.size().div_ceil(THREADS), low)
+        self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, points.len(), 1, low)
     }
 
     /// w[x] += Σ_j scales[j]·vars[j]^x.
@@ -428,8 +525,7 @@ impl GpuSumcheck {
                 })
             })
             .collect();
-        let threads = self.size().div_ceil(4);
-        self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, vars.len(), threads.div_ceil(THREADS), per_var)
+        self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, vars.len(), 4, per_var)
     }
 
     /// f(point) = Σ_x f[x]·eq(point, x): one pass over f against the point's chunked equality
@@ -439,19 +535,27 @@ impl GpuSumcheck {
         let tables = eq_chunk_tables(point);
         self.ctx.scoped("sumcheck eval", || {
             let pipeline = self.ctx.pipeline(Kernel::EvalPartials, &[])?;
-            let groups = Self::groups_for(self.size());
-            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups);
-            let params = EvalParams {
-                size: self.size() as u32,
-                groups: groups as u32,
-                chunks: (tables.len() >> EVAL_CHUNK_BITS) as u32,
-                base: u32::from(self.f_base),
-            };
-            let params = self.ctx.uniform("eval params", &params);
+            let segment = self.f.segment_len();
+            let groups = Self::groups_for(segment);
+            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
             let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
-            let bind = self.ctx.bind_buffers(&pipeline, &[&params, &self.f, &tables, &partials]);
-            let dispatches = vec![Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 }];
-            let reduced = self.finish_reduction(dispatches, partials, groups);
+            let dispatches = (0..self.segments())
+                .map(|j| {
+                    let params = EvalParams {
+                        size: segment as u32,
+                        groups: groups as u32,
+                        chunks: (tables.size() as usize / 16 >> EVAL_CHUNK_BITS) as u32,
+                        base: u32::from(self.is_base()),
+                        offset: (j * segment) as u32,
+                        first: (j * groups) as u32,
+                        _pad: [0; 2],
+                    };
+                    let params = self.ctx.uniform("eval params", &params);
+                    let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&tables, 0, None), (&partials, 0, None)]);
+                    Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 }
+                })
+                .collect();
+            let reduced = self.finish_reduction(dispatches, partials, groups * self.segments());
             self.ctx.recycle_storage(tables);
             let (value, zero) = reduced?;
             debug_assert_eq!(zero, Ext4::ZERO);
@@ -459,64 +563,93 @@ impl GpuSumcheck {
         })
     }
 
+    /// A table's 2^m entries, read back segment by segment.
+    fn read_table(&self, table: &Table) -> Result<Vec<u32>> {
+        let words = table.words << self.vars;
+        if let [one] = table.buffers.as_slice() {
+            return self.ctx.submit_and_read(self.ctx.encoder("sumcheck table"), one, words);
+        }
+        let mut out = Vec::with_capacity(words);
+        for b in &table.buffers {
+            out.extend(self.ctx.submit_and_read(self.ctx.encoder("sumcheck table"), b, table.words << table.seg_log)?);
+        }
+        Ok(out)
+    }
+
     /// f's table (a base-field f lifted into BabyBear^4).
     pub fn evals(&self) -> Result<Vec<Ext4>> {
-        if self.f_base {
-            let words = self.ctx.submit_and_read(self.ctx.encoder("sumcheck evals"), &self.f, self.size())?;
+        let words = self.read_table(&self.f)?;
+        if self.is_base() {
             return Ok(from_words(words)?.into_iter().map(Ext4::from).collect());
         }
-        ext_from_words(self.ctx.submit_and_read(self.ctx.encoder("sumcheck evals"), &self.f, 4 * self.size())?)
+        ext_from_words(words)
     }
 
     /// Whether f is still the base-field table it started as.
     pub fn is_base(&self) -> bool {
-        self.f_base
+        self.f.words == 1
     }
 
     /// w's table (for tests and diagnostics).
     pub fn weights(&self) -> Result<Vec<Ext4>> {
-        ext_from_words(self.ctx.submit_and_read(self.ctx.encoder("sumcheck weights"), &self.w, 4 * self.size())?)
+        ext_from_words(self.read_table(&self.w)?)
     }
 
-    /// One weights kernel over w with `count` points (its tables in `points` and `scales`).
-    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], count: usize, groups: usize, vars: usize) -> Result<()> {
+    /// One weights kernel over w, one dispatch per segment, with `count` points (their tables
+    /// in `points` and `scales`, the same number of entries per point in each); each thread
+    /// covers `per_thread` entries. Points whose tables exceed one binding go in batches.
+    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], count: usize, per_thread: usize, vars: usize) -> Result<()> {
+        let per_point = (points.len() / count.max(1)).max(scales.len() / count.max(1)).max(1);
+        let batch = ((self.ctx.max_binding_bytes() / 16) as usize / per_point).max(1);
         self.ctx.scoped("sumcheck weights", || {
-            // No coordinates (m = 0) still bind one element: bindings hold at least one.
-            let points = if points.is_empty() { &[Ext4::ZERO][..] } else { points };
-            let points = self.ctx.upload_pooled("sumcheck points", ext_words(points));
             let mut encoder = self.ctx.encoder("sumcheck weights");
-            let scales = self.record_kernel(&mut encoder, kernel, &points, scales, count, groups, vars, &self.w, &self.placeholder)?;
-            let submitted = self.ctx.submit(encoder);
-            self.ctx.recycle_storage(points);
-            self.ctx.recycle_storage(scales);
+            let mut uploads = Vec::new();
+            let segment = self.w.segment_len();
+            let groups = segment.div_ceil(per_thread).div_ceil(THREADS);
+            let recorded = (0..count).step_by(batch).try_for_each(|first| {
+                let n = batch.min(count - first);
+                let cut = |t: &[Ext4]| {
+                    let per = t.len() / count;
+                    self.upload_table("sumcheck points", &t[first * per..(first + n) * per])
+                };
+                let (points, scales) = (cut(points), cut(scales));
+                let recorded = (0..self.segments()).try_for_each(|j| {
+                    let at = WeightParams { size: segment as u32, vars: vars as u32, count: n as u32, groups: groups as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
+                    self.record_kernel(&mut encoder, kernel, &points, &scales, at, self.w.range(j))
+                });
+                uploads.extend([points, scales]);
+                recorded
+            });
+            let submitted = recorded.and_then(|()| self.ctx.submit(encoder));
+            for b in uploads {
+                self.ctx.recycle_storage(b);
+            }
             submitted
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A pooled buffer holding `values` (one zero when empty: bindings hold at least one).
+    fn upload_table(&self, label: &str, values: &[Ext4]) -> wgpu::Buffer {
+        let values = if values.is_empty() { &[Ext4::ZERO][..] } else { values };
+        self.ctx.upload_pooled(label, ext_words(values))
+    }
+
+    /// Records one weights-family kernel (wgsl/sumcheck/weights.wgsl) over `table` (a range).
     fn record_kernel(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         kernel: Kernel,
         points: &wgpu::Buffer,
-        scales: &[Ext4],
-        count: usize,
-        groups: usize,
-        vars: usize,
-        table: &wgpu::Buffer,
-        partials: &wgpu::Buffer,
-    ) -> Result<wgpu::Buffer> {
+        scales: &wgpu::Buffer,
+        params: WeightParams,
+        table: (&wgpu::Buffer, u64, Option<u64>),
+    ) -> Result<()> {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
-        let params = self.ctx.uniform(
-            "weight params",
-            &WeightParams { size: self.size() as u32, vars: vars as u32, count: count as u32, groups: groups as u32 },
-        );
-        let scales = if scales.is_empty() { &[Ext4::ZERO][..] } else { scales };
-        let scales_buf = self.ctx.upload_pooled("sumcheck scales", ext_words(scales));
-        let bind = self.ctx.bind_buffers(&pipeline, &[&params, points, &scales_buf, table, partials]);
-        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, groups as u32, None);
-        // The scales buffer: the caller hands it back to the pool once this is submitted.
-        Ok(scales_buf)
+        let groups = params.groups;
+        let params = self.ctx.uniform("weight params", &params);
+        let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), (points, 0, None), (scales, 0, None), table, (&self.placeholder, 0, None)]);
+        self.ctx.record_dispatch(encoder, kernel.entry_point(), &pipeline, &bind, groups, None);
+        Ok(())
     }
 
     /// w[x] += Σ_j scales[j]·ω^(indices[j]·x), ω the 2^log_domain-th root of unity Plonky3's
@@ -527,8 +660,8 @@ impl GpuSumcheck {
         if indices.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} indices with {} scales", indices.len(), scales.len())));
         }
-        if log_domain > MAX_VARS {
-            return Err(GpuError::InvalidInput(format!("a domain of 2^{log_domain} exceeds BabyBear's 2^{MAX_VARS}")));
+        if log_domain > TWO_ADICITY {
+            return Err(GpuError::InvalidInput(format!("a domain of 2^{log_domain} exceeds BabyBear's 2^{TWO_ADICITY}")));
         }
         if let Some(&bad) = indices.iter().find(|&&i| i >> log_domain != 0) {
             return Err(GpuError::InvalidInput(format!("index {bad} outside a domain of 2^{log_domain}")));
@@ -537,10 +670,11 @@ impl GpuSumcheck {
         // Per entry and point the direct kernel spends ~7.5 multiplications (a power step and
         // a scale by an extension element); the transform ~2 per element and level over its 4
         // columns. Both ran at ~7e11 multiplications/s on the H200 (direct: 10.2 ms at m = 23 in
-        // a 2^24 domain; the NTT 2^24 x 16 in 16.7 ms), so weigh them 4 : 1.
+        // a 2^24 domain; the NTT 2^24 x 16 in 16.7 ms), so weigh them 4 : 1. The transform's
+        // table must fit one binding.
         let direct_cost = indices.len().saturating_mul(4) << self.vars;
         let transform_cost = (1usize << log_domain) * log_domain.max(1);
-        if log_domain < self.vars || direct_cost <= transform_cost {
+        if log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
             let vars: Vec<BabyBear> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
             return self.add_select_weights(&vars, scales);
         }
@@ -554,15 +688,25 @@ impl GpuSumcheck {
         self.ctx.scoped("sumcheck select weights", || {
             let table = self.ctx.pooled_storage("select table", 4 << log_domain);
             let points = self.ctx.upload_pooled("select indices", &index_words);
+            let sums_buf = self.upload_table("select scales", &sums);
+            let zero = self.upload_table("select scales", &[]);
             let mut encoder = self.ctx.encoder("select weights");
             encoder.clear_buffer(&table, 0, None);
-            let scatter_scales = self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums, sums.len(), sums.len().div_ceil(THREADS), 0, &table, &self.placeholder)?;
+            let scatter = WeightParams { size: 1 << log_domain, vars: 0, count: sums.len() as u32, groups: sums.len().div_ceil(THREADS) as u32, offset: 0, total: 1 << log_domain, _pad: [0; 2] };
+            let recorded = self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums_buf, scatter, (&table, 0, None));
             // The table is the transform's to reuse as work space (and to recycle).
-            let transformed = self.ntt.record_consuming(&mut encoder, table, &NttSpec::forward(log_domain, 4))?;
-            let add_scales = self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &[], 0, self.size().div_ceil(THREADS), 0, &self.w, &self.placeholder)?;
-            let submitted = self.ctx.submit(encoder);
-            self.ntt.recycle(transformed);
-            for b in [points, scatter_scales, add_scales] {
+            let transformed = recorded.and_then(|()| self.ntt.record_consuming(&mut encoder, table, &NttSpec::forward(log_domain, 4)));
+            let submitted = transformed.and_then(|transformed| {
+                let segment = self.w.segment_len();
+                let recorded = (0..self.segments()).try_for_each(|j| {
+                    let add = WeightParams { size: segment as u32, vars: 0, count: 0, groups: segment.div_ceil(THREADS) as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
+                    self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &zero, add, self.w.range(j))
+                });
+                let submitted = recorded.and_then(|()| self.ctx.submit(encoder));
+                self.ntt.recycle(transformed);
+                submitted
+            });
+            for b in [points, sums_buf, zero] {
                 self.ctx.recycle_storage(b);
             }
             submitted

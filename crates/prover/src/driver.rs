@@ -149,7 +149,7 @@ impl CodewordSteps for GpuCodewords {
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
-        let committed = self.commit_buffer(sumcheck.f_buffer(), 1 << (m - fold), 4 << fold, log_inv_rate)?;
+        let committed = self.commit_buffer(sumcheck.f_buffer()?, 1 << (m - fold), 4 << fold, log_inv_rate)?;
         Ok((Commitment::new(vec![committed.root()]), committed))
     }
 
