@@ -538,13 +538,14 @@ impl GpuSumcheck {
             let segment = self.f.segment_len();
             let groups = Self::groups_for(segment);
             let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
+            let chunks = (tables.len() >> EVAL_CHUNK_BITS) as u32;
             let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
             let dispatches = (0..self.segments())
                 .map(|j| {
                     let params = EvalParams {
                         size: segment as u32,
                         groups: groups as u32,
-                        chunks: (tables.size() as usize / 16 >> EVAL_CHUNK_BITS) as u32,
+                        chunks,
                         base: u32::from(self.is_base()),
                         offset: (j * segment) as u32,
                         first: (j * groups) as u32,
