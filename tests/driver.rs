@@ -229,3 +229,34 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
         assert_eq!(gpu.prove(&p, &evals).unwrap().path, "gpu", "the GPU is used again afterwards");
     }
 }
+
+/// Resident proofs on an adapter whose binding limit is far below the proof's data (the strict
+/// profile with a 64 KiB binding, as n = 24 meets WebGPU's 128 MiB): the sumcheck tables run
+/// in segments, the first and later codewords are encoded in column blocks and hashed as row
+/// chunks — and the proofs are Plonky3's byte for byte, accepted by the stock verifier. A shape
+/// whose folded polynomial cannot fit one binding is refused before any work, with the reason.
+#[test]
+fn resident_proofs_split_over_small_bindings_match_plonky3() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    use whir_wgpu::prover::GpuBackend;
+    let mut rng = common::rng();
+    let binding = 64u64 << 10;
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else { return };
+    let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+    let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+    for (n, fold, rate) in [(13, 1, 1), (13, 2, 2), (14, 4, 1), (14, 2, 1), (13, 4, 2)] {
+        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2 };
+        // The weights (16 bytes per entry) and the first folded codeword (16 bytes per entry of
+        // 2^(n + rate - 1)) exceed the binding.
+        assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
+        let evals = common::random_vec(&mut rng, 1 << n);
+        let (out, expected) = reference(&p, &evals);
+        let ours = drive(&steps, &p, &evals);
+        assert!(ours == expected, "{p:?} under a {binding}-byte binding: the proofs differ");
+        let file = ProofFile::new(&p, &ProverOutput { proof: ours.1, ..out });
+        ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
+    }
+    let p = Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };
+    let err = GpuBackend::new(ctx).prove_resident(&p, &common::random_vec(&mut rng, 1 << 14)).err().expect("refused").to_string();
+    assert!(err.contains("folded in the first round") && err.contains("limit"), "{err}");
+}

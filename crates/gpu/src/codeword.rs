@@ -7,15 +7,38 @@ use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
 
+use crate::context::Dispatch;
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
 use crate::field::as_words;
-use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, DIGEST_ELEMS};
+use crate::merkle::{matrix_bytes, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup, DIGEST_ELEMS};
 use crate::ntt::GpuNtt;
+use crate::shaders::Kernel;
+
+/// Rust twin of `BlockParams` in wgsl/util/copy_block.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BlockParams {
+    rows: u32,
+    cols: u32,
+    src_width: u32,
+    src_row: u32,
+    src_col: u32,
+    dst_width: u32,
+    dst_col: u32,
+    _pad: u32,
+}
+
+/// Where a codeword lies: one buffer, or (a codeword larger than one binding) row chunks of
+/// `rows` rows each, one buffer per chunk.
+enum Stored {
+    One(wgpu::Buffer),
+    Chunks { buffers: Vec<wgpu::Buffer>, rows: usize },
+}
 
 /// A committed codeword on the GPU. Dropping it hands its buffers back to the pools.
 pub struct CommittedCodeword {
-    codeword: Option<wgpu::Buffer>,
+    codeword: Option<Stored>,
     tree: GpuMerkleTree,
     ntt: Arc<GpuNtt>,
 }
@@ -30,16 +53,34 @@ impl CommittedCodeword {
     pub fn width(&self) -> usize {
         self.tree.width
     }
-    /// The codeword buffer (height x width words, row-major, natural order).
-    pub fn buffer(&self) -> &wgpu::Buffer {
-        self.codeword.as_ref().expect("present until drop")
+    /// The codeword buffer (height x width words, row-major, natural order); None when the
+    /// codeword is split into row chunks (larger than one binding).
+    pub fn buffer(&self) -> Option<&wgpu::Buffer> {
+        match self.codeword.as_ref() {
+            Some(Stored::One(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Number of buffers the codeword is split over (1 when it fits one binding).
+    pub fn chunks(&self) -> usize {
+        match self.codeword.as_ref() {
+            Some(Stored::Chunks { buffers, .. }) => buffers.len(),
+            _ => 1,
+        }
+    }
+
+    fn row_chunks(buffers: &[wgpu::Buffer], rows: usize) -> Vec<RowChunk<'_>> {
+        buffers.iter().enumerate().map(|(c, b)| RowChunk { rows: b, first: c * rows, count: rows }).collect()
     }
 }
 
 impl Drop for CommittedCodeword {
     fn drop(&mut self) {
-        if let Some(b) = self.codeword.take() {
-            self.ntt.recycle(b);
+        match self.codeword.take() {
+            Some(Stored::One(b)) => self.ntt.recycle(b),
+            Some(Stored::Chunks { buffers, .. }) => buffers.into_iter().for_each(|b| self.ntt.recycle(b)),
+            None => {}
         }
     }
 }
@@ -107,6 +148,10 @@ impl GpuCodewords {
         }
         let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
         let ctx = self.ntt.context().clone();
+        // A codeword or a digest layer larger than one binding takes the split path.
+        if matrix_bytes(spec.rows(), width.max(DIGEST_ELEMS))? > ctx.max_binding_bytes() {
+            return self.commit_blocked(message, rows, width, log_inv_rate);
+        }
         ctx.scoped("codeword commit", || {
             let started = std::time::Instant::now();
             let mut encoder = ctx.encoder("codeword commit");
@@ -118,7 +163,7 @@ impl GpuCodewords {
             let tree = self.merkle.commit_recorded_with(encoder, &codeword, spec.rows(), width, false);
             tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
             match tree {
-                Ok(tree) => Ok(CommittedCodeword { codeword: Some(codeword), tree, ntt: self.ntt.clone() }),
+                Ok(tree) => Ok(CommittedCodeword { codeword: Some(Stored::One(codeword)), tree, ntt: self.ntt.clone() }),
                 Err(e) => {
                     self.ntt.recycle(codeword);
                     Err(e)
@@ -127,15 +172,93 @@ impl GpuCodewords {
         })
     }
 
+    /// [`commit_buffer`](Self::commit_buffer) of a codeword (or its leaf digests) larger than
+    /// one binding: the message's columns in blocks, each block encoded alone (the transform
+    /// acts on columns), the transformed blocks put back together as row chunks within one
+    /// binding each, and the tree built over the chunks (Plonky3's tree over the one matrix:
+    /// leaves are whole rows). The leaf digests are kept (openings cannot rehash rows across
+    /// chunks); digest layers larger than one binding are built and read in ranges. Needs the
+    /// message and one column of the codeword each within one binding.
+    fn commit_blocked(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+        let ctx = self.ntt.context().clone();
+        let binding = ctx.max_binding_bytes();
+        let codeword_rows = rows << log_inv_rate;
+        // The fewest column blocks (a power of two dividing the width) whose codeword fits.
+        let mut blocks = 1;
+        while matrix_bytes(codeword_rows, width / blocks)? > binding {
+            if !width.is_multiple_of(blocks * 2) {
+                return Err(GpuError::TooLarge { what: format!("a column block of a {codeword_rows} x {width} codeword"), needed: matrix_bytes(codeword_rows, width / blocks)?, limit: binding });
+            }
+            blocks *= 2;
+        }
+        let cols = width / blocks;
+        ctx.check_binding_size("the message of a codeword split into column blocks", matrix_bytes(rows, width)?)?;
+        let chunk_rows = {
+            let fit = self.merkle.rows_per_chunk(width)?;
+            (1usize << fit.ilog2()).min(codeword_rows)
+        };
+        let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
+        let started = std::time::Instant::now();
+        let chunks: Vec<wgpu::Buffer> = (0..codeword_rows / chunk_rows).map(|_| ctx.pooled_storage("codeword rows", chunk_rows * width)).collect();
+        let recorded = ctx.scoped("codeword column blocks", || {
+            let pipeline = ctx.pipeline(Kernel::CopyBlock, &[])?;
+            let copy = |params: BlockParams, src: &wgpu::Buffer, dst: &wgpu::Buffer| {
+                let groups = (params.rows as usize * params.cols as usize).div_ceil(256) as u32;
+                let params = ctx.uniform("block params", &params);
+                let bind = ctx.bind_buffers(&pipeline, &[&params, src, dst]);
+                Dispatch { pipeline: (*pipeline).clone(), bind, groups }
+            };
+            let mut encoder = ctx.encoder("codeword column blocks");
+            for b in 0..blocks {
+                let block_message = ctx.pooled_storage("codeword block message", rows * cols);
+                let take = BlockParams { rows: rows as u32, cols: cols as u32, src_width: width as u32, src_row: 0, src_col: (b * cols) as u32, dst_width: cols as u32, dst_col: 0, _pad: 0 };
+                ctx.record_dispatches(&mut encoder, "column block", &[copy(take, message, &block_message)]);
+                let block = self.ntt.record_in_place(&mut encoder, &block_message, &spec);
+                // Reuse of either buffer is recorded after the work reading it (in order).
+                ctx.recycle_storage(block_message);
+                let block = block?;
+                let puts: Vec<Dispatch> = chunks
+                    .iter()
+                    .enumerate()
+                    .map(|(c, chunk)| {
+                        let put = BlockParams { rows: chunk_rows as u32, cols: cols as u32, src_width: cols as u32, src_row: (c * chunk_rows) as u32, src_col: 0, dst_width: width as u32, dst_col: (b * cols) as u32, _pad: 0 };
+                        copy(put, &block, chunk)
+                    })
+                    .collect();
+                ctx.record_dispatches(&mut encoder, "row chunks", &puts);
+                self.ntt.recycle(block);
+            }
+            ctx.submit(encoder)
+        });
+        let tree = recorded.and_then(|()| {
+            let row_chunks = CommittedCodeword::row_chunks(&chunks, chunk_rows);
+            self.merkle.commit_groups(&[RowGroup { chunks: row_chunks, height: codeword_rows, width }])
+        });
+        match tree {
+            Ok(tree) => {
+                tracing::debug!(rows = codeword_rows, width, blocks, chunks = chunks.len(), ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded in column blocks and committed");
+                Ok(CommittedCodeword { codeword: Some(Stored::Chunks { buffers: chunks, rows: chunk_rows }), tree, ntt: self.ntt.clone() })
+            }
+            Err(e) => {
+                chunks.into_iter().for_each(|b| ctx.recycle_storage(b));
+                Err(e)
+            }
+        }
+    }
+
     /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0).
     pub fn open(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<OpenedRows> {
-        self.merkle.open_rows(&committed.tree, committed.buffer(), indices, 0)
+        let pending = self.open_deferred(committed, indices)?;
+        Ok(self.read_openings(vec![pending])?.pop().expect("one opening"))
     }
 
     /// [`open`](Self::open) without waiting; [`read_openings`](Self::read_openings) reads any
     /// number of them back in one transfer. The codeword may be dropped in between.
     pub fn open_deferred(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<PendingRows> {
-        self.merkle.open_rows_deferred(&committed.tree, committed.buffer(), indices, 0)
+        match committed.codeword.as_ref().expect("present until drop") {
+            Stored::One(b) => self.merkle.open_rows_deferred(&committed.tree, b, indices, 0),
+            Stored::Chunks { buffers, rows } => self.merkle.open_row_chunks_deferred(&committed.tree, &CommittedCodeword::row_chunks(buffers, *rows), indices, 0),
+        }
     }
 
     pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {

@@ -178,13 +178,22 @@ pub struct OpenedRows {
 }
 
 impl OpenedRows {
-    /// Splits what a gather wrote: `rows` rows of `width` words, then the sibling digests.
-    fn from_gathered(words: &[BabyBear], rows: usize, width: usize) -> Self {
+    /// Splits what a gather wrote: `rows` rows of `width` words, then the sibling digests;
+    /// gathered row k is request `order[k]` where an order is given.
+    fn from_gathered(words: &[BabyBear], rows: usize, width: usize, order: Option<&[usize]>) -> Self {
         let (values, digests) = words.split_at(rows * width);
-        Self {
-            rows: values.chunks_exact(width.max(1)).map(<[BabyBear]>::to_vec).collect(),
-            siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect(),
+        let mut gathered: Vec<Vec<BabyBear>> = values.chunks_exact(width.max(1)).map(<[BabyBear]>::to_vec).collect();
+        if width == 0 {
+            gathered = vec![Vec::new(); rows];
         }
+        if let Some(order) = order {
+            let mut placed = vec![Vec::new(); rows];
+            for (row, &at) in gathered.into_iter().zip(order) {
+                placed[at] = row;
+            }
+            gathered = placed;
+        }
+        Self { rows: gathered, siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect() }
     }
 }
 
@@ -194,6 +203,27 @@ pub struct PendingRows {
     words: usize,
     rows: usize,
     width: usize,
+    /// Rows gathered from row chunks come grouped by chunk: gathered row k answers request
+    /// `order[k]`.
+    order: Option<Vec<usize>>,
+}
+
+/// Where opened rows are read from: one matrix buffer, or a matrix split into row chunks (one
+/// buffer each, in row order).
+#[derive(Clone, Copy)]
+pub enum RowSource<'a> {
+    One(&'a wgpu::Buffer),
+    Chunks(&'a [RowChunk<'a>]),
+}
+
+/// A recorded gather: the encoder to submit, the output buffer and its words, the pooled index
+/// buffer (recycled once submitted) and the row order (rows from chunks).
+struct Gathered {
+    encoder: wgpu::CommandEncoder,
+    out: wgpu::Buffer,
+    words: usize,
+    idx: Option<wgpu::Buffer>,
+    order: Option<Vec<usize>>,
 }
 
 /// Builds Merkle trees with one Poseidon2 instance.
@@ -313,8 +343,8 @@ impl GpuMerkle {
     /// submission, one readback of just the rows and digests.
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
-        let words = self.gather(tree, Some(matrix), indices, &positions)?;
-        Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width))
+        let words = self.gather(tree, Some(RowSource::One(matrix)), indices, &positions)?;
+        Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width, None))
     }
 
     /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
@@ -323,13 +353,37 @@ impl GpuMerkle {
     /// order).
     pub fn open_rows_deferred(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<PendingRows> {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
+        self.submit_gather(tree, RowSource::One(matrix), indices, &positions)
+    }
+
+    /// [`open_rows_deferred`](Self::open_rows_deferred) of a matrix held in row chunks (the
+    /// tree built over them by [`commit_groups`](Self::commit_groups), leaves kept).
+    pub fn open_row_chunks_deferred(&self, tree: &GpuMerkleTree, chunks: &[RowChunk<'_>], indices: &[usize], cap_height: usize) -> Result<PendingRows> {
+        if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
+            return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
+        }
+        let mut next = 0;
+        for c in chunks {
+            if c.first != next || c.rows.size() < matrix_bytes(c.count, tree.width)? {
+                return Err(GpuError::InvalidInput(format!("row chunk {}..{} is out of order or short", c.first, c.first + c.count)));
+            }
+            next += c.count;
+        }
+        if next != tree.height {
+            return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", tree.height)));
+        }
+        let positions = pruned_positions(indices, proof_levels(tree.layers.len() - 1, cap_height));
+        self.submit_gather(tree, RowSource::Chunks(chunks), indices, &positions)
+    }
+
+    fn submit_gather(&self, tree: &GpuMerkleTree, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
         let ctx = self.poseidon2.context();
         ctx.scoped("merkle openings", || {
-            let (encoder, out, words, idx) = self.record_gather(tree, Some(matrix), indices, &positions)?;
-            let submitted = ctx.submit(encoder);
-            idx.into_iter().for_each(|b| ctx.recycle_storage(b));
+            let gathered = self.record_gather(tree, Some(rows), indices, positions)?;
+            let submitted = ctx.submit(gathered.encoder);
+            gathered.idx.into_iter().for_each(|b| ctx.recycle_storage(b));
             submitted?;
-            Ok(PendingRows { out, words, rows: indices.len(), width: tree.width })
+            Ok(PendingRows { out: gathered.out, words: gathered.words, rows: indices.len(), width: tree.width, order: gathered.order })
         })
     }
 
@@ -366,15 +420,15 @@ impl GpuMerkle {
             .map(|p| {
                 let (this, tail) = rest.split_at(p.words);
                 rest = tail;
-                OpenedRows::from_gathered(this, p.rows, p.width)
+                OpenedRows::from_gathered(this, p.rows, p.width, p.order.as_deref())
             })
             .collect())
     }
 
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
     /// reads it back.
-    fn gather(&self, tree: &GpuMerkleTree, matrix: Option<&wgpu::Buffer>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
-        let (encoder, out, words, idx) = self.record_gather(tree, matrix, indices, positions)?;
+    fn gather(&self, tree: &GpuMerkleTree, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
+        let Gathered { encoder, out, words, idx, .. } = self.record_gather(tree, matrix, indices, positions)?;
         if words == 0 {
             return Ok(Vec::new());
         }
@@ -385,29 +439,82 @@ impl GpuMerkle {
     }
 
     /// Records the gather of rows `indices` of `matrix`, then the digests at `positions`, into
-    /// a fresh buffer: one dispatch for the rows and one per tree layer (positions come grouped
-    /// by layer). Returns the encoder, the buffer and its word count, and the pooled index
-    /// buffer, to be recycled once the encoder is submitted.
+    /// a fresh buffer: one dispatch for the rows (one per chunk holding some) and one per tree
+    /// layer (positions come grouped by layer). The pooled index buffer is to be recycled once
+    /// the encoder is submitted.
     fn record_gather(
         &self,
         tree: &GpuMerkleTree,
-        matrix: Option<&wgpu::Buffer>,
+        matrix: Option<RowSource<'_>>,
         indices: &[usize],
         positions: &[(usize, usize)],
-    ) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, usize, Option<wgpu::Buffer>)> {
+    ) -> Result<Gathered> {
         let ctx = self.poseidon2.context();
         let row_items = if matrix.is_some() { indices.len() } else { 0 };
         let words = row_items * tree.width + positions.len() * DIGEST_ELEMS;
-        let mut encoder = ctx.encoder("merkle openings");
+        let encoder = ctx.encoder("merkle openings");
         let out = ctx.storage("merkle openings", words);
         if words == 0 {
-            return Ok((encoder, out, 0, None));
+            return Ok(Gathered { encoder, out, words: 0, idx: None, order: None });
         }
+        let mut encoder = encoder;
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
         u32::try_from(words).map_err(|_| too_wide())?;
+        // Rows from chunks: grouped by chunk, at their index within it; `order` maps back.
+        let mut row_idx: Vec<u32> = indices[..row_items].iter().map(|&i| i as u32).collect();
+        let mut order = None;
+        let mut chunk_spans: Vec<(&wgpu::Buffer, usize, usize)> = Vec::new();
+        match matrix {
+            Some(RowSource::Chunks(chunks)) if row_items > 0 => {
+                let mut grouped = Vec::with_capacity(row_items);
+                let mut slots = Vec::with_capacity(row_items);
+                for c in chunks {
+                    let start = grouped.len();
+                    for (t, &i) in indices.iter().enumerate().filter(|(_, &i)| (c.first..c.first + c.count).contains(&i)) {
+                        grouped.push((i - c.first) as u32);
+                        slots.push(t);
+                    }
+                    if grouped.len() > start {
+                        chunk_spans.push((c.rows, start, grouped.len() - start));
+                    }
+                }
+                row_idx = grouped;
+                order = Some(slots);
+            }
+            Some(RowSource::One(m)) if row_items > 0 => chunk_spans.push((m, 0, row_items)),
+            _ => {}
+        }
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
-        let idx: Vec<u32> = indices[..row_items].iter().chain(positions.iter().map(|(_, i)| i)).map(|&i| i as u32).collect();
+        let mut idx: Vec<u32> = row_idx.into_iter().chain(positions.iter().map(|&(_, i)| i as u32)).collect();
+        // The digest copies: (layer, byte range, items, first item). A layer larger than one
+        // binding is read in windows of whole bindings, its indices made relative to the window
+        // (positions ascend within a layer).
+        let digest = (DIGEST_ELEMS * 4) as u64;
+        let window = ((ctx.max_binding_bytes() / digest) as usize / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
+        let mut digest_copies: Vec<(usize, u64, Option<u64>, usize, usize)> = Vec::new();
+        let mut start = 0;
+        while start < positions.len() {
+            let layer = positions[start].0;
+            let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
+            let buffer = &tree.layers[layer];
+            if layer == 0 && !tree.leaves_kept || buffer.size() <= ctx.max_binding_bytes() {
+                digest_copies.push((layer, 0, None, start, end));
+            } else {
+                let mut first = start;
+                while first < end {
+                    let w = positions[first].1 / window;
+                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i / window == w).count();
+                    for t in &mut idx[row_items + first..row_items + last] {
+                        *t -= (w * window) as u32;
+                    }
+                    let offset = (w * window) as u64 * digest;
+                    digest_copies.push((layer, offset, Some((buffer.size() - offset).min(window as u64 * digest)), first, last));
+                    first = last;
+                }
+            }
+            start = end;
+        }
         let idx_buf = ctx.upload_pooled("gather indices", &idx);
         let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
         let params = |count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
@@ -416,32 +523,31 @@ impl GpuMerkle {
                 &GatherParams { count: count as u32, width: item_width, idx_offset: idx_offset as u32, dst_offset: dst_offset as u32 },
             )
         };
-        let copy = |src: &wgpu::Buffer, count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
-            let bind = ctx.bind_buffers(&pipeline, &[&params(count, item_width, idx_offset, dst_offset), &idx_buf, src, &out]);
+        let copy = |src: (&wgpu::Buffer, u64, Option<u64>), count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
+            let params = params(count, item_width, idx_offset, dst_offset);
+            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&idx_buf, 0, None), src, (&out, 0, None)]);
             let groups = (count * item_width as usize).div_ceil(256) as u32;
             Dispatch { pipeline: (*pipeline).clone(), bind, groups }
         };
         let mut dispatches = Vec::new();
-        if let Some(matrix) = matrix.filter(|_| row_items > 0) {
-            dispatches.push(copy(matrix, row_items, width, 0, 0));
+        for &(src, start, count) in &chunk_spans {
+            dispatches.push(copy((src, 0, None), count, width, start, start * tree.width));
         }
-        let mut start = 0;
-        while start < positions.len() {
-            let layer = positions[start].0;
-            let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
+        for (layer, offset, size, start, end) in digest_copies {
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
             if layer == 0 && !tree.leaves_kept {
                 // Leaf digests this tree did not keep: hashed again from their rows.
-                let matrix = matrix.ok_or_else(|| GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the matrix) instead".into()))?;
+                let Some(RowSource::One(matrix)) = matrix else {
+                    return Err(GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the one matrix buffer) instead".into()));
+                };
                 let params = params(end - start, width, row_items + start, dst);
                 dispatches.push(self.poseidon2.prepare(Kernel::HashRows, &[&params, &idx_buf, matrix, &out], end - start)?);
             } else {
-                dispatches.push(copy(&tree.layers[layer], end - start, DIGEST_ELEMS as u32, row_items + start, dst));
+                dispatches.push(copy((&tree.layers[layer], offset, size), end - start, DIGEST_ELEMS as u32, row_items + start, dst));
             }
-            start = end;
         }
         ctx.record_dispatches(&mut encoder, "gather", &dispatches);
-        Ok((encoder, out, words, Some(idx_buf)))
+        Ok(Gathered { encoder, out, words, idx: Some(idx_buf), order })
     }
 
     /// Commits to a host matrix: upload, hash, build, read back the root.

@@ -62,6 +62,7 @@ wgsl_sources!(
     "sumcheck/eval",
     "util/gather_params",
     "util/gather",
+    "util/copy_block",
     "test/field_ops",
 );
 
@@ -93,11 +94,12 @@ pub enum Kernel {
     FoldBase,
     EvalPartials,
     Gather,
+    CopyBlock,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 26] = [
+    pub const ALL: [Kernel; 27] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -123,6 +125,7 @@ impl Kernel {
         Kernel::FoldBase,
         Kernel::EvalPartials,
         Kernel::Gather,
+        Kernel::CopyBlock,
         Kernel::FieldOpsTest,
     ];
 
@@ -144,6 +147,7 @@ impl Kernel {
             Kernel::RoundBase | Kernel::FoldBase => "sumcheck/base",
             Kernel::EvalPartials => "sumcheck/eval",
             Kernel::Gather => "util/gather",
+            Kernel::CopyBlock => "util/copy_block",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -175,6 +179,7 @@ impl Kernel {
             Kernel::FoldBase => "fold_base",
             Kernel::EvalPartials => "eval_partials",
             Kernel::Gather => "gather_words",
+            Kernel::CopyBlock => "copy_block",
             Kernel::FieldOpsTest => "field_op",
         }
     }

@@ -214,14 +214,20 @@ impl GpuBackend {
         self.mode
     }
 
-    /// The largest buffers a resident proof binds — the first codeword (2^(n + rate) words) and
-    /// the sumcheck's weight table (2^n extension elements) — checked against the adapter's
-    /// binding limit before any work starts.
+    /// What a resident proof must bind whole, checked against the adapter's binding limit
+    /// before any work starts. Codewords and sumcheck tables larger than one binding are split
+    /// (column blocks and row chunks, table segments); what is not: the message of a split
+    /// codeword (the input, 2^n words), the folded polynomial that is encoded next (2^(n -
+    /// fold) extension elements), and one column of the first codeword.
     fn check_resident_fits(&self, params: &Params) -> Result<(), ProverError> {
         let ctx = self.context();
-        let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
-        ctx.check_binding_size("the first codeword", codeword)?;
-        ctx.check_binding_size("the sumcheck weights", 16u64 << params.num_vars)?;
+        let (n, rate, fold) = (params.num_vars as u32, params.log_inv_rate as u32, params.fold as u32);
+        let codeword = 4u64.checked_shl(n + rate).unwrap_or(u64::MAX);
+        if codeword > ctx.max_binding_bytes() {
+            ctx.check_binding_size("the input (the message of a first codeword split into column blocks)", 4u64 << n)?;
+            ctx.check_binding_size("one column of the first codeword", 4u64.checked_shl(n + rate - fold.min(n)).unwrap_or(u64::MAX))?;
+        }
+        ctx.check_binding_size("the polynomial folded in the first round", 16u64 << (n - fold.min(n)))?;
         ctx.check_memory(
             &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
             estimated_gpu_bytes(params),
