@@ -53,6 +53,13 @@ fn bad_parameters_and_inputs_are_explained() {
 
     let err = ProofFile::from_bytes(b"not a proof").unwrap_err().to_string();
     assert!(err.contains("not a whir-wgpu proof file"), "{err}");
+
+    // n = 28 fits BabyBear's 2^27 domain only folded: fold 2 at rate 1, as p3-whir takes it.
+    let err = params(28, 1, 1, 1).config::<whir_wgpu::gpu::GpuChallenger>().unwrap_err().to_string();
+    assert!(err.contains("use --fold 2 or more") && !err.contains("--rate 0"), "{err}");
+    params(28, 2, 1, 1).config::<whir_wgpu::gpu::GpuChallenger>().expect("n = 28 at fold 2");
+    let err = params(29, 4, 1, 1).config::<whir_wgpu::gpu::GpuChallenger>().unwrap_err().to_string();
+    assert!(err.contains("1..=28 variables"), "{err}");
 }
 
 /// A GPU memory budget: a proof estimated not to fit is refused before any work, with an error

@@ -148,8 +148,11 @@ impl GpuCodewords {
         }
         let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
         let ctx = self.ntt.context().clone();
-        // A codeword or a digest layer larger than one binding takes the split path.
-        if matrix_bytes(spec.rows(), width.max(DIGEST_ELEMS))? > ctx.max_binding_bytes() {
+        // A codeword or a stored digest layer larger than one binding takes the split path. The
+        // one-buffer tree stores no leaf digests for rows narrower than two digests (level 1,
+        // half a digest per row, is its largest layer) and transient ones for wider rows.
+        let largest_layer = if width >= 2 * DIGEST_ELEMS { matrix_bytes(spec.rows(), DIGEST_ELEMS)? } else { matrix_bytes(spec.rows(), DIGEST_ELEMS / 2)? };
+        if matrix_bytes(spec.rows(), width)?.max(largest_layer) > ctx.max_binding_bytes() {
             return self.commit_blocked(message, rows, width, log_inv_rate);
         }
         ctx.scoped("codeword commit", || {

@@ -15,8 +15,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::ProverError;
 use crate::{EF, F};
 
-/// Largest number of variables: BabyBear's two-adic subgroup has 2^27 elements.
-pub const MAX_VARS: usize = F::TWO_ADICITY;
+/// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements. The codeword is
+/// committed as 2^(n + rate - fold) rows, so this bounds n + rate - fold, not n.
+pub const MAX_DOMAIN_LOG: usize = F::TWO_ADICITY;
+/// Largest number of variables: 28 (with fold 2 or more, as p3-whir takes it), the largest
+/// size proved and tested here (on the H200: 2^28 evaluations, 1 GiB).
+pub const MAX_VARS: usize = F::TWO_ADICITY + 1;
 /// Largest proof-of-work budget: a BabyBear witness can clear at most 30 bits (2^bits < p).
 pub const MAX_POW_BITS: usize = whir_gpu::grind::MAX_BITS;
 /// Largest security target accepted at all (BabyBear^4 reaches far less; p3-whir says so).
@@ -204,16 +208,18 @@ impl Params {
         // The codeword is committed with the first fold's 2^fold cosets in one row, so its
         // height 2^(n + rate - fold) must fit BabyBear's 2^27 two-adic subgroup.
         let folded_log = (self.num_vars + self.log_inv_rate.min(1 << 20)) - self.fold;
-        if folded_log > MAX_VARS {
-            let max_rate = MAX_VARS + self.fold - self.num_vars;
-            let need_fold = self.num_vars + self.log_inv_rate.min(1 << 20) - MAX_VARS;
-            let hint = if need_fold <= self.num_vars {
+        if folded_log > MAX_DOMAIN_LOG {
+            let max_rate = (MAX_DOMAIN_LOG + self.fold).saturating_sub(self.num_vars);
+            let need_fold = self.num_vars + self.log_inv_rate.min(1 << 20) - MAX_DOMAIN_LOG;
+            let hint = if max_rate == 0 {
+                format!("use --fold {need_fold} or more")
+            } else if need_fold <= self.num_vars {
                 format!("use --rate {max_rate} or less, or --fold {need_fold} or more")
             } else {
                 format!("use --rate {max_rate} or less")
             };
             return bad(format!(
-                "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over BabyBear's 2^{MAX_VARS}{}",
+                "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over BabyBear's 2^{MAX_DOMAIN_LOG}{}",
                 n.name("rate", self.log_inv_rate),
                 self.num_vars,
                 self.fold,
