@@ -179,9 +179,10 @@ impl GpuCodewords {
     /// one binding: the message's columns in blocks, each block encoded alone (the transform
     /// acts on columns), the transformed blocks put back together as row chunks within one
     /// binding each, and the tree built over the chunks (Plonky3's tree over the one matrix:
-    /// leaves are whole rows). The leaf digests are kept (openings cannot rehash rows across
-    /// chunks); digest layers larger than one binding are built and read in ranges. Needs the
-    /// message and one column of the codeword each within one binding.
+    /// leaves are whole rows). As in the one-buffer tree, leaf digests are not kept (openings
+    /// rehash the rows they need, chunk by chunk); digest layers larger than one binding are
+    /// built and read in ranges. Needs the message and one column of the codeword each within
+    /// one binding.
     fn commit_blocked(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
         let ctx = self.ntt.context().clone();
         let binding = ctx.max_binding_bytes();
@@ -235,7 +236,7 @@ impl GpuCodewords {
         });
         let tree = recorded.and_then(|()| {
             let row_chunks = CommittedCodeword::row_chunks(&chunks, chunk_rows);
-            self.merkle.commit_groups(&[RowGroup { chunks: row_chunks, height: codeword_rows, width }])
+            self.merkle.commit_groups_with(&[RowGroup { chunks: row_chunks, height: codeword_rows, width }], false)
         });
         match tree {
             Ok(tree) => {

@@ -493,12 +493,26 @@ impl GpuMerkle {
         let digest = (DIGEST_ELEMS * 4) as u64;
         let window = ((ctx.max_binding_bytes() / digest) as usize / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
         let mut digest_copies: Vec<(usize, u64, Option<u64>, usize, usize)> = Vec::new();
+        let mut rehash: Vec<(&wgpu::Buffer, usize, usize)> = Vec::new();
         let mut start = 0;
         while start < positions.len() {
             let layer = positions[start].0;
             let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
             let buffer = &tree.layers[layer];
-            if layer == 0 && !tree.leaves_kept || buffer.size() <= ctx.max_binding_bytes() {
+            if let (0, false, Some(RowSource::Chunks(chunks))) = (layer, tree.leaves_kept, matrix) {
+                // Leaves rehashed from their rows, chunk by chunk, at their index in the chunk.
+                let mut first = start;
+                for c in chunks {
+                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i < c.first + c.count).count();
+                    if last > first {
+                        for t in &mut idx[row_items + first..row_items + last] {
+                            *t -= c.first as u32;
+                        }
+                        rehash.push((c.rows, first, last));
+                    }
+                    first = last;
+                }
+            } else if layer == 0 && !tree.leaves_kept || buffer.size() <= ctx.max_binding_bytes() {
                 digest_copies.push((layer, 0, None, start, end));
             } else {
                 let mut first = start;
@@ -532,6 +546,10 @@ impl GpuMerkle {
         let mut dispatches = Vec::new();
         for &(src, start, count) in &chunk_spans {
             dispatches.push(copy((src, 0, None), count, width, start, start * tree.width));
+        }
+        for (rows, start, end) in rehash {
+            let params = params(end - start, width, row_items + start, row_items * tree.width + start * DIGEST_ELEMS);
+            dispatches.push(self.poseidon2.prepare(Kernel::HashRows, &[&params, &idx_buf, rows, &out], end - start)?);
         }
         for (layer, offset, size, start, end) in digest_copies {
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
@@ -617,6 +635,15 @@ impl GpuMerkle {
     /// binding are hashed range by range (each dispatch binds its part). One submission; only
     /// the root is read back.
     pub fn commit_groups(&self, groups: &[RowGroup<'_>]) -> Result<GpuMerkleTree> {
+        self.commit_groups_with(groups, true)
+    }
+
+    /// [`commit_groups`](Self::commit_groups); with `keep_leaves` false and one matrix of two or
+    /// more rows, each row chunk's leaf digests are hashed into a transient buffer of the chunk's
+    /// size and compressed into level 1 at once, so no leaf layer is ever allocated (a resident
+    /// codeword's leaves can exceed the largest buffer an adapter allows); openings rehash the
+    /// leaves they need from the rows.
+    pub fn commit_groups_with(&self, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<GpuMerkleTree> {
         let ctx = self.poseidon2.context().clone();
         let Some(tallest) = groups.first() else {
             return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
@@ -652,19 +679,45 @@ impl GpuMerkle {
             buffer
         };
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
-        let leaves = layer(&mut encoder, tallest.height, padded_layer_len(tallest.height));
-        for c in &tallest.chunks {
+        let leaf_dispatch = |c: &RowChunk<'_>, out: (&wgpu::Buffer, u64, Option<u64>)| -> Result<Dispatch> {
             let params = ctx.uniform("leaf params", &LeafParams { rows: c.count as u32, width: tallest.width as u32, fused_levels: 0, store_leaves: 1 });
-            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (c.rows, 0, None), (&leaves, c.first as u64 * digest, Some(c.count as u64 * digest))];
+            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (c.rows, 0, None), out];
             ranges.extend(self.placeholders.iter().map(|p| (p, 0, None)));
             let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
-            dispatches.push(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(c.count)? });
+            Ok(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(c.count)? })
+        };
+        let transient = !keep_leaves && groups.len() == 1 && tallest.height >= 2 && tallest.chunks.iter().all(|c| c.count % 2 == 0);
+        let mut prev_len = padded_layer_len(tallest.height);
+        if transient {
+            // Level 1 straight from each chunk's leaves (a chunk's rows pair among themselves).
+            let nodes = tallest.height / 2;
+            let level1 = layer(&mut encoder, nodes, padded_layer_len(nodes));
+            for c in &tallest.chunks {
+                let leaves = ctx.pooled_storage("merkle chunk leaves", c.count * DIGEST_ELEMS);
+                dispatches.push(leaf_dispatch(c, (&leaves, 0, None))?);
+                let count = c.count / 2;
+                let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width: 0, inject_rows: 0, _pad: 0 });
+                let bind = self.poseidon2.bind_ranges(
+                    &inject_pipeline,
+                    &[(&params, 0, None), (&leaves, 0, None), (&self.placeholders[0], 0, None), (&level1, (c.first / 2) as u64 * digest, Some(count as u64 * digest))],
+                );
+                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
+                // Reused only by work recorded after these reads.
+                ctx.recycle_storage(leaves);
+            }
+            layers.push(ctx.pooled_storage("merkle layer", DIGEST_ELEMS));
+            layers.push(level1);
+            prev_len = padded_layer_len(nodes);
+        } else {
+            let leaves = layer(&mut encoder, tallest.height, padded_layer_len(tallest.height));
+            for c in &tallest.chunks {
+                dispatches.push(leaf_dispatch(c, (&leaves, c.first as u64 * digest, Some(c.count as u64 * digest)))?);
+            }
+            layers.push(leaves);
         }
-        layers.push(leaves);
         // Nodes per level dispatch: children and parents each within one binding.
         let max_nodes = (binding / (2 * digest as usize) / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
         let mut shorter = groups[1..].iter().peekable();
-        let mut prev_len = padded_layer_len(tallest.height);
         while prev_len > 1 {
             let nodes = prev_len / 2;
             let injected = shorter.next_if(|g| g.height.next_power_of_two() == nodes.next_power_of_two());
@@ -720,7 +773,7 @@ impl GpuMerkle {
         }
         ctx.record_dispatches(&mut encoder, "merkle batch tree", &dispatches);
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, leaves_kept: true, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, leaves_kept: !transient, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }
