@@ -1,4 +1,5 @@
 // #import sumcheck/reduce
+// #import sumcheck/chain_state
 
 // The first round of a sumcheck whose f is still in the base field (the committed polynomial)
 // and w in BabyBear^4: round coefficients and the fold of f into BabyBear^4. The same
@@ -60,4 +61,23 @@ fn fold_base(
     }
     let f0 = f[2u * i];
     out[i] = ext4_add(ext4_from_base(f0), ext4_scale(params.r, bb_sub(f[2u * i + 1u], f0)));
+}
+
+// fold_base with the challenge drawn on the GPU (sumcheck/chain.wgsl), skipped once the chain
+// has stopped.
+@group(0) @binding(4) var<storage, read> chain: ChainState;
+
+@compute @workgroup_size(256)
+fn fold_base_chained(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = w[0];
+    let i = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (i >= params.count || chain.info.y != 0u) {
+        return;
+    }
+    let f0 = f[2u * i];
+    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(chain.r, bb_sub(f[2u * i + 1u], f0)));
 }

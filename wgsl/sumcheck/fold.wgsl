@@ -2,6 +2,7 @@
 // #import field/mul
 // #import field/babybear
 // #import field/ext4
+// #import sumcheck/chain_state
 
 // Binds the last variable of f and w to r: g'[i] = g[2i] + r (g[2i+1] - g[2i]), into fresh
 // tables (in-place folding would race across workgroups).
@@ -54,4 +55,41 @@ fn fold_single(
     }
     let f0 = f[2u * i];
     f_out[i] = ext4_add(f0, ext4_mul(params.r, ext4_sub(f[2u * i + 1u], f0)));
+}
+
+// The same folds with the challenge drawn on the GPU (sumcheck/chain.wgsl), skipped once the
+// chain has stopped.
+@group(0) @binding(5) var<storage, read> chain: ChainState;
+
+@compute @workgroup_size(256)
+fn fold_pairs_chained(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let i = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (i >= params.half || chain.info.y != 0u) {
+        return;
+    }
+    let r = chain.r;
+    let f0 = f[2u * i];
+    f_out[i] = ext4_add(f0, ext4_mul(r, ext4_sub(f[2u * i + 1u], f0)));
+    let w0 = w[2u * i];
+    w_out[i] = ext4_add(w0, ext4_mul(r, ext4_sub(w[2u * i + 1u], w0)));
+}
+
+@compute @workgroup_size(256)
+fn fold_single_chained(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = w[0];
+    _ = w_out[0];
+    let i = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (i >= params.half || chain.info.y != 0u) {
+        return;
+    }
+    let f0 = f[2u * i];
+    f_out[i] = ext4_add(f0, ext4_mul(chain.r, ext4_sub(f[2u * i + 1u], f0)));
 }

@@ -50,9 +50,13 @@ pub struct GrindAhead(Arc<Mutex<AheadSlot>>);
 struct AheadSlot {
     /// The GPU grinder and difficulty to grind ahead at (none: not grinding ahead).
     grind: Option<(Arc<GpuGrinder>, usize)>,
+    /// Set while GPU steps play transcript steps themselves (see
+    /// [`GpuChallenger::track_state`]): the grinder whose Poseidon2 they use.
+    tracking: Option<Arc<GpuGrinder>>,
     /// The challenger's sponge state and pending inputs after its last operation.
     state: Option<([BabyBear; WIDTH], Vec<BabyBear>)>,
-    offer: Option<GrindOffer>,
+    /// Grinds done ahead, for the challenger's next grinds in order.
+    offers: std::collections::VecDeque<GrindOffer>,
     used: u64,
 }
 
@@ -70,8 +74,26 @@ impl GrindAhead {
     /// Leaves `offer` for the challenger's next grind.
     pub fn offer(&self, offer: GrindOffer) {
         if let Ok(mut slot) = self.0.lock() {
-            slot.offer = Some(offer);
+            slot.offers.push_back(offer);
         }
+    }
+
+    /// Leaves `offers` for the challenger's next grinds, in order (each is taken only by a
+    /// grind whose state it searched).
+    pub fn queue(&self, offers: impl IntoIterator<Item = GrindOffer>) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.offers.extend(offers);
+        }
+    }
+
+    /// While tracking ([`GpuChallenger::track_state`]): the grinder, and the challenger's
+    /// sponge state and pending inputs now — where GPU steps that play the transcript start.
+    #[allow(clippy::type_complexity)]
+    pub fn transcript_state(&self) -> Option<(Arc<GpuGrinder>, [BabyBear; WIDTH], Vec<BabyBear>)> {
+        let slot = self.0.lock().ok()?;
+        let grinder = slot.tracking.clone()?;
+        let (sponge, pending) = slot.state.clone()?;
+        Some((grinder, sponge, pending))
     }
 
     /// Grinds that used an offer.
@@ -111,13 +133,29 @@ impl GpuChallenger {
         {
             let mut slot = self.ahead.0.lock().ok()?;
             slot.grind = Some((grinder, bits));
-            slot.offer = None;
+            slot.offers.clear();
         }
         self.publish();
         Some(self.ahead.clone())
     }
 
-    /// Ends grinding ahead; offers left are dropped.
+    /// Starts publishing this challenger's state after every operation, for GPU steps that play
+    /// transcript steps themselves and hand back what the challenger then replays (a chain of
+    /// sumcheck rounds: `GpuSumcheck::play_chain`); their grinds come back as offers
+    /// ([`GrindAhead::queue`]). None without a GPU grinder (its Poseidon2 instance is the
+    /// GPU's sponge). [`stop_grinding_ahead`](Self::stop_grinding_ahead) ends it.
+    pub fn track_state(&mut self) -> Option<GrindAhead> {
+        let grinder = self.grinder.clone()?;
+        {
+            let mut slot = self.ahead.0.lock().ok()?;
+            slot.tracking = Some(grinder);
+            slot.offers.clear();
+        }
+        self.publish();
+        Some(self.ahead.clone())
+    }
+
+    /// Ends grinding ahead and state tracking; offers left are dropped.
     pub fn stop_grinding_ahead(&mut self) {
         if let Ok(mut slot) = self.ahead.0.lock() {
             *slot = AheadSlot { used: slot.used, ..AheadSlot::default() };
@@ -132,7 +170,7 @@ impl GpuChallenger {
     /// Publishes the state after an operation, while grinding ahead.
     fn publish(&self) {
         if let Ok(mut slot) = self.ahead.0.lock() {
-            if slot.grind.is_some() {
+            if slot.grind.is_some() || slot.tracking.is_some() {
                 slot.state = Some((self.inner.sponge_state, self.inner.input_buffer.clone()));
             }
         }
@@ -171,7 +209,7 @@ impl GpuChallenger {
     pub fn find_witness(&self, bits: usize) -> Result<BabyBear> {
         let state = GrindState::new(&self.inner.sponge_state, &self.inner.input_buffer)?;
         // An offer searched from this very state: its witness, or the search goes on past it.
-        let offer = self.ahead.0.lock().ok().and_then(|mut s| s.offer.take()).filter(|o| o.state == state && o.bits == bits);
+        let offer = self.ahead.0.lock().ok().and_then(|mut s| s.offers.pop_front()).filter(|o| o.state == state && o.bits == bits);
         let mut start = 0;
         if let Some(offer) = offer {
             match offer.witness {

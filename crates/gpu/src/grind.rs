@@ -137,6 +137,11 @@ fn range_for(bits: usize) -> u64 {
     (4u64 << bits).clamp(1 << 12, 1 << 28)
 }
 
+/// End of the one range a grind run ahead of the transcript searches (from 0).
+pub(crate) fn range_end(bits: usize) -> u32 {
+    range_for(bits).min(BABYBEAR_P as u64) as u32
+}
+
 /// A grind recorded on the GPU behind the kernels whose output the transcript observes just
 /// before it ([`GpuGrinder::record_after_observing`]); read it back with
 /// [`record_readback`](Self::record_readback) and [`offer`](Self::offer).
@@ -160,6 +165,16 @@ pub struct GrindOffer {
 impl GrindAheadRecord {
     /// Words [`record_readback`](Self::record_readback) copies.
     pub const WORDS: usize = PARAMS_WORDS + 1;
+
+    /// The grind's params (pow/params layout), for a kernel that writes them on the GPU.
+    pub(crate) fn params(&self) -> &wgpu::Buffer {
+        &self.params
+    }
+
+    /// Where the grind leaves the smallest witness found (u32::MAX: none).
+    pub(crate) fn best(&self) -> &wgpu::Buffer {
+        &self.best
+    }
 
     /// Copies what the grind found into `dst` at word `offset` (`WORDS` words).
     pub fn record_readback(&self, encoder: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, offset: usize) {
@@ -253,6 +268,26 @@ impl GpuGrinder {
         let bind = self.poseidon2.bind(&grind, &[&params, &best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (end as u64).div_ceil(64) as u32 });
         Ok(GrindAheadRecord { params, best, bits })
+    }
+
+    /// Buffers for a grind at `bits` whose params a GPU kernel writes (a chained sumcheck round:
+    /// wgsl/sumcheck/chain.wgsl), searching `0..range_end(bits)`; record the search itself with
+    /// [`record_device_grind`](Self::record_device_grind) after that kernel.
+    pub(crate) fn device_grind(&self, bits: usize) -> Result<GrindAheadRecord> {
+        pow_mask(bits)?;
+        if bits == 0 {
+            return Err(GpuError::InvalidInput("no grind at 0 bits".into()));
+        }
+        let ctx = self.poseidon2.context();
+        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits })
+    }
+
+    /// Records the search of a [`device_grind`](Self::device_grind).
+    pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
+        let grind = self.poseidon2.context().pipeline(Kernel::Grind, &[])?;
+        let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (range_end(record.bits) as u64).div_ceil(64) as u32 });
+        Ok(())
     }
 
     /// Hands a record's buffers back to the pool (after its words were read).

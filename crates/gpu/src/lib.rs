@@ -43,7 +43,7 @@ pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, Ro
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
-pub use sumcheck::{Ext4, GpuSumcheck};
+pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck};
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

@@ -54,6 +54,9 @@ wgsl_sources!(
     "pow/params",
     "pow/grind",
     "pow/prepare",
+    "sumcheck/chain_state",
+    "pow/duplex",
+    "sumcheck/chain",
     "sumcheck/reduce",
     "sumcheck/round",
     "sumcheck/fold",
@@ -95,11 +98,16 @@ pub enum Kernel {
     EvalPartials,
     Gather,
     CopyBlock,
+    ChainObserve,
+    ChainSample,
+    FoldPairsChained,
+    FoldSingleChained,
+    FoldBaseChained,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 27] = [
+    pub const ALL: [Kernel; 32] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -126,6 +134,11 @@ impl Kernel {
         Kernel::EvalPartials,
         Kernel::Gather,
         Kernel::CopyBlock,
+        Kernel::ChainObserve,
+        Kernel::ChainSample,
+        Kernel::FoldPairsChained,
+        Kernel::FoldSingleChained,
+        Kernel::FoldBaseChained,
         Kernel::FieldOpsTest,
     ];
 
@@ -148,6 +161,9 @@ impl Kernel {
             Kernel::EvalPartials => "sumcheck/eval",
             Kernel::Gather => "util/gather",
             Kernel::CopyBlock => "util/copy_block",
+            Kernel::ChainObserve | Kernel::ChainSample => "sumcheck/chain",
+            Kernel::FoldPairsChained | Kernel::FoldSingleChained => "sumcheck/fold",
+            Kernel::FoldBaseChained => "sumcheck/base",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -180,6 +196,11 @@ impl Kernel {
             Kernel::EvalPartials => "eval_partials",
             Kernel::Gather => "gather_words",
             Kernel::CopyBlock => "copy_block",
+            Kernel::ChainObserve => "chain_observe",
+            Kernel::ChainSample => "chain_sample",
+            Kernel::FoldPairsChained => "fold_pairs_chained",
+            Kernel::FoldSingleChained => "fold_single_chained",
+            Kernel::FoldBaseChained => "fold_base_chained",
             Kernel::FieldOpsTest => "field_op",
         }
     }

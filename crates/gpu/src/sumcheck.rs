@@ -11,7 +11,7 @@ use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 
 use crate::challenger::GrindAhead;
 use crate::context::{Dispatch, GpuContext};
-use crate::grind::GrindAheadRecord;
+use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, RATE, WIDTH};
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
@@ -145,6 +145,40 @@ impl Table {
             many => (&many[j], 0, Some(bytes)),
         }
     }
+}
+
+/// Rust twin of `ChainState` in wgsl/sumcheck/chain_state.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ChainState {
+    sponge: [u32; WIDTH],
+    pending: [u32; RATE],
+    info: [u32; 4],
+    r: [u32; 4],
+    range: [u32; 4],
+}
+
+/// Byte offsets of `ChainState::info` and `ChainState::r`.
+const CHAIN_INFO_AT: u64 = ((WIDTH + RATE) * 4) as u64;
+const CHAIN_R_AT: u64 = CHAIN_INFO_AT + 16;
+
+/// A sumcheck round played on the GPU by [`GpuSumcheck::play_chain`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainedRound {
+    /// The round polynomial's h(0) and h(∞).
+    pub c0: Ext4,
+    pub c_inf: Ext4,
+    /// The challenge drawn on the GPU, already bound by a fold; None where the round's grind
+    /// found no witness in its range: the chain stopped there, before the round's fold.
+    pub r: Option<Ext4>,
+    /// The round's grind (rounds with proof of work), as an offer for the challenger.
+    pub offer: Option<GrindOffer>,
+}
+
+/// The challenge a fold binds: given, or the last one a chain drew on the GPU.
+enum FoldChallenge<'a> {
+    Value(Ext4),
+    Chain(&'a wgpu::Buffer),
 }
 
 /// f and w on the GPU.
@@ -302,7 +336,9 @@ impl GpuSumcheck {
     }
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back.
     /// `dispatches` (recorded so far, in one compute pass) end with the kernel that wrote them.
-    fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(Ext4, Ext4)> {
+    /// Records the reduction of `groups` partial pairs in `partials` to one pair: returns the
+    /// buffer holding it (8 words) and the intermediate buffers, for the pool once submitted.
+    fn record_reduction(&self, dispatches: &mut Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
         let pipeline = self.ctx.pipeline(Kernel::SumPartials, &[])?;
         let mut spare = Vec::new();
         while groups > 1 {
@@ -314,6 +350,11 @@ impl GpuSumcheck {
             spare.push(std::mem::replace(&mut partials, out));
             groups = next;
         }
+        Ok((partials, spare))
+    }
+
+    fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4, Ext4)> {
+        let (partials, mut spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
             Some((grinder, bits, sponge, pending)) => {
@@ -430,6 +471,20 @@ impl GpuSumcheck {
     /// old tables go back to the pool at once: anything that reuses them is recorded or
     /// submitted after this fold, and the queue runs in order.
     fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4) -> Result<()> {
+        let (f, w) = self.record_fold_with(dispatches, FoldChallenge::Value(r))?;
+        for b in f.buffers.into_iter().chain(w.buffers) {
+            self.ctx.recycle_storage(b);
+        }
+        Ok(())
+    }
+
+    /// [`record_fold`](Self::record_fold) at a challenge given or drawn on the GPU (a chain's);
+    /// returns the old tables instead of recycling them.
+    fn record_fold_with(&mut self, dispatches: &mut Vec<Dispatch>, challenge: FoldChallenge<'_>) -> Result<(Table, Table)> {
+        let (r, chain) = match challenge {
+            FoldChallenge::Value(r) => (r, None),
+            FoldChallenge::Chain(buffer) => (Ext4::ZERO, Some(buffer)),
+        };
         let mut r_words = [0u32; 4];
         r_words.copy_from_slice(ext_words(&[r]));
         let per_segment = self.f.segment_len() / 2;
@@ -445,30 +500,178 @@ impl GpuSumcheck {
         }
         let groups = per_segment.div_ceil(THREADS) as u32;
         let whole = |b| (b, 0u64, None);
+        // Chained folds read the challenge from the chain (an extra binding after the others).
+        let kernel = |plain: Kernel, chained: Kernel| self.ctx.pipeline(if chain.is_some() { chained } else { plain }, &[]);
+        fn with_chain<'a>(mut ranges: Vec<(&'a wgpu::Buffer, u64, Option<u64>)>, chain: Option<&'a wgpu::Buffer>) -> Vec<(&'a wgpu::Buffer, u64, Option<u64>)> {
+            ranges.extend(chain.map(|c| (c, 0, None)));
+            ranges
+        }
         if self.is_base() {
-            let base = self.ctx.pipeline(Kernel::FoldBase, &[])?;
-            let single = self.ctx.pipeline(Kernel::FoldSingle, &[])?;
-            let base_params = self.ctx.uniform_once("fold params", &BaseParams { r: r_words, count: per_segment as u32, groups: 0, first: 0, _pad: 0 });
-            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] });
+            let base = kernel(Kernel::FoldBase, Kernel::FoldBaseChained)?;
+            let single = kernel(Kernel::FoldSingle, Kernel::FoldSingleChained)?;
+            let base_params = self.fold_uniform(&BaseParams { r: r_words, count: per_segment as u32, groups: 0, first: 0, _pad: 0 }, chain.is_some());
+            let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
-                let bind = self.ctx.bind_ranges(&base, &[whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)]);
+                let bind = self.ctx.bind_ranges(&base, &with_chain(vec![whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)], chain));
                 dispatches.push(Dispatch { pipeline: (*base).clone(), bind, groups });
-                let bind = self.ctx.bind_ranges(&single, &[whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)]);
+                let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)], chain));
                 dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else {
-            let pipeline = self.ctx.pipeline(Kernel::SumcheckFold, &[])?;
-            let params = self.ctx.uniform_once("fold params", &FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] });
+            let pipeline = kernel(Kernel::SumcheckFold, Kernel::FoldPairsChained)?;
+            let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
-                let bind = self.ctx.bind_ranges(&pipeline, &[whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)]);
+                let bind = self.ctx.bind_ranges(&pipeline, &with_chain(vec![whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)], chain));
                 dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
             }
         }
-        for b in std::mem::replace(&mut self.f, f_out).buffers.into_iter().chain(std::mem::replace(&mut self.w, w_out).buffers) {
-            self.ctx.recycle_storage(b);
-        }
+        let old = (std::mem::replace(&mut self.f, f_out), std::mem::replace(&mut self.w, w_out));
         self.vars -= 1;
-        Ok(())
+        Ok(old)
+    }
+
+    /// A fold's params: cached when they hold no challenge (chained folds), fresh otherwise.
+    fn fold_uniform<T: bytemuck::Pod>(&self, params: &T, chained: bool) -> wgpu::Buffer {
+        if chained {
+            self.ctx.uniform("fold params", params)
+        } else {
+            self.ctx.uniform_once("fold params", params)
+        }
+    }
+
+    /// Plays `rounds` sumcheck rounds in one submission, their transcript on the GPU: each
+    /// round's h(0), h(∞) are observed by a duplex challenger starting from `sponge` with
+    /// `pending` inputs (Plonky3's `DuplexChallenger` state), a `bits`-bit grind follows where
+    /// `bits` > 0 (the smallest witness in one range), the challenge is drawn and the tables are
+    /// folded at it (wgsl/sumcheck/chain.wgsl) — what p3-sumcheck's `ProverTranscript::round`
+    /// does, so the host replays the rounds from what comes back and checks each challenge.
+    /// Returns the rounds played: all of them, or up to the one whose grind found no witness
+    /// (its `r` is None, its fold not done; the caller goes on round by round). `grinder`
+    /// provides the Poseidon2 instance of the transcript. After an error the tables are
+    /// unusable.
+    pub fn play_chain(&mut self, rounds: usize, sponge: &[BabyBear; WIDTH], pending: &[BabyBear], bits: usize, grinder: &GpuGrinder) -> Result<Vec<ChainedRound>> {
+        if rounds == 0 || rounds > self.vars {
+            return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
+        }
+        if pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", pending.len(), RATE - 1)));
+        }
+        if !Arc::ptr_eq(grinder.poseidon2().context(), &self.ctx) {
+            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
+        }
+        let mask = if bits > 0 { pow_mask(bits)? } else { 0 };
+        let ctx = self.ctx.clone();
+        let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 4], range: [0; 4] };
+        state.sponge.copy_from_slice(crate::field::as_words(sponge));
+        state.pending[..pending.len()].copy_from_slice(crate::field::as_words(pending));
+        if bits > 0 {
+            state.range[0] = range_end(bits);
+        }
+        let vars = self.vars;
+        // Per round: the pair (8 words), the challenge (4), what the grind found.
+        let per_round = 12 + if bits > 0 { GrindAheadRecord::WORDS } else { 0 };
+        let words = per_round * rounds + 4;
+        ctx.scoped("sumcheck chain", || {
+            let chain = ctx.upload_pooled("sumcheck chain", bytemuck::cast_slice(&[state]));
+            let readback = ctx.pooled_storage("sumcheck chain readback", words);
+            // Bound where a round does not grind (the kernels' layout has the grind's buffers).
+            let unused = [ctx.pooled_storage("chain grind params", WIDTH + 4), ctx.pooled_storage("chain grind best", 1)];
+            let observe = ctx.pipeline(Kernel::ChainObserve, &[])?;
+            let sample = ctx.pipeline(Kernel::ChainSample, &[])?;
+            let mut encoder = ctx.encoder("sumcheck chain");
+            let (mut spare, mut records, mut retired) = (Vec::new(), Vec::new(), Vec::new());
+            let mut recorded = Ok(());
+            for k in 0..=rounds {
+                let mut dispatches = Vec::new();
+                if k > 0 {
+                    match self.record_fold_with(&mut dispatches, FoldChallenge::Chain(&chain)) {
+                        Ok(old) => retired.push(old),
+                        Err(e) => {
+                            recorded = Err(e);
+                            break;
+                        }
+                    }
+                }
+                if k == rounds {
+                    ctx.record_dispatches(&mut encoder, "sumcheck chain", &dispatches);
+                    break;
+                }
+                let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord>)> {
+                    let (partials, groups) = self.record_round(&mut dispatches)?;
+                    let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
+                    spare.extend(used);
+                    let record = if bits > 0 { Some(grinder.device_grind(bits)?) } else { None };
+                    let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
+                    let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
+                    dispatches.push(Dispatch { pipeline: (*observe).clone(), bind, groups: 1 });
+                    if let Some(r) = &record {
+                        grinder.record_device_grind(&mut dispatches, r)?;
+                    }
+                    let bind = grinder.poseidon2().bind(&sample, &[&chain, &pair, params, best]);
+                    dispatches.push(Dispatch { pipeline: (*sample).clone(), bind, groups: 1 });
+                    Ok((pair, record))
+                })();
+                let (pair, record) = match round {
+                    Ok(r) => r,
+                    Err(e) => {
+                        recorded = Err(e);
+                        break;
+                    }
+                };
+                ctx.record_dispatches(&mut encoder, "sumcheck chain", &dispatches);
+                let at = (k * per_round * 4) as u64;
+                encoder.copy_buffer_to_buffer(&pair, 0, &readback, at, 32);
+                encoder.copy_buffer_to_buffer(&chain, CHAIN_R_AT, &readback, at + 32, 16);
+                if let Some(r) = &record {
+                    r.record_readback(&mut encoder, &readback, k * per_round + 12);
+                }
+                spare.push(pair);
+                records.extend(record);
+            }
+            encoder.copy_buffer_to_buffer(&chain, CHAIN_INFO_AT, &readback, (rounds * per_round * 4) as u64, 16);
+            let read = recorded.and_then(|()| ctx.submit_and_read(encoder, &readback, words));
+            for b in spare.into_iter().chain([chain, readback]).chain(unused) {
+                ctx.recycle_storage(b);
+            }
+            let parsed = read.and_then(|words| self.parse_chain(&words, rounds, per_round, &records));
+            for r in records {
+                grinder.recycle(r);
+            }
+            // The tables after the rounds played: every fold's output is kept until now, as a
+            // chain that stopped early leaves its later folds undone.
+            let played = parsed.as_ref().map_or(0, |p| p.iter().filter(|c| c.r.is_some()).count());
+            if played < retired.len() {
+                let (f, w) = retired.swap_remove(played);
+                for b in std::mem::replace(&mut self.f, f).buffers.into_iter().chain(std::mem::replace(&mut self.w, w).buffers) {
+                    ctx.recycle_storage(b);
+                }
+            }
+            self.vars = vars - played;
+            for (f, w) in retired {
+                for b in f.buffers.into_iter().chain(w.buffers) {
+                    ctx.recycle_storage(b);
+                }
+            }
+            parsed
+        })
+    }
+
+    /// The rounds a chain played, from its readback.
+    fn parse_chain(&self, words: &[u32], rounds: usize, per_round: usize, records: &[GrindAheadRecord]) -> Result<Vec<ChainedRound>> {
+        let info = &words[rounds * per_round..];
+        let (stopped, played) = (info[1] != 0, info[2] as usize);
+        if played > rounds || stopped == (played == rounds) {
+            return Err(GpuError::Device(format!("a sumcheck chain of {rounds} rounds reports {played} played (stopped: {stopped})")));
+        }
+        let mut out = Vec::with_capacity(played + 1);
+        for k in 0..=played.min(rounds - 1) {
+            let w = &words[k * per_round..(k + 1) * per_round];
+            let pair = ext_from_words(w[..8].to_vec())?;
+            let r = if k < played { Some(ext_from_words(w[8..12].to_vec())?[0]) } else { None };
+            let offer = records.get(k).map(|rec| rec.offer(&w[12..])).transpose()?;
+            out.push(ChainedRound { c0: pair[0], c_inf: pair[1], r, offer });
+        }
+        Ok(out)
     }
 
     fn check_point(&self, point: &[Ext4]) -> Result<()> {

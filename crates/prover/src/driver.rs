@@ -460,6 +460,9 @@ fn eq_claims(constraint: &Constraint<F, EF>) -> Result<(Vec<Point<EF>>, Vec<EF>)
 
 /// `rounds` sumcheck rounds (`SumcheckProver::compute_sumcheck_polynomials` without a new
 /// constraint): observe h(0) and h(∞), grind if asked, sample r, bind the last variable to r.
+/// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
+/// submission for the batch) and the transcript here replays them, checking each challenge;
+/// else each round's grind runs in the round's own submission where the GPU grinds.
 fn run_rounds<S: SumcheckSteps>(
     sumcheck: &mut S,
     data: &mut SumcheckData<F, EF>,
@@ -467,12 +470,14 @@ fn run_rounds<S: SumcheckSteps>(
     rounds: usize,
     pow_bits: usize,
 ) -> Result<Point<EF>, ProverError> {
-    // Each round's grind runs in the round's own submission where the GPU grinds.
-    let ahead = if rounds > 0 && pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
-    let grinding_ahead = ahead.is_some();
+    // WHIR_DEVICE_ROUNDS=0: measuring what playing the rounds on the device saves.
+    let on_device = rounds > 0 && !std::env::var("WHIR_DEVICE_ROUNDS").is_ok_and(|v| v.trim() == "0");
+    let link = if on_device { challenger.track_state() } else { None };
+    let ahead = if link.is_none() && rounds > 0 && pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
+    let linked = link.is_some() || ahead.is_some();
     sumcheck.set_grind_ahead(ahead);
-    let played = play_rounds(sumcheck, data, challenger, rounds, pow_bits);
-    if grinding_ahead {
+    let played = play_rounds(sumcheck, data, challenger, rounds, pow_bits, link.as_ref());
+    if linked {
         sumcheck.set_grind_ahead(None);
         challenger.stop_grinding_ahead();
     }
@@ -485,29 +490,53 @@ fn play_rounds<S: SumcheckSteps>(
     challenger: &mut GpuChallenger,
     rounds: usize,
     pow_bits: usize,
+    link: Option<&whir_gpu::GrindAhead>,
 ) -> Result<Point<EF>, ProverError> {
     let mut transcript = ProverTranscript::<GpuChallenger, F, EF>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
     let mut challenges: Vec<EF> = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        // Each round's fold goes with the next round's coefficients (one GPU round trip).
-        let coefficients = match challenges.last() {
-            None => sumcheck.round_coefficients(),
-            Some(&r) => sumcheck.fold_then_round(r),
-        };
-        let (c0, c_inf) = match coefficients {
-            Ok(c) => c,
-            Err(e) => {
-                std::mem::forget(transcript);
-                return Err(e);
+    // A challenge drawn but not yet bound by a fold.
+    let mut unfolded: Option<EF> = None;
+    let mut step = || -> Result<(), ProverError> {
+        // The transcript's state once it is seeded: where rounds on the device start.
+        if let Some((grinder, sponge, pending)) = link.and_then(|l| l.transcript_state()) {
+            if let Some(chained) = sumcheck.play_chain(rounds, &sponge, &pending, pow_bits, &grinder) {
+                let chained = chained?;
+                if let Some(l) = link {
+                    l.queue(chained.iter().filter_map(|c| c.offer.clone()));
+                }
+                for c in chained {
+                    let r = data.observe_and_sample(&mut transcript, c.c0, c.c_inf);
+                    challenges.push(r);
+                    match c.r {
+                        Some(gpu) if gpu == r => {}
+                        Some(gpu) => {
+                            return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!("the GPU drew sumcheck challenge {gpu:?} where the transcript draws {r:?}"))));
+                        }
+                        // The chain stopped at this round's grind: on from here round by round.
+                        None => unfolded = Some(r),
+                    }
+                }
             }
-        };
-        challenges.push(data.observe_and_sample(&mut transcript, c0, c_inf));
-    }
-    if let Some(&r) = challenges.last() {
-        if let Err(e) = sumcheck.fold(r) {
-            std::mem::forget(transcript);
-            return Err(e);
         }
+        while challenges.len() < rounds {
+            // Each round's fold goes with the next round's coefficients (one GPU round trip).
+            let (c0, c_inf) = match unfolded.take() {
+                None => sumcheck.round_coefficients()?,
+                Some(r) => sumcheck.fold_then_round(r)?,
+            };
+            let r = data.observe_and_sample(&mut transcript, c0, c_inf);
+            challenges.push(r);
+            unfolded = Some(r);
+        }
+        if let Some(r) = unfolded {
+            sumcheck.fold(r)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = step() {
+        // p3's transcript panics when dropped unfinished; the proof is abandoned anyway.
+        std::mem::forget(transcript);
+        return Err(e);
     }
     transcript.finish();
     Ok(Point::new(challenges))

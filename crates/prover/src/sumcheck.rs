@@ -58,6 +58,21 @@ pub trait SumcheckSteps {
     /// Grind ahead of the transcript after each round, where the steps can (the GPU's run the
     /// grind in the round's own submission); None stops it.
     fn set_grind_ahead(&mut self, _ahead: Option<whir_gpu::GrindAhead>) {}
+
+    /// Plays `rounds` rounds with their transcript where the steps live (the GPU: one
+    /// submission; see `GpuSumcheck::play_chain`), from the challenger state `sponge` with
+    /// `pending` inputs, grinding `bits` after each; the driver replays the transcript and
+    /// checks every challenge. None where the steps cannot (the driver plays round by round).
+    fn play_chain(
+        &mut self,
+        _rounds: usize,
+        _sponge: &[F; 16],
+        _pending: &[F],
+        _bits: usize,
+        _grinder: &whir_gpu::GpuGrinder,
+    ) -> Option<Result<Vec<whir_gpu::ChainedRound>, ProverError>> {
+        None
+    }
 }
 
 /// eq(point, x) with point[0] paired with the most significant bit of x.
@@ -187,5 +202,16 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
 
     fn set_grind_ahead(&mut self, ahead: Option<whir_gpu::GrindAhead>) {
         whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead)
+    }
+
+    fn play_chain(
+        &mut self,
+        rounds: usize,
+        sponge: &[F; 16],
+        pending: &[F],
+        bits: usize,
+        grinder: &whir_gpu::GpuGrinder,
+    ) -> Option<Result<Vec<whir_gpu::ChainedRound>, ProverError>> {
+        Some(whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
     }
 }

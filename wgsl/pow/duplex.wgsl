@@ -1,0 +1,75 @@
+// #import field/mul
+// #import field/babybear
+// #import poseidon2/permutation
+// #import pow/params
+
+// Plonky3's DuplexChallenger<BabyBear, Poseidon2, 16, 8> (p3-challenger 0.8) on the GPU, for
+// kernels that play a transcript step between two kernels of one submission: a sponge state,
+// the pending inputs and their count. Observing a value clears the output buffer and buffers the
+// value; a full rate is absorbed (duplexing: the inputs overwrite the rate slots, the rest of
+// the rate is zeroed, their count is added to the first capacity slot, then the state is
+// permuted, and the rate becomes the output buffer, which samples pop from its end).
+// Rust reference: crates/gpu/src/grind.rs (`GrindState`) and p3-challenger's duplex_challenger.rs.
+
+const SPONGE_RATE: u32 = 8u;
+
+struct Duplex {
+    state: array<u32, 16>,
+    pending: array<u32, 8>,
+    len: u32,
+}
+
+fn state_from(words: array<u32, 16>) -> P2State {
+    return P2State(
+        vec4<u32>(words[0], words[1], words[2], words[3]),
+        vec4<u32>(words[4], words[5], words[6], words[7]),
+        vec4<u32>(words[8], words[9], words[10], words[11]),
+        vec4<u32>(words[12], words[13], words[14], words[15]),
+    );
+}
+
+fn permuted(words: array<u32, 16>) -> array<u32, 16> {
+    var st = state_from(words);
+    poseidon2_permute(&st);
+    var out: array<u32, 16>;
+    for (var i = 0u; i < 4u; i++) {
+        out[i] = st.s0[i];
+        out[4u + i] = st.s1[i];
+        out[8u + i] = st.s2[i];
+        out[12u + i] = st.s3[i];
+    }
+    return out;
+}
+
+// Absorbs the pending inputs (a squeeze when there are none) and permutes.
+fn duplexing(d: ptr<function, Duplex>) {
+    let n = (*d).len;
+    if (n > 0u) {
+        for (var i = 0u; i < SPONGE_RATE; i++) {
+            (*d).state[i] = select(0u, (*d).pending[i], i < n);
+        }
+        (*d).state[SPONGE_RATE] = bb_add((*d).state[SPONGE_RATE], bb_mul(n, BB_R2));
+    }
+    (*d).state = permuted((*d).state);
+    (*d).len = 0u;
+}
+
+fn duplex_observe(d: ptr<function, Duplex>, word: u32) {
+    (*d).pending[(*d).len] = word;
+    (*d).len += 1u;
+    if ((*d).len == SPONGE_RATE) {
+        duplexing(d);
+    }
+}
+
+// What `GrindState::new` makes of the duplex: the pending inputs, the witness slot after them
+// (left 0), zeros to the rate, and the count of what will be absorbed added to the first
+// capacity slot.
+fn grind_base(d: ptr<function, Duplex>) -> array<u32, 16> {
+    var base = (*d).state;
+    for (var i = 0u; i < SPONGE_RATE; i++) {
+        base[i] = select(0u, (*d).pending[i], i < (*d).len);
+    }
+    base[SPONGE_RATE] = bb_add(base[SPONGE_RATE], bb_mul((*d).len + 1u, BB_R2));
+    return base;
+}
