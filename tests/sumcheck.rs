@@ -185,3 +185,63 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
         }
     }
 }
+
+/// Rounds played on the GPU with their transcript (`GpuSumcheck::play_chain`) against the CPU
+/// twin and Plonky3's `DuplexChallenger` on the host: the same round values, smallest witnesses
+/// and challenges, and the same tables after, from challenger states with 0 to 7 pending
+/// inputs, with and without grinding, both multiply variants. A chain whose grind finds nothing
+/// in its range stops at that round, its values still right and the tables folded up to it.
+#[test]
+fn chained_rounds_match_the_twin_and_the_host_transcript() {
+    use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
+    use p3_field::PrimeField32;
+    use whir_wgpu::gpu::grind::{cpu_grind, GrindState};
+    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
+    let mut rng = common::rng();
+    let perm = whir_wgpu::prover::permutation();
+    for ctx in common::contexts() {
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+        for (m, rounds, bits, pending, range) in [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(1u32))] {
+            let what = format!("m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?})", ctx.mul_variant());
+            let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
+            let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
+            let mut gpu = GpuSumcheck::new(ntt.clone(), &f, &w).unwrap();
+            gpu.set_chain_range(range);
+            let mut ch = DuplexChallenger::<BabyBear, _, 16, 8>::new(perm.clone());
+            for _ in 0..8 + pending {
+                ch.observe(rng.random::<BabyBear>());
+            }
+            assert_eq!(ch.input_buffer.len(), pending);
+            let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
+            let played = chained.iter().filter(|c| c.r.is_some()).count();
+            assert!(chained.len() == rounds || (range.is_some() && chained.len() == played + 1), "{what}: {} rounds back", chained.len());
+            for c in &chained {
+                assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: round values");
+                ch.observe_algebra_element(c.c0);
+                ch.observe_algebra_element(c.c_inf);
+                if bits > 0 {
+                    let offer = c.offer.as_ref().expect("an offer per grinding round");
+                    assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
+                    let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
+                    match c.r {
+                        Some(_) => assert_eq!(offer.witness, Some(smallest), "{what}: witness"),
+                        None => {
+                            assert!(offer.witness.is_none() && smallest.as_canonical_u32() >= offer.searched_end, "{what}: a stop with a witness in range");
+                            break;
+                        }
+                    }
+                    assert!(ch.check_witness(bits, smallest));
+                } else {
+                    assert!(c.offer.is_none());
+                }
+                let r: Ext4 = ch.sample_algebra_element();
+                assert_eq!(c.r, Some(r), "{what}: challenge");
+                cpu.fold(r).unwrap();
+            }
+            assert_eq!(gpu.num_variables(), m - played, "{what}");
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
+            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w after the rounds");
+        }
+    }
+}

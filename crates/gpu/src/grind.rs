@@ -149,6 +149,8 @@ pub struct GrindAheadRecord {
     params: wgpu::Buffer,
     best: wgpu::Buffer,
     bits: usize,
+    /// End of the range searched (from 0).
+    end: u32,
 }
 
 /// What a grind run ahead of the transcript found: the state it searched, as the GPU reached
@@ -191,7 +193,7 @@ impl GrindAheadRecord {
         let base: [BabyBear; WIDTH] = from_words(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
         let [slot, mask, start, end] = [words[WIDTH], words[WIDTH + 1], words[WIDTH + 2], words[WIDTH + 3]];
         let best = words[PARAMS_WORDS];
-        if slot as usize >= RATE || mask != pow_mask(self.bits)? || start != 0 || end as u64 != range_for(self.bits).min(BABYBEAR_P as u64) {
+        if slot as usize >= RATE || mask != pow_mask(self.bits)? || start != 0 || end != self.end {
             return Err(GpuError::Device(format!("grind-ahead params read back malformed: slot {slot}, mask {mask:#x}, range {start}..{end}")));
         }
         let witness = match best {
@@ -267,26 +269,26 @@ impl GpuGrinder {
         dispatches.push(Dispatch { pipeline: (*prepare).clone(), bind, groups: 1 });
         let bind = self.poseidon2.bind(&grind, &[&params, &best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (end as u64).div_ceil(64) as u32 });
-        Ok(GrindAheadRecord { params, best, bits })
+        Ok(GrindAheadRecord { params, best, bits, end })
     }
 
     /// Buffers for a grind at `bits` whose params a GPU kernel writes (a chained sumcheck round:
     /// wgsl/sumcheck/chain.wgsl), searching `0..range_end(bits)`; record the search itself with
     /// [`record_device_grind`](Self::record_device_grind) after that kernel.
-    pub(crate) fn device_grind(&self, bits: usize) -> Result<GrindAheadRecord> {
+    pub(crate) fn device_grind(&self, bits: usize, end: u32) -> Result<GrindAheadRecord> {
         pow_mask(bits)?;
-        if bits == 0 {
-            return Err(GpuError::InvalidInput("no grind at 0 bits".into()));
+        if bits == 0 || end == 0 || end > BABYBEAR_P {
+            return Err(GpuError::InvalidInput(format!("no grind at {bits} bits over 0..{end}")));
         }
         let ctx = self.poseidon2.context();
-        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits })
+        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits, end })
     }
 
     /// Records the search of a [`device_grind`](Self::device_grind).
     pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
         let grind = self.poseidon2.context().pipeline(Kernel::Grind, &[])?;
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
-        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (range_end(record.bits) as u64).div_ceil(64) as u32 });
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (record.end as u64).div_ceil(64) as u32 });
         Ok(())
     }
 

@@ -196,6 +196,8 @@ pub struct GpuSumcheck {
     /// Set while the transcript grinds after every round: the grind then runs in the round's
     /// own submission (see [`set_grind_ahead`](Self::set_grind_ahead)).
     ahead: Option<GrindAhead>,
+    /// Tests only: the end of a chained grind's range (a small one makes the chain stop).
+    chain_range: Option<u32>,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -259,7 +261,7 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -280,7 +282,7 @@ impl GpuSumcheck {
         let w = Table { buffers: w, seg_log, words: 4 };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        let sumcheck = Self { ctx: ctx.clone(), ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None };
+        let sumcheck = Self { ctx: ctx.clone(), ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None };
         ctx.scoped("sumcheck weights", || {
             let mut encoder = ctx.encoder("clear weights");
             for b in &sumcheck.w.buffers {
@@ -565,7 +567,7 @@ impl GpuSumcheck {
         state.sponge.copy_from_slice(crate::field::as_words(sponge));
         state.pending[..pending.len()].copy_from_slice(crate::field::as_words(pending));
         if bits > 0 {
-            state.range[0] = range_end(bits);
+            state.range[0] = self.chain_range.unwrap_or_else(|| range_end(bits));
         }
         let vars = self.vars;
         // Per round: the pair (8 words), the challenge (4), what the grind found.
@@ -600,7 +602,7 @@ impl GpuSumcheck {
                     let (partials, groups) = self.record_round(&mut dispatches)?;
                     let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
                     spare.extend(used);
-                    let record = if bits > 0 { Some(grinder.device_grind(bits)?) } else { None };
+                    let record = if bits > 0 { Some(grinder.device_grind(bits, state.range[0])?) } else { None };
                     let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
                     let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
                     dispatches.push(Dispatch { pipeline: (*observe).clone(), bind, groups: 1 });
@@ -634,6 +636,9 @@ impl GpuSumcheck {
                 ctx.recycle_storage(b);
             }
             let parsed = read.and_then(|words| self.parse_chain(&words, rounds, per_round, &records));
+            if let Ok(p) = &parsed {
+                tracing::debug!(rounds, bits, played = p.iter().filter(|c| c.r.is_some()).count(), "sumcheck rounds played on the GPU");
+            }
             for r in records {
                 grinder.recycle(r);
             }
@@ -654,6 +659,13 @@ impl GpuSumcheck {
             }
             parsed
         })
+    }
+
+    /// Tests: chained grinds search `0..end` (None: the usual range), so a chain can be made
+    /// to stop.
+    #[doc(hidden)]
+    pub fn set_chain_range(&mut self, end: Option<u32>) {
+        self.chain_range = end;
     }
 
     /// The rounds a chain played, from its readback.
