@@ -38,9 +38,44 @@ fn store_duplex(d: ptr<function, Duplex>) {
     chain.info.x = (*d).len;
 }
 
+// The state as the permutation's four vec4 (no dynamic indexing: stays in registers).
+fn load_sponge() -> P2State {
+    return P2State(chain.sponge[0], chain.sponge[1], chain.sponge[2], chain.sponge[3]);
+}
+
+fn store_sponge(st: P2State) {
+    chain.sponge[0] = st.s0;
+    chain.sponge[1] = st.s1;
+    chain.sponge[2] = st.s2;
+    chain.sponge[3] = st.s3;
+    chain.pending[0] = vec4<u32>(0u);
+    chain.pending[1] = vec4<u32>(0u);
+    chain.info.x = 0u;
+}
+
 @compute @workgroup_size(1)
 fn chain_observe() {
     if (chain.info.y != 0u) {
+        return;
+    }
+    if (chain.info.x == 0u) {
+        // Every round after a chain's first: nothing pending, so the 8 values fill the rate and
+        // are absorbed at once (count 8 added to the first capacity slot).
+        var st = load_sponge();
+        st.s0 = vec4<u32>(observed[0], observed[1], observed[2], observed[3]);
+        st.s1 = vec4<u32>(observed[4], observed[5], observed[6], observed[7]);
+        st.s2.x = bb_add(st.s2.x, bb_mul(SPONGE_RATE, BB_R2));
+        poseidon2_permute(&st);
+        store_sponge(st);
+        if (chain.info.w != 0u) {
+            // GrindState::new with nothing pending: the witness in slot 0, zeros, count 1.
+            params.base[0] = vec4<u32>(0u);
+            params.base[1] = vec4<u32>(0u);
+            params.base[2] = vec4<u32>(bb_add(st.s2.x, BB_ONE), st.s2.y, st.s2.z, st.s2.w);
+            params.base[3] = st.s3;
+            params.search = vec4<u32>(0u, chain.info.w, 0u, chain.range.x);
+            best = 0xffffffffu;
+        }
         return;
     }
     var d = load_duplex();
@@ -58,6 +93,11 @@ fn chain_observe() {
     store_duplex(&d);
 }
 
+fn with_witness(base: vec4<u32>, quarter: u32, slot: u32, w: u32) -> vec4<u32> {
+    let lanes = vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * quarter);
+    return select(base, vec4<u32>(w), lanes == vec4<u32>(slot));
+}
+
 @compute @workgroup_size(1)
 fn chain_sample() {
     // Both entry points bind the same buffers (one bind group layout).
@@ -65,7 +105,6 @@ fn chain_sample() {
     if (chain.info.y != 0u) {
         return;
     }
-    var d = load_duplex();
     var r: vec4<u32>;
     if (chain.info.w != 0u) {
         let w = best;
@@ -74,25 +113,28 @@ fn chain_sample() {
             return;
         }
         // check_witness: the witness joins the pending inputs and a sample absorbs them all
-        // (grind_base's state), popping output 7 for the PoW check; the challenge pops 6..3.
-        var s: array<u32, 16>;
-        for (var i = 0u; i < 16u; i++) {
-            s[i] = params.base[i / 4u][i % 4u];
-        }
-        s[params.search.x] = bb_mul(w, BB_R2);
-        s = permuted(s);
-        d.state = s;
-        d.len = 0u;
-        r = vec4<u32>(s[6], s[5], s[4], s[3]);
+        // (the grind's base state), popping output 7 for the PoW check; the challenge pops 6..3.
+        let slot = params.search.x;
+        let wm = bb_mul(w, BB_R2);
+        var st = P2State(
+            with_witness(params.base[0], 0u, slot, wm),
+            with_witness(params.base[1], 1u, slot, wm),
+            with_witness(params.base[2], 2u, slot, wm),
+            with_witness(params.base[3], 3u, slot, wm),
+        );
+        poseidon2_permute(&st);
+        store_sponge(st);
+        r = vec4<u32>(st.s1.z, st.s1.y, st.s1.x, st.s0.w);
+    } else if (chain.info.x == 0u) {
+        // The observe that filled the rate left its output buffer full: pop 7..4.
+        r = vec4<u32>(chain.sponge[1].w, chain.sponge[1].z, chain.sponge[1].y, chain.sponge[1].x);
     } else {
-        // A sample with pending inputs absorbs them first; without, the observe that filled the
-        // rate left its output buffer full.
-        if (d.len > 0u) {
-            duplexing(&d);
-        }
+        // A sample with pending inputs absorbs them first.
+        var d = load_duplex();
+        duplexing(&d);
+        store_duplex(&d);
         r = vec4<u32>(d.state[7], d.state[6], d.state[5], d.state[4]);
     }
-    store_duplex(&d);
     chain.r = r;
     chain.info.z += 1u;
 }
