@@ -1,6 +1,8 @@
 //! Proves one shape repeatedly with the resident GPU backend, for host-side profiling
 //! (`perf record --call-graph dwarf -t <main thread>`) and quick wall-time checks:
-//! `cargo run --release --example prove_loop -- VARS FOLD RATE REPS [POW]`.
+//! `cargo run --release --example prove_loop -- VARS FOLD RATE REPS [POW]`. With
+//! `PROVE_LOOP_PROFILE=1` every proof is timed per step with GPU timestamps (a little slower),
+//! and the last one's per-round breakdown is printed.
 
 use std::time::Instant;
 
@@ -16,7 +18,9 @@ fn main() {
     let reps = get(3, 10);
     let mut rng = StdRng::seed_from_u64(7);
     let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
-    let gpu = GpuBackend::open_default().expect("GPU backend");
+    let profile = std::env::var("PROVE_LOOP_PROFILE").is_ok_and(|v| v == "1");
+    let gpu = GpuBackend::open_default().expect("GPU backend").with_profile(profile);
+    let mut last = None;
     gpu.prove(&params, &evals).expect("warm-up proof");
     let ctx = gpu.context().clone();
     let (costs, transfers) = (ctx.host_costs(), ctx.transfer_counts());
@@ -25,7 +29,7 @@ fn main() {
         // Fresh evaluations each proof (so fresh challenges), made outside the timing.
         let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
         let t = Instant::now();
-        gpu.prove(&params, &evals).expect("proof");
+        last = Some(gpu.prove(&params, &evals).expect("proof"));
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let total: f64 = times.iter().sum();
@@ -46,4 +50,14 @@ fn main() {
         per(costs.uniforms),
         per(costs.small_writes),
     );
+    if let Some(breakdown) = last.and_then(|out| out.breakdown) {
+        println!("last proof, per round: step wall ms (GPU ms)");
+        for (round, steps) in breakdown.rounds.iter().enumerate() {
+            let cells: Vec<String> = steps
+                .iter()
+                .map(|(step, t)| format!("{} {:.2} ({})", step.name(), t.wall.as_secs_f64() * 1e3, t.gpu.map_or("-".into(), |g| format!("{:.2}", g.as_secs_f64() * 1e3))))
+                .collect();
+            println!("  {round}: {}", cells.join(", "));
+        }
+    }
 }
