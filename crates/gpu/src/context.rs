@@ -337,6 +337,11 @@ fn pool_bytes(asked: Option<u64>) -> u64 {
 
 const DEFAULT_POOL_BYTES: u64 = 8 << 30;
 
+/// Idle device buffers kept per size. A split proof holds many buffers of one size at once
+/// (n = 28: ten 1 GiB table segments), and with four kept the rest were allocated afresh every
+/// proof; the byte budget is what bounds the pool's memory.
+const DEVICE_POOL_PER_SIZE: usize = 16;
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
 }
@@ -601,7 +606,7 @@ impl GpuContext {
             pipelines: Mutex::new(HashMap::new()),
             upload_pool: StagingPool::new(wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC, pool_budget),
             readback_pool: StagingPool::new(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, pool_budget),
-            device_pool: BufferPool::new(4, pool_budget),
+            device_pool: BufferPool::new(DEVICE_POOL_PER_SIZE, pool_budget),
             spin,
             uniforms: Mutex::new(HashMap::new()),
             uncaptured,
@@ -1338,8 +1343,8 @@ impl GpuContext {
         self.storage(label, words)
     }
 
-    /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under 8 GiB
-    /// and at most four of its size).
+    /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under its
+    /// budget, 8 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size).
     pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
         self.device_pool.give(buffer);
     }
