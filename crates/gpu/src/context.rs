@@ -70,7 +70,8 @@ pub struct GpuOptions {
     /// 1,000 on hardware adapters and 0 on software ones.
     pub spin_us: Option<u64>,
     /// Most MiB of idle device buffers kept for reuse (and of staging buffers per direction, at
-    /// most 4 GiB); `None`: `WHIR_GPU_POOL_MIB`, else 8 GiB.
+    /// most 4 GiB); `None`: `WHIR_GPU_POOL_MIB`, else 32 GiB (given back if an allocation runs
+    /// out of memory).
     /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
     /// the work has live at once.
     pub pool_mib: Option<u64>,
@@ -328,14 +329,17 @@ fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Durati
 /// -> 17.6 ms with 1,000 us).
 const DEFAULT_SPIN_US: u64 = 1000;
 
-/// The device pool's budget: `asked` MiB, else `WHIR_GPU_POOL_MIB`, else 8 GiB.
+/// The device pool's budget: `asked` MiB, else `WHIR_GPU_POOL_MIB`, else 32 GiB.
 fn pool_bytes(asked: Option<u64>) -> u64 {
     asked
         .or_else(|| std::env::var("WHIR_GPU_POOL_MIB").ok().and_then(|v| v.trim().parse().ok()))
         .map_or(DEFAULT_POOL_BYTES, |mib: u64| mib.saturating_mul(1 << 20))
 }
 
-const DEFAULT_POOL_BYTES: u64 = 8 << 30;
+/// Large, because allocating is slow (~100 ms per GiB measured on the H200: an n = 28 proof took
+/// 1,070 ms with 8 GiB pooled and 686 ms with all its buffers pooled) and because the pools give
+/// their buffers back when an allocation runs out of memory (`storage`).
+const DEFAULT_POOL_BYTES: u64 = 32 << 30;
 
 /// Idle device buffers kept per size. A split proof holds many buffers of one size at once
 /// (n = 28: ten 1 GiB table segments), and with four kept the rest were allocated afresh every
@@ -1321,14 +1325,32 @@ impl GpuContext {
     /// An uninitialised storage buffer of `words` u32 words (at least one).
     pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         self.reserve(label, (words.max(1) * 4) as u64);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: (words.max(1) * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let create = || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (words.max(1) * 4) as u64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        // Idle pooled buffers are given back when the device runs out of memory, and the
+        // allocation tried once more (a second failure reaches the caller's `scoped`).
+        let pooled = self.device_pool.bytes() + self.upload_pool.bytes() + self.readback_pool.bytes();
+        let buffer = if pooled > 0 {
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let buffer = create();
+            match pollster::block_on(scope.pop()) {
+                None => buffer,
+                Some(e) => {
+                    tracing::debug!(label, pooled_mib = mib(pooled), "out of GPU memory with buffers pooled ({e}); freeing the pools and trying again");
+                    drop(buffer);
+                    self.trim_pools();
+                    create()
+                }
+            }
+        } else {
+            create()
+        };
         self.sample_buffer_bytes();
         buffer
     }
@@ -1344,7 +1366,7 @@ impl GpuContext {
     }
 
     /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under its
-    /// budget, 8 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size).
+    /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size).
     pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
         self.device_pool.give(buffer);
     }
