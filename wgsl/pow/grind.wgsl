@@ -23,11 +23,6 @@
 @group(0) @binding(1) var<storage, read> params: GrindParams;
 @group(0) @binding(2) var<storage, read_write> best: atomic<u32>;
 
-fn with_witness(base: vec4<u32>, quarter: u32, slot: u32, w: u32) -> vec4<u32> {
-    let lanes = vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * quarter);
-    return select(base, vec4<u32>(w), lanes == vec4<u32>(slot));
-}
-
 var<workgroup> seen_best: u32;
 
 @compute @workgroup_size(64)

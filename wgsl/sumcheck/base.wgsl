@@ -47,6 +47,11 @@ fn round_partials_base(
     }
 }
 
+fn fold_base_at(i: u32, r: vec4<u32>) {
+    let f0 = f[2u * i];
+    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(r, bb_sub(f[2u * i + 1u], f0)));
+}
+
 // out[i] = f[2i] + r (f[2i+1] - f[2i]), into BabyBear^4.
 @compute @workgroup_size(256)
 fn fold_base(
@@ -59,8 +64,7 @@ fn fold_base(
     if (i >= params.count) {
         return;
     }
-    let f0 = f[2u * i];
-    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(params.r, bb_sub(f[2u * i + 1u], f0)));
+    fold_base_at(i, params.r);
 }
 
 // fold_base with the challenge drawn on the GPU (sumcheck/chain.wgsl), skipped once the chain
@@ -78,6 +82,5 @@ fn fold_base_chained(
     if (i >= params.count || chain.info.y != 0u) {
         return;
     }
-    let f0 = f[2u * i];
-    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(chain.r, bb_sub(f[2u * i + 1u], f0)));
+    fold_base_at(i, chain.r);
 }

@@ -93,11 +93,6 @@ fn chain_observe() {
     store_duplex(&d);
 }
 
-fn with_witness(base: vec4<u32>, quarter: u32, slot: u32, w: u32) -> vec4<u32> {
-    let lanes = vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * quarter);
-    return select(base, vec4<u32>(w), lanes == vec4<u32>(slot));
-}
-
 @compute @workgroup_size(1)
 fn chain_sample() {
     // Both entry points bind the same buffers (one bind group layout).

@@ -23,6 +23,18 @@ struct FoldParams {
 @group(0) @binding(3) var<storage, read_write> f_out: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> w_out: array<vec4<u32>>;
 
+fn fold_pair_at(i: u32, r: vec4<u32>) {
+    let f0 = f[2u * i];
+    f_out[i] = ext4_add(f0, ext4_mul(r, ext4_sub(f[2u * i + 1u], f0)));
+    let w0 = w[2u * i];
+    w_out[i] = ext4_add(w0, ext4_mul(r, ext4_sub(w[2u * i + 1u], w0)));
+}
+
+fn fold_f_at(i: u32, r: vec4<u32>) {
+    let f0 = f[2u * i];
+    f_out[i] = ext4_add(f0, ext4_mul(r, ext4_sub(f[2u * i + 1u], f0)));
+}
+
 @compute @workgroup_size(256)
 fn fold_pairs(
     @builtin(local_invocation_index) lid: u32,
@@ -33,10 +45,7 @@ fn fold_pairs(
     if (i >= params.half) {
         return;
     }
-    let f0 = f[2u * i];
-    f_out[i] = ext4_add(f0, ext4_mul(params.r, ext4_sub(f[2u * i + 1u], f0)));
-    let w0 = w[2u * i];
-    w_out[i] = ext4_add(w0, ext4_mul(params.r, ext4_sub(w[2u * i + 1u], w0)));
+    fold_pair_at(i, params.r);
 }
 
 // Folds f alone (w and w_out are placeholders): the passes of a multilinear evaluation, which
@@ -53,8 +62,7 @@ fn fold_single(
     if (i >= params.half) {
         return;
     }
-    let f0 = f[2u * i];
-    f_out[i] = ext4_add(f0, ext4_mul(params.r, ext4_sub(f[2u * i + 1u], f0)));
+    fold_f_at(i, params.r);
 }
 
 // The same folds with the challenge drawn on the GPU (sumcheck/chain.wgsl), skipped once the
@@ -71,11 +79,7 @@ fn fold_pairs_chained(
     if (i >= params.half || chain.info.y != 0u) {
         return;
     }
-    let r = chain.r;
-    let f0 = f[2u * i];
-    f_out[i] = ext4_add(f0, ext4_mul(r, ext4_sub(f[2u * i + 1u], f0)));
-    let w0 = w[2u * i];
-    w_out[i] = ext4_add(w0, ext4_mul(r, ext4_sub(w[2u * i + 1u], w0)));
+    fold_pair_at(i, chain.r);
 }
 
 @compute @workgroup_size(256)
@@ -90,6 +94,5 @@ fn fold_single_chained(
     if (i >= params.half || chain.info.y != 0u) {
         return;
     }
-    let f0 = f[2u * i];
-    f_out[i] = ext4_add(f0, ext4_mul(chain.r, ext4_sub(f[2u * i + 1u], f0)));
+    fold_f_at(i, chain.r);
 }
