@@ -6,6 +6,7 @@
 // Weight tables over {0,1}^m in big-endian index order (coordinate 0 <-> the top bit of x):
 // - add_eq_weights:     w[x] += sum_j scale_j * eq(point_j, x), from split equality tables
 // - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in BabyBear)
+// - add_split_select_weights: the same from split power tables
 // - scatter_scales / add_table_prefix: the same select weights through an NTT (below).
 // Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
 
@@ -62,6 +63,31 @@ fn add_eq_weights(
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
         acc = ext4_add(acc, ext4_mul(points[j * hi_size + hi], scales[j * lo_size + lo]));
+    }
+    table[x] = acc;
+}
+
+// w[x] += sum_j hi_j[x >> L] * lo_j[x & (2^L - 1)] with hi_j in BabyBear (in .x) and lo_j in
+// BabyBear^4: select weights s_j v_j^x split as v_j^(x_hi 2^L) * (s_j v_j^x_lo), tables built on
+// the host; four multiplications per entry and variable (the loop below spends ~11).
+@compute @workgroup_size(256)
+fn add_split_select_weights(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = partials[0];
+    let x = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (x >= params.size) {
+        return;
+    }
+    let lo_size = 1u << params.vars;
+    let hi_size = params.total >> params.vars;
+    let hi = (params.offset + x) >> params.vars;
+    let lo = (params.offset + x) & (lo_size - 1u);
+    var acc = table[x];
+    for (var j = 0u; j < params.count; j++) {
+        acc = ext4_add(acc, ext4_scale(scales[j * lo_size + lo], points[j * hi_size + hi].x));
     }
     table[x] = acc;
 }

@@ -103,11 +103,12 @@ pub enum Kernel {
     FoldPairsChained,
     FoldSingleChained,
     FoldBaseChained,
+    AddSplitSelectWeights,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 32] = [
+    pub const ALL: [Kernel; 33] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -139,6 +140,7 @@ impl Kernel {
         Kernel::FoldPairsChained,
         Kernel::FoldSingleChained,
         Kernel::FoldBaseChained,
+        Kernel::AddSplitSelectWeights,
         Kernel::FieldOpsTest,
     ];
 
@@ -156,7 +158,7 @@ impl Kernel {
             Kernel::GrindPrepare => "pow/prepare",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
-            Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
+            Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::AddSplitSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
             Kernel::RoundBase | Kernel::FoldBase => "sumcheck/base",
             Kernel::EvalPartials => "sumcheck/eval",
             Kernel::Gather => "util/gather",
@@ -201,6 +203,7 @@ impl Kernel {
             Kernel::FoldPairsChained => "fold_pairs_chained",
             Kernel::FoldSingleChained => "fold_single_chained",
             Kernel::FoldBaseChained => "fold_base_chained",
+            Kernel::AddSplitSelectWeights => "add_split_select_weights",
             Kernel::FieldOpsTest => "field_op",
         }
     }

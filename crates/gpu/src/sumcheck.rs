@@ -72,6 +72,11 @@ struct EvalParams {
     _pad: [u32; 2],
 }
 
+/// Select weights of at least this many variables over tables of at least 2^this-many entries
+/// take the split-power kernel (its tables cost the host 2^(m/2 + 1) entries per variable).
+const SPLIT_SELECT_MIN_VARS: usize = 4;
+const SPLIT_SELECT_MIN_LOG: usize = 10;
+
 /// Index bits per chunk table of eval.wgsl.
 const EVAL_CHUNK_BITS: usize = 8;
 
@@ -726,6 +731,18 @@ impl GpuSumcheck {
         }
         if vars.is_empty() {
             return Ok(());
+        }
+        // Many variables over a large table: split powers (v^(x_hi 2^L) and s v^x_lo, built
+        // here: 2^(m/2 + 1) entries per variable), four multiplications per entry and variable.
+        if vars.len() >= SPLIT_SELECT_MIN_VARS && self.vars >= SPLIT_SELECT_MIN_LOG {
+            let low = self.vars.div_ceil(2);
+            let (mut highs, mut lows) = (Vec::new(), Vec::new());
+            for (&v, &s) in vars.iter().zip(scales) {
+                let step = v.exp_power_of_2(low);
+                highs.extend(step.powers().take(1 << (self.vars - low)).map(Ext4::from));
+                lows.extend(v.powers().take(1 << low).map(|p| s * p));
+            }
+            return self.dispatch_weights(Kernel::AddSplitSelectWeights, &highs, &lows, vars.len(), 1, low);
         }
         // Per variable, its squares v^(2^b) for b < m (at least one entry: v itself).
         let per_var = self.vars.max(1);
