@@ -398,3 +398,35 @@ fn trees_without_leaf_digests_open_the_same() {
         }
     }
 }
+
+/// A matrix in row chunks, committed without keeping leaf digests (`commit_groups_with(..,
+/// false)`, the split codewords' tree): the root of the one-matrix tree, power-of-two heights or
+/// not (odd layers padded after recycled chunk buffers), chunks of 16 rows or more, and
+/// openings rehashed chunk by chunk equal to those of the tree that keeps its leaves. Chunks
+/// at offsets that are not multiples of 16 rows keep their leaves.
+#[test]
+fn row_chunk_trees_without_leaf_digests_match() {
+    use whir_wgpu::gpu::{RowChunk, RowGroup};
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        for (height, width, chunk) in [(256usize, 4usize, 64usize), (38, 6, 16), (150, 16, 32), (2, 3, 2), (40, 2, 8)] {
+            let values = common::random_vec(&mut rng, height * width);
+            let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.upload("rows", whir_wgpu::gpu::field::as_words(c))).collect();
+            let chunks: Vec<RowChunk<'_>> = buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
+            let group = || [RowGroup { chunks: chunks.clone(), height, width }];
+            let kept = merkle.commit_groups(&group()).unwrap();
+            let trimmed = merkle.commit_groups_with(&group(), false).unwrap();
+            let what = format!("{height} x {width} in chunks of {chunk}");
+            assert_eq!(trimmed.root, kept.root, "{what}: roots");
+            let one = RowMajorMatrix::new(values.clone(), width);
+            let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(one);
+            assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
+            assert_eq!(trimmed.leaves_kept, chunks.iter().any(|c| c.first % 16 != 0 || c.count % 2 != 0), "{what}: leaves kept");
+            let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..height)).collect();
+            indices.extend([0, height - 1, indices[0]]);
+            let open = |tree| merkle.read_pending(vec![merkle.open_row_chunks_deferred(tree, &chunks, &indices, 0).unwrap()]).unwrap();
+            assert!(open(&trimmed) == open(&kept), "{what}: openings differ");
+        }
+    }
+}

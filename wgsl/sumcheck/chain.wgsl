@@ -8,8 +8,9 @@
 // and draws the round's challenge (4 samples), which the chained fold binds next. Exactly what
 // p3-sumcheck's `ProverTranscript::round` does with a DuplexChallenger; the host replays the
 // transcript from the values read back and checks every challenge. A grind that finds no
-// witness in its range stops the chain (status 1): later kernels return at once, and the host
-// goes on round by round from there.
+// witness in its range stops the chain (status 1): later observes, grinds, samples and folds
+// return at once (the later rounds' reductions still run, and are ignored), and the host goes
+// on round by round from there.
 
 @group(0) @binding(1) var<storage, read_write> chain: ChainState;
 @group(0) @binding(2) var<storage, read> observed: array<u32>;
@@ -56,6 +57,10 @@ fn store_sponge(st: P2State) {
 @compute @workgroup_size(1)
 fn chain_observe() {
     if (chain.info.y != 0u) {
+        // Stopped: the round's grind, next, finds an empty range and returns at once.
+        if (chain.info.w != 0u) {
+            params.search = vec4<u32>(0u, chain.info.w, 0u, 0u);
+        }
         return;
     }
     if (chain.info.x == 0u) {

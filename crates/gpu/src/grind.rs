@@ -273,7 +273,7 @@ impl GpuGrinder {
     }
 
     /// Buffers for a grind at `bits` whose params a GPU kernel writes (a chained sumcheck round:
-    /// wgsl/sumcheck/chain.wgsl), searching `0..range_end(bits)`; record the search itself with
+    /// wgsl/sumcheck/chain.wgsl), searching `0..end`; record the search itself with
     /// [`record_device_grind`](Self::record_device_grind) after that kernel.
     pub(crate) fn device_grind(&self, bits: usize, end: u32) -> Result<GrindAheadRecord> {
         pow_mask(bits)?;

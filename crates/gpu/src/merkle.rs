@@ -357,7 +357,8 @@ impl GpuMerkle {
     }
 
     /// [`open_rows_deferred`](Self::open_rows_deferred) of a matrix held in row chunks (the
-    /// tree built over them by [`commit_groups`](Self::commit_groups), leaves kept).
+    /// tree built over them by [`commit_groups_with`](Self::commit_groups_with)): leaf digests
+    /// not kept are rehashed from the rows, chunk by chunk.
     pub fn open_row_chunks_deferred(&self, tree: &GpuMerkleTree, chunks: &[RowChunk<'_>], indices: &[usize], cap_height: usize) -> Result<PendingRows> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
             return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
@@ -686,7 +687,10 @@ impl GpuMerkle {
             let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
             Ok(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(c.count)? })
         };
-        let transient = !keep_leaves && groups.len() == 1 && tallest.height >= 2 && tallest.chunks.iter().all(|c| c.count % 2 == 0);
+        // (Level-1 ranges start at first / 2 digests: 256-byte offsets need chunks at multiples
+        // of 16 rows; otherwise the leaves are kept.)
+        let transient = !keep_leaves && groups.len() == 1 && tallest.height >= 2 && tallest.chunks.iter().all(|c| c.count % 2 == 0 && c.first % (2 * RANGE_ALIGN) == 0);
+        let mut chunk_leaves = Vec::new();
         let mut prev_len = padded_layer_len(tallest.height);
         if transient {
             // Level 1 straight from each chunk's leaves (a chunk's rows pair among themselves).
@@ -702,8 +706,9 @@ impl GpuMerkle {
                     &[(&params, 0, None), (&leaves, 0, None), (&self.placeholders[0], 0, None), (&level1, (c.first / 2) as u64 * digest, Some(count as u64 * digest))],
                 );
                 dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
-                // Reused only by work recorded after these reads.
-                ctx.recycle_storage(leaves);
+                // Back to the pool once the dispatches reading it are recorded (the clears of
+                // padded layers go into the encoder at once, and must not reuse it before).
+                chunk_leaves.push(leaves);
             }
             layers.push(ctx.pooled_storage("merkle layer", DIGEST_ELEMS));
             layers.push(level1);
@@ -772,6 +777,9 @@ impl GpuMerkle {
             return Err(GpuError::InvalidInput(format!("matrices of height {} have no level in a tree of height {}", g.height, tallest.height)));
         }
         ctx.record_dispatches(&mut encoder, "merkle batch tree", &dispatches);
+        for leaves in chunk_leaves {
+            ctx.recycle_storage(leaves);
+        }
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
         let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, leaves_kept: !transient, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");

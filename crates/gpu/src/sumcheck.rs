@@ -341,8 +341,6 @@ impl GpuSumcheck {
     fn groups_for(items: usize) -> usize {
         items.div_ceil(THREADS).clamp(1, MAX_REDUCE_GROUPS)
     }
-    /// Reduces `groups` partial pairs in `partials` to one pair and reads it back.
-    /// `dispatches` (recorded so far, in one compute pass) end with the kernel that wrote them.
     /// Records the reduction of `groups` partial pairs in `partials` to one pair: returns the
     /// buffer holding it (8 words) and the intermediate buffers, for the pool once submitted.
     fn record_reduction(&self, dispatches: &mut Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
@@ -360,6 +358,9 @@ impl GpuSumcheck {
         Ok((partials, spare))
     }
 
+    /// Reduces `groups` partial pairs in `partials` to one pair and reads it back (with what a
+    /// grind run ahead found). `dispatches` (recorded so far, in one compute pass) end with the
+    /// kernel that wrote them.
     fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4, Ext4)> {
         let (partials, mut spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
@@ -554,8 +555,8 @@ impl GpuSumcheck {
     /// does, so the host replays the rounds from what comes back and checks each challenge.
     /// Returns the rounds played: all of them, or up to the one whose grind found no witness
     /// (its `r` is None, its fold not done; the caller goes on round by round). `grinder`
-    /// provides the Poseidon2 instance of the transcript. After an error the tables are
-    /// unusable.
+    /// provides the Poseidon2 instance of the transcript. After an error the tables are those
+    /// from before the chain.
     pub fn play_chain(&mut self, rounds: usize, sponge: &[BabyBear; WIDTH], pending: &[BabyBear], bits: usize, grinder: &GpuGrinder) -> Result<Vec<ChainedRound>> {
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));

@@ -18,7 +18,8 @@ use crate::{EF, F};
 /// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements. The codeword is
 /// committed as 2^(n + rate - fold) rows, so this bounds n + rate - fold, not n.
 pub const MAX_DOMAIN_LOG: usize = F::TWO_ADICITY;
-/// Largest number of variables: 28 (with fold 2 or more, as p3-whir takes it), the largest
+/// Largest number of variables: 28 (with n + rate - fold <= 27, so fold 2 or more at rate 1, as
+/// p3-whir takes it), the largest
 /// size proved and tested here (on the H200: 2^28 evaluations, 1 GiB).
 pub const MAX_VARS: usize = F::TWO_ADICITY + 1;
 /// Largest proof-of-work budget: a BabyBear witness can clear at most 30 bits (2^bits < p).
