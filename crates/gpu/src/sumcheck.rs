@@ -736,13 +736,20 @@ impl GpuSumcheck {
         // Many variables over a large table: split powers (v^(x_hi 2^L) and s v^x_lo, built
         // here: 2^(m/2 + 1) entries per variable), four multiplications per entry and variable.
         if vars.len() >= SPLIT_SELECT_MIN_VARS && self.vars >= SPLIT_SELECT_MIN_LOG {
+            use rayon::prelude::*;
             let low = self.vars.div_ceil(2);
-            let (mut highs, mut lows) = (Vec::new(), Vec::new());
-            for (&v, &s) in vars.iter().zip(scales) {
-                let step = v.exp_power_of_2(low);
-                highs.extend(step.powers().take(1 << (self.vars - low)).map(Ext4::from));
-                lows.extend(v.powers().take(1 << low).map(|p| s * p));
-            }
+            let (hi_len, lo_len) = (1usize << (self.vars - low), 1usize << low);
+            // Filled on all cores: at n = 28 (round 1) hundreds of variables make ~10^6 entries.
+            let mut highs = vec![Ext4::ZERO; hi_len * vars.len()];
+            let mut lows = vec![Ext4::ZERO; lo_len * vars.len()];
+            highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
+                for (slot, p) in hi.iter_mut().zip(v.exp_power_of_2(low).powers()) {
+                    *slot = Ext4::from(p);
+                }
+                for (slot, p) in lo.iter_mut().zip(v.powers()) {
+                    *slot = s * p;
+                }
+            });
             return self.dispatch_weights(Kernel::AddSplitSelectWeights, &highs, &lows, vars.len(), 1, low);
         }
         // Per variable, its squares v^(2^b) for b < m (at least one entry: v itself).
