@@ -40,6 +40,14 @@ struct WeightParams {
 
 const ONE: vec4<u32> = vec4<u32>(BB_ONE, 0u, 0u, 0u);
 
+// Entry x of this segment in the whole table, split at its low L = `vars` bits: (high part,
+// low part, entries of a high table, entries of a low table).
+fn split_index(x: u32) -> vec4<u32> {
+    let whole = params.offset + x;
+    let lo_size = 1u << params.vars;
+    return vec4<u32>(whole >> params.vars, whole & (lo_size - 1u), params.total >> params.vars, lo_size);
+}
+
 // w[x] += sum_j hi_j[x >> L] * lo_j[x & (2^L - 1)]: eq(point_j, x) split at the low L = `vars`
 // bits into the equality tables of the point's first and last coordinates (built on the host,
 // the scale folded into lo_j): two multiplications per entry and point instead of m.
@@ -56,13 +64,10 @@ fn add_eq_weights(
     if (x >= params.size) {
         return;
     }
-    let lo_size = 1u << params.vars;
-    let hi_size = params.total >> params.vars;
-    let hi = (params.offset + x) >> params.vars;
-    let lo = (params.offset + x) & (lo_size - 1u);
+    let at = split_index(x);
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
-        acc = ext4_add(acc, ext4_mul(points[j * hi_size + hi], scales[j * lo_size + lo]));
+        acc = ext4_add(acc, ext4_mul(points[j * at.z + at.x], scales[j * at.w + at.y]));
     }
     table[x] = acc;
 }
@@ -81,13 +86,10 @@ fn add_split_select_weights(
     if (x >= params.size) {
         return;
     }
-    let lo_size = 1u << params.vars;
-    let hi_size = params.total >> params.vars;
-    let hi = (params.offset + x) >> params.vars;
-    let lo = (params.offset + x) & (lo_size - 1u);
+    let at = split_index(x);
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
-        acc = ext4_add(acc, ext4_scale(scales[j * lo_size + lo], points[j * hi_size + hi].x));
+        acc = ext4_add(acc, ext4_scale(scales[j * at.w + at.y], points[j * at.z + at.x].x));
     }
     table[x] = acc;
 }
