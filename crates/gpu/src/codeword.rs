@@ -182,7 +182,7 @@ impl GpuCodewords {
     /// leaves are whole rows). As in the one-buffer tree, leaf digests are not kept (openings
     /// rehash the rows they need, chunk by chunk); digest layers larger than one binding are
     /// built and read in ranges. Needs the message and one column of the codeword each within
-    /// one binding.
+    /// one binding, and the tree's level 1 within one buffer.
     fn commit_blocked(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
         let ctx = self.ntt.context().clone();
         let binding = ctx.max_binding_bytes();
@@ -197,6 +197,12 @@ impl GpuCodewords {
         }
         let cols = width / blocks;
         ctx.check_binding_size("the message of a codeword split into column blocks", matrix_bytes(rows, width)?)?;
+        // The tree's level 1 (half a digest per row) is one buffer, bound in ranges.
+        let level1 = matrix_bytes(codeword_rows, DIGEST_ELEMS / 2)?;
+        let max_buffer = ctx.limits().max_buffer_size;
+        if level1 > max_buffer {
+            return Err(GpuError::TooLarge { what: format!("level 1 of the Merkle tree over a {codeword_rows}-row codeword"), needed: level1, limit: max_buffer });
+        }
         let chunk_rows = {
             let fit = self.merkle.rows_per_chunk(width)?;
             (1usize << fit.ilog2()).min(codeword_rows)
