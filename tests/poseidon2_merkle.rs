@@ -369,32 +369,52 @@ fn encode_then_commit_in_one_submission() {
 fn trees_without_leaf_digests_open_the_same() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
-        for (log_h, width) in [(0usize, 8usize), (1, 2), (5, 3), (9, 16), (12, 8), (13, 2), (13, 16), (14, 33)] {
-            let h = 1usize << log_h;
-            let values = common::random_vec(&mut rng, h * width);
-            let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-            let commit = |keep: bool| merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, keep).unwrap();
-            let (full, trimmed) = (commit(true), commit(false));
-            assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
-            assert_eq!(trimmed.leaves_kept, log_h == 0, "a one-row tree keeps its leaf (its root)");
-            assert!(log_h == 0 || trimmed.layers[0].size() <= 32, "2^{log_h} x {width}: the leaf digests were kept");
-            // Lone indices, sibling pairs, repeats, the ends.
-            let mut indices: Vec<usize> = (0..rng.random_range(1..40)).map(|_| rng.random_range(0..h)).collect();
-            indices.extend([0, h - 1, indices[0]]);
-            if h > 1 {
-                let pair = (h / 2) & !1;
-                indices.extend([pair, pair + 1]);
-            }
-            let want = merkle.open_rows(&full, &matrix, &indices, 0).unwrap();
-            assert!(merkle.open_rows(&trimmed, &matrix, &indices, 0).unwrap() == want, "2^{log_h} x {width}: openings differ");
-            let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, 1.min(log_h)).unwrap();
-            let deferred = merkle.read_pending(vec![pending]).unwrap();
-            assert!(deferred[0] == merkle.open_rows(&full, &matrix, &indices, 1.min(log_h)).unwrap(), "2^{log_h} x {width}: deferred openings differ");
-            if log_h > 0 {
-                assert!(merkle.read_nodes(&trimmed, &[(0, 0)]).is_err(), "leaf digests not kept");
-                assert_eq!(merkle.read_nodes(&trimmed, &[(1, 0)]).unwrap(), merkle.read_nodes(&full, &[(1, 0)]).unwrap());
-            }
+        check_trees_with_and_without_leaves(&ctx, &mut rng, &[(0usize, 8usize), (1, 2), (5, 3), (9, 16), (12, 8), (13, 2), (13, 16), (14, 33)]);
+    }
+}
+
+/// One matrix larger than the binding (a 64 KiB one): copied into row chunks and committed as
+/// such, the roots Plonky3's, and openings read from the one buffer in windows, leaf digests
+/// kept or rehashed.
+#[test]
+fn single_matrices_over_the_binding_limit_are_committed_in_chunks() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    check_trees_with_and_without_leaves(&ctx, &mut rng, &[(12, 8), (13, 2), (11, 16), (10, 33), (14, 1)]);
+}
+
+/// Trees keeping and not keeping leaf digests over random 2^log_h x width matrices: Plonky3's
+/// root, and the same openings (cap heights 0 and 1, deferred or not).
+fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut StdRng, shapes: &[(usize, usize)]) {
+    let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+    for &(log_h, width) in shapes {
+        let h = 1usize << log_h;
+        let values = common::random_vec(rng, h * width);
+        let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+        let commit = |keep: bool| merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, keep).unwrap();
+        let (full, trimmed) = (commit(true), commit(false));
+        assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
+        let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
+        assert_eq!(root.roots()[0], full.root, "2^{log_h} x {width}: Plonky3's root");
+        assert_eq!(trimmed.leaves_kept, log_h == 0, "a one-row tree keeps its leaf (its root)");
+        assert!(log_h == 0 || trimmed.layers[0].size() <= 32, "2^{log_h} x {width}: the leaf digests were kept");
+        // Lone indices, sibling pairs, repeats, the ends.
+        let mut indices: Vec<usize> = (0..rng.random_range(1..40)).map(|_| rng.random_range(0..h)).collect();
+        indices.extend([0, h - 1, indices[0]]);
+        if h > 1 {
+            let pair = (h / 2) & !1;
+            indices.extend([pair, pair + 1]);
+        }
+        let want = merkle.open_rows(&full, &matrix, &indices, 0).unwrap();
+        assert!(want.rows.iter().zip(&indices).all(|(r, &i)| r[..] == values[i * width..(i + 1) * width]), "2^{log_h} x {width}: opened rows");
+        assert!(merkle.open_rows(&trimmed, &matrix, &indices, 0).unwrap() == want, "2^{log_h} x {width}: openings differ");
+        let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, 1.min(log_h)).unwrap();
+        let deferred = merkle.read_pending(vec![pending]).unwrap();
+        assert!(deferred[0] == merkle.open_rows(&full, &matrix, &indices, 1.min(log_h)).unwrap(), "2^{log_h} x {width}: deferred openings differ");
+        if log_h > 0 {
+            assert!(merkle.read_nodes(&trimmed, &[(0, 0)]).is_err(), "leaf digests not kept");
+            assert_eq!(merkle.read_nodes(&trimmed, &[(1, 0)]).unwrap(), merkle.read_nodes(&full, &[(1, 0)]).unwrap());
         }
     }
 }

@@ -343,8 +343,8 @@ impl GpuMerkle {
     /// submission, one readback of just the rows and digests.
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
-        let words = self.gather(tree, Some(RowSource::One(matrix)), indices, &positions)?;
-        Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width, None))
+        let pending = self.submit_gather(tree, RowSource::One(matrix), indices, &positions)?;
+        Ok(self.read_pending(vec![pending])?.pop().expect("one opening"))
     }
 
     /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
@@ -439,6 +439,33 @@ impl GpuMerkle {
         from_words(read?)
     }
 
+    /// The matrix a tree was built over as segments of one binding each: its row chunks, or
+    /// windows of a single buffer larger than one binding (a power of two of rows each).
+    #[allow(clippy::type_complexity)]
+    fn row_segments<'a>(&self, rows: RowSource<'a>, height: usize, width: usize) -> Result<Vec<((&'a wgpu::Buffer, u64, Option<u64>), usize, usize)>> {
+        match rows {
+            RowSource::Chunks(chunks) => Ok(chunks.iter().map(|c| ((c.rows, 0, None), c.first, c.count)).collect()),
+            RowSource::One(m) => {
+                let binding = self.poseidon2.context().max_binding_bytes();
+                let row_bytes = (width.max(1) * 4) as u64;
+                if m.size() <= binding || height <= 1 {
+                    return Ok(vec![((m, 0, None), 0, height)]);
+                }
+                let window = 1usize << (binding / row_bytes).max(1).ilog2();
+                let bytes = window as u64 * row_bytes;
+                if bytes % 256 != 0 {
+                    return Err(GpuError::TooLarge { what: format!("a window of whole rows of {width} words at 256-byte offsets"), needed: bytes.next_multiple_of(256), limit: binding });
+                }
+                Ok((0..height.div_ceil(window))
+                    .map(|w| {
+                        let count = window.min(height - w * window);
+                        ((m, w as u64 * bytes, Some(count as u64 * row_bytes)), w * window, count)
+                    })
+                    .collect())
+            }
+        }
+    }
+
     /// Records the gather of rows `indices` of `matrix`, then the digests at `positions`, into
     /// a fresh buffer: one dispatch for the rows (one per chunk holding some) and one per tree
     /// layer (positions come grouped by layer). The pooled index buffer is to be recycled once
@@ -462,30 +489,30 @@ impl GpuMerkle {
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
         u32::try_from(words).map_err(|_| too_wide())?;
-        // Rows from chunks: grouped by chunk, at their index within it; `order` maps back.
-        let mut row_idx: Vec<u32> = indices[..row_items].iter().map(|&i| i as u32).collect();
-        let mut order = None;
-        let mut chunk_spans: Vec<(&wgpu::Buffer, usize, usize)> = Vec::new();
-        match matrix {
-            Some(RowSource::Chunks(chunks)) if row_items > 0 => {
-                let mut grouped = Vec::with_capacity(row_items);
-                let mut slots = Vec::with_capacity(row_items);
-                for c in chunks {
-                    let start = grouped.len();
-                    for (t, &i) in indices.iter().enumerate().filter(|(_, &i)| (c.first..c.first + c.count).contains(&i)) {
-                        grouped.push((i - c.first) as u32);
-                        slots.push(t);
-                    }
-                    if grouped.len() > start {
-                        chunk_spans.push((c.rows, start, grouped.len() - start));
-                    }
+        // Where rows are read: segments of one binding each (chunks, or windows of one matrix
+        // larger than a binding), as (range, first row, rows).
+        let segments = match matrix {
+            Some(m) => self.row_segments(m, tree.height, tree.width)?,
+            None => Vec::new(),
+        };
+        // Rows grouped by segment, at their index within it; `order` maps back (one segment
+        // keeps the request order).
+        let mut row_idx: Vec<u32> = Vec::with_capacity(row_items);
+        let mut slots = Vec::with_capacity(row_items);
+        let mut chunk_spans: Vec<((&wgpu::Buffer, u64, Option<u64>), usize, usize)> = Vec::new();
+        if row_items > 0 {
+            for &(range, first, count) in &segments {
+                let start = row_idx.len();
+                for (t, &i) in indices.iter().enumerate().filter(|(_, &i)| (first..first + count).contains(&i)) {
+                    row_idx.push((i - first) as u32);
+                    slots.push(t);
                 }
-                row_idx = grouped;
-                order = Some(slots);
+                if row_idx.len() > start {
+                    chunk_spans.push((range, start, row_idx.len() - start));
+                }
             }
-            Some(RowSource::One(m)) if row_items > 0 => chunk_spans.push((m, 0, row_items)),
-            _ => {}
         }
+        let order = (segments.len() > 1).then_some(slots);
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
         let mut idx: Vec<u32> = row_idx.into_iter().chain(positions.iter().map(|&(_, i)| i as u32)).collect();
         // The digest copies: (layer, byte range, items, first item). A layer larger than one
@@ -494,26 +521,29 @@ impl GpuMerkle {
         let digest = (DIGEST_ELEMS * 4) as u64;
         let window = ((ctx.max_binding_bytes() / digest) as usize / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
         let mut digest_copies: Vec<(usize, u64, Option<u64>, usize, usize)> = Vec::new();
-        let mut rehash: Vec<(&wgpu::Buffer, usize, usize)> = Vec::new();
+        let mut rehash: Vec<((&wgpu::Buffer, u64, Option<u64>), usize, usize)> = Vec::new();
         let mut start = 0;
         while start < positions.len() {
             let layer = positions[start].0;
             let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
             let buffer = &tree.layers[layer];
-            if let (0, false, Some(RowSource::Chunks(chunks))) = (layer, tree.leaves_kept, matrix) {
-                // Leaves rehashed from their rows, chunk by chunk, at their index in the chunk.
+            if layer == 0 && !tree.leaves_kept {
+                // Leaves rehashed from their rows, segment by segment, at their index in it.
+                if segments.is_empty() {
+                    return Err(GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the matrix) instead".into()));
+                }
                 let mut first = start;
-                for c in chunks {
-                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i < c.first + c.count).count();
+                for &(range, seg_first, count) in &segments {
+                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i < seg_first + count).count();
                     if last > first {
                         for t in &mut idx[row_items + first..row_items + last] {
-                            *t -= c.first as u32;
+                            *t -= seg_first as u32;
                         }
-                        rehash.push((c.rows, first, last));
+                        rehash.push((range, first, last));
                     }
                     first = last;
                 }
-            } else if layer == 0 && !tree.leaves_kept || buffer.size() <= ctx.max_binding_bytes() {
+            } else if buffer.size() <= ctx.max_binding_bytes() {
                 digest_copies.push((layer, 0, None, start, end));
             } else {
                 let mut first = start;
@@ -546,24 +576,18 @@ impl GpuMerkle {
         };
         let mut dispatches = Vec::new();
         for &(src, start, count) in &chunk_spans {
-            dispatches.push(copy((src, 0, None), count, width, start, start * tree.width));
+            dispatches.push(copy(src, count, width, start, start * tree.width));
         }
+        let hash_rows = ctx.pipeline(Kernel::HashRows, &[])?;
         for (rows, start, end) in rehash {
             let params = params(end - start, width, row_items + start, row_items * tree.width + start * DIGEST_ELEMS);
-            dispatches.push(self.poseidon2.prepare(Kernel::HashRows, &[&params, &idx_buf, rows, &out], end - start)?);
+            let bind = self.poseidon2.bind_ranges(&hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (&out, 0, None)]);
+            let groups = u32::try_from((end - start).div_ceil(64)).map_err(|_| too_wide())?;
+            dispatches.push(Dispatch { pipeline: (*hash_rows).clone(), bind, groups });
         }
         for (layer, offset, size, start, end) in digest_copies {
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
-            if layer == 0 && !tree.leaves_kept {
-                // Leaf digests this tree did not keep: hashed again from their rows.
-                let Some(RowSource::One(matrix)) = matrix else {
-                    return Err(GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the one matrix buffer) instead".into()));
-                };
-                let params = params(end - start, width, row_items + start, dst);
-                dispatches.push(self.poseidon2.prepare(Kernel::HashRows, &[&params, &idx_buf, matrix, &out], end - start)?);
-            } else {
-                dispatches.push(copy((&tree.layers[layer], offset, size), end - start, DIGEST_ELEMS as u32, row_items + start, dst));
-            }
+            dispatches.push(copy((&tree.layers[layer], offset, size), end - start, DIGEST_ELEMS as u32, row_items + start, dst));
         }
         ctx.record_dispatches(&mut encoder, "gather", &dispatches);
         Ok(Gathered { encoder, out, words, idx: Some(idx_buf), order })
@@ -602,8 +626,17 @@ impl GpuMerkle {
 
     /// [`commit_recorded`](Self::commit_recorded), keeping the leaf digests only if
     /// `keep_leaves` (see [`record_commit_with`](Self::record_commit_with)).
+    /// A matrix or a stored digest layer larger than one binding is copied into row chunks and
+    /// committed with [`commit_groups_with`](Self::commit_groups_with) (the same tree); its
+    /// openings read the one buffer in windows.
     pub fn commit_recorded_with(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
         let ctx = self.poseidon2.context().clone();
+        // The one-buffer tree stores leaf digests when kept or for rows of two digests or more
+        // (transiently); otherwise level 1 is its largest layer.
+        let layer_bytes = matrix_bytes(height, if keep_leaves || width >= 2 * DIGEST_ELEMS { DIGEST_ELEMS } else { DIGEST_ELEMS / 2 })?;
+        if height.is_power_of_two() && width > 0 && matrix_bytes(height, width)?.max(layer_bytes) > ctx.max_binding_bytes() {
+            return self.commit_in_chunks(encoder, input, height, width, keep_leaves);
+        }
         let layers = self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?;
         let leaves_kept = keep_leaves || height < 2;
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
@@ -611,6 +644,35 @@ impl GpuMerkle {
         let mut tree = GpuMerkleTree { height, width, layers, leaves_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
+    }
+
+    /// [`commit_recorded_with`](Self::commit_recorded_with) of a matrix over one binding: its
+    /// rows copied into chunks of one binding (after the work already in `encoder`), the tree
+    /// built over the chunks, the chunks given back.
+    fn commit_in_chunks(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
+        let ctx = self.poseidon2.context().clone();
+        let bytes = matrix_bytes(height, width)?;
+        if input.size() < bytes {
+            return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
+        }
+        let rows = (1usize << self.rows_per_chunk(width)?.ilog2()).min(height);
+        let chunk_bytes = matrix_bytes(rows, width)?;
+        let buffers: Vec<wgpu::Buffer> = (0..height / rows).map(|_| ctx.pooled_storage("merkle row chunk", rows * width)).collect();
+        let copied = ctx.scoped("merkle row chunks", || {
+            let mut encoder = encoder;
+            for (c, b) in buffers.iter().enumerate() {
+                encoder.copy_buffer_to_buffer(input, c as u64 * chunk_bytes, b, 0, chunk_bytes);
+            }
+            ctx.submit(encoder)
+        });
+        let tree = copied.and_then(|()| {
+            let chunks: Vec<RowChunk<'_>> = buffers.iter().enumerate().map(|(c, b)| RowChunk { rows: b, first: c * rows, count: rows }).collect();
+            self.commit_groups_with(&[RowGroup { chunks, height, width }], keep_leaves)
+        });
+        for b in buffers {
+            ctx.recycle_storage(b);
+        }
+        tree
     }
 
     /// Rows of `width` words one chunk of a [`RowGroup`] may hold on this adapter: the rows, their
