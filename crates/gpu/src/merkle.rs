@@ -69,6 +69,12 @@ pub struct RowChunk<'a> {
     pub count: usize,
 }
 
+/// A binding range: (buffer, byte offset, bytes; None for the rest of the buffer).
+type Range<'a> = (&'a wgpu::Buffer, u64, Option<u64>);
+/// Rows in one binding: their range and two positions (first row and row count for a matrix's
+/// segments; first and end item for a gather's spans).
+type RowSegment<'a> = (Range<'a>, usize, usize);
+
 /// Row and node ranges start at multiples of this (storage binding offsets must be multiples
 /// of 256 bytes: 8 digests).
 const RANGE_ALIGN: usize = 8;
@@ -441,8 +447,7 @@ impl GpuMerkle {
 
     /// The matrix a tree was built over as segments of one binding each: its row chunks, or
     /// windows of a single buffer larger than one binding (a power of two of rows each).
-    #[allow(clippy::type_complexity)]
-    fn row_segments<'a>(&self, rows: RowSource<'a>, height: usize, width: usize) -> Result<Vec<((&'a wgpu::Buffer, u64, Option<u64>), usize, usize)>> {
+    fn row_segments<'a>(&self, rows: RowSource<'a>, height: usize, width: usize) -> Result<Vec<RowSegment<'a>>> {
         match rows {
             RowSource::Chunks(chunks) => Ok(chunks.iter().map(|c| ((c.rows, 0, None), c.first, c.count)).collect()),
             RowSource::One(m) => {
@@ -453,7 +458,7 @@ impl GpuMerkle {
                 }
                 let window = 1usize << (binding / row_bytes).max(1).ilog2();
                 let bytes = window as u64 * row_bytes;
-                if bytes % 256 != 0 {
+                if !bytes.is_multiple_of(256) {
                     return Err(GpuError::TooLarge { what: format!("a window of whole rows of {width} words at 256-byte offsets"), needed: bytes.next_multiple_of(256), limit: binding });
                 }
                 Ok((0..height.div_ceil(window))
@@ -499,7 +504,7 @@ impl GpuMerkle {
         // keeps the request order).
         let mut row_idx: Vec<u32> = Vec::with_capacity(row_items);
         let mut slots = Vec::with_capacity(row_items);
-        let mut chunk_spans: Vec<((&wgpu::Buffer, u64, Option<u64>), usize, usize)> = Vec::new();
+        let mut chunk_spans: Vec<RowSegment<'_>> = Vec::new();
         if row_items > 0 {
             for &(range, first, count) in &segments {
                 let start = row_idx.len();
@@ -521,7 +526,7 @@ impl GpuMerkle {
         let digest = (DIGEST_ELEMS * 4) as u64;
         let window = ((ctx.max_binding_bytes() / digest) as usize / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
         let mut digest_copies: Vec<(usize, u64, Option<u64>, usize, usize)> = Vec::new();
-        let mut rehash: Vec<((&wgpu::Buffer, u64, Option<u64>), usize, usize)> = Vec::new();
+        let mut rehash: Vec<RowSegment<'_>> = Vec::new();
         let mut start = 0;
         while start < positions.len() {
             let layer = positions[start].0;
