@@ -245,3 +245,21 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
         }
     }
 }
+
+/// Select weights of several variables over a 2^20-entry table take the split-power kernel
+/// (tables of v^(x_hi 2^L) and s v^x_lo): the same weights as the twin, both multiply variants.
+#[test]
+fn split_select_weights_match_the_twin() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let m = 20;
+        let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
+        let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
+        let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
+        let vars: Vec<BabyBear> = (0..6).map(|_| rng.random()).collect();
+        let scales = ext_vec(&mut rng, vars.len());
+        cpu.add_select_weights(&vars, &scales).unwrap();
+        SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
+        assert!(gpu.weights().unwrap() == cpu.weights(), "split select weights at m = {m} ({:?})", ctx.mul_variant());
+    }
+}

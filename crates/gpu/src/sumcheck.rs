@@ -73,9 +73,11 @@ struct EvalParams {
 }
 
 /// Select weights of at least this many variables over tables of at least 2^this-many entries
-/// take the split-power kernel (its tables cost the host 2^(m/2 + 1) entries per variable).
+/// take the split-power kernel. Its tables are built on the host and uploaded, 2^(m/2 + 1)
+/// extension elements per variable (m = 26: 256 KiB, against 26 squares), so only large tables,
+/// whose GPU time it cuts most (n = 28, round 1: 87 -> 33 ms), take it.
 const SPLIT_SELECT_MIN_VARS: usize = 4;
-const SPLIT_SELECT_MIN_LOG: usize = 10;
+const SPLIT_SELECT_MIN_LOG: usize = 20;
 
 /// Index bits per chunk table of eval.wgsl.
 const EVAL_CHUNK_BITS: usize = 8;
