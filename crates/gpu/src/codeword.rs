@@ -258,8 +258,13 @@ impl GpuCodewords {
 
     /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0).
     pub fn open(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<OpenedRows> {
-        let pending = self.open_deferred(committed, indices)?;
-        Ok(self.read_openings(vec![pending])?.pop().expect("one opening"))
+        match committed.codeword.as_ref().expect("present until drop") {
+            Stored::One(b) => self.merkle.open_rows(&committed.tree, b, indices, 0),
+            Stored::Chunks { .. } => {
+                let pending = self.open_deferred(committed, indices)?;
+                Ok(self.read_openings(vec![pending])?.pop().expect("one opening"))
+            }
+        }
     }
 
     /// [`open`](Self::open) without waiting; [`read_openings`](Self::read_openings) reads any

@@ -340,7 +340,7 @@ impl GpuMerkle {
 
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
     pub fn read_nodes(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<[BabyBear; DIGEST_ELEMS]>> {
-        let words = self.gather(tree, None, &[], positions)?;
+        let (words, _) = self.gather(tree, None, &[], positions)?;
         Ok(words.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect())
     }
 
@@ -349,8 +349,8 @@ impl GpuMerkle {
     /// submission, one readback of just the rows and digests.
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
-        let pending = self.submit_gather(tree, RowSource::One(matrix), indices, &positions)?;
-        Ok(self.read_pending(vec![pending])?.pop().expect("one opening"))
+        let (words, order) = self.gather(tree, Some(RowSource::One(matrix)), indices, &positions)?;
+        Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width, order.as_deref()))
     }
 
     /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
@@ -433,16 +433,16 @@ impl GpuMerkle {
     }
 
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
-    /// reads it back.
-    fn gather(&self, tree: &GpuMerkleTree, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<Vec<BabyBear>> {
-        let Gathered { encoder, out, words, idx, .. } = self.record_gather(tree, matrix, indices, positions)?;
+    /// reads it back (one submission), with the rows' order where they came grouped by segment.
+    fn gather(&self, tree: &GpuMerkleTree, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<(Vec<BabyBear>, Option<Vec<usize>>)> {
+        let Gathered { encoder, out, words, idx, order } = self.record_gather(tree, matrix, indices, positions)?;
         if words == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), order));
         }
         let ctx = self.poseidon2.context();
         let read = ctx.submit_and_read(encoder, &out, words);
         idx.into_iter().for_each(|b| ctx.recycle_storage(b));
-        from_words(read?)
+        Ok((from_words(read?)?, order))
     }
 
     /// The matrix a tree was built over as segments of one binding each: its row chunks, or
