@@ -397,7 +397,7 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
         assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
         let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
         assert_eq!(root.roots()[0], full.root, "2^{log_h} x {width}: Plonky3's root");
-        assert_eq!(trimmed.leaves_kept, log_h == 0, "a one-row tree keeps its leaf (its root)");
+        assert_eq!(trimmed.leaves_kept(), log_h == 0, "a one-row tree keeps its leaf (its root)");
         assert!(log_h == 0 || trimmed.layers[0].size() <= 32, "2^{log_h} x {width}: the leaf digests were kept");
         // Lone indices, sibling pairs, repeats, the ends.
         let mut indices: Vec<usize> = (0..rng.random_range(1..40)).map(|_| rng.random_range(0..h)).collect();
@@ -415,6 +415,52 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
         if log_h > 0 {
             assert!(merkle.read_nodes(&trimmed, &[(0, 0)]).is_err(), "leaf digests not kept");
             assert_eq!(merkle.read_nodes(&trimmed, &[(1, 0)]).unwrap(), merkle.read_nodes(&full, &[(1, 0)]).unwrap());
+        }
+    }
+}
+
+/// Trees keeping only their layers from k >= 2 up (`commit_recorded_trimmed`, the resident
+/// codewords' trees): Plonky3's root, the layers below k not kept, and openings that rebuild
+/// the queried subtrees equal to the full tree's, immediate or deferred, at cap heights 0-2,
+/// for lone rows, whole subtrees, repeats and every row; over both multiply variants.
+#[test]
+fn trees_keeping_only_upper_layers_open_the_same() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        for (log_h, width, lowest) in [(1usize, 3usize, 4usize), (2, 2, 2), (5, 2, 6), (8, 8, 4), (9, 1, 7), (10, 16, 3), (7, 33, 2), (12, 4, 5), (3, 2, 3)] {
+            let h = 1usize << log_h;
+            let what = format!("2^{log_h} x {width} from layer {lowest}");
+            let values = common::random_vec(&mut rng, h * width);
+            let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+            let full = merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, true).unwrap();
+            let trimmed = merkle.commit_recorded_trimmed(ctx.encoder("commit"), &matrix, h, width, lowest).unwrap();
+            let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
+            assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
+            let kept_from = lowest.min(log_h);
+            assert_eq!(trimmed.lowest_kept, kept_from, "{what}: layers kept (the root always)");
+            for k in 0..kept_from {
+                assert!(trimmed.layers[k].size() <= 32 && trimmed.layer_len(k) == 0, "{what}: layer {k} was kept");
+            }
+            let row_sets: Vec<Vec<usize>> = vec![
+                vec![rng.random_range(0..h)],
+                (0..rng.random_range(2..50)).map(|_| rng.random_range(0..h)).chain([0, h - 1]).collect(),
+                (0..h.min(1 << kept_from)).collect(),
+                (0..h).rev().collect(),
+            ];
+            for indices in row_sets {
+                for cap in 0..=2.min(log_h) {
+                    let want = merkle.open_rows(&full, &matrix, &indices, cap).unwrap();
+                    assert!(want.rows.iter().zip(&indices).all(|(r, &i)| r[..] == values[i * width..(i + 1) * width]), "{what}: opened rows");
+                    assert!(merkle.open_rows(&trimmed, &matrix, &indices, cap).unwrap() == want, "{what}, cap {cap}, {} rows: openings differ", indices.len());
+                    let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, cap).unwrap();
+                    assert!(merkle.read_pending(vec![pending]).unwrap()[0] == want, "{what}, cap {cap}: deferred openings differ");
+                }
+            }
+            if kept_from > 1 {
+                assert!(merkle.read_nodes(&trimmed, &[(kept_from - 1, 0)]).is_err(), "{what}: a layer not kept read");
+            }
+            assert_eq!(merkle.read_nodes(&trimmed, &[(kept_from, 0)]).unwrap(), merkle.read_nodes(&full, &[(kept_from, 0)]).unwrap());
         }
     }
 }
@@ -442,7 +488,7 @@ fn row_chunk_trees_without_leaf_digests_match() {
             let one = RowMajorMatrix::new(values.clone(), width);
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(one);
             assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
-            assert_eq!(trimmed.leaves_kept, chunks.iter().any(|c| c.first % 16 != 0 || c.count % 2 != 0), "{what}: leaves kept");
+            assert_eq!(trimmed.leaves_kept(), chunks.iter().any(|c| c.first % 16 != 0 || c.count % 2 != 0), "{what}: leaves kept");
             let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..height)).collect();
             indices.extend([0, height - 1, indices[0]]);
             let open = |tree| merkle.read_pending(vec![merkle.open_row_chunks_deferred(tree, &chunks, &indices, 0).unwrap()]).unwrap();

@@ -161,9 +161,11 @@ impl GpuCodewords {
             // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
             // largest allocation.
             let codeword = self.ntt.record_in_place(&mut encoder, message, &spec)?;
-            // Leaf digests are not kept (half the tree's memory): an opening rehashes the few
-            // sibling rows it needs from the codeword, which stays resident anyway.
-            let tree = self.merkle.commit_recorded_with(encoder, &codeword, spec.rows(), width, false);
+            // The lowest layers are not kept (the leaves alone are half the tree's memory): an
+            // opening rebuilds the few small subtrees it needs from the codeword, which stays
+            // resident anyway.
+            let lowest = lowest_kept_layer(width, spec.rows());
+            let tree = self.merkle.commit_recorded_trimmed(encoder, &codeword, spec.rows(), width, lowest);
             tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
             match tree {
                 Ok(tree) => Ok(CommittedCodeword { codeword: Some(Stored::One(codeword)), tree, ntt: self.ntt.clone() }),
@@ -279,4 +281,16 @@ impl GpuCodewords {
     pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
         self.merkle.read_pending(pending)
     }
+}
+
+/// The lowest Merkle layer a one-buffer codeword's tree keeps: the smallest k >= 1 (at most 6)
+/// at which the kept layers, about 2^(6 - k) bytes a row, take at most an eighth of the
+/// codeword's 4·width bytes a row; an opening rebuilds 2^k rows per queried subtree. Narrow
+/// codewords (fold 1's 2-word rows) have trees larger than themselves otherwise.
+/// `WHIR_CODEWORD_TREE_LOWEST` fixes it (1: only the leaves dropped).
+fn lowest_kept_layer(width: usize, rows: usize) -> usize {
+    let fixed = std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse::<usize>().ok());
+    let k = fixed.unwrap_or_else(|| 128usize.div_ceil(width.max(1)).next_power_of_two().ilog2() as usize).clamp(1, 6);
+    // Keep at least the root's two children.
+    k.min(rows.max(2).ilog2() as usize - 1).max(1)
 }

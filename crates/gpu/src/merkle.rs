@@ -102,12 +102,13 @@ fn fused_levels_override() -> Option<usize> {
 pub struct GpuMerkleTree {
     pub height: usize,
     pub width: usize,
-    /// Layer k holds height >> k digests of 8 words; layer 0 is an empty stand-in when the
-    /// leaves were not kept (`leaves_kept`).
+    /// Layer k holds height >> k digests of 8 words; layers below `lowest_kept` are empty
+    /// stand-ins.
     pub layers: Vec<wgpu::Buffer>,
-    /// Whether layer 0 holds the leaf digests. Without them (half the tree's memory) openings
-    /// rehash the sibling rows they need from the matrix.
-    pub leaves_kept: bool,
+    /// The lowest layer kept (0: every layer, leaves included). Without the leaves (half the
+    /// tree's memory) openings rehash the sibling rows they need from the matrix; without the
+    /// layers below k they rebuild the 2^k-row subtrees holding the opened rows.
+    pub lowest_kept: usize,
     pub root: [BabyBear; DIGEST_ELEMS],
     ctx: Arc<GpuContext>,
 }
@@ -115,10 +116,17 @@ pub struct GpuMerkleTree {
 impl GpuMerkleTree {
     /// Digests in layer `k` (0: the leaves), padding included. A layer not kept reads as 0.
     pub fn layer_len(&self, k: usize) -> usize {
-        if k == 0 && !self.leaves_kept {
+        if k < self.lowest_kept {
             return 0;
         }
         self.layers.get(k).map_or(0, |l| (l.size() / (DIGEST_ELEMS as u64 * 4)) as usize)
+    }
+}
+
+impl GpuMerkleTree {
+    /// Whether layer 0 holds the leaf digests.
+    pub fn leaves_kept(&self) -> bool {
+        self.lowest_kept == 0
     }
 }
 
@@ -222,10 +230,9 @@ pub enum RowSource<'a> {
     Chunks(&'a [RowChunk<'a>]),
 }
 
-/// A recorded gather: the encoder to submit, the output buffer and its words, the pooled index
-/// buffer (recycled once submitted) and the row order (rows from chunks).
+/// A recorded gather: the output buffer and its words, the pooled index buffer (recycled once
+/// the encoder is submitted) and the row order (rows from chunks).
 struct Gathered {
-    encoder: wgpu::CommandEncoder,
     out: wgpu::Buffer,
     words: usize,
     idx: Option<wgpu::Buffer>,
@@ -338,6 +345,73 @@ impl GpuMerkle {
         Ok(layers)
     }
 
+    /// The tree of [`record_commit_with`](Self::record_commit_with) keeping only its layers
+    /// from `lowest` (2..=log2 height) up, built without ever holding a lower layer whole: the
+    /// rows go in up to four chunks, each chunk's leaves and levels below `lowest` in transient
+    /// buffers of the chunk's size (reused chunk after chunk), its nodes of layer `lowest`
+    /// written into the kept layer. Returns the layers (stand-ins below `lowest`) and the
+    /// transient buffers, to go back to the pool once the encoder is submitted.
+    fn record_commit_trimmed(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<(Vec<wgpu::Buffer>, Vec<wgpu::Buffer>)> {
+        let log_h = height.trailing_zeros() as usize;
+        if !height.is_power_of_two() || width == 0 || lowest < 2 || lowest > log_h {
+            return Err(GpuError::InvalidInput(format!("a tree over {height} rows of width {width} keeping layers from {lowest} up")));
+        }
+        let ctx = self.poseidon2.context();
+        let bytes = matrix_bytes(height, width)?;
+        ctx.check_binding_size("Merkle matrix", bytes)?;
+        if matrix.size() < bytes {
+            return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
+        }
+        // Four chunks where each writes whole 256-byte ranges of the kept layer (8 nodes).
+        let chunks = if log_h >= lowest + 3 + 2 { 4 } else { 1 };
+        let rows = height / chunks;
+        let chunk_bytes = matrix_bytes(rows, width)?;
+        // Wide rows hash leaves alone, narrow ones fuse level 1 (as `record_commit_with`).
+        let fused = usize::from(width < 2 * DIGEST_ELEMS);
+        let digest = (DIGEST_ELEMS * 4) as u64;
+        // Transient chunk layers fused..lowest-1 (the leaf kernel writes the first), and the
+        // leaf stand-in a fused kernel binds.
+        let mut transient: Vec<wgpu::Buffer> = (fused..lowest).map(|k| ctx.pooled_storage("merkle chunk layer", (rows >> k) * DIGEST_ELEMS)).collect();
+        let leaf_stand_in = ctx.pooled_storage("merkle layer", DIGEST_ELEMS);
+        let kept = ctx.pooled_storage("merkle layer", (height >> lowest) * DIGEST_ELEMS);
+        let leaf_pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
+        let inject_pipeline = ctx.pipeline(Kernel::CompressInject, &[])?;
+        let leaf_params = ctx.uniform("leaf params", &LeafParams { rows: rows as u32, width: width as u32, fused_levels: fused as u32, store_leaves: u32::from(fused == 0) });
+        let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
+        let mut dispatches = Vec::new();
+        for c in 0..chunks {
+            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&leaf_params, 0, None), (matrix, c as u64 * chunk_bytes, Some(chunk_bytes))];
+            if fused == 0 {
+                ranges.push((&transient[0], 0, None));
+            } else {
+                ranges.extend([(&leaf_stand_in, 0, None), (&transient[0], 0, None)]);
+            }
+            ranges.extend(self.placeholders[fused..].iter().map(|p| (p, 0, None)));
+            let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
+            dispatches.push(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(rows)? });
+            for k in fused + 1..=lowest {
+                let nodes = rows >> k;
+                let params = ctx.uniform("inject params", &InjectParams { nodes: nodes as u32, width: 0, inject_rows: 0, _pad: 0 });
+                let parent = if k == lowest { (&kept, (c * nodes) as u64 * digest, Some(nodes as u64 * digest)) } else { (&transient[k - fused], 0, None) };
+                let bind = self.poseidon2.bind_ranges(&inject_pipeline, &[(&params, 0, None), (&transient[k - 1 - fused], 0, None), (&self.placeholders[0], 0, None), parent]);
+                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(nodes)? });
+            }
+        }
+        let mut layers: Vec<wgpu::Buffer> = (0..lowest).map(|_| ctx.pooled_storage("merkle layer", DIGEST_ELEMS)).collect();
+        layers.push(kept);
+        let mut nodes = height >> (lowest + 1);
+        while nodes >= 1 {
+            let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
+            let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
+            dispatches.push(self.poseidon2.prepare(Kernel::CompressLevel, &[&params, layers.last().expect("kept"), &parent], nodes)?);
+            layers.push(parent);
+            nodes /= 2;
+        }
+        ctx.record_dispatches(encoder, "merkle tree (upper layers kept)", &dispatches);
+        transient.push(leaf_stand_in);
+        Ok((layers, transient))
+    }
+
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
     pub fn read_nodes(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<[BabyBear; DIGEST_ELEMS]>> {
         let (words, _) = self.gather(tree, None, &[], positions)?;
@@ -348,6 +422,10 @@ impl GpuMerkle {
     /// built over) with Plonky3's pruned multi-proof below a cap of `cap_height`: one
     /// submission, one readback of just the rows and digests.
     pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
+        if tree.lowest_kept >= 2 {
+            let pending = self.open_rows_deferred(tree, matrix, indices, cap_height)?;
+            return Ok(self.read_pending(vec![pending])?.pop().expect("one opening"));
+        }
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
         let (words, order) = self.gather(tree, Some(RowSource::One(matrix)), indices, &positions)?;
         Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width, order.as_deref()))
@@ -386,12 +464,82 @@ impl GpuMerkle {
     fn submit_gather(&self, tree: &GpuMerkleTree, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
         let ctx = self.poseidon2.context();
         ctx.scoped("merkle openings", || {
-            let gathered = self.record_gather(tree, Some(rows), indices, positions)?;
-            let submitted = ctx.submit(gathered.encoder);
+            if tree.lowest_kept >= 2 {
+                return self.submit_rebuilt_gather(tree, rows, indices, positions);
+            }
+            let mut encoder = ctx.encoder("merkle openings");
+            let gathered = self.record_gather(&mut encoder, tree, Some(rows), indices, positions)?;
+            let submitted = ctx.submit(encoder);
             gathered.idx.into_iter().for_each(|b| ctx.recycle_storage(b));
             submitted?;
             Ok(PendingRows { out: gathered.out, words: gathered.words, rows: indices.len(), width: tree.width, order: gathered.order })
         })
+    }
+
+    /// The openings of a tree that keeps no layers below `k = lowest_kept` >= 2: the 2^k-row
+    /// subtrees holding the opened rows are gathered into a small matrix and a tree is built
+    /// over it, every layer kept (its layers below k are the subtrees' own, side by side); the
+    /// rows and the sibling digests below k are read there, those from k up from the tree. One
+    /// submission.
+    fn submit_rebuilt_gather(&self, tree: &GpuMerkleTree, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
+        let ctx = self.poseidon2.context();
+        let low = tree.lowest_kept;
+        let mut subtrees: Vec<usize> = indices.iter().map(|&i| i >> low).collect();
+        subtrees.sort_unstable();
+        subtrees.dedup();
+        let distinct = subtrees.len();
+        if distinct == 0 {
+            return Ok(PendingRows { out: ctx.storage("merkle openings", 0), words: 0, rows: 0, width: tree.width, order: None });
+        }
+        // A power-of-two count (repeats of the last subtree fill it): at most the tree's own
+        // subtrees, so the small matrix is never larger than the matrix.
+        let padded = distinct.next_power_of_two();
+        subtrees.resize(padded, subtrees[distinct - 1]);
+        let sub_rows: Vec<usize> = subtrees.iter().flat_map(|&s| (s << low)..((s + 1) << low)).collect();
+        // Node i of layer j < low, in the rebuilt tree.
+        let local = |layer: usize, i: usize| {
+            let span = low - layer;
+            let rank = subtrees[..distinct].binary_search(&(i >> span)).expect("an opened subtree");
+            (rank << span) | (i & ((1 << span) - 1))
+        };
+        let split = positions.iter().take_while(|(l, _)| *l < low).count();
+        let near_positions: Vec<(usize, usize)> = positions[..split].iter().map(|&(l, i)| (l, local(l, i))).collect();
+        let near_rows: Vec<usize> = indices.iter().map(|&i| local(0, i)).collect();
+
+        let mut encoder = ctx.encoder("merkle openings");
+        // Gathered in ascending row order, so in request order whatever the segments.
+        let matrix = self.record_gather(&mut encoder, tree, Some(rows), &sub_rows, &[])?;
+        let mut idx: Vec<wgpu::Buffer> = matrix.idx.into_iter().collect();
+        let recorded = (|| -> Result<(Gathered, Gathered, GpuMerkleTree)> {
+            let height = padded << low;
+            let layers = self.record_commit_with(&mut encoder, &matrix.out, height, tree.width, true)?;
+            // (Its layers go back to the pool on drop: kept until the reads are submitted.)
+            let rebuilt = GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], ctx: ctx.clone() };
+            let near = self.record_gather(&mut encoder, &rebuilt, Some(RowSource::One(&matrix.out)), &near_rows, &near_positions)?;
+            let far = self.record_gather(&mut encoder, tree, None, &[], &positions[split..])?;
+            Ok((near, far, rebuilt))
+        })();
+        let (near, far, rebuilt) = match recorded {
+            Ok(g) => g,
+            Err(e) => {
+                idx.into_iter().for_each(|b| ctx.recycle_storage(b));
+                return Err(e);
+            }
+        };
+        let words = near.words + far.words;
+        let out = ctx.storage("merkle openings", words);
+        for (from, at, len) in [(&near.out, 0, near.words), (&far.out, near.words, far.words)] {
+            if len > 0 {
+                encoder.copy_buffer_to_buffer(from, 0, &out, (at * 4) as u64, (len * 4) as u64);
+            }
+        }
+        idx.extend(near.idx);
+        idx.extend(far.idx);
+        let submitted = ctx.submit(encoder);
+        idx.into_iter().for_each(|b| ctx.recycle_storage(b));
+        drop(rebuilt);
+        submitted?;
+        Ok(PendingRows { out, words, rows: indices.len(), width: tree.width, order: None })
     }
 
     /// Checks an opening request and returns the sibling positions of its pruned multi-proof.
@@ -435,11 +583,13 @@ impl GpuMerkle {
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
     /// reads it back (one submission), with the rows' order where they came grouped by segment.
     fn gather(&self, tree: &GpuMerkleTree, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<(Vec<BabyBear>, Option<Vec<usize>>)> {
-        let Gathered { encoder, out, words, idx, order } = self.record_gather(tree, matrix, indices, positions)?;
+        let ctx = self.poseidon2.context();
+        let mut encoder = ctx.encoder("merkle openings");
+        let Gathered { out, words, idx, order } = self.record_gather(&mut encoder, tree, matrix, indices, positions)?;
         if words == 0 {
+            idx.into_iter().for_each(|b| ctx.recycle_storage(b));
             return Ok((Vec::new(), order));
         }
-        let ctx = self.poseidon2.context();
         let read = ctx.submit_and_read(encoder, &out, words);
         idx.into_iter().for_each(|b| ctx.recycle_storage(b));
         Ok((from_words(read?)?, order))
@@ -471,12 +621,13 @@ impl GpuMerkle {
         }
     }
 
-    /// Records the gather of rows `indices` of `matrix`, then the digests at `positions`, into
-    /// a fresh buffer: one dispatch for the rows (one per chunk holding some) and one per tree
-    /// layer (positions come grouped by layer). The pooled index buffer is to be recycled once
-    /// the encoder is submitted.
+    /// Records into `encoder` the gather of rows `indices` of `matrix`, then the digests at
+    /// `positions`, into a fresh buffer: one dispatch for the rows (one per chunk holding some)
+    /// and one per tree layer (positions come grouped by layer). The pooled index buffer is to
+    /// be recycled once the encoder is submitted.
     fn record_gather(
         &self,
+        encoder: &mut wgpu::CommandEncoder,
         tree: &GpuMerkleTree,
         matrix: Option<RowSource<'_>>,
         indices: &[usize],
@@ -485,12 +636,10 @@ impl GpuMerkle {
         let ctx = self.poseidon2.context();
         let row_items = if matrix.is_some() { indices.len() } else { 0 };
         let words = row_items * tree.width + positions.len() * DIGEST_ELEMS;
-        let encoder = ctx.encoder("merkle openings");
         let out = ctx.storage("merkle openings", words);
         if words == 0 {
-            return Ok(Gathered { encoder, out, words: 0, idx: None, order: None });
+            return Ok(Gathered { out, words: 0, idx: None, order: None });
         }
-        let mut encoder = encoder;
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
         u32::try_from(words).map_err(|_| too_wide())?;
@@ -532,7 +681,10 @@ impl GpuMerkle {
             let layer = positions[start].0;
             let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
             let buffer = &tree.layers[layer];
-            if layer == 0 && !tree.leaves_kept {
+            if layer > 0 && layer < tree.lowest_kept {
+                return Err(GpuError::InvalidInput(format!("this tree keeps no layers below {}; open rows (with the matrix) instead", tree.lowest_kept)));
+            }
+            if layer == 0 && tree.lowest_kept > 0 {
                 // Leaves rehashed from their rows, segment by segment, at their index in it.
                 if segments.is_empty() {
                     return Err(GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the matrix) instead".into()));
@@ -594,8 +746,8 @@ impl GpuMerkle {
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
             dispatches.push(copy((&tree.layers[layer], offset, size), end - start, DIGEST_ELEMS as u32, row_items + start, dst));
         }
-        ctx.record_dispatches(&mut encoder, "gather", &dispatches);
-        Ok(Gathered { encoder, out, words, idx: Some(idx_buf), order })
+        ctx.record_dispatches(encoder, "gather", &dispatches);
+        Ok(Gathered { out, words, idx: Some(idx_buf), order })
     }
 
     /// Commits to a host matrix: upload, hash, build, read back the root.
@@ -634,7 +786,18 @@ impl GpuMerkle {
     /// A matrix or a stored digest layer larger than one binding is copied into row chunks and
     /// committed with [`commit_groups_with`](Self::commit_groups_with) (the same tree); its
     /// openings read the one buffer in windows.
-    pub fn commit_recorded_with(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
+    pub fn commit_recorded_with(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
+        self.commit_recorded_trimmed(encoder, input, height, width, usize::from(!keep_leaves))
+    }
+
+    /// [`commit_recorded_with`](Self::commit_recorded_with), keeping only the layers from
+    /// `lowest` up (0: all; 1: all but the leaves). The layers below are built and handed back
+    /// to the pool as the tree is recorded; openings rebuild the 2^lowest-row subtrees they
+    /// need from the matrix ([`open_rows_deferred`](Self::open_rows_deferred)). The kept tree
+    /// takes about 2^(6 - lowest) bytes a row. A matrix over one binding (committed in row
+    /// chunks) keeps layers from 1 up at most.
+    pub fn commit_recorded_trimmed(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<GpuMerkleTree> {
+        let keep_leaves = lowest == 0;
         let ctx = self.poseidon2.context().clone();
         // The one-buffer tree stores leaf digests when kept or for rows of two digests or more
         // (transiently); otherwise level 1 is its largest layer.
@@ -642,11 +805,17 @@ impl GpuMerkle {
         if height.is_power_of_two() && width > 0 && matrix_bytes(height, width)?.max(layer_bytes) > ctx.max_binding_bytes() {
             return self.commit_in_chunks(encoder, input, height, width, keep_leaves);
         }
-        let layers = self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?;
-        let leaves_kept = keep_leaves || height < 2;
+        // Never the root.
+        let lowest_kept = lowest.min(height.trailing_zeros() as usize);
+        let (layers, trimmed) = if lowest_kept >= 2 {
+            self.record_commit_trimmed(&mut encoder, input, height, width, lowest_kept)?
+        } else {
+            (self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?, Vec::new())
+        };
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
+        trimmed.into_iter().for_each(|b| ctx.recycle_storage(b));
         // The tree owns the layers from here, so they go back to the pool on any error below.
-        let mut tree = GpuMerkleTree { height, width, layers, leaves_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        let mut tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }
@@ -848,7 +1017,7 @@ impl GpuMerkle {
             ctx.recycle_storage(leaves);
         }
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, leaves_kept: !transient, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [BabyBear::default(); DIGEST_ELEMS], ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }

@@ -149,9 +149,10 @@ impl Backend for CpuBackend {
 /// How [`GpuBackend`] proves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMode {
-    /// Our driver (`driver.rs`) over resident GPU codewords: each codeword is encoded and
-    /// committed in one submission and stays on the GPU; only roots, opened rows and sibling
-    /// digests come back. Sumcheck and folding still run on the CPU.
+    /// Our driver (`driver.rs`) with everything resident on the GPU: each codeword is encoded
+    /// and committed in one submission and stays there, and so do the sumcheck's tables
+    /// (folding, weights, evaluations, rounds); only roots, round coefficients, answers, PoW
+    /// witnesses and the openings come back.
     Resident,
     /// Plonky3's `WhirProver` with our GPU encoder, MMCS and grinder (the reference path: every
     /// codeword crosses the bus to the host and back).

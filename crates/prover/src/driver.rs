@@ -170,7 +170,7 @@ impl CodewordSteps for GpuCodewords {
     fn enter_step(&self, round: usize, step: Step) {
         let ctx = self.ntt().context();
         ctx.profile_label(&step_label(round, step));
-        tracing::trace!(round, step = step.name(), buffer_mib = ctx.buffer_bytes() >> 20, pooled_mib = ctx.pooled_bytes() >> 20, "GPU memory at step");
+        tracing::trace!(round, step = step.name(), buffer_kib = ctx.buffer_bytes() >> 10, peak_kib = ctx.peak_buffer_bytes().unwrap_or(0) >> 10, pooled_kib = ctx.pooled_bytes() >> 10, "GPU memory at step");
     }
 
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
@@ -653,6 +653,9 @@ pub fn prove_with_steps<S: CodewordSteps>(
             // randomness; those values only update the claimed sum, which no message carries.)
             clock.enter(steps, round + 1, Step::Open);
             pending.push((steps.open(&committed, &indices)?, base_round));
+            // The previous codeword is done with once its openings are gathered: its memory
+            // goes back before this round's weights and sumcheck.
+            committed = next_committed;
 
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
             // STIR claims the powers after them), then this round's sumcheck.
@@ -669,7 +672,6 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let _folding_randomness = transcript.delegate_round_fold(|ch| {
                 run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits)
             })?;
-            committed = next_committed;
             base_round = false;
             rounds.push((next_root, ood_answers, pow_witness, sumcheck_data));
         }
