@@ -90,6 +90,9 @@ impl Drop for CommittedCodeword {
 pub struct GpuCodewords {
     ntt: Arc<GpuNtt>,
     merkle: Arc<GpuMerkle>,
+    /// Narrow codewords of at least this many rows keep only their upper tree layers (see
+    /// [`lowest_kept_layer`](Self::lowest_kept_layer)).
+    trim_from_rows: usize,
 }
 
 impl GpuCodewords {
@@ -98,7 +101,14 @@ impl GpuCodewords {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
-        Ok(Self { ntt, merkle })
+        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21 })
+    }
+
+    /// Trims the trees of narrow codewords of at least `rows` rows (default 2^21; tests use 1
+    /// to trim every tree they can).
+    pub fn with_trimmed_trees_from(mut self, rows: usize) -> Self {
+        self.trim_from_rows = rows;
+        self
     }
 
     pub fn ntt(&self) -> &Arc<GpuNtt> {
@@ -164,7 +174,7 @@ impl GpuCodewords {
             // The lowest layers are not kept (the leaves alone are half the tree's memory): an
             // opening rebuilds the few small subtrees it needs from the codeword, which stays
             // resident anyway.
-            let lowest = lowest_kept_layer(width, spec.rows());
+            let lowest = self.lowest_kept_layer(width, spec.rows());
             let tree = self.merkle.commit_recorded_trimmed(encoder, &codeword, spec.rows(), width, lowest);
             tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
             match tree {
@@ -175,6 +185,22 @@ impl GpuCodewords {
                 }
             }
         })
+    }
+
+    /// The lowest Merkle layer a one-buffer codeword's tree keeps. Without its leaves a tree takes
+    /// ~32 bytes a row, against the codeword's 4·width: as much as the codeword or more for rows
+    /// of 8 words or fewer (fold 1 and 2's codewords). Such trees of 2^21 rows or more (`with_trimmed_trees_from`) (64 MiB of
+    /// digests and up) keep layers from the smallest k (at most 6) at which the kept layers, about
+    /// 2^(6 - k) bytes a row, take at most an eighth of the codeword. An opening then rebuilds
+    /// 2^k rows per queried subtree, a few more dispatches (~0.25 ms of GPU time per opening on
+    /// the H200), so smaller or wider trees, which do not decide a proof's peak memory, keep
+    /// layers from 1 up. `WHIR_CODEWORD_TREE_LOWEST` fixes k (1: only the leaves dropped).
+    fn lowest_kept_layer(&self, width: usize, rows: usize) -> usize {
+        let fixed = std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse::<usize>().ok());
+        let by_width = || if rows < self.trim_from_rows || width > 8 { 1 } else { 128usize.div_ceil(width.max(1)).next_power_of_two().ilog2() as usize };
+        let k = fixed.unwrap_or_else(by_width).clamp(1, 6);
+        // Keep at least the root's two children.
+        k.min(rows.max(2).ilog2() as usize - 1).max(1)
     }
 
     /// [`commit_buffer`](Self::commit_buffer) of a codeword (or its leaf digests) larger than
@@ -283,14 +309,3 @@ impl GpuCodewords {
     }
 }
 
-/// The lowest Merkle layer a one-buffer codeword's tree keeps: the smallest k >= 1 (at most 6)
-/// at which the kept layers, about 2^(6 - k) bytes a row, take at most an eighth of the
-/// codeword's 4·width bytes a row; an opening rebuilds 2^k rows per queried subtree. Narrow
-/// codewords (fold 1's 2-word rows) have trees larger than themselves otherwise.
-/// `WHIR_CODEWORD_TREE_LOWEST` fixes it (1: only the leaves dropped).
-fn lowest_kept_layer(width: usize, rows: usize) -> usize {
-    let fixed = std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse::<usize>().ok());
-    let k = fixed.unwrap_or_else(|| 128usize.div_ceil(width.max(1)).next_power_of_two().ilog2() as usize).clamp(1, 6);
-    // Keep at least the root's two children.
-    k.min(rows.max(2).ilog2() as usize - 1).max(1)
-}
