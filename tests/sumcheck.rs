@@ -112,7 +112,7 @@ fn bad_sumcheck_inputs_are_errors() {
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
         assert!(GpuSumcheck::new(ntt.clone(), &one[..3], &one[..3]).is_err());
         assert!(GpuSumcheck::new(ntt.clone(), &one, &one[..2]).is_err());
-        let gpu = GpuSumcheck::new(ntt, &one, &one).unwrap();
+        let mut gpu = GpuSumcheck::new(ntt, &one, &one).unwrap();
         assert!(gpu.add_select_weights_at(3, &[8], &[Ext4::default()]).is_err(), "index outside the domain");
         assert!(gpu.add_select_weights_at(40, &[1], &[Ext4::default()]).is_err(), "domain past 2^27");
         assert!(gpu.eval(&[Ext4::default(); 3]).is_err(), "3 coordinates for 2 variables");
@@ -261,5 +261,86 @@ fn split_select_weights_match_the_twin() {
         cpu.add_select_weights(&vars, &scales).unwrap();
         SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
         assert!(gpu.weights().unwrap() == cpu.weights(), "split select weights at m = {m} ({:?})", ctx.mul_variant());
+    }
+}
+
+/// Lazy equality weights (`GpuSumcheck::set_lazy_eq_weights`: w formed where the rounds use it,
+/// never stored, until the rounds it covers are played) against the twin with w stored: the
+/// same round values, f and w after, round by round (fold, fold_then_round) and in chains (a
+/// chain whose grind stops it going on round by round), over base-field f, tables in segments,
+/// 1-4 points and every variable bound; both multiply variants.
+#[test]
+fn lazy_equality_weights_match_the_twin() {
+    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
+    let mut rng = common::rng();
+    let mut contexts: Vec<_> = common::contexts().into_iter().map(|c| (c, false)).collect();
+    if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
+        contexts.push((small, true));
+    }
+    for (ctx, small) in contexts {
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+        // (m, rounds, points, chain: None or Some((bits, grind range end)))
+        let cases: Vec<(usize, usize, usize, Option<(usize, Option<u32>)>)> = if small {
+            vec![(14, 4, 2, None), (14, 3, 3, Some((0, None)))]
+        } else {
+            vec![(10, 4, 3, None), (9, 4, 2, Some((0, None))), (8, 3, 1, Some((6, Some(1)))), (6, 6, 2, None), (5, 1, 4, None), (7, 5, 2, Some((4, None)))]
+        };
+        for (m, rounds, count, chain) in cases {
+            let what = format!("m = {m}, {rounds} lazy rounds, {count} points, chain {chain:?} ({:?}, small binding: {small})", ctx.mul_variant());
+            let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+            let mut gpu = GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap();
+            let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
+            let points: Vec<Point<Ext4>> = (0..count).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
+            let scales = ext_vec(&mut rng, count);
+            SumcheckSteps::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
+            cpu.add_eq_weights(&points, &scales).unwrap();
+            assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+            let mut played = 0;
+            if let Some((bits, range)) = chain {
+                gpu.set_chain_range(range);
+                let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
+                let chained = gpu.play_chain(rounds, &sponge, &[], bits, &grinder).unwrap();
+                for c in &chained {
+                    assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {played}");
+                    let Some(r) = c.r else { break };
+                    cpu.fold(r).unwrap();
+                    played += 1;
+                }
+                assert!(played == rounds || range.is_some(), "{what}: the chain stopped");
+                assert_eq!(gpu.num_variables(), m - played, "{what}");
+            }
+            // The rest round by round, folds alone and with the next round.
+            let mut pending: Option<Ext4> = None;
+            while played < rounds {
+                let values = match pending.take() {
+                    Some(r) => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
+                    None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
+                };
+                assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
+                let r: Ext4 = rng.random();
+                cpu.fold(r).unwrap();
+                if played % 2 == 0 {
+                    SumcheckSteps::fold(&mut gpu, r).unwrap();
+                } else {
+                    pending = Some(r);
+                }
+                played += 1;
+            }
+            if let Some(r) = pending {
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+            }
+            assert_eq!(gpu.num_variables(), m - rounds, "{what}");
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
+            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
+            if m > rounds {
+                let vars: Vec<BabyBear> = (0..3).map(|_| rng.random()).collect();
+                let sel = ext_vec(&mut rng, 3);
+                SumcheckSteps::add_select_weights(&mut gpu, &vars, &sel).unwrap();
+                cpu.add_select_weights(&vars, &sel).unwrap();
+                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+            }
+        }
     }
 }

@@ -63,6 +63,10 @@ wgsl_sources!(
     "sumcheck/weights",
     "sumcheck/base",
     "sumcheck/eval",
+    "sumcheck/lazy_weights",
+    "sumcheck/lazy_round",
+    "sumcheck/lazy_base",
+    "sumcheck/lazy_coeffs",
     "util/gather_params",
     "util/gather",
     "util/copy_block",
@@ -104,11 +108,14 @@ pub enum Kernel {
     FoldSingleChained,
     FoldBaseChained,
     AddSplitSelectWeights,
+    LazyRound,
+    LazyRoundBase,
+    LazyCoeffs,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 33] = [
+    pub const ALL: [Kernel; 36] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -141,6 +148,9 @@ impl Kernel {
         Kernel::FoldSingleChained,
         Kernel::FoldBaseChained,
         Kernel::AddSplitSelectWeights,
+        Kernel::LazyRound,
+        Kernel::LazyRoundBase,
+        Kernel::LazyCoeffs,
         Kernel::FieldOpsTest,
     ];
 
@@ -166,6 +176,9 @@ impl Kernel {
             Kernel::ChainObserve | Kernel::ChainSample => "sumcheck/chain",
             Kernel::FoldPairsChained | Kernel::FoldSingleChained => "sumcheck/fold",
             Kernel::FoldBaseChained => "sumcheck/base",
+            Kernel::LazyRound => "sumcheck/lazy_round",
+            Kernel::LazyRoundBase => "sumcheck/lazy_base",
+            Kernel::LazyCoeffs => "sumcheck/lazy_coeffs",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -204,6 +217,9 @@ impl Kernel {
             Kernel::FoldSingleChained => "fold_single_chained",
             Kernel::FoldBaseChained => "fold_base_chained",
             Kernel::AddSplitSelectWeights => "add_split_select_weights",
+            Kernel::LazyRound => "lazy_round",
+            Kernel::LazyRoundBase => "lazy_round_base",
+            Kernel::LazyCoeffs => "lazy_coeffs",
             Kernel::FieldOpsTest => "field_op",
         }
     }

@@ -72,6 +72,96 @@ struct EvalParams {
     _pad: [u32; 2],
 }
 
+/// Rust twin of `LazyParams` in wgsl/sumcheck/lazy_weights.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LazyParams {
+    count: u32,
+    groups: u32,
+    first: u32,
+    offset: u32,
+    points: u32,
+    lo_bits: u32,
+    lo_at: u32,
+    stride: u32,
+}
+
+/// Rust twin of `LazyCoeffParams` in wgsl/sumcheck/lazy_coeffs.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LazyCoeffParams {
+    points: u32,
+    t: u32,
+    rounds_plus_one: u32,
+    _pad: u32,
+}
+
+/// Equality weights w = Σ_j c_j·eq(z_j, ·) not written into a table: the first rounds after
+/// [`GpuSumcheck::set_lazy_eq_weights`] form w's entries where they are used
+/// (wgsl/sumcheck/lazy_weights.wgsl), from two small tables per point, and folds bind only f
+/// (binding z_j's last coordinate to r scales c_j by eq(z_j,last, r)). After the rounds it
+/// covers, w is written as a table of the folded size. At n = 24 this never stores the first
+/// weight table (256 MiB) nor its folds.
+struct LazyEq {
+    /// The points z_j, with every coordinate they had when set.
+    points: Vec<Vec<Ext4>>,
+    /// c_j: the scales times eq(z_j's bound coordinates, their challenges).
+    scales: Vec<Ext4>,
+    /// Variables bound since set, and the rounds the tables cover (fewer than that are bound
+    /// while a `LazyEq` exists).
+    bound: usize,
+    rounds: usize,
+    /// Variables when set, and the coordinates the high tables cover.
+    vars: usize,
+    hi_bits: usize,
+    /// Entries of one point's tables: the high table, then one low table per round.
+    stride: usize,
+    /// Per point: high table, then the low tables (`stride` entries).
+    tables: wgpu::Buffer,
+    /// Per point: z_j's coordinate bound in round t, for t = 0..=rounds (0 past the first).
+    coords: wgpu::Buffer,
+    /// c_j, then A_j = c_j·(1 − z), then B_j = c_j·z, z the next coordinate bound.
+    coeffs: wgpu::Buffer,
+}
+
+impl LazyEq {
+    fn lo_bits(&self) -> usize {
+        self.vars - self.bound - 1 - self.hi_bits
+    }
+
+    /// Where round `t`'s low table starts within a point's tables.
+    fn lo_at(&self, t: usize) -> usize {
+        (1 << self.hi_bits) + (0..t).map(|u| 1usize << (self.vars - u - 1 - self.hi_bits)).sum::<usize>()
+    }
+
+    /// The coordinate each point binds in round `t`.
+    fn coordinate(&self, j: usize, t: usize) -> Ext4 {
+        if t < self.vars {
+            self.points[j][self.vars - 1 - t]
+        } else {
+            Ext4::ZERO
+        }
+    }
+
+    /// c, A and B for the next round to bind, as the kernels read them.
+    fn coeff_words(&self) -> Vec<Ext4> {
+        let k = self.points.len();
+        let mut out = self.scales.clone();
+        out.extend((0..k).map(|j| self.scales[j] - self.scales[j] * self.coordinate(j, self.bound)));
+        out.extend((0..k).map(|j| self.scales[j] * self.coordinate(j, self.bound)));
+        out
+    }
+
+    /// Binds the next coordinate to `r` on the host's side.
+    fn bind(&mut self, r: Ext4) {
+        for j in 0..self.points.len() {
+            let z = self.coordinate(j, self.bound);
+            self.scales[j] *= (Ext4::ONE - z) * (Ext4::ONE - r) + z * r;
+        }
+        self.bound += 1;
+    }
+}
+
 /// Select weights of at least this many variables over tables of at least 2^this-many entries
 /// take the split-power kernel. Its tables are built on the host and uploaded, 2^(m/2 + 1)
 /// extension elements per variable (m = 26: 256 KiB, against 26 squares), so only large tables,
@@ -205,6 +295,8 @@ pub struct GpuSumcheck {
     ahead: Option<GrindAhead>,
     /// Tests only: the end of a chained grind's range (a small one makes the chain stop).
     chain_range: Option<u32>,
+    /// Equality weights not yet written into w (w has no table meanwhile).
+    lazy: Option<LazyEq>,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -222,6 +314,11 @@ impl Drop for GpuSumcheck {
     fn drop(&mut self) {
         for b in self.f.buffers.drain(..).chain(self.w.buffers.drain(..)) {
             self.ctx.recycle_storage(b);
+        }
+        if let Some(lazy) = self.lazy.take() {
+            for b in [lazy.tables, lazy.coords, lazy.coeffs] {
+                self.ctx.recycle_storage(b);
+            }
         }
     }
 }
@@ -268,12 +365,13 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
     /// a committed message; the sumcheck takes it over) and w = 0; build w with the `add_*`
-    /// weights. Nothing is uploaded.
+    /// weights or [`set_lazy_eq_weights`](Self::set_lazy_eq_weights). Nothing is uploaded, and
+    /// w's table is made only when weights are first written into it.
     pub fn from_base(ntt: Arc<GpuNtt>, f_base: wgpu::Buffer, vars: usize) -> Result<Self> {
         let ctx = ntt.context().clone();
         if vars > MAX_VARS {
@@ -284,20 +382,94 @@ impl GpuSumcheck {
         }
         let max_seg_log = Self::max_segment_log(&ctx)?;
         let seg_log = vars.min(max_seg_log);
-        ctx.try_reserve("the sumcheck weights", 16u64 << vars)?;
-        let w: Vec<wgpu::Buffer> = (0..1usize << (vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", 4 << seg_log)).collect();
-        let w = Table { buffers: w, seg_log, words: 4 };
+        let w = Table { buffers: Vec::new(), seg_log, words: 4 };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        let sumcheck = Self { ctx: ctx.clone(), ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None };
-        ctx.scoped("sumcheck weights", || {
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None })
+    }
+
+    /// Makes w's table (zeros) where there is none yet: before weights are first added, or
+    /// when lazy equality weights are written out.
+    fn ensure_weights(&mut self) -> Result<()> {
+        if !self.w.buffers.is_empty() {
+            return Ok(());
+        }
+        let seg_log = self.vars.min(self.max_seg_log);
+        self.ctx.try_reserve("the sumcheck weights", 16u64 << self.vars)?;
+        let ctx = self.ctx.clone();
+        let buffers: Vec<wgpu::Buffer> = (0..1usize << (self.vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", 4 << seg_log)).collect();
+        let cleared = ctx.scoped("sumcheck weights", || {
             let mut encoder = ctx.encoder("clear weights");
-            for b in &sumcheck.w.buffers {
+            for b in &buffers {
                 encoder.clear_buffer(b, 0, None);
             }
             ctx.submit(encoder)
-        })?;
-        Ok(sumcheck)
+        });
+        self.w = Table { buffers, seg_log, words: 4 };
+        cleared
+    }
+
+    /// w = Σ_j scales[j]·eq(points[j], ·) (coordinate 0 paired with the top bit), kept
+    /// unwritten for the next `rounds` rounds (see [`LazyEq`]): those rounds form w's entries
+    /// where they use them, and their folds bind f alone; w is written as a table once they
+    /// are played (or earlier, when other weights are added). Needs a w without weights yet;
+    /// with weights already there, or no rounds, the weights are added as by
+    /// [`add_eq_weights`](Self::add_eq_weights).
+    pub fn set_lazy_eq_weights(&mut self, points: &[Vec<Ext4>], scales: &[Ext4], rounds: usize) -> Result<()> {
+        if points.len() != scales.len() {
+            return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
+        }
+        for p in points {
+            self.check_point(p)?;
+        }
+        let rounds = rounds.min(self.vars);
+        if rounds == 0 || points.is_empty() || !self.w.buffers.is_empty() || self.lazy.is_some() {
+            return self.add_eq_weights(points, scales);
+        }
+        let vars = self.vars;
+        // The high tables cover the coordinates every round keeps; the low ones the rest but
+        // the one each round binds, split near half at the last round.
+        let hi_bits = (vars - rounds) / 2;
+        let stride = (1usize << hi_bits) + (0..rounds).map(|t| 1usize << (vars - t - 1 - hi_bits)).sum::<usize>();
+        let mut tables = Vec::with_capacity(stride * points.len());
+        let mut coords = Vec::with_capacity((rounds + 1) * points.len());
+        for p in points {
+            tables.extend(eq_table(&p[..hi_bits], Ext4::ONE));
+            for t in 0..rounds {
+                tables.extend(eq_table(&p[hi_bits..vars - 1 - t], Ext4::ONE));
+            }
+            coords.extend((0..=rounds).map(|t| if t < vars { p[vars - 1 - t] } else { Ext4::ZERO }));
+        }
+        let ctx = self.ctx.clone();
+        ctx.check_binding_size("the lazy weights' tables", (tables.len() * 16) as u64)?;
+        let lazy = LazyEq {
+            points: points.to_vec(),
+            scales: scales.to_vec(),
+            bound: 0,
+            rounds,
+            vars,
+            hi_bits,
+            stride,
+            tables: ctx.upload_pooled("lazy weight tables", ext_words(&tables)),
+            coords: ctx.upload_pooled("lazy weight coordinates", ext_words(&coords)),
+            coeffs: ctx.storage("lazy weight coefficients", 12 * points.len()),
+        };
+        ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words()));
+        self.lazy = Some(lazy);
+        Ok(())
+    }
+
+    /// Writes lazy equality weights out as w's table (of the current size); nothing without.
+    fn materialize_weights(&mut self) -> Result<()> {
+        let Some(lazy) = self.lazy.take() else { return Ok(()) };
+        let vars = self.vars;
+        let points: Vec<Vec<Ext4>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
+        let scales = lazy.scales.clone();
+        for b in [lazy.tables, lazy.coords, lazy.coeffs] {
+            self.ctx.recycle_storage(b);
+        }
+        self.ensure_weights()?;
+        self.add_eq_weights(&points, &scales)
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -412,9 +584,12 @@ impl GpuSumcheck {
     }
 
     /// h(0) = Σ_i f[2i]·w[2i] and h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i]).
-    pub fn round_coefficients(&self) -> Result<(Ext4, Ext4)> {
+    pub fn round_coefficients(&mut self) -> Result<(Ext4, Ext4)> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
+        }
+        if self.lazy.is_none() {
+            self.ensure_weights()?;
         }
         self.ctx.scoped("sumcheck round", || {
             let mut dispatches = Vec::new();
@@ -429,6 +604,9 @@ impl GpuSumcheck {
     pub fn fold_then_round(&mut self, r: Ext4) -> Result<(Ext4, Ext4)> {
         if self.vars < 2 {
             return Err(GpuError::InvalidInput(format!("a fold and a round need two variables; {} left", self.vars)));
+        }
+        if self.lazy.is_none() {
+            self.ensure_weights()?;
         }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
@@ -446,6 +624,25 @@ impl GpuSumcheck {
         let groups = Self::groups_for(pairs);
         let segments = self.segments();
         let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
+        if let Some(lazy) = &self.lazy {
+            let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
+            for j in 0..segments {
+                let params = LazyParams {
+                    count: pairs as u32,
+                    groups: groups as u32,
+                    first: (j * groups) as u32,
+                    offset: (j * pairs) as u32,
+                    points: lazy.points.len() as u32,
+                    lo_bits: lazy.lo_bits() as u32,
+                    lo_at: lazy.lo_at(lazy.bound) as u32,
+                    stride: lazy.stride as u32,
+                };
+                let params = self.ctx.uniform("lazy round params", &params);
+                let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&lazy.tables, 0, None), (&lazy.coeffs, 0, None), (&partials, 0, None)]);
+                dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
+            }
+            return Ok((partials, groups * segments));
+        }
         let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::RoundBase } else { Kernel::SumcheckRound }, &[])?;
         for j in 0..segments {
             let first = (j * groups) as u32;
@@ -465,6 +662,9 @@ impl GpuSumcheck {
     pub fn fold(&mut self, r: Ext4) -> Result<()> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left to fold".into()));
+        }
+        if self.lazy.is_none() {
+            self.ensure_weights()?;
         }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold", || {
@@ -501,7 +701,10 @@ impl GpuSumcheck {
         let out_seg_log = (self.vars - 1).min(self.max_seg_log);
         let out_segments = 1usize << (self.vars - 1 - out_seg_log);
         let fresh = |label: &str| Table { buffers: (0..out_segments).map(|_| self.ctx.pooled_storage(label, 4 << out_seg_log)).collect(), seg_log: out_seg_log, words: 4 };
-        let (f_out, w_out) = (fresh("sumcheck f"), fresh("sumcheck w"));
+        // Lazy weights have no table to fold (their folds scale the coefficients).
+        let f_only = self.w.buffers.is_empty();
+        let f_out = fresh("sumcheck f");
+        let w_out = if f_only { Table { buffers: Vec::new(), seg_log: out_seg_log, words: 4 } } else { fresh("sumcheck w") };
         // Where segment j's folded entries go in the result.
         fn out_range(out: &Table, j: usize, per_segment: usize) -> (&wgpu::Buffer, u64, Option<u64>) {
             let start = j * per_segment;
@@ -524,7 +727,17 @@ impl GpuSumcheck {
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&base, &with_chain(vec![whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)], chain));
                 dispatches.push(Dispatch { pipeline: (*base).clone(), bind, groups });
+                if f_only {
+                    continue;
+                }
                 let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)], chain));
+                dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
+            }
+        } else if f_only {
+            let single = kernel(Kernel::FoldSingle, Kernel::FoldSingleChained)?;
+            let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
+            for j in 0..self.segments() {
+                let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment), whole(&self.spare)], chain));
                 dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else {
@@ -535,8 +748,31 @@ impl GpuSumcheck {
                 dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
             }
         }
+        // Lazy weights: the bound coordinate scales the coefficients, on the GPU after a
+        // chained fold, here otherwise.
+        if let Some(lazy) = self.lazy.as_mut() {
+            match chain {
+                Some(chain) => {
+                    let pipeline = self.ctx.pipeline(Kernel::LazyCoeffs, &[])?;
+                    let params = LazyCoeffParams { points: lazy.points.len() as u32, t: lazy.bound as u32, rounds_plus_one: (lazy.rounds + 1) as u32, _pad: 0 };
+                    let params = self.ctx.uniform("lazy coefficient params", &params);
+                    let bind = self.ctx.bind_buffers(&pipeline, &[&params, &lazy.coords, &lazy.coeffs, chain]);
+                    dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
+                    lazy.bound += 1;
+                }
+                None => {
+                    lazy.bind(r);
+                    self.ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words()));
+                }
+            }
+        }
         let old = (std::mem::replace(&mut self.f, f_out), std::mem::replace(&mut self.w, w_out));
         self.vars -= 1;
+        // Past the rounds the lazy tables cover, w becomes a table (chains do it after their
+        // readback, when the challenges are known here).
+        if chain.is_none() && self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) {
+            self.materialize_weights()?;
+        }
         Ok(old)
     }
 
@@ -570,6 +806,14 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
         }
         let mask = if bits > 0 { pow_mask(bits)? } else { 0 };
+        // Lazy weights must cover the chain's rounds; otherwise w is written out first.
+        if self.lazy.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) {
+            self.materialize_weights()?;
+        }
+        if self.lazy.is_none() {
+            self.ensure_weights()?;
+        }
+        let lazy_start = self.lazy.as_ref().map(|l| l.bound);
         let ctx = self.ctx.clone();
         let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 4], range: [0; 4] };
         state.sponge.copy_from_slice(crate::field::as_words(sponge));
@@ -665,6 +909,18 @@ impl GpuSumcheck {
                     ctx.recycle_storage(b);
                 }
             }
+            // Lazy weights: the host's coefficients follow the challenges played (the GPU's
+            // stopped where the chain did); after an error they are written back as they were.
+            if let (Some(lazy), Some(start)) = (self.lazy.as_mut(), lazy_start) {
+                lazy.bound = start;
+                match &parsed {
+                    Ok(p) => p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r)),
+                    Err(_) => ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words())),
+                }
+            }
+            if self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) {
+                self.materialize_weights()?;
+            }
             parsed
         })
     }
@@ -702,13 +958,15 @@ impl GpuSumcheck {
     }
 
     /// w[x] += Σ_j scales[j]·eq(points[j], x), coordinate 0 paired with the top bit of x.
-    pub fn add_eq_weights(&self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
+    pub fn add_eq_weights(&mut self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
         if points.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
         }
         if points.is_empty() {
             return Ok(());
         }
+        self.materialize_weights()?;
+        self.ensure_weights()?;
         for p in points {
             self.check_point(p)?;
         }
@@ -728,13 +986,15 @@ impl GpuSumcheck {
     }
 
     /// w[x] += Σ_j scales[j]·vars[j]^x.
-    pub fn add_select_weights(&self, vars: &[BabyBear], scales: &[Ext4]) -> Result<()> {
+    pub fn add_select_weights(&mut self, vars: &[BabyBear], scales: &[Ext4]) -> Result<()> {
         if vars.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} select variables with {} scales", vars.len(), scales.len())));
         }
         if vars.is_empty() {
             return Ok(());
         }
+        self.materialize_weights()?;
+        self.ensure_weights()?;
         // Many variables over a large table: split powers (v^(x_hi 2^L) and s v^x_lo, built
         // here: 2^(m/2 + 1) entries per variable), four multiplications per entry and variable.
         if vars.len() >= SPLIT_SELECT_MIN_VARS && self.vars >= SPLIT_SELECT_MIN_LOG {
@@ -834,7 +1094,14 @@ impl GpuSumcheck {
     }
 
     /// w's table (for tests and diagnostics).
+    /// An error while the weights are lazy ([`set_lazy_eq_weights`](Self::set_lazy_eq_weights)).
     pub fn weights(&self) -> Result<Vec<Ext4>> {
+        if self.lazy.is_some() {
+            return Err(GpuError::InvalidInput("the weights are not stored yet (lazy equality weights)".into()));
+        }
+        if self.w.buffers.is_empty() {
+            return Ok(vec![Ext4::ZERO; self.size()]);
+        }
         ext_from_words(self.read_table(&self.w)?)
     }
 
@@ -899,7 +1166,7 @@ impl GpuSumcheck {
     /// two-adic domains use: the select weights of the points ω^index. For many points this is
     /// one NTT of the sparse vector of scales (2^log_domain x 4 words), not one power per point
     /// and entry.
-    pub fn add_select_weights_at(&self, log_domain: usize, indices: &[usize], scales: &[Ext4]) -> Result<()> {
+    pub fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[Ext4]) -> Result<()> {
         if indices.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} indices with {} scales", indices.len(), scales.len())));
         }
@@ -909,6 +1176,11 @@ impl GpuSumcheck {
         if let Some(&bad) = indices.iter().find(|&&i| i >> log_domain != 0) {
             return Err(GpuError::InvalidInput(format!("index {bad} outside a domain of 2^{log_domain}")));
         }
+        if indices.is_empty() {
+            return Ok(());
+        }
+        self.materialize_weights()?;
+        self.ensure_weights()?;
         let omega = <BabyBear as p3_field::TwoAdicField>::two_adic_generator(log_domain);
         // Per entry and point the direct kernel spends ~7.5 multiplications (a power step and
         // a scale by an extension element); the transform ~2 per element and level over its 4

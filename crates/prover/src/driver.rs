@@ -613,7 +613,8 @@ pub fn prove_with_steps<S: CodewordSteps>(
             clock.enter(steps, 0, Step::Weights);
             let alpha = registry.batching_challenge(ch);
             let (points, scales) = eq_claims(&registry.constraint(alpha))?;
-            sumcheck.add_eq_weights(&points, &scales)?;
+            // Formed where used in the initial fold's rounds, not stored (the largest table).
+            sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
             clock.enter(steps, 0, Step::Sumcheck);
             run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits()).map(|_| ())
         })?;

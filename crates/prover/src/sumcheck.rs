@@ -35,6 +35,13 @@ pub trait SumcheckSteps {
     /// w(x) += Σ_j scales[j] · vars[j]^x (the select weights of univariate points).
     fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError>;
 
+    /// `add_eq_weights` onto a w without weights yet, whose next `rounds` rounds may form w's
+    /// entries where they use them instead of storing w (the GPU's: see
+    /// `GpuSumcheck::set_lazy_eq_weights`).
+    fn set_lazy_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF], _rounds: usize) -> Result<(), ProverError> {
+        self.add_eq_weights(points, scales)
+    }
+
     /// f(point) = Σ_x f(x)·eq(point, x).
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError>;
 
@@ -188,6 +195,10 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
     }
     fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::add_select_weights(self, vars, scales)?)
+    }
+    fn set_lazy_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF], rounds: usize) -> Result<(), ProverError> {
+        let points: Vec<Vec<EF>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
+        Ok(whir_gpu::GpuSumcheck::set_lazy_eq_weights(self, &points, scales, rounds)?)
     }
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
         Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)

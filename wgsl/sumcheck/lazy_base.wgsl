@@ -1,0 +1,24 @@
+// #import sumcheck/lazy_weights
+
+// h(0) and h(inf) of the first round, over a base-field f, with w formed on the fly
+// (lazy_weights.wgsl): the same sums as base.wgsl's round_partials_base.
+
+@group(0) @binding(1) var<storage, read> f: array<u32>;
+
+@compute @workgroup_size(256)
+fn lazy_round_base(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let g = linear_workgroup_id(wid, num_wgs);
+    var c0 = vec4<u32>(0u);
+    var c_inf = vec4<u32>(0u);
+    for (var i = g * 256u + lid; i < lazy.count; i += lazy.groups * 256u) {
+        let w = lazy_weights(lazy.offset + i);
+        let f0 = f[2u * i];
+        c0 = ext4_add(c0, ext4_scale(w[0], f0));
+        c_inf = ext4_add(c_inf, ext4_scale(ext4_sub(w[1], w[0]), bb_sub(f[2u * i + 1u], f0)));
+    }
+    store_partials(lid, g, c0, c_inf);
+}

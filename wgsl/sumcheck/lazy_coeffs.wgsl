@@ -1,0 +1,43 @@
+// #import util/dispatch
+// #import field/mul
+// #import field/babybear
+// #import field/ext4
+// #import sumcheck/chain_state
+
+// After a chained fold bound variable t (coordinate z_j,t of each point) to the chain's
+// challenge r: c_j <- c_j eq(z_j,t, r), and the next round's A_j = c_j (1 - z_j,t+1),
+// B_j = c_j z_j,t+1 (lazy_weights.wgsl). One thread; nothing once the chain has stopped (the
+// fold it follows did not run either).
+// Rust twin of the params: `LazyCoeffParams` in crates/gpu/src/sumcheck.rs.
+
+struct LazyCoeffParams {
+    points: u32,
+    // Where coordinates z_j,t and z_j,t+1 are in `coords`: j * rounds_plus_one + t.
+    t: u32,
+    rounds_plus_one: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: LazyCoeffParams;
+@group(0) @binding(1) var<storage, read> coords: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> coeffs: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> chain: ChainState;
+
+@compute @workgroup_size(1)
+fn lazy_coeffs() {
+    if (chain.info.y != 0u) {
+        return;
+    }
+    let r = chain.r;
+    let one = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+    for (var j = 0u; j < params.points; j++) {
+        let z = coords[j * params.rounds_plus_one + params.t];
+        let next = coords[j * params.rounds_plus_one + params.t + 1u];
+        // eq(z, r) = (1 - z)(1 - r) + z r
+        let eq = ext4_add(ext4_mul(ext4_sub(one, z), ext4_sub(one, r)), ext4_mul(z, r));
+        let c = ext4_mul(coeffs[j], eq);
+        coeffs[j] = c;
+        coeffs[params.points + j] = ext4_sub(c, ext4_mul(c, next));
+        coeffs[2u * params.points + j] = ext4_mul(c, next);
+    }
+}
