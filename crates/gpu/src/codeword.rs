@@ -188,8 +188,8 @@ impl GpuCodewords {
     }
 
     /// The lowest Merkle layer a one-buffer codeword's tree keeps. Without its leaves a tree takes
-    /// ~32 bytes a row, against the codeword's 4·width: as much as the codeword or more for rows
-    /// of 8 words or fewer (fold 1 and 2's codewords). Such trees of 2^21 rows or more (`with_trimmed_trees_from`) (64 MiB of
+    /// ~32 bytes a row, against the codeword's 4·width: half the codeword or more for rows of 16
+    /// words or fewer (fold 1 and 2's codewords, fold 4's first). Such trees of 2^21 rows or more (`with_trimmed_trees_from`) (64 MiB of
     /// digests and up) keep layers from the smallest k (at most 6) at which the kept layers, about
     /// 2^(6 - k) bytes a row, take at most an eighth of the codeword. An opening then rebuilds
     /// 2^k rows per queried subtree, a few more dispatches (~0.25 ms of GPU time per opening on
@@ -197,7 +197,7 @@ impl GpuCodewords {
     /// layers from 1 up. `WHIR_CODEWORD_TREE_LOWEST` fixes k (1: only the leaves dropped).
     fn lowest_kept_layer(&self, width: usize, rows: usize) -> usize {
         let fixed = std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse::<usize>().ok());
-        let by_width = || if rows < self.trim_from_rows || width > 8 { 1 } else { 128usize.div_ceil(width.max(1)).next_power_of_two().ilog2() as usize };
+        let by_width = || if rows < self.trim_from_rows || width > 16 { 1 } else { 128usize.div_ceil(width.max(1)).next_power_of_two().ilog2() as usize };
         let k = fixed.unwrap_or_else(by_width).clamp(1, 6);
         // Keep at least the root's two children.
         k.min(rows.max(2).ilog2() as usize - 1).max(1)

@@ -412,6 +412,26 @@ impl GpuMerkle {
         Ok((layers, transient))
     }
 
+    /// The layers 0..=`levels` of a tree over `height` x `width` rows in `matrix` (side by side
+    /// subtrees of 2^levels rows, for openings): up to six levels in the leaf kernel's one
+    /// dispatch, the whole tree by `record_commit_with` otherwise.
+    fn record_subtrees(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, levels: usize) -> Result<Vec<wgpu::Buffer>> {
+        if levels > FUSED_LEVELS || !height.is_power_of_two() || height < 1 << levels || width == 0 {
+            return self.record_commit_with(encoder, matrix, height, width, true);
+        }
+        let ctx = self.poseidon2.context();
+        let bytes = matrix_bytes(height, width)?;
+        ctx.check_binding_size("Merkle matrix", bytes)?;
+        let layers: Vec<wgpu::Buffer> = (0..=levels).map(|k| ctx.pooled_storage("merkle layer", (height >> k) * DIGEST_ELEMS)).collect();
+        let params = ctx.uniform("leaf params", &LeafParams { rows: height as u32, width: width as u32, fused_levels: levels as u32, store_leaves: 1 });
+        let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
+        bindings.extend(layers.iter());
+        bindings.extend(self.placeholders[levels..].iter());
+        let dispatch = self.poseidon2.prepare(Kernel::HashLeaves, &bindings, height)?;
+        ctx.record_dispatches(encoder, "merkle subtrees", &[dispatch]);
+        Ok(layers)
+    }
+
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
     pub fn read_nodes(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<[BabyBear; DIGEST_ELEMS]>> {
         let (words, _) = self.gather(tree, None, &[], positions)?;
@@ -512,7 +532,7 @@ impl GpuMerkle {
         let mut idx: Vec<wgpu::Buffer> = matrix.idx.into_iter().collect();
         let recorded = (|| -> Result<(Gathered, Gathered, GpuMerkleTree)> {
             let height = padded << low;
-            let layers = self.record_commit_with(&mut encoder, &matrix.out, height, tree.width, true)?;
+            let layers = self.record_subtrees(&mut encoder, &matrix.out, height, tree.width, low)?;
             // (Its layers go back to the pool on drop: kept until the reads are submitted.)
             let rebuilt = GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], ctx: ctx.clone() };
             let near = self.record_gather(&mut encoder, &rebuilt, Some(RowSource::One(&matrix.out)), &near_rows, &near_positions)?;

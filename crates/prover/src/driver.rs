@@ -614,7 +614,12 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let alpha = registry.batching_challenge(ch);
             let (points, scales) = eq_claims(&registry.constraint(alpha))?;
             // Formed where used in the initial fold's rounds, not stored (the largest table).
-            sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
+            // WHIR_LAZY_WEIGHTS=0 stores it (to measure what that costs).
+            if std::env::var("WHIR_LAZY_WEIGHTS").is_ok_and(|v| v.trim() == "0") {
+                sumcheck.add_eq_weights(&points, &scales)?;
+            } else {
+                sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
+            }
             clock.enter(steps, 0, Step::Sumcheck);
             run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits()).map(|_| ())
         })?;
