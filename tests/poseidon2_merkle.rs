@@ -427,8 +427,9 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
 fn trees_keeping_only_upper_layers_open_the_same() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
-        for (log_h, width, lowest) in [(1usize, 3usize, 4usize), (2, 2, 2), (5, 2, 6), (8, 8, 4), (9, 1, 7), (10, 16, 3), (7, 33, 2), (12, 4, 5), (3, 2, 3)] {
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_chunked_leaves_from(64);
+        // (Layer 1 up over rows of 16 words or more: leaves hashed in chunks from 64 rows.)
+        for (log_h, width, lowest) in [(1usize, 3usize, 4usize), (2, 2, 2), (5, 2, 6), (8, 8, 4), (9, 1, 7), (10, 16, 3), (7, 33, 2), (12, 4, 5), (3, 2, 3), (9, 16, 1), (6, 40, 1), (5, 16, 1)] {
             let h = 1usize << log_h;
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);

@@ -84,6 +84,10 @@ pub fn padded_layer_len(raw: usize) -> usize {
     if raw <= 1 { raw } else { raw.div_ceil(2) * 2 }
 }
 
+/// Trees of wide rows (two digests or more) that keep no leaves hash them in chunks from this
+/// many rows (a whole transient leaf layer would take 32 MiB or more).
+const WIDE_CHUNKED_MIN_ROWS: usize = 1 << 20;
+
 /// Most tree levels the leaf kernel can build in workgroup memory (log2 of its 64 rows).
 const FUSED_LEVELS: usize = 6;
 /// Trees up to this height fuse all six levels; taller ones fuse none (one when they keep no
@@ -242,6 +246,8 @@ struct Gathered {
 /// Builds Merkle trees with one Poseidon2 instance.
 pub struct GpuMerkle {
     poseidon2: Arc<GpuPoseidon2>,
+    /// Trees of wide rows that keep no leaves hash them in chunks from this many rows.
+    chunked_leaves_from: usize,
     /// Bound for the fused levels a small tree does not have (writable bindings may not alias).
     placeholders: Vec<wgpu::Buffer>,
 }
@@ -249,7 +255,14 @@ pub struct GpuMerkle {
 impl GpuMerkle {
     pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
         let placeholders = (0..FUSED_LEVELS).map(|_| poseidon2.context().storage("merkle level placeholder", DIGEST_ELEMS)).collect();
-        Self { poseidon2, placeholders }
+        Self { poseidon2, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
+    }
+
+    /// Trees of wide rows (two digests or more) that keep no leaves hash them in chunks from
+    /// `rows` rows (default 2^20; tests use small values).
+    pub fn with_chunked_leaves_from(mut self, rows: usize) -> Self {
+        self.chunked_leaves_from = rows;
+        self
     }
 
     pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
@@ -346,14 +359,16 @@ impl GpuMerkle {
     }
 
     /// The tree of [`record_commit_with`](Self::record_commit_with) keeping only its layers
-    /// from `lowest` (2..=log2 height) up, built without ever holding a lower layer whole: the
+    /// from `lowest` (2..=log2 height, or 1 for rows of two digests or more, whose leaves are
+    /// hashed alone) up, built without ever holding a lower layer whole: the
     /// rows go in up to four chunks, each chunk's leaves and levels below `lowest` in transient
     /// buffers of the chunk's size (reused chunk after chunk), its nodes of layer `lowest`
     /// written into the kept layer. Returns the layers (stand-ins below `lowest`) and the
     /// transient buffers, to go back to the pool once the encoder is submitted.
     fn record_commit_trimmed(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<(Vec<wgpu::Buffer>, Vec<wgpu::Buffer>)> {
         let log_h = height.trailing_zeros() as usize;
-        if !height.is_power_of_two() || width == 0 || lowest < 2 || lowest > log_h {
+        let wide = width >= 2 * DIGEST_ELEMS;
+        if !height.is_power_of_two() || width == 0 || lowest < 2 - usize::from(wide) || lowest > log_h {
             return Err(GpuError::InvalidInput(format!("a tree over {height} rows of width {width} keeping layers from {lowest} up")));
         }
         let ctx = self.poseidon2.context();
@@ -827,7 +842,9 @@ impl GpuMerkle {
         }
         // Never the root.
         let lowest_kept = lowest.min(height.trailing_zeros() as usize);
-        let (layers, trimmed) = if lowest_kept >= 2 {
+        // Wide rows' transient leaf layer goes in chunks too once it would take 32 MiB.
+        let chunked_leaves = lowest_kept == 1 && width >= 2 * DIGEST_ELEMS && height >= self.chunked_leaves_from;
+        let (layers, trimmed) = if lowest_kept >= 2 || chunked_leaves {
             self.record_commit_trimmed(&mut encoder, input, height, width, lowest_kept)?
         } else {
             (self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?, Vec::new())
