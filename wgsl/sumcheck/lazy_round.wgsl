@@ -15,10 +15,12 @@ fn lazy_round(
     var c0 = vec4<u32>(0u);
     var c_inf = vec4<u32>(0u);
     for (var i = g * 256u + lid; i < lazy.count; i += lazy.groups * 256u) {
-        let w = lazy_weights(lazy.offset + i);
+        var w0: vec4<u32>;
+        var w1: vec4<u32>;
+        lazy_weights(lazy.offset + i, &w0, &w1);
         let f0 = f[2u * i];
-        c0 = ext4_add(c0, ext4_mul(f0, w[0]));
-        c_inf = ext4_add(c_inf, ext4_mul(ext4_sub(f[2u * i + 1u], f0), ext4_sub(w[1], w[0])));
+        c0 = ext4_add(c0, ext4_mul(f0, w0));
+        c_inf = ext4_add(c_inf, ext4_mul(ext4_sub(f[2u * i + 1u], f0), ext4_sub(w1, w0)));
     }
     store_partials(lid, g, c0, c_inf);
 }

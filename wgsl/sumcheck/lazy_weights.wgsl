@@ -35,19 +35,21 @@ struct LazyParams {
 @group(0) @binding(3) var<storage, read> coeffs: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
 
-// (w(p, 0), w(p, 1)) for the global pair index p.
-fn lazy_weights(p: u32) -> array<vec4<u32>, 2> {
+// (w(p, 0), w(p, 1)) for the global pair index p, into two function variables (an array
+// return value may land in local memory).
+fn lazy_weights(p: u32, w0: ptr<function, vec4<u32>>, w1: ptr<function, vec4<u32>>) {
     let hi = p >> lazy.lo_bits;
     let lo = p & ((1u << lazy.lo_bits) - 1u);
-    var w0 = vec4<u32>(0u);
-    var w1 = vec4<u32>(0u);
+    var a = vec4<u32>(0u);
+    var b = vec4<u32>(0u);
     for (var j = 0u; j < lazy.points; j++) {
         let at = j * lazy.stride;
         let e = ext4_mul(tables[at + hi], tables[at + lazy.lo_at + lo]);
-        w0 = ext4_add(w0, ext4_mul(coeffs[lazy.points + j], e));
-        w1 = ext4_add(w1, ext4_mul(coeffs[2u * lazy.points + j], e));
+        a = ext4_add(a, ext4_mul(coeffs[lazy.points + j], e));
+        b = ext4_add(b, ext4_mul(coeffs[2u * lazy.points + j], e));
     }
-    return array<vec4<u32>, 2>(w0, w1);
+    *w0 = a;
+    *w1 = b;
 }
 
 fn store_partials(lid: u32, g: u32, c0: vec4<u32>, c_inf: vec4<u32>) {
