@@ -72,15 +72,16 @@ fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
     }
 }
 
-/// Codeword trees that keep only their upper layers (here every narrow tree: on real sizes only
-/// those of 2^21 rows or more) give the same proofs: their openings rebuild the subtrees they
-/// need. Folds 1 and 2 (rows of 2-8 words) always, and random shapes.
+/// The memory-lean settings, which real sizes take from n = 21-24, on every size: codeword trees
+/// that keep only their upper layers (every narrow tree; their openings rebuild the subtrees they
+/// need) and lazy first weights. The same proofs; folds 1 and 2 (rows of 2-8 words) always, and
+/// random shapes.
 #[test]
-fn trimmed_codeword_trees_give_the_same_proofs() {
+fn memory_lean_settings_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap().with_trimmed_trees_from(1);
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap().with_trimmed_trees_from(1).with_lazy_weights_from(0);
         let mut shapes: Vec<Params> = (1..=2).map(|fold| Params { num_vars: rng.random_range(10..=13), fold, log_inv_rate: rng.random_range(1..=2), security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 }).collect();
         shapes.extend(grid(&mut rng, 3));
         for p in shapes {

@@ -85,6 +85,10 @@ impl Drop for CommittedCodeword {
     }
 }
 
+/// The first weight table is kept lazy from 2^24 entries (256 MiB): below, memory is not what
+/// limits a proof, and the stored table is faster to use.
+const LAZY_WEIGHTS_MIN_VARS: usize = 24;
+
 /// Encodes and commits messages on one GPU.
 #[derive(Clone)]
 pub struct GpuCodewords {
@@ -93,6 +97,9 @@ pub struct GpuCodewords {
     /// Narrow codewords of at least this many rows keep only their upper tree layers (see
     /// [`lowest_kept_layer`](Self::lowest_kept_layer)).
     trim_from_rows: usize,
+    /// The sumcheck over a committed message keeps lazy equality weights from this many
+    /// variables (`GpuSumcheck::with_lazy_weights_from`).
+    lazy_weights_from: usize,
 }
 
 impl GpuCodewords {
@@ -101,7 +108,25 @@ impl GpuCodewords {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
-        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21 })
+        // WHIR_LAZY_WEIGHTS=0 stores the first weight table always, =1 never (measuring).
+        let lazy_weights_from = match std::env::var("WHIR_LAZY_WEIGHTS").ok().as_deref().map(str::trim) {
+            Some("0") => usize::MAX,
+            Some("1") => 0,
+            _ => LAZY_WEIGHTS_MIN_VARS,
+        };
+        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, lazy_weights_from })
+    }
+
+    /// Proofs of at least `vars` variables keep their first weight table lazy (default 24;
+    /// tests use 0).
+    pub fn with_lazy_weights_from(mut self, vars: usize) -> Self {
+        self.lazy_weights_from = vars;
+        self
+    }
+
+    /// What [`with_lazy_weights_from`](Self::with_lazy_weights_from) set.
+    pub fn lazy_weights_from(&self) -> usize {
+        self.lazy_weights_from
     }
 
     /// Trims the trees of narrow codewords of at least `rows` rows (default 2^21; tests use 1

@@ -161,15 +161,21 @@ pub enum GpuMode {
 
 /// GPU memory a resident proof of `params` holds at its peak (live buffers, idle pools not
 /// counted): the first codeword's bytes times a factor by fold, from the peaks measured on the
-/// H200 at n = 24 (BENCHMARKS.md, "GPU memory per proof": 14x at fold 1, 10x at fold 2, 6.1x at
-/// fold 4, rate 1; less at rate 2), rounded up, plus 16 MiB of tables and small buffers.
+/// H200, rounded up, plus 16 MiB of tables and small buffers. From n = 24 to 26 (lazy first
+/// weights, trimmed narrow trees; BENCHMARKS.md, "Memory-lean resident proofs": 7.8x at fold 1,
+/// 5.2-6.0x at fold 2, 3.9x at fold 4, rate 1); elsewhere the earlier peaks (14x, 10x, 6.1x at
+/// n = 24 before; split codewords from n = 27 keep whole trees).
 pub fn estimated_gpu_bytes(params: &Params) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
-    let factor = match params.fold {
-        0 | 1 => 15,
-        2 => 11,
-        3 => 9,
-        _ => 7,
+    let lean = (24..=26).contains(&params.num_vars);
+    let factor = match (params.fold, lean) {
+        (0 | 1, true) => 9,
+        (2 | 3, true) => 7,
+        (_, true) => 5,
+        (0 | 1, false) => 15,
+        (2, false) => 11,
+        (3, false) => 9,
+        (_, false) => 7,
     };
     codeword.saturating_mul(factor).saturating_add(16 << 20)
 }

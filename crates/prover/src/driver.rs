@@ -139,7 +139,7 @@ impl CodewordSteps for GpuCodewords {
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = message.len().trailing_zeros() as usize;
         let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
-        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?.with_lazy_weights_from(self.lazy_weights_from());
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
     }
 
@@ -613,13 +613,9 @@ pub fn prove_with_steps<S: CodewordSteps>(
             clock.enter(steps, 0, Step::Weights);
             let alpha = registry.batching_challenge(ch);
             let (points, scales) = eq_claims(&registry.constraint(alpha))?;
-            // Formed where used in the initial fold's rounds, not stored (the largest table).
-            // WHIR_LAZY_WEIGHTS=0 stores it (to measure what that costs).
-            if std::env::var("WHIR_LAZY_WEIGHTS").is_ok_and(|v| v.trim() == "0") {
-                sumcheck.add_eq_weights(&points, &scales)?;
-            } else {
-                sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
-            }
+            // Formed where used in the initial fold's rounds, not stored (the largest table),
+            // where the steps choose to.
+            sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
             clock.enter(steps, 0, Step::Sumcheck);
             run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits()).map(|_| ())
         })?;
