@@ -623,9 +623,10 @@ impl GpuSumcheck {
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
             let mut dispatches = Vec::new();
-            self.record_fold(&mut dispatches, r)?;
-            let (partials, groups) = self.record_round(&mut dispatches)?;
-            self.finish_reduction(dispatches, partials, groups)
+            let old = self.record_fold(&mut dispatches, r)?;
+            let done = self.record_round(&mut dispatches).and_then(|(partials, groups)| self.finish_reduction(dispatches, partials, groups));
+            self.recycle_tables(old);
+            done
         })
     }
 
@@ -681,23 +682,27 @@ impl GpuSumcheck {
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold", || {
             let mut dispatches = Vec::new();
-            self.record_fold(&mut dispatches, r)?;
+            let old = self.record_fold(&mut dispatches, r)?;
             let mut encoder = ctx.encoder("sumcheck fold");
             ctx.record_dispatches(&mut encoder, "sumcheck fold", &dispatches);
-            ctx.submit(encoder)
+            let submitted = ctx.submit(encoder);
+            self.recycle_tables(old);
+            submitted
         })
     }
 
     /// Records the fold of the last variable, one dispatch per segment, and swaps in the folded
-    /// tables (segment j folds into entries j·s/2.. of the result, s the segment length). The
-    /// old tables go back to the pool at once: anything that reuses them is recorded or
-    /// submitted after this fold, and the queue runs in order.
-    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4) -> Result<()> {
-        let (f, w) = self.record_fold_with(dispatches, FoldChallenge::Value(r))?;
+    /// tables (segment j folds into entries j·s/2.. of the result, s the segment length).
+    /// Returns the old tables, for the pool once the fold is submitted (another thread sharing
+    /// the context could otherwise take them and submit writes before the fold reads them).
+    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4) -> Result<(Table, Table)> {
+        self.record_fold_with(dispatches, FoldChallenge::Value(r))
+    }
+
+    fn recycle_tables(&self, (f, w): (Table, Table)) {
         for b in f.buffers.into_iter().chain(w.buffers) {
             self.ctx.recycle_storage(b);
         }
-        Ok(())
     }
 
     /// [`record_fold`](Self::record_fold) at a challenge given or drawn on the GPU (a chain's);
