@@ -444,6 +444,7 @@ fn trees_keeping_only_upper_layers_open_the_same() {
                 assert!(trimmed.layers[k].size() <= 32 && trimmed.layer_len(k) == 0, "{what}: layer {k} was kept");
             }
             let row_sets: Vec<Vec<usize>> = vec![
+                vec![],
                 vec![rng.random_range(0..h)],
                 (0..rng.random_range(2..50)).map(|_| rng.random_range(0..h)).chain([0, h - 1]).collect(),
                 (0..h.min(1 << kept_from)).collect(),

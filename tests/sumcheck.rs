@@ -344,3 +344,44 @@ fn lazy_equality_weights_match_the_twin() {
         }
     }
 }
+
+/// Chains over lazy weights that start after host rounds (the coefficients the host kept go
+/// on on the GPU), and a chain longer than the rounds the lazy tables cover (w is written out
+/// first): the same values as the twin.
+#[test]
+fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
+    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+        // (m, lazy rounds, host rounds first, chained rounds)
+        for (m, rounds, host, chained) in [(10usize, 4usize, 1usize, 3usize), (9, 2, 0, 4), (8, 3, 2, 3)] {
+            let what = format!("m = {m}, {rounds} lazy rounds, {host} on the host, then a chain of {chained} ({:?})", ctx.mul_variant());
+            let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+            let mut gpu = GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap();
+            let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
+            let points: Vec<Point<Ext4>> = (0..2).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
+            let scales = ext_vec(&mut rng, 2);
+            SumcheckSteps::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
+            cpu.add_eq_weights(&points, &scales).unwrap();
+            for t in 0..host {
+                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
+                let r: Ext4 = rng.random();
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                cpu.fold(r).unwrap();
+            }
+            let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
+            for (k, c) in gpu.play_chain(chained, &sponge, &[], 0, &grinder).unwrap().into_iter().enumerate() {
+                assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {k}");
+                cpu.fold(c.r.expect("no grinding: every round plays")).unwrap();
+            }
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f");
+            assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: the round after");
+            if host + chained >= rounds {
+                assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out");
+            }
+        }
+    }
+}

@@ -4,9 +4,9 @@
 // #import field/ext4
 // #import sumcheck/chain_state
 
-// After a chained fold bound variable t (coordinate z_j,t of each point) to the chain's
-// challenge r: c_j <- c_j eq(z_j,t, r), and the next round's A_j = c_j (1 - z_j,t+1),
-// B_j = c_j z_j,t+1 (lazy_weights.wgsl). One thread; nothing once the chain has stopped (the
+// After a chained fold bound round t's variable to the chain's challenge r (coordinate
+// z_j,t = z_j[vars - 1 - t] of each point): c_j <- c_j eq(z_j,t, r), and the next round's
+// A_j = c_j (1 - z_j,t+1), B_j = c_j z_j,t+1 (lazy_weights.wgsl). One thread; nothing once the chain has stopped (the
 // fold it follows did not run either).
 // Rust twin of the params: `LazyCoeffParams` in crates/gpu/src/sumcheck.rs.
 

@@ -377,8 +377,10 @@ impl GpuMerkle {
         if matrix.size() < bytes {
             return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
         }
-        // Four chunks where each writes whole 256-byte ranges of the kept layer (8 nodes).
-        let chunks = if log_h >= lowest + 3 + 2 { 4 } else { 1 };
+        // Four chunks where each binds its rows and its part of the kept layer (8 nodes or
+        // more) at 256-byte offsets; one otherwise.
+        let aligned = ((height / 4) * width * 4).is_multiple_of(256);
+        let chunks = if log_h >= lowest + 3 + 2 && aligned { 4 } else { 1 };
         let rows = height / chunks;
         let chunk_bytes = matrix_bytes(rows, width)?;
         // Wide rows hash leaves alone, narrow ones fuse level 1 (as `record_commit_with`).
@@ -840,7 +842,7 @@ impl GpuMerkle {
         if height.is_power_of_two() && width > 0 && matrix_bytes(height, width)?.max(layer_bytes) > ctx.max_binding_bytes() {
             return self.commit_in_chunks(encoder, input, height, width, keep_leaves);
         }
-        // Never the root.
+        // The root is always kept.
         let lowest_kept = lowest.min(height.trailing_zeros() as usize);
         // Wide rows' transient leaf layer goes in chunks too once it would take 32 MiB.
         let chunked_leaves = lowest_kept == 1 && width >= 2 * DIGEST_ELEMS && height >= self.chunked_leaves_from;

@@ -101,7 +101,7 @@ struct LazyCoeffParams {
 /// (wgsl/sumcheck/lazy_weights.wgsl), from two small tables per point, and folds bind only f
 /// (binding z_j's last coordinate to r scales c_j by eq(z_j,last, r)). After the rounds it
 /// covers, w is written as a table of the folded size. At n = 24 this never stores the first
-/// weight table (256 MiB) nor its folds.
+/// weight table (256 MiB) nor its folds before the last.
 struct LazyEq {
     /// The points z_j, with every coordinate they had when set.
     points: Vec<Vec<Ext4>>,
@@ -118,7 +118,8 @@ struct LazyEq {
     stride: usize,
     /// Per point: high table, then the low tables (`stride` entries).
     tables: wgpu::Buffer,
-    /// Per point: z_j's coordinate bound in round t, for t = 0..=rounds (0 past the first).
+    /// Per point: the coordinate round t binds (z_j[vars - 1 - t]), for t = 0..=rounds; zero
+    /// once t reaches vars.
     coords: wgpu::Buffer,
     /// c_j, then A_j = c_j·(1 − z), then B_j = c_j·z, z the next coordinate bound.
     coeffs: wgpu::Buffer,
@@ -472,16 +473,24 @@ impl GpuSumcheck {
     }
 
     /// Writes lazy equality weights out as w's table (of the current size); nothing without.
+    /// The lazy weights stay until the table is written (on an error, w has no table again).
     fn materialize_weights(&mut self) -> Result<()> {
-        let Some(lazy) = self.lazy.take() else { return Ok(()) };
+        let Some(lazy) = self.lazy.as_ref() else { return Ok(()) };
         let vars = self.vars;
         let points: Vec<Vec<Ext4>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
         let scales = lazy.scales.clone();
+        let written = self.ensure_weights().and_then(|()| self.write_eq_weights(&points, &scales));
+        if let Err(e) = written {
+            for b in std::mem::take(&mut self.w.buffers) {
+                self.ctx.recycle_storage(b);
+            }
+            return Err(e);
+        }
+        let lazy = self.lazy.take().expect("checked above");
         for b in [lazy.tables, lazy.coords, lazy.coeffs] {
             self.ctx.recycle_storage(b);
         }
-        self.ensure_weights()?;
-        self.add_eq_weights(&points, &scales)
+        Ok(())
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -638,6 +647,9 @@ impl GpuSumcheck {
         let segments = self.segments();
         let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
         if let Some(lazy) = &self.lazy {
+            if lazy.bound >= lazy.rounds {
+                return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
+            }
             let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
             for j in 0..segments {
                 let params = LazyParams {
@@ -811,7 +823,8 @@ impl GpuSumcheck {
     /// Returns the rounds played: all of them, or up to the one whose grind found no witness
     /// (its `r` is None, its fold not done; the caller goes on round by round). `grinder`
     /// provides the Poseidon2 instance of the transcript. After an error the tables are those
-    /// from before the chain.
+    /// from before the chain, unless writing lazy weights out after it failed: then the
+    /// sumcheck is unusable (a proof in progress fails).
     pub fn play_chain(&mut self, rounds: usize, sponge: &[BabyBear; WIDTH], pending: &[BabyBear], bits: usize, grinder: &GpuGrinder) -> Result<Vec<ChainedRound>> {
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
@@ -982,11 +995,16 @@ impl GpuSumcheck {
         if points.is_empty() {
             return Ok(());
         }
-        self.materialize_weights()?;
-        self.ensure_weights()?;
         for p in points {
             self.check_point(p)?;
         }
+        self.materialize_weights()?;
+        self.ensure_weights()?;
+        self.write_eq_weights(points, scales)
+    }
+
+    /// The body of [`add_eq_weights`](Self::add_eq_weights), onto w's table as it is.
+    fn write_eq_weights(&self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
         // eq(p, x) = eq(p_hi, x_hi) · eq(p_lo, x_lo), split at the low `low` bits: the two
         // small tables per point are built here (2^(m-low) + 2^low entries), the kernel does
         // one product per entry and point. Split in half, the host builds ~2^(m/2 + 1) entries
