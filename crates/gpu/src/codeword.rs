@@ -100,6 +100,29 @@ pub struct GpuCodewords {
     /// The sumcheck over a committed message keeps lazy equality weights from this many
     /// variables (`GpuSumcheck::with_lazy_weights_from`).
     lazy_weights_from: usize,
+    /// `WHIR_CODEWORD_TREE_LOWEST`: a lowest kept tree layer fixed for every codeword.
+    tree_lowest: Option<usize>,
+}
+
+/// `WHIR_LAZY_WEIGHTS`: 0 stores the first weight table always, 1 never (for measuring).
+fn lazy_weights_override() -> Option<usize> {
+    match std::env::var("WHIR_LAZY_WEIGHTS").ok()?.trim() {
+        "0" => Some(usize::MAX),
+        "1" => Some(0),
+        _ => None,
+    }
+}
+
+/// `WHIR_CODEWORD_TREE_LOWEST`: the lowest Merkle layer every resident codeword's tree keeps.
+fn tree_lowest_override() -> Option<usize> {
+    std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Whether resident proofs use the memory-lean defaults (lazy first weights, trimmed narrow
+/// trees), i.e. neither `WHIR_LAZY_WEIGHTS=0` nor `WHIR_CODEWORD_TREE_LOWEST` turns them off
+/// (what memory estimates assume).
+pub fn lean_memory_defaults() -> bool {
+    lazy_weights_override() != Some(usize::MAX) && tree_lowest_override().is_none()
 }
 
 impl GpuCodewords {
@@ -108,13 +131,8 @@ impl GpuCodewords {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
-        // WHIR_LAZY_WEIGHTS=0 stores the first weight table always, =1 never (measuring).
-        let lazy_weights_from = match std::env::var("WHIR_LAZY_WEIGHTS").ok().as_deref().map(str::trim) {
-            Some("0") => usize::MAX,
-            Some("1") => 0,
-            _ => LAZY_WEIGHTS_MIN_VARS,
-        };
-        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, lazy_weights_from })
+        let lazy_weights_from = lazy_weights_override().unwrap_or(LAZY_WEIGHTS_MIN_VARS);
+        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, lazy_weights_from, tree_lowest: tree_lowest_override() })
     }
 
     /// Proofs of at least `vars` variables keep their first weight table lazy (default 24;
@@ -214,14 +232,15 @@ impl GpuCodewords {
 
     /// The lowest Merkle layer a one-buffer codeword's tree keeps. Without its leaves a tree takes
     /// ~32 bytes a row, against the codeword's 4·width: half the codeword or more for rows of 16
-    /// words or fewer (fold 1 and 2's codewords, fold 4's first). Such trees of 2^21 rows or more (`with_trimmed_trees_from`) (64 MiB of
-    /// digests and up) keep layers from the smallest k (at most 6) at which the kept layers, about
-    /// 2^(6 - k) bytes a row, take at most an eighth of the codeword. An opening then rebuilds
-    /// 2^k rows per queried subtree, a few more dispatches (~0.25 ms of GPU time per opening on
-    /// the H200), so smaller or wider trees, which do not decide a proof's peak memory, keep
-    /// layers from 1 up. `WHIR_CODEWORD_TREE_LOWEST` fixes k (1: only the leaves dropped).
+    /// words or fewer (fold 1 and 2's codewords, fold 4's first). Such trees of 2^21 rows or more
+    /// (64 MiB of digests and up; `with_trimmed_trees_from`) keep layers from the smallest k (at
+    /// most 6) at which the kept layers, about 2^(6 - k) bytes a row, take at most an eighth of
+    /// the codeword. An opening then rebuilds 2^k rows per queried subtree, a few more
+    /// dispatches (~0.25 ms of GPU time per opening on the H200), so smaller or wider trees,
+    /// which do not decide a proof's peak memory, keep layers from 1 up.
+    /// `WHIR_CODEWORD_TREE_LOWEST` fixes k (1: only the leaves dropped).
     fn lowest_kept_layer(&self, width: usize, rows: usize) -> usize {
-        let fixed = std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse::<usize>().ok());
+        let fixed = self.tree_lowest;
         let by_width = || if rows < self.trim_from_rows || width > 16 { 1 } else { 128usize.div_ceil(width.max(1)).next_power_of_two().ilog2() as usize };
         let k = fixed.unwrap_or_else(by_width).clamp(1, 6);
         // Keep at least the root's two children.
@@ -333,4 +352,3 @@ impl GpuCodewords {
         self.merkle.read_pending(pending)
     }
 }
-

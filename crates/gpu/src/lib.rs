@@ -33,7 +33,7 @@ pub mod testing;
 pub mod transfer;
 
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
-pub use codeword::{CommittedCodeword, GpuCodewords};
+pub use codeword::{lean_memory_defaults, CommittedCodeword, GpuCodewords};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};

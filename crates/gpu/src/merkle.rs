@@ -543,37 +543,28 @@ impl GpuMerkle {
         let near_positions: Vec<(usize, usize)> = positions[..split].iter().map(|&(l, i)| (l, local(l, i))).collect();
         let near_rows: Vec<usize> = indices.iter().map(|&i| local(0, i)).collect();
 
+        let height = padded << low;
         let mut encoder = ctx.encoder("merkle openings");
-        // Gathered in ascending row order, so in request order whatever the segments.
-        let matrix = self.record_gather(&mut encoder, tree, Some(rows), &sub_rows, &[])?;
-        let mut idx: Vec<wgpu::Buffer> = matrix.idx.into_iter().collect();
-        let recorded = (|| -> Result<(Gathered, Gathered, GpuMerkleTree)> {
-            let height = padded << low;
-            let layers = self.record_subtrees(&mut encoder, &matrix.out, height, tree.width, low)?;
-            // (Its layers go back to the pool on drop: kept until the reads are submitted.)
-            let rebuilt = GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], ctx: ctx.clone() };
-            let near = self.record_gather(&mut encoder, &rebuilt, Some(RowSource::One(&matrix.out)), &near_rows, &near_positions)?;
-            let far = self.record_gather(&mut encoder, tree, None, &[], &positions[split..])?;
-            Ok((near, far, rebuilt))
-        })();
-        let (near, far, rebuilt) = match recorded {
-            Ok(g) => g,
-            Err(e) => {
-                idx.into_iter().for_each(|b| ctx.recycle_storage(b));
-                return Err(e);
-            }
-        };
-        let words = near.words + far.words;
+        // The subtrees' rows, gathered in ascending order (so in request order whatever the
+        // segments), then the opened rows and digests below `low` from the tree over them and
+        // those from `low` up from `tree`, into one output.
+        let matrix = ctx.pooled_storage("merkle subtree rows", height * tree.width);
+        let near_words = Self::gathered_words(tree, true, &near_rows, &near_positions);
+        let words = near_words + Self::gathered_words(tree, false, &[], &positions[split..]);
         let out = ctx.storage("merkle openings", words);
-        for (from, at, len) in [(&near.out, 0, near.words), (&far.out, near.words, far.words)] {
-            if len > 0 {
-                encoder.copy_buffer_to_buffer(from, 0, &out, (at * 4) as u64, (len * 4) as u64);
-            }
-        }
-        idx.extend(near.idx);
-        idx.extend(far.idx);
-        let submitted = ctx.submit(encoder);
-        idx.into_iter().for_each(|b| ctx.recycle_storage(b));
+        let mut idx: Vec<wgpu::Buffer> = Vec::new();
+        let mut rebuilt = None;
+        let mut recorded = || -> Result<()> {
+            idx.extend(self.record_gather_into(&mut encoder, tree, Some(rows), &sub_rows, &[], &matrix, 0)?.0);
+            let layers = self.record_subtrees(&mut encoder, &matrix, height, tree.width, low)?;
+            // (Its layers go back to the pool on drop: kept until the reads are submitted.)
+            let tree_over = rebuilt.insert(GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], ctx: ctx.clone() });
+            idx.extend(self.record_gather_into(&mut encoder, tree_over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)?.0);
+            idx.extend(self.record_gather_into(&mut encoder, tree, None, &[], &positions[split..], &out, near_words)?.0);
+            Ok(())
+        };
+        let submitted = recorded().and_then(|()| ctx.submit(encoder));
+        idx.into_iter().chain([matrix]).for_each(|b| ctx.recycle_storage(b));
         drop(rebuilt);
         submitted?;
         Ok(PendingRows { out, words, rows: indices.len(), width: tree.width, order: None })
@@ -670,16 +661,40 @@ impl GpuMerkle {
         indices: &[usize],
         positions: &[(usize, usize)],
     ) -> Result<Gathered> {
+        let words = Self::gathered_words(tree, matrix.is_some(), indices, positions);
+        let out = self.poseidon2.context().storage("merkle openings", words);
+        let (idx, order) = self.record_gather_into(encoder, tree, matrix, indices, positions, &out, 0)?;
+        Ok(Gathered { out, words, idx, order })
+    }
+
+    /// Words a gather writes: the rows (with a matrix), then the digests.
+    fn gathered_words(tree: &GpuMerkleTree, rows: bool, indices: &[usize], positions: &[(usize, usize)]) -> usize {
+        let rows = if rows { indices.len() * tree.width } else { 0 };
+        rows + positions.len() * DIGEST_ELEMS
+    }
+
+    /// [`record_gather`](Self::record_gather) into `out` from word `base` on; returns the pooled
+    /// index buffer (None when nothing is gathered) and the rows' order.
+    #[allow(clippy::too_many_arguments)]
+    fn record_gather_into(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        tree: &GpuMerkleTree,
+        matrix: Option<RowSource<'_>>,
+        indices: &[usize],
+        positions: &[(usize, usize)],
+        out: &wgpu::Buffer,
+        base: usize,
+    ) -> Result<(Option<wgpu::Buffer>, Option<Vec<usize>>)> {
         let ctx = self.poseidon2.context();
         let row_items = if matrix.is_some() { indices.len() } else { 0 };
-        let words = row_items * tree.width + positions.len() * DIGEST_ELEMS;
-        let out = ctx.storage("merkle openings", words);
+        let words = Self::gathered_words(tree, matrix.is_some(), indices, positions);
         if words == 0 {
-            return Ok(Gathered { out, words: 0, idx: None, order: None });
+            return Ok((None, None));
         }
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
-        u32::try_from(words).map_err(|_| too_wide())?;
+        u32::try_from(base + words).map_err(|_| too_wide())?;
         // Where rows are read: segments of one binding each (chunks, or windows of one matrix
         // larger than a binding), as (range, first row, rows).
         let segments = match matrix {
@@ -759,12 +774,12 @@ impl GpuMerkle {
         let params = |count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
             ctx.uniform(
                 "gather params",
-                &GatherParams { count: count as u32, width: item_width, idx_offset: idx_offset as u32, dst_offset: dst_offset as u32 },
+                &GatherParams { count: count as u32, width: item_width, idx_offset: idx_offset as u32, dst_offset: (base + dst_offset) as u32 },
             )
         };
         let copy = |src: (&wgpu::Buffer, u64, Option<u64>), count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
             let params = params(count, item_width, idx_offset, dst_offset);
-            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&idx_buf, 0, None), src, (&out, 0, None)]);
+            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&idx_buf, 0, None), src, (out, 0, None)]);
             let groups = (count * item_width as usize).div_ceil(256) as u32;
             Dispatch { pipeline: (*pipeline).clone(), bind, groups }
         };
@@ -775,7 +790,7 @@ impl GpuMerkle {
         let hash_rows = ctx.pipeline(Kernel::HashRows, &[])?;
         for (rows, start, end) in rehash {
             let params = params(end - start, width, row_items + start, row_items * tree.width + start * DIGEST_ELEMS);
-            let bind = self.poseidon2.bind_ranges(&hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (&out, 0, None)]);
+            let bind = self.poseidon2.bind_ranges(&hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (out, 0, None)]);
             let groups = u32::try_from((end - start).div_ceil(64)).map_err(|_| too_wide())?;
             dispatches.push(Dispatch { pipeline: (*hash_rows).clone(), bind, groups });
         }
@@ -784,7 +799,7 @@ impl GpuMerkle {
             dispatches.push(copy((&tree.layers[layer], offset, size), end - start, DIGEST_ELEMS as u32, row_items + start, dst));
         }
         ctx.record_dispatches(encoder, "gather", &dispatches);
-        Ok(Gathered { out, words, idx: Some(idx_buf), order })
+        Ok((Some(idx_buf), order))
     }
 
     /// Commits to a host matrix: upload, hash, build, read back the root.

@@ -137,11 +137,7 @@ impl LazyEq {
 
     /// The coordinate each point binds in round `t`.
     fn coordinate(&self, j: usize, t: usize) -> Ext4 {
-        if t < self.vars {
-            self.points[j][self.vars - 1 - t]
-        } else {
-            Ext4::ZERO
-        }
+        bound_coordinate(&self.points[j], t)
     }
 
     /// c, A and B for the next round to bind, as the kernels read them.
@@ -161,6 +157,11 @@ impl LazyEq {
         }
         self.bound += 1;
     }
+}
+
+/// The coordinate of `point` that round `t` binds (the last first); zero once all are bound.
+fn bound_coordinate(point: &[Ext4], t: usize) -> Ext4 {
+    point.len().checked_sub(t + 1).map_or(Ext4::ZERO, |i| point[i])
 }
 
 /// Select weights of at least this many variables over tables of at least 2^this-many entries
@@ -401,6 +402,14 @@ impl GpuSumcheck {
         self
     }
 
+    /// What a round needs of w: lazy weights, or a table (zeros if no weights were added).
+    fn ensure_weights_for_rounds(&mut self) -> Result<()> {
+        if self.lazy.is_some() {
+            return Ok(());
+        }
+        self.ensure_weights()
+    }
+
     /// Makes w's table (zeros) where there is none yet: before weights are first added, or
     /// when lazy equality weights are written out.
     fn ensure_weights(&mut self) -> Result<()> {
@@ -451,7 +460,7 @@ impl GpuSumcheck {
             for t in 0..rounds {
                 tables.extend(eq_table(&p[hi_bits..vars - 1 - t], Ext4::ONE));
             }
-            coords.extend((0..=rounds).map(|t| if t < vars { p[vars - 1 - t] } else { Ext4::ZERO }));
+            coords.extend((0..=rounds).map(|t| bound_coordinate(p, t)));
         }
         let ctx = self.ctx.clone();
         ctx.check_binding_size("the lazy weights' tables", (tables.len() * 16) as u64)?;
@@ -609,9 +618,7 @@ impl GpuSumcheck {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
-        if self.lazy.is_none() {
-            self.ensure_weights()?;
-        }
+        self.ensure_weights_for_rounds()?;
         self.ctx.scoped("sumcheck round", || {
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_round(&mut dispatches)?;
@@ -626,9 +633,7 @@ impl GpuSumcheck {
         if self.vars < 2 {
             return Err(GpuError::InvalidInput(format!("a fold and a round need two variables; {} left", self.vars)));
         }
-        if self.lazy.is_none() {
-            self.ensure_weights()?;
-        }
+        self.ensure_weights_for_rounds()?;
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
             let mut dispatches = Vec::new();
@@ -688,9 +693,7 @@ impl GpuSumcheck {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left to fold".into()));
         }
-        if self.lazy.is_none() {
-            self.ensure_weights()?;
-        }
+        self.ensure_weights_for_rounds()?;
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold", || {
             let mut dispatches = Vec::new();
@@ -791,7 +794,10 @@ impl GpuSumcheck {
                 }
                 None => {
                     lazy.bind(r);
-                    self.ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words()));
+                    // (After the last lazy round w is written out below instead.)
+                    if lazy.bound < lazy.rounds {
+                        self.ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words()));
+                    }
                 }
             }
         }
@@ -840,9 +846,7 @@ impl GpuSumcheck {
         if self.lazy.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) {
             self.materialize_weights()?;
         }
-        if self.lazy.is_none() {
-            self.ensure_weights()?;
-        }
+        self.ensure_weights_for_rounds()?;
         let lazy_start = self.lazy.as_ref().map(|l| l.bound);
         let ctx = self.ctx.clone();
         let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 4], range: [0; 4] };

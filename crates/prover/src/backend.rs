@@ -167,9 +167,7 @@ pub enum GpuMode {
 /// n = 24 before; split codewords from n = 27 keep whole trees).
 pub fn estimated_gpu_bytes(params: &Params) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
-    // (Not where the lean settings are turned off.)
-    let overridden = std::env::var("WHIR_LAZY_WEIGHTS").is_ok_and(|v| v.trim() == "0") || std::env::var_os("WHIR_CODEWORD_TREE_LOWEST").is_some();
-    let lean = (24..=26).contains(&params.num_vars) && !overridden;
+    let lean = (24..=26).contains(&params.num_vars) && whir_gpu::lean_memory_defaults();
     let factor = match (params.fold, lean) {
         (0 | 1, true) => 9,
         (2 | 3, true) => 7,
