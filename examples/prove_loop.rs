@@ -2,7 +2,8 @@
 //! (`perf record --call-graph dwarf -t <main thread>`) and quick wall-time checks:
 //! `cargo run --release --example prove_loop -- VARS FOLD RATE REPS [POW]`. With
 //! `PROVE_LOOP_PROFILE=1` every proof is timed per step with GPU timestamps (a little slower),
-//! and the last one's per-round breakdown is printed.
+//! and the last one's per-round breakdown is printed. `PROVE_LOOP_CHUNK_KIB` sets the staging
+//! chunk of large transfers (the input upload).
 
 use std::time::Instant;
 
@@ -20,6 +21,10 @@ fn main() {
     let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
     let profile = std::env::var("PROVE_LOOP_PROFILE").is_ok_and(|v| v == "1");
     let gpu = GpuBackend::open_default().expect("GPU backend").with_profile(profile);
+    if let Some(kib) = std::env::var("PROVE_LOOP_CHUNK_KIB").ok().and_then(|v| v.parse::<u64>().ok()) {
+        // Tuning: bytes per staging chunk of large uploads and readbacks.
+        gpu.context().set_transfer_chunk_bytes(kib << 10);
+    }
     let mut last = None;
     gpu.prove(&params, &evals).expect("warm-up proof");
     let ctx = gpu.context().clone();

@@ -159,13 +159,14 @@ fn check_base(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::r
 }
 
 /// Evaluations read f against tables of 8 index bits each: sizes on both sides of every chunk
-/// boundary up to three chunks, base-field and BabyBear^4 f, multilinear and univariate.
+/// boundary up to three chunks, base-field and BabyBear^4 f, multilinear and univariate; from
+/// 2^19 entries a workgroup sums several 256-entry rows.
 #[test]
 fn evaluations_match_the_twin_across_chunk_boundaries() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        for m in [0usize, 7, 8, 9, 15, 16, 17] {
+        for m in [0usize, 7, 8, 9, 15, 16, 17, 19, 20] {
             let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
             let base: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
             let lifted: Vec<Ext4> = base.iter().copied().map(Ext4::from).collect();

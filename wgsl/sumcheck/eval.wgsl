@@ -2,26 +2,34 @@
 
 // Evaluations of a table f over {0,1}^m against a weight that factors over 8-bit chunks of the
 // index: sum_x f[x] * prod_c T_c[(x >> 8c) & 255]. The multilinear value f(p) = sum_x f[x] eq(p, x)
-// has T_c = the equality table of p's coordinates for those bits (built on the host). One pass
-// over f, no scratch tables: each workgroup strides over the entries and writes its partial
-// sum (paired with zero, for `sum_partials`).
+// has T_c = the equality table of p's coordinates for those bits (built on the host).
+//
+// The sum is taken row by row, a row being 256 consecutive entries: thread `lid` of a workgroup
+// holds entry x = 256 row + lid of each of its rows, whose chunk-0 weight T_0[lid] is then the
+// same, so it sums f[x] * T_1[row & 255] over its rows (one BabyBear x BabyBear^4 product per
+// entry of a base-field f) and multiplies by T_0[lid] and the chunks from 2 up once at the end:
+// a workgroup's rows lie within one run of 256 rows, which share every bit from 16 up. One pass
+// over f, no scratch tables; each workgroup writes its partial sum (paired with zero, for
+// `sum_partials`).
 // Rust twin of the params: `EvalParams` in crates/gpu/src/sumcheck.rs.
 
 struct EvalParams {
-    // Entries of f in this dispatch (a segment of the table).
+    // Entries of f in this dispatch (a segment of the table): a power of two.
     size: u32,
-    // Workgroups launched: the grid stride.
+    // Workgroups launched; workgroup g takes rows g * rows .. (g + 1) * rows of the segment.
     groups: u32,
     // Chunk tables in `tables` (256 entries each), at least one.
     chunks: u32,
     // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
     base: u32,
-    // Index of the segment's first entry in the whole table.
+    // Index of the segment's first entry in the whole table (a multiple of 256 rows' entries
+    // or 0).
     offset: u32,
     // Partial pairs before this dispatch's.
     first: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Rows per workgroup: a power of two, at most 256.
+    rows: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: EvalParams;
@@ -29,12 +37,12 @@ struct EvalParams {
 @group(0) @binding(2) var<storage, read> tables: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> partials: array<vec4<u32>>;
 
-fn chunk_weight(x: u32) -> vec4<u32> {
-    var acc = tables[x & 255u];
-    for (var c = 1u; c < params.chunks; c++) {
-        acc = ext4_mul(acc, tables[c * 256u + ((x >> (8u * c)) & 255u)]);
+// f[x] times `t` (f a base-field or a BabyBear^4 table).
+fn f_times(x: u32, t: vec4<u32>) -> vec4<u32> {
+    if (params.base == 1u) {
+        return ext4_scale(t, f[x]);
     }
-    return acc;
+    return ext4_mul(vec4<u32>(f[4u * x], f[4u * x + 1u], f[4u * x + 2u], f[4u * x + 3u]), t);
 }
 
 @compute @workgroup_size(256)
@@ -45,14 +53,24 @@ fn eval_partials(
 ) {
     let g = linear_workgroup_id(wid, num_wgs);
     var acc = vec4<u32>(0u);
-    for (var x = g * 256u + lid; x < params.size; x += params.groups * 256u) {
-        let wx = chunk_weight(params.offset + x);
-        if (params.base == 1u) {
-            acc = ext4_add(acc, ext4_scale(wx, f[x]));
+    if (g < params.groups && lid < params.size) {
+        let first_row = g * params.rows;
+        // The global row index of this workgroup's first row.
+        let row0 = (params.offset >> 8u) + first_row;
+        var sum = vec4<u32>(0u);
+        if (params.chunks > 1u) {
+            for (var r = 0u; r < params.rows; r++) {
+                sum = ext4_add(sum, f_times((first_row + r) * 256u + lid, tables[256u + ((row0 + r) & 255u)]));
+            }
         } else {
-            let fx = vec4<u32>(f[4u * x], f[4u * x + 1u], f[4u * x + 2u], f[4u * x + 3u]);
-            acc = ext4_add(acc, ext4_mul(fx, wx));
+            // One chunk: the table has at most 256 entries, one row.
+            sum = f_times(lid, vec4<u32>(BB_ONE, 0u, 0u, 0u));
         }
+        var w = tables[lid];
+        for (var c = 2u; c < params.chunks; c++) {
+            w = ext4_mul(w, tables[c * 256u + ((row0 >> (8u * (c - 1u))) & 255u)]);
+        }
+        acc = ext4_mul(sum, w);
     }
     let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
     if (lid == 0u) {

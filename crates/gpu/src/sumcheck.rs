@@ -69,7 +69,8 @@ struct EvalParams {
     base: u32,
     offset: u32,
     first: u32,
-    _pad: [u32; 2],
+    rows: u32,
+    _pad: u32,
 }
 
 /// Rust twin of `LazyParams` in wgsl/sumcheck/lazy_weights.wgsl.
@@ -1074,10 +1075,17 @@ impl GpuSumcheck {
     pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
         self.check_point(point)?;
         let tables = eq_chunk_tables(point);
+        let segment = self.f.segment_len();
+        // Rows of 256 entries, whole rows per workgroup (wgsl/sumcheck/eval.wgsl).
+        let rows = (segment >> EVAL_CHUNK_BITS).max(1);
+        if segment < 1 << EVAL_CHUNK_BITS && self.segments() > 1 {
+            return Err(GpuError::InvalidInput(format!("an evaluation over segments of {segment} entries (need 256 or more)")));
+        }
+        // Enough workgroups to fill the GPU, each over up to 256 rows.
+        let rows_per_group = (rows / MAX_REDUCE_GROUPS).clamp(1, 1 << EVAL_CHUNK_BITS);
+        let groups = rows / rows_per_group;
         self.ctx.scoped("sumcheck eval", || {
             let pipeline = self.ctx.pipeline(Kernel::EvalPartials, &[])?;
-            let segment = self.f.segment_len();
-            let groups = Self::groups_for(segment);
             let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
             let chunks = (tables.len() >> EVAL_CHUNK_BITS) as u32;
             let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
@@ -1090,7 +1098,8 @@ impl GpuSumcheck {
                         base: u32::from(self.is_base()),
                         offset: (j * segment) as u32,
                         first: (j * groups) as u32,
-                        _pad: [0; 2],
+                        rows: rows_per_group as u32,
+                        _pad: 0,
                     };
                     let params = self.ctx.uniform("eval params", &params);
                     let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&tables, 0, None), (&partials, 0, None)]);
