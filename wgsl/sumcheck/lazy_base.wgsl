@@ -12,15 +12,22 @@ fn lazy_round_base(
     @builtin(num_workgroups) num_wgs: vec3<u32>,
 ) {
     let g = linear_workgroup_id(wid, num_wgs);
+    let mask = (1u << lazy.lo_bits) - 1u;
     var c0 = vec4<u32>(0u);
     var c_inf = vec4<u32>(0u);
-    for (var i = g * 256u + lid; i < lazy.count; i += lazy.groups * 256u) {
-        var w0: vec4<u32>;
-        var w1: vec4<u32>;
-        lazy_weights(lazy.offset + i, &w0, &w1);
-        let f0 = f[2u * i];
-        c0 = ext4_add(c0, ext4_scale(w0, f0));
-        c_inf = ext4_add(c_inf, ext4_scale(ext4_sub(w1, w0), bb_sub(f[2u * i + 1u], f0)));
+    // One point at a time (f is read once per point), so the sums stay in registers.
+    for (var j = 0u; j < lazy.points; j++) {
+        let at = j * lazy.stride;
+        var s0 = vec4<u32>(0u);
+        var sd = vec4<u32>(0u);
+        for (var i = g * 256u + lid; i < lazy.count; i += lazy.groups * 256u) {
+            let p = lazy.offset + i;
+            let f0 = f[2u * i];
+            let h = tables[at + (p >> lazy.lo_bits)];
+            s0 = ext4_add(s0, ext4_scale(h, f0));
+            sd = ext4_add(sd, ext4_scale(h, bb_sub(f[2u * i + 1u], f0)));
+        }
+        lazy_flush(j, (lazy.offset + g * 256u + lid) & mask, s0, sd, &c0, &c_inf);
     }
     store_partials(lid, g, c0, c_inf);
 }

@@ -7,7 +7,15 @@
 //   w(p, 1) = sum_j B_j hi_j[p >> lo_bits] lo_j[p & mask],  B_j = c_j z_j,last
 // with hi_j = eq(z_j's first coordinates, .) and lo_j = eq(the coordinates after them but the
 // last, .): two small tables per point (host-built, every round's low table uploaded at once)
-// instead of a 2^m-entry table. The kernels (lazy_round, lazy_base) differ only in f's field.
+// instead of a 2^m-entry table.
+//
+// So h(0) = sum_j A_j sum_lo lo_j[lo] S0_j(lo) with S0_j(lo) = sum_hi hi_j[hi] f(p, 0), and
+// h(inf) likewise with B_j - A_j and the differences f(p, 1) - f(p, 0). A thread's pairs, a grid
+// stride apart, share their low index (the host makes the stride a multiple of 2^lo_bits or
+// covers the segment in one stride): it sums hi_j[hi] times f's values for one point at a time
+// (one BabyBear x BabyBear^4 product per value of a base-field f) and multiplies by lo_j[lo] and
+// the coefficients once at the end (`lazy_flush`). The kernels (lazy_round, lazy_base) differ
+// only in f's field.
 // Rust twin of the params: `LazyParams` in crates/gpu/src/sumcheck.rs.
 
 struct LazyParams {
@@ -35,21 +43,14 @@ struct LazyParams {
 @group(0) @binding(3) var<storage, read> coeffs: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
 
-// (w(p, 0), w(p, 1)) for the global pair index p, into two function variables (an array
-// return value may land in local memory).
-fn lazy_weights(p: u32, w0: ptr<function, vec4<u32>>, w1: ptr<function, vec4<u32>>) {
-    let hi = p >> lazy.lo_bits;
-    let lo = p & ((1u << lazy.lo_bits) - 1u);
-    var a = vec4<u32>(0u);
-    var b = vec4<u32>(0u);
-    for (var j = 0u; j < lazy.points; j++) {
-        let at = j * lazy.stride;
-        let e = ext4_mul(tables[at + hi], tables[at + lazy.lo_at + lo]);
-        a = ext4_add(a, ext4_mul(coeffs[lazy.points + j], e));
-        b = ext4_add(b, ext4_mul(coeffs[2u * lazy.points + j], e));
-    }
-    *w0 = a;
-    *w1 = b;
+// Adds point j's sums over a thread's pairs, of low index `lo`, to h(0) and h(inf): lo_j[lo] times the sums
+// s0 (against f(p, 0)) and sd (against the differences), times A_j and B_j - A_j.
+fn lazy_flush(j: u32, lo: u32, s0: vec4<u32>, sd: vec4<u32>, c0: ptr<function, vec4<u32>>, c_inf: ptr<function, vec4<u32>>) {
+    let l = tables[j * lazy.stride + lazy.lo_at + lo];
+    let a = coeffs[lazy.points + j];
+    let d = ext4_sub(coeffs[2u * lazy.points + j], a);
+    *c0 = ext4_add(*c0, ext4_mul(ext4_mul(l, a), s0));
+    *c_inf = ext4_add(*c_inf, ext4_mul(ext4_mul(l, d), sd));
 }
 
 fn store_partials(lid: u32, g: u32, c0: vec4<u32>, c_inf: vec4<u32>) {

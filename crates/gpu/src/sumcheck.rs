@@ -649,13 +649,18 @@ impl GpuSumcheck {
     /// many.
     fn record_round(&self, dispatches: &mut Vec<Dispatch>) -> Result<(wgpu::Buffer, usize)> {
         let pairs = self.f.segment_len() / 2;
-        let groups = Self::groups_for(pairs);
         let segments = self.segments();
-        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
-        if let Some(lazy) = &self.lazy {
-            if lazy.bound >= lazy.rounds {
+        let groups = match &self.lazy {
+            Some(lazy) if lazy.bound >= lazy.rounds => {
                 return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
             }
+            // A thread's pairs must share their low index (wgsl/sumcheck/lazy_weights.wgsl): a
+            // grid stride of a multiple of 2^lo_bits, or one stride over the segment.
+            Some(lazy) => Self::groups_for(pairs).max(pairs.min(1 << lazy.lo_bits()) / THREADS),
+            None => Self::groups_for(pairs),
+        };
+        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
+        if let Some(lazy) = &self.lazy {
             let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
             for j in 0..segments {
                 let params = LazyParams {
