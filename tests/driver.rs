@@ -150,6 +150,38 @@ fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
     }
 }
 
+/// Each round's head played in its commit's submission (the root observed, the out-of-domain
+/// points drawn and f evaluated there, the query grind) gives Plonky3's proof byte for byte, and
+/// every round's out-of-domain answers are the GPU's; grid shapes with rounds, every grind on
+/// the GPU, both multiply variants.
+#[test]
+fn round_heads_played_on_the_gpu_give_the_same_proofs() {
+    use whir_wgpu::gpu::GpuGrinder;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        let grinder = Arc::new(GpuGrinder::new(poseidon2.clone()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let shapes: Vec<Params> = grid(&mut rng, 40).into_iter().filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| c.n_rounds() > 0)).take(4).collect();
+        assert!(!shapes.is_empty(), "no shape of the grid has rounds");
+        let mut used = 0;
+        for p in shapes {
+            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+            let (_, expected) = reference(&p, &evals);
+            let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
+            let (commitment, proof, times) = prove_with_steps(&steps, &p, &evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
+            assert!(ours == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
+            let config = p.config::<GpuChallenger>().unwrap();
+            let answers: usize = config.round_parameters().iter().map(|r| r.ood_samples).sum();
+            assert_eq!(times.head_answers, answers, "{p:?}: out-of-domain answers from the GPU");
+            assert_eq!(challenger.gpu_fallbacks(), 0);
+            used += challenger.grinds_ahead_used();
+        }
+        assert!(used > 0, "no grind used a GPU offer ({:?})", ctx.mul_variant());
+    }
+}
+
 /// What crosses the bus in one resident proof: the input once and each round's constraint
 /// points; back only roots, round coefficients, claim and OOD answers, opened rows, sibling
 /// digests, PoW witnesses and the final polynomial — never a codeword or a folded table. The pieces path reads every codeword back,

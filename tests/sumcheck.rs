@@ -386,3 +386,94 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
         }
     }
 }
+
+/// A WHIR round's head played on the GPU (`GpuSumcheck::record_head`: the root observed, each
+/// out-of-domain point drawn and f evaluated at its univariate expansion, the query grind)
+/// against Plonky3's `DuplexChallenger` and the twin on the host: the same points, values and
+/// grind state, and the smallest witness, from states with 0 to 7 pending inputs, 0 to 3
+/// samples, with and without grinding, base-field and BabyBear^4 f, f in segments under a 64 KiB
+/// binding; both multiply variants. Too many samples or pending inputs are errors.
+#[test]
+fn round_heads_match_the_host_transcript() {
+    use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger};
+    use p3_field::PrimeField32;
+    use whir_wgpu::gpu::grind::{cpu_grind, GrindState};
+    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, HeadRequest, LimitsProfile, Poseidon2Constants, MAX_HEAD_SAMPLES};
+    let mut rng = common::rng();
+    let perm = whir_wgpu::prover::permutation();
+    let mut contexts: Vec<_> = common::contexts().into_iter().map(|c| (c, false)).collect();
+    if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
+        contexts.push((small, true));
+    }
+    for (ctx, small) in contexts {
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+        // (m, samples, bits, pending, base-field f)
+        let cases: Vec<(usize, usize, usize, usize, bool)> = if small {
+            vec![(13, 2, 6, 3, false), (15, 1, 0, 0, true)]
+        } else {
+            vec![(6, 1, 0, 0, false), (9, 2, 6, 3, false), (5, 0, 8, 7, false), (10, 3, 4, 5, true), (8, 1, 10, 1, false), (0, 1, 0, 2, false), (17, 1, 5, 6, true)]
+        };
+        for (m, samples, bits, pending, base) in cases {
+            let what = format!("m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base} ({:?}, small binding: {small})", ctx.mul_variant());
+            let (mut gpu, mut cpu) = if base {
+                let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+                let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+                (GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap(), CpuSumcheck::new(f.into_iter().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap())
+            } else {
+                let f = ext_vec(&mut rng, 1 << m);
+                (GpuSumcheck::new(ntt.clone(), &f, &f).unwrap(), CpuSumcheck::new(f.clone(), f).unwrap())
+            };
+            let mut ch = DuplexChallenger::<BabyBear, _, 16, 8>::new(perm.clone());
+            for _ in 0..8 + pending {
+                ch.observe(rng.random::<BabyBear>());
+            }
+            let root_words: [BabyBear; 8] = std::array::from_fn(|_| rng.random());
+            let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
+            let request = HeadRequest { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), ood_samples: samples, pow_bits: bits };
+            let mut encoder = ctx.encoder("head test");
+            let record = gpu.record_head(&mut encoder, &root, &request).unwrap();
+            encoder.copy_buffer_to_buffer(&root, 0, record.readback(), 0, 32);
+            let words = ctx.submit_and_read(encoder, record.readback(), record.words()).unwrap();
+            assert_eq!(&words[..8], whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
+            let values = gpu.finish_head(record, &words).unwrap();
+
+            // The host's transcript.
+            ch.observe(root_words);
+            assert_eq!(values.points.len(), samples, "{what}");
+            for i in 0..samples {
+                let z: Ext4 = ch.sample_algebra_element();
+                assert_eq!(values.points[i], z, "{what}: point {i}");
+                let eval = cpu.eval(&Point::expand_from_univariate(z, m)).unwrap();
+                assert_eq!(values.answers[i], eval, "{what}: value {i}");
+                ch.observe_algebra_element(eval);
+            }
+            match (&values.offer, bits) {
+                (None, 0) => {}
+                (Some(offer), bits) if bits > 0 => {
+                    assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
+                    let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
+                    match offer.witness {
+                        Some(w) => assert_eq!(w, smallest, "{what}: witness"),
+                        None => assert!(smallest.as_canonical_u32() >= offer.searched_end, "{what}: a witness in range was missed"),
+                    }
+                }
+                (offer, _) => panic!("{what}: offer {offer:?}"),
+            }
+            // f is as it was.
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after");
+        }
+
+        // Requests the GPU does not play.
+        let f = ext_vec(&mut rng, 1 << 4);
+        let gpu = GpuSumcheck::new(ntt.clone(), &f, &f).unwrap();
+        let root = ctx.upload("root", &[0u32; 8]);
+        let sponge = [BabyBear::default(); 16];
+        for (samples, pending, needle) in [(MAX_HEAD_SAMPLES + 1, 0, "out-of-domain samples"), (1, 8, "pending inputs")] {
+            let request = HeadRequest { grinder: grinder.clone(), sponge, pending: vec![BabyBear::default(); pending], ood_samples: samples, pow_bits: 0 };
+            let mut encoder = ctx.encoder("head test");
+            let err = gpu.record_head(&mut encoder, &root, &request).err().expect("refused").to_string();
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+}

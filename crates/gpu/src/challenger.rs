@@ -58,6 +58,9 @@ struct AheadSlot {
     /// Grinds done ahead, for the challenger's next grinds in order.
     offers: std::collections::VecDeque<GrindOffer>,
     used: u64,
+    /// Tracking outlives [`GpuChallenger::stop_grinding_ahead`] (see
+    /// [`GpuChallenger::track_state_throughout`]).
+    persistent: bool,
 }
 
 impl GrindAhead {
@@ -155,11 +158,37 @@ impl GpuChallenger {
         Some(self.ahead.clone())
     }
 
-    /// Ends grinding ahead and state tracking; offers left are dropped.
+    /// [`track_state`](Self::track_state) until [`stop_tracking`](Self::stop_tracking): for a
+    /// driver whose GPU steps play transcript steps between steps that grind ahead or track
+    /// state for themselves (whose [`stop_grinding_ahead`](Self::stop_grinding_ahead) then
+    /// leaves the tracking on).
+    pub fn track_state_throughout(&mut self) -> Option<GrindAhead> {
+        let link = self.track_state()?;
+        if let Ok(mut slot) = self.ahead.0.lock() {
+            slot.persistent = true;
+        }
+        Some(link)
+    }
+
+    /// Ends grinding ahead and state tracking, but for tracking started with
+    /// [`track_state_throughout`](Self::track_state_throughout); offers left are dropped.
     pub fn stop_grinding_ahead(&mut self) {
+        if let Ok(mut slot) = self.ahead.0.lock() {
+            let keep = slot.persistent;
+            *slot = AheadSlot { used: slot.used, tracking: slot.tracking.take().filter(|_| keep), state: slot.state.take().filter(|_| keep), persistent: keep, ..AheadSlot::default() };
+        }
+    }
+
+    /// Ends grinding ahead and state tracking of every kind; offers left are dropped.
+    pub fn stop_tracking(&mut self) {
         if let Ok(mut slot) = self.ahead.0.lock() {
             *slot = AheadSlot { used: slot.used, ..AheadSlot::default() };
         }
+    }
+
+    /// Difficulties from which this challenger grinds on the GPU.
+    pub fn gpu_min_bits(&self) -> usize {
+        self.gpu_min_bits
     }
 
     /// Grinds that used a GPU offer made ahead of time (this challenger and its clones).

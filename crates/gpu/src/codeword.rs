@@ -11,9 +11,10 @@ use crate::context::Dispatch;
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
 use crate::field::as_words;
-use crate::merkle::{matrix_bytes, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup, DIGEST_ELEMS};
+use crate::merkle::{matrix_bytes, AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup, DIGEST_ELEMS};
 use crate::ntt::GpuNtt;
 use crate::shaders::Kernel;
+use crate::sumcheck::{GpuSumcheck, HeadRecord, HeadRequest, HeadValues};
 
 /// Rust twin of `BlockParams` in wgsl/util/copy_block.wgsl.
 #[repr(C)]
@@ -196,6 +197,14 @@ impl GpuCodewords {
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
     /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
     pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+        self.commit_buffer_then(message, rows, width, log_inv_rate, None).map(|(committed, _)| committed)
+    }
+
+    /// [`commit_buffer`](Self::commit_buffer) with work recorded after the root in the same
+    /// submission, read back with it ([`GpuMerkle::commit_recorded_then`]): its words come after
+    /// the codeword (None where it was not run: a codeword over one binding, or a recording
+    /// error).
+    pub fn commit_buffer_then(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, after: Option<&mut AfterRoot<'_>>) -> Result<(CommittedCodeword, Option<Vec<u32>>)> {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
         }
@@ -206,7 +215,7 @@ impl GpuCodewords {
         // half a digest per row, is its largest layer) and transient ones for wider rows.
         let largest_layer = if width >= 2 * DIGEST_ELEMS { matrix_bytes(spec.rows(), DIGEST_ELEMS)? } else { matrix_bytes(spec.rows(), DIGEST_ELEMS / 2)? };
         if matrix_bytes(spec.rows(), width)?.max(largest_layer) > ctx.max_binding_bytes() {
-            return self.commit_blocked(message, rows, width, log_inv_rate);
+            return self.commit_blocked(message, rows, width, log_inv_rate).map(|committed| (committed, None));
         }
         ctx.scoped("codeword commit", || {
             let started = std::time::Instant::now();
@@ -218,16 +227,48 @@ impl GpuCodewords {
             // opening rebuilds the few small subtrees it needs from the codeword, which stays
             // resident anyway.
             let lowest = self.lowest_kept_layer(width, spec.rows());
-            let tree = self.merkle.commit_recorded_trimmed(encoder, &codeword, spec.rows(), width, lowest);
+            let tree = self.merkle.commit_recorded_then(encoder, &codeword, spec.rows(), width, lowest, after);
             tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
             match tree {
-                Ok(tree) => Ok(CommittedCodeword { codeword: Some(Stored::One(codeword)), tree, ntt: self.ntt.clone() }),
+                Ok((tree, extra)) => Ok((CommittedCodeword { codeword: Some(Stored::One(codeword)), tree, ntt: self.ntt.clone() }, extra)),
                 Err(e) => {
                     self.ntt.recycle(codeword);
                     Err(e)
                 }
             }
         })
+    }
+
+    /// Commits the first `rows` x `width` words of the sumcheck's f (as
+    /// [`commit_buffer`](Self::commit_buffer)) and, in the same submission, plays the
+    /// transcript steps after the commitment that `head` describes
+    /// ([`GpuSumcheck::record_head`]: the root observed, the out-of-domain points drawn and f
+    /// evaluated there, the query grind). Their results come back with the root (None where
+    /// they could not be recorded, or for a codeword over one binding: the caller plays those
+    /// steps itself).
+    pub fn commit_with_head(&self, sumcheck: &GpuSumcheck, rows: usize, width: usize, log_inv_rate: usize, head: &HeadRequest) -> Result<(CommittedCodeword, Option<HeadValues>)> {
+        let mut record: Option<HeadRecord> = None;
+        let committed = {
+            let mut after = |encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer| -> Result<(wgpu::Buffer, usize)> {
+                let r = sumcheck.record_head(encoder, root, head)?;
+                let out = (r.readback().clone(), r.words());
+                record = Some(r);
+                Ok(out)
+            };
+            self.commit_buffer_then(sumcheck.f_buffer()?, rows, width, log_inv_rate, Some(&mut after))
+        };
+        match (committed, record) {
+            (Ok((committed, Some(words))), Some(record)) => {
+                let values = sumcheck.finish_head(record, &words);
+                Ok((committed, Some(values?)))
+            }
+            (committed, record) => {
+                if let Some(r) = record {
+                    sumcheck.drop_head(r);
+                }
+                committed.map(|(c, _)| (c, None))
+            }
+        }
     }
 
     /// The lowest Merkle layer a one-buffer codeword's tree keeps. Without its leaves a tree takes

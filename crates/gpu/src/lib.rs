@@ -39,11 +39,11 @@ pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
-pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup};
+pub use merkle::{AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
-pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck};
+pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, HeadRecord, HeadRequest, HeadValues, MAX_HEAD_SAMPLES};
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

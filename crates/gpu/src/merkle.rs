@@ -101,6 +101,12 @@ fn fused_levels_override() -> Option<usize> {
     std::env::var("WHIR_MERKLE_FUSED_LEVELS").ok().and_then(|v| v.trim().parse().ok())
 }
 
+/// Work recorded after a tree's root, in the commit's own submission
+/// ([`GpuMerkle::commit_recorded_then`]): given the encoder and the buffer holding the root's 8
+/// words, it records its work and returns the buffer to read back and how many words; the
+/// commit copies the root into that buffer's first 8 words.
+pub type AfterRoot<'a> = dyn FnMut(&mut wgpu::CommandEncoder, &wgpu::Buffer) -> Result<(wgpu::Buffer, usize)> + 'a;
+
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
 pub struct GpuMerkleTree {
@@ -848,14 +854,22 @@ impl GpuMerkle {
     /// need from the matrix ([`open_rows_deferred`](Self::open_rows_deferred)). The kept tree
     /// takes about 2^(6 - lowest) bytes a row. A matrix over one binding (committed in row
     /// chunks) keeps layers from 1 up at most.
-    pub fn commit_recorded_trimmed(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<GpuMerkleTree> {
+    pub fn commit_recorded_trimmed(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<GpuMerkleTree> {
+        self.commit_recorded_then(encoder, input, height, width, lowest, None).map(|(tree, _)| tree)
+    }
+
+    /// [`commit_recorded_trimmed`](Self::commit_recorded_trimmed) with work recorded after the
+    /// root in the same submission (`after`, see [`AfterRoot`]), whose words come back with the
+    /// root in one readback: returned after the tree (None where `after` was not run — a matrix
+    /// over one binding — or failed to record, which is logged and leaves the commit as it is).
+    pub fn commit_recorded_then(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize, after: Option<&mut AfterRoot<'_>>) -> Result<(GpuMerkleTree, Option<Vec<u32>>)> {
         let keep_leaves = lowest == 0;
         let ctx = self.poseidon2.context().clone();
         // The one-buffer tree stores leaf digests when kept or for rows of two digests or more
         // (transiently); otherwise level 1 is its largest layer.
         let layer_bytes = matrix_bytes(height, if keep_leaves || width >= 2 * DIGEST_ELEMS { DIGEST_ELEMS } else { DIGEST_ELEMS / 2 })?;
         if height.is_power_of_two() && width > 0 && matrix_bytes(height, width)?.max(layer_bytes) > ctx.max_binding_bytes() {
-            return self.commit_in_chunks(encoder, input, height, width, keep_leaves);
+            return self.commit_in_chunks(encoder, input, height, width, keep_leaves).map(|tree| (tree, None));
         }
         // The root is always kept.
         let lowest_kept = lowest.min(height.trailing_zeros() as usize);
@@ -866,12 +880,31 @@ impl GpuMerkle {
         } else {
             (self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?, Vec::new())
         };
-        let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
+        let root = layers.last().expect("root");
+        let after = after.and_then(|after| match after(&mut encoder, root) {
+            Ok((out, words)) if words >= DIGEST_ELEMS && out.size() >= (words * 4) as u64 => Some((out, words)),
+            Ok((_, words)) => {
+                tracing::warn!("work after a Merkle root reads back {words} words, too few for the root; left out");
+                None
+            }
+            Err(e) => {
+                tracing::debug!("no work after this Merkle root: {e}");
+                None
+            }
+        });
+        let words = match &after {
+            Some((out, words)) => {
+                encoder.copy_buffer_to_buffer(root, 0, out, 0, (DIGEST_ELEMS * 4) as u64);
+                ctx.submit_and_read(encoder, out, *words)
+            }
+            None => ctx.submit_and_read(encoder, root, DIGEST_ELEMS),
+        };
         trimmed.into_iter().for_each(|b| ctx.recycle_storage(b));
         // The tree owns the layers from here, so they go back to the pool on any error below.
         let mut tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
-        tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
-        Ok(tree)
+        let words = words?;
+        tree.root = from_words(words[..DIGEST_ELEMS].to_vec())?.try_into().expect("a digest is 8 words");
+        Ok((tree, after.map(|_| words)))
     }
 
     /// [`commit_recorded_with`](Self::commit_recorded_with) of a matrix over one binding: its

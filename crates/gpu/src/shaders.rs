@@ -67,6 +67,8 @@ wgsl_sources!(
     "sumcheck/lazy_round",
     "sumcheck/lazy_base",
     "sumcheck/lazy_coeffs",
+    "sumcheck/ood_step",
+    "sumcheck/ood_tables",
     "util/gather_params",
     "util/gather",
     "util/copy_block",
@@ -111,11 +113,15 @@ pub enum Kernel {
     LazyRound,
     LazyRoundBase,
     LazyCoeffs,
+    /// One transcript step after a round's commitment (wgsl/sumcheck/ood_step.wgsl).
+    OodStep,
+    /// Evaluation tables of an out-of-domain point drawn on the GPU.
+    OodTables,
     FieldOpsTest,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 36] = [
+    pub const ALL: [Kernel; 38] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -151,6 +157,8 @@ impl Kernel {
         Kernel::LazyRound,
         Kernel::LazyRoundBase,
         Kernel::LazyCoeffs,
+        Kernel::OodStep,
+        Kernel::OodTables,
         Kernel::FieldOpsTest,
     ];
 
@@ -179,6 +187,8 @@ impl Kernel {
             Kernel::LazyRound => "sumcheck/lazy_round",
             Kernel::LazyRoundBase => "sumcheck/lazy_base",
             Kernel::LazyCoeffs => "sumcheck/lazy_coeffs",
+            Kernel::OodStep => "sumcheck/ood_step",
+            Kernel::OodTables => "sumcheck/ood_tables",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -220,6 +230,8 @@ impl Kernel {
             Kernel::LazyRound => "lazy_round",
             Kernel::LazyRoundBase => "lazy_round_base",
             Kernel::LazyCoeffs => "lazy_coeffs",
+            Kernel::OodStep => "ood_step",
+            Kernel::OodTables => "ood_tables",
             Kernel::FieldOpsTest => "field_op",
         }
     }

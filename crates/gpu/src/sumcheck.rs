@@ -73,6 +73,82 @@ struct EvalParams {
     _pad: u32,
 }
 
+/// Rust twin of `HeadState` in wgsl/sumcheck/ood_step.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct HeadState {
+    sponge: [u32; WIDTH],
+    pending: [u32; RATE],
+    info: [u32; 4],
+}
+
+/// Rust twin of `OodStep` in wgsl/sumcheck/ood_step.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct OodStep {
+    observe: [u32; 4],
+    grind: [u32; 2],
+    _pad: [u32; 2],
+}
+
+/// Rust twin of `OodTablesParams` in wgsl/sumcheck/ood_tables.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct OodTablesParams {
+    vars: u32,
+    point: u32,
+    _pad: [u32; 2],
+}
+
+/// Words of a Merkle root (a Poseidon2 digest).
+const DIGEST_WORDS: usize = 8;
+
+/// Most out-of-domain samples a round's head plays on the GPU.
+pub const MAX_HEAD_SAMPLES: usize = 16;
+
+/// The transcript after a WHIR round's commitment, to be played on the GPU
+/// ([`GpuSumcheck::record_head`]): the challenger's state before it observes the root, the
+/// out-of-domain samples to draw and answer, and the query grind's difficulty (0: none).
+pub struct HeadRequest {
+    pub grinder: Arc<GpuGrinder>,
+    pub sponge: [BabyBear; WIDTH],
+    pub pending: Vec<BabyBear>,
+    pub ood_samples: usize,
+    pub pow_bits: usize,
+}
+
+/// A round's head recorded on the GPU, waiting for its readback.
+pub struct HeadRecord {
+    readback: wgpu::Buffer,
+    words: usize,
+    samples: usize,
+    grind: Option<GrindAheadRecord>,
+    buffers: Vec<wgpu::Buffer>,
+    grinder: Arc<GpuGrinder>,
+}
+
+impl HeadRecord {
+    /// The buffer to read back, its first 8 words left for the root.
+    pub fn readback(&self) -> &wgpu::Buffer {
+        &self.readback
+    }
+
+    /// Words to read back.
+    pub fn words(&self) -> usize {
+        self.words
+    }
+}
+
+/// What a round's head played on the GPU: each out-of-domain point drawn and f's value there,
+/// and the query grind as an offer for the challenger. The host's transcript draws the points
+/// itself and uses a value only where its point is the one drawn here.
+#[derive(Clone, Debug)]
+pub struct HeadValues {
+    pub points: Vec<Ext4>,
+    pub answers: Vec<Ext4>,
+    pub offer: Option<GrindOffer>,
+}
+
 /// Rust twin of `LazyParams` in wgsl/sumcheck/lazy_weights.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -1080,6 +1156,22 @@ impl GpuSumcheck {
     pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
         self.check_point(point)?;
         let tables = eq_chunk_tables(point);
+        self.ctx.scoped("sumcheck eval", || {
+            let chunks = tables.len() >> EVAL_CHUNK_BITS;
+            let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
+            let mut dispatches = Vec::new();
+            let reduced = self.record_eval(&mut dispatches, &tables, chunks).and_then(|(partials, groups)| self.finish_reduction(dispatches, partials, groups));
+            self.ctx.recycle_storage(tables);
+            let (value, zero) = reduced?;
+            debug_assert_eq!(zero, Ext4::ZERO);
+            Ok(value)
+        })
+    }
+
+    /// Records the evaluation kernel over f against `chunks` chunk tables of 256 entries in
+    /// `tables` (eval.wgsl), one dispatch per segment: returns the partial pairs (value, 0) and
+    /// how many.
+    fn record_eval(&self, dispatches: &mut Vec<Dispatch>, tables: &wgpu::Buffer, chunks: usize) -> Result<(wgpu::Buffer, usize)> {
         let segment = self.f.segment_len();
         // Rows of 256 entries, whole rows per workgroup (wgsl/sumcheck/eval.wgsl).
         let rows = (segment >> EVAL_CHUNK_BITS).max(1);
@@ -1089,34 +1181,160 @@ impl GpuSumcheck {
         // Enough workgroups to fill the GPU, each over up to 256 rows.
         let rows_per_group = (rows / MAX_REDUCE_GROUPS).clamp(1, 1 << EVAL_CHUNK_BITS);
         let groups = rows / rows_per_group;
-        self.ctx.scoped("sumcheck eval", || {
-            let pipeline = self.ctx.pipeline(Kernel::EvalPartials, &[])?;
-            let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
-            let chunks = (tables.len() >> EVAL_CHUNK_BITS) as u32;
-            let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
-            let dispatches = (0..self.segments())
-                .map(|j| {
-                    let params = EvalParams {
-                        size: segment as u32,
-                        groups: groups as u32,
-                        chunks,
-                        base: u32::from(self.is_base()),
-                        offset: (j * segment) as u32,
-                        first: (j * groups) as u32,
-                        rows: rows_per_group as u32,
-                        _pad: 0,
-                    };
-                    let params = self.ctx.uniform("eval params", &params);
-                    let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&tables, 0, None), (&partials, 0, None)]);
-                    Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 }
-                })
-                .collect();
-            let reduced = self.finish_reduction(dispatches, partials, groups * self.segments());
-            self.ctx.recycle_storage(tables);
-            let (value, zero) = reduced?;
-            debug_assert_eq!(zero, Ext4::ZERO);
-            Ok(value)
-        })
+        let pipeline = self.ctx.pipeline(Kernel::EvalPartials, &[])?;
+        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
+        for j in 0..self.segments() {
+            let params = EvalParams {
+                size: segment as u32,
+                groups: groups as u32,
+                chunks: chunks as u32,
+                base: u32::from(self.is_base()),
+                offset: (j * segment) as u32,
+                first: (j * groups) as u32,
+                rows: rows_per_group as u32,
+                _pad: 0,
+            };
+            let params = self.ctx.uniform("eval params", &params);
+            let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (tables, 0, None), (&partials, 0, None)]);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
+        }
+        Ok((partials, groups * self.segments()))
+    }
+
+    /// Records, after work that leaves a Merkle root's 8 words at the start of `root`, the
+    /// transcript steps that follow a WHIR round's commitment (wgsl/sumcheck/ood_step.wgsl):
+    /// a duplex challenger in the state `head` gives observes the root, draws each
+    /// out-of-domain point z and observes f's value at `expand_from_univariate(z, m)` (computed
+    /// here: sumcheck/ood_tables, then the evaluation), then runs the query grind of
+    /// `head.pow_bits` bits (none at 0) over one range. Read back the words of the returned
+    /// record (its first 8 are left for the root) and hand them to
+    /// [`finish_head`](Self::finish_head). Records nothing when it returns an error.
+    pub fn record_head(&self, encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer, head: &HeadRequest) -> Result<HeadRecord> {
+        if head.pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", head.pending.len(), RATE - 1)));
+        }
+        if head.ood_samples > MAX_HEAD_SAMPLES {
+            return Err(GpuError::InvalidInput(format!("{} out-of-domain samples in one round (at most {MAX_HEAD_SAMPLES} are played on the GPU)", head.ood_samples)));
+        }
+        if !Arc::ptr_eq(head.grinder.poseidon2().context(), &self.ctx) {
+            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
+        }
+        if root.size() < (DIGEST_WORDS * 4) as u64 {
+            return Err(GpuError::InvalidInput(format!("a root buffer of {} bytes", root.size())));
+        }
+        let mask = if head.pow_bits > 0 { pow_mask(head.pow_bits)? } else { 0 };
+        let ctx = &self.ctx;
+        let samples = head.ood_samples;
+        let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
+        let step_pipeline = ctx.pipeline(Kernel::OodStep, &[])?;
+        let tables_pipeline = ctx.pipeline(Kernel::OodTables, &[])?;
+        let grind = if head.pow_bits > 0 { Some(head.grinder.device_grind(head.pow_bits, range_end(head.pow_bits))?) } else { None };
+        let mut state = HeadState { sponge: [0; WIDTH], pending: [0; RATE], info: [head.pending.len() as u32, 0, 0, 0] };
+        state.sponge.copy_from_slice(crate::field::as_words(&head.sponge));
+        state.pending[..head.pending.len()].copy_from_slice(crate::field::as_words(&head.pending));
+        let state = ctx.upload_pooled("round head state", bytemuck::cast_slice(&[state]));
+        let points = ctx.pooled_storage("round head points", 4 * samples.max(1));
+        let tables = ctx.pooled_storage("round head tables", (4 * chunks) << EVAL_CHUNK_BITS);
+        let mut spare = Vec::new();
+        let unused = match &grind {
+            Some(_) => Vec::new(),
+            None => vec![ctx.pooled_storage("round head grind params", WIDTH + 4), ctx.pooled_storage("round head grind best", 1)],
+        };
+        let mut values = Vec::with_capacity(samples);
+        let recorded = (|| -> Result<Vec<Dispatch>> {
+            let (params, best) = match &grind {
+                Some(g) => (g.params(), g.best()),
+                None => (&unused[0], &unused[1]),
+            };
+            let mut dispatches = Vec::new();
+            // Observe what the last step left (the root; then each value), then draw a point
+            // (k < samples) or set up the grind (k = samples).
+            for k in 0..=samples {
+                let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_WORDS as u32) } else { (&values[k - 1], 4) };
+                let step = OodStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| range_end(head.pow_bits))] , _pad: [0; 2] };
+                let step = ctx.uniform("round head step", &step);
+                let bind = head.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, params, best]);
+                dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
+                if k == samples {
+                    break;
+                }
+                let cfg = ctx.uniform("round head tables params", &OodTablesParams { vars: self.vars as u32, point: k as u32, _pad: [0; 2] });
+                let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
+                dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
+                let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
+                let (value, used) = self.record_reduction(&mut dispatches, partials, groups)?;
+                values.push(value);
+                spare.extend(used);
+            }
+            if let Some(g) = &grind {
+                head.grinder.record_device_grind(&mut dispatches, g)?;
+            }
+            Ok(dispatches)
+        })();
+        let dispatches = match recorded {
+            Ok(d) => d,
+            Err(e) => {
+                for b in [state, points, tables].into_iter().chain(spare).chain(values).chain(unused) {
+                    ctx.recycle_storage(b);
+                }
+                if let Some(g) = grind {
+                    head.grinder.recycle(g);
+                }
+                return Err(e);
+            }
+        };
+        ctx.record_dispatches(encoder, "round head", &dispatches);
+        let words = DIGEST_WORDS + 8 * samples + grind.as_ref().map_or(0, |_| GrindAheadRecord::WORDS);
+        let readback = ctx.pooled_storage("round head readback", words);
+        for (k, value) in values.iter().enumerate() {
+            let at = ((DIGEST_WORDS + 8 * k) * 4) as u64;
+            encoder.copy_buffer_to_buffer(&points, (16 * k) as u64, &readback, at, 16);
+            encoder.copy_buffer_to_buffer(value, 0, &readback, at + 16, 16);
+        }
+        if let Some(g) = &grind {
+            g.record_readback(encoder, &readback, DIGEST_WORDS + 8 * samples);
+        }
+        let buffers = [state, points, tables].into_iter().chain(spare).chain(values).chain(unused).collect();
+        Ok(HeadRecord { readback, words, samples, grind, buffers, grinder: head.grinder.clone() })
+    }
+
+    /// What a [`record_head`](Self::record_head) played, from its readback (`words`: all the
+    /// record's words, the root first); gives its buffers back.
+    pub fn finish_head(&self, record: HeadRecord, words: &[u32]) -> Result<HeadValues> {
+        let HeadRecord { readback, words: expected, samples, grind, buffers, grinder } = record;
+        let parsed = (|| {
+            if words.len() != expected {
+                return Err(GpuError::Device(format!("{} round-head words read back, expected {expected}", words.len())));
+            }
+            let mut points = Vec::with_capacity(samples);
+            let mut answers = Vec::with_capacity(samples);
+            for k in 0..samples {
+                let at = DIGEST_WORDS + 8 * k;
+                let pair = ext_from_words(words[at..at + 8].to_vec())?;
+                points.push(pair[0]);
+                answers.push(pair[1]);
+            }
+            let offer = grind.as_ref().map(|g| g.offer(&words[DIGEST_WORDS + 8 * samples..])).transpose()?;
+            Ok(HeadValues { points, answers, offer })
+        })();
+        self.drop_head_buffers(readback, buffers, grind, &grinder);
+        parsed
+    }
+
+    /// Gives a [`record_head`](Self::record_head)'s buffers back without reading it (its
+    /// submission failed or never ran).
+    pub fn drop_head(&self, record: HeadRecord) {
+        let HeadRecord { readback, buffers, grind, grinder, .. } = record;
+        self.drop_head_buffers(readback, buffers, grind, &grinder);
+    }
+
+    fn drop_head_buffers(&self, readback: wgpu::Buffer, buffers: Vec<wgpu::Buffer>, grind: Option<GrindAheadRecord>, grinder: &GpuGrinder) {
+        for b in buffers.into_iter().chain([readback]) {
+            self.ctx.recycle_storage(b);
+        }
+        if let Some(g) = grind {
+            grinder.recycle(g);
+        }
     }
 
     /// A table's 2^m entries, read back segment by segment.

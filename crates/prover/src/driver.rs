@@ -30,7 +30,7 @@ use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_gpu::mmcs::CpuMmcs;
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, PendingRows, PowClock};
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, HeadRequest, HeadValues, PendingRows, PowClock};
 
 use crate::backend::{opening_protocol, Backend, CpuBackend, ProverLayout};
 use crate::error::ProverError;
@@ -78,6 +78,15 @@ pub trait CodewordSteps {
     /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
     /// 2^-log_inv_rate and commits to it, as `commit` does its message.
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
+
+    /// [`commit_folded`](Self::commit_folded), and the transcript steps after the commitment
+    /// that `head` describes played where f lies: the values they found, or None where these
+    /// steps do not play them (the default; the caller plays them itself).
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&HeadRequest>) -> Result<(Commitment, Self::Committed, Option<HeadValues>), ProverError> {
+        let _ = head;
+        let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
+        Ok((root, committed, None))
+    }
 
     /// The driver enters `step` of round `round` (for profiles; nothing by default).
     fn enter_step(&self, _round: usize, _step: Step) {}
@@ -151,6 +160,21 @@ impl CodewordSteps for GpuCodewords {
         }
         let committed = self.commit_buffer(sumcheck.f_buffer()?, 1 << (m - fold), 4 << fold, log_inv_rate)?;
         Ok((Commitment::new(vec![committed.root()]), committed))
+    }
+
+    /// The commit and, in its submission, the root observed, the out-of-domain answers and the
+    /// query grind (`GpuCodewords::commit_with_head`): one round trip instead of three or more.
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&HeadRequest>) -> Result<(Commitment, Self::Committed, Option<HeadValues>), ProverError> {
+        let Some(head) = head else {
+            let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
+            return Ok((root, committed, None));
+        };
+        let m = sumcheck.num_variables();
+        if fold > m {
+            return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
+        }
+        let (committed, values) = self.commit_with_head(sumcheck, 1 << (m - fold), 4 << fold, log_inv_rate, head)?;
+        Ok((Commitment::new(vec![committed.root()]), committed, values))
     }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
@@ -366,10 +390,13 @@ pub struct DriverTimes {
     pub ood: Duration,
     /// Every step of every round.
     pub breakdown: RoundBreakdown,
+    /// Out-of-domain answers computed in their commit's submission (the round's head played
+    /// where f lies), out of all the rounds' answers.
+    pub head_answers: usize,
 }
 
 impl DriverTimes {
-    fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration) -> Self {
+    fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration, head_answers: usize) -> Self {
         let wall = |step| breakdown.total(step).wall;
         let (commit, open, pow) = (wall(Step::Commit), wall(Step::Open) + wall(Step::Readback), wall(Step::Pow));
         let initial = |step| breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
@@ -385,6 +412,7 @@ impl DriverTimes {
             sumcheck,
             ood: wall(Step::Ood),
             breakdown,
+            head_answers,
         }
     }
 }
@@ -599,6 +627,15 @@ pub fn prove_with_steps<S: CodewordSteps>(
         opening_evals.push(evals);
     }
 
+    // Where the steps can, each round's commitment, out-of-domain answers and query grind are
+    // played where f lies, in the commit's submission, from the transcript state published here;
+    // the transcript below replays them and checks each point drawn.
+    // (WHIR_ROUND_HEADS=0: measuring what that saves.)
+    let heads = !std::env::var("WHIR_ROUND_HEADS").is_ok_and(|v| v.trim() == "0");
+    let head_link = if heads { challenger.track_state_throughout() } else { None };
+    let gpu_min_bits = challenger.gpu_min_bits();
+    let mut head_answers = 0;
+
     // The WHIR run (`WhirProver::prove`).
     let shape = WhirShape::new(&config, protocol.num_openings());
     let mut transcript = WhirProverTranscript::<GpuChallenger, F, EF>::new(challenger, shape);
@@ -631,23 +668,46 @@ pub fn prove_with_steps<S: CodewordSteps>(
 
             // Commit to the folded polynomial (`commit_extension`, suffix order: as is).
             clock.enter(steps, round + 1, Step::Commit);
-            let (next_root, next_committed) = steps.commit_folded(&mut sumcheck, fold_next, round_params.log_inv_rate)?;
+            let query_bits = transcript.shape().rounds[round].query_pow_bits;
+            let head = head_link.as_ref().and_then(|l| l.transcript_state()).map(|(grinder, sponge, pending)| HeadRequest {
+                grinder,
+                sponge,
+                pending,
+                ood_samples: round_params.ood_samples,
+                // Below the GPU's threshold the challenger grinds on the CPU.
+                pow_bits: if query_bits >= gpu_min_bits { query_bits } else { 0 },
+            });
+            let head = head.filter(|h| h.ood_samples > 0 || h.pow_bits > 0);
+            let (next_root, next_committed, played) = steps.commit_folded_with_head(&mut sumcheck, fold_next, round_params.log_inv_rate, head.as_ref())?;
             transcript.commitment(next_root.clone());
 
             // Out-of-domain samples of the folded polynomial.
             clock.enter(steps, round + 1, Step::Ood);
             let mut ood_points = Vec::with_capacity(round_params.ood_samples);
             let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
-            for _ in 0..round_params.ood_samples {
+            for i in 0..round_params.ood_samples {
                 let z = transcript.ood_point();
                 let point = Point::expand_from_univariate(z, num_variables);
-                let eval = sumcheck.eval(&point)?;
+                let eval = match played.as_ref().map(|p| (p.points.get(i), p.answers.get(i))) {
+                    Some((Some(&drawn), Some(&answer))) if drawn == z => {
+                        head_answers += 1;
+                        answer
+                    }
+                    Some((Some(drawn), _)) => {
+                        return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!("the GPU drew out-of-domain point {drawn:?} where the transcript draws {z:?}"))));
+                    }
+                    _ => sumcheck.eval(&point)?,
+                };
                 transcript.ood_answer(eval);
                 ood_answers.push(eval);
                 ood_points.push(point);
             }
 
             clock.enter(steps, round + 1, Step::Pow);
+            // The grind played with the head, taken only if the transcript is where it searched.
+            if let (Some(link), Some(offer)) = (head_link.as_ref(), played.and_then(|p| p.offer)) {
+                link.queue([offer]);
+            }
             let pow_witness = transcript.query_pow(round);
             let indices = transcript.query_indices(round);
 
@@ -722,10 +782,12 @@ pub fn prove_with_steps<S: CodewordSteps>(
     let (initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck) = match played {
         Ok(played) => {
             transcript.finish();
+            challenger.stop_tracking();
             played
         }
         Err(e) => {
             std::mem::forget(transcript);
+            challenger.stop_tracking();
             return Err(e);
         }
     };
@@ -740,5 +802,5 @@ pub fn prove_with_steps<S: CodewordSteps>(
         final_openings,
         final_sumcheck,
     };
-    Ok((root, PcsProof { whir, evals: opening_evals }, DriverTimes::from_breakdown(breakdown, commit_phase, started.elapsed())))
+    Ok((root, PcsProof { whir, evals: opening_evals }, DriverTimes::from_breakdown(breakdown, commit_phase, started.elapsed(), head_answers)))
 }
