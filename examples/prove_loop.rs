@@ -3,7 +3,8 @@
 //! `cargo run --release --example prove_loop -- VARS FOLD RATE REPS [POW]`. With
 //! `PROVE_LOOP_PROFILE=1` every proof is timed per step with GPU timestamps (a little slower),
 //! and the last one's per-round breakdown is printed. `PROVE_LOOP_CHUNK_KIB` sets the staging
-//! chunk of large transfers (the input upload).
+//! chunk of large transfers (the input upload); `PROVE_LOOP_SAME_INPUT=1` proves the same input
+//! every time (nothing but proofs for a host profiler to see).
 
 use std::time::Instant;
 
@@ -20,6 +21,7 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(7);
     let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
     let profile = std::env::var("PROVE_LOOP_PROFILE").is_ok_and(|v| v == "1");
+    let same_input = std::env::var("PROVE_LOOP_SAME_INPUT").is_ok_and(|v| v == "1");
     let gpu = GpuBackend::open_default().expect("GPU backend").with_profile(profile);
     if let Some(kib) = std::env::var("PROVE_LOOP_CHUNK_KIB").ok().and_then(|v| v.parse::<u64>().ok()) {
         // Tuning: bytes per staging chunk of large uploads and readbacks.
@@ -31,8 +33,9 @@ fn main() {
     let (costs, transfers) = (ctx.host_costs(), ctx.transfer_counts());
     let mut times = Vec::new();
     for _ in 0..reps {
-        // Fresh evaluations each proof (so fresh challenges), made outside the timing.
-        let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
+        // Fresh evaluations each proof (so fresh challenges), made outside the timing; the same
+        // ones with PROVE_LOOP_SAME_INPUT=1 (host profiles of the proofs alone).
+        let evals: Vec<BabyBear> = if same_input { evals.clone() } else { (0..1usize << params.num_vars).map(|_| rng.random()).collect() };
         let t = Instant::now();
         last = Some(gpu.prove(&params, &evals).expect("proof"));
         times.push(t.elapsed().as_secs_f64() * 1e3);
