@@ -113,17 +113,21 @@ fn spinning_waits_give_the_same_proofs() {
     }
 }
 
+/// The resident steps on `ctx` and a GPU grinder over the same Poseidon2.
+fn steps_and_grinder(ctx: &Arc<whir_wgpu::gpu::GpuContext>) -> (GpuCodewords, Arc<whir_wgpu::gpu::GpuGrinder>) {
+    let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+    let grinder = Arc::new(whir_wgpu::gpu::GpuGrinder::new(poseidon2.clone()));
+    (GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap(), grinder)
+}
+
 /// Sumcheck rounds that grind on the GPU run the grind in the round's own submission (the
 /// challenger takes the GPU's offer): the same proofs, and the offers are taken. At 100 bits of
 /// security with 8 bits of PoW, p3-whir asks for a few bits of grinding per sumcheck round.
 #[test]
 fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
-    use whir_wgpu::gpu::GpuGrinder;
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let grinder = Arc::new(GpuGrinder::new(poseidon2.clone()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let (steps, grinder) = steps_and_grinder(&ctx);
         let mut used = 0;
         let shapes: Vec<Params> = grid(&mut rng, 40)
             .into_iter()
@@ -156,12 +160,9 @@ fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
 /// the GPU, both multiply variants.
 #[test]
 fn round_heads_played_on_the_gpu_give_the_same_proofs() {
-    use whir_wgpu::gpu::GpuGrinder;
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let grinder = Arc::new(GpuGrinder::new(poseidon2.clone()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let (steps, grinder) = steps_and_grinder(&ctx);
         let shapes: Vec<Params> = grid(&mut rng, 40).into_iter().filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| c.n_rounds() > 0)).take(4).collect();
         assert!(!shapes.is_empty(), "no shape of the grid has rounds");
         let mut used = 0;

@@ -73,3 +73,44 @@ fn grind_base(d: ptr<function, Duplex>) -> array<u32, 16> {
     base[SPONGE_RATE] = bb_add(base[SPONGE_RATE], bb_mul((*d).len + 1u, BB_R2));
     return base;
 }
+
+// A duplex from a sponge state and pending inputs kept as vec4s (storage or uniform layouts).
+fn duplex_load(sponge: array<vec4<u32>, 4>, pending: array<vec4<u32>, 2>, len: u32) -> Duplex {
+    var d: Duplex;
+    for (var i = 0u; i < 16u; i++) {
+        d.state[i] = sponge[i / 4u][i % 4u];
+    }
+    for (var i = 0u; i < 8u; i++) {
+        d.pending[i] = select(0u, pending[i / 4u][i % 4u], i < len);
+    }
+    d.len = len;
+    return d;
+}
+
+fn duplex_sponge(d: ptr<function, Duplex>) -> array<vec4<u32>, 4> {
+    var out: array<vec4<u32>, 4>;
+    for (var i = 0u; i < 16u; i++) {
+        out[i / 4u][i % 4u] = (*d).state[i];
+    }
+    return out;
+}
+
+fn duplex_pending(d: ptr<function, Duplex>) -> array<vec4<u32>, 2> {
+    var out: array<vec4<u32>, 2>;
+    for (var i = 0u; i < 8u; i++) {
+        out[i / 4u][i % 4u] = (*d).pending[i];
+    }
+    return out;
+}
+
+// The params of a grind from the state reached (`grind_base`): witness slot after the pending
+// inputs, `mask`, candidates 0..end.
+fn grind_params(d: ptr<function, Duplex>, mask: u32, end: u32) -> GrindParams {
+    let base = grind_base(d);
+    var params: GrindParams;
+    for (var i = 0u; i < 16u; i++) {
+        params.base[i / 4u][i % 4u] = base[i];
+    }
+    params.search = vec4<u32>((*d).len, mask, 0u, end);
+    return params;
+}

@@ -24,21 +24,10 @@ struct PrepareInput {
 
 @compute @workgroup_size(1)
 fn grind_prepare() {
-    var d: Duplex;
-    for (var i = 0u; i < 16u; i++) {
-        d.state[i] = input.sponge[i / 4u][i % 4u];
-    }
-    d.len = input.counts.x;
-    for (var i = 0u; i < d.len; i++) {
-        d.pending[i] = input.pending[i / 4u][i % 4u];
-    }
+    var d = duplex_load(input.sponge, input.pending, input.counts.x);
     for (var k = 0u; k < input.counts.z; k++) {
         duplex_observe(&d, observed[input.counts.y + k]);
     }
-    let base = grind_base(&d);
-    for (var i = 0u; i < 16u; i++) {
-        params.base[i / 4u][i % 4u] = base[i];
-    }
-    params.search = vec4<u32>(d.len, input.counts.w, 0u, input.range.x);
+    params = grind_params(&d, input.counts.w, input.range.x);
     best = 0xffffffffu;
 }

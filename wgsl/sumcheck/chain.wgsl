@@ -18,24 +18,12 @@
 @group(0) @binding(4) var<storage, read_write> best: u32;
 
 fn load_duplex() -> Duplex {
-    var d: Duplex;
-    for (var i = 0u; i < 16u; i++) {
-        d.state[i] = chain.sponge[i / 4u][i % 4u];
-    }
-    for (var i = 0u; i < 8u; i++) {
-        d.pending[i] = chain.pending[i / 4u][i % 4u];
-    }
-    d.len = chain.info.x;
-    return d;
+    return duplex_load(chain.sponge, chain.pending, chain.info.x);
 }
 
 fn store_duplex(d: ptr<function, Duplex>) {
-    for (var i = 0u; i < 16u; i++) {
-        chain.sponge[i / 4u][i % 4u] = (*d).state[i];
-    }
-    for (var i = 0u; i < 8u; i++) {
-        chain.pending[i / 4u][i % 4u] = (*d).pending[i];
-    }
+    chain.sponge = duplex_sponge(d);
+    chain.pending = duplex_pending(d);
     chain.info.x = (*d).len;
 }
 
@@ -88,11 +76,7 @@ fn chain_observe() {
         duplex_observe(&d, observed[k]);
     }
     if (chain.info.w != 0u) {
-        let base = grind_base(&d);
-        for (var i = 0u; i < 16u; i++) {
-            params.base[i / 4u][i % 4u] = base[i];
-        }
-        params.search = vec4<u32>(d.len, chain.info.w, 0u, chain.range.x);
+        params = grind_params(&d, chain.info.w, chain.range.x);
         best = 0xffffffffu;
     }
     store_duplex(&d);

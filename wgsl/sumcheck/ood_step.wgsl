@@ -35,14 +35,7 @@ struct HeadState {
 
 @compute @workgroup_size(1)
 fn ood_step() {
-    var d: Duplex;
-    for (var i = 0u; i < 16u; i++) {
-        d.state[i] = head.sponge[i / 4u][i % 4u];
-    }
-    for (var i = 0u; i < 8u; i++) {
-        d.pending[i] = head.pending[i / 4u][i % 4u];
-    }
-    d.len = head.info.x;
+    var d = duplex_load(head.sponge, head.pending, head.info.x);
     var outputs = head.info.y;
     for (var k = 0u; k < step.observe.y; k++) {
         duplex_observe(&d, observed[step.observe.x + k]);
@@ -61,18 +54,10 @@ fn ood_step() {
         }
         points[step.observe.w] = z;
     } else if (step.grind.x != 0u) {
-        let base = grind_base(&d);
-        for (var i = 0u; i < 16u; i++) {
-            params.base[i / 4u][i % 4u] = base[i];
-        }
-        params.search = vec4<u32>(d.len, step.grind.x, 0u, step.grind.y);
+        params = grind_params(&d, step.grind.x, step.grind.y);
         best = 0xffffffffu;
     }
-    for (var i = 0u; i < 16u; i++) {
-        head.sponge[i / 4u][i % 4u] = d.state[i];
-    }
-    for (var i = 0u; i < 8u; i++) {
-        head.pending[i / 4u][i % 4u] = d.pending[i];
-    }
+    head.sponge = duplex_sponge(&d);
+    head.pending = duplex_pending(&d);
     head.info = vec4<u32>(d.len, outputs, 0u, 0u);
 }
