@@ -163,9 +163,16 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let (steps, grinder) = steps_and_grinder(&ctx);
-        let shapes: Vec<Params> = grid(&mut rng, 40).into_iter().filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| c.n_rounds() > 0)).take(4).collect();
-        assert!(!shapes.is_empty(), "no shape of the grid has rounds");
-        let mut used = 0;
+        // Shapes whose rounds draw out-of-domain points and grind for their queries.
+        let plays_heads = |c: &p3_whir::parameters::WhirConfig<_, _, _>| c.round_parameters().iter().any(|r| r.ood_samples > 0 && r.pow_bits > 0);
+        let shapes: Vec<Params> = grid(&mut rng, 60)
+            .into_iter()
+            .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
+            .filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| plays_heads(&c)))
+            .take(4)
+            .collect();
+        assert!(!shapes.is_empty(), "no shape of the grid plays a round head");
+        let (mut used, mut answers_played, mut grinds_played) = (0, 0, 0);
         for p in shapes {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
             let (_, expected) = reference(&p, &evals);
@@ -177,9 +184,11 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
             let answers: usize = config.round_parameters().iter().map(|r| r.ood_samples).sum();
             assert_eq!(times.head_answers, answers, "{p:?}: out-of-domain answers from the GPU");
             assert_eq!(challenger.gpu_fallbacks(), 0);
+            assert!(challenger.grinds_ahead_used() >= times.head_grinds as u64, "{p:?}: head grinds offered but not taken");
             used += challenger.grinds_ahead_used();
+            (answers_played, grinds_played) = (answers_played + times.head_answers, grinds_played + times.head_grinds);
         }
-        assert!(used > 0, "no grind used a GPU offer ({:?})", ctx.mul_variant());
+        assert!(used > 0 && answers_played > 0 && grinds_played > 0, "heads played {answers_played} answers and {grinds_played} grinds ({:?})", ctx.mul_variant());
     }
 }
 

@@ -285,7 +285,8 @@ fn lazy_equality_weights_match_the_twin() {
         let cases: Vec<(usize, usize, usize, Option<(usize, Option<u32>)>)> = if small {
             vec![(14, 4, 2, None), (14, 3, 3, Some((0, None)))]
         } else {
-            vec![(10, 4, 3, None), (9, 4, 2, Some((0, None))), (8, 3, 1, Some((6, Some(1)))), (6, 6, 2, None), (5, 1, 4, None), (7, 5, 2, Some((4, None)))]
+            // m = 20: 2^19 pairs, several a thread, sharing their low index.
+            vec![(10, 4, 3, None), (9, 4, 2, Some((0, None))), (8, 3, 1, Some((6, Some(1)))), (6, 6, 2, None), (5, 1, 4, None), (7, 5, 2, Some((4, None))), (20, 3, 2, Some((0, None)))]
         };
         for (m, rounds, count, chain) in cases {
             let what = format!("m = {m}, {rounds} lazy rounds, {count} points, chain {chain:?} ({:?}, small binding: {small})", ctx.mul_variant());

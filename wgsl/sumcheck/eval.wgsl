@@ -22,8 +22,8 @@ struct EvalParams {
     chunks: u32,
     // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
     base: u32,
-    // Index of the segment's first entry in the whole table (a multiple of 256 rows' entries
-    // or 0).
+    // Index of the segment's first entry in the whole table: a multiple of 256 * rows entries,
+    // so a workgroup's rows still share every index bit from 16 up.
     offset: u32,
     // Partial pairs before this dispatch's.
     first: u32,

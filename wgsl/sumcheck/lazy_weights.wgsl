@@ -55,7 +55,8 @@ fn lazy_flush(j: u32, lo: u32, s0: vec4<u32>, sd: vec4<u32>, c0: ptr<function, v
 
 fn store_partials(lid: u32, g: u32, c0: vec4<u32>, c_inf: vec4<u32>) {
     let total = workgroup_sum_pair(lid, c0, c_inf);
-    if (lid == 0u) {
+    // (A grid over 65,535 workgroups launches a few past `groups`.)
+    if (lid == 0u && g < lazy.groups) {
         partials[2u * (lazy.first + g)] = total[0];
         partials[2u * (lazy.first + g) + 1u] = total[1];
     }

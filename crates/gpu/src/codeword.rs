@@ -258,10 +258,14 @@ impl GpuCodewords {
             self.commit_buffer_then(sumcheck.f_buffer()?, rows, width, log_inv_rate, Some(&mut after))
         };
         match (committed, record) {
-            (Ok((committed, Some(words))), Some(record)) => {
-                let values = sumcheck.finish_head(record, &words);
-                Ok((committed, Some(values?)))
-            }
+            (Ok((committed, Some(words))), Some(record)) => match sumcheck.finish_head(record, &words) {
+                Ok(values) => Ok((committed, Some(values))),
+                // The commit stands; the caller plays those steps itself.
+                Err(e) => {
+                    tracing::warn!("a round head played on the GPU came back malformed ({e}); playing it on the host");
+                    Ok((committed, None))
+                }
+            },
             (committed, record) => {
                 if let Some(r) = record {
                     sumcheck.drop_head(r);

@@ -888,7 +888,14 @@ impl GpuMerkle {
                 None
             }
             Err(e) => {
-                tracing::debug!("no work after this Merkle root: {e}");
+                // Once: a failure that repeats (a kernel this adapter cannot build) would
+                // otherwise warn every round.
+                static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+                if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!("work after a Merkle root could not be recorded ({e}); its steps run on their own");
+                } else {
+                    tracing::debug!("no work after this Merkle root: {e}");
+                }
                 None
             }
         });

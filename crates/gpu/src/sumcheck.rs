@@ -141,7 +141,8 @@ impl HeadRecord {
 
 /// What a round's head played on the GPU: each out-of-domain point drawn and f's value there,
 /// and the query grind as an offer for the challenger. The host's transcript draws the points
-/// itself and uses a value only where its point is the one drawn here.
+/// itself and checks each against the one drawn here before using its value (whir-prover's
+/// driver treats a different point as a GPU fault).
 #[derive(Clone, Debug)]
 pub struct HeadValues {
     pub points: Vec<Ext4>,

@@ -393,10 +393,13 @@ pub struct DriverTimes {
     /// Out-of-domain answers computed in their commit's submission (the round's head played
     /// where f lies), out of all the rounds' answers.
     pub head_answers: usize,
+    /// Query grinds run in their commit's submission and offered to the challenger (it takes
+    /// each only if its state is the one searched).
+    pub head_grinds: usize,
 }
 
 impl DriverTimes {
-    fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration, head_answers: usize) -> Self {
+    fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration, (head_answers, head_grinds): (usize, usize)) -> Self {
         let wall = |step| breakdown.total(step).wall;
         let (commit, open, pow) = (wall(Step::Commit), wall(Step::Open) + wall(Step::Readback), wall(Step::Pow));
         let initial = |step| breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
@@ -413,6 +416,7 @@ impl DriverTimes {
             ood: wall(Step::Ood),
             breakdown,
             head_answers,
+            head_grinds,
         }
     }
 }
@@ -634,7 +638,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
     let heads = !std::env::var("WHIR_ROUND_HEADS").is_ok_and(|v| v.trim() == "0");
     let head_link = if heads { challenger.track_state_throughout() } else { None };
     let gpu_min_bits = challenger.gpu_min_bits();
-    let mut head_answers = 0;
+    let (mut head_answers, mut head_grinds) = (0, 0);
 
     // The WHIR run (`WhirProver::prove`).
     let shape = WhirShape::new(&config, protocol.num_openings());
@@ -679,6 +683,8 @@ pub fn prove_with_steps<S: CodewordSteps>(
             });
             let head = head.filter(|h| h.ood_samples > 0 || h.pow_bits > 0);
             let (next_root, next_committed, played) = steps.commit_folded_with_head(&mut sumcheck, fold_next, round_params.log_inv_rate, head.as_ref())?;
+            // The GPU expanded its points over f's variables: those must be the round's.
+            let played = played.filter(|_| sumcheck.num_variables() == num_variables);
             transcript.commitment(next_root.clone());
 
             // Out-of-domain samples of the folded polynomial.
@@ -706,6 +712,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             clock.enter(steps, round + 1, Step::Pow);
             // The grind played with the head, taken only if the transcript is where it searched.
             if let (Some(link), Some(offer)) = (head_link.as_ref(), played.and_then(|p| p.offer)) {
+                head_grinds += 1;
                 link.queue([offer]);
             }
             let pow_witness = transcript.query_pow(round);
@@ -802,5 +809,5 @@ pub fn prove_with_steps<S: CodewordSteps>(
         final_openings,
         final_sumcheck,
     };
-    Ok((root, PcsProof { whir, evals: opening_evals }, DriverTimes::from_breakdown(breakdown, commit_phase, started.elapsed(), head_answers)))
+    Ok((root, PcsProof { whir, evals: opening_evals }, DriverTimes::from_breakdown(breakdown, commit_phase, started.elapsed(), (head_answers, head_grinds))))
 }
