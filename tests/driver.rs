@@ -120,6 +120,25 @@ fn steps_and_grinder(ctx: &Arc<whir_wgpu::gpu::GpuContext>) -> (GpuCodewords, Ar
     (GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap(), grinder)
 }
 
+/// A proof of fresh evaluations with every grind on the GPU, whatever its difficulty: checked
+/// byte for byte against Plonky3's and for GPU grinds redone on the CPU; returns the challenger
+/// (its counts) and the driver's times.
+fn prove_grinding_on_the_gpu(
+    steps: &GpuCodewords,
+    grinder: &Arc<whir_wgpu::gpu::GpuGrinder>,
+    p: &Params,
+    rng: &mut rand::rngs::StdRng,
+) -> (GpuChallenger, whir_wgpu::prover::DriverTimes) {
+    let evals = common::random_vec(rng, 1 << p.num_vars);
+    let (_, expected) = reference(p, &evals);
+    let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
+    let (commitment, proof, times) = prove_with_steps(steps, p, &evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
+    assert!(ours == expected, "{p:?} ({:?}): the proofs differ", steps.context().mul_variant());
+    assert_eq!(challenger.gpu_fallbacks(), 0, "{p:?}: GPU grinds redone on the CPU");
+    (challenger, times)
+}
+
 /// Sumcheck rounds that grind on the GPU run the grind in the round's own submission (the
 /// challenger takes the GPU's offer): the same proofs, and the offers are taken. At 100 bits of
 /// security with 8 bits of PoW, p3-whir asks for a few bits of grinding per sumcheck round.
@@ -140,14 +159,7 @@ fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
             .collect();
         assert!(!shapes.is_empty(), "no shape of the grid grinds in its sumcheck rounds");
         for p in shapes {
-            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-            let (_, expected) = reference(&p, &evals);
-            // Every grind on the GPU, whatever its difficulty.
-            let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
-            let (commitment, proof, _) = prove_with_steps(&steps, &p, &evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
-            let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
-            assert!(ours == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
-            assert_eq!(challenger.gpu_fallbacks(), 0);
+            let (challenger, _) = prove_grinding_on_the_gpu(&steps, &grinder, &p, &mut rng);
             used += challenger.grinds_ahead_used();
         }
         assert!(used > 0, "no sumcheck grind used the GPU's offer ({:?})", ctx.mul_variant());
@@ -174,16 +186,10 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
         assert!(!shapes.is_empty(), "no shape of the grid plays a round head");
         let (mut used, mut answers_played, mut grinds_played) = (0, 0, 0);
         for p in shapes {
-            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-            let (_, expected) = reference(&p, &evals);
-            let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
-            let (commitment, proof, times) = prove_with_steps(&steps, &p, &evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
-            let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
-            assert!(ours == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
+            let (challenger, times) = prove_grinding_on_the_gpu(&steps, &grinder, &p, &mut rng);
             let config = p.config::<GpuChallenger>().unwrap();
             let answers: usize = config.round_parameters().iter().map(|r| r.ood_samples).sum();
             assert_eq!(times.head_answers, answers, "{p:?}: out-of-domain answers from the GPU");
-            assert_eq!(challenger.gpu_fallbacks(), 0);
             assert!(challenger.grinds_ahead_used() >= times.head_grinds as u64, "{p:?}: head grinds offered but not taken");
             used += challenger.grinds_ahead_used();
             (answers_played, grinds_played) = (answers_played + times.head_answers, grinds_played + times.head_grinds);
