@@ -23,6 +23,17 @@ fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Ve
     (out, bytes)
 }
 
+/// `drive`'s proof of fresh evaluations: byte for byte Plonky3's, and accepted by the stock
+/// verifier through a proof file.
+fn drive_matches_plonky3_and_verifies<S: CodewordSteps>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
+    let evals = common::random_vec(rng, 1 << p.num_vars);
+    let (out, expected) = reference(p, &evals);
+    let ours = drive(steps, p, &evals);
+    assert!(ours == expected, "{p:?} ({variant:?}): the proofs differ");
+    let file = ProofFile::new(p, &ProverOutput { proof: ours.1, ..out });
+    ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(p).expect("stock verifier accepts");
+}
+
 /// Shapes from the grid: n 6..=14, fold 1..=4, rate 1..=3, Johnson and unique decoding,
 /// PoW 0 / 5 / 8, 1..=3 points; infeasible draws are skipped.
 fn grid(rng: &mut rand::rngs::StdRng, count: usize) -> Vec<Params> {
@@ -59,15 +70,9 @@ fn cpu_twin_matches_plonky3_byte_for_byte() {
 fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let (steps, _) = steps_and_grinder(&ctx);
         for p in grid(&mut rng, 8) {
-            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-            let (out, expected) = reference(&p, &evals);
-            let ours = drive(&steps, &p, &evals);
-            assert!(ours == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
-            let file = ProofFile::new(&p, &ProverOutput { proof: ours.1, ..out });
-            ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
+            drive_matches_plonky3_and_verifies(&steps, &p, &mut rng, ctx.mul_variant());
         }
     }
 }
@@ -80,17 +85,11 @@ fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
 fn memory_lean_settings_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap().with_trimmed_trees_from(1).with_lazy_weights_from(0);
+        let steps = steps_and_grinder(&ctx).0.with_trimmed_trees_from(1).with_lazy_weights_from(0);
         let mut shapes: Vec<Params> = (1..=2).map(|fold| Params { num_vars: rng.random_range(10..=13), fold, log_inv_rate: rng.random_range(1..=2), security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 }).collect();
         shapes.extend(grid(&mut rng, 3));
         for p in shapes {
-            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-            let (out, expected) = reference(&p, &evals);
-            let ours = drive(&steps, &p, &evals);
-            assert!(ours == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
-            let file = ProofFile::new(&p, &ProverOutput { proof: ours.1, ..out });
-            ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
+            drive_matches_plonky3_and_verifies(&steps, &p, &mut rng, ctx.mul_variant());
         }
     }
 }
