@@ -200,3 +200,69 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
         }
     }
 }
+
+/// A grind's ranges: contiguous from the start, the first about one expected hit (at least
+/// 2^18 candidates), each after it twice as long, together at least twelve expected hits or up
+/// to p; a search from a later candidate starts there.
+#[test]
+fn grind_ranges_cover_twelve_expected_hits() {
+    use whir_wgpu::gpu::GrindRanges;
+    const P: u64 = 0x7800_0001;
+    for bits in 0..=30usize {
+        for start in [0u32, 12_345, (P - 5) as u32] {
+            let ranges = GrindRanges::from_candidate(start, bits);
+            let all: Vec<(u32, u32)> = ranges.ranges().collect();
+            assert_eq!(all.len(), ranges.doublings as usize + 1, "{bits} bits from {start}");
+            assert_eq!(all[0], (start, ((start as u64 + (1u64 << bits).max(1 << 18)).min(P)) as u32), "first range at {bits} bits");
+            for pair in all.windows(2) {
+                let ((s0, e0), (s1, e1)) = (pair[0], pair[1]);
+                assert_eq!(s1, e0, "ranges are contiguous");
+                assert!(e1 as u64 <= P && (e1 - s1 == 2 * (e0 - s0) || e1 as u64 == P), "each range doubles the one before, up to p");
+            }
+            let covered = ranges.last_end() as u64 - start as u64;
+            assert!(covered >= 12 << bits || ranges.last_end() as u64 == P, "{bits} bits from {start}: {covered} candidates");
+            // No doubling more than needed.
+            if ranges.doublings > 0 {
+                let fewer = GrindRanges::with_first_end(start, ranges.first_end, ranges.doublings - 1);
+                assert!((fewer.last_end() as u64 - start as u64) < 12 << bits, "{bits} bits: one doubling too many");
+            }
+        }
+    }
+}
+
+/// Searches in small ranges that double on the GPU, over grids of a few workgroups a row: the
+/// same smallest witness as the CPU, whether it lies in the first range, in a later one, or
+/// past them all (the next submission goes on from the last range's end), and when it lies in
+/// the last, partial row of a later range's grid. Both multiply variants, fresh random states.
+#[test]
+fn doubling_ranges_find_the_smallest_witness() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
+        let perm = constants.to_cpu();
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))).with_grid_row(3);
+        let mut last_rows = 0;
+        for round in 0..24 {
+            let bits = [3, 6, 9, 11, 12, 10][round % 6];
+            let (first_len, doublings) = [(1, 0), (2, 1), (50, 2), (300, 7), (1, 12), (64, 3)][rng.random_range(0..6)];
+            let (_, stock) = random_transcripts(&mut rng, &perm, &Arc::new(GpuGrinder::new(grinder.poseidon2().clone())));
+            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+            let gpu = grinder.grind_in_ranges(&state, bits, first_len, doublings).unwrap();
+            let cpu = cpu_grind(&perm, &state, bits).unwrap();
+            assert_eq!(gpu, cpu, "{bits} bits, first range {first_len}, {doublings} doublings ({:?})", ctx.mul_variant());
+            // Ranges 0..L, L..3L, 3L..7L with 7L just past the witness, and rows of r workgroups
+            // such that the witness's workgroup is in the third range's last, partial row.
+            let w = cpu.as_canonical_u32();
+            if w < 7 * 64 {
+                continue;
+            }
+            let l = w / 7 + 1;
+            let (groups, at) = ((4 * l).div_ceil(64), (w - 3 * l) / 64);
+            let Some(row) = (2..=8).find(|&r| groups % r != 0 && at >= r * (groups / r)) else { continue };
+            let rows = GpuGrinder::new(grinder.poseidon2().clone()).with_grid_row(row);
+            assert_eq!(rows.grind_in_ranges(&state, bits, l, 2).unwrap(), cpu, "{bits} bits, witness {w} in the last row of 3L..7L, L = {l}, rows of {row} ({:?})", ctx.mul_variant());
+            last_rows += 1;
+        }
+        assert!(last_rows > 0, "no witness fell in a last grid row ({:?}); rerun", ctx.mul_variant());
+    }
+}

@@ -54,6 +54,7 @@ wgsl_sources!(
     "pow/params",
     "pow/grind",
     "pow/prepare",
+    "pow/grind_next",
     "sumcheck/chain_state",
     "pow/duplex",
     "sumcheck/chain",
@@ -91,6 +92,8 @@ pub enum Kernel {
     CompressInject,
     Grind,
     GrindPrepare,
+    /// The next range of a grind recorded on the GPU (wgsl/pow/grind_next.wgsl).
+    GrindNext,
     SumcheckRound,
     SumPartials,
     SumcheckFold,
@@ -121,7 +124,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 38] = [
+    pub const ALL: [Kernel; 39] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -135,6 +138,7 @@ impl Kernel {
         Kernel::CompressInject,
         Kernel::Grind,
         Kernel::GrindPrepare,
+        Kernel::GrindNext,
         Kernel::SumcheckRound,
         Kernel::SumPartials,
         Kernel::SumcheckFold,
@@ -174,6 +178,7 @@ impl Kernel {
             Kernel::CompressInject => "merkle/compress_inject",
             Kernel::Grind => "pow/grind",
             Kernel::GrindPrepare => "pow/prepare",
+            Kernel::GrindNext => "pow/grind_next",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
             Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::AddSplitSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
@@ -208,6 +213,7 @@ impl Kernel {
             Kernel::CompressInject => "compress_inject",
             Kernel::Grind => "grind",
             Kernel::GrindPrepare => "grind_prepare",
+            Kernel::GrindNext => "grind_next",
             Kernel::SumcheckRound => "round_partials",
             Kernel::SumPartials => "sum_partials",
             Kernel::SumcheckFold => "fold_pairs",
@@ -240,6 +246,7 @@ impl Kernel {
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
             Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
+            Kernel::GrindNext => &[("GRID_ROW", crate::grind::GRID_ROW)],
             _ => &[],
         }
     }
