@@ -29,7 +29,7 @@ fn main() {
         // Warm-up (pipelines, clocks).
         for _ in 0..3 {
             let state = GrindState::new(&[BabyBear::new(rng.random_range(0..1000)); 16], &[]).expect("state");
-            grinder.grind(&state, bits).expect("grind");
+            let _ = grinder.grind(&state, bits).expect("grind");
         }
         for _ in 0..states {
             let mut c = DuplexChallenger::<BabyBear, _, 16, 8>::new(perm.clone());

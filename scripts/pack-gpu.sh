@@ -19,6 +19,7 @@ rm -f .gpu/whir .gpu/*_bench .gpu/*_probe .gpu/prove_loop .gpu/stark
 strip -o .gpu/whir "$BIN/whir"
 strip -o .gpu/transfer_probe "$BIN/examples/transfer_probe"
 strip -o .gpu/latency_probe "$BIN/examples/latency_probe"
+strip -o .gpu/grind_probe "$BIN/examples/grind_probe"
 strip -o .gpu/prove_loop "$BIN/examples/prove_loop"
 strip -o .gpu/stark "$BIN/examples/stark"
 for b in ntt poseidon2 merkle grind; do

@@ -9,7 +9,7 @@ use p3_multilinear_util::point::Point;
 use rand::RngExt;
 use std::sync::Arc;
 
-use whir_wgpu::gpu::{Ext4, GpuNtt, GpuSumcheck, GrindRanges};
+use whir_wgpu::gpu::{Ext4, GpuNtt, GpuSumcheck};
 use whir_wgpu::prover::{CpuSumcheck, SumcheckSteps};
 
 fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
@@ -191,8 +191,7 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
 /// twin and Plonky3's `DuplexChallenger` on the host: the same round values, smallest witnesses
 /// and challenges, and the same tables after, from challenger states with 0 to 7 pending
 /// inputs, with and without grinding, both multiply variants. A chain whose grind finds nothing
-/// in its ranges stops at that round, its values still right and the tables folded up to it;
-/// small ranges that double on the GPU (grids of two workgroups a row) find the smallest witness.
+/// in its range stops at that round, its values still right and the tables folded up to it.
 #[test]
 fn chained_rounds_match_the_twin_and_the_host_transcript() {
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
@@ -202,9 +201,9 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
     for ctx in common::contexts() {
-        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_grid_row(2);
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        for (m, rounds, bits, pending, range) in [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(GrindRanges::with_first_end(0, 1, 0))), (8, 3, 8, 4, Some(GrindRanges::with_first_end(0, 3, 6)))] {
+        for (m, rounds, bits, pending, range) in [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(1u32))] {
             let what = format!("m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?})", ctx.mul_variant());
             let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
             let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
@@ -283,11 +282,11 @@ fn lazy_equality_weights_match_the_twin() {
         let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
         // (m, rounds, points, chain: None or Some((bits, grind range end)))
-        let cases: Vec<(usize, usize, usize, Option<(usize, Option<GrindRanges>)>)> = if small {
+        let cases: Vec<(usize, usize, usize, Option<(usize, Option<u32>)>)> = if small {
             vec![(14, 4, 2, None), (14, 3, 3, Some((0, None)))]
         } else {
             // m = 20: 2^19 pairs, several a thread, sharing their low index.
-            vec![(10, 4, 3, None), (9, 4, 2, Some((0, None))), (8, 3, 1, Some((6, Some(GrindRanges::with_first_end(0, 1, 0))))), (6, 6, 2, None), (5, 1, 4, None), (7, 5, 2, Some((4, None))), (20, 3, 2, Some((0, None)))]
+            vec![(10, 4, 3, None), (9, 4, 2, Some((0, None))), (8, 3, 1, Some((6, Some(1)))), (6, 6, 2, None), (5, 1, 4, None), (7, 5, 2, Some((4, None))), (20, 3, 2, Some((0, None)))]
         };
         for (m, rounds, count, chain) in cases {
             let what = format!("m = {m}, {rounds} lazy rounds, {count} points, chain {chain:?} ({:?}, small binding: {small})", ctx.mul_variant());

@@ -333,7 +333,7 @@ impl GpuCodewords {
                 let groups = (params.rows as usize * params.cols as usize).div_ceil(256) as u32;
                 let params = ctx.uniform("block params", &params);
                 let bind = ctx.bind_buffers(&pipeline, &[&params, src, dst]);
-                Dispatch::new((*pipeline).clone(), bind, groups)
+                Dispatch { pipeline: (*pipeline).clone(), bind, groups }
             };
             let mut encoder = ctx.encoder("codeword column blocks");
             for b in 0..blocks {

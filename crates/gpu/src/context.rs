@@ -429,16 +429,6 @@ pub struct Dispatch {
     pub bind: wgpu::BindGroup,
     /// Workgroups (laid out by [`GpuContext::grid`]).
     pub groups: u32,
-    /// Where the grid is read from instead, when a kernel before this one wrote it: three
-    /// words (x, y, z) at the start of a buffer made with `INDIRECT` usage; `groups` is unused.
-    pub indirect: Option<wgpu::Buffer>,
-}
-
-impl Dispatch {
-    /// A dispatch over `groups` workgroups.
-    pub fn new(pipeline: wgpu::ComputePipeline, bind: wgpu::BindGroup, groups: u32) -> Self {
-        Self { pipeline, bind, groups, indirect: None }
-    }
 }
 
 /// One adapter, one device, its queue and every pipeline built on it. Cheap to share
@@ -1535,15 +1525,10 @@ impl GpuContext {
         self.counters.dispatches.fetch_add(dispatches.len() as u64, Ordering::Relaxed);
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
         for d in dispatches {
+            let (x, y) = self.grid(d.groups);
             pass.set_pipeline(&d.pipeline);
             pass.set_bind_group(0, &d.bind, &[]);
-            match &d.indirect {
-                Some(args) => pass.dispatch_workgroups_indirect(args, 0),
-                None => {
-                    let (x, y) = self.grid(d.groups);
-                    pass.dispatch_workgroups(x, y, 1);
-                }
-            }
+            pass.dispatch_workgroups(x, y, 1);
         }
     }
 

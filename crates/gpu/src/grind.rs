@@ -21,9 +21,8 @@ pub const WIDTH: usize = 16;
 pub const RATE: usize = 8;
 /// Largest supported difficulty: 2^bits must stay below p.
 pub const MAX_BITS: usize = 30;
-/// Workgroups per grid row of a range set up on the GPU (wgsl/pow/grind_next.wgsl): under
-/// every adapter's per-dimension limit.
-pub(crate) const GRID_ROW: u32 = 32768;
+/// Candidates one workgroup of wgsl/pow/grind.wgsl tries (`GRIND_GROUP` there).
+const GRIND_GROUP: u64 = 128;
 
 /// The state a witness candidate is tried in, with the candidate's slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,68 +133,15 @@ struct PrepareInput {
     range: [u32; 4],
 }
 
-/// The ranges of candidates one GPU grind searches, in increasing order, in one submission:
-/// `start..first_end`, then `doublings` more, each twice as long as the one before and entered
-/// only when the ones before hold no witness (wgsl/pow/grind_next.wgsl writes the next range
-/// and its grid on the GPU). The first range is about one expected hit, so few workgroups run
-/// past the hit only to return (each costs ~1.4 ns on the H200: ~0.3 ms at 22 bits for a range
-/// of four expected hits), and the doublings reach twelve, so all of them miss with probability
-/// e^-12 and the search rarely comes back to the host empty-handed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GrindRanges {
-    pub start: u32,
-    pub first_end: u32,
-    pub doublings: u32,
+/// Candidates searched per range: about four expected hits (a miss costs another round trip),
+/// at most 2^28 per dispatch; workgroups past the first hit return at once.
+fn range_for(bits: usize) -> u64 {
+    (4u64 << bits).clamp(1 << 12, 1 << 28)
 }
 
-impl GrindRanges {
-    /// Expected hits the ranges cover together.
-    const COVERED_HITS: u64 = 12;
-    /// Fewest candidates in a first range: below it, a range costs less than the dispatches a
-    /// doubling adds.
-    const MIN_FIRST: u64 = 1 << 18;
-
-    /// The ranges for a grind at `bits` from candidate 0.
-    pub fn for_bits(bits: usize) -> Self {
-        Self::from_candidate(0, bits)
-    }
-
-    /// The ranges for a grind at `bits` from candidate `start` (< p).
-    pub fn from_candidate(start: u32, bits: usize) -> Self {
-        let expected = 1u64 << bits.min(MAX_BITS);
-        let p = BABYBEAR_P as u64;
-        let first_end = (start as u64 + expected.max(Self::MIN_FIRST)).min(p) as u32;
-        let goal = (start as u64 + Self::COVERED_HITS * expected).min(p);
-        let mut ranges = Self { start, first_end, doublings: 0 };
-        while (ranges.last_end() as u64) < goal {
-            ranges.doublings += 1;
-        }
-        ranges
-    }
-
-    /// A first range chosen by the caller (tests: a small one makes a search come back empty).
-    pub fn with_first_end(start: u32, first_end: u32, doublings: u32) -> Self {
-        Self { start, first_end, doublings }
-    }
-
-    /// Every range, `(start, end)`, as the kernels step through them; the last ends at p at most.
-    pub fn ranges(self) -> impl Iterator<Item = (u32, u32)> {
-        let first = (self.start, self.first_end);
-        std::iter::successors(Some(first), |&(start, end)| {
-            (end > start && end < BABYBEAR_P).then(|| (end, end + (2 * (end - start)).min(BABYBEAR_P - end)))
-        })
-        .take(self.doublings as usize + 1)
-    }
-
-    /// Where the search ends when no range holds a witness.
-    pub fn last_end(self) -> u32 {
-        self.ranges().last().map_or(self.first_end, |(_, end)| end)
-    }
-
-    /// Workgroups of 64 candidates for the first range.
-    fn first_groups(self) -> u32 {
-        (self.first_end.saturating_sub(self.start) as u64).div_ceil(64) as u32
-    }
+/// End of the one range a grind run ahead of the transcript searches (from 0).
+pub(crate) fn range_end(bits: usize) -> u32 {
+    range_for(bits).min(BABYBEAR_P as u64) as u32
 }
 
 /// A grind recorded on the GPU behind the kernels whose output the transcript observes just
@@ -205,8 +151,8 @@ pub struct GrindAheadRecord {
     params: wgpu::Buffer,
     best: wgpu::Buffer,
     bits: usize,
-    /// What the search goes through (from 0).
-    ranges: GrindRanges,
+    /// End of the range searched (from 0).
+    end: u32,
 }
 
 /// What a grind run ahead of the transcript found: the state it searched, as the GPU reached
@@ -249,29 +195,23 @@ impl GrindAheadRecord {
         let base: [BabyBear; WIDTH] = from_words(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
         let [slot, mask, start, end] = [words[WIDTH], words[WIDTH + 1], words[WIDTH + 2], words[WIDTH + 3]];
         let best = words[PARAMS_WORDS];
-        // The params hold the last range the search entered: one of the record's.
-        if slot as usize >= RATE || mask != pow_mask(self.bits)? || !self.ranges.ranges().any(|r| r == (start, end)) {
+        if slot as usize >= RATE || mask != pow_mask(self.bits)? || start != 0 || end != self.end {
             return Err(GpuError::Device(format!("grind-ahead params read back malformed: slot {slot}, mask {mask:#x}, range {start}..{end}")));
         }
         let witness = match best {
             u32::MAX => None,
-            w if (start..end).contains(&w) => Some(BabyBear::new(w)),
-            w => return Err(GpuError::Device(format!("grind-ahead witness {w} outside the range {start}..{end} searched last"))),
+            w if w < end => Some(BabyBear::new(w)),
+            w => return Err(GpuError::Device(format!("grind-ahead witness {w} outside the range 0..{end} searched"))),
         };
         Ok(GrindOffer { state: GrindState { base, witness_slot: slot as usize }, bits: self.bits, witness, searched_end: end })
     }
 }
 
-/// The GPU search: ranges of candidates in increasing order ([`GrindRanges`]), each one dispatch
-/// of one thread per candidate whose workgroups return at once past a known hit
-/// (wgsl/pow/grind.wgsl); the first range with a hit gives the smallest witness.
+/// The GPU search: ranges of candidates in increasing order, each one dispatch of one thread
+/// per candidate whose workgroups return at once past a known hit (wgsl/pow/grind.wgsl); the
+/// first range with a hit gives the smallest witness.
 pub struct GpuGrinder {
     poseidon2: Arc<GpuPoseidon2>,
-    /// The grid of the next range (wgsl/pow/grind_next.wgsl): written and read in turn within
-    /// each submission, so every grind can share it.
-    grid: wgpu::Buffer,
-    /// Workgroups per row of those grids (tests make it small).
-    grid_row: u32,
     /// The params and result buffers with their bind group, kept between grinds (a proof makes
     /// dozens; fresh ones cost driver allocations). Taken out while a grind runs, so grinds on
     /// several threads make their own.
@@ -281,46 +221,12 @@ pub struct GpuGrinder {
 struct GrindBuffers {
     params: wgpu::Buffer,
     best: wgpu::Buffer,
+    bind: wgpu::BindGroup,
 }
 
 impl GpuGrinder {
     pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
-        let grid = poseidon2.context().device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("grind next grid"),
-            size: 16,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT,
-            mapped_at_creation: false,
-        });
-        Self { poseidon2, grid, grid_row: GRID_ROW, kept: std::sync::Mutex::new(None) }
-    }
-
-    /// Tests: grids of ranges set up on the GPU take `row` workgroups per row (1..=32768), so
-    /// small ranges cover grids of several rows.
-    #[doc(hidden)]
-    pub fn with_grid_row(mut self, row: u32) -> Self {
-        self.grid_row = row.clamp(1, GRID_ROW);
-        self
-    }
-
-    /// Records the search of `ranges` with `params` and `best` (the grind's first range already
-    /// in the params, or written there by a kernel recorded before): the first range, then each
-    /// doubling's setup and range.
-    fn record_ranges(&self, dispatches: &mut Vec<Dispatch>, params: &wgpu::Buffer, best: &wgpu::Buffer, ranges: GrindRanges) -> Result<()> {
-        let ctx = self.poseidon2.context();
-        let grind = ctx.pipeline(Kernel::Grind, &[])?;
-        let bind = self.poseidon2.bind(&grind, &[params, best]);
-        if ranges.doublings > 0 {
-            let next = ctx.pipeline(Kernel::GrindNext, &[("GRID_ROW", self.grid_row)])?;
-            let next_bind = ctx.bind_buffers(&next, &[params, best, &self.grid]);
-            dispatches.push(Dispatch::new((*grind).clone(), bind.clone(), ranges.first_groups()));
-            for _ in 0..ranges.doublings {
-                dispatches.push(Dispatch::new((*next).clone(), next_bind.clone(), 1));
-                dispatches.push(Dispatch { indirect: Some(self.grid.clone()), ..Dispatch::new((*grind).clone(), bind.clone(), 0) });
-            }
-        } else {
-            dispatches.push(Dispatch::new((*grind).clone(), bind, ranges.first_groups()));
-        }
-        Ok(())
+        Self { poseidon2, kept: std::sync::Mutex::new(None) }
     }
 
     pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
@@ -353,40 +259,39 @@ impl GpuGrinder {
         }
         let ctx = self.poseidon2.context();
         let prepare = ctx.pipeline(Kernel::GrindPrepare, &[])?;
-        let ranges = GrindRanges::for_bits(bits);
-        let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [ranges.first_end, 0, 0, 0] };
+        let grind = ctx.pipeline(Kernel::Grind, &[])?;
+        let end = range_for(bits).min(BABYBEAR_P as u64) as u32;
+        let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [end, 0, 0, 0] };
         input.sponge.copy_from_slice(as_words(sponge_state));
         input.pending[..input_buffer.len()].copy_from_slice(as_words(input_buffer));
         let input = ctx.uniform_once("grind-ahead input", &input);
         let params = ctx.pooled_storage("grind-ahead params", PARAMS_WORDS);
         let best = ctx.pooled_storage("grind-ahead best", 1);
         let bind = self.poseidon2.bind(&prepare, &[&input, observed, &params, &best]);
-        let mut recorded = vec![Dispatch::new((*prepare).clone(), bind, 1)];
-        let searched = self.record_ranges(&mut recorded, &params, &best, ranges);
-        if let Err(e) = searched {
-            ctx.recycle_storage(params);
-            ctx.recycle_storage(best);
-            return Err(e);
-        }
-        dispatches.extend(recorded);
-        Ok(GrindAheadRecord { params, best, bits, ranges })
+        dispatches.push(Dispatch { pipeline: (*prepare).clone(), bind, groups: 1 });
+        let bind = self.poseidon2.bind(&grind, &[&params, &best]);
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (end as u64).div_ceil(GRIND_GROUP) as u32 });
+        Ok(GrindAheadRecord { params, best, bits, end })
     }
 
     /// Buffers for a grind at `bits` whose params a GPU kernel writes (a chained sumcheck round:
-    /// wgsl/sumcheck/chain.wgsl), with `ranges.first_end` as the first range's end; record the
-    /// search itself with [`record_device_grind`](Self::record_device_grind) after that kernel.
-    pub(crate) fn device_grind(&self, bits: usize, ranges: GrindRanges) -> Result<GrindAheadRecord> {
+    /// wgsl/sumcheck/chain.wgsl), searching `0..end`; record the search itself with
+    /// [`record_device_grind`](Self::record_device_grind) after that kernel.
+    pub(crate) fn device_grind(&self, bits: usize, end: u32) -> Result<GrindAheadRecord> {
         pow_mask(bits)?;
-        if bits == 0 || ranges.start != 0 || ranges.first_end == 0 || ranges.first_end > BABYBEAR_P {
-            return Err(GpuError::InvalidInput(format!("no grind at {bits} bits over {}..{}", ranges.start, ranges.first_end)));
+        if bits == 0 || end == 0 || end > BABYBEAR_P {
+            return Err(GpuError::InvalidInput(format!("no grind at {bits} bits over 0..{end}")));
         }
         let ctx = self.poseidon2.context();
-        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits, ranges })
+        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits, end })
     }
 
     /// Records the search of a [`device_grind`](Self::device_grind).
     pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
-        self.record_ranges(dispatches, &record.params, &record.best, record.ranges)
+        let grind = self.poseidon2.context().pipeline(Kernel::Grind, &[])?;
+        let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (record.end as u64).div_ceil(GRIND_GROUP) as u32 });
+        Ok(())
     }
 
     /// Hands a record's buffers back to the pool (after its words were read).
@@ -403,27 +308,14 @@ impl GpuGrinder {
 
     /// The smallest witness not below `start`, for a search already done below it.
     pub fn grind_from(&self, state: &GrindState, bits: usize, start: u32) -> Result<BabyBear> {
-        self.search(state, bits, start, |from| GrindRanges::from_candidate(from, bits))
-    }
-
-    /// Tests: [`grind`](Self::grind) with a first range of `first_len` candidates and
-    /// `doublings` after it in each submission.
-    #[doc(hidden)]
-    pub fn grind_in_ranges(&self, state: &GrindState, bits: usize, first_len: u32, doublings: u32) -> Result<BabyBear> {
-        if first_len == 0 {
-            return Err(GpuError::InvalidInput("an empty first range".into()));
-        }
-        self.search(state, bits, 0, |from| GrindRanges::with_first_end(from, from.saturating_add(first_len).min(BABYBEAR_P), doublings))
-    }
-
-    /// Submissions of `ranges_from(start)` until one holds a witness.
-    fn search(&self, state: &GrindState, bits: usize, start: u32, ranges_from: impl Fn(u32) -> GrindRanges) -> Result<BabyBear> {
         let mask = pow_mask(bits)?;
         if bits == 0 {
             return Ok(BabyBear::ZERO);
         }
         let ctx = self.poseidon2.context();
         let _profiled_as = ctx.profile_sublabel("pow");
+        let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
+        let range = range_for(bits);
         let kept = self.kept.lock().map(|mut k| k.take()).unwrap_or(None);
         let buffers = kept.unwrap_or_else(|| {
             let params = ctx.device().create_buffer(&wgpu::BufferDescriptor {
@@ -433,28 +325,26 @@ impl GpuGrinder {
                 mapped_at_creation: false,
             });
             let best = ctx.storage("grind best", 1);
-            GrindBuffers { params, best }
+            let bind = self.poseidon2.bind(&pipeline, &[&params, &best]);
+            GrindBuffers { params, best, bind }
         });
-        let GrindBuffers { params: params_buf, best } = &buffers;
+        let GrindBuffers { params: params_buf, best, bind } = &buffers;
         let mut base = [0u32; WIDTH];
         base.copy_from_slice(as_words(&state.base));
         let mut start = start;
         let found = ctx.scoped("proof-of-work grind", || {
             while start < BABYBEAR_P {
-                // One submission searches all of `ranges`, stopping at the first with a hit.
-                let ranges = ranges_from(start);
-                let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, ranges.first_end] };
+                let end = (start as u64 + range).min(BABYBEAR_P as u64) as u32;
+                let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, end] };
                 ctx.queue().write_buffer(params_buf, 0, bytemuck::bytes_of(&params));
                 ctx.write(best, &[u32::MAX]);
-                let mut dispatches = Vec::new();
-                self.record_ranges(&mut dispatches, params_buf, best, ranges)?;
                 let mut encoder = ctx.encoder("grind");
-                ctx.record_dispatches(&mut encoder, "grind", &dispatches);
+                ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, ((end - start) as u64).div_ceil(GRIND_GROUP) as u32, None);
                 let found = ctx.submit_and_read(encoder, best, 1)?[0];
                 if found != u32::MAX {
                     return Ok(BabyBear::new(found));
                 }
-                start = ranges.last_end();
+                start = end;
             }
             Err(GpuError::InvalidInput(format!("no witness of {bits} bits exists for this transcript state")))
         });

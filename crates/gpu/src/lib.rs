@@ -38,7 +38,7 @@ pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuC
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
-pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRanges, GrindState};
+pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
 pub use merkle::{AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};

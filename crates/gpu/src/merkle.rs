@@ -411,13 +411,13 @@ impl GpuMerkle {
             }
             ranges.extend(self.placeholders[fused..].iter().map(|p| (p, 0, None)));
             let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
-            dispatches.push(Dispatch::new((*leaf_pipeline).clone(), bind, groups_of(rows)?));
+            dispatches.push(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(rows)? });
             for k in fused + 1..=lowest {
                 let nodes = rows >> k;
                 let params = ctx.uniform("inject params", &InjectParams { nodes: nodes as u32, width: 0, inject_rows: 0, _pad: 0 });
                 let parent = if k == lowest { (&kept, (c * nodes) as u64 * digest, Some(nodes as u64 * digest)) } else { (&transient[k - fused], 0, None) };
                 let bind = self.poseidon2.bind_ranges(&inject_pipeline, &[(&params, 0, None), (&transient[k - 1 - fused], 0, None), (&self.placeholders[0], 0, None), parent]);
-                dispatches.push(Dispatch::new((*inject_pipeline).clone(), bind, groups_of(nodes)?));
+                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(nodes)? });
             }
         }
         let mut layers: Vec<wgpu::Buffer> = (0..lowest).map(|_| ctx.pooled_storage("merkle layer", DIGEST_ELEMS)).collect();
@@ -787,7 +787,7 @@ impl GpuMerkle {
             let params = params(count, item_width, idx_offset, dst_offset);
             let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&idx_buf, 0, None), src, (out, 0, None)]);
             let groups = (count * item_width as usize).div_ceil(256) as u32;
-            Dispatch::new((*pipeline).clone(), bind, groups)
+            Dispatch { pipeline: (*pipeline).clone(), bind, groups }
         };
         let mut dispatches = Vec::new();
         for &(src, start, count) in &chunk_spans {
@@ -798,7 +798,7 @@ impl GpuMerkle {
             let params = params(end - start, width, row_items + start, row_items * tree.width + start * DIGEST_ELEMS);
             let bind = self.poseidon2.bind_ranges(&hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (out, 0, None)]);
             let groups = u32::try_from((end - start).div_ceil(64)).map_err(|_| too_wide())?;
-            dispatches.push(Dispatch::new((*hash_rows).clone(), bind, groups));
+            dispatches.push(Dispatch { pipeline: (*hash_rows).clone(), bind, groups });
         }
         for (layer, offset, size, start, end) in digest_copies {
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
@@ -1015,7 +1015,7 @@ impl GpuMerkle {
             let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (c.rows, 0, None), out];
             ranges.extend(self.placeholders.iter().map(|p| (p, 0, None)));
             let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
-            Ok(Dispatch::new((*leaf_pipeline).clone(), bind, groups_of(c.count)?))
+            Ok(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(c.count)? })
         };
         // (Level-1 ranges start at first / 2 digests: 256-byte offsets need chunks at multiples
         // of 16 rows; otherwise the leaves are kept.)
@@ -1035,7 +1035,7 @@ impl GpuMerkle {
                     &inject_pipeline,
                     &[(&params, 0, None), (&leaves, 0, None), (&self.placeholders[0], 0, None), (&level1, (c.first / 2) as u64 * digest, Some(count as u64 * digest))],
                 );
-                dispatches.push(Dispatch::new((*inject_pipeline).clone(), bind, groups_of(count)?));
+                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
                 // Back to the pool once the dispatches reading it are recorded (the clears of
                 // padded layers go into the encoder at once, and must not reuse it before).
                 chunk_leaves.push(leaves);
@@ -1095,7 +1095,7 @@ impl GpuMerkle {
                     &inject_pipeline,
                     &[(&params, 0, None), (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)), (matrix, 0, None), (&parents, first as u64 * digest, Some(count as u64 * digest))],
                 );
-                dispatches.push(Dispatch::new((*inject_pipeline).clone(), bind, groups_of(count)?));
+                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
             }
             layers.push(parents);
             prev_len = len;

@@ -450,7 +450,7 @@ impl GpuNtt {
             let groups = params_groups(spec, pass);
             match timer.as_deref_mut() {
                 Some(t) => self.dispatch(encoder, "dif pass", &dif, &bind, groups, Some(t)),
-                None => pending.push(Dispatch::new((*dif).clone(), bind, groups)),
+                None => pending.push(Dispatch { pipeline: (*dif).clone(), bind, groups }),
             }
             current = Some(out);
         }
@@ -485,7 +485,7 @@ impl GpuNtt {
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
             match timer {
                 Some(t) => self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, Some(t)),
-                None => pending.push(Dispatch::new((*pipeline).clone(), bind, groups)),
+                None => pending.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups }),
             }
         }
         self.ctx.record_dispatches(encoder, "ntt", &pending);
@@ -523,7 +523,7 @@ impl GpuNtt {
             } else {
                 (&in_place, self.bind(&in_place, &[&params, &self.empty, &target, twiddles, shifts]))
             };
-            dispatches.push(Dispatch::new((**pipeline).clone(), bind, groups));
+            dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups });
         }
         let k = bit_reverse_tile_log_in_place(spec.log_n as u32, spec.width);
         let params = bit_reverse_params(spec, k, spec.rows());
@@ -535,7 +535,7 @@ impl GpuNtt {
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let uniform = self.ctx.uniform("bit reverse params", &params);
         let bind = self.bind(&pipeline, &[&uniform, &self.empty, &target]);
-        dispatches.push(Dispatch::new((*pipeline).clone(), bind, groups));
+        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         self.ctx.record_dispatches(encoder, "ntt", &dispatches);
         Ok(target)
     }

@@ -140,7 +140,7 @@ impl GpuPoseidon2 {
             .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
         let pipeline = self.ctx.pipeline(kernel, &[])?;
         let bind = self.bind(&pipeline, buffers);
-        Ok(Dispatch::new((*pipeline).clone(), bind, groups))
+        Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
 
     /// Records the permutation of `count` states in `input` into `output` (16 words each).
@@ -168,7 +168,7 @@ impl GpuPoseidon2 {
             let (offset, size) = (first as u64 * state_bytes, n as u64 * state_bytes);
             let bind = self.bind_ranges(&pipeline, &[(&params, 0, None), (input, offset, Some(size)), (output, offset, Some(size))]);
             let groups = u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} states exceed one dispatch")))?;
-            dispatches.push(Dispatch::new((*pipeline).clone(), bind, groups));
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         }
         self.ctx.record_dispatches(encoder, "poseidon2", &dispatches);
         Ok(())

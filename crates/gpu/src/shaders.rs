@@ -54,7 +54,6 @@ wgsl_sources!(
     "pow/params",
     "pow/grind",
     "pow/prepare",
-    "pow/grind_next",
     "sumcheck/chain_state",
     "pow/duplex",
     "sumcheck/chain",
@@ -92,8 +91,6 @@ pub enum Kernel {
     CompressInject,
     Grind,
     GrindPrepare,
-    /// The next range of a grind recorded on the GPU (wgsl/pow/grind_next.wgsl).
-    GrindNext,
     SumcheckRound,
     SumPartials,
     SumcheckFold,
@@ -124,7 +121,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 39] = [
+    pub const ALL: [Kernel; 38] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -138,7 +135,6 @@ impl Kernel {
         Kernel::CompressInject,
         Kernel::Grind,
         Kernel::GrindPrepare,
-        Kernel::GrindNext,
         Kernel::SumcheckRound,
         Kernel::SumPartials,
         Kernel::SumcheckFold,
@@ -178,7 +174,6 @@ impl Kernel {
             Kernel::CompressInject => "merkle/compress_inject",
             Kernel::Grind => "pow/grind",
             Kernel::GrindPrepare => "pow/prepare",
-            Kernel::GrindNext => "pow/grind_next",
             Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
             Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
             Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::AddSplitSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
@@ -213,7 +208,6 @@ impl Kernel {
             Kernel::CompressInject => "compress_inject",
             Kernel::Grind => "grind",
             Kernel::GrindPrepare => "grind_prepare",
-            Kernel::GrindNext => "grind_next",
             Kernel::SumcheckRound => "round_partials",
             Kernel::SumPartials => "sum_partials",
             Kernel::SumcheckFold => "fold_pairs",
@@ -246,7 +240,6 @@ impl Kernel {
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
             Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
-            Kernel::GrindNext => &[("GRID_ROW", crate::grind::GRID_ROW)],
             _ => &[],
         }
     }

@@ -12,7 +12,7 @@ use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use crate::challenger::GrindAhead;
 use crate::context::{Dispatch, GpuContext};
 use crate::merkle::DIGEST_ELEMS;
-use crate::grind::{pow_mask, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRanges, RATE, WIDTH};
+use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, RATE, WIDTH};
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
@@ -372,7 +372,7 @@ pub struct GpuSumcheck {
     /// own submission (see [`set_grind_ahead`](Self::set_grind_ahead)).
     ahead: Option<GrindAhead>,
     /// Tests only: the end of a chained grind's range (a small one makes the chain stop).
-    chain_range: Option<GrindRanges>,
+    chain_range: Option<u32>,
     /// Equality weights not yet written into w (w has no table meanwhile).
     lazy: Option<LazyEq>,
     /// `set_lazy_eq_weights` keeps weights lazy from this many variables (see
@@ -631,7 +631,7 @@ impl GpuSumcheck {
             let out = self.ctx.pooled_storage("sumcheck partials", 8 * next);
             let params = self.ctx.uniform("sum params", &RoundParams { count: groups as u32, groups: next as u32, first: 0, _pad: 0 });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &partials, &self.placeholder, &out]);
-            dispatches.push(Dispatch::new((*pipeline).clone(), bind, next as u32));
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: next as u32 });
             spare.push(std::mem::replace(&mut partials, out));
             groups = next;
         }
@@ -750,7 +750,7 @@ impl GpuSumcheck {
                 };
                 let params = self.ctx.uniform("lazy round params", &params);
                 let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&lazy.tables, 0, None), (&lazy.coeffs, 0, None), (&partials, 0, None)]);
-                dispatches.push(Dispatch::new((*pipeline).clone(), bind, groups as u32));
+                dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
             }
             return Ok((partials, groups * segments));
         }
@@ -763,7 +763,7 @@ impl GpuSumcheck {
                 self.ctx.uniform("round params", &RoundParams { count: pairs as u32, groups: groups as u32, first, _pad: 0 })
             };
             let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), self.w.range(j), (&partials, 0, None)]);
-            dispatches.push(Dispatch::new((*pipeline).clone(), bind, groups as u32));
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
         }
         Ok((partials, groups * segments))
     }
@@ -839,26 +839,26 @@ impl GpuSumcheck {
             let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&base, &with_chain(vec![whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)], chain));
-                dispatches.push(Dispatch::new((*base).clone(), bind, groups));
+                dispatches.push(Dispatch { pipeline: (*base).clone(), bind, groups });
                 if f_only {
                     continue;
                 }
                 let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)], chain));
-                dispatches.push(Dispatch::new((*single).clone(), bind, groups));
+                dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else if f_only {
             let single = kernel(Kernel::FoldSingle, Kernel::FoldSingleChained)?;
             let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment), whole(&self.spare)], chain));
-                dispatches.push(Dispatch::new((*single).clone(), bind, groups));
+                dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else {
             let pipeline = kernel(Kernel::SumcheckFold, Kernel::FoldPairsChained)?;
             let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&pipeline, &with_chain(vec![whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)], chain));
-                dispatches.push(Dispatch::new((*pipeline).clone(), bind, groups));
+                dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
             }
         }
         // Lazy weights: the bound coordinate scales the coefficients, on the GPU after a
@@ -870,7 +870,7 @@ impl GpuSumcheck {
                     let params = LazyCoeffParams { points: lazy.points.len() as u32, t: lazy.bound as u32, rounds_plus_one: (lazy.rounds + 1) as u32, _pad: 0 };
                     let params = self.ctx.uniform("lazy coefficient params", &params);
                     let bind = self.ctx.bind_buffers(&pipeline, &[&params, &lazy.coords, &lazy.coeffs, chain]);
-                    dispatches.push(Dispatch::new((*pipeline).clone(), bind, 1));
+                    dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
                     lazy.bound += 1;
                 }
                 None => {
@@ -933,9 +933,8 @@ impl GpuSumcheck {
         let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 4], range: [0; 4] };
         state.sponge.copy_from_slice(crate::field::as_words(sponge));
         state.pending[..pending.len()].copy_from_slice(crate::field::as_words(pending));
-        let ranges = self.chain_range.unwrap_or_else(|| GrindRanges::for_bits(bits));
         if bits > 0 {
-            state.range[0] = ranges.first_end;
+            state.range[0] = self.chain_range.unwrap_or_else(|| range_end(bits));
         }
         let vars = self.vars;
         // Per round: the pair (8 words), the challenge (4), what the grind found.
@@ -970,15 +969,15 @@ impl GpuSumcheck {
                     let (partials, groups) = self.record_round(&mut dispatches)?;
                     let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
                     spare.extend(used);
-                    let record = if bits > 0 { Some(grinder.device_grind(bits, ranges)?) } else { None };
+                    let record = if bits > 0 { Some(grinder.device_grind(bits, state.range[0])?) } else { None };
                     let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
                     let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
-                    dispatches.push(Dispatch::new((*observe).clone(), bind, 1));
+                    dispatches.push(Dispatch { pipeline: (*observe).clone(), bind, groups: 1 });
                     if let Some(r) = &record {
                         grinder.record_device_grind(&mut dispatches, r)?;
                     }
                     let bind = grinder.poseidon2().bind(&sample, &[&chain, &pair, params, best]);
-                    dispatches.push(Dispatch::new((*sample).clone(), bind, 1));
+                    dispatches.push(Dispatch { pipeline: (*sample).clone(), bind, groups: 1 });
                     Ok((pair, record))
                 })();
                 let (pair, record) = match round {
@@ -1041,11 +1040,11 @@ impl GpuSumcheck {
         })
     }
 
-    /// Tests: chained grinds search `ranges` (None: the usual ones for their bits), so a chain
-    /// can be made to stop.
+    /// Tests: chained grinds search `0..end` (None: the usual range), so a chain can be made
+    /// to stop.
     #[doc(hidden)]
-    pub fn set_chain_range(&mut self, ranges: Option<GrindRanges>) {
-        self.chain_range = ranges;
+    pub fn set_chain_range(&mut self, end: Option<u32>) {
+        self.chain_range = end;
     }
 
     /// The rounds a chain played, from its readback.
@@ -1196,7 +1195,7 @@ impl GpuSumcheck {
             };
             let params = self.ctx.uniform("eval params", &params);
             let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (tables, 0, None), (&partials, 0, None)]);
-            dispatches.push(Dispatch::new((*pipeline).clone(), bind, groups as u32));
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
         }
         Ok((partials, groups * self.segments()))
     }
@@ -1228,7 +1227,7 @@ impl GpuSumcheck {
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
         let step_pipeline = ctx.pipeline(Kernel::OodStep, &[])?;
         let tables_pipeline = ctx.pipeline(Kernel::OodTables, &[])?;
-        let grind = if head.pow_bits > 0 { Some(head.grinder.device_grind(head.pow_bits, GrindRanges::for_bits(head.pow_bits))?) } else { None };
+        let grind = if head.pow_bits > 0 { Some(head.grinder.device_grind(head.pow_bits, range_end(head.pow_bits))?) } else { None };
         let mut state = HeadState { sponge: [0; WIDTH], pending: [0; RATE], info: [head.pending.len() as u32, 0, 0, 0] };
         state.sponge.copy_from_slice(crate::field::as_words(&head.sponge));
         state.pending[..head.pending.len()].copy_from_slice(crate::field::as_words(&head.pending));
@@ -1252,16 +1251,16 @@ impl GpuSumcheck {
             // the last value, so it is not observed here).
             for k in 0..samples + usize::from(grind.is_some()) {
                 let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], 4) };
-                let step = OodStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| GrindRanges::for_bits(head.pow_bits).first_end)], _pad: [0; 2] };
+                let step = OodStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| range_end(head.pow_bits))] , _pad: [0; 2] };
                 let step = ctx.uniform("round head step", &step);
                 let bind = head.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, params, best]);
-                dispatches.push(Dispatch::new((*step_pipeline).clone(), bind, 1));
+                dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
                 if k == samples {
                     break;
                 }
                 let cfg = ctx.uniform("round head tables params", &OodTablesParams { vars: self.vars as u32, point: k as u32, _pad: [0; 2] });
                 let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
-                dispatches.push(Dispatch::new((*tables_pipeline).clone(), bind, chunks as u32));
+                dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
                 let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
                 let (value, used) = self.record_reduction(&mut dispatches, partials, groups)?;
                 values.push(value);
