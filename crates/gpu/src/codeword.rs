@@ -223,6 +223,13 @@ impl GpuCodewords {
             // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
             // largest allocation.
             let codeword = self.ntt.record_in_place(&mut encoder, message, &spec)?;
+            // The encoding goes to the GPU at once and runs while the tree is recorded.
+            if ctx.early_submits() {
+                if let Err(e) = ctx.submit(std::mem::replace(&mut encoder, ctx.encoder("codeword commit"))) {
+                    self.ntt.recycle(codeword);
+                    return Err(e);
+                }
+            }
             // The lowest layers are not kept (the leaves alone are half the tree's memory): an
             // opening rebuilds the few small subtrees it needs from the codeword, which stays
             // resident anyway.

@@ -1465,6 +1465,14 @@ impl GpuContext {
         Ok(())
     }
 
+    /// Whether a long step submits its first part as soon as it is recorded, so the GPU runs
+    /// it while the rest is recorded (a codeword's encoding before its tree, each sumcheck round
+    /// of a chain). `WHIR_EARLY_SUBMITS=0` records each step in one submission, to measure it.
+    pub fn early_submits(&self) -> bool {
+        static EARLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *EARLY.get_or_init(|| !std::env::var("WHIR_EARLY_SUBMITS").is_ok_and(|v| v.trim() == "0"))
+    }
+
     /// Submits and blocks until the GPU is done; recording errors are returned as in
     /// [`submit_and_read`](Self::submit_and_read).
     pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {

@@ -948,6 +948,7 @@ impl GpuSumcheck {
             let observe = ctx.pipeline(Kernel::ChainObserve, &[])?;
             let sample = ctx.pipeline(Kernel::ChainSample, &[])?;
             let mut encoder = ctx.encoder("sumcheck chain");
+            let submit_each_round = ctx.early_submits();
             let (mut spare, mut records, mut retired) = (Vec::new(), Vec::new(), Vec::new());
             let mut recorded = Ok(());
             for k in 0..=rounds {
@@ -996,6 +997,14 @@ impl GpuSumcheck {
                 }
                 spare.push(pair);
                 records.extend(record);
+                // Each round goes to the GPU once recorded, so the GPU runs it while the next
+                // one is recorded (a round's dispatches and bind groups take the host ~0.1 ms).
+                if submit_each_round && k + 1 < rounds {
+                    if let Err(e) = ctx.submit(std::mem::replace(&mut encoder, ctx.encoder("sumcheck chain"))) {
+                        recorded = Err(e);
+                        break;
+                    }
+                }
             }
             encoder.copy_buffer_to_buffer(&chain, CHAIN_INFO_AT, &readback, (rounds * per_round * 4) as u64, 16);
             let read = recorded.and_then(|()| ctx.submit_and_read(encoder, &readback, words));
