@@ -881,6 +881,13 @@ impl GpuMerkle {
             (self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?, Vec::new())
         };
         let root = layers.last().expect("root");
+        // The tree goes to the GPU while the work after it is recorded.
+        if after.is_some() && ctx.early_submits() {
+            if let Err(e) = ctx.submit(std::mem::replace(&mut encoder, ctx.encoder("after a Merkle root"))) {
+                layers.into_iter().chain(trimmed).for_each(|b| ctx.recycle_storage(b));
+                return Err(e);
+            }
+        }
         let after = after.and_then(|after| match after(&mut encoder, root) {
             Ok((out, words)) if words >= DIGEST_ELEMS && out.size() >= (words * 4) as u64 => Some((out, words)),
             Ok((_, words)) => {

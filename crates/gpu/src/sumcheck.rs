@@ -269,16 +269,17 @@ fn eq_chunk_tables(point: &[Ext4]) -> Vec<Ext4> {
 
 /// scale · eq(coords, x) for x in 0..2^k, coordinate 0 paired with the top bit of x.
 fn eq_table(coords: &[Ext4], scale: Ext4) -> Vec<Ext4> {
-    let mut table = Vec::with_capacity(1 << coords.len());
-    table.push(scale);
-    for &c in coords {
-        let mut next = Vec::with_capacity(table.len() * 2);
-        for &t in &table {
+    // Expanded in place: each coordinate doubles the table, entry i becoming 2i and 2i + 1
+    // (walked from the top so nothing is overwritten before it is read).
+    let mut table = vec![Ext4::ZERO; 1 << coords.len()];
+    table[0] = scale;
+    for (k, &c) in coords.iter().enumerate() {
+        for i in (0..1usize << k).rev() {
+            let t = table[i];
             let high = t * c;
-            next.push(t - high);
-            next.push(high);
+            table[2 * i] = t - high;
+            table[2 * i + 1] = high;
         }
-        table = next;
     }
     table
 }
@@ -529,15 +530,17 @@ impl GpuSumcheck {
         // the one each round binds, split near half at the last round.
         let hi_bits = (vars - rounds) / 2;
         let stride = (1usize << hi_bits) + (0..rounds).map(|t| 1usize << (vars - t - 1 - hi_bits)).sum::<usize>();
-        let mut tables = Vec::with_capacity(stride * points.len());
-        let mut coords = Vec::with_capacity((rounds + 1) * points.len());
-        for p in points {
-            tables.extend(eq_table(&p[..hi_bits], Ext4::ONE));
-            for t in 0..rounds {
-                tables.extend(eq_table(&p[hi_bits..vars - 1 - t], Ext4::ONE));
-            }
-            coords.extend((0..=rounds).map(|t| bound_coordinate(p, t)));
-        }
+        // Each point's high table, then its low table for each round; built on all cores (tens
+        // of thousands of extension products at n = 24: ~0.5 ms on one).
+        let ranges: Vec<(usize, std::ops::Range<usize>)> = (0..points.len())
+            .flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t))))
+            .collect();
+        let tables: Vec<Ext4> = {
+            use rayon::prelude::*;
+            ranges.par_iter().map(|(j, r)| eq_table(&points[*j][r.clone()], Ext4::ONE)).collect::<Vec<_>>().concat()
+        };
+        debug_assert_eq!(tables.len(), stride * points.len());
+        let coords: Vec<Ext4> = points.iter().flat_map(|p| (0..=rounds).map(|t| bound_coordinate(p, t))).collect();
         let ctx = self.ctx.clone();
         ctx.check_binding_size("the lazy weights' tables", (tables.len() * 16) as u64)?;
         let lazy = LazyEq {
