@@ -718,9 +718,16 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let pow_witness = transcript.query_pow(round);
             let indices = transcript.query_indices(round);
 
+            // STIR openings of the previous codeword. (Upstream folds each row at the folding
+            // randomness; those values only update the claimed sum, which no message carries.)
+            clock.enter(steps, round + 1, Step::Open);
+            pending.push((steps.open(&committed, &indices)?, base_round));
+            // The previous codeword is done with once its openings are gathered: its memory
+            // goes back before this round's weights and sumcheck.
+            committed = next_committed;
+
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
-            // STIR claims the powers after them), then this round's sumcheck. The weights go to
-            // the GPU first, so it builds them while the host records the openings.
+            // STIR claims the powers after them), then this round's sumcheck.
             clock.enter(steps, round + 1, Step::Weights);
             let gamma = transcript.round_batching();
             let eq_scales = powers_from(gamma, 1, ood_points.len());
@@ -729,14 +736,6 @@ pub fn prove_with_steps<S: CodewordSteps>(
             // The query points are ω^index of the folded domain (Plonky3's two-adic domain).
             debug_assert_eq!(query_var(round_params.log_folded_domain_size, round_params.num_variables, 1), <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size));
             sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
-
-            // STIR openings of the previous codeword. (Upstream folds each row at the folding
-            // randomness; those values only update the claimed sum, which no message carries.)
-            clock.enter(steps, round + 1, Step::Open);
-            pending.push((steps.open(&committed, &indices)?, base_round));
-            // The previous codeword is done with once its openings are gathered: its memory
-            // goes back before this round's sumcheck.
-            committed = next_committed;
             clock.enter(steps, round + 1, Step::Sumcheck);
             let mut sumcheck_data = SumcheckData::default();
             let _folding_randomness = transcript.delegate_round_fold(|ch| {
