@@ -530,8 +530,8 @@ impl GpuSumcheck {
         // the one each round binds, split near half at the last round.
         let hi_bits = (vars - rounds) / 2;
         let stride = (1usize << hi_bits) + (0..rounds).map(|t| 1usize << (vars - t - 1 - hi_bits)).sum::<usize>();
-        // Each point's high table, then its low table for each round; built on all cores (tens
-        // of thousands of extension products at n = 24: ~0.5 ms on one).
+        // Each point's high table, then its low table for each round; built on all cores (at
+        // n = 24, 32K entries for two points: 0.24 ms on one core of a build machine).
         let ranges: Vec<(usize, std::ops::Range<usize>)> = (0..points.len())
             .flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t))))
             .collect();
