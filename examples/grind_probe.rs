@@ -17,7 +17,8 @@ use whir_wgpu::gpu::{GpuContext, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let bits_list: Vec<usize> = args.get(1).map_or("16,20,22", |s| s.as_str()).split(',').filter_map(|x| x.trim().parse().ok()).collect();
-    let states: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(40);
+    // At least two states, so the line through them is defined.
+    let states: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(40).max(2);
     let constants = Poseidon2Constants::default_babybear();
     let perm = constants.to_cpu();
     let ctx = Arc::new(GpuContext::new_default().expect("GPU"));
@@ -46,16 +47,16 @@ fn main() {
         let (mx, my) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
         let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
         let sxx: f64 = points.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-        let slope = sxy / sxx;
-        let intercept = my - slope * mx;
         let mut sorted: Vec<f64> = points.iter().map(|p| p.1).collect();
         sorted.sort_by(f64::total_cmp);
-        println!(
-            "bits {bits:2}: {states} states, mean witness {:.2} x 2^bits, mean {my:.3} ms, median {:.3} ms; fit {intercept:.3} ms + {:.3} ns x witness ({:.0} M candidates/s past the fixed part)",
-            mx / (1u64 << bits) as f64,
-            sorted[sorted.len() / 2],
-            slope * 1e6,
-            1e-3 / slope.max(1e-12),
-        );
+        let summary = format!("bits {bits:2}: {states} states, mean witness {:.2} x 2^bits, mean {my:.3} ms, median {:.3} ms", mx / (1u64 << bits) as f64, sorted[sorted.len() / 2]);
+        // A line needs witnesses that differ, and a cost per candidate above the noise.
+        let slope = sxy / sxx;
+        if sxx > 0.0 && slope > 0.0 {
+            let intercept = my - slope * mx;
+            println!("{summary}; fit {intercept:.3} ms + {:.3} ns x witness ({:.0} M candidates/s past the fixed part)", slope * 1e6, 1e-3 / slope);
+        } else {
+            println!("{summary}; no fit (witnesses too alike or timings too noisy)");
+        }
     }
 }

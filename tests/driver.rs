@@ -112,6 +112,30 @@ fn spinning_waits_give_the_same_proofs() {
     }
 }
 
+/// Each long step recorded as one submission (`WHIR_EARLY_SUBMITS=0`) gives the same proofs as
+/// handing its first parts to the GPU while the rest is recorded (the default), which makes
+/// more submissions for the same work.
+#[test]
+fn early_submits_give_the_same_proofs() {
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        let steps = steps_and_grinder(&ctx).0;
+        for p in grid(&mut rng, 3) {
+            let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+            let (_, expected) = reference(&p, &evals);
+            let mut submissions = Vec::new();
+            for early in [true, false] {
+                ctx.set_early_submits(early);
+                let before = ctx.transfer_counts();
+                assert!(drive(&steps, &p, &evals) == expected, "{p:?} ({:?}, early submits {early}): the proofs differ", ctx.mul_variant());
+                submissions.push((ctx.transfer_counts() - before).submissions);
+            }
+            ctx.set_early_submits(true);
+            assert!(submissions[0] > submissions[1], "{p:?}: early submits made {} submissions, one per step {}", submissions[0], submissions[1]);
+        }
+    }
+}
+
 /// The resident steps on `ctx` and a GPU grinder over the same Poseidon2.
 fn steps_and_grinder(ctx: &Arc<whir_wgpu::gpu::GpuContext>) -> (GpuCodewords, Arc<whir_wgpu::gpu::GpuGrinder>) {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));

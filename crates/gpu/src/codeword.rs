@@ -1,5 +1,5 @@
 //! Reed–Solomon codewords committed on the GPU: a message is uploaded once, encoded and hashed
-//! into its Merkle tree in one submission, and both stay resident; only the root comes back, and
+//! into its Merkle tree with one wait (for the root), and both stay resident; only the root comes back, and
 //! later only the opened rows with their sibling digests. Knows nothing of WHIR: a message is a
 //! row-major matrix of base-field words (extension elements as their base coefficients).
 
@@ -165,8 +165,8 @@ impl GpuCodewords {
 
     /// Encodes `message` (rows of `width` words; a power-of-two number of rows) at rate
     /// 2^-log_inv_rate — the transform of the message padded with zero rows, which are never
-    /// stored — and commits to the codeword's rows. One upload, one submission, one readback
-    /// (the root).
+    /// stored — and commits to the codeword's rows. One upload, one wait, one readback (the
+    /// root).
     pub fn commit(&self, message: &[BabyBear], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
         let (committed, input) = self.commit_keep(message, width, log_inv_rate)?;
         self.ntt.context().recycle_storage(input);
@@ -200,8 +200,8 @@ impl GpuCodewords {
         self.commit_buffer_then(message, rows, width, log_inv_rate, None).map(|(committed, _)| committed)
     }
 
-    /// [`commit_buffer`](Self::commit_buffer) with work recorded after the root in the same
-    /// submission, read back with it ([`GpuMerkle::commit_recorded_then`]): its words come after
+    /// [`commit_buffer`](Self::commit_buffer) with work recorded after the root, before the one
+    /// wait, read back with it ([`GpuMerkle::commit_recorded_then`]): its words come after
     /// the codeword (None where it was not run: a codeword over one binding, or a recording
     /// error).
     pub fn commit_buffer_then(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, after: Option<&mut AfterRoot<'_>>) -> Result<(CommittedCodeword, Option<Vec<u32>>)> {
@@ -247,7 +247,7 @@ impl GpuCodewords {
     }
 
     /// Commits the first `rows` x `width` words of the sumcheck's f (as
-    /// [`commit_buffer`](Self::commit_buffer)) and, in the same submission, plays the
+    /// [`commit_buffer`](Self::commit_buffer)) and, before the same wait, plays the
     /// transcript steps after the commitment that `head` describes
     /// ([`GpuSumcheck::record_head`]: the root observed, the out-of-domain points drawn and f
     /// evaluated there, the query grind). Their results come back with the root (None where

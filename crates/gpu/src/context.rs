@@ -464,6 +464,8 @@ pub struct GpuContext {
     uniforms: Mutex<HashMap<Vec<u8>, wgpu::Buffer>>,
     /// Bytes per staging chunk of a chunked transfer ([`GpuContext::upload_chunked`]).
     transfer_chunk: AtomicU64,
+    /// See [`early_submits`](Self::early_submits).
+    early_submits: std::sync::atomic::AtomicBool,
     /// The memory budget in bytes (`GpuOptions::memory_mib`), if any.
     memory_budget: Option<u64>,
     /// The first allocation that went over the budget, with the thread that made it, until a
@@ -617,6 +619,7 @@ impl GpuContext {
             failing_readbacks: AtomicU32::new(0),
             passing_readbacks: AtomicU32::new(0),
             transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
+            early_submits: std::sync::atomic::AtomicBool::new(!std::env::var("WHIR_EARLY_SUBMITS").is_ok_and(|v| v.trim() == "0")),
             memory_budget,
             over_budget: Mutex::new(None),
             counters: TransferCounters::default(),
@@ -1466,11 +1469,17 @@ impl GpuContext {
     }
 
     /// Whether a long step submits its first part as soon as it is recorded, so the GPU runs
-    /// it while the rest is recorded (a codeword's encoding before its tree, each sumcheck round
-    /// of a chain). `WHIR_EARLY_SUBMITS=0` records each step in one submission, to measure it.
+    /// it while the rest is recorded (a codeword's encoding before its tree, the tree before its
+    /// round head, each sumcheck round of a chain). On by default; `WHIR_EARLY_SUBMITS=0` (read
+    /// when the context is made) records each step in one submission, to measure it.
     pub fn early_submits(&self) -> bool {
-        static EARLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *EARLY.get_or_init(|| !std::env::var("WHIR_EARLY_SUBMITS").is_ok_and(|v| v.trim() == "0"))
+        self.early_submits.load(Ordering::Relaxed)
+    }
+
+    /// Tests and measurements: turns early submits on or off for this context.
+    #[doc(hidden)]
+    pub fn set_early_submits(&self, on: bool) {
+        self.early_submits.store(on, Ordering::Relaxed);
     }
 
     /// Submits and blocks until the GPU is done; recording errors are returned as in

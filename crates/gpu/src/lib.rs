@@ -9,7 +9,7 @@
 //!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's.
 //! - [`GpuPoseidon2`], [`GpuMerkle`]: Poseidon2 (width 16) and Merkle roots identical to
 //!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs`; [`GpuMmcs`], a `p3_commit::Mmcs`.
-//! - [`GpuCodewords`]: encode + commit in one submission, codeword and tree resident, rows opened
+//! - [`GpuCodewords`]: encode + commit with one wait, codeword and tree resident, rows opened
 //!   with their pruned multi-proof.
 //! - [`GpuChallenger`]: Plonky3's duplex challenger with proof-of-work grinding on the GPU.
 //!

@@ -101,7 +101,7 @@ fn fused_levels_override() -> Option<usize> {
     std::env::var("WHIR_MERKLE_FUSED_LEVELS").ok().and_then(|v| v.trim().parse().ok())
 }
 
-/// Work recorded after a tree's root, in the commit's own submission
+/// Work recorded after a tree's root, before the commit's one wait
 /// ([`GpuMerkle::commit_recorded_then`]): given the encoder and the buffer holding the root's 8
 /// words, it records its work and returns the buffer to read back and how many words; the
 /// commit copies the root into that buffer's first 8 words.
@@ -859,7 +859,7 @@ impl GpuMerkle {
     }
 
     /// [`commit_recorded_trimmed`](Self::commit_recorded_trimmed) with work recorded after the
-    /// root in the same submission (`after`, see [`AfterRoot`]), whose words come back with the
+    /// root, before the one wait (`after`, see [`AfterRoot`]), whose words come back with the
     /// root in one readback: returned after the tree (None where `after` was not run — a matrix
     /// over one binding — or failed to record, which is logged and leaves the commit as it is).
     pub fn commit_recorded_then(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize, after: Option<&mut AfterRoot<'_>>) -> Result<(GpuMerkleTree, Option<Vec<u32>>)> {

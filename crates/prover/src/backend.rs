@@ -150,7 +150,7 @@ impl Backend for CpuBackend {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMode {
     /// Our driver (`driver.rs`) with everything resident on the GPU: each codeword is encoded
-    /// and committed in one submission and stays there, and so do the sumcheck's tables
+    /// and committed with one wait and stays there, and so do the sumcheck's tables
     /// (folding, weights, evaluations, rounds); only roots, round coefficients, answers, PoW
     /// witnesses and the openings come back.
     Resident,

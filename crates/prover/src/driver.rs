@@ -390,10 +390,10 @@ pub struct DriverTimes {
     pub ood: Duration,
     /// Every step of every round.
     pub breakdown: RoundBreakdown,
-    /// Out-of-domain answers computed in their commit's submission (the round's head played
+    /// Out-of-domain answers computed before their commit's wait (the round's head played
     /// where f lies), out of all the rounds' answers.
     pub head_answers: usize,
-    /// Query grinds run in their commit's submission and offered to the challenger (it takes
+    /// Query grinds run before their commit's wait and offered to the challenger (it takes
     /// each only if its state is the one searched).
     pub head_grinds: usize,
 }
@@ -632,7 +632,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
     }
 
     // Where the steps can, each round's commitment, out-of-domain answers and query grind are
-    // played where f lies, in the commit's submission, from the transcript state published here;
+    // played where f lies, before the commit's wait, from the transcript state published here;
     // the transcript below replays them and checks each point drawn.
     // (WHIR_ROUND_HEADS=0: measuring what that saves.)
     let heads = !std::env::var("WHIR_ROUND_HEADS").is_ok_and(|v| v.trim() == "0");

@@ -20,7 +20,7 @@ pub struct PhaseTimes {
     /// Merkle commits and openings through the MMCS (pieces path).
     pub merkle: Duration,
     pub pow: Duration,
-    /// Encode + Merkle tree in one submission, with the message upload (resident driver).
+    /// Encode + Merkle tree with one wait, with the message upload (resident driver).
     pub commit: Duration,
     /// Row and path openings from resident codewords (resident driver).
     pub open: Duration,
