@@ -117,3 +117,27 @@ fn chunked_transfers_round_trip() {
         }
     }
 }
+
+/// A buffer handed back while recorded work still uses it (`recycle_after_submit`) goes to the
+/// same thread's next `pooled_storage` at once, but to another thread's only after this
+/// thread's next submission: another thread could otherwise write it before that work runs.
+#[test]
+fn buffers_in_unsubmitted_work_stay_with_their_thread() {
+    for ctx in common::fresh_contexts() {
+        let words = 12_345;
+        let from_another_thread = |ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>| {
+            let ctx = ctx.clone();
+            std::thread::spawn(move || ctx.pooled_storage("other thread", words))
+            .join()
+            .unwrap()
+        };
+        let held = ctx.storage("held", words);
+        ctx.recycle_after_submit(held.clone());
+        assert!(from_another_thread(&ctx) != held, "another thread took a buffer that unsubmitted work uses");
+        let again = ctx.pooled_storage("same thread", words);
+        assert!(again == held, "the recording thread does not get its own buffer back");
+        ctx.recycle_after_submit(again);
+        ctx.submit(ctx.encoder("release")).unwrap();
+        assert!(from_another_thread(&ctx) == held, "the buffer did not join the pool after the submission");
+    }
+}

@@ -466,6 +466,9 @@ pub struct GpuContext {
     transfer_chunk: AtomicU64,
     /// See [`early_submits`](Self::early_submits).
     early_submits: std::sync::atomic::AtomicBool,
+    /// Buffers handed back by a thread while work it recorded with them was not yet submitted:
+    /// they join the pool after that thread's next submission (`recycle_after_submit`).
+    deferred: Mutex<Vec<(std::thread::ThreadId, wgpu::Buffer)>>,
     /// The memory budget in bytes (`GpuOptions::memory_mib`), if any.
     memory_budget: Option<u64>,
     /// The first allocation that went over the budget, with the thread that made it, until a
@@ -620,6 +623,7 @@ impl GpuContext {
             passing_readbacks: AtomicU32::new(0),
             transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
             early_submits: std::sync::atomic::AtomicBool::new(!std::env::var("WHIR_EARLY_SUBMITS").is_ok_and(|v| v.trim() == "0")),
+            deferred: Mutex::new(Vec::new()),
             memory_budget,
             over_budget: Mutex::new(None),
             counters: TransferCounters::default(),
@@ -769,6 +773,7 @@ impl GpuContext {
             drop(guard);
             let index = self.queue.submit([commands]);
             Self::add_time(&self.counters.submit_ns, started);
+            self.release_deferred();
             return index;
         };
         let i = profile.labels.len() as u32;
@@ -791,6 +796,7 @@ impl GpuContext {
         drop(guard);
         let index = self.queue.submit([start, commands, end]);
         Self::add_time(&self.counters.submit_ns, started);
+        self.release_deferred();
         index
     }
 
@@ -1362,16 +1368,56 @@ impl GpuContext {
     /// or a fresh one. Its contents are whatever the last user left.
     pub fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         let bytes = (words.max(1) * 4) as u64;
+        // First what this thread handed back before submitting: work it records from here on
+        // runs after the work that used it, so it may reuse it at once.
+        if let Some(buffer) = self.take_deferred(bytes) {
+            return buffer;
+        }
         if let Some(buffer) = self.device_pool.take(bytes) {
             return buffer;
         }
         self.storage(label, words)
     }
 
+    /// A buffer of `bytes` this thread handed back with `recycle_after_submit`, if any.
+    fn take_deferred(&self, bytes: u64) -> Option<wgpu::Buffer> {
+        let me = std::thread::current().id();
+        let mut deferred = self.deferred.lock().expect("deferred buffers poisoned");
+        let at = deferred.iter().position(|(thread, b)| *thread == me && b.size() == bytes)?;
+        Some(deferred.swap_remove(at).1)
+    }
+
     /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under its
-    /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size).
+    /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size). Only for a
+    /// buffer whose uses are all submitted; see [`recycle_after_submit`](Self::recycle_after_submit).
     pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
         self.device_pool.give(buffer);
+    }
+
+    /// Hands back a buffer that work recorded on this thread but not yet submitted still uses:
+    /// this thread's `pooled_storage` may take it again at once (what it records next runs
+    /// after that work), and it joins the shared pool after this thread's next submission.
+    /// Given straight to the pool, another thread sharing the context could take it and submit
+    /// writes to it before that work is submitted.
+    pub fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
+        self.deferred.lock().expect("deferred buffers poisoned").push((std::thread::current().id(), buffer));
+    }
+
+    /// Gives the pool what this thread handed back before its submission just made.
+    fn release_deferred(&self) {
+        let me = std::thread::current().id();
+        let mine: Vec<wgpu::Buffer> = {
+            let mut deferred = self.deferred.lock().expect("deferred buffers poisoned");
+            if deferred.is_empty() {
+                return;
+            }
+            let (mine, others): (Vec<_>, Vec<_>) = deferred.drain(..).partition(|(thread, _)| *thread == me);
+            *deferred = others;
+            mine.into_iter().map(|(_, b)| b).collect()
+        };
+        for buffer in mine {
+            self.device_pool.give(buffer);
+        }
     }
 
     /// A uniform buffer holding `value`. Uniforms are never written after creation, so equal

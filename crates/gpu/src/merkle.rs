@@ -359,7 +359,7 @@ impl GpuMerkle {
         if !keep_leaves && fused == 0 && height > 1 {
             // Recorded reads of the leaves run before anything recorded later reuses them.
             let leaves = std::mem::replace(&mut layers[0], ctx.pooled_storage("merkle layer", DIGEST_ELEMS));
-            ctx.recycle_storage(leaves);
+            ctx.recycle_after_submit(leaves);
         }
         Ok(layers)
     }
@@ -1115,7 +1115,7 @@ impl GpuMerkle {
         }
         ctx.record_dispatches(&mut encoder, "merkle batch tree", &dispatches);
         for leaves in chunk_leaves {
-            ctx.recycle_storage(leaves);
+            ctx.recycle_after_submit(leaves);
         }
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
         let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [BabyBear::default(); DIGEST_ELEMS], ctx };

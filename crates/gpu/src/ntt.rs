@@ -468,7 +468,8 @@ impl GpuNtt {
             let [a, b] = work;
             let (result, spare) = if current == Some(0) { (a, b) } else { (b, a) };
             if !self.poison.load(Ordering::Relaxed) {
-                self.recycle(spare);
+                // Recorded, not yet submitted.
+                self.ctx.recycle_after_submit(spare);
             }
             return Ok(result);
         }
@@ -492,7 +493,8 @@ impl GpuNtt {
         let [a, b] = work;
         let (result, spare) = if out == 0 { (a, b) } else { (b, a) };
         if !self.poison.load(Ordering::Relaxed) {
-            self.recycle(spare);
+            // Recorded, not yet submitted.
+            self.ctx.recycle_after_submit(spare);
         }
         Ok(result)
     }
