@@ -213,6 +213,10 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
             let config = p.config::<GpuChallenger>().unwrap();
             let answers: usize = config.round_parameters().iter().map(|r| r.ood_samples).sum();
             assert_eq!(times.head_answers, answers, "{p:?}: out-of-domain answers from the GPU");
+            // Every round's query grind with its commit, and the final one with the final
+            // polynomial.
+            let grinds = config.round_parameters().iter().filter(|r| r.pow_bits > 0).count() + usize::from(config.final_round_config().pow_bits > 0);
+            assert_eq!(times.head_grinds, grinds, "{p:?}: query grinds run ahead on the GPU");
             assert!(challenger.grinds_ahead_used() >= times.head_grinds as u64, "{p:?}: head grinds offered but not taken");
             used += challenger.grinds_ahead_used();
             (answers_played, grinds_played) = (answers_played + times.head_answers, grinds_played + times.head_grinds);

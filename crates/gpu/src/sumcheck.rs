@@ -1372,6 +1372,41 @@ impl GpuSumcheck {
         ext_from_words(words)
     }
 
+    /// f's table, and in the same submission a grind run ahead of the transcript that observes
+    /// it next (WHIR's final polynomial, then its query grind): `ahead` is the grinder, the
+    /// grind's bits and the challenger state before f is observed. The grind is left out (None)
+    /// where f is not one BabyBear^4 buffer or cannot be recorded; the caller's challenger takes
+    /// the offer only if its state is the one searched.
+    pub fn evals_then_grind(&self, ahead: Option<(&GpuGrinder, usize, &[BabyBear; WIDTH], &[BabyBear])>) -> Result<(Vec<Ext4>, Option<GrindOffer>)> {
+        let (Some((grinder, bits, sponge, pending)), false, [f]) = (ahead, self.is_base(), self.f.buffers.as_slice()) else {
+            return Ok((self.evals()?, None));
+        };
+        let words = self.f.words << self.vars;
+        let mut dispatches = Vec::new();
+        let record = match grinder.record_after_observing(&mut dispatches, sponge, pending, f, 0, words, bits) {
+            Ok(record) => record,
+            Err(e) => {
+                tracing::debug!("the final polynomial's grind runs on its own: {e}");
+                return Ok((self.evals()?, None));
+            }
+        };
+        let out = self.ctx.pooled_storage("final polynomial and grind", words + GrindAheadRecord::WORDS);
+        let mut encoder = self.ctx.encoder("final polynomial and grind");
+        self.ctx.record_dispatches(&mut encoder, "final polynomial grind", &dispatches);
+        encoder.copy_buffer_to_buffer(f, 0, &out, 0, (words * 4) as u64);
+        record.record_readback(&mut encoder, &out, words);
+        let read = self.ctx.submit_and_read(encoder, &out, words + GrindAheadRecord::WORDS);
+        self.ctx.recycle_storage(out);
+        let parsed = read.and_then(|mut all| {
+            // A malformed offer is dropped: the challenger then grinds on its own.
+            let offer = record.offer(&all[words..]).map_err(|e| tracing::warn!("ignoring a malformed final grind result: {e}")).ok();
+            all.truncate(words);
+            Ok((ext_from_words(all)?, offer))
+        });
+        grinder.recycle(record);
+        parsed
+    }
+
     /// Whether f is still the base-field table it started as.
     pub fn is_base(&self) -> bool {
         self.f.words == 1

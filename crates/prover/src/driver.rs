@@ -393,8 +393,9 @@ pub struct DriverTimes {
     /// Out-of-domain answers computed before their commit's wait (the round's head played
     /// where f lies), out of all the rounds' answers.
     pub head_answers: usize,
-    /// Query grinds run before their commit's wait and offered to the challenger (it takes
-    /// each only if its state is the one searched).
+    /// Query grinds run on the GPU ahead of the transcript and offered to the challenger (it
+    /// takes each only if its state is the one searched): each round's with its commit, the
+    /// final one with the final polynomial's readback.
     pub head_grinds: usize,
 }
 
@@ -747,10 +748,23 @@ pub fn prove_with_steps<S: CodewordSteps>(
 
         // Final round: the polynomial in the clear, the last queries, the closing sumcheck.
         let final_round = config.n_rounds();
-        clock.enter(steps, final_round + 1, Step::Sumcheck);
-        let final_poly = Poly::new(sumcheck.evals()?);
+        // The final polynomial comes back with the query grind that follows observing it, run
+        // ahead on the GPU from the transcript's state here (taken only if the challenger's
+        // state is the one searched); that submission is the grind's, so it counts as PoW.
+        let final_bits = transcript.shape().final_pow_bits;
+        let grind_from = head_link
+            .as_ref()
+            .and_then(|l| l.transcript_state())
+            .filter(|_| final_bits > 0 && final_bits >= gpu_min_bits);
+        clock.enter(steps, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });
+        let (evals, final_offer) = sumcheck.evals_then_grind(grind_from.as_ref().map(|(grinder, sponge, pending)| (grinder.as_ref(), final_bits, sponge, pending.as_slice())))?;
+        let final_poly = Poly::new(evals);
         transcript.final_poly(final_poly.as_slice());
         clock.enter(steps, final_round + 1, Step::Pow);
+        if let (Some(link), Some(offer)) = (head_link.as_ref(), final_offer) {
+            head_grinds += 1;
+            link.queue([offer]);
+        }
         let final_pow_witness = transcript.query_pow(final_round);
         let indices = transcript.query_indices(final_round);
         clock.enter(steps, final_round + 1, Step::Open);

@@ -62,6 +62,14 @@ pub trait SumcheckSteps {
     /// f's evaluation table.
     fn evals(&mut self) -> Result<Vec<EF>, ProverError>;
 
+    /// `evals`, and where the steps can, the grind that follows observing them, run ahead of
+    /// the transcript (the GPU's: in the same submission; see `GpuSumcheck::evals_then_grind`)
+    /// from the challenger state `sponge` with `pending` inputs; its offer goes to the
+    /// challenger, which checks it. None where the steps grind nothing.
+    fn evals_then_grind(&mut self, _grind: Option<(&whir_gpu::GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<whir_gpu::GrindOffer>), ProverError> {
+        Ok((self.evals()?, None))
+    }
+
     /// Grind ahead of the transcript after each round, where the steps can (the GPU's run the
     /// grind in the round's own submission); None stops it.
     fn set_grind_ahead(&mut self, _ahead: Option<whir_gpu::GrindAhead>) {}
@@ -209,6 +217,10 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
 
     fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
+    }
+
+    fn evals_then_grind(&mut self, grind: Option<(&whir_gpu::GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<whir_gpu::GrindOffer>), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?)
     }
 
     fn set_grind_ahead(&mut self, ahead: Option<whir_gpu::GrindAhead>) {
