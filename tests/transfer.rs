@@ -141,3 +141,23 @@ fn buffers_in_unsubmitted_work_stay_with_their_thread() {
         assert!(from_another_thread(&ctx) == held, "the buffer did not join the pool after the submission");
     }
 }
+
+/// A readback whose wait comes later (`submit_then_read`, `finish_read`) returns what the
+/// buffer held when it was submitted, even after the buffer is written again and other work
+/// is waited for in between; at every size, the chunked ones (read at once) included.
+#[test]
+fn readbacks_finished_later_hold_what_was_there_when_submitted() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        for words in [0, 1, 1000, (1 << 18) + 3, (16 << 20) + 7] {
+            let first = random_words(&mut rng, words);
+            let buffer = ctx.upload("read later", &first);
+            let pending = ctx.submit_then_read(ctx.encoder("read later"), &buffer, words).unwrap();
+            let second = random_words(&mut rng, words);
+            ctx.write(&buffer, &second);
+            assert_eq!(ctx.submit_and_read(ctx.encoder("read now"), &buffer, words).unwrap(), second, "{words} words: the second write");
+            assert_eq!(ctx.finish_read(pending).unwrap(), first, "{words} words: the readback submitted first");
+        }
+        assert!(ctx.submit_then_read(ctx.encoder("too many"), &ctx.storage("small", 4), 5).is_err(), "reading past a buffer's end is an error");
+    }
+}

@@ -11,7 +11,7 @@ use crate::context::Dispatch;
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
 use crate::field::as_words;
-use crate::merkle::{matrix_bytes, AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup, DIGEST_ELEMS};
+use crate::merkle::{matrix_bytes, AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RowChunk, RowGroup, DIGEST_ELEMS};
 use crate::ntt::GpuNtt;
 use crate::shaders::Kernel;
 use crate::sumcheck::{GpuSumcheck, HeadRecord, HeadRequest, HeadValues};
@@ -402,5 +402,16 @@ impl GpuCodewords {
 
     pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
         self.merkle.read_pending(pending)
+    }
+
+    /// [`read_openings`](Self::read_openings) in two halves: the readback is submitted here and
+    /// waited for in [`GpuMerkle::finish_reading`], after other work.
+    pub fn start_reading_openings(&self, pending: Vec<PendingRows>) -> Result<ReadingRows> {
+        self.merkle.start_reading(pending)
+    }
+
+    /// The second half of [`start_reading_openings`](Self::start_reading_openings).
+    pub fn finish_reading_openings(&self, reading: ReadingRows) -> Result<Vec<OpenedRows>> {
+        self.merkle.finish_reading(reading)
     }
 }

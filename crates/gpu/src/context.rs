@@ -423,6 +423,15 @@ impl std::ops::Sub for HostCosts {
     }
 }
 
+/// A readback submitted by [`GpuContext::submit_then_read`], to be finished with
+/// [`GpuContext::finish_read`]. Dropped unfinished, its staging memory is freed, not pooled.
+pub enum PendingRead {
+    /// Read at once (empty, or larger than a transfer chunk).
+    Ready(Vec<u32>),
+    /// Copied into `staging`, whose map answers on `rx`.
+    Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, rx: std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>> },
+}
+
 /// One dispatch for [`GpuContext::record_dispatches`].
 pub struct Dispatch {
     pub pipeline: wgpu::ComputePipeline,
@@ -1504,6 +1513,51 @@ impl GpuContext {
         if bytes >= STAGED_MIN_BYTES as u64 {
             tracing::debug!(bytes, ms = started.elapsed().as_secs_f64() * 1e3, "submit and read back");
         }
+        Ok(out)
+    }
+
+    /// [`submit_and_read`](Self::submit_and_read) whose wait comes later
+    /// ([`finish_read`](Self::finish_read)): the copy is submitted and its map requested now, so
+    /// work submitted after it (and waited for first) covers its round trip. Reads larger than a
+    /// transfer chunk are read at once.
+    pub fn submit_then_read(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<PendingRead> {
+        let bytes = words
+            .checked_mul(4)
+            .map(|b| b as u64)
+            .filter(|&b| b <= src.size())
+            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
+        if bytes == 0 || self.chunked(bytes as usize) {
+            return self.submit_and_read(encoder, src, words).map(PendingRead::Ready);
+        }
+        self.injected_failure()?;
+        let (staging, _) = self.readback_pool.take(&self.device, bytes);
+        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
+        self.scoped("submit and read back later", || {
+            self.queue_submit(encoder.finish());
+            Ok(())
+        })?;
+        self.counters.bytes_down.fetch_add(bytes, Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        Ok(PendingRead::Mapping { staging, bytes, words, rx })
+    }
+
+    /// The words of a [`submit_then_read`](Self::submit_then_read), waiting for them if needed.
+    pub fn finish_read(&self, read: PendingRead) -> Result<Vec<u32>> {
+        let (staging, bytes, words, rx) = match read {
+            PendingRead::Ready(words) => return Ok(words),
+            PendingRead::Mapping { staging, bytes, words, rx } => (staging, bytes, words, rx),
+        };
+        self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+        let mut out = vec![0u32; words];
+        {
+            let view = staging.slice(..bytes).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
+            transfer::par_read(bytemuck::cast_slice_mut(&mut out), &view);
+        }
+        staging.unmap();
+        self.readback_pool.give(staging);
         Ok(out)
     }
 

@@ -34,12 +34,12 @@ pub mod transfer;
 
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{lean_memory_defaults, CommittedCodeword, GpuCodewords};
-pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
+pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, PendingRead, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
-pub use merkle::{AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RowChunk, RowGroup};
+pub use merkle::{AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RowChunk, RowGroup};
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};

@@ -101,6 +101,12 @@ fn fused_levels_override() -> Option<usize> {
     std::env::var("WHIR_MERKLE_FUSED_LEVELS").ok().and_then(|v| v.trim().parse().ok())
 }
 
+/// Openings whose readback was submitted by [`GpuMerkle::start_reading`].
+pub struct ReadingRows {
+    read: crate::context::PendingRead,
+    pending: Vec<PendingRows>,
+}
+
 /// Work recorded after a tree's root, before the commit's one wait
 /// ([`GpuMerkle::commit_recorded_then`]): given the encoder and the buffer holding the root's 8
 /// words, it records its work and returns the buffer to read back and how many words; the
@@ -590,6 +596,13 @@ impl GpuMerkle {
     /// Reads back openings made by [`open_rows_deferred`](Self::open_rows_deferred), in order,
     /// with one submission and one readback.
     pub fn read_pending(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
+        let started = self.start_reading(pending)?;
+        self.finish_reading(started)
+    }
+
+    /// [`read_pending`](Self::read_pending) up to its wait: the copy is submitted, and work
+    /// submitted and waited for before [`finish_reading`](Self::finish_reading) covers the round trip.
+    pub fn start_reading(&self, pending: Vec<PendingRows>) -> Result<ReadingRows> {
         let ctx = self.poseidon2.context();
         let total: usize = pending.iter().map(|p| p.words).sum();
         let all = ctx.storage("merkle openings", total);
@@ -602,7 +615,14 @@ impl GpuMerkle {
             }
             at += bytes;
         }
-        let words = from_words(ctx.submit_and_read(encoder, &all, total)?)?;
+        let read = ctx.submit_then_read(encoder, &all, total)?;
+        Ok(ReadingRows { read, pending })
+    }
+
+    /// The openings a [`start_reading`](Self::start_reading) read back, in order.
+    pub fn finish_reading(&self, reading: ReadingRows) -> Result<Vec<OpenedRows>> {
+        let ReadingRows { read, pending } = reading;
+        let words = from_words(self.poseidon2.context().finish_read(read)?)?;
         let mut rest = &words[..];
         Ok(pending
             .iter()

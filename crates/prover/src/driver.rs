@@ -68,6 +68,15 @@ pub trait CodewordSteps {
     /// The rows and pruned multi-proofs of `openings`, in order.
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError>;
 
+    /// [`read_openings`](Self::read_openings) in two halves: what is returned gives the rows
+    /// when called, and where the steps can, their readback is already under way (the GPU's:
+    /// submitted, waited for only then), so other work waited for in between covers it.
+    #[allow(clippy::type_complexity)]
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+        let rows = self.read_openings(openings)?;
+        Ok(Box::new(move || Ok(rows)))
+    }
+
     /// The sumcheck state: f, then its folds, and the weights w.
     type Sumcheck: SumcheckSteps;
 
@@ -202,6 +211,17 @@ impl CodewordSteps for GpuCodewords {
             .into_iter()
             .map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
             .collect())
+    }
+
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+        let reading = self.start_reading_openings(openings)?;
+        Ok(Box::new(move || {
+            Ok(self
+                .finish_reading_openings(reading)?
+                .into_iter()
+                .map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
+                .collect())
+        }))
     }
 }
 
@@ -769,6 +789,10 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let indices = transcript.query_indices(final_round);
         clock.enter(steps, final_round + 1, Step::Open);
         pending.push((steps.open(&committed, &indices)?, base_round));
+        // Every opening comes back in one transfer, under way while the closing sumcheck runs.
+        clock.enter(steps, final_round + 1, Step::Readback);
+        let (openings, bases): (Vec<_>, Vec<bool>) = pending.into_iter().unzip();
+        let opened = steps.begin_reading_openings(openings)?;
         clock.enter(steps, final_round + 1, Step::Sumcheck);
         let final_sumcheck = transcript
             .delegate_final_fold(|ch| {
@@ -777,11 +801,9 @@ pub fn prove_with_steps<S: CodewordSteps>(
             })
             .transpose()?;
 
-        // Every opening comes back now, in one transfer, and the round proofs are assembled.
+        // The openings, and the round proofs assembled.
         clock.enter(steps, final_round + 1, Step::Readback);
-        let (openings, bases): (Vec<_>, Vec<bool>) = pending.into_iter().unzip();
-        let mut openings: Vec<_> = steps
-            .read_openings(openings)?
+        let mut openings: Vec<_> = opened()?
             .into_iter()
             .zip(bases)
             .map(|((rows, proof), base)| query_openings(rows, proof, base))
