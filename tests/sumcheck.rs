@@ -282,7 +282,8 @@ fn lazy_equality_weights_match_the_twin() {
         let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
         // (m, rounds, points, chain: None or Some((bits, grind range end)))
-        let cases: Vec<(usize, usize, usize, Option<(usize, Option<u32>)>)> = if small {
+        type Case = (usize, usize, usize, Option<(usize, Option<u32>)>);
+        let cases: Vec<Case> = if small {
             vec![(14, 4, 2, None), (14, 3, 3, Some((0, None)))]
         } else {
             // m = 20: 2^19 pairs, several a thread, sharing their low index.

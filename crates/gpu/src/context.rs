@@ -1462,7 +1462,7 @@ impl GpuContext {
     /// when the encoder is finished) are returned, not only logged.
     pub fn submit_and_read(
         &self,
-        mut encoder: wgpu::CommandEncoder,
+        encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         words: usize,
     ) -> Result<Vec<u32>> {
@@ -1488,51 +1488,21 @@ impl GpuContext {
             });
         }
         let started = std::time::Instant::now();
-        let (staging, _) = self.readback_pool.take(&self.device, bytes);
-        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
-        // Recording errors surface at `finish`: catch them here, on this thread's scopes.
-        self.scoped("submit and read back", || {
-            self.queue_submit(encoder.finish());
-            Ok(())
-        })?;
-        self.counters.bytes_down.fetch_add(bytes, Ordering::Relaxed);
-        let slice = staging.slice(..bytes);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
-        // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
-        let mut out = vec![0u32; words];
-        {
-            let view = slice.get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
-            transfer::par_read(bytemuck::cast_slice_mut(&mut out), &view);
-        }
-        staging.unmap();
-        self.readback_pool.give(staging);
+        let read = self.start_read(encoder, src, bytes, words)?;
+        let out = self.finish_read(read)?;
         if bytes >= STAGED_MIN_BYTES as u64 {
             tracing::debug!(bytes, ms = started.elapsed().as_secs_f64() * 1e3, "submit and read back");
         }
         Ok(out)
     }
 
-    /// [`submit_and_read`](Self::submit_and_read) whose wait comes later
-    /// ([`finish_read`](Self::finish_read)): the copy is submitted and its map requested now, so
-    /// work submitted after it (and waited for first) covers its round trip. Reads larger than a
-    /// transfer chunk are read at once.
-    pub fn submit_then_read(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<PendingRead> {
-        let bytes = words
-            .checked_mul(4)
-            .map(|b| b as u64)
-            .filter(|&b| b <= src.size())
-            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
-        if bytes == 0 || self.chunked(bytes as usize) {
-            return self.submit_and_read(encoder, src, words).map(PendingRead::Ready);
-        }
-        self.injected_failure()?;
+    /// Copies `bytes` (> 0, one staging chunk at most) of `src` into pooled staging, submits,
+    /// and requests the map.
+    fn start_read(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, bytes: u64, words: usize) -> Result<PendingRead> {
         let (staging, _) = self.readback_pool.take(&self.device, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
-        self.scoped("submit and read back later", || {
+        // Recording errors surface at `finish`: catch them here, on this thread's scopes.
+        self.scoped("submit and read back", || {
             self.queue_submit(encoder.finish());
             Ok(())
         })?;
@@ -1544,6 +1514,23 @@ impl GpuContext {
         Ok(PendingRead::Mapping { staging, bytes, words, rx })
     }
 
+    /// [`submit_and_read`](Self::submit_and_read) whose wait comes later
+    /// ([`finish_read`](Self::finish_read)): the copy is submitted and its map requested now, so
+    /// work submitted after it (and waited for first) covers its round trip. Reads larger than a
+    /// transfer chunk are read at once.
+    pub fn submit_then_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<PendingRead> {
+        let bytes = words
+            .checked_mul(4)
+            .map(|b| b as u64)
+            .filter(|&b| b <= src.size())
+            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
+        if bytes == 0 || self.chunked(bytes as usize) {
+            return self.submit_and_read(encoder, src, words).map(PendingRead::Ready);
+        }
+        self.injected_failure()?;
+        self.start_read(encoder, src, bytes, words)
+    }
+
     /// The words of a [`submit_then_read`](Self::submit_then_read), waiting for them if needed.
     pub fn finish_read(&self, read: PendingRead) -> Result<Vec<u32>> {
         let (staging, bytes, words, rx) = match read {
@@ -1551,6 +1538,7 @@ impl GpuContext {
             PendingRead::Mapping { staging, bytes, words, rx } => (staging, bytes, words, rx),
         };
         self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+        // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
         let mut out = vec![0u32; words];
         {
             let view = staging.slice(..bytes).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
