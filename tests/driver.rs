@@ -315,15 +315,27 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
         let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let expected = CpuBackend.prove(&p, &evals).unwrap();
-        // The first commit's root, a later commit, an opening: the proof breaks off at each.
-        for skip in [0, 1, 4] {
+        // Each readback in turn fails, the first commit's root to the openings' (the last,
+        // waited for after the closing sumcheck): the proof breaks off there every time. Past
+        // the last one, the proof is the GPU's.
+        let mut skip = 0;
+        loop {
             ctx.fail_readbacks(skip, 1);
             let out = gpu.prove(&p, &evals).unwrap();
+            let struck = ctx.injected_failures_left() == 0;
             ctx.fail_readbacks(0, 0);
-            assert_eq!(out.path, "cpu (fallback)", "failure after {skip} readbacks");
             assert!(out.proof == expected.proof, "failure after {skip} readbacks: the proofs differ");
             ProofFile::from_bytes(&ProofFile::new(&p, &out).to_bytes()).unwrap().verify(&p).unwrap();
+            if out.path == "gpu" {
+                // Only because the proof made no more readbacks: none was survived.
+                assert!(!struck, "a readback failure (after {skip}) was survived on the GPU");
+                break;
+            }
+            assert_eq!(out.path, "cpu (fallback)", "failure after {skip} readbacks");
+            skip += 1;
+            assert!(skip < 200, "a proof that never gets past its readbacks");
         }
+        assert!(skip >= 5, "a resident proof reads back more than {skip} times");
         assert_eq!(gpu.prove(&p, &evals).unwrap().path, "gpu", "the GPU is used again afterwards");
     }
 }

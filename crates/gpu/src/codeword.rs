@@ -183,7 +183,7 @@ impl GpuCodewords {
             )));
         }
         let ctx = self.ntt.context().clone();
-        let input = ctx.pooled_storage("codeword message", message.len());
+        let input = ctx.pooled_for_upload("codeword message", message.len());
         ctx.write(&input, as_words(message));
         match self.commit_buffer(&input, message.len() / width, width, log_inv_rate) {
             Ok(committed) => Ok((committed, input)),

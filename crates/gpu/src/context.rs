@@ -688,6 +688,9 @@ impl GpuContext {
     /// Drops the recycled device and staging buffers the pools hold (before a workload of other
     /// sizes, or to measure one workload's own high-water mark).
     pub fn trim_pools(&self) {
+        // Deferred buffers too (work still recorded with one keeps it alive in wgpu): a thread
+        // that failed before submitting, or ended, would otherwise hold them for good.
+        self.deferred.lock().expect("deferred buffers poisoned").clear();
         self.device_pool.clear();
         self.upload_pool.clear();
         self.readback_pool.clear();
@@ -930,6 +933,12 @@ impl GpuContext {
         self.failing_readbacks.store(count, Ordering::SeqCst);
     }
 
+    /// Testing fault injection: the injected failures not struck yet.
+    #[doc(hidden)]
+    pub fn injected_failures_left(&self) -> u32 {
+        self.failing_readbacks.load(Ordering::SeqCst)
+    }
+
     fn injected_failure(&self) -> Result<()> {
         if self.failing_readbacks.load(Ordering::SeqCst) == 0 {
             return Ok(());
@@ -1016,7 +1025,7 @@ impl GpuContext {
     /// `recycle_storage` once the work that reads it is submitted (a small fresh buffer costs a
     /// driver allocation and free, ~10 us each on the H200).
     pub fn upload_pooled(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
-        let buffer = self.pooled_storage(label, words.len());
+        let buffer = self.pooled_for_upload(label, words.len());
         self.write(&buffer, words);
         buffer
     }
@@ -1056,7 +1065,7 @@ impl GpuContext {
         row_words: usize,
         row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
     ) -> Result<wgpu::Buffer> {
-        let buffer = self.pooled_storage(label, rows * row_words);
+        let buffer = self.pooled_for_upload(label, rows * row_words);
         let bytes = rows * row_words * 4;
         if bytes == 0 {
             return Ok(buffer);
@@ -1388,6 +1397,13 @@ impl GpuContext {
         self.storage(label, words)
     }
 
+    /// A pooled storage buffer for the host to write into (`write`, an upload): never one that
+    /// recorded, unsubmitted work still uses, since a write lands before the next submission.
+    pub fn pooled_for_upload(&self, label: &str, words: usize) -> wgpu::Buffer {
+        let bytes = (words.max(1) * 4) as u64;
+        self.device_pool.take(bytes).unwrap_or_else(|| self.storage(label, words))
+    }
+
     /// A buffer of `bytes` this thread handed back with `recycle_after_submit`, if any.
     fn take_deferred(&self, bytes: u64) -> Option<wgpu::Buffer> {
         let me = std::thread::current().id();
@@ -1404,10 +1420,11 @@ impl GpuContext {
     }
 
     /// Hands back a buffer that work recorded on this thread but not yet submitted still uses:
-    /// this thread's `pooled_storage` may take it again at once (what it records next runs
-    /// after that work), and it joins the shared pool after this thread's next submission.
-    /// Given straight to the pool, another thread sharing the context could take it and submit
-    /// writes to it before that work is submitted.
+    /// this thread's `pooled_storage` may take it again at once for work it records after
+    /// (kernels recorded later run later; host writes would not, so `pooled_for_upload` never
+    /// takes it), and it joins the shared pool after this thread's next submission, which must
+    /// be the one carrying that work. Given straight to the pool, another thread sharing the
+    /// context could take it and submit writes to it before that work is submitted.
     pub fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
         self.deferred.lock().expect("deferred buffers poisoned").push((std::thread::current().id(), buffer));
     }
@@ -1488,8 +1505,10 @@ impl GpuContext {
             });
         }
         let started = std::time::Instant::now();
-        let read = self.start_read(encoder, src, bytes, words)?;
-        let out = self.finish_read(read)?;
+        let out = match self.start_read(encoder, src, bytes, words)? {
+            PendingRead::Mapping { staging, bytes, words, rx } => self.complete_read(staging, bytes, words, &rx)?,
+            PendingRead::Ready(words) => words,
+        };
         if bytes >= STAGED_MIN_BYTES as u64 {
             tracing::debug!(bytes, ms = started.elapsed().as_secs_f64() * 1e3, "submit and read back");
         }
@@ -1527,17 +1546,21 @@ impl GpuContext {
         if bytes == 0 || self.chunked(bytes as usize) {
             return self.submit_and_read(encoder, src, words).map(PendingRead::Ready);
         }
-        self.injected_failure()?;
         self.start_read(encoder, src, bytes, words)
     }
 
     /// The words of a [`submit_then_read`](Self::submit_then_read), waiting for them if needed.
     pub fn finish_read(&self, read: PendingRead) -> Result<Vec<u32>> {
-        let (staging, bytes, words, rx) = match read {
-            PendingRead::Ready(words) => return Ok(words),
-            PendingRead::Mapping { staging, bytes, words, rx } => (staging, bytes, words, rx),
-        };
-        self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+        match read {
+            PendingRead::Ready(words) => Ok(words),
+            // A failure injected for tests strikes at the wait, after the work in between.
+            PendingRead::Mapping { staging, bytes, words, rx } => self.injected_failure().and_then(|()| self.complete_read(staging, bytes, words, &rx)),
+        }
+    }
+
+    /// Waits for a `start_read`'s map and copies the words out.
+    fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, rx: &std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>) -> Result<Vec<u32>> {
+        self.wait_for_map(rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
         // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
         let mut out = vec![0u32; words];
         {

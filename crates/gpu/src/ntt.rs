@@ -601,7 +601,7 @@ impl GpuNtt {
     /// through (for `recycle` once the result is read).
     fn record_chain_from(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>)> {
         self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
-        let buffer = self.ctx.pooled_storage("ntt input", values.len());
+        let buffer = self.ctx.pooled_for_upload("ntt input", values.len());
         self.ctx.write(&buffer, as_words(values));
         let mut encoder = self.ctx.encoder("ntt");
         let (result, used) = self.record_specs(&mut encoder, buffer, specs)?;

@@ -435,7 +435,7 @@ impl GpuSumcheck {
             buffers: values
                 .chunks(1 << seg_log)
                 .map(|segment| {
-                    let buffer = ctx.pooled_storage(label, segment.len() * 4);
+                    let buffer = ctx.pooled_for_upload(label, segment.len() * 4);
                     ctx.write(&buffer, ext_words(segment));
                     buffer
                 })

@@ -770,7 +770,8 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let final_round = config.n_rounds();
         // The final polynomial comes back with the query grind that follows observing it, run
         // ahead on the GPU from the transcript's state here (taken only if the challenger's
-        // state is the one searched); that submission is the grind's, so it counts as PoW.
+        // state is the one searched); that submission is then mostly the grind's, so it counts
+        // as PoW (the steps may still read f alone, e.g. f split over bindings).
         let final_bits = transcript.shape().final_pow_bits;
         let grind_from = head_link
             .as_ref()
