@@ -423,13 +423,16 @@ impl std::ops::Sub for HostCosts {
     }
 }
 
+/// Where a staging buffer's map answers.
+type MapAnswer = std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>;
+
 /// A readback submitted by [`GpuContext::submit_then_read`], to be finished with
 /// [`GpuContext::finish_read`]. Dropped unfinished, its staging memory is freed, not pooled.
 pub enum PendingRead {
     /// Read at once (empty, or larger than a transfer chunk).
     Ready(Vec<u32>),
     /// Copied into `staging`, whose map answers on `rx`.
-    Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, rx: std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>> },
+    Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, rx: MapAnswer },
 }
 
 /// One dispatch for [`GpuContext::record_dispatches`].
@@ -1262,10 +1265,9 @@ impl GpuContext {
         let per = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
         let ranges: Vec<std::ops::Range<usize>> = (0..len).step_by(per.max(1)).map(|s| s..(s + per).min(len)).collect();
         let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
-        type Mapped = std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>;
         let mut ring: Vec<wgpu::Buffer> = Vec::new();
-        let mut pending: std::collections::VecDeque<(usize, wgpu::SubmissionIndex, Mapped)> = std::collections::VecDeque::new();
-        let issue = |i: usize, buffer: &wgpu::Buffer| -> (wgpu::SubmissionIndex, Mapped) {
+        let mut pending: std::collections::VecDeque<(usize, wgpu::SubmissionIndex, MapAnswer)> = std::collections::VecDeque::new();
+        let issue = |i: usize, buffer: &wgpu::Buffer| -> (wgpu::SubmissionIndex, MapAnswer) {
             let range = &ranges[i];
             let mut encoder = self.encoder("chunked readback");
             encoder.copy_buffer_to_buffer(src, range.start as u64, buffer, 0, range.len() as u64);
@@ -1483,11 +1485,7 @@ impl GpuContext {
         src: &wgpu::Buffer,
         words: usize,
     ) -> Result<Vec<u32>> {
-        let bytes = words
-            .checked_mul(4)
-            .map(|b| b as u64)
-            .filter(|&b| b <= src.size())
-            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
+        let bytes = Self::read_bytes(src, words)?;
         if self.chunked(bytes as usize) {
             // Large: through a few pooled chunks, drained while the next ones cross the bus.
             let mut out = vec![0u32; words];
@@ -1515,6 +1513,15 @@ impl GpuContext {
         Ok(out)
     }
 
+    /// Bytes of a readback of `words` words from `src`; an error past its end.
+    fn read_bytes(src: &wgpu::Buffer, words: usize) -> Result<u64> {
+        words
+            .checked_mul(4)
+            .map(|b| b as u64)
+            .filter(|&b| b <= src.size())
+            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))
+    }
+
     /// Copies `bytes` (> 0, one staging chunk at most) of `src` into pooled staging, submits,
     /// and requests the map.
     fn start_read(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, bytes: u64, words: usize) -> Result<PendingRead> {
@@ -1538,11 +1545,7 @@ impl GpuContext {
     /// work submitted after it (and waited for first) covers its round trip. Reads larger than a
     /// transfer chunk are read at once.
     pub fn submit_then_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<PendingRead> {
-        let bytes = words
-            .checked_mul(4)
-            .map(|b| b as u64)
-            .filter(|&b| b <= src.size())
-            .ok_or_else(|| GpuError::InvalidInput(format!("reading {words} words from a buffer of {} bytes", src.size())))?;
+        let bytes = Self::read_bytes(src, words)?;
         if bytes == 0 || self.chunked(bytes as usize) {
             return self.submit_and_read(encoder, src, words).map(PendingRead::Ready);
         }
@@ -1559,7 +1562,7 @@ impl GpuContext {
     }
 
     /// Waits for a `start_read`'s map and copies the words out.
-    fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, rx: &std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>) -> Result<Vec<u32>> {
+    fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, rx: &MapAnswer) -> Result<Vec<u32>> {
         self.wait_for_map(rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
         // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
         let mut out = vec![0u32; words];

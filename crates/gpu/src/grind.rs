@@ -24,6 +24,11 @@ pub const MAX_BITS: usize = 30;
 /// Candidates one workgroup of wgsl/pow/grind.wgsl tries (`GRIND_GROUP` there).
 const GRIND_GROUP: u64 = 128;
 
+/// Workgroups of wgsl/pow/grind.wgsl for `candidates` candidates.
+fn grind_groups(candidates: u64) -> u32 {
+    candidates.div_ceil(GRIND_GROUP) as u32
+}
+
 /// The state a witness candidate is tried in, with the candidate's slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GrindState {
@@ -270,7 +275,7 @@ impl GpuGrinder {
         let bind = self.poseidon2.bind(&prepare, &[&input, observed, &params, &best]);
         dispatches.push(Dispatch { pipeline: (*prepare).clone(), bind, groups: 1 });
         let bind = self.poseidon2.bind(&grind, &[&params, &best]);
-        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (end as u64).div_ceil(GRIND_GROUP) as u32 });
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(end as u64) });
         Ok(GrindAheadRecord { params, best, bits, end })
     }
 
@@ -290,8 +295,27 @@ impl GpuGrinder {
     pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
         let grind = self.poseidon2.context().pipeline(Kernel::Grind, &[])?;
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
-        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: (record.end as u64).div_ceil(GRIND_GROUP) as u32 });
+        dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(record.end as u64) });
         Ok(())
+    }
+
+    /// Submits `encoder` with the first `words` words of `src` and, after them, what `record`'s
+    /// grind found, read back together; gives the record back. The offer is None (with a
+    /// warning) where it came back malformed: the challenger then grinds on its own.
+    pub(crate) fn submit_and_read_with_offer(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize, record: GrindAheadRecord) -> Result<(Vec<u32>, Option<GrindOffer>)> {
+        let ctx = self.poseidon2.context();
+        let out = ctx.pooled_storage("readback with a grind", words + GrindAheadRecord::WORDS);
+        encoder.copy_buffer_to_buffer(src, 0, &out, 0, (words * 4) as u64);
+        record.record_readback(&mut encoder, &out, words);
+        let read = ctx.submit_and_read(encoder, &out, words + GrindAheadRecord::WORDS);
+        ctx.recycle_storage(out);
+        let parsed = read.map(|mut all| {
+            let offer = record.offer(&all[words..]).map_err(|e| tracing::warn!("ignoring a malformed grind-ahead result: {e}")).ok();
+            all.truncate(words);
+            (all, offer)
+        });
+        self.recycle(record);
+        parsed
     }
 
     /// Hands a record's buffers back to the pool (after its words were read).
@@ -339,7 +363,7 @@ impl GpuGrinder {
                 ctx.queue().write_buffer(params_buf, 0, bytemuck::bytes_of(&params));
                 ctx.write(best, &[u32::MAX]);
                 let mut encoder = ctx.encoder("grind");
-                ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, ((end - start) as u64).div_ceil(GRIND_GROUP) as u32, None);
+                ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, grind_groups((end - start) as u64), None);
                 let found = ctx.submit_and_read(encoder, best, 1)?[0];
                 if found != u32::MAX {
                     return Ok(BabyBear::new(found));

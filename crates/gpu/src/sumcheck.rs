@@ -645,7 +645,7 @@ impl GpuSumcheck {
     /// grind run ahead found). `dispatches` (recorded so far, in one compute pass) end with the
     /// kernel that wrote them.
     fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4, Ext4)> {
-        let (partials, mut spare) = self.record_reduction(&mut dispatches, partials, groups)?;
+        let (partials, spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
             Some((grinder, bits, sponge, pending)) => {
@@ -662,33 +662,20 @@ impl GpuSumcheck {
         };
         let mut encoder = self.ctx.encoder("sumcheck reduction");
         self.ctx.record_dispatches(&mut encoder, "sumcheck", &dispatches);
-        let words = match &ahead {
+        let words = match ahead {
             None => self.ctx.submit_and_read(encoder, &partials, 8),
-            Some((_, record)) => {
-                // The pair and what the grind found, in one readback.
-                let out = self.ctx.pooled_storage("round readback", 8 + GrindAheadRecord::WORDS);
-                encoder.copy_buffer_to_buffer(&partials, 0, &out, 0, 32);
-                record.record_readback(&mut encoder, &out, 8);
-                let words = self.ctx.submit_and_read(encoder, &out, 8 + GrindAheadRecord::WORDS);
-                spare.push(out);
+            // The pair and what the grind found, in one readback.
+            Some((grinder, record)) => grinder.submit_and_read_with_offer(encoder, &partials, 8, record).map(|(words, offer)| {
+                if let (Some(offer), Some(a)) = (offer, &self.ahead) {
+                    a.offer(offer);
+                }
                 words
-            }
+            }),
         };
         for b in spare.into_iter().chain([partials]) {
             self.ctx.recycle_storage(b);
         }
-        let mut words = words?;
-        if let Some((grinder, record)) = ahead {
-            // A malformed offer is dropped (the challenger then grinds as usual).
-            match (record.offer(&words[8..]), &self.ahead) {
-                (Ok(offer), Some(a)) => a.offer(offer),
-                (Err(e), _) => tracing::warn!("ignoring a malformed grind-ahead result: {e}"),
-                _ => {}
-            }
-            grinder.recycle(record);
-            words.truncate(8);
-        }
-        let v = ext_from_words(words)?;
+        let v = ext_from_words(words?)?;
         Ok((v[0], v[1]))
     }
 
@@ -1390,21 +1377,10 @@ impl GpuSumcheck {
                 return Ok((self.evals()?, None));
             }
         };
-        let out = self.ctx.pooled_storage("final polynomial and grind", words + GrindAheadRecord::WORDS);
         let mut encoder = self.ctx.encoder("final polynomial and grind");
         self.ctx.record_dispatches(&mut encoder, "final polynomial grind", &dispatches);
-        encoder.copy_buffer_to_buffer(f, 0, &out, 0, (words * 4) as u64);
-        record.record_readback(&mut encoder, &out, words);
-        let read = self.ctx.submit_and_read(encoder, &out, words + GrindAheadRecord::WORDS);
-        self.ctx.recycle_storage(out);
-        let parsed = read.and_then(|mut all| {
-            // A malformed offer is dropped: the challenger then grinds on its own.
-            let offer = record.offer(&all[words..]).map_err(|e| tracing::warn!("ignoring a malformed final grind result: {e}")).ok();
-            all.truncate(words);
-            Ok((ext_from_words(all)?, offer))
-        });
-        grinder.recycle(record);
-        parsed
+        let (all, offer) = grinder.submit_and_read_with_offer(encoder, f, words, record)?;
+        Ok((ext_from_words(all)?, offer))
     }
 
     /// Whether f is still the base-field table it started as.

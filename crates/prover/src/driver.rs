@@ -163,26 +163,21 @@ impl CodewordSteps for GpuCodewords {
 
     /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
-        let m = sumcheck.num_variables();
-        if fold > m {
-            return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
-        }
-        let committed = self.commit_buffer(sumcheck.f_buffer()?, 1 << (m - fold), 4 << fold, log_inv_rate)?;
-        Ok((Commitment::new(vec![committed.root()]), committed))
+        self.commit_folded_with_head(sumcheck, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
     }
 
-    /// The commit and, in its submission, the root observed, the out-of-domain answers and the
+    /// The commit and, before its wait, the root observed, the out-of-domain answers and the
     /// query grind (`GpuCodewords::commit_with_head`): one round trip instead of three or more.
     fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&HeadRequest>) -> Result<(Commitment, Self::Committed, Option<HeadValues>), ProverError> {
-        let Some(head) = head else {
-            let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
-            return Ok((root, committed, None));
-        };
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
-        let (committed, values) = self.commit_with_head(sumcheck, 1 << (m - fold), 4 << fold, log_inv_rate, head)?;
+        let (rows, width) = (1 << (m - fold), 4 << fold);
+        let (committed, values) = match head {
+            Some(head) => self.commit_with_head(sumcheck, rows, width, log_inv_rate, head)?,
+            None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate)?, None),
+        };
         Ok((Commitment::new(vec![committed.root()]), committed, values))
     }
 
