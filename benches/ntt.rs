@@ -6,8 +6,10 @@
 //! runs criterion: `gpu_resident` (data already on the GPU: record, submit, wait),
 //! `gpu_host` (GpuDft::dft_batch: upload, transform, readback) and `cpu` (Plonky3).
 //!
-//! `cargo bench --bench ntt`; WHIR_BENCH_LOGS=16,20 limits the sizes, WHIR_BENCH_PROFILE_ONLY=1
-//! stops after the kernel profile, WHIR_BENCH_SKIP_PROFILE=1 skips it.
+//! `cargo bench --bench ntt`; WHIR_BENCH_LOGS=16,20 limits the sizes, WHIR_BENCH_WIDTHS=16,64 sets
+//! the widths, WHIR_BENCH_PROFILE_ONLY=1 stops after the kernel profile, WHIR_BENCH_SKIP_PROFILE=1
+//! skips it. WHIR_BENCH_SHAPES=20:64:16,... adds encoder shapes to the profile (log rows : width :
+//! log message rows, one buffer, natural-order output: what a WHIR round's codeword runs).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,13 +24,27 @@ use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::wgpu;
 use whir_wgpu::gpu::{GpuContext, GpuDft, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSpec};
 
-const WIDTHS: [usize; 2] = [1, 16];
+fn list(name: &str) -> Option<Vec<usize>> {
+    std::env::var(name).ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+}
 
 fn logs() -> Vec<usize> {
-    std::env::var("WHIR_BENCH_LOGS")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| (16..=24).collect())
+    list("WHIR_BENCH_LOGS").unwrap_or_else(|| (16..=24).collect())
+}
+
+fn widths() -> Vec<usize> {
+    list("WHIR_BENCH_WIDTHS").unwrap_or_else(|| vec![1, 16])
+}
+
+/// Encoder shapes (log rows, width, log message rows) from WHIR_BENCH_SHAPES.
+fn shapes() -> Vec<(usize, usize, usize)> {
+    let Ok(s) = std::env::var("WHIR_BENCH_SHAPES") else { return Vec::new() };
+    s.split(',')
+        .filter_map(|t| {
+            let v: Vec<usize> = t.split(':').filter_map(|x| x.trim().parse().ok()).collect();
+            (v.len() == 3 && v[2] <= v[0]).then(|| (v[0], v[1], v[2]))
+        })
+        .collect()
 }
 
 fn gpus() -> Vec<Arc<GpuNtt>> {
@@ -91,7 +107,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     println!("| log n | width | kernels (us each) | total us | GB/s | copy us (GB/s) | total / (kernels x copy) | memory only us |");
     println!("|---|---|---|---|---|---|---|---|");
     for log_n in logs() {
-        for w in WIDTHS {
+        for w in widths() {
             let values = input(log_n, w);
             let words = values.len();
             let src = ctx.upload("bench input", as_words(&values));
@@ -127,12 +143,35 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
             );
         }
     }
+    let shapes = shapes();
+    if shapes.is_empty() {
+        return;
+    }
+    println!("\nEncoder shapes (one buffer, message rows only read, natural-order output):\n");
+    println!("| log n | width | log message rows | kernels (us each) | total us | copy of the output us |");
+    println!("|---|---|---|---|---|---|");
+    for (log_n, w, log_m) in shapes {
+        let values = input(log_m, w);
+        let src = ctx.upload("bench message", as_words(&values));
+        let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::forward(log_n, w) };
+        let full = time_kernels(ctx, |enc, t| {
+            ntt.recycle(ntt.record_in_place_timed(enc, &src, &spec, t).expect("record"));
+        })
+        .expect("timer");
+        let words = (1usize << log_n) * w;
+        let a = ctx.storage("copy src", words);
+        let b = ctx.storage("copy dst", words);
+        let copy = time_kernels(ctx, |enc, t| ntt.record_copy(enc, &a, &b, words, Some(t)).expect("copy")).expect("timer")[0].1;
+        let total: f64 = full.iter().map(|k| k.1).sum();
+        let names: Vec<String> = full.iter().map(|(l, t)| format!("{} {:.1}", l, t / 1e3)).collect();
+        println!("| {log_n} | {w} | {log_m} | {} | {:.1} | {:.1} |", names.join(", "), total / 1e3, copy / 1e3);
+    }
 }
 
 fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
     let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
     let dit = p3_dft::Radix2DitParallel::<BabyBear>::default();
-    for w in WIDTHS {
+    for w in widths() {
         let mut group = c.benchmark_group(format!("ntt_forward_width_{w}"));
         group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
         for log_n in logs() {

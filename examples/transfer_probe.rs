@@ -57,6 +57,82 @@ fn main() {
                 drop(out);
                 println!("2^{log_n} x 16 host to host: GpuDft {t_dft:.1} (then dropping its output {t_drop:.1}) | Plonky3 {t_cpu:.1}");
             }
+            // The same steps one after another, each waited for: upload, transform, readback.
+            let ntt = dft.ntt().expect("GPU").clone();
+            let nctx = ntt.context().clone();
+            let spec = whir_wgpu::gpu::NttSpec { bit_reversed_output: true, ..whir_wgpu::gpu::NttSpec::forward(log_n, 16) };
+            let words: Vec<u32> = m.values.iter().map(|x| whir_wgpu::gpu::field::to_word(*x)).collect();
+            let mut back = vec![0u32; words.len()];
+            for _ in 0..3 {
+                let t = Instant::now();
+                let buf = nctx.pooled_for_upload("probe input", words.len());
+                nctx.write(&buf, &words);
+                nctx.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+                let t_up = ms(t);
+                let t = Instant::now();
+                let mut enc = nctx.encoder("probe ntt");
+                let out = ntt.record(&mut enc, &buf, &spec).expect("record");
+                nctx.submit_and_wait(enc).expect("ntt");
+                let t_ntt = ms(t);
+                // Again at once (the GPU busy just before), and again after 40 ms idle.
+                let again = |sleep_ms: u64| {
+                    std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
+                    let t = Instant::now();
+                    let mut enc = nctx.encoder("probe ntt");
+                    let out = ntt.record(&mut enc, &buf, &spec).expect("record");
+                    nctx.submit_and_wait(enc).expect("ntt");
+                    ntt.recycle(out);
+                    ms(t)
+                };
+                let (t_hot, t_idle) = (again(0), again(40));
+                println!("2^{log_n} x 16 transform alone: {t_ntt:.1}, at once again {t_hot:.1}, after 40 ms idle {t_idle:.1}");
+                // Wall time against the kernels' GPU time, two buffers and in place.
+                for in_place in [false, true] {
+                    let Some(mut timer) = whir_wgpu::gpu::KernelTimer::new(&nctx, 16).expect("timer") else { break };
+                    let t = Instant::now();
+                    let mut enc = nctx.encoder("probe timed ntt");
+                    let out = if in_place {
+                        ntt.record_consuming_timed(&mut enc, buf.clone(), &spec, &mut timer).expect("record")
+                    } else {
+                        ntt.record_timed(&mut enc, &buf, &spec, Some(&mut timer)).expect("record")
+                    };
+                    let kernels = timer.finish(&nctx, enc).expect("timestamps");
+                    let wall = ms(t);
+                    if !in_place {
+                        ntt.recycle(out);
+                    }
+                    let gpu: f64 = kernels.iter().map(|k| k.1).sum::<f64>() / 1e6;
+                    let each: Vec<String> = kernels.iter().map(|(l, t)| format!("{l} {:.2}", t / 1e6)).collect();
+                    println!("2^{log_n} x 16 timed, {}: wall {wall:.1} ms, kernels {gpu:.2} ms ({})", if in_place { "in place" } else { "two buffers" }, each.join(", "));
+                }
+                let t = Instant::now();
+                let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut back);
+                // SAFETY: u8 and MaybeUninit<u8> have the same layout.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), dst.len()) };
+                nctx.submit_and_read_chunked_into(nctx.encoder("probe read"), &out, dst, None).map_err(|(e, _)| e).expect("read");
+                let t_down = ms(t);
+                ntt.recycle(out);
+                nctx.recycle_storage(buf);
+                println!("2^{log_n} x 16 one step at a time: upload {t_up:.1} | transform {t_ntt:.1} | readback {t_down:.1} | sum {:.1}", t_up + t_ntt + t_down);
+            }
+        }
+    }
+    // Back-to-back host-to-host DFTs as criterion runs them (a fresh input copy between calls):
+    // PROBE_DFT_LOOP=LOG_N:CALLS.
+    if let Ok(spec) = std::env::var("PROBE_DFT_LOOP") {
+        use p3_dft::TwoAdicSubgroupDft;
+        let mut it = spec.split(':').filter_map(|x| x.parse::<usize>().ok());
+        let (log_n, calls) = (it.next().unwrap_or(22), it.next().unwrap_or(10));
+        let dft = whir_wgpu::gpu::GpuDft::on(std::sync::Arc::new(GpuContext::new_default().expect("GPU")));
+        let m = RowMajorMatrix::new((0..(16usize << log_n) as u32).map(BabyBear::new).collect::<Vec<_>>(), 16);
+        let start = Instant::now();
+        for i in 0..calls {
+            let input = m.clone();
+            let at = ms(start);
+            let t = Instant::now();
+            let out = dft.dft_batch(input);
+            println!("call {i} at {at:.0} ms: GpuDft 2^{log_n} x 16 {:.1} ms", ms(t));
+            drop(out);
         }
     }
     for mib in sizes {

@@ -161,3 +161,37 @@ fn readbacks_finished_later_hold_what_was_there_when_submitted() {
         assert!(ctx.submit_then_read(ctx.encoder("too many"), &ctx.storage("small", 4), 5).is_err(), "reading past a buffer's end is an error");
     }
 }
+
+/// A readback checked against a bound (a field's canonical range, as host-to-host DFTs read
+/// theirs) copies every word and reports the first one that is not below the bound, by its
+/// word offset, across chunk boundaries; unchecked, the same words come back as they are.
+#[test]
+fn checked_readbacks_report_the_first_word_out_of_range() {
+    const P: u32 = 0x7800_0001;
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        ctx.set_transfer_chunk_bytes(12 << 10);
+        let words = 100_000;
+        let read = |data: &[u32], below: Option<u32>| {
+            let buffer = ctx.upload("checked", data);
+            let mut out = vec![0u32; data.len()];
+            // SAFETY: initialised words seen as possibly uninitialised bytes, only written to.
+            let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), data.len() * 4) };
+            ctx.submit_and_read_chunked_into(ctx.encoder("checked read"), &buffer, dst, below).map(|()| out)
+        };
+        let mut data: Vec<u32> = random_words(&mut rng, words).into_iter().map(|w| w % P).collect();
+        assert_eq!(read(&data, Some(P)).expect("all canonical"), data);
+        // Offending words in two different chunks, the later one first in memory order last.
+        let first = rng.random_range(3_000..words / 2);
+        data[first] = P;
+        data[words - 5] = u32::MAX;
+        match read(&data, Some(P)) {
+            Err((GpuError::Device(msg), written)) => {
+                assert!(msg.contains(&format!("offset {first}")), "{msg}");
+                assert!(written, "the copy had started");
+            }
+            other => panic!("out-of-range word not reported: {:?}", other.map(|_| ())),
+        }
+        assert_eq!(read(&data, None).expect("unchecked"), data);
+    }
+}

@@ -1132,6 +1132,8 @@ impl GpuContext {
         let chunk = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
         let ranges: Vec<std::ops::Range<usize>> = (0..total).step_by(chunk.max(1)).map(|start| start..(start + chunk).min(total)).collect();
         let mut ring: Vec<(wgpu::Buffer, Option<wgpu::SubmissionIndex>)> = Vec::new();
+        // Where the time goes (debug log): filling staging, waiting for a chunk to come free.
+        let (mut fill_ns, mut wait_ns) = (0u128, 0u128);
         let result = (|| {
             for (i, range) in ranges.iter().enumerate() {
                 let slot = i % CHUNKS_IN_FLIGHT;
@@ -1153,14 +1155,18 @@ impl GpuContext {
                         let _ = tx.send(r);
                     });
                     let index = index.clone().expect("a reused chunk was submitted");
+                    let waited = std::time::Instant::now();
                     self.wait_for_chunk(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                    wait_ns += waited.elapsed().as_nanos();
                 }
                 let (buffer, index) = &mut ring[slot];
                 let len = range.len() as u64;
+                let filling = std::time::Instant::now();
                 let filled = {
                     let mut view = buffer.slice(..len).get_mapped_range_mut().map_err(|e| GpuError::Map(e.to_string()))?;
                     fill(range.clone(), view.slice(..))
                 };
+                fill_ns += filling.elapsed().as_nanos();
                 buffer.unmap();
                 if !filled {
                     return Err(GpuError::InvalidInput(format!("upload rows did not fill bytes {range:?} exactly")));
@@ -1177,34 +1183,57 @@ impl GpuContext {
                 self.upload_pool.give(buffer);
             }
         }
-        tracing::debug!(bytes = total, chunks = ranges.len(), ms = started.elapsed().as_secs_f64() * 1e3, "chunked upload queued");
+        tracing::debug!(
+            bytes = total,
+            chunks = ranges.len(),
+            fill_ms = fill_ns as f64 / 1e6,
+            wait_ms = wait_ns as f64 / 1e6,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "chunked upload queued"
+        );
         result
     }
 
     /// Submits `encoder`, then copies the first `dst.len()` bytes of `src` into `dst` (memory
     /// that may not be initialised yet, e.g. a Vec's spare capacity) through pooled staging
-    /// chunks, each drained on all cores while the next ones cross the bus. On error, also says
-    /// whether any of `dst` was written (a caller reusing its input's memory can then no longer
-    /// fall back on it).
+    /// chunks, each drained on all cores while the next ones cross the bus. With `below`, every
+    /// word is checked to be less than it as it is copied (a field element's canonical form:
+    /// a word past it is a device fault, reported with its offset). On error, also says whether
+    /// any of `dst` was written (a caller reusing its input's memory can then no longer fall
+    /// back on it).
     pub fn submit_and_read_chunked_into(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         dst: &mut [std::mem::MaybeUninit<u8>],
+        below: Option<u32>,
     ) -> std::result::Result<(), (GpuError, bool)> {
         let mut written = false;
-        self.read_chunks(encoder, src, dst, &mut written).map_err(|e| (e, written))
+        self.read_chunks(encoder, src, dst, below, &mut written).map_err(|e| (e, written))
     }
 
-    fn read_chunks(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [std::mem::MaybeUninit<u8>], written: &mut bool) -> Result<()> {
+    fn read_chunks(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [std::mem::MaybeUninit<u8>], below: Option<u32>, written: &mut bool) -> Result<()> {
         let base = transfer::SendPtr(dst.as_mut_ptr().cast::<u8>());
         let len = dst.len();
+        // The lowest offending word offset, if any.
+        let bad = AtomicU64::new(u64::MAX);
         self.read_chunks_with(encoder, src, len, 4, written, &|range, view| {
             // SAFETY: `range` lies within dst (checked against len by read_chunks_with), and
             // ranges of different chunks do not overlap.
             let d = unsafe { std::slice::from_raw_parts_mut(base.get().add(range.start).cast::<std::mem::MaybeUninit<u8>>(), range.len()) };
-            transfer::par_read_uninit(d, view);
-        })
+            match below {
+                None => transfer::par_read_uninit(d, view),
+                Some(bound) => {
+                    if let Some(at) = transfer::par_read_uninit_below(d, view, bound) {
+                        bad.fetch_min(((range.start + at) / 4) as u64, Ordering::Relaxed);
+                    }
+                }
+            }
+        })?;
+        match bad.load(Ordering::Relaxed) {
+            u64::MAX => Ok(()),
+            pos => Err(GpuError::Device(format!("GPU returned a non-canonical field word at offset {pos}"))),
+        }
     }
 
     /// Submits `encoder`, then reads `rows` rows of `row_words` words from `src` into `dst`, row r
@@ -1262,6 +1291,7 @@ impl GpuContext {
         self.counters.bytes_down.fetch_add(len as u64, Ordering::Relaxed);
         let started = std::time::Instant::now();
         let mut first_wait = None;
+        let mut sink_ns = 0u128;
         let per = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
         let ranges: Vec<std::ops::Range<usize>> = (0..len).step_by(per.max(1)).map(|s| s..(s + per).min(len)).collect();
         let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
@@ -1292,7 +1322,9 @@ impl GpuContext {
                 {
                     let view = ring[slot].slice(..range.len() as u64).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
                     *written = true;
+                    let sinking = std::time::Instant::now();
                     sink(range, &view);
+                    sink_ns += sinking.elapsed().as_nanos();
                 }
                 ring[slot].unmap();
                 if i + CHUNKS_IN_FLIGHT < ranges.len() {
@@ -1308,7 +1340,7 @@ impl GpuContext {
             }
         }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        tracing::debug!(bytes = len, chunks = ranges.len(), until_first_chunk_ms = first_wait.map_or(0.0, ms), ms = ms(started.elapsed()), "chunked readback");
+        tracing::debug!(bytes = len, chunks = ranges.len(), until_first_chunk_ms = first_wait.map_or(0.0, ms), copy_out_ms = sink_ns as f64 / 1e6, ms = ms(started.elapsed()), "chunked readback");
         result
     }
 
@@ -1492,7 +1524,7 @@ impl GpuContext {
             let mut written = false;
             // SAFETY: initialised memory seen as possibly uninitialised bytes, only written to.
             let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), bytes as usize) };
-            self.read_chunks(encoder, src, dst, &mut written)?;
+            self.read_chunks(encoder, src, dst, None, &mut written)?;
             return Ok(out);
         }
         self.injected_failure()?;

@@ -243,6 +243,23 @@ pub(crate) fn par_read_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8])
     });
 }
 
+/// [`par_read_uninit`] that also checks each 4-byte little-endian word of `src` is below
+/// `bound` while its piece is in cache: the byte offset of the first word that is not, if any.
+pub(crate) fn par_read_uninit_below(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8], bound: u32) -> Option<usize> {
+    debug_assert_eq!(dst.len(), src.len());
+    debug_assert!(PIECE_BYTES.is_multiple_of(4));
+    dst.par_chunks_mut(PIECE_BYTES)
+        .zip(src.par_chunks(PIECE_BYTES))
+        .enumerate()
+        .filter_map(|(i, (d, s))| {
+            // SAFETY: d and s have the same length and do not overlap (staging vs host memory).
+            unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) };
+            let at = s.chunks_exact(4).position(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) >= bound)?;
+            Some(i * PIECE_BYTES + 4 * at)
+        })
+        .min()
+}
+
 pub(crate) fn par_read(dst: &mut [u8], src: &[u8]) {
     if dst.len() < STAGED_MIN_BYTES {
         dst.copy_from_slice(src);
