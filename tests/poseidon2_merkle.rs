@@ -467,6 +467,44 @@ fn trees_keeping_only_upper_layers_open_the_same() {
     }
 }
 
+/// A matrix holding its rows in bit-reversed order (an NTT's own output, as the resident
+/// codewords are kept) committed with `RowOrder::BitReversed`: Plonky3's root of the rows in
+/// order, and openings (rows and digests, leaves kept, rehashed or rebuilt from upper layers,
+/// in chunks or not) equal to those of the in-order matrix's tree; over both multiply variants.
+#[test]
+fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
+    use whir_wgpu::gpu::RowOrder;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_chunked_leaves_from(64);
+        for (log_h, width, lowest) in [(0usize, 5usize, 0usize), (1, 3, 1), (2, 2, 2), (5, 2, 6), (8, 8, 4), (9, 1, 7), (10, 16, 3), (7, 33, 2), (9, 16, 1), (6, 40, 1), (8, 64, 0), (11, 4, 5)] {
+            let h = 1usize << log_h;
+            let what = format!("2^{log_h} x {width} from layer {lowest}");
+            let values = common::random_vec(&mut rng, h * width);
+            let reversed: Vec<BabyBear> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
+            let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+            let stored = ctx.upload("bit-reversed matrix", whir_wgpu::gpu::field::as_words(&reversed));
+            let full = merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, true).unwrap();
+            let (tree, _) = merkle.commit_recorded_then(ctx.encoder("commit"), &stored, h, width, lowest, RowOrder::BitReversed, None).unwrap();
+            assert_eq!(tree.root, full.root, "{what}: root");
+            assert_eq!(tree.row_order, RowOrder::BitReversed);
+            let row_sets: Vec<Vec<usize>> = vec![
+                vec![rng.random_range(0..h)],
+                (0..rng.random_range(2..40)).map(|_| rng.random_range(0..h)).chain([0, h - 1]).collect(),
+                (0..h).rev().collect(),
+            ];
+            for indices in row_sets {
+                for cap in 0..=1.min(log_h) {
+                    let want = merkle.open_rows(&full, &matrix, &indices, cap).unwrap();
+                    assert!(merkle.open_rows(&tree, &stored, &indices, cap).unwrap() == want, "{what}, cap {cap}, {} rows: openings differ", indices.len());
+                    let pending = merkle.open_rows_deferred(&tree, &stored, &indices, cap).unwrap();
+                    assert!(merkle.read_pending(vec![pending]).unwrap()[0] == want, "{what}, cap {cap}: deferred openings differ");
+                }
+            }
+        }
+    }
+}
+
 /// A matrix in row chunks, committed without keeping leaf digests (`commit_groups_with(..,
 /// false)`, the split codewords' tree): the root of the one-matrix tree, power-of-two heights or
 /// not (odd layers padded after recycled chunk buffers), chunks of 16 rows or more, and

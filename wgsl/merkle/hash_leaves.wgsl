@@ -21,6 +21,13 @@ struct LeafParams {
     width: u32,
     fused_levels: u32,
     store_leaves: u32,
+    // 0: leaf i hashes row i of `matrix`. Otherwise the matrix holds its rows in bit-reversed
+    // order over 2^row_bits rows (an NTT's own output order): leaf i, the tree's row
+    // row_offset + i, is read from there.
+    row_bits: u32,
+    row_offset: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(1) var<uniform> params: LeafParams;
@@ -59,7 +66,11 @@ fn hash_leaves(
     let group = linear_workgroup_id(wid, num_wgs);
     let row = group * 64u + lid;
     if (row < params.rows) {
-        let st = sponge_row(row * params.width, params.width);
+        var at = row;
+        if (params.row_bits != 0u) {
+            at = reverseBits(params.row_offset + row) >> (32u - params.row_bits);
+        }
+        let st = sponge_row(at * params.width, params.width);
         if (params.store_leaves != 0u) {
             leaves[2u * row] = st.s0;
             leaves[2u * row + 1u] = st.s1;

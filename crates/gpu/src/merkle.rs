@@ -29,6 +29,48 @@ struct LeafParams {
     width: u32,
     fused_levels: u32,
     store_leaves: u32,
+    row_bits: u32,
+    row_offset: u32,
+    _pad: [u32; 2],
+}
+
+impl LeafParams {
+    /// Leaves of `rows` rows of `width` words, stored in order.
+    fn new(rows: usize, width: usize, fused_levels: usize, store_leaves: bool) -> Self {
+        Self { rows: rows as u32, width: width as u32, fused_levels: fused_levels as u32, store_leaves: u32::from(store_leaves), row_bits: 0, row_offset: 0, _pad: [0; 2] }
+    }
+
+    /// Leaf i read from row `order.physical(row_offset + i)` of a matrix of `height` rows
+    /// (the kernel's `matrix` binding then starts at row 0).
+    fn ordered(mut self, order: RowOrder, height: usize, row_offset: usize) -> Self {
+        if order == RowOrder::BitReversed {
+            self.row_bits = height.trailing_zeros();
+            self.row_offset = row_offset as u32;
+        }
+        self
+    }
+}
+
+/// How a committed matrix holds its rows: row i of the tree at row i, or (an NTT's own output
+/// order, which saves the transform its reversal pass) at row bitrev(i) over log2(height) bits.
+/// Leaves, openings and rebuilt subtrees read rows through it; everything else about the tree
+/// (digests, proofs, positions) is in the tree's own order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowOrder {
+    #[default]
+    Natural,
+    BitReversed,
+}
+
+impl RowOrder {
+    /// Where row `i` of a tree over `height` (a power of two) rows lies in the matrix.
+    pub fn physical(self, i: usize, height: usize) -> usize {
+        match self {
+            RowOrder::Natural => i,
+            RowOrder::BitReversed if height <= 1 => i,
+            RowOrder::BitReversed => i.reverse_bits() >> (usize::BITS - height.trailing_zeros()),
+        }
+    }
 }
 
 /// Rust twin of `GatherParams` in wgsl/util/gather_params.wgsl.
@@ -126,6 +168,8 @@ pub struct GpuMerkleTree {
     /// layers below k they rebuild the 2^k-row subtrees holding the opened rows.
     pub lowest_kept: usize,
     pub root: [BabyBear; DIGEST_ELEMS],
+    /// How the matrix the tree was built over holds its rows (openings read them through it).
+    pub row_order: RowOrder,
     ctx: Arc<GpuContext>,
 }
 
@@ -305,6 +349,19 @@ impl GpuMerkle {
         width: usize,
         keep_leaves: bool,
     ) -> Result<Vec<wgpu::Buffer>> {
+        self.record_commit_ordered(encoder, matrix, height, width, keep_leaves, RowOrder::Natural)
+    }
+
+    /// [`record_commit_with`](Self::record_commit_with) of a matrix holding its rows in `order`.
+    fn record_commit_ordered(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        matrix: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        keep_leaves: bool,
+        order: RowOrder,
+    ) -> Result<Vec<wgpu::Buffer>> {
         if height == 0 || !height.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!(
                 "GPU Merkle trees take power-of-two heights for now; got {height} rows (use MerkleTreeMmcs for other heights)"
@@ -344,10 +401,7 @@ impl GpuMerkle {
                 ctx.pooled_storage("merkle layer", digests * DIGEST_ELEMS)
             })
             .collect();
-        let params = ctx.uniform(
-            "leaf params",
-            &LeafParams { rows: height as u32, width: width as u32, fused_levels: fused as u32, store_leaves: u32::from(store_leaves) },
-        );
+        let params = ctx.uniform("leaf params", &LeafParams::new(height, width, fused, store_leaves).ordered(order, height, 0));
         let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[fused..].iter());
@@ -377,7 +431,7 @@ impl GpuMerkle {
     /// buffers of the chunk's size (reused chunk after chunk), its nodes of layer `lowest`
     /// written into the kept layer. Returns the layers (stand-ins below `lowest`) and the
     /// transient buffers, to go back to the pool once the encoder is submitted.
-    fn record_commit_trimmed(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<(Vec<wgpu::Buffer>, Vec<wgpu::Buffer>)> {
+    fn record_commit_trimmed(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, lowest: usize, order: RowOrder) -> Result<(Vec<wgpu::Buffer>, Vec<wgpu::Buffer>)> {
         let log_h = height.trailing_zeros() as usize;
         let wide = width >= 2 * DIGEST_ELEMS;
         if !height.is_power_of_two() || width == 0 || lowest < 2 - usize::from(wide) || lowest > log_h {
@@ -405,11 +459,20 @@ impl GpuMerkle {
         let kept = ctx.pooled_storage("merkle layer", (height >> lowest) * DIGEST_ELEMS);
         let leaf_pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
         let inject_pipeline = ctx.pipeline(Kernel::CompressInject, &[])?;
-        let leaf_params = ctx.uniform("leaf params", &LeafParams { rows: rows as u32, width: width as u32, fused_levels: fused as u32, store_leaves: u32::from(fused == 0) });
+        // In order, a chunk binds its own rows; bit-reversed, its rows are spread over the
+        // matrix, bound whole, and each chunk's leaves start at its first row.
+        let leaf_params: Vec<wgpu::Buffer> = match order {
+            RowOrder::Natural => vec![ctx.uniform("leaf params", &LeafParams::new(rows, width, fused, fused == 0))],
+            RowOrder::BitReversed => (0..chunks).map(|c| ctx.uniform("leaf params", &LeafParams::new(rows, width, fused, fused == 0).ordered(order, height, c * rows))).collect(),
+        };
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let mut dispatches = Vec::new();
         for c in 0..chunks {
-            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&leaf_params, 0, None), (matrix, c as u64 * chunk_bytes, Some(chunk_bytes))];
+            let rows_range = match order {
+                RowOrder::Natural => (matrix, c as u64 * chunk_bytes, Some(chunk_bytes)),
+                RowOrder::BitReversed => (matrix, 0, Some(bytes)),
+            };
+            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&leaf_params[c.min(leaf_params.len() - 1)], 0, None), rows_range];
             if fused == 0 {
                 ranges.push((&transient[0], 0, None));
             } else {
@@ -452,7 +515,7 @@ impl GpuMerkle {
         let bytes = matrix_bytes(height, width)?;
         ctx.check_binding_size("Merkle matrix", bytes)?;
         let layers: Vec<wgpu::Buffer> = (0..=levels).map(|k| ctx.pooled_storage("merkle layer", (height >> k) * DIGEST_ELEMS)).collect();
-        let params = ctx.uniform("leaf params", &LeafParams { rows: height as u32, width: width as u32, fused_levels: levels as u32, store_leaves: 1 });
+        let params = ctx.uniform("leaf params", &LeafParams::new(height, width, levels, true));
         let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[levels..].iter());
@@ -570,7 +633,7 @@ impl GpuMerkle {
             idx.extend(self.record_gather_into(&mut encoder, tree, Some(rows), &sub_rows, &[], &matrix, 0)?.0);
             let layers = self.record_subtrees(&mut encoder, &matrix, height, tree.width, low)?;
             // (Its layers go back to the pool on drop: kept until the reads are submitted.)
-            let tree_over = rebuilt.insert(GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], ctx: ctx.clone() });
+            let tree_over = rebuilt.insert(GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() });
             idx.extend(self.record_gather_into(&mut encoder, tree_over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)?.0);
             idx.extend(self.record_gather_into(&mut encoder, tree, None, &[], &positions[split..], &out, near_words)?.0);
             Ok(())
@@ -736,13 +799,17 @@ impl GpuMerkle {
             for &(range, first, count) in &segments {
                 let start = row_idx.len();
                 for (t, &i) in indices.iter().enumerate().filter(|(_, &i)| (first..first + count).contains(&i)) {
-                    row_idx.push((i - first) as u32);
+                    row_idx.push((tree.row_order.physical(i, tree.height) - first) as u32);
                     slots.push(t);
                 }
                 if row_idx.len() > start {
                     chunk_spans.push((range, start, row_idx.len() - start));
                 }
             }
+        }
+        if tree.row_order != RowOrder::Natural && segments.len() > 1 {
+            // (Bit-reversed rows are committed in one binding only: a row's segment is its own.)
+            return Err(GpuError::InvalidInput("rows in bit-reversed order are opened from one binding only".into()));
         }
         let order = (segments.len() > 1).then_some(slots);
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
@@ -772,7 +839,7 @@ impl GpuMerkle {
                     let last = first + positions[first..end].iter().take_while(|&&(_, i)| i < seg_first + count).count();
                     if last > first {
                         for t in &mut idx[row_items + first..row_items + last] {
-                            *t -= seg_first as u32;
+                            *t = (tree.row_order.physical(*t as usize, tree.height) - seg_first) as u32;
                         }
                         rehash.push((range, first, last));
                     }
@@ -875,20 +942,36 @@ impl GpuMerkle {
     /// takes about 2^(6 - lowest) bytes a row. A matrix over one binding (committed in row
     /// chunks) keeps layers from 1 up at most.
     pub fn commit_recorded_trimmed(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<GpuMerkleTree> {
-        self.commit_recorded_then(encoder, input, height, width, lowest, None).map(|(tree, _)| tree)
+        self.commit_recorded_then(encoder, input, height, width, lowest, RowOrder::Natural, None).map(|(tree, _)| tree)
     }
 
     /// [`commit_recorded_trimmed`](Self::commit_recorded_trimmed) with work recorded after the
     /// root, before the one wait (`after`, see [`AfterRoot`]), whose words come back with the
     /// root in one readback: returned after the tree (None where `after` was not run — a matrix
     /// over one binding — or failed to record, which is logged and leaves the commit as it is).
-    pub fn commit_recorded_then(&self, mut encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize, after: Option<&mut AfterRoot<'_>>) -> Result<(GpuMerkleTree, Option<Vec<u32>>)> {
+    ///
+    /// `order` says how `input` holds its rows (bit-reversed: an NTT's output left in its own
+    /// order); the tree, its root and its openings are those of the rows in order either way.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit_recorded_then(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+        input: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        lowest: usize,
+        order: RowOrder,
+        after: Option<&mut AfterRoot<'_>>,
+    ) -> Result<(GpuMerkleTree, Option<Vec<u32>>)> {
         let keep_leaves = lowest == 0;
         let ctx = self.poseidon2.context().clone();
         // The one-buffer tree stores leaf digests when kept or for rows of two digests or more
         // (transiently); otherwise level 1 is its largest layer.
         let layer_bytes = matrix_bytes(height, if keep_leaves || width >= 2 * DIGEST_ELEMS { DIGEST_ELEMS } else { DIGEST_ELEMS / 2 })?;
         if height.is_power_of_two() && width > 0 && matrix_bytes(height, width)?.max(layer_bytes) > ctx.max_binding_bytes() {
+            if order != RowOrder::Natural {
+                return Err(GpuError::InvalidInput(format!("a {height} x {width} matrix over one binding is committed in row chunks, which take rows in order")));
+            }
             return self.commit_in_chunks(encoder, input, height, width, keep_leaves).map(|tree| (tree, None));
         }
         // The root is always kept.
@@ -896,9 +979,9 @@ impl GpuMerkle {
         // Wide rows' transient leaf layer goes in chunks too once it would take 32 MiB.
         let chunked_leaves = lowest_kept == 1 && width >= 2 * DIGEST_ELEMS && height >= self.chunked_leaves_from;
         let (layers, trimmed) = if lowest_kept >= 2 || chunked_leaves {
-            self.record_commit_trimmed(&mut encoder, input, height, width, lowest_kept)?
+            self.record_commit_trimmed(&mut encoder, input, height, width, lowest_kept, order)?
         } else {
-            (self.record_commit_with(&mut encoder, input, height, width, keep_leaves)?, Vec::new())
+            (self.record_commit_ordered(&mut encoder, input, height, width, keep_leaves, order)?, Vec::new())
         };
         let root = layers.last().expect("root");
         // The tree goes to the GPU while the work after it is recorded.
@@ -935,7 +1018,7 @@ impl GpuMerkle {
         };
         trimmed.into_iter().for_each(|b| ctx.recycle_storage(b));
         // The tree owns the layers from here, so they go back to the pool on any error below.
-        let mut tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        let mut tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], row_order: order, ctx };
         let words = words?;
         tree.root = from_words(words[..DIGEST_ELEMS].to_vec())?.try_into().expect("a digest is 8 words");
         Ok((tree, after.map(|_| words)))
@@ -1038,7 +1121,7 @@ impl GpuMerkle {
         };
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let leaf_dispatch = |c: &RowChunk<'_>, out: (&wgpu::Buffer, u64, Option<u64>)| -> Result<Dispatch> {
-            let params = ctx.uniform("leaf params", &LeafParams { rows: c.count as u32, width: tallest.width as u32, fused_levels: 0, store_leaves: 1 });
+            let params = ctx.uniform("leaf params", &LeafParams::new(c.count, tallest.width, 0, true));
             let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (c.rows, 0, None), out];
             ranges.extend(self.placeholders.iter().map(|p| (p, 0, None)));
             let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
@@ -1138,7 +1221,7 @@ impl GpuMerkle {
             ctx.recycle_after_submit(leaves);
         }
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [BabyBear::default(); DIGEST_ELEMS], ctx };
+        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
         tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }
