@@ -492,6 +492,9 @@ pub struct GpuContext {
 /// submission and map cost little beside its copy, small enough that the pooled staging stays
 /// small and the first chunk's wait short.
 pub const TRANSFER_CHUNK_BYTES: u64 = 64 << 20;
+/// Fresh storage buffers from this size on are made after wgpu has freed what finished work
+/// left dropped (`GpuContext::storage`).
+const RETIRE_BEFORE_BYTES: usize = 8 << 20;
 /// Staging chunks in flight: one being filled or drained on the host while the others cross
 /// the bus.
 const CHUNKS_IN_FLIGHT: usize = 3;
@@ -1385,6 +1388,14 @@ impl GpuContext {
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).
     pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+        if words * 4 >= RETIRE_BEFORE_BYTES {
+            // Buffers dropped while submitted work still used them are freed only when wgpu
+            // next sees that work done: let it look before a large allocation, so that memory
+            // is back first (the peak of a proof otherwise depends on how far the GPU has got).
+            if let Err(e) = self.device.poll(wgpu::PollType::Poll) {
+                tracing::debug!("poll before allocating {label}: {e}");
+            }
+        }
         self.reserve(label, (words.max(1) * 4) as u64);
         let create = || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
