@@ -263,7 +263,7 @@ fn odd_and_wide_matrices_match_plonky3() {
 /// One-buffer transforms (the first pass reads the source, later passes and the bit reversal
 /// run in place; or everything in a consumed full-size source) give the two-buffer transform's
 /// words, which the tests above hold to Plonky3: forward, inverse (scaled), coset and
-/// zero-padded (LDE) shapes, narrow, odd and wide rows.
+/// zero-padded (LDE) shapes, with and without the reversal, narrow, odd and wide rows.
 #[test]
 fn in_place_transforms_match_the_two_buffer_ones() {
     use whir_wgpu::gpu::field::{as_words, from_words};
@@ -280,6 +280,12 @@ fn in_place_transforms_match_the_two_buffer_ones() {
                 specs.push(NttSpec { coset_shift: Some(BabyBear::from_u32(31)), ..NttSpec::forward(log_n, w) });
                 if log_n >= 2 {
                     specs.push(NttSpec { valid_rows: 1 << (log_n - 2), coset_shift: Some(BabyBear::from_u32(31)), ..NttSpec::forward(log_n, w) });
+                }
+                // Rows left in the DIF passes' bit-reversed order (two or more rows), full and
+                // zero-padded.
+                if log_n >= 1 {
+                    specs.push(NttSpec { bit_reversed_output: true, ..NttSpec::forward(log_n, w) });
+                    specs.push(NttSpec { valid_rows: 1 << (log_n - 1), coset_shift: Some(BabyBear::from_u32(7)), bit_reversed_output: true, ..NttSpec::forward(log_n, w) });
                 }
                 for spec in specs {
                     let input: Vec<BabyBear> = common::random_vec(&mut rng, spec.valid_rows * w);

@@ -790,6 +790,10 @@ impl GpuMerkle {
             Some(m) => self.row_segments(m, tree.height, tree.width)?,
             None => Vec::new(),
         };
+        if tree.row_order != RowOrder::Natural && segments.len() > 1 {
+            // (Bit-reversed rows are committed in one binding only: a row's segment is its own.)
+            return Err(GpuError::InvalidInput("rows in bit-reversed order are opened from one binding only".into()));
+        }
         // Rows grouped by segment, at their index within it; `order` maps back (one segment
         // keeps the request order).
         let mut row_idx: Vec<u32> = Vec::with_capacity(row_items);
@@ -806,10 +810,6 @@ impl GpuMerkle {
                     chunk_spans.push((range, start, row_idx.len() - start));
                 }
             }
-        }
-        if tree.row_order != RowOrder::Natural && segments.len() > 1 {
-            // (Bit-reversed rows are committed in one binding only: a row's segment is its own.)
-            return Err(GpuError::InvalidInput("rows in bit-reversed order are opened from one binding only".into()));
         }
         let order = (segments.len() > 1).then_some(slots);
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.

@@ -77,7 +77,7 @@ pub struct NttSpec {
     /// Multiply every output element by this constant (1/n for an inverse DFT).
     pub scale: Option<BabyBear>,
     /// Leave the output rows in bit-reversed order (the DIF passes' own order): no reversal
-    /// kernel. Only without a scale (the reversal kernel applies it), in the two-buffer layout.
+    /// kernel. Only without a scale (the reversal kernel applies it), for two or more rows.
     pub bit_reversed_output: bool,
 }
 
@@ -680,9 +680,10 @@ impl GpuNtt {
         for spec in specs {
             // One buffer: a full-size input is transformed where it lies (a third of the
             // memory of two work buffers, and the same speed or better on the H200); a shorter
-            // one is read into a buffer of the result's size.
-            let in_src = spec.log_n > 0 && spec.valid_rows == spec.rows() && buffer.size() == (spec.rows() * spec.width * 4) as u64;
-            let next = match self.record_inner(encoder, &buffer, spec, None, Layout::OneBuffer { reuse_src: true }) {
+            // one is read into a buffer of the result's size. (With poisoned outputs, testing,
+            // always the latter, so that a word a kernel fails to write shows.)
+            let reuse_src = !self.poison.load(Ordering::Relaxed);
+            let next = match self.record_inner(encoder, &buffer, spec, None, Layout::OneBuffer { reuse_src }) {
                 Ok(next) => next,
                 Err(e) => {
                     for b in used.into_iter().chain([buffer]) {
@@ -691,8 +692,9 @@ impl GpuNtt {
                     return Err(e);
                 }
             };
+            // The result is the input itself where the transform ran in it.
             let before = std::mem::replace(&mut buffer, next);
-            if !in_src {
+            if before != buffer {
                 used.push(before);
             }
         }
