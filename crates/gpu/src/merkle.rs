@@ -336,24 +336,13 @@ impl GpuMerkle {
         height: usize,
         width: usize,
     ) -> Result<Vec<wgpu::Buffer>> {
-        self.record_commit_with(encoder, matrix, height, width, true)
+        self.record_commit_with(encoder, matrix, height, width, true, RowOrder::Natural)
     }
 
-    /// [`record_commit`](Self::record_commit); with `keep_leaves` false (and two or more rows)
-    /// the leaf digests are hashed but not stored, and layer 0 is an empty stand-in.
+    /// [`record_commit`](Self::record_commit) of a matrix holding its rows in `order`; with
+    /// `keep_leaves` false (and two or more rows) the leaf digests are hashed but not stored, and
+    /// layer 0 is an empty stand-in.
     pub fn record_commit_with(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        matrix: &wgpu::Buffer,
-        height: usize,
-        width: usize,
-        keep_leaves: bool,
-    ) -> Result<Vec<wgpu::Buffer>> {
-        self.record_commit_ordered(encoder, matrix, height, width, keep_leaves, RowOrder::Natural)
-    }
-
-    /// [`record_commit_with`](Self::record_commit_with) of a matrix holding its rows in `order`.
-    fn record_commit_ordered(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         matrix: &wgpu::Buffer,
@@ -509,7 +498,7 @@ impl GpuMerkle {
     /// dispatch, the whole tree by `record_commit_with` otherwise.
     fn record_subtrees(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, levels: usize) -> Result<Vec<wgpu::Buffer>> {
         if levels > FUSED_LEVELS || !height.is_power_of_two() || height < 1 << levels || width == 0 {
-            return self.record_commit_with(encoder, matrix, height, width, true);
+            return self.record_commit_with(encoder, matrix, height, width, true, RowOrder::Natural);
         }
         let ctx = self.poseidon2.context();
         let bytes = matrix_bytes(height, width)?;
@@ -981,7 +970,7 @@ impl GpuMerkle {
         let (layers, trimmed) = if lowest_kept >= 2 || chunked_leaves {
             self.record_commit_trimmed(&mut encoder, input, height, width, lowest_kept, order)?
         } else {
-            (self.record_commit_ordered(&mut encoder, input, height, width, keep_leaves, order)?, Vec::new())
+            (self.record_commit_with(&mut encoder, input, height, width, keep_leaves, order)?, Vec::new())
         };
         let root = layers.last().expect("root");
         // The tree goes to the GPU while the work after it is recorded.
