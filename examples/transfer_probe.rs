@@ -192,6 +192,41 @@ fn main() {
             staging.slice(..).map_async(wgpu::MapMode::Read, |r| r.expect("map"));
             wait();
             let t_map = ms(t);
+            // PROBE_READ=1: what reading the mapped readback memory costs against ordinary host
+            // memory, into memory already faulted in, one core and all cores (is the mapping
+            // cached?), and with streaming loads (the way to read write-combined memory).
+            if std::env::var("PROBE_READ").is_ok() {
+                use rayon::prelude::*;
+                let mapped = staging.slice(..).get_mapped_range().expect("mapped");
+                let src: &[u8] = &mapped;
+                let mut dst = vec![1u8; src.len()];
+                let plain = vec![2u8; src.len()];
+                let time = |f: &mut dyn FnMut()| {
+                    let t = Instant::now();
+                    f();
+                    ms(t)
+                };
+                let mapped_one = time(&mut || dst.copy_from_slice(src));
+                let host_one = time(&mut || dst.copy_from_slice(&plain));
+                let mapped_all = time(&mut || dst.par_chunks_mut(1 << 20).zip(src.par_chunks(1 << 20)).for_each(|(d, s)| d.copy_from_slice(s)));
+                let host_all = time(&mut || dst.par_chunks_mut(1 << 20).zip(plain.par_chunks(1 << 20)).for_each(|(d, s)| d.copy_from_slice(s)));
+                #[cfg(target_arch = "x86_64")]
+                let streamed = if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 is present; src and dst are 32-byte multiples long, and the
+                    // loads are unaligned-safe only where src is 32-byte aligned (mapped ranges are).
+                    let copy = |d: &mut [u8], s: &[u8]| unsafe { stream_copy(d, s) };
+                    let one = time(&mut || copy(&mut dst, src));
+                    let all = time(&mut || dst.par_chunks_mut(1 << 20).zip(src.par_chunks(1 << 20)).for_each(|(d, s)| copy(d, s)));
+                    format!("streaming loads one core {one:.1}, all cores {all:.1}")
+                } else {
+                    "no AVX2".to_string()
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let streamed = String::new();
+                assert!(dst == src, "streamed copy differs");
+                println!("{mib} MiB read into faulted-in memory: from the mapping one core {mapped_one:.1}, all cores {mapped_all:.1} | from host memory one core {host_one:.1}, all cores {host_all:.1} | {streamed}");
+                drop(mapped);
+            }
             let t = Instant::now();
             let one_core = staging.slice(..).get_mapped_range().expect("mapped").to_vec();
             let t_one_core = ms(t);
@@ -209,6 +244,22 @@ fn main() {
                      ours in all {t_read_ours:.1} || host clone {t_clone:.1}"
                 );
             }
+        }
+    }
+}
+
+/// Copies `s` into `d` (same length, a multiple of 32 bytes, `s` 32-byte aligned) with
+/// streaming (non-temporal) loads.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn stream_copy(d: &mut [u8], s: &[u8]) {
+    use std::arch::x86_64::{__m256i, _mm256_storeu_si256, _mm256_stream_load_si256};
+    assert!(d.len() == s.len() && s.len() % 32 == 0 && (s.as_ptr() as usize) % 32 == 0);
+    for i in (0..s.len()).step_by(32) {
+        // SAFETY: in bounds (checked lengths), aligned source.
+        unsafe {
+            let v = _mm256_stream_load_si256(s.as_ptr().add(i).cast::<__m256i>());
+            _mm256_storeu_si256(d.as_mut_ptr().add(i).cast::<__m256i>(), v);
         }
     }
 }
