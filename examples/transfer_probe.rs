@@ -254,7 +254,7 @@ fn main() {
 #[target_feature(enable = "avx2")]
 unsafe fn stream_copy(d: &mut [u8], s: &[u8]) {
     use std::arch::x86_64::{__m256i, _mm256_storeu_si256, _mm256_stream_load_si256};
-    assert!(d.len() == s.len() && s.len() % 32 == 0 && (s.as_ptr() as usize) % 32 == 0);
+    assert!(d.len() == s.len() && s.len().is_multiple_of(32) && (s.as_ptr() as usize).is_multiple_of(32));
     for i in (0..s.len()).step_by(32) {
         // SAFETY: in bounds (checked lengths), aligned source.
         unsafe {
