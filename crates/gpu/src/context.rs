@@ -1224,13 +1224,8 @@ impl GpuContext {
             // SAFETY: `range` lies within dst (checked against len by read_chunks_with), and
             // ranges of different chunks do not overlap.
             let d = unsafe { std::slice::from_raw_parts_mut(base.get().add(range.start).cast::<std::mem::MaybeUninit<u8>>(), range.len()) };
-            match below {
-                None => transfer::par_read_uninit(d, view),
-                Some(bound) => {
-                    if let Some(at) = transfer::par_read_uninit_below(d, view, bound) {
-                        bad.fetch_min(((range.start + at) / 4) as u64, Ordering::Relaxed);
-                    }
-                }
+            if let Some(at) = transfer::par_read_uninit(d, view, below) {
+                bad.fetch_min(((range.start + at) / 4) as u64, Ordering::Relaxed);
             }
         })?;
         match bad.load(Ordering::Relaxed) {

@@ -448,20 +448,18 @@ impl GpuMerkle {
         let kept = ctx.pooled_storage("merkle layer", (height >> lowest) * DIGEST_ELEMS);
         let leaf_pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
         let inject_pipeline = ctx.pipeline(Kernel::CompressInject, &[])?;
-        // In order, a chunk binds its own rows; bit-reversed, its rows are spread over the
-        // matrix, bound whole, and each chunk's leaves start at its first row.
-        let leaf_params: Vec<wgpu::Buffer> = match order {
-            RowOrder::Natural => vec![ctx.uniform("leaf params", &LeafParams::new(rows, width, fused, fused == 0))],
-            RowOrder::BitReversed => (0..chunks).map(|c| ctx.uniform("leaf params", &LeafParams::new(rows, width, fused, fused == 0).ordered(order, height, c * rows))).collect(),
-        };
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let mut dispatches = Vec::new();
         for c in 0..chunks {
+            // In order, a chunk binds its own rows; bit-reversed, its rows are spread over the
+            // matrix, bound whole, and the chunk's leaves start at its first row. (In order the
+            // parameters are the same for every chunk: one cached uniform.)
+            let leaf_params = ctx.uniform("leaf params", &LeafParams::new(rows, width, fused, fused == 0).ordered(order, height, c * rows));
             let rows_range = match order {
                 RowOrder::Natural => (matrix, c as u64 * chunk_bytes, Some(chunk_bytes)),
                 RowOrder::BitReversed => (matrix, 0, Some(bytes)),
             };
-            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&leaf_params[c.min(leaf_params.len() - 1)], 0, None), rows_range];
+            let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&leaf_params, 0, None), rows_range];
             if fused == 0 {
                 ranges.push((&transient[0], 0, None));
             } else {

@@ -150,23 +150,18 @@ pub struct DifPassPlan {
 /// contiguous sub-problems (as many stages as fit), the earlier ones on 2^SPREAD_LOG
 /// neighbouring strided sub-problems each, spread evenly.
 pub fn plan_passes(log_n: u32, width: usize, tile_log: u32) -> Vec<DifPassPlan> {
-    plan_passes_spread(log_n, width, tile_log, SPREAD_LOG)
-}
-
-/// [`plan_passes`] with 2^spread_log neighbouring sub-problems in the strided passes (tuning).
-pub fn plan_passes_spread(log_n: u32, width: usize, tile_log: u32, spread_log: u32) -> Vec<DifPassPlan> {
     if log_n == 0 {
         return Vec::new();
     }
     let width_log = usize::BITS - 1 - width.max(1).leading_zeros();
-    let last_p = width_log.min(spread_log);
+    let last_p = width_log.min(SPREAD_LOG);
     let last_t = log_n.min(tile_log - last_p);
     let rest = log_n - last_t;
     let mut passes = Vec::new();
     if rest > 0 {
         // Full passes of `per` stages (a multiple of 4 on common tiles: radix-16 rounds only),
         // the remainder first.
-        let per = tile_log - spread_log;
+        let per = tile_log - SPREAD_LOG;
         let count = rest.div_ceil(per);
         let mut stage0 = 0;
         for i in 0..count {
@@ -252,24 +247,6 @@ pub struct GpuNtt {
     empty: wgpu::Buffer,
     poison: AtomicBool,
     skip_butterflies: AtomicBool,
-    /// Loads in flight per thread while a DIF pass fills its tile (4 or 16).
-    loads: u32,
-    /// log2 of the neighbouring sub-problems a strided pass loads together.
-    spread_log: u32,
-}
-
-/// A tuning knob from the environment: `name`'s value when it is one of `allowed`.
-fn tuning(name: &str, default: u32, allowed: &[u32]) -> u32 {
-    match std::env::var(name) {
-        Ok(v) => match v.trim().parse() {
-            Ok(x) if allowed.contains(&x) => x,
-            _ => {
-                tracing::warn!("{name}={v} is not one of {allowed:?}; using {default}");
-                default
-            }
-        },
-        Err(_) => default,
-    }
 }
 
 impl GpuNtt {
@@ -284,21 +261,9 @@ impl GpuNtt {
     pub fn with_tile_log(ctx: Arc<GpuContext>, tile_log: u32) -> Self {
         let words = ctx.summary().max_compute_workgroup_storage_size / 4;
         let max = (u32::BITS - 1 - words.max(1).leading_zeros()).min(MAX_TILE_LOG);
-        // Tuning knobs, for kernel profiles: WHIR_NTT_LOADS, WHIR_NTT_SPREAD_LOG.
-        let loads = tuning("WHIR_NTT_LOADS", 4, &[4, 16]);
-        let spread_log = tuning("WHIR_NTT_SPREAD_LOG", SPREAD_LOG, &[4, 5, 6, 7, 8]);
-        let tile_log = tile_log.clamp(spread_log + 1, max);
+        let tile_log = tile_log.clamp(SPREAD_LOG + 1, max);
         let empty = ctx.upload("ntt empty", &[0]);
-        Self {
-            ctx,
-            tile_log,
-            twiddles: Mutex::new(HashMap::new()),
-            empty,
-            poison: AtomicBool::new(false),
-            skip_butterflies: AtomicBool::new(false),
-            loads,
-            spread_log,
-        }
+        Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), skip_butterflies: AtomicBool::new(false) }
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -365,7 +330,7 @@ impl GpuNtt {
 
     /// The passes a transform of this shape runs.
     pub fn plan(&self, log_n: usize, width: usize) -> Vec<DifPassPlan> {
-        plan_passes_spread(log_n as u32, width, self.tile_log, self.spread_log)
+        plan_passes(log_n as u32, width, self.tile_log)
     }
 
     fn twiddle_table(&self, log_n: u32, direction: Direction) -> Arc<wgpu::Buffer> {
@@ -609,7 +574,7 @@ impl GpuNtt {
 
     fn dif_pipeline(&self, in_place: bool) -> Result<Arc<wgpu::ComputePipeline>> {
         let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
-        self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place)), ("NTT_LOADS", self.loads)])
+        self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place))])
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {

@@ -239,7 +239,7 @@ impl Kernel {
     /// Composition constants with representative values (for validation and cross-compilation).
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
-            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0), ("NTT_LOADS", 4)],
+            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
             _ => &[],
         }
     }

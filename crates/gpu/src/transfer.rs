@@ -234,18 +234,10 @@ impl<T> SendPtr<T> {
     }
 }
 
-/// `par_read` into memory that may not be initialised yet (a Vec's spare capacity).
-pub(crate) fn par_read_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
-    debug_assert_eq!(dst.len(), src.len());
-    dst.par_chunks_mut(PIECE_BYTES).zip(src.par_chunks(PIECE_BYTES)).for_each(|(d, s)| {
-        // SAFETY: d and s have the same length and do not overlap (staging vs host memory).
-        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) }
-    });
-}
-
-/// [`par_read_uninit`] that also checks each 4-byte little-endian word of `src` is below
-/// `bound` while its piece is in cache: the byte offset of the first word that is not, if any.
-pub(crate) fn par_read_uninit_below(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8], bound: u32) -> Option<usize> {
+/// `par_read` into memory that may not be initialised yet (a Vec's spare capacity); with
+/// `below`, also checks each 4-byte little-endian word of `src` is less than it while its piece
+/// is in cache: the byte offset of the first word that is not, if any.
+pub(crate) fn par_read_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8], below: Option<u32>) -> Option<usize> {
     debug_assert_eq!(dst.len(), src.len());
     debug_assert!(PIECE_BYTES.is_multiple_of(4));
     dst.par_chunks_mut(PIECE_BYTES)
@@ -254,6 +246,7 @@ pub(crate) fn par_read_uninit_below(dst: &mut [std::mem::MaybeUninit<u8>], src: 
         .filter_map(|(i, (d, s))| {
             // SAFETY: d and s have the same length and do not overlap (staging vs host memory).
             unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) };
+            let bound = below?;
             let at = s.chunks_exact(4).position(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) >= bound)?;
             Some(i * PIECE_BYTES + 4 * at)
         })
