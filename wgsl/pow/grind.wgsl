@@ -21,7 +21,9 @@
 // Workgroups of 128: the ones past the hit cost about the same each as workgroups of 64 (~1.4 ns
 // on the H200), so half as many halve that tail (0.26 -> 0.16 ms at 22 bits); 256 slowed the
 // permutations themselves by ~8%.
-const GRIND_GROUP: u32 = 128u;
+//
+// Composed with: const GRIND_GROUP: u32, the workgroup size (`GRIND_GROUP` in
+// crates/gpu/src/grind.rs, which also sizes the dispatches).
 
 // The params are a storage buffer so that pow/prepare can write them on the GPU.
 @group(0) @binding(1) var<storage, read> params: GrindParams;

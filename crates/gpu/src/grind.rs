@@ -8,7 +8,7 @@ use p3_field::{Field, PackedValue, PrimeCharacteristicRing, PrimeField32};
 use p3_symmetric::Permutation;
 use rayon::prelude::*;
 
-use crate::context::Dispatch;
+use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, BABYBEAR_P};
 use crate::poseidon2::GpuPoseidon2;
@@ -21,12 +21,17 @@ pub const WIDTH: usize = 16;
 pub const RATE: usize = 8;
 /// Largest supported difficulty: 2^bits must stay below p.
 pub const MAX_BITS: usize = 30;
-/// Candidates one workgroup of wgsl/pow/grind.wgsl tries (`GRIND_GROUP` there).
-const GRIND_GROUP: u64 = 128;
+/// Candidates one workgroup of wgsl/pow/grind.wgsl tries (its workgroup size, composed in).
+pub(crate) const GRIND_GROUP: u32 = 128;
 
 /// Workgroups of wgsl/pow/grind.wgsl for `candidates` candidates.
 fn grind_groups(candidates: u64) -> u32 {
-    candidates.div_ceil(GRIND_GROUP) as u32
+    candidates.div_ceil(GRIND_GROUP as u64) as u32
+}
+
+/// The grind kernel, built with its workgroup size.
+fn grind_pipeline(ctx: &GpuContext) -> Result<Arc<wgpu::ComputePipeline>> {
+    ctx.pipeline(Kernel::Grind, &[("GRIND_GROUP", GRIND_GROUP)])
 }
 
 /// The state a witness candidate is tried in, with the candidate's slot.
@@ -264,7 +269,7 @@ impl GpuGrinder {
         }
         let ctx = self.poseidon2.context();
         let prepare = ctx.pipeline(Kernel::GrindPrepare, &[])?;
-        let grind = ctx.pipeline(Kernel::Grind, &[])?;
+        let grind = grind_pipeline(ctx)?;
         let end = range_for(bits).min(BABYBEAR_P as u64) as u32;
         let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [end, 0, 0, 0] };
         input.sponge.copy_from_slice(as_words(sponge_state));
@@ -293,7 +298,7 @@ impl GpuGrinder {
 
     /// Records the search of a [`device_grind`](Self::device_grind).
     pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
-        let grind = self.poseidon2.context().pipeline(Kernel::Grind, &[])?;
+        let grind = grind_pipeline(self.poseidon2.context())?;
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(record.end as u64) });
         Ok(())
@@ -338,7 +343,7 @@ impl GpuGrinder {
         }
         let ctx = self.poseidon2.context();
         let _profiled_as = ctx.profile_sublabel("pow");
-        let pipeline = ctx.pipeline(Kernel::Grind, &[])?;
+        let pipeline = grind_pipeline(ctx)?;
         let range = range_for(bits);
         let kept = self.kept.lock().map(|mut k| k.take()).unwrap_or(None);
         let buffers = kept.unwrap_or_else(|| {

@@ -240,6 +240,7 @@ impl Kernel {
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
             Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
+            Kernel::Grind => &[("GRIND_GROUP", crate::grind::GRIND_GROUP)],
             _ => &[],
         }
     }
