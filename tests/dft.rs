@@ -309,3 +309,44 @@ fn in_place_transforms_match_the_two_buffer_ones() {
         }
     }
 }
+
+/// A result read back in chunks runs its last DIF passes chunk by chunk, each recorded just
+/// before its chunk's copy (so the host drains one chunk while the next is transformed):
+/// Plonky3's values at several chunk sizes, narrow, odd and wide rows, forward, coset and LDE
+/// shapes; and for power-of-two widths the split really happens (more kernels than passes).
+#[test]
+fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
+    for ctx in common::fresh_contexts() {
+        let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
+        let gpu = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0);
+        let mut splits = 0;
+        for chunk in [1u64 << 10, 12 << 10, 64 << 10] {
+            ctx.set_transfer_chunk_bytes(chunk);
+            for (log_h, w) in [(12usize, 1usize), (15, 1), (10, 16), (13, 16), (9, 64), (11, 5), (8, 70), (13, 3)] {
+                let m = matrix(&mut rng, log_h, w);
+                let shift: BabyBear = rng.random();
+                let what = format!("2^{log_h} x {w}, chunks of {chunk} bytes ({:?})", ctx.mul_variant());
+                let before = ctx.host_costs().dispatches;
+                assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft {what}");
+                let kernels = ctx.host_costs().dispatches - before;
+                // Chunks of the most rows, a power of two, that fit (aligned for power-of-two
+                // widths): the passes up front once, the rest once per chunk.
+                let rows = 1usize << (chunk as usize / (4 * w)).ilog2();
+                match ntt.plan_split(log_h, w, rows) {
+                    Some((plan, at)) if w.is_power_of_two() && rows < 1 << log_h => {
+                        let want = at + (plan.len() - at) * ((1 << log_h) / rows);
+                        assert_eq!(kernels, want as u64, "dft {what}: {plan:?} split at {at}");
+                        splits += 1;
+                    }
+                    Some(_) => {}
+                    None => assert_eq!(kernels, ntt.plan(log_h, w).len() as u64, "dft {what}: no split"),
+                }
+                assert_eq!(gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(), cpu.coset_dft_batch(m.clone(), shift), "coset dft {what}");
+                assert_eq!(gpu.coset_lde_batch(m.clone(), 1 + log_h % 2, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 1 + log_h % 2, shift), "lde {what}");
+            }
+        }
+        assert!(splits >= 5, "only {splits} transforms split");
+    }
+}

@@ -1090,6 +1090,11 @@ impl GpuContext {
         Ok(buffer)
     }
 
+    /// Bytes per staging chunk of chunked transfers.
+    pub fn transfer_chunk_bytes(&self) -> u64 {
+        self.transfer_chunk.load(Ordering::Relaxed)
+    }
+
     /// Testing and tuning: bytes per staging chunk of chunked transfers (a multiple of 4, at
     /// least 4).
     #[doc(hidden)]
@@ -1212,15 +1217,41 @@ impl GpuContext {
         below: Option<u32>,
     ) -> std::result::Result<(), (GpuError, bool)> {
         let mut written = false;
-        self.read_chunks(encoder, src, dst, below, &mut written).map_err(|e| (e, written))
+        self.read_chunks(encoder, src, dst, below, None, &mut written).map_err(|e| (e, written))
     }
 
-    fn read_chunks(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, dst: &mut [std::mem::MaybeUninit<u8>], below: Option<u32>, written: &mut bool) -> Result<()> {
+    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) in chunks of exactly
+    /// `chunk_bytes` (a multiple of 4), with `before(encoder, i)` recording work into the
+    /// encoder that copies chunk i out, ahead of the copy: chunk i's last kernels then run
+    /// while the host drains the chunks before it.
+    pub fn submit_and_read_chunked_into_after(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        dst: &mut [std::mem::MaybeUninit<u8>],
+        below: Option<u32>,
+        chunk_bytes: usize,
+        before: &dyn Fn(&mut wgpu::CommandEncoder, usize),
+    ) -> std::result::Result<(), (GpuError, bool)> {
+        let mut written = false;
+        self.read_chunks(encoder, src, dst, below, Some((chunk_bytes, before)), &mut written).map_err(|e| (e, written))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn read_chunks(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        dst: &mut [std::mem::MaybeUninit<u8>],
+        below: Option<u32>,
+        chunks: Option<(usize, &dyn Fn(&mut wgpu::CommandEncoder, usize))>,
+        written: &mut bool,
+    ) -> Result<()> {
         let base = transfer::SendPtr(dst.as_mut_ptr().cast::<u8>());
         let len = dst.len();
         // The lowest offending word offset, if any.
         let bad = AtomicU64::new(u64::MAX);
-        self.read_chunks_with(encoder, src, len, 4, written, &|range, view| {
+        self.read_chunks_with(encoder, src, len, 4, chunks, written, &|range, view| {
             // SAFETY: `range` lies within dst (checked against len by read_chunks_with), and
             // ranges of different chunks do not overlap.
             let d = unsafe { std::slice::from_raw_parts_mut(base.get().add(range.start).cast::<std::mem::MaybeUninit<u8>>(), range.len()) };
@@ -1256,7 +1287,7 @@ impl GpuContext {
         let base = transfer::SendPtr(dst.as_mut_ptr());
         let row_bytes = row_words * 4;
         let mut written = false;
-        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), &mut written, &|range, view| {
+        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), None, &mut written, &|range, view| {
             use rayon::prelude::*;
             let first = range.start / row_bytes.max(1);
             let words: &[u32] = bytemuck::cast_slice(view);
@@ -1268,17 +1299,21 @@ impl GpuContext {
     }
 
     /// The chunked readback: `len` bytes of `src` in chunks of whole `unit`s, each handed to
-    /// `sink(byte range, bytes)` once mapped, while the next chunks cross the bus.
+    /// `sink(byte range, bytes)` once mapped, while the next chunks cross the bus. `chunks`:
+    /// chunks of exactly that many bytes (a multiple of `unit`), and work to record ahead of
+    /// chunk i's copy.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn read_chunks_with(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         len: usize,
         unit: usize,
+        chunks: Option<(usize, &dyn Fn(&mut wgpu::CommandEncoder, usize))>,
         written: &mut bool,
         sink: &(dyn Fn(std::ops::Range<usize>, &[u8]) + Sync),
     ) -> Result<()> {
-        if !len.is_multiple_of(4) || !len.is_multiple_of(unit) || len as u64 > src.size() {
+        if !len.is_multiple_of(4) || !len.is_multiple_of(unit) || len as u64 > src.size() || chunks.is_some_and(|(per, _)| per == 0 || !per.is_multiple_of(unit)) {
             return Err(GpuError::InvalidInput(format!("reading {len} bytes in units of {unit} from a buffer of {} bytes", src.size())));
         }
         self.injected_failure()?;
@@ -1290,7 +1325,7 @@ impl GpuContext {
         let started = std::time::Instant::now();
         let mut first_wait = None;
         let mut sink_ns = 0u128;
-        let per = (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit;
+        let per = chunks.map_or_else(|| (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit, |(per, _)| per);
         let ranges: Vec<std::ops::Range<usize>> = (0..len).step_by(per.max(1)).map(|s| s..(s + per).min(len)).collect();
         let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
         let mut ring: Vec<wgpu::Buffer> = Vec::new();
@@ -1298,6 +1333,9 @@ impl GpuContext {
         let issue = |i: usize, buffer: &wgpu::Buffer| -> (wgpu::SubmissionIndex, MapAnswer) {
             let range = &ranges[i];
             let mut encoder = self.encoder("chunked readback");
+            if let Some((_, before)) = chunks {
+                before(&mut encoder, i);
+            }
             encoder.copy_buffer_to_buffer(src, range.start as u64, buffer, 0, range.len() as u64);
             let index = self.queue_submit(encoder.finish());
             let (tx, rx) = std::sync::mpsc::channel();
@@ -1530,7 +1568,7 @@ impl GpuContext {
             let mut written = false;
             // SAFETY: initialised memory seen as possibly uninitialised bytes, only written to.
             let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), bytes as usize) };
-            self.read_chunks(encoder, src, dst, None, &mut written)?;
+            self.read_chunks(encoder, src, dst, None, None, &mut written)?;
             return Ok(out);
         }
         self.injected_failure()?;

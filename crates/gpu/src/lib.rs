@@ -37,7 +37,7 @@ pub use codeword::{lean_memory_defaults, CommittedCodeword, GpuCodewords};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, PendingRead, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
-pub use ntt::{plan_passes, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
+pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
 pub use merkle::{AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RowChunk, RowGroup, RowOrder};
 pub use mmcs::{GpuMmcs, GpuProverData};

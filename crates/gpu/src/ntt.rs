@@ -157,21 +157,54 @@ pub fn plan_passes(log_n: u32, width: usize, tile_log: u32) -> Vec<DifPassPlan> 
     let last_p = width_log.min(SPREAD_LOG);
     let last_t = log_n.min(tile_log - last_p);
     let rest = log_n - last_t;
-    let mut passes = Vec::new();
-    if rest > 0 {
-        // Full passes of `per` stages (a multiple of 4 on common tiles: radix-16 rounds only),
-        // the remainder first.
-        let per = tile_log - SPREAD_LOG;
-        let count = rest.div_ceil(per);
-        let mut stage0 = 0;
-        for i in 0..count {
-            let t = if i == 0 { rest - (count - 1) * per } else { per };
-            passes.push(DifPassPlan { stage0, log_t: t, log_p: (tile_log - t).min(8) });
-            stage0 += t;
-        }
-    }
+    let mut passes = strided_passes(rest, tile_log);
     passes.push(DifPassPlan { stage0: rest, log_t: last_t, log_p: (tile_log - last_t).min(8) });
     passes
+}
+
+/// Strided passes covering the first `stages` DIF stages: full passes of `per` stages (a
+/// multiple of 4 on common tiles: radix-16 rounds only), the remainder first.
+fn strided_passes(stages: u32, tile_log: u32) -> Vec<DifPassPlan> {
+    let per = tile_log - SPREAD_LOG;
+    let count = stages.div_ceil(per);
+    let mut passes = Vec::with_capacity(count as usize);
+    let mut stage0 = 0;
+    for i in 0..count {
+        let t = if i == 0 { stages - (count - 1) * per } else { per };
+        passes.push(DifPassPlan { stage0, log_t: t, log_p: (tile_log - t).min(8) });
+        stage0 += t;
+    }
+    passes
+}
+
+/// The passes of a 2^log_n-row transform whose bit-reversed result is read back in chunks of
+/// `chunk_rows` rows, and the index of the first pass that runs chunk by chunk. A DIF pass from
+/// stage log_n - log(chunk_rows) on works inside blocks of at most `chunk_rows` contiguous
+/// rows, so each chunk's remaining passes can run just before its copy, while the host drains
+/// the chunks before it: only the passes before the split are not overlapped with the readback.
+/// Of the usual plan split at its first boundary past that stage and a plan with that many
+/// stages up front and the rest planned as a transform of `chunk_rows` rows, the one with fewer
+/// passes before the split (then fewer in all). None when there is a single chunk, or when no
+/// split runs fewer passes up front than the usual plan has in all without adding more than
+/// one pass.
+pub fn plan_split(log_n: u32, width: usize, tile_log: u32, chunk_rows: usize) -> Option<(Vec<DifPassPlan>, usize)> {
+    if !chunk_rows.is_power_of_two() || chunk_rows.trailing_zeros() >= log_n {
+        return None;
+    }
+    let up_front = log_n - chunk_rows.trailing_zeros();
+    let usual = plan_passes(log_n, width, tile_log);
+    let usual_split = usual.iter().position(|p| p.stage0 >= up_front).map(|at| (usual.clone(), at));
+    let mut replanned = strided_passes(up_front, tile_log);
+    let at = replanned.len();
+    replanned.extend(plan_passes(log_n - up_front, width, tile_log).into_iter().map(|p| DifPassPlan { stage0: p.stage0 + up_front, ..p }));
+    // Worth it only with fewer passes up front than the whole usual plan, and at most one pass
+    // more in all.
+    let most = usual.len() + 1;
+    [Some((replanned, at)), usual_split]
+        .into_iter()
+        .flatten()
+        .filter(|(plan, at)| *at < plan.len() && *at < most - 1 && plan.len() <= most)
+        .min_by_key(|(plan, at)| (*at, plan.len()))
 }
 
 /// Side (log2) of the square bit-reversal tile for this shape; 0 means the per-element kernel
@@ -191,7 +224,37 @@ fn bit_reverse_tile_log(log_n: u32, width: usize) -> u32 {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Layout {
     TwoBuffers,
-    OneBuffer { reuse_src: bool },
+    /// `chunk_rows`: the result is read back in chunks of that many rows, and the passes that
+    /// can run chunk by chunk are left to [`ChunkPasses`] (bit-reversed output only).
+    OneBuffer { reuse_src: bool, chunk_rows: Option<usize> },
+}
+
+/// The passes of a split transform (`plan_split`) that run chunk by chunk: recorded for chunk i
+/// just before chunk i is copied out, each on that chunk's rows of `buffer` bound as a whole
+/// array (the kernel's indexing and twiddles do not depend on where a block lies).
+pub(crate) struct ChunkPasses {
+    buffer: wgpu::Buffer,
+    chunk_bytes: u64,
+    pipeline: Arc<wgpu::ComputePipeline>,
+    twiddles: Arc<wgpu::Buffer>,
+    /// Per pass: its parameters (sub-problems of one chunk) and workgroups.
+    passes: Vec<(wgpu::Buffer, u32)>,
+}
+
+impl ChunkPasses {
+    /// Records chunk `index`'s passes into `encoder`.
+    fn record(&self, ntt: &GpuNtt, encoder: &mut wgpu::CommandEncoder, index: usize) {
+        let offset = index as u64 * self.chunk_bytes;
+        let dispatches: Vec<Dispatch> = self
+            .passes
+            .iter()
+            .map(|(params, groups)| {
+                let bind = ntt.ctx.bind_ranges(&self.pipeline, &[(params, 0, None), (&ntt.empty, 0, None), (&self.buffer, offset, Some(self.chunk_bytes)), (&self.twiddles, 0, None), (&ntt.empty, 0, None)]);
+                Dispatch { pipeline: (*self.pipeline).clone(), bind, groups: *groups }
+            })
+            .collect();
+        ntt.ctx.record_dispatches(encoder, "ntt chunk", &dispatches);
+    }
 }
 
 fn dif_params(spec: &NttSpec, pass: &DifPassPlan, first: bool, shifted: bool) -> DifParams {
@@ -333,6 +396,12 @@ impl GpuNtt {
         plan_passes(log_n as u32, width, self.tile_log)
     }
 
+    /// [`plan_split`] on this NTT's tile: the passes of a transform read back in chunks of
+    /// `chunk_rows` rows, and the first one run chunk by chunk.
+    pub fn plan_split(&self, log_n: usize, width: usize, chunk_rows: usize) -> Option<(Vec<DifPassPlan>, usize)> {
+        plan_split(log_n as u32, width, self.tile_log, chunk_rows)
+    }
+
     fn twiddle_table(&self, log_n: u32, direction: Direction) -> Arc<wgpu::Buffer> {
         let mut cache = self.twiddles.lock().expect("twiddle cache poisoned");
         cache
@@ -374,24 +443,24 @@ impl GpuNtt {
     /// pass reads `src` into it, every later pass and the bit reversal work in place. For
     /// encoders, whose two work buffers are the largest allocation of a commit.
     pub fn record_in_place(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, src, spec, None, Layout::OneBuffer { reuse_src: false })
+        self.record_inner(encoder, src, spec, None, Layout::OneBuffer { reuse_src: false, chunk_rows: None })
     }
 
     /// [`record_in_place`](Self::record_in_place) with a GPU timestamp pair around each kernel.
     pub fn record_in_place_timed(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec, timer: &mut KernelTimer) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, src, spec, Some(timer), Layout::OneBuffer { reuse_src: false })
+        self.record_inner(encoder, src, spec, Some(timer), Layout::OneBuffer { reuse_src: false, chunk_rows: None })
     }
 
     /// [`record_consuming`](Self::record_consuming) with a GPU timestamp pair around each kernel.
     pub fn record_consuming_timed(&self, encoder: &mut wgpu::CommandEncoder, src: wgpu::Buffer, spec: &NttSpec, timer: &mut KernelTimer) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, &src, spec, Some(timer), Layout::OneBuffer { reuse_src: true })
+        self.record_inner(encoder, &src, spec, Some(timer), Layout::OneBuffer { reuse_src: true, chunk_rows: None })
     }
 
     /// [`record_in_place`](Self::record_in_place) of a `src` the caller gives up: when it holds
     /// exactly the transform's full input (every row, the result's size), the whole transform
     /// runs in it. Neither use nor recycle `src` afterwards: it is the result, or it is dropped.
     pub fn record_consuming(&self, encoder: &mut wgpu::CommandEncoder, src: wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, &src, spec, None, Layout::OneBuffer { reuse_src: true })
+        self.record_inner(encoder, &src, spec, None, Layout::OneBuffer { reuse_src: true, chunk_rows: None })
     }
 
     /// [`record`](Self::record), with a GPU timestamp pair around each kernel when `timer` is given.
@@ -405,14 +474,20 @@ impl GpuNtt {
         self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers)
     }
 
-    fn record_inner(
+    fn record_inner(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec, timer: Option<&mut KernelTimer>, layout: Layout) -> Result<wgpu::Buffer> {
+        self.record_spec(encoder, src, spec, timer, layout).map(|(result, _)| result)
+    }
+
+    /// [`record_inner`](Self::record_inner), with the passes left to run chunk by chunk where
+    /// the layout asks for them.
+    fn record_spec(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         spec: &NttSpec,
         mut timer: Option<&mut KernelTimer>,
         layout: Layout,
-    ) -> Result<wgpu::Buffer> {
+    ) -> Result<(wgpu::Buffer, Option<ChunkPasses>)> {
         spec.validate()?;
         let total = spec.rows() * spec.width;
         self.ctx.check_binding_size("NTT buffer", (total * 4) as u64)?;
@@ -433,11 +508,35 @@ impl GpuNtt {
         if spec.bit_reversed_output && passes.is_empty() {
             return Err(GpuError::InvalidInput("bit-reversed NTT output needs two or more rows".into()));
         }
-        if let (Layout::OneBuffer { reuse_src }, false) = (layout, passes.is_empty()) {
+        if let (Layout::OneBuffer { reuse_src, chunk_rows }, false) = (layout, passes.is_empty()) {
             let whole = spec.valid_rows == spec.rows() && src.size() == (total * 4) as u64;
             let target = if reuse_src && whole { src.clone() } else { self.work_buffer("ntt work", total) };
             let in_src = reuse_src && whole;
-            return self.record_one_buffer(encoder, src, target, in_src, spec, &passes, &twiddles, shift_table.as_ref(), timer);
+            // Chunk by chunk only for output in the passes' own order, untimed.
+            let split = chunk_rows.filter(|_| spec.bit_reversed_output && timer.is_none()).and_then(|rows| plan_split(log_n, spec.width, self.tile_log, rows).map(|(plan, at)| (plan, at, rows)));
+            let (up_front, chunked): (&[DifPassPlan], Option<(&[DifPassPlan], usize)>) = match &split {
+                Some((plan, at, rows)) => (&plan[..*at], Some((&plan[*at..], *rows))),
+                None => (&passes, None),
+            };
+            let result = self.record_one_buffer(encoder, src, target, in_src, spec, up_front, &twiddles, shift_table.as_ref(), timer)?;
+            let tail = match chunked {
+                Some((rest, rows)) => Some(ChunkPasses {
+                    buffer: result.clone(),
+                    chunk_bytes: (rows * spec.width * 4) as u64,
+                    pipeline: self.dif_pipeline(true)?,
+                    twiddles,
+                    passes: rest
+                        .iter()
+                        .map(|pass| {
+                            let sub = ((rows * spec.width) >> pass.log_t) as u32;
+                            let params = DifParams { num_subproblems: sub, ..dif_params(spec, pass, false, false) };
+                            (self.ctx.uniform("dif params", &params), sub.div_ceil(1 << pass.log_p))
+                        })
+                        .collect(),
+                }),
+                None => None,
+            };
+            return Ok((result, tail));
         }
         let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
         let dif = self.dif_pipeline(false)?;
@@ -481,7 +580,7 @@ impl GpuNtt {
                 // Recorded, not yet submitted.
                 self.ctx.recycle_after_submit(spare);
             }
-            return Ok(result);
+            return Ok((result, None));
         }
         if copied_rows > 0 {
             let k = bit_reverse_tile_log(log_n, spec.width);
@@ -506,7 +605,7 @@ impl GpuNtt {
             // Recorded, not yet submitted.
             self.ctx.recycle_after_submit(spare);
         }
-        Ok(result)
+        Ok((result, None))
     }
 
     /// The transform in `target` alone: the first pass reads `src` into it (or, `in_src`,
@@ -610,13 +709,24 @@ impl GpuNtt {
             return self.transform_columns(values, last.width, specs);
         }
         self.ctx.scoped("NTT", || {
-            let (encoder, buffer, used) = self.record_chain_from(values, specs)?;
+            let (encoder, buffer, used, _) = self.record_chain_from(values, specs, None)?;
             let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width);
             for b in used.into_iter().chain([buffer]) {
                 self.recycle(b);
             }
             from_words(words?)
         })
+    }
+
+    /// Rows per readback chunk for `last`'s result when its last passes can run chunk by chunk
+    /// ([`plan_split`]): the most rows, a power of two, that fit a transfer chunk, at least two
+    /// chunks, each starting at a storage-offset-aligned byte. None otherwise.
+    fn readback_chunk_rows(&self, last: &NttSpec) -> Option<usize> {
+        let row_bytes = last.width * 4;
+        let fit = self.ctx.transfer_chunk_bytes() as usize / row_bytes.max(1);
+        let rows = 1usize << fit.checked_ilog2()?;
+        let align = self.ctx.limits().min_storage_buffer_offset_alignment as usize;
+        (last.bit_reversed_output && rows * 2 <= last.rows() && (rows * row_bytes).is_multiple_of(align)).then_some(rows)
     }
 
     /// Whether a host-to-host chain of `input_len` words in and `last`'s result out fits one
@@ -627,29 +737,36 @@ impl GpuNtt {
     }
 
     /// Uploads `values` into a pooled buffer (no fresh device allocation per call) and records
-    /// `specs` one after another: the encoder, the result buffer, and the buffers the chain went
-    /// through (for `recycle` once the result is read).
-    fn record_chain_from(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>)> {
+    /// `specs` one after another: the encoder, the result buffer, the buffers the chain went
+    /// through (for `recycle` once the result is read), and with `chunk_rows` the last
+    /// transform's passes left to run chunk by chunk, if any.
+    #[allow(clippy::type_complexity)]
+    fn record_chain_from(&self, values: &[BabyBear], specs: &[NttSpec], chunk_rows: Option<usize>) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
         self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
         let buffer = self.ctx.pooled_for_upload("ntt input", values.len());
         self.ctx.write(&buffer, as_words(values));
         let mut encoder = self.ctx.encoder("ntt");
-        let (result, used) = self.record_specs(&mut encoder, buffer, specs)?;
-        Ok((encoder, result, used))
+        let (result, used, tail) = self.record_specs(&mut encoder, buffer, specs, chunk_rows)?;
+        Ok((encoder, result, used, tail))
     }
 
-    /// Records `specs` one after another starting from `input`: the result buffer and the
-    /// buffers before it.
-    fn record_specs(&self, encoder: &mut wgpu::CommandEncoder, mut buffer: wgpu::Buffer, specs: &[NttSpec]) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
+    /// Records `specs` one after another starting from `input`: the result buffer, the buffers
+    /// before it, and the last transform's passes left to run in chunks of `chunk_rows` rows.
+    fn record_specs(&self, encoder: &mut wgpu::CommandEncoder, mut buffer: wgpu::Buffer, specs: &[NttSpec], chunk_rows: Option<usize>) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
         let mut used = Vec::new();
-        for spec in specs {
+        let mut tail = None;
+        for (i, spec) in specs.iter().enumerate() {
             // One buffer: a full-size input is transformed where it lies (a third of the
             // memory of two work buffers, and the same speed or better on the H200); a shorter
             // one is read into a buffer of the result's size. (With poisoned outputs, testing,
             // always the latter, so that a word a kernel fails to write shows.)
             let reuse_src = !self.poison.load(Ordering::Relaxed);
-            let next = match self.record_inner(encoder, &buffer, spec, None, Layout::OneBuffer { reuse_src }) {
-                Ok(next) => next,
+            let chunk_rows = chunk_rows.filter(|_| i + 1 == specs.len());
+            let next = match self.record_spec(encoder, &buffer, spec, None, Layout::OneBuffer { reuse_src, chunk_rows }) {
+                Ok((next, last_tail)) => {
+                    tail = last_tail;
+                    next
+                }
                 Err(e) => {
                     for b in used.into_iter().chain([buffer]) {
                         self.recycle(b);
@@ -663,7 +780,7 @@ impl GpuNtt {
                 used.push(before);
             }
         }
-        Ok((buffer, used))
+        Ok((buffer, used, tail))
     }
 }
 
@@ -705,8 +822,9 @@ impl GpuNtt {
             return Ok(());
         }
         let out_len = last.rows() * last.width;
-        let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs));
-        let (encoder, buffer, used) = recorded.map_err(kept)?;
+        let chunk_rows = self.readback_chunk_rows(last);
+        let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs, chunk_rows));
+        let (encoder, buffer, used, tail) = recorded.map_err(kept)?;
         let old_len = values.len();
         // Grown while the input is its length, so a reallocation keeps it (the error path below
         // hands it back).
@@ -716,7 +834,14 @@ impl GpuNtt {
         // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
         let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), out_len * 4) };
         // A non-canonical word would be a kernel bug: checked while the readback copies.
-        let read = self.ctx.submit_and_read_chunked_into(encoder, &buffer, bytes, Some(crate::field::BABYBEAR_P));
+        let below = Some(crate::field::BABYBEAR_P);
+        let read = match &tail {
+            // Each chunk's last passes run just before its copy, while the host drains the
+            // chunks before it.
+            Some(tail) => self.ctx.submit_and_read_chunked_into_after(encoder, &buffer, bytes, below, tail.chunk_bytes as usize, &|encoder, i| tail.record(self, encoder, i)),
+            None => self.ctx.submit_and_read_chunked_into(encoder, &buffer, bytes, below),
+        };
+        drop(tail);
         for b in used.into_iter().chain([buffer]) {
             self.recycle(b);
         }
@@ -769,7 +894,7 @@ impl GpuNtt {
                     write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
                 })?;
                 let mut encoder = self.ctx.encoder("ntt columns");
-                let (buffer, used) = self.record_specs(&mut encoder, input, &sub)?;
+                let (buffer, used, _) = self.record_specs(&mut encoder, input, &sub, None)?;
                 let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col);
                 for b in used.into_iter().chain([buffer]) {
                     self.recycle(b);
@@ -874,6 +999,42 @@ mod tests {
         }
         // 2^24, one column: three passes plus the bit reversal.
         assert_eq!(plan_passes(24, 1, 12).len(), 3);
+    }
+
+    #[test]
+    fn split_plans_cover_every_stage_once_and_stay_in_their_chunks() {
+        for tile_log in [10, 12] {
+            for log_n in 1..=26u32 {
+                for width in [1, 3, 16, 64, 2633] {
+                    for chunk_log in 0..log_n {
+                        let split = plan_split(log_n, width, tile_log, 1 << chunk_log);
+                        // Chunks as tall as a tile always split a transform that takes several passes.
+                        let usual = plan_passes(log_n, width, tile_log);
+                        assert!(split.is_some() || chunk_log < tile_log || usual.len() == 1, "{log_n} {width} 2^{chunk_log}");
+                        let Some((plan, at)) = split else { continue };
+                        let mut next = 0;
+                        for (i, p) in plan.iter().enumerate() {
+                            assert_eq!(p.stage0, next, "{log_n} {width} {plan:?}");
+                            assert!(p.log_t >= 1 && p.log_t + p.log_p <= tile_log && p.log_p <= 8, "{plan:?}");
+                            // A pass's blocks are 2^(log_n - stage0) rows: within one chunk from `at` on.
+                            assert_eq!(i >= at, p.stage0 >= log_n - chunk_log, "{log_n} {width} chunk 2^{chunk_log} {plan:?} split at {at}");
+                            next += p.log_t;
+                        }
+                        assert_eq!(next, log_n);
+                        // Fewer passes up front than the usual plan has, at most one more in all.
+                        assert!(at >= 1 && at < plan.len() && at < usual.len() && plan.len() <= usual.len() + 1, "{plan:?} at {at}, usual {usual:?}");
+                    }
+                    assert_eq!(plan_split(log_n, width, tile_log, 1 << log_n), None);
+                }
+            }
+        }
+        // 2^24 x 16 read in 64 MiB chunks: one pass of four stages up front, three per chunk
+        // (the usual plan has four passes, two before its first boundary past stage 4).
+        let (plan, at) = plan_split(24, 16, 12, 1 << 20).unwrap();
+        assert_eq!((plan.len(), at, plan[0].log_t), (4, 1, 4));
+        // 2^22 x 16: the usual plan's first boundary (stage 7) is past stage 2: three passes.
+        let (plan, at) = plan_split(22, 16, 12, 1 << 20).unwrap();
+        assert_eq!((plan.len(), at), (3, 1));
     }
 
     #[test]
