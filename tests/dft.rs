@@ -350,3 +350,57 @@ fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
         assert!(splits >= 5, "only {splits} transforms split");
     }
 }
+
+/// A `GpuDft` committing ahead for a `GpuMmcs` (the LDE hashed into the MMCS's tree while still
+/// on the GPU): the MMCS's commitment and openings are Plonky3's, and it uploads nothing when
+/// it gets the unchanged LDE; an LDE changed in between, another matrix of the same shape, a
+/// second commit of the same matrix, or a batch of several are committed from their rows.
+#[test]
+fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
+    use p3_commit::Mmcs;
+    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
+    let mut rng = common::rng();
+    let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
+    for ctx in common::fresh_contexts() {
+        let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        for cap_height in [0, 2] {
+            let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2.clone())), cap_height);
+            let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
+            for (log_h, w, added) in [(6usize, 5usize, 1usize), (9, 33, 1), (8, 16, 2)] {
+                let m = matrix(&mut rng, log_h, w);
+                let shift: BabyBear = rng.random();
+                let what = format!("2^{log_h} x {w} +{added}, cap {cap_height} ({:?})", ctx.mul_variant());
+                let lde = dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix();
+                assert_eq!(lde, cpu_dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
+                // Unchanged: the tree committed ahead; no rows uploaded (a cap's node indices
+                // may go up).
+                let before = ctx.transfer_counts().bytes_up;
+                let (root, data) = mmcs.commit(vec![lde.clone()]);
+                let up = ctx.transfer_counts().bytes_up - before;
+                assert!(up < 64, "{what}: {up} bytes went up: the LDE again");
+                let (cpu_root, cpu_data) = mmcs.cpu().commit(vec![lde.clone()]);
+                assert_eq!(root, cpu_root, "root {what}");
+                for index in [0, 3, (2 << log_h) - 1] {
+                    let (ours, theirs) = (mmcs.open_batch(index, &data), mmcs.cpu().open_batch(index, &cpu_data));
+                    assert_eq!((ours.opened_values, ours.opening_proof), (theirs.opened_values, theirs.opening_proof), "opening {index} {what}");
+                }
+                // The tree is taken once: the same matrix again is committed from its rows.
+                let before = ctx.transfer_counts().bytes_up;
+                assert_eq!(mmcs.commit(vec![lde.clone()]).0, cpu_root, "second commit {what}");
+                assert!(ctx.transfer_counts().bytes_up > before, "{what}: a tree taken twice");
+                // One word changed after the DFT: the tree ahead is not used.
+                let mut changed = dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix();
+                let at = rng.random_range(0..changed.values.len());
+                changed.values[at] += BabyBear::ONE;
+                assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "changed word {at} {what}");
+                // Another matrix of the same shape, and a batch holding the LDE: from their rows.
+                let _ = dft.coset_lde_batch(m.clone(), added, shift);
+                let other = matrix(&mut rng, log_h + added, w);
+                assert_eq!(mmcs.commit(vec![other.clone()]).0, mmcs.cpu().commit(vec![other]).0, "another matrix {what}");
+                let lde = dft.coset_lde_batch(m, added, shift).bit_reverse_rows().to_row_major_matrix();
+                let half = matrix(&mut rng, log_h + added - 1, 3);
+                assert_eq!(mmcs.commit(vec![lde.clone(), half.clone()]).0, mmcs.cpu().commit(vec![lde, half]).0, "batch {what}");
+            }
+        }
+    }
+}

@@ -51,13 +51,15 @@ fn cpu_mmcs() -> CpuMmcs {
 }
 
 /// The STARK on `ctx`'s GPU. `dft_min_elements`: send transforms of at least this many
-/// elements to the GPU (None: `GpuDft`'s measured, width-aware default).
+/// elements to the GPU, and commit LDEs of as many ahead (None: `GpuDft`'s defaults: measured,
+/// width-aware; 4 MiB).
 pub fn gpu_config(ctx: Arc<GpuContext>, num_queries: usize, query_pow_bits: usize, dft_min_elements: Option<usize>) -> GpuStarkConfig {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let mmcs = GpuMmcs::new(Arc::new(GpuMerkle::new(poseidon2.clone())), 0);
-    let mut dft = GpuDft::new(Some(Arc::new(GpuNtt::new(ctx))));
+    // The trace's LDE is hashed into the MMCS's tree while it is still on the GPU.
+    let mut dft = GpuDft::new(Some(Arc::new(GpuNtt::new(ctx)))).committing_ahead_for(&mmcs);
     if let Some(min) = dft_min_elements {
-        dft = dft.with_cpu_threshold(min);
+        dft = dft.with_cpu_threshold(min).with_commit_ahead_from(min.saturating_mul(4));
     }
     let pcs = GpuPcs::new(dft, mmcs.clone(), fri_params(ExtensionMmcs::new(mmcs), num_queries, query_pow_bits));
     let challenger = GpuChallenger::new(Poseidon2Constants::default_babybear().to_cpu(), Some(Arc::new(GpuGrinder::new(poseidon2))));

@@ -14,9 +14,11 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_util::log2_strict_usize;
 
+use crate::commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
+use crate::mmcs::GpuMmcs;
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
-use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec};
+use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec, ResultHook};
 
 /// Below this many field elements a one-column transform runs on the CPU by default: the GPU's
 /// fixed cost (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
@@ -69,11 +71,12 @@ impl Dispatcher {
     }
 
     /// Runs `specs` on the GPU with the result in `values`' own memory; false (after a warning)
-    /// when the caller should use the CPU, with `values` as it was.
-    fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> bool {
+    /// when the caller should use the CPU, with `values` as it was. `then`: see
+    /// [`GpuNtt::transform_chain_in_place_then`].
+    fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], then: Option<ResultHook<'_>>) -> bool {
         let Some(last) = specs.last() else { return false };
         let Some(gpu) = self.gpu_for(last.rows() * last.width, last.width) else { return false };
-        match gpu.transform_chain_in_place(values, specs) {
+        match gpu.transform_chain_in_place_then(values, specs, then) {
             Ok(()) => true,
             Err(InPlaceError { error, input_lost: false }) => {
                 tracing::warn!("GPU NTT failed, computing on the CPU instead: {error}");
@@ -112,6 +115,10 @@ pub struct GpuDft {
     inner: Dispatcher,
     /// The CPU fallback with the same evaluation type.
     dit: Radix2DitParallel<BabyBear>,
+    /// Where LDE results are committed ahead for an MMCS ([`GpuDft::committing_ahead_for`]).
+    ahead: Option<Arc<CommitAhead>>,
+    /// Smallest LDE (bytes) committed ahead.
+    ahead_min_bytes: usize,
 }
 
 /// Rows stored bit-reversed, seen in natural order.
@@ -128,12 +135,34 @@ impl Default for GpuDft {
 
 impl GpuDft {
     pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
-        Self { inner: Dispatcher::new(gpu), dit: Radix2DitParallel::default() }
+        Self { inner: Dispatcher::new(gpu), dit: Radix2DitParallel::default(), ahead: None, ahead_min_bytes: DEFAULT_COMMIT_AHEAD_MIN_BYTES }
+    }
+
+    /// Each LDE ([`coset_lde_batch`](TwoAdicSubgroupDft::coset_lde_batch), what
+    /// `TwoAdicFriPcs::commit` computes) of 4 MiB or more computed on the GPU is also hashed
+    /// into `mmcs`'s Merkle tree before its GPU buffer is given up; when `TwoAdicFriPcs` then
+    /// hands `mmcs` that matrix to commit, `mmcs` checks that the rows are unchanged (a
+    /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
+    /// Commitments, openings and proofs are the same either way. Without effect (and a
+    /// warning) when `mmcs` has no GPU or another one than this DFT.
+    pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs) -> Self {
+        match (mmcs.commit_ahead(), self.ntt()) {
+            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone()),
+            _ => tracing::warn!("GpuDft::committing_ahead_for: the MMCS has no GPU, or not this DFT's GPU context; LDEs are not committed ahead"),
+        }
+        self
     }
 
     /// On this context.
     pub fn on(ctx: Arc<GpuContext>) -> Self {
         Self::new(Some(Arc::new(GpuNtt::new(ctx))))
+    }
+
+    /// LDEs of at least `bytes` are committed ahead (default
+    /// [`DEFAULT_COMMIT_AHEAD_MIN_BYTES`]; with [`committing_ahead_for`](Self::committing_ahead_for)).
+    pub fn with_commit_ahead_from(mut self, bytes: usize) -> Self {
+        self.ahead_min_bytes = bytes;
+        self
     }
 
     /// Transforms with fewer output elements than `threshold` run on the CPU (0: always GPU).
@@ -167,7 +196,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let spec = NttSpec { bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
-        if self.inner.run_in_place(&mut mat.values, &[spec]) {
+        if self.inner.run_in_place(&mut mat.values, &[spec], None) {
             return bit_reversed(mat.values, w);
         }
         self.dit.dft_batch(mat)
@@ -176,7 +205,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
     fn idft_batch(&self, mut mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
         let (h, w) = (mat.height(), mat.width());
         let spec = NttSpec::inverse(log2_strict_usize(h), w);
-        if self.inner.run_in_place(&mut mat.values, &[spec]) {
+        if self.inner.run_in_place(&mut mat.values, &[spec], None) {
             return mat;
         }
         self.inner.cpu.idft_batch(mat)
@@ -186,7 +215,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let spec = NttSpec { coset_shift: Some(shift), bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
-        if self.inner.run_in_place(&mut mat.values, &[spec]) {
+        if self.inner.run_in_place(&mut mat.values, &[spec], None) {
             return bit_reversed(mat.values, w);
         }
         self.dit.coset_dft_batch(mat, shift)
@@ -201,6 +230,9 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let log_lde = log_h.saturating_add(added_bits);
+        let bytes = (log_lde < usize::BITS as usize).then(|| (1usize << log_lde).saturating_mul(w).saturating_mul(4));
+        let ahead = self.ahead.as_deref().filter(|_| w > 0 && bytes.is_some_and(|b| b >= self.ahead_min_bytes));
+        let offer = ahead.map(|a| move |buffer: &wgpu::Buffer, values: &[BabyBear]| a.offer(buffer, values, w));
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
         let specs = [
@@ -212,7 +244,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 ..NttSpec::forward(log_lde, w)
             },
         ];
-        if self.inner.run_in_place(&mut mat.values, &specs) {
+        if self.inner.run_in_place(&mut mat.values, &specs, offer.as_ref().map(|f| f as ResultHook<'_>)) {
             return bit_reversed(mat.values, w);
         }
         self.dit.coset_lde_batch(mat, added_bits, shift)

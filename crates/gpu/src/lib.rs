@@ -6,7 +6,9 @@
 //! - [`GpuNtt`]: column NTTs of row-major matrices (forward, inverse, coset, zero-tail aware)
 //!   that can leave their output on the GPU for the next kernel.
 //! - [`GpuDft`]: a `p3_dft::TwoAdicSubgroupDft<BabyBear>`; [`GpuEncoder`]: a
-//!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's.
+//!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's. A `GpuDft` built
+//!   [`committing_ahead_for`](GpuDft::committing_ahead_for) a [`GpuMmcs`] hands its LDEs' trees
+//!   to that MMCS ([`CommitAhead`]), so a FRI commitment uploads each LDE once.
 //! - [`GpuPoseidon2`], [`GpuMerkle`]: Poseidon2 (width 16) and Merkle roots identical to
 //!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs`; [`GpuMmcs`], a `p3_commit::Mmcs`.
 //! - [`GpuCodewords`]: encode + commit with one wait, codeword and tree resident, rows opened
@@ -17,6 +19,7 @@
 
 mod challenger;
 mod codeword;
+mod commit_ahead;
 mod context;
 mod dft;
 mod error;
@@ -34,10 +37,11 @@ pub mod transfer;
 
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{lean_memory_defaults, CommittedCodeword, GpuCodewords};
+pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, PendingRead, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
-pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec};
+pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec, ResultHook};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindState};
 pub use merkle::{AfterRoot, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RowChunk, RowGroup, RowOrder};
 pub use mmcs::{GpuMmcs, GpuProverData};

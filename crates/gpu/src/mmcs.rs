@@ -20,6 +20,7 @@ use p3_util::log2_ceil_usize;
 use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
 use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 
+use crate::commit_ahead::CommitAhead;
 use crate::error::{GpuError, Result};
 use crate::transfer::write_matrix_row;
 use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowChunk, RowGroup, DIGEST_ELEMS};
@@ -93,13 +94,22 @@ pub struct GpuMmcs {
     gpu: Option<Arc<GpuMerkle>>,
     cpu: CpuMmcs,
     cap_height: usize,
+    /// Trees a `GpuDft` committed ahead for this MMCS (and its clones).
+    ahead: Option<Arc<CommitAhead>>,
 }
 
 impl GpuMmcs {
     /// On `merkle`'s GPU with its Poseidon2 constants; `cap_height` as in `MerkleTreeMmcs::new`.
     pub fn new(merkle: Arc<GpuMerkle>, cap_height: usize) -> Self {
         let perm = merkle.poseidon2().constants().to_cpu();
-        Self { gpu: Some(merkle), cpu: CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), cap_height), cap_height }
+        let ahead = Some(Arc::new(CommitAhead::new(merkle.clone())));
+        Self { gpu: Some(merkle), cpu: CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), cap_height), cap_height, ahead }
+    }
+
+    /// Where a `GpuDft` leaves trees for this MMCS (`GpuDft::committing_ahead_for`); shared by
+    /// its clones. None without a GPU.
+    pub fn commit_ahead(&self) -> Option<&Arc<CommitAhead>> {
+        self.ahead.as_ref()
     }
 
     /// The Plonky3 MMCS with the same hash (used for verification and as the fallback).
@@ -178,6 +188,15 @@ impl GpuMmcs {
         let roots = cap_roots(max_height, self.cap_height);
         if !roots.is_power_of_two() {
             return Err(BatchError::CapRoots { roots });
+        }
+        // A single matrix whose tree a GpuDft committed ahead, rows unchanged: no upload.
+        if let (Some(ahead), [matrix]) = (&self.ahead, inputs.as_slice()) {
+            if let Some(tree) = ahead.take(matrix) {
+                match self.gpu_cap(&tree) {
+                    Ok((cap, cap_height)) => return Ok((MerkleCap::new(cap), GpuProverData::Gpu { matrices: inputs, tree, cap_height })),
+                    Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing again: {e}"),
+                }
+            }
         }
         if let Some(gpu) = &self.gpu {
             match self.gpu_commit(gpu, &inputs) {

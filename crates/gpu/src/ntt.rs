@@ -797,6 +797,10 @@ fn check_chain(len: usize, specs: &[NttSpec]) -> Result<&NttSpec> {
     Ok(specs.last().expect("non-empty"))
 }
 
+/// Called with the GPU buffer holding a host-to-host transform's result and the host copy of
+/// it ([`GpuNtt::transform_chain_in_place_then`]).
+pub type ResultHook<'a> = &'a dyn Fn(&wgpu::Buffer, &[BabyBear]);
+
 /// Why [`GpuNtt::transform_chain_in_place`] failed, and whether its input survived.
 #[derive(Debug)]
 pub struct InPlaceError {
@@ -814,6 +818,14 @@ impl GpuNtt {
     /// untouched. Larger than one binding, the result is a fresh allocation
     /// ([`transform_columns`](Self::transform_columns)).
     pub fn transform_chain_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> std::result::Result<(), InPlaceError> {
+        self.transform_chain_in_place_then(values, specs, None)
+    }
+
+    /// [`transform_chain_in_place`](Self::transform_chain_in_place), then `then(buffer,
+    /// values)` with the GPU buffer that still holds the result (row for row as `values` holds
+    /// it), before the buffer goes back to the pool. Not called when the result is computed a
+    /// block of columns at a time (larger than one binding) or on an error.
+    pub fn transform_chain_in_place_then(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], then: Option<ResultHook<'_>>) -> std::result::Result<(), InPlaceError> {
         let kept = |error: GpuError| InPlaceError { error, input_lost: false };
         let last = check_chain(values.len(), specs).map_err(kept)?;
         if !self.fits_one_binding(values.len(), last) {
@@ -842,6 +854,13 @@ impl GpuNtt {
             None => self.ctx.submit_and_read_chunked_into(encoder, &buffer, bytes, below),
         };
         drop(tail);
+        if read.is_ok() {
+            if let Some(then) = then {
+                // SAFETY: all out_len words were written by the readback.
+                unsafe { values.set_len(out_len) };
+                then(&buffer, values);
+            }
+        }
         for b in used.into_iter().chain([buffer]) {
             self.recycle(b);
         }

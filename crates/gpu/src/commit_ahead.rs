@@ -1,0 +1,113 @@
+//! Committing a low-degree extension while it is still on the GPU.
+//!
+//! Plonky3's `TwoAdicFriPcs::commit` computes each LDE with its DFT, which hands the result back
+//! in host memory, and then gives that very matrix to its MMCS, which would upload it again: a
+//! second crossing of the bus for the largest matrix of a STARK (1.4 GB at 2^16 Keccak rows). A
+//! [`GpuDft`](crate::GpuDft) built with
+//! [`committing_ahead_for`](crate::GpuDft::committing_ahead_for) hashes its result into the
+//! MMCS's tree before giving the GPU buffer up, and leaves the tree here with a checksum of the
+//! rows it read back; the [`GpuMmcs`](crate::GpuMmcs) takes that tree when it is asked to
+//! commit a single matrix of the same shape whose rows still give the same checksum, and commits
+//! from scratch otherwise (another matrix, or the same one changed in between).
+//!
+//! The checksum is a 64-bit keyed hash (foldhash, seeded per process) over pieces of rows, each
+//! piece hashed on its own core: it guards against a caller changing the matrix between the two
+//! calls, not against an adversary who knows the key (a prover gains nothing by fooling its own
+//! MMCS: the commitment would be to rows it could have committed anyway).
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Mutex};
+
+use p3_baby_bear::BabyBear;
+use p3_matrix::Matrix;
+use rayon::prelude::*;
+
+use crate::error::Result;
+use crate::field::as_words;
+use crate::merkle::{GpuMerkle, GpuMerkleTree};
+
+/// Rows per checksum piece: about 1 MiB of them, so the pieces spread over every core.
+fn piece_rows(width: usize) -> usize {
+    ((1 << 20) / (width.max(1) * 4)).max(1)
+}
+
+/// A tree waiting for its matrix, and the checksum of the rows it was built from.
+struct Ahead {
+    height: usize,
+    width: usize,
+    pieces: Vec<u64>,
+    tree: GpuMerkleTree,
+}
+
+/// The hand-off between a DFT and an MMCS on one GPU (see the module docs).
+pub struct CommitAhead {
+    merkle: Arc<GpuMerkle>,
+    hasher: foldhash::quality::RandomState,
+    slot: Mutex<Option<Ahead>>,
+}
+
+/// A `GpuDft` commits ahead results from 4 MiB up: below that the upload it saves is a fraction
+/// of a millisecond.
+pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 4 << 20;
+
+impl CommitAhead {
+    pub fn new(merkle: Arc<GpuMerkle>) -> Self {
+        Self { merkle, hasher: Default::default(), slot: Mutex::new(None) }
+    }
+
+    pub fn merkle(&self) -> &Arc<GpuMerkle> {
+        &self.merkle
+    }
+
+    /// One piece's checksum: its rows hashed one after another.
+    fn hash_rows<R: std::ops::Deref<Target = [BabyBear]>>(&self, rows: impl Iterator<Item = R>) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for row in rows {
+            h.write(bytemuck::cast_slice(as_words(&row)));
+        }
+        h.finish()
+    }
+
+    /// The DFT's side: `buffer` holds the `values.len() / width` x `width` rows just read back
+    /// into `values`. Builds the tree on the GPU while the host takes the checksum, and leaves
+    /// both for the MMCS (replacing any tree left before). A failure only means the MMCS
+    /// commits from scratch.
+    pub(crate) fn offer(&self, buffer: &wgpu::Buffer, values: &[BabyBear], width: usize) {
+        let height = values.len() / width.max(1);
+        let (tree, pieces): (Result<GpuMerkleTree>, Vec<u64>) = rayon::join(
+            || self.merkle.commit_buffer(buffer, height, width),
+            || values.par_chunks(piece_rows(width) * width).map(|piece| self.hash_rows(piece.chunks(width))).collect(),
+        );
+        let ahead = match tree {
+            Ok(tree) => Some(Ahead { height, width, pieces, tree }),
+            Err(e) => {
+                tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
+                None
+            }
+        };
+        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = ahead;
+    }
+
+    /// The MMCS's side: the tree committed ahead for `matrix`, if there is one of its shape and
+    /// its rows give the same checksum. A tree of the same shape whose rows changed is dropped.
+    pub(crate) fn take<M: Matrix<BabyBear>>(&self, matrix: &M) -> Option<GpuMerkleTree> {
+        let (height, width) = (matrix.height(), matrix.width());
+        let ahead = {
+            let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            if !slot.as_ref().is_some_and(|a| a.height == height && a.width == width) {
+                return None;
+            }
+            slot.take()?
+        };
+        let per = piece_rows(width);
+        let same = (0..ahead.pieces.len()).into_par_iter().all(|p| {
+            let rows = (p * per..((p + 1) * per).min(height)).map(|r| matrix.row_slice(r).expect("row in range"));
+            self.hash_rows(rows) == ahead.pieces[p]
+        });
+        if !same {
+            tracing::debug!("the {height} x {width} matrix changed since its tree was committed ahead; committing it again");
+            return None;
+        }
+        Some(ahead.tree)
+    }
+}
