@@ -74,10 +74,12 @@ impl CommitAhead {
     /// commits from scratch.
     pub(crate) fn offer(&self, buffer: &wgpu::Buffer, values: &[BabyBear], width: usize) {
         let height = values.len() / width.max(1);
+        let started = std::time::Instant::now();
         let (tree, pieces): (Result<GpuMerkleTree>, Vec<u64>) = rayon::join(
             || self.merkle.commit_buffer(buffer, height, width),
             || values.par_chunks(piece_rows(width) * width).map(|piece| self.hash_rows(piece.chunks(width))).collect(),
         );
+        tracing::debug!(height, width, ms = started.elapsed().as_secs_f64() * 1e3, "tree committed ahead");
         let ahead = match tree {
             Ok(tree) => Some(Ahead { height, width, pieces, tree }),
             Err(e) => {
@@ -100,10 +102,12 @@ impl CommitAhead {
             slot.take()?
         };
         let per = piece_rows(width);
+        let started = std::time::Instant::now();
         let same = (0..ahead.pieces.len()).into_par_iter().all(|p| {
             let rows = (p * per..((p + 1) * per).min(height)).map(|r| matrix.row_slice(r).expect("row in range"));
             self.hash_rows(rows) == ahead.pieces[p]
         });
+        tracing::debug!(height, width, same, ms = started.elapsed().as_secs_f64() * 1e3, "checksum of a matrix committed ahead");
         if !same {
             tracing::debug!("the {height} x {width} matrix changed since its tree was committed ahead; committing it again");
             return None;

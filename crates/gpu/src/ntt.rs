@@ -841,6 +841,10 @@ impl GpuNtt {
         // Grown while the input is its length, so a reallocation keeps it (the error path below
         // hands it back).
         values.reserve_exact(out_len.saturating_sub(old_len));
+        if out_len > old_len {
+            // The grown part is fresh memory the readback touches first.
+            crate::transfer::advise_huge_pages(values.as_ptr().wrapping_add(old_len).cast(), (out_len - old_len) * 4);
+        }
         values.clear();
         let spare = &mut values.spare_capacity_mut()[..out_len];
         // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
@@ -904,7 +908,9 @@ impl GpuNtt {
         let rows_in = specs[0].valid_rows;
         let rows_out = last.rows();
         let block = self.columns_per_pass(rows_in, rows_out, width)?;
+        // Zeroed lazily (calloc): nothing is touched before the readback writes it.
         let mut out = vec![0u32; rows_out * width];
+        crate::transfer::advise_huge_pages(out.as_ptr().cast(), rows_out * width * 4);
         for first_col in (0..width).step_by(block) {
             let cols = block.min(width - first_col);
             let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();

@@ -260,3 +260,26 @@ pub(crate) fn par_read(dst: &mut [u8], src: &[u8]) {
     }
     dst.par_chunks_mut(PIECE_BYTES).zip(src.par_chunks(PIECE_BYTES)).for_each(|(d, s)| d.copy_from_slice(s));
 }
+
+/// Asks the kernel to back the fresh memory `bytes` from `ptr` with transparent huge pages
+/// (Linux; a hint that does nothing where THP is off, and nothing on other systems). A result
+/// read back into new memory otherwise takes a page fault per 4 KiB on first touch: ~170k
+/// for the 690 MB a STARK trace's LDE grows by, which held its readback to ~15 GB/s.
+pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = (ptr as usize).div_ceil(HUGE) * HUGE;
+        let end = (ptr as usize).saturating_add(bytes) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: the range lies inside memory the caller owns; MADV_HUGEPAGE changes how
+            // it is backed, never its contents.
+            let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+            if rc != 0 {
+                tracing::debug!("madvise(MADV_HUGEPAGE) declined: {}", std::io::Error::last_os_error());
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, bytes);
+}
