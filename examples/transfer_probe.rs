@@ -26,6 +26,43 @@ fn main() {
     if let Ok(filter) = std::env::var("WHIR_LOG") {
         tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter)).with_writer(std::io::stderr).init();
     }
+    // PROBE_HOST=MIB: host memory alone, on all cores: a parallel copy into memory already
+    // touched, into fresh memory (4 KiB pages), into fresh memory advised to huge pages, and a
+    // parallel read: what a readback into a grown Vec can reach.
+    if let Some(mib) = std::env::var("PROBE_HOST").ok().and_then(|v| v.parse::<usize>().ok()) {
+        use rayon::prelude::*;
+        let words = (mib << 20) / 4;
+        let src: Vec<u32> = (0..words as u32).into_par_iter().map(|i| i.wrapping_mul(7)).collect();
+        const PIECE: usize = 1 << 16;
+        let copy = |dst: &mut [u32]| dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+        for round in 0..3 {
+            let mut touched = vec![1u32; words];
+            let t = Instant::now();
+            copy(&mut touched);
+            let t_touched = ms(t);
+            let t = Instant::now();
+            let mut fresh = vec![0u32; words];
+            copy(&mut fresh);
+            let t_fresh = ms(t);
+            drop(fresh);
+            let t = Instant::now();
+            let mut huge = vec![0u32; words];
+            whir_wgpu::gpu::transfer::advise_huge_pages(huge.as_ptr().cast(), words * 4);
+            copy(&mut huge);
+            let t_huge = ms(t);
+            drop(huge);
+            let t = Instant::now();
+            let fresh = vec![0u32; words];
+            fresh.par_chunks(PIECE).for_each(|c| { std::hint::black_box(c.iter().fold(0u32, |a, &x| a ^ x)); });
+            let t_read_zero = ms(t);
+            let t = Instant::now();
+            let sum = touched.par_chunks(PIECE).map(|c| c.iter().fold(0u32, |a, &x| a ^ x)).reduce(|| 0, |a, b| a ^ b);
+            let t_read = ms(t);
+            println!("host {mib} MiB round {round}: copy into touched memory {t_touched:.1} ms ({:.1} GB/s), into fresh {t_fresh:.1} ({:.1}), fresh + huge pages {t_huge:.1} ({:.1}); read {t_read:.1} ({:.1} GB/s; {sum}), read untouched zero pages {t_read_zero:.1}",
+                (mib << 20) as f64 / t_touched / 1e6, (mib << 20) as f64 / t_fresh / 1e6, (mib << 20) as f64 / t_huge / 1e6, (mib << 20) as f64 / t_read / 1e6);
+        }
+        return;
+    }
     let ctx = GpuContext::new_default().expect("GPU");
     println!("{} | rayon threads {}", ctx.summary(), rayon::current_num_threads());
     let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();

@@ -435,6 +435,21 @@ pub enum PendingRead {
     Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, rx: MapAnswer },
 }
 
+/// Records work for chunk i into the encoder that copies it ([`ReadChunks::before_copy`]).
+pub type RecordBeforeCopy<'a> = dyn Fn(&mut wgpu::CommandEncoder, usize) + 'a;
+
+/// Hooks of a chunked readback ([`GpuContext::submit_and_read_chunked_into_with`]).
+#[derive(Default, Clone, Copy)]
+pub struct ReadChunks<'a> {
+    /// Chunks of exactly this many bytes (a multiple of 4); None: the context's transfer chunk.
+    pub chunk_bytes: Option<usize>,
+    /// Records work into the encoder that copies chunk i out, ahead of the copy: chunk i's
+    /// last kernels then run while the host drains the chunks before it.
+    pub before_copy: Option<&'a RecordBeforeCopy<'a>>,
+    /// Called with a chunk's byte range of the destination before it is written there.
+    pub before_write: Option<&'a (dyn Fn(std::ops::Range<usize>) + Sync)>,
+}
+
 /// One dispatch for [`GpuContext::record_dispatches`].
 pub struct Dispatch {
     pub pipeline: wgpu::ComputePipeline,
@@ -1217,41 +1232,41 @@ impl GpuContext {
         below: Option<u32>,
     ) -> std::result::Result<(), (GpuError, bool)> {
         let mut written = false;
-        self.read_chunks(encoder, src, dst, below, None, &mut written).map_err(|e| (e, written))
+        self.read_chunks(encoder, src, dst, below, ReadChunks::default(), &mut written).map_err(|e| (e, written))
     }
 
-    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) in chunks of exactly
-    /// `chunk_bytes` (a multiple of 4), with `before(encoder, i)` recording work into the
-    /// encoder that copies chunk i out, ahead of the copy: chunk i's last kernels then run
-    /// while the host drains the chunks before it.
-    pub fn submit_and_read_chunked_into_after(
+    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) with hooks
+    /// ([`ReadChunks`]): work recorded ahead of each chunk's copy, a call before each chunk is
+    /// written into `dst`.
+    pub fn submit_and_read_chunked_into_with(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         dst: &mut [std::mem::MaybeUninit<u8>],
         below: Option<u32>,
-        chunk_bytes: usize,
-        before: &dyn Fn(&mut wgpu::CommandEncoder, usize),
+        how: ReadChunks<'_>,
     ) -> std::result::Result<(), (GpuError, bool)> {
         let mut written = false;
-        self.read_chunks(encoder, src, dst, below, Some((chunk_bytes, before)), &mut written).map_err(|e| (e, written))
+        self.read_chunks(encoder, src, dst, below, how, &mut written).map_err(|e| (e, written))
     }
 
-    #[allow(clippy::type_complexity)]
     fn read_chunks(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         dst: &mut [std::mem::MaybeUninit<u8>],
         below: Option<u32>,
-        chunks: Option<(usize, &dyn Fn(&mut wgpu::CommandEncoder, usize))>,
+        how: ReadChunks<'_>,
         written: &mut bool,
     ) -> Result<()> {
         let base = transfer::SendPtr(dst.as_mut_ptr().cast::<u8>());
         let len = dst.len();
         // The lowest offending word offset, if any.
         let bad = AtomicU64::new(u64::MAX);
-        self.read_chunks_with(encoder, src, len, 4, chunks, written, &|range, view| {
+        self.read_chunks_with(encoder, src, len, 4, how, written, &|range, view| {
+            if let Some(before_write) = how.before_write {
+                before_write(range.clone());
+            }
             // SAFETY: `range` lies within dst (checked against len by read_chunks_with), and
             // ranges of different chunks do not overlap.
             let d = unsafe { std::slice::from_raw_parts_mut(base.get().add(range.start).cast::<std::mem::MaybeUninit<u8>>(), range.len()) };
@@ -1287,7 +1302,7 @@ impl GpuContext {
         let base = transfer::SendPtr(dst.as_mut_ptr());
         let row_bytes = row_words * 4;
         let mut written = false;
-        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), None, &mut written, &|range, view| {
+        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), ReadChunks::default(), &mut written, &|range, view| {
             use rayon::prelude::*;
             let first = range.start / row_bytes.max(1);
             let words: &[u32] = bytemuck::cast_slice(view);
@@ -1299,21 +1314,20 @@ impl GpuContext {
     }
 
     /// The chunked readback: `len` bytes of `src` in chunks of whole `unit`s, each handed to
-    /// `sink(byte range, bytes)` once mapped, while the next chunks cross the bus. `chunks`:
-    /// chunks of exactly that many bytes (a multiple of `unit`), and work to record ahead of
-    /// chunk i's copy.
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    /// `sink(byte range, bytes)` once mapped, while the next chunks cross the bus; `how`'s
+    /// chunk size (a multiple of `unit`) and work recorded ahead of each copy.
+    #[allow(clippy::too_many_arguments)]
     fn read_chunks_with(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         len: usize,
         unit: usize,
-        chunks: Option<(usize, &dyn Fn(&mut wgpu::CommandEncoder, usize))>,
+        how: ReadChunks<'_>,
         written: &mut bool,
         sink: &(dyn Fn(std::ops::Range<usize>, &[u8]) + Sync),
     ) -> Result<()> {
-        if !len.is_multiple_of(4) || !len.is_multiple_of(unit) || len as u64 > src.size() || chunks.is_some_and(|(per, _)| per == 0 || !per.is_multiple_of(unit)) {
+        if !len.is_multiple_of(4) || !len.is_multiple_of(unit) || len as u64 > src.size() || how.chunk_bytes.is_some_and(|per| per == 0 || !per.is_multiple_of(unit)) {
             return Err(GpuError::InvalidInput(format!("reading {len} bytes in units of {unit} from a buffer of {} bytes", src.size())));
         }
         self.injected_failure()?;
@@ -1325,7 +1339,7 @@ impl GpuContext {
         let started = std::time::Instant::now();
         let mut first_wait = None;
         let mut sink_ns = 0u128;
-        let per = chunks.map_or_else(|| (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit, |(per, _)| per);
+        let per = how.chunk_bytes.unwrap_or_else(|| (self.transfer_chunk.load(Ordering::Relaxed) as usize / unit).max(1) * unit);
         let ranges: Vec<std::ops::Range<usize>> = (0..len).step_by(per.max(1)).map(|s| s..(s + per).min(len)).collect();
         let chunk = ranges.first().map_or(0, |r| r.len()) as u64;
         let mut ring: Vec<wgpu::Buffer> = Vec::new();
@@ -1333,8 +1347,8 @@ impl GpuContext {
         let issue = |i: usize, buffer: &wgpu::Buffer| -> (wgpu::SubmissionIndex, MapAnswer) {
             let range = &ranges[i];
             let mut encoder = self.encoder("chunked readback");
-            if let Some((_, before)) = chunks {
-                before(&mut encoder, i);
+            if let Some(before_copy) = how.before_copy {
+                before_copy(&mut encoder, i);
             }
             encoder.copy_buffer_to_buffer(src, range.start as u64, buffer, 0, range.len() as u64);
             let index = self.queue_submit(encoder.finish());
@@ -1568,7 +1582,7 @@ impl GpuContext {
             let mut written = false;
             // SAFETY: initialised memory seen as possibly uninitialised bytes, only written to.
             let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), bytes as usize) };
-            self.read_chunks(encoder, src, dst, None, None, &mut written)?;
+            self.read_chunks(encoder, src, dst, None, ReadChunks::default(), &mut written)?;
             return Ok(out);
         }
         self.injected_failure()?;

@@ -38,7 +38,7 @@ pub mod transfer;
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{lean_memory_defaults, CommittedCodeword, GpuCodewords};
 pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
-pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, PendingRead, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, TransferCounts};
+pub use context::{list_adapters, AdapterSelector, AdapterSummary, Dispatch, GpuContext, PendingRead, GpuOptions, HostCosts, LimitsProfile, ProfileLabelGuard, ProfileSpan, ReadChunks, RecordBeforeCopy, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec, ResultHook};

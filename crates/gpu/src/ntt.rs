@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use p3_baby_bear::BabyBear;
 use p3_field::{Field, PrimeCharacteristicRing, TwoAdicField};
 
-use crate::context::{Dispatch, GpuContext};
+use crate::context::{Dispatch, GpuContext, ReadChunks};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, to_word};
 use crate::shaders::Kernel;
@@ -24,6 +24,9 @@ const MAX_TILE_LOG: u32 = 12;
 const SPREAD_LOG: u32 = 5;
 /// Words in the bit-reversal kernel's workgroup tile.
 const BITREV_TILE: usize = 4096;
+/// Threads that touch the new pages of a host-to-host result growing its input's memory by a
+/// transfer chunk or more, ahead of the readback.
+const PREFAULT_THREADS: usize = 8;
 /// Low/high split of the coset power table.
 const SHIFT_SPLIT: usize = 2048;
 
@@ -835,47 +838,68 @@ impl GpuNtt {
         }
         let out_len = last.rows() * last.width;
         let chunk_rows = self.readback_chunk_rows(last);
-        let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs, chunk_rows));
-        let (encoder, buffer, used, tail) = recorded.map_err(kept)?;
         let old_len = values.len();
-        // Grown while the input is its length, so a reallocation keeps it (the error path below
-        // hands it back).
+        // Grown while the input is its length, so a reallocation keeps it (the error paths
+        // hand it back).
         values.reserve_exact(out_len.saturating_sub(old_len));
-        if out_len > old_len {
+        let fresh_bytes = out_len.saturating_sub(old_len) * 4;
+        let fresh = crate::transfer::SendPtr(values.as_mut_ptr().wrapping_add(old_len).cast::<u8>());
+        if fresh_bytes > 0 {
             // The grown part is fresh memory the readback touches first.
-            crate::transfer::advise_huge_pages(values.as_ptr().wrapping_add(old_len).cast(), (out_len - old_len) * 4);
+            crate::transfer::advise_huge_pages(fresh.get(), fresh_bytes);
         }
-        values.clear();
-        let spare = &mut values.spare_capacity_mut()[..out_len];
-        // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), out_len * 4) };
-        // A non-canonical word would be a kernel bug: checked while the readback copies.
-        let below = Some(crate::field::BABYBEAR_P);
-        let read = match &tail {
-            // Each chunk's last passes run just before its copy, while the host drains the
-            // chunks before it.
-            Some(tail) => self.ctx.submit_and_read_chunked_into_after(encoder, &buffer, bytes, below, tail.chunk_bytes as usize, &|encoder, i| tail.record(self, encoder, i)),
-            None => self.ctx.submit_and_read_chunked_into(encoder, &buffer, bytes, below),
-        };
-        drop(tail);
-        if read.is_ok() {
-            if let Some(then) = then {
-                // SAFETY: all out_len words were written by the readback.
-                unsafe { values.set_len(out_len) };
-                then(&buffer, values);
+        std::thread::scope(|scope| {
+            // The grown part's page faults are taken on threads of their own while the input
+            // goes up, the GPU transforms and the rows below it are read back.
+            let prefaulting = std::sync::Mutex::new(if fresh_bytes as u64 >= self.ctx.transfer_chunk_bytes() { crate::transfer::prefault(scope, fresh, fresh_bytes, PREFAULT_THREADS) } else { Vec::new() });
+            let prefaulted = |range: std::ops::Range<usize>| {
+                if range.end > old_len * 4 {
+                    for handle in prefaulting.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+                        handle.join().expect("a prefault thread panicked");
+                    }
+                }
+            };
+            let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs, chunk_rows));
+            let (encoder, buffer, used, tail) = recorded.map_err(kept)?;
+            values.clear();
+            let spare = &mut values.spare_capacity_mut()[..out_len];
+            // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), out_len * 4) };
+            let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
+                if let Some(tail) = &tail {
+                    tail.record(self, encoder, i);
+                }
+            };
+            let how = ReadChunks {
+                // Each chunk's last passes run just before its copy, while the host drains the
+                // chunks before it.
+                chunk_bytes: tail.as_ref().map(|t| t.chunk_bytes as usize),
+                before_copy: Some(&record_chunk),
+                before_write: Some(&prefaulted),
+            };
+            // A non-canonical word would be a kernel bug: checked while the readback copies.
+            let read = self.ctx.submit_and_read_chunked_into_with(encoder, &buffer, bytes, Some(crate::field::BABYBEAR_P), how);
+            drop(tail);
+            if read.is_ok() {
+                if let Some(then) = then {
+                    // SAFETY: all out_len words were written by the readback.
+                    unsafe { values.set_len(out_len) };
+                    then(&buffer, values);
+                }
             }
-        }
-        for b in used.into_iter().chain([buffer]) {
-            self.recycle(b);
-        }
-        if let Err((error, input_lost)) = read {
-            if !input_lost {
-                // SAFETY: nothing was written; the first old_len words are the input, kept by
-                // `reserve_exact` (which moves contents if it reallocates).
-                unsafe { values.set_len(old_len) };
+            for b in used.into_iter().chain([buffer]) {
+                self.recycle(b);
             }
-            return Err(InPlaceError { error, input_lost });
-        }
+            if let Err((error, input_lost)) = read {
+                if !input_lost {
+                    // SAFETY: nothing was written; the first old_len words are the input, kept by
+                    // `reserve_exact` (which moves contents if it reallocates).
+                    unsafe { values.set_len(old_len) };
+                }
+                return Err(InPlaceError { error, input_lost });
+            }
+            Ok(())
+        })?;
         // SAFETY: all out_len words were written by the readback.
         unsafe { values.set_len(out_len) };
         Ok(())

@@ -283,3 +283,27 @@ pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     #[cfg(not(target_os = "linux"))]
     let _ = (ptr, bytes);
 }
+
+/// Touches every page of the `bytes` of fresh memory from `ptr` on `threads` threads of
+/// `scope`, so that its page faults (the kernel zeroing each page) are taken while the caller
+/// waits on other work: first writes into fresh memory ran at a third of the speed of writes
+/// into memory already touched on the H200's host. Join the handles before anything else
+/// writes that memory.
+pub(crate) fn prefault<'scope>(scope: &'scope std::thread::Scope<'scope, '_>, ptr: SendPtr<u8>, bytes: usize, threads: usize) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
+    const PAGE: usize = 4096;
+    let per = bytes.div_ceil(threads.max(1)).next_multiple_of(PAGE);
+    (0..threads)
+        .map(|t| t * per)
+        .filter(|&start| start < bytes)
+        .map(|start| {
+            let end = (start + per).min(bytes);
+            scope.spawn(move || {
+                for offset in (start..end).step_by(PAGE) {
+                    // SAFETY: within the caller's fresh memory, which nothing else touches
+                    // until these threads are joined.
+                    unsafe { ptr.get().add(offset).write_volatile(0) };
+                }
+            })
+        })
+        .collect()
+}
