@@ -155,6 +155,9 @@ fn transforms_over_the_binding_limit_run_by_column_blocks() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    // Transfers in chunks of 16 KiB: results of that size or more have their pages touched
+    // ahead on threads of their own, and come back in several chunks.
+    ctx.set_transfer_chunk_bytes(16 << 10);
     let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
     ntt.set_poison_outputs(true);
     let gpu = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0);

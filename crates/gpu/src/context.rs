@@ -1232,7 +1232,7 @@ impl GpuContext {
         below: Option<u32>,
     ) -> std::result::Result<(), (GpuError, bool)> {
         let mut written = false;
-        self.read_chunks(encoder, src, dst, below, ReadChunks::default(), &mut written).map_err(|e| (e, written))
+        self.read_chunks(encoder, src, transfer::SendPtr(dst.as_mut_ptr().cast::<u8>()), dst.len(), below, ReadChunks::default(), &mut written).map_err(|e| (e, written))
     }
 
     /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) with hooks
@@ -1246,21 +1246,41 @@ impl GpuContext {
         below: Option<u32>,
         how: ReadChunks<'_>,
     ) -> std::result::Result<(), (GpuError, bool)> {
-        let mut written = false;
-        self.read_chunks(encoder, src, dst, below, how, &mut written).map_err(|e| (e, written))
+        // SAFETY: dst is borrowed mutably for the call.
+        unsafe { self.submit_and_read_chunked_into_raw(encoder, src, dst.as_mut_ptr().cast(), dst.len(), below, how) }
     }
 
+    /// [`submit_and_read_chunked_into_with`](Self::submit_and_read_chunked_into_with) into `len`
+    /// bytes at `dst`, of which no reference is made but one per chunk, after its
+    /// `before_write` call: other threads may write a chunk's bytes until that call returns.
+    ///
+    /// # Safety
+    /// `dst .. dst + len` must be memory the caller owns, valid for writes for the whole call,
+    /// that nothing reads or writes during the call except as said above.
+    pub unsafe fn submit_and_read_chunked_into_raw(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        dst: *mut u8,
+        len: usize,
+        below: Option<u32>,
+        how: ReadChunks<'_>,
+    ) -> std::result::Result<(), (GpuError, bool)> {
+        let mut written = false;
+        self.read_chunks(encoder, src, transfer::SendPtr(dst), len, below, how, &mut written).map_err(|e| (e, written))
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn read_chunks(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
-        dst: &mut [std::mem::MaybeUninit<u8>],
+        base: transfer::SendPtr<u8>,
+        len: usize,
         below: Option<u32>,
         how: ReadChunks<'_>,
         written: &mut bool,
     ) -> Result<()> {
-        let base = transfer::SendPtr(dst.as_mut_ptr().cast::<u8>());
-        let len = dst.len();
         // The lowest offending word offset, if any.
         let bad = AtomicU64::new(u64::MAX);
         self.read_chunks_with(encoder, src, len, 4, how, written, &|range, view| {
@@ -1582,7 +1602,7 @@ impl GpuContext {
             let mut written = false;
             // SAFETY: initialised memory seen as possibly uninitialised bytes, only written to.
             let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), bytes as usize) };
-            self.read_chunks(encoder, src, dst, None, ReadChunks::default(), &mut written)?;
+            self.read_chunks(encoder, src, transfer::SendPtr(dst.as_mut_ptr().cast::<u8>()), dst.len(), None, ReadChunks::default(), &mut written)?;
             return Ok(out);
         }
         self.injected_failure()?;

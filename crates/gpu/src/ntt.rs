@@ -862,9 +862,9 @@ impl GpuNtt {
             let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs, chunk_rows));
             let (encoder, buffer, used, tail) = recorded.map_err(kept)?;
             values.clear();
-            let spare = &mut values.spare_capacity_mut()[..out_len];
-            // SAFETY: BabyBear is one u32 word (repr(transparent)); the bytes are only written here.
-            let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), out_len * 4) };
+            // No reference to the result's memory is made here: the prefault threads write the
+            // grown part until the readback's `before_write` joins them.
+            let dst = values.as_mut_ptr().cast::<u8>();
             let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
                 if let Some(tail) = &tail {
                     tail.record(self, encoder, i);
@@ -878,7 +878,10 @@ impl GpuNtt {
                 before_write: Some(&prefaulted),
             };
             // A non-canonical word would be a kernel bug: checked while the readback copies.
-            let read = self.ctx.submit_and_read_chunked_into_with(encoder, &buffer, bytes, Some(crate::field::BABYBEAR_P), how);
+            // SAFETY: the capacity holds out_len words (reserved above), which only the readback
+            // and, in the grown part until joined, the prefault threads write; BabyBear is one
+            // u32 word (repr(transparent)).
+            let read = unsafe { self.ctx.submit_and_read_chunked_into_raw(encoder, &buffer, dst, out_len * 4, Some(crate::field::BABYBEAR_P), how) };
             drop(tail);
             if read.is_ok() {
                 if let Some(then) = then {
@@ -932,25 +935,36 @@ impl GpuNtt {
         let rows_in = specs[0].valid_rows;
         let rows_out = last.rows();
         let block = self.columns_per_pass(rows_in, rows_out, width)?;
-        // Zeroed lazily (calloc): nothing is touched before the readback writes it.
+        // Zeroed lazily (calloc): nothing is touched before the readback writes it, and its
+        // page faults are taken on threads of their own while the first block goes up and is
+        // transformed (the first block's rows span every page).
+        let bytes = rows_out * width * 4;
         let mut out = vec![0u32; rows_out * width];
-        crate::transfer::advise_huge_pages(out.as_ptr().cast(), rows_out * width * 4);
-        for first_col in (0..width).step_by(block) {
-            let cols = block.min(width - first_col);
-            let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
-            self.ctx.scoped("NTT column block", || {
-                let input = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
-                    write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
+        crate::transfer::advise_huge_pages(out.as_ptr().cast(), bytes);
+        let fresh = crate::transfer::SendPtr(out.as_mut_ptr().cast::<u8>());
+        std::thread::scope(|scope| {
+            let mut prefaulting = if bytes as u64 >= self.ctx.transfer_chunk_bytes() { crate::transfer::prefault(scope, fresh, bytes, PREFAULT_THREADS) } else { Vec::new() };
+            for first_col in (0..width).step_by(block) {
+                let cols = block.min(width - first_col);
+                let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
+                self.ctx.scoped("NTT column block", || {
+                    let input = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
+                        write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
+                    })?;
+                    let mut encoder = self.ctx.encoder("ntt columns");
+                    let (buffer, used, _) = self.record_specs(&mut encoder, input, &sub, None)?;
+                    for handle in prefaulting.drain(..) {
+                        handle.join().expect("a prefault thread panicked");
+                    }
+                    let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col);
+                    for b in used.into_iter().chain([buffer]) {
+                        self.recycle(b);
+                    }
+                    read
                 })?;
-                let mut encoder = self.ctx.encoder("ntt columns");
-                let (buffer, used, _) = self.record_specs(&mut encoder, input, &sub, None)?;
-                let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col);
-                for b in used.into_iter().chain([buffer]) {
-                    self.recycle(b);
-                }
-                read
-            })?;
-        }
+            }
+            Ok::<(), GpuError>(())
+        })?;
         from_words(out)
     }
 }
