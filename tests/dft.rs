@@ -336,15 +336,16 @@ fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
                 let kernels = ctx.host_costs().dispatches - before;
                 // Chunks of the most rows, a power of two, that fit (aligned for power-of-two
                 // widths): the passes up front once, the rest once per chunk.
+                // Chunks must start at storage-offset-aligned bytes (else no split).
                 let rows = 1usize << (chunk as usize / (4 * w)).ilog2();
+                let aligned = (rows * w * 4).is_multiple_of(ctx.limits().min_storage_buffer_offset_alignment as usize);
                 match ntt.plan_split(log_h, w, rows) {
-                    Some((plan, at)) if w.is_power_of_two() && rows < 1 << log_h => {
+                    Some((plan, at)) if aligned && rows < 1 << log_h => {
                         let want = at + (plan.len() - at) * ((1 << log_h) / rows);
                         assert_eq!(kernels, want as u64, "dft {what}: {plan:?} split at {at}");
                         splits += 1;
                     }
-                    Some(_) => {}
-                    None => assert_eq!(kernels, ntt.plan(log_h, w).len() as u64, "dft {what}: no split"),
+                    _ => assert_eq!(kernels, ntt.plan(log_h, w).len() as u64, "dft {what}: no split"),
                 }
                 assert_eq!(gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(), cpu.coset_dft_batch(m.clone(), shift), "coset dft {what}");
                 assert_eq!(gpu.coset_lde_batch(m.clone(), 1 + log_h % 2, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 1 + log_h % 2, shift), "lde {what}");
@@ -402,8 +403,30 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
                 assert_eq!(mmcs.commit(vec![other.clone()]).0, mmcs.cpu().commit(vec![other]).0, "another matrix {what}");
                 let lde = dft.coset_lde_batch(m, added, shift).bit_reverse_rows().to_row_major_matrix();
                 let half = matrix(&mut rng, log_h + added - 1, 3);
-                assert_eq!(mmcs.commit(vec![lde.clone(), half.clone()]).0, mmcs.cpu().commit(vec![lde, half]).0, "batch {what}");
+                assert_eq!(mmcs.commit(vec![lde.clone(), half.clone()]).0, mmcs.cpu().commit(vec![lde.clone(), half]).0, "batch {what}");
+                // That commit dropped the tree: the LDE alone now goes up.
+                let before = ctx.transfer_counts().bytes_up;
+                assert_eq!(mmcs.commit(vec![lde.clone()]).0, cpu_root, "after a batch {what}");
+                assert!(ctx.transfer_counts().bytes_up > before, "{what}: a tree kept past another commit");
             }
         }
+        let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2.clone())), 1);
+        let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
+        // Rows of 33 words over 2 MiB: checksum pieces of ~1 MiB, the last one partial; a
+        // word changed in that last piece is seen.
+        let m = matrix(&mut rng, 13, 33);
+        let lde = dft.coset_lde_batch(m.clone(), 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
+        let mut changed = lde.clone();
+        let last = changed.values.len() - 1 - rng.random_range(0..33 * 100);
+        changed.values[last] += BabyBear::ONE;
+        assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "a word changed in the last checksum piece");
+        // A failure inside the commit ahead (its root's readback) leaves the MMCS to commit
+        // the rows itself.
+        ctx.fail_readbacks(1, 1);
+        let lde = dft.coset_lde_batch(m, 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
+        assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck");
+        let before = ctx.transfer_counts().bytes_up;
+        assert_eq!(mmcs.commit(vec![lde.clone()]).0, mmcs.cpu().commit(vec![lde]).0, "after a failed commit ahead");
+        assert!(ctx.transfer_counts().bytes_up > before, "the rows went up");
     }
 }

@@ -170,7 +170,10 @@ fn failed_dft_readbacks_fall_back_to_the_cpu_with_the_input_intact() {
     for ctx in common::fresh_contexts() {
         let dft = GpuDft::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).with_cpu_threshold(0);
         let cpu = p3_dft::Radix2DFTSmallBatch::<p3_baby_bear::BabyBear>::default();
-        for (log_h, w) in [(10usize, 4usize), (6, 33)] {
+        // Also in transfer chunks of 4 KiB: the last passes split by chunk, and an LDE's grown
+        // memory touched ahead by threads that the failed readback must still join.
+        for (log_h, w, chunk) in [(10usize, 4usize, None), (6, 33, None), (10, 4, Some(4u64 << 10)), (9, 16, Some(4 << 10))] {
+            ctx.set_transfer_chunk_bytes(chunk.unwrap_or(64 << 20));
             let m = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_h) * w), w);
             let shift = p3_baby_bear::BabyBear::new(31);
             ctx.fail_next_readbacks(1);

@@ -126,22 +126,22 @@ fn main() {
             }
             (total, spans.take())
         };
-        let cpu = || {
+        let time_cpu = || {
             time(&|t| {
                 p3_uni_stark::prove(&stock, &air, t, &[]).expect("CPU proof");
             })
         };
-        let gpu = || {
+        let time_gpu = || {
             time(&|t| {
                 p3_uni_stark::prove(&gpu, &air, t, &[]).expect("GPU proof");
             })
         };
         let ((cpu_t, cpu_spans), (gpu_t, gpu_spans)) = if cpu_first {
-            let c = cpu();
-            (c, gpu())
+            let c = time_cpu();
+            (c, time_gpu())
         } else {
-            let g = gpu();
-            (cpu(), g)
+            let g = time_gpu();
+            (time_cpu(), g)
         };
         if show_spans {
             for (who, spans, total) in [("Plonky3", &cpu_spans, cpu_t), ("GPU pieces", &gpu_spans, gpu_t)] {

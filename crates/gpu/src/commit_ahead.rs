@@ -75,8 +75,10 @@ impl CommitAhead {
     pub(crate) fn offer(&self, buffer: &wgpu::Buffer, values: &[BabyBear], width: usize) {
         let height = values.len() / width.max(1);
         let started = std::time::Instant::now();
+        let ctx = self.merkle.poseidon2().context();
         let (tree, pieces): (Result<GpuMerkleTree>, Vec<u64>) = rayon::join(
-            || self.merkle.commit_buffer(buffer, height, width),
+            // In its own error scope, as every commit: a device error fails it, not a later one.
+            || ctx.scoped("Merkle commit ahead", || self.merkle.commit_buffer(buffer, height, width)),
             || values.par_chunks(piece_rows(width) * width).map(|piece| self.hash_rows(piece.chunks(width))).collect(),
         );
         tracing::debug!(height, width, ms = started.elapsed().as_secs_f64() * 1e3, "tree committed ahead");
@@ -90,17 +92,17 @@ impl CommitAhead {
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = ahead;
     }
 
-    /// The MMCS's side: the tree committed ahead for `matrix`, if there is one of its shape and
-    /// its rows give the same checksum. A tree of the same shape whose rows changed is dropped.
-    pub(crate) fn take<M: Matrix<BabyBear>>(&self, matrix: &M) -> Option<GpuMerkleTree> {
+    /// The MMCS's side, on every commit: the tree committed ahead for a batch of one `matrix`,
+    /// if there is one of its shape and its rows give the same checksum. Any tree left is
+    /// dropped either way (`TwoAdicFriPcs` commits right after its DFTs; a tree the next commit
+    /// does not take would only hold GPU memory).
+    pub(crate) fn take<M: Matrix<BabyBear>>(&self, batch: &[M]) -> Option<GpuMerkleTree> {
+        let ahead = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        let [matrix] = batch else { return None };
         let (height, width) = (matrix.height(), matrix.width());
-        let ahead = {
-            let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-            if !slot.as_ref().is_some_and(|a| a.height == height && a.width == width) {
-                return None;
-            }
-            slot.take()?
-        };
+        if (ahead.height, ahead.width) != (height, width) {
+            return None;
+        }
         let per = piece_rows(width);
         let started = std::time::Instant::now();
         let same = (0..ahead.pieces.len()).into_par_iter().all(|p| {

@@ -441,7 +441,8 @@ pub type RecordBeforeCopy<'a> = dyn Fn(&mut wgpu::CommandEncoder, usize) + 'a;
 /// Hooks of a chunked readback ([`GpuContext::submit_and_read_chunked_into_with`]).
 #[derive(Default, Clone, Copy)]
 pub struct ReadChunks<'a> {
-    /// Chunks of exactly this many bytes (a multiple of 4); None: the context's transfer chunk.
+    /// Chunks of this many bytes (a multiple of the readback's unit, 4 bytes here; the last
+    /// chunk may be shorter); None: the context's transfer chunk.
     pub chunk_bytes: Option<usize>,
     /// Records work into the encoder that copies chunk i out, ahead of the copy: chunk i's
     /// last kernels then run while the host drains the chunks before it.

@@ -144,11 +144,11 @@ impl GpuDft {
     /// hands `mmcs` that matrix to commit, `mmcs` checks that the rows are unchanged (a
     /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
     /// Commitments, openings and proofs are the same either way. Without effect (and a
-    /// warning) when `mmcs` has no GPU or another one than this DFT.
+    /// warning) when this DFT or `mmcs` has no GPU, or they are on different contexts.
     pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs) -> Self {
         match (mmcs.commit_ahead(), self.ntt()) {
             (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone()),
-            _ => tracing::warn!("GpuDft::committing_ahead_for: the MMCS has no GPU, or not this DFT's GPU context; LDEs are not committed ahead"),
+            _ => tracing::warn!("GpuDft::committing_ahead_for: this DFT or the MMCS has no GPU, or they are on different GPU contexts; LDEs are not committed ahead"),
         }
         self
     }

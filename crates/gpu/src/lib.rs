@@ -8,7 +8,7 @@
 //! - [`GpuDft`]: a `p3_dft::TwoAdicSubgroupDft<BabyBear>`; [`GpuEncoder`]: a
 //!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's. A `GpuDft` built
 //!   [`committing_ahead_for`](GpuDft::committing_ahead_for) a [`GpuMmcs`] hands its LDEs' trees
-//!   to that MMCS ([`CommitAhead`]), so a FRI commitment uploads each LDE once.
+//!   to that MMCS ([`CommitAhead`]), so a FRI commitment never uploads an LDE it computed.
 //! - [`GpuPoseidon2`], [`GpuMerkle`]: Poseidon2 (width 16) and Merkle roots identical to
 //!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs`; [`GpuMmcs`], a `p3_commit::Mmcs`.
 //! - [`GpuCodewords`]: encode + commit with one wait, codeword and tree resident, rows opened

@@ -190,8 +190,8 @@ impl GpuMmcs {
             return Err(BatchError::CapRoots { roots });
         }
         // A single matrix whose tree a GpuDft committed ahead, rows unchanged: no upload.
-        if let (Some(ahead), [matrix]) = (&self.ahead, inputs.as_slice()) {
-            if let Some(tree) = ahead.take(matrix) {
+        if let Some(ahead) = &self.ahead {
+            if let Some(tree) = ahead.take(&inputs) {
                 match self.gpu_cap(&tree) {
                     Ok((cap, cap_height)) => return Ok((MerkleCap::new(cap), GpuProverData::Gpu { matrices: inputs, tree, cap_height })),
                     Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing again: {e}"),

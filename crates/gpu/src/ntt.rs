@@ -185,7 +185,7 @@ fn strided_passes(stages: u32, tile_log: u32) -> Vec<DifPassPlan> {
 /// stage log_n - log(chunk_rows) on works inside blocks of at most `chunk_rows` contiguous
 /// rows, so each chunk's remaining passes can run just before its copy, while the host drains
 /// the chunks before it: only the passes before the split are not overlapped with the readback.
-/// Of the usual plan split at its first boundary past that stage and a plan with that many
+/// Of the usual plan split at its first boundary at or past that stage and a plan with that many
 /// stages up front and the rest planned as a transform of `chunk_rows` rows, the one with fewer
 /// passes before the split (then fewer in all). None when there is a single chunk, or when no
 /// split runs fewer passes up front than the usual plan has in all without adding more than

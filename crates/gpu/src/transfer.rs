@@ -298,7 +298,8 @@ pub(crate) fn prefault<'scope>(scope: &'scope std::thread::Scope<'scope, '_>, pt
         .map(|start| {
             let end = (start + per).min(bytes);
             scope.spawn(move || {
-                for offset in (start..end).step_by(PAGE) {
+                // A byte a page apart, and the last byte (`ptr` need not be page-aligned).
+                for offset in (start..end).step_by(PAGE).chain([end - 1]) {
                     // SAFETY: within the caller's fresh memory, which nothing else touches
                     // until these threads are joined.
                     unsafe { ptr.get().add(offset).write_volatile(0) };
