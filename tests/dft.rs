@@ -430,3 +430,39 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
         assert!(ctx.transfer_counts().bytes_up > before, "the rows went up");
     }
 }
+
+/// An LDE over one binding is computed a block of columns at a time; committed ahead, its
+/// leaves are absorbed block by block (blocks of a multiple of 8 columns carry each row's
+/// sponge state to the next): the MMCS takes that tree, which is Plonky3's, with its openings.
+/// Where no block of 8 columns fits a binding the MMCS commits the rows itself.
+#[test]
+fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
+    use p3_commit::Mmcs;
+    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
+    let mut rng = common::rng();
+    let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+    let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2)), 1);
+    let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
+    let dft = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
+    // (log rows, columns, added bits, committed ahead): 2^10-row LDEs take 16 columns a block.
+    for (log_h, w, added, ahead) in [(9usize, 40usize, 1usize, true), (9, 70, 1, true), (8, 33, 2, true), (12, 5, 1, false)] {
+        assert!(ntt.columns_per_pass(1 << log_h, 1 << (log_h + added), w).unwrap() < w, "2^{log_h} x {w} fits one binding");
+        let m = matrix(&mut rng, log_h, w);
+        let shift: BabyBear = rng.random();
+        let what = format!("2^{log_h} x {w} +{added} ({:?})", ctx.mul_variant());
+        let lde = dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix();
+        assert_eq!(lde, cpu_dft.coset_lde_batch(m, added, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
+        let before = ctx.transfer_counts().bytes_up;
+        let (root, data) = mmcs.commit(vec![lde.clone()]);
+        let up = ctx.transfer_counts().bytes_up - before;
+        assert_eq!(up < 64, ahead, "{what}: {up} bytes went up");
+        let (cpu_root, cpu_data) = mmcs.cpu().commit(vec![lde]);
+        assert_eq!(root, cpu_root, "root {what}");
+        for index in [0, 5, (1 << (log_h + added)) - 1] {
+            let (ours, theirs) = (mmcs.open_batch(index, &data), mmcs.cpu().open_batch(index, &cpu_data));
+            assert_eq!((ours.opened_values, ours.opening_proof), (theirs.opened_values, theirs.opening_proof), "opening {index} {what}");
+        }
+    }
+}

@@ -13,7 +13,13 @@ fn sponge_word_or(start: u32, width: u32, k: u32, old: u32) -> u32 {
 }
 
 fn sponge_row(start: u32, width: u32) -> P2State {
-    var st = P2State(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
+    return sponge_absorb(P2State(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u)), start, width);
+}
+
+// The sponge from state `initial` on, absorbing `width` more words from `start`: a row hashed in
+// pieces of a multiple of 8 words (all but the last) goes through the same states as whole.
+fn sponge_absorb(initial: P2State, start: u32, width: u32) -> P2State {
+    var st = initial;
     for (var k = 0u; k < width; k += 8u) {
         let a = st.s0;
         let b = st.s1;

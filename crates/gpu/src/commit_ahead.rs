@@ -8,7 +8,10 @@
 //! MMCS's tree before giving the GPU buffer up, and leaves the tree here with a checksum of the
 //! rows it read back; the [`GpuMmcs`](crate::GpuMmcs) takes that tree when it is asked to
 //! commit a single matrix of the same shape whose rows still give the same checksum, and commits
-//! from scratch otherwise (another matrix, or the same one changed in between).
+//! from scratch otherwise (another matrix, or the same one changed in between). An LDE over one
+//! binding, transformed a block of columns at a time, has each row's leaf sponge carried from
+//! block to block ([`ColumnLeaves`]), so its tree is built without the matrix ever being whole
+//! on the GPU.
 //!
 //! The checksum is a 64-bit keyed hash (foldhash, seeded per process) over pieces of rows, each
 //! piece hashed on its own core: it guards against a caller changing the matrix between the two
@@ -24,7 +27,7 @@ use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::field::as_words;
-use crate::merkle::{GpuMerkle, GpuMerkleTree};
+use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree};
 
 /// Rows per checksum piece: about 1 MiB of them, so the pieces spread over every core.
 fn piece_rows(width: usize) -> usize {
@@ -74,11 +77,45 @@ impl CommitAhead {
     /// commits from scratch.
     pub(crate) fn offer(&self, buffer: &wgpu::Buffer, values: &[BabyBear], width: usize) {
         let height = values.len() / width.max(1);
+        self.store(values, width, || self.merkle.commit_buffer(buffer, height, width));
+    }
+
+    /// The DFT's side for a result computed a block of columns at a time: records the
+    /// absorption of the block in `buffer` (columns `first_col..first_col + cols` of every
+    /// row) into the leaves kept in `leaves` (made at the first block). A failure drops them.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn absorb(&self, leaves: &Mutex<Option<ColumnLeaves>>, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
+        let mut slot = leaves.lock().unwrap_or_else(|e| e.into_inner());
+        if first_col == 0 {
+            *slot = self.merkle.column_leaves(height, width).map_err(|e| tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}")).ok();
+        }
+        if let Some(column_leaves) = slot.as_mut() {
+            if let Err(e) = self.merkle.record_absorb(encoder, column_leaves, buffer, cols) {
+                tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
+                *slot = None;
+            }
+        }
+    }
+
+    /// The DFT's side once every block of `values` (`width` columns) is absorbed into
+    /// `leaves`: the tree's levels on the GPU while the host takes the checksum, as [`offer`].
+    ///
+    /// [`offer`]: Self::offer
+    pub(crate) fn offer_columns(&self, leaves: &Mutex<Option<ColumnLeaves>>, values: &[BabyBear], width: usize) {
+        let Some(column_leaves) = leaves.lock().unwrap_or_else(|e| e.into_inner()).take().filter(ColumnLeaves::complete) else { return };
+        let encoder = self.merkle.poseidon2().context().encoder("merkle levels");
+        self.store(values, width, || self.merkle.commit_column_leaves(encoder, column_leaves));
+    }
+
+    /// Builds the tree (`build`, on the GPU) while the host takes the checksum of `values`, and
+    /// leaves both in the slot.
+    fn store(&self, values: &[BabyBear], width: usize, build: impl FnOnce() -> Result<GpuMerkleTree> + Send) {
+        let height = values.len() / width.max(1);
         let started = std::time::Instant::now();
         let ctx = self.merkle.poseidon2().context();
         let (tree, pieces): (Result<GpuMerkleTree>, Vec<u64>) = rayon::join(
             // In its own error scope, as every commit: a device error fails it, not a later one.
-            || ctx.scoped("Merkle commit ahead", || self.merkle.commit_buffer(buffer, height, width)),
+            || ctx.scoped("Merkle commit ahead", build),
             || values.par_chunks(piece_rows(width) * width).map(|piece| self.hash_rows(piece.chunks(width))).collect(),
         );
         tracing::debug!(height, width, ms = started.elapsed().as_secs_f64() * 1e3, "tree committed ahead");

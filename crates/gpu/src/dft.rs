@@ -18,7 +18,7 @@ use crate::commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 use crate::mmcs::GpuMmcs;
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
-use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec, ResultHook};
+use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec, ResultHooks};
 
 /// Below this many field elements a one-column transform runs on the CPU by default: the GPU's
 /// fixed cost (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
@@ -71,12 +71,12 @@ impl Dispatcher {
     }
 
     /// Runs `specs` on the GPU with the result in `values`' own memory; false (after a warning)
-    /// when the caller should use the CPU, with `values` as it was. `then`: see
+    /// when the caller should use the CPU, with `values` as it was. `hooks`: see
     /// [`GpuNtt::transform_chain_in_place_then`].
-    fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], then: Option<ResultHook<'_>>) -> bool {
+    fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> bool {
         let Some(last) = specs.last() else { return false };
         let Some(gpu) = self.gpu_for(last.rows() * last.width, last.width) else { return false };
-        match gpu.transform_chain_in_place_then(values, specs, then) {
+        match gpu.transform_chain_in_place_then(values, specs, hooks) {
             Ok(()) => true,
             Err(InPlaceError { error, input_lost: false }) => {
                 tracing::warn!("GPU NTT failed, computing on the CPU instead: {error}");
@@ -140,7 +140,9 @@ impl GpuDft {
 
     /// Each LDE ([`coset_lde_batch`](TwoAdicSubgroupDft::coset_lde_batch), what
     /// `TwoAdicFriPcs::commit` computes) of 4 MiB or more computed on the GPU is also hashed
-    /// into `mmcs`'s Merkle tree before its GPU buffer is given up; when `TwoAdicFriPcs` then
+    /// into `mmcs`'s Merkle tree before its GPU buffer is given up (an LDE over one binding,
+    /// computed a block of columns at a time, has its leaves absorbed block by block); when
+    /// `TwoAdicFriPcs` then
     /// hands `mmcs` that matrix to commit, `mmcs` checks that the rows are unchanged (a
     /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
     /// Commitments, openings and proofs are the same either way. Without effect (and a
@@ -232,7 +234,26 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         let log_lde = log_h.saturating_add(added_bits);
         let bytes = (log_lde < usize::BITS as usize).then(|| (1usize << log_lde).saturating_mul(w).saturating_mul(4));
         let ahead = self.ahead.as_deref().filter(|_| w > 0 && bytes.is_some_and(|b| b >= self.ahead_min_bytes));
-        let offer = ahead.map(|a| move |buffer: &wgpu::Buffer, values: &[BabyBear]| a.offer(buffer, values, w));
+        let rows = 1usize << log_lde.min(usize::BITS as usize - 1);
+        // Over one binding the result comes a block of columns at a time: its leaves are
+        // absorbed block by block (blocks of a multiple of 8 columns, the sponge's rate).
+        let column_leaves = std::sync::Mutex::new(None);
+        let whole = |buffer: &wgpu::Buffer, values: &[BabyBear]| {
+            if let Some(a) = ahead {
+                a.offer(buffer, values, w);
+            }
+        };
+        let block = |encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, first_col: usize, cols: usize| {
+            if let Some(a) = ahead {
+                a.absorb(&column_leaves, encoder, buffer, rows, w, first_col, cols);
+            }
+        };
+        let blocks_done = |values: &[BabyBear]| {
+            if let Some(a) = ahead {
+                a.offer_columns(&column_leaves, values, w);
+            }
+        };
+        let hooks = ahead.map(|_| ResultHooks { whole: &whole, block_multiple: crate::merkle::DIGEST_ELEMS, block: &block, blocks_done: &blocks_done });
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
         let specs = [
@@ -244,7 +265,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 ..NttSpec::forward(log_lde, w)
             },
         ];
-        if self.inner.run_in_place(&mut mat.values, &specs, offer.as_ref().map(|f| f as ResultHook<'_>)) {
+        if self.inner.run_in_place(&mut mat.values, &specs, hooks) {
             return bit_reversed(mat.values, w);
         }
         self.dit.coset_lde_batch(mat, added_bits, shift)

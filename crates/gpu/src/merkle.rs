@@ -190,6 +190,36 @@ impl GpuMerkleTree {
     }
 }
 
+/// Rust twin of `AbsorbParams` in wgsl/merkle/absorb_rows.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AbsorbParams {
+    rows: u32,
+    width: u32,
+    first: u32,
+    last: u32,
+}
+
+/// The leaves of a tree over a matrix that exists a block of columns at a time (an NTT over
+/// one binding, run by column blocks): each row's leaf sponge state, carried from block to
+/// block ([`GpuMerkle::record_absorb`]), then the leaf digests
+/// ([`GpuMerkle::commit_column_leaves`]).
+pub struct ColumnLeaves {
+    height: usize,
+    width: usize,
+    /// Columns absorbed so far.
+    absorbed: usize,
+    states: wgpu::Buffer,
+    leaves: wgpu::Buffer,
+}
+
+impl ColumnLeaves {
+    /// Whether every column has been absorbed.
+    pub fn complete(&self) -> bool {
+        self.absorbed == self.width
+    }
+}
+
 impl Drop for GpuMerkleTree {
     fn drop(&mut self) {
         for layer in self.layers.drain(..) {
@@ -1038,6 +1068,80 @@ impl GpuMerkle {
             ctx.recycle_storage(b);
         }
         tree
+    }
+
+    /// Leaves for a `height` x `width` matrix to be absorbed a block of columns at a time: its
+    /// sponge states (64 bytes a row) and leaf digests (32 bytes a row), each within one
+    /// binding. An error for heights that are not powers of two or states over one binding.
+    pub fn column_leaves(&self, height: usize, width: usize) -> Result<ColumnLeaves> {
+        if height == 0 || !height.is_power_of_two() || width == 0 {
+            return Err(GpuError::InvalidInput(format!("column leaves for a {height} x {width} matrix (power-of-two heights, some columns)")));
+        }
+        let ctx = self.poseidon2.context();
+        ctx.check_binding_size("Merkle leaf sponge states", matrix_bytes(height, 2 * DIGEST_ELEMS)?)?;
+        Ok(ColumnLeaves {
+            height,
+            width,
+            absorbed: 0,
+            states: ctx.pooled_storage("merkle leaf states", height * 2 * DIGEST_ELEMS),
+            leaves: ctx.pooled_storage("merkle layer", height * DIGEST_ELEMS),
+        })
+    }
+
+    /// Records the absorption of the next `cols` columns of every row, held in `block` (the
+    /// matrix's rows restricted to those columns, `cols` words a row, rows in order), into
+    /// `leaves`. All but the block that completes the row must be a multiple of 8 columns.
+    pub fn record_absorb(&self, encoder: &mut wgpu::CommandEncoder, leaves: &mut ColumnLeaves, block: &wgpu::Buffer, cols: usize) -> Result<()> {
+        let end = leaves.absorbed.checked_add(cols).filter(|&e| e <= leaves.width && cols > 0);
+        let Some(end) = end.filter(|&e| e == leaves.width || cols.is_multiple_of(DIGEST_ELEMS)) else {
+            return Err(GpuError::InvalidInput(format!(
+                "absorbing {cols} columns after {} of {} (blocks before the last take a multiple of 8)",
+                leaves.absorbed, leaves.width
+            )));
+        };
+        if block.size() < matrix_bytes(leaves.height, cols)? {
+            return Err(GpuError::InvalidInput(format!("a column block holds fewer than {} x {cols} words", leaves.height)));
+        }
+        let params = AbsorbParams { rows: leaves.height as u32, width: cols as u32, first: u32::from(leaves.absorbed == 0), last: u32::from(end == leaves.width) };
+        let uniform = self.poseidon2.context().uniform("absorb params", &params);
+        let dispatch = self.poseidon2.prepare(Kernel::AbsorbRows, &[&uniform, block, &leaves.states, &leaves.leaves], leaves.height)?;
+        self.poseidon2.context().record_dispatches(encoder, "merkle absorb", &[dispatch]);
+        leaves.absorbed = end;
+        Ok(())
+    }
+
+    /// The tree over complete column `leaves`: its levels after the work in `encoder` (the
+    /// blocks' absorptions, or nothing when they were submitted before), one wait for the root.
+    /// Every layer is kept, rows in order: the tree `commit_buffer` builds over the whole matrix.
+    pub fn commit_column_leaves(&self, mut encoder: wgpu::CommandEncoder, leaves: ColumnLeaves) -> Result<GpuMerkleTree> {
+        if !leaves.complete() {
+            return Err(GpuError::InvalidInput(format!("{} of {} columns absorbed", leaves.absorbed, leaves.width)));
+        }
+        let ctx = self.poseidon2.context().clone();
+        let ColumnLeaves { height, width, states, leaves, .. } = leaves;
+        let mut layers = vec![leaves];
+        let mut dispatches = Vec::new();
+        let mut nodes = height / 2;
+        while nodes >= 1 {
+            let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
+            let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
+            let children = layers.last().expect("leaves");
+            match self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes) {
+                Ok(d) => dispatches.push(d),
+                Err(e) => {
+                    layers.into_iter().chain([parent, states]).for_each(|b| ctx.recycle_storage(b));
+                    return Err(e);
+                }
+            }
+            layers.push(parent);
+            nodes /= 2;
+        }
+        ctx.record_dispatches(&mut encoder, "merkle tree", &dispatches);
+        let root = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
+        ctx.recycle_storage(states);
+        let mut tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
+        tree.root = from_words(root?)?.try_into().expect("a digest is 8 words");
+        Ok(tree)
     }
 
     /// Rows of `width` words one chunk of a [`RowGroup`] may hold on this adapter: the rows, their

@@ -800,9 +800,21 @@ fn check_chain(len: usize, specs: &[NttSpec]) -> Result<&NttSpec> {
     Ok(specs.last().expect("non-empty"))
 }
 
-/// Called with the GPU buffer holding a host-to-host transform's result and the host copy of
-/// it ([`GpuNtt::transform_chain_in_place_then`]).
-pub type ResultHook<'a> = &'a dyn Fn(&wgpu::Buffer, &[BabyBear]);
+/// What a host-to-host transform hands its result to while it is still on the GPU
+/// ([`GpuNtt::transform_chain_in_place_then`]).
+#[derive(Clone, Copy)]
+pub struct ResultHooks<'a> {
+    /// The result in one buffer, row for row as the host copy (second argument) holds it.
+    pub whole: &'a dyn Fn(&wgpu::Buffer, &[BabyBear]),
+    /// A result over one binding is computed a block of columns at a time: blocks of a multiple
+    /// of this many columns (all but the last) where the binding allows it.
+    pub block_multiple: usize,
+    /// Each block's buffer (its columns of every row, rows as the result holds them), its
+    /// first column and width, with the encoder that reads it back: record work on it there.
+    pub block: &'a dyn Fn(&mut wgpu::CommandEncoder, &wgpu::Buffer, usize, usize),
+    /// After the last block, the host copy of the whole result.
+    pub blocks_done: &'a dyn Fn(&[BabyBear]),
+}
 
 /// Why [`GpuNtt::transform_chain_in_place`] failed, and whether its input survived.
 #[derive(Debug)]
@@ -824,16 +836,19 @@ impl GpuNtt {
         self.transform_chain_in_place_then(values, specs, None)
     }
 
-    /// [`transform_chain_in_place`](Self::transform_chain_in_place), then `then(buffer,
-    /// values)` with the GPU buffer that still holds the result (row for row as `values` holds
-    /// it), before the buffer goes back to the pool. Not called when the result is computed a
-    /// block of columns at a time (larger than one binding) or on an error.
-    pub fn transform_chain_in_place_then(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], then: Option<ResultHook<'_>>) -> std::result::Result<(), InPlaceError> {
+    /// [`transform_chain_in_place`](Self::transform_chain_in_place), handing the result to
+    /// `hooks` while it is on the GPU, before its buffers go back to the pool: `whole` with the
+    /// one buffer that holds it, or, larger than one binding, `block` for each column block
+    /// and then `blocks_done`. Not called on an error.
+    pub fn transform_chain_in_place_then(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> std::result::Result<(), InPlaceError> {
         let kept = |error: GpuError| InPlaceError { error, input_lost: false };
         let last = check_chain(values.len(), specs).map_err(kept)?;
         if !self.fits_one_binding(values.len(), last) {
             // A block of columns at a time cannot share the input's rows: a fresh result.
-            *values = self.transform_columns(values, last.width, specs).map_err(kept)?;
+            *values = self.transform_columns_then(values, last.width, specs, hooks).map_err(kept)?;
+            if let Some(hooks) = hooks {
+                (hooks.blocks_done)(values);
+            }
             return Ok(());
         }
         let out_len = last.rows() * last.width;
@@ -884,10 +899,10 @@ impl GpuNtt {
             let read = unsafe { self.ctx.submit_and_read_chunked_into_raw(encoder, &buffer, dst, out_len * 4, Some(crate::field::BABYBEAR_P), how) };
             drop(tail);
             if read.is_ok() {
-                if let Some(then) = then {
+                if let Some(hooks) = hooks {
                     // SAFETY: all out_len words were written by the readback.
                     unsafe { values.set_len(out_len) };
-                    then(&buffer, values);
+                    (hooks.whole)(&buffer, values);
                 }
             }
             for b in used.into_iter().chain([buffer]) {
@@ -928,13 +943,25 @@ impl GpuNtt {
     /// row segments are uploaded straight from `values`, transformed, and read back into
     /// `out` (row-major, `width` wide) at the same columns. `specs` are for the full width.
     pub fn transform_columns(&self, values: &[BabyBear], width: usize, specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+        self.transform_columns_then(values, width, specs, None)
+    }
+
+    /// [`transform_columns`](Self::transform_columns) with each block handed to `hooks.block`
+    /// before it is read back (`hooks.whole` and `blocks_done` are not called here).
+    pub fn transform_columns_then(&self, values: &[BabyBear], width: usize, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> Result<Vec<BabyBear>> {
         let last = check_chain(values.len(), specs)?;
         if let Some(spec) = specs.iter().find(|s| s.width != width) {
             return Err(GpuError::InvalidInput(format!("a spec of width {} for a matrix of width {width}", spec.width)));
         }
         let rows_in = specs[0].valid_rows;
         let rows_out = last.rows();
-        let block = self.columns_per_pass(rows_in, rows_out, width)?;
+        let most = self.columns_per_pass(rows_in, rows_out, width)?;
+        // Blocks of the hooks' multiple where at least one fits; otherwise no hooks.
+        let multiple = hooks.map_or(1, |h| h.block_multiple.max(1));
+        let (block, hooks) = match most / multiple * multiple {
+            0 => (most, None),
+            block => (block, hooks),
+        };
         // Zeroed lazily (calloc): nothing is touched before the readback writes it, and its
         // page faults are taken on threads of their own while the first block goes up and is
         // transformed (the first block's rows span every page).
@@ -953,6 +980,9 @@ impl GpuNtt {
                     })?;
                     let mut encoder = self.ctx.encoder("ntt columns");
                     let (buffer, used, _) = self.record_specs(&mut encoder, input, &sub, None)?;
+                    if let Some(hooks) = hooks {
+                        (hooks.block)(&mut encoder, &buffer, first_col, cols);
+                    }
                     for handle in prefaulting.drain(..) {
                         handle.join().expect("a prefault thread panicked");
                     }

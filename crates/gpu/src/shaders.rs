@@ -49,6 +49,7 @@ wgsl_sources!(
     "poseidon2/permute_batch",
     "merkle/sponge",
     "merkle/hash_leaves",
+    "merkle/absorb_rows",
     "merkle/hash_rows",
     "merkle/compress_inject",
     "pow/params",
@@ -86,6 +87,8 @@ pub enum Kernel {
     Copy,
     Poseidon2Batch,
     HashLeaves,
+    /// Leaf sponges absorbing a block of columns (wgsl/merkle/absorb_rows.wgsl).
+    AbsorbRows,
     HashRows,
     CompressLevel,
     CompressInject,
@@ -121,7 +124,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 38] = [
+    pub const ALL: [Kernel; 39] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -130,6 +133,7 @@ impl Kernel {
         Kernel::Copy,
         Kernel::Poseidon2Batch,
         Kernel::HashLeaves,
+        Kernel::AbsorbRows,
         Kernel::HashRows,
         Kernel::CompressLevel,
         Kernel::CompressInject,
@@ -169,6 +173,7 @@ impl Kernel {
             Kernel::Copy => "util/copy",
             Kernel::Poseidon2Batch => "poseidon2/permute_batch",
             Kernel::HashLeaves => "merkle/hash_leaves",
+            Kernel::AbsorbRows => "merkle/absorb_rows",
             Kernel::HashRows => "merkle/hash_rows",
             Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::CompressInject => "merkle/compress_inject",
@@ -203,6 +208,7 @@ impl Kernel {
             Kernel::Copy => "copy_words",
             Kernel::Poseidon2Batch => "permute_batch",
             Kernel::HashLeaves => "hash_leaves",
+            Kernel::AbsorbRows => "absorb_rows",
             Kernel::HashRows => "hash_rows",
             Kernel::CompressLevel => "compress_pairs",
             Kernel::CompressInject => "compress_inject",
