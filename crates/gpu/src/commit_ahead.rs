@@ -86,14 +86,23 @@ impl CommitAhead {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn absorb(&self, leaves: &Mutex<Option<ColumnLeaves>>, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
         let mut slot = leaves.lock().unwrap_or_else(|e| e.into_inner());
-        if first_col == 0 {
-            *slot = self.merkle.column_leaves(height, width).map_err(|e| tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}")).ok();
+        if first_col != 0 && slot.is_none() {
+            // An earlier block failed.
+            return;
         }
-        if let Some(column_leaves) = slot.as_mut() {
-            if let Err(e) = self.merkle.record_absorb(encoder, column_leaves, buffer, cols) {
-                tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
-                *slot = None;
+        // In its own error scope: a failure here (memory, a pipeline) drops the leaves and
+        // leaves the transform whose encoder this is alone.
+        let ctx = self.merkle.poseidon2().context();
+        let absorbed = ctx.scoped("Merkle commit ahead", || {
+            if first_col == 0 {
+                *slot = Some(self.merkle.column_leaves(height, width)?);
             }
+            let column_leaves = slot.as_mut().expect("made at the first block");
+            self.merkle.record_absorb(encoder, column_leaves, buffer, cols)
+        });
+        if let Err(e) = absorbed {
+            tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
+            *slot = None;
         }
     }
 

@@ -253,7 +253,11 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 a.offer_columns(&column_leaves, values, w);
             }
         };
-        let hooks = ahead.map(|_| ResultHooks { whole: &whole, block_multiple: crate::merkle::DIGEST_ELEMS, block: &block, blocks_done: &blocks_done });
+        // Blocks are rounded to the sponge's rate only where the leaves' states (16 words a
+        // row) fit a binding; otherwise no tree is committed ahead and the blocks stay whole.
+        let states_fit = self.ntt().is_some_and(|n| (rows as u64).saturating_mul(64) <= n.context().max_binding_bytes());
+        let block_multiple = if states_fit { crate::merkle::DIGEST_ELEMS } else { 1 };
+        let hooks = ahead.map(|_| ResultHooks { whole: &whole, block_multiple, block: &block, blocks_done: &blocks_done });
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
         let specs = [

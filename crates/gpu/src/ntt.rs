@@ -812,7 +812,8 @@ pub struct ResultHooks<'a> {
     /// Each block's buffer (its columns of every row, rows as the result holds them), its
     /// first column and width, with the encoder that reads it back: record work on it there.
     pub block: &'a dyn Fn(&mut wgpu::CommandEncoder, &wgpu::Buffer, usize, usize),
-    /// After the last block, the host copy of the whole result.
+    /// After the last block, the host copy of the whole result (also when no block of the
+    /// multiple fitted and `block` was never called).
     pub blocks_done: &'a dyn Fn(&[BabyBear]),
 }
 
