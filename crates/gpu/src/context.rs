@@ -1315,6 +1315,7 @@ impl GpuContext {
         dst: &mut [u32],
         stride: usize,
         offset: usize,
+        how: ReadChunks<'_>,
     ) -> Result<()> {
         let last_end = (rows.max(1) - 1).checked_mul(stride).and_then(|x| x.checked_add(offset)).and_then(|x| x.checked_add(row_words));
         if rows > 0 && (offset.checked_add(row_words).is_none_or(|e| e > stride) || last_end.is_none_or(|e| e > dst.len())) {
@@ -1323,7 +1324,7 @@ impl GpuContext {
         let base = transfer::SendPtr(dst.as_mut_ptr());
         let row_bytes = row_words * 4;
         let mut written = false;
-        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), ReadChunks::default(), &mut written, &|range, view| {
+        self.read_chunks_with(encoder, src, rows * row_bytes, row_bytes.max(4), how, &mut written, &|range, view| {
             use rayon::prelude::*;
             let first = range.start / row_bytes.max(1);
             let words: &[u32] = bytemuck::cast_slice(view);

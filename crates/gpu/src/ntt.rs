@@ -980,14 +980,29 @@ impl GpuNtt {
                         write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
                     })?;
                     let mut encoder = self.ctx.encoder("ntt columns");
-                    let (buffer, used, _) = self.record_specs(&mut encoder, input, &sub, None)?;
-                    if let Some(hooks) = hooks {
+                    let last = sub.last().expect("a spec");
+                    let chunk_rows = self.readback_chunk_rows(last);
+                    let (buffer, used, tail) = self.record_specs(&mut encoder, input, &sub, chunk_rows)?;
+                    // The block hook sees the finished block: with passes left per chunk, in
+                    // the encoder that copies the last chunk out, after its passes.
+                    let last_chunk = tail.as_ref().map(|t| (rows_out * cols * 4).div_ceil(t.chunk_bytes as usize) - 1);
+                    if let (Some(hooks), None) = (hooks, &tail) {
                         (hooks.block)(&mut encoder, &buffer, first_col, cols);
                     }
+                    let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
+                        if let Some(tail) = &tail {
+                            tail.record(self, encoder, i);
+                            if let (Some(hooks), true) = (hooks, Some(i) == last_chunk) {
+                                (hooks.block)(encoder, &buffer, first_col, cols);
+                            }
+                        }
+                    };
+                    let how = ReadChunks { chunk_bytes: tail.as_ref().map(|t| t.chunk_bytes as usize), before_copy: Some(&record_chunk), before_write: None };
                     for handle in prefaulting.drain(..) {
                         handle.join().expect("a prefault thread panicked");
                     }
-                    let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col);
+                    let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col, how);
+                    drop(tail);
                     for b in used.into_iter().chain([buffer]) {
                         self.recycle(b);
                     }
