@@ -52,7 +52,7 @@ fn cpu_mmcs() -> CpuMmcs {
 
 /// The STARK on `ctx`'s GPU. `dft_min_elements`: send transforms of at least this many
 /// elements to the GPU, and commit LDEs of as many ahead (None: `GpuDft`'s defaults: measured,
-/// width-aware; 4 MiB).
+/// width-aware; 32 MiB).
 pub fn gpu_config(ctx: Arc<GpuContext>, num_queries: usize, query_pow_bits: usize, dft_min_elements: Option<usize>) -> GpuStarkConfig {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let mmcs = GpuMmcs::new(Arc::new(GpuMerkle::new(poseidon2.clone())), 0);

@@ -49,9 +49,10 @@ pub struct CommitAhead {
     slot: Mutex<Option<Ahead>>,
 }
 
-/// A `GpuDft` commits ahead results from 4 MiB up: below that the upload it saves is a fraction
-/// of a millisecond.
-pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 4 << 20;
+/// A `GpuDft` commits ahead results from 32 MiB up: below that the upload it saves is about a
+/// millisecond, and LDEs that are committed as a batch of several (a STARK's quotient chunks:
+/// 4 MiB each at 2^17 Keccak rows) never have their tree taken.
+pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 32 << 20;
 
 impl CommitAhead {
     pub fn new(merkle: Arc<GpuMerkle>) -> Self {

@@ -139,7 +139,7 @@ impl GpuDft {
     }
 
     /// Each LDE ([`coset_lde_batch`](TwoAdicSubgroupDft::coset_lde_batch), what
-    /// `TwoAdicFriPcs::commit` computes) of 4 MiB or more computed on the GPU is also hashed
+    /// `TwoAdicFriPcs::commit` computes) of 32 MiB or more computed on the GPU is also hashed
     /// into `mmcs`'s Merkle tree before its GPU buffer is given up (an LDE over one binding,
     /// computed a block of columns at a time, has its leaves absorbed block by block); when
     /// `TwoAdicFriPcs` then
