@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::field::as_words;
-use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree};
+use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, DIGEST_ELEMS};
 
 /// Rows per checksum piece: about 1 MiB of them, so the pieces spread over every core.
 fn piece_rows(width: usize) -> usize {
@@ -79,6 +79,17 @@ impl CommitAhead {
     pub(crate) fn offer(&self, buffer: &wgpu::Buffer, values: &[BabyBear], width: usize) {
         let height = values.len() / width.max(1);
         self.store(values, width, || self.merkle.commit_buffer(buffer, height, width));
+    }
+
+    /// Columns per block (all but the last a multiple of) for a `height`-row result computed a
+    /// block of columns at a time: the sponge's rate where the leaves' states fit a binding;
+    /// otherwise 1, the blocks stay whole and no tree is committed ahead.
+    pub(crate) fn column_block_multiple(&self, height: usize) -> usize {
+        if self.merkle.column_leaves_fit(height) {
+            DIGEST_ELEMS
+        } else {
+            1
+        }
     }
 
     /// The DFT's side for a result computed a block of columns at a time: records the

@@ -438,7 +438,7 @@ pub enum PendingRead {
 /// Records work for chunk i into the encoder that copies it ([`ReadChunks::before_copy`]).
 pub type RecordBeforeCopy<'a> = dyn Fn(&mut wgpu::CommandEncoder, usize) + 'a;
 
-/// Hooks of a chunked readback ([`GpuContext::submit_and_read_chunked_into_with`]).
+/// Hooks of a chunked readback ([`GpuContext::submit_and_read_chunked_into_raw`]).
 #[derive(Default, Clone, Copy)]
 pub struct ReadChunks<'a> {
     /// Chunks of this many bytes (a multiple of the readback's unit, 4 bytes here; the last
@@ -1236,23 +1236,9 @@ impl GpuContext {
         self.read_chunks(encoder, src, transfer::SendPtr(dst.as_mut_ptr().cast::<u8>()), dst.len(), below, ReadChunks::default(), &mut written).map_err(|e| (e, written))
     }
 
-    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) with hooks
-    /// ([`ReadChunks`]): work recorded ahead of each chunk's copy, a call before each chunk is
-    /// written into `dst`.
-    pub fn submit_and_read_chunked_into_with(
-        &self,
-        encoder: wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        dst: &mut [std::mem::MaybeUninit<u8>],
-        below: Option<u32>,
-        how: ReadChunks<'_>,
-    ) -> std::result::Result<(), (GpuError, bool)> {
-        // SAFETY: dst is borrowed mutably for the call.
-        unsafe { self.submit_and_read_chunked_into_raw(encoder, src, dst.as_mut_ptr().cast(), dst.len(), below, how) }
-    }
-
-    /// [`submit_and_read_chunked_into_with`](Self::submit_and_read_chunked_into_with) into `len`
-    /// bytes at `dst`, of which no reference is made but one per chunk, after its
+    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) into `len` bytes at
+    /// `dst`, with hooks ([`ReadChunks`]): work recorded ahead of each chunk's copy, a call
+    /// before each chunk is written. No reference to `dst` is made but one per chunk, after its
     /// `before_write` call: other threads may write a chunk's bytes until that call returns.
     ///
     /// # Safety

@@ -236,7 +236,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         let ahead = self.ahead.as_deref().filter(|_| w > 0 && bytes.is_some_and(|b| b >= self.ahead_min_bytes));
         let rows = 1usize << log_lde.min(usize::BITS as usize - 1);
         // Over one binding the result comes a block of columns at a time: its leaves are
-        // absorbed block by block (blocks of a multiple of 8 columns, the sponge's rate).
+        // absorbed block by block (blocks of a multiple of the sponge's rate, where they fit).
         let column_leaves = std::sync::Mutex::new(None);
         let whole = |buffer: &wgpu::Buffer, values: &[BabyBear]| {
             if let Some(a) = ahead {
@@ -253,11 +253,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 a.offer_columns(&column_leaves, values, w);
             }
         };
-        // Blocks are rounded to the sponge's rate only where the leaves' states (16 words a
-        // row) fit a binding; otherwise no tree is committed ahead and the blocks stay whole.
-        let states_fit = self.ntt().is_some_and(|n| (rows as u64).saturating_mul(64) <= n.context().max_binding_bytes());
-        let block_multiple = if states_fit { crate::merkle::DIGEST_ELEMS } else { 1 };
-        let hooks = ahead.map(|_| ResultHooks { whole: &whole, block_multiple, block: &block, blocks_done: &blocks_done });
+        let hooks = ahead.map(|a| ResultHooks { whole: &whole, block_multiple: a.column_block_multiple(rows), block: &block, blocks_done: &blocks_done });
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
         let specs = [

@@ -425,15 +425,7 @@ impl GpuMerkle {
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[fused..].iter());
         let mut dispatches = vec![self.poseidon2.prepare(Kernel::HashLeaves, &bindings, height)?];
-        let mut nodes = height >> (fused + 1);
-        while nodes >= 1 {
-            let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
-            let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
-            let children = layers.last().expect("leaves");
-            dispatches.push(self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes)?);
-            layers.push(parent);
-            nodes /= 2;
-        }
+        self.push_levels(&mut layers, height, &mut dispatches)?;
         ctx.record_dispatches(encoder, "merkle tree", &dispatches);
         if !keep_leaves && fused == 0 && height > 1 {
             // Recorded reads of the leaves run before anything recorded later reuses them.
@@ -1070,6 +1062,30 @@ impl GpuMerkle {
         tree
     }
 
+    /// The levels above `layers` (of a tree over `height` rows; `layers` holds its lowest
+    /// layers, 2^k digests fewer each), up to the root: each a layer appended to `layers` and a
+    /// dispatch appended to `dispatches`.
+    fn push_levels(&self, layers: &mut Vec<wgpu::Buffer>, height: usize, dispatches: &mut Vec<Dispatch>) -> Result<()> {
+        let ctx = self.poseidon2.context();
+        let mut nodes = height >> layers.len();
+        while nodes >= 1 {
+            let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
+            let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
+            let children = layers.last().expect("leaves");
+            let dispatch = self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes);
+            layers.push(parent);
+            dispatches.push(dispatch?);
+            nodes /= 2;
+        }
+        Ok(())
+    }
+
+    /// Whether the leaf sponge states of a `height`-row matrix absorbed by column blocks (16
+    /// words a row, [`column_leaves`](Self::column_leaves)) fit one binding.
+    pub fn column_leaves_fit(&self, height: usize) -> bool {
+        matrix_bytes(height, 2 * DIGEST_ELEMS).is_ok_and(|b| b <= self.poseidon2.context().max_binding_bytes())
+    }
+
     /// Leaves for a `height` x `width` matrix to be absorbed a block of columns at a time: its
     /// sponge states (64 bytes a row) and leaf digests (32 bytes a row), each within one
     /// binding. An error for heights that are not powers of two or states over one binding.
@@ -1121,20 +1137,9 @@ impl GpuMerkle {
         let ColumnLeaves { height, width, states, leaves, .. } = leaves;
         let mut layers = vec![leaves];
         let mut dispatches = Vec::new();
-        let mut nodes = height / 2;
-        while nodes >= 1 {
-            let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
-            let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
-            let children = layers.last().expect("leaves");
-            match self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes) {
-                Ok(d) => dispatches.push(d),
-                Err(e) => {
-                    layers.into_iter().chain([parent, states]).for_each(|b| ctx.recycle_storage(b));
-                    return Err(e);
-                }
-            }
-            layers.push(parent);
-            nodes /= 2;
+        if let Err(e) = self.push_levels(&mut layers, height, &mut dispatches) {
+            layers.into_iter().chain([states]).for_each(|b| ctx.recycle_storage(b));
+            return Err(e);
         }
         ctx.record_dispatches(&mut encoder, "merkle tree", &dispatches);
         let root = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);

@@ -721,6 +721,20 @@ impl GpuNtt {
         })
     }
 
+    /// Fresh memory a readback will write, `bytes` from `ptr`: advised to huge pages, and, a
+    /// transfer chunk or more, its pages touched on threads of `scope` (join the handles before
+    /// anything else writes it; `transfer::prefault`).
+    fn touch_ahead<'scope>(&self, scope: &'scope std::thread::Scope<'scope, '_>, ptr: crate::transfer::SendPtr<u8>, bytes: usize) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
+        if bytes == 0 {
+            return Vec::new();
+        }
+        crate::transfer::advise_huge_pages(ptr.get(), bytes);
+        if (bytes as u64) < self.ctx.transfer_chunk_bytes() {
+            return Vec::new();
+        }
+        crate::transfer::prefault(scope, ptr, bytes, PREFAULT_THREADS)
+    }
+
     /// Rows per readback chunk for `last`'s result when its last passes can run chunk by chunk
     /// ([`plan_split`]): the most rows, a power of two, that fit a transfer chunk, at least two
     /// chunks, each starting at a storage-offset-aligned byte. None otherwise.
@@ -860,14 +874,11 @@ impl GpuNtt {
         values.reserve_exact(out_len.saturating_sub(old_len));
         let fresh_bytes = out_len.saturating_sub(old_len) * 4;
         let fresh = crate::transfer::SendPtr(values.as_mut_ptr().wrapping_add(old_len).cast::<u8>());
-        if fresh_bytes > 0 {
-            // The grown part is fresh memory the readback touches first.
-            crate::transfer::advise_huge_pages(fresh.get(), fresh_bytes);
-        }
         std::thread::scope(|scope| {
-            // The grown part's page faults are taken on threads of their own while the input
-            // goes up, the GPU transforms and the rows below it are read back.
-            let prefaulting = std::sync::Mutex::new(if fresh_bytes as u64 >= self.ctx.transfer_chunk_bytes() { crate::transfer::prefault(scope, fresh, fresh_bytes, PREFAULT_THREADS) } else { Vec::new() });
+            // The grown part is fresh memory the readback touches first: its page faults are
+            // taken on threads of their own while the input goes up, the GPU transforms and the
+            // rows below it are read back.
+            let prefaulting = std::sync::Mutex::new(self.touch_ahead(scope, fresh, fresh_bytes));
             let prefaulted = |range: std::ops::Range<usize>| {
                 if range.end > old_len * 4 {
                     for handle in prefaulting.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
@@ -966,12 +977,10 @@ impl GpuNtt {
         // Zeroed lazily (calloc): nothing is touched before the readback writes it, and its
         // page faults are taken on threads of their own while the first block goes up and is
         // transformed (the first block's rows span every page).
-        let bytes = rows_out * width * 4;
         let mut out = vec![0u32; rows_out * width];
-        crate::transfer::advise_huge_pages(out.as_ptr().cast(), bytes);
         let fresh = crate::transfer::SendPtr(out.as_mut_ptr().cast::<u8>());
         std::thread::scope(|scope| {
-            let mut prefaulting = if bytes as u64 >= self.ctx.transfer_chunk_bytes() { crate::transfer::prefault(scope, fresh, bytes, PREFAULT_THREADS) } else { Vec::new() };
+            let mut prefaulting = self.touch_ahead(scope, fresh, rows_out * width * 4);
             for first_col in (0..width).step_by(block) {
                 let cols = block.min(width - first_col);
                 let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
