@@ -486,8 +486,6 @@ pub struct GpuContext {
     peak_buffer_bytes: AtomicU64,
     /// GPU timestamps around each submission while a profile runs (`begin_profile`).
     profile: Mutex<Option<SubmissionProfile>>,
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "windows"))]
-    host_importer: Option<crate::host_import::HostImporter>,
     /// How long a wait spins before it blocks (see `spin_before_blocking`).
     spin: std::time::Duration,
     /// Uniform buffers by contents (see [`GpuContext::uniform`]).
@@ -613,16 +611,9 @@ impl GpuContext {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
-        // Vulkan adapters that can import host memory get it enabled (host_import.rs).
-        #[cfg(any(target_os = "linux", target_os = "android", target_os = "windows"))]
-        let opened = crate::host_import::open_device(&adapter, &desc);
-        #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "windows")))]
-        let opened = None;
-        let (device, queue) = opened.unwrap_or_else(|| pollster::block_on(adapter.request_device(&desc))).map_err(|e| {
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
             GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
         })?;
-        #[cfg(any(target_os = "linux", target_os = "android", target_os = "windows"))]
-        let host_importer = crate::host_import::HostImporter::new(&device);
         let summary = summary.with_device(&device, profile);
         let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = uncaptured.clone();
@@ -669,16 +660,7 @@ impl GpuContext {
             counters: TransferCounters::default(),
             peak_buffer_bytes: AtomicU64::new(0),
             profile: Mutex::new(None),
-            #[cfg(any(target_os = "linux", target_os = "android", target_os = "windows"))]
-            host_importer,
         })
-    }
-
-    /// Imports host memory as buffers, where the device can (a Vulkan device with
-    /// `VK_EXT_external_memory_host`).
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "windows"))]
-    pub fn host_importer(&self) -> Option<&crate::host_import::HostImporter> {
-        self.host_importer.as_ref()
     }
 
     /// Buffer memory the device has allocated now (wgpu's counter; 0 where the backend does

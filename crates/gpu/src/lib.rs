@@ -23,8 +23,6 @@ mod commit_ahead;
 mod context;
 mod dft;
 mod error;
-#[cfg(any(target_os = "linux", target_os = "android", target_os = "windows"))]
-pub mod host_import;
 pub mod field;
 pub mod grind;
 pub mod merkle;
