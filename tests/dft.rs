@@ -355,6 +355,46 @@ fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
     }
 }
 
+/// The GPU's keyed row checksums (what a result committed ahead is checked by) are the host's,
+/// whole and added up a block of columns at a time, both multiply variants; widths 1-70 and
+/// wider than a checksum group, heights not a multiple of a group.
+#[test]
+fn gpu_row_checksums_are_the_hosts() {
+    use whir_wgpu::gpu::row_checksum::{groups, RowChecksum};
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let checksum = RowChecksum::new();
+        for (height, width) in [(1usize, 1usize), (7, 3), (600, 7), (1000, 8), (33, 70), (70, 41), (9, 4095), (5, 5001), (2048, 16)] {
+            let what = format!("{height} x {width} ({:?})", ctx.mul_variant());
+            let words: Vec<u32> = (0..height * width).map(|_| rng.random::<u32>()).collect();
+            let key = checksum.key(width);
+            let host = RowChecksum::host_sums(&key, height, width, |r| &words[r * width..(r + 1) * width]);
+            let n = groups(height, width);
+            let key_buffer = ctx.upload("key", &key);
+            let matrix = ctx.upload("matrix", &words);
+            let sums = ctx.storage("sums", n * 4);
+            let mut encoder = ctx.encoder("checksum");
+            RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 0, width, width), &sums, false).unwrap();
+            assert_eq!(RowChecksum::from_words(&ctx.submit_and_read(encoder, &sums, n * 4).unwrap()), host, "whole {what}");
+            // Blocks of 8 columns (the last shorter), each in a buffer of its own, added up.
+            for first in (0..width).step_by(8) {
+                let cols = 8.min(width - first);
+                let block: Vec<u32> = (0..height).flat_map(|r| words[r * width + first..r * width + first + cols].to_vec()).collect();
+                let block = ctx.upload("block", &block);
+                let mut encoder = ctx.encoder("checksum");
+                RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&block, (height * cols * 4) as u64), height, (cols, first, cols, width), &sums, first != 0).unwrap();
+                ctx.submit(encoder).unwrap();
+            }
+            assert_eq!(RowChecksum::from_words(&ctx.submit_and_read(ctx.encoder("read"), &sums, n * 4).unwrap()), host, "by blocks {what}");
+            // A block starting at an odd column would split pairs: refused.
+            let mut encoder = ctx.encoder("checksum");
+            if width > 2 {
+                assert!(RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 1, 2, width), &sums, true).is_err(), "odd first column {what}");
+            }
+        }
+    }
+}
+
 /// A `GpuDft` committing ahead for a `GpuMmcs` (the LDE hashed into the MMCS's tree while still
 /// on the GPU): the MMCS's commitment and openings are Plonky3's, and it uploads nothing when
 /// it gets the unchanged LDE; an LDE changed in between, another matrix of the same shape, a
@@ -367,13 +407,17 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
     let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
     for ctx in common::fresh_contexts() {
         let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        for cap_height in [0, 2] {
+        // With readback chunks of 4 KiB the leaves are hashed chunk by chunk (ranges of rows
+        // ending on multiples of 8 rows, or on none when a chunk holds fewer than 8 rows).
+        let default_chunk = ctx.transfer_chunk_bytes();
+        for (cap_height, chunk) in [(0, None), (2, None), (1, Some(4 << 10))] {
+            ctx.set_transfer_chunk_bytes(chunk.unwrap_or(default_chunk));
             let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2.clone())), cap_height);
             let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
             for (log_h, w, added) in [(6usize, 5usize, 1usize), (9, 33, 1), (8, 16, 2)] {
                 let m = matrix(&mut rng, log_h, w);
                 let shift: BabyBear = rng.random();
-                let what = format!("2^{log_h} x {w} +{added}, cap {cap_height} ({:?})", ctx.mul_variant());
+                let what = format!("2^{log_h} x {w} +{added}, cap {cap_height}, chunks {chunk:?} ({:?})", ctx.mul_variant());
                 let lde = dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix();
                 assert_eq!(lde, cpu_dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
                 // Unchanged: the tree committed ahead; no rows uploaded (a cap's node indices
@@ -410,16 +454,17 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
                 assert!(ctx.transfer_counts().bytes_up > before, "{what}: a tree kept past another commit");
             }
         }
+        ctx.set_transfer_chunk_bytes(default_chunk);
         let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2.clone())), 1);
         let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
-        // Rows of 33 words over 2 MiB: checksum pieces of ~1 MiB, the last one partial; a
-        // word changed in that last piece is seen.
+        // Rows of 33 words over 2 MiB: a word changed in one of the last checksum groups (124
+        // rows each) is seen.
         let m = matrix(&mut rng, 13, 33);
         let lde = dft.coset_lde_batch(m.clone(), 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
         let mut changed = lde.clone();
         let last = changed.values.len() - 1 - rng.random_range(0..33 * 100);
         changed.values[last] += BabyBear::ONE;
-        assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "a word changed in the last checksum piece");
+        assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "a word changed near the end");
         // A failure inside the commit ahead (its root's readback) leaves the MMCS to commit
         // the rows itself.
         ctx.fail_readbacks(1, 1);

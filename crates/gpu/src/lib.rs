@@ -29,6 +29,7 @@ pub mod merkle;
 pub mod mmcs;
 mod ntt;
 pub mod poseidon2;
+pub mod row_checksum;
 pub mod shaders;
 mod sumcheck;
 #[doc(hidden)]

@@ -50,6 +50,7 @@ wgsl_sources!(
     "merkle/sponge",
     "merkle/hash_leaves",
     "merkle/absorb_rows",
+    "util/row_checksum",
     "merkle/hash_rows",
     "merkle/compress_inject",
     "pow/params",
@@ -89,6 +90,8 @@ pub enum Kernel {
     HashLeaves,
     /// Leaf sponges absorbing a block of columns (wgsl/merkle/absorb_rows.wgsl).
     AbsorbRows,
+    /// Keyed checksums of groups of rows (wgsl/util/row_checksum.wgsl).
+    RowChecksum,
     HashRows,
     CompressLevel,
     CompressInject,
@@ -124,7 +127,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 39] = [
+    pub const ALL: [Kernel; 40] = [
         Kernel::DifPass,
         Kernel::BitReverseTiled,
         Kernel::BitReverseRows,
@@ -134,6 +137,7 @@ impl Kernel {
         Kernel::Poseidon2Batch,
         Kernel::HashLeaves,
         Kernel::AbsorbRows,
+        Kernel::RowChecksum,
         Kernel::HashRows,
         Kernel::CompressLevel,
         Kernel::CompressInject,
@@ -174,6 +178,7 @@ impl Kernel {
             Kernel::Poseidon2Batch => "poseidon2/permute_batch",
             Kernel::HashLeaves => "merkle/hash_leaves",
             Kernel::AbsorbRows => "merkle/absorb_rows",
+            Kernel::RowChecksum => "util/row_checksum",
             Kernel::HashRows => "merkle/hash_rows",
             Kernel::CompressLevel => "poseidon2/permute_batch",
             Kernel::CompressInject => "merkle/compress_inject",
@@ -209,6 +214,7 @@ impl Kernel {
             Kernel::Poseidon2Batch => "permute_batch",
             Kernel::HashLeaves => "hash_leaves",
             Kernel::AbsorbRows => "absorb_rows",
+            Kernel::RowChecksum => "row_checksum",
             Kernel::HashRows => "hash_rows",
             Kernel::CompressLevel => "compress_pairs",
             Kernel::CompressInject => "compress_inject",
