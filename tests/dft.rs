@@ -407,8 +407,7 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
     let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
     for ctx in common::fresh_contexts() {
         let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        // With readback chunks of 4 KiB the leaves are hashed chunk by chunk (ranges of rows
-        // ending on multiples of 8 rows, or on none when a chunk holds fewer than 8 rows).
+        // With readback chunks of 4 KiB as well (the last passes run chunk by chunk).
         let default_chunk = ctx.transfer_chunk_bytes();
         for (cap_height, chunk) in [(0, None), (2, None), (1, Some(4 << 10))] {
             ctx.set_transfer_chunk_bytes(chunk.unwrap_or(default_chunk));
@@ -465,13 +464,13 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
         let last = changed.values.len() - 1 - rng.random_range(0..33 * 100);
         changed.values[last] += BabyBear::ONE;
         assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "a word changed near the end");
-        // A failure inside the commit ahead (its root's readback) leaves the MMCS to commit
-        // the rows itself.
+        // A failure inside the commit ahead (the readback of its checksum, awaited by the
+        // MMCS) leaves the MMCS to commit the rows itself.
         ctx.fail_readbacks(1, 1);
         let lde = dft.coset_lde_batch(m, 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
-        assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck");
         let before = ctx.transfer_counts().bytes_up;
         assert_eq!(mmcs.commit(vec![lde.clone()]).0, mmcs.cpu().commit(vec![lde]).0, "after a failed commit ahead");
+        assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck");
         assert!(ctx.transfer_counts().bytes_up > before, "the rows went up");
     }
 }

@@ -21,9 +21,9 @@ struct LeafParams {
     width: u32,
     fused_levels: u32,
     store_leaves: u32,
-    // 0: leaf i hashes row row_offset + i of `matrix` (a range of rows hashed on its own).
-    // Otherwise the matrix holds its rows in bit-reversed order over 2^row_bits rows (an NTT's
-    // own output order): leaf i, the tree's row row_offset + i, is read from there.
+    // 0: leaf i hashes row i of `matrix`. Otherwise the matrix holds its rows in bit-reversed
+    // order over 2^row_bits rows (an NTT's own output order): leaf i, the tree's row
+    // row_offset + i, is read from there.
     row_bits: u32,
     row_offset: u32,
     _pad0: u32,
@@ -66,7 +66,7 @@ fn hash_leaves(
     let group = linear_workgroup_id(wid, num_wgs);
     let row = group * 64u + lid;
     if (row < params.rows) {
-        var at = params.row_offset + row;
+        var at = row;
         if (params.row_bits != 0u) {
             at = reverseBits(params.row_offset + row) >> (32u - params.row_bits);
         }

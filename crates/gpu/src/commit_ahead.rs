@@ -18,27 +18,26 @@
 //! MMCS is handed a matrix: the tree is taken only if every group sums the same. That guards
 //! against a caller changing the matrix between the two calls, not against an adversary who
 //! knows the key (a prover gains nothing by fooling its own MMCS: the commitment would be to
-//! rows it could have committed anyway). Where the result is read back chunk by chunk with its
-//! last passes run per chunk, the leaves of the rows each chunk finishes are hashed in the
-//! encoder that copies it out, so the GPU hashes while the host drains and only the tree's
-//! levels are left after the last chunk.
+//! rows it could have committed anyway). The DFT submits the tree and the checksum and returns
+//! without waiting: the GPU hashes while the host sums the matrix it is handed back.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use p3_baby_bear::BabyBear;
 use p3_matrix::Matrix;
 
+use crate::context::PendingRead;
 use crate::error::Result;
 use crate::field::as_words;
-use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, RowLeaves, DIGEST_ELEMS};
-use crate::row_checksum::{self, GroupSums, RowChecksum};
+use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, PendingTree, DIGEST_ELEMS};
+use crate::row_checksum::{self, RowChecksum};
 
-/// A tree waiting for its matrix, and the checksum of the rows it was built from.
+/// A tree on its way, and the checksum sums of the rows it is built from.
 struct Ahead {
     height: usize,
     width: usize,
-    sums: Vec<GroupSums>,
-    tree: GpuMerkleTree,
+    sums: PendingRead,
+    tree: PendingTree,
 }
 
 /// The hand-off between a DFT and an MMCS on one GPU (see the module docs).
@@ -48,26 +47,14 @@ pub struct CommitAhead {
     slot: Mutex<Option<Ahead>>,
 }
 
-/// What one result committed ahead has on the GPU while it is computed and read back.
+/// A result computed a block of columns at a time, while its blocks are absorbed: the leaves'
+/// sponge states, and each checksum group's sums so far with the key they were taken with.
+/// Empty before the first block and after a failure.
 #[derive(Default)]
-enum Progress {
-    #[default]
-    NotStarted,
-    /// In one buffer: the leaves of the rows finished so far.
-    Rows(RowLeaves),
-    /// A block of columns at a time: the leaves' sponge states, and each checksum group's sums
-    /// so far with the key they were taken with.
-    Columns { leaves: ColumnLeaves, sums: wgpu::Buffer, key: wgpu::Buffer },
-    /// Something failed: the one-buffer tree is built whole at the end; column blocks give up.
-    Failed,
-}
+pub(crate) struct ColumnProgress(Mutex<Option<(ColumnLeaves, wgpu::Buffer, wgpu::Buffer)>>);
 
-/// One result's commit-ahead state, from its DFT's start to the offer of its tree.
-#[derive(Default)]
-pub(crate) struct InProgress(Mutex<Progress>);
-
-impl InProgress {
-    fn lock(&self) -> MutexGuard<'_, Progress> {
+impl ColumnProgress {
+    fn lock(&self) -> MutexGuard<'_, Option<(ColumnLeaves, wgpu::Buffer, wgpu::Buffer)>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -90,38 +77,11 @@ impl CommitAhead {
         self.merkle.poseidon2().context()
     }
 
-    /// The DFT's side, before a readback chunk is copied out of `buffer` (a `height` x `width`
-    /// result in one buffer), once its first `words` words are final: records the leaves of
-    /// the rows they complete into `encoder` (the one that copies the chunk), so the GPU hashes
-    /// while the host drains earlier chunks. A failure leaves the tree to be built whole in
-    /// [`offer`](Self::offer).
-    pub(crate) fn rows_final(&self, progress: &InProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, words: usize, height: usize, width: usize) {
-        let mut state = progress.lock();
-        let rows = (words / width.max(1)).min(height);
-        // Leaf ranges start at multiples of 8 rows (binding offsets).
-        let rows = if rows == height { rows } else { rows / 8 * 8 };
-        // In its own error scope: a failure here leaves the transform whose encoder this is alone.
-        let recorded = self.ctx().scoped("Merkle commit ahead", || {
-            if matches!(*state, Progress::NotStarted) {
-                *state = Progress::Rows(self.merkle.row_leaves(height, width)?);
-            }
-            match &mut *state {
-                Progress::Rows(leaves) => self.merkle.record_row_leaves(encoder, leaves, buffer, rows),
-                _ => Ok(()),
-            }
-        });
-        if let Err(e) = recorded {
-            tracing::debug!("no leaves hashed ahead for a {height} x {width} result: {e}");
-            *state = Progress::Failed;
-        }
-    }
-
-    /// The DFT's side once a `height` x `width` result has been read back from `buffer`: the
-    /// rest of its tree and its checksum on the GPU, both left for the MMCS (replacing any
-    /// tree left before). A failure only means the MMCS commits from scratch.
-    pub(crate) fn offer(&self, progress: &InProgress, buffer: &wgpu::Buffer, height: usize, width: usize) {
-        let state = std::mem::take(&mut *progress.lock());
-        let started = std::time::Instant::now();
+    /// The DFT's side once a `height` x `width` result has been read back from `buffer`:
+    /// submits its tree and its checksum on the GPU and leaves both for the MMCS (replacing
+    /// any tree left before), without waiting. A failure only means the MMCS commits from
+    /// scratch.
+    pub(crate) fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize) {
         let ctx = self.ctx().clone();
         // In its own error scope, as every commit: a device error fails it, not a later one.
         let ahead = ctx.scoped("Merkle commit ahead", || {
@@ -129,21 +89,16 @@ impl CommitAhead {
             let key = ctx.upload("checksum key", &self.checksum.key(width));
             let groups = row_checksum::groups(height, width);
             let sums = ctx.pooled_storage("row checksums", groups * 4);
-            let mut encoder = ctx.encoder("merkle commit ahead");
-            let recorded = RowChecksum::record(&ctx, &mut encoder, &key, (buffer, bytes), height, (width, 0, width, width), &sums, false);
-            let tree = recorded.and_then(|()| match state {
-                Progress::Rows(mut leaves) => {
-                    self.merkle.record_row_leaves(&mut encoder, &mut leaves, buffer, height)?;
-                    self.merkle.commit_row_leaves(encoder, leaves)
-                }
-                _ => self.merkle.commit_recorded(encoder, buffer, height, width),
-            });
-            let read = tree.and_then(|tree| Ok((tree, ctx.submit_and_read(ctx.encoder("row checksums"), &sums, groups * 4)?)));
+            let mut encoder = ctx.encoder("row checksums");
+            let read = RowChecksum::record(&ctx, &mut encoder, &key, (buffer, bytes), height, (width, 0, width, width), &sums, false)
+                .and_then(|()| ctx.submit_then_read(encoder, &sums, groups * 4));
+            // The queue runs later work after the readback's copy: the buffer may be reused.
             ctx.recycle_storage(sums);
-            let (tree, words) = read?;
-            Ok(Ahead { height, width, sums: RowChecksum::from_words(&words), tree })
+            let sums = read?;
+            let tree = self.merkle.submit_tree(ctx.encoder("merkle commit ahead"), buffer, height, width)?;
+            Ok(Ahead { height, width, sums, tree })
         });
-        self.store(ahead, height, width, started);
+        self.store(ahead, height, width);
     }
 
     /// Columns per block (all but the last a multiple of) for a `height`-row result computed a
@@ -162,9 +117,9 @@ impl CommitAhead {
     /// of every row) into the rows' leaves, and its checksum sums, into `encoder`. A failure
     /// drops them.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn absorb(&self, progress: &InProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
+    pub(crate) fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
         let mut state = progress.lock();
-        if first_col != 0 && !matches!(*state, Progress::Columns { .. }) {
+        if first_col != 0 && state.is_none() {
             // An earlier block failed.
             return;
         }
@@ -176,50 +131,45 @@ impl CommitAhead {
                 let leaves = self.merkle.column_leaves(height, width)?;
                 let sums = ctx.pooled_storage("row checksums", row_checksum::groups(height, width) * 4);
                 let key = ctx.upload("checksum key", &self.checksum.key(width));
-                *state = Progress::Columns { leaves, sums, key };
+                *state = Some((leaves, sums, key));
             }
-            let Progress::Columns { leaves, sums, key } = &mut *state else { unreachable!("made at the first block") };
+            let (leaves, sums, key) = state.as_mut().expect("made at the first block");
             self.merkle.record_absorb(encoder, leaves, buffer, cols)?;
             let bytes = crate::merkle::matrix_bytes(height, cols)?;
             RowChecksum::record(&ctx, encoder, key, (buffer, bytes), height, (cols, first_col, cols, width), sums, first_col != 0)
         });
         if let Err(e) = absorbed {
             tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
-            *state = Progress::Failed;
+            *state = None;
         }
     }
 
-    /// The DFT's side once every block of a `height` x `width` result is absorbed: the tree's
-    /// levels on the GPU and the checksum sums read back, both left for the MMCS.
-    pub(crate) fn offer_columns(&self, progress: &InProgress, height: usize, width: usize) {
-        let Progress::Columns { leaves, sums, key: _ } = std::mem::take(&mut *progress.lock()) else { return };
-        if !leaves.complete() {
-            return;
-        }
-        let started = std::time::Instant::now();
+    /// The DFT's side once every block of a `height` x `width` result is absorbed: submits the
+    /// tree's levels and the checksum sums' readback, and leaves both for the MMCS.
+    pub(crate) fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize) {
+        let Some((leaves, sums, _key)) = progress.lock().take() else { return };
         let ctx = self.ctx().clone();
         let ahead = ctx.scoped("Merkle commit ahead", || {
-            let tree = self.merkle.commit_column_leaves(ctx.encoder("merkle levels"), leaves);
-            let groups = row_checksum::groups(height, width);
-            let read = tree.and_then(|tree| Ok((tree, ctx.submit_and_read(ctx.encoder("row checksums"), &sums, groups * 4)?)));
+            let read = ctx.submit_then_read(ctx.encoder("row checksums"), &sums, row_checksum::groups(height, width) * 4);
             ctx.recycle_storage(sums);
-            let (tree, words) = read?;
-            Ok(Ahead { height, width, sums: RowChecksum::from_words(&words), tree })
+            let sums = read?;
+            let tree = self.merkle.submit_column_tree(ctx.encoder("merkle levels"), leaves)?;
+            Ok(Ahead { height, width, sums, tree })
         });
-        self.store(ahead, height, width, started);
+        self.store(ahead, height, width);
     }
 
     /// Leaves a tree committed ahead (or nothing, after a failure) in the slot.
-    fn store(&self, ahead: Result<Ahead>, height: usize, width: usize, started: std::time::Instant) {
-        tracing::debug!(height, width, ms = started.elapsed().as_secs_f64() * 1e3, "tree committed ahead");
+    fn store(&self, ahead: Result<Ahead>, height: usize, width: usize) {
         let ahead = ahead.map_err(|e| tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}")).ok();
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = ahead;
     }
 
     /// The MMCS's side, on every commit: the tree committed ahead for a batch of one `matrix`,
-    /// if there is one of its shape and its rows give the same checksum. Any tree left is
-    /// dropped either way (`TwoAdicFriPcs` commits right after its DFTs; a tree the next commit
-    /// does not take would only hold GPU memory).
+    /// if there is one of its shape and its rows give the same checksum (summed here while the
+    /// GPU may still be building the tree). Any tree left is dropped either way
+    /// (`TwoAdicFriPcs` commits right after its DFTs; a tree the next commit does not take
+    /// would only hold GPU memory).
     pub(crate) fn take<M: Matrix<BabyBear>>(&self, batch: &[M]) -> Option<GpuMerkleTree> {
         let ahead = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         let [matrix] = batch else { return None };
@@ -230,13 +180,25 @@ impl CommitAhead {
         let started = std::time::Instant::now();
         let key = self.checksum.key(width);
         let sums = RowChecksum::host_sums(&key, height, width, |r| RowWords(matrix.row_slice(r).expect("row in range")));
-        let same = sums == ahead.sums;
-        tracing::debug!(height, width, same, ms = started.elapsed().as_secs_f64() * 1e3, "checksum of a matrix committed ahead");
-        if !same {
-            tracing::debug!("the {height} x {width} matrix changed since its tree was committed ahead; committing it again");
-            return None;
+        let summed = started.elapsed();
+        let ctx = self.ctx();
+        let taken = ctx.finish_read(ahead.sums).map(|gpu| RowChecksum::from_words(&gpu) == sums).and_then(|same| match same {
+            true => self.merkle.finish_tree(ahead.tree).map(Some),
+            false => Ok(None),
+        });
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        tracing::debug!(height, width, summed_ms = ms(summed), ms = ms(started.elapsed()), "tree committed ahead taken");
+        match taken {
+            Ok(Some(tree)) => Some(tree),
+            Ok(None) => {
+                tracing::debug!("the {height} x {width} matrix changed since its tree was committed ahead; committing it again");
+                None
+            }
+            Err(e) => {
+                tracing::debug!("the tree committed ahead for a {height} x {width} matrix failed ({e}); committing it again");
+                None
+            }
         }
-        Some(ahead.tree)
     }
 }
 

@@ -435,9 +435,8 @@ pub enum PendingRead {
     Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, rx: MapAnswer },
 }
 
-/// Records work for chunk i (its byte range of the source given too) into the encoder that
-/// copies it ([`ReadChunks::before_copy`]).
-pub type RecordBeforeCopy<'a> = dyn Fn(&mut wgpu::CommandEncoder, usize, std::ops::Range<usize>) + 'a;
+/// Records work for chunk i into the encoder that copies it ([`ReadChunks::before_copy`]).
+pub type RecordBeforeCopy<'a> = dyn Fn(&mut wgpu::CommandEncoder, usize) + 'a;
 
 /// Hooks of a chunked readback ([`GpuContext::submit_and_read_chunked_into_raw`]).
 #[derive(Default, Clone, Copy)]
@@ -1357,7 +1356,7 @@ impl GpuContext {
             let range = &ranges[i];
             let mut encoder = self.encoder("chunked readback");
             if let Some(before_copy) = how.before_copy {
-                before_copy(&mut encoder, i, range.clone());
+                before_copy(&mut encoder, i);
             }
             encoder.copy_buffer_to_buffer(src, range.start as u64, buffer, 0, range.len() as u64);
             let index = self.queue_submit(encoder.finish());

@@ -14,7 +14,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_util::log2_strict_usize;
 
-use crate::commit_ahead::{CommitAhead, InProgress, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
+use crate::commit_ahead::{ColumnProgress, CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 use crate::mmcs::GpuMmcs;
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
@@ -237,16 +237,10 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         let rows = 1usize << log_lde.min(usize::BITS as usize - 1);
         // Over one binding the result comes a block of columns at a time: its leaves are
         // absorbed block by block (blocks of a multiple of the sponge's rate, where they fit).
-        // In one buffer, the leaves of each readback chunk's rows are hashed as it is copied out.
-        let progress = InProgress::default();
-        let rows_final = |encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, words: usize| {
-            if let Some(a) = ahead {
-                a.rows_final(&progress, encoder, buffer, words, rows, w);
-            }
-        };
+        let progress = ColumnProgress::default();
         let whole = |buffer: &wgpu::Buffer, _: &[BabyBear]| {
             if let Some(a) = ahead {
-                a.offer(&progress, buffer, rows, w);
+                a.offer(buffer, rows, w);
             }
         };
         let block = |encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, first_col: usize, cols: usize| {
@@ -259,7 +253,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 a.offer_columns(&progress, rows, w);
             }
         };
-        let hooks = ahead.map(|a| ResultHooks { rows_final: &rows_final, whole: &whole, block_multiple: a.column_block_multiple(rows), block: &block, blocks_done: &blocks_done });
+        let hooks = ahead.map(|a| ResultHooks { whole: &whole, block_multiple: a.column_block_multiple(rows), block: &block, blocks_done: &blocks_done });
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
         let specs = [

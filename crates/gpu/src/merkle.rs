@@ -203,7 +203,7 @@ struct AbsorbParams {
 /// The leaves of a tree over a matrix that exists a block of columns at a time (an NTT over
 /// one binding, run by column blocks): each row's leaf sponge state, carried from block to
 /// block ([`GpuMerkle::record_absorb`]), then the leaf digests
-/// ([`GpuMerkle::commit_column_leaves`]).
+/// ([`GpuMerkle::submit_column_tree`]).
 pub struct ColumnLeaves {
     height: usize,
     width: usize,
@@ -220,23 +220,12 @@ impl ColumnLeaves {
     }
 }
 
-/// The leaves of a tree over a matrix in one buffer whose rows are finished a range at a time
-/// (an NTT's result whose last passes run chunk by chunk as it is read back): hashed range by
-/// range as rows are final ([`GpuMerkle::record_row_leaves`]), then the levels
-/// ([`GpuMerkle::commit_row_leaves`]).
-pub struct RowLeaves {
-    height: usize,
-    width: usize,
-    /// Rows hashed so far.
-    hashed: usize,
-    leaves: wgpu::Buffer,
-}
-
-impl RowLeaves {
-    /// Rows whose leaves are recorded.
-    pub fn hashed(&self) -> usize {
-        self.hashed
-    }
+/// A tree submitted to the GPU whose root is still on its way back
+/// ([`GpuMerkle::submit_tree`]); [`GpuMerkle::finish_tree`] waits for it. Dropped, its layers go
+/// back to the pool.
+pub struct PendingTree {
+    tree: GpuMerkleTree,
+    root: crate::context::PendingRead,
 }
 
 impl Drop for GpuMerkleTree {
@@ -1145,71 +1134,26 @@ impl GpuMerkle {
         Ok(())
     }
 
-    /// The tree over complete column `leaves`: its levels after the work in `encoder` (the
-    /// blocks' absorptions, or nothing when they were submitted before), one wait for the root.
-    /// Every layer is kept, rows in order: the tree `commit_buffer` builds over the whole matrix.
-    pub fn commit_column_leaves(&self, encoder: wgpu::CommandEncoder, leaves: ColumnLeaves) -> Result<GpuMerkleTree> {
+    /// The tree over a `height` x `width` matrix in `matrix` (one binding, rows in order, every
+    /// layer kept: the tree `commit_buffer` builds), recorded after the work in `encoder`,
+    /// submitted with its root's readback requested; no wait. Work submitted later runs after
+    /// it, so `matrix` may go back to the pool once this returns.
+    pub fn submit_tree(&self, mut encoder: wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize) -> Result<PendingTree> {
+        let ctx = self.poseidon2.context();
+        ctx.check_binding_size("Merkle leaves", matrix_bytes(height, DIGEST_ELEMS)?)?;
+        let layers = self.record_commit(&mut encoder, matrix, height, width)?;
+        self.submit_layers(encoder, layers, height, width)
+    }
+
+    /// [`submit_tree`](Self::submit_tree) over complete column `leaves`: their levels after the
+    /// work in `encoder` (the blocks' absorptions, or nothing when they were submitted before).
+    pub fn submit_column_tree(&self, mut encoder: wgpu::CommandEncoder, leaves: ColumnLeaves) -> Result<PendingTree> {
         if !leaves.complete() {
             return Err(GpuError::InvalidInput(format!("{} of {} columns absorbed", leaves.absorbed, leaves.width)));
         }
+        let ctx = self.poseidon2.context();
         let ColumnLeaves { height, width, states, leaves, .. } = leaves;
-        self.poseidon2.context().recycle_after_submit(states);
-        self.commit_leaves(encoder, height, width, leaves)
-    }
-
-    /// Leaves for a `height` x `width` matrix in one buffer, to be hashed a range of rows at a
-    /// time ([`record_row_leaves`](Self::record_row_leaves)). An error for heights that are not
-    /// powers of two, or a matrix or leaf layer over one binding.
-    pub fn row_leaves(&self, height: usize, width: usize) -> Result<RowLeaves> {
-        if height == 0 || !height.is_power_of_two() || width == 0 {
-            return Err(GpuError::InvalidInput(format!("row leaves for a {height} x {width} matrix (power-of-two heights, some columns)")));
-        }
-        let ctx = self.poseidon2.context();
-        ctx.check_binding_size("Merkle matrix", matrix_bytes(height, width)?)?;
-        ctx.check_binding_size("Merkle leaves", matrix_bytes(height, DIGEST_ELEMS)?)?;
-        Ok(RowLeaves { height, width, hashed: 0, leaves: ctx.pooled_storage("merkle layer", height * DIGEST_ELEMS) })
-    }
-
-    /// Records the leaf digests of rows `leaves.hashed()..rows` of `matrix` (the whole matrix,
-    /// rows in order; those rows final once the work recorded before runs). `rows` is a
-    /// multiple of 8 or the height.
-    pub fn record_row_leaves(&self, encoder: &mut wgpu::CommandEncoder, leaves: &mut RowLeaves, matrix: &wgpu::Buffer, rows: usize) -> Result<()> {
-        let (start, height, width) = (leaves.hashed, leaves.height, leaves.width);
-        let bytes = matrix_bytes(height, width)?;
-        if rows < start || rows > height || !(rows.is_multiple_of(RANGE_ALIGN) || rows == height) || matrix.size() < bytes {
-            return Err(GpuError::InvalidInput(format!("leaves of rows {start}..{rows} of a {height} x {width} matrix (ends a multiple of 8 or the height)")));
-        }
-        if rows == start {
-            return Ok(());
-        }
-        let ctx = self.poseidon2.context();
-        let n = rows - start;
-        let digest = (DIGEST_ELEMS * 4) as u64;
-        let params = ctx.uniform("leaf params", &LeafParams { row_offset: start as u32, ..LeafParams::new(n, width, 0, true) });
-        let pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
-        let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (matrix, 0, Some(bytes)), (&leaves.leaves, start as u64 * digest, Some(n as u64 * digest))];
-        ranges.extend(self.placeholders.iter().map(|p| (p, 0, None)));
-        let bind = self.poseidon2.bind_ranges(&pipeline, &ranges);
-        let groups = u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} rows exceed one dispatch")))?;
-        ctx.record_dispatches(encoder, "merkle leaves", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups }]);
-        leaves.hashed = rows;
-        Ok(())
-    }
-
-    /// The tree over `leaves` once every row is hashed: its levels after the work in
-    /// `encoder`, one wait for the root. Every layer is kept, rows in order: the tree
-    /// `commit_buffer` builds over the matrix.
-    pub fn commit_row_leaves(&self, encoder: wgpu::CommandEncoder, leaves: RowLeaves) -> Result<GpuMerkleTree> {
-        if leaves.hashed != leaves.height {
-            return Err(GpuError::InvalidInput(format!("{} of {} rows' leaves hashed", leaves.hashed, leaves.height)));
-        }
-        self.commit_leaves(encoder, leaves.height, leaves.width, leaves.leaves)
-    }
-
-    /// The tree over a `height`-row leaf layer `leaves`: the levels, recorded after the work in
-    /// `encoder`, one submission, one wait for the root.
-    fn commit_leaves(&self, mut encoder: wgpu::CommandEncoder, height: usize, width: usize, leaves: wgpu::Buffer) -> Result<GpuMerkleTree> {
-        let ctx = self.poseidon2.context().clone();
+        ctx.recycle_after_submit(states);
         let mut layers = vec![leaves];
         let mut dispatches = Vec::new();
         if let Err(e) = self.push_levels(&mut layers, height, &mut dispatches) {
@@ -1217,9 +1161,21 @@ impl GpuMerkle {
             return Err(e);
         }
         ctx.record_dispatches(&mut encoder, "merkle tree", &dispatches);
-        let root = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
-        tree.root = from_words(root?)?.try_into().expect("a digest is 8 words");
+        self.submit_layers(encoder, layers, height, width)
+    }
+
+    fn submit_layers(&self, encoder: wgpu::CommandEncoder, layers: Vec<wgpu::Buffer>, height: usize, width: usize) -> Result<PendingTree> {
+        let ctx = self.poseidon2.context().clone();
+        let root = ctx.submit_then_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
+        let tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
+        Ok(PendingTree { tree, root: root? })
+    }
+
+    /// Waits for a [`submit_tree`](Self::submit_tree)'s root.
+    pub fn finish_tree(&self, pending: PendingTree) -> Result<GpuMerkleTree> {
+        let PendingTree { mut tree, root } = pending;
+        let root = self.poseidon2.context().finish_read(root)?;
+        tree.root = from_words(root)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }
 

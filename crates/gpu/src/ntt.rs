@@ -818,10 +818,6 @@ fn check_chain(len: usize, specs: &[NttSpec]) -> Result<&NttSpec> {
 /// ([`GpuNtt::transform_chain_in_place_then`]).
 #[derive(Clone, Copy)]
 pub struct ResultHooks<'a> {
-    /// The result in one buffer, read back chunk by chunk: before a chunk is copied out, with
-    /// the encoder that copies it, the buffer and how many leading words of the result are
-    /// final (record work on them there).
-    pub rows_final: &'a dyn Fn(&mut wgpu::CommandEncoder, &wgpu::Buffer, usize),
     /// The result in one buffer, row for row as the host copy (second argument) holds it.
     pub whole: &'a dyn Fn(&wgpu::Buffer, &[BabyBear]),
     /// A result over one binding is computed a block of columns at a time: blocks of a multiple
@@ -896,14 +892,9 @@ impl GpuNtt {
             // No reference to the result's memory is made here: the prefault threads write the
             // grown part until the readback's `before_write` joins them.
             let dst = values.as_mut_ptr().cast::<u8>();
-            let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize, range: std::ops::Range<usize>| {
+            let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
                 if let Some(tail) = &tail {
                     tail.record(self, encoder, i);
-                }
-                // Every word before the chunk's end is final now: its own passes are recorded
-                // above, earlier chunks' before.
-                if let Some(hooks) = hooks {
-                    (hooks.rows_final)(encoder, &buffer, range.end / 4);
                 }
             };
             let how = ReadChunks {
@@ -1007,7 +998,7 @@ impl GpuNtt {
                     if let (Some(hooks), None) = (hooks, &tail) {
                         (hooks.block)(&mut encoder, &buffer, first_col, cols);
                     }
-                    let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize, _: std::ops::Range<usize>| {
+                    let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
                         if let Some(tail) = &tail {
                             tail.record(self, encoder, i);
                             if let (Some(hooks), true) = (hooks, Some(i) == last_chunk) {
