@@ -51,6 +51,22 @@ fn main() {
             copy(&mut huge);
             let t_huge = ms(t);
             drop(huge);
+            // The same copies with streaming stores (what transfers use).
+            let stream = |dst: &mut [u32]| {
+                dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| unsafe { whir_wgpu::gpu::transfer::copy_streaming(s.as_ptr().cast(), d.as_mut_ptr().cast(), s.len() * 4) })
+            };
+            let mut touched2 = vec![1u32; words];
+            let t = Instant::now();
+            stream(&mut touched2);
+            let t_stream_touched = ms(t);
+            drop(touched2);
+            let t = Instant::now();
+            let mut huge = vec![0u32; words];
+            whir_wgpu::gpu::transfer::advise_huge_pages(huge.as_ptr().cast(), words * 4);
+            stream(&mut huge);
+            let t_stream_huge = ms(t);
+            drop(huge);
+            println!("streaming stores: into touched {t_stream_touched:.1} ms, into fresh + huge pages {t_stream_huge:.1} ms");
             let t = Instant::now();
             let fresh = vec![0u32; words];
             fresh.par_chunks(PIECE).for_each(|c| { std::hint::black_box(c.iter().fold(0u32, |a, &x| a ^ x)); });

@@ -1316,7 +1316,7 @@ impl GpuContext {
             let words: &[u32] = bytemuck::cast_slice(view);
             words.par_chunks(row_words.max(1)).enumerate().for_each(|(i, row)| {
                 // SAFETY: row first + i is within dst (checked above); rows do not overlap.
-                unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), base.get().add((first + i) * stride + offset), row.len()) }
+                unsafe { transfer::copy_streaming(row.as_ptr().cast::<u8>(), base.get().add((first + i) * stride + offset).cast::<u8>(), row.len() * 4) }
             });
         })
     }

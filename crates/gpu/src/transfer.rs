@@ -177,12 +177,61 @@ fn pieces(dst: wgpu::WriteOnly<'_, [u8]>, unit: usize) -> Vec<Piece<'_>> {
     out
 }
 
+/// Whether transfers copy with streaming stores (`WHIR_STREAMING_COPY=0` turns them off, to
+/// measure; read once).
+fn streaming() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !std::env::var("WHIR_STREAMING_COPY").is_ok_and(|v| v.trim() == "0"))
+}
+
+/// Copies `len` bytes from `src` to `dst` as `copy_nonoverlapping` does, with streaming
+/// (non-temporal) stores where the CPU has AVX2: a plain copy reads each destination cache
+/// line before writing it, a third stream of memory traffic beside the read and the write,
+/// which bounds a staging fill or drain on all cores well below the host's memory rate.
+///
+/// # Safety
+/// As `std::ptr::copy_nonoverlapping`.
+pub unsafe fn copy_streaming(src: *const u8, dst: *mut u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if len >= 4096 && streaming() && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the caller's guarantee; AVX2 is present.
+        return unsafe { copy_streaming_avx2(src, dst, len) };
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_streaming_avx2(mut src: *const u8, mut dst: *mut u8, mut len: usize) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256, _mm_sfence};
+    // SAFETY (all below): within the caller's ranges; stores go to 32-byte aligned addresses.
+    unsafe {
+        let head = (dst as usize).wrapping_neg() & 31;
+        std::ptr::copy_nonoverlapping(src, dst, head);
+        (src, dst, len) = (src.add(head), dst.add(head), len - head);
+        while len >= 128 {
+            let v = [0, 32, 64, 96].map(|o| _mm256_loadu_si256(src.add(o).cast::<__m256i>()));
+            for (i, o) in [0, 32, 64, 96].into_iter().enumerate() {
+                _mm256_stream_si256(dst.add(o).cast::<__m256i>(), v[i]);
+            }
+            (src, dst, len) = (src.add(128), dst.add(128), len - 128);
+        }
+        std::ptr::copy_nonoverlapping(src, dst, len);
+        // Streaming stores are weakly ordered: visible to other threads (and to the GPU, for
+        // staging) before this copy is reported done.
+        _mm_sfence();
+    }
+}
+
 /// Copies `src` into `dst` (same length) on all cores.
 pub(crate) fn par_write(dst: wgpu::WriteOnly<'_, [u8]>, src: &[u8]) {
     debug_assert_eq!(dst.len(), src.len());
     pieces(dst, 1).into_par_iter().for_each(|Piece { mut dst, first }| {
         let n = dst.len();
-        dst.copy_from_slice(&src[first..first + n]);
+        // SAFETY: `dst` is a mapped staging range of n bytes valid for writes, src has n bytes
+        // from `first`, and the two do not overlap.
+        unsafe { copy_streaming(src[first..first + n].as_ptr(), dst.as_raw_element_ptr().as_ptr(), n) };
     });
 }
 
@@ -209,7 +258,10 @@ pub(crate) fn par_write_rows(
                         ok = false;
                         return;
                     }
-                    dst.slice(start + written..start + written + bytes.len()).copy_from_slice(bytes);
+                    let mut to = dst.slice(start + written..start + written + bytes.len());
+                    // SAFETY: `to` is a mapped staging range of bytes.len() bytes valid for
+                    // writes, not overlapping `bytes` (host memory).
+                    unsafe { copy_streaming(bytes.as_ptr(), to.as_raw_element_ptr().as_ptr(), bytes.len()) };
                     written += bytes.len();
                 });
                 ok &= written == row_bytes;
@@ -245,7 +297,7 @@ pub(crate) fn par_read_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8],
         .enumerate()
         .filter_map(|(i, (d, s))| {
             // SAFETY: d and s have the same length and do not overlap (staging vs host memory).
-            unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) };
+            unsafe { copy_streaming(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) };
             let bound = below?;
             let at = s.chunks_exact(4).position(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) >= bound)?;
             Some(i * PIECE_BYTES + 4 * at)
@@ -258,7 +310,8 @@ pub(crate) fn par_read(dst: &mut [u8], src: &[u8]) {
         dst.copy_from_slice(src);
         return;
     }
-    dst.par_chunks_mut(PIECE_BYTES).zip(src.par_chunks(PIECE_BYTES)).for_each(|(d, s)| d.copy_from_slice(s));
+    // SAFETY: d and s have the same length and do not overlap.
+    dst.par_chunks_mut(PIECE_BYTES).zip(src.par_chunks(PIECE_BYTES)).for_each(|(d, s)| unsafe { copy_streaming(s.as_ptr(), d.as_mut_ptr(), s.len()) });
 }
 
 /// Asks the kernel to back the fresh memory `bytes` from `ptr` with transparent huge pages
@@ -307,4 +360,21 @@ pub(crate) fn prefault<'scope>(scope: &'scope std::thread::Scope<'scope, '_>, pt
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn streaming_copies_are_copies_at_every_alignment_and_length() {
+        let src: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        for len in [0, 1, 31, 4095, 4096, 4097, 4096 + 127, 4096 + 128, 65_536 + 33] {
+            for (from, to) in [(0, 0), (1, 0), (0, 1), (5, 17), (31, 3), (32, 64)] {
+                let mut dst = vec![0xA5u8; len + 200];
+                // SAFETY: both ranges lie within their vectors and do not overlap.
+                unsafe { super::copy_streaming(src.as_ptr().add(from), dst.as_mut_ptr().add(to), len) };
+                assert_eq!(&dst[to..to + len], &src[from..from + len], "len {len}, offsets {from}/{to}");
+                assert!(dst[..to].iter().chain(&dst[to + len..]).all(|&b| b == 0xA5), "len {len}, offsets {from}/{to}: wrote outside");
+            }
+        }
+    }
 }
