@@ -487,7 +487,7 @@ fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
     let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
     // Readbacks in chunks of 8 KiB: each block's last passes run chunk by chunk, and its
-    // leaves are absorbed after the last chunk's passes.
+    // leaves are absorbed once the block is read back.
     ctx.set_transfer_chunk_bytes(8 << 10);
     let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2)), 1);

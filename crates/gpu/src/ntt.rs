@@ -824,7 +824,8 @@ pub struct ResultHooks<'a> {
     /// of this many columns (all but the last) where the binding allows it.
     pub block_multiple: usize,
     /// Each block's buffer (its columns of every row, rows as the result holds them), its
-    /// first column and width, with the encoder that reads it back: record work on it there.
+    /// first column and width, once the block is read back, with an encoder submitted right
+    /// after: record work on it there.
     pub block: &'a dyn Fn(&mut wgpu::CommandEncoder, &wgpu::Buffer, usize, usize),
     /// After the last block, the host copy of the whole result (also when no block of the
     /// multiple fitted and `block` was never called).
@@ -959,7 +960,8 @@ impl GpuNtt {
     }
 
     /// [`transform_columns`](Self::transform_columns) with each block handed to `hooks.block`
-    /// before it is read back (`hooks.whole` and `blocks_done` are not called here).
+    /// once it is read back, before its buffer goes back to the pool (`hooks.whole` and
+    /// `blocks_done` are not called here).
     pub fn transform_columns_then(&self, values: &[BabyBear], width: usize, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> Result<Vec<BabyBear>> {
         let last = check_chain(values.len(), specs)?;
         if let Some(spec) = specs.iter().find(|s| s.width != width) {
@@ -992,18 +994,9 @@ impl GpuNtt {
                     let last = sub.last().expect("a spec");
                     let chunk_rows = self.readback_chunk_rows(last);
                     let (buffer, used, tail) = self.record_specs(&mut encoder, input, &sub, chunk_rows)?;
-                    // The block hook sees the finished block: with passes left per chunk, in
-                    // the encoder that copies the last chunk out, after its passes.
-                    let last_chunk = tail.as_ref().map(|t| (rows_out * cols * 4).div_ceil(t.chunk_bytes as usize) - 1);
-                    if let (Some(hooks), None) = (hooks, &tail) {
-                        (hooks.block)(&mut encoder, &buffer, first_col, cols);
-                    }
                     let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
                         if let Some(tail) = &tail {
                             tail.record(self, encoder, i);
-                            if let (Some(hooks), true) = (hooks, Some(i) == last_chunk) {
-                                (hooks.block)(encoder, &buffer, first_col, cols);
-                            }
                         }
                     };
                     let how = ReadChunks { chunk_bytes: tail.as_ref().map(|t| t.chunk_bytes as usize), before_copy: Some(&record_chunk), before_write: None };
@@ -1012,6 +1005,14 @@ impl GpuNtt {
                     }
                     let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col, how);
                     drop(tail);
+                    // The block hook sees the finished block once it is read back: the GPU runs
+                    // its work while the host fills the next block's upload (recorded in the
+                    // last chunk's encoder, it would hold that chunk's copy back instead).
+                    if let (Some(hooks), true) = (hooks, read.is_ok()) {
+                        let mut after = self.ctx.encoder("ntt column block hook");
+                        (hooks.block)(&mut after, &buffer, first_col, cols);
+                        self.ctx.submit(after)?;
+                    }
                     for b in used.into_iter().chain([buffer]) {
                         self.recycle(b);
                     }
