@@ -930,6 +930,25 @@ impl GpuContext {
         rx.recv().map_err(|e| GpuError::Map(e.to_string()))
     }
 
+    /// [`wait_for_map`] for a buffer that is most likely idle (pooled staging, its last copy
+    /// long done): its map resolves at the next poll, so this polls without blocking for a
+    /// moment before waiting for the whole queue. Kernels queued since (a column block's
+    /// leaf absorb, ~30 ms at 2^17 Keccak rows) then run while the host fills the upload
+    /// instead of holding it back.
+    ///
+    /// [`wait_for_map`]: Self::wait_for_map
+    fn wait_for_idle_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_millis(2) {
+            self.device.poll(wgpu::PollType::Poll).map_err(|e| GpuError::Device(e.to_string()))?;
+            if let Ok(mapped) = rx.try_recv() {
+                return Ok(mapped);
+            }
+            std::thread::yield_now();
+        }
+        self.wait_for_map(rx)
+    }
+
     fn count_submission(&self) {
         self.counters.submissions.fetch_add(1, Ordering::Relaxed);
     }
@@ -1170,7 +1189,7 @@ impl GpuContext {
                         ring[slot].0.slice(..).map_async(wgpu::MapMode::Write, move |r| {
                             let _ = tx.send(r);
                         });
-                        self.wait_for_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                        self.wait_for_idle_map(&rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
                     }
                 } else {
                     // Reused within this upload: wait for its previous copy, then map it.
