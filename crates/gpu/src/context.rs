@@ -515,12 +515,6 @@ const RETIRE_BEFORE_BYTES: usize = 8 << 20;
 /// the bus.
 const CHUNKS_IN_FLIGHT: usize = 3;
 
-/// Staging chunks an upload fills before it reuses one (a reuse waits for that chunk's copy,
-/// which is queued behind whatever kernels were submitted before the upload: a column block's
-/// leaf absorb, ~30 ms at 2^17 Keccak rows). Eight chunks (512 MiB) let an upload of that size
-/// fill while those kernels run; the pool keeps the staging for the next upload.
-const UPLOAD_CHUNKS_IN_FLIGHT: usize = 8;
-
 /// Timestamps around submissions, each tagged with the label current when it was submitted.
 struct SubmissionProfile {
     sets: Vec<wgpu::QuerySet>,
@@ -1185,7 +1179,7 @@ impl GpuContext {
         let (mut fill_ns, mut wait_ns) = (0u128, 0u128);
         let result = (|| {
             for (i, range) in ranges.iter().enumerate() {
-                let slot = i % UPLOAD_CHUNKS_IN_FLIGHT;
+                let slot = i % CHUNKS_IN_FLIGHT;
                 let (tx, rx) = std::sync::mpsc::channel();
                 if slot == ring.len() {
                     let (buffer, pooled) = self.upload_pool.take(&self.device, chunk.min(total) as u64);
