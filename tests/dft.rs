@@ -472,6 +472,14 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
         assert_eq!(mmcs.commit(vec![lde.clone()]).0, mmcs.cpu().commit(vec![lde]).0, "after a failed commit ahead");
         assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck");
         assert!(ctx.transfer_counts().bytes_up > before, "the rows went up");
+        // The same with the tree's root failing to come back (after the checksum's readback).
+        ctx.fail_readbacks(2, 1);
+        let m = matrix(&mut rng, 13, 33);
+        let lde = dft.coset_lde_batch(m, 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
+        let before = ctx.transfer_counts().bytes_up;
+        assert_eq!(mmcs.commit(vec![lde.clone()]).0, mmcs.cpu().commit(vec![lde]).0, "after a failed root readback");
+        assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck the root");
+        assert!(ctx.transfer_counts().bytes_up > before, "the rows went up after a failed root readback");
     }
 }
 

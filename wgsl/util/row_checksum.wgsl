@@ -10,8 +10,9 @@
 // One workgroup per group. Word pair j of a row (words 2j and 2j + 1, the second 0 past an odd
 // row's end) at local row r of the group is keyed at r * width_even + 2j. The buffer may hold
 // only a block of the matrix's columns (`first_col`, `cols`, `stride` words a row); every block
-// but the last starts at an even column, so the pairs are the whole row's, and `accumulate`
-// adds the block's sums to what earlier blocks left (64-bit sums mod 2^64 add up in any order).
+// starts at an even column and every block but the last is an even number of columns wide, so
+// the pairs are the whole row's, and `accumulate` adds the block's sums to what earlier blocks
+// left (64-bit sums mod 2^64 add up in any order).
 
 // Rust twin: `ChecksumParams` in crates/gpu/src/row_checksum.rs.
 struct ChecksumParams {

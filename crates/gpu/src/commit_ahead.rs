@@ -123,8 +123,10 @@ impl CommitAhead {
             // An earlier block failed.
             return;
         }
-        // In its own error scope: a failure here (memory, a pipeline) drops the leaves and
-        // leaves the transform whose encoder this is alone.
+        // In its own error scope: a failure here (memory, a pipeline) drops the leaves. (The
+        // encoder is the transform's hook encoder, submitted in a scope of its own: work left
+        // in it that then fails validation fails nothing else, and a block whose absorb or sums
+        // went missing cannot match the host's sums.)
         let ctx = self.ctx().clone();
         let absorbed = ctx.scoped("Merkle commit ahead", || {
             if first_col == 0 {
@@ -147,7 +149,11 @@ impl CommitAhead {
     /// The DFT's side once every block of a `height` x `width` result is absorbed: submits the
     /// tree's levels and the checksum sums' readback, and leaves both for the MMCS.
     pub(crate) fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize) {
-        let Some((leaves, sums, _key)) = progress.lock().take() else { return };
+        let Some((leaves, sums, _key)) = progress.lock().take() else {
+            // A block failed: no tree for this result, and none left from before.
+            self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            return;
+        };
         let ctx = self.ctx().clone();
         let ahead = ctx.scoped("Merkle commit ahead", || {
             let read = ctx.submit_then_read(ctx.encoder("row checksums"), &sums, row_checksum::groups(height, width) * 4);
