@@ -44,7 +44,17 @@ struct Ahead {
 pub struct CommitAhead {
     merkle: Arc<GpuMerkle>,
     checksum: RowChecksum,
+    /// The checksum key for the last row width used, on the host and on the GPU (a STARK's
+    /// LDEs committed ahead are all of one width).
+    key: Mutex<Option<ChecksumKey>>,
     slot: Mutex<Option<Ahead>>,
+}
+
+/// The checksum key for one row width, on the host and on the GPU.
+struct ChecksumKey {
+    width: usize,
+    words: Arc<[u32]>,
+    buffer: wgpu::Buffer,
 }
 
 /// A result computed a block of columns at a time, while its blocks are absorbed: the leaves'
@@ -66,7 +76,19 @@ pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 32 << 20;
 
 impl CommitAhead {
     pub fn new(merkle: Arc<GpuMerkle>) -> Self {
-        Self { merkle, checksum: RowChecksum::new(), slot: Mutex::new(None) }
+        Self { merkle, checksum: RowChecksum::new(), key: Mutex::new(None), slot: Mutex::new(None) }
+    }
+
+    /// The checksum key for rows of `width` words, made and uploaded once per width.
+    fn key(&self, width: usize) -> (Arc<[u32]>, wgpu::Buffer) {
+        let mut cached = self.key.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(key) = cached.as_ref().filter(|k| k.width == width) {
+            return (key.words.clone(), key.buffer.clone());
+        }
+        let words: Arc<[u32]> = self.checksum.key(width).into();
+        let buffer = self.ctx().upload("checksum key", &words);
+        *cached = Some(ChecksumKey { width, words: words.clone(), buffer: buffer.clone() });
+        (words, buffer)
     }
 
     pub fn merkle(&self) -> &Arc<GpuMerkle> {
@@ -86,7 +108,7 @@ impl CommitAhead {
         // In its own error scope, as every commit: a device error fails it, not a later one.
         let ahead = ctx.scoped("Merkle commit ahead", || {
             let bytes = crate::merkle::matrix_bytes(height, width)?;
-            let key = ctx.upload("checksum key", &self.checksum.key(width));
+            let (_, key) = self.key(width);
             let groups = row_checksum::groups(height, width);
             let sums = ctx.pooled_storage("row checksums", groups * 4);
             let mut encoder = ctx.encoder("row checksums");
@@ -132,7 +154,7 @@ impl CommitAhead {
             if first_col == 0 {
                 let leaves = self.merkle.column_leaves(height, width)?;
                 let sums = ctx.pooled_storage("row checksums", row_checksum::groups(height, width) * 4);
-                let key = ctx.upload("checksum key", &self.checksum.key(width));
+                let (_, key) = self.key(width);
                 *state = Some((leaves, sums, key));
             }
             let (leaves, sums, key) = state.as_mut().expect("made at the first block");
@@ -184,7 +206,7 @@ impl CommitAhead {
             return None;
         }
         let started = std::time::Instant::now();
-        let key = self.checksum.key(width);
+        let (key, _) = self.key(width);
         let sums = RowChecksum::host_sums(&key, height, width, |r| RowWords(matrix.row_slice(r).expect("row in range")));
         let summed = started.elapsed();
         let ctx = self.ctx();

@@ -238,7 +238,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         // Over one binding the result comes a block of columns at a time: its leaves are
         // absorbed block by block (blocks of a multiple of the sponge's rate, where they fit).
         let progress = ColumnProgress::default();
-        let whole = |buffer: &wgpu::Buffer, _: &[BabyBear]| {
+        let whole = |buffer: &wgpu::Buffer| {
             if let Some(a) = ahead {
                 a.offer(buffer, rows, w);
             }
@@ -248,7 +248,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
                 a.absorb(&progress, encoder, buffer, rows, w, first_col, cols);
             }
         };
-        let blocks_done = |_: &[BabyBear]| {
+        let blocks_done = || {
             if let Some(a) = ahead {
                 a.offer_columns(&progress, rows, w);
             }

@@ -245,6 +245,16 @@ pub(crate) struct ChunkPasses {
 }
 
 impl ChunkPasses {
+    /// The `ReadChunks::before_copy` hook of a readback whose chunks finish with `tail`'s
+    /// passes (none: nothing to record).
+    fn recorder<'a>(ntt: &'a GpuNtt, tail: &'a Option<ChunkPasses>) -> impl Fn(&mut wgpu::CommandEncoder, usize) + 'a {
+        move |encoder, i| {
+            if let Some(tail) = tail {
+                tail.record(ntt, encoder, i);
+            }
+        }
+    }
+
     /// Records chunk `index`'s passes into `encoder`.
     fn record(&self, ntt: &GpuNtt, encoder: &mut wgpu::CommandEncoder, index: usize) {
         let offset = index as u64 * self.chunk_bytes;
@@ -818,8 +828,8 @@ fn check_chain(len: usize, specs: &[NttSpec]) -> Result<&NttSpec> {
 /// ([`GpuNtt::transform_chain_in_place_then`]).
 #[derive(Clone, Copy)]
 pub struct ResultHooks<'a> {
-    /// The result in one buffer, row for row as the host copy (second argument) holds it.
-    pub whole: &'a dyn Fn(&wgpu::Buffer, &[BabyBear]),
+    /// The result in one buffer, rows as the host copy holds them.
+    pub whole: &'a dyn Fn(&wgpu::Buffer),
     /// A result over one binding is computed a block of columns at a time: blocks of a multiple
     /// of this many columns (all but the last) where the binding allows it.
     pub block_multiple: usize,
@@ -827,9 +837,9 @@ pub struct ResultHooks<'a> {
     /// first column and width, once the block is read back, with an encoder submitted right
     /// after: record work on it there.
     pub block: &'a dyn Fn(&mut wgpu::CommandEncoder, &wgpu::Buffer, usize, usize),
-    /// After the last block, the host copy of the whole result (also when no block of the
-    /// multiple fitted and `block` was never called).
-    pub blocks_done: &'a dyn Fn(&[BabyBear]),
+    /// After the last block (also when no block of the multiple fitted and `block` was never
+    /// called).
+    pub blocks_done: &'a dyn Fn(),
 }
 
 /// Why [`GpuNtt::transform_chain_in_place`] failed, and whether its input survived.
@@ -863,7 +873,7 @@ impl GpuNtt {
             // A block of columns at a time cannot share the input's rows: a fresh result.
             *values = self.transform_columns_then(values, last.width, specs, hooks).map_err(kept)?;
             if let Some(hooks) = hooks {
-                (hooks.blocks_done)(values);
+                (hooks.blocks_done)();
             }
             return Ok(());
         }
@@ -893,11 +903,7 @@ impl GpuNtt {
             // No reference to the result's memory is made here: the prefault threads write the
             // grown part until the readback's `before_write` joins them.
             let dst = values.as_mut_ptr().cast::<u8>();
-            let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
-                if let Some(tail) = &tail {
-                    tail.record(self, encoder, i);
-                }
-            };
+            let record_chunk = ChunkPasses::recorder(self, &tail);
             let how = ReadChunks {
                 // Each chunk's last passes run just before its copy, while the host drains the
                 // chunks before it.
@@ -910,13 +916,10 @@ impl GpuNtt {
             // and, in the grown part until joined, the prefault threads write; BabyBear is one
             // u32 word (repr(transparent)).
             let read = unsafe { self.ctx.submit_and_read_chunked_into_raw(encoder, &buffer, dst, out_len * 4, Some(crate::field::BABYBEAR_P), how) };
+            drop(record_chunk);
             drop(tail);
-            if read.is_ok() {
-                if let Some(hooks) = hooks {
-                    // SAFETY: all out_len words were written by the readback.
-                    unsafe { values.set_len(out_len) };
-                    (hooks.whole)(&buffer, values);
-                }
+            if let (Some(hooks), true) = (hooks, read.is_ok()) {
+                (hooks.whole)(&buffer);
             }
             for b in used.into_iter().chain([buffer]) {
                 self.recycle(b);
@@ -994,16 +997,13 @@ impl GpuNtt {
                     let last = sub.last().expect("a spec");
                     let chunk_rows = self.readback_chunk_rows(last);
                     let (buffer, used, tail) = self.record_specs(&mut encoder, input, &sub, chunk_rows)?;
-                    let record_chunk = |encoder: &mut wgpu::CommandEncoder, i: usize| {
-                        if let Some(tail) = &tail {
-                            tail.record(self, encoder, i);
-                        }
-                    };
+                    let record_chunk = ChunkPasses::recorder(self, &tail);
                     let how = ReadChunks { chunk_bytes: tail.as_ref().map(|t| t.chunk_bytes as usize), before_copy: Some(&record_chunk), before_write: None };
                     for handle in prefaulting.drain(..) {
                         handle.join().expect("a prefault thread panicked");
                     }
                     let read = self.ctx.submit_and_read_rows_into(encoder, &buffer, rows_out, cols, &mut out, width, first_col, how);
+                    drop(record_chunk);
                     drop(tail);
                     // The block hook sees the finished block once it is read back: the GPU runs
                     // its work while the host fills the next block's upload (recorded in the
