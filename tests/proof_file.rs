@@ -9,7 +9,7 @@ use std::io::Read;
 
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::prover::{Backend, CpuBackend, Params, ProofFile, ProverError, Soundness};
+use whir_wgpu::prover::{Backend, CpuBackend, FileParamsFloor, Params, ProofFile, ProverError, ReadLimits, Soundness};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points }
@@ -52,10 +52,20 @@ fn the_verifier_decides_the_parameters_not_the_file() {
     let err = file.verify(&strong).unwrap_err().to_string();
     assert!(err.contains("security 1 (expected 60)") && err.contains("pow-bits 0 (expected 10)"), "{err}");
     // Taking the file's word only with an explicit floor.
-    let err = file.verify_file_params(80).unwrap_err().to_string();
+    let err = file.verify_file_params(FileParamsFloor::default()).unwrap_err().to_string();
     assert!(err.contains("security = 1 bits, below the 80 bits accepted"), "{err}");
-    file.verify_file_params(1).expect("accepted at a 1-bit floor");
+    let floor = |min_security_bits| FileParamsFloor { min_security_bits, allow_conjectured: false };
+    file.verify_file_params(floor(1)).expect("accepted at a 1-bit floor");
     file.verify(&weak).expect("accepted when the verifier expects exactly these parameters");
+
+    // A level resting on the capacity conjecture clears a floor only when that is accepted.
+    let conjectured = Params { soundness: Soundness::Capacity, ..params(10, 2, 1, 1) };
+    let file = ProofFile::from_bytes(&proof_bytes(&conjectured, &mut rng)).unwrap();
+    let err = file.verify_file_params(floor(1)).unwrap_err().to_string();
+    assert!(err.contains("capacity bound (a conjecture") && err.contains("--allow-conjecture"), "{err}");
+    file.verify_file_params(FileParamsFloor { min_security_bits: 1, allow_conjectured: true }).expect("conjecture accepted");
+    assert!(conjectured.warnings().iter().any(|w| w.contains("conjecture")), "{:?}", conjectured.warnings());
+    assert!(!params(10, 2, 1, 1).warnings().iter().any(|w| w.contains("conjecture")));
 }
 
 #[test]
@@ -129,6 +139,50 @@ fn reading_is_bounded_by_the_parameters() {
     let file = ProofFile::read(std::io::Cursor::new(bytes.clone()), None).unwrap();
     file.verify(&p).unwrap();
     ProofFile::read(std::io::Cursor::new(bytes), Some(&p)).unwrap().verify(&p).unwrap();
+}
+
+/// A header may name parameters whose largest proof is gigabytes (n = 28 folded at once): the
+/// absolute read limit holds all the same, for the file's parameters and for a verifier that
+/// expects those very parameters, and says how to raise it; a raised limit is honoured.
+#[test]
+fn a_forged_header_cannot_raise_the_read_limit() {
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 1);
+    let bytes = proof_bytes(&p, &mut rng);
+    let mut forged = ProofFile::from_bytes(&bytes).unwrap();
+    forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 };
+    let claimed = ProofFile::max_bytes(&forged.params).unwrap();
+    assert!(claimed > 1 << 32, "the forged parameters allow {claimed} bytes");
+    let limit = ReadLimits::DEFAULT_MAX_FILE_BYTES;
+    for expected in [None, Some(&forged.params)] {
+        let endless = std::io::Cursor::new(forged.to_bytes()).chain(std::io::repeat(0));
+        let err = ProofFile::read(endless, expected).unwrap_err().to_string();
+        assert!(err.contains(&format!("larger than the {limit} bytes (64.0 MiB) a verifier reads")) && err.contains("--max-proof-mib"), "{err}");
+    }
+    // from_bytes holds the same limit for bytes already in memory.
+    let mut padded = forged.clone();
+    padded.proof.resize(limit + 1, 0);
+    let err = ProofFile::from_bytes(&padded.to_bytes()).unwrap_err().to_string();
+    assert!(err.contains("a verifier reads from one proof file"), "{err}");
+    // A lower limit refuses a real proof over it; the proof's own size passes.
+    let err = ProofFile::read_with(std::io::Cursor::new(&bytes), Some(&p), ReadLimits::new(bytes.len() - 1)).unwrap_err().to_string();
+    assert!(err.contains(&format!("larger than the {} bytes", bytes.len() - 1)), "{err}");
+    ProofFile::read_with(std::io::Cursor::new(&bytes), Some(&p), ReadLimits::new(bytes.len())).unwrap().verify(&p).unwrap();
+    assert!(ProofFile::max_verify_memory_with(&forged.params, ReadLimits::default()).unwrap() <= (8 << 20) + 8 * limit);
+}
+
+#[test]
+fn a_bad_soundness_tag_is_named_as_such() {
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 1);
+    let mut bytes = proof_bytes(&p, &mut rng);
+    // Magic (8 bytes), version (1), then vars, fold, rate, security, pow-bits, soundness.
+    let soundness_at = 8 + 1 + 5;
+    assert_eq!(bytes[soundness_at], 0, "Johnson is variant 0");
+    bytes[soundness_at] = 7;
+    let err = ProofFile::read(std::io::Cursor::new(&bytes), None).unwrap_err().to_string();
+    assert!(err.contains("the soundness tag is not one of johnson, capacity, unique"), "{err}");
+    assert!(!err.contains("field element"), "{err}");
 }
 
 #[test]

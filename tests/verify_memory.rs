@@ -8,7 +8,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use whir_wgpu::prover::{Backend, CpuBackend, Params, ProofFile, Soundness};
+use std::io::Read;
+
+use whir_wgpu::prover::{Backend, CpuBackend, Params, ProofFile, ReadLimits, Soundness};
 
 /// Counts live heap bytes and their high-water mark.
 struct Counting;
@@ -75,5 +77,30 @@ fn verification_memory_is_bounded_by_the_expected_parameters() {
         let (verdict, peak) = peak_during(|| ProofFile::read(std::io::repeat(0xff), Some(&p)));
         assert!(verdict.is_err());
         assert!(peak <= bound, "{p:?}: an endless file took {peak} bytes, over the bound {bound}");
+    }
+}
+
+/// A header naming parameters whose largest proof is gigabytes (n = 28 folded at once) does not
+/// raise what reading holds: the buffer stops at the absolute limit (plus one byte), for the
+/// default limit and a lower one, whatever follows the header. (Its last doubling holds the old
+/// and the new buffer for a moment: 1.5x the limit.)
+#[test]
+fn a_forged_header_is_held_to_the_absolute_limit() {
+    let _one = SERIAL.lock().unwrap();
+    let mut rng = common::rng();
+    let p = params(10, 2, 1, 1);
+    let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+    let mut forged = ProofFile::from_bytes(&ProofFile::new(&p, &CpuBackend.prove(&p, &evals).unwrap()).to_bytes()).unwrap();
+    forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 };
+    let header = forged.to_bytes();
+    for limits in [ReadLimits::default(), ReadLimits::new(3 << 20)] {
+        for expected in [None, Some(&forged.params)] {
+            let (verdict, peak) = peak_during(|| ProofFile::read_with(std::io::Cursor::new(&header).chain(std::io::repeat(0)), expected, limits));
+            let err = verdict.unwrap_err().to_string();
+            assert!(err.contains("a verifier reads from one proof file"), "{err}");
+            let bound = limits.max_file_bytes / 2 * 3 + (1 << 20);
+            eprintln!("{limits:?}: peak {peak} bytes");
+            assert!(peak <= bound, "{limits:?}: reading took {peak} bytes, over {bound}");
+        }
     }
 }

@@ -30,8 +30,8 @@ pub struct BenchArgs {
     rate: Vec<usize>,
     #[command(flatten)]
     security: crate::SecurityArgs,
-    /// Repetitions per cell (medians are reported).
-    #[arg(long, default_value_t = 3)]
+    /// Repetitions per cell (medians are reported), 1 to 1000.
+    #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     reps: usize,
     /// Skip the GPU backend.
     #[arg(long)]
@@ -41,12 +41,33 @@ pub struct BenchArgs {
     no_pieces: bool,
     /// Untimed GPU proofs before each GPU path's repetitions in a cell, for at least this long
     /// (at least one): the GPU idles, and clocks down, while the CPU provers run.
-    #[arg(long, default_value_t = 1000)]
+    /// At most 600000 (ten minutes).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_WARMUP_MS))]
     gpu_warmup_ms: u64,
+    /// Write the cells as JSON here (rewritten after every cell).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Plot the GPU backend's speedup over Plonky3 here (SVG).
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Replace existing --json / --plot files.
+    #[arg(long)]
+    force: bool,
+}
+
+const MAX_WARMUP_MS: u64 = 600_000;
+
+/// `values` without repeats, in their order, saying on stderr which repeats were dropped.
+fn distinct(flag: &str, values: &[usize]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for &v in values {
+        if out.contains(&v) {
+            eprintln!("note: {flag} {v} is given more than once; its cells run once");
+        } else {
+            out.push(v);
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -113,10 +134,17 @@ fn ms(d: Duration) -> f64 {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let soundness = Soundness::parse(&args.security.soundness)?;
-    // Output paths are checked before the first proof (reports are rewritten after every cell,
-    // so an existing file is replaced).
-    let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", true, &[])).transpose()?;
-    let plot_out = args.plot.as_deref().map(|p| OutputFile::prepare(p, "--plot", true, &[])).transpose()?;
+    // Output paths are checked before the first proof; an existing file needs --force.
+    let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
+    let plot_out = args.plot.as_deref().map(|p| OutputFile::prepare(p, "--plot", args.force, &[])).transpose()?;
+    if let (Some(j), Some(p)) = (&json_out, &plot_out) {
+        if j.same_target(p) {
+            bail!("--json and --plot both name {}; the plot would replace the JSON: give them different files", j.path().display());
+        }
+    }
+    if plot_out.is_some() && args.no_gpu {
+        bail!("--plot charts the GPU backend's speedup over Plonky3; with --no-gpu there is nothing to chart: drop --plot or --no-gpu");
+    }
     eprintln!("CPU threads for Plonky3 and our CPU backend: {}", whir_gpu::cpu_threads());
     let gpu = if args.no_gpu {
         None
@@ -126,6 +154,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 eprintln!("GPU: {}", g.context().summary());
                 Some(g)
             }
+            Err(e) if plot_out.is_some() => {
+                bail!("no GPU backend ({e}), so --plot would chart nothing: drop --plot to time Plonky3 and our CPU backend only")
+            }
             Err(e) => {
                 eprintln!("no GPU backend ({e}); timing Plonky3 and our CPU backend only");
                 None
@@ -133,9 +164,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
     };
     let mut shapes = Vec::new();
-    for &n in &args.vars {
-        for &k in &args.fold {
-            for &r in &args.rate {
+    let (vars, folds, rates) = (distinct("--vars", &args.vars), distinct("--fold", &args.fold), distinct("--rate", &args.rate));
+    for &n in &vars {
+        for &k in &folds {
+            for &r in &rates {
                 shapes.push((n, k, r));
             }
         }
@@ -152,7 +184,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             points: 1,
         })
         .collect();
-    let reps = args.reps.max(1);
+    let reps = args.reps;
     let pieces = gpu.clone().filter(|_| !args.no_pieces).map(|g| g.with_mode(GpuMode::Pieces));
     let runs_per_cell = reps * (2 + usize::from(gpu.is_some()) + usize::from(pieces.is_some()));
     // (Plus untimed warm-up proofs per GPU path and cell, for --gpu-warmup-ms, not counted by the bar.)

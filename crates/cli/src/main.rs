@@ -16,7 +16,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
-use whir_prover::{Backend, CpuBackend, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, RoundBreakdown, Soundness, Step, StepTime, WEAK_SECURITY_BITS};
+use whir_prover::{
+    Backend, CpuBackend, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
+    WEAK_SECURITY_BITS,
+};
 
 use crate::output::OutputFile;
 
@@ -133,6 +136,16 @@ struct VerifyArgs {
     /// With --accept-file-params: the least security accepted, in bits.
     #[arg(long, default_value_t = WEAK_SECURITY_BITS, requires = "accept_file_params")]
     min_security: usize,
+    /// With --accept-file-params: also accept a level resting on the capacity bound, a
+    /// conjecture (by default only proven bounds: johnson, unique).
+    #[arg(long, requires = "accept_file_params")]
+    allow_conjecture: bool,
+    /// Most MiB read from the proof file, whatever its header claims (honest proofs are a few
+    /// MiB at most); reading and verifying hold at most 8 MiB + 8x this. Raise it only for a
+    /// large proof you trust.
+    #[arg(long = "max-proof-mib", value_name = "MIB", default_value_t = (ReadLimits::DEFAULT_MAX_FILE_BYTES >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_proof_mib: u64,
 }
 
 /// Below this many variables `auto` proves on the CPU: the GPU's fixed costs dominate. Measured
@@ -200,13 +213,13 @@ fn prove(args: ProveArgs) -> Result<()> {
     if args.input.is_some() && args.seed.is_some() {
         bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
     }
+    if args.gpu_memory == Some(0) {
+        bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
+    }
     let inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
     let out = OutputFile::prepare(&args.out, "--out", args.force, &inputs)?;
-    if params.security_bits < WEAK_SECURITY_BITS {
-        eprintln!(
-            "warning: {} bits of security is below {WEAK_SECURITY_BITS}: a proof this weak can be forged; use it for tests only",
-            params.security_bits
-        );
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
     }
     let evals = match &args.input {
         Some(path) => read_input(path, args.vars)?,
@@ -215,9 +228,6 @@ fn prove(args: ProveArgs) -> Result<()> {
             (0..1usize << args.vars).map(|_| rng.random()).collect()
         }
     };
-    if args.gpu_memory == Some(0) {
-        bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
-    }
     let gpu_options = whir_gpu::GpuOptions { memory_mib: args.gpu_memory, ..Default::default() };
     let (gpu, why) = match args.backend {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
@@ -399,27 +409,36 @@ fn verify(args: VerifyArgs) -> Result<()> {
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         bail!("{} is a directory, not a proof file", args.file.display());
     }
+    let limits = usize::try_from(args.max_proof_mib << 20)
+        .map(ReadLimits::new)
+        .map_err(|_| anyhow::anyhow!("--max-proof-mib {} does not fit this machine's address space", args.max_proof_mib))?;
     let what = format!("proof file {}", args.file.display());
-    if args.accept_file_params {
-        let proof = ProofFile::read(file, None).context(what.clone())?;
-        proof.verify_file_params(args.min_security).context(what)?;
-        println!("verified with the file's own parameters (--accept-file-params, at least {} bits): {}", args.min_security, proof.params);
-        return Ok(());
-    }
-    let d = Params::defaults();
-    let expected = Params {
-        num_vars: args.vars.unwrap_or(d.num_vars),
-        fold: args.fold.unwrap_or(d.fold),
-        log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
-        security_bits: args.security.unwrap_or(d.security_bits),
-        pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
-        soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
-        points: args.points.unwrap_or(d.points),
+    let (params, how) = if args.accept_file_params {
+        let proof = ProofFile::read_with(file, None, limits).context(what.clone())?;
+        let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
+        proof.verify_file_params(floor).context(what)?;
+        (proof.params, format!("verified with the file's own parameters (--accept-file-params, at least {} bits)", args.min_security))
+    } else {
+        let d = Params::defaults();
+        let expected = Params {
+            num_vars: args.vars.unwrap_or(d.num_vars),
+            fold: args.fold.unwrap_or(d.fold),
+            log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
+            security_bits: args.security.unwrap_or(d.security_bits),
+            pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
+            soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
+            points: args.points.unwrap_or(d.points),
+        };
+        expected.validate(whir_prover::ParamSource::Flags)?;
+        let proof = ProofFile::read_with(file, Some(&expected), limits).context(what.clone())?;
+        proof.verify(&expected).context(what)?;
+        (expected, "verified".to_string())
     };
-    expected.validate(whir_prover::ParamSource::Flags)?;
-    let proof = ProofFile::read(file, Some(&expected)).context(what.clone())?;
-    proof.verify(&expected).context(what)?;
-    println!("verified: {expected}");
+    // As `prove` does: a weak or conjectured level is verified, and said to be so.
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    println!("{how}: {params}; the security rests on {}", params.soundness.basis());
     Ok(())
 }
 
@@ -467,6 +486,23 @@ fn info(adapter: Option<String>) -> Result<()> {
     }
 }
 
+/// A command line clap refuses: its message as usual, and for `prove --json` also as the JSON
+/// error object its help promises ("also on error"), with clap's exit status.
+fn usage_error(e: clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let wants_json = args.first().is_some_and(|a| a == "prove") && args.iter().any(|a| a == "--json");
+    let informational = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+    if wants_json && !informational {
+        let message = e.render().to_string();
+        let message = message.trim().strip_prefix("error: ").unwrap_or(message.trim());
+        println!("{}", json!({ "error": message, "usage": true, "verified": false }));
+    }
+    let code = e.exit_code();
+    let _ = e.print();
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(2))
+}
+
 fn main() -> std::process::ExitCode {
     // Diagnostics on stderr, off unless asked for: WHIR_LOG=whir_gpu=debug shows each transfer,
     // Merkle commit and pipeline build with its time; warnings (e.g. a GPU fallback) always.
@@ -477,7 +513,18 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let result = match Cli::parse().command {
+    // A write over a file-size limit (`ulimit -f`) fails with EFBIG, which the output code
+    // reports and cleans up after, instead of the signal killing the process silently.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_IGN before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let result = match cli.command {
         Command::Info { adapter } => info(adapter),
         Command::Prove(args) => {
             let json = args.json;

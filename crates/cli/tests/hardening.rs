@@ -64,6 +64,20 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// Runs `script` with `sh -c` (for `ulimit` and `umask`).
+fn shell(script: &str) -> Output {
+    Command::new("sh").arg("-c").arg(script).env("XDG_RUNTIME_DIR", std::env::temp_dir()).env_remove("WHIR_ADAPTER").output().expect("run sh")
+}
+
+/// Names of temporary files in `dir` (ours are `.<name>.<random>.partial`).
+fn leftovers(dir: &TempDir) -> Vec<String> {
+    std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
 fn prove_small(out: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["prove"];
     args.extend(SMALL);
@@ -215,24 +229,27 @@ fn outputs_are_never_lost() {
     let out = prove_small(&proof, &["--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let good = std::fs::read(&proof).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&proof).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o644, "a proof file is an ordinary, readable file");
-    }
     assert!(ProofFile::from_bytes(&good).is_ok());
 
-    // A run killed while writing (file-size limit) leaves the old proof whole.
-    let cmd = format!(
-        "ulimit -f 4; exec '{}' prove {} --force --out '{}' --seed 9",
-        env!("CARGO_BIN_EXE_whir"),
-        SMALL.join(" "),
-        s(&proof)
-    );
-    let out = Command::new("sh").arg("-c").arg(&cmd).env("XDG_RUNTIME_DIR", std::env::temp_dir()).output().unwrap();
-    assert!(!out.status.success(), "a 2 KiB file-size limit did not stop a {} byte proof", good.len());
+    // Proof files are created as any program's files: mode 0666 less the umask.
+    #[cfg(unix)]
+    for (umask, mode) in [("022", 0o644), ("077", 0o600)] {
+        use std::os::unix::fs::PermissionsExt;
+        let fresh = dir.file(&format!("umask{umask}.whir"));
+        let out = shell(&format!("umask {umask}; exec '{}' prove {} --out '{}'", env!("CARGO_BIN_EXE_whir"), SMALL.join(" "), s(&fresh)));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let got = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+        assert_eq!(got, mode, "umask {umask}: mode {got:o}");
+    }
+
+    // A file-size limit (`ulimit -f`) makes the write fail with a message, not a silent death
+    // by SIGXFSZ: the old proof stays whole and no temporary file is left behind.
+    let out = shell(&format!("ulimit -f 4; exec '{}' prove {} --force --out '{}' --seed 9", env!("CARGO_BIN_EXE_whir"), SMALL.join(" "), s(&proof)));
+    let err = assert_clean_error(&out, "a 4-block file-size limit");
+    assert!(err.contains("File too large") && err.contains("ulimit -f") && err.contains("nothing was written"), "{err}");
+    assert!(!err.contains(".tmp") && !err.contains(".partial"), "the message names a temporary file: {err}");
     assert_eq!(std::fs::read(&proof).unwrap(), good, "the earlier proof was damaged");
+    assert_eq!(leftovers(&dir), Vec::<String>::new(), "temporary files left behind");
 
     // Unwritable places fail before any proving (nothing on stdout).
     for (out_path, why) in [(dir.0.clone(), "is a directory"), (PathBuf::from("/proc/whir-test.whir"), "cannot create files in /proc")] {
@@ -251,19 +268,21 @@ fn outputs_are_never_lost() {
 
 #[test]
 fn messages_name_the_parameter_at_fault_and_a_value_that_works() {
-    let cases: [(&[&str], &str, &str); 5] = [
+    let cases: [(&[&str], &str, &str); 7] = [
         (&["--security", "0"], "--security 0 is out of range", "use --security 100"),
         (&["--pow-bits", "1000"], "--pow-bits 1000 is over the 30 bits", "use --pow-bits 20"),
         (&["--fold", "12", "--rate", "40"], "--rate 40 with n = 20 and fold 12", "use --rate 19 or less"),
         (&["--vars", "1"], "--fold 4 exceeds the polynomial's n = 1", "use --fold 1 or less"),
         (&["--vars", "24", "--fold", "4"], "derived proof-of-work of 22 bits", "use --pow-bits 22"),
+        (&["--fold", "1000"], "--fold 1000 exceeds", "use --fold 20 or less (at most 28 with --vars 28)"),
+        (&["--security", "1", "--pow-bits", "1"], "--pow-bits 1 reaches the whole 1-bit", "use --pow-bits 0, or a higher --security"),
     ];
     for (args, what, hint) in cases {
         let mut all = vec!["prove", "--backend", "cpu", "--out", "/nonexistent-dir/x.whir"];
         all.extend(args);
         let err = assert_clean_error(&whir(&all), what);
         assert!(err.contains(what) && err.contains(hint), "{args:?}: {err}");
-        for wrong in ["check --vars, --fold and --rate", "raise --fold", "just send it directly"] {
+        for wrong in ["check --vars, --fold and --rate", "raise --fold", "just send it directly", "--vars 28 or more", "--pow-bits 0 or less"] {
             assert!(!err.contains(wrong), "{args:?}: {err}");
         }
     }
@@ -301,10 +320,184 @@ fn json_summaries_are_complete_and_errors_are_json_too() {
 #[test]
 fn a_bench_that_measures_nothing_fails() {
     let dir = TempDir::new("bench");
-    let plot = dir.file("plot.svg");
     // n = 24 fold 4 needs 22 PoW bits: the only cell is infeasible.
-    let out = whir(&["bench", "--vars", "24", "--fold", "4", "--rate", "1", "--no-gpu", "--plot", s(&plot)]);
+    let out = whir(&["bench", "--vars", "24", "--fold", "4", "--rate", "1", "--no-gpu", "--json", s(&dir.file("cells.json"))]);
     let err = assert_clean_error(&out, "all cells skipped");
     assert!(err.contains("every cell of the grid was skipped"), "{err}");
+    // A chart of the GPU's speedup without the GPU: refused before any work, nothing written.
+    let plot = dir.file("plot.svg");
+    let started = Instant::now();
+    let out = whir(&["bench", "--vars", "10", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "10", "--no-gpu", "--plot", s(&plot)]);
+    let err = assert_clean_error(&out, "--plot with --no-gpu");
+    assert!(err.contains("--plot charts the GPU backend's speedup") && err.contains("drop --plot or --no-gpu"), "{err}");
     assert!(!plot.exists(), "an empty plot was written");
+    assert!(started.elapsed() < Duration::from_secs(5), "benchmarked first: {:?}", started.elapsed());
+}
+
+const SMALL_BENCH: [&str; 13] = ["bench", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "10", "--no-gpu", "--reps", "1", "--no-pieces"];
+
+/// `bench` writes its reports as `prove` writes proofs: never over an existing file without
+/// --force, never the plot over the JSON; a repeated grid value runs once; counts and times
+/// out of range are usage errors, not a silent one rep or a warm-up that never ends.
+#[test]
+fn bench_outputs_and_counts_are_checked() {
+    let dir = TempDir::new("bench-out");
+    let json = dir.file("cells.json");
+    std::fs::write(&json, b"keep me").unwrap();
+    let mut args = SMALL_BENCH.to_vec();
+    args.extend(["--vars", "10", "--json", s(&json)]);
+    let err = assert_clean_error(&whir(&args), "bench --json over an existing file");
+    assert!(err.contains("already exists; pass --force"), "{err}");
+    assert_eq!(std::fs::read(&json).unwrap(), b"keep me");
+
+    let same = dir.file("same");
+    let alias = format!("{}/./same", s(&dir.0));
+    let mut args = SMALL_BENCH.to_vec();
+    args.extend(["--vars", "10", "--json", s(&same), "--plot", &alias]);
+    let err = assert_clean_error(&whir(&args), "--json X --plot X");
+    assert!(err.contains("--json and --plot both name"), "{err}");
+
+    // Repeats run once (with a note); --force replaces the old report.
+    let mut args = SMALL_BENCH.to_vec();
+    args.extend(["--vars", "10,10", "--json", s(&json), "--force"]);
+    let out = whir(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--vars 10 is given more than once"), "{}", stderr(&out));
+    let cells: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("JSON report");
+    assert_eq!(cells.as_array().map(Vec::len), Some(1), "{cells}");
+    assert_eq!(leftovers(&dir), Vec::<String>::new(), "temporary files left behind");
+
+    for (flag, value) in [("--reps", "0"), ("--gpu-warmup-ms", "18446744073709551615"), ("--gpu-warmup-ms", "600001")] {
+        let mut args = SMALL_BENCH[..SMALL_BENCH.len() - 3].to_vec();
+        args.extend(["--no-pieces", "--vars", "10", flag, value]);
+        let out = whir(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {}", stderr(&out));
+        assert!(stderr(&out).contains(flag), "{flag} {value}: {}", stderr(&out));
+    }
+}
+
+/// `--out` is checked whole before the proof: special files and symbolic links are refused
+/// even with --force (a rename would replace the node or the link), and so are names the file
+/// system cannot take; nothing is proved first.
+#[test]
+fn out_targets_are_checked_before_the_proof() {
+    let dir = TempDir::new("targets");
+    let real = dir.file("real.whir");
+    std::fs::write(&real, b"keep me").unwrap();
+    let link = dir.file("link.whir");
+    let dangling = dir.file("dangling.whir");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        std::os::unix::fs::symlink(dir.file("nowhere"), &dangling).unwrap();
+    }
+    let long_name = dir.file(&"x".repeat(300));
+    let mut cases: Vec<(PathBuf, &[&str], &str)> = vec![(long_name, &[], "File name too long")];
+    #[cfg(unix)]
+    cases.extend([
+        (PathBuf::from("/dev/null"), &["--force"][..], "is a character device, not a regular file"),
+        (link.clone(), &["--force"][..], "is a symbolic link"),
+        (dangling.clone(), &[][..], "is a symbolic link"),
+    ]);
+    for (out_path, extra, why) in cases {
+        let started = Instant::now();
+        let mut args = vec!["prove", "--vars", "22", "--fold", "4", "--pow-bits", "22", "--backend", "cpu", "--out", s(&out_path)];
+        args.extend(extra);
+        let o = whir(&args);
+        let err = assert_clean_error(&o, why);
+        assert!(err.contains(why), "{err}");
+        assert!(stdout(&o).is_empty(), "proved before failing: {}", stdout(&o));
+        assert!(started.elapsed() < Duration::from_secs(10), "{why}: {:?}", started.elapsed());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata("/dev/null").unwrap().file_type().is_char_device(), "/dev/null was replaced");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+        assert_eq!(std::fs::read(&real).unwrap(), b"keep me");
+    }
+}
+
+/// `prove --json` answers in JSON on every error, usage errors included (exit status 2).
+#[test]
+fn json_is_given_on_usage_errors_too() {
+    let cases: [&[&str]; 6] = [
+        &["--vars", "abc"],
+        &["--vars", "-1"],
+        &["--vars", "18446744073709551616"],
+        &["--backend", "GPU"],
+        &["--vars", "10", "--vars", "11"],
+        &["--no-such-flag"],
+    ];
+    for extra in cases {
+        let mut args = vec!["prove", "--json"];
+        args.extend(extra);
+        let out = whir(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{extra:?}: not JSON ({e}): {:?}", stdout(&out)));
+        assert_eq!(v["verified"], false, "{extra:?}: {v}");
+        assert_eq!(v["usage"], true, "{extra:?}: {v}");
+        assert!(!v["error"].as_str().unwrap().is_empty(), "{extra:?}: {v}");
+        assert!(stderr(&out).contains("error:"), "{extra:?}: the usual message is kept: {}", stderr(&out));
+    }
+    // Help is not an error.
+    let out = whir(&["prove", "--json", "--help"]);
+    assert!(out.status.success() && stdout(&out).contains("Usage"), "{}", stdout(&out));
+}
+
+/// A forged header cannot make the verifier read or hold gigabytes: a 1.5 GiB (sparse) file
+/// whose header names n = 28 folded at once is refused at the read limit, under a 1 GiB memory
+/// limit, with the file's parameters and with a verifier expecting them; raising the limit past
+/// what the process may hold is an error too, never an abort.
+#[test]
+fn forged_headers_cannot_exhaust_memory() {
+    let dir = TempDir::new("forged-size");
+    let good = dir.file("good.whir");
+    assert!(prove_small(&good, &[]).status.success());
+    let mut file = ProofFile::from_bytes(&std::fs::read(&good).unwrap()).unwrap();
+    file.params = whir_prover::Params { num_vars: 28, fold: 28, log_inv_rate: 1, ..whir_prover::Params::defaults() };
+    let forged = dir.file("forged.whir");
+    std::fs::write(&forged, file.to_bytes()).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&forged).unwrap().set_len(3 << 29).unwrap();
+    let cases: [(&str, &str); 3] = [
+        ("--accept-file-params", "a verifier reads from one proof file"),
+        ("--vars 28 --fold 28", "a verifier reads from one proof file"),
+        ("--accept-file-params --max-proof-mib 4096", "this process cannot allocate"),
+    ];
+    for (flags, why) in cases {
+        let out = shell(&format!("ulimit -v 1048576; exec '{}' verify '{}' {flags}", env!("CARGO_BIN_EXE_whir"), s(&forged)));
+        let err = assert_clean_error(&out, flags);
+        assert!(err.contains(why), "{flags}: {err}");
+        if why.contains("reads") {
+            assert!(err.contains("--max-proof-mib"), "{flags}: says how to raise it: {err}");
+        }
+    }
+}
+
+/// `verify` warns as `prove` does below 80 bits, says which bound the level rests on, and
+/// takes a file's conjectured (capacity-bound) level only when told to.
+#[test]
+fn verify_says_how_strong_what_it_verified_is() {
+    let dir = TempDir::new("strength");
+    let weak = dir.file("weak.whir");
+    let out = whir(&["prove", "--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "0", "--backend", "cpu", "--out", s(&weak)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = whir(&["verify", s(&weak), "--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: 60 bits of security is below 80"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("rests on the Johnson bound (proven)"), "{}", stdout(&out));
+    let out = whir(&["verify", s(&weak), "--accept-file-params", "--min-security", "0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: 60 bits of security is below 80"), "{}", stderr(&out));
+
+    let conjectured = dir.file("capacity.whir");
+    let out = whir(&["prove", "--vars", "10", "--fold", "2", "--security", "90", "--pow-bits", "10", "--soundness", "capacity", "--backend", "cpu", "--out", s(&conjectured)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("capacity bound (a conjecture"), "prove says so too: {}", stderr(&out));
+    let err = assert_clean_error(&whir(&["verify", s(&conjectured), "--accept-file-params"]), "a conjectured level from the file");
+    assert!(err.contains("--allow-conjecture"), "{err}");
+    let out = whir(&["verify", s(&conjectured), "--accept-file-params", "--allow-conjecture"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("capacity bound (a conjecture"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("rests on the capacity bound"), "{}", stdout(&out));
 }

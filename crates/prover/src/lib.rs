@@ -25,7 +25,7 @@ pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use params::{ParamSource, Params, Soundness, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
-pub use proof_file::{ProofFile, FORMAT_VERSION, HASH_ID};
+pub use proof_file::{FileParamsFloor, ProofFile, ReadLimits, FORMAT_VERSION, HASH_ID};
 pub use stock::prove_stock;
 pub use sumcheck::{CpuSumcheck, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};

@@ -58,6 +58,22 @@ impl Soundness {
         }
     }
 
+    /// What a security level in this regime rests on, for messages: the Johnson bound and
+    /// unique decoding are proven list-/unique-decoding bounds of Reed–Solomon codes; the
+    /// capacity bound is a conjecture, so its bits are claimed, not proven.
+    pub fn basis(self) -> &'static str {
+        match self {
+            Soundness::Johnson => "the Johnson bound (proven)",
+            Soundness::Capacity => "the capacity bound (a conjecture, not a proof)",
+            Soundness::Unique => "unique decoding (proven)",
+        }
+    }
+
+    /// Whether the security claimed in this regime is proven.
+    pub fn is_proven(self) -> bool {
+        !matches!(self, Soundness::Capacity)
+    }
+
     /// The name `--soundness` takes.
     pub fn flag_value(self) -> &'static str {
         match self {
@@ -148,6 +164,26 @@ impl Params {
         Self::default()
     }
 
+    /// What a user should be told about these parameters, proving or verifying alike: a level
+    /// below [`WEAK_SECURITY_BITS`], and a level that rests on a conjecture.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.security_bits < WEAK_SECURITY_BITS {
+            out.push(format!(
+                "{} bits of security is below {WEAK_SECURITY_BITS}: a proof this weak can be forged; use it for tests only",
+                self.security_bits
+            ));
+        }
+        if !self.soundness.is_proven() {
+            out.push(format!(
+                "the {} bits of security rest on {}; use --soundness johnson for a proven level",
+                self.security_bits,
+                self.soundness.basis()
+            ));
+        }
+        out
+    }
+
     /// Each parameter by its flag name, with its value.
     fn fields(&self) -> [(&'static str, String); 7] {
         [
@@ -196,7 +232,12 @@ impl Params {
                 "{} exceeds the polynomial's n = {} variables{}",
                 n.name("fold", self.fold),
                 self.num_vars,
-                n.fix(format!("use --fold {} or less, or --vars {} or more", self.num_vars, self.fold.min(MAX_VARS)))
+                // More variables fix it only where the fold is a size BabyBear supports.
+                n.fix(if self.fold <= MAX_VARS {
+                    format!("use --fold {} or less, or --vars {} or more", self.num_vars, self.fold)
+                } else {
+                    format!("use --fold {} or less (at most {MAX_VARS} with --vars {MAX_VARS})", self.num_vars)
+                })
             ));
         }
         if self.log_inv_rate == 0 {
@@ -246,7 +287,10 @@ impl Params {
                 "{} reaches the whole {}-bit security target, so WHIR would make no queries and accept anything{}",
                 n.name("pow-bits", self.pow_bits),
                 self.security_bits,
-                n.fix(format!("use --pow-bits {} or less", self.security_bits.saturating_sub(1).min(20)))
+                n.fix(match self.security_bits.saturating_sub(1).min(20) {
+                    0 => "use --pow-bits 0, or a higher --security".to_string(),
+                    most => format!("use --pow-bits {most} or less"),
+                })
             ));
         }
         if self.points == 0 || self.points > MAX_POINTS {

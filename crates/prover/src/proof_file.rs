@@ -1,11 +1,13 @@
 //! Proof files: a small versioned header (parameters, commitment) and Plonky3's `PcsProof`,
 //! serialized with postcard. Verification uses the stock p3-whir verifier and challenger.
 //!
-//! A proof file is untrusted input. Reading it is bounded by the largest proof the expected
-//! parameters allow, every value of its header is checked before anything is built, a file is
-//! accepted only in its one canonical byte form, and the verifier checks the proof against the
-//! parameters *it* expects ([`ProofFile::verify`]); accepting the file's own parameters is an
-//! explicit, separate choice ([`ProofFile::verify_file_params`]) with a security floor.
+//! A proof file is untrusted input. Reading it is bounded twice: by the largest proof the
+//! expected parameters allow, and by an absolute [`ReadLimits`] (64 MiB by default) that holds
+//! whatever a header claims. Every value of the header is checked before anything is built, the
+//! memory a file needs is reserved fallibly before it is decoded (a failure is an error, never
+//! an abort), a file is accepted only in its one canonical byte form, and the verifier checks the
+//! proof against the parameters *it* expects ([`ProofFile::verify`]); accepting the file's own
+//! parameters is an explicit, separate choice ([`ProofFile::verify_file_params`]) with a floor.
 
 use std::io::Read;
 
@@ -18,7 +20,7 @@ use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
 
 use crate::backend::{opening_protocol, permutation, ProverLayout, ProverOutput};
 use crate::error::ProverError;
-use crate::params::{ParamSource, Params};
+use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
 use crate::{Commitment, EF, F};
 
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
@@ -43,11 +45,101 @@ const DIGEST_BYTES: usize = 32;
 /// Verification memory: this much, plus a multiple of the largest file (see `max_verify_memory`).
 const VERIFY_FIXED_BYTES: usize = 8 << 20;
 const VERIFY_BYTES_PER_FILE_BYTE: usize = 8;
+/// The read buffer grows from this size, doubling, never past the bound.
+const FIRST_READ_BYTES: usize = 64 << 10;
+
+/// What a verifier reads and holds for one proof file, whatever the file's header claims.
+///
+/// The header's parameters give their own, tighter bound ([`ProofFile::max_bytes`]); this one
+/// holds where they would allow more: a forged header can name parameters whose largest proof
+/// is gigabytes. Honest proofs are far smaller (kilobytes to a few MiB for every parameter set
+/// this crate accepts), so the default refuses only files no verifier should hold on trust.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// Most bytes read from one proof file; a larger file is refused without reading on.
+    /// Reading and verifying then hold at most `8 MiB + 8 x` this many bytes of heap.
+    pub max_file_bytes: usize,
+}
+
+impl ReadLimits {
+    pub const DEFAULT_MAX_FILE_BYTES: usize = 64 << 20;
+
+    /// A limit of `max_file_bytes`: raise it only for a large proof from a prover you trust.
+    pub fn new(max_file_bytes: usize) -> Self {
+        Self { max_file_bytes }
+    }
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_MAX_FILE_BYTES)
+    }
+}
+
+/// `bytes` in MiB for messages, to one decimal.
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// The bytes a file may hold: the parameters' bound, capped by the absolute limit, and the
+/// error for a file over it (which of the two bounds it broke, and what to do).
+struct FileBound {
+    params_bytes: usize,
+    limits: ReadLimits,
+}
+
+impl FileBound {
+    fn bytes(&self) -> usize {
+        self.params_bytes.min(self.limits.max_file_bytes)
+    }
+
+    fn exceeded(&self, what: &str) -> ProverError {
+        if self.params_bytes <= self.limits.max_file_bytes {
+            rejected(format!("{what} larger than any proof for its parameters can be ({} bytes at most)", self.params_bytes))
+        } else {
+            rejected(format!(
+                "{what} larger than the {} bytes ({}) a verifier reads from one proof file (its parameters would allow {}); \
+                 raise the limit only for a proof you trust (`whir verify --max-proof-mib`, `ReadLimits` in the library)",
+                self.limits.max_file_bytes,
+                mib(self.limits.max_file_bytes),
+                mib(self.params_bytes)
+            ))
+        }
+    }
+}
+
+/// Reserves `bytes` of heap and gives it back at once: the memory decoding and verifying a
+/// file of a given size may need, asked for fallibly before any of it is used, so a file too
+/// large for this process is an error here rather than an abort inside the decoder.
+fn ensure_memory(bytes: usize, what: impl FnOnce() -> String) -> Result<(), ProverError> {
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(bytes).map_err(|_| {
+        rejected(format!("{} needs up to {bytes} bytes ({}) of memory, which this process cannot allocate; \
+             free memory, raise the process's memory limit, or lower the read limit", what(), mib(bytes)))
+    })
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Header {
     magic: [u8; 8],
     version: u16,
+}
+
+/// What a verifier accepts when it takes a proof file's own parameters
+/// ([`ProofFile::verify_file_params`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileParamsFloor {
+    /// The least security level accepted, in bits.
+    pub min_security_bits: usize,
+    /// Accept a level that rests on a conjecture (the capacity bound), not only proven ones.
+    pub allow_conjectured: bool,
+}
+
+impl Default for FileParamsFloor {
+    /// [`WEAK_SECURITY_BITS`], proven bounds only.
+    fn default() -> Self {
+        Self { min_security_bits: WEAK_SECURITY_BITS, allow_conjectured: false }
+    }
 }
 
 /// A proof with what the verifier needs to check it.
@@ -78,8 +170,16 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
             header.version
         )));
     }
-    let (params, _): (Params, &[u8]) = postcard::take_from_bytes(rest)
-        .map_err(|e| rejected(format!("the parameters in the header are unreadable: {}", decode_error(&e))))?;
+    let (params, _): (Params, &[u8]) = postcard::take_from_bytes(rest).map_err(|e| {
+        // The parameters hold numbers and one enum: a value serde rejects is the soundness tag.
+        let why = match e {
+            postcard::Error::SerdeDeCustom | postcard::Error::DeserializeBadEnum => {
+                "the soundness tag is not one of johnson, capacity, unique".to_string()
+            }
+            e => decode_error(&e),
+        };
+        rejected(format!("the parameters in the header are unreadable: {why}"))
+    })?;
     params.validate(ParamSource::ProofFile)?;
     Ok((params, rest))
 }
@@ -97,16 +197,46 @@ fn mismatch(file: &Params, expected: &Params) -> Result<(), ProverError> {
     )))
 }
 
-/// Reads at most `limit` bytes; more is an error that says so, without reading further.
-fn read_bounded(reader: &mut impl Read, limit: usize, into: &mut Vec<u8>) -> Result<(), ProverError> {
-    let room = (limit + 1).saturating_sub(into.len()) as u64;
-    reader.take(room).read_to_end(into).map_err(|e| rejected(format!("reading it failed: {e}")))?;
-    if into.len() > limit {
-        return Err(rejected(format!(
-            "it is larger than any proof for its parameters can be ({limit} bytes at most); nothing past that was read"
-        )));
+/// Reads at most `bound.bytes()` bytes into `into`; more is an error that says which bound
+/// broke, without reading further. The buffer grows by doubling, fallibly (an allocation
+/// failure is an error), and never past the bound: one byte more is looked for on the stack.
+fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -> Result<(), ProverError> {
+    let limit = bound.bytes();
+    let mut read_into = |buf: &mut [u8]| loop {
+        match reader.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(rejected(format!("reading it failed: {e}"))),
+        }
+    };
+    loop {
+        if into.len() > limit {
+            return Err(bound.exceeded("it is"));
+        }
+        if into.len() == limit {
+            return match read_into(&mut [0u8])? {
+                0 => Ok(()),
+                _ => Err(bound.exceeded("it is")),
+            };
+        }
+        if into.len() == into.capacity() {
+            let target = (into.capacity() * 2).max(FIRST_READ_BYTES).min(limit);
+            into.try_reserve_exact(target - into.len()).map_err(|_| {
+                rejected(format!(
+                    "holding {target} bytes ({}) of it failed: this process cannot allocate that much; \
+                     free memory, raise the process's memory limit, or lower the read limit",
+                    mib(target)
+                ))
+            })?;
+        }
+        let start = into.len();
+        into.resize(into.capacity().min(limit), 0);
+        let read = read_into(&mut into[start..]);
+        into.truncate(start + *read.as_ref().unwrap_or(&0));
+        if read? == 0 {
+            return Ok(());
+        }
     }
-    Ok(())
 }
 
 /// What a postcard decoding error means for a proof file, in words.
@@ -161,10 +291,17 @@ impl ProofFile {
     /// The most heap memory reading ([`read`](Self::read)) and verifying a file for `params`
     /// takes, whatever the file holds: the file itself, its decoded proof (at most a small
     /// multiple of its bytes), serde's cautious pre-allocation for length prefixes still being
-    /// read (at most 1 MiB each, a few deep), and the verifier's own working memory. Measured in
-    /// tests/verify_memory.rs.
+    /// read (at most 1 MiB each, a few deep), and the verifier's own working memory. The file
+    /// is the smaller of the parameters' largest proof and the default [`ReadLimits`]. Measured
+    /// in tests/verify_memory.rs.
     pub fn max_verify_memory(params: &Params) -> Result<usize, ProverError> {
-        Ok(VERIFY_FIXED_BYTES + VERIFY_BYTES_PER_FILE_BYTE * Self::max_bytes(params)?)
+        Self::max_verify_memory_with(params, ReadLimits::default())
+    }
+
+    /// [`max_verify_memory`](Self::max_verify_memory) under `limits`.
+    pub fn max_verify_memory_with(params: &Params, limits: ReadLimits) -> Result<usize, ProverError> {
+        let file = FileBound { params_bytes: Self::max_bytes(params)?, limits }.bytes();
+        Ok(VERIFY_FIXED_BYTES.saturating_add(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(file)))
     }
 
     fn max_bytes_from(params: &Params, source: ParamSource) -> Result<usize, ProverError> {
@@ -192,16 +329,20 @@ impl ProofFile {
 
     /// Parses a proof file, checking everything that can be checked without verifying: the
     /// header, every parameter value, the hash, that the body decodes, and that the file is in
-    /// its one canonical byte form (no overlong numbers, nothing appended).
+    /// its one canonical byte form (no overlong numbers, nothing appended). Files over the
+    /// default [`ReadLimits`] are refused; see [`from_bytes_with`](Self::from_bytes_with).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProverError> {
+        Self::from_bytes_with(bytes, ReadLimits::default())
+    }
+
+    /// [`from_bytes`](Self::from_bytes) under `limits`.
+    pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProverError> {
         let (params, rest) = parse_prefix(bytes)?;
-        let limit = Self::max_bytes_from(&params, ParamSource::ProofFile)?;
-        if bytes.len() > limit {
-            return Err(rejected(format!(
-                "it holds {} bytes, more than any proof for its parameters can be ({limit} bytes at most)",
-                bytes.len()
-            )));
+        let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile)?, limits };
+        if bytes.len() > bound.bytes() {
+            return Err(bound.exceeded(&format!("it holds {} bytes,", bytes.len())));
         }
+        ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
         let (file, tail): (ProofFile, &[u8]) = postcard::take_from_bytes(rest)
             .map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e))))?;
         if !tail.is_empty() {
@@ -224,15 +365,20 @@ impl ProofFile {
 
     /// Reads and parses a proof file from `reader` without ever holding more bytes than a proof
     /// can have: for the `expected` parameters if given, else for the parameters in its header
-    /// (checked first).
-    pub fn read(mut reader: impl Read, expected: Option<&Params>) -> Result<Self, ProverError> {
+    /// (checked first), and never more than the default [`ReadLimits`].
+    pub fn read(reader: impl Read, expected: Option<&Params>) -> Result<Self, ProverError> {
+        Self::read_with(reader, expected, ReadLimits::default())
+    }
+
+    /// [`read`](Self::read) under `limits`: raise them only for a large proof you trust.
+    pub fn read_with(mut reader: impl Read, expected: Option<&Params>, limits: ReadLimits) -> Result<Self, ProverError> {
         let mut bytes = Vec::new();
         (&mut reader)
             .take(PREFIX_BYTES as u64)
             .read_to_end(&mut bytes)
             .map_err(|e| rejected(format!("reading it failed: {e}")))?;
         let (params, _) = parse_prefix(&bytes)?;
-        let limit = match expected {
+        let params_bytes = match expected {
             // A file for other parameters is refused as such before its body is read (its size
             // bound is the expected parameters', which the body would otherwise be held to).
             Some(p) => {
@@ -241,8 +387,8 @@ impl ProofFile {
             }
             None => Self::max_bytes_from(&params, ParamSource::ProofFile)?,
         };
-        read_bounded(&mut reader, limit, &mut bytes)?;
-        Self::from_bytes(&bytes)
+        read_bounded(&mut reader, &FileBound { params_bytes, limits }, &mut bytes)?;
+        Self::from_bytes_with(&bytes, limits)
     }
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
@@ -266,15 +412,23 @@ impl ProofFile {
         self.verify_as(expected, ParamSource::Flags)
     }
 
-    /// Checks the proof against the parameters its own header names, accepting them only at
-    /// `min_security_bits` or more. Use [`verify`](Self::verify) where the verifier knows what
-    /// it expects: a file's parameters are the prover's choice.
-    pub fn verify_file_params(&self, min_security_bits: usize) -> Result<(), ProverError> {
+    /// Checks the proof against the parameters its own header names, accepting them only if
+    /// they clear `floor`. Use [`verify`](Self::verify) where the verifier knows what it
+    /// expects: a file's parameters are the prover's choice.
+    pub fn verify_file_params(&self, floor: FileParamsFloor) -> Result<(), ProverError> {
         self.params.validate(ParamSource::ProofFile)?;
-        if self.params.security_bits < min_security_bits {
+        if self.params.security_bits < floor.min_security_bits {
             return Err(ProverError::ParamsMismatch(format!(
-                "the proof file's header says security = {} bits, below the {min_security_bits} bits accepted",
-                self.params.security_bits
+                "the proof file's header says security = {} bits, below the {} bits accepted",
+                self.params.security_bits, floor.min_security_bits
+            )));
+        }
+        if !self.params.soundness.is_proven() && !floor.allow_conjectured {
+            return Err(ProverError::ParamsMismatch(format!(
+                "the proof file's header claims {} bits resting on {}; accept that explicitly (`--allow-conjecture`, \
+                 `FileParamsFloor::allow_conjectured`) or verify with parameters you choose",
+                self.params.security_bits,
+                self.params.soundness.basis()
             )));
         }
         self.verify_as(&self.params, ParamSource::ProofFile)
