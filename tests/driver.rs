@@ -30,7 +30,7 @@ fn drive_matches_plonky3_and_verifies<S: CodewordSteps>(steps: &S, p: &Params, r
     let (out, expected) = reference(p, &evals);
     let ours = drive(steps, p, &evals);
     assert!(ours == expected, "{p:?} ({variant:?}): the proofs differ");
-    let file = ProofFile::new(p, &ProverOutput { proof: ours.1, ..out });
+    let file = ProofFile::new(p, out.commitment, ours.1);
     ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(p).expect("stock verifier accepts");
 }
 
@@ -62,7 +62,7 @@ fn cpu_twin_matches_plonky3_byte_for_byte() {
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let (out, expected) = reference(&p, &evals);
         assert!(drive(&CpuCodewords::default(), &p, &evals) == expected, "{p:?}: the proofs differ");
-        ProofFile::new(&p, &out).to_bytes();
+        out.proof_file(&p).to_bytes();
     }
 }
 
@@ -325,7 +325,7 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
             let struck = ctx.injected_failures_left() == 0;
             ctx.fail_readbacks(0, 0);
             assert!(out.proof == expected.proof, "failure after {skip} readbacks: the proofs differ");
-            ProofFile::from_bytes(&ProofFile::new(&p, &out).to_bytes()).unwrap().verify(&p).unwrap();
+            ProofFile::from_bytes(&out.proof_file(&p).to_bytes()).unwrap().verify(&p).unwrap();
             if out.path == "gpu" {
                 // Only because the proof made no more readbacks: none was survived.
                 assert!(!struck, "a readback failure (after {skip}) was survived on the GPU");
@@ -363,7 +363,7 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
         let (out, expected) = reference(&p, &evals);
         let ours = drive(&steps, &p, &evals);
         assert!(ours == expected, "{p:?} under a {binding}-byte binding: the proofs differ");
-        let file = ProofFile::new(&p, &ProverOutput { proof: ours.1, ..out });
+        let file = ProofFile::new(&p, out.commitment, ours.1);
         ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
     }
     let p = Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };

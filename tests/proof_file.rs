@@ -9,7 +9,7 @@ use std::io::Read;
 
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::prover::{Backend, CpuBackend, FileParamsFloor, Params, ProofFile, ProverError, ReadLimits, Soundness};
+use whir_wgpu::prover::{Backend, CpuBackend, FileParamsFloor, Params, ProofError, ProofFile, ReadLimits, Soundness};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points }
@@ -17,7 +17,7 @@ fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> P
 
 fn proof_bytes(p: &Params, rng: &mut StdRng) -> Vec<u8> {
     let evals = common::random_vec(rng, 1 << p.num_vars);
-    ProofFile::new(p, &CpuBackend.prove(p, &evals).unwrap()).to_bytes()
+    CpuBackend.prove(p, &evals).unwrap().proof_file(p).to_bytes()
 }
 
 /// Re-encodes the varint starting at `pos` one byte longer (same value): `b` becomes `b | 0x80, 0`.
@@ -37,7 +37,7 @@ fn header_varints(p: &Params) -> Vec<usize> {
     (8..9 + params_len + 1).collect()
 }
 
-fn check(bytes: &[u8], expected: &Params) -> Result<(), ProverError> {
+fn check(bytes: &[u8], expected: &Params) -> Result<(), ProofError> {
     ProofFile::from_bytes(bytes).and_then(|f| f.verify(expected))
 }
 

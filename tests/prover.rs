@@ -19,8 +19,8 @@ fn backends_make_identical_proofs_the_stock_verifier_accepts() {
         let gpu = GpuBackend::new(ctx);
         for p in [params(8, 1, 1, 1), params(10, 2, 2, 2), params(13, 4, 1, 1), params(12, 3, 1, 3)] {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-            let cpu_file = ProofFile::new(&p, &CpuBackend.prove(&p, &evals).unwrap()).to_bytes();
-            let gpu_file = ProofFile::new(&p, &gpu.prove(&p, &evals).unwrap()).to_bytes();
+            let cpu_file = CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
+            let gpu_file = gpu.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
             assert_eq!(gpu_file, cpu_file, "{p:?}");
             ProofFile::from_bytes(&gpu_file).unwrap().verify(&p).expect("stock verifier accepts");
 
@@ -86,7 +86,7 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
     if let Some(peak) = out.peak_gpu_bytes {
         assert!(peak <= (estimate_mib + 64) << 20, "peak {peak} bytes over the budget");
     }
-    ProofFile::from_bytes(&ProofFile::new(&p, &out).to_bytes()).unwrap().verify(&p).expect("verifies");
+    ProofFile::from_bytes(&out.proof_file(&p).to_bytes()).unwrap().verify(&p).expect("verifies");
 
     // At run time: a buffer past the budget fails the scoped step that made it (where the
     // backend counts buffer memory; wgpu's Vulkan backend does).

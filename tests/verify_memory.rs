@@ -57,7 +57,7 @@ fn verification_memory_is_bounded_by_the_expected_parameters() {
     let mut rng = common::rng();
     for p in [params(10, 2, 1, 1), params(14, 4, 2, 3), params(16, 1, 1, 1)] {
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-        let bytes = ProofFile::new(&p, &CpuBackend.prove(&p, &evals).unwrap()).to_bytes();
+        let bytes = CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
         let bound = ProofFile::max_verify_memory(&p).unwrap();
         let (verdict, peak) = peak_during(|| ProofFile::read(std::io::Cursor::new(&bytes), Some(&p)).and_then(|f| f.verify(&p)));
         verdict.expect("valid proof");
@@ -90,7 +90,7 @@ fn a_forged_header_is_held_to_the_absolute_limit() {
     let mut rng = common::rng();
     let p = params(10, 2, 1, 1);
     let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-    let mut forged = ProofFile::from_bytes(&ProofFile::new(&p, &CpuBackend.prove(&p, &evals).unwrap()).to_bytes()).unwrap();
+    let mut forged = ProofFile::from_bytes(&CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes()).unwrap();
     forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 };
     let header = forged.to_bytes();
     for limits in [ReadLimits::default(), ReadLimits::new(3 << 20)] {

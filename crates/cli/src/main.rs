@@ -264,7 +264,7 @@ fn prove(args: ProveArgs) -> Result<()> {
     };
     let name = output.path;
     let prove_time = start.elapsed();
-    let bytes = ProofFile::new(&params, &output).to_bytes();
+    let bytes = output.proof_file(&params).to_bytes();
     // Verified before anything is written: a proof that fails its own check never reaches disk.
     let start = Instant::now();
     let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify(&params));

@@ -107,7 +107,7 @@ impl CommitAhead {
         let ctx = self.ctx().clone();
         // In its own error scope, as every commit: a device error fails it, not a later one.
         let ahead = ctx.scoped("Merkle commit ahead", || {
-            let bytes = crate::merkle::matrix_bytes(height, width)?;
+            let bytes = crate::field::matrix_bytes(height, width)?;
             let (_, key) = self.key(width);
             let groups = row_checksum::groups(height, width);
             let sums = ctx.pooled_storage("row checksums", groups * 4);
@@ -159,7 +159,7 @@ impl CommitAhead {
             }
             let (leaves, sums, key) = state.as_mut().expect("made at the first block");
             self.merkle.record_absorb(encoder, leaves, buffer, cols)?;
-            let bytes = crate::merkle::matrix_bytes(height, cols)?;
+            let bytes = crate::field::matrix_bytes(height, cols)?;
             RowChecksum::record(&ctx, encoder, key, (buffer, bytes), height, (cols, first_col, cols, width), sums, first_col != 0)
         });
         if let Err(e) = absorbed {

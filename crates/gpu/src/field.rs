@@ -59,3 +59,13 @@ pub fn from_words(words: Vec<u32>) -> Result<Vec<BabyBear>> {
 pub fn from_word(word: u32) -> Result<BabyBear> {
     Ok(from_words(vec![word])?[0])
 }
+
+/// Bytes of a `height` x `width` matrix of words, checked: the kernels index rows with 32-bit
+/// integers, and the product must not wrap.
+pub fn matrix_bytes(height: usize, width: usize) -> Result<u64> {
+    let too_large = || GpuError::InvalidInput(format!("a {height} x {width} matrix is too large for 32-bit row indexing on the GPU"));
+    if height > u32::MAX as usize || width > u32::MAX as usize {
+        return Err(too_large());
+    }
+    height.checked_mul(width).and_then(|w| w.checked_mul(4)).map(|b| b as u64).ok_or_else(too_large)
+}

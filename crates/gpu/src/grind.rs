@@ -12,7 +12,7 @@ use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, BABYBEAR_P};
 use crate::poseidon2::GpuPoseidon2;
-use crate::shaders::Kernel;
+use crate::shaders::{Kernel, GRIND_GROUP};
 
 type Packed = <BabyBear as Field>::Packing;
 
@@ -21,8 +21,6 @@ pub const WIDTH: usize = 16;
 pub const RATE: usize = 8;
 /// Largest supported difficulty: 2^bits must stay below p.
 pub const MAX_BITS: usize = 30;
-/// Candidates one workgroup of wgsl/pow/grind.wgsl tries (its workgroup size, composed in).
-pub(crate) const GRIND_GROUP: u32 = 128;
 
 /// Workgroups of wgsl/pow/grind.wgsl for `candidates` candidates.
 fn grind_groups(candidates: u64) -> u32 {

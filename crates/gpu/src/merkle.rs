@@ -14,7 +14,7 @@ use p3_matrix::Matrix;
 
 use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, from_words};
+use crate::field::{as_words, from_words, matrix_bytes};
 use crate::poseidon2::GpuPoseidon2;
 use crate::shaders::Kernel;
 
@@ -234,16 +234,6 @@ impl Drop for GpuMerkleTree {
             self.ctx.recycle_storage(layer);
         }
     }
-}
-
-/// Bytes of a `height` x `width` matrix of words, checked: the kernels index rows with 32-bit
-/// integers, and the product must not wrap.
-pub fn matrix_bytes(height: usize, width: usize) -> Result<u64> {
-    let too_large = || GpuError::InvalidInput(format!("a {height} x {width} matrix is too large for 32-bit row indexing on the GPU"));
-    if height > u32::MAX as usize || width > u32::MAX as usize {
-        return Err(too_large());
-    }
-    height.checked_mul(width).and_then(|w| w.checked_mul(4)).map(|b| b as u64).ok_or_else(too_large)
 }
 
 /// Levels of authentication path below a cap of `cap_height`.

@@ -11,28 +11,21 @@
 
 use std::sync::Arc;
 
-use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_baby_bear::BabyBear;
 use p3_commit::{BatchOpening, BatchOpeningRef, Mmcs};
-use p3_field::Field;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::{Dimensions, Matrix};
 use p3_util::log2_ceil_usize;
-use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
-use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
+use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, PrunedMerklePaths};
 
 use crate::commit_ahead::CommitAhead;
 use crate::error::{GpuError, Result};
 use crate::transfer::write_matrix_row;
 use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowChunk, RowGroup, DIGEST_ELEMS};
 
-type Perm = Poseidon2BabyBear<16>;
-/// Plonky3's leaf hash for this MMCS.
-pub type LeafHash = PaddingFreeSponge<Perm, 16, 8, 8>;
-/// Plonky3's node compression for this MMCS.
-pub type NodeCompress = TruncatedPermutation<Perm, 2, 8, 16>;
-type Packed = <BabyBear as Field>::Packing;
-/// The Plonky3 MMCS this one is identical to.
-pub type CpuMmcs = MerkleTreeMmcs<Packed, Packed, LeafHash, NodeCompress, 2, DIGEST_ELEMS>;
+/// Plonky3's leaf hash, node compression and MMCS, which this one is identical to (defined on
+/// the verifier side, which links no GPU code).
+pub use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 type Digest = [BabyBear; DIGEST_ELEMS];
 
 /// Prover data: the GPU tree with its matrices (in commit order), or Plonky3's tree when the
@@ -128,7 +121,7 @@ impl GpuMmcs {
         let mut plans = Vec::with_capacity(groups.len());
         for g in &groups {
             let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
-            crate::merkle::matrix_bytes(h, w)?;
+            crate::field::matrix_bytes(h, w)?;
             plans.push((h, w, gpu.rows_per_chunk(w)?));
         }
         ctx.scoped("Merkle commit", || {

@@ -153,7 +153,7 @@ impl GpuPoseidon2 {
         output: &wgpu::Buffer,
         count: usize,
     ) -> Result<()> {
-        let bytes = crate::merkle::matrix_bytes(count, WIDTH)?;
+        let bytes = crate::field::matrix_bytes(count, WIDTH)?;
         if input.size() < bytes || output.size() < bytes {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
         }

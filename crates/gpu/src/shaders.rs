@@ -8,6 +8,10 @@ use std::collections::HashSet;
 use crate::error::{GpuError, Result};
 
 /// How the 32x32 -> 64-bit high product is computed in WGSL.
+
+/// Candidates one workgroup of wgsl/pow/grind.wgsl tries (its workgroup size, composed in).
+pub(crate) const GRIND_GROUP: u32 = 128;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MulVariant {
     /// Native `u64` products; needs SHADER_INT64.
@@ -252,7 +256,7 @@ impl Kernel {
     pub fn default_consts(self) -> &'static [(&'static str, u32)] {
         match self {
             Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
-            Kernel::Grind => &[("GRIND_GROUP", crate::grind::GRIND_GROUP)],
+            Kernel::Grind => &[("GRIND_GROUP", GRIND_GROUP)],
             _ => &[],
         }
     }

@@ -7,15 +7,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use p3_baby_bear::{default_babybear_poseidon2_16, Poseidon2BabyBear};
 use p3_commit::{Mmcs, MultilinearPcs};
 use p3_dft::Radix2DFTSmallBatch;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
-use p3_sumcheck::layout::{Layout, SuffixProver, Table};
-use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
-use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+use whir_verifier::hash::CpuMmcs;
 use whir_gpu::{
     GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants,
     TransferCounts,
@@ -23,12 +21,10 @@ use whir_gpu::{
 
 use crate::error::ProverError;
 use crate::driver::{prove_with_steps, RoundBreakdown};
-use crate::params::Params;
+use crate::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
-use crate::{Commitment, GpuWhirDomain, EF, F};
+use crate::{opening_protocol, permutation, Commitment, GpuWhirDomain, ProofFile, ProverLayout, EF, F};
 
-/// Sumcheck layout of the committed table (Plonky3's suffix layout).
-pub type ProverLayout = SuffixProver<F, EF>;
 
 /// What a prove call returns.
 #[derive(Clone, Debug)]
@@ -63,19 +59,13 @@ impl ProverOutput {
     pub fn sumcheck_and_other(&self) -> Duration {
         self.total().saturating_sub(self.phases.codewords() + self.phases.pow)
     }
+
+    /// The proof as a proof file for `params`, the parameters it was made with.
+    pub fn proof_file(&self, params: &Params) -> ProofFile {
+        ProofFile::new(params, self.commitment.clone(), self.proof.clone())
+    }
 }
 
-/// The opening protocol for one polynomial of n variables opened at `points` transcript points.
-pub fn opening_protocol(params: &Params) -> OpeningProtocol {
-    let batches = (0..params.points).map(|_| OpeningBatch::new(vec![0], Default::default())).collect();
-    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(params.num_vars, 1), batches)])
-        .pad_to_min_num_variables(params.fold)
-}
-
-/// The Poseidon2 permutation every proof uses (Plonky3's default BabyBear constants).
-pub fn permutation() -> Poseidon2BabyBear<16> {
-    default_babybear_poseidon2_16()
-}
 
 /// The prover's heavy operations and the state they keep.
 pub trait Backend {
@@ -138,8 +128,7 @@ impl Backend for CpuBackend {
         Radix2DFTSmallBatch::default()
     }
     fn mmcs(&self) -> Self::Mmcs {
-        let perm = permutation();
-        CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0)
+        whir_verifier::hash::cpu_mmcs(0)
     }
     fn challenger(&self) -> GpuChallenger {
         GpuChallenger::new(permutation(), None)

@@ -32,9 +32,9 @@ use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof
 use whir_gpu::mmcs::CpuMmcs;
 use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, HeadRequest, HeadValues, PendingRows, PowClock};
 
-use crate::backend::{opening_protocol, Backend, CpuBackend, ProverLayout};
+use crate::{opening_protocol, ProverLayout};
 use crate::error::ProverError;
-use crate::params::Params;
+use crate::Params;
 use crate::sumcheck::{powers_from, CpuSumcheck, SumcheckSteps};
 use crate::{Commitment, EF, F};
 
@@ -111,7 +111,7 @@ pub struct CpuCodewords {
 
 impl Default for CpuCodewords {
     fn default() -> Self {
-        Self { dft: CpuBackend.domain(), mmcs: CpuBackend.mmcs() }
+        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs(0) }
     }
 }
 

@@ -19,6 +19,19 @@ pub enum ProverError {
     Verify(String),
 }
 
+/// The verifier side's errors keep their variant and words.
+impl From<whir_verifier::ProofError> for ProverError {
+    fn from(e: whir_verifier::ProofError) -> Self {
+        use whir_verifier::ProofError as V;
+        match e {
+            V::Params(s) => ProverError::Params(s),
+            V::ProofFile(s) => ProverError::ProofFile(s),
+            V::ParamsMismatch(s) => ProverError::ParamsMismatch(s),
+            V::Verify(s) => ProverError::Verify(s),
+        }
+    }
+}
+
 impl From<whir_gpu::GpuError> for ProverError {
     fn from(e: whir_gpu::GpuError) -> Self {
         ProverError::Gpu(e)

@@ -11,28 +11,31 @@ mod backend;
 mod domain;
 mod driver;
 mod error;
-mod params;
-mod proof_file;
 mod stock;
 mod sumcheck;
 mod timing;
 
-use p3_baby_bear::BabyBear;
-use p3_field::extension::BinomialExtensionField;
-
-pub use backend::{estimated_gpu_bytes, opening_protocol, permutation, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverLayout, ProverOutput};
+pub use backend::{estimated_gpu_bytes, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
-pub use params::{ParamSource, Params, Soundness, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
-pub use proof_file::{FileParamsFloor, ProofFile, ReadLimits, FORMAT_VERSION, HASH_ID};
+// The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
+pub use whir_verifier::{
+    opening_protocol, permutation, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ReadLimits, Soundness, EF, F,
+    FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
+};
 pub use stock::prove_stock;
+
+/// Sumcheck layout of the committed table (Plonky3's suffix layout).
+pub type ProverLayout = whir_verifier::TableLayout;
 pub use sumcheck::{CpuSumcheck, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 
-/// The base field.
-pub type F = BabyBear;
-/// The extension field WHIR's challenges live in.
-pub type EF = BinomialExtensionField<BabyBear, 4>;
-/// A Merkle cap (a root, with cap height 0).
-pub type Commitment = p3_merkle_tree::MerkleCap<F, [F; 8]>;
+#[cfg(test)]
+mod tests {
+    /// The verifier's PoW ceiling is the GPU grinder's: 2^bits stays below BabyBear's p.
+    #[test]
+    fn pow_ceilings_agree() {
+        assert_eq!(crate::MAX_POW_BITS, whir_gpu::grind::MAX_BITS);
+    }
+}

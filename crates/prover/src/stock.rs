@@ -10,11 +10,11 @@ use p3_dft::Radix2DFTSmallBatch;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::WhirProver;
-use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 
-use crate::backend::{opening_protocol, permutation, ProverLayout};
+use crate::{opening_protocol, permutation, ProverLayout};
 use crate::error::ProverError;
-use crate::params::Params;
+use crate::Params;
 use crate::{EF, F};
 
 type StockChallenger = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;

@@ -16,12 +16,11 @@ use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
-use whir_gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
 
-use crate::backend::{opening_protocol, permutation, ProverLayout, ProverOutput};
-use crate::error::ProverError;
+use crate::error::ProofError;
+use crate::hash::{cpu_mmcs, permutation, CpuMmcs};
 use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
-use crate::{Commitment, EF, F};
+use crate::{opening_protocol, Commitment, TableLayout, EF, F};
 
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
 /// Bumped on any change of the layout below.
@@ -29,8 +28,9 @@ pub const FORMAT_VERSION: u16 = 1;
 /// The only hash so far.
 pub const HASH_ID: &str = "poseidon2-babybear-16/p3-default";
 
-type StockChallenger = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;
-type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, StockChallenger, ProverLayout>;
+/// Plonky3's challenger, as the stock verifier runs it.
+pub type StockChallenger = DuplexChallenger<F, crate::hash::Perm, 16, 8>;
+type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, StockChallenger, TableLayout>;
 type Proof = PcsProof<F, EF, CpuMmcs>;
 
 /// Bytes read before the parameters are known: the header and the params fit in far fewer.
@@ -93,7 +93,7 @@ impl FileBound {
         self.params_bytes.min(self.limits.max_file_bytes)
     }
 
-    fn exceeded(&self, what: &str) -> ProverError {
+    fn exceeded(&self, what: &str) -> ProofError {
         if self.params_bytes <= self.limits.max_file_bytes {
             rejected(format!("{what} larger than any proof for its parameters can be ({} bytes at most)", self.params_bytes))
         } else {
@@ -111,7 +111,7 @@ impl FileBound {
 /// Reserves `bytes` of heap and gives it back at once: the memory decoding and verifying a
 /// file of a given size may need, asked for fallibly before any of it is used, so a file too
 /// large for this process is an error here rather than an abort inside the decoder.
-fn ensure_memory(bytes: usize, what: impl FnOnce() -> String) -> Result<(), ProverError> {
+fn ensure_memory(bytes: usize, what: impl FnOnce() -> String) -> Result<(), ProofError> {
     let mut probe: Vec<u8> = Vec::new();
     probe.try_reserve_exact(bytes).map_err(|_| {
         rejected(format!("{} needs up to {bytes} bytes ({}) of memory, which this process cannot allocate; \
@@ -153,12 +153,12 @@ pub struct ProofFile {
     pub proof: Vec<u8>,
 }
 
-fn rejected(what: impl Into<String>) -> ProverError {
-    ProverError::ProofFile(what.into())
+fn rejected(what: impl Into<String>) -> ProofError {
+    ProofError::ProofFile(what.into())
 }
 
 /// The header and parameters at the start of a file, checked.
-fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
+fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProofError> {
     let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes)
         .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {})", decode_error(&e))))?;
     if header.magic != MAGIC {
@@ -185,12 +185,12 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProverError> {
 }
 
 /// The error for a file made with other parameters than `expected`, naming each difference.
-fn mismatch(file: &Params, expected: &Params) -> Result<(), ProverError> {
+fn mismatch(file: &Params, expected: &Params) -> Result<(), ProofError> {
     let differences = file.differences(expected);
     if differences.is_empty() {
         return Ok(());
     }
-    Err(ProverError::ParamsMismatch(format!(
+    Err(ProofError::ParamsMismatch(format!(
         "the proof was made with other parameters than the verifier expects: {}; verify with the proof's parameters only if you accept them ({})",
         differences.join(", "),
         file.to_flags()
@@ -200,7 +200,7 @@ fn mismatch(file: &Params, expected: &Params) -> Result<(), ProverError> {
 /// Reads at most `bound.bytes()` bytes into `into`; more is an error that says which bound
 /// broke, without reading further. The buffer grows by doubling, fallibly (an allocation
 /// failure is an error), and never past the bound: one byte more is looked for on the stack.
-fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -> Result<(), ProverError> {
+fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -> Result<(), ProofError> {
     let limit = bound.bytes();
     let mut read_into = |buf: &mut [u8]| loop {
         match reader.read(buf) {
@@ -271,8 +271,10 @@ fn describe(e: &VerifierError) -> String {
 }
 
 impl ProofFile {
-    pub fn new(params: &Params, output: &ProverOutput) -> Self {
-        Self { params: params.clone(), hash: HASH_ID.into(), commitment: output.commitment.clone(), proof: output.proof.clone() }
+    /// A file for a proof made with `params`: its commitment and its postcard-serialized
+    /// `PcsProof`.
+    pub fn new(params: &Params, commitment: Commitment, proof: Vec<u8>) -> Self {
+        Self { params: params.clone(), hash: HASH_ID.into(), commitment, proof }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -284,7 +286,7 @@ impl ProofFile {
     /// The largest proof file any honest prover writes for `params` (a bound, not the size):
     /// the header plus every opened row, sibling digest, sumcheck message and answer the
     /// configuration asks for, at postcard's widest encoding.
-    pub fn max_bytes(params: &Params) -> Result<usize, ProverError> {
+    pub fn max_bytes(params: &Params) -> Result<usize, ProofError> {
         Self::max_bytes_from(params, ParamSource::Flags)
     }
 
@@ -294,17 +296,17 @@ impl ProofFile {
     /// read (at most 1 MiB each, a few deep), and the verifier's own working memory. The file
     /// is the smaller of the parameters' largest proof and the default [`ReadLimits`]. Measured
     /// in tests/verify_memory.rs.
-    pub fn max_verify_memory(params: &Params) -> Result<usize, ProverError> {
+    pub fn max_verify_memory(params: &Params) -> Result<usize, ProofError> {
         Self::max_verify_memory_with(params, ReadLimits::default())
     }
 
     /// [`max_verify_memory`](Self::max_verify_memory) under `limits`.
-    pub fn max_verify_memory_with(params: &Params, limits: ReadLimits) -> Result<usize, ProverError> {
+    pub fn max_verify_memory_with(params: &Params, limits: ReadLimits) -> Result<usize, ProofError> {
         let file = FileBound { params_bytes: Self::max_bytes(params)?, limits }.bytes();
         Ok(VERIFY_FIXED_BYTES.saturating_add(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(file)))
     }
 
-    fn max_bytes_from(params: &Params, source: ParamSource) -> Result<usize, ProverError> {
+    fn max_bytes_from(params: &Params, source: ParamSource) -> Result<usize, ProofError> {
         let config = params.config_from::<StockChallenger>(source)?;
         let shape = WhirShape::new(&config, params.points);
         // Rows are at most 2^fold extension elements (the first round's are base elements).
@@ -331,12 +333,12 @@ impl ProofFile {
     /// header, every parameter value, the hash, that the body decodes, and that the file is in
     /// its one canonical byte form (no overlong numbers, nothing appended). Files over the
     /// default [`ReadLimits`] are refused; see [`from_bytes_with`](Self::from_bytes_with).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProverError> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProofError> {
         Self::from_bytes_with(bytes, ReadLimits::default())
     }
 
     /// [`from_bytes`](Self::from_bytes) under `limits`.
-    pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProverError> {
+    pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
         let (params, rest) = parse_prefix(bytes)?;
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile)?, limits };
         if bytes.len() > bound.bytes() {
@@ -366,12 +368,12 @@ impl ProofFile {
     /// Reads and parses a proof file from `reader` without ever holding more bytes than a proof
     /// can have: for the `expected` parameters if given, else for the parameters in its header
     /// (checked first), and never more than the default [`ReadLimits`].
-    pub fn read(reader: impl Read, expected: Option<&Params>) -> Result<Self, ProverError> {
+    pub fn read(reader: impl Read, expected: Option<&Params>) -> Result<Self, ProofError> {
         Self::read_with(reader, expected, ReadLimits::default())
     }
 
     /// [`read`](Self::read) under `limits`: raise them only for a large proof you trust.
-    pub fn read_with(mut reader: impl Read, expected: Option<&Params>, limits: ReadLimits) -> Result<Self, ProverError> {
+    pub fn read_with(mut reader: impl Read, expected: Option<&Params>, limits: ReadLimits) -> Result<Self, ProofError> {
         let mut bytes = Vec::new();
         (&mut reader)
             .take(PREFIX_BYTES as u64)
@@ -392,7 +394,7 @@ impl ProofFile {
     }
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
-    fn decode_body(&self) -> Result<Proof, ProverError> {
+    fn decode_body(&self) -> Result<Proof, ProofError> {
         let (proof, tail): (Proof, &[u8]) = postcard::take_from_bytes(&self.proof)
             .map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
         if !tail.is_empty() {
@@ -407,7 +409,7 @@ impl ProofFile {
     /// Checks the proof against the parameters the verifier expects, with Plonky3's own
     /// verifier, `MerkleTreeMmcs` and `DuplexChallenger`. A file made with any other
     /// parameters is rejected, naming each difference.
-    pub fn verify(&self, expected: &Params) -> Result<(), ProverError> {
+    pub fn verify(&self, expected: &Params) -> Result<(), ProofError> {
         mismatch(&self.params, expected)?;
         self.verify_as(expected, ParamSource::Flags)
     }
@@ -415,16 +417,16 @@ impl ProofFile {
     /// Checks the proof against the parameters its own header names, accepting them only if
     /// they clear `floor`. Use [`verify`](Self::verify) where the verifier knows what it
     /// expects: a file's parameters are the prover's choice.
-    pub fn verify_file_params(&self, floor: FileParamsFloor) -> Result<(), ProverError> {
+    pub fn verify_file_params(&self, floor: FileParamsFloor) -> Result<(), ProofError> {
         self.params.validate(ParamSource::ProofFile)?;
         if self.params.security_bits < floor.min_security_bits {
-            return Err(ProverError::ParamsMismatch(format!(
+            return Err(ProofError::ParamsMismatch(format!(
                 "the proof file's header says security = {} bits, below the {} bits accepted",
                 self.params.security_bits, floor.min_security_bits
             )));
         }
         if !self.params.soundness.is_proven() && !floor.allow_conjectured {
-            return Err(ProverError::ParamsMismatch(format!(
+            return Err(ProofError::ParamsMismatch(format!(
                 "the proof file's header claims {} bits resting on {}; accept that explicitly (`--allow-conjecture`, \
                  `FileParamsFloor::allow_conjectured`) or verify with parameters you choose",
                 self.params.security_bits,
@@ -434,13 +436,12 @@ impl ProofFile {
         self.verify_as(&self.params, ParamSource::ProofFile)
     }
 
-    fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProverError> {
+    fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProofError> {
         let config = params.config_from::<StockChallenger>(source)?;
         let proof = self.decode_body()?;
-        let perm = permutation();
-        let pcs = StockPcs::new(config, Radix2DFTSmallBatch::default(), CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm.clone()), 0));
-        let mut challenger = StockChallenger::new(perm);
+        let pcs = StockPcs::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs(0));
+        let mut challenger = StockChallenger::new(permutation());
         pcs.verify(&self.commitment, &proof, &mut challenger, opening_protocol(params))
-            .map_err(|e| ProverError::Verify(describe(&e)))
+            .map_err(|e| ProofError::Verify(describe(&e)))
     }
 }

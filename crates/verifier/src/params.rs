@@ -12,7 +12,7 @@ use p3_field::TwoAdicField;
 use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption, WhirConfig, WhirConfigError};
 use serde::{Deserialize, Serialize};
 
-use crate::error::ProverError;
+use crate::error::ProofError;
 use crate::{EF, F};
 
 /// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements. The codeword is
@@ -23,7 +23,7 @@ pub const MAX_DOMAIN_LOG: usize = F::TWO_ADICITY;
 /// size proved and tested here (on the H200: 2^28 evaluations, 1 GiB).
 pub const MAX_VARS: usize = F::TWO_ADICITY + 1;
 /// Largest proof-of-work budget: a BabyBear witness can clear at most 30 bits (2^bits < p).
-pub const MAX_POW_BITS: usize = whir_gpu::grind::MAX_BITS;
+pub const MAX_POW_BITS: usize = 30;
 /// Largest security target accepted at all (BabyBear^4 reaches far less; p3-whir says so).
 pub const MAX_SECURITY_BITS: usize = 256;
 /// Most opening points per proof. Each point adds a claim the verifier checks and a constraint
@@ -49,12 +49,12 @@ impl Soundness {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Self, ProverError> {
+    pub fn parse(s: &str) -> Result<Self, ProofError> {
         match s.to_ascii_lowercase().as_str() {
             "johnson" | "jb" => Ok(Soundness::Johnson),
             "capacity" | "cb" => Ok(Soundness::Capacity),
             "unique" | "ud" => Ok(Soundness::Unique),
-            _ => Err(ProverError::Params(format!("unknown soundness {s:?}; use johnson, capacity or unique"))),
+            _ => Err(ProofError::Params(format!("unknown soundness {s:?}; use johnson, capacity or unique"))),
         }
     }
 
@@ -214,9 +214,9 @@ impl Params {
 
     /// Checks every value against what BabyBear and p3-whir can take, before anything is built:
     /// ranges, shifts and counts. `source` decides how a bad value is named.
-    pub fn validate(&self, source: ParamSource) -> Result<(), ProverError> {
+    pub fn validate(&self, source: ParamSource) -> Result<(), ProofError> {
         let n = Namer(source);
-        let bad = |what: String| Err(ProverError::Params(what));
+        let bad = |what: String| Err(ProofError::Params(what));
         if self.num_vars == 0 || self.num_vars > MAX_VARS {
             return bad(format!(
                 "{} is out of range: BabyBear supports 1..={MAX_VARS} variables{}",
@@ -316,7 +316,7 @@ impl Params {
 
     /// p3-whir's configuration, or the reason it is infeasible with a suggestion. The values are
     /// the caller's own (flags); for a proof file's header use [`config_from`](Self::config_from).
-    pub fn config<C>(&self) -> Result<WhirConfig<EF, F, C>, ProverError>
+    pub fn config<C>(&self) -> Result<WhirConfig<EF, F, C>, ProofError>
     where
         C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
     {
@@ -324,18 +324,18 @@ impl Params {
     }
 
     /// [`config`](Self::config), naming bad values as coming from `source`.
-    pub fn config_from<C>(&self, source: ParamSource) -> Result<WhirConfig<EF, F, C>, ProverError>
+    pub fn config_from<C>(&self, source: ParamSource) -> Result<WhirConfig<EF, F, C>, ProofError>
     where
         C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
     {
         self.validate(source)?;
         WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
-            .map_err(|e| ProverError::Params(self.explain(&e, source)))
+            .map_err(|e| ProofError::Params(self.explain(&e, source)))
     }
 
     fn feasible(&self) -> bool {
         self.validate(ParamSource::Flags).is_ok()
-            && WhirConfig::<EF, F, whir_gpu::GpuChallenger>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
+            && WhirConfig::<EF, F, crate::StockChallenger>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
     }
 
     /// Changes of one flag each that make these parameters feasible, tried one by one, so every

@@ -1,0 +1,38 @@
+//! # whir-verifier
+//!
+//! The verifier side of whir-wgpu, without any GPU code: WHIR parameters in the user's terms and
+//! their policy ([`Params`]), proof files ([`ProofFile`], untrusted input read within
+//! [`ReadLimits`]), verification with Plonky3's stock p3-whir verifier, and the CPU Poseidon2
+//! hash and Merkle types every proof uses ([`hash`]). The prover (whir-prover) and the GPU
+//! runtime (whir-gpu) build on this crate; nothing here depends on them.
+
+mod error;
+pub mod hash;
+mod params;
+mod proof_file;
+
+use p3_baby_bear::BabyBear;
+use p3_field::extension::BinomialExtensionField;
+use p3_sumcheck::layout::SuffixProver;
+use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+
+pub use error::ProofError;
+pub use hash::permutation;
+pub use params::{ParamSource, Params, Soundness, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
+pub use proof_file::{FileParamsFloor, ProofFile, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID};
+
+/// The base field.
+pub type F = BabyBear;
+/// The extension field WHIR's challenges live in.
+pub type EF = BinomialExtensionField<BabyBear, 4>;
+/// A Merkle cap (a root, with cap height 0).
+pub type Commitment = p3_merkle_tree::MerkleCap<F, [F; 8]>;
+/// Sumcheck layout of the committed table (Plonky3's suffix layout): part of the PCS's type on
+/// both sides.
+pub type TableLayout = SuffixProver<F, EF>;
+
+/// The opening protocol for one polynomial of n variables opened at `points` transcript points.
+pub fn opening_protocol(params: &Params) -> OpeningProtocol {
+    let batches = (0..params.points).map(|_| OpeningBatch::new(vec![0], Default::default())).collect();
+    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(params.num_vars, 1), batches)]).pad_to_min_num_variables(params.fold)
+}
