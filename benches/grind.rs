@@ -22,7 +22,7 @@ fn main() {
     let perm = constants.to_cpu();
     let grinders: Vec<(MulVariant, GpuGrinder)> = MulVariant::ALL
         .iter()
-        .filter_map(|&v| GpuContext::new(GpuOptions { mul_variant: Some(v), ..Default::default() }).ok().map(|c| (v, c)))
+        .filter_map(|&v| GpuContext::new(GpuOptions { mul_variant: Some(v), ..GpuOptions::from_env().expect("the WHIR_* settings") }).ok().map(|c| (v, c)))
         .map(|(v, ctx)| (v, GpuGrinder::new(Arc::new(GpuPoseidon2::new(Arc::new(ctx), constants.clone())))))
         .collect();
     // Several transcript states, so a lucky small witness does not decide the figure.

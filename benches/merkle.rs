@@ -34,7 +34,7 @@ fn main() {
     let cpu = CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0);
     let gpus: Vec<Arc<GpuMerkle>> = MulVariant::ALL
         .iter()
-        .filter_map(|&v| GpuContext::new(GpuOptions { mul_variant: Some(v), ..Default::default() }).ok())
+        .filter_map(|&v| GpuContext::new(GpuOptions { mul_variant: Some(v), ..GpuOptions::from_env().expect("the WHIR_* settings") }).ok())
         .map(|ctx| Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(Arc::new(ctx), constants.clone())))))
         .collect();
     let mut c = Criterion::default().configure_from_args();

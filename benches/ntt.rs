@@ -50,7 +50,7 @@ fn shapes() -> Vec<(usize, usize, usize)> {
 fn gpus() -> Vec<Arc<GpuNtt>> {
     MulVariant::ALL
         .iter()
-        .filter_map(|&v| match GpuContext::new(GpuOptions { mul_variant: Some(v), ..Default::default() }) {
+        .filter_map(|&v| match GpuContext::new(GpuOptions { mul_variant: Some(v), ..GpuOptions::from_env().expect("the WHIR_* settings") }) {
             Ok(ctx) => Some(Arc::new(GpuNtt::new(Arc::new(ctx)))),
             Err(e) => {
                 eprintln!("no {v:?} GPU context: {e}");

@@ -28,7 +28,7 @@ fn main() {
     group.throughput(Throughput::Elements(states as u64));
 
     for variant in MulVariant::ALL {
-        let Ok(ctx) = GpuContext::new(GpuOptions { mul_variant: Some(variant), ..Default::default() }) else {
+        let Ok(ctx) = GpuContext::new(GpuOptions { mul_variant: Some(variant), ..GpuOptions::from_env().expect("the WHIR_* settings") }) else {
             eprintln!("no {variant:?} GPU context");
             continue;
         };

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::{permutation, prove_with_steps, Backend, CodewordSteps, CpuBackend, CpuCodewords, Params, ProofFile, ProverOutput, Soundness};
+use whir_wgpu::prover::{permutation, prove_with_steps, Backend, CodewordSteps, CpuBackend, CpuCodewords, DriverOptions, Params, ProofFile, ProverOutput, Soundness};
 
 fn drive<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
     let mut challenger = GpuChallenger::new(permutation(), None);
-    let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap())
 }
 
@@ -155,7 +155,7 @@ fn prove_grinding_on_the_gpu(
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (_, expected) = reference(p, &evals);
     let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
-    let (commitment, proof, times) = prove_with_steps(steps, p, &evals, &mut challenger).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let (commitment, proof, times) = prove_with_steps(steps, p, &evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
     assert!(ours == expected, "{p:?} ({:?}): the proofs differ", steps.context().mul_variant());
     assert_eq!(challenger.gpu_fallbacks(), 0, "{p:?}: GPU grinds redone on the CPU");

@@ -81,3 +81,25 @@ fn the_cycle_check_finds_cycles() {
         .collect();
     assert_eq!(find_cycle(&graph), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
 }
+
+/// Settings at the edge: library code reads no environment variable outside the options
+/// constructors (`GpuOptions::from_env`, `DriverOptions::from_env`, each in its crate's
+/// options.rs).
+#[test]
+fn only_the_options_constructors_read_the_environment() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for krate in ["verifier", "gpu", "prover"] {
+        for entry in std::fs::read_dir(root.join("crates").join(krate).join("src")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "options.rs") || path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for (i, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap();
+                assert!(!line.contains("std::env") && !line.contains("env::var"), "{}:{}: reads the environment: {line}", path.display(), i + 1);
+            }
+        }
+    }
+}

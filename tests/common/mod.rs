@@ -15,7 +15,13 @@ fn require_gpu() -> bool {
 }
 
 fn open(variant: MulVariant) -> Option<Arc<GpuContext>> {
-    open_with(GpuOptions { mul_variant: Some(variant), ..Default::default() })
+    open_with(GpuOptions { mul_variant: Some(variant), ..env_options() })
+}
+
+/// The environment's settings (WHIR_LIMITS=webgpu in CI's strict pass), which every test
+/// context starts from.
+pub fn env_options() -> GpuOptions {
+    GpuOptions::from_env().expect("the WHIR_* settings")
 }
 
 pub fn open_with(options: GpuOptions) -> Option<Arc<GpuContext>> {
@@ -61,7 +67,7 @@ pub fn fresh_contexts() -> Vec<Arc<GpuContext>> {
 /// default on hardware adapters, off on software ones).
 pub fn spinning_contexts(spin_us: u64) -> Vec<Arc<GpuContext>> {
     let shared = contexts();
-    shared.iter().filter_map(|c| open_with(GpuOptions { mul_variant: Some(c.mul_variant()), spin_us: Some(spin_us), ..Default::default() })).collect()
+    shared.iter().filter_map(|c| open_with(GpuOptions { mul_variant: Some(c.mul_variant()), spin_us: Some(spin_us), ..env_options() })).collect()
 }
 
 /// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED.

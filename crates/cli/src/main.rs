@@ -17,7 +17,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
 use whir_prover::{
-    Backend, CpuBackend, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
+    Backend, CpuBackend, DriverOptions, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
     WEAK_SECURITY_BITS,
 };
 
@@ -228,12 +228,15 @@ fn prove(args: ProveArgs) -> Result<()> {
             (0..1usize << args.vars).map(|_| rng.random()).collect()
         }
     };
-    let gpu_options = whir_gpu::GpuOptions { memory_mib: args.gpu_memory, ..Default::default() };
+    // The environment's settings (WHIR_ADAPTER, WHIR_LIMITS, ...), the flags over them.
+    let env = GpuOptions::from_env()?;
+    let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
+    let driver_options = DriverOptions::from_env()?;
     let (gpu, why) = match args.backend {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
         BackendChoice::Gpu | BackendChoice::GpuPieces => {
             let mode = if args.backend == BackendChoice::Gpu { GpuMode::Resident } else { GpuMode::Pieces };
-            let g = GpuBackend::open(gpu_options.clone()).context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode);
+            let g = GpuBackend::open(gpu_options.clone()).context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode).with_driver_options(driver_options);
             let s = g.context().summary();
             let why = if s.is_software() {
                 eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
@@ -244,7 +247,7 @@ fn prove(args: ProveArgs) -> Result<()> {
             (Some(g), why)
         }
         BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
-        BackendChoice::Auto => match GpuBackend::open(gpu_options.clone()) {
+        BackendChoice::Auto => match GpuBackend::open(gpu_options.clone()).map(|g| g.with_driver_options(driver_options)) {
             Ok(g) if g.context().summary().is_software() => {
                 (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters())))
             }
@@ -468,7 +471,7 @@ fn info(adapter: Option<String>) -> Result<()> {
     }
     let explicit = adapter.as_deref().is_some_and(|a| !a.trim().is_empty());
     let selector = adapter.as_deref().map_or(AdapterSelector::HighPerformance, AdapterSelector::parse);
-    match GpuContext::new(GpuOptions { adapter: selector, ..Default::default() }) {
+    match GpuContext::new(GpuOptions { adapter: selector, ..GpuOptions::from_env()? }) {
         Ok(ctx) => {
             println!("\nChosen: {}", ctx.summary());
             println!("  limits profile: {} (WHIR_LIMITS: adapter, webgpu or webgpu:BYTES)", ctx.summary().profile);

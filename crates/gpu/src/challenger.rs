@@ -119,8 +119,8 @@ impl std::fmt::Debug for GpuChallenger {
 impl GpuChallenger {
     /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
     pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
-        // WHIR_GPU_MIN_BITS: measuring the threshold on another machine.
-        let gpu_min_bits = std::env::var("WHIR_GPU_MIN_BITS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_GPU_MIN_BITS);
+        // The threshold and grinding ahead are the grinder's context's tuning.
+        let gpu_min_bits = grinder.as_ref().map_or(DEFAULT_GPU_MIN_BITS, |g| g.poseidon2().context().tuning().gpu_min_bits);
         Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default(), ahead: GrindAhead::default() }
     }
 
@@ -128,11 +128,7 @@ impl GpuChallenger {
     /// the GPU steps; None where this challenger would grind on the CPU anyway. Clones share
     /// the link; [`stop_grinding_ahead`](Self::stop_grinding_ahead) ends it.
     pub fn grind_ahead(&mut self, bits: usize) -> Option<GrindAhead> {
-        // WHIR_GRIND_AHEAD=0: measuring what grinding ahead saves.
-        if std::env::var("WHIR_GRIND_AHEAD").is_ok_and(|v| v.trim() == "0") {
-            return None;
-        }
-        let grinder = self.grinder.clone().filter(|_| bits > 0 && bits >= self.gpu_min_bits)?;
+        let grinder = self.grinder.clone().filter(|g| g.poseidon2().context().tuning().grind_ahead && bits > 0 && bits >= self.gpu_min_bits)?;
         {
             let mut slot = self.ahead.0.lock().ok()?;
             slot.grind = Some((grinder, bits));

@@ -107,29 +107,8 @@ pub struct GpuCodewords {
     /// The sumcheck over a committed message keeps lazy equality weights from this many
     /// variables (`GpuSumcheck::with_lazy_weights_from`).
     lazy_weights_from: usize,
-    /// `WHIR_CODEWORD_TREE_LOWEST`: a lowest kept tree layer fixed for every codeword.
+    /// A lowest kept tree layer fixed for every codeword (`GpuTuning::codeword_tree_lowest`).
     tree_lowest: Option<usize>,
-}
-
-/// `WHIR_LAZY_WEIGHTS`: 0 stores the first weight table always, 1 never (for measuring).
-fn lazy_weights_override() -> Option<usize> {
-    match std::env::var("WHIR_LAZY_WEIGHTS").ok()?.trim() {
-        "0" => Some(usize::MAX),
-        "1" => Some(0),
-        _ => None,
-    }
-}
-
-/// `WHIR_CODEWORD_TREE_LOWEST`: the lowest Merkle layer every resident codeword's tree keeps.
-fn tree_lowest_override() -> Option<usize> {
-    std::env::var("WHIR_CODEWORD_TREE_LOWEST").ok().and_then(|v| v.trim().parse().ok())
-}
-
-/// Whether resident proofs use the memory-lean defaults (lazy first weights, trimmed narrow
-/// trees), i.e. neither `WHIR_LAZY_WEIGHTS=0` nor `WHIR_CODEWORD_TREE_LOWEST` turns them off
-/// (what memory estimates assume).
-pub fn lean_memory_defaults() -> bool {
-    lazy_weights_override() != Some(usize::MAX) && tree_lowest_override().is_none()
 }
 
 impl GpuCodewords {
@@ -138,8 +117,13 @@ impl GpuCodewords {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
-        let lazy_weights_from = lazy_weights_override().unwrap_or(LAZY_WEIGHTS_MIN_VARS);
-        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, lazy_weights_from, tree_lowest: tree_lowest_override() })
+        let tuning = ntt.context().tuning().clone();
+        let lazy_weights_from = match tuning.lazy_weights {
+            None => LAZY_WEIGHTS_MIN_VARS,
+            Some(true) => 0,
+            Some(false) => usize::MAX,
+        };
+        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, lazy_weights_from, tree_lowest: tuning.codeword_tree_lowest })
     }
 
     /// Proofs of at least `vars` variables keep their first weight table lazy (default 24;

@@ -9,133 +9,10 @@ use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
 use crate::error::{GpuError, Result};
+use crate::options::{AdapterSelector, GpuOptions, GpuTuning, LimitsProfile};
 use crate::shaders::{self, Kernel, MulVariant};
 use crate::transfer::{self, BufferPool, StagingPool, STAGED_MIN_BYTES};
 
-/// How to choose an adapter.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum AdapterSelector {
-    /// The `WHIR_ADAPTER` environment variable if set, else the high-performance adapter.
-    #[default]
-    Auto,
-    /// wgpu's high-performance choice.
-    HighPerformance,
-    /// The first adapter on this backend ("vulkan", "metal", "dx12", "gl").
-    Backend(wgpu::Backend),
-    /// The first adapter whose name contains this text (case-insensitive).
-    Name(String),
-    /// The n-th adapter of `list_adapters()`.
-    Index(usize),
-}
-
-impl AdapterSelector {
-    /// Parses a `WHIR_ADAPTER` value: a backend name, `index:N`, `high-performance`, or a name substring.
-    pub fn parse(text: &str) -> Self {
-        let t = text.trim();
-        match t.to_ascii_lowercase().as_str() {
-            "" | "auto" => Self::Auto,
-            "high-performance" | "hp" => Self::HighPerformance,
-            "vulkan" => Self::Backend(wgpu::Backend::Vulkan),
-            "metal" => Self::Backend(wgpu::Backend::Metal),
-            "dx12" => Self::Backend(wgpu::Backend::Dx12),
-            "gl" | "gles" => Self::Backend(wgpu::Backend::Gl),
-            lower => match lower.strip_prefix("index:").and_then(|n| n.parse().ok()) {
-                Some(n) => Self::Index(n),
-                None => Self::Name(t.to_string()),
-            },
-        }
-    }
-}
-
-impl fmt::Display for AdapterSelector {
-    /// The selector as `WHIR_ADAPTER` spells it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Auto => write!(f, "auto"),
-            Self::HighPerformance => write!(f, "high-performance"),
-            Self::Backend(b) => write!(f, "{}", b.to_str()),
-            Self::Name(n) => write!(f, "{n:?}"),
-            Self::Index(i) => write!(f, "index:{i}"),
-        }
-    }
-}
-
-/// Options for [`GpuContext::new`].
-#[derive(Clone, Debug, Default)]
-pub struct GpuOptions {
-    pub adapter: AdapterSelector,
-    /// Field-multiply variant; `None` picks u64 where the adapter has SHADER_INT64.
-    pub mul_variant: Option<MulVariant>,
-    /// Microseconds a wait for the GPU spins before blocking; `None`: `WHIR_GPU_SPIN_US`, else
-    /// 1,000 on hardware adapters and 0 on software ones.
-    pub spin_us: Option<u64>,
-    /// Most MiB of idle device buffers kept for reuse (and of staging buffers per direction, at
-    /// most 4 GiB); `None`: `WHIR_GPU_POOL_MIB`, else 32 GiB (given back if an allocation runs
-    /// out of memory).
-    /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
-    /// the work has live at once.
-    pub pool_mib: Option<u64>,
-    /// Which limits and features to ask the adapter for; `None`: `WHIR_LIMITS`, else the
-    /// adapter's own.
-    pub limits: Option<LimitsProfile>,
-    /// Most MiB of GPU buffer memory the context may hold (live buffers and pools); `None`:
-    /// `WHIR_GPU_MEMORY_MIB`, else no cap. Pools are trimmed to stay under it; work that still
-    /// goes over it fails with [`GpuError::OverBudget`] (callers that can estimate their need
-    /// check [`GpuContext::check_memory`] before starting).
-    pub memory_mib: Option<u64>,
-}
-
-/// The limits and features a context asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum LimitsProfile {
-    /// Everything the adapter offers (SHADER_INT64, subgroups, timestamps, its full limits).
-    #[default]
-    Adapter,
-    /// WebGPU's default limits and no optional features: the weakest conforming adapter (128 MiB
-    /// per storage binding, 256 MiB per buffer, 16 KiB of workgroup memory, 256 invocations per
-    /// workgroup, 65,535 workgroups per dimension, 8 storage buffers per stage), so the emulated
-    /// multiply. `max_binding_bytes` lowers the binding limit further (tests cross it at small
-    /// sizes).
-    WebGpu { max_binding_bytes: Option<u64> },
-}
-
-impl LimitsProfile {
-    /// `WHIR_LIMITS`: `adapter`, `webgpu`, or `webgpu:BYTES` (a smaller binding limit, e.g.
-    /// `webgpu:4194304`).
-    pub fn from_env() -> Result<Option<Self>> {
-        match std::env::var("WHIR_LIMITS") {
-            Ok(v) => Self::parse(&v).map(Some),
-            Err(_) => Ok(None),
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Self> {
-        let t = text.trim().to_ascii_lowercase();
-        let bad = || GpuError::InvalidInput(format!("WHIR_LIMITS={text:?} is not a limits profile; use adapter, webgpu or webgpu:BYTES"));
-        match t.split_once(':') {
-            None if t == "adapter" || t.is_empty() => Ok(Self::Adapter),
-            None if t == "webgpu" => Ok(Self::WebGpu { max_binding_bytes: None }),
-            Some(("webgpu", bytes)) => {
-                let bytes: u64 = bytes.trim().parse().map_err(|_| bad())?;
-                if bytes < 1024 || !bytes.is_multiple_of(4) {
-                    return Err(GpuError::InvalidInput(format!("WHIR_LIMITS binding limit {bytes} must be a multiple of 4 and at least 1024 bytes")));
-                }
-                Ok(Self::WebGpu { max_binding_bytes: Some(bytes) })
-            }
-            _ => Err(bad()),
-        }
-    }
-}
-
-impl fmt::Display for LimitsProfile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Adapter => write!(f, "adapter"),
-            Self::WebGpu { max_binding_bytes: None } => write!(f, "webgpu"),
-            Self::WebGpu { max_binding_bytes: Some(b) } => write!(f, "webgpu:{b}"),
-        }
-    }
-}
 
 /// What an adapter is and what it can do.
 #[derive(Clone, Debug)]
@@ -266,10 +143,7 @@ fn describe(adapters: &[wgpu::Adapter]) -> String {
 
 fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) -> Result<wgpu::Adapter> {
     let selector = match selector {
-        AdapterSelector::Auto => match std::env::var("WHIR_ADAPTER") {
-            Ok(v) if !v.trim().is_empty() => AdapterSelector::parse(&v),
-            _ => AdapterSelector::HighPerformance,
-        },
+        AdapterSelector::Auto => AdapterSelector::HighPerformance,
         s => s.clone(),
     };
     let all = pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()));
@@ -300,16 +174,11 @@ fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) -> Result<w
     }
 }
 
-/// Runtime checks wgpu adds to our shaders. Default: bounds checks on (memory safety), loop
-/// bounding off: every loop in wgsl/ is a counted loop over uniform bounds that the host
-/// validates, and the added loop counters cost ~10% of NTT time on the H200. Set
-/// WHIR_GPU_RUNTIME_CHECKS to `checked` (all of wgpu's checks) or `unchecked` (none) to compare.
+/// Runtime checks wgpu adds to our shaders: bounds checks on (memory safety), loop bounding
+/// off: every loop in wgsl/ is a counted loop over uniform bounds that the host validates, and
+/// the added loop counters cost ~10% of NTT time on the H200.
 fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
-    match std::env::var("WHIR_GPU_RUNTIME_CHECKS").as_deref() {
-        Ok("checked") => wgpu::ShaderRuntimeChecks::checked(),
-        Ok("unchecked") => wgpu::ShaderRuntimeChecks::unchecked(),
-        _ => wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() },
-    }
+    wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() }
 }
 
 type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
@@ -318,22 +187,19 @@ type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
 /// of microseconds after the GPU finishes (H200: a 32-byte readback 61 us blocking, 32 us
 /// spinning), and a resident proof waits a hundred times on work that takes about as long.
 /// Software adapters run on the host's cores, which a spinning thread would take from them.
-/// `WHIR_GPU_SPIN_US` overrides it (0: always block).
+/// `GpuOptions::spin_us` overrides it (0: always block).
 fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Duration {
     let default = if software { 0 } else { DEFAULT_SPIN_US };
-    let us = asked.or_else(|| std::env::var("WHIR_GPU_SPIN_US").ok().and_then(|v| v.trim().parse().ok())).unwrap_or(default);
-    std::time::Duration::from_micros(us)
+    std::time::Duration::from_micros(asked.unwrap_or(default))
 }
 
 /// Spin before blocking on hardware adapters (measured on the H200: n = 20 fold 4 proofs 21.0
 /// -> 17.6 ms with 1,000 us).
 const DEFAULT_SPIN_US: u64 = 1000;
 
-/// The device pool's budget: `asked` MiB, else `WHIR_GPU_POOL_MIB`, else 32 GiB.
+/// The device pool's budget: `asked` MiB, else 32 GiB.
 fn pool_bytes(asked: Option<u64>) -> u64 {
-    asked
-        .or_else(|| std::env::var("WHIR_GPU_POOL_MIB").ok().and_then(|v| v.trim().parse().ok()))
-        .map_or(DEFAULT_POOL_BYTES, |mib: u64| mib.saturating_mul(1 << 20))
+    asked.map_or(DEFAULT_POOL_BYTES, |mib: u64| mib.saturating_mul(1 << 20))
 }
 
 /// Large, because allocating is slow (~100 ms per GiB measured on the H200: an n = 28 proof took
@@ -494,6 +360,8 @@ pub struct GpuContext {
     transfer_chunk: AtomicU64,
     /// See [`early_submits`](Self::early_submits).
     early_submits: std::sync::atomic::AtomicBool,
+    /// The tuning it was opened with.
+    tuning: GpuTuning,
     /// Buffers handed back by a thread while work it recorded with them was not yet submitted:
     /// they join the pool after that thread's next submission (`recycle_after_submit`).
     deferred: Mutex<Vec<(std::thread::ThreadId, wgpu::Buffer)>>,
@@ -561,18 +429,17 @@ impl fmt::Debug for GpuContext {
 }
 
 impl GpuContext {
-    /// Opens the adapter chosen by `WHIR_ADAPTER` or the high-performance one.
+    /// Opens a context with the environment's settings ([`GpuOptions::from_env`]: the adapter
+    /// `WHIR_ADAPTER` names or the high-performance one, `WHIR_LIMITS`, ...): the entry point
+    /// of the Plonky3 drop-ins' `Default`s and of programs; libraries pass options instead.
     pub fn new_default() -> Result<Self> {
-        Self::new(GpuOptions::default())
+        Self::new(GpuOptions::from_env()?)
     }
 
     pub fn new(options: GpuOptions) -> Result<Self> {
         let inst = instance();
         let adapter = choose_adapter(&inst, &options.adapter)?;
-        let profile = match options.limits {
-            Some(p) => p,
-            None => LimitsProfile::from_env()?.unwrap_or_default(),
-        };
+        let profile = options.limits.unwrap_or_default();
         let strict = matches!(profile, LimitsProfile::WebGpu { .. });
         let mut summary = AdapterSummary::of(&adapter);
         if strict {
@@ -625,14 +492,7 @@ impl GpuContext {
         }));
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
         let spin = spin_before_blocking(summary.is_software(), options.spin_us);
-        let memory_budget = match options.memory_mib {
-            Some(mib) => Some(mib),
-            None => match std::env::var("WHIR_GPU_MEMORY_MIB") {
-                Ok(v) => Some(v.trim().parse::<u64>().map_err(|_| GpuError::InvalidInput(format!("WHIR_GPU_MEMORY_MIB={v:?} is not a number of MiB")))?),
-                Err(_) => None,
-            },
-        }
-        .map(|mib| mib.saturating_mul(1 << 20));
+        let memory_budget = options.memory_mib.map(|mib| mib.saturating_mul(1 << 20));
         // Idle pools never hold more than the budget allows: three pools (device, upload and
         // readback staging) of a quarter each. (Staging lives in host-visible memory and is not
         // otherwise counted against the budget.)
@@ -653,7 +513,8 @@ impl GpuContext {
             failing_readbacks: AtomicU32::new(0),
             passing_readbacks: AtomicU32::new(0),
             transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
-            early_submits: std::sync::atomic::AtomicBool::new(!std::env::var("WHIR_EARLY_SUBMITS").is_ok_and(|v| v.trim() == "0")),
+            early_submits: std::sync::atomic::AtomicBool::new(options.tuning.early_submits),
+            tuning: options.tuning.clone(),
             deferred: Mutex::new(Vec::new()),
             memory_budget,
             over_budget: Mutex::new(None),
@@ -1033,7 +894,7 @@ impl GpuContext {
                 source: wgpu::ShaderSource::Wgsl(source.into()),
             };
             // SAFETY: our loops terminate (see `runtime_checks`); bounds checks, which keep
-            // memory safe, stay on unless WHIR_GPU_RUNTIME_CHECKS=unchecked asks otherwise.
+            // memory safe, stay on.
             let module = unsafe { self.device.create_shader_module_trusted(desc, runtime_checks()) };
             Ok(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(kernel.entry_point()),
@@ -1703,6 +1564,11 @@ impl GpuContext {
     /// it while the rest is recorded (a codeword's encoding before its tree, the tree before its
     /// round head, each sumcheck round of a chain). On by default; `WHIR_EARLY_SUBMITS=0` (read
     /// when the context is made) records each step in one submission, to measure it.
+    /// The tuning this context was opened with (`GpuOptions::tuning`).
+    pub fn tuning(&self) -> &GpuTuning {
+        &self.tuning
+    }
+
     pub fn early_submits(&self) -> bool {
         self.early_submits.load(Ordering::Relaxed)
     }

@@ -138,10 +138,6 @@ const FUSED_LEVELS: usize = 6;
 /// dispatch overhead instead, where saving five dispatches should win (not measured).
 const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 
-/// Tuning: `WHIR_MERKLE_FUSED_LEVELS` fixes how many tree levels the leaf kernel builds (0-6).
-fn fused_levels_override() -> Option<usize> {
-    std::env::var("WHIR_MERKLE_FUSED_LEVELS").ok().and_then(|v| v.trim().parse().ok())
-}
 
 /// Openings whose readback was submitted by [`GpuMerkle::start_reading`].
 pub struct ReadingRows {
@@ -404,7 +400,7 @@ impl GpuMerkle {
         // leaves are at most half the matrix: the transient costs little memory); narrow rows
         // fuse level 1 instead, so their leaves are never stored.
         let transient_leaves = !keep_leaves && width >= 2 * DIGEST_ELEMS;
-        let fused = match fused_levels_override() {
+        let fused = match ctx.tuning().merkle_fused_levels {
             Some(k) => log_h.min(k).min(FUSED_LEVELS),
             None if log_h <= FUSE_ALL_MAX_LOG_HEIGHT => log_h.min(FUSED_LEVELS),
             None if keep_leaves || transient_leaves => 0,

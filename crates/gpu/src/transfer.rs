@@ -177,13 +177,6 @@ fn pieces(dst: wgpu::WriteOnly<'_, [u8]>, unit: usize) -> Vec<Piece<'_>> {
     out
 }
 
-/// Whether transfers copy with streaming stores (`WHIR_STREAMING_COPY=0` turns them off, to
-/// measure; read once).
-fn streaming() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| !std::env::var("WHIR_STREAMING_COPY").is_ok_and(|v| v.trim() == "0"))
-}
-
 /// Copies `len` bytes from `src` to `dst` as `copy_nonoverlapping` does, with streaming
 /// (non-temporal) stores where the CPU has AVX2: a plain copy reads each destination cache
 /// line before writing it, a third stream of memory traffic beside the read and the write,
@@ -193,7 +186,7 @@ fn streaming() -> bool {
 /// As `std::ptr::copy_nonoverlapping`.
 pub unsafe fn copy_streaming(src: *const u8, dst: *mut u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    if len >= 4096 && streaming() && std::arch::is_x86_feature_detected!("avx2") {
+    if len >= 4096 && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the caller's guarantee; AVX2 is present.
         return unsafe { copy_streaming_avx2(src, dst, len) };
     }

@@ -15,12 +15,13 @@ use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
 use whir_verifier::hash::CpuMmcs;
 use whir_gpu::{
-    GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants,
-    TransferCounts,
+    GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning,
+    Poseidon2Constants, TransferCounts,
 };
 
 use crate::error::ProverError;
 use crate::driver::{prove_with_steps, RoundBreakdown};
+use crate::options::DriverOptions;
 use crate::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::{opening_protocol, permutation, Commitment, GpuWhirDomain, ProofFile, ProverLayout, EF, F};
@@ -154,9 +155,10 @@ pub enum GpuMode {
 /// weights, trimmed narrow trees; BENCHMARKS.md, "Memory-lean resident proofs": 7.8x at fold 1,
 /// 5.2-6.0x at fold 2, 3.9x at fold 4, rate 1); elsewhere the earlier peaks (14x, 10x, 6.1x at
 /// n = 24 before; split codewords from n = 27 keep whole trees).
-pub fn estimated_gpu_bytes(params: &Params) -> u64 {
+/// `tuning` is the context's: the lean figures hold with its memory-lean defaults.
+pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
-    let lean = (24..=26).contains(&params.num_vars) && whir_gpu::lean_memory_defaults();
+    let lean = (24..=26).contains(&params.num_vars) && tuning.lean_memory_defaults();
     let factor = match (params.fold, lean) {
         (0 | 1, true) => 9,
         (2 | 3, true) => 7,
@@ -178,6 +180,8 @@ pub struct GpuBackend {
     mode: GpuMode,
     /// Time every submission of a resident proof on the GPU (timestamp queries).
     profile: bool,
+    /// How the resident driver plays the transcript.
+    driver: DriverOptions,
 }
 
 impl GpuBackend {
@@ -189,7 +193,15 @@ impl GpuBackend {
             grinder: Arc::new(GpuGrinder::new(poseidon2)),
             mode: GpuMode::Resident,
             profile: false,
+            driver: DriverOptions::default(),
         }
+    }
+
+    /// The resident driver plays the transcript as `options` say (the defaults: every step
+    /// played ahead where it can be).
+    pub fn with_driver_options(mut self, options: DriverOptions) -> Self {
+        self.driver = options;
+        self
     }
 
     /// Resident proofs time each step's submissions with GPU timestamps (where the adapter has
@@ -226,7 +238,7 @@ impl GpuBackend {
         ctx.check_binding_size("the polynomial folded in the first round", 16u64 << (n - fold.min(n)))?;
         ctx.check_memory(
             &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
-            estimated_gpu_bytes(params),
+            estimated_gpu_bytes(params, ctx.tuning()),
         )?;
         Ok(())
     }
@@ -241,7 +253,7 @@ impl GpuBackend {
         let profiling = self.profile && ctx.begin_profile();
         ctx.reset_peak_buffer_bytes();
         let started = Instant::now();
-        let proved = prove_with_steps(&steps, params, evals, &mut challenger);
+        let proved = prove_with_steps(&steps, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
         // (Before the profile's own readback.)
         let transfers = ctx.transfer_counts() - before;
@@ -272,9 +284,11 @@ impl GpuBackend {
         })
     }
 
-    /// On the default adapter (WHIR_ADAPTER or the high-performance one).
+    /// With the environment's settings: the context's ([`whir_gpu::GpuOptions::from_env`]: `WHIR_ADAPTER`
+    /// or the high-performance adapter, `WHIR_LIMITS`, ...) and the driver's
+    /// ([`DriverOptions::from_env`]).
     pub fn open_default() -> Result<Self, ProverError> {
-        Ok(Self::new(Arc::new(GpuContext::new_default()?)))
+        Ok(Self::new(Arc::new(GpuContext::new_default()?)).with_driver_options(DriverOptions::from_env()?))
     }
 
     /// On a context made with `options` (adapter, limits profile, memory budget, ...).

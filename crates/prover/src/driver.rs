@@ -32,6 +32,7 @@ use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof
 use whir_gpu::mmcs::CpuMmcs;
 use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, HeadRequest, HeadValues, PendingRows, PowClock};
 
+use crate::options::DriverOptions;
 use crate::{opening_protocol, ProverLayout};
 use crate::error::ProverError;
 use crate::Params;
@@ -517,9 +518,9 @@ fn run_rounds<S: SumcheckSteps>(
     challenger: &mut GpuChallenger,
     rounds: usize,
     pow_bits: usize,
+    on_device: bool,
 ) -> Result<Point<EF>, ProverError> {
-    // WHIR_DEVICE_ROUNDS=0: measuring what playing the rounds on the device saves.
-    let on_device = rounds > 0 && !std::env::var("WHIR_DEVICE_ROUNDS").is_ok_and(|v| v.trim() == "0");
+    let on_device = on_device && rounds > 0;
     let link = if on_device { challenger.track_state() } else { None };
     let ahead = if link.is_none() && rounds > 0 && pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
     let linked = link.is_some() || ahead.is_some();
@@ -598,6 +599,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
     params: &Params,
     evals: &[F],
     challenger: &mut GpuChallenger,
+    options: DriverOptions,
 ) -> Result<(Commitment, Proof, DriverTimes), ProverError> {
     let config = params.config::<GpuChallenger>()?;
     if evals.len() != 1usize << params.num_vars {
@@ -650,9 +652,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
     // Where the steps can, each round's commitment, out-of-domain answers and query grind are
     // played where f lies, before the commit's wait, from the transcript state published here;
     // the transcript below replays them and checks each point drawn.
-    // (WHIR_ROUND_HEADS=0: measuring what that saves.)
-    let heads = !std::env::var("WHIR_ROUND_HEADS").is_ok_and(|v| v.trim() == "0");
-    let head_link = if heads { challenger.track_state_throughout() } else { None };
+    let head_link = if options.round_heads { challenger.track_state_throughout() } else { None };
     let gpu_min_bits = challenger.gpu_min_bits();
     let (mut head_answers, mut head_grinds) = (0, 0);
 
@@ -674,7 +674,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             // where the steps choose to.
             sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
             clock.enter(steps, 0, Step::Sumcheck);
-            run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits()).map(|_| ())
+            run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits(), options.device_rounds).map(|_| ())
         })?;
 
         let mut rounds = Vec::with_capacity(config.n_rounds());
@@ -755,7 +755,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             clock.enter(steps, round + 1, Step::Sumcheck);
             let mut sumcheck_data = SumcheckData::default();
             let _folding_randomness = transcript.delegate_round_fold(|ch| {
-                run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits)
+                run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits, options.device_rounds)
             })?;
             base_round = false;
             rounds.push((next_root, ood_answers, pow_witness, sumcheck_data));
@@ -793,7 +793,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let final_sumcheck = transcript
             .delegate_final_fold(|ch| {
                 let mut data = SumcheckData::default();
-                run_rounds(&mut sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits()).map(|_| data)
+                run_rounds(&mut sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits(), options.device_rounds).map(|_| data)
             })
             .transpose()?;
 

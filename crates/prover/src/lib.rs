@@ -11,6 +11,7 @@ mod backend;
 mod domain;
 mod driver;
 mod error;
+mod options;
 mod stock;
 mod sumcheck;
 mod timing;
@@ -19,6 +20,7 @@ pub use backend::{estimated_gpu_bytes, prove_with_pieces, Backend, CpuBackend, G
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
+pub use options::DriverOptions;
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
     opening_protocol, permutation, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ReadLimits, Soundness, EF, F,

@@ -1,0 +1,221 @@
+//! The settings of a GPU context, as typed values passed in. The environment is read in one
+//! place, [`GpuOptions::from_env`], which [`GpuContext::new_default`](crate::GpuContext::new_default)
+//! (and through it the Plonky3 drop-ins' `Default`s) and the `whir` command use; everything else
+//! takes options from its caller.
+
+use std::fmt;
+
+use crate::error::{GpuError, Result};
+use crate::shaders::MulVariant;
+
+/// How to choose an adapter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AdapterSelector {
+    /// The high-performance adapter (`GpuOptions::from_env` resolves `WHIR_ADAPTER` first).
+    #[default]
+    Auto,
+    /// wgpu's high-performance choice.
+    HighPerformance,
+    /// The first adapter on this backend ("vulkan", "metal", "dx12", "gl").
+    Backend(wgpu::Backend),
+    /// The first adapter whose name contains this text (case-insensitive).
+    Name(String),
+    /// The n-th adapter of `list_adapters()`.
+    Index(usize),
+}
+
+impl AdapterSelector {
+    /// Parses a `WHIR_ADAPTER` value: a backend name, `index:N`, `high-performance`, or a name substring.
+    pub fn parse(text: &str) -> Self {
+        let t = text.trim();
+        match t.to_ascii_lowercase().as_str() {
+            "" | "auto" => Self::Auto,
+            "high-performance" | "hp" => Self::HighPerformance,
+            "vulkan" => Self::Backend(wgpu::Backend::Vulkan),
+            "metal" => Self::Backend(wgpu::Backend::Metal),
+            "dx12" => Self::Backend(wgpu::Backend::Dx12),
+            "gl" | "gles" => Self::Backend(wgpu::Backend::Gl),
+            lower => match lower.strip_prefix("index:").and_then(|n| n.parse().ok()) {
+                Some(n) => Self::Index(n),
+                None => Self::Name(t.to_string()),
+            },
+        }
+    }
+}
+
+impl fmt::Display for AdapterSelector {
+    /// The selector as `WHIR_ADAPTER` spells it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => write!(f, "auto"),
+            Self::HighPerformance => write!(f, "high-performance"),
+            Self::Backend(b) => write!(f, "{}", b.to_str()),
+            Self::Name(n) => write!(f, "{n:?}"),
+            Self::Index(i) => write!(f, "index:{i}"),
+        }
+    }
+}
+
+/// The limits and features a context asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LimitsProfile {
+    /// Everything the adapter offers (SHADER_INT64, subgroups, timestamps, its full limits).
+    #[default]
+    Adapter,
+    /// WebGPU's default limits and no optional features: the weakest conforming adapter (128 MiB
+    /// per storage binding, 256 MiB per buffer, 16 KiB of workgroup memory, 256 invocations per
+    /// workgroup, 65,535 workgroups per dimension, 8 storage buffers per stage), so the emulated
+    /// multiply. `max_binding_bytes` lowers the binding limit further (tests cross it at small
+    /// sizes).
+    WebGpu { max_binding_bytes: Option<u64> },
+}
+
+impl LimitsProfile {
+    /// `adapter`, `webgpu`, or `webgpu:BYTES` (a smaller binding limit, e.g. `webgpu:4194304`),
+    /// as `WHIR_LIMITS` spells it.
+    pub fn parse(text: &str) -> Result<Self> {
+        let t = text.trim().to_ascii_lowercase();
+        let bad = || GpuError::InvalidInput(format!("WHIR_LIMITS={text:?} is not a limits profile; use adapter, webgpu or webgpu:BYTES"));
+        match t.split_once(':') {
+            None if t == "adapter" || t.is_empty() => Ok(Self::Adapter),
+            None if t == "webgpu" => Ok(Self::WebGpu { max_binding_bytes: None }),
+            Some(("webgpu", bytes)) => {
+                let bytes: u64 = bytes.trim().parse().map_err(|_| bad())?;
+                if bytes < 1024 || !bytes.is_multiple_of(4) {
+                    return Err(GpuError::InvalidInput(format!("WHIR_LIMITS binding limit {bytes} must be a multiple of 4 and at least 1024 bytes")));
+                }
+                Ok(Self::WebGpu { max_binding_bytes: Some(bytes) })
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for LimitsProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Adapter => write!(f, "adapter"),
+            Self::WebGpu { max_binding_bytes: None } => write!(f, "webgpu"),
+            Self::WebGpu { max_binding_bytes: Some(b) } => write!(f, "webgpu:{b}"),
+        }
+    }
+}
+
+/// Options for [`GpuContext::new`](crate::GpuContext::new). `Default` is this crate's defaults
+/// with nothing read from the environment.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    pub adapter: AdapterSelector,
+    /// Field-multiply variant; `None` picks u64 where the adapter has SHADER_INT64.
+    pub mul_variant: Option<MulVariant>,
+    /// Microseconds a wait for the GPU spins before blocking; `None`: 1,000 on hardware
+    /// adapters and 0 on software ones.
+    pub spin_us: Option<u64>,
+    /// Most MiB of idle device buffers kept for reuse (and of staging buffers per direction, at
+    /// most 4 GiB); `None`: 32 GiB (given back if an allocation runs out of memory).
+    /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
+    /// the work has live at once.
+    pub pool_mib: Option<u64>,
+    /// Which limits and features to ask the adapter for; `None`: the adapter's own.
+    pub limits: Option<LimitsProfile>,
+    /// Most MiB of GPU buffer memory the context may hold (live buffers and pools); `None`: no
+    /// cap. Pools are trimmed to stay under it; work that still goes over it fails with
+    /// [`GpuError::OverBudget`] (callers that can estimate their need check
+    /// [`GpuContext::check_memory`](crate::GpuContext::check_memory) before starting).
+    pub memory_mib: Option<u64>,
+    /// Choices kept tunable for measurement; the defaults are the measured best.
+    pub tuning: GpuTuning,
+}
+
+/// Choices that stay tunable so they can be measured on other hardware (each default is the
+/// best measured on the H200; BENCHMARKS.md). None of them changes a result, only its cost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuTuning {
+    /// Tree levels the Merkle leaf kernel builds with the leaves (0-6); `None`: chosen per tree.
+    pub merkle_fused_levels: Option<usize>,
+    /// Difficulty from which `GpuChallenger` grinds on the GPU (below it the CPU is faster).
+    pub gpu_min_bits: usize,
+    /// Let a grind that is due later run on the GPU while other work is recorded.
+    pub grind_ahead: bool,
+    /// Hand the first parts of a long recording (a commit, a batch of reductions) to the GPU
+    /// while the rest is recorded.
+    pub early_submits: bool,
+    /// Form the first sumcheck weight table where it is used instead of storing it: `None`
+    /// from 2^24 evaluations, `Some(true)` always, `Some(false)` never.
+    pub lazy_weights: Option<bool>,
+    /// The lowest Merkle layer every resident codeword's tree keeps; `None`: narrow trees of
+    /// 2^21 rows or more keep about an eighth of their codeword, openings rebuild the rest.
+    pub codeword_tree_lowest: Option<usize>,
+}
+
+impl Default for GpuTuning {
+    fn default() -> Self {
+        Self {
+            merkle_fused_levels: None,
+            gpu_min_bits: crate::DEFAULT_GPU_MIN_BITS,
+            grind_ahead: true,
+            early_submits: true,
+            lazy_weights: None,
+            codeword_tree_lowest: None,
+        }
+    }
+}
+
+impl GpuTuning {
+    /// Whether resident proofs use the memory-lean defaults (lazy first weights, trimmed narrow
+    /// trees), which memory estimates assume.
+    pub fn lean_memory_defaults(&self) -> bool {
+        self.lazy_weights != Some(false) && self.codeword_tree_lowest.is_none()
+    }
+}
+
+/// `name`'s value, if set and not blank.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `name` parsed, if set; a value that does not parse is an error naming it.
+fn parsed<T: std::str::FromStr>(name: &str, what: &str) -> Result<Option<T>> {
+    match var(name) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| GpuError::InvalidInput(format!("{name}={v:?} is not {what}"))),
+    }
+}
+
+/// `name` as an on/off switch (`0` off, `1` on), if set.
+fn switch(name: &str) -> Result<Option<bool>> {
+    match var(name).as_deref().map(str::trim) {
+        None => Ok(None),
+        Some("0") => Ok(Some(false)),
+        Some("1") => Ok(Some(true)),
+        Some(v) => Err(GpuError::InvalidInput(format!("{name}={v:?} is not a switch; use 0 or 1"))),
+    }
+}
+
+impl GpuOptions {
+    /// This crate's defaults with the `WHIR_*` environment applied: `WHIR_ADAPTER`,
+    /// `WHIR_LIMITS`, `WHIR_GPU_SPIN_US`, `WHIR_GPU_POOL_MIB`, `WHIR_GPU_MEMORY_MIB`, and the
+    /// tuning variables `WHIR_MERKLE_FUSED_LEVELS`, `WHIR_GPU_MIN_BITS`, `WHIR_GRIND_AHEAD`,
+    /// `WHIR_EARLY_SUBMITS`, `WHIR_LAZY_WEIGHTS` and `WHIR_CODEWORD_TREE_LOWEST`. A value that
+    /// does not parse is an error naming the variable.
+    pub fn from_env() -> Result<Self> {
+        let d = GpuTuning::default();
+        let tuning = GpuTuning {
+            merkle_fused_levels: parsed("WHIR_MERKLE_FUSED_LEVELS", "a number of tree levels")?,
+            gpu_min_bits: parsed("WHIR_GPU_MIN_BITS", "a number of bits")?.unwrap_or(d.gpu_min_bits),
+            grind_ahead: switch("WHIR_GRIND_AHEAD")?.unwrap_or(d.grind_ahead),
+            early_submits: switch("WHIR_EARLY_SUBMITS")?.unwrap_or(d.early_submits),
+            lazy_weights: switch("WHIR_LAZY_WEIGHTS")?,
+            codeword_tree_lowest: parsed("WHIR_CODEWORD_TREE_LOWEST", "a tree layer")?,
+        };
+        Ok(Self {
+            adapter: var("WHIR_ADAPTER").map_or(AdapterSelector::HighPerformance, |v| AdapterSelector::parse(&v)),
+            mul_variant: None,
+            spin_us: parsed("WHIR_GPU_SPIN_US", "a number of microseconds")?,
+            pool_mib: parsed("WHIR_GPU_POOL_MIB", "a number of MiB")?,
+            limits: var("WHIR_LIMITS").map(|v| LimitsProfile::parse(&v)).transpose()?,
+            memory_mib: parsed("WHIR_GPU_MEMORY_MIB", "a number of MiB")?,
+            tuning,
+        })
+    }
+}
