@@ -489,6 +489,21 @@ fn info(adapter: Option<String>) -> Result<()> {
     }
 }
 
+/// A standard output that cannot be written (`| head` closed early, `> /dev/full`, a file-size
+/// limit) makes `println!` panic; that is an I/O error to report, not a crash.
+fn report_output_failures() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied()).unwrap_or("");
+        if let Some(reason) = message.strip_prefix("failed printing to stdout: ") {
+            eprintln!("error: writing to standard output failed: {reason}");
+            std::process::exit(1);
+        }
+        default(info);
+    }));
+}
+
 /// A command line clap refuses: its message as usual, and for `prove --json` also as the JSON
 /// error object its help promises ("also on error"), with clap's exit status.
 fn usage_error(e: clap::Error) -> std::process::ExitCode {
@@ -523,6 +538,7 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
+    report_output_failures();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),

@@ -474,6 +474,20 @@ fn forged_headers_cannot_exhaust_memory() {
     }
 }
 
+/// A standard output that cannot be written is an error in words (exit 1), not a panic.
+#[cfg(unix)]
+#[test]
+fn an_unwritable_stdout_is_an_error_not_a_crash() {
+    let dir = TempDir::new("stdout");
+    let proof = dir.file("p.whir");
+    assert!(prove_small(&proof, &[]).status.success());
+    let mut verify = vec!["verify".to_string(), s(&proof).to_string()];
+    verify.extend(SMALL_VERIFY.iter().map(|a| a.to_string()));
+    let out = shell(&format!("exec '{}' {} > /dev/full", env!("CARGO_BIN_EXE_whir"), verify.join(" ")));
+    let err = assert_clean_error(&out, "verify > /dev/full");
+    assert!(err.contains("writing to standard output failed"), "{err}");
+}
+
 /// `verify` warns as `prove` does below 80 bits, says which bound the level rests on, and
 /// takes a file's conjectured (capacity-bound) level only when told to.
 #[test]
