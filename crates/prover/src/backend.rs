@@ -109,7 +109,7 @@ pub fn prove_with_pieces<B: Backend>(backend: &B, params: &Params, evals: &[F]) 
     let start = Instant::now();
     let proof = pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
     let open_time = start.elapsed();
-    let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
+    let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::Proof(whir_verifier::ProofError::ProofFile(e.to_string())))?;
     let phases = PhaseTimes { pow: challenger.pow_time(), ..clock.times() };
     Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path: backend.name(), breakdown: None, peak_gpu_bytes: None })
 }
@@ -262,7 +262,7 @@ impl GpuBackend {
         if let Some(spans) = spans? {
             times.breakdown.add_gpu(&spans);
         }
-        let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::ProofFile(e.to_string()))?;
+        let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::Proof(whir_verifier::ProofError::ProofFile(e.to_string())))?;
         Ok(ProverOutput {
             commitment,
             proof,
