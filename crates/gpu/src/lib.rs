@@ -40,7 +40,7 @@ pub mod transfer;
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{CommittedCodeword, GpuCodewords};
 pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
-pub use options::{AdapterSelector, GpuOptions, GpuTuning, LimitsProfile};
+pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProfile};
 pub use context::{list_adapters, AdapterSummary, Dispatch, GpuContext, PendingRead, HostCosts, ProfileLabelGuard, ProfileSpan, ReadChunks, RecordBeforeCopy, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};

@@ -182,8 +182,10 @@ fn parsed<T: std::str::FromStr>(name: &str, what: &str) -> Result<Option<T>> {
     }
 }
 
-/// `name` as an on/off switch (`0` off, `1` on), if set.
-fn switch(name: &str) -> Result<Option<bool>> {
+/// The environment variable `name` as an on/off switch (`0` off, `1` on), if set; any other
+/// value is an error naming it. Shared with other crates' options constructors, so every
+/// `WHIR_*` switch reads alike.
+pub fn env_switch(name: &str) -> Result<Option<bool>> {
     match var(name).as_deref().map(str::trim) {
         None => Ok(None),
         Some("0") => Ok(Some(false)),
@@ -203,9 +205,9 @@ impl GpuOptions {
         let tuning = GpuTuning {
             merkle_fused_levels: parsed("WHIR_MERKLE_FUSED_LEVELS", "a number of tree levels")?,
             gpu_min_bits: parsed("WHIR_GPU_MIN_BITS", "a number of bits")?.unwrap_or(d.gpu_min_bits),
-            grind_ahead: switch("WHIR_GRIND_AHEAD")?.unwrap_or(d.grind_ahead),
-            early_submits: switch("WHIR_EARLY_SUBMITS")?.unwrap_or(d.early_submits),
-            lazy_weights: switch("WHIR_LAZY_WEIGHTS")?,
+            grind_ahead: env_switch("WHIR_GRIND_AHEAD")?.unwrap_or(d.grind_ahead),
+            early_submits: env_switch("WHIR_EARLY_SUBMITS")?.unwrap_or(d.early_submits),
+            lazy_weights: env_switch("WHIR_LAZY_WEIGHTS")?,
             codeword_tree_lowest: parsed("WHIR_CODEWORD_TREE_LOWEST", "a tree layer")?,
         };
         Ok(Self {

@@ -1,6 +1,8 @@
 //! The resident driver's settings, as a typed value passed in; the environment is read only by
 //! [`DriverOptions::from_env`], at a program's edge.
 
+use whir_gpu::env_switch;
+
 use crate::error::ProverError;
 
 /// How the driver plays the transcript. Neither choice changes a proof byte; both default on
@@ -24,13 +26,10 @@ impl Default for DriverOptions {
 impl DriverOptions {
     /// The defaults with `WHIR_DEVICE_ROUNDS` and `WHIR_ROUND_HEADS` (0 or 1) applied.
     pub fn from_env() -> Result<Self, ProverError> {
-        let switch = |name: &str, default: bool| match std::env::var(name).ok().as_deref().map(str::trim) {
-            None | Some("") => Ok(default),
-            Some("0") => Ok(false),
-            Some("1") => Ok(true),
-            Some(v) => Err(ProverError::Input(format!("{name}={v:?} is not a switch; use 0 or 1"))),
-        };
         let d = Self::default();
-        Ok(Self { device_rounds: switch("WHIR_DEVICE_ROUNDS", d.device_rounds)?, round_heads: switch("WHIR_ROUND_HEADS", d.round_heads)? })
+        Ok(Self {
+            device_rounds: env_switch("WHIR_DEVICE_ROUNDS")?.unwrap_or(d.device_rounds),
+            round_heads: env_switch("WHIR_ROUND_HEADS")?.unwrap_or(d.round_heads),
+        })
     }
 }

@@ -45,8 +45,8 @@ const DIGEST_BYTES: usize = 32;
 /// Verification memory: this much, plus a multiple of the largest file (see `max_verify_memory`).
 const VERIFY_FIXED_BYTES: usize = 8 << 20;
 const VERIFY_BYTES_PER_FILE_BYTE: usize = 8;
-/// The read buffer grows from this size, doubling, never past the bound.
-const FIRST_READ_BYTES: usize = 64 << 10;
+/// Bytes asked of the reader at a time; the read buffer grows by doubling, never past the bound.
+const READ_CHUNK_BYTES: usize = 64 << 10;
 
 /// What a verifier reads and holds for one proof file, whatever the file's header claims.
 ///
@@ -198,8 +198,9 @@ fn mismatch(file: &Params, expected: &Params) -> Result<(), ProofError> {
 }
 
 /// Reads at most `bound.bytes()` bytes into `into`; more is an error that says which bound
-/// broke, without reading further. The buffer grows by doubling, fallibly (an allocation
-/// failure is an error), and never past the bound: one byte more is looked for on the stack.
+/// broke, without reading further. Reads go through a small scratch chunk; the buffer grows by
+/// doubling, fallibly (an allocation failure is an error), and never past the bound: one byte
+/// more is looked for on the stack.
 fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -> Result<(), ProofError> {
     let limit = bound.bytes();
     let mut read_into = |buf: &mut [u8]| loop {
@@ -209,6 +210,7 @@ fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -
             Err(e) => return Err(rejected(format!("reading it failed: {e}"))),
         }
     };
+    let mut chunk = vec![0u8; READ_CHUNK_BYTES];
     loop {
         if into.len() > limit {
             return Err(bound.exceeded("it is"));
@@ -219,8 +221,14 @@ fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -
                 _ => Err(bound.exceeded("it is")),
             };
         }
-        if into.len() == into.capacity() {
-            let target = (into.capacity() * 2).max(FIRST_READ_BYTES).min(limit);
+        let want = chunk.len().min(limit - into.len());
+        let read = read_into(&mut chunk[..want])?;
+        if read == 0 {
+            return Ok(());
+        }
+        if into.len() + read > into.capacity() {
+            // Powers of two, so the last doubling holds at most half the limit beside the new buffer.
+            let target = (into.capacity() * 2).max((into.len() + read).next_power_of_two()).min(limit);
             into.try_reserve_exact(target - into.len()).map_err(|_| {
                 rejected(format!(
                     "holding {target} bytes ({}) of it failed: this process cannot allocate that much; \
@@ -229,13 +237,7 @@ fn read_bounded(reader: &mut impl Read, bound: &FileBound, into: &mut Vec<u8>) -
                 ))
             })?;
         }
-        let start = into.len();
-        into.resize(into.capacity().min(limit), 0);
-        let read = read_into(&mut into[start..]);
-        into.truncate(start + *read.as_ref().unwrap_or(&0));
-        if read? == 0 {
-            return Ok(());
-        }
+        into.extend_from_slice(&chunk[..read]);
     }
 }
 
