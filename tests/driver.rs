@@ -7,14 +7,22 @@ mod common;
 
 use std::sync::Arc;
 
+use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::{permutation, prove_with_steps, Backend, CodewordSteps, CpuBackend, CpuCodewords, DriverOptions, Params, ProofFile, ProverOutput, Soundness};
+use whir_wgpu::prover::{
+    permutation, prove_with_steps, Backend, CodewordSteps, ComparingSteps, CpuBackend, CpuCodewords, CpuSumcheck, DriverOptions, Params, ProofFile, ProverError, ProverOutput,
+    Soundness, SumcheckSteps, EF, F,
+};
 
 fn drive<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
+    drive_with(steps, p, evals, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"))
+}
+
+fn drive_with<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear], options: DriverOptions) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
     let mut challenger = GpuChallenger::new(permutation(), None);
-    let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
-    (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap())
+    let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger, options)?;
+    Ok((postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap()))
 }
 
 fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Vec<u8>, Vec<u8>)) {
@@ -23,12 +31,17 @@ fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Ve
     (out, bytes)
 }
 
-/// `drive`'s proof of fresh evaluations: byte for byte Plonky3's, and accepted by the stock
-/// verifier through a proof file.
+/// The proof of fresh evaluations by `steps` run beside the CPU twin (a comparing backend, which
+/// names the first step whose outputs differ): byte for byte Plonky3's, and accepted by the
+/// stock verifier through a proof file.
 fn drive_matches_plonky3_and_verifies<S: CodewordSteps>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
+    drive_matches_plonky3_and_verifies_with(steps, p, rng, variant, DriverOptions::default())
+}
+
+fn drive_matches_plonky3_and_verifies_with<S: CodewordSteps>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant, options: DriverOptions) {
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (out, expected) = reference(p, &evals);
-    let ours = drive(steps, p, &evals);
+    let ours = drive_with(&ComparingSteps::new(CpuCodewords::default(), steps), p, &evals, options).unwrap_or_else(|e| panic!("{p:?} ({variant:?}): {e}"));
     assert!(ours == expected, "{p:?} ({variant:?}): the proofs differ");
     let file = ProofFile::new(p, out.commitment, ours.1);
     ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(p).expect("stock verifier accepts");
@@ -85,11 +98,12 @@ fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
 fn memory_lean_settings_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let steps = steps_and_grinder(&ctx).0.with_trimmed_trees_from(1).with_lazy_weights_from(0);
+        let steps = steps_and_grinder(&ctx).0.with_trimmed_trees_from(1);
+        let lazy = DriverOptions { lazy_first_weights: Some(true), ..DriverOptions::default() };
         let mut shapes: Vec<Params> = (1..=2).map(|fold| Params { num_vars: rng.random_range(10..=13), fold, log_inv_rate: rng.random_range(1..=2), security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 }).collect();
         shapes.extend(grid(&mut rng, 3));
         for p in shapes {
-            drive_matches_plonky3_and_verifies(&steps, &p, &mut rng, ctx.mul_variant());
+            drive_matches_plonky3_and_verifies_with(&steps, &p, &mut rng, ctx.mul_variant(), lazy);
         }
     }
 }
@@ -370,4 +384,129 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
     let Err(err) = GpuBackend::new(ctx).prove_resident(&p, &common::random_vec(&mut rng, 1 << 14)) else { panic!("{p:?} was not refused") };
     let err = err.to_string();
     assert!(err.contains("folded in the first round") && err.contains("limit"), "{err}");
+}
+
+/// The CPU twin with one step made wrong on purpose: the `at`-th call of `corrupt` returns a
+/// wrong value (one added).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Corrupt {
+    RoundCoefficients,
+    Evaluation,
+    FinalPolynomial,
+    Root,
+}
+
+struct CorruptedSteps {
+    inner: CpuCodewords,
+    corrupt: Corrupt,
+    at: usize,
+    commits: std::cell::Cell<usize>,
+}
+
+struct CorruptedSumcheck {
+    inner: CpuSumcheck,
+    corrupt: Corrupt,
+    at: usize,
+    calls: usize,
+}
+
+impl CorruptedSumcheck {
+    fn hit(&mut self, kind: Corrupt) -> bool {
+        if kind != self.corrupt {
+            return false;
+        }
+        self.calls += 1;
+        self.calls == self.at + 1
+    }
+}
+
+impl SumcheckSteps for CorruptedSumcheck {
+    fn num_variables(&self) -> usize {
+        self.inner.num_variables()
+    }
+    fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
+        let (c0, c_inf) = self.inner.round_coefficients()?;
+        Ok(if self.hit(Corrupt::RoundCoefficients) { (c0 + EF::ONE, c_inf) } else { (c0, c_inf) })
+    }
+    fn fold(&mut self, r: EF) -> Result<(), ProverError> {
+        self.inner.fold(r)
+    }
+    fn add_eq_weights(&mut self, points: &[p3_multilinear_util::point::Point<EF>], scales: &[EF]) -> Result<(), ProverError> {
+        self.inner.add_eq_weights(points, scales)
+    }
+    fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError> {
+        self.inner.add_select_weights(vars, scales)
+    }
+    fn eval(&mut self, point: &p3_multilinear_util::point::Point<EF>) -> Result<EF, ProverError> {
+        let value = self.inner.eval(point)?;
+        Ok(if self.hit(Corrupt::Evaluation) { value + EF::ONE } else { value })
+    }
+    fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
+        let mut evals = self.inner.evals()?;
+        if self.hit(Corrupt::FinalPolynomial) {
+            evals[0] += EF::ONE;
+        }
+        Ok(evals)
+    }
+}
+
+impl CodewordSteps for CorruptedSteps {
+    type Committed = <CpuCodewords as CodewordSteps>::Committed;
+    type Opening = <CpuCodewords as CodewordSteps>::Opening;
+    type Sumcheck = CorruptedSumcheck;
+
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
+        let (root, committed) = self.inner.commit(message, width, log_inv_rate)?;
+        self.commits.set(self.commits.get() + 1);
+        if self.corrupt == Corrupt::Root && self.commits.get() == self.at + 1 {
+            let mut digests = root.roots().to_vec();
+            digests[0][0] += F::ONE;
+            return Ok((whir_wgpu::prover::Commitment::new(digests), committed));
+        }
+        Ok((root, committed))
+    }
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
+        self.inner.open(committed, indices)
+    }
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<whir_wgpu::prover::OpenedRows>, ProverError> {
+        self.inner.read_openings(openings)
+    }
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let (_, _, sumcheck) = self.inner.commit_message(message, width, log_inv_rate)?;
+        let (root, committed) = self.commit(message, width, log_inv_rate)?;
+        Ok((root, committed, CorruptedSumcheck { inner: sumcheck, corrupt: self.corrupt, at: self.at, calls: 0 }))
+    }
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
+        self.commit(&EF::flatten_to_base(sumcheck.inner.evals()?), 4 << fold, log_inv_rate)
+    }
+}
+
+/// The comparing backend stops a proof at the first step whose outputs differ and names it: a
+/// test backend (the CPU twin) made wrong at one step on purpose, compared with the CPU twin.
+#[test]
+fn the_comparing_backend_names_a_corrupted_step() {
+    let p = Params { num_vars: 10, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1 };
+    let evals = common::random_vec(&mut common::rng(), 1 << p.num_vars);
+    let rounds = p.config::<GpuChallenger>().unwrap().n_rounds();
+    for (corrupt, at, expected) in [
+        (Corrupt::Root, 0, "round 0, step commit: commit: root".to_string()),
+        (Corrupt::Root, 1, "round 1, step commit: commit: root".to_string()),
+        (Corrupt::Evaluation, 0, "round 0, step claims: evaluation of f".to_string()),
+        (Corrupt::RoundCoefficients, 0, "round 0, step sumcheck: round coefficients".to_string()),
+        // Fold 2: the initial fold's two rounds, then round 1's.
+        (Corrupt::RoundCoefficients, 2, "round 1, step sumcheck: round coefficients".to_string()),
+        (Corrupt::RoundCoefficients, 3, "round 1, step sumcheck: fold, then round coefficients".to_string()),
+        (Corrupt::FinalPolynomial, 0, format!("round {}, step sumcheck: f's evaluation table", rounds + 1)),
+    ] {
+        let corrupted = CorruptedSteps { inner: CpuCodewords::default(), corrupt, at, commits: Default::default() };
+        // Alone, the corrupted backend makes a proof without noticing.
+        assert!(drive_with(&corrupted, &p, &evals, DriverOptions::default()).is_ok(), "{corrupt:?} {at}");
+        let corrupted = CorruptedSteps { commits: Default::default(), ..corrupted };
+        match drive_with(&ComparingSteps::new(CpuCodewords::default(), &corrupted), &p, &evals, DriverOptions::default()) {
+            Err(ProverError::Mismatch { step, detail }) => assert!(step.starts_with(&expected), "{corrupt:?} {at}: reported at {step:?} ({detail}), expected {expected:?}"),
+            other => panic!("{corrupt:?} {at}: expected a mismatch at {expected:?}, got {:?}", other.map(|_| ())),
+        }
+    }
+    // Compared with itself, the CPU twin agrees at every step.
+    assert_eq!(drive_with(&ComparingSteps::new(CpuCodewords::default(), CpuCodewords::default()), &p, &evals, DriverOptions::default()).unwrap(), reference(&p, &evals).1);
 }

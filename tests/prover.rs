@@ -72,7 +72,7 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
     let mut rng = common::rng();
     let p = params(12, 2, 1, 1);
     let evals = common::random_vec(&mut rng, 1 << 12);
-    let estimate_mib = estimated_gpu_bytes(&p, &common::env_options().tuning).div_ceil(1 << 20);
+    let estimate_mib = estimated_gpu_bytes(&p, &common::env_options().tuning, &Default::default()).div_ceil(1 << 20);
     let Some(tight) = common::open_with(GpuOptions { memory_mib: Some(estimate_mib - 1), ..common::env_options() }) else { return };
     match GpuBackend::new(tight.clone()).prove(&p, &evals) {
         Err(ProverError::Gpu(GpuError::OverBudget { budget_mib, .. })) => assert_eq!(budget_mib, (estimate_mib - 1) as f64),
@@ -123,7 +123,7 @@ fn the_memory_estimate_covers_the_live_peak() {
         let out = gpu.prove(&p, &evals).unwrap();
         assert_eq!(out.path, "gpu");
         let peak = out.peak_gpu_bytes.expect("counted");
-        let estimate = estimated_gpu_bytes(&p, gpu.context().tuning());
+        let estimate = estimated_gpu_bytes(&p, gpu.context().tuning(), &Default::default());
         assert!(peak <= estimate, "n = {n} fold {fold} rate {rate}: live peak {peak} bytes over the estimate {estimate}");
         eprintln!("n = {n} fold {fold} rate {rate}: live peak {:.1} MiB, estimate {:.1} MiB", peak as f64 / 1048576.0, estimate as f64 / 1048576.0);
     }

@@ -389,7 +389,7 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
     }
 }
 
-/// A WHIR round's head played on the GPU (`GpuSumcheck::record_head`: the root observed, each
+/// A WHIR round's head played on the GPU (`GpuSumcheck::record_sponge_script`: the root observed, each
 /// out-of-domain point drawn and f evaluated at its univariate expansion, the query grind)
 /// against Plonky3's `DuplexChallenger` and the twin on the host: the same points, values and
 /// grind state, and the smallest witness, from states with 0 to 7 pending inputs, 0 to 3
@@ -400,7 +400,7 @@ fn round_heads_match_the_host_transcript() {
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger};
     use p3_field::PrimeField32;
     use whir_wgpu::gpu::grind::{cpu_grind, GrindState};
-    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, HeadRequest, LimitsProfile, Poseidon2Constants, MAX_HEAD_SAMPLES};
+    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, SpongeScript, LimitsProfile, Poseidon2Constants, MAX_SCRIPT_SAMPLES};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
     let mut contexts: Vec<_> = common::contexts().into_iter().map(|c| (c, false)).collect();
@@ -432,13 +432,13 @@ fn round_heads_match_the_host_transcript() {
             }
             let root_words: [BabyBear; 8] = std::array::from_fn(|_| rng.random());
             let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
-            let request = HeadRequest { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), ood_samples: samples, pow_bits: bits };
+            let request = SpongeScript { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
             let mut encoder = ctx.encoder("head test");
-            let record = gpu.record_head(&mut encoder, &root, &request).unwrap();
+            let record = gpu.record_sponge_script(&mut encoder, &root, &request).unwrap();
             encoder.copy_buffer_to_buffer(&root, 0, record.readback(), 0, 32);
             let words = ctx.submit_and_read(encoder, record.readback(), record.words()).unwrap();
             assert_eq!(&words[..8], whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
-            let values = gpu.finish_head(record, &words).unwrap();
+            let values = gpu.finish_sponge_script(record, &words).unwrap();
 
             // The host's transcript.
             ch.observe(root_words);
@@ -471,10 +471,10 @@ fn round_heads_match_the_host_transcript() {
         let gpu = GpuSumcheck::new(ntt.clone(), &f, &f).unwrap();
         let root = ctx.upload("root", &[0u32; 8]);
         let sponge = [BabyBear::default(); 16];
-        for (samples, pending, needle) in [(MAX_HEAD_SAMPLES + 1, 0, "out-of-domain samples"), (1, 8, "pending inputs")] {
-            let request = HeadRequest { grinder: grinder.clone(), sponge, pending: vec![BabyBear::default(); pending], ood_samples: samples, pow_bits: 0 };
+        for (samples, pending, needle) in [(MAX_SCRIPT_SAMPLES + 1, 0, "out-of-domain samples"), (1, 8, "pending inputs")] {
+            let request = SpongeScript { grinder: grinder.clone(), sponge, pending: vec![BabyBear::default(); pending], samples, grind_bits: 0 };
             let mut encoder = ctx.encoder("head test");
-            let err = gpu.record_head(&mut encoder, &root, &request).err().expect("refused").to_string();
+            let err = gpu.record_sponge_script(&mut encoder, &root, &request).err().expect("refused").to_string();
             assert!(err.contains(needle), "{err}");
         }
     }

@@ -15,7 +15,7 @@ use crate::field::matrix_bytes;
 use crate::merkle::{AfterRoot, RowOrder, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RowChunk, RowGroup, DIGEST_ELEMS};
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::shaders::Kernel;
-use crate::sumcheck::{GpuSumcheck, HeadRecord, HeadRequest, HeadValues};
+use crate::sumcheck::{GpuSumcheck, SpongeScriptRecord, SpongeScript, SpongeScriptValues};
 
 /// Rust twin of `BlockParams` in wgsl/util/copy_block.wgsl.
 #[repr(C)]
@@ -92,10 +92,6 @@ impl Drop for CommittedCodeword {
     }
 }
 
-/// The first weight table is kept lazy from 2^24 entries (256 MiB): below, memory is not what
-/// limits a proof, and the stored table is faster to use.
-const LAZY_WEIGHTS_MIN_VARS: usize = 24;
-
 /// Encodes and commits messages on one GPU.
 #[derive(Clone)]
 pub struct GpuCodewords {
@@ -104,9 +100,6 @@ pub struct GpuCodewords {
     /// Narrow codewords of at least this many rows keep only their upper tree layers (see
     /// [`lowest_kept_layer`](Self::lowest_kept_layer)).
     trim_from_rows: usize,
-    /// The sumcheck over a committed message keeps lazy equality weights from this many
-    /// variables (`GpuSumcheck::with_lazy_weights_from`).
-    lazy_weights_from: usize,
     /// A lowest kept tree layer fixed for every codeword (`GpuTuning::codeword_tree_lowest`).
     tree_lowest: Option<usize>,
 }
@@ -117,25 +110,8 @@ impl GpuCodewords {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
-        let tuning = ntt.context().tuning().clone();
-        let lazy_weights_from = match tuning.lazy_weights {
-            None => LAZY_WEIGHTS_MIN_VARS,
-            Some(true) => 0,
-            Some(false) => usize::MAX,
-        };
-        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, lazy_weights_from, tree_lowest: tuning.codeword_tree_lowest })
-    }
-
-    /// Proofs of at least `vars` variables keep their first weight table lazy (default 24;
-    /// tests use 0).
-    pub fn with_lazy_weights_from(mut self, vars: usize) -> Self {
-        self.lazy_weights_from = vars;
-        self
-    }
-
-    /// What [`with_lazy_weights_from`](Self::with_lazy_weights_from) set.
-    pub fn lazy_weights_from(&self) -> usize {
-        self.lazy_weights_from
+        let tree_lowest = ntt.context().tuning().codeword_tree_lowest;
+        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, tree_lowest })
     }
 
     /// Trims the trees of narrow codewords of at least `rows` rows (default 2^21; tests use 1
@@ -241,17 +217,16 @@ impl GpuCodewords {
     }
 
     /// Commits the first `rows` x `width` words of the sumcheck's f (as
-    /// [`commit_buffer`](Self::commit_buffer)) and, before the same wait, plays the
-    /// transcript steps after the commitment that `head` describes
-    /// ([`GpuSumcheck::record_head`]: the root observed, the out-of-domain points drawn and f
-    /// evaluated there, the query grind). Their results come back with the root (None where
-    /// they could not be recorded, or for a codeword over one binding: the caller plays those
-    /// steps itself).
-    pub fn commit_with_head(&self, sumcheck: &GpuSumcheck, rows: usize, width: usize, log_inv_rate: usize, head: &HeadRequest) -> Result<(CommittedCodeword, Option<HeadValues>)> {
-        let mut record: Option<HeadRecord> = None;
+    /// [`commit_buffer`](Self::commit_buffer)) and, before the same wait, runs the sponge
+    /// script `script` from the root ([`GpuSumcheck::record_sponge_script`]: the root observed,
+    /// points drawn and f evaluated there, a grind). Its results come back with the root (None
+    /// where it could not be recorded, or for a codeword over one binding: the caller plays
+    /// those steps itself).
+    pub fn commit_then_script(&self, sumcheck: &GpuSumcheck, rows: usize, width: usize, log_inv_rate: usize, script: &SpongeScript) -> Result<(CommittedCodeword, Option<SpongeScriptValues>)> {
+        let mut record: Option<SpongeScriptRecord> = None;
         let committed = {
             let mut after = |encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer| -> Result<(wgpu::Buffer, usize)> {
-                let r = sumcheck.record_head(encoder, root, head)?;
+                let r = sumcheck.record_sponge_script(encoder, root, script)?;
                 let out = (r.readback().clone(), r.words());
                 record = Some(r);
                 Ok(out)
@@ -259,17 +234,17 @@ impl GpuCodewords {
             self.commit_buffer_then(sumcheck.f_buffer()?, rows, width, log_inv_rate, Some(&mut after))
         };
         match (committed, record) {
-            (Ok((committed, Some(words))), Some(record)) => match sumcheck.finish_head(record, &words) {
+            (Ok((committed, Some(words))), Some(record)) => match sumcheck.finish_sponge_script(record, &words) {
                 Ok(values) => Ok((committed, Some(values))),
                 // The commit stands; the caller plays those steps itself.
                 Err(e) => {
-                    tracing::warn!("a round head played on the GPU came back malformed ({e}); playing it on the host");
+                    tracing::warn!("a sponge script played on the GPU came back malformed ({e}); the caller plays it on the host");
                     Ok((committed, None))
                 }
             },
             (committed, record) => {
                 if let Some(r) = record {
-                    sumcheck.drop_head(r);
+                    sumcheck.drop_sponge_script(r);
                 }
                 committed.map(|(c, _)| (c, None))
             }

@@ -50,7 +50,7 @@ pub use merkle::{AfterRoot, ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, 
 pub use mmcs::{GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
-pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, HeadRecord, HeadRequest, HeadValues, MAX_HEAD_SAMPLES};
+pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

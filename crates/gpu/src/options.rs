@@ -140,9 +140,6 @@ pub struct GpuTuning {
     /// Hand the first parts of a long recording (a commit, a batch of reductions) to the GPU
     /// while the rest is recorded.
     pub early_submits: bool,
-    /// Form the first sumcheck weight table where it is used instead of storing it: `None`
-    /// from 2^24 evaluations, `Some(true)` always, `Some(false)` never.
-    pub lazy_weights: Option<bool>,
     /// The lowest Merkle layer every resident codeword's tree keeps; `None`: narrow trees of
     /// 2^21 rows or more keep about an eighth of their codeword, openings rebuild the rest.
     pub codeword_tree_lowest: Option<usize>,
@@ -155,17 +152,8 @@ impl Default for GpuTuning {
             gpu_min_bits: crate::DEFAULT_GPU_MIN_BITS,
             grind_ahead: true,
             early_submits: true,
-            lazy_weights: None,
             codeword_tree_lowest: None,
         }
-    }
-}
-
-impl GpuTuning {
-    /// Whether resident proofs use the memory-lean defaults (lazy first weights, trimmed narrow
-    /// trees), which memory estimates assume.
-    pub fn lean_memory_defaults(&self) -> bool {
-        self.lazy_weights != Some(false) && self.codeword_tree_lowest.is_none()
     }
 }
 
@@ -198,7 +186,7 @@ impl GpuOptions {
     /// This crate's defaults with the `WHIR_*` environment applied: `WHIR_ADAPTER`,
     /// `WHIR_LIMITS`, `WHIR_GPU_SPIN_US`, `WHIR_GPU_POOL_MIB`, `WHIR_GPU_MEMORY_MIB`, and the
     /// tuning variables `WHIR_MERKLE_FUSED_LEVELS`, `WHIR_GPU_MIN_BITS`, `WHIR_GRIND_AHEAD`,
-    /// `WHIR_EARLY_SUBMITS`, `WHIR_LAZY_WEIGHTS` and `WHIR_CODEWORD_TREE_LOWEST`. A value that
+    /// `WHIR_EARLY_SUBMITS` and `WHIR_CODEWORD_TREE_LOWEST`. A value that
     /// does not parse is an error naming the variable.
     pub fn from_env() -> Result<Self> {
         let d = GpuTuning::default();
@@ -207,7 +195,6 @@ impl GpuOptions {
             gpu_min_bits: parsed("WHIR_GPU_MIN_BITS", "a number of bits")?.unwrap_or(d.gpu_min_bits),
             grind_ahead: env_switch("WHIR_GRIND_AHEAD")?.unwrap_or(d.grind_ahead),
             early_submits: env_switch("WHIR_EARLY_SUBMITS")?.unwrap_or(d.early_submits),
-            lazy_weights: env_switch("WHIR_LAZY_WEIGHTS")?,
             codeword_tree_lowest: parsed("WHIR_CODEWORD_TREE_LOWEST", "a tree layer")?,
         };
         Ok(Self {

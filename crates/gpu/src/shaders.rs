@@ -73,8 +73,8 @@ wgsl_sources!(
     "sumcheck/lazy_round",
     "sumcheck/lazy_base",
     "sumcheck/lazy_coeffs",
-    "sumcheck/ood_step",
-    "sumcheck/ood_tables",
+    "sumcheck/sponge_step",
+    "sumcheck/power_tables",
     "util/gather_params",
     "util/gather",
     "util/copy_block",
@@ -123,10 +123,10 @@ pub enum Kernel {
     LazyRound,
     LazyRoundBase,
     LazyCoeffs,
-    /// One transcript step after a round's commitment (wgsl/sumcheck/ood_step.wgsl).
-    OodStep,
+    /// One transcript step after a round's commitment (wgsl/sumcheck/sponge_step.wgsl).
+    SpongeStep,
     /// Evaluation tables of an out-of-domain point drawn on the GPU.
-    OodTables,
+    PowerTables,
     FieldOpsTest,
 }
 
@@ -169,8 +169,8 @@ impl Kernel {
         Kernel::LazyRound,
         Kernel::LazyRoundBase,
         Kernel::LazyCoeffs,
-        Kernel::OodStep,
-        Kernel::OodTables,
+        Kernel::SpongeStep,
+        Kernel::PowerTables,
         Kernel::FieldOpsTest,
     ];
 
@@ -201,8 +201,8 @@ impl Kernel {
             Kernel::LazyRound => "sumcheck/lazy_round",
             Kernel::LazyRoundBase => "sumcheck/lazy_base",
             Kernel::LazyCoeffs => "sumcheck/lazy_coeffs",
-            Kernel::OodStep => "sumcheck/ood_step",
-            Kernel::OodTables => "sumcheck/ood_tables",
+            Kernel::SpongeStep => "sumcheck/sponge_step",
+            Kernel::PowerTables => "sumcheck/power_tables",
             Kernel::FieldOpsTest => "test/field_ops",
         }
     }
@@ -246,8 +246,8 @@ impl Kernel {
             Kernel::LazyRound => "lazy_round",
             Kernel::LazyRoundBase => "lazy_round_base",
             Kernel::LazyCoeffs => "lazy_coeffs",
-            Kernel::OodStep => "ood_step",
-            Kernel::OodTables => "ood_tables",
+            Kernel::SpongeStep => "sponge_step",
+            Kernel::PowerTables => "power_tables",
             Kernel::FieldOpsTest => "field_op",
         }
     }

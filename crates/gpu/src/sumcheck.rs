@@ -74,49 +74,51 @@ struct EvalParams {
     _pad: u32,
 }
 
-/// Rust twin of `HeadState` in wgsl/sumcheck/ood_step.wgsl.
+/// Rust twin of `SpongeState` in wgsl/sumcheck/sponge_step.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct HeadState {
+struct SpongeState {
     sponge: [u32; WIDTH],
     pending: [u32; RATE],
     info: [u32; 4],
 }
 
-/// Rust twin of `OodStep` in wgsl/sumcheck/ood_step.wgsl.
+/// Rust twin of `SpongeStep` in wgsl/sumcheck/sponge_step.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct OodStep {
+struct SpongeStep {
     observe: [u32; 4],
     grind: [u32; 2],
     _pad: [u32; 2],
 }
 
-/// Rust twin of `OodTablesParams` in wgsl/sumcheck/ood_tables.wgsl.
+/// Rust twin of `PowerTablesParams` in wgsl/sumcheck/power_tables.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct OodTablesParams {
+struct PowerTablesParams {
     vars: u32,
     point: u32,
     _pad: [u32; 2],
 }
 
-/// Most out-of-domain samples a round's head plays on the GPU.
-pub const MAX_HEAD_SAMPLES: usize = 16;
+/// Most points one sponge script draws and evaluates f at.
+pub const MAX_SCRIPT_SAMPLES: usize = 16;
 
-/// The transcript after a WHIR round's commitment, to be played on the GPU
-/// ([`GpuSumcheck::record_head`]): the challenger's state before it observes the root, the
-/// out-of-domain samples to draw and answer, and the query grind's difficulty (0: none).
-pub struct HeadRequest {
+/// A duplex-sponge script to run on the GPU after a Merkle root is computed
+/// ([`GpuSumcheck::record_sponge_script`]): from the challenger state `sponge` with `pending`
+/// inputs (Plonky3's `DuplexChallenger`), observe the root; `samples` times, sample an extension
+/// element z and observe f's value at z's univariate expansion; then grind `grind_bits` bits
+/// (0: no grind) from the state reached.
+pub struct SpongeScript {
     pub grinder: Arc<GpuGrinder>,
     pub sponge: [BabyBear; WIDTH],
     pub pending: Vec<BabyBear>,
-    pub ood_samples: usize,
-    pub pow_bits: usize,
+    pub samples: usize,
+    pub grind_bits: usize,
 }
 
-/// A round's head recorded on the GPU, waiting for its readback.
-pub struct HeadRecord {
+/// A sponge script recorded on the GPU, waiting for its readback.
+pub struct SpongeScriptRecord {
     readback: wgpu::Buffer,
     words: usize,
     samples: usize,
@@ -125,7 +127,7 @@ pub struct HeadRecord {
     grinder: Arc<GpuGrinder>,
 }
 
-impl HeadRecord {
+impl SpongeScriptRecord {
     /// The buffer to read back, its first 8 words left for the root.
     pub fn readback(&self) -> &wgpu::Buffer {
         &self.readback
@@ -137,12 +139,11 @@ impl HeadRecord {
     }
 }
 
-/// What a round's head played on the GPU: each out-of-domain point drawn and f's value there,
-/// and the query grind as an offer for the challenger. The host's transcript draws the points
-/// itself and checks each against the one drawn here before using its value (whir-prover's
-/// driver treats a different point as a GPU fault).
+/// What a sponge script played on the GPU: each point drawn and f's value there, and the grind
+/// as an offer for the challenger. The caller draws the points with its own challenger and
+/// checks each against the one drawn here before using its value.
 #[derive(Clone, Debug)]
-pub struct HeadValues {
+pub struct SpongeScriptValues {
     pub points: Vec<Ext4>,
     pub answers: Vec<Ext4>,
     pub offer: Option<GrindOffer>,
@@ -1201,43 +1202,43 @@ impl GpuSumcheck {
     }
 
     /// Records, after work that leaves a Merkle root's 8 words at the start of `root`, the
-    /// transcript steps that follow a WHIR round's commitment (wgsl/sumcheck/ood_step.wgsl):
-    /// a duplex challenger in the state `head` gives observes the root, draws each
-    /// out-of-domain point z and observes f's value at `expand_from_univariate(z, m)` (computed
-    /// here: sumcheck/ood_tables, then the evaluation), then runs the query grind of
-    /// `head.pow_bits` bits (none at 0) over one range. Read back the words of the returned
-    /// record (its first 8 are left for the root) and hand them to
-    /// [`finish_head`](Self::finish_head). Records nothing when it returns an error.
-    pub fn record_head(&self, encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer, head: &HeadRequest) -> Result<HeadRecord> {
-        if head.pending.len() >= RATE {
-            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", head.pending.len(), RATE - 1)));
+    /// sponge script `script` (wgsl/sumcheck/sponge_step.wgsl): a duplex challenger in the state
+    /// it gives observes the root, draws each point z and observes f's value at
+    /// `expand_from_univariate(z, m)` (computed here: sumcheck/power_tables, then the
+    /// evaluation), then grinds `script.grind_bits` bits (none at 0) over one range. Read back
+    /// the words of the returned record (its first 8 are left for the root) and hand them to
+    /// [`finish_sponge_script`](Self::finish_sponge_script). Records nothing when it returns an
+    /// error.
+    pub fn record_sponge_script(&self, encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer, script: &SpongeScript) -> Result<SpongeScriptRecord> {
+        if script.pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
         }
-        if head.ood_samples > MAX_HEAD_SAMPLES {
-            return Err(GpuError::InvalidInput(format!("{} out-of-domain samples in one round (at most {MAX_HEAD_SAMPLES} are played on the GPU)", head.ood_samples)));
+        if script.samples > MAX_SCRIPT_SAMPLES {
+            return Err(GpuError::InvalidInput(format!("{} points in one sponge script (at most {MAX_SCRIPT_SAMPLES})", script.samples)));
         }
-        if !Arc::ptr_eq(head.grinder.poseidon2().context(), &self.ctx) {
+        if !Arc::ptr_eq(script.grinder.poseidon2().context(), &self.ctx) {
             return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
         }
         if root.size() < (DIGEST_ELEMS * 4) as u64 {
             return Err(GpuError::InvalidInput(format!("a root buffer of {} bytes", root.size())));
         }
-        let mask = if head.pow_bits > 0 { pow_mask(head.pow_bits)? } else { 0 };
+        let mask = if script.grind_bits > 0 { pow_mask(script.grind_bits)? } else { 0 };
         let ctx = &self.ctx;
-        let samples = head.ood_samples;
+        let samples = script.samples;
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
-        let step_pipeline = ctx.pipeline(Kernel::OodStep, &[])?;
-        let tables_pipeline = ctx.pipeline(Kernel::OodTables, &[])?;
-        let grind = if head.pow_bits > 0 { Some(head.grinder.device_grind(head.pow_bits, range_end(head.pow_bits))?) } else { None };
-        let mut state = HeadState { sponge: [0; WIDTH], pending: [0; RATE], info: [head.pending.len() as u32, 0, 0, 0] };
-        state.sponge.copy_from_slice(crate::field::as_words(&head.sponge));
-        state.pending[..head.pending.len()].copy_from_slice(crate::field::as_words(&head.pending));
-        let state = ctx.upload_pooled("round head state", bytemuck::cast_slice(&[state]));
-        let points = ctx.pooled_storage("round head points", 4 * samples.max(1));
-        let tables = ctx.pooled_storage("round head tables", (4 * chunks) << EVAL_CHUNK_BITS);
+        let step_pipeline = ctx.pipeline(Kernel::SpongeStep, &[])?;
+        let tables_pipeline = ctx.pipeline(Kernel::PowerTables, &[])?;
+        let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
+        let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
+        state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
+        state.pending[..script.pending.len()].copy_from_slice(crate::field::as_words(&script.pending));
+        let state = ctx.upload_pooled("sponge script state", bytemuck::cast_slice(&[state]));
+        let points = ctx.pooled_storage("sponge script points", 4 * samples.max(1));
+        let tables = ctx.pooled_storage("sponge script tables", (4 * chunks) << EVAL_CHUNK_BITS);
         let mut spare = Vec::new();
         let unused = match &grind {
             Some(_) => Vec::new(),
-            None => vec![ctx.pooled_storage("round head grind params", WIDTH + 4), ctx.pooled_storage("round head grind best", 1)],
+            None => vec![ctx.pooled_storage("sponge script grind params", WIDTH + 4), ctx.pooled_storage("sponge script grind best", 1)],
         };
         let mut values = Vec::with_capacity(samples);
         let recorded = (|| -> Result<Vec<Dispatch>> {
@@ -1251,14 +1252,14 @@ impl GpuSumcheck {
             // the last value, so it is not observed here).
             for k in 0..samples + usize::from(grind.is_some()) {
                 let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], 4) };
-                let step = OodStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| range_end(head.pow_bits))] , _pad: [0; 2] };
-                let step = ctx.uniform("round head step", &step);
-                let bind = head.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, params, best]);
+                let step = SpongeStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))] , _pad: [0; 2] };
+                let step = ctx.uniform("sponge script step", &step);
+                let bind = script.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, params, best]);
                 dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
                 if k == samples {
                     break;
                 }
-                let cfg = ctx.uniform("round head tables params", &OodTablesParams { vars: self.vars as u32, point: k as u32, _pad: [0; 2] });
+                let cfg = ctx.uniform("sponge script tables params", &PowerTablesParams { vars: self.vars as u32, point: k as u32, _pad: [0; 2] });
                 let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
                 dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
                 let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
@@ -1267,7 +1268,7 @@ impl GpuSumcheck {
                 spare.extend(used);
             }
             if let Some(g) = &grind {
-                head.grinder.record_device_grind(&mut dispatches, g)?;
+                script.grinder.record_device_grind(&mut dispatches, g)?;
             }
             Ok(dispatches)
         })();
@@ -1278,14 +1279,14 @@ impl GpuSumcheck {
                     ctx.recycle_storage(b);
                 }
                 if let Some(g) = grind {
-                    head.grinder.recycle(g);
+                    script.grinder.recycle(g);
                 }
                 return Err(e);
             }
         };
-        ctx.record_dispatches(encoder, "round head", &dispatches);
+        ctx.record_dispatches(encoder, "sponge script", &dispatches);
         let words = DIGEST_ELEMS + 8 * samples + grind.as_ref().map_or(0, |_| GrindAheadRecord::WORDS);
-        let readback = ctx.pooled_storage("round head readback", words);
+        let readback = ctx.pooled_storage("sponge script readback", words);
         for (k, value) in values.iter().enumerate() {
             let at = ((DIGEST_ELEMS + 8 * k) * 4) as u64;
             encoder.copy_buffer_to_buffer(&points, (16 * k) as u64, &readback, at, 16);
@@ -1295,16 +1296,16 @@ impl GpuSumcheck {
             g.record_readback(encoder, &readback, DIGEST_ELEMS + 8 * samples);
         }
         let buffers = [state, points, tables].into_iter().chain(spare).chain(values).chain(unused).collect();
-        Ok(HeadRecord { readback, words, samples, grind, buffers, grinder: head.grinder.clone() })
+        Ok(SpongeScriptRecord { readback, words, samples, grind, buffers, grinder: script.grinder.clone() })
     }
 
-    /// What a [`record_head`](Self::record_head) played, from its readback (`words`: all the
+    /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its readback (`words`: all the
     /// record's words, the root first); gives its buffers back.
-    pub fn finish_head(&self, record: HeadRecord, words: &[u32]) -> Result<HeadValues> {
-        let HeadRecord { readback, words: expected, samples, grind, buffers, grinder } = record;
+    pub fn finish_sponge_script(&self, record: SpongeScriptRecord, words: &[u32]) -> Result<SpongeScriptValues> {
+        let SpongeScriptRecord { readback, words: expected, samples, grind, buffers, grinder } = record;
         let parsed = (|| {
             if words.len() != expected {
-                return Err(GpuError::Device(format!("{} round-head words read back, expected {expected}", words.len())));
+                return Err(GpuError::Device(format!("{} sponge-script words read back, expected {expected}", words.len())));
             }
             let mut points = Vec::with_capacity(samples);
             let mut answers = Vec::with_capacity(samples);
@@ -1315,20 +1316,20 @@ impl GpuSumcheck {
                 answers.push(pair[1]);
             }
             let offer = grind.as_ref().map(|g| g.offer(&words[DIGEST_ELEMS + 8 * samples..])).transpose()?;
-            Ok(HeadValues { points, answers, offer })
+            Ok(SpongeScriptValues { points, answers, offer })
         })();
-        self.drop_head_buffers(readback, buffers, grind, &grinder);
+        self.drop_script_buffers(readback, buffers, grind, &grinder);
         parsed
     }
 
-    /// Gives a [`record_head`](Self::record_head)'s buffers back without reading it (its
+    /// Gives a [`record_sponge_script`](Self::record_sponge_script)'s buffers back without reading it (its
     /// submission failed or never ran).
-    pub fn drop_head(&self, record: HeadRecord) {
-        let HeadRecord { readback, buffers, grind, grinder, .. } = record;
-        self.drop_head_buffers(readback, buffers, grind, &grinder);
+    pub fn drop_sponge_script(&self, record: SpongeScriptRecord) {
+        let SpongeScriptRecord { readback, buffers, grind, grinder, .. } = record;
+        self.drop_script_buffers(readback, buffers, grind, &grinder);
     }
 
-    fn drop_head_buffers(&self, readback: wgpu::Buffer, buffers: Vec<wgpu::Buffer>, grind: Option<GrindAheadRecord>, grinder: &GpuGrinder) {
+    fn drop_script_buffers(&self, readback: wgpu::Buffer, buffers: Vec<wgpu::Buffer>, grind: Option<GrindAheadRecord>, grinder: &GpuGrinder) {
         for b in buffers.into_iter().chain([readback]) {
             self.ctx.recycle_storage(b);
         }
@@ -1359,8 +1360,8 @@ impl GpuSumcheck {
         ext_from_words(words)
     }
 
-    /// f's table, and in the same submission a grind run ahead of the transcript that observes
-    /// it next (WHIR's final polynomial, then its query grind): `ahead` is the grinder, the
+    /// f's table, and in the same submission a grind run ahead of a transcript that observes
+    /// f next and then grinds: `ahead` is the grinder, the
     /// grind's bits and the challenger state before f is observed. The grind is left out (None)
     /// where f is not one BabyBear^4 buffer or cannot be recorded; the caller's challenger takes
     /// the offer only if its state is the one searched.

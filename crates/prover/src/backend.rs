@@ -155,10 +155,12 @@ pub enum GpuMode {
 /// weights, trimmed narrow trees; BENCHMARKS.md, "Memory-lean resident proofs": 7.8x at fold 1,
 /// 5.2-6.0x at fold 2, 3.9x at fold 4, rate 1); elsewhere the earlier peaks (14x, 10x, 6.1x at
 /// n = 24 before; split codewords from n = 27 keep whole trees).
-/// `tuning` is the context's: the lean figures hold with its memory-lean defaults.
-pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning) -> u64 {
+/// `tuning` is the context's and `driver` the driver's: the lean figures hold with their
+/// memory-lean defaults (lazy first weights, trimmed narrow trees).
+pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverOptions) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
-    let lean = (24..=26).contains(&params.num_vars) && tuning.lean_memory_defaults();
+    let lean_defaults = driver.lazy_first_weights != Some(false) && tuning.codeword_tree_lowest.is_none();
+    let lean = (24..=26).contains(&params.num_vars) && lean_defaults;
     let factor = match (params.fold, lean) {
         (0 | 1, true) => 9,
         (2 | 3, true) => 7,
@@ -238,7 +240,7 @@ impl GpuBackend {
         ctx.check_binding_size("the polynomial folded in the first round", 16u64 << (n - fold.min(n)))?;
         ctx.check_memory(
             &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
-            estimated_gpu_bytes(params, ctx.tuning()),
+            estimated_gpu_bytes(params, ctx.tuning(), &self.driver),
         )?;
         Ok(())
     }

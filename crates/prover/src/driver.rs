@@ -30,7 +30,7 @@ use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_gpu::mmcs::CpuMmcs;
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, HeadRequest, HeadValues, PendingRows, PowClock};
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
 use crate::options::DriverOptions;
 use crate::{opening_protocol, ProverLayout};
@@ -92,7 +92,7 @@ pub trait CodewordSteps {
     /// [`commit_folded`](Self::commit_folded), and the transcript steps after the commitment
     /// that `head` describes played where f lies: the values they found, or None where these
     /// steps do not play them (the default; the caller plays them itself).
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&HeadRequest>) -> Result<(Commitment, Self::Committed, Option<HeadValues>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -100,6 +100,39 @@ pub trait CodewordSteps {
 
     /// The driver enters `step` of round `round` (for profiles; nothing by default).
     fn enter_step(&self, _round: usize, _step: Step) {}
+}
+
+/// Steps by reference (a comparing backend over steps a test keeps).
+impl<S: CodewordSteps> CodewordSteps for &S {
+    type Committed = S::Committed;
+    type Opening = S::Opening;
+    type Sumcheck = S::Sumcheck;
+
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+        (**self).commit(message, width, log_inv_rate)
+    }
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
+        (**self).open(committed, indices)
+    }
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+        (**self).read_openings(openings)
+    }
+    #[allow(clippy::type_complexity)]
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+        (**self).begin_reading_openings(openings)
+    }
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        (**self).commit_message(message, width, log_inv_rate)
+    }
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+        (**self).commit_folded(sumcheck, fold, log_inv_rate)
+    }
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
+        (**self).commit_folded_with_head(sumcheck, fold, log_inv_rate, head)
+    }
+    fn enter_step(&self, round: usize, step: Step) {
+        (**self).enter_step(round, step)
+    }
 }
 
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs` (the CPU backend's). The
@@ -158,7 +191,7 @@ impl CodewordSteps for GpuCodewords {
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = message.len().trailing_zeros() as usize;
         let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
-        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?.with_lazy_weights_from(self.lazy_weights_from());
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
     }
 
@@ -168,15 +201,15 @@ impl CodewordSteps for GpuCodewords {
     }
 
     /// The commit and, before its wait, the root observed, the out-of-domain answers and the
-    /// query grind (`GpuCodewords::commit_with_head`): one round trip instead of three or more.
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&HeadRequest>) -> Result<(Commitment, Self::Committed, Option<HeadValues>), ProverError> {
+    /// query grind (`GpuCodewords::commit_then_script`): one round trip instead of three or more.
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
         let (rows, width) = (1 << (m - fold), 4 << fold);
         let (committed, values) = match head {
-            Some(head) => self.commit_with_head(sumcheck, rows, width, log_inv_rate, head)?,
+            Some(head) => self.commit_then_script(sumcheck, rows, width, log_inv_rate, head)?,
             None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate)?, None),
         };
         Ok((Commitment::new(vec![committed.root()]), committed, values))
@@ -671,8 +704,12 @@ pub fn prove_with_steps<S: CodewordSteps>(
             let alpha = registry.batching_challenge(ch);
             let (points, scales) = eq_claims(&registry.constraint(alpha))?;
             // Formed where used in the initial fold's rounds, not stored (the largest table),
-            // where the steps choose to.
-            sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
+            // from the size the options say and where the steps can.
+            if options.lazy_first_weights_at(params.num_vars) {
+                sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
+            } else {
+                sumcheck.add_eq_weights(&points, &scales)?;
+            }
             clock.enter(steps, 0, Step::Sumcheck);
             run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits(), options.device_rounds).map(|_| ())
         })?;
@@ -689,15 +726,16 @@ pub fn prove_with_steps<S: CodewordSteps>(
             // Commit to the folded polynomial (`commit_extension`, suffix order: as is).
             clock.enter(steps, round + 1, Step::Commit);
             let query_bits = transcript.shape().rounds[round].query_pow_bits;
-            let head = head_link.as_ref().and_then(|l| l.transcript_state()).map(|(grinder, sponge, pending)| HeadRequest {
+            let head = head_link.as_ref().and_then(|l| l.transcript_state()).map(|(grinder, sponge, pending)| SpongeScript {
                 grinder,
                 sponge,
                 pending,
-                ood_samples: round_params.ood_samples,
+                // The round's out-of-domain samples, then its query grind.
+                samples: round_params.ood_samples,
                 // Below the GPU's threshold the challenger grinds on the CPU.
-                pow_bits: if query_bits >= gpu_min_bits { query_bits } else { 0 },
+                grind_bits: if query_bits >= gpu_min_bits { query_bits } else { 0 },
             });
-            let head = head.filter(|h| h.ood_samples > 0 || h.pow_bits > 0);
+            let head = head.filter(|h| h.samples > 0 || h.grind_bits > 0);
             let (next_root, next_committed, played) = steps.commit_folded_with_head(&mut sumcheck, fold_next, round_params.log_inv_rate, head.as_ref())?;
             // The GPU expanded its points over f's variables: those must be the round's.
             let played = played.filter(|_| sumcheck.num_variables() == num_variables);

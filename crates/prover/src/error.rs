@@ -15,6 +15,10 @@ pub enum ProverError {
     /// From the verifier side: parameters and their policy, proof files, verification.
     #[error(transparent)]
     Proof(#[from] whir_verifier::ProofError),
+    /// A comparing backend's two sides gave different outputs at `step`
+    /// (`ComparingSteps`): the first step, in the proof's order, whose outputs differ.
+    #[error("the backends differ at {step}: {detail}")]
+    Mismatch { step: String, detail: String },
 }
 
 impl From<whir_gpu::GpuError> for ProverError {

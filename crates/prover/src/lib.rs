@@ -8,6 +8,7 @@
 //! Knows nothing of wgpu: GPU work goes through whir-gpu's Plonky3 adapters.
 
 mod backend;
+mod compare;
 mod domain;
 mod driver;
 mod error;
@@ -17,10 +18,11 @@ mod sumcheck;
 mod timing;
 
 pub use backend::{estimated_gpu_bytes, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
+pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
-pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, RoundBreakdown, Step, StepTime};
+pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
-pub use options::DriverOptions;
+pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
     opening_protocol, permutation, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ReadLimits, Soundness, EF, F,

@@ -15,21 +15,36 @@ pub struct DriverOptions {
     /// Each round's commitment, out-of-domain answers and query grind are played where the
     /// codeword lies, read back with its root; off: each waits for the transcript here.
     pub round_heads: bool,
+    /// Form the first sumcheck weight table where it is used instead of storing it: `None`
+    /// from 2^24 evaluations ([`LAZY_WEIGHTS_MIN_VARS`]), `Some(true)` always, `Some(false)`
+    /// never (where the steps can; the CPU's always store it).
+    pub lazy_first_weights: Option<bool>,
 }
+
+/// The first weight table is formed where used from 2^24 entries (256 MiB): below, memory is not
+/// what limits a proof, and the stored table is faster to use.
+pub const LAZY_WEIGHTS_MIN_VARS: usize = 24;
 
 impl Default for DriverOptions {
     fn default() -> Self {
-        Self { device_rounds: true, round_heads: true }
+        Self { device_rounds: true, round_heads: true, lazy_first_weights: None }
     }
 }
 
 impl DriverOptions {
-    /// The defaults with `WHIR_DEVICE_ROUNDS` and `WHIR_ROUND_HEADS` (0 or 1) applied.
+    /// Whether a proof of `vars` variables forms its first weight table where it is used.
+    pub fn lazy_first_weights_at(&self, vars: usize) -> bool {
+        self.lazy_first_weights.unwrap_or(vars >= LAZY_WEIGHTS_MIN_VARS)
+    }
+
+    /// The defaults with `WHIR_DEVICE_ROUNDS`, `WHIR_ROUND_HEADS` and `WHIR_LAZY_WEIGHTS` (0 or
+    /// 1) applied.
     pub fn from_env() -> Result<Self, ProverError> {
         let d = Self::default();
         Ok(Self {
             device_rounds: env_switch("WHIR_DEVICE_ROUNDS")?.unwrap_or(d.device_rounds),
             round_heads: env_switch("WHIR_ROUND_HEADS")?.unwrap_or(d.round_heads),
+            lazy_first_weights: env_switch("WHIR_LAZY_WEIGHTS")?,
         })
     }
 }

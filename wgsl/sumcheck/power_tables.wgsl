@@ -3,13 +3,13 @@
 // #import field/ext4
 
 // The chunk tables sumcheck/eval reads to evaluate f at Plonky3's `expand_from_univariate(z, m)`
-// = (z^(2^(m-1)), ..., z^2, z), for a point z drawn on the GPU (sumcheck/ood_step): index bit
+// = (z^(2^(m-1)), ..., z^2, z), for a point z drawn on the GPU (sumcheck/sponge_step): index bit
 // b of f pairs with coordinate z^(2^b), so entry t of chunk table c is the product over the
 // chunk's bits i of z^(2^(8c+i)) where bit i of t is set and 1 - z^(2^(8c+i)) where it is not
 // (entries past the last chunk's bits are zero). Workgroup c builds table c.
 // The host's twin: `eq_chunk_tables` in crates/gpu/src/sumcheck.rs.
 
-struct OodTablesParams {
+struct PowerTablesParams {
     // Variables of f.
     vars: u32,
     // Which point of `points`.
@@ -18,12 +18,12 @@ struct OodTablesParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> cfg: OodTablesParams;
+@group(0) @binding(0) var<uniform> cfg: PowerTablesParams;
 @group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> tables: array<vec4<u32>>;
 
 @compute @workgroup_size(256)
-fn ood_tables(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn power_tables(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let c = wid.x;
     let first = min(8u * c, cfg.vars);
     let bits = min(cfg.vars - first, 8u);
