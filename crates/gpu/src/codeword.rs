@@ -384,3 +384,9 @@ impl GpuCodewords {
         self.merkle.finish_reading(reading)
     }
 }
+
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col }),
+];

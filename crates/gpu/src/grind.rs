@@ -384,3 +384,10 @@ impl GpuGrinder {
         found
     }
 }
+
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(GrindParams as "GrindParams" in "pow/params" { base, search }),
+    crate::shaders::twin_layout!(PrepareInput as "PrepareInput" in "pow/prepare" { sponge, pending, counts, range }),
+];

@@ -1338,3 +1338,12 @@ impl GpuMerkle {
         Ok(tree)
     }
 }
+
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(LeafParams as "LeafParams" in "merkle/hash_leaves" { rows, width, fused_levels, store_leaves, row_bits, row_offset }),
+    crate::shaders::twin_layout!(GatherParams as "GatherParams" in "util/gather_params" { count, width, idx_offset, dst_offset }),
+    crate::shaders::twin_layout!(InjectParams as "InjectParams" in "merkle/compress_inject" { nodes, width, inject_rows }),
+    crate::shaders::twin_layout!(AbsorbParams as "AbsorbParams" in "merkle/absorb_rows" { rows, width, first, last }),
+];

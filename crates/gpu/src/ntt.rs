@@ -1101,6 +1101,13 @@ impl KernelTimer {
     }
 }
 
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(DifParams as "DifParams" in "ntt/dif_pass" { log_n, width, stage0, log_t, log_p, valid_rows, use_shift, num_subproblems }),
+    crate::shaders::twin_layout!(BitReverseParams as "BitReverseParams" in "ntt/bit_reverse" { log_n, width, log_tile, use_scale, scale, num_groups, total }),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,6 +182,12 @@ fn add_row(key: &[u32], row: &[u32], sums: &mut GroupSums) {
     sums[1] = sums[1].wrapping_add(s2);
 }
 
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(ChecksumParams as "ChecksumParams" in "util/row_checksum" { rows, stride, first_col, cols, width_even, group_rows, accumulate }),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

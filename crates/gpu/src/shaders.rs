@@ -81,185 +81,92 @@ wgsl_sources!(
     "test/field_ops",
 );
 
-/// The kernels (entry points) this crate dispatches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    DifPass,
-    BitReverseTiled,
-    BitReverseRows,
-    BitReverseTiledInPlace,
-    BitReverseRowsInPlace,
-    Copy,
-    Poseidon2Batch,
-    HashLeaves,
-    /// Leaf sponges absorbing a block of columns (wgsl/merkle/absorb_rows.wgsl).
-    AbsorbRows,
-    /// Keyed checksums of groups of rows (wgsl/util/row_checksum.wgsl).
-    RowChecksum,
-    HashRows,
-    CompressLevel,
-    CompressInject,
-    Grind,
-    GrindPrepare,
-    SumcheckRound,
-    SumPartials,
-    SumcheckFold,
-    AddEqWeights,
-    AddSelectWeights,
-    FoldSingle,
-    ScatterScales,
-    AddTablePrefix,
-    RoundBase,
-    FoldBase,
-    EvalPartials,
-    Gather,
-    CopyBlock,
-    ChainObserve,
-    ChainSample,
-    FoldPairsChained,
-    FoldSingleChained,
-    FoldBaseChained,
-    AddSplitSelectWeights,
-    LazyRound,
-    LazyRoundBase,
-    LazyCoeffs,
-    /// One transcript step after a round's commitment (wgsl/sumcheck/sponge_step.wgsl).
-    SpongeStep,
-    /// Evaluation tables of an out-of-domain point drawn on the GPU.
-    PowerTables,
-    FieldOpsTest,
+/// The kernel inventory: every entry point this crate dispatches, with its WGSL file (under
+/// `wgsl/`, without the extension), its entry point, and the composition constants it needs
+/// with representative values (for validation and cross-compilation; the dispatching code
+/// composes the adapter's). Every kernel is composed in both multiply variants ([`MulVariant`]).
+macro_rules! kernels {
+    ($($(#[$doc:meta])* $name:ident => ($source:literal, $entry:literal $(, consts: $consts:expr)?),)*) => {
+        /// The kernels (entry points) this crate dispatches.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kernel {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Kernel {
+            pub const ALL: [Kernel; [$(stringify!($name)),*].len()] = [$(Kernel::$name),*];
+
+            /// The WGSL file, under `wgsl/` without the extension.
+            pub fn source_name(self) -> &'static str {
+                match self {
+                    $(Kernel::$name => $source,)*
+                }
+            }
+
+            pub fn entry_point(self) -> &'static str {
+                match self {
+                    $(Kernel::$name => $entry,)*
+                }
+            }
+
+            /// Composition constants with representative values (for validation and
+            /// cross-compilation).
+            pub fn default_consts(self) -> &'static [(&'static str, u32)] {
+                match self {
+                    $(Kernel::$name => kernels!(@consts $($consts)?),)*
+                }
+            }
+        }
+    };
+    (@consts) => { &[] };
+    (@consts $consts:expr) => { $consts };
 }
 
-impl Kernel {
-    pub const ALL: [Kernel; 40] = [
-        Kernel::DifPass,
-        Kernel::BitReverseTiled,
-        Kernel::BitReverseRows,
-        Kernel::BitReverseTiledInPlace,
-        Kernel::BitReverseRowsInPlace,
-        Kernel::Copy,
-        Kernel::Poseidon2Batch,
-        Kernel::HashLeaves,
-        Kernel::AbsorbRows,
-        Kernel::RowChecksum,
-        Kernel::HashRows,
-        Kernel::CompressLevel,
-        Kernel::CompressInject,
-        Kernel::Grind,
-        Kernel::GrindPrepare,
-        Kernel::SumcheckRound,
-        Kernel::SumPartials,
-        Kernel::SumcheckFold,
-        Kernel::AddEqWeights,
-        Kernel::AddSelectWeights,
-        Kernel::FoldSingle,
-        Kernel::ScatterScales,
-        Kernel::AddTablePrefix,
-        Kernel::RoundBase,
-        Kernel::FoldBase,
-        Kernel::EvalPartials,
-        Kernel::Gather,
-        Kernel::CopyBlock,
-        Kernel::ChainObserve,
-        Kernel::ChainSample,
-        Kernel::FoldPairsChained,
-        Kernel::FoldSingleChained,
-        Kernel::FoldBaseChained,
-        Kernel::AddSplitSelectWeights,
-        Kernel::LazyRound,
-        Kernel::LazyRoundBase,
-        Kernel::LazyCoeffs,
-        Kernel::SpongeStep,
-        Kernel::PowerTables,
-        Kernel::FieldOpsTest,
-    ];
-
-    pub fn source_name(self) -> &'static str {
-        match self {
-            Kernel::DifPass => "ntt/dif_pass",
-            Kernel::BitReverseTiled | Kernel::BitReverseRows | Kernel::BitReverseTiledInPlace | Kernel::BitReverseRowsInPlace => "ntt/bit_reverse",
-            Kernel::Copy => "util/copy",
-            Kernel::Poseidon2Batch => "poseidon2/permute_batch",
-            Kernel::HashLeaves => "merkle/hash_leaves",
-            Kernel::AbsorbRows => "merkle/absorb_rows",
-            Kernel::RowChecksum => "util/row_checksum",
-            Kernel::HashRows => "merkle/hash_rows",
-            Kernel::CompressLevel => "poseidon2/permute_batch",
-            Kernel::CompressInject => "merkle/compress_inject",
-            Kernel::Grind => "pow/grind",
-            Kernel::GrindPrepare => "pow/prepare",
-            Kernel::SumcheckRound | Kernel::SumPartials => "sumcheck/round",
-            Kernel::SumcheckFold | Kernel::FoldSingle => "sumcheck/fold",
-            Kernel::AddEqWeights | Kernel::AddSelectWeights | Kernel::AddSplitSelectWeights | Kernel::ScatterScales | Kernel::AddTablePrefix => "sumcheck/weights",
-            Kernel::RoundBase | Kernel::FoldBase => "sumcheck/base",
-            Kernel::EvalPartials => "sumcheck/eval",
-            Kernel::Gather => "util/gather",
-            Kernel::CopyBlock => "util/copy_block",
-            Kernel::ChainObserve | Kernel::ChainSample => "sumcheck/chain",
-            Kernel::FoldPairsChained | Kernel::FoldSingleChained => "sumcheck/fold",
-            Kernel::FoldBaseChained => "sumcheck/base",
-            Kernel::LazyRound => "sumcheck/lazy_round",
-            Kernel::LazyRoundBase => "sumcheck/lazy_base",
-            Kernel::LazyCoeffs => "sumcheck/lazy_coeffs",
-            Kernel::SpongeStep => "sumcheck/sponge_step",
-            Kernel::PowerTables => "sumcheck/power_tables",
-            Kernel::FieldOpsTest => "test/field_ops",
-        }
-    }
-
-    pub fn entry_point(self) -> &'static str {
-        match self {
-            Kernel::DifPass => "dif_pass",
-            Kernel::BitReverseTiled => "bit_reverse_tiled",
-            Kernel::BitReverseRows => "bit_reverse_rows",
-            Kernel::BitReverseTiledInPlace => "bit_reverse_tiled_in_place",
-            Kernel::BitReverseRowsInPlace => "bit_reverse_rows_in_place",
-            Kernel::Copy => "copy_words",
-            Kernel::Poseidon2Batch => "permute_batch",
-            Kernel::HashLeaves => "hash_leaves",
-            Kernel::AbsorbRows => "absorb_rows",
-            Kernel::RowChecksum => "row_checksum",
-            Kernel::HashRows => "hash_rows",
-            Kernel::CompressLevel => "compress_pairs",
-            Kernel::CompressInject => "compress_inject",
-            Kernel::Grind => "grind",
-            Kernel::GrindPrepare => "grind_prepare",
-            Kernel::SumcheckRound => "round_partials",
-            Kernel::SumPartials => "sum_partials",
-            Kernel::SumcheckFold => "fold_pairs",
-            Kernel::AddEqWeights => "add_eq_weights",
-            Kernel::AddSelectWeights => "add_select_weights",
-            Kernel::FoldSingle => "fold_single",
-            Kernel::ScatterScales => "scatter_scales",
-            Kernel::AddTablePrefix => "add_table_prefix",
-            Kernel::RoundBase => "round_partials_base",
-            Kernel::FoldBase => "fold_base",
-            Kernel::EvalPartials => "eval_partials",
-            Kernel::Gather => "gather_words",
-            Kernel::CopyBlock => "copy_block",
-            Kernel::ChainObserve => "chain_observe",
-            Kernel::ChainSample => "chain_sample",
-            Kernel::FoldPairsChained => "fold_pairs_chained",
-            Kernel::FoldSingleChained => "fold_single_chained",
-            Kernel::FoldBaseChained => "fold_base_chained",
-            Kernel::AddSplitSelectWeights => "add_split_select_weights",
-            Kernel::LazyRound => "lazy_round",
-            Kernel::LazyRoundBase => "lazy_round_base",
-            Kernel::LazyCoeffs => "lazy_coeffs",
-            Kernel::SpongeStep => "sponge_step",
-            Kernel::PowerTables => "power_tables",
-            Kernel::FieldOpsTest => "field_op",
-        }
-    }
-
-    /// Composition constants with representative values (for validation and cross-compilation).
-    pub fn default_consts(self) -> &'static [(&'static str, u32)] {
-        match self {
-            Kernel::DifPass => &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)],
-            Kernel::Grind => &[("GRIND_GROUP", GRIND_GROUP)],
-            _ => &[],
-        }
-    }
+kernels! {
+    DifPass => ("ntt/dif_pass", "dif_pass", consts: &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)]),
+    BitReverseTiled => ("ntt/bit_reverse", "bit_reverse_tiled"),
+    BitReverseRows => ("ntt/bit_reverse", "bit_reverse_rows"),
+    BitReverseTiledInPlace => ("ntt/bit_reverse", "bit_reverse_tiled_in_place"),
+    BitReverseRowsInPlace => ("ntt/bit_reverse", "bit_reverse_rows_in_place"),
+    Copy => ("util/copy", "copy_words"),
+    Poseidon2Batch => ("poseidon2/permute_batch", "permute_batch"),
+    HashLeaves => ("merkle/hash_leaves", "hash_leaves"),
+    /// Leaf sponges absorbing a block of columns (wgsl/merkle/absorb_rows.wgsl).
+    AbsorbRows => ("merkle/absorb_rows", "absorb_rows"),
+    /// Keyed checksums of groups of rows (wgsl/util/row_checksum.wgsl).
+    RowChecksum => ("util/row_checksum", "row_checksum"),
+    HashRows => ("merkle/hash_rows", "hash_rows"),
+    CompressLevel => ("poseidon2/permute_batch", "compress_pairs"),
+    CompressInject => ("merkle/compress_inject", "compress_inject"),
+    Grind => ("pow/grind", "grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),
+    GrindPrepare => ("pow/prepare", "grind_prepare"),
+    SumcheckRound => ("sumcheck/round", "round_partials"),
+    SumPartials => ("sumcheck/round", "sum_partials"),
+    SumcheckFold => ("sumcheck/fold", "fold_pairs"),
+    AddEqWeights => ("sumcheck/weights", "add_eq_weights"),
+    AddSelectWeights => ("sumcheck/weights", "add_select_weights"),
+    FoldSingle => ("sumcheck/fold", "fold_single"),
+    ScatterScales => ("sumcheck/weights", "scatter_scales"),
+    AddTablePrefix => ("sumcheck/weights", "add_table_prefix"),
+    RoundBase => ("sumcheck/base", "round_partials_base"),
+    FoldBase => ("sumcheck/base", "fold_base"),
+    EvalPartials => ("sumcheck/eval", "eval_partials"),
+    Gather => ("util/gather", "gather_words"),
+    CopyBlock => ("util/copy_block", "copy_block"),
+    ChainObserve => ("sumcheck/chain", "chain_observe"),
+    ChainSample => ("sumcheck/chain", "chain_sample"),
+    FoldPairsChained => ("sumcheck/fold", "fold_pairs_chained"),
+    FoldSingleChained => ("sumcheck/fold", "fold_single_chained"),
+    FoldBaseChained => ("sumcheck/base", "fold_base_chained"),
+    AddSplitSelectWeights => ("sumcheck/weights", "add_split_select_weights"),
+    LazyRound => ("sumcheck/lazy_round", "lazy_round"),
+    LazyRoundBase => ("sumcheck/lazy_base", "lazy_round_base"),
+    LazyCoeffs => ("sumcheck/lazy_coeffs", "lazy_coeffs"),
+    /// One step of a duplex-sponge script run after a Merkle root (wgsl/sumcheck/sponge_step.wgsl).
+    SpongeStep => ("sumcheck/sponge_step", "sponge_step"),
+    /// Evaluation tables of the univariate expansion of a point drawn on the GPU.
+    PowerTables => ("sumcheck/power_tables", "power_tables"),
+    FieldOpsTest => ("test/field_ops", "field_op"),
 }
 
 fn source(name: &str) -> Result<&'static str> {
@@ -311,4 +218,89 @@ pub fn compose(name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Resul
     }
     append(name, variant, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
     Ok(out)
+}
+
+/// Where a Rust twin of a WGSL struct puts its fields: its size and the offset of each field that
+/// is not padding (padding's name starts with `_`), for the layout test.
+#[cfg(test)]
+pub(crate) struct TwinLayout {
+    pub rust: &'static str,
+    pub wgsl: &'static str,
+    /// The WGSL file that declares the struct (composed with its imports).
+    pub source: &'static str,
+    pub size: usize,
+    pub fields: &'static [(&'static str, usize)],
+}
+
+/// `twin_layout!(RustType as "WgslStruct" in "wgsl/file" { field, ... })`: the twin's layout,
+/// its non-padding fields listed in order.
+#[cfg(test)]
+macro_rules! twin_layout {
+    ($rust:ident as $wgsl:literal in $source:literal { $($field:ident),* $(,)? }) => {
+        crate::shaders::TwinLayout {
+            rust: stringify!($rust),
+            wgsl: $wgsl,
+            source: $source,
+            size: std::mem::size_of::<$rust>(),
+            fields: &[$((stringify!($field), std::mem::offset_of!($rust, $field))),*],
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use twin_layout;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every source file is a kernel's or imported by one, and every kernel's entry point is in
+    /// its file.
+    #[test]
+    fn the_inventory_covers_every_source() {
+        let mut used: HashSet<&str> = HashSet::new();
+        for (kernel, variant) in Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.map(|v| (k, v))) {
+            let text = compose(kernel.source_name(), variant, kernel.default_consts()).unwrap();
+            assert!(text.contains(&format!("fn {}(", kernel.entry_point())), "{kernel:?}: no entry point {} in {}", kernel.entry_point(), kernel.source_name());
+            used.extend(text.lines().filter_map(|l| l.strip_prefix("// ---- ").and_then(|l| l.strip_suffix(".wgsl ----"))).filter_map(|n| SOURCES.iter().find(|(s, _)| *s == n).map(|(s, _)| *s)));
+        }
+        for (name, _) in SOURCES {
+            assert!(used.contains(name), "wgsl/{name}.wgsl is in SOURCES but no kernel uses it");
+        }
+    }
+
+    /// Each Rust parameter struct has its WGSL twin's size and field offsets, as naga lays the
+    /// WGSL out.
+    #[test]
+    fn rust_parameter_structs_match_their_wgsl_twins() {
+        let twins = [
+            crate::codeword::WGSL_TWINS,
+            crate::grind::WGSL_TWINS,
+            crate::merkle::WGSL_TWINS,
+            crate::ntt::WGSL_TWINS,
+            crate::row_checksum::WGSL_TWINS,
+            crate::sumcheck::WGSL_TWINS,
+            crate::testing::WGSL_TWINS,
+        ];
+        let mut checked = 0;
+        for twin in twins.iter().flat_map(|t| t.iter()) {
+            let consts = Kernel::ALL.iter().find(|k| k.source_name() == twin.source).map_or(&[][..], |k| k.default_consts());
+            let text = compose(twin.source, MulVariant::Emulated, consts).unwrap();
+            let module = naga::front::wgsl::parse_str(&text).unwrap_or_else(|e| panic!("{}: {}", twin.source, e.emit_to_string(&text)));
+            let found = module.types.iter().find_map(|(_, ty)| match &ty.inner {
+                naga::TypeInner::Struct { members, span } if ty.name.as_deref() == Some(twin.wgsl) => Some((members.clone(), *span)),
+                _ => None,
+            });
+            let (members, span) = found.unwrap_or_else(|| panic!("no struct {} in wgsl/{}.wgsl", twin.wgsl, twin.source));
+            assert_eq!(span as usize, twin.size, "{} is {} bytes, its WGSL twin {} {span}", twin.rust, twin.size, twin.wgsl);
+            let wgsl: Vec<(String, usize)> = members
+                .iter()
+                .filter_map(|m| m.name.clone().map(|n| (n, m.offset as usize)))
+                .filter(|(n, _)| !n.starts_with('_'))
+                .collect();
+            let rust: Vec<(String, usize)> = twin.fields.iter().map(|(n, o)| (n.to_string(), *o)).collect();
+            assert_eq!(rust, wgsl, "{} against {} in wgsl/{}.wgsl: (field, offset) differ", twin.rust, twin.wgsl, twin.source);
+            checked += 1;
+        }
+        assert!(checked >= 20, "only {checked} twins checked");
+    }
 }

@@ -1524,3 +1524,19 @@ impl GpuSumcheck {
         })
     }
 }
+
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(RoundParams as "RoundParams" in "sumcheck/round" { count, groups, first }),
+    crate::shaders::twin_layout!(FoldParams as "FoldParams" in "sumcheck/fold" { r, half }),
+    crate::shaders::twin_layout!(WeightParams as "WeightParams" in "sumcheck/weights" { size, vars, count, groups, offset, total }),
+    crate::shaders::twin_layout!(EvalParams as "EvalParams" in "sumcheck/eval" { size, groups, chunks, base, offset, first, rows }),
+    crate::shaders::twin_layout!(SpongeState as "SpongeState" in "sumcheck/sponge_step" { sponge, pending, info }),
+    crate::shaders::twin_layout!(SpongeStep as "SpongeStep" in "sumcheck/sponge_step" { observe, grind }),
+    crate::shaders::twin_layout!(PowerTablesParams as "PowerTablesParams" in "sumcheck/power_tables" { vars, point }),
+    crate::shaders::twin_layout!(LazyParams as "LazyParams" in "sumcheck/lazy_weights" { count, groups, first, offset, points, lo_bits, lo_at, stride }),
+    crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
+    crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
+    crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
+];

@@ -35,6 +35,7 @@ impl FieldOp {
     }
 }
 
+/// Rust twin of `FieldOpParams` in wgsl/test/field_ops.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct FieldOpParams {
@@ -60,3 +61,7 @@ pub fn run_field_op(ctx: &GpuContext, op: FieldOp, lhs: &[u32], rhs: &[u32], exp
         ctx.submit_and_read(encoder, &out, lhs.len())
     })
 }
+
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[crate::shaders::twin_layout!(FieldOpParams as "FieldOpParams" in "test/field_ops" { op, count, exponent })];
