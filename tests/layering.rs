@@ -4,18 +4,44 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Module name -> modules of the same crate it names, for the crate whose sources are in `src`.
-fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut sources = BTreeMap::new();
-    for entry in std::fs::read_dir(src).unwrap() {
+/// Every `.rs` file under `dir`, subdirectories included.
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        if path.extension().is_some_and(|e| e == "rs") && name != "lib" && name != "main" {
-            let text = std::fs::read_to_string(&path).unwrap();
-            // Unit tests may reach anywhere; comments name modules freely.
-            let text = text.split("#[cfg(test)]").next().unwrap().to_string();
-            let code: String = text.lines().map(|l| l.split("//").next().unwrap()).collect::<Vec<_>>().join("\n");
-            sources.insert(name, code);
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A source's code before its unit tests, comments removed.
+fn code_of(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    // Unit tests may reach anywhere; comments name modules freely.
+    let text = text.split("#[cfg(test)]").next().unwrap().to_string();
+    text.lines().map(|l| l.split("//").next().unwrap()).collect::<Vec<_>>().join("\n")
+}
+
+/// Module name -> modules of the same crate it names, for the crate whose sources are in `src`.
+/// A module kept as a directory (`name/mod.rs` and its children) is one module: what any of its
+/// files names, it names.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut sources: BTreeMap<String, String> = BTreeMap::new();
+    for path in rust_files(src) {
+        let relative = path.strip_prefix(src).unwrap();
+        let name = match relative.components().next() {
+            Some(first) if relative.components().count() > 1 => first.as_os_str().to_string_lossy().into_owned(),
+            _ => path.file_stem().unwrap().to_string_lossy().into_owned(),
+        };
+        if name != "lib" && name != "main" {
+            let code = sources.entry(name).or_default();
+            code.push_str(&code_of(&path));
+            code.push('\n');
         }
     }
     let names: BTreeSet<String> = sources.keys().cloned().collect();
@@ -89,9 +115,8 @@ fn the_cycle_check_finds_cycles() {
 fn only_the_options_constructors_read_the_environment() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for krate in ["verifier", "gpu", "prover"] {
-        for entry in std::fs::read_dir(root.join("crates").join(krate).join("src")).unwrap() {
-            let path = entry.unwrap().path();
-            if path.file_name().is_some_and(|n| n == "options.rs") || path.extension().is_none_or(|e| e != "rs") {
+        for path in rust_files(&root.join("crates").join(krate).join("src")) {
+            if path.file_name().is_some_and(|n| n == "options.rs") {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -99,6 +124,44 @@ fn only_the_options_constructors_read_the_environment() {
             for (i, line) in code.lines().enumerate() {
                 let line = line.split("//").next().unwrap();
                 assert!(!line.contains("std::env") && !line.contains("env::var"), "{}:{}: reads the environment: {line}", path.display(), i + 1);
+            }
+        }
+    }
+}
+
+/// whir-gpu names no WHIR protocol step, in Rust or WGSL: no out-of-domain samples, round
+/// heads, query grinds or WHIR transcript (what the protocol needs of the device is generic:
+/// a duplex sponge, sumcheck rounds, grinds).
+#[test]
+fn whir_gpu_names_no_whir_protocol_step() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = rust_files(&root.join("crates/gpu/src"));
+    let mut wgsl = Vec::new();
+    let mut stack = vec![root.join("wgsl")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "wgsl") {
+                wgsl.push(path);
+            }
+        }
+    }
+    assert!(wgsl.len() >= 30, "only {} WGSL files found", wgsl.len());
+    files.extend(wgsl);
+    let banned = ["ood", "out-of-domain", "out of domain", "round head", "round's head", "query grind", "query pow", "whir transcript", "whir's", "whir round", "stir"];
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap().to_lowercase();
+        for (i, line) in text.lines().enumerate() {
+            for word in banned {
+                let hit = line.match_indices(word).any(|(at, _)| {
+                    // Whole words only ("food", "stirring" and "whir_gpu" are not protocol names).
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + word.len()..].chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+                assert!(!hit, "{}:{}: names a WHIR protocol step ({word:?}): {}", path.display(), i + 1, line.trim());
             }
         }
     }

@@ -208,3 +208,19 @@ impl GpuOptions {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adapter_selectors_parse() {
+        assert_eq!(AdapterSelector::parse(""), AdapterSelector::Auto);
+        assert_eq!(AdapterSelector::parse("Vulkan"), AdapterSelector::Backend(wgpu::Backend::Vulkan));
+        assert_eq!(AdapterSelector::parse("metal"), AdapterSelector::Backend(wgpu::Backend::Metal));
+        assert_eq!(AdapterSelector::parse("dx12"), AdapterSelector::Backend(wgpu::Backend::Dx12));
+        assert_eq!(AdapterSelector::parse("index:2"), AdapterSelector::Index(2));
+        assert_eq!(AdapterSelector::parse("high-performance"), AdapterSelector::HighPerformance);
+        assert_eq!(AdapterSelector::parse(" H200 "), AdapterSelector::Name("H200".into()));
+    }
+}

@@ -1,0 +1,258 @@
+//! The device context: adapter choice, device with the adapter's real limits, error scopes,
+//! buffer upload/readback and the pipeline cache.
+//!
+//! One file per concern: `adapter` (adapter and limits), `pipelines` (pipelines, uniforms,
+//! dispatch), `memory` (pools, budget, high-water mark), `transfers` (submissions, uploads,
+//! readbacks and their counts), `profile` (GPU timestamps), `faults` (test-only fault
+//! injection). Each owns its state in a type of its own, which `GpuContext` holds.
+
+mod adapter;
+mod faults;
+mod memory;
+mod pipelines;
+mod profile;
+mod transfers;
+
+pub use adapter::{list_adapters, AdapterSummary};
+pub use pipelines::Dispatch;
+pub use profile::{ProfileLabelGuard, ProfileSpan};
+pub use transfers::{HostCosts, PendingRead, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
+use adapter::*;
+use faults::FaultInjection;
+use memory::*;
+use pipelines::*;
+use profile::*;
+use transfers::*;
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+
+use crate::error::{GpuError, Result};
+use crate::options::{GpuOptions, GpuTuning, LimitsProfile};
+use crate::shaders::MulVariant;
+
+/// How long a wait for the GPU spins on `poll` before blocking: a blocked thread is woken tens
+/// of microseconds after the GPU finishes (H200: a 32-byte readback 61 us blocking, 32 us
+/// spinning), and a resident proof waits a hundred times on work that takes about as long.
+/// Software adapters run on the host's cores, which a spinning thread would take from them.
+/// `GpuOptions::spin_us` overrides it (0: always block).
+fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Duration {
+    let default = if software { 0 } else { DEFAULT_SPIN_US };
+    std::time::Duration::from_micros(asked.unwrap_or(default))
+}
+
+/// Spin before blocking on hardware adapters (measured on the H200: n = 20 fold 4 proofs 21.0
+/// -> 17.6 ms with 1,000 us).
+const DEFAULT_SPIN_US: u64 = 1000;
+
+/// One adapter, one device, its queue and every pipeline built on it. Cheap to share
+/// (`Arc<GpuContext>`) and safe to use from several threads.
+pub struct GpuContext {
+    adapter: wgpu::Adapter,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    summary: AdapterSummary,
+    mul_variant: MulVariant,
+    /// The tuning it was opened with.
+    tuning: GpuTuning,
+    /// How long a wait spins before it blocks (see `spin_before_blocking`).
+    spin: std::time::Duration,
+    /// The first wgpu error no error scope caught (work submitted outside our calls), kept
+    /// for [`GpuContext::take_uncaptured_error`].
+    uncaptured: Arc<Mutex<Option<String>>>,
+    pipelines: Pipelines,
+    memory: Memory,
+    traffic: Traffic,
+    profiler: Profiler,
+    faults: FaultInjection,
+}
+
+impl fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.summary.name)
+            .field("backend", &self.summary.backend)
+            .field("mul_variant", &self.mul_variant)
+            .finish()
+    }
+}
+
+impl GpuContext {
+    /// Opens a context with the environment's settings ([`GpuOptions::from_env`]: the adapter
+    /// `WHIR_ADAPTER` names or the high-performance one, `WHIR_LIMITS`, ...): the entry point
+    /// of the Plonky3 drop-ins' `Default`s and of programs; libraries pass options instead.
+    pub fn new_default() -> Result<Self> {
+        Self::new(GpuOptions::from_env()?)
+    }
+
+    pub fn new(options: GpuOptions) -> Result<Self> {
+        let inst = instance();
+        let adapter = choose_adapter(&inst, &options.adapter)?;
+        let profile = options.limits.unwrap_or_default();
+        let strict = matches!(profile, LimitsProfile::WebGpu { .. });
+        let mut summary = AdapterSummary::of(&adapter);
+        if strict {
+            // No optional features in the strict profile: as an adapter without SHADER_INT64.
+            summary.shader_int64 = false;
+        }
+        let mul_variant = match options.mul_variant {
+            Some(MulVariant::U64) if !summary.shader_int64 => {
+                return Err(GpuError::Int64Unsupported(summary.name.clone()))
+            }
+            Some(v) => v,
+            None if summary.shader_int64 => MulVariant::U64,
+            None => MulVariant::Emulated,
+        };
+        let wanted = wgpu::Features::SHADER_INT64
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB),
+        // or, in the strict profile, exactly WebGPU's defaults and no optional feature.
+        let (required_features, required_limits) = if strict {
+            let mut limits = wgpu::Limits::default();
+            // A smaller binding limit is asked of the device too, so wgpu itself enforces it.
+            if let LimitsProfile::WebGpu { max_binding_bytes: Some(b) } = profile {
+                limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(b as _);
+            }
+            (wgpu::Features::empty(), limits)
+        } else {
+            (adapter.features() & wanted, adapter.limits())
+        };
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("whir-gpu"),
+            required_features,
+            required_limits,
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
+            GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
+        })?;
+        let summary = summary.with_device(&device, profile);
+        let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            tracing::error!("uncaptured wgpu error: {e}");
+            if let Ok(mut first) = slot.lock() {
+                first.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
+        let spin = spin_before_blocking(summary.is_software(), options.spin_us);
+        let memory_budget = options.memory_mib.map(|mib| mib.saturating_mul(1 << 20));
+        // Idle pools never hold more than the budget allows: three pools (device, upload and
+        // readback staging) of a quarter each. (Staging lives in host-visible memory and is not
+        // otherwise counted against the budget.)
+        let pool_budget = memory_budget.map_or(pool_bytes(options.pool_mib), |b| pool_bytes(options.pool_mib).min(b / 4));
+        Ok(Self {
+            adapter,
+            device,
+            queue,
+            summary,
+            mul_variant,
+            tuning: options.tuning.clone(),
+            spin,
+            uncaptured,
+            pipelines: Pipelines::default(),
+            memory: Memory::new(pool_budget, memory_budget),
+            traffic: Traffic {
+                counters: TransferCounters::default(),
+                transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
+                early_submits: AtomicBool::new(options.tuning.early_submits),
+            },
+            profiler: Profiler::default(),
+            faults: FaultInjection::default(),
+        })
+    }
+
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.adapter
+    }
+
+    pub fn summary(&self) -> &AdapterSummary {
+        &self.summary
+    }
+
+    pub fn mul_variant(&self) -> MulVariant {
+        self.mul_variant
+    }
+
+    pub fn limits(&self) -> wgpu::Limits {
+        self.device.limits()
+    }
+
+    /// Largest single storage binding, in bytes (the profile's limit where it sets a smaller
+    /// one).
+    pub fn max_binding_bytes(&self) -> u64 {
+        let l = self.device.limits();
+        l.max_storage_buffer_binding_size.min(l.max_buffer_size).min(self.summary.max_storage_buffer_binding_size)
+    }
+
+    /// Fails with a plain message when `bytes` cannot live in one storage binding.
+    pub fn check_binding_size(&self, what: &str, bytes: u64) -> Result<()> {
+        let limit = self.max_binding_bytes();
+        if bytes > limit {
+            return Err(GpuError::TooLarge { what: what.to_string(), needed: bytes, limit });
+        }
+        Ok(())
+    }
+
+    /// The first wgpu error raised outside any of this crate's calls (e.g. by work the caller
+    /// recorded and submitted itself), if one happened since the last call. Errors inside our
+    /// calls are returned by those calls.
+    pub fn take_uncaptured_error(&self) -> Option<String> {
+        self.uncaptured.lock().ok().and_then(|mut s| s.take())
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes and turns what they catch
+    /// into errors.
+    pub fn scoped<T>(&self, context: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        let here = std::thread::current().id();
+        if let Some((_, e)) = self.memory.over_budget.lock().ok().and_then(|mut g| g.take_if(|(t, _)| *t == here)) {
+            return Err(e);
+        }
+        if let Some(e) = o {
+            return Err(GpuError::OutOfMemory { context: context.into(), message: e.to_string() });
+        }
+        if let Some(e) = v {
+            return Err(GpuError::Validation { context: context.into(), message: e.to_string() });
+        }
+        out
+    }
+
+    /// The tuning this context was opened with (`GpuOptions::tuning`).
+    pub fn tuning(&self) -> &GpuTuning {
+        &self.tuning
+    }
+
+    /// Whether a long step submits its first part as soon as it is recorded, so the GPU runs
+    /// it while the rest is recorded (a codeword's encoding before its tree, the tree before the
+    /// sponge script that follows it, each sumcheck round of a chain). On by default
+    /// (`GpuTuning::early_submits`); off records each step in one submission, to measure it.
+    pub fn early_submits(&self) -> bool {
+        self.traffic.early_submits.load(Ordering::Relaxed)
+    }
+
+    /// Tests and measurements: turns early submits on or off for this context.
+    #[doc(hidden)]
+    pub fn set_early_submits(&self, on: bool) {
+        self.traffic.early_submits.store(on, Ordering::Relaxed);
+    }
+}

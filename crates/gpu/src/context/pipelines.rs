@@ -1,0 +1,183 @@
+//! Pipelines and dispatch: the pipeline cache, uniforms by contents, bind groups, and recording
+//! dispatches into an encoder.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+use super::*;
+use crate::error::Result;
+use crate::shaders::{self, Kernel};
+
+/// Runtime checks wgpu adds to our shaders: bounds checks on (memory safety), loop bounding
+/// off: every loop in wgsl/ is a counted loop over uniform bounds that the host validates, and
+/// the added loop counters cost ~10% of NTT time on the H200.
+pub(super) fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
+    wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() }
+}
+
+pub(super) type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
+
+/// Uniform buffers kept for reuse by contents (a few hundred bytes each at most).
+pub(super) const UNIFORM_CACHE_ENTRIES: usize = 4096;
+
+/// One dispatch for [`GpuContext::record_dispatches`].
+pub struct Dispatch {
+    pub pipeline: wgpu::ComputePipeline,
+    pub bind: wgpu::BindGroup,
+    /// Workgroups (laid out by [`GpuContext::grid`]).
+    pub groups: u32,
+}
+/// The pipelines built on a context and its uniform buffers by contents.
+#[derive(Default)]
+pub(super) struct Pipelines {
+    pub(super) cache: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    /// Uniform buffers by contents (see [`GpuContext::uniform`]).
+    pub(super) uniforms: Mutex<HashMap<Vec<u8>, wgpu::Buffer>>,
+}
+
+impl GpuContext {
+    /// The compute pipeline for `kernel` with these composition constants, built once.
+    pub fn pipeline(
+        &self,
+        kernel: Kernel,
+        consts: &[(&'static str, u32)],
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        let key = (kernel, consts.to_vec());
+        if let Some(p) = self.pipelines.cache.lock().expect("pipeline cache poisoned").get(&key) {
+            return Ok(p.clone());
+        }
+        let started = std::time::Instant::now();
+        let source = shaders::compose(kernel.source_name(), self.mul_variant, consts)?;
+        let pipeline = self.scoped(kernel.source_name(), || {
+            let desc = wgpu::ShaderModuleDescriptor {
+                label: Some(kernel.source_name()),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            };
+            // SAFETY: our loops terminate (see `runtime_checks`); bounds checks, which keep
+            // memory safe, stay on.
+            let module = unsafe { self.device.create_shader_module_trusted(desc, runtime_checks()) };
+            Ok(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(kernel.entry_point()),
+                layout: None,
+                module: &module,
+                entry_point: Some(kernel.entry_point()),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &[],
+                    // Our kernels write workgroup memory before reading it; wgpu's zeroing is
+                    // done by one thread and costs time.
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            }))
+        })?;
+        tracing::debug!(kernel = kernel.entry_point(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
+        let pipeline = Arc::new(pipeline);
+        self.pipelines.cache.lock().expect("pipeline cache poisoned").insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// A uniform buffer holding `value`. Uniforms are never written after creation, so equal
+    /// contents share one buffer: kernels' size parameters repeat every round and every proof,
+    /// and a fresh buffer costs ~5 us of host time.
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        let bytes = bytemuck::bytes_of(value);
+        let mut cache = self.pipelines.uniforms.lock().expect("uniform cache poisoned");
+        if let Some(buffer) = cache.get(bytes) {
+            return buffer.clone();
+        }
+        let buffer = self.create_uniform(label, bytes);
+        if cache.len() >= UNIFORM_CACHE_ENTRIES {
+            // Contents holding challenges never repeat; start over rather than grow.
+            cache.clear();
+        }
+        cache.insert(bytes.to_vec(), buffer.clone());
+        buffer
+    }
+
+    /// A uniform buffer for contents that will not repeat (a challenge): made fresh, not cached.
+    pub fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.create_uniform(label, bytemuck::bytes_of(value))
+    }
+
+    pub(super) fn create_uniform(&self, label: &str, bytes: &[u8]) -> wgpu::Buffer {
+        self.traffic.counters.uniforms.fetch_add(1, Ordering::Relaxed);
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: wgpu::BufferUsages::UNIFORM })
+    }
+
+    /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
+    pub fn bind_buffers(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let whole: Vec<(&wgpu::Buffer, u64, Option<u64>)> = buffers.iter().map(|&b| (b, 0, None)).collect();
+        self.bind_ranges(pipeline, &whole)
+    }
+
+    /// [`bind_buffers`](Self::bind_buffers) with a byte range of each buffer: `(buffer, offset,
+    /// size)`, size `None` for the rest of the buffer. Offsets must be multiples of the
+    /// adapter's storage offset alignment (256 bytes on every WebGPU adapter); a kernel then
+    /// sees the range as its whole array, which is how work larger than one binding is split.
+    pub fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, &(b, offset, size))| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: size.and_then(wgpu::BufferSize::new) }),
+            })
+            .collect();
+        self.traffic.counters.bind_groups.fetch_add(1, Ordering::Relaxed);
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.get_bind_group_layout(0), entries: &entries })
+    }
+
+    /// Records one compute pass running `pipeline` over `groups` workgroups (laid out by `grid`),
+    /// with optional GPU timestamps around it.
+    pub fn record_dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        self.traffic.counters.dispatches.fetch_add(1, Ordering::Relaxed);
+        let (x, y) = self.grid(groups);
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+
+    /// Records `dispatches` in order inside one compute pass. WebGPU makes each dispatch its own
+    /// usage scope, so a dispatch sees what the ones before it wrote, as with a pass each; one
+    /// pass saves the host a pass's setup and teardown per dispatch (most of a small dispatch's
+    /// recording cost; `examples/latency_probe`).
+    pub fn record_dispatches(&self, encoder: &mut wgpu::CommandEncoder, label: &str, dispatches: &[Dispatch]) {
+        if dispatches.is_empty() {
+            return;
+        }
+        self.traffic.counters.dispatches.fetch_add(dispatches.len() as u64, Ordering::Relaxed);
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
+        for d in dispatches {
+            let (x, y) = self.grid(d.groups);
+            pass.set_pipeline(&d.pipeline);
+            pass.set_bind_group(0, &d.bind, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+    }
+
+    pub fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
+        self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
+    }
+
+    /// Workgroup grid for `groups` workgroups: x up to the per-dimension limit, the rest in y.
+    pub fn grid(&self, groups: u32) -> (u32, u32) {
+        let max = self.summary.max_compute_workgroups_per_dimension.max(1);
+        if groups <= max {
+            (groups.max(1), 1)
+        } else {
+            (max, groups.div_ceil(max))
+        }
+    }
+}
