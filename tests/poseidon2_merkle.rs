@@ -15,7 +15,7 @@ use p3_poseidon2::ExternalLayerConstants;
 use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants, TreeSpec};
 
 type Perm = Poseidon2BabyBear<16>;
 type Hash = PaddingFreeSponge<Perm, 16, 8, 8>;
@@ -392,7 +392,7 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
         let h = 1usize << log_h;
         let values = common::random_vec(rng, h * width);
         let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-        let commit = |keep: bool| merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, keep).unwrap();
+        let commit = |keep: bool| merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
         let (full, trimmed) = (commit(true), commit(false));
         assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
         let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
@@ -419,7 +419,7 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
     }
 }
 
-/// Trees keeping only their layers from k >= 2 up (`commit_recorded_trimmed`, the resident
+/// Trees keeping only their layers from k >= 2 up (`TreeSpec::keeping_from`, the resident
 /// codewords' trees): Plonky3's root, the layers below k not kept, and openings that rebuild
 /// the queried subtrees equal to the full tree's, immediate or deferred, at cap heights 0-2,
 /// for lone rows, whole subtrees, repeats and every row; over both multiply variants.
@@ -434,8 +434,8 @@ fn trees_keeping_only_upper_layers_open_the_same() {
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
             let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-            let full = merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, true).unwrap();
-            let trimmed = merkle.commit_recorded_trimmed(ctx.encoder("commit"), &matrix, h, width, lowest).unwrap();
+            let full = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
+            let trimmed = merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
             assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
             let kept_from = lowest.min(log_h);
@@ -484,8 +484,8 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
             let reversed: Vec<BabyBear> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
             let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
             let stored = ctx.upload("bit-reversed matrix", whir_wgpu::gpu::field::as_words(&reversed));
-            let full = merkle.commit_recorded_with(ctx.encoder("commit"), &matrix, h, width, true).unwrap();
-            let (tree, _) = merkle.commit_recorded_then(ctx.encoder("commit"), &stored, h, width, lowest, RowOrder::BitReversed, None).unwrap();
+            let full = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
+            let tree = merkle.commit_buffer(&stored, TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
             assert_eq!(tree.root, full.root, "{what}: root");
             assert_eq!(tree.row_order, RowOrder::BitReversed);
             let row_sets: Vec<Vec<usize>> = vec![

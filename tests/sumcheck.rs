@@ -433,12 +433,12 @@ fn round_heads_match_the_host_transcript() {
             let root_words: [BabyBear; 8] = std::array::from_fn(|_| rng.random());
             let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
             let request = SpongeScript { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
-            let mut encoder = ctx.encoder("head test");
-            let record = gpu.record_sponge_script(&mut encoder, &root, &request).unwrap();
-            encoder.copy_buffer_to_buffer(&root, 0, record.readback(), 0, 32);
-            let words = ctx.submit_and_read(encoder, record.readback(), record.words()).unwrap();
-            assert_eq!(&words[..8], whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
-            let values = gpu.finish_sponge_script(record, &words).unwrap();
+            let mut batch = ctx.batch("sponge script test");
+            let root_slot = batch.read(&root, 0, 8);
+            let record = gpu.record_sponge_script(&mut batch, &root, &request).unwrap();
+            let readback = ctx.run(batch).unwrap();
+            assert_eq!(readback.get(root_slot).unwrap(), whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
+            let values = gpu.finish_sponge_script(record, &readback).unwrap();
 
             // The host's transcript.
             ch.observe(root_words);
@@ -471,10 +471,10 @@ fn round_heads_match_the_host_transcript() {
         let gpu = GpuSumcheck::new(ntt.clone(), &f, &f).unwrap();
         let root = ctx.upload("root", &[0u32; 8]);
         let sponge = [BabyBear::default(); 16];
-        for (samples, pending, needle) in [(MAX_SCRIPT_SAMPLES + 1, 0, "out-of-domain samples"), (1, 8, "pending inputs")] {
+        for (samples, pending, needle) in [(MAX_SCRIPT_SAMPLES + 1, 0, "points in one sponge script"), (1, 8, "pending inputs")] {
             let request = SpongeScript { grinder: grinder.clone(), sponge, pending: vec![BabyBear::default(); pending], samples, grind_bits: 0 };
-            let mut encoder = ctx.encoder("head test");
-            let err = gpu.record_sponge_script(&mut encoder, &root, &request).err().expect("refused").to_string();
+            let mut batch = ctx.batch("sponge script test");
+            let err = gpu.record_sponge_script(&mut batch, &root, &request).err().expect("refused").to_string();
             assert!(err.contains(needle), "{err}");
         }
     }

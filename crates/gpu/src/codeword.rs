@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
 
-use crate::context::Dispatch;
+use crate::context::{Batch, Dispatch, Readback};
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
 use crate::field::as_words;
 use crate::field::matrix_bytes;
-use crate::merkle::{AfterRoot, RowOrder, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RowChunk, RowGroup, DIGEST_ELEMS};
+use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec, DIGEST_ELEMS};
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::shaders::Kernel;
-use crate::sumcheck::{GpuSumcheck, SpongeScriptRecord, SpongeScript, SpongeScriptValues};
+use crate::sumcheck::{GpuSumcheck, SpongeScript, SpongeScriptValues};
 
 /// Rust twin of `BlockParams` in wgsl/util/copy_block.wgsl.
 #[repr(C)]
@@ -92,6 +92,53 @@ impl Drop for CommittedCodeword {
     }
 }
 
+/// A codeword recorded into a batch ([`GpuCodewords::record_commit`]), its root not read yet.
+/// Dropped, it gives its buffers back (the batch must then not run).
+pub struct RecordedCodeword {
+    codeword: Option<wgpu::Buffer>,
+    tree: Option<RecordedTree>,
+    /// A codeword over one binding, committed at once.
+    built: Option<CommittedCodeword>,
+    ntt: Arc<GpuNtt>,
+}
+
+impl RecordedCodeword {
+    /// The buffer whose first 8 words hold the root once the batch's work runs, for work
+    /// recorded after the commit; None for a split codeword, committed at once.
+    pub fn root_buffer(&self) -> Option<&wgpu::Buffer> {
+        self.tree.as_ref().and_then(RecordedTree::root_buffer)
+    }
+
+    /// The committed codeword, with the root its batch read back.
+    pub fn finish(mut self, readback: &Readback) -> Result<CommittedCodeword> {
+        if let Some(built) = self.built.take() {
+            return Ok(built);
+        }
+        let tree = self.tree.take().ok_or_else(|| GpuError::InvalidInput("a codeword record without its tree".into()))?.finish(readback)?;
+        let codeword = self.codeword.take().map(Stored::One);
+        Ok(CommittedCodeword { codeword, tree, ntt: self.ntt.clone() })
+    }
+}
+
+impl Drop for RecordedCodeword {
+    fn drop(&mut self) {
+        if let Some(b) = self.codeword.take() {
+            self.ntt.recycle(b);
+        }
+    }
+}
+
+/// Logs, once per process, that a sponge script could not be recorded (a failure that repeats,
+/// a kernel this adapter cannot build, would otherwise warn every round).
+fn warn_once_script_left_out(e: &GpuError) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("a sponge script after a Merkle root could not be recorded ({e}); its steps run on their own");
+    } else {
+        tracing::debug!("no sponge script after this Merkle root: {e}");
+    }
+}
+
 /// Encodes and commits messages on one GPU.
 #[derive(Clone)]
 pub struct GpuCodewords {
@@ -163,14 +210,21 @@ impl GpuCodewords {
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
     /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
     pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
-        self.commit_buffer_then(message, rows, width, log_inv_rate, None).map(|(committed, _)| committed)
+        let ctx = self.ntt.context().clone();
+        ctx.scoped("codeword commit", || {
+            let mut batch = ctx.batch("codeword commit");
+            let recorded = self.record_commit(&mut batch, message, rows, width, log_inv_rate)?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
+        })
     }
 
-    /// [`commit_buffer`](Self::commit_buffer) with work recorded after the root, before the one
-    /// wait, read back with it ([`GpuMerkle::commit_recorded_then`]): its words come after
-    /// the codeword (None where it was not run: a codeword over one binding, or a recording
-    /// error).
-    pub fn commit_buffer_then(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, after: Option<&mut AfterRoot<'_>>) -> Result<(CommittedCodeword, Option<Vec<u32>>)> {
+    /// Records the encoding of the first `rows` x `width` words of `message` and its tree into
+    /// `batch` (the encoding is handed to the GPU while the tree is recorded, where the tuning
+    /// asks for early submits); the root is read when the batch runs
+    /// ([`RecordedCodeword::finish`]). A codeword or a stored digest layer larger than one
+    /// binding is encoded and committed at once, split ([`commit_blocked`](Self::commit_blocked)).
+    pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword> {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
         }
@@ -181,39 +235,30 @@ impl GpuCodewords {
         // half a digest per row, is its largest layer) and transient ones for wider rows.
         let largest_layer = if width >= 2 * DIGEST_ELEMS { matrix_bytes(spec.rows(), DIGEST_ELEMS)? } else { matrix_bytes(spec.rows(), DIGEST_ELEMS / 2)? };
         if matrix_bytes(spec.rows(), width)?.max(largest_layer) > ctx.max_binding_bytes() {
-            return self.commit_blocked(message, rows, width, log_inv_rate).map(|committed| (committed, None));
+            batch.flush()?;
+            let built = self.commit_blocked(message, rows, width, log_inv_rate)?;
+            return Ok(RecordedCodeword { codeword: None, tree: None, built: Some(built), ntt: self.ntt.clone() });
         }
-        ctx.scoped("codeword commit", || {
-            let started = std::time::Instant::now();
-            let mut encoder = ctx.encoder("codeword commit");
-            // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
-            // largest allocation. Its rows stay in the transform's bit-reversed order (no
-            // reversal pass, a fifth of the encoding's GPU time on the H200): the tree's leaves
-            // and the openings read them through that order.
-            let spec = NttSpec { bit_reversed_output: spec.log_n > 0, ..spec };
-            let order = if spec.bit_reversed_output { RowOrder::BitReversed } else { RowOrder::Natural };
-            let codeword = self.ntt.record_in_place(&mut encoder, message, &spec)?;
-            // The encoding goes to the GPU at once and runs while the tree is recorded.
-            if ctx.early_submits() {
-                if let Err(e) = ctx.submit(std::mem::replace(&mut encoder, ctx.encoder("codeword commit"))) {
-                    self.ntt.recycle(codeword);
-                    return Err(e);
-                }
-            }
-            // The lowest layers are not kept (the leaves alone are half the tree's memory): an
-            // opening rebuilds the few small subtrees it needs from the codeword, which stays
-            // resident anyway.
-            let lowest = self.lowest_kept_layer(width, spec.rows());
-            let tree = self.merkle.commit_recorded_then(encoder, &codeword, spec.rows(), width, lowest, order, after);
-            tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded and committed");
-            match tree {
-                Ok((tree, extra)) => Ok((CommittedCodeword { codeword: Some(Stored::One(codeword)), tree, ntt: self.ntt.clone() }, extra)),
-                Err(e) => {
-                    self.ntt.recycle(codeword);
-                    Err(e)
-                }
-            }
-        })
+        let started = std::time::Instant::now();
+        // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
+        // largest allocation. Its rows stay in the transform's bit-reversed order (no
+        // reversal pass, a fifth of the encoding's GPU time on the H200): the tree's leaves
+        // and the openings read them through that order.
+        let spec = NttSpec { bit_reversed_output: spec.log_n > 0, ..spec };
+        let order = if spec.bit_reversed_output { RowOrder::BitReversed } else { RowOrder::Natural };
+        let codeword = self.ntt.record_in_place(batch.encoder(), message, &spec)?;
+        // From here the record owns the codeword: it goes back to the pool on any error.
+        let mut recorded = RecordedCodeword { codeword: Some(codeword), tree: None, built: None, ntt: self.ntt.clone() };
+        // The encoding goes to the GPU at once and runs while the tree is recorded.
+        batch.submit_part()?;
+        // The lowest layers are not kept (the leaves alone are half the tree's memory): an
+        // opening rebuilds the few small subtrees it needs from the codeword, which stays
+        // resident anyway.
+        let lowest = self.lowest_kept_layer(width, spec.rows());
+        let codeword = recorded.codeword.as_ref().expect("the codeword");
+        recorded.tree = Some(self.merkle.record_tree(batch, codeword, TreeSpec::new(spec.rows(), width).keeping_from(lowest).with_order(order))?);
+        tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoding and tree recorded");
+        Ok(recorded)
     }
 
     /// Commits the first `rows` x `width` words of the sumcheck's f (as
@@ -223,32 +268,30 @@ impl GpuCodewords {
     /// where it could not be recorded, or for a codeword over one binding: the caller plays
     /// those steps itself).
     pub fn commit_then_script(&self, sumcheck: &GpuSumcheck, rows: usize, width: usize, log_inv_rate: usize, script: &SpongeScript) -> Result<(CommittedCodeword, Option<SpongeScriptValues>)> {
-        let mut record: Option<SpongeScriptRecord> = None;
-        let committed = {
-            let mut after = |encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer| -> Result<(wgpu::Buffer, usize)> {
-                let r = sumcheck.record_sponge_script(encoder, root, script)?;
-                let out = (r.readback().clone(), r.words());
-                record = Some(r);
-                Ok(out)
+        let ctx = self.ntt.context().clone();
+        ctx.scoped("codeword commit", || {
+            let mut batch = ctx.batch("codeword commit and sponge script");
+            let recorded = self.record_commit(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate)?;
+            let script = match recorded.root_buffer().cloned() {
+                Some(root) => {
+                    // The tree goes to the GPU while the script is recorded.
+                    batch.submit_part()?;
+                    sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_script_left_out(&e)).ok()
+                }
+                None => None,
             };
-            self.commit_buffer_then(sumcheck.f_buffer()?, rows, width, log_inv_rate, Some(&mut after))
-        };
-        match (committed, record) {
-            (Ok((committed, Some(words))), Some(record)) => match sumcheck.finish_sponge_script(record, &words) {
-                Ok(values) => Ok((committed, Some(values))),
+            let readback = ctx.run(batch)?;
+            let committed = recorded.finish(&readback)?;
+            let values = script.and_then(|s| match sumcheck.finish_sponge_script(s, &readback) {
+                Ok(values) => Some(values),
                 // The commit stands; the caller plays those steps itself.
                 Err(e) => {
                     tracing::warn!("a sponge script played on the GPU came back malformed ({e}); the caller plays it on the host");
-                    Ok((committed, None))
+                    None
                 }
-            },
-            (committed, record) => {
-                if let Some(r) = record {
-                    sumcheck.drop_sponge_script(r);
-                }
-                committed.map(|(c, _)| (c, None))
-            }
-        }
+            });
+            Ok((committed, values))
+        })
     }
 
     /// The lowest Merkle layer a one-buffer codeword's tree keeps. Without its leaves a tree takes

@@ -8,7 +8,7 @@ use p3_field::{Field, PackedValue, PrimeCharacteristicRing, PrimeField32};
 use p3_symmetric::Permutation;
 use rayon::prelude::*;
 
-use crate::context::{Dispatch, GpuContext};
+use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, BABYBEAR_P};
 use crate::poseidon2::GpuPoseidon2;
@@ -197,13 +197,48 @@ impl GrindAheadRecord {
 
     /// The offer in the words read back. Bad words (a kernel bug) are an error.
     pub fn offer(&self, words: &[u32]) -> Result<GrindOffer> {
-        if words.len() != Self::WORDS {
-            return Err(GpuError::Device(format!("{} grind-ahead words read back, expected {}", words.len(), Self::WORDS)));
+        parse_offer(words, self.bits, self.end)
+    }
+
+    /// Reads what the grind found when `batch` runs, and hands the grind's buffers to it.
+    pub(crate) fn read_in(self, batch: &mut Batch<'_>) -> GrindRead {
+        let slot = batch.read_many(&[(&self.params, 0, PARAMS_WORDS), (&self.best, 0, 1)]);
+        let read = GrindRead { slot, bits: self.bits, end: self.end };
+        self.lend_to(batch);
+        read
+    }
+
+    /// Hands the grind's buffers to `batch` without reading them.
+    pub(crate) fn lend_to(self, batch: &mut Batch<'_>) {
+        batch.lend(self.params);
+        batch.lend(self.best);
+    }
+}
+
+/// Where a batch reads what a grind found ([`GrindAheadRecord::read_in`]).
+pub struct GrindRead {
+    slot: ReadSlot,
+    bits: usize,
+    end: u32,
+}
+
+impl GrindRead {
+    /// The offer in the batch's readback. Bad words (a kernel bug) are an error.
+    pub fn offer(&self, readback: &Readback) -> Result<GrindOffer> {
+        parse_offer(readback.get(self.slot)?, self.bits, self.end)
+    }
+}
+
+/// The offer in the words a grind's params and result read back as (`GrindAheadRecord::WORDS`).
+fn parse_offer(words: &[u32], bits: usize, searched_end: u32) -> Result<GrindOffer> {
+    {
+        if words.len() != GrindAheadRecord::WORDS {
+            return Err(GpuError::Device(format!("{} grind-ahead words read back, expected {}", words.len(), GrindAheadRecord::WORDS)));
         }
         let base: [BabyBear; WIDTH] = from_words(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
         let [slot, mask, start, end] = [words[WIDTH], words[WIDTH + 1], words[WIDTH + 2], words[WIDTH + 3]];
         let best = words[PARAMS_WORDS];
-        if slot as usize >= RATE || mask != pow_mask(self.bits)? || start != 0 || end != self.end {
+        if slot as usize >= RATE || mask != pow_mask(bits)? || start != 0 || end != searched_end {
             return Err(GpuError::Device(format!("grind-ahead params read back malformed: slot {slot}, mask {mask:#x}, range {start}..{end}")));
         }
         let witness = match best {
@@ -211,7 +246,7 @@ impl GrindAheadRecord {
             w if w < end => Some(BabyBear::new(w)),
             w => return Err(GpuError::Device(format!("grind-ahead witness {w} outside the range 0..{end} searched"))),
         };
-        Ok(GrindOffer { state: GrindState { base, witness_slot: slot as usize }, bits: self.bits, witness, searched_end: end })
+        Ok(GrindOffer { state: GrindState { base, witness_slot: slot as usize }, bits, witness, searched_end: end })
     }
 }
 
@@ -300,25 +335,6 @@ impl GpuGrinder {
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(record.end as u64) });
         Ok(())
-    }
-
-    /// Submits `encoder` with the first `words` words of `src` and, after them, what `record`'s
-    /// grind found, read back together; gives the record back. The offer is None (with a
-    /// warning) where it came back malformed: the challenger then grinds on its own.
-    pub(crate) fn submit_and_read_with_offer(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize, record: GrindAheadRecord) -> Result<(Vec<u32>, Option<GrindOffer>)> {
-        let ctx = self.poseidon2.context();
-        let out = ctx.pooled_storage("readback with a grind", words + GrindAheadRecord::WORDS);
-        encoder.copy_buffer_to_buffer(src, 0, &out, 0, (words * 4) as u64);
-        record.record_readback(&mut encoder, &out, words);
-        let read = ctx.submit_and_read(encoder, &out, words + GrindAheadRecord::WORDS);
-        ctx.recycle_storage(out);
-        let parsed = read.map(|mut all| {
-            let offer = record.offer(&all[words..]).map_err(|e| tracing::warn!("ignoring a malformed grind-ahead result: {e}")).ok();
-            all.truncate(words);
-            (all, offer)
-        });
-        self.recycle(record);
-        parsed
     }
 
     /// Hands a record's buffers back to the pool (after its words were read).

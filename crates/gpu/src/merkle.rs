@@ -12,7 +12,7 @@ use p3_baby_bear::BabyBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 
-use crate::context::{Dispatch, GpuContext};
+use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, matrix_bytes};
 use crate::poseidon2::GpuPoseidon2;
@@ -145,11 +145,61 @@ pub struct ReadingRows {
     pending: Vec<PendingRows>,
 }
 
-/// Work recorded after a tree's root, before the commit's one wait
-/// ([`GpuMerkle::commit_recorded_then`]): given the encoder and the buffer holding the root's 8
-/// words, it records its work and returns the buffer to read back and how many words; the
-/// commit copies the root into that buffer's first 8 words.
-pub type AfterRoot<'a> = dyn FnMut(&mut wgpu::CommandEncoder, &wgpu::Buffer) -> Result<(wgpu::Buffer, usize)> + 'a;
+/// The matrix a tree is built over, and what the tree keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeSpec {
+    pub height: usize,
+    pub width: usize,
+    /// The lowest layer kept: 0 all, 1 all but the leaves (half a tree's memory), k the layers
+    /// from k up (about 2^(6 - k) bytes a row; openings rebuild the 2^k-row subtrees they need
+    /// from the matrix, [`GpuMerkle::open_rows_deferred`]). Layers below are built and handed
+    /// back to the pool as the tree is recorded.
+    pub lowest: usize,
+    /// How the buffer holds its rows (bit-reversed: an NTT's output left in its own order); the
+    /// tree, its root and its openings are those of the rows in order either way.
+    pub order: RowOrder,
+}
+
+impl TreeSpec {
+    /// A `height` x `width` matrix in natural row order, every layer kept.
+    pub fn new(height: usize, width: usize) -> Self {
+        Self { height, width, lowest: 0, order: RowOrder::Natural }
+    }
+
+    /// Keeps the layers from `lowest` up (see [`TreeSpec::lowest`]).
+    pub fn keeping_from(self, lowest: usize) -> Self {
+        Self { lowest, ..self }
+    }
+
+    /// Rows held in `order`.
+    pub fn with_order(self, order: RowOrder) -> Self {
+        Self { order, ..self }
+    }
+}
+
+/// A tree recorded into a batch ([`GpuMerkle::record_tree`]), its root not read yet. Dropped,
+/// it gives its layers back (the batch must then not run).
+pub struct RecordedTree {
+    tree: GpuMerkleTree,
+    /// Where the root comes back; None for a tree already built (row chunks).
+    root: Option<ReadSlot>,
+}
+
+impl RecordedTree {
+    /// The buffer whose first 8 words hold the root once the batch's work runs, for work
+    /// recorded after the tree; None for a tree built at once over row chunks.
+    pub fn root_buffer(&self) -> Option<&wgpu::Buffer> {
+        self.root.and(self.tree.layers.last())
+    }
+
+    /// The tree, with the root its batch read back.
+    pub fn finish(mut self, readback: &Readback) -> Result<GpuMerkleTree> {
+        if let Some(slot) = self.root {
+            self.tree.root = from_words(readback.get(slot)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+        }
+        Ok(self.tree)
+    }
+}
 
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
@@ -911,61 +961,32 @@ impl GpuMerkle {
         let ctx = self.poseidon2.context().clone();
         ctx.scoped("Merkle commit", || {
             let input = ctx.upload("merkle matrix", as_words(values));
-            let tree = self.commit_buffer(&input, height, width);
+            let tree = self.commit_buffer(&input, TreeSpec::new(height, width));
             ctx.recycle_storage(input);
             tree
         })
     }
 
-    /// Commits to a `height` x `width` matrix already in `input`; reads back only the root.
-    pub fn commit_buffer(&self, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
-        let encoder = self.poseidon2.context().encoder("merkle commit");
-        self.commit_recorded(encoder, input, height, width)
+    /// Commits to the matrix `spec` describes, already in `input`: one wait, only the root read
+    /// back.
+    pub fn commit_buffer(&self, input: &wgpu::Buffer, spec: TreeSpec) -> Result<GpuMerkleTree> {
+        let ctx = self.poseidon2.context();
+        let mut batch = ctx.batch("merkle commit");
+        let recorded = self.record_tree(&mut batch, input, spec)?;
+        let readback = ctx.run(batch)?;
+        recorded.finish(&readback)
     }
 
-    /// Finishes `encoder` (work already recorded into it, e.g. the NTT that fills `input`) with
-    /// the tree over `input`, submits once and reads back only the root.
-    pub fn commit_recorded(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize) -> Result<GpuMerkleTree> {
-        self.commit_recorded_with(encoder, input, height, width, true)
-    }
-
-    /// [`commit_recorded`](Self::commit_recorded), keeping the leaf digests only if
-    /// `keep_leaves` (see [`record_commit_with`](Self::record_commit_with)).
-    /// A matrix or a stored digest layer larger than one binding is copied into row chunks and
-    /// committed with [`commit_groups_with`](Self::commit_groups_with) (the same tree); its
-    /// openings read the one buffer in windows.
-    pub fn commit_recorded_with(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
-        self.commit_recorded_trimmed(encoder, input, height, width, usize::from(!keep_leaves))
-    }
-
-    /// [`commit_recorded_with`](Self::commit_recorded_with), keeping only the layers from
-    /// `lowest` up (0: all; 1: all but the leaves). The layers below are built and handed back
-    /// to the pool as the tree is recorded; openings rebuild the 2^lowest-row subtrees they
-    /// need from the matrix ([`open_rows_deferred`](Self::open_rows_deferred)). The kept tree
-    /// takes about 2^(6 - lowest) bytes a row. A matrix over one binding (committed in row
-    /// chunks) keeps layers from 1 up at most.
-    pub fn commit_recorded_trimmed(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, lowest: usize) -> Result<GpuMerkleTree> {
-        self.commit_recorded_then(encoder, input, height, width, lowest, RowOrder::Natural, None).map(|(tree, _)| tree)
-    }
-
-    /// [`commit_recorded_trimmed`](Self::commit_recorded_trimmed) with work recorded after the
-    /// root, before the one wait (`after`, see [`AfterRoot`]), whose words come back with the
-    /// root in one readback: returned after the tree (None where `after` was not run — a matrix
-    /// over one binding — or failed to record, which is logged and leaves the commit as it is).
-    ///
-    /// `order` says how `input` holds its rows (bit-reversed: an NTT's output left in its own
-    /// order); the tree, its root and its openings are those of the rows in order either way.
-    #[allow(clippy::too_many_arguments)]
-    pub fn commit_recorded_then(
-        &self,
-        mut encoder: wgpu::CommandEncoder,
-        input: &wgpu::Buffer,
-        height: usize,
-        width: usize,
-        lowest: usize,
-        order: RowOrder,
-        after: Option<&mut AfterRoot<'_>>,
-    ) -> Result<(GpuMerkleTree, Option<Vec<u32>>)> {
+    /// Records the tree over the matrix `spec` describes (in `input`) into `batch`, after the
+    /// work already there (e.g. the NTT that fills `input`); the root is read when the batch
+    /// runs ([`RecordedTree::finish`]). Work recorded after this call and before the run may
+    /// read the root from [`RecordedTree::root_buffer`]. A matrix or a stored digest layer
+    /// larger than one binding is copied into row chunks and committed with
+    /// [`commit_groups_with`](Self::commit_groups_with) at once (the same tree, keeping layers
+    /// from 1 up at most; the batch's earlier work is submitted first); its openings read the
+    /// one buffer in windows.
+    pub fn record_tree(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, spec: TreeSpec) -> Result<RecordedTree> {
+        let TreeSpec { height, width, lowest, order } = spec;
         let keep_leaves = lowest == 0;
         let ctx = self.poseidon2.context().clone();
         // The one-buffer tree stores leaf digests when kept or for rows of two digests or more
@@ -975,59 +996,29 @@ impl GpuMerkle {
             if order != RowOrder::Natural {
                 return Err(GpuError::InvalidInput(format!("a {height} x {width} matrix over one binding is committed in row chunks, which take rows in order")));
             }
-            return self.commit_in_chunks(encoder, input, height, width, keep_leaves).map(|tree| (tree, None));
+            batch.flush()?;
+            let tree = self.commit_in_chunks(ctx.encoder("merkle row chunks"), input, height, width, keep_leaves)?;
+            return Ok(RecordedTree { tree, root: None });
         }
         // The root is always kept.
         let lowest_kept = lowest.min(height.trailing_zeros() as usize);
         // Wide rows' transient leaf layer goes in chunks too once it would take 32 MiB.
         let chunked_leaves = lowest_kept == 1 && width >= 2 * DIGEST_ELEMS && height >= self.chunked_leaves_from;
         let (layers, trimmed) = if lowest_kept >= 2 || chunked_leaves {
-            self.record_commit_trimmed(&mut encoder, input, height, width, lowest_kept, order)?
+            self.record_commit_trimmed(batch.encoder(), input, height, width, lowest_kept, order)?
         } else {
-            (self.record_commit_with(&mut encoder, input, height, width, keep_leaves, order)?, Vec::new())
+            (self.record_commit_with(batch.encoder(), input, height, width, keep_leaves, order)?, Vec::new())
         };
-        let root = layers.last().expect("root");
-        // The tree goes to the GPU while the work after it is recorded.
-        if after.is_some() && ctx.early_submits() {
-            if let Err(e) = ctx.submit(std::mem::replace(&mut encoder, ctx.encoder("after a Merkle root"))) {
-                layers.into_iter().chain(trimmed).for_each(|b| ctx.recycle_storage(b));
-                return Err(e);
-            }
+        for b in trimmed {
+            batch.lend(b);
         }
-        let after = after.and_then(|after| match after(&mut encoder, root) {
-            Ok((out, words)) if words >= DIGEST_ELEMS && out.size() >= (words * 4) as u64 => Some((out, words)),
-            Ok((_, words)) => {
-                tracing::warn!("work after a Merkle root reads back {words} words, too few for the root; left out");
-                None
-            }
-            Err(e) => {
-                // Once: a failure that repeats (a kernel this adapter cannot build) would
-                // otherwise warn every round.
-                static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-                if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    tracing::warn!("work after a Merkle root could not be recorded ({e}); its steps run on their own");
-                } else {
-                    tracing::debug!("no work after this Merkle root: {e}");
-                }
-                None
-            }
-        });
-        let words = match &after {
-            Some((out, words)) => {
-                encoder.copy_buffer_to_buffer(root, 0, out, 0, (DIGEST_ELEMS * 4) as u64);
-                ctx.submit_and_read(encoder, out, *words)
-            }
-            None => ctx.submit_and_read(encoder, root, DIGEST_ELEMS),
-        };
-        trimmed.into_iter().for_each(|b| ctx.recycle_storage(b));
-        // The tree owns the layers from here, so they go back to the pool on any error below.
-        let mut tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], row_order: order, ctx };
-        let words = words?;
-        tree.root = from_words(words[..DIGEST_ELEMS].to_vec())?.try_into().expect("a digest is 8 words");
-        Ok((tree, after.map(|_| words)))
+        let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
+        // The tree owns the layers from here, so they go back to the pool on any error.
+        let tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], row_order: order, ctx };
+        Ok(RecordedTree { tree, root: Some(root) })
     }
 
-    /// [`commit_recorded_with`](Self::commit_recorded_with) of a matrix over one binding: its
+    /// The tree of a matrix over one binding ([`record_tree`](Self::record_tree)): its
     /// rows copied into chunks of one binding (after the work already in `encoder`), the tree
     /// built over the chunks, the chunks given back.
     fn commit_in_chunks(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {

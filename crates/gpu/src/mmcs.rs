@@ -157,7 +157,7 @@ impl GpuMmcs {
             let uploaded = started.elapsed();
             let tree = match uploads.as_slice() {
                 // One matrix of power-of-two height in one buffer: the fused leaf-level kernel.
-                [one] if one.len() == 1 && plans[0].0.is_power_of_two() => gpu.commit_buffer(&one[0].0, plans[0].0, plans[0].1),
+                [one] if one.len() == 1 && plans[0].0.is_power_of_two() => gpu.commit_buffer(&one[0].0, crate::merkle::TreeSpec::new(plans[0].0, plans[0].1)),
                 _ => {
                     let groups: Vec<RowGroup<'_>> = uploads
                         .iter()

@@ -10,9 +10,9 @@ use p3_baby_bear::BabyBear;
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 
 use crate::challenger::GrindAhead;
-use crate::context::{Dispatch, GpuContext};
+use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::merkle::DIGEST_ELEMS;
-use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, RATE, WIDTH};
+use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, RATE, WIDTH};
 use crate::ntt::{GpuNtt, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
@@ -117,26 +117,12 @@ pub struct SpongeScript {
     pub grind_bits: usize,
 }
 
-/// A sponge script recorded on the GPU, waiting for its readback.
+/// A sponge script recorded into a batch ([`GpuSumcheck::record_sponge_script`]): where its
+/// points, values and grind come back.
 pub struct SpongeScriptRecord {
-    readback: wgpu::Buffer,
-    words: usize,
-    samples: usize,
-    grind: Option<GrindAheadRecord>,
-    buffers: Vec<wgpu::Buffer>,
-    grinder: Arc<GpuGrinder>,
-}
-
-impl SpongeScriptRecord {
-    /// The buffer to read back, its first 8 words left for the root.
-    pub fn readback(&self) -> &wgpu::Buffer {
-        &self.readback
-    }
-
-    /// Words to read back.
-    pub fn words(&self) -> usize {
-        self.words
-    }
+    /// Per point: the point drawn, then f's value there (4 words each).
+    samples: Vec<(ReadSlot, ReadSlot)>,
+    grind: Option<GrindRead>,
 }
 
 /// What a sponge script played on the GPU: each point drawn and f's value there, and the grind
@@ -661,22 +647,21 @@ impl GpuSumcheck {
             }
             None => None,
         };
-        let mut encoder = self.ctx.encoder("sumcheck reduction");
-        self.ctx.record_dispatches(&mut encoder, "sumcheck", &dispatches);
-        let words = match ahead {
-            None => self.ctx.submit_and_read(encoder, &partials, 8),
-            // The pair and what the grind found, in one readback.
-            Some((grinder, record)) => grinder.submit_and_read_with_offer(encoder, &partials, 8, record).map(|(words, offer)| {
-                if let (Some(offer), Some(a)) = (offer, &self.ahead) {
-                    a.offer(offer);
-                }
-                words
-            }),
-        };
-        for b in spare.into_iter().chain([partials]) {
-            self.ctx.recycle_storage(b);
+        let mut batch = self.ctx.batch("sumcheck");
+        batch.record(&dispatches);
+        // The pair and what the grind found, in one readback.
+        let pair = batch.read(&partials, 0, 8);
+        let grind = ahead.map(|(_, record)| record.read_in(&mut batch));
+        spare.into_iter().chain([partials]).for_each(|b| batch.lend(b));
+        let readback = self.ctx.run(batch)?;
+        if let (Some(grind), Some(a)) = (grind, &self.ahead) {
+            match grind.offer(&readback) {
+                Ok(offer) => a.offer(offer),
+                // The challenger then grinds on its own.
+                Err(e) => tracing::warn!("ignoring a malformed grind-ahead result: {e}"),
+            }
         }
-        let v = ext_from_words(words?)?;
+        let v = ext_from_words(readback.get(pair)?.to_vec())?;
         Ok((v[0], v[1]))
     }
 
@@ -1201,15 +1186,14 @@ impl GpuSumcheck {
         Ok((partials, groups * self.segments()))
     }
 
-    /// Records, after work that leaves a Merkle root's 8 words at the start of `root`, the
-    /// sponge script `script` (wgsl/sumcheck/sponge_step.wgsl): a duplex challenger in the state
-    /// it gives observes the root, draws each point z and observes f's value at
+    /// Records into `batch`, after work that leaves a Merkle root's 8 words at the start of
+    /// `root`, the sponge script `script` (wgsl/sumcheck/sponge_step.wgsl): a duplex challenger
+    /// in the state it gives observes the root, draws each point z and observes f's value at
     /// `expand_from_univariate(z, m)` (computed here: sumcheck/power_tables, then the
-    /// evaluation), then grinds `script.grind_bits` bits (none at 0) over one range. Read back
-    /// the words of the returned record (its first 8 are left for the root) and hand them to
-    /// [`finish_sponge_script`](Self::finish_sponge_script). Records nothing when it returns an
-    /// error.
-    pub fn record_sponge_script(&self, encoder: &mut wgpu::CommandEncoder, root: &wgpu::Buffer, script: &SpongeScript) -> Result<SpongeScriptRecord> {
+    /// evaluation), then grinds `script.grind_bits` bits (none at 0) over one range. Once the
+    /// batch has run, [`finish_sponge_script`](Self::finish_sponge_script) gives what it found.
+    /// Records nothing and reads nothing when it returns an error.
+    pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript) -> Result<SpongeScriptRecord> {
         if script.pending.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
         }
@@ -1232,20 +1216,16 @@ impl GpuSumcheck {
         let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
         state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
         state.pending[..script.pending.len()].copy_from_slice(crate::field::as_words(&script.pending));
-        let state = ctx.upload_pooled("sponge script state", bytemuck::cast_slice(&[state]));
-        let points = ctx.pooled_storage("sponge script points", 4 * samples.max(1));
-        let tables = ctx.pooled_storage("sponge script tables", (4 * chunks) << EVAL_CHUNK_BITS);
-        let mut spare = Vec::new();
-        let unused = match &grind {
-            Some(_) => Vec::new(),
-            None => vec![ctx.pooled_storage("sponge script grind params", WIDTH + 4), ctx.pooled_storage("sponge script grind best", 1)],
+        let state = batch.upload("sponge script state", bytemuck::cast_slice(&[state]));
+        let points = batch.scratch("sponge script points", 4 * samples.max(1));
+        let tables = batch.scratch("sponge script tables", (4 * chunks) << EVAL_CHUNK_BITS);
+        // Bound where the script does not grind (the kernel's layout has the grind's buffers).
+        let (params, best) = match &grind {
+            Some(g) => (g.params().clone(), g.best().clone()),
+            None => (batch.scratch("sponge script grind params", WIDTH + 4), batch.scratch("sponge script grind best", 1)),
         };
         let mut values = Vec::with_capacity(samples);
         let recorded = (|| -> Result<Vec<Dispatch>> {
-            let (params, best) = match &grind {
-                Some(g) => (g.params(), g.best()),
-                None => (&unused[0], &unused[1]),
-            };
             let mut dispatches = Vec::new();
             // Observe what the last step left (the root; then each value), then draw a point
             // (k < samples) or set up the grind (k = samples; without a grind nothing follows
@@ -1254,7 +1234,7 @@ impl GpuSumcheck {
                 let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], 4) };
                 let step = SpongeStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))] , _pad: [0; 2] };
                 let step = ctx.uniform("sponge script step", &step);
-                let bind = script.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, params, best]);
+                let bind = script.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, &params, &best]);
                 dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
                 if k == samples {
                     break;
@@ -1265,7 +1245,7 @@ impl GpuSumcheck {
                 let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
                 let (value, used) = self.record_reduction(&mut dispatches, partials, groups)?;
                 values.push(value);
-                spare.extend(used);
+                used.into_iter().for_each(|b| batch.lend(b));
             }
             if let Some(g) = &grind {
                 script.grinder.record_device_grind(&mut dispatches, g)?;
@@ -1275,67 +1255,30 @@ impl GpuSumcheck {
         let dispatches = match recorded {
             Ok(d) => d,
             Err(e) => {
-                for b in [state, points, tables].into_iter().chain(spare).chain(values).chain(unused) {
-                    ctx.recycle_storage(b);
-                }
+                values.into_iter().for_each(|b| batch.lend(b));
                 if let Some(g) = grind {
-                    script.grinder.recycle(g);
+                    g.lend_to(batch);
                 }
                 return Err(e);
             }
         };
-        ctx.record_dispatches(encoder, "sponge script", &dispatches);
-        let words = DIGEST_ELEMS + 8 * samples + grind.as_ref().map_or(0, |_| GrindAheadRecord::WORDS);
-        let readback = ctx.pooled_storage("sponge script readback", words);
-        for (k, value) in values.iter().enumerate() {
-            let at = ((DIGEST_ELEMS + 8 * k) * 4) as u64;
-            encoder.copy_buffer_to_buffer(&points, (16 * k) as u64, &readback, at, 16);
-            encoder.copy_buffer_to_buffer(value, 0, &readback, at + 16, 16);
-        }
-        if let Some(g) = &grind {
-            g.record_readback(encoder, &readback, DIGEST_ELEMS + 8 * samples);
-        }
-        let buffers = [state, points, tables].into_iter().chain(spare).chain(values).chain(unused).collect();
-        Ok(SpongeScriptRecord { readback, words, samples, grind, buffers, grinder: script.grinder.clone() })
+        batch.record(&dispatches);
+        let samples = values.iter().enumerate().map(|(k, value)| (batch.read(&points, 4 * k, 4), batch.read(value, 0, 4))).collect();
+        values.into_iter().for_each(|b| batch.lend(b));
+        Ok(SpongeScriptRecord { samples, grind: grind.map(|g| g.read_in(batch)) })
     }
 
-    /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its readback (`words`: all the
-    /// record's words, the root first); gives its buffers back.
-    pub fn finish_sponge_script(&self, record: SpongeScriptRecord, words: &[u32]) -> Result<SpongeScriptValues> {
-        let SpongeScriptRecord { readback, words: expected, samples, grind, buffers, grinder } = record;
-        let parsed = (|| {
-            if words.len() != expected {
-                return Err(GpuError::Device(format!("{} sponge-script words read back, expected {expected}", words.len())));
-            }
-            let mut points = Vec::with_capacity(samples);
-            let mut answers = Vec::with_capacity(samples);
-            for k in 0..samples {
-                let at = DIGEST_ELEMS + 8 * k;
-                let pair = ext_from_words(words[at..at + 8].to_vec())?;
-                points.push(pair[0]);
-                answers.push(pair[1]);
-            }
-            let offer = grind.as_ref().map(|g| g.offer(&words[DIGEST_ELEMS + 8 * samples..])).transpose()?;
-            Ok(SpongeScriptValues { points, answers, offer })
-        })();
-        self.drop_script_buffers(readback, buffers, grind, &grinder);
-        parsed
-    }
-
-    /// Gives a [`record_sponge_script`](Self::record_sponge_script)'s buffers back without reading it (its
-    /// submission failed or never ran).
-    pub fn drop_sponge_script(&self, record: SpongeScriptRecord) {
-        let SpongeScriptRecord { readback, buffers, grind, grinder, .. } = record;
-        self.drop_script_buffers(readback, buffers, grind, &grinder);
-    }
-
-    fn drop_script_buffers(&self, readback: wgpu::Buffer, buffers: Vec<wgpu::Buffer>, grind: Option<GrindAheadRecord>, grinder: &GpuGrinder) {
-        for b in buffers.into_iter().chain([readback]) {
-            self.ctx.recycle_storage(b);
+    /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its batch's
+    /// readback.
+    pub fn finish_sponge_script(&self, record: SpongeScriptRecord, readback: &Readback) -> Result<SpongeScriptValues> {
+        let mut points = Vec::with_capacity(record.samples.len());
+        let mut answers = Vec::with_capacity(record.samples.len());
+        for (point, value) in record.samples {
+            points.push(ext_from_words(readback.get(point)?.to_vec())?[0]);
+            answers.push(ext_from_words(readback.get(value)?.to_vec())?[0]);
         }
-        if let Some(g) = grind {
-            grinder.recycle(g);
-        }
+        let offer = record.grind.map(|g| g.offer(readback)).transpose()?;
+        Ok(SpongeScriptValues { points, answers, offer })
     }
 
     /// A table's 2^m entries, read back segment by segment.
@@ -1378,10 +1321,14 @@ impl GpuSumcheck {
                 return Ok((self.evals()?, None));
             }
         };
-        let mut encoder = self.ctx.encoder("final polynomial and grind");
-        self.ctx.record_dispatches(&mut encoder, "final polynomial grind", &dispatches);
-        let (all, offer) = grinder.submit_and_read_with_offer(encoder, f, words, record)?;
-        Ok((ext_from_words(all)?, offer))
+        let mut batch = self.ctx.batch("f, then a grind");
+        batch.record(&dispatches);
+        let evals = batch.read(f, 0, words);
+        let grind = record.read_in(&mut batch);
+        let readback = self.ctx.run(batch)?;
+        // A malformed offer is left out: the challenger then grinds on its own.
+        let offer = grind.offer(&readback).map_err(|e| tracing::warn!("ignoring a malformed grind-ahead result: {e}")).ok();
+        Ok((ext_from_words(readback.get(evals)?.to_vec())?, offer))
     }
 
     /// Whether f is still the base-field table it started as.

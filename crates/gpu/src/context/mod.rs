@@ -1,12 +1,14 @@
 //! The device context: adapter choice, device with the adapter's real limits, error scopes,
 //! buffer upload/readback and the pipeline cache.
 //!
-//! One file per concern: `adapter` (adapter and limits), `pipelines` (pipelines, uniforms,
+//! One file per concern: `adapter` (adapter and limits), `batch` (work recorded for one wait),
+//! `pipelines` (pipelines, uniforms,
 //! dispatch), `memory` (pools, budget, high-water mark), `transfers` (submissions, uploads,
 //! readbacks and their counts), `profile` (GPU timestamps), `faults` (test-only fault
 //! injection). Each owns its state in a type of its own, which `GpuContext` holds.
 
 mod adapter;
+mod batch;
 mod faults;
 mod memory;
 mod pipelines;
@@ -14,6 +16,7 @@ mod profile;
 mod transfers;
 
 pub use adapter::{list_adapters, AdapterSummary};
+pub use batch::{Batch, ReadSlot, Readback};
 pub use pipelines::Dispatch;
 pub use profile::{ProfileLabelGuard, ProfileSpan};
 pub use transfers::{HostCosts, PendingRead, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};

@@ -1,0 +1,161 @@
+//! Recording as data: a [`Batch`] is the work for one wait — the command encoder, the buffers
+//! it borrows from the pools, and the regions to read back. Operations record into a batch;
+//! [`GpuContext::run`] submits it (after any parts handed over early), waits once, reads every
+//! region in one transfer and gives the borrowed buffers back, on error paths too. A batch
+//! dropped without running gives them back as well: the work it recorded never runs.
+
+use super::*;
+use crate::error::{GpuError, Result};
+
+/// Work recorded for one wait (see the module docs).
+pub struct Batch<'a> {
+    ctx: &'a GpuContext,
+    label: &'static str,
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Buffers the batch's work uses and nothing after it: back to the pool when it ends.
+    borrowed: Vec<wgpu::Buffer>,
+    /// Regions to read back: (buffer, first word, words).
+    reads: Vec<(wgpu::Buffer, usize, usize)>,
+    read_words: usize,
+}
+
+/// Where a region read by a batch lies in its [`Readback`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadSlot {
+    at: usize,
+    words: usize,
+}
+
+impl ReadSlot {
+    pub fn words(self) -> usize {
+        self.words
+    }
+}
+
+/// The words a batch read back, by [`ReadSlot`].
+#[derive(Debug, Default)]
+pub struct Readback {
+    words: Vec<u32>,
+}
+
+impl Readback {
+    /// The words of `slot`; an error (not a panic) for a slot of another batch that lies past
+    /// this readback's end.
+    pub fn get(&self, slot: ReadSlot) -> Result<&[u32]> {
+        self.words.get(slot.at..slot.at + slot.words).ok_or_else(|| GpuError::Device(format!("read slot {}..{} of a {}-word readback", slot.at, slot.at + slot.words, self.words.len())))
+    }
+}
+
+impl<'a> Batch<'a> {
+    pub fn context(&self) -> &'a GpuContext {
+        self.ctx
+    }
+
+    /// The encoder to record into (commands run in the order recorded).
+    pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        let (ctx, label) = (self.ctx, self.label);
+        self.encoder.get_or_insert_with(|| ctx.encoder(label))
+    }
+
+    /// Records `dispatches` in one compute pass.
+    pub fn record(&mut self, dispatches: &[Dispatch]) {
+        let (ctx, label) = (self.ctx, self.label);
+        ctx.record_dispatches(self.encoder(), label, dispatches);
+    }
+
+    /// A pooled storage buffer of `words` words for this batch's work alone (its contents are
+    /// whatever the last user left); back to the pool when the batch ends.
+    pub fn scratch(&mut self, label: &str, words: usize) -> wgpu::Buffer {
+        let buffer = self.ctx.pooled_storage(label, words);
+        self.borrowed.push(buffer.clone());
+        buffer
+    }
+
+    /// [`scratch`](Self::scratch) holding `words`, written before the batch's work runs.
+    pub fn upload(&mut self, label: &str, words: &[u32]) -> wgpu::Buffer {
+        let buffer = self.ctx.upload_pooled(label, words);
+        self.borrowed.push(buffer.clone());
+        buffer
+    }
+
+    /// Hands `buffer` to the batch: back to the pool when the batch ends.
+    pub fn lend(&mut self, buffer: wgpu::Buffer) {
+        self.borrowed.push(buffer);
+    }
+
+    /// Reads `words` words of `src` from word `first` once the batch's work is done (a copy
+    /// recorded at the end of the batch, after everything recorded into it).
+    pub fn read(&mut self, src: &wgpu::Buffer, first: usize, words: usize) -> ReadSlot {
+        let slot = ReadSlot { at: self.read_words, words };
+        self.reads.push((src.clone(), first, words));
+        self.read_words += words;
+        slot
+    }
+
+    /// [`read`](Self::read) of several regions, back to back in one slot.
+    pub fn read_many(&mut self, regions: &[(&wgpu::Buffer, usize, usize)]) -> ReadSlot {
+        let at = self.read_words;
+        for (src, first, words) in regions {
+            self.read(src, *first, *words);
+        }
+        ReadSlot { at, words: self.read_words - at }
+    }
+
+    /// Hands what is recorded so far to the GPU, so it runs while the rest is recorded, where
+    /// the context's tuning asks for early submits (`GpuTuning::early_submits`); else nothing.
+    pub fn submit_part(&mut self) -> Result<()> {
+        if self.ctx.early_submits() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hands what is recorded so far to the GPU now (work that must run before something the
+    /// host does next).
+    pub fn flush(&mut self) -> Result<()> {
+        match self.encoder.take() {
+            Some(encoder) => self.ctx.submit(encoder),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        for buffer in self.borrowed.drain(..) {
+            self.ctx.recycle_storage(buffer);
+        }
+    }
+}
+
+impl GpuContext {
+    /// An empty batch; record into it and [`run`](Self::run) it.
+    pub fn batch(&self, label: &'static str) -> Batch<'_> {
+        Batch { ctx: self, label, encoder: None, borrowed: Vec::new(), reads: Vec::new(), read_words: 0 }
+    }
+
+    /// Submits `batch`, waits once, reads back every region it asked for (one transfer) and
+    /// gives its borrowed buffers back to the pool, whether or not it succeeded.
+    pub fn run(&self, mut batch: Batch<'_>) -> Result<Readback> {
+        let mut encoder = batch.encoder.take().unwrap_or_else(|| self.encoder(batch.label));
+        let reads = std::mem::take(&mut batch.reads);
+        let words = match reads.as_slice() {
+            [] => self.submit_and_wait(encoder).map(|()| Vec::new()),
+            // One region from the start of its buffer: read where it lies.
+            [(src, 0, words)] => self.submit_and_read(encoder, src, *words),
+            _ => {
+                let gathered = batch.scratch("batch readback", batch.read_words);
+                let mut at = 0u64;
+                for (src, first, words) in reads.iter().filter(|r| r.2 > 0) {
+                    let bytes = (*words * 4) as u64;
+                    encoder.copy_buffer_to_buffer(src, (*first * 4) as u64, &gathered, at, bytes);
+                    at += bytes;
+                }
+                self.submit_and_read(encoder, &gathered, batch.read_words)
+            }
+        };
+        // `batch` drops here: its borrowed buffers go back to the pool after the submission.
+        drop(batch);
+        Ok(Readback { words: words? })
+    }
+}
