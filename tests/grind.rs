@@ -141,7 +141,6 @@ fn a_wrong_gpu_witness_falls_back_to_the_cpu() {
 /// witness, which is the CPU's smallest one. An offer from another state is never taken.
 #[test]
 fn grinds_ahead_search_the_state_the_challenger_reaches() {
-    use whir_wgpu::gpu::GrindAheadRecord;
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
@@ -160,11 +159,10 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
             assert_eq!(b, bits);
             let mut dispatches = Vec::new();
             let record = g.record_after_observing(&mut dispatches, &sponge, &pending, &observed, skip, count, bits).unwrap();
-            let out = ctx.storage("offer", GrindAheadRecord::WORDS);
-            let mut encoder = ctx.encoder("grind ahead");
-            ctx.record_dispatches(&mut encoder, "grind ahead", &dispatches);
-            record.record_readback(&mut encoder, &out, 0);
-            let offer = record.offer(&ctx.submit_and_read(encoder, &out, GrindAheadRecord::WORDS).unwrap()).unwrap();
+            let mut batch = ctx.batch("grind ahead");
+            batch.record(&dispatches);
+            let read = record.read_in(&mut batch);
+            let offer = read.offer(&ctx.run(batch).unwrap()).unwrap();
 
             let stale = rng.random_range(0..4) == 0;
             for &x in &words[skip..] {

@@ -153,8 +153,8 @@ pub(crate) fn range_end(bits: usize) -> u32 {
 }
 
 /// A grind recorded on the GPU behind the kernels whose output the transcript observes just
-/// before it ([`GpuGrinder::record_after_observing`]); read it back with
-/// [`record_readback`](Self::record_readback) and [`offer`](Self::offer).
+/// before it ([`GpuGrinder::record_after_observing`]); its batch reads it back
+/// ([`read_in`](Self::read_in), then [`GrindRead::offer`]).
 pub struct GrindAheadRecord {
     params: wgpu::Buffer,
     best: wgpu::Buffer,
@@ -175,7 +175,7 @@ pub struct GrindOffer {
 }
 
 impl GrindAheadRecord {
-    /// Words [`record_readback`](Self::record_readback) copies.
+    /// Words a grind's params and result read back as.
     pub const WORDS: usize = PARAMS_WORDS + 1;
 
     /// The grind's params (pow/params layout), for a kernel that writes them on the GPU.
@@ -188,20 +188,8 @@ impl GrindAheadRecord {
         &self.best
     }
 
-    /// Copies what the grind found into `dst` at word `offset` (`WORDS` words).
-    pub fn record_readback(&self, encoder: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, offset: usize) {
-        let at = (offset * 4) as u64;
-        encoder.copy_buffer_to_buffer(&self.params, 0, dst, at, (PARAMS_WORDS * 4) as u64);
-        encoder.copy_buffer_to_buffer(&self.best, 0, dst, at + (PARAMS_WORDS * 4) as u64, 4);
-    }
-
-    /// The offer in the words read back. Bad words (a kernel bug) are an error.
-    pub fn offer(&self, words: &[u32]) -> Result<GrindOffer> {
-        parse_offer(words, self.bits, self.end)
-    }
-
     /// Reads what the grind found when `batch` runs, and hands the grind's buffers to it.
-    pub(crate) fn read_in(self, batch: &mut Batch<'_>) -> GrindRead {
+    pub fn read_in(self, batch: &mut Batch<'_>) -> GrindRead {
         let slot = batch.read_many(&[(&self.params, 0, PARAMS_WORDS), (&self.best, 0, 1)]);
         let read = GrindRead { slot, bits: self.bits, end: self.end };
         self.lend_to(batch);
@@ -209,7 +197,7 @@ impl GrindAheadRecord {
     }
 
     /// Hands the grind's buffers to `batch` without reading them.
-    pub(crate) fn lend_to(self, batch: &mut Batch<'_>) {
+    pub fn lend_to(self, batch: &mut Batch<'_>) {
         batch.lend(self.params);
         batch.lend(self.best);
     }
@@ -335,13 +323,6 @@ impl GpuGrinder {
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(record.end as u64) });
         Ok(())
-    }
-
-    /// Hands a record's buffers back to the pool (after its words were read).
-    pub fn recycle(&self, record: GrindAheadRecord) {
-        let ctx = self.poseidon2.context();
-        ctx.recycle_storage(record.params);
-        ctx.recycle_storage(record.best);
     }
 
     /// The smallest witness. `bits == 0` returns 0 without touching the GPU.

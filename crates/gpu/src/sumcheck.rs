@@ -914,19 +914,15 @@ impl GpuSumcheck {
             state.range[0] = self.chain_range.unwrap_or_else(|| range_end(bits));
         }
         let vars = self.vars;
-        // Per round: the pair (8 words), the challenge (4), what the grind found.
-        let per_round = 12 + if bits > 0 { GrindAheadRecord::WORDS } else { 0 };
-        let words = per_round * rounds + 4;
         ctx.scoped("sumcheck chain", || {
-            let chain = ctx.upload_pooled("sumcheck chain", bytemuck::cast_slice(&[state]));
-            let readback = ctx.pooled_storage("sumcheck chain readback", words);
+            let mut batch = ctx.batch("sumcheck chain");
+            let chain = batch.upload("sumcheck chain", bytemuck::cast_slice(&[state]));
             // Bound where a round does not grind (the kernels' layout has the grind's buffers).
-            let unused = [ctx.pooled_storage("chain grind params", WIDTH + 4), ctx.pooled_storage("chain grind best", 1)];
+            let unused = [batch.scratch("chain grind params", WIDTH + 4), batch.scratch("chain grind best", 1)];
             let observe = ctx.pipeline(Kernel::ChainObserve, &[])?;
             let sample = ctx.pipeline(Kernel::ChainSample, &[])?;
-            let mut encoder = ctx.encoder("sumcheck chain");
-            let submit_each_round = ctx.early_submits();
-            let (mut spare, mut records, mut retired) = (Vec::new(), Vec::new(), Vec::new());
+            // Per round played: where its pair, its challenge and its grind come back.
+            let (mut reads, mut retired) = (Vec::with_capacity(rounds), Vec::new());
             let mut recorded = Ok(());
             for k in 0..=rounds {
                 let mut dispatches = Vec::new();
@@ -940,13 +936,13 @@ impl GpuSumcheck {
                     }
                 }
                 if k == rounds {
-                    ctx.record_dispatches(&mut encoder, "sumcheck chain", &dispatches);
+                    batch.record(&dispatches);
                     break;
                 }
                 let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord>)> {
                     let (partials, groups) = self.record_round(&mut dispatches)?;
                     let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
-                    spare.extend(used);
+                    used.into_iter().for_each(|b| batch.lend(b));
                     let record = if bits > 0 { Some(grinder.device_grind(bits, state.range[0])?) } else { None };
                     let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
                     let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
@@ -965,35 +961,28 @@ impl GpuSumcheck {
                         break;
                     }
                 };
-                ctx.record_dispatches(&mut encoder, "sumcheck chain", &dispatches);
-                let at = (k * per_round * 4) as u64;
-                encoder.copy_buffer_to_buffer(&pair, 0, &readback, at, 32);
-                encoder.copy_buffer_to_buffer(&chain, CHAIN_R_AT, &readback, at + 32, 16);
-                if let Some(r) = &record {
-                    r.record_readback(&mut encoder, &readback, k * per_round + 12);
-                }
-                spare.push(pair);
-                records.extend(record);
+                batch.record(&dispatches);
+                // The pair and the grind's buffers are this round's alone; the chain state's
+                // challenge changes every round, so it is copied now.
+                let pair_slot = batch.read(&pair, 0, 8);
+                let r_slot = batch.snapshot(&chain, (CHAIN_R_AT / 4) as usize, 4);
+                reads.push((pair_slot, r_slot, record.map(|r| r.read_in(&mut batch))));
+                batch.lend(pair);
                 // Each round goes to the GPU once recorded, so the GPU runs it while the next
                 // one is recorded (a round's dispatches and bind groups take the host ~0.1 ms).
-                if submit_each_round && k + 1 < rounds {
-                    if let Err(e) = ctx.submit(std::mem::replace(&mut encoder, ctx.encoder("sumcheck chain"))) {
+                if k + 1 < rounds {
+                    if let Err(e) = batch.submit_part() {
                         recorded = Err(e);
                         break;
                     }
                 }
             }
-            encoder.copy_buffer_to_buffer(&chain, CHAIN_INFO_AT, &readback, (rounds * per_round * 4) as u64, 16);
-            let read = recorded.and_then(|()| ctx.submit_and_read(encoder, &readback, words));
-            for b in spare.into_iter().chain([chain, readback]).chain(unused) {
-                ctx.recycle_storage(b);
-            }
-            let parsed = read.and_then(|words| self.parse_chain(&words, rounds, per_round, &records));
+            let info = batch.read(&chain, (CHAIN_INFO_AT / 4) as usize, 4);
+            // (A batch that failed to record is dropped unrun: its buffers go back.)
+            let read = recorded.and_then(|()| ctx.run(batch));
+            let parsed = read.and_then(|readback| self.parse_chain(&readback, rounds, &reads, info));
             if let Ok(p) = &parsed {
                 tracing::debug!(rounds, bits, played = p.iter().filter(|c| c.r.is_some()).count(), "sumcheck rounds played on the GPU");
-            }
-            for r in records {
-                grinder.recycle(r);
             }
             // The tables after the rounds played: every fold's output is kept until now, as a
             // chain that stopped early leaves its later folds undone.
@@ -1034,18 +1023,17 @@ impl GpuSumcheck {
     }
 
     /// The rounds a chain played, from its readback.
-    fn parse_chain(&self, words: &[u32], rounds: usize, per_round: usize, records: &[GrindAheadRecord]) -> Result<Vec<ChainedRound>> {
-        let info = &words[rounds * per_round..];
+    fn parse_chain(&self, readback: &Readback, rounds: usize, reads: &[(ReadSlot, ReadSlot, Option<GrindRead>)], info: ReadSlot) -> Result<Vec<ChainedRound>> {
+        let info = readback.get(info)?;
         let (stopped, played) = (info[1] != 0, info[2] as usize);
-        if played > rounds || stopped == (played == rounds) {
+        if played > rounds || stopped == (played == rounds) || reads.len() != rounds {
             return Err(GpuError::Device(format!("a sumcheck chain of {rounds} rounds reports {played} played (stopped: {stopped})")));
         }
         let mut out = Vec::with_capacity(played + 1);
-        for k in 0..=played.min(rounds - 1) {
-            let w = &words[k * per_round..(k + 1) * per_round];
-            let pair = ext_from_words(w[..8].to_vec())?;
-            let r = if k < played { Some(ext_from_words(w[8..12].to_vec())?[0]) } else { None };
-            let offer = records.get(k).map(|rec| rec.offer(&w[12..])).transpose()?;
+        for (k, (pair, r, grind)) in reads.iter().enumerate().take(played.min(rounds - 1) + 1) {
+            let pair = ext_from_words(readback.get(*pair)?.to_vec())?;
+            let r = if k < played { Some(ext_from_words(readback.get(*r)?.to_vec())?[0]) } else { None };
+            let offer = grind.as_ref().map(|g| g.offer(readback)).transpose()?;
             out.push(ChainedRound { c0: pair[0], c_inf: pair[1], r, offer });
         }
         Ok(out)

@@ -92,6 +92,14 @@ impl<'a> Batch<'a> {
         slot
     }
 
+    /// Reads `words` words of `src` from word `first` as they are at this point of the batch
+    /// (copied now into a buffer of the batch's own, for a region later work changes).
+    pub fn snapshot(&mut self, src: &wgpu::Buffer, first: usize, words: usize) -> ReadSlot {
+        let copy = self.scratch("batch snapshot", words);
+        self.encoder().copy_buffer_to_buffer(src, (first * 4) as u64, &copy, 0, (words * 4) as u64);
+        self.read(&copy, 0, words)
+    }
+
     /// [`read`](Self::read) of several regions, back to back in one slot.
     pub fn read_many(&mut self, regions: &[(&wgpu::Buffer, usize, usize)]) -> ReadSlot {
         let at = self.read_words;
