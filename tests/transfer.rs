@@ -142,9 +142,9 @@ fn buffers_in_unsubmitted_work_stay_with_their_thread() {
     }
 }
 
-/// A readback whose wait comes later (`submit_then_read`, `finish_read`) returns what the
-/// buffer held when it was submitted, even after the buffer is written again and other work
-/// is waited for in between; at every size, the chunked ones (read at once) included.
+/// A batch whose wait comes later (`submit_batch`, `finish_batch`) returns what the buffer held
+/// when it was submitted, even after the buffer is written again and other work is waited for
+/// in between; at every size, the chunked ones (read at once) included, one region or several.
 #[test]
 fn readbacks_finished_later_hold_what_was_there_when_submitted() {
     let mut rng = common::rng();
@@ -152,13 +152,29 @@ fn readbacks_finished_later_hold_what_was_there_when_submitted() {
         for words in [0, 1, 1000, (1 << 18) + 3, (16 << 20) + 7] {
             let first = random_words(&mut rng, words);
             let buffer = ctx.upload("read later", &first);
-            let pending = ctx.submit_then_read(ctx.encoder("read later"), &buffer, words).unwrap();
+            let mut batch = ctx.batch("read later");
+            let whole = batch.read(&buffer, 0, words);
+            let tail = batch.read(&buffer, words / 3, words - words / 3);
+            let pending = ctx.submit_batch(batch).unwrap();
+            let mut alone = ctx.batch("read later");
+            let alone_slot = alone.read(&buffer, 0, words);
+            let alone = ctx.submit_batch(alone).unwrap();
             let second = random_words(&mut rng, words);
             ctx.write(&buffer, &second);
             assert_eq!(ctx.submit_and_read(ctx.encoder("read now"), &buffer, words).unwrap(), second, "{words} words: the second write");
-            assert_eq!(ctx.finish_read(pending).unwrap(), first, "{words} words: the readback submitted first");
+            let readback = ctx.finish_batch(pending).unwrap();
+            assert_eq!(readback.get(whole).unwrap(), &first[..], "{words} words: the readback submitted first");
+            assert_eq!(readback.get(tail).unwrap(), &first[words / 3..], "{words} words: the second region");
+            assert_eq!(ctx.finish_batch(alone).unwrap().get(alone_slot).unwrap(), &first[..], "{words} words: one region");
         }
-        assert!(ctx.submit_then_read(ctx.encoder("too many"), &ctx.storage("small", 4), 5).is_err(), "reading past a buffer's end is an error");
+        for (first, words) in [(0, 5), (3, 2), (usize::MAX, 2)] {
+            let mut batch = ctx.batch("too many");
+            batch.read(&ctx.storage("small", 4), first, words);
+            assert!(ctx.submit_batch(batch).is_err(), "reading words {first}.. of a 4-word buffer is an error");
+            let mut batch = ctx.batch("too many");
+            batch.read(&ctx.storage("small", 4), first, words);
+            assert!(ctx.run(batch).is_err(), "reading words {first}.. of a 4-word buffer is an error");
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use p3_baby_bear::BabyBear;
 use p3_matrix::Matrix;
 
-use crate::context::PendingRead;
+use crate::context::{InFlight, ReadSlot};
 use crate::error::Result;
 use crate::field::as_words;
 use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, PendingTree, DIGEST_ELEMS};
@@ -36,7 +36,8 @@ use crate::row_checksum::{self, RowChecksum};
 struct Ahead {
     height: usize,
     width: usize,
-    sums: PendingRead,
+    /// The checksum's readback, and where its sums lie in it.
+    sums: (InFlight, ReadSlot),
     tree: PendingTree,
 }
 
@@ -110,13 +111,11 @@ impl CommitAhead {
             let bytes = crate::field::matrix_bytes(height, width)?;
             let (_, key) = self.key(width);
             let groups = row_checksum::groups(height, width);
-            let sums = ctx.pooled_storage("row checksums", groups * 4);
-            let mut encoder = ctx.encoder("row checksums");
-            let read = RowChecksum::record(&ctx, &mut encoder, &key, (buffer, bytes), height, (width, 0, width, width), &sums, false)
-                .and_then(|()| ctx.submit_then_read(encoder, &sums, groups * 4));
-            // The queue runs later work after the readback's copy: the buffer may be reused.
-            ctx.recycle_storage(sums);
-            let sums = read?;
+            let mut batch = ctx.batch("row checksums");
+            let sums = batch.scratch("row checksums", groups * 4);
+            RowChecksum::record(&ctx, batch.encoder(), &key, (buffer, bytes), height, (width, 0, width, width), &sums, false)?;
+            let slot = batch.read(&sums, 0, groups * 4);
+            let sums = (ctx.submit_batch(batch)?, slot);
             let tree = self.merkle.submit_tree(ctx.encoder("merkle commit ahead"), buffer, height, width)?;
             Ok(Ahead { height, width, sums, tree })
         });
@@ -178,9 +177,10 @@ impl CommitAhead {
         };
         let ctx = self.ctx().clone();
         let ahead = ctx.scoped("Merkle commit ahead", || {
-            let read = ctx.submit_then_read(ctx.encoder("row checksums"), &sums, row_checksum::groups(height, width) * 4);
-            ctx.recycle_storage(sums);
-            let sums = read?;
+            let mut batch = ctx.batch("row checksums");
+            let slot = batch.read(&sums, 0, row_checksum::groups(height, width) * 4);
+            batch.lend(sums);
+            let sums = (ctx.submit_batch(batch)?, slot);
             let tree = self.merkle.submit_column_tree(ctx.encoder("merkle levels"), leaves)?;
             Ok(Ahead { height, width, sums, tree })
         });
@@ -210,7 +210,8 @@ impl CommitAhead {
         let sums = RowChecksum::host_sums(&key, height, width, |r| RowWords(matrix.row_slice(r).expect("row in range")));
         let summed = started.elapsed();
         let ctx = self.ctx();
-        let taken = ctx.finish_read(ahead.sums).map(|gpu| RowChecksum::from_words(&gpu) == sums).and_then(|same| match same {
+        let (read, slot) = ahead.sums;
+        let taken = ctx.finish_batch(read).and_then(|r| Ok(RowChecksum::from_words(r.get(slot)?) == sums)).and_then(|same| match same {
             true => self.merkle.finish_tree(ahead.tree).map(Some),
             false => Ok(None),
         });

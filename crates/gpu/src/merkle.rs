@@ -12,7 +12,7 @@ use p3_baby_bear::BabyBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 
-use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
+use crate::context::{Batch, Dispatch, GpuContext, InFlight, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, from_words, matrix_bytes};
 use crate::poseidon2::GpuPoseidon2;
@@ -141,8 +141,9 @@ const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 
 /// Openings whose readback was submitted by [`GpuMerkle::start_reading`].
 pub struct ReadingRows {
-    read: crate::context::PendingRead,
-    pending: Vec<PendingRows>,
+    read: InFlight,
+    /// The openings, each with where its words come back.
+    pending: Vec<(PendingRows, ReadSlot)>,
 }
 
 /// The matrix a tree is built over, and what the tree keeps.
@@ -271,7 +272,8 @@ impl ColumnLeaves {
 /// back to the pool.
 pub struct PendingTree {
     tree: GpuMerkleTree,
-    root: crate::context::PendingRead,
+    read: InFlight,
+    root: ReadSlot,
 }
 
 impl Drop for GpuMerkleTree {
@@ -720,34 +722,23 @@ impl GpuMerkle {
     /// submitted and waited for before [`finish_reading`](Self::finish_reading) covers the round trip.
     pub fn start_reading(&self, pending: Vec<PendingRows>) -> Result<ReadingRows> {
         let ctx = self.poseidon2.context();
-        let total: usize = pending.iter().map(|p| p.words).sum();
-        let all = ctx.storage("merkle openings", total);
-        let mut encoder = ctx.encoder("merkle openings readback");
-        let mut at = 0u64;
-        for p in &pending {
-            let bytes = (p.words * 4) as u64;
-            if bytes > 0 {
-                encoder.copy_buffer_to_buffer(&p.out, 0, &all, at, bytes);
-            }
-            at += bytes;
-        }
-        let read = ctx.submit_then_read(encoder, &all, total)?;
+        let mut batch = ctx.batch("merkle openings readback");
+        let pending: Vec<(PendingRows, ReadSlot)> = pending.into_iter().map(|p| {
+            let slot = batch.read(&p.out, 0, p.words);
+            (p, slot)
+        }).collect();
+        let read = ctx.submit_batch(batch)?;
         Ok(ReadingRows { read, pending })
     }
 
     /// The openings a [`start_reading`](Self::start_reading) read back, in order.
     pub fn finish_reading(&self, reading: ReadingRows) -> Result<Vec<OpenedRows>> {
         let ReadingRows { read, pending } = reading;
-        let words = from_words(self.poseidon2.context().finish_read(read)?)?;
-        let mut rest = &words[..];
-        Ok(pending
+        let readback = self.poseidon2.context().finish_batch(read)?;
+        pending
             .iter()
-            .map(|p| {
-                let (this, tail) = rest.split_at(p.words);
-                rest = tail;
-                OpenedRows::from_gathered(this, p.rows, p.width, p.order.as_deref())
-            })
-            .collect())
+            .map(|(p, slot)| Ok(OpenedRows::from_gathered(&from_words(readback.get(*slot)?.to_vec())?, p.rows, p.width, p.order.as_deref())))
+            .collect()
     }
 
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
@@ -1143,16 +1134,18 @@ impl GpuMerkle {
 
     fn submit_layers(&self, encoder: wgpu::CommandEncoder, layers: Vec<wgpu::Buffer>, height: usize, width: usize) -> Result<PendingTree> {
         let ctx = self.poseidon2.context().clone();
-        let root = ctx.submit_then_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
-        Ok(PendingTree { tree, root: root? })
+        let mut batch = ctx.batch_from("merkle tree", encoder);
+        let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
+        let read = ctx.submit_batch(batch);
+        let tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() };
+        Ok(PendingTree { tree, read: read?, root })
     }
 
     /// Waits for a [`submit_tree`](Self::submit_tree)'s root.
     pub fn finish_tree(&self, pending: PendingTree) -> Result<GpuMerkleTree> {
-        let PendingTree { mut tree, root } = pending;
-        let root = self.poseidon2.context().finish_read(root)?;
-        tree.root = from_words(root)?.try_into().expect("a digest is 8 words");
+        let PendingTree { mut tree, read, root } = pending;
+        let readback = self.poseidon2.context().finish_batch(read)?;
+        tree.root = from_words(readback.get(root)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
         Ok(tree)
     }
 

@@ -136,10 +136,58 @@ impl Drop for Batch<'_> {
     }
 }
 
+/// A batch submitted and not waited for yet ([`GpuContext::submit_batch`]); finish it with
+/// [`GpuContext::finish_batch`]. Dropped unfinished, its buffers are freed rather than pooled.
+pub struct InFlight {
+    read: Option<PendingRead>,
+    borrowed: Vec<wgpu::Buffer>,
+}
+
 impl GpuContext {
     /// An empty batch; record into it and [`run`](Self::run) it.
     pub fn batch(&self, label: &'static str) -> Batch<'_> {
         Batch { ctx: self, label, encoder: None, borrowed: Vec::new(), reads: Vec::new(), read_words: 0 }
+    }
+
+    /// A batch that goes on from work already recorded into `encoder`.
+    pub fn batch_from(&self, label: &'static str, encoder: wgpu::CommandEncoder) -> Batch<'_> {
+        let mut batch = self.batch(label);
+        batch.encoder = Some(encoder);
+        batch
+    }
+
+    /// [`run`](Self::run) up to its wait: the batch is submitted and its readback requested now,
+    /// so work submitted after it (and waited for first) covers the round trip. Reads larger
+    /// than a transfer chunk are read at once.
+    pub fn submit_batch(&self, mut batch: Batch<'_>) -> Result<InFlight> {
+        let mut encoder = batch.encoder.take().unwrap_or_else(|| self.encoder(batch.label));
+        let reads = std::mem::take(&mut batch.reads);
+        check_reads(&reads)?;
+        let read = match reads.as_slice() {
+            [] => self.submit(encoder).map(|()| None),
+            [(src, 0, words)] => self.submit_then_read(encoder, src, *words).map(Some),
+            _ => {
+                let gathered = batch.scratch("batch readback", batch.read_words);
+                gather_reads(&mut encoder, &reads, &gathered);
+                self.submit_then_read(encoder, &gathered, batch.read_words).map(Some)
+            }
+        };
+        let borrowed = std::mem::take(&mut batch.borrowed);
+        match read {
+            Ok(read) => Ok(InFlight { read, borrowed }),
+            Err(e) => {
+                borrowed.into_iter().for_each(|b| self.recycle_storage(b));
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits for a [`submit_batch`](Self::submit_batch)'s readback and gives its buffers back.
+    pub fn finish_batch(&self, in_flight: InFlight) -> Result<Readback> {
+        let InFlight { read, borrowed } = in_flight;
+        let words = read.map_or(Ok(Vec::new()), |r| self.finish_read(r));
+        borrowed.into_iter().for_each(|b| self.recycle_storage(b));
+        Ok(Readback { words: words? })
     }
 
     /// Submits `batch`, waits once, reads back every region it asked for (one transfer) and
@@ -147,23 +195,39 @@ impl GpuContext {
     pub fn run(&self, mut batch: Batch<'_>) -> Result<Readback> {
         let mut encoder = batch.encoder.take().unwrap_or_else(|| self.encoder(batch.label));
         let reads = std::mem::take(&mut batch.reads);
+        check_reads(&reads)?;
         let words = match reads.as_slice() {
             [] => self.submit_and_wait(encoder).map(|()| Vec::new()),
             // One region from the start of its buffer: read where it lies.
             [(src, 0, words)] => self.submit_and_read(encoder, src, *words),
             _ => {
                 let gathered = batch.scratch("batch readback", batch.read_words);
-                let mut at = 0u64;
-                for (src, first, words) in reads.iter().filter(|r| r.2 > 0) {
-                    let bytes = (*words * 4) as u64;
-                    encoder.copy_buffer_to_buffer(src, (*first * 4) as u64, &gathered, at, bytes);
-                    at += bytes;
-                }
+                gather_reads(&mut encoder, &reads, &gathered);
                 self.submit_and_read(encoder, &gathered, batch.read_words)
             }
         };
         // `batch` drops here: its borrowed buffers go back to the pool after the submission.
         drop(batch);
         Ok(Readback { words: words? })
+    }
+}
+
+/// Every region read lies within its buffer.
+fn check_reads(reads: &[(wgpu::Buffer, usize, usize)]) -> Result<()> {
+    for (src, first, words) in reads {
+        if first.checked_add(*words).and_then(|end| end.checked_mul(4)).is_none_or(|end| end as u64 > src.size()) {
+            return Err(GpuError::InvalidInput(format!("reading words {first}..{} of a {}-byte buffer", first.saturating_add(*words), src.size())));
+        }
+    }
+    Ok(())
+}
+
+/// Copies every region read into `gathered`, back to back.
+fn gather_reads(encoder: &mut wgpu::CommandEncoder, reads: &[(wgpu::Buffer, usize, usize)], gathered: &wgpu::Buffer) {
+    let mut at = 0u64;
+    for (src, first, words) in reads.iter().filter(|r| r.2 > 0) {
+        let bytes = (*words * 4) as u64;
+        encoder.copy_buffer_to_buffer(src, (*first * 4) as u64, gathered, at, bytes);
+        at += bytes;
     }
 }

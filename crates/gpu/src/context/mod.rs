@@ -16,10 +16,10 @@ mod profile;
 mod transfers;
 
 pub use adapter::{list_adapters, AdapterSummary};
-pub use batch::{Batch, ReadSlot, Readback};
+pub use batch::{Batch, InFlight, ReadSlot, Readback};
 pub use pipelines::Dispatch;
 pub use profile::{ProfileLabelGuard, ProfileSpan};
-pub use transfers::{HostCosts, PendingRead, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
+pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
 use adapter::*;
 use faults::FaultInjection;
 use memory::*;

@@ -83,7 +83,7 @@ pub(super) type MapAnswer = std::sync::mpsc::Receiver<std::result::Result<(), wg
 
 /// A readback submitted by [`GpuContext::submit_then_read`], to be finished with
 /// [`GpuContext::finish_read`]. Dropped unfinished, its staging memory is freed, not pooled.
-pub enum PendingRead {
+pub(super) enum PendingRead {
     /// Read at once (empty, or larger than a transfer chunk).
     Ready(Vec<u32>),
     /// Copied into `staging`, whose map answers on `rx`.
@@ -680,7 +680,7 @@ impl GpuContext {
     /// ([`finish_read`](Self::finish_read)): the copy is submitted and its map requested now, so
     /// work submitted after it (and waited for first) covers its round trip. Reads larger than a
     /// transfer chunk are read at once.
-    pub fn submit_then_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<PendingRead> {
+    pub(super) fn submit_then_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<PendingRead> {
         let bytes = Self::read_bytes(src, words)?;
         if bytes == 0 || self.chunked(bytes as usize) {
             return self.submit_and_read(encoder, src, words).map(PendingRead::Ready);
@@ -689,7 +689,7 @@ impl GpuContext {
     }
 
     /// The words of a [`submit_then_read`](Self::submit_then_read), waiting for them if needed.
-    pub fn finish_read(&self, read: PendingRead) -> Result<Vec<u32>> {
+    pub(super) fn finish_read(&self, read: PendingRead) -> Result<Vec<u32>> {
         match read {
             PendingRead::Ready(words) => Ok(words),
             // A failure injected for tests strikes at the wait, after the work in between.
