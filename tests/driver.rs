@@ -305,7 +305,7 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
         }
         let wall: std::time::Duration = Step::ALL.iter().map(|&s| b.total(s).wall).sum();
         assert!(wall <= out.commit_time + out.open_time, "steps cover at most the proof");
-        if ctx.can_profile() {
+        if ctx.profiler().available() {
             let submissions: u32 = Step::ALL.iter().map(|&s| b.total(s).submissions).sum();
             assert_eq!(submissions as u64, out.transfers.unwrap().submissions, "every submission is in one step");
             assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_some()));

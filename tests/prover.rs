@@ -90,7 +90,7 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
 
     // At run time: a buffer past the budget fails the scoped step that made it (where the
     // backend counts buffer memory; wgpu's Vulkan backend does).
-    if roomy.buffer_bytes() > 0 {
+    if roomy.memory().buffer_bytes() > 0 {
         let err = roomy.scoped("test step", || {
             let _big = roomy.storage("too big", ((estimate_mib + 65) << 20) as usize / 4);
             Ok(())
@@ -109,7 +109,7 @@ fn the_memory_estimate_covers_the_live_peak() {
     use whir_wgpu::prover::estimated_gpu_bytes;
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { pool_mib: Some(0), ..common::env_options() }) else { return };
-    if ctx.buffer_bytes() == 0 && ctx.peak_buffer_bytes().is_none() {
+    if ctx.memory().buffer_bytes() == 0 && ctx.memory().peak_buffer_bytes().is_none() {
         eprintln!("this backend keeps no buffer-memory count; nothing to compare");
         return;
     }

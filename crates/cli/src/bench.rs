@@ -266,14 +266,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
             // One untimed GPU proof first: the GPU idled (and clocked down) while the CPU
             // provers ran, and a proving service keeps it busy. Its pools start empty, so its
             // high-water mark is this cell's own.
-            gpu.context().trim_pools();
+            gpu.context().memory().trim_pools();
             let first = gpu.prove(p, &evals)?;
             cell.gpu_peak_mib = first.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
-            let budget = gpu.context().pool_budget();
-            gpu.context().set_pool_budget(0);
-            gpu.context().trim_pools();
+            let budget = gpu.context().memory().pool_budget();
+            gpu.context().memory().set_pool_budget(0);
+            gpu.context().memory().trim_pools();
             let lean = gpu.prove(p, &evals);
-            gpu.context().set_pool_budget(budget);
+            gpu.context().memory().set_pool_budget(budget);
             cell.gpu_peak_live_mib = lean?.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
             warm_up(gpu, p, &evals, args.gpu_warmup_ms)?;
             for _ in 0..reps {

@@ -337,7 +337,7 @@ impl GpuGrinder {
             return Ok(BabyBear::ZERO);
         }
         let ctx = self.poseidon2.context();
-        let _profiled_as = ctx.profile_sublabel("pow");
+        let _profiled_as = ctx.profiler().sublabel("pow");
         let pipeline = grind_pipeline(ctx)?;
         let range = range_for(bits);
         let kept = self.kept.lock().map(|mut k| k.take()).unwrap_or(None);

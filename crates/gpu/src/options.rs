@@ -121,7 +121,7 @@ pub struct GpuOptions {
     /// Most MiB of GPU buffer memory the context may hold (live buffers and pools); `None`: no
     /// cap. Pools are trimmed to stay under it; work that still goes over it fails with
     /// [`GpuError::OverBudget`] (callers that can estimate their need check
-    /// [`GpuContext::check_memory`](crate::GpuContext::check_memory) before starting).
+    /// [`GpuMemory::check`](crate::GpuMemory::check) before starting).
     pub memory_mib: Option<u64>,
     /// Choices kept tunable for measurement; the defaults are the measured best.
     pub tuning: GpuTuning,

@@ -417,7 +417,7 @@ impl GpuSumcheck {
         }
         let max_seg_log = Self::max_segment_log(&ctx)?;
         let seg_log = vars.min(max_seg_log);
-        ctx.try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
+        ctx.memory().try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
         let upload = |label: &str, values: &[Ext4]| Table {
             buffers: values
                 .chunks(1 << seg_log)
@@ -481,7 +481,7 @@ impl GpuSumcheck {
             return Ok(());
         }
         let seg_log = self.vars.min(self.max_seg_log);
-        self.ctx.try_reserve("the sumcheck weights", 16u64 << self.vars)?;
+        self.ctx.memory().try_reserve("the sumcheck weights", 16u64 << self.vars)?;
         let ctx = self.ctx.clone();
         let buffers: Vec<wgpu::Buffer> = (0..1usize << (self.vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", 4 << seg_log)).collect();
         let cleared = ctx.scoped("sumcheck weights", || {

@@ -238,7 +238,7 @@ impl GpuBackend {
             ctx.check_binding_size("one column of the first codeword", 4u64.checked_shl(n + rate - fold.min(n)).unwrap_or(u64::MAX))?;
         }
         ctx.check_binding_size("the polynomial folded in the first round", 16u64 << (n - fold.min(n)))?;
-        ctx.check_memory(
+        ctx.memory().check(
             &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
             estimated_gpu_bytes(params, ctx.tuning(), &self.driver),
         )?;
@@ -252,14 +252,14 @@ impl GpuBackend {
         let ctx = self.context();
         let before = ctx.transfer_counts();
         let mut challenger = self.challenger();
-        let profiling = self.profile && ctx.begin_profile();
-        ctx.reset_peak_buffer_bytes();
+        let profiling = self.profile && ctx.profiler().begin();
+        ctx.memory().reset_peak_buffer_bytes();
         let started = Instant::now();
         let proved = prove_with_steps(&steps, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
         // (Before the profile's own readback.)
         let transfers = ctx.transfer_counts() - before;
-        let spans = if profiling { ctx.end_profile() } else { Ok(None) };
+        let spans = if profiling { ctx.profiler().end() } else { Ok(None) };
         let (commitment, proof, mut times) = proved?;
         if let Some(spans) = spans? {
             times.breakdown.add_gpu(&spans);
@@ -281,7 +281,7 @@ impl GpuBackend {
             },
             transfers: Some(transfers),
             path: "gpu",
-            peak_gpu_bytes: ctx.peak_buffer_bytes(),
+            peak_gpu_bytes: ctx.memory().peak_buffer_bytes(),
             breakdown: Some(times.breakdown),
         })
     }
@@ -332,10 +332,10 @@ impl Backend for GpuBackend {
         let result = match self.mode {
             GpuMode::Resident => self.prove_resident(params, evals),
             GpuMode::Pieces => {
-                self.context().reset_peak_buffer_bytes();
+                self.context().memory().reset_peak_buffer_bytes();
                 prove_with_pieces(self, params, evals).map(|out| ProverOutput {
                     transfers: Some(self.context().transfer_counts() - before),
-                    peak_gpu_bytes: self.context().peak_buffer_bytes(),
+                    peak_gpu_bytes: self.context().memory().peak_buffer_bytes(),
                     ..out
                 })
             }

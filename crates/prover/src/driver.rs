@@ -228,11 +228,11 @@ impl CodewordSteps for GpuCodewords {
         Ok(self.open_deferred(committed, indices)?)
     }
 
-    /// Tags the GPU work that follows for the context's profile (`GpuContext::begin_profile`).
+    /// Tags the GPU work that follows for the context's profile (`GpuProfiler::begin`).
     fn enter_step(&self, round: usize, step: Step) {
         let ctx = self.ntt().context();
-        ctx.profile_label(&step_label(round, step));
-        tracing::trace!(round, step = step.name(), buffer_kib = ctx.buffer_bytes() >> 10, peak_kib = ctx.peak_buffer_bytes().unwrap_or(0) >> 10, pooled_kib = ctx.pooled_bytes() >> 10, "GPU memory at step");
+        ctx.profiler().label(&step_label(round, step));
+        tracing::trace!(round, step = step.name(), buffer_kib = ctx.memory().buffer_bytes() >> 10, peak_kib = ctx.memory().peak_buffer_bytes().unwrap_or(0) >> 10, pooled_kib = ctx.memory().pooled_bytes() >> 10, "GPU memory at step");
     }
 
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {

@@ -33,7 +33,7 @@ pub(super) fn mib(bytes: u64) -> f64 {
 pub(super) const RETIRE_BEFORE_BYTES: usize = 8 << 20;
 /// Where a context's buffer memory goes: pools of idle buffers, buffers waiting for their
 /// submission, the budget and the high-water mark.
-pub(super) struct Memory {
+pub(super) struct Pools {
     /// Reused staging memory for uploads (MAP_WRITE) and readbacks (MAP_READ).
     pub(super) upload_pool: StagingPool,
     pub(super) readback_pool: StagingPool,
@@ -53,7 +53,7 @@ pub(super) struct Memory {
     pub(super) peak_buffer_bytes: AtomicU64,
 }
 
-impl Memory {
+impl Pools {
     /// Pools within `pool_budget` bytes each, under a memory budget of `memory_budget`.
     pub(super) fn new(pool_budget: u64, memory_budget: Option<u64>) -> Self {
         Self {
@@ -69,100 +69,23 @@ impl Memory {
 }
 
 impl GpuContext {
-    /// Buffer memory the device has allocated now (wgpu's counter; 0 where the backend does
-    /// not count). Includes the pools' retained buffers.
-    pub fn buffer_bytes(&self) -> u64 {
-        self.device.get_internal_counters().hal.buffer_memory.read().max(0) as u64
-    }
-
-    /// The highest [`buffer_bytes`](Self::buffer_bytes) seen since the context was made or the
-    /// last reset. Sampled after every buffer this context creates and at every submission;
-    /// wgpu frees a dropped buffer only once the GPU is done with it, so this is an upper bound
-    /// on what the work needed at once. `None` where the backend keeps no count.
-    pub fn peak_buffer_bytes(&self) -> Option<u64> {
-        self.sample_buffer_bytes();
-        Some(self.memory.peak_buffer_bytes.load(Ordering::Relaxed)).filter(|&b| b > 0)
-    }
-
-    /// Starts a new high-water mark from what is allocated now.
-    pub fn reset_peak_buffer_bytes(&self) {
-        self.memory.peak_buffer_bytes.store(self.buffer_bytes(), Ordering::Relaxed);
+    /// The context's buffer memory: use, peak, pools and budget.
+    pub fn memory(&self) -> GpuMemory<'_> {
+        GpuMemory(self)
     }
 
     pub(super) fn sample_buffer_bytes(&self) {
-        self.memory.peak_buffer_bytes.fetch_max(self.buffer_bytes(), Ordering::Relaxed);
-    }
-
-    /// Caps the idle device buffers kept for reuse at `bytes`, and the idle staging buffers of
-    /// each direction likewise (dropping what a pool holds if it holds more). 0 makes the memory high-water mark the work's own live set; reuse across
-    /// proofs is what the pool buys (see `GpuOptions::pool_mib`).
-    pub fn set_pool_budget(&self, bytes: u64) {
-        self.memory.device_pool.set_max_bytes(bytes);
-        self.memory.upload_pool.set_max_bytes(bytes);
-        self.memory.readback_pool.set_max_bytes(bytes);
-    }
-
-    /// The most bytes of idle device buffers kept (see [`set_pool_budget`](Self::set_pool_budget);
-    /// each staging direction keeps at most this much too, and at most 4 GiB).
-    pub fn pool_budget(&self) -> u64 {
-        self.memory.device_pool.max_bytes()
-    }
-
-    /// Bytes of the recycled device and staging buffers the pools hold (allocated, idle).
-    pub fn pooled_bytes(&self) -> u64 {
-        self.memory.device_pool.bytes() + self.memory.upload_pool.bytes() + self.memory.readback_pool.bytes()
-    }
-
-    /// Drops the recycled device and staging buffers the pools hold (before a workload of other
-    /// sizes, or to measure one workload's own high-water mark).
-    pub fn trim_pools(&self) {
-        // Deferred buffers too (work still recorded with one keeps it alive in wgpu): a thread
-        // that failed before submitting, or ended, would otherwise hold them for good.
-        self.memory.deferred.lock().expect("deferred buffers poisoned").clear();
-        self.memory.device_pool.clear();
-        self.memory.upload_pool.clear();
-        self.memory.readback_pool.clear();
-        // Dropped buffers are freed once wgpu sees the GPU is done with them.
-        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
-    }
-
-    /// The memory budget in bytes, if one is set.
-    pub fn memory_budget(&self) -> Option<u64> {
-        self.memory.memory_budget
-    }
-
-    /// Fails with [`GpuError::OverBudget`] when `bytes` of GPU memory for `what` would not fit
-    /// the budget: for callers that know their need before starting.
-    pub fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
-        match self.memory.memory_budget {
-            Some(budget) if bytes > budget => Err(GpuError::OverBudget { what: what.into(), needed_mib: mib(bytes), budget_mib: mib(budget) }),
-            _ => Ok(()),
-        }
+        self.pools.peak_buffer_bytes.fetch_max(self.memory().buffer_bytes(), Ordering::Relaxed);
     }
 
     /// Before allocating `bytes`: within the budget, after dropping idle pooled buffers if need
     /// be; otherwise the overrun is noted and the surrounding `scoped` call fails with it.
     pub(super) fn reserve(&self, what: &str, bytes: u64) {
-        if let Err(e) = self.try_reserve(what, bytes) {
-            if let Ok(mut first) = self.memory.over_budget.lock() {
+        if let Err(e) = self.memory().try_reserve(what, bytes) {
+            if let Ok(mut first) = self.pools.over_budget.lock() {
                 first.get_or_insert((std::thread::current().id(), e));
             }
         }
-    }
-
-    /// Whether `bytes` more fit the memory budget (after dropping idle pooled buffers if need
-    /// be); an error naming the budget if not. For allocations made outside `scoped` calls.
-    pub fn try_reserve(&self, what: &str, bytes: u64) -> Result<()> {
-        let Some(budget) = self.memory.memory_budget else { return Ok(()) };
-        if self.buffer_bytes() + bytes <= budget {
-            return Ok(());
-        }
-        self.trim_pools();
-        let now = self.buffer_bytes();
-        if now + bytes > budget {
-            return Err(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
-        }
-        Ok(())
     }
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).
@@ -186,7 +109,7 @@ impl GpuContext {
         };
         // Idle pooled buffers are given back when the device runs out of memory, and the
         // allocation tried once more (a second failure reaches the caller's `scoped`).
-        let pooled = self.memory.device_pool.bytes() + self.memory.upload_pool.bytes() + self.memory.readback_pool.bytes();
+        let pooled = self.pools.device_pool.bytes() + self.pools.upload_pool.bytes() + self.pools.readback_pool.bytes();
         let buffer = if pooled > 0 {
             let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
             let buffer = create();
@@ -195,7 +118,7 @@ impl GpuContext {
                 Some(e) => {
                     tracing::debug!(label, pooled_mib = mib(pooled), "out of GPU memory with buffers pooled ({e}); freeing the pools and trying again");
                     drop(buffer);
-                    self.trim_pools();
+                    self.memory().trim_pools();
                     create()
                 }
             }
@@ -215,7 +138,7 @@ impl GpuContext {
         if let Some(buffer) = self.take_deferred(bytes) {
             return buffer;
         }
-        if let Some(buffer) = self.memory.device_pool.take(bytes) {
+        if let Some(buffer) = self.pools.device_pool.take(bytes) {
             return buffer;
         }
         self.storage(label, words)
@@ -225,13 +148,13 @@ impl GpuContext {
     /// recorded, unsubmitted work still uses, since a write lands before the next submission.
     pub fn pooled_for_upload(&self, label: &str, words: usize) -> wgpu::Buffer {
         let bytes = (words.max(1) * 4) as u64;
-        self.memory.device_pool.take(bytes).unwrap_or_else(|| self.storage(label, words))
+        self.pools.device_pool.take(bytes).unwrap_or_else(|| self.storage(label, words))
     }
 
     /// A buffer of `bytes` this thread handed back with `recycle_after_submit`, if any.
     pub(super) fn take_deferred(&self, bytes: u64) -> Option<wgpu::Buffer> {
         let me = std::thread::current().id();
-        let mut deferred = self.memory.deferred.lock().expect("deferred buffers poisoned");
+        let mut deferred = self.pools.deferred.lock().expect("deferred buffers poisoned");
         let at = deferred.iter().position(|(thread, b)| *thread == me && b.size() == bytes)?;
         Some(deferred.swap_remove(at).1)
     }
@@ -240,7 +163,7 @@ impl GpuContext {
     /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size). Only for a
     /// buffer whose uses are all submitted; see [`recycle_after_submit`](Self::recycle_after_submit).
     pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
-        self.memory.device_pool.give(buffer);
+        self.pools.device_pool.give(buffer);
     }
 
     /// Hands back a buffer that work recorded on this thread but not yet submitted still uses:
@@ -250,14 +173,14 @@ impl GpuContext {
     /// be the one carrying that work. Given straight to the pool, another thread sharing the
     /// context could take it and submit writes to it before that work is submitted.
     pub fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
-        self.memory.deferred.lock().expect("deferred buffers poisoned").push((std::thread::current().id(), buffer));
+        self.pools.deferred.lock().expect("deferred buffers poisoned").push((std::thread::current().id(), buffer));
     }
 
     /// Gives the pool what this thread handed back before its submission just made.
     pub(super) fn release_deferred(&self) {
         let me = std::thread::current().id();
         let mine: Vec<wgpu::Buffer> = {
-            let mut deferred = self.memory.deferred.lock().expect("deferred buffers poisoned");
+            let mut deferred = self.pools.deferred.lock().expect("deferred buffers poisoned");
             if deferred.is_empty() {
                 return;
             }
@@ -266,7 +189,95 @@ impl GpuContext {
             mine.into_iter().map(|(_, b)| b).collect()
         };
         for buffer in mine {
-            self.memory.device_pool.give(buffer);
+            self.pools.device_pool.give(buffer);
         }
+    }
+}
+
+/// A context's buffer memory: what the device holds now and at its peak, the pools of idle
+/// buffers and the budget ([`GpuContext::memory`]).
+pub struct GpuMemory<'a>(&'a GpuContext);
+
+impl GpuMemory<'_> {
+    /// Buffer memory the device has allocated now (wgpu's counter; 0 where the backend does
+    /// not count). Includes the pools' retained buffers.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.0.device.get_internal_counters().hal.buffer_memory.read().max(0) as u64
+    }
+
+    /// The highest [`buffer_bytes`](Self::buffer_bytes) seen since the context was made or the
+    /// last reset. Sampled after every buffer this context creates and at every submission;
+    /// wgpu frees a dropped buffer only once the GPU is done with it, so this is an upper bound
+    /// on what the work needed at once. `None` where the backend keeps no count.
+    pub fn peak_buffer_bytes(&self) -> Option<u64> {
+        self.0.sample_buffer_bytes();
+        Some(self.0.pools.peak_buffer_bytes.load(Ordering::Relaxed)).filter(|&b| b > 0)
+    }
+
+    /// Starts a new high-water mark from what is allocated now.
+    pub fn reset_peak_buffer_bytes(&self) {
+        self.0.pools.peak_buffer_bytes.store(self.0.memory().buffer_bytes(), Ordering::Relaxed);
+    }
+
+    /// Caps the idle device buffers kept for reuse at `bytes`, and the idle staging buffers of
+    /// each direction likewise (dropping what a pool holds if it holds more). 0 makes the memory high-water mark the work's own live set; reuse across
+    /// proofs is what the pool buys (see `GpuOptions::pool_mib`).
+    pub fn set_pool_budget(&self, bytes: u64) {
+        self.0.pools.device_pool.set_max_bytes(bytes);
+        self.0.pools.upload_pool.set_max_bytes(bytes);
+        self.0.pools.readback_pool.set_max_bytes(bytes);
+    }
+
+    /// The most bytes of idle device buffers kept (see [`set_pool_budget`](Self::set_pool_budget);
+    /// each staging direction keeps at most this much too, and at most 4 GiB).
+    pub fn pool_budget(&self) -> u64 {
+        self.0.pools.device_pool.max_bytes()
+    }
+
+    /// Bytes of the recycled device and staging buffers the pools hold (allocated, idle).
+    pub fn pooled_bytes(&self) -> u64 {
+        self.0.pools.device_pool.bytes() + self.0.pools.upload_pool.bytes() + self.0.pools.readback_pool.bytes()
+    }
+
+    /// Drops the recycled device and staging buffers the pools hold (before a workload of other
+    /// sizes, or to measure one workload's own high-water mark).
+    pub fn trim_pools(&self) {
+        // Deferred buffers too (work still recorded with one keeps it alive in wgpu): a thread
+        // that failed before submitting, or ended, would otherwise hold them for good.
+        self.0.pools.deferred.lock().expect("deferred buffers poisoned").clear();
+        self.0.pools.device_pool.clear();
+        self.0.pools.upload_pool.clear();
+        self.0.pools.readback_pool.clear();
+        // Dropped buffers are freed once wgpu sees the GPU is done with them.
+        let _ = self.0.device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
+    /// The memory budget in bytes, if one is set.
+    pub fn budget(&self) -> Option<u64> {
+        self.0.pools.memory_budget
+    }
+
+    /// Fails with [`GpuError::OverBudget`] when `bytes` of GPU memory for `what` would not fit
+    /// the budget: for callers that know their need before starting.
+    pub fn check(&self, what: &str, bytes: u64) -> Result<()> {
+        match self.0.pools.memory_budget {
+            Some(budget) if bytes > budget => Err(GpuError::OverBudget { what: what.into(), needed_mib: mib(bytes), budget_mib: mib(budget) }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `bytes` more fit the memory budget (after dropping idle pooled buffers if need
+    /// be); an error naming the budget if not. For allocations made outside `scoped` calls.
+    pub fn try_reserve(&self, what: &str, bytes: u64) -> Result<()> {
+        let Some(budget) = self.0.pools.memory_budget else { return Ok(()) };
+        if self.0.memory().buffer_bytes() + bytes <= budget {
+            return Ok(());
+        }
+        self.0.memory().trim_pools();
+        let now = self.0.memory().buffer_bytes();
+        if now + bytes > budget {
+            return Err(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
+        }
+        Ok(())
     }
 }

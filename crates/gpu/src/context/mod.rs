@@ -17,6 +17,8 @@ mod transfers;
 
 pub use adapter::{list_adapters, AdapterSummary};
 pub use batch::{Batch, InFlight, ReadSlot, Readback};
+pub use memory::GpuMemory;
+pub use profile::GpuProfiler;
 pub use pipelines::Dispatch;
 pub use profile::{ProfileLabelGuard, ProfileSpan};
 pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
@@ -66,9 +68,9 @@ pub struct GpuContext {
     /// for [`GpuContext::take_uncaptured_error`].
     uncaptured: Arc<Mutex<Option<String>>>,
     pipelines: Pipelines,
-    memory: Memory,
+    pools: Pools,
     traffic: Traffic,
-    profiler: Profiler,
+    profile_state: Profiler,
     faults: FaultInjection,
 }
 
@@ -161,13 +163,13 @@ impl GpuContext {
             spin,
             uncaptured,
             pipelines: Pipelines::default(),
-            memory: Memory::new(pool_budget, memory_budget),
+            pools: Pools::new(pool_budget, memory_budget),
             traffic: Traffic {
                 counters: TransferCounters::default(),
                 transfer_chunk: AtomicU64::new(TRANSFER_CHUNK_BYTES),
                 early_submits: AtomicBool::new(options.tuning.early_submits),
             },
-            profiler: Profiler::default(),
+            profile_state: Profiler::default(),
             faults: FaultInjection::default(),
         })
     }
@@ -228,7 +230,7 @@ impl GpuContext {
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         let here = std::thread::current().id();
-        if let Some((_, e)) = self.memory.over_budget.lock().ok().and_then(|mut g| g.take_if(|(t, _)| *t == here)) {
+        if let Some((_, e)) = self.pools.over_budget.lock().ok().and_then(|mut g| g.take_if(|(t, _)| *t == here)) {
             return Err(e);
         }
         if let Some(e) = o {

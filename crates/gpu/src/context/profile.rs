@@ -21,7 +21,7 @@ pub struct ProfileLabelGuard<'a> {
 
 impl Drop for ProfileLabelGuard<'_> {
     fn drop(&mut self) {
-        if let (Some(previous), Ok(mut guard)) = (self.previous.take(), self.ctx.profiler.current.lock()) {
+        if let (Some(previous), Ok(mut guard)) = (self.previous.take(), self.ctx.profile_state.current.lock()) {
             if let Some(p) = guard.as_mut() {
                 p.label = previous;
             }
@@ -40,7 +40,7 @@ pub struct ProfileSpan {
     pub gpu: std::time::Duration,
     pub submissions: u32,
 }
-/// The submission profile while one runs ([`GpuContext::begin_profile`]).
+/// The submission profile while one runs ([`GpuProfiler::begin`]).
 #[derive(Default)]
 pub(super) struct Profiler {
     /// GPU timestamps around each submission while a profile runs.
@@ -48,25 +48,37 @@ pub(super) struct Profiler {
 }
 
 impl GpuContext {
+    /// The context's profiler: GPU time per labelled submission.
+    pub fn profiler(&self) -> GpuProfiler<'_> {
+        GpuProfiler(self)
+    }
+
+
+}
+
+/// GPU timestamps around a context's submissions, by label ([`GpuContext::profiler`]).
+pub struct GpuProfiler<'a>(&'a GpuContext);
+
+impl<'a> GpuProfiler<'a> {
     /// Starts timing every submission on the GPU (adapters with timestamp queries inside
     /// encoders; returns false elsewhere). Each submission is tagged with the label last given
-    /// to [`profile_label`](Self::profile_label).
-    pub fn begin_profile(&self) -> bool {
-        if !self.can_profile() {
+    /// to [`label`](Self::label).
+    pub fn begin(&self) -> bool {
+        if !self.0.profiler().available() {
             return false;
         }
-        *self.profiler.current.lock().expect("profile poisoned") = Some(SubmissionProfile { sets: Vec::new(), labels: Vec::new(), label: Arc::from("") });
+        *self.0.profile_state.current.lock().expect("profile poisoned") = Some(SubmissionProfile { sets: Vec::new(), labels: Vec::new(), label: Arc::from("") });
         true
     }
 
-    /// Whether [`begin_profile`](Self::begin_profile) can time submissions here.
-    pub fn can_profile(&self) -> bool {
-        self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+    /// Whether [`begin`](Self::begin) can time submissions here.
+    pub fn available(&self) -> bool {
+        self.0.device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
     }
 
     /// The label the next submissions are profiled under.
-    pub fn profile_label(&self, label: &str) {
-        if let Some(p) = self.profiler.current.lock().expect("profile poisoned").as_mut() {
+    pub fn label(&self, label: &str) {
+        if let Some(p) = self.0.profile_state.current.lock().expect("profile poisoned").as_mut() {
             if &*p.label != label {
                 p.label = Arc::from(label);
             }
@@ -75,39 +87,39 @@ impl GpuContext {
 
     /// Profiles the submissions made while the guard lives under "<label>/<sub>" (e.g. a
     /// grinder's inside whatever step asked for it), then restores the label.
-    pub fn profile_sublabel(&self, sub: &str) -> ProfileLabelGuard<'_> {
-        let mut guard = self.profiler.current.lock().expect("profile poisoned");
+    pub fn sublabel(&self, sub: &str) -> ProfileLabelGuard<'a> {
+        let mut guard = self.0.profile_state.current.lock().expect("profile poisoned");
         let previous = guard.as_mut().map(|p| {
             let previous = p.label.clone();
             p.label = Arc::from(format!("{previous}/{sub}"));
             previous
         });
-        ProfileLabelGuard { ctx: self, previous }
+        ProfileLabelGuard { ctx: self.0, previous }
     }
 
     /// Ends the profile: GPU time per label, in order of first use (`None` if none ran).
-    pub fn end_profile(&self) -> Result<Option<Vec<ProfileSpan>>> {
-        let Some(profile) = self.profiler.current.lock().expect("profile poisoned").take() else {
+    pub fn end(&self) -> Result<Option<Vec<ProfileSpan>>> {
+        let Some(profile) = self.0.profile_state.current.lock().expect("profile poisoned").take() else {
             return Ok(None);
         };
         let n = profile.labels.len();
         if n == 0 {
             return Ok(Some(Vec::new()));
         }
-        let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+        let resolve = self.0.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("profile timestamps"),
             size: 16 * n as u64,
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let mut encoder = self.encoder("resolve profile");
+        let mut encoder = self.0.encoder("resolve profile");
         for (i, set) in profile.sets.iter().enumerate() {
             let first = i * PROFILE_SET_SUBMISSIONS as usize;
             let count = (n - first).min(PROFILE_SET_SUBMISSIONS as usize) as u32;
             encoder.resolve_query_set(set, 0..2 * count, &resolve, 16 * first as u64);
         }
-        let words = self.submit_and_read(encoder, &resolve, 4 * n)?;
-        let period = self.queue.get_timestamp_period() as f64;
+        let words = self.0.submit_and_read(encoder, &resolve, 4 * n)?;
+        let period = self.0.queue.get_timestamp_period() as f64;
         let mut spans: Vec<ProfileSpan> = Vec::new();
         for (i, label) in profile.labels.iter().enumerate() {
             let tick = |k: usize| words[k] as u64 | ((words[k + 1] as u64) << 32);

@@ -129,7 +129,7 @@ impl GpuContext {
     pub(super) fn queue_submit(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
         self.count_submission();
         self.sample_buffer_bytes();
-        let mut guard = self.profiler.current.lock().expect("profile poisoned");
+        let mut guard = self.profile_state.current.lock().expect("profile poisoned");
         let started = std::time::Instant::now();
         let Some(profile) = guard.as_mut() else {
             drop(guard);
@@ -373,7 +373,7 @@ impl GpuContext {
                 let slot = i % CHUNKS_IN_FLIGHT;
                 let (tx, rx) = std::sync::mpsc::channel();
                 if slot == ring.len() {
-                    let (buffer, pooled) = self.memory.upload_pool.take(&self.device, chunk.min(total) as u64);
+                    let (buffer, pooled) = self.pools.upload_pool.take(&self.device, chunk.min(total) as u64);
                     ring.push((buffer, None));
                     if pooled {
                         // A pooled buffer comes back unmapped (its last copy may still run).
@@ -414,7 +414,7 @@ impl GpuContext {
         // After an error a buffer may still be mapped or in use: not kept.
         if result.is_ok() {
             for (buffer, _) in ring {
-                self.memory.upload_pool.give(buffer);
+                self.pools.upload_pool.give(buffer);
             }
         }
         tracing::debug!(
@@ -578,7 +578,7 @@ impl GpuContext {
         };
         let result = (|| {
             for i in 0..ranges.len().min(CHUNKS_IN_FLIGHT) {
-                ring.push(self.memory.readback_pool.take(&self.device, chunk).0);
+                ring.push(self.pools.readback_pool.take(&self.device, chunk).0);
                 let (index, rx) = issue(i, &ring[i]);
                 pending.push_back((i, index, rx));
             }
@@ -604,7 +604,7 @@ impl GpuContext {
         })();
         if result.is_ok() {
             for buffer in ring {
-                self.memory.readback_pool.give(buffer);
+                self.pools.readback_pool.give(buffer);
             }
         }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
@@ -661,7 +661,7 @@ impl GpuContext {
     /// Copies `bytes` (> 0, one staging chunk at most) of `src` into pooled staging, submits,
     /// and requests the map.
     pub(super) fn start_read(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, bytes: u64, words: usize) -> Result<PendingRead> {
-        let (staging, _) = self.memory.readback_pool.take(&self.device, bytes);
+        let (staging, _) = self.pools.readback_pool.take(&self.device, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         // Recording errors surface at `finish`: catch them here, on this thread's scopes.
         self.scoped("submit and read back", || {
@@ -707,7 +707,7 @@ impl GpuContext {
             transfer::par_read(bytemuck::cast_slice_mut(&mut out), &view);
         }
         staging.unmap();
-        self.memory.readback_pool.give(staging);
+        self.pools.readback_pool.give(staging);
         Ok(out)
     }
 
