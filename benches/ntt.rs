@@ -22,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::wgpu;
-use whir_wgpu::gpu::{GpuContext, GpuDft, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSpec};
+use whir_wgpu::gpu::{GpuContext, GpuDft, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
 
 fn list(name: &str) -> Option<Vec<usize>> {
     std::env::var(name).ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
@@ -113,13 +113,13 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
             let src = ctx.upload("bench input", as_words(&values));
             let spec = NttSpec::forward(log_n, w);
             let Some(full) = time_kernels(ctx, |enc, t| {
-                ntt.recycle(ntt.record_timed(enc, &src, &spec, Some(t)).expect("record"));
+                ntt.recycle(ntt.record_with(enc, NttSource::TwoBuffers(&src), &spec, Some(t)).expect("record"));
             }) else {
                 println!("(adapter has no TIMESTAMP_QUERY: no kernel profile)");
                 return;
             };
             let mem = time_kernels(ctx, |enc, t| {
-                memory_only.recycle(memory_only.record_timed(enc, &src, &spec, Some(t)).expect("record"));
+                memory_only.recycle(memory_only.record_with(enc, NttSource::TwoBuffers(&src), &spec, Some(t)).expect("record"));
             })
             .expect("timer");
             let dst = ctx.storage("copy dst", words);
@@ -155,7 +155,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
         let src = ctx.upload("bench message", as_words(&values));
         let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::forward(log_n, w) };
         let full = time_kernels(ctx, |enc, t| {
-            ntt.recycle(ntt.record_in_place_timed(enc, &src, &spec, t).expect("record"));
+            ntt.recycle(ntt.record_with(enc, NttSource::OneBuffer(&src), &spec, Some(t)).expect("record"));
         })
         .expect("timer");
         let words = (1usize << log_n) * w;

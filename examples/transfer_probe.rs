@@ -13,7 +13,7 @@ use p3_matrix::Matrix;
 use whir_wgpu::gpu::transfer::write_matrix_row;
 use whir_wgpu::gpu::wgpu;
 use whir_wgpu::gpu::wgpu::util::DeviceExt;
-use whir_wgpu::gpu::GpuContext;
+use whir_wgpu::gpu::{GpuContext, NttSource};
 
 type EF = BinomialExtensionField<BabyBear, 4>;
 
@@ -145,9 +145,9 @@ fn main() {
                     let t = Instant::now();
                     let mut enc = nctx.encoder("probe timed ntt");
                     let out = if in_place {
-                        ntt.record_consuming_timed(&mut enc, buf.clone(), &spec, &mut timer).expect("record")
+                        ntt.record_with(&mut enc, NttSource::GivenUp(buf.clone()), &spec, Some(&mut timer)).expect("record")
                     } else {
-                        ntt.record_timed(&mut enc, &buf, &spec, Some(&mut timer)).expect("record")
+                        ntt.record_with(&mut enc, NttSource::TwoBuffers(&buf), &spec, Some(&mut timer)).expect("record")
                     };
                     let kernels = timer.finish(&nctx, enc).expect("timestamps");
                     let wall = ms(t);

@@ -14,7 +14,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuDft, GpuEncoder, GpuNtt};
+use whir_wgpu::gpu::{GpuDft, GpuEncoder, GpuNtt, NttSource};
 
 type Ext = BinomialExtensionField<BabyBear, 4>;
 
@@ -297,8 +297,8 @@ fn in_place_transforms_match_the_two_buffer_ones() {
                         let mut encoder = ctx.encoder("ntt");
                         let out = match how {
                             0 => ntt.record(&mut encoder, &src, &spec),
-                            1 => ntt.record_in_place(&mut encoder, &src, &spec),
-                            _ => ntt.record_consuming(&mut encoder, src.clone(), &spec),
+                            1 => ntt.record_with(&mut encoder, NttSource::OneBuffer(&src), &spec, None),
+                            _ => ntt.record_with(&mut encoder, NttSource::GivenUp(src.clone()), &spec, None),
                         }
                         .unwrap();
                         from_words(ctx.submit_and_read(encoder, &out, w << log_n).unwrap()).unwrap()

@@ -13,7 +13,7 @@ use crate::error::{GpuError, Result};
 use crate::field::as_words;
 use crate::field::matrix_bytes;
 use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec, DIGEST_ELEMS};
-use crate::ntt::{GpuNtt, NttSpec};
+use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::shaders::Kernel;
 use crate::sumcheck::{GpuSumcheck, SpongeScript, SpongeScriptValues};
 
@@ -246,7 +246,7 @@ impl GpuCodewords {
         // and the openings read them through that order.
         let spec = NttSpec { bit_reversed_output: spec.log_n > 0, ..spec };
         let order = if spec.bit_reversed_output { RowOrder::BitReversed } else { RowOrder::Natural };
-        let codeword = self.ntt.record_in_place(batch.encoder(), message, &spec)?;
+        let codeword = self.ntt.record_with(batch.encoder(), NttSource::OneBuffer(message), &spec, None)?;
         // From here the record owns the codeword: it goes back to the pool on any error.
         let mut recorded = RecordedCodeword { codeword: Some(codeword), tree: None, built: None, ntt: self.ntt.clone() };
         // The encoding goes to the GPU at once and runs while the tree is recorded.
@@ -359,7 +359,7 @@ impl GpuCodewords {
                 let block_message = ctx.pooled_storage("codeword block message", rows * cols);
                 let take = BlockParams { rows: rows as u32, cols: cols as u32, src_width: width as u32, src_row: 0, src_col: (b * cols) as u32, dst_width: cols as u32, dst_col: 0, _pad: 0 };
                 ctx.record_dispatches(&mut encoder, "column block", &[copy(take, message, &block_message)]);
-                let block = self.ntt.record_in_place(&mut encoder, &block_message, &spec);
+                let block = self.ntt.record_with(&mut encoder, NttSource::OneBuffer(&block_message), &spec, None);
                 // Reuse of either buffer is recorded after the work reading it (in order).
                 ctx.recycle_storage(block_message);
                 let block = block?;

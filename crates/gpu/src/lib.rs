@@ -44,7 +44,7 @@ pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProf
 pub use context::{list_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, GpuProfiler, HostCosts, InFlight, ProfileLabelGuard, ProfileSpan, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
-pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSpec, ResultHooks};
+pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSource, NttSpec, ResultHooks};
 pub use grind::{cpu_grind, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, GrindState};
 pub use merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec};
 pub use mmcs::{GpuMmcs, GpuProverData};

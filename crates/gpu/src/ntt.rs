@@ -223,7 +223,7 @@ fn bit_reverse_tile_log(log_n: u32, width: usize) -> u32 {
     k
 }
 
-/// How the transform's work buffers are laid out (see `GpuNtt::record_in_place`).
+/// How the transform's work buffers are laid out (see [`NttSource`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Layout {
     TwoBuffers,
@@ -312,6 +312,20 @@ fn bit_reverse_tile_log_in_place(log_n: u32, width: usize) -> u32 {
         k -= 1;
     }
     k
+}
+
+/// Where an NTT reads its input and works ([`GpuNtt::record_with`]).
+pub enum NttSource<'a> {
+    /// `src` is left as it is; the passes ping-pong between two work buffers.
+    TwoBuffers(&'a wgpu::Buffer),
+    /// `src` is left as it is; one buffer of the result's size: the first pass reads `src` into
+    /// it, every later pass and the bit reversal work in place (for encoders, whose two work
+    /// buffers are the largest allocation of a commit).
+    OneBuffer(&'a wgpu::Buffer),
+    /// `src` is given up: when it holds exactly the transform's full input (every row, the
+    /// result's size), the whole transform runs in it; else as `OneBuffer`. Do not use or
+    /// recycle it afterwards: it is the result, or it is dropped.
+    GivenUp(wgpu::Buffer),
 }
 
 /// GPU NTTs on one context. Twiddle tables are built once per size and direction and stay on
@@ -443,48 +457,19 @@ impl GpuNtt {
     /// Records the transform of `src` (spec.valid_rows x spec.width words, row-major) into
     /// `encoder` and returns the buffer that will hold the 2^log_n x width result in natural
     /// row order. Nothing is submitted; chain further kernels on the result before submitting.
-    pub fn record(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        spec: &NttSpec,
-    ) -> Result<wgpu::Buffer> {
-        self.record_timed(encoder, src, spec, None)
+    /// (In two work buffers, `src` left as it is; [`record_with`](Self::record_with) chooses.)
+    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
+        self.record_with(encoder, NttSource::TwoBuffers(src), spec, None)
     }
 
-    /// [`record`](Self::record) in one buffer of the result's size instead of two: the first
-    /// pass reads `src` into it, every later pass and the bit reversal work in place. For
-    /// encoders, whose two work buffers are the largest allocation of a commit.
-    pub fn record_in_place(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, src, spec, None, Layout::OneBuffer { reuse_src: false, chunk_rows: None })
-    }
-
-    /// [`record_in_place`](Self::record_in_place) with a GPU timestamp pair around each kernel.
-    pub fn record_in_place_timed(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec, timer: &mut KernelTimer) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, src, spec, Some(timer), Layout::OneBuffer { reuse_src: false, chunk_rows: None })
-    }
-
-    /// [`record_consuming`](Self::record_consuming) with a GPU timestamp pair around each kernel.
-    pub fn record_consuming_timed(&self, encoder: &mut wgpu::CommandEncoder, src: wgpu::Buffer, spec: &NttSpec, timer: &mut KernelTimer) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, &src, spec, Some(timer), Layout::OneBuffer { reuse_src: true, chunk_rows: None })
-    }
-
-    /// [`record_in_place`](Self::record_in_place) of a `src` the caller gives up: when it holds
-    /// exactly the transform's full input (every row, the result's size), the whole transform
-    /// runs in it. Neither use nor recycle `src` afterwards: it is the result, or it is dropped.
-    pub fn record_consuming(&self, encoder: &mut wgpu::CommandEncoder, src: wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, &src, spec, None, Layout::OneBuffer { reuse_src: true, chunk_rows: None })
-    }
-
-    /// [`record`](Self::record), with a GPU timestamp pair around each kernel when `timer` is given.
-    pub fn record_timed(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        spec: &NttSpec,
-        timer: Option<&mut KernelTimer>,
-    ) -> Result<wgpu::Buffer> {
-        self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers)
+    /// [`record`](Self::record) with the buffers `source` chooses, and a GPU timestamp pair
+    /// around each kernel when `timer` is given.
+    pub fn record_with(&self, encoder: &mut wgpu::CommandEncoder, source: NttSource<'_>, spec: &NttSpec, timer: Option<&mut KernelTimer>) -> Result<wgpu::Buffer> {
+        match source {
+            NttSource::TwoBuffers(src) => self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers),
+            NttSource::OneBuffer(src) => self.record_inner(encoder, src, spec, timer, Layout::OneBuffer { reuse_src: false, chunk_rows: None }),
+            NttSource::GivenUp(src) => self.record_inner(encoder, &src, spec, timer, Layout::OneBuffer { reuse_src: true, chunk_rows: None }),
+        }
     }
 
     fn record_inner(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec, timer: Option<&mut KernelTimer>, layout: Layout) -> Result<wgpu::Buffer> {

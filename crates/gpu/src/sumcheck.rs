@@ -13,7 +13,7 @@ use crate::challenger::GrindAhead;
 use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::merkle::DIGEST_ELEMS;
 use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, RATE, WIDTH};
-use crate::ntt::{GpuNtt, NttSpec};
+use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
 use crate::field::{ext4_as_words, from_words};
@@ -1441,7 +1441,7 @@ impl GpuSumcheck {
             let scatter = WeightParams { size: 1 << log_domain, vars: 0, count: sums.len() as u32, groups: sums.len().div_ceil(THREADS) as u32, offset: 0, total: 1 << log_domain, _pad: [0; 2] };
             let recorded = self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums_buf, scatter, (&table, 0, None));
             // The table is the transform's to reuse as work space (and to recycle).
-            let transformed = recorded.and_then(|()| self.ntt.record_consuming(&mut encoder, table, &NttSpec::forward(log_domain, 4)));
+            let transformed = recorded.and_then(|()| self.ntt.record_with(&mut encoder, NttSource::GivenUp(table), &NttSpec::forward(log_domain, 4), None));
             let submitted = transformed.and_then(|transformed| {
                 let segment = self.w.segment_len();
                 let recorded = (0..self.segments()).try_for_each(|j| {
