@@ -20,7 +20,7 @@ use crate::grind::{cpu_grind, GpuGrinder, GrindOffer, GrindState, RATE, WIDTH};
 type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
 
 /// Below this many bits `grind` searches on the CPU (a GPU submission costs more than the
-/// search). Measured on the H200 with its 16-core host (BENCHMARKS.md, `cargo bench --bench
+/// search). Measured on the H200 with its 16-core host (docs/benchmarks-history.md, `cargo bench --bench
 /// grind`, 2026-11-30): at 12 bits our CPU grinder took 0.109 ms against the GPU's 0.130 ms, at
 /// 14 bits the GPU won, 0.166 against 0.260 ms (13 bits not measured).
 pub const DEFAULT_GPU_MIN_BITS: usize = 14;

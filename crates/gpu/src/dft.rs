@@ -21,13 +21,13 @@ use crate::error::{GpuError, Result};
 use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec, ResultHooks};
 
 /// Below this many field elements a one-column transform runs on the CPU by default: the GPU's
-/// fixed cost (upload, submit, wait, readback) dominates there. Measured; see BENCHMARKS.md.
+/// fixed cost (upload, submit, wait, readback) dominates there. Measured; see docs/benchmarks-history.md.
 pub const DEFAULT_CPU_THRESHOLD: usize = 1 << 14;
 
 /// Output elements from which the GPU's host-to-host transform beats Plonky3's on all cores,
 /// by width: Plonky3's DFT parallelises over columns, so the wider the matrix the larger the
 /// transform must be before the GPU's transfers pay off. Measured on the H200 with its 16-core
-/// host (BENCHMARKS.md, "CPU threshold"): one column from 2^14 elements (4x-9x Plonky3 from 2^20
+/// host (docs/benchmarks-history.md, "CPU threshold"): one column from 2^14 elements (4x-9x Plonky3 from 2^20
 /// rows), 16 columns from 2^25 (at 2^20 rows the GPU took 7.4-9.3 ms against 7.2-7.7; 1.3x at
 /// 2^22 and 2^24 rows), 2633 columns at 2^15 rows well past it; widths between 1 and 16 are
 /// interpolated (2^14 · width^2.75).

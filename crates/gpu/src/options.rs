@@ -128,7 +128,7 @@ pub struct GpuOptions {
 }
 
 /// Choices that stay tunable so they can be measured on other hardware (each default is the
-/// best measured on the H200; BENCHMARKS.md). None of them changes a result, only its cost.
+/// best measured on the H200; docs/benchmarks-history.md). None of them changes a result, only its cost.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuTuning {
     /// Tree levels the Merkle leaf kernel builds with the leaves (0-6); `None`: chosen per tree.

@@ -1,6 +1,6 @@
 //! Host <-> GPU transfers that run at memory speed.
 //!
-//! Measured on the H200 host (`examples/transfer_probe.rs`, BENCHMARKS.md): for 256 MiB,
+//! Measured on the H200 host (`examples/transfer_probe.rs`, docs/benchmarks-history.md): for 256 MiB,
 //! `create_buffer_init` took ~100 ms and `queue.write_buffer` ~65 ms (a fresh staging allocation
 //! every call), a single-threaded copy out of a mapped readback buffer into a fresh `Vec` ~210 ms
 //! (page faults on one core), while the copies themselves (DMA) took 1-6 ms. So uploads go

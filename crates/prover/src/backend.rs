@@ -152,7 +152,7 @@ pub enum GpuMode {
 /// GPU memory a resident proof of `params` holds at its peak (live buffers, idle pools not
 /// counted): the first codeword's bytes times a factor by fold, from the peaks measured on the
 /// H200, rounded up, plus 16 MiB of tables and small buffers. From n = 24 to 26 (lazy first
-/// weights, trimmed narrow trees; BENCHMARKS.md, "Memory-lean resident proofs": 7.8x at fold 1,
+/// weights, trimmed narrow trees; docs/benchmarks-history.md, "Memory-lean resident proofs": 7.8x at fold 1,
 /// 5.2-6.0x at fold 2, 3.9x at fold 4, rate 1); elsewhere the earlier peaks (14x, 10x, 6.1x at
 /// n = 24 before; split codewords from n = 27 keep whole trees).
 /// `tuning` is the context's and `driver` the driver's: the lean figures hold with their

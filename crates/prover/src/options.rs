@@ -6,7 +6,7 @@ use whir_gpu::env_switch;
 use crate::error::ProverError;
 
 /// How the driver plays the transcript. Neither choice changes a proof byte; both default on
-/// (measured on the H200: BENCHMARKS.md), and turning one off measures what it saves.
+/// (measured on the H200: docs/benchmarks-history.md), and turning one off measures what it saves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DriverOptions {
     /// Batches of sumcheck rounds run where the tables are, transcript included, with one wait
