@@ -13,7 +13,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
-use whir_wgpu::gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 use whir_wgpu::gpu::{GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants};
 
 fn shapes() -> Vec<(usize, usize)> {

@@ -130,7 +130,7 @@ fn recording_errors_outside_scoped_calls_are_returned() {
 fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
     use p3_commit::Mmcs;
     use p3_matrix::dense::RowMajorMatrix;
-    use whir_wgpu::gpu::mmcs::{CpuMmcs, LeafHash, NodeCompress};
+    use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
     use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, GpuProverData, Poseidon2Constants};
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {

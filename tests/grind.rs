@@ -11,7 +11,7 @@ use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, Grin
 use p3_field::{PrimeCharacteristicRing, PrimeField32};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::grind::pow_mask;
+use whir_wgpu::gpu::pow_mask;
 use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
 
 type Stock = DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>;

@@ -237,7 +237,7 @@ mod mmcs {
                         // Only a cap Plonky3 cannot hold either (non-power-of-two layers).
                         let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch))).expect_err("Plonky3 refuses it too");
                         assert_eq!(Some(&e.to_string()), theirs.downcast_ref::<String>(), "{what}");
-                        assert!(matches!(e, whir_wgpu::gpu::mmcs::BatchError::CapRoots { .. }), "{what}: {e}");
+                        assert!(matches!(e, whir_wgpu::gpu::BatchError::CapRoots { .. }), "{what}: {e}");
                         continue;
                     }
                 };
@@ -325,7 +325,7 @@ mod mmcs {
             let ours_panic = ours_panic.downcast_ref::<String>().cloned().or_else(|| ours_panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
             assert_eq!(ours_panic, theirs, "{what}: panic message");
             match ours {
-                whir_wgpu::gpu::mmcs::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => assert_eq!(theirs, "all matrices have height 0", "{what}"),
+                whir_wgpu::gpu::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => assert_eq!(theirs, "all matrices have height 0", "{what}"),
                 e => assert_eq!(e.to_string(), theirs, "{what}"),
             }
         }

@@ -196,7 +196,7 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
 fn chained_rounds_match_the_twin_and_the_host_transcript() {
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
     use p3_field::PrimeField32;
-    use whir_wgpu::gpu::grind::{cpu_grind, GrindState};
+    use whir_wgpu::gpu::{cpu_grind, GrindState};
     use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
@@ -399,7 +399,7 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
 fn round_heads_match_the_host_transcript() {
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger};
     use p3_field::PrimeField32;
-    use whir_wgpu::gpu::grind::{cpu_grind, GrindState};
+    use whir_wgpu::gpu::{cpu_grind, GrindState};
     use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, SpongeScript, LimitsProfile, Poseidon2Constants, MAX_SCRIPT_SAMPLES};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();

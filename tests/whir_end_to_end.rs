@@ -18,7 +18,7 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 use p3_whir::{FoldingFactor, PcsProof, ProtocolParameters, SecurityAssumption, WhirConfig, WhirProver};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::mmcs::CpuMmcs;
+use whir_wgpu::verifier::hash::CpuMmcs;
 use whir_wgpu::gpu::{GpuChallenger, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::GpuWhirDomain;
 
@@ -65,8 +65,8 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             let config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
 
             let cpu_pcs = CpuPcs::new(config.clone(), Radix2DFTSmallBatch::default(), CpuMmcs::new(
-                whir_wgpu::gpu::mmcs::LeafHash::new(perm.clone()),
-                whir_wgpu::gpu::mmcs::NodeCompress::new(perm.clone()),
+                whir_wgpu::verifier::hash::LeafHash::new(perm.clone()),
+                whir_wgpu::verifier::hash::NodeCompress::new(perm.clone()),
                 0,
             ));
             let domain = GpuWhirDomain::new(GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0).encoder());
@@ -92,8 +92,8 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             // The stock verifier, with the stock challenger, on the deserialized GPU proof.
             let stock_config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
             let stock = StockPcs::new(stock_config, Radix2DFTSmallBatch::default(), CpuMmcs::new(
-                whir_wgpu::gpu::mmcs::LeafHash::new(perm.clone()),
-                whir_wgpu::gpu::mmcs::NodeCompress::new(perm.clone()),
+                whir_wgpu::verifier::hash::LeafHash::new(perm.clone()),
+                whir_wgpu::verifier::hash::NodeCompress::new(perm.clone()),
                 0,
             ));
             let proof: PcsProof<F, EF, CpuMmcs> = postcard::from_bytes(&gpu_bytes).unwrap();

@@ -223,7 +223,7 @@ impl GpuCodewords {
     /// `batch` (the encoding is handed to the GPU while the tree is recorded, where the tuning
     /// asks for early submits); the root is read when the batch runs
     /// ([`RecordedCodeword::finish`]). A codeword or a stored digest layer larger than one
-    /// binding is encoded and committed at once, split ([`commit_blocked`](Self::commit_blocked)).
+    /// binding is encoded and committed at once, split (`commit_blocked`).
     pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword> {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));

@@ -25,7 +25,7 @@ use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, Ro
 
 /// Plonky3's leaf hash, node compression and MMCS, which this one is identical to (defined on
 /// the verifier side, which links no GPU code).
-pub use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
+use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 type Digest = [BabyBear; DIGEST_ELEMS];
 
 /// Prover data: the GPU tree with its matrices (in commit order), or Plonky3's tree when the

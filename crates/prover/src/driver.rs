@@ -29,7 +29,7 @@ use p3_sumcheck::OpeningEvals;
 use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
-use whir_gpu::mmcs::CpuMmcs;
+use whir_verifier::hash::CpuMmcs;
 use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
 use crate::options::DriverOptions;

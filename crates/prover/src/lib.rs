@@ -40,6 +40,6 @@ mod tests {
     /// The verifier's PoW ceiling is the GPU grinder's: 2^bits stays below BabyBear's p.
     #[test]
     fn pow_ceilings_agree() {
-        assert_eq!(crate::MAX_POW_BITS, whir_gpu::grind::MAX_BITS);
+        assert_eq!(crate::MAX_POW_BITS, whir_gpu::MAX_GRIND_BITS);
     }
 }
