@@ -338,6 +338,13 @@ pub struct ChainedRound {
     pub offer: Option<GrindOffer>,
 }
 
+/// Hands a fold's old tables to `batch`: back to the pool once the fold is submitted.
+fn lend_tables(batch: &mut Batch<'_>, (f, w): (Table, Table)) {
+    for b in f.buffers.into_iter().chain(w.buffers) {
+        batch.lend(b);
+    }
+}
+
 /// The challenge a fold binds: given, or the last one a chain drew on the GPU.
 enum FoldChallenge<'a> {
     Value(Ext4),
@@ -631,7 +638,7 @@ impl GpuSumcheck {
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back (with what a
     /// grind run ahead found). `dispatches` (recorded so far, in one compute pass) end with the
     /// kernel that wrote them.
-    fn finish_reduction(&self, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4, Ext4)> {
+    fn finish_reduction(&self, mut batch: Batch<'_>, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4, Ext4)> {
         let (partials, spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
@@ -647,7 +654,6 @@ impl GpuSumcheck {
             }
             None => None,
         };
-        let mut batch = self.ctx.batch("sumcheck");
         batch.record(&dispatches);
         // The pair and what the grind found, in one readback.
         let pair = batch.read(&partials, 0, 8);
@@ -674,7 +680,7 @@ impl GpuSumcheck {
         self.ctx.scoped("sumcheck round", || {
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_round(&mut dispatches)?;
-            self.finish_reduction(dispatches, partials, groups)
+            self.finish_reduction(self.ctx.batch("sumcheck"), dispatches, partials, groups)
         })
     }
 
@@ -689,10 +695,11 @@ impl GpuSumcheck {
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
             let mut dispatches = Vec::new();
+            let mut batch = ctx.batch("sumcheck");
             let old = self.record_fold(&mut dispatches, r)?;
-            let done = self.record_round(&mut dispatches).and_then(|(partials, groups)| self.finish_reduction(dispatches, partials, groups));
-            self.recycle_tables(old);
-            done
+            lend_tables(&mut batch, old);
+            let (partials, groups) = self.record_round(&mut dispatches)?;
+            self.finish_reduction(batch, dispatches, partials, groups)
         })
     }
 
@@ -754,12 +761,11 @@ impl GpuSumcheck {
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold", || {
             let mut dispatches = Vec::new();
+            let mut batch = ctx.batch("sumcheck fold");
             let old = self.record_fold(&mut dispatches, r)?;
-            let mut encoder = ctx.encoder("sumcheck fold");
-            ctx.record_dispatches(&mut encoder, "sumcheck fold", &dispatches);
-            let submitted = ctx.submit(encoder);
-            self.recycle_tables(old);
-            submitted
+            lend_tables(&mut batch, old);
+            batch.record(&dispatches);
+            ctx.send(batch)
         })
     }
 
@@ -771,11 +777,6 @@ impl GpuSumcheck {
         self.record_fold_with(dispatches, FoldChallenge::Value(r))
     }
 
-    fn recycle_tables(&self, (f, w): (Table, Table)) {
-        for b in f.buffers.into_iter().chain(w.buffers) {
-            self.ctx.recycle_storage(b);
-        }
-    }
 
     /// [`record_fold`](Self::record_fold) at a challenge given or drawn on the GPU (a chain's);
     /// returns the old tables instead of recycling them.
@@ -1131,11 +1132,11 @@ impl GpuSumcheck {
         let tables = eq_chunk_tables(point);
         self.ctx.scoped("sumcheck eval", || {
             let chunks = tables.len() >> EVAL_CHUNK_BITS;
-            let tables = self.ctx.upload_pooled("eval tables", ext_words(&tables));
+            let mut batch = self.ctx.batch("sumcheck eval");
+            let tables = batch.upload("eval tables", ext_words(&tables));
             let mut dispatches = Vec::new();
-            let reduced = self.record_eval(&mut dispatches, &tables, chunks).and_then(|(partials, groups)| self.finish_reduction(dispatches, partials, groups));
-            self.ctx.recycle_storage(tables);
-            let (value, zero) = reduced?;
+            let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
+            let (value, zero) = self.finish_reduction(batch, dispatches, partials, groups)?;
             debug_assert_eq!(zero, Ext4::ZERO);
             Ok(value)
         })
@@ -1343,8 +1344,7 @@ impl GpuSumcheck {
         let per_point = (points.len() / count.max(1)).max(scales.len() / count.max(1)).max(1);
         let batch = ((self.ctx.max_binding_bytes() / 16) as usize / per_point).max(1);
         self.ctx.scoped("sumcheck weights", || {
-            let mut encoder = self.ctx.encoder("sumcheck weights");
-            let mut uploads = Vec::new();
+            let mut recording = self.ctx.batch("sumcheck weights");
             let segment = self.w.segment_len();
             let groups = segment.div_ceil(per_thread).div_ceil(THREADS);
             let recorded = (0..count).step_by(batch).try_for_each(|first| {
@@ -1356,16 +1356,13 @@ impl GpuSumcheck {
                 let (points, scales) = (cut(points), cut(scales));
                 let recorded = (0..self.segments()).try_for_each(|j| {
                     let at = WeightParams { size: segment as u32, vars: vars as u32, count: n as u32, groups: groups as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
-                    self.record_kernel(&mut encoder, kernel, &points, &scales, at, self.w.range(j))
+                    self.record_kernel(recording.encoder(), kernel, &points, &scales, at, self.w.range(j))
                 });
-                uploads.extend([points, scales]);
+                recording.lend(points);
+                recording.lend(scales);
                 recorded
             });
-            let submitted = recorded.and_then(|()| self.ctx.submit(encoder));
-            for b in uploads {
-                self.ctx.recycle_storage(b);
-            }
-            submitted
+            recorded.and_then(|()| self.ctx.send(recording))
         })
     }
 
@@ -1432,30 +1429,28 @@ impl GpuSumcheck {
         let index_words: Vec<u32> = sparse.keys().flat_map(|&i| [i as u32, 0, 0, 0]).collect();
         let sums: Vec<Ext4> = sparse.values().copied().collect();
         self.ctx.scoped("sumcheck select weights", || {
+            let mut batch = self.ctx.batch("select weights");
             let table = self.ctx.pooled_storage("select table", 4 << log_domain);
-            let points = self.ctx.upload_pooled("select indices", &index_words);
+            let points = batch.upload("select indices", &index_words);
             let sums_buf = self.upload_table("select scales", &sums);
             let zero = self.upload_table("select scales", &[]);
-            let mut encoder = self.ctx.encoder("select weights");
-            encoder.clear_buffer(&table, 0, None);
+            batch.lend(sums_buf.clone());
+            batch.lend(zero.clone());
+            batch.encoder().clear_buffer(&table, 0, None);
             let scatter = WeightParams { size: 1 << log_domain, vars: 0, count: sums.len() as u32, groups: sums.len().div_ceil(THREADS) as u32, offset: 0, total: 1 << log_domain, _pad: [0; 2] };
-            let recorded = self.record_kernel(&mut encoder, Kernel::ScatterScales, &points, &sums_buf, scatter, (&table, 0, None));
-            // The table is the transform's to reuse as work space (and to recycle).
-            let transformed = recorded.and_then(|()| self.ntt.record_with(&mut encoder, NttSource::GivenUp(table), &NttSpec::forward(log_domain, 4), None));
-            let submitted = transformed.and_then(|transformed| {
-                let segment = self.w.segment_len();
-                let recorded = (0..self.segments()).try_for_each(|j| {
-                    let add = WeightParams { size: segment as u32, vars: 0, count: 0, groups: segment.div_ceil(THREADS) as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
-                    self.record_kernel(&mut encoder, Kernel::AddTablePrefix, &transformed, &zero, add, self.w.range(j))
-                });
-                let submitted = recorded.and_then(|()| self.ctx.submit(encoder));
-                self.ntt.recycle(transformed);
-                submitted
-            });
-            for b in [points, sums_buf, zero] {
-                self.ctx.recycle_storage(b);
+            if let Err(e) = self.record_kernel(batch.encoder(), Kernel::ScatterScales, &points, &sums_buf, scatter, (&table, 0, None)) {
+                batch.lend(table);
+                return Err(e);
             }
-            submitted
+            // The table is the transform's to reuse as work space (its result is the batch's).
+            let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &NttSpec::forward(log_domain, 4), None)?;
+            batch.lend(transformed.clone());
+            let segment = self.w.segment_len();
+            (0..self.segments()).try_for_each(|j| {
+                let add = WeightParams { size: segment as u32, vars: 0, count: 0, groups: segment.div_ceil(THREADS) as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
+                self.record_kernel(batch.encoder(), Kernel::AddTablePrefix, &transformed, &zero, add, self.w.range(j))
+            })?;
+            self.ctx.send(batch)
         })
     }
 }

@@ -156,6 +156,18 @@ impl GpuContext {
         batch
     }
 
+    /// Submits `batch` without waiting (a batch with nothing to read back), and gives its
+    /// borrowed buffers back after the submission: later work runs after it.
+    pub fn send(&self, mut batch: Batch<'_>) -> Result<()> {
+        if !batch.reads.is_empty() {
+            return Err(GpuError::InvalidInput(format!("a batch reading {} words back is run or submitted, not sent", batch.read_words)));
+        }
+        match batch.encoder.take() {
+            Some(encoder) => self.submit(encoder),
+            None => Ok(()),
+        }
+    }
+
     /// [`run`](Self::run) up to its wait: the batch is submitted and its readback requested now,
     /// so work submitted after it (and waited for first) covers the round trip. Reads larger
     /// than a transfer chunk are read at once.
