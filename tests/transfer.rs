@@ -212,3 +212,57 @@ fn checked_readbacks_report_the_first_word_out_of_range() {
         assert_eq!(read(&data, None).expect("unchecked"), data);
     }
 }
+
+/// A batch gives back every buffer it borrowed, whether it runs, is sent, fails to run or is
+/// dropped unrun: each time the pool holds the batch's scratch buffers again, and the next
+/// batch takes them from there instead of allocating.
+#[test]
+fn batches_give_their_buffers_back_on_every_path() {
+    for ctx in common::fresh_contexts() {
+        let words = 1 << 16;
+        let src = ctx.upload("source", &(0..words as u32).collect::<Vec<_>>());
+        let pooled = |ctx: &whir_wgpu::gpu::GpuContext| ctx.memory().pooled_bytes();
+        let cases: [(&str, fn(&whir_wgpu::gpu::GpuContext, whir_wgpu::gpu::Batch<'_>) -> bool); 4] = [
+            ("run", |ctx, batch| ctx.run(batch).is_ok()),
+            ("sent", |ctx, batch| ctx.send(batch).is_ok()),
+            ("submitted, finished later", |ctx, batch| ctx.submit_batch(batch).and_then(|f| ctx.finish_batch(f)).is_ok()),
+            ("dropped unrun", |_, batch| {
+                drop(batch);
+                true
+            }),
+        ];
+        for (what, end) in cases {
+            ctx.memory().trim_pools();
+            let before = pooled(&ctx);
+            let mut batch = ctx.batch("pool test");
+            let scratch = batch.scratch("scratch", words);
+            batch.encoder().copy_buffer_to_buffer(&src, 0, &scratch, 0, (words * 4) as u64);
+            assert!(end(&ctx, batch), "{what}: the batch failed");
+            assert!(pooled(&ctx) >= before + (words * 4) as u64, "{what}: the scratch buffer is not back in the pool ({} bytes pooled, {before} before)", pooled(&ctx));
+        }
+        // A batch whose read is refused gives its buffers back too, and nothing ran.
+        ctx.memory().trim_pools();
+        let before = pooled(&ctx);
+        let mut batch = ctx.batch("pool test");
+        let scratch = batch.scratch("scratch", words);
+        batch.read(&scratch, words, 1);
+        assert!(ctx.run(batch).is_err(), "a read past the buffer's end is refused");
+        assert!(pooled(&ctx) >= before + (words * 4) as u64, "a refused batch kept its scratch buffer");
+        // A batch with reads is not sent (its reads would be lost).
+        let mut batch = ctx.batch("pool test");
+        batch.read(&src, 0, 4);
+        assert!(ctx.send(batch).is_err(), "a batch with reads is refused by send");
+        // Reads come back in order, each from its own region, taken when the batch ends, and a
+        // snapshot as the region was when it was taken.
+        let mut batch = ctx.batch("order test");
+        let scratch = batch.scratch("scratch", 8);
+        batch.encoder().copy_buffer_to_buffer(&src, 0, &scratch, 0, 32);
+        let snap = batch.snapshot(&scratch, 0, 8);
+        batch.encoder().copy_buffer_to_buffer(&src, 32, &scratch, 0, 32);
+        let (late, tail) = (batch.read(&scratch, 0, 8), batch.read(&src, words - 3, 3));
+        let readback = ctx.run(batch).unwrap();
+        assert_eq!(readback.get(snap).unwrap(), &(0..8).collect::<Vec<u32>>()[..], "the snapshot");
+        assert_eq!(readback.get(late).unwrap(), &(8..16).collect::<Vec<u32>>()[..], "the region at the batch's end");
+        assert_eq!(readback.get(tail).unwrap(), &((words - 3) as u32..words as u32).collect::<Vec<u32>>()[..], "the tail");
+    }
+}
