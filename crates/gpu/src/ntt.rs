@@ -1026,7 +1026,7 @@ pub struct KernelTimer {
 }
 
 impl KernelTimer {
-    /// Room for `kernels` kernels (at most [`MAX_TIMED_KERNELS`]); `None` when the adapter
+    /// Room for `kernels` kernels (at most `MAX_TIMED_KERNELS`); `None` when the adapter
     /// has no timestamp queries.
     pub fn new(ctx: &GpuContext, kernels: u32) -> Result<Option<Self>> {
         if kernels == 0 || kernels > MAX_TIMED_KERNELS {

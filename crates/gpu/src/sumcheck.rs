@@ -502,8 +502,8 @@ impl GpuSumcheck {
         cleared
     }
 
-    /// w = Σ_j scales[j]·eq(points[j], ·) (coordinate 0 paired with the top bit), kept
-    /// unwritten for the next `rounds` rounds (see [`LazyEq`]): those rounds form w's entries
+    /// `w = Σ_j scales[j]·eq(points[j], ·)` (coordinate 0 paired with the top bit), kept
+    /// unwritten for the next `rounds` rounds (see `LazyEq`): those rounds form w's entries
     /// where they use them, and their folds bind f alone; w is written as a table once they
     /// are played (or earlier, when other weights are added). Needs a w without weights yet;
     /// with weights already there, or no rounds, the weights are added as by
@@ -671,7 +671,7 @@ impl GpuSumcheck {
         Ok((v[0], v[1]))
     }
 
-    /// h(0) = Σ_i f[2i]·w[2i] and h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i]).
+    /// `h(0) = Σ_i f[2i]·w[2i]` and `h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i])`.
     pub fn round_coefficients(&mut self) -> Result<(Ext4, Ext4)> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
@@ -1047,7 +1047,7 @@ impl GpuSumcheck {
         Ok(())
     }
 
-    /// w[x] += Σ_j scales[j]·eq(points[j], x), coordinate 0 paired with the top bit of x.
+    /// `w[x] += Σ_j scales[j]·eq(points[j], x)`, coordinate 0 paired with the top bit of x.
     pub fn add_eq_weights(&mut self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
         if points.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
@@ -1080,7 +1080,7 @@ impl GpuSumcheck {
         self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, points.len(), 1, low)
     }
 
-    /// w[x] += Σ_j scales[j]·vars[j]^x.
+    /// `w[x] += Σ_j scales[j]·vars[j]^x`.
     pub fn add_select_weights(&mut self, vars: &[BabyBear], scales: &[Ext4]) -> Result<()> {
         if vars.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} select variables with {} scales", vars.len(), scales.len())));
@@ -1125,7 +1125,7 @@ impl GpuSumcheck {
         self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, vars.len(), 4, per_var)
     }
 
-    /// f(point) = Σ_x f[x]·eq(point, x): one pass over f against the point's chunked equality
+    /// `f(point) = Σ_x f[x]·eq(point, x)`: one pass over f against the point's chunked equality
     /// tables (eval.wgsl), one submission, one readback of the value.
     pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
         self.check_point(point)?;
@@ -1390,7 +1390,7 @@ impl GpuSumcheck {
         Ok(())
     }
 
-    /// w[x] += Σ_j scales[j]·ω^(indices[j]·x), ω the 2^log_domain-th root of unity Plonky3's
+    /// `w[x] += Σ_j scales[j]·ω^(indices[j]·x)`, ω the 2^log_domain-th root of unity Plonky3's
     /// two-adic domains use: the select weights of the points ω^index. For many points this is
     /// one NTT of the sparse vector of scales (2^log_domain x 4 words), not one power per point
     /// and entry.

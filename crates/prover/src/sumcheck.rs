@@ -29,10 +29,10 @@ pub trait SumcheckSteps {
         self.round_coefficients()
     }
 
-    /// w(x) += Σ_j scales[j] · eq(points[j], x).
+    /// `w(x) += Σ_j scales[j] · eq(points[j], x)`.
     fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError>;
 
-    /// w(x) += Σ_j scales[j] · vars[j]^x (the select weights of univariate points).
+    /// `w(x) += Σ_j scales[j] · vars[j]^x` (the select weights of univariate points).
     fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError>;
 
     /// `add_eq_weights` onto a w without weights yet, whose next `rounds` rounds may form w's
@@ -45,7 +45,7 @@ pub trait SumcheckSteps {
     /// f(point) = Σ_x f(x)·eq(point, x).
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError>;
 
-    /// w(x) += Σ_j scales[j] · ω^(indices[j]·x), ω the 2^log_domain-th root of unity of
+    /// `w(x) += Σ_j scales[j] · ω^(indices[j]·x)`, ω the 2^log_domain-th root of unity of
     /// Plonky3's two-adic domains: the select weights of the query points ω^index.
     fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF]) -> Result<(), ProverError> {
         let omega = <F as p3_field::TwoAdicField>::two_adic_generator(log_domain);

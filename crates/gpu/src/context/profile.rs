@@ -85,7 +85,7 @@ impl<'a> GpuProfiler<'a> {
         }
     }
 
-    /// Profiles the submissions made while the guard lives under "<label>/<sub>" (e.g. a
+    /// Profiles the submissions made while the guard lives under `<label>/<sub>` (e.g. a
     /// grinder's inside whatever step asked for it), then restores the label.
     pub fn sublabel(&self, sub: &str) -> ProfileLabelGuard<'a> {
         let mut guard = self.0.profile_state.current.lock().expect("profile poisoned");
