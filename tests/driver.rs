@@ -472,8 +472,9 @@ impl CodewordSteps for CorruptedSteps {
         self.inner.read_openings(openings)
     }
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed, Self::Sumcheck), ProverError> {
-        let (_, _, sumcheck) = self.inner.commit_message(message, width, log_inv_rate)?;
         let (root, committed) = self.commit(message, width, log_inv_rate)?;
+        let f: Vec<EF> = message.iter().copied().map(EF::from).collect();
+        let sumcheck = CpuSumcheck::new(f, EF::zero_vec(message.len()))?;
         Ok((root, committed, CorruptedSumcheck { inner: sumcheck, corrupt: self.corrupt, at: self.at, calls: 0 }))
     }
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {

@@ -370,9 +370,6 @@ pub struct GpuSumcheck {
     chain_range: Option<u32>,
     /// Equality weights not yet written into w (w has no table meanwhile).
     lazy: Option<LazyEq>,
-    /// `set_lazy_eq_weights` keeps weights lazy from this many variables (see
-    /// [`with_lazy_weights_from`](Self::with_lazy_weights_from)).
-    lazy_min_vars: usize,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -441,7 +438,7 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_min_vars: 0 })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -461,17 +458,9 @@ impl GpuSumcheck {
         let w = Table { buffers: Vec::new(), seg_log, words: 4 };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_min_vars: 0 })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None })
     }
 
-    /// Lazy equality weights only over tables of 2^vars entries or more (default 0: whenever
-    /// asked); smaller ones are stored at once. Forming weights where they are used costs
-    /// arithmetic (measured at n = 24 fold 4 on the H200: ~0.35 ms more GPU time in the first
-    /// rounds, 0.6 ms less to build the table) and saves the largest table (256 MiB there).
-    pub fn with_lazy_weights_from(mut self, vars: usize) -> Self {
-        self.lazy_min_vars = vars;
-        self
-    }
 
     /// What a round needs of w: lazy weights, or a table (zeros if no weights were added).
     fn ensure_weights_for_rounds(&mut self) -> Result<()> {
@@ -516,7 +505,7 @@ impl GpuSumcheck {
             self.check_point(p)?;
         }
         let rounds = rounds.min(self.vars);
-        if rounds == 0 || points.is_empty() || !self.w.buffers.is_empty() || self.lazy.is_some() || self.vars < self.lazy_min_vars {
+        if rounds == 0 || points.is_empty() || !self.w.buffers.is_empty() || self.lazy.is_some() {
             return self.add_eq_weights(points, scales);
         }
         let vars = self.vars;

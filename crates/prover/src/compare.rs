@@ -70,9 +70,6 @@ impl<A: CodewordSteps, B: CodewordSteps> ComparingSteps<A, B> {
         &self.candidate
     }
 
-    fn compare_roots(&self, operation: &str, reference: &Commitment, candidate: &Commitment) -> Result<(), ProverError> {
-        self.at.check(operation, reference, candidate)
-    }
 
     fn compare_openings(&self, reference: &[OpenedRows], candidate: &[OpenedRows]) -> Result<(), ProverError> {
         self.at.check("openings: count", &reference.len(), &candidate.len())?;
@@ -92,7 +89,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit(message, width, log_inv_rate)?;
         let (b_root, b) = self.candidate.commit(message, width, log_inv_rate)?;
-        self.compare_roots("commit: root", &a_root, &b_root)?;
+        self.at.check("commit: root", &a_root, &b_root)?;
         Ok((b_root, (a, b)))
     }
 
@@ -122,14 +119,14 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let (a_root, a, a_sum) = self.reference.commit_message(message, width, log_inv_rate)?;
         let (b_root, b, b_sum) = self.candidate.commit_message(message, width, log_inv_rate)?;
-        self.compare_roots("commit: root", &a_root, &b_root)?;
+        self.at.check("commit: root", &a_root, &b_root)?;
         Ok((b_root, (a, b), ComparingSumcheck { reference: a_sum, candidate: b_sum, at: self.at.clone() }))
     }
 
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b) = self.candidate.commit_folded(&mut sumcheck.candidate, fold, log_inv_rate)?;
-        self.compare_roots("commit: root of the folded polynomial", &a_root, &b_root)?;
+        self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
         Ok((b_root, (a, b)))
     }
 
@@ -138,7 +135,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
     fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b, played) = self.candidate.commit_folded_with_head(&mut sumcheck.candidate, fold, log_inv_rate, head)?;
-        self.compare_roots("commit: root of the folded polynomial", &a_root, &b_root)?;
+        self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
         if let Some(played) = &played {
             for (k, (&z, &value)) in played.points.iter().zip(&played.answers).enumerate() {
                 let expected = sumcheck.reference.eval_univariate(z)?;

@@ -22,7 +22,9 @@ pub struct DriverOptions {
 }
 
 /// The first weight table is formed where used from 2^24 entries (256 MiB): below, memory is not
-/// what limits a proof, and the stored table is faster to use.
+/// what limits a proof, and the stored table is faster to use (measured at n = 24 fold 4 on the
+/// H200: forming it costs ~0.35 ms more GPU time in the first rounds and saves 0.6 ms of
+/// building it, and the largest table).
 pub const LAZY_WEIGHTS_MIN_VARS: usize = 24;
 
 impl Default for DriverOptions {

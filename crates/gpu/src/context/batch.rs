@@ -26,12 +26,6 @@ pub struct ReadSlot {
     words: usize,
 }
 
-impl ReadSlot {
-    pub fn words(self) -> usize {
-        self.words
-    }
-}
-
 /// The words a batch read back, by [`ReadSlot`].
 #[derive(Debug, Default)]
 pub struct Readback {
@@ -47,10 +41,6 @@ impl Readback {
 }
 
 impl<'a> Batch<'a> {
-    pub fn context(&self) -> &'a GpuContext {
-        self.ctx
-    }
-
     /// The encoder to record into (commands run in the order recorded).
     pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
         let (ctx, label) = (self.ctx, self.label);
@@ -172,26 +162,13 @@ impl GpuContext {
     /// so work submitted after it (and waited for first) covers the round trip. Reads larger
     /// than a transfer chunk are read at once.
     pub fn submit_batch(&self, mut batch: Batch<'_>) -> Result<InFlight> {
-        let mut encoder = batch.encoder.take().unwrap_or_else(|| self.encoder(batch.label));
-        let reads = std::mem::take(&mut batch.reads);
-        check_reads(&reads)?;
-        let read = match reads.as_slice() {
-            [] => self.submit(encoder).map(|()| None),
-            [(src, 0, words)] => self.submit_then_read(encoder, src, *words).map(Some),
-            _ => {
-                let gathered = batch.scratch("batch readback", batch.read_words);
-                gather_reads(&mut encoder, &reads, &gathered);
-                self.submit_then_read(encoder, &gathered, batch.read_words).map(Some)
-            }
+        let (encoder, source) = self.close(&mut batch)?;
+        let read = match source {
+            None => self.submit(encoder).map(|()| None)?,
+            Some((src, words)) => Some(self.submit_then_read(encoder, &src, words)?),
         };
-        let borrowed = std::mem::take(&mut batch.borrowed);
-        match read {
-            Ok(read) => Ok(InFlight { read, borrowed }),
-            Err(e) => {
-                borrowed.into_iter().for_each(|b| self.recycle_storage(b));
-                Err(e)
-            }
-        }
+        // From here the buffers wait with the readback (on an error above, `batch` gives them back).
+        Ok(InFlight { read, borrowed: std::mem::take(&mut batch.borrowed) })
     }
 
     /// Waits for a [`submit_batch`](Self::submit_batch)'s readback and gives its buffers back.
@@ -205,22 +182,33 @@ impl GpuContext {
     /// Submits `batch`, waits once, reads back every region it asked for (one transfer) and
     /// gives its borrowed buffers back to the pool, whether or not it succeeded.
     pub fn run(&self, mut batch: Batch<'_>) -> Result<Readback> {
-        let mut encoder = batch.encoder.take().unwrap_or_else(|| self.encoder(batch.label));
-        let reads = std::mem::take(&mut batch.reads);
-        check_reads(&reads)?;
-        let words = match reads.as_slice() {
-            [] => self.submit_and_wait(encoder).map(|()| Vec::new()),
-            // One region from the start of its buffer: read where it lies.
-            [(src, 0, words)] => self.submit_and_read(encoder, src, *words),
-            _ => {
-                let gathered = batch.scratch("batch readback", batch.read_words);
-                gather_reads(&mut encoder, &reads, &gathered);
-                self.submit_and_read(encoder, &gathered, batch.read_words)
-            }
+        let (encoder, source) = self.close(&mut batch)?;
+        let words = match source {
+            None => self.submit_and_wait(encoder).map(|()| Vec::new()),
+            Some((src, words)) => self.submit_and_read(encoder, &src, words),
         };
         // `batch` drops here: its borrowed buffers go back to the pool after the submission.
         drop(batch);
         Ok(Readback { words: words? })
+    }
+
+    /// The batch's encoder, finished with what its reads need, and the buffer to read back with
+    /// how many words: the one region where it starts a buffer, else every region copied into
+    /// one buffer of the batch's own, back to back. None: nothing to read.
+    fn close(&self, batch: &mut Batch<'_>) -> Result<(wgpu::CommandEncoder, Option<(wgpu::Buffer, usize)>)> {
+        let mut encoder = batch.encoder.take().unwrap_or_else(|| self.encoder(batch.label));
+        let reads = std::mem::take(&mut batch.reads);
+        check_reads(&reads)?;
+        let source = match reads.as_slice() {
+            [] => None,
+            [(src, 0, words)] => Some((src.clone(), *words)),
+            _ => {
+                let gathered = batch.scratch("batch readback", batch.read_words);
+                gather_reads(&mut encoder, &reads, &gathered);
+                Some((gathered, batch.read_words))
+            }
+        };
+        Ok((encoder, source))
     }
 }
 

@@ -216,7 +216,7 @@ impl GpuMemory<'_> {
 
     /// Starts a new high-water mark from what is allocated now.
     pub fn reset_peak_buffer_bytes(&self) {
-        self.0.pools.peak_buffer_bytes.store(self.0.memory().buffer_bytes(), Ordering::Relaxed);
+        self.0.pools.peak_buffer_bytes.store(self.buffer_bytes(), Ordering::Relaxed);
     }
 
     /// Caps the idle device buffers kept for reuse at `bytes`, and the idle staging buffers of
@@ -270,11 +270,11 @@ impl GpuMemory<'_> {
     /// be); an error naming the budget if not. For allocations made outside `scoped` calls.
     pub fn try_reserve(&self, what: &str, bytes: u64) -> Result<()> {
         let Some(budget) = self.0.pools.memory_budget else { return Ok(()) };
-        if self.0.memory().buffer_bytes() + bytes <= budget {
+        if self.buffer_bytes() + bytes <= budget {
             return Ok(());
         }
-        self.0.memory().trim_pools();
-        let now = self.0.memory().buffer_bytes();
+        self.trim_pools();
+        let now = self.buffer_bytes();
         if now + bytes > budget {
             return Err(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
         }

@@ -64,7 +64,7 @@ impl<'a> GpuProfiler<'a> {
     /// encoders; returns false elsewhere). Each submission is tagged with the label last given
     /// to [`label`](Self::label).
     pub fn begin(&self) -> bool {
-        if !self.0.profiler().available() {
+        if !self.available() {
             return false;
         }
         *self.0.profile_state.current.lock().expect("profile poisoned") = Some(SubmissionProfile { sets: Vec::new(), labels: Vec::new(), label: Arc::from("") });
