@@ -448,6 +448,12 @@ impl SumcheckSteps for CorruptedSumcheck {
         }
         Ok(evals)
     }
+    fn eval_slots(&mut self, sets: &[whir_wgpu::prover::SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+        self.inner.eval_slots(sets)
+    }
+    fn add_slot_weights(&mut self, sets: &[(whir_wgpu::prover::SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+        self.inner.add_slot_weights(sets)
+    }
 }
 
 impl CodewordSteps for CorruptedSteps {

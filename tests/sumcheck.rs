@@ -5,6 +5,7 @@
 mod common;
 
 use p3_baby_bear::BabyBear;
+use p3_field::PrimeCharacteristicRing;
 use p3_multilinear_util::point::Point;
 use rand::RngExt;
 use std::sync::Arc;
@@ -476,6 +477,71 @@ fn round_heads_match_the_host_transcript() {
             let mut batch = ctx.batch("sponge script test");
             let err = gpu.record_sponge_script(&mut batch, &root, &request).err().expect("refused").to_string();
             assert!(err.contains(needle), "{err}");
+        }
+    }
+}
+
+/// Slots of f (columns of a stacked table, and their successor views) evaluated, and their
+/// weights added, as the twin does: random points of every size up to m, slots at aligned and
+/// unaligned offsets (repeats included), a base-field and an extension-field f, and tables split
+/// into segments.
+#[test]
+fn slot_evaluations_and_weights_match_the_twin() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    use whir_wgpu::prover::SlotSet;
+    let mut rng = common::rng();
+    let mut contexts = common::contexts();
+    contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
+    for ctx in contexts {
+        let ms: &[usize] = if ctx.max_binding_bytes() <= 64 << 10 { &[13] } else { &[0, 1, 3, 6, 9, 13] };
+        for &m in ms {
+            for base in [true, false] {
+                let what = format!("m = {m}, base f {base}, {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
+                let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+                let (mut cpu, mut gpu) = if base {
+                    let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
+                    let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+                    let cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
+                    (cpu, GpuSumcheck::from_base(ntt, buffer, m).unwrap())
+                } else {
+                    let f = ext_vec(&mut rng, 1 << m);
+                    (CpuSumcheck::new(f.clone(), vec![Ext4::ZERO; 1 << m]).unwrap(), GpuSumcheck::new(ntt, &f, &vec![Ext4::ZERO; 1 << m]).unwrap())
+                };
+                let sets: Vec<SlotSet> = (0..4)
+                    .map(|_| {
+                        let k = rng.random_range(0..=m);
+                        let slots = 1usize << (m - k);
+                        let mut offsets: Vec<usize> = (0..rng.random_range(1..6)).map(|_| rng.random_range(0..slots) << k).collect();
+                        if k < m {
+                            // Unaligned, and the same slot twice.
+                            offsets.push(rng.random_range(0..=(1usize << m) - (1 << k)));
+                        }
+                        offsets.push(offsets[0]);
+                        SlotSet { point: Point::new(ext_vec(&mut rng, k)), offsets, successor: rng.random() }
+                    })
+                    .collect();
+                assert_eq!(SumcheckSteps::eval_slots(&mut gpu, &sets).unwrap(), cpu.eval_slots(&sets).unwrap(), "slot evaluations, {what}");
+                let weighted: Vec<(SlotSet, Vec<Ext4>)> = sets.iter().map(|s| (s.clone(), ext_vec(&mut rng, s.offsets.len()))).collect();
+                SumcheckSteps::add_slot_weights(&mut gpu, &weighted).unwrap();
+                cpu.add_slot_weights(&weighted).unwrap();
+                assert_eq!(gpu.weights().unwrap(), cpu.weights(), "slot weights, {what}");
+                // Σ f·w under a slot's weights is its value.
+                let f = cpu.evals().unwrap();
+                let one = vec![(sets[0].clone(), {
+                    let mut s = vec![Ext4::ZERO; sets[0].offsets.len()];
+                    s[0] = Ext4::ONE;
+                    s
+                })];
+                let mut fresh = CpuSumcheck::new(f.clone(), vec![Ext4::ZERO; 1 << m]).unwrap();
+                fresh.add_slot_weights(&one).unwrap();
+                let dot: Ext4 = f.iter().zip(fresh.weights()).map(|(&a, &b)| a * b).sum();
+                assert_eq!(dot, cpu.eval_slots(&sets[..1]).unwrap()[0][0], "a slot's weights give its value, {what}");
+                // A slot past the end is an error, not a read out of bounds.
+                let bad = SlotSet { point: Point::new(ext_vec(&mut rng, m.min(2))), offsets: vec![(1 << m) - 1 + usize::from(m == 0)], successor: false };
+                if m >= 1 {
+                    assert!(SumcheckSteps::eval_slots(&mut gpu, std::slice::from_ref(&bad)).is_err(), "{what}");
+                }
+            }
         }
     }
 }

@@ -50,7 +50,7 @@ pub use merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows
 pub use mmcs::{BatchError, GpuMmcs, GpuProverData};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants};
 pub use shaders::{Kernel, MulVariant};
-pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
+pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, Slots, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

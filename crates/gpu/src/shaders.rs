@@ -75,6 +75,9 @@ wgsl_sources!(
     "sumcheck/lazy_coeffs",
     "sumcheck/sponge_step",
     "sumcheck/power_tables",
+    "sumcheck/slot_eval",
+    "sumcheck/slot_sum",
+    "sumcheck/slot_weights",
     "util/gather_params",
     "util/gather",
     "util/copy_block",
@@ -166,6 +169,11 @@ kernels! {
     SpongeStep => ("sumcheck/sponge_step", "sponge_step"),
     /// Evaluation tables of the univariate expansion of a point drawn on the GPU.
     PowerTables => ("sumcheck/power_tables", "power_tables"),
+    /// Evaluations of slots of a table at one point, in partial sums (wgsl/sumcheck/slot_eval.wgsl).
+    EvalSlotPartials => ("sumcheck/slot_eval", "eval_slot_partials"),
+    SumSlotPartials => ("sumcheck/slot_sum", "sum_slot_partials"),
+    /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
+    AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
     FieldOpsTest => ("test/field_ops", "field_op"),
 }
 

@@ -101,6 +101,87 @@ struct PowerTablesParams {
     _pad: [u32; 2],
 }
 
+/// Rust twin of `SlotEvalParams` in wgsl/sumcheck/slot_eval.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SlotEvalParams {
+    size: u32,
+    low: u32,
+    count: u32,
+    successor: u32,
+    base: u32,
+    groups: u32,
+    seg_offset: u32,
+    seg_size: u32,
+    first: u32,
+    _pad: [u32; 3],
+}
+
+/// Rust twin of `SlotSumParams` in wgsl/sumcheck/slot_sum.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SlotSumParams {
+    count: u32,
+    groups: u32,
+    segments: u32,
+    first: u32,
+}
+
+/// Rust twin of `SlotWeightParams` in wgsl/sumcheck/slot_weights.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SlotWeightParams {
+    size: u32,
+    low: u32,
+    count: u32,
+    successor: u32,
+    seg_offset: u32,
+    seg_size: u32,
+    _pad: [u32; 2],
+}
+
+/// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
+/// point's coordinates), read as a multilinear polynomial over {0,1}^k — one column of a stacked
+/// table — or, with `successor`, as its successor view (entry i replaced by entry
+/// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
+#[derive(Clone, Copy, Debug)]
+pub struct Slots<'a> {
+    pub point: &'a [Ext4],
+    pub offsets: &'a [usize],
+    pub successor: bool,
+}
+
+/// Slots per dispatch of a slot kernel at most (their offsets and scales in one binding each).
+const MAX_SLOTS_PER_DISPATCH: usize = 1 << 14;
+
+/// The slots `offsets` (of `size` entries each) in groups of pairwise disjoint ones (one group
+/// where they are disjoint, as the columns of a stacked table are), by index.
+fn disjoint_groups(offsets: &[usize], size: usize) -> Vec<Vec<usize>> {
+    use std::collections::BTreeMap;
+    let mut groups: Vec<(BTreeMap<usize, usize>, Vec<usize>)> = Vec::new();
+    for (i, &start) in offsets.iter().enumerate() {
+        let end = start + size;
+        let free = |taken: &BTreeMap<usize, usize>| {
+            taken.range(..=start).next_back().is_none_or(|(_, &e)| e <= start) && taken.range(start..end).next().is_none()
+        };
+        match groups.iter_mut().find(|(taken, _)| free(taken)) {
+            Some((taken, members)) => {
+                taken.insert(start, end);
+                members.push(i);
+            }
+            None => groups.push((BTreeMap::from([(start, end)]), vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// Split equality tables of `point` (k coordinates): eq(point, i) = hi[i >> low]·lo[i & (2^low − 1)].
+fn split_eq_tables(point: &[Ext4]) -> (Vec<Ext4>, Vec<Ext4>, usize) {
+    let low = point.len().div_ceil(2);
+    let (hi, lo) = point.split_at(point.len() - low);
+    (eq_table(hi, Ext4::ONE), eq_table(lo, Ext4::ONE), low)
+}
+
 /// Most points one sponge script draws and evaluates f at.
 pub const MAX_SCRIPT_SAMPLES: usize = 16;
 
@@ -1131,6 +1212,136 @@ impl GpuSumcheck {
         })
     }
 
+    /// Checks `slots` against the tables: a point of at most m coordinates, each slot inside.
+    fn check_slots(&self, slots: &Slots<'_>) -> Result<()> {
+        let k = slots.point.len();
+        if k > self.vars {
+            return Err(GpuError::InvalidInput(format!("slots of 2^{k} entries in a table of 2^{}", self.vars)));
+        }
+        if let Some(&bad) = slots.offsets.iter().find(|&&o| o.checked_add(1 << k).is_none_or(|end| end > self.size())) {
+            return Err(GpuError::InvalidInput(format!("a slot of 2^{k} entries from entry {bad} runs past the table's 2^{}", self.vars)));
+        }
+        Ok(())
+    }
+
+    /// Each slot of each set evaluated at its set's point (see [`Slots`]):
+    /// `Σ_i f[offset + s(i)]·eq(point, i)`, s(i) = i or the successor's min(i + 1, 2^k − 1). One
+    /// submission and one readback of the values for all the sets.
+    pub fn eval_slots(&self, sets: &[Slots<'_>]) -> Result<Vec<Vec<Ext4>>> {
+        for set in sets {
+            self.check_slots(set)?;
+        }
+        let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
+        if total == 0 {
+            return Ok(sets.iter().map(|_| Vec::new()).collect());
+        }
+        let ctx = self.ctx.clone();
+        ctx.scoped("sumcheck slot evaluations", || {
+            let eval = ctx.pipeline(Kernel::EvalSlotPartials, &[])?;
+            let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
+            let mut batch = ctx.batch("sumcheck slot evaluations");
+            let values = batch.scratch("slot values", 4 * total);
+            let mut dispatches = Vec::new();
+            let mut at = 0;
+            for set in sets {
+                let k = set.point.len();
+                let (hi, lo, low) = split_eq_tables(set.point);
+                let (hi, lo) = (batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)));
+                // Enough workgroups per slot to fill the GPU for a large slot, each over at least
+                // 16 rows of 256 entries.
+                let groups = ((1usize << k) >> 12).clamp(1, 64);
+                for chunk in set.offsets.chunks(MAX_SLOTS_PER_DISPATCH) {
+                    let offsets: Vec<u32> = chunk.iter().map(|&o| o as u32).collect();
+                    let offsets = batch.upload("slot offsets", &offsets);
+                    let count = chunk.len();
+                    let partials = batch.scratch("slot partials", 4 * count * groups * self.segments());
+                    for j in 0..self.segments() {
+                        let segment = self.f.segment_len();
+                        let params = SlotEvalParams {
+                            size: 1 << k,
+                            low: low as u32,
+                            count: count as u32,
+                            successor: u32::from(set.successor),
+                            base: u32::from(self.is_base()),
+                            groups: groups as u32,
+                            seg_offset: (j * segment) as u32,
+                            seg_size: segment as u32,
+                            first: (j * count * groups) as u32,
+                            _pad: [0; 3],
+                        };
+                        let params = ctx.uniform("slot eval params", &params);
+                        let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), (&partials, 0, None)]);
+                        dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: (count * groups) as u32 });
+                    }
+                    let params = ctx.uniform("slot sum params", &SlotSumParams { count: count as u32, groups: groups as u32, segments: self.segments() as u32, first: at as u32 });
+                    let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&values, 0, None)]);
+                    dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: count as u32 });
+                    at += count;
+                }
+            }
+            batch.record(&dispatches);
+            let read = batch.read(&values, 0, 4 * total);
+            let readback = ctx.run(batch)?;
+            let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
+            Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
+        })
+    }
+
+    /// `w[offset + i] += scale·eq(point, i)` over each slot of each set (see [`Slots`]; with
+    /// `successor`, the weight under which Σ f·w is the successor view's value), one scale per
+    /// slot, in one submission.
+    pub fn add_slot_weights(&mut self, sets: &[(Slots<'_>, &[Ext4])]) -> Result<()> {
+        for (set, scales) in sets {
+            self.check_slots(set)?;
+            if scales.len() != set.offsets.len() {
+                return Err(GpuError::InvalidInput(format!("{} slots with {} scales", set.offsets.len(), scales.len())));
+            }
+        }
+        if sets.iter().all(|(s, _)| s.offsets.is_empty()) {
+            return Ok(());
+        }
+        self.materialize_weights()?;
+        self.ensure_weights()?;
+        let ctx = self.ctx.clone();
+        ctx.scoped("sumcheck slot weights", || {
+            let pipeline = ctx.pipeline(Kernel::AddSlotWeights, &[])?;
+            let mut batch = ctx.batch("sumcheck slot weights");
+            let mut dispatches = Vec::new();
+            for (set, scales) in sets {
+                let k = set.point.len();
+                let (hi, lo, low) = split_eq_tables(set.point);
+                let (hi, lo) = (batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)));
+                // Slots that overlap in one dispatch would race: each dispatch takes disjoint ones.
+                for group in disjoint_groups(set.offsets, 1 << k) {
+                    let now: Vec<(usize, Ext4)> = group.into_iter().map(|i| (set.offsets[i], scales[i])).collect();
+                    for chunk in now.chunks(MAX_SLOTS_PER_DISPATCH) {
+                        let offsets: Vec<u32> = chunk.iter().map(|&(o, _)| o as u32).collect();
+                        let scales: Vec<Ext4> = chunk.iter().map(|&(_, s)| s).collect();
+                        let (offsets, scales) = (batch.upload("slot offsets", &offsets), batch.upload("slot scales", ext_words(&scales)));
+                        let groups = (chunk.len() << k).div_ceil(THREADS);
+                        for j in 0..self.segments() {
+                            let segment = self.w.segment_len();
+                            let params = SlotWeightParams {
+                                size: 1 << k,
+                                low: low as u32,
+                                count: chunk.len() as u32,
+                                successor: u32::from(set.successor),
+                                seg_offset: (j * segment) as u32,
+                                seg_size: segment as u32,
+                                _pad: [0; 2],
+                            };
+                            let params = ctx.uniform("slot weight params", &params);
+                            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), (&scales, 0, None), self.w.range(j)]);
+                            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
+                        }
+                    }
+                }
+            }
+            batch.record(&dispatches);
+            ctx.send(batch)
+        })
+    }
+
     /// Records the evaluation kernel over f against `chunks` chunk tables of 256 entries in
     /// `tables` (eval.wgsl), one dispatch per segment: returns the partial pairs (value, 0) and
     /// how many.
@@ -1458,4 +1669,7 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
     crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
+    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { size, low, count, successor, base, groups, seg_offset, seg_size, first }),
+    crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, groups, segments, first }),
+    crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { size, low, count, successor, seg_offset, seg_size }),
 ];

@@ -13,7 +13,7 @@ use whir_gpu::{ChainedRound, GpuGrinder, GrindAhead, GrindOffer, SpongeScript, S
 
 use crate::driver::{CodewordSteps, OpenedRows, Step};
 use crate::error::ProverError;
-use crate::sumcheck::SumcheckSteps;
+use crate::sumcheck::{SlotSet, SumcheckSteps};
 use crate::{Commitment, EF, F};
 
 /// The round and step the driver is in, shared by the codeword and sumcheck sides.
@@ -222,6 +222,18 @@ impl<A: SumcheckSteps, B: SumcheckSteps> SumcheckSteps for ComparingSumcheck<A, 
         let b = self.candidate.evals()?;
         self.at.check("f's evaluation table", &a, &b)?;
         Ok(b)
+    }
+
+    fn eval_slots(&mut self, sets: &[SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+        let a = self.reference.eval_slots(sets)?;
+        let b = self.candidate.eval_slots(sets)?;
+        self.at.check("evaluations of table columns (slots of f)", &a, &b)?;
+        Ok(b)
+    }
+
+    fn add_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+        self.reference.add_slot_weights(sets)?;
+        self.candidate.add_slot_weights(sets)
     }
 
     fn evals_then_grind(&mut self, grind: Option<(&GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<GrindOffer>), ProverError> {

@@ -32,7 +32,7 @@ pub use stock::prove_stock;
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
 pub type ProverLayout = whir_verifier::TableLayout;
-pub use sumcheck::{CpuSumcheck, SumcheckSteps};
+pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 
 #[cfg(test)]

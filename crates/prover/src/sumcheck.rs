@@ -11,6 +11,39 @@ use p3_multilinear_util::point::Point;
 use crate::error::ProverError;
 use crate::{EF, F};
 
+/// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
+/// point's coordinates), read as a multilinear polynomial over {0,1}^k — one column of a stacked
+/// table — or, with `successor`, as its successor view (entry i replaced by entry
+/// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlotSet {
+    pub point: Point<EF>,
+    pub offsets: Vec<usize>,
+    pub successor: bool,
+}
+
+impl SlotSet {
+    /// Slot entry i's weight in the value of one slot: eq(point, i), or for the successor
+    /// view eq(point, i − 1) (i ≥ 1) plus eq(point, 2^k − 1) at i = 2^k − 1.
+    fn weight(&self, i: usize) -> EF {
+        let z = self.point.as_slice();
+        if !self.successor {
+            return eq_at(z, i);
+        }
+        let last = (1usize << z.len()) - 1;
+        let before = if i >= 1 { eq_at(z, i - 1) } else { EF::ZERO };
+        if i == last { before + eq_at(z, last) } else { before }
+    }
+
+    fn check(&self, vars: usize) -> Result<(), ProverError> {
+        let k = self.point.num_variables();
+        if k > vars || self.offsets.iter().any(|&o| o.checked_add(1 << k).is_none_or(|end| end > 1 << vars)) {
+            return Err(ProverError::Input(format!("slots of 2^{k} entries outside a table of 2^{vars}")));
+        }
+        Ok(())
+    }
+}
+
 /// The steps a WHIR round asks of its sumcheck state.
 pub trait SumcheckSteps {
     /// Variables m still free (f and w have 2^m entries).
@@ -61,6 +94,14 @@ pub trait SumcheckSteps {
 
     /// f's evaluation table.
     fn evals(&mut self) -> Result<Vec<EF>, ProverError>;
+
+    /// Each set's slots of f evaluated at its point ([`SlotSet`]): Σ_i f[offset + i]·eq(point,
+    /// i), or the successor view's value.
+    fn eval_slots(&mut self, sets: &[SlotSet]) -> Result<Vec<Vec<EF>>, ProverError>;
+
+    /// `w[offset + i] += scale·weight(i)` over each slot of each set, one scale per slot: the
+    /// weights under which Σ f·w is the slot's value ([`eval_slots`](Self::eval_slots)).
+    fn add_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)]) -> Result<(), ProverError>;
 
     /// `evals`, and where the steps can, the grind that follows observing them, run ahead of
     /// the transcript (the GPU's: in the same submission; see `GpuSumcheck::evals_then_grind`)
@@ -175,6 +216,36 @@ impl SumcheckSteps for CpuSumcheck {
     fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
         Ok(self.f.clone())
     }
+
+    fn eval_slots(&mut self, sets: &[SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+        let vars = self.num_variables();
+        sets.iter()
+            .map(|set| {
+                set.check(vars)?;
+                let size = 1usize << set.point.num_variables();
+                let weights: Vec<EF> = (0..size).map(|i| set.weight(i)).collect();
+                Ok(set.offsets.iter().map(|&o| self.f[o..o + size].iter().zip(&weights).map(|(&f, &w)| f * w).sum()).collect())
+            })
+            .collect()
+    }
+
+    fn add_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+        let vars = self.num_variables();
+        for (set, scales) in sets {
+            set.check(vars)?;
+            if scales.len() != set.offsets.len() {
+                return Err(ProverError::Input(format!("{} slots with {} scales", set.offsets.len(), scales.len())));
+            }
+            let size = 1usize << set.point.num_variables();
+            let weights: Vec<EF> = (0..size).map(|i| set.weight(i)).collect();
+            for (&o, &s) in set.offsets.iter().zip(scales) {
+                for (w, &v) in self.w[o..o + size].iter_mut().zip(&weights) {
+                    *w += s * v;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// γ^start, γ^(start+1), ...: the batching coefficients of `count` claims.
@@ -217,6 +288,17 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
 
     fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
+    }
+
+    fn eval_slots(&mut self, sets: &[SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+        let sets: Vec<whir_gpu::Slots<'_>> = sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
+        Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
+    }
+
+    fn add_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+        let sets: Vec<(whir_gpu::Slots<'_>, &[EF])> =
+            sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
+        Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
     }
 
     fn evals_then_grind(&mut self, grind: Option<(&whir_gpu::GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<whir_gpu::GrindOffer>), ProverError> {

@@ -1,0 +1,82 @@
+// #import sumcheck/reduce
+
+// Evaluations of slots of a table f: slot c is the 2^k entries from entry offsets[c] (one column
+// of a stacked table), taken as a multilinear polynomial over {0,1}^k, or its successor view
+// (entry i replaced by entry min(i + 1, 2^k - 1): the column shifted by one row, the last row
+// repeated). All slots of a dispatch are evaluated at one point z:
+//   value_c = sum_i f[offsets[c] + s(i)] * eq(z, i),   s(i) = i or min(i + 1, 2^k - 1),
+// with eq(z, i) = hi[i >> low] * lo[i & (2^low - 1)] (coordinate 0 <-> the top bit of i; both
+// tables built on the host). Each of `groups` workgroups per slot sums one run of the slot's
+// entries and writes its partial (laid out [segment][slot][group]); slot_sum.wgsl adds them.
+// Rust twin of the params: `SlotEvalParams` in crates/gpu/src/sumcheck.rs.
+
+struct SlotEvalParams {
+    // Entries per slot: 2^k.
+    size: u32,
+    // Low bits of the split equality table.
+    low: u32,
+    // Slots in this dispatch.
+    count: u32,
+    // 1: the successor view of each slot.
+    successor: u32,
+    // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
+    base: u32,
+    // Workgroups per slot (a power of two, at most size / 256 unless size < 256).
+    groups: u32,
+    // The bound segment of f: its first entry in the whole table, and its entries.
+    seg_offset: u32,
+    seg_size: u32,
+    // Partials written before this dispatch's.
+    first: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: SlotEvalParams;
+@group(0) @binding(1) var<storage, read> f: array<u32>;
+@group(0) @binding(2) var<storage, read> hi: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> lo: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> offsets: array<u32>;
+@group(0) @binding(5) var<storage, read_write> partials: array<vec4<u32>>;
+
+// f at entry x of the whole table times `t`, or zero where x is outside the bound segment.
+fn f_times(x: u32, t: vec4<u32>) -> vec4<u32> {
+    if (x < params.seg_offset || x - params.seg_offset >= params.seg_size) {
+        return vec4<u32>(0u);
+    }
+    let at = x - params.seg_offset;
+    if (params.base == 1u) {
+        return ext4_scale(t, f[at]);
+    }
+    return ext4_mul(vec4<u32>(f[4u * at], f[4u * at + 1u], f[4u * at + 2u], f[4u * at + 3u]), t);
+}
+
+@compute @workgroup_size(256)
+fn eval_slot_partials(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let g = linear_workgroup_id(wid, num_wgs);
+    let slot = g / params.groups;
+    var acc = vec4<u32>(0u);
+    if (slot < params.count) {
+        let run = max(params.size / params.groups, 1u);
+        let start = (g % params.groups) * run;
+        let offset = offsets[slot];
+        let lo_mask = (1u << params.low) - 1u;
+        for (var i = start + lid; i < start + run; i += 256u) {
+            var entry = i;
+            if (params.successor == 1u) {
+                entry = min(i + 1u, params.size - 1u);
+            }
+            let eq = ext4_mul(hi[i >> params.low], lo[i & lo_mask]);
+            acc = ext4_add(acc, f_times(offset + entry, eq));
+        }
+    }
+    let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
+    if (lid == 0u && slot < params.count) {
+        partials[params.first + g] = total[0];
+    }
+}
