@@ -424,6 +424,9 @@ impl SumcheckSteps for CorruptedSumcheck {
     fn num_variables(&self) -> usize {
         self.inner.num_variables()
     }
+    fn duplicate(&self) -> Result<Self, ProverError> {
+        Ok(Self { inner: self.inner.duplicate()?, corrupt: self.corrupt, at: self.at, calls: self.calls })
+    }
     fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
         let (c0, c_inf) = self.inner.round_coefficients()?;
         Ok(if self.hit(Corrupt::RoundCoefficients) { (c0 + EF::ONE, c_inf) } else { (c0, c_inf) })

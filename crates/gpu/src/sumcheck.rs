@@ -649,6 +649,47 @@ impl GpuSumcheck {
         &self.ctx
     }
 
+    /// A copy of f and w in buffers of its own, made on the GPU in one submission (to open one
+    /// committed f more than once). An error while equality weights are kept unwritten.
+    pub fn duplicate(&self) -> Result<Self> {
+        if self.lazy.is_some() {
+            return Err(GpuError::InvalidInput("a sumcheck whose weights are not written yet (lazy equality weights) cannot be copied".into()));
+        }
+        let ctx = self.ctx.clone();
+        let bytes: u64 = self.f.buffers.iter().chain(&self.w.buffers).map(|b| b.size()).sum();
+        ctx.memory().try_reserve("a copy of the sumcheck tables", bytes)?;
+        let mut encoder = ctx.encoder("copy sumcheck tables");
+        let mut copy = |table: &Table, label: &str| Table {
+            buffers: table
+                .buffers
+                .iter()
+                .map(|b| {
+                    let copy = ctx.pooled_storage(label, (b.size() / 4) as usize);
+                    encoder.copy_buffer_to_buffer(b, 0, &copy, 0, b.size());
+                    copy
+                })
+                .collect(),
+            seg_log: table.seg_log,
+            words: table.words,
+        };
+        let (f, w) = (copy(&self.f, "sumcheck f"), copy(&self.w, "sumcheck w"));
+        let copied = Self {
+            ctx: ctx.clone(),
+            ntt: self.ntt.clone(),
+            f,
+            w,
+            vars: self.vars,
+            max_seg_log: self.max_seg_log,
+            placeholder: ctx.storage("sumcheck placeholder", 4),
+            spare: ctx.storage("sumcheck placeholder", 4),
+            ahead: None,
+            chain_range: None,
+            lazy: None,
+        };
+        ctx.submit(encoder)?;
+        Ok(copied)
+    }
+
     /// While set, each round's submission also runs the proof-of-work grind that a transcript
     /// makes right after observing the round's two values (h(0) then h(∞), 8 base words), from
     /// the challenger state `ahead` publishes, and leaves the result in `ahead` for the

@@ -164,6 +164,10 @@ impl<A: SumcheckSteps, B: SumcheckSteps> SumcheckSteps for ComparingSumcheck<A, 
         self.candidate.num_variables()
     }
 
+    fn duplicate(&self) -> Result<Self, ProverError> {
+        Ok(Self { reference: self.reference.duplicate()?, candidate: self.candidate.duplicate()?, at: self.at.clone() })
+    }
+
     fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
         let a = self.reference.round_coefficients()?;
         let b = self.candidate.round_coefficients()?;

@@ -23,17 +23,19 @@ use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
 use p3_sumcheck::strategy::Basis;
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
-use p3_sumcheck::constraints::{Constraint, Statements};
-use p3_sumcheck::layout::{observe_commitment, Layout, Verifier};
-use p3_sumcheck::OpeningEvals;
+use p3_sumcheck::layout::observe_commitment;
+use p3_sumcheck::OpeningProtocol;
 use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
+use p3_whir::parameters::WhirConfig;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_verifier::hash::CpuMmcs;
 use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
+use crate::claims::{check_protocol, play_claims, Points, Stacking};
+
 use crate::options::DriverOptions;
-use crate::{opening_protocol, ProverLayout};
+use crate::opening_protocol;
 use crate::error::ProverError;
 use crate::Params;
 use crate::sumcheck::{powers_from, CpuSumcheck, SumcheckSteps};
@@ -43,8 +45,6 @@ type Proof = PcsProof<F, EF, CpuMmcs>;
 type Paths = PrunedMerklePaths<F, 8>;
 /// Opened rows (base-field words) with their pruned multi-proof.
 pub type OpenedRows = (Vec<Vec<F>>, Paths);
-/// p3-sumcheck's verifier-side claim registry, which the prover drives (see `prove_with_steps`).
-type ClaimRegistry = Verifier<F, EF>;
 
 /// The codeword steps of a WHIR proof: encode a message and commit to the codeword's rows, and
 /// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
@@ -373,18 +373,18 @@ fn parse_label(label: &str) -> Option<(usize, Step)> {
 
 /// Wall-clock recorder of the breakdown: each `enter` closes the step before it, so the
 /// steps cover the proof end to end. Grinding inside a sumcheck is moved to `Pow`.
-struct StepClock {
+pub(crate) struct StepClock {
     breakdown: RoundBreakdown,
     open: Option<(usize, Step, Instant, Duration)>,
     pow_clock: PowClock,
 }
 
 impl StepClock {
-    fn new(challenger: &GpuChallenger) -> Self {
+    pub(crate) fn new(challenger: &GpuChallenger) -> Self {
         Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock() }
     }
 
-    fn enter<S: CodewordSteps>(&mut self, steps: &S, round: usize, step: Step) {
+    pub(crate) fn enter<S: CodewordSteps>(&mut self, steps: &S, round: usize, step: Step) {
         self.close();
         steps.enter_step(round, step);
         self.open = Some((round, step, Instant::now(), self.pow_clock.elapsed()));
@@ -412,7 +412,7 @@ impl StepClock {
         }
     }
 
-    fn finish(mut self) -> RoundBreakdown {
+    pub(crate) fn finish(mut self) -> RoundBreakdown {
         self.close();
         self.breakdown
     }
@@ -449,7 +449,7 @@ pub struct DriverTimes {
 }
 
 impl DriverTimes {
-    fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration, (head_answers, head_grinds): (usize, usize)) -> Self {
+    pub(crate) fn from_breakdown(breakdown: RoundBreakdown, commit_phase: Duration, total: Duration, (head_answers, head_grinds): (usize, usize)) -> Self {
         let wall = |step| breakdown.total(step).wall;
         let (commit, open, pow) = (wall(Step::Commit), wall(Step::Open) + wall(Step::Readback), wall(Step::Pow));
         let initial = |step| breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
@@ -492,52 +492,6 @@ fn query_var(log_folded_domain_size: usize, num_variables: usize, index: usize) 
         WhirQueryPoint::Univariate(v) => v,
         WhirQueryPoint::Multilinear(_) => unreachable!("the two-adic domain queries univariate points"),
     }
-}
-
-/// The claim points in a registry's batched constraint, in its order.
-fn claim_points(registry: &ClaimRegistry) -> Vec<Point<EF>> {
-    registry
-        .constraint(EF::ONE)
-        .statements()
-        .iter()
-        .flat_map(|s| match s {
-            Statements::Eq(eq) => eq.iter().map(|(p, _)| p.clone()).collect(),
-            _ => Vec::new(),
-        })
-        .collect()
-}
-
-/// The point the next claim-phase step will sample: `step` is played on copies of the registry
-/// and the challenger (with any value), and the point it added is read back.
-fn new_claim_point(
-    registry: &ClaimRegistry,
-    challenger: &GpuChallenger,
-    step: impl FnOnce(&mut ClaimRegistry, &mut GpuChallenger) -> Result<(), p3_sumcheck::SumcheckError>,
-) -> Result<Point<EF>, ProverError> {
-    let before = claim_points(registry);
-    let (mut trial, mut ch) = (registry.clone(), challenger.clone());
-    step(&mut trial, &mut ch).map_err(|e| ProverError::Params(e.to_string()))?;
-    let after = claim_points(&trial);
-    let at = (0..after.len()).find(|&i| before.get(i) != Some(&after[i]));
-    match at {
-        Some(i) if after.len() == before.len() + 1 => Ok(after[i].clone()),
-        _ => Err(ProverError::Params("a claim-phase step did not add exactly one equality claim".into())),
-    }
-}
-
-/// The equality claims of a batched constraint and their coefficients (α powers in order).
-fn eq_claims(constraint: &Constraint<F, EF>) -> Result<(Vec<Point<EF>>, Vec<EF>), ProverError> {
-    let (mut points, mut scales) = (Vec::new(), Vec::new());
-    let mut shift = 0;
-    for statement in constraint.statements() {
-        let Statements::Eq(eq) = statement else {
-            return Err(ProverError::Input("the claims hold a statement kind other than equality; the driver batches equality claims only".into()));
-        };
-        points.extend(eq.iter().map(|(p, _)| p.clone()));
-        scales.extend(constraint.challenge_powers(shift).take(eq.len()));
-        shift += eq.len();
-    }
-    Ok((points, scales))
 }
 
 /// `rounds` sumcheck rounds (`SumcheckProver::compute_sumcheck_polynomials` without a new
@@ -644,43 +598,65 @@ pub fn prove_with_steps<S: CodewordSteps>(
     // Commit (the PCS adapter's `commit`): the layout's message, encoded and committed.
     // The suffix layout of one table of one column commits the evaluations as they are (rows of
     // 2^fold consecutive values; p3-sumcheck's `write_stacked_slots`), so they are the message.
-    let fold0 = config.round_folding_factor(0);
     clock.enter(steps, 0, Step::Commit);
-    let (root, mut committed, mut sumcheck) = steps.commit_message(evals, 1 << fold0, params.log_inv_rate)?;
+    let (root, committed, sumcheck) = steps.commit_message(evals, 1 << config.round_folding_factor(0), params.log_inv_rate)?;
     observe_commitment::<F, _, _>(challenger, root.clone());
     let commit_phase = started.elapsed();
+
+    let protocol = opening_protocol(params);
+    let stacking = Stacking::new(protocol.table_shapes());
+    let opened = Opened { codeword: std::sync::Arc::new(committed), sumcheck, stacking: &stacking };
+    let (proof, counts) = open_with_steps(steps, &config, opened, &protocol, Points::Drawn, challenger, options, &mut clock)?;
+    Ok((root, proof, DriverTimes::from_breakdown(clock.finish(), commit_phase, started.elapsed(), counts)))
+}
+
+/// What an opening starts from: the committed codeword and the stacked polynomial as the
+/// sumcheck's f (w = 0), with where the tables lie in it.
+pub(crate) struct Opened<'a, S: CodewordSteps> {
+    pub codeword: std::sync::Arc<S::Committed>,
+    pub sumcheck: S::Sumcheck,
+    pub stacking: &'a Stacking,
+}
+
+/// The PCS adapter's `open` (or `open_at`, with `points` given) after `commit`: the claim phase,
+/// then the WHIR run (`WhirProver::prove`), as Plonky3 plays them with a smallest-witness
+/// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
+/// where f lies.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn open_with_steps<S: CodewordSteps>(
+    steps: &S,
+    config: &WhirConfig<EF, F, GpuChallenger>,
+    opened: Opened<'_, S>,
+    protocol: &OpeningProtocol,
+    points: Points<'_>,
+    challenger: &mut GpuChallenger,
+    options: DriverOptions,
+    clock: &mut StepClock,
+) -> Result<(Proof, (usize, usize)), ProverError> {
+    let Opened { codeword: mut committed, mut sumcheck, stacking } = opened;
+    let num_vars = stacking.num_variables();
+    if num_vars != config.num_variables() || sumcheck.num_variables() != num_vars {
+        return Err(ProverError::Input(format!(
+            "a committed polynomial of {} variables opened under a configuration of {}",
+            sumcheck.num_variables(),
+            config.num_variables()
+        )));
+    }
+    let fold0 = config.round_folding_factor(0);
 
     // Claim phase (the adapter's `open`): commitment OOD claims, then the opening claims. The
     // layout's prover-side claim transcripts are private to p3-sumcheck; its verifier-side
     // registry plays the same transcript given the values, so each point is read from a trial run
     // on copies, the value computed where f lies, and the real step played with it.
     clock.enter(steps, 0, Step::Claims);
-    let protocol = opening_protocol(params);
+    check_protocol(stacking, protocol, points)?;
     let claims = protocol.checked_num_claims().and_then(|n| n.checked_add(config.commitment_ood_samples()));
     config
         .validate_initial_claims(claims.ok_or_else(|| ProverError::Params("too many opening claims".into()))?)
         .map_err(|e| ProverError::Params(e.to_string()))?;
-    let mut registry = ClaimRegistry::new(&protocol.table_shapes(), <ProverLayout as Layout<F, EF>>::strategy());
-    let mut initial_ood_answers = Vec::with_capacity(config.commitment_ood_samples());
-    for _ in 0..config.commitment_ood_samples() {
-        let point = new_claim_point(&registry, challenger, |r, ch| {
-            r.add_virtual_eval(EF::ZERO, ch);
-            Ok(())
-        })?;
-        let eval = sumcheck.eval(&point)?;
-        registry.add_virtual_eval(eval, challenger);
-        initial_ood_answers.push(eval);
-    }
-    let mut opening_evals = Vec::new();
-    for (table, batch) in protocol.iter_openings() {
-        if batch.current().len() != 1 || !batch.next().is_empty() {
-            return Err(ProverError::Input("the driver opens one column per point, without successor openings".into()));
-        }
-        let point = new_claim_point(&registry, challenger, |r, ch| r.add_claim(table, batch, &OpeningEvals::new(vec![EF::ZERO], vec![]), ch))?;
-        let evals = OpeningEvals::new(vec![sumcheck.eval(&point)?], vec![]);
-        registry.add_claim(table, batch, &evals, challenger).map_err(|e| ProverError::Params(e.to_string()))?;
-        opening_evals.push(evals);
-    }
+    let claims = play_claims(&mut sumcheck, stacking, protocol, points, config.commitment_ood_samples(), challenger)?;
+    let initial_ood_answers = claims.ood_answers.clone();
+    let opening_evals = claims.evals.clone();
 
     // Where the steps can, each round's commitment, out-of-domain answers and query grind are
     // played where f lies, before the commit's wait, from the transcript state published here;
@@ -690,7 +666,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
     let (mut head_answers, mut head_grinds) = (0, 0);
 
     // The WHIR run (`WhirProver::prove`).
-    let shape = WhirShape::new(&config, protocol.num_openings());
+    let shape = WhirShape::new(config, protocol.num_openings());
     let mut transcript = WhirProverTranscript::<GpuChallenger, F, EF>::new(challenger, shape);
     // Everything between here and `finish` plays the transcript; a step that fails (a GPU error)
     // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
@@ -701,15 +677,11 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let mut initial_sumcheck = SumcheckData::default();
         transcript.delegate_initial_fold(|ch| -> Result<(), ProverError> {
             clock.enter(steps, 0, Step::Weights);
-            let alpha = registry.batching_challenge(ch);
-            let (points, scales) = eq_claims(&registry.constraint(alpha))?;
+            let alpha = claims.registry.batching_challenge(ch);
             // Formed where used in the initial fold's rounds, not stored (the largest table),
             // from the size the options say and where the steps can.
-            if options.lazy_first_weights_at(params.num_vars) {
-                sumcheck.set_lazy_eq_weights(&points, &scales, fold0)?;
-            } else {
-                sumcheck.add_eq_weights(&points, &scales)?;
-            }
+            let lazy = options.lazy_first_weights_at(num_vars).then_some(fold0);
+            claims.add_initial_weights(&mut sumcheck, alpha, lazy)?;
             clock.enter(steps, 0, Step::Sumcheck);
             run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits(), options.device_rounds).map(|_| ())
         })?;
@@ -719,7 +691,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
         let mut pending = Vec::with_capacity(config.n_rounds() + 1);
         let mut base_round = true;
         for round in 0..config.n_rounds() {
-            let num_variables = params.num_vars - config.total_folded_through(round);
+            let num_variables = num_vars - config.total_folded_through(round);
             let round_params = &config.round_parameters()[round];
             let fold_next = config.round_folding_factor(round + 1);
 
@@ -778,7 +750,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
             pending.push((steps.open(&committed, &indices)?, base_round));
             // The previous codeword is done with once its openings are gathered: its memory
             // goes back before this round's weights and sumcheck.
-            committed = next_committed;
+            committed = std::sync::Arc::new(next_committed);
 
             // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
             // STIR claims the powers after them), then this round's sumcheck.
@@ -868,8 +840,6 @@ pub fn prove_with_steps<S: CodewordSteps>(
             return Err(e);
         }
     };
-    let breakdown = clock.finish();
-
     let whir = WhirProof {
         initial_ood_answers,
         initial_sumcheck,
@@ -879,5 +849,5 @@ pub fn prove_with_steps<S: CodewordSteps>(
         final_openings,
         final_sumcheck,
     };
-    Ok((root, PcsProof { whir, evals: opening_evals }, DriverTimes::from_breakdown(breakdown, commit_phase, started.elapsed(), (head_answers, head_grinds))))
+    Ok((PcsProof { whir, evals: opening_evals }, (head_answers, head_grinds)))
 }

@@ -8,11 +8,13 @@
 //! Knows nothing of wgpu: GPU work goes through whir-gpu's Plonky3 adapters.
 
 mod backend;
+mod claims;
 mod compare;
 mod domain;
 mod driver;
 mod error;
 mod options;
+mod pcs;
 mod stock;
 mod sumcheck;
 mod timing;
@@ -22,6 +24,8 @@ pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
+pub use claims::Stacking;
+pub use pcs::{CpuWhirPcs, GpuWhirPcs, PcsProofOf, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{

@@ -49,6 +49,11 @@ pub trait SumcheckSteps {
     /// Variables m still free (f and w have 2^m entries).
     fn num_variables(&self) -> usize;
 
+    /// A copy of the state with tables of its own (to open one committed f more than once).
+    fn duplicate(&self) -> Result<Self, ProverError>
+    where
+        Self: Sized;
+
     /// The round polynomial's h(0) = Σ_i f(2i)·w(2i) and leading coefficient
     /// h(∞) = Σ_i (f(2i+1) − f(2i))·(w(2i+1) − w(2i)).
     fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError>;
@@ -171,6 +176,10 @@ impl SumcheckSteps for CpuSumcheck {
         self.f.len().trailing_zeros() as usize
     }
 
+    fn duplicate(&self) -> Result<Self, ProverError> {
+        Ok(self.clone())
+    }
+
     fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
         let (mut c0, mut c_inf) = (EF::ZERO, EF::ZERO);
         for (f, w) in self.f.chunks_exact(2).zip(self.w.chunks_exact(2)) {
@@ -258,6 +267,9 @@ pub(crate) fn powers_from(gamma: EF, start: usize, count: usize) -> Vec<EF> {
 impl SumcheckSteps for whir_gpu::GpuSumcheck {
     fn num_variables(&self) -> usize {
         whir_gpu::GpuSumcheck::num_variables(self)
+    }
+    fn duplicate(&self) -> Result<Self, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::duplicate(self)?)
     }
     fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
         Ok(whir_gpu::GpuSumcheck::round_coefficients(self)?)

@@ -1,0 +1,314 @@
+//! The claim phase of p3-whir's PCS `open` over p3-sumcheck's suffix layout of any number of
+//! tables, played where the stacked polynomial lies: the commitment's out-of-domain claims, then
+//! one claim per opening batch (its columns and their successor views at one point, drawn from
+//! the transcript or given), and the initial weights they make once the batching challenge α is
+//! drawn. The transcript is the layout's, played by its verifier-side registry
+//! (`p3_sumcheck::layout::Verifier`) once it is given the values; each point drawn is read off a
+//! trial run on a copy of the challenger, and the values are computed by the sumcheck steps.
+
+use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
+use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
+use p3_multilinear_util::point::Point;
+use p3_sumcheck::constraints::{Constraint, Statements};
+use p3_sumcheck::layout::{plan_stacked_layout, Layout, TablePlacement, Verifier};
+use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
+use whir_gpu::GpuChallenger;
+
+use crate::error::ProverError;
+use crate::sumcheck::{powers_from, SlotSet, SumcheckSteps};
+use crate::{ProverLayout, EF, F};
+
+/// p3-sumcheck's verifier-side claim registry, which the prover drives.
+pub(crate) type ClaimRegistry = Verifier<F, EF>;
+
+/// Where the tables of a committed witness lie in the stacked polynomial (p3-sumcheck's planner:
+/// largest tables first, one slot of 2^arity entries per column, selectors before the local
+/// variables).
+#[derive(Clone, Debug)]
+pub struct Stacking {
+    shapes: Vec<TableShape>,
+    placements: Vec<TablePlacement>,
+    num_variables: usize,
+}
+
+impl Stacking {
+    /// The stacking of tables of `shapes` (after the witness's padding to the first fold).
+    pub fn new(shapes: Vec<TableShape>) -> Self {
+        let (num_variables, placements) = plan_stacked_layout(&shapes);
+        Self { shapes, placements, num_variables }
+    }
+
+    pub fn shapes(&self) -> &[TableShape] {
+        &self.shapes
+    }
+
+    pub fn num_variables(&self) -> usize {
+        self.num_variables
+    }
+
+    /// One table of one column filling the whole polynomial (the single-polynomial proof).
+    fn is_one_column(&self) -> bool {
+        matches!(self.shapes.as_slice(), [s] if s.width() == 1 && s.num_variables() == self.num_variables)
+    }
+
+    /// The first entries of `columns`' slots in table `table`.
+    fn offsets(&self, table: usize, columns: &[usize]) -> Result<Vec<usize>, ProverError> {
+        let shape = self.shapes.get(table).ok_or_else(|| ProverError::Input(format!("the protocol opens table {table}; the witness has {}", self.shapes.len())))?;
+        let placement = self.placements.iter().find(|p| p.idx() == table).expect("the planner places every table");
+        columns
+            .iter()
+            .map(|&c| {
+                let selector = placement.selectors().get(c).ok_or_else(|| {
+                    ProverError::Input(format!("the protocol opens column {c} of table {table}, which has {} columns", shape.width()))
+                })?;
+                Ok(selector.index() << shape.num_variables())
+            })
+            .collect()
+    }
+}
+
+/// One opening batch as recorded: its point and its columns' slots, direct and successor.
+struct BatchClaim {
+    table: usize,
+    point: Point<EF>,
+    current: Vec<usize>,
+    next: Vec<usize>,
+}
+
+/// The claims of one `open`, in the registry and as slots of the stacked polynomial.
+pub(crate) struct Claims {
+    pub registry: ClaimRegistry,
+    stacking: Stacking,
+    batches: Vec<BatchClaim>,
+    /// The commitment's out-of-domain points (over every stacked variable).
+    virtual_points: Vec<Point<EF>>,
+    /// Their answers, for the proof.
+    pub ood_answers: Vec<EF>,
+    /// Each batch's values, for the proof.
+    pub evals: Vec<OpeningEvals<EF>>,
+}
+
+/// Where each opening batch's point comes from.
+#[derive(Clone, Copy)]
+pub enum Points<'a> {
+    /// Drawn from the transcript (`MultilinearPcs::open`).
+    Drawn,
+    /// Given by the caller, one per batch in order (`PrescribedPointPcs::open_at`).
+    Given(&'a [Point<EF>]),
+}
+
+/// Checks `protocol` against the committed `stacking` and the configuration's claim budget, and
+/// `points` against it: every problem is an error naming it (where the layout would panic).
+pub(crate) fn check_protocol(stacking: &Stacking, protocol: &OpeningProtocol, points: Points<'_>) -> Result<(), ProverError> {
+    if protocol.table_shapes() != stacking.shapes() {
+        return Err(ProverError::Input(format!(
+            "the opening protocol's tables {:?} are not the committed witness's {:?} (as (variables, columns), after padding to the first fold: use `OpeningProtocol::pad_to_min_num_variables`)",
+            shape_pairs(&protocol.table_shapes()),
+            shape_pairs(stacking.shapes())
+        )));
+    }
+    for (i, (table, batch)) in protocol.iter_openings().enumerate() {
+        if batch.is_empty() {
+            return Err(ProverError::Input(format!("opening batch {i} (table {table}) names no column")));
+        }
+        stacking.offsets(table, batch.current())?;
+        stacking.offsets(table, batch.next())?;
+        if let Points::Given(points) = points {
+            let k = stacking.shapes()[table].num_variables();
+            match points.get(i) {
+                Some(p) if p.num_variables() == k => {}
+                Some(p) => return Err(ProverError::Input(format!("the point of opening batch {i} has {} coordinates; table {table} has {k} variables", p.num_variables()))),
+                None => return Err(ProverError::Input(format!("{} points given for {} opening batches", points.len(), protocol.num_openings()))),
+            }
+        }
+    }
+    if let Points::Given(points) = points {
+        if points.len() != protocol.num_openings() {
+            return Err(ProverError::Input(format!("{} points given for {} opening batches", points.len(), protocol.num_openings())));
+        }
+    }
+    Ok(())
+}
+
+fn shape_pairs(shapes: &[TableShape]) -> Vec<(usize, usize)> {
+    shapes.iter().map(|s| (s.num_variables(), s.width())).collect()
+}
+
+/// The claim phase: `ood_samples` out-of-domain claims of the stacked f, then each batch of
+/// `protocol` (checked by [`check_protocol`]) at its point, each value computed by `sumcheck`.
+pub(crate) fn play_claims<S: SumcheckSteps>(
+    sumcheck: &mut S,
+    stacking: &Stacking,
+    protocol: &OpeningProtocol,
+    points: Points<'_>,
+    ood_samples: usize,
+    challenger: &mut GpuChallenger,
+) -> Result<Claims, ProverError> {
+    let mut registry = ClaimRegistry::new(stacking.shapes(), <ProverLayout as Layout<F, EF>>::strategy());
+    let (mut virtual_points, mut ood_answers) = (Vec::with_capacity(ood_samples), Vec::with_capacity(ood_samples));
+    for _ in 0..ood_samples {
+        let point = new_virtual_point(&registry, challenger)?;
+        let eval = sumcheck.eval(&point)?;
+        registry.add_virtual_eval(eval, challenger);
+        virtual_points.push(point);
+        ood_answers.push(eval);
+    }
+    let mut batches = Vec::with_capacity(protocol.num_openings());
+    let mut evals = Vec::with_capacity(protocol.num_openings());
+    for (i, (table, batch)) in protocol.iter_openings().enumerate() {
+        let k = stacking.shapes()[table].num_variables();
+        let point = match points {
+            Points::Given(points) => points[i].clone(),
+            Points::Drawn => {
+                // A trial run on a copy draws the point; the real run below draws it again.
+                let mut trial = SampleSpy { inner: challenger.inner().clone(), samples: Vec::new() };
+                let zeros = OpeningEvals::new(vec![EF::ZERO; batch.current().len()], vec![EF::ZERO; batch.next().len()]);
+                registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
+                let [.., a, b, c, d] = trial.samples[..] else {
+                    return Err(ProverError::Params("a claim-phase step drew no point".into()));
+                };
+                if trial.samples.len() != 4 {
+                    return Err(ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element expected)", trial.samples.len())));
+                }
+                Point::expand_from_univariate(EF::from_basis_coefficients_slice(&[a, b, c, d]).expect("four coefficients"), k)
+            }
+        };
+        let (current, next) = (stacking.offsets(table, batch.current())?, stacking.offsets(table, batch.next())?);
+        let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
+        let [now, after]: [Vec<EF>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
+        let values = OpeningEvals::new(now, after);
+        match points {
+            Points::Drawn => registry.add_claim(table, batch, &values, challenger),
+            Points::Given(_) => registry.add_claim_at(table, batch, &point, &values, challenger),
+        }
+        .map_err(|e| ProverError::Params(e.to_string()))?;
+        batches.push(BatchClaim { table, point, current, next });
+        evals.push(values);
+    }
+    Ok(Claims { registry, stacking: stacking.clone(), batches, virtual_points, ood_answers, evals })
+}
+
+impl Claims {
+    /// w = Σ_i α^i·(claim i's weights), in the registry's order: tables in placement order, each
+    /// table's batches in the order recorded, a batch's direct columns then its successor views;
+    /// the out-of-domain claims after them. With `lazy_rounds`, a single-column polynomial's
+    /// equality weights are formed where the next rounds use them (where the steps can).
+    pub fn add_initial_weights<S: SumcheckSteps>(&self, sumcheck: &mut S, alpha: EF, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
+        if self.stacking.is_one_column() && self.batches.iter().all(|b| b.next.is_empty()) {
+            // Every claim an equality of f itself: the registry's own batched constraint.
+            let (points, scales) = eq_claims(&self.registry.constraint(alpha))?;
+            return match lazy_rounds {
+                Some(rounds) => sumcheck.set_lazy_eq_weights(&points, &scales, rounds),
+                None => sumcheck.add_eq_weights(&points, &scales),
+            };
+        }
+        let mut sets = Vec::with_capacity(2 * self.batches.len());
+        let (mut used, mut sum) = (0, EF::ZERO);
+        let mut values = Vec::new();
+        for placement in placements_in_order(&self.stacking) {
+            for (batch, evals) in self.batches.iter().zip(&self.evals).filter(|(b, _)| b.table == placement) {
+                for (offsets, successor, found) in [(&batch.current, false, evals.current()), (&batch.next, true, evals.next())] {
+                    let scales = powers_from(alpha, used, offsets.len());
+                    used += offsets.len();
+                    values.extend(found.iter().zip(&scales).map(|(&v, &s)| v * s));
+                    sets.push((SlotSet { point: batch.point.clone(), offsets: offsets.clone(), successor }, scales));
+                }
+            }
+        }
+        sum += values.into_iter().sum::<EF>();
+        let virtual_scales = powers_from(alpha, used, self.virtual_points.len());
+        sum += self.ood_answers.iter().zip(&virtual_scales).map(|(&v, &s)| v * s).sum::<EF>();
+        // The weights' order is checked against the registry's: the claimed sums agree.
+        if sum != self.registry.sum(alpha) {
+            return Err(ProverError::Params("the claims' weights do not follow the layout's batching order".into()));
+        }
+        sumcheck.add_slot_weights(&sets)?;
+        sumcheck.add_eq_weights(&self.virtual_points, &virtual_scales)
+    }
+}
+
+/// Table indices in the planner's placement order.
+fn placements_in_order(stacking: &Stacking) -> impl Iterator<Item = usize> + '_ {
+    stacking.placements.iter().map(TablePlacement::idx)
+}
+
+/// The equality claims of a batched constraint and their coefficients (α powers in order).
+pub(crate) fn eq_claims(constraint: &Constraint<F, EF>) -> Result<(Vec<Point<EF>>, Vec<EF>), ProverError> {
+    let (mut points, mut scales) = (Vec::new(), Vec::new());
+    let mut shift = 0;
+    for statement in constraint.statements() {
+        let Statements::Eq(eq) = statement else {
+            return Err(ProverError::Input("the claims hold a statement kind other than equality; the driver batches equality claims only".into()));
+        };
+        points.extend(eq.iter().map(|(p, _)| p.clone()));
+        scales.extend(constraint.challenge_powers(shift).take(eq.len()));
+        shift += eq.len();
+    }
+    Ok((points, scales))
+}
+
+/// The claim points in a registry's batched constraint, in its order.
+fn claim_points(registry: &ClaimRegistry) -> Vec<Point<EF>> {
+    registry
+        .constraint(EF::ONE)
+        .statements()
+        .iter()
+        .flat_map(|s| match s {
+            Statements::Eq(eq) => eq.iter().map(|(p, _)| p.clone()).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The point the next out-of-domain claim will sample: the step is played on copies of the
+/// registry and the challenger (with any value), and the point it added is read back.
+fn new_virtual_point(registry: &ClaimRegistry, challenger: &GpuChallenger) -> Result<Point<EF>, ProverError> {
+    let before = claim_points(registry);
+    let (mut trial, mut ch) = (registry.clone(), challenger.clone());
+    trial.add_virtual_eval(EF::ZERO, &mut ch);
+    let after = claim_points(&trial);
+    let at = (0..after.len()).find(|&i| before.get(i) != Some(&after[i]));
+    match at {
+        Some(i) if after.len() == before.len() + 1 => Ok(after[i].clone()),
+        _ => Err(ProverError::Params("an out-of-domain claim did not add exactly one equality claim".into())),
+    }
+}
+
+type Duplex = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;
+
+/// A copy of the transcript that keeps what it samples (a trial run's point is read off it).
+#[derive(Clone)]
+struct SampleSpy {
+    inner: Duplex,
+    samples: Vec<F>,
+}
+
+impl CanObserve<F> for SampleSpy {
+    fn observe(&mut self, value: F) {
+        self.inner.observe(value);
+    }
+}
+
+impl CanSample<F> for SampleSpy {
+    fn sample(&mut self) -> F {
+        let v = self.inner.sample();
+        self.samples.push(v);
+        v
+    }
+}
+
+impl CanSampleBits<usize> for SampleSpy {
+    fn sample_bits(&mut self, bits: usize) -> usize {
+        self.inner.sample_bits(bits)
+    }
+}
+
+impl FieldChallenger<F> for SampleSpy {}
+
+impl GrindingChallenger for SampleSpy {
+    type Witness = F;
+
+    fn grind(&mut self, bits: usize) -> F {
+        self.inner.grind(bits)
+    }
+}

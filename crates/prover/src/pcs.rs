@@ -1,0 +1,187 @@
+//! WHIR as a Plonky3 PCS over the driver's steps: [`WhirPcs`] implements
+//! `p3_commit::MultilinearPcs` and `p3_sumcheck::PrescribedPointPcs` with the types and the
+//! semantics of p3-whir's `WhirProver` over the suffix layout (`SuffixProver`), so a stack that
+//! proves with `WhirProver` switches by changing one type: [`GpuWhirPcs`] encodes, commits,
+//! plays the claim phase and the whole WHIR run where the stacked polynomial lies, and gives the
+//! same proof bytes (smallest-witness grinding on both sides). The caller owns the challenger
+//! between `commit` and `open`; `commit` binds the root and nothing else.
+
+use std::sync::Arc;
+
+use p3_commit::MultilinearPcs;
+use p3_dft::Radix2DFTSmallBatch;
+use p3_field::PrimeCharacteristicRing;
+use p3_multilinear_util::point::Point;
+use p3_sumcheck::layout::{observe_commitment, Layout, Witness};
+use p3_sumcheck::{OpeningEvals, OpeningProtocol, PrescribedOpeningSecurity, PrescribedPointPcs};
+use p3_whir::parameters::WhirConfig;
+use p3_whir::{PcsProof, WhirProver};
+use whir_gpu::{GpuChallenger, GpuCodewords};
+use whir_verifier::hash::CpuMmcs;
+
+use crate::claims::{Points, Stacking};
+use crate::driver::{open_with_steps, CodewordSteps, CpuCodewords, DriverTimes, Opened, StepClock};
+use crate::error::ProverError;
+use crate::options::DriverOptions;
+use crate::sumcheck::SumcheckSteps;
+use crate::{Commitment, ProverLayout, EF, F};
+
+/// p3-whir's own prover over the CPU pieces: the verifier side of [`WhirPcs`].
+pub type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, GpuChallenger, ProverLayout>;
+
+/// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
+pub type PcsProofOf = PcsProof<F, EF, CpuMmcs>;
+
+/// WHIR over the suffix layout of any number of tables, with the driver's steps `S`.
+pub struct WhirPcs<S> {
+    config: WhirConfig<EF, F, GpuChallenger>,
+    steps: S,
+    options: DriverOptions,
+    stock: StockPcs,
+}
+
+/// The GPU PCS: every step where the stacked polynomial lies.
+pub type GpuWhirPcs = WhirPcs<GpuCodewords>;
+
+/// The same protocol with the plain-Rust steps (the reference twin).
+pub type CpuWhirPcs = WhirPcs<CpuCodewords>;
+
+impl<S: CodewordSteps> WhirPcs<S> {
+    /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
+    /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format).
+    pub fn new(config: WhirConfig<EF, F, GpuChallenger>, steps: S) -> Self {
+        let stock = StockPcs::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs(0));
+        Self { config, steps, options: DriverOptions::default(), stock }
+    }
+
+    /// How the driver plays the transcript (the defaults: every step played ahead where it can).
+    pub fn with_options(mut self, options: DriverOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    pub fn config(&self) -> &WhirConfig<EF, F, GpuChallenger> {
+        &self.config
+    }
+
+    pub fn steps(&self) -> &S {
+        &self.steps
+    }
+
+    /// p3-whir's own prover and verifier for the same configuration.
+    pub fn stock(&self) -> &StockPcs {
+        &self.stock
+    }
+
+    /// [`open`](MultilinearPcs::open) or [`open_at`](PrescribedPointPcs::open_at), with where the
+    /// time went.
+    pub fn open_timed(
+        &self,
+        data: WhirPcsData<S>,
+        protocol: &OpeningProtocol,
+        points: Option<&[Point<EF>]>,
+        challenger: &mut GpuChallenger,
+    ) -> Result<(PcsProofOf, DriverTimes), ProverError> {
+        let started = std::time::Instant::now();
+        let mut clock = StepClock::new(challenger);
+        let WhirPcsData { codeword, sumcheck, stacking } = data;
+        // A clone of the data shares its f: this opening folds a copy.
+        let sumcheck = Arc::try_unwrap(sumcheck).or_else(|shared| shared.duplicate())?;
+        let points = points.map_or(Points::Drawn, Points::Given);
+        let opened = Opened { codeword, sumcheck, stacking: &stacking };
+        let (proof, counts) = open_with_steps(&self.steps, &self.config, opened, protocol, points, challenger, self.options, &mut clock)?;
+        Ok((proof, DriverTimes::from_breakdown(clock.finish(), Default::default(), started.elapsed(), counts)))
+    }
+}
+
+/// What a commitment keeps until it is opened: the committed codeword and the stacked
+/// polynomial as the sumcheck's f (resident on the GPU for [`GpuWhirPcs`]), with where the tables
+/// lie in it. A clone shares them (no re-encoding; an opening of a shared one folds a copy of f);
+/// the memory goes back when the last one is dropped or opened.
+pub struct WhirPcsData<S: CodewordSteps> {
+    codeword: Arc<S::Committed>,
+    sumcheck: Arc<S::Sumcheck>,
+    stacking: Arc<Stacking>,
+}
+
+impl<S: CodewordSteps> Clone for WhirPcsData<S> {
+    fn clone(&self) -> Self {
+        Self { codeword: self.codeword.clone(), sumcheck: self.sumcheck.clone(), stacking: self.stacking.clone() }
+    }
+}
+
+impl<S: CodewordSteps> WhirPcsData<S> {
+    /// Where the committed tables lie in the stacked polynomial.
+    pub fn stacking(&self) -> &Stacking {
+        &self.stacking
+    }
+}
+
+impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
+    type Val = F;
+    type Commitment = Commitment;
+    type ProverData = WhirPcsData<S>;
+    type Proof = PcsProofOf;
+    type Error = p3_whir::pcs::verifier::errors::VerifierError;
+    type ProverError = ProverError;
+    type Witness = Witness<F>;
+    type OpeningProtocol = OpeningProtocol;
+
+    fn num_vars(&self) -> usize {
+        self.config.num_variables()
+    }
+
+    /// The stacked message (p3-sumcheck's suffix layout) is written once, handed to the steps,
+    /// encoded and committed; the root is observed, and nothing else.
+    fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger) -> Result<(Commitment, WhirPcsData<S>), ProverError> {
+        let n = self.config.num_variables();
+        if witness.num_variables() != n {
+            return Err(ProverError::Input(format!(
+                "a witness of {} stacked variables for a configuration of {n} (the tables' cells, padded to a power of two, must number 2^{n})",
+                witness.num_variables()
+            )));
+        }
+        let fold0 = self.config.round_folding_factor(0);
+        let mut message = F::zero_vec(1 << n);
+        <ProverLayout as Layout<F, EF>>::write_message(&witness, fold0, &mut message);
+        let stacking = Stacking::new(witness.table_shapes());
+        drop(witness);
+        let (root, codeword, sumcheck) = self.steps.commit_message(&message, 1 << fold0, self.config.starting_log_inv_rate)?;
+        drop(message);
+        self.observe_commitment(&root, challenger);
+        Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
+    }
+
+    fn observe_commitment(&self, commitment: &Commitment, challenger: &mut GpuChallenger) {
+        observe_commitment::<F, _, _>(challenger, commitment.clone());
+    }
+
+    fn open(&self, data: WhirPcsData<S>, protocol: OpeningProtocol, challenger: &mut GpuChallenger) -> Result<PcsProofOf, ProverError> {
+        self.open_timed(data, &protocol, None, challenger).map(|(proof, _)| proof)
+    }
+
+    fn verify(&self, commitment: &Commitment, proof: &PcsProofOf, challenger: &mut GpuChallenger, protocol: OpeningProtocol) -> Result<(), Self::Error> {
+        self.stock.verify(commitment, proof, challenger, protocol)
+    }
+}
+
+impl<S: CodewordSteps> PrescribedPointPcs<EF, GpuChallenger> for WhirPcs<S> {
+    fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
+        self.stock.prescribed_security(protocol)
+    }
+
+    fn open_at(&self, data: WhirPcsData<S>, protocol: &OpeningProtocol, points: &[Point<EF>], challenger: &mut GpuChallenger) -> Result<PcsProofOf, ProverError> {
+        self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
+    }
+
+    fn verify_at(
+        &self,
+        commitment: &Commitment,
+        proof: &PcsProofOf,
+        protocol: &OpeningProtocol,
+        points: &[Point<EF>],
+        challenger: &mut GpuChallenger,
+    ) -> Result<Vec<OpeningEvals<EF>>, Self::Error> {
+        self.stock.verify_at(commitment, proof, protocol, points, challenger)
+    }
+}

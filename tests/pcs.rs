@@ -1,0 +1,288 @@
+//! The PCS contract, one body run over Plonky3's `WhirProver` and ours (the CPU twin and the GPU,
+//! both multiply variants): many tables of awkward shapes, sampled and prescribed points,
+//! successor views, an outer protocol observing and sampling on the same challenger before commit
+//! and between commit and open, a commitment opened twice. The proofs are byte for byte
+//! `WhirProver`'s and accepted by p3-whir's own `verify` / `verify_at`; hostile use is an error.
+
+mod common;
+
+use std::fmt::Debug;
+
+use p3_challenger::{CanObserve, FieldChallenger};
+use p3_commit::MultilinearPcs;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_multilinear_util::point::Point;
+use p3_sumcheck::layout::{Table, Witness};
+use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape, TableSpec};
+use rand::rngs::StdRng;
+use rand::RngExt;
+use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::{
+    permutation, ComparingSteps, CpuCodewords, CpuWhirPcs, Commitment, GpuWhirPcs, Params, PcsProofOf, ProverError, Soundness, Stacking, WhirPcs, EF, F,
+};
+
+/// A workload: tables (variables, columns), batches (table, direct columns, successor columns).
+#[derive(Clone, Debug)]
+struct Case {
+    tables: Vec<(usize, usize)>,
+    batches: Vec<(usize, Vec<usize>, Vec<usize>)>,
+    prescribed: bool,
+    fold: usize,
+    log_inv_rate: usize,
+    soundness: Soundness,
+    pow_bits: usize,
+}
+
+impl Case {
+    /// The tables' shapes after the witness pads them to the first fold.
+    fn shapes(&self) -> Vec<TableShape> {
+        self.tables.iter().map(|&(v, w)| TableShape::new(v.max(self.fold), w)).collect()
+    }
+
+    fn num_vars(&self) -> usize {
+        Stacking::new(self.shapes()).num_variables()
+    }
+
+    fn params(&self) -> Params {
+        Params {
+            num_vars: self.num_vars(),
+            fold: self.fold,
+            log_inv_rate: self.log_inv_rate,
+            security_bits: 60,
+            pow_bits: self.pow_bits,
+            soundness: self.soundness,
+            points: self.batches.len(),
+        }
+    }
+
+    fn protocol(&self) -> OpeningProtocol {
+        let specs = self
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(t, &(v, w))| {
+                let batches = self.batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect();
+                TableSpec::new(TableShape::new(v, w), batches)
+            })
+            .collect();
+        OpeningProtocol::new(specs).pad_to_min_num_variables(self.fold)
+    }
+}
+
+/// Tables of random values of the case's shapes (p3-sumcheck takes a table as one row per column).
+fn tables(case: &Case, rng: &mut StdRng) -> Vec<Table<F>> {
+    case.tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new(common::random_vec(rng, w << v), 1 << v))).collect()
+}
+
+/// What the outer protocol absorbs before the commitment.
+fn outer_prefix(rng: &mut StdRng) -> Vec<F> {
+    common::random_vec(rng, 5)
+}
+
+/// The outer protocol's steps after the commitment, where it picks the points (`verify` binds
+/// the commitment itself, so with sampled points nothing comes between): a challenge sampled and
+/// observed back, then each batch's point sampled from the transcript.
+fn outer_between(case: &Case, challenger: &mut GpuChallenger) -> Vec<Point<EF>> {
+    if !case.prescribed {
+        return Vec::new();
+    }
+    let r: EF = challenger.sample_algebra_element();
+    challenger.observe_algebra_element(r);
+    let protocol = case.protocol();
+    let shapes = protocol.table_shapes();
+    // One point per batch in the protocol's order (tables in order, each table's batches).
+    protocol.iter_openings().map(|(t, _)| Point::new((0..shapes[t].num_variables()).map(|_| challenger.sample_algebra_element()).collect())).collect()
+}
+
+/// Commits and opens `case` with `pcs`, and checks the proof with the stock verifier: the
+/// commitment and proof bytes.
+fn prove<P>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F]) -> Result<(Vec<u8>, Vec<u8>), String>
+where
+    P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = PcsProofOf>,
+    P::ProverError: Debug,
+    P::Error: Debug,
+{
+    let mut challenger = GpuChallenger::new(permutation(), None);
+    challenger.observe_slice(prefix);
+    let witness = Witness::new(tables, case.fold);
+    let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| format!("commit: {e:?}"))?;
+    let points = outer_between(case, &mut challenger);
+    let proof = if case.prescribed {
+        pcs.open_at(data, &case.protocol(), &points, &mut challenger)
+    } else {
+        pcs.open(data, case.protocol(), &mut challenger)
+    }
+    .map_err(|e| format!("open: {e:?}"))?;
+
+    let mut verifier = GpuChallenger::new(permutation(), None);
+    verifier.observe_slice(prefix);
+    if case.prescribed {
+        pcs.observe_commitment(&commitment, &mut verifier);
+        let replayed = outer_between(case, &mut verifier);
+        assert_eq!(replayed, points);
+        let evals = pcs.verify_at(&commitment, &proof, &case.protocol(), &points, &mut verifier).map_err(|e| format!("verify_at: {e:?}"))?;
+        assert_eq!(evals, proof.evals);
+    } else {
+        pcs.verify(&commitment, &proof, &mut verifier, case.protocol()).map_err(|e| format!("verify: {e:?}"))?;
+    }
+    Ok((postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap()))
+}
+
+/// Random cases: 1 to 5 tables of 0 to 9 variables and 1 to 17 columns (n at most 12), batches
+/// with direct and successor columns, sampled or prescribed points; infeasible ones skipped.
+fn cases(rng: &mut StdRng, count: usize) -> Vec<Case> {
+    let mut out = Vec::new();
+    while out.len() < count {
+        let tables: Vec<(usize, usize)> = (0..rng.random_range(1..=5)).map(|_| (rng.random_range(0..=9), [1, 1, 2, 3, 5, 17][rng.random_range(0..6)])).collect();
+        let mut batches = Vec::new();
+        for _ in 0..rng.random_range(1..=5) {
+            let t = rng.random_range(0..tables.len());
+            let w = tables[t].1;
+            let pick = |rng: &mut StdRng, most: usize| -> Vec<usize> {
+                let n = rng.random_range(1..=most);
+                let mut picked: Vec<usize> = (0..n).map(|_| rng.random_range(0..w)).collect();
+                // (A batch names a column once per side.)
+                picked.sort_unstable();
+                picked.dedup();
+                picked
+            };
+            let (c, n) = match rng.random_range(0..3) {
+                0 => (pick(rng, 3), Vec::new()),
+                1 => (Vec::new(), pick(rng, 2)),
+                _ => (pick(rng, 2), pick(rng, 2)),
+            };
+            batches.push((t, c, n));
+        }
+        let case = Case {
+            tables,
+            batches,
+            prescribed: rng.random(),
+            fold: rng.random_range(1..=4),
+            log_inv_rate: rng.random_range(1..=2),
+            soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
+            pow_bits: [0, 5][rng.random_range(0..2)],
+        };
+        if (6..=12).contains(&case.num_vars()) && case.params().config::<GpuChallenger>().is_ok() {
+            out.push(case);
+        }
+    }
+    out
+}
+
+/// Named awkward shapes: a table of one row, widths 1, 3, 17 and 64, heights 2^10 apart.
+fn awkward() -> Vec<Case> {
+    let base = Case { tables: vec![], batches: vec![], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5 };
+    vec![
+        Case { tables: vec![(0, 1), (10, 1)], batches: vec![(0, vec![0], vec![]), (1, vec![0], vec![0])], ..base.clone() },
+        Case { tables: vec![(10, 3), (0, 17)], batches: vec![(1, vec![16, 0], vec![3]), (0, vec![2], vec![1])], prescribed: true, ..base.clone() },
+        Case { tables: vec![(4, 64), (2, 1), (6, 3)], batches: vec![(0, vec![63, 0, 7], vec![]), (2, vec![], vec![2, 0]), (0, vec![5], vec![5])], fold: 3, ..base.clone() },
+        Case { tables: vec![(8, 1)], batches: vec![(0, vec![0], vec![0]), (0, vec![0], vec![])], prescribed: true, fold: 4, ..base.clone() },
+    ]
+}
+
+fn gpu_steps(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> GpuCodewords {
+    let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+    GpuCodewords::new(std::sync::Arc::new(GpuNtt::new(ctx.clone())), std::sync::Arc::new(GpuMerkle::new(poseidon2))).unwrap()
+}
+
+/// One case over Plonky3's prover and ours (the twin, then each GPU context beside the twin in a
+/// comparing backend): the same bytes, each accepted by the stock verifier.
+fn check_case(case: &Case, rng: &mut StdRng) {
+    let config = case.params().config::<GpuChallenger>().unwrap();
+    let (tables, prefix) = (tables(case, rng), outer_prefix(rng));
+    let stock = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let expected = prove(stock.stock(), case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
+    let twin = prove(&stock, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?}: the twin: {e}"));
+    assert!(twin == expected, "{case:?}: the twin's proof differs from Plonky3's");
+    for ctx in common::contexts() {
+        let steps = gpu_steps(&ctx);
+        let pcs = WhirPcs::new(config.clone(), ComparingSteps::new(CpuCodewords::default(), &steps));
+        let ours = prove(&pcs, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?} ({:?}): {e}", ctx.mul_variant()));
+        assert!(ours == expected, "{case:?} ({:?}): the GPU proof differs from Plonky3's", ctx.mul_variant());
+    }
+}
+
+#[test]
+fn awkward_shapes_match_plonky3_and_verify() {
+    let mut rng = common::rng();
+    for case in awkward() {
+        check_case(&case, &mut rng);
+    }
+}
+
+#[test]
+fn random_workloads_match_plonky3_and_verify() {
+    let mut rng = common::rng();
+    for case in cases(&mut rng, 8) {
+        check_case(&case, &mut rng);
+    }
+}
+
+/// A clone of the prover data opened twice (the same challenger state): the same proof, both
+/// times Plonky3's, on the GPU too (the second opening folds a copy of the resident f).
+#[test]
+fn a_commitment_opens_twice() {
+    let mut rng = common::rng();
+    let case = &awkward()[2];
+    let config = case.params().config::<GpuChallenger>().unwrap();
+    let tables = tables(case, &mut rng);
+    let stock = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let mut expected = GpuChallenger::new(permutation(), None);
+    let (_, data) = stock.stock().commit(Witness::new(tables.clone(), case.fold), &mut expected).unwrap();
+    let expected = postcard::to_allocvec(&stock.stock().open(data, case.protocol(), &mut expected).unwrap()).unwrap();
+    for ctx in common::contexts() {
+        let pcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
+        let mut challenger = GpuChallenger::new(permutation(), None);
+        let (_, data) = pcs.commit(Witness::new(tables.clone(), case.fold), &mut challenger).unwrap();
+        for _ in 0..2 {
+            let proof = pcs.open(data.clone(), case.protocol(), &mut challenger.clone()).unwrap();
+            assert!(postcard::to_allocvec(&proof).unwrap() == expected, "{:?}", ctx.mul_variant());
+        }
+        drop(data);
+    }
+}
+
+/// Hostile use: each an error naming what is wrong, never a panic or a proof.
+#[test]
+fn hostile_use_is_an_error() {
+    let mut rng = common::rng();
+    let case = &awkward()[2];
+    let config = case.params().config::<GpuChallenger>().unwrap();
+    let contexts = common::contexts();
+    let run = |steps_pcs: &dyn Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError>, what: &str, witness: Witness<F>, protocol: OpeningProtocol, points: Option<Vec<Point<EF>>>, expect: &str| {
+        let err = steps_pcs(witness, protocol, points).expect_err(what).to_string();
+        assert!(err.contains(expect), "{what}: {err}");
+    };
+    let twin = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
+    fn body<S: whir_wgpu::prover::CodewordSteps>(pcs: &WhirPcs<S>) -> impl Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError> + '_ {
+        move |witness, protocol, points| {
+            let mut challenger = GpuChallenger::new(permutation(), None);
+            let (_, data) = pcs.commit(witness, &mut challenger)?;
+            match points {
+                Some(points) => pcs.open_at(data, &protocol, &points, &mut challenger).map(|_| ()),
+                None => pcs.open(data, protocol, &mut challenger).map(|_| ()),
+            }
+        }
+    }
+    let mut bodies: Vec<Box<dyn Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError> + '_>> = vec![Box::new(body(&twin))];
+    bodies.extend(gpus.iter().map(|p| Box::new(body(p)) as Box<dyn Fn(_, _, _) -> _>));
+    let good = || Witness::new(tables(case, &mut common::rng()), case.fold);
+    let k = case.protocol().table_shapes()[0].num_variables();
+    for body in &bodies {
+        // A witness of the wrong size.
+        let mut small = case.clone();
+        small.tables[0].0 -= 1;
+        let witness = Witness::new(tables(&small, &mut rng), case.fold);
+        run(body, "a witness of the wrong size", witness, case.protocol(), None, "stacked variables");
+        // A protocol naming a missing table, or a missing column.
+        let mut extra = case.clone();
+        extra.tables.push((2, 1));
+        run(body, "a missing table", good(), extra.protocol(), None, "not the committed witness's");
+        // Points of the wrong dimension, or too few.
+        let points: Vec<Point<EF>> = case.batches.iter().map(|_| Point::new(vec![EF::default(); k + 1])).collect();
+        run(body, "a point of the wrong dimension", good(), case.protocol(), Some(points.clone()), "coordinates");
+        let fitting: Vec<Point<EF>> = case.protocol().iter_openings().map(|(t, _)| Point::new(vec![EF::default(); case.protocol().table_shapes()[t].num_variables()])).collect();
+        run(body, "too few points", good(), case.protocol(), Some(fitting[..1].to_vec()), "points given");
+    }
+}
