@@ -286,3 +286,16 @@ fn hostile_use_is_an_error() {
         run(body, "too few points", good(), case.protocol(), Some(fitting[..1].to_vec()), "points given");
     }
 }
+
+#[path = "../examples/zerocheck.rs"]
+mod zerocheck;
+
+/// The example's outer protocol (a zerocheck with a next-row term, opened with `open_at`) gives
+/// `WhirProver`'s bytes on the GPU, both accepted by p3-whir's verifier.
+#[test]
+fn the_zerocheck_example_gives_plonky3s_bytes() {
+    for ctx in common::contexts() {
+        let gpu = whir_wgpu::prover::GpuBackend::new(ctx.clone());
+        zerocheck::run(8, Some(&gpu)).unwrap_or_else(|e| panic!("{:?}: {e}", ctx.mul_variant()));
+    }
+}

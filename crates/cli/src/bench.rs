@@ -53,6 +53,13 @@ pub struct BenchArgs {
     /// Replace existing --json / --plot files.
     #[arg(long)]
     force: bool,
+    /// Time a multi-table workload through the PCS (Plonky3's `WhirProver` beside ours) instead
+    /// of the single polynomial: a preset (zkvm: 20 tables, 2^24 cells; zkvm-small: 2^16) or
+    /// tables `VARSxCOLUMNS`, optionally `COUNT*` (e.g. `22x2,3*12x20`). Each table is opened at
+    /// one transcript point, every column and the successor views of half of them. Uses --fold
+    /// and --rate, not --vars.
+    #[arg(long)]
+    tables: Option<String>,
 }
 
 const MAX_WARMUP_MS: u64 = 600_000;
@@ -133,6 +140,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(spec) = &args.tables {
+        return run_tables(&args, spec);
+    }
     let soundness = Soundness::parse(&args.security.soundness)?;
     // Output paths are checked before the first proof; an existing file needs --force.
     let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
@@ -416,5 +426,180 @@ fn plot(path: &Path, cells: &[Cell]) -> Result<()> {
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     root.present()?;
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct TablesCell {
+    tables: usize,
+    vars: usize,
+    fold: usize,
+    rate: usize,
+    skipped: Option<String>,
+    /// Plonky3's `WhirProver` (CPU pieces), medians: commit, open.
+    stock_commit_ms: Option<f64>,
+    stock_open_ms: Option<f64>,
+    /// Our GPU PCS, medians.
+    gpu_commit_ms: Option<f64>,
+    gpu_open_ms: Option<f64>,
+    /// Its traffic: the commit's upload, the open's readback, and the proof's size.
+    gpu_commit_mib_up: Option<f64>,
+    gpu_open_kib_up: Option<f64>,
+    gpu_open_kib_down: Option<f64>,
+    proof_kib: Option<f64>,
+    /// Device buffer-memory high-water mark over one commit and open.
+    gpu_peak_mib: Option<f64>,
+}
+
+/// `whir bench --tables`: Plonky3's `WhirProver` and our GPU PCS on one multi-table witness per
+/// (fold, rate), commit and open timed apart, the proofs compared byte for byte and verified.
+fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
+    use p3_commit::MultilinearPcs;
+    use p3_sumcheck::layout::Witness;
+    use whir_prover::Workload;
+    let workload = Workload::parse(spec)?;
+    let soundness = Soundness::parse(&args.security.soundness)?;
+    let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
+    if args.plot.is_some() {
+        bail!("--plot charts the single-polynomial grid; drop it with --tables");
+    }
+    eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
+    eprintln!("{} tables, {} cells", workload.tables.len(), workload.cells());
+    let gpu = if args.no_gpu { None } else { Some(GpuBackend::open_default()?) };
+    if let Some(g) = &gpu {
+        eprintln!("GPU: {}", g.context().summary());
+    }
+    let mut cells = Vec::new();
+    for &fold in &distinct("--fold", &args.fold) {
+        for &rate in &distinct("--rate", &args.rate) {
+            let base = Params { num_vars: 0, fold, log_inv_rate: rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1 };
+            let p = workload.params(&base);
+            let mut cell = TablesCell {
+                tables: workload.tables.len(),
+                vars: p.num_vars,
+                fold,
+                rate,
+                skipped: None,
+                stock_commit_ms: None,
+                stock_open_ms: None,
+                gpu_commit_ms: None,
+                gpu_open_ms: None,
+                gpu_commit_mib_up: None,
+                gpu_open_kib_up: None,
+                gpu_open_kib_down: None,
+                proof_kib: None,
+                gpu_peak_mib: None,
+            };
+            let config = match p.config::<whir_gpu::GpuChallenger>() {
+                Ok(c) => c,
+                Err(e) => {
+                    cell.skipped = Some(e.to_string());
+                    cells.push(cell);
+                    continue;
+                }
+            };
+            eprintln!("n = {}, fold {fold}, rate {rate}", p.num_vars);
+            let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
+            let tables = workload.random_tables(&mut rng);
+            let protocol = workload.protocol(fold);
+            let twin = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+            let stock = twin.stock();
+            // Plonky3's proof: the bytes ours must equal.
+            let prove_once = |pcs: &dyn Fn(&mut whir_gpu::GpuChallenger) -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)>| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {
+                let mut challenger = CpuBackend.challenger();
+                pcs(&mut challenger)
+            };
+            let stock_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {
+                let witness = Witness::new(tables.clone(), fold);
+                let started = std::time::Instant::now();
+                let (root, data) = stock.commit(witness, ch).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                let commit = started.elapsed();
+                let started = std::time::Instant::now();
+                let proof = stock.open(data, protocol.clone(), ch).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                Ok((commit, started.elapsed(), postcard::to_allocvec(&proof)?, root))
+            };
+            let (mut sc, mut so) = (Vec::new(), Vec::new());
+            let mut expected = None;
+            for _ in 0..args.reps {
+                let (c, o, bytes, root) = prove_once(&stock_run)?;
+                sc.push(ms(c));
+                so.push(ms(o));
+                expected = Some((bytes, root));
+            }
+            let (expected, root) = expected.expect("at least one repetition");
+            // Accepted by p3-whir's own verifier.
+            let proof: whir_prover::PcsProofOf = postcard::from_bytes(&expected)?;
+            stock.verify(&root, &proof, &mut CpuBackend.challenger(), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
+            cell.stock_commit_ms = Some(median(sc));
+            cell.stock_open_ms = Some(median(so));
+            cell.proof_kib = Some(expected.len() as f64 / 1024.0);
+            if let Some(gpu) = &gpu {
+                let pcs = gpu.pcs(config.clone())?;
+                let ctx = gpu.context();
+                let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2])> {
+                    let witness = Witness::new(tables.clone(), fold);
+                    let t0 = ctx.transfer_counts();
+                    let started = std::time::Instant::now();
+                    let (_, data) = pcs.commit(witness, ch)?;
+                    let commit = started.elapsed();
+                    let t1 = ctx.transfer_counts();
+                    let started = std::time::Instant::now();
+                    let proof = pcs.open(data, protocol.clone(), ch)?;
+                    let open = started.elapsed();
+                    let t2 = ctx.transfer_counts();
+                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1]))
+                };
+                ctx.memory().trim_pools();
+                ctx.memory().reset_peak_buffer_bytes();
+                let (_, _, first, _) = gpu_run(&mut gpu.challenger())?;
+                cell.gpu_peak_mib = ctx.memory().peak_buffer_bytes().map(|b| b as f64 / (1 << 20) as f64);
+                if first != expected {
+                    bail!("n = {}, fold {fold}, rate {rate}: the GPU PCS's proof differs from Plonky3's", p.num_vars);
+                }
+                let until = std::time::Instant::now() + Duration::from_millis(args.gpu_warmup_ms);
+                while std::time::Instant::now() < until {
+                    gpu_run(&mut gpu.challenger())?;
+                }
+                let (mut gc, mut go) = (Vec::new(), Vec::new());
+                for _ in 0..args.reps {
+                    let (c, o, bytes, [up, down]) = gpu_run(&mut gpu.challenger())?;
+                    if bytes != expected {
+                        bail!("n = {}, fold {fold}, rate {rate}: a GPU PCS proof differs from Plonky3's", p.num_vars);
+                    }
+                    gc.push(ms(c));
+                    go.push(ms(o));
+                    cell.gpu_commit_mib_up = Some(up.bytes_up as f64 / (1 << 20) as f64);
+                    cell.gpu_open_kib_up = Some(down.bytes_up as f64 / 1024.0);
+                    cell.gpu_open_kib_down = Some(down.bytes_down as f64 / 1024.0);
+                }
+                cell.gpu_commit_ms = Some(median(gc));
+                cell.gpu_open_ms = Some(median(go));
+            }
+            cells.push(cell);
+            if let Some(out) = &json_out {
+                out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
+            }
+        }
+    }
+    println!("| tables | n | fold | rate | Plonky3 ms (commit + open) | GPU PCS ms (commit + open) | Plonky3 / GPU | commit up MiB | open up / down KiB | proof KiB | peak GPU MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for c in &cells {
+        if let Some(why) = &c.skipped {
+            println!("| {} | {} | {} | {} | skipped: {why} | | | | | | |", c.tables, c.vars, c.fold, c.rate);
+            continue;
+        }
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
+        let (stock, gpu) = (sum(c.stock_commit_ms, c.stock_open_ms), sum(c.gpu_commit_ms, c.gpu_open_ms));
+        let ratio = stock.zip(gpu).map_or("-".into(), |(s, g)| format!("{:.2}x", s / g));
+        println!(
+            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} | {} / {} | {} | {} |",
+            c.tables, c.vars, c.fold, c.rate, f(stock), f(c.stock_commit_ms), f(c.stock_open_ms), f(gpu), f(c.gpu_commit_ms), f(c.gpu_open_ms), ratio,
+            f(c.gpu_commit_mib_up), f(c.gpu_open_kib_up), f(c.gpu_open_kib_down), f(c.proof_kib), f(c.gpu_peak_mib)
+        );
+    }
+    if cells.iter().all(|c| c.skipped.is_some()) {
+        bail!("every cell was skipped as infeasible (first: {})", cells.first().and_then(|c| c.skipped.as_deref()).unwrap_or("none"));
+    }
     Ok(())
 }

@@ -24,7 +24,7 @@ use crate::driver::{prove_with_steps, RoundBreakdown};
 use crate::options::DriverOptions;
 use crate::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
-use crate::{opening_protocol, permutation, Commitment, GpuWhirDomain, ProofFile, ProverLayout, EF, F};
+use crate::{opening_protocol, permutation, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFile, ProverLayout, EF, F};
 
 
 /// What a prove call returns.
@@ -300,6 +300,12 @@ impl GpuBackend {
 
     pub fn context(&self) -> &Arc<GpuContext> {
         self.ntt.context()
+    }
+
+    /// WHIR as a Plonky3 PCS on this GPU for `config` (any layout of tables; see
+    /// [`GpuWhirPcs`]), playing the transcript as this backend's driver options say.
+    pub fn pcs(&self, config: p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>) -> Result<GpuWhirPcs, ProverError> {
+        Ok(GpuWhirPcs::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
     }
 }
 

@@ -18,6 +18,7 @@ mod pcs;
 mod stock;
 mod sumcheck;
 mod timing;
+mod workload;
 
 pub use backend::{estimated_gpu_bytes, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
 pub use compare::{ComparingSteps, ComparingSumcheck};
@@ -25,6 +26,7 @@ pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use claims::Stacking;
+pub use workload::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, PcsProofOf, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
