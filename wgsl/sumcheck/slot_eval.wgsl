@@ -6,8 +6,10 @@
 // repeated). All slots of a dispatch are evaluated at one point z:
 //   value_c = sum_i f[offsets[c] + s(i)] * eq(z, i),   s(i) = i or min(i + 1, 2^k - 1),
 // with eq(z, i) = hi[i >> low] * lo[i & (2^low - 1)] (coordinate 0 <-> the top bit of i; both
-// tables built on the host). Each of `groups` workgroups per slot sums one run of the slot's
-// entries and writes its partial (laid out [segment][slot][group]); slot_sum.wgsl adds them.
+// tables built on the host), summed as sum_h hi[h] * (sum_l f[offsets[c] + s(2^low h + l)] lo[l]):
+// a thread sums its share of one row h (one BabyBear x BabyBear^4 product per entry of a
+// base-field f) and multiplies by hi[h] once. Each of `groups` workgroups per slot takes a run of
+// rows and writes its partial (laid out [segment][slot][group]); slot_sum.wgsl adds them.
 // Rust twin of the params: `SlotEvalParams` in crates/gpu/src/sumcheck.rs.
 
 struct SlotEvalParams {
@@ -21,7 +23,7 @@ struct SlotEvalParams {
     successor: u32,
     // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
     base: u32,
-    // Workgroups per slot (a power of two, at most size / 256 unless size < 256).
+    // Workgroups per slot: a power of two, at most size >> low.
     groups: u32,
     // The bound segment of f: its first entry in the whole table, and its entries.
     seg_offset: u32,
@@ -62,17 +64,23 @@ fn eval_slot_partials(
     let slot = g / params.groups;
     var acc = vec4<u32>(0u);
     if (slot < params.count) {
-        let run = max(params.size / params.groups, 1u);
-        let start = (g % params.groups) * run;
+        let row_len = 1u << params.low;
+        let rows = params.size >> params.low;
+        // (groups divides rows: both powers of two, groups at most rows.)
+        let run = rows / params.groups;
+        let first_row = (g % params.groups) * run;
         let offset = offsets[slot];
-        let lo_mask = (1u << params.low) - 1u;
-        for (var i = start + lid; i < start + run; i += 256u) {
-            var entry = i;
-            if (params.successor == 1u) {
-                entry = min(i + 1u, params.size - 1u);
+        for (var h = first_row; h < first_row + run; h++) {
+            var row = vec4<u32>(0u);
+            for (var l = lid; l < row_len; l += 256u) {
+                let i = (h << params.low) + l;
+                var entry = i;
+                if (params.successor == 1u) {
+                    entry = min(i + 1u, params.size - 1u);
+                }
+                row = ext4_add(row, f_times(offset + entry, lo[l]));
             }
-            let eq = ext4_mul(hi[i >> params.low], lo[i & lo_mask]);
-            acc = ext4_add(acc, f_times(offset + entry, eq));
+            acc = ext4_add(acc, ext4_mul(row, hi[h]));
         }
     }
     let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));

@@ -9,8 +9,9 @@
 //   successor: w[offsets[c] + y] += scales[c] * (eq(z, y - 1) for y >= 1, plus eq(z, 2^k - 1) at
 //              y = 2^k - 1): the weight under which sum_y f[offsets[c] + y] * w(y) is the
 //              successor view's value (slot_eval.wgsl).
-// eq(z, i) = hi[i >> low] * lo[i & (2^low - 1)], both tables built on the host. One thread per
-// entry of a slot; the bound segment of w takes the entries that fall in it.
+// scale_c * eq(z, i) = hi_c[i >> low] * lo[i & (2^low - 1)], both tables built on the host (the
+// high table one per slot, scaled): one product per entry. One thread per entry of a slot; the
+// bound segment of w takes the entries that fall in it.
 // Rust twin of the params: `SlotWeightParams` in crates/gpu/src/sumcheck.rs.
 
 struct SlotWeightParams {
@@ -30,14 +31,15 @@ struct SlotWeightParams {
 }
 
 @group(0) @binding(0) var<uniform> params: SlotWeightParams;
+// Per slot, its scaled high table (size >> low entries).
 @group(0) @binding(1) var<storage, read> hi: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> lo: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> offsets: array<u32>;
-@group(0) @binding(4) var<storage, read> scales: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read_write> w: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> w: array<vec4<u32>>;
 
-fn eq_at(i: u32) -> vec4<u32> {
-    return ext4_mul(hi[i >> params.low], lo[i & ((1u << params.low) - 1u)]);
+// scale_slot * eq(z, i).
+fn eq_at(slot: u32, i: u32) -> vec4<u32> {
+    return ext4_mul(hi[slot * (params.size >> params.low) + (i >> params.low)], lo[i & ((1u << params.low) - 1u)]);
 }
 
 @compute @workgroup_size(256)
@@ -60,14 +62,14 @@ fn add_slot_weights(
     var weight = vec4<u32>(0u);
     if (params.successor == 1u) {
         if (y >= 1u) {
-            weight = eq_at(y - 1u);
+            weight = eq_at(slot, y - 1u);
         }
         if (y == params.size - 1u) {
-            weight = ext4_add(weight, eq_at(y));
+            weight = ext4_add(weight, eq_at(slot, y));
         }
     } else {
-        weight = eq_at(y);
+        weight = eq_at(slot, y);
     }
     let at = x - params.seg_offset;
-    w[at] = ext4_add(w[at], ext4_mul(weight, scales[slot]));
+    w[at] = ext4_add(w[at], weight);
 }

@@ -447,8 +447,16 @@ struct TablesCell {
     gpu_open_kib_up: Option<f64>,
     gpu_open_kib_down: Option<f64>,
     proof_kib: Option<f64>,
-    /// Device buffer-memory high-water mark over one commit and open.
+    /// Device buffer-memory high-water mark over one commit and open; and of one that keeps no
+    /// idle buffers (pool budget 0): what the proof has live at once.
     gpu_peak_mib: Option<f64>,
+    gpu_peak_live_mib: Option<f64>,
+    /// The open's steps (medians, wall): claim phase, initial weights, initial fold's rounds,
+    /// and everything after (the WHIR rounds and the final round).
+    gpu_claims_ms: Option<f64>,
+    gpu_initial_weights_ms: Option<f64>,
+    gpu_initial_fold_ms: Option<f64>,
+    gpu_rounds_ms: Option<f64>,
 }
 
 /// `whir bench --tables`: Plonky3's `WhirProver` and our GPU PCS on one multi-table witness per
@@ -489,6 +497,11 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                 gpu_open_kib_down: None,
                 proof_kib: None,
                 gpu_peak_mib: None,
+                gpu_peak_live_mib: None,
+                gpu_claims_ms: None,
+                gpu_initial_weights_ms: None,
+                gpu_initial_fold_ms: None,
+                gpu_rounds_ms: None,
             };
             let config = match p.config::<whir_gpu::GpuChallenger>() {
                 Ok(c) => c,
@@ -536,7 +549,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             if let Some(gpu) = &gpu {
                 let pcs = gpu.pcs(config.clone())?;
                 let ctx = gpu.context();
-                let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2])> {
+                let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4])> {
                     let witness = Witness::new(tables.clone(), fold);
                     let t0 = ctx.transfer_counts();
                     let started = std::time::Instant::now();
@@ -544,25 +557,40 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                     let commit = started.elapsed();
                     let t1 = ctx.transfer_counts();
                     let started = std::time::Instant::now();
-                    let proof = pcs.open(data, protocol.clone(), ch)?;
+                    let (proof, times) = pcs.open_timed(data, &protocol, None, ch)?;
                     let open = started.elapsed();
                     let t2 = ctx.transfer_counts();
-                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1]))
+                    let initial = |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
+                    let (claims, weights, fold) = (initial(Step::Claims), initial(Step::Weights), initial(Step::Sumcheck));
+                    let steps = [claims, weights, fold, open.saturating_sub(claims + weights + fold)];
+                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1], steps))
                 };
                 ctx.memory().trim_pools();
                 ctx.memory().reset_peak_buffer_bytes();
-                let (_, _, first, _) = gpu_run(&mut gpu.challenger())?;
+                let (_, _, first, _, _) = gpu_run(&mut gpu.challenger())?;
                 cell.gpu_peak_mib = ctx.memory().peak_buffer_bytes().map(|b| b as f64 / (1 << 20) as f64);
                 if first != expected {
                     bail!("n = {}, fold {fold}, rate {rate}: the GPU PCS's proof differs from Plonky3's", p.num_vars);
                 }
+                let budget = ctx.memory().pool_budget();
+                ctx.memory().set_pool_budget(0);
+                ctx.memory().trim_pools();
+                ctx.memory().reset_peak_buffer_bytes();
+                let lean = gpu_run(&mut gpu.challenger());
+                ctx.memory().set_pool_budget(budget);
+                lean?;
+                cell.gpu_peak_live_mib = ctx.memory().peak_buffer_bytes().map(|b| b as f64 / (1 << 20) as f64);
                 let until = std::time::Instant::now() + Duration::from_millis(args.gpu_warmup_ms);
                 while std::time::Instant::now() < until {
                     gpu_run(&mut gpu.challenger())?;
                 }
                 let (mut gc, mut go) = (Vec::new(), Vec::new());
+                let mut steps: [Vec<f64>; 4] = Default::default();
                 for _ in 0..args.reps {
-                    let (c, o, bytes, [up, down]) = gpu_run(&mut gpu.challenger())?;
+                    let (c, o, bytes, [up, down], parts) = gpu_run(&mut gpu.challenger())?;
+                    for (acc, d) in steps.iter_mut().zip(parts) {
+                        acc.push(ms(d));
+                    }
                     if bytes != expected {
                         bail!("n = {}, fold {fold}, rate {rate}: a GPU PCS proof differs from Plonky3's", p.num_vars);
                     }
@@ -574,6 +602,8 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                 }
                 cell.gpu_commit_ms = Some(median(gc));
                 cell.gpu_open_ms = Some(median(go));
+                let [cl, w, fo, r] = steps;
+                (cell.gpu_claims_ms, cell.gpu_initial_weights_ms, cell.gpu_initial_fold_ms, cell.gpu_rounds_ms) = (Some(median(cl)), Some(median(w)), Some(median(fo)), Some(median(r)));
             }
             cells.push(cell);
             if let Some(out) = &json_out {
@@ -581,11 +611,11 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             }
         }
     }
-    println!("| tables | n | fold | rate | Plonky3 ms (commit + open) | GPU PCS ms (commit + open) | Plonky3 / GPU | commit up MiB | open up / down KiB | proof KiB | peak GPU MiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| tables | n | fold | rate | Plonky3 ms (commit + open) | GPU PCS ms (commit + open) | Plonky3 / GPU | GPU open: claims / weights / initial fold / rounds ms | commit up MiB | open up / down KiB | proof KiB | peak GPU MiB: pools kept / none |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
-            println!("| {} | {} | {} | {} | skipped: {why} | | | | | | |", c.tables, c.vars, c.fold, c.rate);
+            println!("| {} | {} | {} | {} | skipped: {why} | | | | | | | |", c.tables, c.vars, c.fold, c.rate);
             continue;
         }
         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
@@ -593,9 +623,10 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
         let (stock, gpu) = (sum(c.stock_commit_ms, c.stock_open_ms), sum(c.gpu_commit_ms, c.gpu_open_ms));
         let ratio = stock.zip(gpu).map_or("-".into(), |(s, g)| format!("{:.2}x", s / g));
         println!(
-            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} | {} / {} | {} | {} |",
+            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} / {} / {} / {} | {} | {} / {} | {} | {} / {} |",
             c.tables, c.vars, c.fold, c.rate, f(stock), f(c.stock_commit_ms), f(c.stock_open_ms), f(gpu), f(c.gpu_commit_ms), f(c.gpu_open_ms), ratio,
-            f(c.gpu_commit_mib_up), f(c.gpu_open_kib_up), f(c.gpu_open_kib_down), f(c.proof_kib), f(c.gpu_peak_mib)
+            f(c.gpu_claims_ms), f(c.gpu_initial_weights_ms), f(c.gpu_initial_fold_ms), f(c.gpu_rounds_ms),
+            f(c.gpu_commit_mib_up), f(c.gpu_open_kib_up), f(c.gpu_open_kib_down), f(c.proof_kib), f(c.gpu_peak_mib), f(c.gpu_peak_live_mib)
         );
     }
     if cells.iter().all(|c| c.skipped.is_some()) {

@@ -207,6 +207,33 @@ impl GpuCodewords {
         }
     }
 
+    /// [`commit_keep`](Self::commit_keep) of a message of `blocks` blocks of `block_words` words
+    /// each, given block by block: `block(b, write)` hands block b to `write` in one or more
+    /// pieces, written straight into staging memory on all cores (no host copy of the whole
+    /// message, e.g. columns of tables laid side by side). Committed as rows of `width` words.
+    pub fn commit_blocks_keep(
+        &self,
+        blocks: usize,
+        block_words: usize,
+        width: usize,
+        log_inv_rate: usize,
+        block: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
+    ) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+        let words = blocks.checked_mul(block_words).unwrap_or(0);
+        if width == 0 || words == 0 || !words.is_multiple_of(width) || !(words / width).is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("a message of {blocks} blocks of {block_words} words is not a power-of-two number of rows of width {width}")));
+        }
+        let ctx = self.ntt.context().clone();
+        let input = ctx.upload_rows("codeword message", blocks, block_words, block)?;
+        match self.commit_buffer(&input, words / width, width, log_inv_rate) {
+            Ok(committed) => Ok((committed, input)),
+            Err(e) => {
+                ctx.recycle_storage(input);
+                Err(e)
+            }
+        }
+    }
+
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
     /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
     pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {

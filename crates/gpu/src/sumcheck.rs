@@ -1288,9 +1288,9 @@ impl GpuSumcheck {
                 let k = set.point.len();
                 let (hi, lo, low) = split_eq_tables(set.point);
                 let (hi, lo) = (batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)));
-                // Enough workgroups per slot to fill the GPU for a large slot, each over at least
-                // 16 rows of 256 entries.
-                let groups = ((1usize << k) >> 12).clamp(1, 64);
+                // Enough workgroups per slot to fill the GPU for a large slot, each over at
+                // least 2^12 entries (and a power of two of the 2^(k - low) rows).
+                let groups = ((1usize << k) >> 12).clamp(1, 256).min(1 << (k - low));
                 for chunk in set.offsets.chunks(MAX_SLOTS_PER_DISPATCH) {
                     let offsets: Vec<u32> = chunk.iter().map(|&o| o as u32).collect();
                     let offsets = batch.upload("slot offsets", &offsets);
@@ -1351,14 +1351,15 @@ impl GpuSumcheck {
             for (set, scales) in sets {
                 let k = set.point.len();
                 let (hi, lo, low) = split_eq_tables(set.point);
-                let (hi, lo) = (batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)));
+                let lo = batch.upload("slot eq low", ext_words(&lo));
                 // Slots that overlap in one dispatch would race: each dispatch takes disjoint ones.
                 for group in disjoint_groups(set.offsets, 1 << k) {
                     let now: Vec<(usize, Ext4)> = group.into_iter().map(|i| (set.offsets[i], scales[i])).collect();
                     for chunk in now.chunks(MAX_SLOTS_PER_DISPATCH) {
                         let offsets: Vec<u32> = chunk.iter().map(|&(o, _)| o as u32).collect();
-                        let scales: Vec<Ext4> = chunk.iter().map(|&(_, s)| s).collect();
-                        let (offsets, scales) = (batch.upload("slot offsets", &offsets), batch.upload("slot scales", ext_words(&scales)));
+                        // Each slot's high table with its scale folded in.
+                        let scaled: Vec<Ext4> = chunk.iter().flat_map(|&(_, s)| hi.iter().map(move |&h| h * s)).collect();
+                        let (offsets, hi) = (batch.upload("slot offsets", &offsets), batch.upload("slot eq high", ext_words(&scaled)));
                         let groups = (chunk.len() << k).div_ceil(THREADS);
                         for j in 0..self.segments() {
                             let segment = self.w.segment_len();
@@ -1372,7 +1373,7 @@ impl GpuSumcheck {
                                 _pad: [0; 2],
                             };
                             let params = ctx.uniform("slot weight params", &params);
-                            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), (&scales, 0, None), self.w.range(j)]);
+                            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), self.w.range(j)]);
                             dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
                         }
                     }

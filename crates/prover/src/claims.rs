@@ -52,7 +52,7 @@ impl Stacking {
     }
 
     /// The first entries of `columns`' slots in table `table`.
-    fn offsets(&self, table: usize, columns: &[usize]) -> Result<Vec<usize>, ProverError> {
+    pub(crate) fn offsets(&self, table: usize, columns: &[usize]) -> Result<Vec<usize>, ProverError> {
         let shape = self.shapes.get(table).ok_or_else(|| ProverError::Input(format!("the protocol opens table {table}; the witness has {}", self.shapes.len())))?;
         let placement = self.placements.iter().find(|p| p.idx() == table).expect("the planner places every table");
         columns
@@ -144,6 +144,7 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
     ood_samples: usize,
     challenger: &mut GpuChallenger,
 ) -> Result<Claims, ProverError> {
+    let begun = std::time::Instant::now();
     let mut registry = ClaimRegistry::new(stacking.shapes(), <ProverLayout as Layout<F, EF>>::strategy());
     let (mut virtual_points, mut ood_answers) = (Vec::with_capacity(ood_samples), Vec::with_capacity(ood_samples));
     for _ in 0..ood_samples {
@@ -155,7 +156,11 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
     }
     let mut batches = Vec::with_capacity(protocol.num_openings());
     let mut evals = Vec::with_capacity(protocol.num_openings());
+    // Where the claim phase's time goes (debug log): drawing points, evaluating, the transcript.
+    let (mut draw, mut evaluate, mut bind) = (std::time::Duration::ZERO, std::time::Duration::ZERO, std::time::Duration::ZERO);
+    let started = std::time::Instant::now();
     for (i, (table, batch)) in protocol.iter_openings().enumerate() {
+        let at = std::time::Instant::now();
         let k = stacking.shapes()[table].num_variables();
         let point = match points {
             Points::Given(points) => points[i].clone(),
@@ -173,18 +178,25 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
                 Point::expand_from_univariate(EF::from_basis_coefficients_slice(&[a, b, c, d]).expect("four coefficients"), k)
             }
         };
+        draw += at.elapsed();
+        let at = std::time::Instant::now();
         let (current, next) = (stacking.offsets(table, batch.current())?, stacking.offsets(table, batch.next())?);
         let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
         let [now, after]: [Vec<EF>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
         let values = OpeningEvals::new(now, after);
+        evaluate += at.elapsed();
+        let at = std::time::Instant::now();
         match points {
             Points::Drawn => registry.add_claim(table, batch, &values, challenger),
             Points::Given(_) => registry.add_claim_at(table, batch, &point, &values, challenger),
         }
         .map_err(|e| ProverError::Params(e.to_string()))?;
+        bind += at.elapsed();
         batches.push(BatchClaim { table, point, current, next });
         evals.push(values);
     }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    tracing::debug!(batches = batches.len(), ood_ms = ms(started - begun), ms = ms(started.elapsed()), draw_ms = ms(draw), evaluate_ms = ms(evaluate), bind_ms = ms(bind), "claim phase's openings");
     Ok(Claims { registry, stacking: stacking.clone(), batches, virtual_points, ood_answers, evals })
 }
 

@@ -123,6 +123,20 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
         Ok((b_root, (a, b), ComparingSumcheck { reference: a_sum, candidate: b_sum, at: self.at.clone() }))
     }
 
+    fn commit_message_blocks(
+        &self,
+        blocks: usize,
+        block_len: usize,
+        width: usize,
+        log_inv_rate: usize,
+        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let (a_root, a, a_sum) = self.reference.commit_message_blocks(blocks, block_len, width, log_inv_rate, block)?;
+        let (b_root, b, b_sum) = self.candidate.commit_message_blocks(blocks, block_len, width, log_inv_rate, block)?;
+        self.at.check("commit: root", &a_root, &b_root)?;
+        Ok((b_root, (a, b), ComparingSumcheck { reference: a_sum, candidate: b_sum, at: self.at.clone() }))
+    }
+
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b) = self.candidate.commit_folded(&mut sumcheck.candidate, fold, log_inv_rate)?;

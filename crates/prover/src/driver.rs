@@ -85,6 +85,28 @@ pub trait CodewordSteps {
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError>;
 
+    /// [`commit_message`](Self::commit_message) of a message of `blocks` blocks of `block_len`
+    /// values, given block by block (`block(b, write)` hands block b to `write` in pieces), e.g.
+    /// the columns of a stacked witness where they lie. By default gathered into one message;
+    /// the GPU's are written straight into staging memory.
+    fn commit_message_blocks(
+        &self,
+        blocks: usize,
+        block_len: usize,
+        width: usize,
+        log_inv_rate: usize,
+        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let mut message = Vec::with_capacity(blocks * block_len);
+        for b in 0..blocks {
+            block(b, &mut |piece| message.extend_from_slice(piece));
+        }
+        if message.len() != blocks * block_len {
+            return Err(ProverError::Input(format!("blocks of {} values in all, not {blocks} x {block_len}", message.len())));
+        }
+        self.commit_message(&message, width, log_inv_rate)
+    }
+
     /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
     /// 2^-log_inv_rate and commits to it, as `commit` does its message.
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
@@ -123,6 +145,16 @@ impl<S: CodewordSteps> CodewordSteps for &S {
     }
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_message(message, width, log_inv_rate)
+    }
+    fn commit_message_blocks(
+        &self,
+        blocks: usize,
+        block_len: usize,
+        width: usize,
+        log_inv_rate: usize,
+        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        (**self).commit_message_blocks(blocks, block_len, width, log_inv_rate, block)
     }
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         (**self).commit_folded(sumcheck, fold, log_inv_rate)
@@ -191,6 +223,21 @@ impl CodewordSteps for GpuCodewords {
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = message.len().trailing_zeros() as usize;
         let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
+        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+    }
+
+    /// Each block written straight into staging memory on all cores, then as `commit_message`.
+    fn commit_message_blocks(
+        &self,
+        blocks: usize,
+        block_len: usize,
+        width: usize,
+        log_inv_rate: usize,
+        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let vars = (blocks * block_len).trailing_zeros() as usize;
+        let (committed, buffer) = self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
     }

@@ -142,12 +142,32 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
             )));
         }
         let fold0 = self.config.round_folding_factor(0);
-        let mut message = F::zero_vec(1 << n);
-        <ProverLayout as Layout<F, EF>>::write_message(&witness, fold0, &mut message);
         let stacking = Stacking::new(witness.table_shapes());
-        drop(witness);
-        let (root, codeword, sumcheck) = self.steps.commit_message(&message, 1 << fold0, self.config.starting_log_inv_rate)?;
-        drop(message);
+        // The columns where they lie (p3-sumcheck's suffix layout: each column one slot of the
+        // stacked message, back to back, largest tables first; zeros after the last), handed to
+        // the steps in blocks of the smallest slot, not gathered into a message first.
+        let layout = <ProverLayout as Layout<F, EF>>::from_witness(witness);
+        let mut slots: Vec<(usize, &[F])> = Vec::new();
+        for (t, shape) in stacking.shapes().iter().enumerate() {
+            let offsets = stacking.offsets(t, &(0..shape.width()).collect::<Vec<_>>())?;
+            slots.extend(offsets.into_iter().zip(layout.table(t).iter_polys()));
+        }
+        slots.sort_unstable_by_key(|&(offset, _)| offset);
+        let block_len = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n).min(1 << n);
+        if slots.iter().any(|&(o, c)| !c.len().is_power_of_two() || o % block_len != 0 || o + c.len() > 1 << n) {
+            return Err(ProverError::Input("the witness's columns do not tile its stacked polynomial".into()));
+        }
+        let zeros = F::zero_vec(block_len);
+        let block = |b: usize, write: &mut dyn FnMut(&[F])| {
+            let start = b * block_len;
+            let at = slots.partition_point(|&(o, _)| o <= start);
+            match at.checked_sub(1).map(|i| slots[i]) {
+                Some((o, column)) if start < o + column.len() => write(&column[start - o..start - o + block_len]),
+                _ => write(&zeros),
+            }
+        };
+        let (root, codeword, sumcheck) = self.steps.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, &block)?;
+        drop(layout);
         self.observe_commitment(&root, challenger);
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
     }
