@@ -181,8 +181,14 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
         draw += at.elapsed();
         let at = std::time::Instant::now();
         let (current, next) = (stacking.offsets(table, batch.current())?, stacking.offsets(table, batch.next())?);
-        let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
-        let [now, after]: [Vec<EF>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
+        let (now, after) = if stacking.is_one_column() && next.is_empty() {
+            // The polynomial itself at the point: the plain evaluation.
+            (vec![sumcheck.eval(&point)?], Vec::new())
+        } else {
+            let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
+            let [now, after]: [Vec<EF>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
+            (now, after)
+        };
         let values = OpeningEvals::new(now, after);
         evaluate += at.elapsed();
         let at = std::time::Instant::now();
