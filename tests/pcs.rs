@@ -299,3 +299,29 @@ fn the_zerocheck_example_gives_plonky3s_bytes() {
         zerocheck::run(8, Some(&gpu)).unwrap_or_else(|e| panic!("{:?}: {e}", ctx.mul_variant()));
     }
 }
+
+/// The witness crosses to the GPU once (its cells, with a few KiB of tables and parameters), and
+/// an opening reads back at most twice the proof's bytes plus 4 KiB.
+#[test]
+fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
+    let mut rng = common::rng();
+    let case = &awkward()[2];
+    let config = case.params().config::<GpuChallenger>().unwrap();
+    for ctx in common::fresh_contexts() {
+        let pcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
+        let prove = |rng: &mut StdRng| {
+            let mut challenger = GpuChallenger::new(permutation(), None);
+            let t0 = ctx.transfer_counts();
+            let (_, data) = pcs.commit(Witness::new(tables(case, rng), case.fold), &mut challenger).unwrap();
+            let t1 = ctx.transfer_counts();
+            let proof = pcs.open(data, case.protocol(), &mut challenger).unwrap();
+            (t1 - t0, ctx.transfer_counts() - t1, postcard::to_allocvec(&proof).unwrap().len() as u64)
+        };
+        // (The first proof on a context also uploads its NTT tables.)
+        prove(&mut rng);
+        let (commit, open, proof) = prove(&mut rng);
+        let cells = 4u64 << case.num_vars();
+        assert!(commit.bytes_up >= cells && commit.bytes_up <= cells + (16 << 10), "{:?}: the commit uploaded {} bytes for {cells} of cells", ctx.mul_variant(), commit.bytes_up);
+        assert!(open.bytes_down <= 2 * proof + 4096, "{:?}: the opening read {} bytes back for a proof of {proof}", ctx.mul_variant(), open.bytes_down);
+    }
+}
