@@ -23,17 +23,17 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape,
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::GpuChallenger;
-use whir_wgpu::prover::{permutation, Backend, Commitment, CpuCodewords, CpuWhirPcs, GpuBackend, Params, PcsProofOf, Soundness, Workload, EF, F};
+use whir_wgpu::prover::{permutation, Backend, Commitment, CpuCodewords, CpuWhirPcs, GpuBackend, Params, WhirPcsProof, Soundness, Workload, EF, F};
 
 /// The outer proof: the zerocheck's round polynomials (each at 0, 1, 2, 3) and the PCS proof.
 struct OuterProof {
     rounds: Vec<[EF; 4]>,
-    pcs: PcsProofOf,
+    pcs: WhirPcsProof,
 }
 
 /// The PCS the outer protocol is written against: any of Plonky3's `WhirProver`s, or ours.
-trait Pcs: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = PcsProofOf> {}
-impl<P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = PcsProofOf>> Pcs for P {}
+trait Pcs: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof> {}
+impl<P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>> Pcs for P {}
 
 fn protocol(log_rows: usize, fold: usize) -> OpeningProtocol {
     OpeningProtocol::new(vec![

@@ -18,7 +18,7 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    permutation, ComparingSteps, CpuCodewords, CpuWhirPcs, Commitment, GpuWhirPcs, Params, PcsProofOf, ProverError, Soundness, Stacking, WhirPcs, EF, F,
+    permutation, ComparingSteps, CpuCodewords, CpuWhirPcs, Commitment, GpuWhirPcs, Params, WhirPcsProof, ProverError, Soundness, Stacking, WhirPcs, EF, F,
 };
 
 /// A workload: tables (variables, columns), batches (table, direct columns, successor columns).
@@ -98,7 +98,7 @@ fn outer_between(case: &Case, challenger: &mut GpuChallenger) -> Vec<Point<EF>> 
 /// commitment and proof bytes.
 fn prove<P>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F]) -> Result<(Vec<u8>, Vec<u8>), String>
 where
-    P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = PcsProofOf>,
+    P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
     P::ProverError: Debug,
     P::Error: Debug,
 {
@@ -242,6 +242,9 @@ fn a_commitment_opens_twice() {
     }
 }
 
+/// A commit and an opening of a witness by one PCS, with given points or drawn ones.
+type Attempt<'a> = dyn Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError> + 'a;
+
 /// Hostile use: each an error naming what is wrong, never a panic or a proof.
 #[test]
 fn hostile_use_is_an_error() {
@@ -249,13 +252,14 @@ fn hostile_use_is_an_error() {
     let case = &awkward()[2];
     let config = case.params().config::<GpuChallenger>().unwrap();
     let contexts = common::contexts();
-    let run = |steps_pcs: &dyn Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError>, what: &str, witness: Witness<F>, protocol: OpeningProtocol, points: Option<Vec<Point<EF>>>, expect: &str| {
+    let run = |steps_pcs: &Attempt<'_>, what: &str, witness: Witness<F>, protocol: OpeningProtocol, points: Option<Vec<Point<EF>>>, expect: &str| {
         let err = steps_pcs(witness, protocol, points).expect_err(what).to_string();
         assert!(err.contains(expect), "{what}: {err}");
     };
     let twin = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
     let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
-    fn body<S: whir_wgpu::prover::CodewordSteps>(pcs: &WhirPcs<S>) -> impl Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError> + '_ {
+    fn body<S: whir_wgpu::prover::CodewordSteps>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
+        Box::new(
         move |witness, protocol, points| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let (_, data) = pcs.commit(witness, &mut challenger)?;
@@ -263,10 +267,10 @@ fn hostile_use_is_an_error() {
                 Some(points) => pcs.open_at(data, &protocol, &points, &mut challenger).map(|_| ()),
                 None => pcs.open(data, protocol, &mut challenger).map(|_| ()),
             }
-        }
+        })
     }
-    let mut bodies: Vec<Box<dyn Fn(Witness<F>, OpeningProtocol, Option<Vec<Point<EF>>>) -> Result<(), ProverError> + '_>> = vec![Box::new(body(&twin))];
-    bodies.extend(gpus.iter().map(|p| Box::new(body(p)) as Box<dyn Fn(_, _, _) -> _>));
+    let mut bodies: Vec<Box<Attempt<'_>>> = vec![body(&twin)];
+    bodies.extend(gpus.iter().map(|p| body(p)));
     let good = || Witness::new(tables(case, &mut common::rng()), case.fold);
     let k = case.protocol().table_shapes()[0].num_variables();
     for body in &bodies {

@@ -517,11 +517,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             let protocol = workload.protocol(fold);
             let twin = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
             let stock = twin.stock();
-            // Plonky3's proof: the bytes ours must equal.
-            let prove_once = |pcs: &dyn Fn(&mut whir_gpu::GpuChallenger) -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)>| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {
-                let mut challenger = CpuBackend.challenger();
-                pcs(&mut challenger)
-            };
+            // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {
                 let witness = Witness::new(tables.clone(), fold);
                 let started = std::time::Instant::now();
@@ -534,14 +530,14 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             let (mut sc, mut so) = (Vec::new(), Vec::new());
             let mut expected = None;
             for _ in 0..args.reps {
-                let (c, o, bytes, root) = prove_once(&stock_run)?;
+                let (c, o, bytes, root) = stock_run(&mut CpuBackend.challenger())?;
                 sc.push(ms(c));
                 so.push(ms(o));
                 expected = Some((bytes, root));
             }
             let (expected, root) = expected.expect("at least one repetition");
             // Accepted by p3-whir's own verifier.
-            let proof: whir_prover::PcsProofOf = postcard::from_bytes(&expected)?;
+            let proof: whir_prover::WhirPcsProof = postcard::from_bytes(&expected)?;
             stock.verify(&root, &proof, &mut CpuBackend.challenger(), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
             cell.stock_commit_ms = Some(median(sc));
             cell.stock_open_ms = Some(median(so));
@@ -549,7 +545,9 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             if let Some(gpu) = &gpu {
                 let pcs = gpu.pcs(config.clone())?;
                 let ctx = gpu.context();
-                let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4])> {
+                // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
+                type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4]);
+                let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<GpuRun> {
                     let witness = Witness::new(tables.clone(), fold);
                     let t0 = ctx.transfer_counts();
                     let started = std::time::Instant::now();

@@ -7,11 +7,10 @@ use std::collections::HashSet;
 
 use crate::error::{GpuError, Result};
 
-/// How the 32x32 -> 64-bit high product is computed in WGSL.
-
 /// Candidates one workgroup of wgsl/pow/grind.wgsl tries (its workgroup size, composed in).
 pub(crate) const GRIND_GROUP: u32 = 128;
 
+/// How the 32x32 -> 64-bit high product is computed in WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MulVariant {
     /// Native `u64` products; needs SHADER_INT64.

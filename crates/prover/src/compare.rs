@@ -129,7 +129,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
-        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+        block: &crate::driver::Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let (a_root, a, a_sum) = self.reference.commit_message_blocks(blocks, block_len, width, log_inv_rate, block)?;
         let (b_root, b, b_sum) = self.candidate.commit_message_blocks(blocks, block_len, width, log_inv_rate, block)?;

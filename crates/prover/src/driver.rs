@@ -42,6 +42,9 @@ use crate::sumcheck::{powers_from, CpuSumcheck, SumcheckSteps};
 use crate::{Commitment, EF, F};
 
 type Proof = PcsProof<F, EF, CpuMmcs>;
+/// A message given block by block: `blocks(b, write)` hands block b to `write` in one or more
+/// pieces ([`CodewordSteps::commit_message_blocks`]).
+pub type Blocks<'a> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
 type Paths = PrunedMerklePaths<F, 8>;
 /// Opened rows (base-field words) with their pruned multi-proof.
 pub type OpenedRows = (Vec<Vec<F>>, Paths);
@@ -95,7 +98,7 @@ pub trait CodewordSteps {
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
-        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+        block: &Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let mut message = Vec::with_capacity(blocks * block_len);
         for b in 0..blocks {
@@ -152,7 +155,7 @@ impl<S: CodewordSteps> CodewordSteps for &S {
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
-        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+        block: &Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_message_blocks(blocks, block_len, width, log_inv_rate, block)
     }
@@ -234,7 +237,7 @@ impl CodewordSteps for GpuCodewords {
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
-        block: &(dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync),
+        block: &Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = (blocks * block_len).trailing_zeros() as usize;
         let (committed, buffer) = self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;

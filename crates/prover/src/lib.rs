@@ -23,11 +23,11 @@ mod workload;
 pub use backend::{estimated_gpu_bytes, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
 pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
-pub use driver::{prove_with_steps, step_label, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
+pub use driver::{prove_with_steps, step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use claims::Stacking;
 pub use workload::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
-pub use pcs::{CpuWhirPcs, GpuWhirPcs, PcsProofOf, StockPcs, WhirPcs, WhirPcsData};
+pub use pcs::{CpuWhirPcs, GpuWhirPcs, WhirPcsProof, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{

@@ -30,7 +30,7 @@ use crate::{Commitment, ProverLayout, EF, F};
 pub type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, GpuChallenger, ProverLayout>;
 
 /// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
-pub type PcsProofOf = PcsProof<F, EF, CpuMmcs>;
+pub type WhirPcsProof = PcsProof<F, EF, CpuMmcs>;
 
 /// WHIR over the suffix layout of any number of tables, with the driver's steps `S`.
 pub struct WhirPcs<S> {
@@ -81,7 +81,7 @@ impl<S: CodewordSteps> WhirPcs<S> {
         protocol: &OpeningProtocol,
         points: Option<&[Point<EF>]>,
         challenger: &mut GpuChallenger,
-    ) -> Result<(PcsProofOf, DriverTimes), ProverError> {
+    ) -> Result<(WhirPcsProof, DriverTimes), ProverError> {
         let started = std::time::Instant::now();
         let mut clock = StepClock::new(challenger);
         let WhirPcsData { codeword, sumcheck, stacking } = data;
@@ -121,7 +121,7 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
     type Val = F;
     type Commitment = Commitment;
     type ProverData = WhirPcsData<S>;
-    type Proof = PcsProofOf;
+    type Proof = WhirPcsProof;
     type Error = p3_whir::pcs::verifier::errors::VerifierError;
     type ProverError = ProverError;
     type Witness = Witness<F>;
@@ -176,11 +176,11 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
         observe_commitment::<F, _, _>(challenger, commitment.clone());
     }
 
-    fn open(&self, data: WhirPcsData<S>, protocol: OpeningProtocol, challenger: &mut GpuChallenger) -> Result<PcsProofOf, ProverError> {
+    fn open(&self, data: WhirPcsData<S>, protocol: OpeningProtocol, challenger: &mut GpuChallenger) -> Result<WhirPcsProof, ProverError> {
         self.open_timed(data, &protocol, None, challenger).map(|(proof, _)| proof)
     }
 
-    fn verify(&self, commitment: &Commitment, proof: &PcsProofOf, challenger: &mut GpuChallenger, protocol: OpeningProtocol) -> Result<(), Self::Error> {
+    fn verify(&self, commitment: &Commitment, proof: &WhirPcsProof, challenger: &mut GpuChallenger, protocol: OpeningProtocol) -> Result<(), Self::Error> {
         self.stock.verify(commitment, proof, challenger, protocol)
     }
 }
@@ -190,14 +190,14 @@ impl<S: CodewordSteps> PrescribedPointPcs<EF, GpuChallenger> for WhirPcs<S> {
         self.stock.prescribed_security(protocol)
     }
 
-    fn open_at(&self, data: WhirPcsData<S>, protocol: &OpeningProtocol, points: &[Point<EF>], challenger: &mut GpuChallenger) -> Result<PcsProofOf, ProverError> {
+    fn open_at(&self, data: WhirPcsData<S>, protocol: &OpeningProtocol, points: &[Point<EF>], challenger: &mut GpuChallenger) -> Result<WhirPcsProof, ProverError> {
         self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
     }
 
     fn verify_at(
         &self,
         commitment: &Commitment,
-        proof: &PcsProofOf,
+        proof: &WhirPcsProof,
         protocol: &OpeningProtocol,
         points: &[Point<EF>],
         challenger: &mut GpuChallenger,
