@@ -86,3 +86,23 @@ fn gpu_proofs_report_rounds_gpu_time_and_peak_memory() {
     assert!(stdout.contains("per round, wall ms (GPU ms)") && stdout.contains("  all "), "{stdout}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `bench --tables` proves a multi-table witness with Plonky3's `WhirProver` and the GPU PCS,
+/// compares the bytes (it fails if they differ) and reports both; a bad spec is a clear error.
+#[test]
+fn bench_tables_compares_the_gpu_pcs_with_plonky3() {
+    let args = ["bench", "--tables", "6x3,2*5x2,3x17", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--reps", "1", "--gpu-warmup-ms", "0"];
+    let out = whir(&args);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() && stderr.contains("GPU") && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: no GPU backend ({stderr})");
+        return;
+    }
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let row = stdout.lines().find(|l| l.starts_with("| 4 |")).unwrap_or_else(|| panic!("a row for 4 tables: {stdout}"));
+    assert!(row.contains('x') && !row.contains("skipped"), "{row}");
+    let bad = whir(&["bench", "--tables", "6x0", "--no-gpu"]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.starts_with("error: ") && err.contains("6x0") && err.contains("columns"), "{err}");
+}

@@ -98,3 +98,37 @@ impl Workload {
         self.tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_and_presets_parse() {
+        assert_eq!(Workload::parse("22x2, 3*12x20").unwrap().tables, vec![(22, 2), (12, 20), (12, 20), (12, 20)]);
+        let zkvm = Workload::parse("zkvm").unwrap();
+        assert_eq!((zkvm.tables.len(), zkvm.cells(), zkvm.num_variables(4)), (20, 1 << 24, 24));
+        assert_eq!(Workload::parse("zkvm-small").unwrap().tables.len(), 20);
+        // One opening batch per table, every column and half of the successor views.
+        let protocol = Workload::parse("4x3").unwrap().protocol(2);
+        let (_, batch) = protocol.iter_openings().next().unwrap();
+        assert_eq!((batch.current(), batch.next()), (&[0, 1, 2][..], &[0, 1][..]));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, says) in [
+            ("", "no tables"),
+            ("12", "no `x`"),
+            ("12xq", "columns"),
+            ("ax2", "variables"),
+            ("0*4x2", "count"),
+            ("29x1", "at most 28 variables"),
+            ("4x0", "1 to"),
+            ("5000*2x1", "more than 4096 tables"),
+        ] {
+            let err = Workload::parse(spec).unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains("expected e.g."), "{spec:?}: {err}");
+        }
+    }
+}
