@@ -329,3 +329,22 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
         assert!(open.bytes_down <= 2 * proof + 4096, "{:?}: the opening read {} bytes back for a proof of {proof}", ctx.mul_variant(), open.bytes_down);
     }
 }
+
+/// A witness whose stacked message exceeds one binding of the adapter is refused with an error
+/// that names the limit (never a panic, never a proof).
+#[test]
+fn a_witness_over_the_binding_limit_is_refused_clearly() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let case = Case { tables: vec![(14, 1), (13, 2)], batches: vec![(0, vec![0], vec![0]), (1, vec![1], vec![])], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5 };
+    let config = case.params().config::<GpuChallenger>().unwrap();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else { return };
+    let pcs = GpuWhirPcs::new(config, gpu_steps(&ctx));
+    let mut challenger = GpuChallenger::new(permutation(), None);
+    let err = match pcs.commit(Witness::new(tables(&case, &mut rng), case.fold), &mut challenger) {
+        Ok((_, data)) => pcs.open(data, case.protocol(), &mut challenger).map(|_| ()).expect_err("a 2^15-word message over a 64 KiB binding"),
+        Err(e) => e,
+    };
+    let err = err.to_string();
+    assert!(err.contains("binding") || err.contains("limit"), "{err}");
+}
