@@ -58,7 +58,11 @@ impl Workload {
         if tables.is_empty() {
             return Err(bad(spec, "no tables".into()));
         }
-        Ok(Self { tables })
+        let workload = Self { tables };
+        if workload.cells() > 1 << crate::MAX_VARS {
+            return Err(bad(spec, format!("{} cells, more than a proof of at most {} variables holds", workload.cells(), crate::MAX_VARS)));
+        }
+        Ok(workload)
     }
 
     /// The tables' shapes once the witness pads them to the first fold.
@@ -126,6 +130,7 @@ mod tests {
             ("29x1", "at most 28 variables"),
             ("4x0", "1 to"),
             ("5000*2x1", "more than 4096 tables"),
+            ("4096*28x65536", "cells"),
         ] {
             let err = Workload::parse(spec).unwrap_err().to_string();
             assert!(err.contains(says) && err.contains("expected e.g."), "{spec:?}: {err}");
