@@ -63,7 +63,10 @@ fn eval_slot_partials(
     let g = linear_workgroup_id(wid, num_wgs);
     let slot = g / params.groups;
     var acc = vec4<u32>(0u);
-    if (slot < params.count) {
+    // (A slot outside the bound segment adds nothing to this dispatch: skipped, not read.)
+    let inside = slot < params.count && offsets[min(slot, params.count - 1u)] < params.seg_offset + params.seg_size
+        && offsets[min(slot, params.count - 1u)] + params.size > params.seg_offset;
+    if (inside) {
         let row_len = 1u << params.low;
         let rows = params.size >> params.low;
         // (groups divides rows: both powers of two, groups at most rows.)

@@ -123,11 +123,33 @@ struct Cell {
 
 /// Proves until `ms` milliseconds have passed since the call (untimed).
 fn warm_up(gpu: &GpuBackend, p: &Params, evals: &[BabyBear], ms: u64) -> Result<()> {
+    busy_for(ms, || gpu.prove(p, evals).map(|_| ()).map_err(Into::into))
+}
+
+/// Runs `work` until `ms` milliseconds have passed since the call (untimed).
+fn busy_for(ms: u64, mut work: impl FnMut() -> Result<()>) -> Result<()> {
     let until = std::time::Instant::now() + Duration::from_millis(ms);
     while std::time::Instant::now() < until {
-        gpu.prove(p, evals)?;
+        work()?;
     }
     Ok(())
+}
+
+/// `run` on a context that keeps no idle buffers (pool budget 0, pools emptied, the high-water
+/// mark reset), so the mark it leaves is what the run has live at once; the budget is restored.
+fn without_pools<T>(ctx: &whir_gpu::GpuContext, run: impl FnOnce() -> Result<T>) -> Result<T> {
+    let memory = ctx.memory();
+    let budget = memory.pool_budget();
+    memory.set_pool_budget(0);
+    memory.trim_pools();
+    memory.reset_peak_buffer_bytes();
+    let ran = run();
+    memory.set_pool_budget(budget);
+    ran
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -278,13 +300,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             // high-water mark is this cell's own.
             gpu.context().memory().trim_pools();
             let first = gpu.prove(p, &evals)?;
-            cell.gpu_peak_mib = first.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
-            let budget = gpu.context().memory().pool_budget();
-            gpu.context().memory().set_pool_budget(0);
-            gpu.context().memory().trim_pools();
-            let lean = gpu.prove(p, &evals);
-            gpu.context().memory().set_pool_budget(budget);
-            cell.gpu_peak_live_mib = lean?.peak_gpu_bytes.map(|b| b as f64 / (1 << 20) as f64);
+            cell.gpu_peak_mib = first.peak_gpu_bytes.map(mib);
+            let lean = without_pools(gpu.context(), || Ok(gpu.prove(p, &evals)?))?;
+            cell.gpu_peak_live_mib = lean.peak_gpu_bytes.map(mib);
             warm_up(gpu, p, &evals, args.gpu_warmup_ms)?;
             for _ in 0..reps {
                 let out = gpu.prove(p, &evals)?;
@@ -342,7 +360,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             cell.gpu_claims_ms = Some(median(dcl));
             cell.gpu_rounds_ms = Some(median(dr));
             cell.gpu_ood_ms = Some(median(dood));
-            cell.gpu_mib_up = traffic.map(|t| t.bytes_up as f64 / (1 << 20) as f64);
+            cell.gpu_mib_up = traffic.map(|t| mib(t.bytes_up));
             cell.gpu_kib_down = traffic.map(|t| t.bytes_down as f64 / 1024.0);
             cell.gpu_submissions = traffic.map(|t| t.submissions);
         }
@@ -566,22 +584,13 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                 ctx.memory().trim_pools();
                 ctx.memory().reset_peak_buffer_bytes();
                 let (_, _, first, _, _) = gpu_run(&mut gpu.challenger())?;
-                cell.gpu_peak_mib = ctx.memory().peak_buffer_bytes().map(|b| b as f64 / (1 << 20) as f64);
+                cell.gpu_peak_mib = ctx.memory().peak_buffer_bytes().map(mib);
                 if first != expected {
                     bail!("n = {}, fold {fold}, rate {rate}: the GPU PCS's proof differs from Plonky3's", p.num_vars);
                 }
-                let budget = ctx.memory().pool_budget();
-                ctx.memory().set_pool_budget(0);
-                ctx.memory().trim_pools();
-                ctx.memory().reset_peak_buffer_bytes();
-                let lean = gpu_run(&mut gpu.challenger());
-                ctx.memory().set_pool_budget(budget);
-                lean?;
-                cell.gpu_peak_live_mib = ctx.memory().peak_buffer_bytes().map(|b| b as f64 / (1 << 20) as f64);
-                let until = std::time::Instant::now() + Duration::from_millis(args.gpu_warmup_ms);
-                while std::time::Instant::now() < until {
-                    gpu_run(&mut gpu.challenger())?;
-                }
+                without_pools(ctx, || gpu_run(&mut gpu.challenger()))?;
+                cell.gpu_peak_live_mib = ctx.memory().peak_buffer_bytes().map(mib);
+                busy_for(args.gpu_warmup_ms, || gpu_run(&mut gpu.challenger()).map(|_| ()))?;
                 let (mut gc, mut go) = (Vec::new(), Vec::new());
                 let mut steps: [Vec<f64>; 4] = Default::default();
                 for _ in 0..args.reps {
@@ -594,7 +603,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                     }
                     gc.push(ms(c));
                     go.push(ms(o));
-                    cell.gpu_commit_mib_up = Some(up.bytes_up as f64 / (1 << 20) as f64);
+                    cell.gpu_commit_mib_up = Some(mib(up.bytes_up));
                     cell.gpu_open_kib_up = Some(down.bytes_up as f64 / 1024.0);
                     cell.gpu_open_kib_down = Some(down.bytes_down as f64 / 1024.0);
                 }

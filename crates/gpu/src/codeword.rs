@@ -198,10 +198,16 @@ impl GpuCodewords {
         let ctx = self.ntt.context().clone();
         let input = ctx.pooled_for_upload("codeword message", message.len());
         ctx.write(&input, as_words(message));
-        match self.commit_buffer(&input, message.len() / width, width, log_inv_rate) {
+        self.commit_kept(input, message.len() / width, width, log_inv_rate)
+    }
+
+    /// [`commit_buffer`](Self::commit_buffer) of an uploaded message, returned with the
+    /// commitment (or back to the pool on an error).
+    fn commit_kept(&self, input: wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+        match self.commit_buffer(&input, rows, width, log_inv_rate) {
             Ok(committed) => Ok((committed, input)),
             Err(e) => {
-                ctx.recycle_storage(input);
+                self.ntt.context().recycle_storage(input);
                 Err(e)
             }
         }
@@ -223,15 +229,8 @@ impl GpuCodewords {
         if width == 0 || words == 0 || !words.is_multiple_of(width) || !(words / width).is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {blocks} blocks of {block_words} words is not a power-of-two number of rows of width {width}")));
         }
-        let ctx = self.ntt.context().clone();
-        let input = ctx.upload_rows("codeword message", blocks, block_words, block)?;
-        match self.commit_buffer(&input, words / width, width, log_inv_rate) {
-            Ok(committed) => Ok((committed, input)),
-            Err(e) => {
-                ctx.recycle_storage(input);
-                Err(e)
-            }
-        }
+        let input = self.ntt.context().upload_rows("codeword message", blocks, block_words, block)?;
+        self.commit_kept(input, words / width, width, log_inv_rate)
     }
 
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`

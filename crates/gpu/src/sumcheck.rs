@@ -151,7 +151,7 @@ pub struct Slots<'a> {
     pub successor: bool,
 }
 
-/// Slots per dispatch of a slot kernel at most (their offsets and scales in one binding each).
+/// Slots per dispatch of a slot kernel at most (their offsets, and scaled tables, in one binding).
 const MAX_SLOTS_PER_DISPATCH: usize = 1 << 14;
 
 /// The slots `offsets` (of `size` entries each) in groups of pairwise disjoint ones (one group

@@ -169,13 +169,10 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
                 let mut trial = SampleSpy { inner: challenger.inner().clone(), samples: Vec::new() };
                 let zeros = OpeningEvals::new(vec![EF::ZERO; batch.current().len()], vec![EF::ZERO; batch.next().len()]);
                 registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
-                let [.., a, b, c, d] = trial.samples[..] else {
-                    return Err(ProverError::Params("a claim-phase step drew no point".into()));
-                };
-                if trial.samples.len() != 4 {
+                let Ok(coefficients) = <[F; 4]>::try_from(trial.samples.as_slice()) else {
                     return Err(ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element expected)", trial.samples.len())));
-                }
-                Point::expand_from_univariate(EF::from_basis_coefficients_slice(&[a, b, c, d]).expect("four coefficients"), k)
+                };
+                Point::expand_from_univariate(EF::from_basis_coefficients_fn(|i| coefficients[i]), k)
             }
         };
         draw += at.elapsed();
@@ -222,18 +219,16 @@ impl Claims {
         }
         let mut sets = Vec::with_capacity(2 * self.batches.len());
         let (mut used, mut sum) = (0, EF::ZERO);
-        let mut values = Vec::new();
         for placement in placements_in_order(&self.stacking) {
             for (batch, evals) in self.batches.iter().zip(&self.evals).filter(|(b, _)| b.table == placement) {
                 for (offsets, successor, found) in [(&batch.current, false, evals.current()), (&batch.next, true, evals.next())] {
                     let scales = powers_from(alpha, used, offsets.len());
                     used += offsets.len();
-                    values.extend(found.iter().zip(&scales).map(|(&v, &s)| v * s));
+                    sum += found.iter().zip(&scales).map(|(&v, &s)| v * s).sum::<EF>();
                     sets.push((SlotSet { point: batch.point.clone(), offsets: offsets.clone(), successor }, scales));
                 }
             }
         }
-        sum += values.into_iter().sum::<EF>();
         let virtual_scales = powers_from(alpha, used, self.virtual_points.len());
         sum += self.ood_answers.iter().zip(&virtual_scales).map(|(&v, &s)| v * s).sum::<EF>();
         // The weights' order is checked against the registry's: the claimed sums agree.

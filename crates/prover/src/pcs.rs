@@ -131,8 +131,9 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
         self.config.num_variables()
     }
 
-    /// The stacked message (p3-sumcheck's suffix layout) is written once, handed to the steps,
-    /// encoded and committed; the root is observed, and nothing else.
+    /// The witness's columns are handed to the steps where they lie, as blocks of p3-sumcheck's
+    /// suffix-layout message (no stacked copy on the host), encoded and committed; the root is
+    /// observed, and nothing else.
     fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger) -> Result<(Commitment, WhirPcsData<S>), ProverError> {
         let n = self.config.num_variables();
         if witness.num_variables() != n {
@@ -153,7 +154,7 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
             slots.extend(offsets.into_iter().zip(layout.table(t).iter_polys()));
         }
         slots.sort_unstable_by_key(|&(offset, _)| offset);
-        let block_len = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n).min(1 << n);
+        let block_len = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n);
         if slots.iter().any(|&(o, c)| !c.len().is_power_of_two() || o % block_len != 0 || o + c.len() > 1 << n) {
             return Err(ProverError::Input("the witness's columns do not tile its stacked polynomial".into()));
         }
