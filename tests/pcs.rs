@@ -18,7 +18,7 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    permutation, ComparingSteps, CpuCodewords, CpuWhirPcs, Commitment, GpuWhirPcs, Params, WhirPcsProof, ProverError, Soundness, Stacking, WhirPcs, EF, F,
+    permutation, ComparingSteps, CpuCodewords, DriverOptions, CpuWhirPcs, Commitment, GpuWhirPcs, Params, WhirPcsProof, ProverError, Soundness, Stacking, WhirPcs, EF, F,
 };
 
 /// A workload: tables (variables, columns), batches (table, direct columns, successor columns).
@@ -196,9 +196,13 @@ fn check_case(case: &Case, rng: &mut StdRng) {
     assert!(twin == expected, "{case:?}: the twin's proof differs from Plonky3's");
     for ctx in common::contexts() {
         let steps = gpu_steps(&ctx);
-        let pcs = WhirPcs::new(config.clone(), ComparingSteps::new(CpuCodewords::default(), &steps));
-        let ours = prove(&pcs, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?} ({:?}): {e}", ctx.mul_variant()));
-        assert!(ours == expected, "{case:?} ({:?}): the GPU proof differs from Plonky3's", ctx.mul_variant());
+        // The initial weights stored, and formed where the rounds use them.
+        for lazy in [false, true] {
+            let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
+            let pcs = WhirPcs::new(config.clone(), ComparingSteps::new(CpuCodewords::default(), &steps)).with_options(options);
+            let ours = prove(&pcs, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?} ({:?}, lazy weights {lazy}): {e}", ctx.mul_variant()));
+            assert!(ours == expected, "{case:?} ({:?}, lazy weights {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
+        }
     }
 }
 

@@ -545,3 +545,82 @@ fn slot_evaluations_and_weights_match_the_twin() {
         }
     }
 }
+
+/// Lazy slot weights (`GpuSumcheck::set_lazy_slot_weights`: the rounds combine slot evaluations
+/// of f, w is written at the folded size after them) against the twin with w stored: the same
+/// round values round by round (fold, fold_then_round), then the same f and w, over stacked
+/// layouts of random columns (direct and successor slots of several sizes, overlapping sets,
+/// whole-table slots as out-of-domain claims), slots of as few variables as the rounds, tables in segments; both multiply variants.
+#[test]
+fn lazy_slot_weights_match_the_twin() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    use whir_wgpu::prover::SlotSet;
+    let mut rng = common::rng();
+    let mut contexts = common::contexts();
+    contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
+    for ctx in contexts {
+        let small = ctx.max_binding_bytes() <= 64 << 10;
+        // (m, lazy rounds, smallest slot's variables)
+        let cases: &[(usize, usize, usize)] = if small { &[(13, 3, 4)] } else { &[(6, 2, 2), (8, 4, 4), (10, 3, 5), (11, 4, 6), (12, 2, 1)] };
+        for &(m, rounds, k_min) in cases {
+            {
+                let what = format!("m = {m}, {rounds} rounds, slots from 2^{k_min}, {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
+                let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+                // A committed base-field f (the rounds after the first fold an extension one).
+                let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
+                let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+                let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
+                let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
+                // Batches over tables of 2^k rows: aligned slots, some in both a direct and a
+                // successor set, and whole-table slots.
+                let mut sets: Vec<(SlotSet, Vec<Ext4>)> = Vec::new();
+                for _ in 0..5 {
+                    let k = rng.random_range(k_min..=m - 1);
+                    let slots = 1usize << (m - k);
+                    let offsets: Vec<usize> = (0..rng.random_range(1..4)).map(|_| rng.random_range(0..slots) << k).collect();
+                    let point = Point::new(ext_vec(&mut rng, k));
+                    for successor in [false, true] {
+                        let scales = ext_vec(&mut rng, offsets.len());
+                        sets.push((SlotSet { point: point.clone(), offsets: offsets.clone(), successor }, scales));
+                    }
+                }
+                sets.push((SlotSet { point: Point::new(ext_vec(&mut rng, m)), offsets: vec![0], successor: false }, ext_vec(&mut rng, 1)));
+                sets.push((SlotSet { point: Point::new(ext_vec(&mut rng, k_min)), offsets: vec![0, 1 << k_min], successor: true }, ext_vec(&mut rng, 2)));
+                SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
+                cpu.add_slot_weights(&sets).unwrap();
+                assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+                assert!(!gpu.chains_rounds(), "{what}: lazy slot rounds are not chained");
+                let mut pending: Option<Ext4> = None;
+                for played in 0..rounds {
+                    let values = match pending.take() {
+                        Some(r) => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
+                        None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
+                    };
+                    assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
+                    let r: Ext4 = rng.random();
+                    cpu.fold(r).unwrap();
+                    if played % 2 == 0 {
+                        SumcheckSteps::fold(&mut gpu, r).unwrap();
+                    } else {
+                        pending = Some(r);
+                    }
+                }
+                if let Some(r) = pending {
+                    SumcheckSteps::fold(&mut gpu, r).unwrap();
+                }
+                assert_eq!(gpu.num_variables(), m - rounds, "{what}");
+                assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
+                assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
+                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+            }
+        }
+    }
+    // A slot not aligned to its size, or no round, keeps w stored.
+    for ctx in common::contexts() {
+        let f = ext_vec(&mut rng, 1 << 6);
+        let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &vec![Ext4::ZERO; 1 << 6]).unwrap();
+        let unaligned = vec![(SlotSet { point: Point::new(ext_vec(&mut rng, 3)), offsets: vec![4], successor: false }, ext_vec(&mut rng, 1))];
+        SumcheckSteps::set_lazy_slot_weights(&mut gpu, &unaligned, 2).unwrap();
+        assert!(gpu.weights().is_ok() && gpu.chains_rounds(), "an unaligned slot is written at once");
+    }
+}

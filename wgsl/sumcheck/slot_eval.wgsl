@@ -1,10 +1,11 @@
 // #import sumcheck/reduce
 
 // Evaluations of slots of a table f: slot c is the 2^k entries from entry offsets[c] (one column
-// of a stacked table), taken as a multilinear polynomial over {0,1}^k, or its successor view
-// (entry i replaced by entry min(i + 1, 2^k - 1): the column shifted by one row, the last row
-// repeated). All slots of a dispatch are evaluated at one point z:
-//   value_c = sum_i f[offsets[c] + s(i)] * eq(z, i),   s(i) = i or min(i + 1, 2^k - 1),
+// of a stacked table), taken as a multilinear polynomial over {0,1}^k, or a view of it shifted
+// by `shift` rows (entry i replaced by entry min(i + shift, 2^k - 1): shift 1 is the successor
+// view, the column shifted by one row, the last row repeated). All slots of a dispatch are
+// evaluated at one point z:
+//   value_c = sum_i f[offsets[c] + s(i)] * eq(z, i),   s(i) = min(i + shift, 2^k - 1),
 // with eq(z, i) = hi[i >> low] * lo[i & (2^low - 1)] (coordinate 0 <-> the top bit of i; both
 // tables built on the host), summed as sum_h hi[h] * (sum_l f[offsets[c] + s(2^low h + l)] lo[l]):
 // a thread sums its share of one row h (one BabyBear x BabyBear^4 product per entry of a
@@ -19,8 +20,8 @@ struct SlotEvalParams {
     low: u32,
     // Slots in this dispatch.
     count: u32,
-    // 1: the successor view of each slot.
-    successor: u32,
+    // Rows each slot's view is shifted by (0: the slot itself, 1: its successor view).
+    shift: u32,
     // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
     base: u32,
     // Workgroups per slot: a power of two, at most size >> low.
@@ -77,10 +78,7 @@ fn eval_slot_partials(
             var row = vec4<u32>(0u);
             for (var l = lid; l < row_len; l += 256u) {
                 let i = (h << params.low) + l;
-                var entry = i;
-                if (params.successor == 1u) {
-                    entry = min(i + 1u, params.size - 1u);
-                }
+                let entry = min(i + params.shift, params.size - 1u);
                 row = ext4_add(row, f_times(offset + entry, lo[l]));
             }
             acc = ext4_add(acc, ext4_mul(row, hi[h]));

@@ -19,6 +19,9 @@ pub use crate::field::Ext4;
 use crate::field::{ext4_as_words, from_words};
 use crate::shaders::Kernel;
 
+mod lazy_slots;
+use lazy_slots::LazySlots;
+
 const THREADS: usize = 256;
 /// Most workgroups a reduction launches (a grid-stride loop covers the rest).
 const MAX_REDUCE_GROUPS: usize = 1024;
@@ -108,7 +111,7 @@ struct SlotEvalParams {
     size: u32,
     low: u32,
     count: u32,
-    successor: u32,
+    shift: u32,
     base: u32,
     groups: u32,
     seg_offset: u32,
@@ -451,6 +454,8 @@ pub struct GpuSumcheck {
     chain_range: Option<u32>,
     /// Equality weights not yet written into w (w has no table meanwhile).
     lazy: Option<LazyEq>,
+    /// Slot weights not yet written into w (w has no table meanwhile).
+    lazy_slots: Option<LazySlots>,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -519,7 +524,7 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -539,13 +544,13 @@ impl GpuSumcheck {
         let w = Table { buffers: Vec::new(), seg_log, words: 4 };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None })
     }
 
 
     /// What a round needs of w: lazy weights, or a table (zeros if no weights were added).
     fn ensure_weights_for_rounds(&mut self) -> Result<()> {
-        if self.lazy.is_some() {
+        if self.lazy.is_some() || self.lazy_slots.is_some() {
             return Ok(());
         }
         self.ensure_weights()
@@ -586,7 +591,7 @@ impl GpuSumcheck {
             self.check_point(p)?;
         }
         let rounds = rounds.min(self.vars);
-        if rounds == 0 || points.is_empty() || !self.w.buffers.is_empty() || self.lazy.is_some() {
+        if rounds == 0 || points.is_empty() || !self.w.buffers.is_empty() || self.lazy.is_some() || self.lazy_slots.is_some() {
             return self.add_eq_weights(points, scales);
         }
         let vars = self.vars;
@@ -627,6 +632,19 @@ impl GpuSumcheck {
     /// Writes lazy equality weights out as w's table (of the current size); nothing without.
     /// The lazy weights stay until the table is written (on an error, w has no table again).
     fn materialize_weights(&mut self) -> Result<()> {
+        if let Some(lazy) = self.lazy_slots.as_ref() {
+            let sets = lazy.weight_sets();
+            let sets: Vec<(Slots<'_>, &[Ext4])> = sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
+            let written = self.ensure_weights().and_then(|()| self.write_slot_weights(&sets));
+            if let Err(e) = written {
+                for b in std::mem::take(&mut self.w.buffers) {
+                    self.ctx.recycle_storage(b);
+                }
+                return Err(e);
+            }
+            self.lazy_slots = None;
+            return Ok(());
+        }
         let Some(lazy) = self.lazy.as_ref() else { return Ok(()) };
         let vars = self.vars;
         let points: Vec<Vec<Ext4>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
@@ -652,7 +670,7 @@ impl GpuSumcheck {
     /// A copy of f and w in buffers of its own, made on the GPU in one submission (to open one
     /// committed f more than once). An error while equality weights are kept unwritten.
     pub fn duplicate(&self) -> Result<Self> {
-        if self.lazy.is_some() {
+        if self.lazy.is_some() || self.lazy_slots.is_some() {
             return Err(GpuError::InvalidInput("a sumcheck whose weights are not written yet (lazy equality weights) cannot be copied".into()));
         }
         let ctx = self.ctx.clone();
@@ -685,6 +703,7 @@ impl GpuSumcheck {
             ahead: None,
             chain_range: None,
             lazy: None,
+            lazy_slots: None,
         };
         ctx.submit(encoder)?;
         Ok(copied)
@@ -788,6 +807,9 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
         self.ensure_weights_for_rounds()?;
+        if self.lazy_slots.is_some() {
+            return self.lazy_slot_round();
+        }
         self.ctx.scoped("sumcheck round", || {
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_round(&mut dispatches)?;
@@ -803,6 +825,11 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput(format!("a fold and a round need two variables; {} left", self.vars)));
         }
         self.ensure_weights_for_rounds()?;
+        if self.lazy_slots.is_some() {
+            // The fold is submitted, the round's evaluations wait (one wait).
+            self.fold(r)?;
+            return self.round_coefficients();
+        }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
             let mut dispatches = Vec::new();
@@ -970,11 +997,15 @@ impl GpuSumcheck {
                 }
             }
         }
+        if let Some(lazy) = self.lazy_slots.as_mut() {
+            lazy.bind(r);
+        }
         let old = (std::mem::replace(&mut self.f, f_out), std::mem::replace(&mut self.w, w_out));
         self.vars -= 1;
         // Past the rounds the lazy tables cover, w becomes a table (chains do it after their
         // readback, when the challenges are known here).
-        if chain.is_none() && self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) {
+        let lazy_done = self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds);
+        if chain.is_none() && lazy_done {
             self.materialize_weights()?;
         }
         Ok(old)
@@ -987,6 +1018,12 @@ impl GpuSumcheck {
         } else {
             self.ctx.uniform_once("fold params", params)
         }
+    }
+
+    /// Whether [`play_chain`](Self::play_chain) can play the next rounds (not while slot
+    /// weights are lazy: their rounds are played one by one).
+    pub fn chains_rounds(&self) -> bool {
+        self.lazy_slots.is_none()
     }
 
     /// Plays `rounds` sumcheck rounds with one wait, their transcript on the GPU (each round is
@@ -1004,6 +1041,9 @@ impl GpuSumcheck {
     pub fn play_chain(&mut self, rounds: usize, sponge: &[BabyBear; WIDTH], pending: &[BabyBear], bits: usize, grinder: &GpuGrinder) -> Result<Vec<ChainedRound>> {
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
+        }
+        if self.lazy_slots.is_some() {
+            return Err(GpuError::InvalidInput("lazy slot weights are played round by round, not chained".into()));
         }
         if pending.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", pending.len(), RATE - 1)));
@@ -1272,7 +1312,15 @@ impl GpuSumcheck {
         for set in sets {
             self.check_slots(set)?;
         }
-        let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
+        let reads: Vec<(&[Ext4], &[usize], u32)> = sets.iter().map(|s| (s.point, s.offsets, u32::from(s.successor))).collect();
+        self.read_slots(&reads)
+    }
+
+    /// Each slot of each read `(point, offsets, shift)` evaluated at its point, entry i of the
+    /// slot replaced by entry min(i + shift, 2^k − 1) (slots checked by the caller). One
+    /// submission and one readback; consecutive reads at the same point share its tables.
+    fn read_slots(&self, sets: &[(&[Ext4], &[usize], u32)]) -> Result<Vec<Vec<Ext4>>> {
+        let total: usize = sets.iter().map(|s| s.1.len()).sum();
         if total == 0 {
             return Ok(sets.iter().map(|_| Vec::new()).collect());
         }
@@ -1284,14 +1332,22 @@ impl GpuSumcheck {
             let values = batch.scratch("slot values", 4 * total);
             let mut dispatches = Vec::new();
             let mut at = 0;
-            for set in sets {
-                let k = set.point.len();
-                let (hi, lo, low) = split_eq_tables(set.point);
-                let (hi, lo) = (batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)));
+            let mut tables: Option<(&[Ext4], wgpu::Buffer, wgpu::Buffer, usize)> = None;
+            for &(point, set_offsets, shift) in sets {
+                let k = point.len();
+                if set_offsets.is_empty() {
+                    continue;
+                }
+                if tables.as_ref().is_none_or(|t| t.0 != point) {
+                    let (hi, lo, low) = split_eq_tables(point);
+                    tables = Some((point, batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)), low));
+                }
+                let (_, hi, lo, low) = tables.as_ref().expect("set above");
+                let low = *low;
                 // Enough workgroups per slot to fill the GPU for a large slot, each over at
                 // least 2^12 entries (and a power of two of the 2^(k - low) rows).
                 let groups = ((1usize << k) >> 12).clamp(1, 256).min(1 << (k - low));
-                for chunk in set.offsets.chunks(MAX_SLOTS_PER_DISPATCH) {
+                for chunk in set_offsets.chunks(MAX_SLOTS_PER_DISPATCH) {
                     let offsets: Vec<u32> = chunk.iter().map(|&o| o as u32).collect();
                     let offsets = batch.upload("slot offsets", &offsets);
                     let count = chunk.len();
@@ -1302,7 +1358,7 @@ impl GpuSumcheck {
                             size: 1 << k,
                             low: low as u32,
                             count: count as u32,
-                            successor: u32::from(set.successor),
+                            shift,
                             base: u32::from(self.is_base()),
                             groups: groups as u32,
                             seg_offset: (j * segment) as u32,
@@ -1311,7 +1367,7 @@ impl GpuSumcheck {
                             _pad: [0; 3],
                         };
                         let params = ctx.uniform("slot eval params", &params);
-                        let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), (&partials, 0, None)]);
+                        let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (hi, 0, None), (lo, 0, None), (&offsets, 0, None), (&partials, 0, None)]);
                         dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: (count * groups) as u32 });
                     }
                     let params = ctx.uniform("slot sum params", &SlotSumParams { count: count as u32, groups: groups as u32, segments: self.segments() as u32, first: at as u32 });
@@ -1324,7 +1380,7 @@ impl GpuSumcheck {
             let read = batch.read(&values, 0, 4 * total);
             let readback = ctx.run(batch)?;
             let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
-            Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
+            Ok(sets.iter().map(|s| values.by_ref().take(s.1.len()).collect()).collect())
         })
     }
 
@@ -1343,6 +1399,49 @@ impl GpuSumcheck {
         }
         self.materialize_weights()?;
         self.ensure_weights()?;
+        self.write_slot_weights(sets)
+    }
+
+    /// Slot weights kept unwritten for the next `rounds` rounds (see `lazy_slots`): those
+    /// rounds combine slot evaluations of f (one wait each, played round by round, not
+    /// chained) and their folds bind f alone; w is written at the folded size once they are
+    /// played (or earlier, when other weights are added). Needs a w without weights yet, slots
+    /// aligned to their size (as a stacked layout's are) and at least one round; otherwise the
+    /// weights are added as by [`add_slot_weights`](Self::add_slot_weights).
+    pub fn set_lazy_slot_weights(&mut self, sets: &[(Slots<'_>, &[Ext4])], rounds: usize) -> Result<()> {
+        for (set, scales) in sets {
+            self.check_slots(set)?;
+            if scales.len() != set.offsets.len() {
+                return Err(GpuError::InvalidInput(format!("{} slots with {} scales", set.offsets.len(), scales.len())));
+            }
+        }
+        if !self.w.buffers.is_empty() || self.lazy.is_some() || self.lazy_slots.is_some() {
+            return self.add_slot_weights(sets);
+        }
+        match LazySlots::new(sets, rounds.min(self.vars)) {
+            Some(lazy) => {
+                tracing::debug!(rounds = lazy.rounds, sets = sets.len(), "slot weights kept lazy");
+                self.lazy_slots = Some(lazy);
+                Ok(())
+            }
+            None => self.add_slot_weights(sets),
+        }
+    }
+
+    /// A round's h(0) and h(∞) from the slot evaluations lazy slot weights need.
+    fn lazy_slot_round(&mut self) -> Result<(Ext4, Ext4)> {
+        let lazy = self.lazy_slots.as_ref().expect("called with lazy slot weights");
+        if lazy.bound >= lazy.rounds {
+            return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
+        }
+        let reads = lazy.reads();
+        let sets: Vec<(&[Ext4], &[usize], u32)> = reads.iter().map(|r| (r.point.as_slice(), r.offsets.as_slice(), r.shift)).collect();
+        let values = self.read_slots(&sets)?;
+        Ok(self.lazy_slots.as_ref().expect("still set").round(&values))
+    }
+
+    /// The body of [`add_slot_weights`](Self::add_slot_weights), onto w's table as it is.
+    fn write_slot_weights(&self, sets: &[(Slots<'_>, &[Ext4])]) -> Result<()> {
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck slot weights", || {
             let pipeline = ctx.pipeline(Kernel::AddSlotWeights, &[])?;
@@ -1570,7 +1669,7 @@ impl GpuSumcheck {
     /// w's table (for tests and diagnostics).
     /// An error while the weights are lazy ([`set_lazy_eq_weights`](Self::set_lazy_eq_weights)).
     pub fn weights(&self) -> Result<Vec<Ext4>> {
-        if self.lazy.is_some() {
+        if self.lazy.is_some() || self.lazy_slots.is_some() {
             return Err(GpuError::InvalidInput("the weights are not stored yet (lazy equality weights)".into()));
         }
         if self.w.buffers.is_empty() {
@@ -1711,7 +1810,7 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
     crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
-    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { size, low, count, successor, base, groups, seg_offset, seg_size, first }),
+    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { size, low, count, shift, base, groups, seg_offset, seg_size, first }),
     crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, groups, segments, first }),
     crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { size, low, count, successor, seg_offset, seg_size }),
 ];

@@ -206,8 +206,9 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
 impl Claims {
     /// w = Σ_i α^i·(claim i's weights), in the registry's order: tables in placement order, each
     /// table's batches in the order recorded, a batch's direct columns then its successor views;
-    /// the out-of-domain claims after them. With `lazy_rounds`, a single-column polynomial's
-    /// equality weights are formed where the next rounds use them (where the steps can).
+    /// the out-of-domain claims after them. With `lazy_rounds`, the weights are formed where the
+    /// next rounds use them instead of stored (where the steps can): a single-column
+    /// polynomial's as equality weights, a stacked table's as slot weights.
     pub fn add_initial_weights<S: SumcheckSteps>(&self, sumcheck: &mut S, alpha: EF, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
         if self.stacking.is_one_column() && self.batches.iter().all(|b| b.next.is_empty()) {
             // Every claim an equality of f itself: the registry's own batched constraint.
@@ -235,8 +236,19 @@ impl Claims {
         if sum != self.registry.sum(alpha) {
             return Err(ProverError::Params("the claims' weights do not follow the layout's batching order".into()));
         }
-        sumcheck.add_slot_weights(&sets)?;
-        sumcheck.add_eq_weights(&self.virtual_points, &virtual_scales)
+        match lazy_rounds {
+            // The out-of-domain claims as slots too: the whole table, one point each.
+            Some(rounds) => {
+                for (point, &scale) in self.virtual_points.iter().zip(&virtual_scales) {
+                    sets.push((SlotSet { point: point.clone(), offsets: vec![0], successor: false }, vec![scale]));
+                }
+                sumcheck.set_lazy_slot_weights(&sets, rounds)
+            }
+            None => {
+                sumcheck.add_slot_weights(&sets)?;
+                sumcheck.add_eq_weights(&self.virtual_points, &virtual_scales)
+            }
+        }
     }
 }
 

@@ -254,6 +254,11 @@ impl<A: SumcheckSteps, B: SumcheckSteps> SumcheckSteps for ComparingSumcheck<A, 
         self.candidate.add_slot_weights(sets)
     }
 
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)], rounds: usize) -> Result<(), ProverError> {
+        self.reference.set_lazy_slot_weights(sets, rounds)?;
+        self.candidate.set_lazy_slot_weights(sets, rounds)
+    }
+
     fn evals_then_grind(&mut self, grind: Option<(&GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<GrindOffer>), ProverError> {
         let a = self.reference.evals()?;
         let (b, offer) = self.candidate.evals_then_grind(grind)?;

@@ -108,6 +108,13 @@ pub trait SumcheckSteps {
     /// weights under which Σ f·w is the slot's value ([`eval_slots`](Self::eval_slots)).
     fn add_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)]) -> Result<(), ProverError>;
 
+    /// `add_slot_weights` onto a w without weights yet, whose next `rounds` rounds may combine
+    /// slot evaluations of f instead of storing w (the GPU's: see
+    /// `GpuSumcheck::set_lazy_slot_weights`).
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)], _rounds: usize) -> Result<(), ProverError> {
+        self.add_slot_weights(sets)
+    }
+
     /// `evals`, and where the steps can, the grind that follows observing them, run ahead of
     /// the transcript (the GPU's: in the same submission; see `GpuSumcheck::evals_then_grind`)
     /// from the challenger state `sponge` with `pending` inputs; its offer goes to the
@@ -313,6 +320,12 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
         Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
     }
 
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)], rounds: usize) -> Result<(), ProverError> {
+        let sets: Vec<(whir_gpu::Slots<'_>, &[EF])> =
+            sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
+        Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
+    }
+
     fn evals_then_grind(&mut self, grind: Option<(&whir_gpu::GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<whir_gpu::GrindOffer>), ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?)
     }
@@ -329,6 +342,7 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
         bits: usize,
         grinder: &whir_gpu::GpuGrinder,
     ) -> Option<Result<Vec<whir_gpu::ChainedRound>, ProverError>> {
-        Some(whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
+        // (Lazy slot weights are played round by round.)
+        whir_gpu::GpuSumcheck::chains_rounds(self).then(|| whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
     }
 }
