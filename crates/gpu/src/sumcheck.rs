@@ -1318,7 +1318,7 @@ impl GpuSumcheck {
 
     /// Each slot of each read `(point, offsets, shift)` evaluated at its point, entry i of the
     /// slot replaced by entry min(i + shift, 2^k − 1) (slots checked by the caller). One
-    /// submission and one readback; consecutive reads at the same point share its tables.
+    /// submission and one readback; reads at the same point share its tables.
     fn read_slots(&self, sets: &[(&[Ext4], &[usize], u32)]) -> Result<Vec<Vec<Ext4>>> {
         let total: usize = sets.iter().map(|s| s.1.len()).sum();
         if total == 0 {
@@ -1332,17 +1332,21 @@ impl GpuSumcheck {
             let values = batch.scratch("slot values", 4 * total);
             let mut dispatches = Vec::new();
             let mut at = 0;
-            let mut tables: Option<(&[Ext4], wgpu::Buffer, wgpu::Buffer, usize)> = None;
+            let mut tables: Vec<(&[Ext4], wgpu::Buffer, wgpu::Buffer, usize)> = Vec::new();
             for &(point, set_offsets, shift) in sets {
                 let k = point.len();
                 if set_offsets.is_empty() {
                     continue;
                 }
-                if tables.as_ref().is_none_or(|t| t.0 != point) {
-                    let (hi, lo, low) = split_eq_tables(point);
-                    tables = Some((point, batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)), low));
-                }
-                let (_, hi, lo, low) = tables.as_ref().expect("set above");
+                let known = match tables.iter().position(|t| t.0 == point) {
+                    Some(i) => i,
+                    None => {
+                        let (hi, lo, low) = split_eq_tables(point);
+                        tables.push((point, batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)), low));
+                        tables.len() - 1
+                    }
+                };
+                let (_, hi, lo, low) = &tables[known];
                 let low = *low;
                 // Enough workgroups per slot to fill the GPU for a large slot, each over at
                 // least 2^12 entries (and a power of two of the 2^(k - low) rows).
@@ -1434,10 +1438,10 @@ impl GpuSumcheck {
         if lazy.bound >= lazy.rounds {
             return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
         }
-        let reads = lazy.reads();
-        let sets: Vec<(&[Ext4], &[usize], u32)> = reads.iter().map(|r| (r.point.as_slice(), r.offsets.as_slice(), r.shift)).collect();
+        let plan = lazy.plan();
+        let sets: Vec<(&[Ext4], &[usize], u32)> = plan.reads.iter().map(|r| (r.point.as_slice(), r.offsets.as_slice(), r.shift)).collect();
         let values = self.read_slots(&sets)?;
-        Ok(self.lazy_slots.as_ref().expect("still set").round(&values))
+        Ok(lazy.round(&plan, &values))
     }
 
     /// The body of [`add_slot_weights`](Self::add_slot_weights), onto w's table as it is.

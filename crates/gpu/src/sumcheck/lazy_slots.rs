@@ -14,6 +14,8 @@
 //! shifted by two rows) and f's last two entries. Nothing of w's size is stored until the lazy
 //! rounds are played; w is then written at the folded size from the terms.
 
+use std::collections::HashMap;
+
 use p3_field::PrimeCharacteristicRing;
 
 use super::{Ext4, Slots};
@@ -24,6 +26,32 @@ pub(super) struct SlotRead {
     pub point: Vec<Ext4>,
     pub offsets: Vec<usize>,
     pub shift: u32,
+}
+
+/// A round's slot reads, and where each slot's values are among them.
+pub(super) struct RoundPlan {
+    pub reads: Vec<SlotRead>,
+    /// The read of each (shift, point), and each offset's place in it.
+    sets: HashMap<(u32, Vec<Ext4>), (usize, HashMap<usize, usize>)>,
+    /// Per group, per slot: (read, place) of S_0, S_1, T_0, T_1 and the last two entries.
+    at: Vec<Vec<[(usize, usize); 6]>>,
+}
+
+impl RoundPlan {
+    /// Where the slot from `offset` at `point`, shifted by `shift`, is read: added if new.
+    fn slot(&mut self, point: &[Ext4], shift: u32, offset: usize) -> (usize, usize) {
+        let reads = &mut self.reads;
+        let (read, places) = self.sets.entry((shift, point.to_vec())).or_insert_with(|| {
+            reads.push(SlotRead { point: point.to_vec(), offsets: Vec::new(), shift });
+            (reads.len() - 1, HashMap::new())
+        });
+        let offsets = &mut reads[*read].offsets;
+        let place = *places.entry(offset).or_insert_with(|| {
+            offsets.push(offset);
+            offsets.len() - 1
+        });
+        (*read, place)
+    }
 }
 
 /// Coefficients of one group's slots.
@@ -90,59 +118,54 @@ impl LazySlots {
         Some(Self { groups, bound: 0, rounds })
     }
 
-    /// The slot evaluations this round combines, in the order [`round`](Self::round) takes them.
-    pub fn reads(&self) -> Vec<SlotRead> {
-        let mut reads = Vec::new();
+    /// The slot evaluations this round combines, each slot read once: a successor set's slots
+    /// that a direct set at its point reads too share those reads, and every successor slot's
+    /// last two entries come in two reads (two-entry slots at the points 0 and 1).
+    pub fn plan(&self) -> RoundPlan {
+        let mut plan = RoundPlan { reads: Vec::new(), sets: HashMap::new(), at: Vec::with_capacity(self.groups.len()) };
         for g in &self.groups {
             let m = g.point.len();
             let inner = &g.point[..m - 1];
-            let shifts: &[u32] = match g.terms {
-                Terms::Eq { .. } => &[0],
-                Terms::Successor { .. } => &[0, 2],
-            };
-            for &shift in shifts {
-                for b in [Ext4::ZERO, Ext4::ONE] {
-                    reads.push(SlotRead { point: with_last(inner, b), offsets: g.offsets.clone(), shift });
-                }
-            }
-            if let Terms::Successor { .. } = g.terms {
-                // The last two entries: two-entry slots at the end, read at 0 and 1.
-                let ends: Vec<usize> = g.offsets.iter().map(|&o| o + (1 << m) - 2).collect();
-                for b in [Ext4::ZERO, Ext4::ONE] {
-                    reads.push(SlotRead { point: vec![b], offsets: ends.clone(), shift: 0 });
-                }
-            }
+            let (zero, one) = (with_last(inner, Ext4::ZERO), with_last(inner, Ext4::ONE));
+            let at = g
+                .offsets
+                .iter()
+                .map(|&o| {
+                    let s = [plan.slot(&zero, 0, o), plan.slot(&one, 0, o)];
+                    match g.terms {
+                        Terms::Eq { .. } => [s[0], s[1], s[0], s[0], s[0], s[0]],
+                        Terms::Successor { .. } => {
+                            let end = o + (1 << m) - 2;
+                            [s[0], s[1], plan.slot(&zero, 2, o), plan.slot(&one, 2, o), plan.slot(&[Ext4::ZERO], 0, end), plan.slot(&[Ext4::ONE], 0, end)]
+                        }
+                    }
+                })
+                .collect();
+            plan.at.push(at);
         }
-        reads
+        plan
     }
 
-    /// h(0) and h(∞) from the values of [`reads`](Self::reads), in order.
-    pub fn round(&self, values: &[Vec<Ext4>]) -> (Ext4, Ext4) {
-        let mut values = values.iter();
-        let mut next = || values.next().map(Vec::as_slice).unwrap_or(&[]);
+    /// h(0) and h(∞) from the values of the plan's reads, in order.
+    pub fn round(&self, plan: &RoundPlan, values: &[Vec<Ext4>]) -> (Ext4, Ext4) {
         let (mut h0, mut h_inf) = (Ext4::ZERO, Ext4::ZERO);
         let two = Ext4::TWO;
-        for g in &self.groups {
+        for (g, at) in self.groups.iter().zip(&plan.at) {
             let m = g.point.len();
             let zeta = g.point[m - 1];
-            let (s0, s1) = (next(), next());
-            match &g.terms {
-                Terms::Eq { c } => {
-                    for i in 0..g.offsets.len() {
-                        h0 += c[i] * (Ext4::ONE - zeta) * s0[i];
-                        h_inf += c[i] * (two * zeta - Ext4::ONE) * (s1[i] - s0[i]);
+            // E'(last): the shifted reads repeat the last entry there once.
+            let last: Ext4 = g.point[..m - 1].iter().copied().product();
+            for (i, at) in at.iter().enumerate() {
+                let [s0, s1, t0, t1, e0, e1] = at.map(|(read, pos)| values[read][pos]);
+                match &g.terms {
+                    Terms::Eq { c } => {
+                        h0 += c[i] * (Ext4::ONE - zeta) * s0;
+                        h_inf += c[i] * (two * zeta - Ext4::ONE) * (s1 - s0);
                     }
-                }
-                Terms::Successor { a, b, c } => {
-                    let (t0, t1, e0, e1) = (next(), next(), next(), next());
-                    // E'(last): the shifted reads repeat the last entry there once.
-                    let last: Ext4 = g.point[..m - 1].iter().copied().product();
-                    for i in 0..g.offsets.len() {
-                        let (v0, v1) = (t0[i] - last * e1[i], t1[i] - last * e1[i]);
-                        h0 += b[i] * (Ext4::ONE - zeta) * s0[i] + a[i] * zeta * v0;
-                        h_inf += b[i] * (two * zeta - Ext4::ONE) * (s1[i] - s0[i])
-                            + a[i] * ((Ext4::ONE - zeta) * (s1[i] - s0[i]) - zeta * (v1 - v0))
-                            + c[i] * (e1[i] - e0[i]);
+                    Terms::Successor { a, b, c } => {
+                        let (v0, v1) = (t0 - last * e1, t1 - last * e1);
+                        h0 += b[i] * (Ext4::ONE - zeta) * s0 + a[i] * zeta * v0;
+                        h_inf += b[i] * (two * zeta - Ext4::ONE) * (s1 - s0) + a[i] * ((Ext4::ONE - zeta) * (s1 - s0) - zeta * (v1 - v0)) + c[i] * (e1 - e0);
                     }
                 }
             }
