@@ -531,7 +531,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             };
             eprintln!("n = {}, fold {fold}, rate {rate}", p.num_vars);
             let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
-            let tables = workload.random_tables(&mut rng);
+            let tables = whir_prover::random_tables(&workload, &mut rng);
             let protocol = workload.protocol(fold);
             let twin = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
             let stock = twin.stock();

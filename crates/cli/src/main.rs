@@ -17,7 +17,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
 use whir_prover::{
-    Backend, CpuBackend, DriverOptions, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
+    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
     WEAK_SECURITY_BITS,
 };
 
@@ -88,6 +88,13 @@ struct ProveArgs {
     /// Opening points.
     #[arg(long, default_value_t = 1)]
     points: usize,
+    /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
+    /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
+    /// (e.g. `22x2,3*12x20`), of random values from --seed, each opened at one transcript point
+    /// (every column and the successor views of half of them). The file (format version 2)
+    /// names the tables.
+    #[arg(long, conflicts_with_all = ["vars", "points", "input"])]
+    tables: Option<String>,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
     /// 2^n little-endian u32 canonical BabyBear values; default: random from --seed.
@@ -129,9 +136,12 @@ struct VerifyArgs {
     soundness: Option<String>,
     #[arg(long)]
     points: Option<usize>,
-    /// Accept whatever parameters the file's header names (printed), at --min-security or more,
-    /// instead of checking them against yours.
-    #[arg(long, conflicts_with_all = ["vars", "fold", "rate", "security", "pow_bits", "soundness", "points"])]
+    /// The tables a multi-table proof file must prove (as `whir prove --tables`).
+    #[arg(long, conflicts_with_all = ["vars", "points"])]
+    tables: Option<String>,
+    /// Accept whatever parameters (and tables) the file's header names (printed), at
+    /// --min-security or more, instead of checking them against yours.
+    #[arg(long, conflicts_with_all = ["vars", "fold", "rate", "security", "pow_bits", "soundness", "points", "tables"])]
     accept_file_params: bool,
     /// With --accept-file-params: the least security accepted, in bits.
     #[arg(long, default_value_t = WEAK_SECURITY_BITS, requires = "accept_file_params")]
@@ -199,6 +209,9 @@ fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
 }
 
 fn prove(args: ProveArgs) -> Result<()> {
+    if let Some(spec) = args.tables.clone() {
+        return prove_tables(args, &spec);
+    }
     let params = Params {
         num_vars: args.vars,
         fold: args.fold,
@@ -407,6 +420,133 @@ fn print_breakdown(b: &RoundBreakdown) {
     print_row("all".into(), &|step| Some(b.total(step)).filter(|t| !t.wall.is_zero()));
 }
 
+/// `whir prove --tables`: random tables from the seed committed and opened through the PCS (the
+/// GPU's on a hardware adapter, else Plonky3's `WhirProver` on the CPU; `auto` falls back to the
+/// CPU, with a warning, where the GPU fails), the proof verified before the file is written.
+fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
+    use p3_commit::MultilinearPcs;
+    use p3_sumcheck::layout::Witness;
+    let workload = Workload::parse(spec)?;
+    let base = Params {
+        num_vars: 0,
+        fold: args.fold,
+        log_inv_rate: args.rate,
+        security_bits: args.security.security,
+        pow_bits: args.security.pow_bits,
+        soundness: Soundness::parse(&args.security.soundness)?,
+        points: 1,
+    };
+    let params = workload.params(&base);
+    let config = params.config::<whir_gpu::GpuChallenger>()?;
+    if args.gpu_memory == Some(0) {
+        bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
+    }
+    if args.backend == BackendChoice::GpuPieces {
+        bail!("--backend gpu-pieces proves one polynomial; with --tables use gpu, cpu or auto");
+    }
+    let out = OutputFile::prepare(&args.out, "--out", args.force, &[])?;
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
+    let tables = whir_prover::random_tables(&workload, &mut rng);
+    let protocol = workload.protocol(args.fold);
+    let env = GpuOptions::from_env()?;
+    let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
+    let driver_options = DriverOptions::from_env()?;
+    let (gpu, mut why) = match args.backend {
+        BackendChoice::Cpu => (None, "--backend cpu".to_string()),
+        BackendChoice::Gpu | BackendChoice::GpuPieces => {
+            let g = GpuBackend::open(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
+            let why = format!("--backend gpu: {}", g.context().summary());
+            (Some(g), why)
+        }
+        BackendChoice::Auto if params.num_vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", params.num_vars)),
+        BackendChoice::Auto => match GpuBackend::open(gpu_options).map(|g| g.with_driver_options(driver_options)) {
+            Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
+            Ok(g) => {
+                let why = format!("GPU found: {}", g.context().summary());
+                (Some(g), why)
+            }
+            Err(e) => (None, format!("no usable GPU ({e})")),
+        },
+    };
+    let stock = || whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+    let start = Instant::now();
+    // (backend, commitment, proof bytes, commit and open times)
+    let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
+        let pcs = g.pcs(config.clone())?;
+        let mut challenger = g.challenger();
+        let t = Instant::now();
+        let (root, data) = pcs.commit(Witness::new(tables.clone(), args.fold), &mut challenger)?;
+        let commit = t.elapsed();
+        let proof = pcs.open(data, protocol.clone(), &mut challenger)?;
+        Ok(("gpu", root, postcard::to_allocvec(&proof)?, commit, t.elapsed() - commit))
+    });
+    let (name, root, proof, commit_time, open_time) = match gpu_proof {
+        Some(Ok(p)) => p,
+        Some(Err(e)) if args.backend == BackendChoice::Gpu => return Err(e.context("--backend gpu")),
+        other => {
+            if let Some(Err(e)) = other {
+                eprintln!("warning: the GPU PCS failed ({e:#}); proving on the CPU instead");
+                why = format!("the GPU PCS failed ({e:#})");
+            }
+            let pcs = stock();
+            let mut challenger = CpuBackend.challenger();
+            let t = Instant::now();
+            let (root, data) = pcs.stock().commit(Witness::new(tables, args.fold), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
+            let commit = t.elapsed();
+            let proof = pcs.stock().open(data, protocol, &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
+            ("cpu (Plonky3's WhirProver)", root, postcard::to_allocvec(&proof)?, commit, t.elapsed() - commit)
+        }
+    };
+    let prove_time = start.elapsed();
+    let bytes = ProofFile::new_tables(&params, workload.clone(), root, proof).to_bytes();
+    // Verified before anything is written, as one polynomial's proof is.
+    let start = Instant::now();
+    let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload));
+    let verify_time = start.elapsed();
+    if verified.is_ok() {
+        out.write(&bytes)?;
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    if args.json {
+        let summary = json!({
+            "backend": name,
+            "why": why,
+            "adapter": gpu.as_ref().map(|g| g.context().summary().to_string()),
+            "tables": workload.spec(),
+            "table_count": workload.tables.len(),
+            "cells": workload.cells(),
+            "vars": params.num_vars,
+            "fold": params.fold,
+            "rate": params.log_inv_rate,
+            "security_bits": params.security_bits,
+            "pow_bits": params.pow_bits,
+            "soundness": params.soundness.flag_value(),
+            "prove_ms": ms(prove_time),
+            "commit_ms": ms(commit_time),
+            "open_ms": ms(open_time),
+            "verify_ms": ms(verify_time),
+            "proof_bytes": bytes.len(),
+            "out": verified.is_ok().then(|| args.out.display().to_string()),
+            "verified": verified.is_ok(),
+        });
+        println!("{summary}");
+    } else {
+        println!("backend: {name} ({why})");
+        println!("tables: {} ({}, {} cells)", workload.tables.len(), workload.spec(), workload.cells());
+        println!("parameters: {params}");
+        println!("prove:  {:>9.1} ms (commit {:.1} ms, open {:.1} ms)", ms(prove_time), ms(commit_time), ms(open_time));
+        println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
+        if verified.is_ok() {
+            println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
+        }
+    }
+    verified.context("the proof just made did not verify; nothing was written")?;
+    Ok(())
+}
+
 fn verify(args: VerifyArgs) -> Result<()> {
     let file = std::fs::File::open(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
@@ -420,7 +560,8 @@ fn verify(args: VerifyArgs) -> Result<()> {
         let proof = ProofFile::read_with(file, None, limits).context(what.clone())?;
         let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
         proof.verify_file_params(floor).context(what)?;
-        (proof.params, format!("verified with the file's own parameters (--accept-file-params, at least {} bits)", args.min_security))
+        let tables = proof.tables.as_ref().map_or(String::new(), |t| format!(", {} tables: {}", t.tables.len(), t.spec()));
+        (proof.params, format!("verified with the file's own parameters (--accept-file-params, at least {} bits{tables})", args.min_security))
     } else {
         let d = Params::defaults();
         let expected = Params {
@@ -433,9 +574,19 @@ fn verify(args: VerifyArgs) -> Result<()> {
             points: args.points.unwrap_or(d.points),
         };
         expected.validate(whir_prover::ParamSource::Flags)?;
-        let proof = ProofFile::read_with(file, Some(&expected), limits).context(what.clone())?;
-        proof.verify(&expected).context(what)?;
-        (expected, "verified".to_string())
+        match args.tables.as_deref().map(Workload::parse).transpose()? {
+            Some(tables) => {
+                let expected = tables.params(&expected);
+                let proof = ProofFile::read_with(file, Some(&expected), limits).context(what.clone())?;
+                proof.verify_tables(&expected, &tables).context(what)?;
+                (expected, format!("verified ({} tables: {})", tables.tables.len(), tables.spec()))
+            }
+            None => {
+                let proof = ProofFile::read_with(file, Some(&expected), limits).context(what.clone())?;
+                proof.verify(&expected).context(what)?;
+                (expected, "verified".to_string())
+            }
+        }
     };
     // As `prove` does: a weak or conjectured level is verified, and said to be so.
     for warning in params.warnings() {

@@ -26,7 +26,7 @@ pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use claims::Stacking;
-pub use workload::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
+pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, WhirPcsProof, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.

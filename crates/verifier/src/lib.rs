@@ -10,6 +10,7 @@ mod error;
 pub mod hash;
 mod params;
 mod proof_file;
+mod workload;
 
 use p3_baby_bear::BabyBear;
 use p3_field::extension::BinomialExtensionField;
@@ -19,6 +20,7 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 pub use error::ProofError;
 pub use hash::permutation;
 pub use params::{ParamSource, Params, Soundness, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
+pub use workload::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 pub use proof_file::{FileParamsFloor, ProofFile, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID};
 
 /// The base field.

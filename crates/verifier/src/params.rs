@@ -185,7 +185,7 @@ impl Params {
     }
 
     /// Each parameter by its flag name, with its value.
-    fn fields(&self) -> [(&'static str, String); 7] {
+    pub(crate) fn fields(&self) -> [(&'static str, String); 7] {
         [
             ("vars", self.num_vars.to_string()),
             ("fold", self.fold.to_string()),

@@ -1,5 +1,7 @@
 //! Proof files: a small versioned header (parameters, commitment) and Plonky3's `PcsProof`,
 //! serialized with postcard. Verification uses the stock p3-whir verifier and challenger.
+//! Version 1 holds one polynomial; version 2 a multi-table witness, whose tables the header
+//! names (a [`Workload`]: the verifier rebuilds the opening protocol from them).
 //!
 //! A proof file is untrusted input. Reading it is bounded twice: by the largest proof the
 //! expected parameters allow, and by an absolute [`ReadLimits`] (64 MiB by default) that holds
@@ -20,11 +22,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::ProofError;
 use crate::hash::{cpu_mmcs, permutation, CpuMmcs};
 use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
-use crate::{opening_protocol, Commitment, TableLayout, EF, F};
+use crate::{opening_protocol, Commitment, TableLayout, Workload, EF, F};
 
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
-/// Bumped on any change of the layout below.
-pub const FORMAT_VERSION: u16 = 1;
+/// Bumped on any change of the layout below: the newest version, written for multi-table
+/// proofs. Single-polynomial proofs are still written, and read, as version 1.
+pub const FORMAT_VERSION: u16 = 2;
+/// The version of single-polynomial files (no table list).
+const SINGLE_POLYNOMIAL_VERSION: u16 = 1;
 /// The only hash so far.
 pub const HASH_ID: &str = "poseidon2-babybear-16/p3-default";
 
@@ -143,30 +148,64 @@ impl Default for FileParamsFloor {
 }
 
 /// A proof with what the verifier needs to check it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct ProofFile {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
     pub hash: String,
+    /// The committed tables, each opened as [`Workload::protocol`] says (version 2); None for one
+    /// polynomial (version 1). Untrusted, as the parameters.
+    pub tables: Option<Workload>,
     pub commitment: Commitment,
     /// postcard-serialized `PcsProof<BabyBear, BabyBear^4, MerkleTreeMmcs>`.
     pub proof: Vec<u8>,
+}
+
+/// The body after the header, version 1.
+#[derive(Serialize, Deserialize)]
+struct BodyV1<P, S, C, B> {
+    params: P,
+    hash: S,
+    commitment: C,
+    proof: B,
+}
+
+/// The body after the header, version 2: the tables as (variables, columns) after the hash.
+#[derive(Serialize, Deserialize)]
+struct BodyV2<P, S, T, C, B> {
+    params: P,
+    hash: S,
+    tables: T,
+    commitment: C,
+    proof: B,
+}
+
+/// What a file's openings hold, for its size bound.
+#[derive(Clone, Copy)]
+enum Openings<'a> {
+    /// One polynomial at `points` points.
+    Single,
+    /// One batch per table of these tables.
+    Tables(&'a Workload),
+    /// One batch per table of tables not known yet.
+    AnyTables,
 }
 
 fn rejected(what: impl Into<String>) -> ProofError {
     ProofError::ProofFile(what.into())
 }
 
-/// The header and parameters at the start of a file, checked.
-fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProofError> {
+/// The header and parameters at the start of a file, checked: its version, parameters and
+/// the bytes after the header.
+fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
     let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes)
         .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {})", decode_error(&e))))?;
     if header.magic != MAGIC {
         return Err(rejected("not a whir-wgpu proof file (it does not start with the WHIRWGPU magic)"));
     }
-    if header.version != FORMAT_VERSION {
+    if header.version != SINGLE_POLYNOMIAL_VERSION && header.version != FORMAT_VERSION {
         return Err(rejected(format!(
-            "format version {} is not supported (this build reads version {FORMAT_VERSION})",
+            "format version {} is not supported (this build reads versions {SINGLE_POLYNOMIAL_VERSION} and {FORMAT_VERSION})",
             header.version
         )));
     }
@@ -181,11 +220,16 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Params, &[u8]), ProofError> {
         rejected(format!("the parameters in the header are unreadable: {why}"))
     })?;
     params.validate(ParamSource::ProofFile)?;
-    Ok((params, rest))
+    Ok((header.version, params, rest))
 }
 
 /// The error for a file made with other parameters than `expected`, naming each difference.
 fn mismatch(file: &Params, expected: &Params) -> Result<(), ProofError> {
+    mismatch_with(file, expected, file.to_flags())
+}
+
+/// [`mismatch`], suggesting `flags` as the file's parameters.
+fn mismatch_with(file: &Params, expected: &Params, flags: String) -> Result<(), ProofError> {
     let differences = file.differences(expected);
     if differences.is_empty() {
         return Ok(());
@@ -193,7 +237,7 @@ fn mismatch(file: &Params, expected: &Params) -> Result<(), ProofError> {
     Err(ProofError::ParamsMismatch(format!(
         "the proof was made with other parameters than the verifier expects: {}; verify with the proof's parameters only if you accept them ({})",
         differences.join(", "),
-        file.to_flags()
+        flags
     )))
 }
 
@@ -276,12 +320,26 @@ impl ProofFile {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
     /// `PcsProof`.
     pub fn new(params: &Params, commitment: Commitment, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: HASH_ID.into(), commitment, proof }
+        Self { params: params.clone(), hash: HASH_ID.into(), tables: None, commitment, proof }
+    }
+
+    /// A file for a multi-table proof made with `params` (sized by
+    /// [`Workload::params`]): the tables' commitment and the postcard-serialized `PcsProof`.
+    pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment, proof: Vec<u8>) -> Self {
+        Self { params: params.clone(), hash: HASH_ID.into(), tables: Some(tables), commitment, proof }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version: FORMAT_VERSION }).expect("header serializes");
-        out.extend(postcard::to_allocvec(self).expect("proof file serializes"));
+        let version = if self.tables.is_some() { FORMAT_VERSION } else { SINGLE_POLYNOMIAL_VERSION };
+        let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version }).expect("header serializes");
+        let body = match &self.tables {
+            None => postcard::to_allocvec(&BodyV1 { params: &self.params, hash: &self.hash, commitment: &self.commitment, proof: &self.proof }),
+            Some(w) => {
+                let tables: Vec<(u8, u32)> = w.tables.iter().map(|&(v, c)| (v as u8, c as u32)).collect();
+                postcard::to_allocvec(&BodyV2 { params: &self.params, hash: &self.hash, tables, commitment: &self.commitment, proof: &self.proof })
+            }
+        };
+        out.extend(body.expect("proof file serializes"));
         out
     }
 
@@ -289,7 +347,13 @@ impl ProofFile {
     /// the header plus every opened row, sibling digest, sumcheck message and answer the
     /// configuration asks for, at postcard's widest encoding.
     pub fn max_bytes(params: &Params) -> Result<usize, ProofError> {
-        Self::max_bytes_from(params, ParamSource::Flags)
+        Self::max_bytes_from(params, ParamSource::Flags, Openings::Single)
+    }
+
+    /// [`max_bytes`](Self::max_bytes) for a multi-table proof of `tables` (its parameters
+    /// sized by [`Workload::params`]).
+    pub fn max_bytes_tables(params: &Params, tables: &Workload) -> Result<usize, ProofError> {
+        Self::max_bytes_from(params, ParamSource::Flags, Openings::Tables(tables))
     }
 
     /// The most heap memory reading ([`read`](Self::read)) and verifying a file for `params`
@@ -304,11 +368,11 @@ impl ProofFile {
 
     /// [`max_verify_memory`](Self::max_verify_memory) under `limits`.
     pub fn max_verify_memory_with(params: &Params, limits: ReadLimits) -> Result<usize, ProofError> {
-        let file = FileBound { params_bytes: Self::max_bytes(params)?, limits }.bytes();
+        let file = FileBound { params_bytes: Self::max_bytes_from(params, ParamSource::Flags, Openings::AnyTables)?, limits }.bytes();
         Ok(VERIFY_FIXED_BYTES.saturating_add(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(file)))
     }
 
-    fn max_bytes_from(params: &Params, source: ParamSource) -> Result<usize, ProofError> {
+    fn max_bytes_from(params: &Params, source: ParamSource, evals: Openings<'_>) -> Result<usize, ProofError> {
         let config = params.config_from::<StockChallenger>(source)?;
         let shape = WhirShape::new(&config, params.points);
         // Rows are at most 2^fold extension elements (the first round's are base elements).
@@ -327,7 +391,14 @@ impl ProofFile {
         }
         body += 1 + LEN + shape.final_poly_len * EF_BYTES + F_BYTES;
         body += openings(shape.final_query_draws, shape.final_index_bits) + sumcheck(shape.final_sumcheck.rounds);
-        body += LEN + params.points * (2 * LEN + 2 * EF_BYTES);
+        body += LEN;
+        body += match evals {
+            Openings::Single => params.points * (2 * LEN + 2 * EF_BYTES),
+            // Per batch two length prefixes and its values; the table list in the header.
+            Openings::Tables(w) => params.points * 2 * LEN + w.num_evaluations() * EF_BYTES + LEN + w.tables.len() * (1 + LEN),
+            // Tables not known yet: each batch the widest table's values.
+            Openings::AnyTables => params.points * (2 * LEN + Workload::MAX_EVALUATIONS_PER_TABLE * EF_BYTES + 1 + LEN) + LEN,
+        };
         Ok(FIXED_BYTES + body)
     }
 
@@ -341,14 +412,36 @@ impl ProofFile {
 
     /// [`from_bytes`](Self::from_bytes) under `limits`.
     pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
-        let (params, rest) = parse_prefix(bytes)?;
-        let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile)?, limits };
+        let (version, params, rest) = parse_prefix(bytes)?;
+        let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
+        let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?, limits };
         if bytes.len() > bound.bytes() {
             return Err(bound.exceeded(&format!("it holds {} bytes,", bytes.len())));
         }
         ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
-        let (file, tail): (ProofFile, &[u8]) = postcard::take_from_bytes(rest)
-            .map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e))))?;
+        let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
+        let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
+            let (b, tail): (BodyV1<Params, String, Commitment, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            (ProofFile { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
+        } else {
+            let (b, tail): (BodyV2<Params, String, Vec<(u8, u32)>, Commitment, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
+            tables.check().map_err(|e| rejected(format!("its header names {e}")))?;
+            if tables.tables.len() != b.params.points || tables.num_variables(b.params.fold) != b.params.num_vars {
+                return Err(rejected(format!(
+                    "its header names {} tables stacking to {} variables, but parameters for {} batches of {} variables",
+                    tables.tables.len(),
+                    tables.num_variables(b.params.fold),
+                    b.params.points,
+                    b.params.num_vars
+                )));
+            }
+            let exact = FileBound { params_bytes: Self::max_bytes_from(&b.params, ParamSource::ProofFile, Openings::Tables(&tables))?, limits };
+            if bytes.len() > exact.bytes() {
+                return Err(exact.exceeded(&format!("it holds {} bytes,", bytes.len())));
+            }
+            (ProofFile { params: b.params, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof }, tail)
+        };
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
         }
@@ -381,15 +474,19 @@ impl ProofFile {
             .take(PREFIX_BYTES as u64)
             .read_to_end(&mut bytes)
             .map_err(|e| rejected(format!("reading it failed: {e}")))?;
-        let (params, _) = parse_prefix(&bytes)?;
+        let (version, params, _) = parse_prefix(&bytes)?;
+        // (A multi-table file's exact bound needs its table list: it is checked once read.)
+        let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let params_bytes = match expected {
             // A file for other parameters is refused as such before its body is read (its size
             // bound is the expected parameters', which the body would otherwise be held to).
-            Some(p) => {
+            Some(p) if version == SINGLE_POLYNOMIAL_VERSION => {
                 mismatch(&params, p)?;
-                Self::max_bytes(p)?
+                Self::max_bytes_from(p, ParamSource::Flags, openings)?
             }
-            None => Self::max_bytes_from(&params, ParamSource::ProofFile)?,
+            // A multi-table file is read within its own parameters' bound: which tables it
+            // proves, and so what is wrong with it, is known once it is read (`verify_tables`).
+            _ => Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?,
         };
         read_bounded(&mut reader, &FileBound { params_bytes, limits }, &mut bytes)?;
         Self::from_bytes_with(&bytes, limits)
@@ -412,7 +509,32 @@ impl ProofFile {
     /// verifier, `MerkleTreeMmcs` and `DuplexChallenger`. A file made with any other
     /// parameters is rejected, naming each difference.
     pub fn verify(&self, expected: &Params) -> Result<(), ProofError> {
+        if let Some(w) = &self.tables {
+            return Err(ProofError::ParamsMismatch(format!(
+                "the file proves {} tables ({}), not one polynomial; verify it with those tables (`whir verify --tables {}`, `ProofFile::verify_tables`)",
+                w.tables.len(),
+                w.spec(),
+                w.spec()
+            )));
+        }
         mismatch(&self.params, expected)?;
+        self.verify_as(expected, ParamSource::Flags)
+    }
+
+    /// [`verify`](Self::verify) for a multi-table proof of `tables` (each opened as
+    /// [`Workload::protocol`] says), with parameters `expected` for one table list (sized by
+    /// [`Workload::params`]): a file of other tables is rejected, naming them.
+    pub fn verify_tables(&self, expected: &Params, tables: &Workload) -> Result<(), ProofError> {
+        match &self.tables {
+            None => return Err(ProofError::ParamsMismatch("the file proves one polynomial, not tables; verify it without a table list".into())),
+            Some(w) if w != tables => {
+                return Err(ProofError::ParamsMismatch(format!("the file proves the tables {}, not the {} expected", w.spec(), tables.spec())));
+            }
+            Some(_) => {}
+        }
+        // (A table list sets the variables and the points.)
+        let flags: Vec<String> = self.params.fields().iter().filter(|(k, _)| *k != "vars" && *k != "points").map(|(k, v)| format!("--{k} {v}")).collect();
+        mismatch_with(&self.params, expected, format!("--tables {} {}", tables.spec(), flags.join(" ")))?;
         self.verify_as(expected, ParamSource::Flags)
     }
 
@@ -443,7 +565,11 @@ impl ProofFile {
         let proof = self.decode_body()?;
         let pcs = StockPcs::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs(0));
         let mut challenger = StockChallenger::new(permutation());
-        pcs.verify(&self.commitment, &proof, &mut challenger, opening_protocol(params))
+        let protocol = match &self.tables {
+            Some(w) => w.protocol(params.fold),
+            None => opening_protocol(params),
+        };
+        pcs.verify(&self.commitment, &proof, &mut challenger, protocol)
             .map_err(|e| ProofError::Verify(describe(&e)))
     }
 }

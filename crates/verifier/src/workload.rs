@@ -1,0 +1,179 @@
+//! Multi-table workloads: tables of given heights and widths, opened as a STARK's outer
+//! protocol opens its trace (every column at one transcript point per table, and the successor
+//! views of half of them), from a spec or a preset shaped like a zkVM trace. A multi-table proof
+//! file names its tables; the verifier rebuilds the opening protocol from them.
+
+use p3_sumcheck::layout::plan_stacked_layout;
+use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+
+use crate::error::ProofError;
+use crate::Params;
+
+/// A zkVM-shaped trace of 2^24 cells: 20 tables, heights 2^10 to 2^22, widths 1 to 64.
+pub const ZKVM_PRESET: &str = "22x2,21x1,20x2,19x3,18x4,17x4,2*16x3,2*15x4,2*14x5,3*13x4,4*12x4,10x64";
+/// The same shape at 2^16 cells (tables under the first fold are padded to it).
+pub const ZKVM_SMALL_PRESET: &str = "14x2,13x1,12x2,11x3,10x4,9x4,2*8x3,2*7x4,2*6x5,3*5x4,4*4x4,2x64";
+
+/// Most tables, and most columns of one table, a spec may ask for.
+const MAX_TABLES: usize = 4096;
+const MAX_WIDTH: usize = 1 << 16;
+/// Most variables of one table.
+const MAX_TABLE_VARS: usize = 28;
+
+/// Tables as (variables, columns).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    pub tables: Vec<(usize, usize)>,
+}
+
+impl Workload {
+    /// Most evaluations one table's batch returns: every column of the widest table and the
+    /// successor views of half of them.
+    pub const MAX_EVALUATIONS_PER_TABLE: usize = MAX_WIDTH + MAX_WIDTH / 2;
+
+    /// `zkvm`, `zkvm-small`, or a comma-separated list of tables `VARSxCOLUMNS` (2^VARS rows),
+    /// each optionally repeated as `COUNT*VARSxCOLUMNS`: e.g. `22x2,3*12x20`.
+    pub fn parse(spec: &str) -> Result<Self, ProofError> {
+        let spec = match spec.trim() {
+            "zkvm" => ZKVM_PRESET,
+            "zkvm-small" => ZKVM_SMALL_PRESET,
+            other => other,
+        };
+        let bad = |what: &str, why: String| ProofError::Params(format!("table spec {what:?}: {why} (expected e.g. `22x2,3*12x20`: VARSxCOLUMNS, optionally COUNT*, or a preset: zkvm, zkvm-small)"));
+        let mut tables = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (count, table) = match item.split_once('*') {
+                Some((c, t)) => (c.trim().parse::<usize>().map_err(|e| bad(item, format!("count: {e}")))?, t.trim()),
+                None => (1, item),
+            };
+            let (vars, width) = table.split_once('x').ok_or_else(|| bad(item, "no `x` between variables and columns".into()))?;
+            let vars: usize = vars.trim().parse().map_err(|e| bad(item, format!("variables: {e}")))?;
+            let width: usize = width.trim().parse().map_err(|e| bad(item, format!("columns: {e}")))?;
+            if vars > MAX_TABLE_VARS || width == 0 || width > MAX_WIDTH || count == 0 {
+                return Err(bad(item, format!("need 1 to {MAX_WIDTH} columns, at most {MAX_TABLE_VARS} variables and a count of at least 1")));
+            }
+            if tables.len() + count > MAX_TABLES {
+                return Err(bad(item, format!("more than {MAX_TABLES} tables")));
+            }
+            tables.extend(std::iter::repeat_n((vars, width), count));
+        }
+        if tables.is_empty() {
+            return Err(bad(spec, "no tables".into()));
+        }
+        let workload = Self { tables };
+        if workload.cells() > 1 << crate::MAX_VARS {
+            return Err(bad(spec, format!("{} cells, more than a proof of at most {} variables holds", workload.cells(), crate::MAX_VARS)));
+        }
+        Ok(workload)
+    }
+
+    /// Checks tables that did not come from [`parse`](Self::parse) (a proof file's) against
+    /// the same bounds: 1 to 4096 tables, 1 to 2^16 columns and at most 28 variables each, at
+    /// most 2^28 cells.
+    pub fn check(&self) -> Result<(), ProofError> {
+        let bad = |why: String| Err(ProofError::Params(format!("a table list {why}")));
+        if self.tables.is_empty() || self.tables.len() > MAX_TABLES {
+            return bad(format!("of {} tables (1 to {MAX_TABLES} are allowed)", self.tables.len()));
+        }
+        if let Some((i, &(v, w))) = self.tables.iter().enumerate().find(|(_, &(v, w))| v > MAX_TABLE_VARS || w == 0 || w > MAX_WIDTH) {
+            return bad(format!("whose table {i} has {w} columns of 2^{v} rows (1 to {MAX_WIDTH} columns and at most {MAX_TABLE_VARS} variables are allowed)"));
+        }
+        if self.cells() > 1 << crate::MAX_VARS {
+            return bad(format!("of {} cells (at most 2^{} are allowed)", self.cells(), crate::MAX_VARS));
+        }
+        Ok(())
+    }
+
+    /// The spec [`parse`](Self::parse) reads back as these tables (runs of equal tables
+    /// counted).
+    pub fn spec(&self) -> String {
+        let mut items: Vec<(usize, (usize, usize))> = Vec::new();
+        for &t in &self.tables {
+            match items.last_mut() {
+                Some((count, last)) if *last == t => *count += 1,
+                _ => items.push((1, t)),
+            }
+        }
+        items.iter().map(|&(c, (v, w))| if c == 1 { format!("{v}x{w}") } else { format!("{c}*{v}x{w}") }).collect::<Vec<_>>().join(",")
+    }
+
+    /// Evaluations one opening of this workload returns: every column and the successor views
+    /// of half of them, per table.
+    pub fn num_evaluations(&self) -> usize {
+        self.tables.iter().map(|&(_, w)| w + w.div_ceil(2)).sum()
+    }
+
+    /// The tables' shapes once the witness pads them to the first fold.
+    pub fn shapes(&self, fold: usize) -> Vec<TableShape> {
+        self.tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect()
+    }
+
+    /// Variables of the stacked polynomial.
+    pub fn num_variables(&self, fold: usize) -> usize {
+        plan_stacked_layout(&self.shapes(fold)).0
+    }
+
+    /// Cells of the tables (before padding).
+    pub fn cells(&self) -> u64 {
+        self.tables.iter().map(|&(v, w)| (w as u64) << v).sum()
+    }
+
+    /// One batch per table at a transcript point: every column, and the successor views of the
+    /// first half of them (at least one).
+    pub fn protocol(&self, fold: usize) -> OpeningProtocol {
+        let specs = self
+            .tables
+            .iter()
+            .map(|&(v, w)| TableSpec::new(TableShape::new(v, w), vec![OpeningBatch::new((0..w).collect(), (0..w.div_ceil(2)).collect())]))
+            .collect();
+        OpeningProtocol::new(specs).pad_to_min_num_variables(fold)
+    }
+
+    /// `base` (fold, rate, security) sized for this workload: its stacked variables, one
+    /// opening batch per table.
+    pub fn params(&self, base: &Params) -> Params {
+        Params { num_vars: self.num_variables(base.fold), points: self.tables.len(), ..base.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_and_presets_parse() {
+        assert_eq!(Workload::parse("22x2, 3*12x20").unwrap().tables, vec![(22, 2), (12, 20), (12, 20), (12, 20)]);
+        let zkvm = Workload::parse("zkvm").unwrap();
+        assert_eq!((zkvm.tables.len(), zkvm.cells(), zkvm.num_variables(4)), (20, 1 << 24, 24));
+        assert_eq!(Workload::parse("zkvm-small").unwrap().tables.len(), 20);
+        // One opening batch per table, every column and half of the successor views.
+        let protocol = Workload::parse("4x3").unwrap().protocol(2);
+        let (_, batch) = protocol.iter_openings().next().unwrap();
+        assert_eq!((batch.current(), batch.next()), (&[0, 1, 2][..], &[0, 1][..]));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        let zkvm = Workload::parse("zkvm").unwrap();
+        assert_eq!(Workload::parse(&zkvm.spec()).unwrap(), zkvm);
+        assert!(zkvm.check().is_ok());
+        for (tables, says) in [(vec![], "of 0 tables"), (vec![(29, 1)], "table 0 has 1 columns of 2^29"), (vec![(4, 0)], "0 columns"), (vec![(28, 2)], "cells")] {
+            let err = Workload { tables }.check().unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        for (spec, says) in [
+            ("", "no tables"),
+            ("12", "no `x`"),
+            ("12xq", "columns"),
+            ("ax2", "variables"),
+            ("0*4x2", "count"),
+            ("29x1", "at most 28 variables"),
+            ("4x0", "1 to"),
+            ("5000*2x1", "more than 4096 tables"),
+            ("4096*28x65536", "cells"),
+        ] {
+            let err = Workload::parse(spec).unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains("expected e.g."), "{spec:?}: {err}");
+        }
+    }
+}
