@@ -1382,6 +1382,7 @@ impl GpuSumcheck {
             }
             batch.record(&dispatches);
             let read = batch.read(&values, 0, 4 * total);
+            tracing::debug!(dispatches = dispatches.len(), tables = tables.len(), "slot reads recorded");
             let readback = ctx.run(batch)?;
             let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
             Ok(sets.iter().map(|s| values.by_ref().take(s.1.len()).collect()).collect())
@@ -1438,10 +1439,16 @@ impl GpuSumcheck {
         if lazy.bound >= lazy.rounds {
             return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
         }
+        let started = std::time::Instant::now();
         let plan = lazy.plan();
+        let planned = started.elapsed();
         let sets: Vec<(&[Ext4], &[usize], u32)> = plan.reads.iter().map(|r| (r.point.as_slice(), r.offsets.as_slice(), r.shift)).collect();
         let values = self.read_slots(&sets)?;
-        Ok(lazy.round(&plan, &values))
+        let read = started.elapsed();
+        let out = lazy.round(&plan, &values);
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        tracing::debug!(reads = sets.len(), slots = sets.iter().map(|s| s.1.len()).sum::<usize>(), plan_ms = ms(planned), read_ms = ms(read - planned), combine_ms = ms(started.elapsed() - read), "lazy slot round");
+        Ok(out)
     }
 
     /// The body of [`add_slot_weights`](Self::add_slot_weights), onto w's table as it is.

@@ -47,7 +47,7 @@ impl Stacking {
     }
 
     /// One table of one column filling the whole polynomial (the single-polynomial proof).
-    fn is_one_column(&self) -> bool {
+    pub(crate) fn is_one_column(&self) -> bool {
         matches!(self.shapes.as_slice(), [s] if s.width() == 1 && s.num_variables() == self.num_variables)
     }
 
