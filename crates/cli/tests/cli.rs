@@ -106,3 +106,36 @@ fn bench_tables_compares_the_gpu_pcs_with_plonky3() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.starts_with("error: ") && err.contains("6x0") && err.contains("columns"), "{err}");
 }
+
+/// `prove --tables` writes a multi-table proof file (format version 2) that `verify --tables`
+/// accepts for those tables and refuses, naming what differs, for other tables, for one
+/// polynomial, or for other parameters; the CPU and the GPU write the same file.
+#[test]
+fn prove_tables_writes_a_file_verify_tables_checks() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-tables-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cpu, gpu) = (dir.join("cpu.whir"), dir.join("gpu.whir"));
+    let common = ["--tables", "6x3,5x2", "--fold", "2", "--security", "60", "--pow-bits", "8"];
+    let prove = |backend: &str, out: &std::path::Path| whir(&[&["prove"][..], &common[..], &["--backend", backend, "--out", out.to_str().unwrap()]].concat());
+    let made = prove("cpu", &cpu);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let verify = |args: &[&str]| whir(&[&["verify", cpu.to_str().unwrap()][..], args].concat());
+    let ok = verify(&["--tables", "6x3,5x2", "--fold", "2", "--security", "60", "--pow-bits", "8"]);
+    assert!(ok.status.success() && String::from_utf8_lossy(&ok.stdout).contains("2 tables"), "{}", String::from_utf8_lossy(&ok.stderr));
+    for (args, says) in [
+        (&["--tables", "6x3,5x3", "--fold", "2", "--security", "60", "--pow-bits", "8"][..], "not the 6x3,5x3 expected"),
+        (&["--fold", "2", "--security", "60", "--pow-bits", "8"][..], "not one polynomial"),
+        (&["--tables", "6x3,5x2", "--fold", "2", "--security", "60", "--pow-bits", "9"][..], "--tables 6x3,5x2 --fold 2"),
+    ] {
+        let out = verify(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+    }
+    let on_gpu = prove("gpu", &gpu);
+    if !on_gpu.status.success() && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping the GPU file: {}", String::from_utf8_lossy(&on_gpu.stderr));
+        return;
+    }
+    assert!(on_gpu.status.success(), "{}", String::from_utf8_lossy(&on_gpu.stderr));
+    assert!(std::fs::read(&cpu).unwrap() == std::fs::read(&gpu).unwrap(), "the GPU's file differs from the CPU's");
+}
