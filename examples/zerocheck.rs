@@ -182,7 +182,7 @@ pub fn run(log_rows: usize, gpu: Option<&GpuBackend>) -> Result<(), String> {
     let public = [F::ONE, F::ONE];
 
     // Plonky3's own prover (`WhirProver`: CPU DFT and Merkle tree, CPU grinding).
-    let plonky3 = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let plonky3: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
     let stock = plonky3.stock();
     let started = std::time::Instant::now();
     let (commitment, proof) = prove(stock, GpuChallenger::new(permutation(), None), log_rows, fold, tables.clone(), &public);

@@ -1,7 +1,8 @@
 //! The PCS contract, one body run over Plonky3's `WhirProver` and ours (the CPU twin and the GPU,
 //! both multiply variants): many tables of awkward shapes, sampled and prescribed points,
 //! successor views, an outer protocol observing and sampling on the same challenger before commit
-//! and between commit and open, a commitment opened twice. The proofs are byte for byte
+//! and between commit and open, a commitment opened twice, in both of p3-sumcheck's layouts
+//! (suffix, and prefix over interleaved witnesses). The proofs are byte for byte
 //! `WhirProver`'s and accepted by p3-whir's own `verify` / `verify_at`; hostile use is an error.
 
 mod common;
@@ -12,11 +13,11 @@ use p3_challenger::{CanObserve, FieldChallenger};
 use p3_commit::MultilinearPcs;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_multilinear_util::point::Point;
-use p3_sumcheck::layout::{Table, Witness};
+use p3_sumcheck::layout::{Layout, PrefixProver, SuffixProver, Table, Witness};
 use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape, TableSpec};
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
     permutation, ComparingSteps, CpuCodewords, DriverOptions, CpuWhirPcs, Commitment, GpuWhirPcs, Params, WhirPcsProof, ProverError, Soundness, Stacking, WhirPcs, EF, F,
 };
@@ -31,9 +32,20 @@ struct Case {
     log_inv_rate: usize,
     soundness: Soundness,
     pow_bits: usize,
+    /// p3-sumcheck's prefix layout (`PrefixProver`, interleaved witness) instead of the suffix one.
+    prefix: bool,
 }
 
 impl Case {
+    /// The witness the case's layout builds (`L::new_witness`).
+    fn witness(&self, tables: Vec<Table<F>>) -> Witness<F> {
+        if self.prefix {
+            PrefixProver::<F, EF>::new_witness(tables, self.fold)
+        } else {
+            SuffixProver::<F, EF>::new_witness(tables, self.fold)
+        }
+    }
+
     /// The tables' shapes after the witness pads them to the first fold.
     fn shapes(&self) -> Vec<TableShape> {
         self.tables.iter().map(|&(v, w)| TableShape::new(v.max(self.fold), w)).collect()
@@ -102,9 +114,19 @@ where
     P::ProverError: Debug,
     P::Error: Debug,
 {
-    let mut challenger = GpuChallenger::new(permutation(), None);
+    prove_with(pcs, case, tables, prefix, GpuChallenger::new(permutation(), None))
+}
+
+/// [`prove`] from the prover's challenger `challenger` (e.g. one that grinds on the GPU, which
+/// lets the driver play each round's head and the final grind where f lies).
+fn prove_with<P>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], mut challenger: GpuChallenger) -> Result<(Vec<u8>, Vec<u8>), String>
+where
+    P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
+    P::ProverError: Debug,
+    P::Error: Debug,
+{
     challenger.observe_slice(prefix);
-    let witness = Witness::new(tables, case.fold);
+    let witness = case.witness(tables);
     let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| format!("commit: {e:?}"))?;
     let points = outer_between(case, &mut challenger);
     let proof = if case.prescribed {
@@ -161,6 +183,7 @@ fn cases(rng: &mut StdRng, count: usize) -> Vec<Case> {
             log_inv_rate: rng.random_range(1..=2),
             soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
             pow_bits: [0, 5][rng.random_range(0..2)],
+            prefix: rng.random(),
         };
         if (6..=12).contains(&case.num_vars()) && case.params().config::<GpuChallenger>().is_ok() {
             out.push(case);
@@ -171,13 +194,16 @@ fn cases(rng: &mut StdRng, count: usize) -> Vec<Case> {
 
 /// Named awkward shapes: a table of one row, widths 1, 3, 17 and 64, heights 2^10 apart.
 fn awkward() -> Vec<Case> {
-    let base = Case { tables: vec![], batches: vec![], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5 };
-    vec![
+    let base = Case { tables: vec![], batches: vec![], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5, prefix: false };
+    let suffix = vec![
         Case { tables: vec![(0, 1), (10, 1)], batches: vec![(0, vec![0], vec![]), (1, vec![0], vec![0])], ..base.clone() },
         Case { tables: vec![(10, 3), (0, 17)], batches: vec![(1, vec![16, 0], vec![3]), (0, vec![2], vec![1])], prescribed: true, ..base.clone() },
         Case { tables: vec![(4, 64), (2, 1), (6, 3)], batches: vec![(0, vec![63, 0, 7], vec![]), (2, vec![], vec![2, 0]), (0, vec![5], vec![5])], fold: 3, ..base.clone() },
         Case { tables: vec![(8, 1)], batches: vec![(0, vec![0], vec![0]), (0, vec![0], vec![])], prescribed: true, fold: 4, ..base.clone() },
-    ]
+    ];
+    // Each again in the prefix layout.
+    let prefix: Vec<Case> = suffix.iter().map(|c| Case { prefix: true, ..c.clone() }).collect();
+    suffix.into_iter().chain(prefix).collect()
 }
 
 fn gpu_steps(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> GpuCodewords {
@@ -188,9 +214,17 @@ fn gpu_steps(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> GpuCodewords {
 /// One case over Plonky3's prover and ours (the twin, then each GPU context beside the twin in a
 /// comparing backend): the same bytes, each accepted by the stock verifier.
 fn check_case(case: &Case, rng: &mut StdRng) {
+    if case.prefix {
+        check_case_in::<PrefixProver<F, EF>>(case, rng)
+    } else {
+        check_case_in::<SuffixProver<F, EF>>(case, rng)
+    }
+}
+
+fn check_case_in<L: Layout<F, EF>>(case: &Case, rng: &mut StdRng) {
     let config = case.params().config::<GpuChallenger>().unwrap();
     let (tables, prefix) = (tables(case, rng), outer_prefix(rng));
-    let stock = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let stock = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::default());
     let expected = prove(stock.stock(), case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
     let twin = prove(&stock, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?}: the twin: {e}"));
     assert!(twin == expected, "{case:?}: the twin's proof differs from Plonky3's");
@@ -199,10 +233,17 @@ fn check_case(case: &Case, rng: &mut StdRng) {
         // The initial weights stored, and formed where the rounds use them.
         for lazy in [false, true] {
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-            let pcs = WhirPcs::new(config.clone(), ComparingSteps::new(CpuCodewords::default(), &steps)).with_options(options);
+            let pcs = WhirPcs::<_, L>::new(config.clone(), ComparingSteps::new(CpuCodewords::default(), &steps)).with_options(options);
             let ours = prove(&pcs, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?} ({:?}, lazy weights {lazy}): {e}", ctx.mul_variant()));
             assert!(ours == expected, "{case:?} ({:?}, lazy weights {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
         }
+        // Grinding on the GPU: each round's head (root, out-of-domain answers, query grind) and
+        // the final polynomial's grind are played where f lies.
+        let grinder = std::sync::Arc::new(GpuGrinder::new(std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
+        let challenger = GpuChallenger::new(permutation(), Some(grinder)).with_gpu_min_bits(1);
+        let pcs = GpuWhirPcs::<L>::new(config.clone(), steps);
+        let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger).unwrap_or_else(|e| panic!("{case:?} ({:?}, GPU grinding): {e}", ctx.mul_variant()));
+        assert!(ours == expected, "{case:?} ({:?}, GPU grinding): the GPU proof differs from Plonky3's", ctx.mul_variant());
     }
 }
 
@@ -226,18 +267,22 @@ fn random_workloads_match_plonky3_and_verify() {
 /// times Plonky3's, on the GPU too (the second opening folds a copy of the resident f).
 #[test]
 fn a_commitment_opens_twice() {
+    opens_twice::<SuffixProver<F, EF>>(&awkward()[2]);
+    opens_twice::<PrefixProver<F, EF>>(&awkward()[6]);
+}
+
+fn opens_twice<L: Layout<F, EF>>(case: &Case) {
     let mut rng = common::rng();
-    let case = &awkward()[2];
     let config = case.params().config::<GpuChallenger>().unwrap();
     let tables = tables(case, &mut rng);
-    let stock = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let stock = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::default());
     let mut expected = GpuChallenger::new(permutation(), None);
-    let (_, data) = stock.stock().commit(Witness::new(tables.clone(), case.fold), &mut expected).unwrap();
+    let (_, data) = stock.stock().commit(case.witness(tables.clone()), &mut expected).unwrap();
     let expected = postcard::to_allocvec(&stock.stock().open(data, case.protocol(), &mut expected).unwrap()).unwrap();
     for ctx in common::contexts() {
-        let pcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
+        let pcs = GpuWhirPcs::<L>::new(config.clone(), gpu_steps(&ctx));
         let mut challenger = GpuChallenger::new(permutation(), None);
-        let (_, data) = pcs.commit(Witness::new(tables.clone(), case.fold), &mut challenger).unwrap();
+        let (_, data) = pcs.commit(case.witness(tables.clone()), &mut challenger).unwrap();
         for _ in 0..2 {
             let proof = pcs.open(data.clone(), case.protocol(), &mut challenger.clone()).unwrap();
             assert!(postcard::to_allocvec(&proof).unwrap() == expected, "{:?}", ctx.mul_variant());
@@ -260,7 +305,7 @@ fn hostile_use_is_an_error() {
         let err = steps_pcs(witness, protocol, points).expect_err(what).to_string();
         assert!(err.contains(expect), "{what}: {err}");
     };
-    let twin = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
     let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
     fn body<S: whir_wgpu::prover::CodewordSteps>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
         Box::new(
@@ -316,7 +361,7 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
     let case = &awkward()[2];
     let config = case.params().config::<GpuChallenger>().unwrap();
     for ctx in common::fresh_contexts() {
-        let pcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
+        let pcs: GpuWhirPcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
         let prove = |rng: &mut StdRng| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let t0 = ctx.transfer_counts();
@@ -340,10 +385,10 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
 fn a_witness_over_the_binding_limit_is_refused_clearly() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
-    let case = Case { tables: vec![(14, 1), (13, 2)], batches: vec![(0, vec![0], vec![0]), (1, vec![1], vec![])], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5 };
+    let case = Case { tables: vec![(14, 1), (13, 2)], batches: vec![(0, vec![0], vec![0]), (1, vec![1], vec![])], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5, prefix: false };
     let config = case.params().config::<GpuChallenger>().unwrap();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else { return };
-    let pcs = GpuWhirPcs::new(config, gpu_steps(&ctx));
+    let pcs: GpuWhirPcs = GpuWhirPcs::new(config, gpu_steps(&ctx));
     let mut challenger = GpuChallenger::new(permutation(), None);
     let err = match pcs.commit(Witness::new(tables(&case, &mut rng), case.fold), &mut challenger) {
         Ok((_, data)) => pcs.open(data, case.protocol(), &mut challenger).map(|_| ()).expect_err("a 2^15-word message over a 64 KiB binding"),

@@ -22,7 +22,11 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         for m in [0usize, 1, 2, 3, 5, 8, 12] {
-            check_steps(&ctx, m, &mut rng);
+            check_steps(&ctx, m, &mut rng, false);
+        }
+        // Tables held at bit-reversed indices (a prefix-order sumcheck).
+        for m in [0usize, 1, 3, 8] {
+            check_steps(&ctx, m, &mut rng, true);
         }
     }
 }
@@ -35,7 +39,7 @@ fn tables_over_the_binding_limit_are_split_into_segments() {
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
     for m in [12usize, 13, 14] {
-        check_steps(&ctx, m, &mut rng);
+        check_steps(&ctx, m, &mut rng, m == 14);
         check_base(&ctx, m, &mut rng);
     }
     // f as one buffer (to encode it) only once it fits one binding.
@@ -48,11 +52,13 @@ fn tables_over_the_binding_limit_are_split_into_segments() {
 }
 
 /// Every step of a sumcheck over 2^m entries against the twin on fresh random tables.
-fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng) {
+fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng, reversed: bool) {
     let (f, w) = (ext_vec(rng, 1 << m), ext_vec(rng, 1 << m));
-    let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
-    let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
-    let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+    let (mut cpu, mut gpu) = (CpuSumcheck::new(f.clone(), w.clone()).unwrap(), GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap());
+    if reversed {
+        (cpu, gpu) = (cpu.with_reversed_indices(), gpu.with_reversed_indices());
+    }
+    let what = |step: &str| format!("{step} at m = {m} ({:?}, reversed indices {reversed})", ctx.mul_variant());
 
     // Constraint weights: a few eq points, up to 150 select variables.
     let points: Vec<Point<Ext4>> = (0..rng.random_range(0..4)).map(|_| Point::new(ext_vec(rng, m))).collect();
@@ -411,14 +417,25 @@ fn round_heads_match_the_host_transcript() {
     for (ctx, small) in contexts {
         let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        // (m, samples, bits, pending, base-field f)
-        let cases: Vec<(usize, usize, usize, usize, bool)> = if small {
-            vec![(13, 2, 6, 3, false), (15, 1, 0, 0, true)]
+        // (m, samples, bits, pending, base-field f, tables at reversed indices)
+        let cases: Vec<(usize, usize, usize, usize, bool, bool)> = if small {
+            vec![(13, 2, 6, 3, false, false), (15, 1, 0, 0, true, false)]
         } else {
-            vec![(6, 1, 0, 0, false), (9, 2, 6, 3, false), (5, 0, 8, 7, false), (10, 3, 4, 5, true), (8, 1, 10, 1, false), (0, 1, 0, 2, false), (17, 1, 5, 6, true)]
+            vec![
+                (6, 1, 0, 0, false, false),
+                (9, 2, 6, 3, false, false),
+                (5, 0, 8, 7, false, false),
+                (10, 3, 4, 5, true, false),
+                (8, 1, 10, 1, false, false),
+                (0, 1, 0, 2, false, false),
+                (17, 1, 5, 6, true, false),
+                (9, 2, 6, 3, false, true),
+                (10, 3, 4, 5, true, true),
+                (1, 1, 0, 2, false, true),
+            ]
         };
-        for (m, samples, bits, pending, base) in cases {
-            let what = format!("m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base} ({:?}, small binding: {small})", ctx.mul_variant());
+        for (m, samples, bits, pending, base, reversed) in cases {
+            let what = format!("m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, small binding: {small})", ctx.mul_variant());
             let (mut gpu, mut cpu) = if base {
                 let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
                 let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
@@ -427,6 +444,9 @@ fn round_heads_match_the_host_transcript() {
                 let f = ext_vec(&mut rng, 1 << m);
                 (GpuSumcheck::new(ntt.clone(), &f, &f).unwrap(), CpuSumcheck::new(f.clone(), f).unwrap())
             };
+            if reversed {
+                (gpu, cpu) = (gpu.with_reversed_indices(), cpu.with_reversed_indices());
+            }
             let mut ch = DuplexChallenger::<BabyBear, _, 16, 8>::new(perm.clone());
             for _ in 0..8 + pending {
                 ch.observe(rng.random::<BabyBear>());
@@ -495,8 +515,8 @@ fn slot_evaluations_and_weights_match_the_twin() {
     for ctx in contexts {
         let ms: &[usize] = if ctx.max_binding_bytes() <= 64 << 10 { &[13] } else { &[0, 1, 3, 6, 9, 13] };
         for &m in ms {
-            for base in [true, false] {
-                let what = format!("m = {m}, base f {base}, {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
+            for (base, reversed) in [(true, false), (false, false), (true, true), (false, true)] {
+                let what = format!("m = {m}, base f {base}, reversed indices {reversed}, {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
                 let ntt = Arc::new(GpuNtt::new(ctx.clone()));
                 let (mut cpu, mut gpu) = if base {
                     let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
@@ -507,6 +527,9 @@ fn slot_evaluations_and_weights_match_the_twin() {
                     let f = ext_vec(&mut rng, 1 << m);
                     (CpuSumcheck::new(f.clone(), vec![Ext4::ZERO; 1 << m]).unwrap(), GpuSumcheck::new(ntt, &f, &vec![Ext4::ZERO; 1 << m]).unwrap())
                 };
+                if reversed {
+                    (cpu, gpu) = (cpu.with_reversed_indices(), gpu.with_reversed_indices());
+                }
                 let sets: Vec<SlotSet> = (0..4)
                     .map(|_| {
                         let k = rng.random_range(0..=m);
@@ -533,8 +556,14 @@ fn slot_evaluations_and_weights_match_the_twin() {
                     s
                 })];
                 let mut fresh = CpuSumcheck::new(f.clone(), vec![Ext4::ZERO; 1 << m]).unwrap();
+                if reversed {
+                    // (f in the polynomial's order, reversed back to the order held.)
+                    let mut held = f.clone();
+                    p3_util::reverse_slice_index_bits(&mut held);
+                    fresh = CpuSumcheck::new(held, vec![Ext4::ZERO; 1 << m]).unwrap().with_reversed_indices();
+                }
                 fresh.add_slot_weights(&one).unwrap();
-                let dot: Ext4 = f.iter().zip(fresh.weights()).map(|(&a, &b)| a * b).sum();
+                let dot: Ext4 = f.iter().zip(&fresh.weights()).map(|(&a, &b)| a * b).sum();
                 assert_eq!(dot, cpu.eval_slots(&sets[..1]).unwrap()[0][0], "a slot's weights give its value, {what}");
                 // A slot past the end is an error, not a read out of bounds.
                 let bad = SlotSet { point: Point::new(ext_vec(&mut rng, m.min(2))), offsets: vec![(1 << m) - 1 + usize::from(m == 0)], successor: false };

@@ -6,7 +6,8 @@
 // = (z^(2^(m-1)), ..., z^2, z), for a point z drawn on the GPU (sumcheck/sponge_step): index bit
 // b of f pairs with coordinate z^(2^b), so entry t of chunk table c is the product over the
 // chunk's bits i of z^(2^(8c+i)) where bit i of t is set and 1 - z^(2^(8c+i)) where it is not
-// (entries past the last chunk's bits are zero). Workgroup c builds table c.
+// (entries past the last chunk's bits are zero). Workgroup c builds table c. With `reversed`
+// (f held at bit-reversed indices) bit b pairs with z^(2^(m-1-b)) instead.
 // The host's twin: `eq_chunk_tables` in crates/gpu/src/sumcheck.rs.
 
 struct PowerTablesParams {
@@ -14,8 +15,9 @@ struct PowerTablesParams {
     vars: u32,
     // Which point of `points`.
     point: u32,
+    // 1: f is held at bit-reversed indices.
+    reversed: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> cfg: PowerTablesParams;
@@ -32,11 +34,23 @@ fn power_tables(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) 
         return;
     }
     let one = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+    var acc = one;
+    if (cfg.reversed == 1u) {
+        // Bit first + i pairs with z^(2^(m-1-first-i)): each its own squarings (m at most 28).
+        for (var i = 0u; i < bits; i++) {
+            var y = points[cfg.point];
+            for (var k = 0u; k < cfg.vars - 1u - first - i; k++) {
+                y = ext4_mul(y, y);
+            }
+            acc = ext4_mul(acc, select(ext4_sub(one, y), y, ((t >> i) & 1u) == 1u));
+        }
+        tables[c * 256u + t] = acc;
+        return;
+    }
     var y = points[cfg.point];
     for (var k = 0u; k < first; k++) {
         y = ext4_mul(y, y);
     }
-    var acc = one;
     for (var i = 0u; i < bits; i++) {
         acc = ext4_mul(acc, select(ext4_sub(one, y), y, ((t >> i) & 1u) == 1u));
         y = ext4_mul(y, y);

@@ -11,6 +11,8 @@
 // a thread sums its share of one row h (one BabyBear x BabyBear^4 product per entry of a
 // base-field f) and multiplies by hi[h] once. Each of `groups` workgroups per slot takes a run of
 // rows and writes its partial (laid out [segment][slot][group]); slot_sum.wgsl adds them.
+// With `reversed`, each slot holds its column at bit-reversed indices (entry s of the column at
+// offsets[c] + rev_k(s)): the shifted entry is read there.
 // Rust twin of the params: `SlotEvalParams` in crates/gpu/src/sumcheck.rs.
 
 struct SlotEvalParams {
@@ -31,9 +33,10 @@ struct SlotEvalParams {
     seg_size: u32,
     // Partials written before this dispatch's.
     first: u32,
+    // 1: the slots hold their entries at bit-reversed indices.
+    reversed: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: SlotEvalParams;
@@ -78,7 +81,10 @@ fn eval_slot_partials(
             var row = vec4<u32>(0u);
             for (var l = lid; l < row_len; l += 256u) {
                 let i = (h << params.low) + l;
-                let entry = min(i + params.shift, params.size - 1u);
+                var entry = min(i + params.shift, params.size - 1u);
+                if (params.reversed == 1u && params.size > 1u) {
+                    entry = reverseBits(entry) >> (32u - firstTrailingBit(params.size));
+                }
                 row = ext4_add(row, f_times(offset + entry, lo[l]));
             }
             acc = ext4_add(acc, ext4_mul(row, hi[h]));

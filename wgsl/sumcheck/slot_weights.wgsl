@@ -11,7 +11,8 @@
 //              successor view's value (slot_eval.wgsl).
 // scale_c * eq(z, i) = hi_c[i >> low] * lo[i & (2^low - 1)], both tables built on the host (the
 // high table one per slot, scaled): one product per entry. One thread per entry of a slot; the
-// bound segment of w takes the entries that fall in it.
+// bound segment of w takes the entries that fall in it. With `reversed`, each slot holds its
+// entries at bit-reversed indices: entry y of the table is the slot's entry rev_k(y).
 // Rust twin of the params: `SlotWeightParams` in crates/gpu/src/sumcheck.rs.
 
 struct SlotWeightParams {
@@ -26,8 +27,9 @@ struct SlotWeightParams {
     // The bound segment of w: its first entry in the whole table, and its entries.
     seg_offset: u32,
     seg_size: u32,
+    // 1: the slots hold their entries at bit-reversed indices.
+    reversed: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: SlotWeightParams;
@@ -54,10 +56,14 @@ fn add_slot_weights(
     if (slot >= params.count) {
         return;
     }
-    let y = t % params.size;
-    let x = offsets[slot] + y;
+    let stored = t % params.size;
+    let x = offsets[slot] + stored;
     if (x < params.seg_offset || x - params.seg_offset >= params.seg_size) {
         return;
+    }
+    var y = stored;
+    if (params.reversed == 1u && params.size > 1u) {
+        y = reverseBits(stored) >> (32u - firstTrailingBit(params.size));
     }
     var weight = vec4<u32>(0u);
     if (params.successor == 1u) {

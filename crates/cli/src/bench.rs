@@ -533,7 +533,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
             let tables = whir_prover::random_tables(&workload, &mut rng);
             let protocol = workload.protocol(fold);
-            let twin = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+            let twin: whir_prover::CpuWhirPcs = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {

@@ -471,7 +471,7 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
             Err(e) => (None, format!("no usable GPU ({e})")),
         },
     };
-    let stock = || whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+    let stock = || -> whir_prover::CpuWhirPcs { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {

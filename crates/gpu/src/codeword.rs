@@ -31,6 +31,47 @@ struct BlockParams {
     _pad: u32,
 }
 
+/// Rust twin of `ReverseBitsParams` in wgsl/util/reverse_bits.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReverseBitsParams {
+    row_bits: u32,
+    col_bits: u32,
+    words: u32,
+    count: u32,
+}
+
+/// How a codeword's message lies in the buffer that holds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MessageLayout {
+    /// Row-major, as the message is.
+    #[default]
+    Rows,
+    /// Entry (j, c) of the message (in elements of `words` words) lies at (rev(j), rev(c)), each
+    /// index bit-reversed within its range: a table kept at bit-reversed indices
+    /// ([`GpuSumcheck::with_reversed_indices`]), whose message is then the layout that
+    /// transposes its 2^fold blocks. Reordered on the GPU before the encoding (one pass, a
+    /// transient copy of the message).
+    ReversedIndices { words: usize },
+}
+
+/// A dispatch that copies `src` (2^(row_bits + col_bits) elements of `words` words) into `dst`
+/// with its row and column indices each bit-reversed (wgsl/util/reverse_bits.wgsl).
+pub(crate) fn reverse_bits_dispatch(ctx: &crate::GpuContext, src: &wgpu::Buffer, dst: &wgpu::Buffer, row_bits: usize, col_bits: usize, words: usize) -> Result<Dispatch> {
+    let count = 1usize.checked_shl((row_bits + col_bits) as u32).filter(|&c| c <= u32::MAX as usize && c * words <= u32::MAX as usize);
+    let Some(count) = count else {
+        return Err(GpuError::InvalidInput(format!("a table of 2^{} elements of {words} words to reorder", row_bits + col_bits)));
+    };
+    let needed = (4 * words * count) as u64;
+    if src.size() < needed || dst.size() < needed {
+        return Err(GpuError::InvalidInput(format!("buffers of {} and {} bytes for a reordered table of {needed}", src.size(), dst.size())));
+    }
+    let pipeline = ctx.pipeline(Kernel::ReverseIndexBits, &[])?;
+    let params = ctx.uniform("reverse bits params", &ReverseBitsParams { row_bits: row_bits as u32, col_bits: col_bits as u32, words: words as u32, count: count as u32 });
+    let bind = ctx.bind_buffers(&pipeline, &[&params, src, dst]);
+    Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups: count.div_ceil(256) as u32 })
+}
+
 /// Where a codeword lies: one buffer, or (a codeword larger than one binding) row chunks of
 /// `rows` rows each, one buffer per chunk.
 enum Stored {
@@ -198,13 +239,13 @@ impl GpuCodewords {
         let ctx = self.ntt.context().clone();
         let input = ctx.pooled_for_upload("codeword message", message.len());
         ctx.write(&input, as_words(message));
-        self.commit_kept(input, message.len() / width, width, log_inv_rate)
+        self.commit_kept(input, message.len() / width, width, log_inv_rate, MessageLayout::Rows)
     }
 
     /// [`commit_buffer`](Self::commit_buffer) of an uploaded message, returned with the
     /// commitment (or back to the pool on an error).
-    fn commit_kept(&self, input: wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword, wgpu::Buffer)> {
-        match self.commit_buffer(&input, rows, width, log_inv_rate) {
+    fn commit_kept(&self, input: wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+        match self.commit_buffer_as(&input, rows, width, log_inv_rate, layout) {
             Ok(committed) => Ok((committed, input)),
             Err(e) => {
                 self.ntt.context().recycle_storage(input);
@@ -223,6 +264,7 @@ impl GpuCodewords {
         block_words: usize,
         width: usize,
         log_inv_rate: usize,
+        layout: MessageLayout,
         block: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
     ) -> Result<(CommittedCodeword, wgpu::Buffer)> {
         let words = blocks.checked_mul(block_words).unwrap_or(0);
@@ -230,16 +272,22 @@ impl GpuCodewords {
             return Err(GpuError::InvalidInput(format!("a message of {blocks} blocks of {block_words} words is not a power-of-two number of rows of width {width}")));
         }
         let input = self.ntt.context().upload_rows("codeword message", blocks, block_words, block)?;
-        self.commit_kept(input, words / width, width, log_inv_rate)
+        self.commit_kept(input, words / width, width, log_inv_rate, layout)
     }
 
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
     /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
     pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+        self.commit_buffer_as(message, rows, width, log_inv_rate, MessageLayout::Rows)
+    }
+
+    /// [`commit_buffer`](Self::commit_buffer) of a message that lies in `message` as `layout`
+    /// says.
+    pub fn commit_buffer_as(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<CommittedCodeword> {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit");
-            let recorded = self.record_commit(&mut batch, message, rows, width, log_inv_rate)?;
+            let recorded = self.record_commit_as(&mut batch, message, rows, width, log_inv_rate, layout)?;
             let readback = ctx.run(batch)?;
             recorded.finish(&readback)
         })
@@ -251,6 +299,32 @@ impl GpuCodewords {
     /// ([`RecordedCodeword::finish`]). A codeword or a stored digest layer larger than one
     /// binding is encoded and committed at once, split (`commit_blocked`).
     pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword> {
+        self.record_commit_as(batch, message, rows, width, log_inv_rate, MessageLayout::Rows)
+    }
+
+    /// [`record_commit`](Self::record_commit) of a message that lies in `message` as `layout`
+    /// says: reordered into a transient copy first where it is not row-major.
+    pub fn record_commit_as(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<RecordedCodeword> {
+        let MessageLayout::ReversedIndices { words } = layout else {
+            return self.record_rows(batch, message, rows, width, log_inv_rate);
+        };
+        if words == 0 || width % words != 0 || !(width / words).is_power_of_two() || !rows.is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("a message of {rows} rows of {width} words in elements of {words} words, at bit-reversed indices (need powers of two)")));
+        }
+        let ctx = self.ntt.context().clone();
+        let reordered = ctx.pooled_storage("codeword message, reordered", rows * width);
+        let dispatch = reverse_bits_dispatch(&ctx, message, &reordered, rows.ilog2() as usize, (width / words).ilog2() as usize, words);
+        let recorded = dispatch.and_then(|d| {
+            batch.record(&[d]);
+            self.record_rows(batch, &reordered, rows, width, log_inv_rate)
+        });
+        // Back to the pool when the batch, which reads it, is done.
+        batch.lend(reordered);
+        recorded
+    }
+
+    /// [`record_commit`](Self::record_commit)'s body.
+    fn record_rows(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword> {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
         }
@@ -297,7 +371,7 @@ impl GpuCodewords {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit and sponge script");
-            let recorded = self.record_commit(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate)?;
+            let recorded = self.record_commit_as(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
             let script = match recorded.root_buffer().cloned() {
                 Some(root) => {
                     // The tree goes to the GPU while the script is recorded.
@@ -458,4 +532,5 @@ impl GpuCodewords {
 #[cfg(test)]
 pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col }),
+    crate::shaders::twin_layout!(ReverseBitsParams as "ReverseBitsParams" in "util/reverse_bits" { row_bits, col_bits, words, count }),
 ];

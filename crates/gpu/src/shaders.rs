@@ -80,6 +80,7 @@ wgsl_sources!(
     "util/gather_params",
     "util/gather",
     "util/copy_block",
+    "util/reverse_bits",
     "test/field_ops",
 );
 
@@ -155,6 +156,8 @@ kernels! {
     EvalPartials => ("sumcheck/eval", "eval_partials"),
     Gather => ("util/gather", "gather_words"),
     CopyBlock => ("util/copy_block", "copy_block"),
+    /// A table copied with its row and column indices bit-reversed (wgsl/util/reverse_bits.wgsl).
+    ReverseIndexBits => ("util/reverse_bits", "reverse_index_bits"),
     ChainObserve => ("sumcheck/chain", "chain_observe"),
     ChainSample => ("sumcheck/chain", "chain_sample"),
     FoldPairsChained => ("sumcheck/fold", "fold_pairs_chained"),

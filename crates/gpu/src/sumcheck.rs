@@ -101,7 +101,8 @@ struct SpongeStep {
 struct PowerTablesParams {
     vars: u32,
     point: u32,
-    _pad: [u32; 2],
+    reversed: u32,
+    _pad: u32,
 }
 
 /// Rust twin of `SlotEvalParams` in wgsl/sumcheck/slot_eval.wgsl.
@@ -117,7 +118,8 @@ struct SlotEvalParams {
     seg_offset: u32,
     seg_size: u32,
     first: u32,
-    _pad: [u32; 3],
+    reversed: u32,
+    _pad: [u32; 2],
 }
 
 /// Rust twin of `SlotSumParams` in wgsl/sumcheck/slot_sum.wgsl.
@@ -140,7 +142,8 @@ struct SlotWeightParams {
     successor: u32,
     seg_offset: u32,
     seg_size: u32,
-    _pad: [u32; 2],
+    reversed: u32,
+    _pad: u32,
 }
 
 /// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
@@ -152,6 +155,26 @@ pub struct Slots<'a> {
     pub point: &'a [Ext4],
     pub offsets: &'a [usize],
     pub successor: bool,
+}
+
+/// One read of [`GpuSumcheck::read_slots`]: slots at a point (table order), each entry i
+/// replaced by entry min(i + shift, 2^k − 1), with `reversed` that entry's index read
+/// bit-reversed within the slot.
+#[derive(Clone, Copy)]
+struct SlotRead<'a> {
+    point: &'a [Ext4],
+    offsets: &'a [usize],
+    shift: u32,
+    reversed: bool,
+}
+
+/// The low `bits` bits of x reversed.
+fn reverse_low_bits(x: usize, bits: usize) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS as usize - bits)
+    }
 }
 
 /// Slots per dispatch of a slot kernel at most (their offsets, and scaled tables, in one binding).
@@ -456,6 +479,9 @@ pub struct GpuSumcheck {
     lazy: Option<LazyEq>,
     /// Slot weights not yet written into w (w has no table meanwhile).
     lazy_slots: Option<LazySlots>,
+    /// f and w hold the polynomials at bit-reversed indices
+    /// ([`with_reversed_indices`](Self::with_reversed_indices)).
+    reversed: bool,
 }
 
 /// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
@@ -524,7 +550,7 @@ impl GpuSumcheck {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
@@ -544,7 +570,59 @@ impl GpuSumcheck {
         let w = Table { buffers: Vec::new(), seg_log, words: 4 };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
-        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
+    }
+
+    /// The same tables read at bit-reversed indices: entry i of f (and of w) is the
+    /// polynomial's value at rev_m(i), so the rounds, which bind the table's last variable,
+    /// bind the polynomial's first (a sumcheck that binds the first variable first, kept in
+    /// the order the kernels bind). Every step keeps the polynomial's own order at its seam:
+    /// points, select variables, slots and the tables read back are the polynomial's, and a
+    /// commitment of f reads it as [`message_layout`](Self::message_layout) says. Slots are
+    /// the exception: their offsets index the tables as held, and a slot's entries are its
+    /// column's at bit-reversed indices within it (each column of a stack in p3-sumcheck's
+    /// prefix layout, held so, is one such slot). Set before lazy weights are.
+    pub fn with_reversed_indices(mut self) -> Self {
+        debug_assert!(self.lazy.is_none() && self.lazy_slots.is_none());
+        self.reversed = true;
+        self
+    }
+
+    /// Whether the tables are held at bit-reversed indices.
+    pub fn has_reversed_indices(&self) -> bool {
+        self.reversed
+    }
+
+    /// How a codeword's message of f (rows of 2^fold entries of the polynomial) lies in
+    /// [`f_buffer`](Self::f_buffer).
+    pub fn message_layout(&self) -> crate::codeword::MessageLayout {
+        if self.reversed {
+            crate::codeword::MessageLayout::ReversedIndices { words: self.f.words }
+        } else {
+            crate::codeword::MessageLayout::Rows
+        }
+    }
+
+    /// `point` as the table is indexed: reversed where the indices are.
+    fn table_point<'p>(&self, point: &'p [Ext4]) -> std::borrow::Cow<'p, [Ext4]> {
+        if self.reversed {
+            std::borrow::Cow::Owned(point.iter().rev().copied().collect())
+        } else {
+            std::borrow::Cow::Borrowed(point)
+        }
+    }
+
+    /// `points` as the table is indexed.
+    fn table_points(&self, points: &[Vec<Ext4>]) -> Vec<Vec<Ext4>> {
+        points.iter().map(|p| self.table_point(p).into_owned()).collect()
+    }
+
+    /// A table read back in the polynomial's order.
+    fn polynomial_order(&self, mut values: Vec<Ext4>) -> Vec<Ext4> {
+        if self.reversed && values.len() > 1 {
+            p3_util::reverse_slice_index_bits(&mut values);
+        }
+        values
     }
 
 
@@ -594,6 +672,7 @@ impl GpuSumcheck {
         if rounds == 0 || points.is_empty() || !self.w.buffers.is_empty() || self.lazy.is_some() || self.lazy_slots.is_some() {
             return self.add_eq_weights(points, scales);
         }
+        let points = &self.table_points(points);
         let vars = self.vars;
         // The high tables cover the coordinates every round keeps; the low ones the rest but
         // the one each round binds, split near half at the last round.
@@ -704,6 +783,7 @@ impl GpuSumcheck {
             chain_range: None,
             lazy: None,
             lazy_slots: None,
+            reversed: self.reversed,
         };
         ctx.submit(encoder)?;
         Ok(copied)
@@ -1211,7 +1291,8 @@ impl GpuSumcheck {
         }
         self.materialize_weights()?;
         self.ensure_weights()?;
-        self.write_eq_weights(points, scales)
+        let points = self.table_points(points);
+        self.write_eq_weights(&points, scales)
     }
 
     /// The body of [`add_eq_weights`](Self::add_eq_weights), onto w's table as it is.
@@ -1241,6 +1322,25 @@ impl GpuSumcheck {
         }
         self.materialize_weights()?;
         self.ensure_weights()?;
+        if self.reversed {
+            // Entry x of the table weighs v^rev(x), rev(x) = rev_L(x_lo) 2^(m-L) + rev(x_hi):
+            // the split tables hold those powers, and the kernel is the split one.
+            use rayon::prelude::*;
+            let m = self.vars;
+            let low = m.div_ceil(2);
+            let (hi_len, lo_len) = (1usize << (m - low), 1usize << low);
+            let mut highs = vec![Ext4::ZERO; hi_len * vars.len()];
+            let mut lows = vec![Ext4::ZERO; lo_len * vars.len()];
+            highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
+                for (x, p) in v.powers().take(hi_len).enumerate() {
+                    hi[reverse_low_bits(x, m - low)] = Ext4::from(p);
+                }
+                for (x, p) in v.exp_power_of_2(m - low).powers().take(lo_len).enumerate() {
+                    lo[reverse_low_bits(x, low)] = s * p;
+                }
+            });
+            return self.dispatch_weights(Kernel::AddSplitSelectWeights, &highs, &lows, vars.len(), 1, low);
+        }
         // Many variables over a large table: split powers (v^(x_hi 2^L) and s v^x_lo, built
         // here: 2^(m/2 + 1) entries per variable), four multiplications per entry and variable.
         if vars.len() >= SPLIT_SELECT_MIN_VARS && self.vars >= SPLIT_SELECT_MIN_LOG {
@@ -1280,7 +1380,7 @@ impl GpuSumcheck {
     /// tables (eval.wgsl), one submission, one readback of the value.
     pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
         self.check_point(point)?;
-        let tables = eq_chunk_tables(point);
+        let tables = eq_chunk_tables(&self.table_point(point));
         self.ctx.scoped("sumcheck eval", || {
             let chunks = tables.len() >> EVAL_CHUNK_BITS;
             let mut batch = self.ctx.batch("sumcheck eval");
@@ -1312,15 +1412,22 @@ impl GpuSumcheck {
         for set in sets {
             self.check_slots(set)?;
         }
-        let reads: Vec<(&[Ext4], &[usize], u32)> = sets.iter().map(|s| (s.point, s.offsets, u32::from(s.successor))).collect();
+        // At reversed indices a slot's plain value is its entries at the reversed point; its
+        // successor view is read through the reversed indices (the kernel's `reversed`).
+        let points: Vec<std::borrow::Cow<'_, [Ext4]>> = sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
+        let reads: Vec<SlotRead<'_>> = sets
+            .iter()
+            .zip(&points)
+            .map(|(s, p)| SlotRead { point: p, offsets: s.offsets, shift: u32::from(s.successor), reversed: self.reversed && s.successor })
+            .collect();
         self.read_slots(&reads)
     }
 
     /// Each slot of each read `(point, offsets, shift)` evaluated at its point, entry i of the
     /// slot replaced by entry min(i + shift, 2^k − 1) (slots checked by the caller). One
     /// submission and one readback; reads at the same point share its tables.
-    fn read_slots(&self, sets: &[(&[Ext4], &[usize], u32)]) -> Result<Vec<Vec<Ext4>>> {
-        let total: usize = sets.iter().map(|s| s.1.len()).sum();
+    fn read_slots(&self, sets: &[SlotRead<'_>]) -> Result<Vec<Vec<Ext4>>> {
+        let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
         if total == 0 {
             return Ok(sets.iter().map(|_| Vec::new()).collect());
         }
@@ -1333,7 +1440,7 @@ impl GpuSumcheck {
             let mut dispatches = Vec::new();
             let mut at = 0;
             let mut tables: Vec<(&[Ext4], wgpu::Buffer, wgpu::Buffer, usize)> = Vec::new();
-            for &(point, set_offsets, shift) in sets {
+            for &SlotRead { point, offsets: set_offsets, shift, reversed } in sets {
                 let k = point.len();
                 if set_offsets.is_empty() {
                     continue;
@@ -1368,7 +1475,8 @@ impl GpuSumcheck {
                             seg_offset: (j * segment) as u32,
                             seg_size: segment as u32,
                             first: (j * count * groups) as u32,
-                            _pad: [0; 3],
+                            reversed: u32::from(reversed),
+                            _pad: [0; 2],
                         };
                         let params = ctx.uniform("slot eval params", &params);
                         let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (hi, 0, None), (lo, 0, None), (&offsets, 0, None), (&partials, 0, None)]);
@@ -1385,7 +1493,7 @@ impl GpuSumcheck {
             tracing::debug!(dispatches = dispatches.len(), tables = tables.len(), "slot reads recorded");
             let readback = ctx.run(batch)?;
             let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
-            Ok(sets.iter().map(|s| values.by_ref().take(s.1.len()).collect()).collect())
+            Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
         })
     }
 
@@ -1420,7 +1528,8 @@ impl GpuSumcheck {
                 return Err(GpuError::InvalidInput(format!("{} slots with {} scales", set.offsets.len(), scales.len())));
             }
         }
-        if !self.w.buffers.is_empty() || self.lazy.is_some() || self.lazy_slots.is_some() {
+        // (At reversed indices the weights are stored: the lazy rounds read slots in order.)
+        if self.reversed || !self.w.buffers.is_empty() || self.lazy.is_some() || self.lazy_slots.is_some() {
             return self.add_slot_weights(sets);
         }
         match LazySlots::new(sets, rounds.min(self.vars)) {
@@ -1442,12 +1551,12 @@ impl GpuSumcheck {
         let started = std::time::Instant::now();
         let plan = lazy.plan();
         let planned = started.elapsed();
-        let sets: Vec<(&[Ext4], &[usize], u32)> = plan.reads.iter().map(|r| (r.point.as_slice(), r.offsets.as_slice(), r.shift)).collect();
+        let sets: Vec<SlotRead<'_>> = plan.reads.iter().map(|r| SlotRead { point: &r.point, offsets: &r.offsets, shift: r.shift, reversed: false }).collect();
         let values = self.read_slots(&sets)?;
         let read = started.elapsed();
         let out = lazy.round(&plan, &values);
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        tracing::debug!(reads = sets.len(), slots = sets.iter().map(|s| s.1.len()).sum::<usize>(), plan_ms = ms(planned), read_ms = ms(read - planned), combine_ms = ms(started.elapsed() - read), "lazy slot round");
+        tracing::debug!(reads = sets.len(), slots = sets.iter().map(|s| s.offsets.len()).sum::<usize>(), plan_ms = ms(planned), read_ms = ms(read - planned), combine_ms = ms(started.elapsed() - read), "lazy slot round");
         Ok(out)
     }
 
@@ -1460,7 +1569,11 @@ impl GpuSumcheck {
             let mut dispatches = Vec::new();
             for (set, scales) in sets {
                 let k = set.point.len();
-                let (hi, lo, low) = split_eq_tables(set.point);
+                // As in `eval_slots`: plain weights at the reversed point, successor weights
+                // through the reversed indices.
+                let reversed = self.reversed && set.successor;
+                let point = if set.successor { std::borrow::Cow::Borrowed(set.point) } else { self.table_point(set.point) };
+                let (hi, lo, low) = split_eq_tables(&point);
                 let lo = batch.upload("slot eq low", ext_words(&lo));
                 // Slots that overlap in one dispatch would race: each dispatch takes disjoint ones.
                 for group in disjoint_groups(set.offsets, 1 << k) {
@@ -1480,7 +1593,8 @@ impl GpuSumcheck {
                                 successor: u32::from(set.successor),
                                 seg_offset: (j * segment) as u32,
                                 seg_size: segment as u32,
-                                _pad: [0; 2],
+                                reversed: u32::from(reversed),
+                                _pad: 0,
                             };
                             let params = ctx.uniform("slot weight params", &params);
                             let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), self.w.range(j)]);
@@ -1580,7 +1694,7 @@ impl GpuSumcheck {
                 if k == samples {
                     break;
                 }
-                let cfg = ctx.uniform("sponge script tables params", &PowerTablesParams { vars: self.vars as u32, point: k as u32, _pad: [0; 2] });
+                let cfg = ctx.uniform("sponge script tables params", &PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), _pad: 0 });
                 let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
                 dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
                 let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
@@ -1639,9 +1753,9 @@ impl GpuSumcheck {
     pub fn evals(&self) -> Result<Vec<Ext4>> {
         let words = self.read_table(&self.f)?;
         if self.is_base() {
-            return Ok(from_words(words)?.into_iter().map(Ext4::from).collect());
+            return Ok(self.polynomial_order(from_words(words)?.into_iter().map(Ext4::from).collect()));
         }
-        ext_from_words(words)
+        Ok(self.polynomial_order(ext_from_words(words)?))
     }
 
     /// f's table, and in the same submission a grind run ahead of a transcript that observes
@@ -1655,14 +1769,37 @@ impl GpuSumcheck {
         };
         let words = self.f.words << self.vars;
         let mut dispatches = Vec::new();
+        // At reversed indices the transcript observes f in the polynomial's order: a reordered
+        // copy is ground over and read.
+        let reordered = match self.reversed {
+            true => {
+                let copy = self.ctx.pooled_storage("f in the polynomial's order", words);
+                match crate::codeword::reverse_bits_dispatch(&self.ctx, f, &copy, self.vars, 0, self.f.words) {
+                    Ok(d) => dispatches.push(d),
+                    Err(e) => {
+                        self.ctx.recycle_storage(copy);
+                        return Err(e);
+                    }
+                }
+                Some(copy)
+            }
+            false => None,
+        };
+        let f = reordered.as_ref().unwrap_or(f);
         let record = match grinder.record_after_observing(&mut dispatches, sponge, pending, f, 0, words, bits) {
             Ok(record) => record,
             Err(e) => {
                 tracing::debug!("the final polynomial's grind runs on its own: {e}");
+                if let Some(copy) = reordered {
+                    self.ctx.recycle_storage(copy);
+                }
                 return Ok((self.evals()?, None));
             }
         };
         let mut batch = self.ctx.batch("f, then a grind");
+        if let Some(copy) = reordered.clone() {
+            batch.lend(copy);
+        }
         batch.record(&dispatches);
         let evals = batch.read(f, 0, words);
         let grind = record.read_in(&mut batch);
@@ -1686,7 +1823,7 @@ impl GpuSumcheck {
         if self.w.buffers.is_empty() {
             return Ok(vec![Ext4::ZERO; self.size()]);
         }
-        ext_from_words(self.read_table(&self.w)?)
+        Ok(self.polynomial_order(ext_from_words(self.read_table(&self.w)?)?))
     }
 
     /// One weights kernel over w, one dispatch per segment, with `count` points (their tables
@@ -1769,7 +1906,8 @@ impl GpuSumcheck {
         // table must fit one binding.
         let direct_cost = indices.len().saturating_mul(4) << self.vars;
         let transform_cost = (1usize << log_domain) * log_domain.max(1);
-        if log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
+        // (At reversed indices the transform's output would be read strided: the direct path.)
+        if self.reversed || log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
             let vars: Vec<BabyBear> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
             return self.add_select_weights(&vars, scales);
         }
@@ -1816,12 +1954,12 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(EvalParams as "EvalParams" in "sumcheck/eval" { size, groups, chunks, base, offset, first, rows }),
     crate::shaders::twin_layout!(SpongeState as "SpongeState" in "sumcheck/sponge_step" { sponge, pending, info }),
     crate::shaders::twin_layout!(SpongeStep as "SpongeStep" in "sumcheck/sponge_step" { observe, grind }),
-    crate::shaders::twin_layout!(PowerTablesParams as "PowerTablesParams" in "sumcheck/power_tables" { vars, point }),
+    crate::shaders::twin_layout!(PowerTablesParams as "PowerTablesParams" in "sumcheck/power_tables" { vars, point, reversed }),
     crate::shaders::twin_layout!(LazyParams as "LazyParams" in "sumcheck/lazy_weights" { count, groups, first, offset, points, lo_bits, lo_at, stride }),
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
     crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
-    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { size, low, count, shift, base, groups, seg_offset, seg_size, first }),
+    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { size, low, count, shift, base, groups, seg_offset, seg_size, first, reversed }),
     crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, groups, segments, first }),
-    crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { size, low, count, successor, seg_offset, seg_size }),
+    crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { size, low, count, successor, seg_offset, seg_size, reversed }),
 ];

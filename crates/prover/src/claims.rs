@@ -1,5 +1,5 @@
-//! The claim phase of p3-whir's PCS `open` over p3-sumcheck's suffix layout of any number of
-//! tables, played where the stacked polynomial lies: the commitment's out-of-domain claims, then
+//! The claim phase of p3-whir's PCS `open` over p3-sumcheck's layouts (suffix, or prefix held at
+//! bit-reversed indices) of any number of tables, played where the stacked polynomial lies: the commitment's out-of-domain claims, then
 //! one claim per opening batch (its columns and their successor views at one point, drawn from
 //! the transcript or given), and the initial weights they make once the batching challenge α is
 //! drawn. The transcript is the layout's, played by its verifier-side registry
@@ -10,7 +10,8 @@ use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, Fiel
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::constraints::{Constraint, Statements};
-use p3_sumcheck::layout::{plan_stacked_layout, Layout, TablePlacement, Verifier};
+use p3_sumcheck::layout::{plan_stacked_layout, Layout, LayoutStrategy, TablePlacement, Verifier};
+use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
 use whir_gpu::GpuChallenger;
 
@@ -29,13 +30,28 @@ pub struct Stacking {
     shapes: Vec<TableShape>,
     placements: Vec<TablePlacement>,
     num_variables: usize,
+    strategy: LayoutStrategy,
 }
 
 impl Stacking {
-    /// The stacking of tables of `shapes` (after the witness's padding to the first fold).
+    /// The stacking of tables of `shapes` (after the witness's padding to the first fold), in
+    /// the suffix layout.
     pub fn new(shapes: Vec<TableShape>) -> Self {
+        Self::for_layout::<ProverLayout>(shapes)
+    }
+
+    /// The stacking of tables of `shapes` in layout `L`'s strategy. Slots are the planner's
+    /// (the suffix layout's offsets): the prefix layout's stacked polynomial, whose columns are
+    /// interleaved behind reversed selectors, is held at bit-reversed indices, where each
+    /// column is again one slot, its entries bit-reversed within it.
+    pub fn for_layout<L: Layout<F, EF>>(shapes: Vec<TableShape>) -> Self {
         let (num_variables, placements) = plan_stacked_layout(&shapes);
-        Self { shapes, placements, num_variables }
+        Self { shapes, placements, num_variables, strategy: L::strategy() }
+    }
+
+    /// The variable order the layout's rounds bind.
+    pub fn variable_order(&self) -> VariableOrder {
+        self.strategy.variable_order
     }
 
     pub fn shapes(&self) -> &[TableShape] {
@@ -145,7 +161,7 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
     challenger: &mut GpuChallenger,
 ) -> Result<Claims, ProverError> {
     let begun = std::time::Instant::now();
-    let mut registry = ClaimRegistry::new(stacking.shapes(), <ProverLayout as Layout<F, EF>>::strategy());
+    let mut registry = ClaimRegistry::new(stacking.shapes(), stacking.strategy);
     let (mut virtual_points, mut ood_answers) = (Vec::with_capacity(ood_samples), Vec::with_capacity(ood_samples));
     for _ in 0..ood_samples {
         let point = new_virtual_point(&registry, challenger)?;

@@ -129,10 +129,11 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
+        order: p3_sumcheck::strategy::VariableOrder,
         block: &crate::driver::Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
-        let (a_root, a, a_sum) = self.reference.commit_message_blocks(blocks, block_len, width, log_inv_rate, block)?;
-        let (b_root, b, b_sum) = self.candidate.commit_message_blocks(blocks, block_len, width, log_inv_rate, block)?;
+        let (a_root, a, a_sum) = self.reference.commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)?;
+        let (b_root, b, b_sum) = self.candidate.commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)?;
         self.at.check("commit: root", &a_root, &b_root)?;
         Ok((b_root, (a, b), ComparingSumcheck { reference: a_sum, candidate: b_sum, at: self.at.clone() }))
     }

@@ -21,7 +21,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
-use p3_sumcheck::strategy::Basis;
+use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::layout::observe_commitment;
 use p3_sumcheck::OpeningProtocol;
@@ -30,7 +30,7 @@ use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::parameters::WhirConfig;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_verifier::hash::CpuMmcs;
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
+use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, MessageLayout, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
 use crate::claims::{check_protocol, play_claims, Points, Stacking};
 
@@ -88,25 +88,28 @@ pub trait CodewordSteps {
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError>;
 
-    /// [`commit_message`](Self::commit_message) of a message of `blocks` blocks of `block_len`
+    /// [`commit_message`](Self::commit_message) of a table of `blocks` blocks of `block_len`
     /// values, given block by block (`block(b, write)` hands block b to `write` in pieces), e.g.
-    /// the columns of a stacked witness where they lie. By default gathered into one message;
-    /// the GPU's are written straight into staging memory.
+    /// the columns of a stacked witness where they lie. `order` is the variable order the
+    /// rounds will bind: `Suffix`, the table is the message and f; `Prefix`, the table is the
+    /// polynomial at bit-reversed indices, kept so as f (its rounds then bind the polynomial's
+    /// first variable: `with_reversed_indices`), and the message is the polynomial with its
+    /// 2^fold blocks transposed (p3-sumcheck's `write_stacked_message` in prefix order, i.e.
+    /// [`reverse_rows_and_columns`] of the table). By default (suffix order only) gathered
+    /// into one message; the GPU's are written straight into staging memory.
     fn commit_message_blocks(
         &self,
         blocks: usize,
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
+        order: VariableOrder,
         block: &Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
-        let mut message = Vec::with_capacity(blocks * block_len);
-        for b in 0..blocks {
-            block(b, &mut |piece| message.extend_from_slice(piece));
+        if order != VariableOrder::Suffix {
+            return Err(ProverError::Input("these codeword steps commit suffix-order messages only".into()));
         }
-        if message.len() != blocks * block_len {
-            return Err(ProverError::Input(format!("blocks of {} values in all, not {blocks} x {block_len}", message.len())));
-        }
+        let message = gather_blocks(blocks, block_len, block)?;
         self.commit_message(&message, width, log_inv_rate)
     }
 
@@ -125,6 +128,34 @@ pub trait CodewordSteps {
 
     /// The driver enters `step` of round `round` (for profiles; nothing by default).
     fn enter_step(&self, _round: usize, _step: Step) {}
+}
+
+/// The table of `blocks` blocks of `block_len` values that `block` hands out, in one vector.
+fn gather_blocks(blocks: usize, block_len: usize, block: &Blocks<'_>) -> Result<Vec<F>, ProverError> {
+    let mut table = Vec::with_capacity(blocks * block_len);
+    for b in 0..blocks {
+        block(b, &mut |piece| table.extend_from_slice(piece));
+    }
+    if table.len() != blocks * block_len {
+        return Err(ProverError::Input(format!("blocks of {} values in all, not {blocks} x {block_len}", table.len())));
+    }
+    Ok(table)
+}
+
+/// `table` (rows of 2^col_bits values) with its row index and its column index each
+/// bit-reversed: out[(rev(r) << col_bits) | rev(c)] = table[(r << col_bits) | c]. A polynomial
+/// held at bit-reversed indices so copied is its message in prefix order (2^fold blocks
+/// transposed); the map is its own inverse.
+pub fn reverse_rows_and_columns<T: Copy + Default>(table: &[T], col_bits: usize) -> Vec<T> {
+    let bits = table.len().trailing_zeros() as usize;
+    debug_assert!(table.len().is_power_of_two() && col_bits <= bits);
+    let rev = |x: usize, b: usize| if b == 0 { 0 } else { x.reverse_bits() >> (usize::BITS as usize - b) };
+    let mut out = vec![T::default(); table.len()];
+    for (i, &v) in table.iter().enumerate() {
+        let (r, c) = (i >> col_bits, i & ((1 << col_bits) - 1));
+        out[(rev(r, bits - col_bits) << col_bits) | rev(c, col_bits)] = v;
+    }
+    out
 }
 
 /// Steps by reference (a comparing backend over steps a test keeps).
@@ -155,9 +186,10 @@ impl<S: CodewordSteps> CodewordSteps for &S {
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
+        order: VariableOrder,
         block: &Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
-        (**self).commit_message_blocks(blocks, block_len, width, log_inv_rate, block)
+        (**self).commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)
     }
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
         (**self).commit_folded(sumcheck, fold, log_inv_rate)
@@ -195,8 +227,31 @@ impl CodewordSteps for CpuCodewords {
         Ok((root, committed, CpuSumcheck::new(f, w)?))
     }
 
+    /// In prefix order the table is reordered into the message first.
+    fn commit_message_blocks(
+        &self,
+        blocks: usize,
+        block_len: usize,
+        width: usize,
+        log_inv_rate: usize,
+        order: VariableOrder,
+        block: &Blocks<'_>,
+    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let table = gather_blocks(blocks, block_len, block)?;
+        if order == VariableOrder::Suffix {
+            return self.commit_message(&table, width, log_inv_rate);
+        }
+        if !width.is_power_of_two() || width > table.len() {
+            return Err(ProverError::Input(format!("rows of {width} values of a table of {}", table.len())));
+        }
+        let (root, committed) = self.commit(&reverse_rows_and_columns(&table, width.trailing_zeros() as usize), width, log_inv_rate)?;
+        let f = table.iter().copied().map(EF::from).collect();
+        Ok((root, committed, CpuSumcheck::new(f, EF::zero_vec(table.len()))?.with_reversed_indices()))
+    }
+
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
-        self.commit(&EF::flatten_to_base(sumcheck.evals()?), 4 << fold, log_inv_rate)
+        let message = sumcheck.message(fold)?;
+        self.commit(&EF::flatten_to_base(message), 4 << fold, log_inv_rate)
     }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
@@ -237,11 +292,17 @@ impl CodewordSteps for GpuCodewords {
         block_len: usize,
         width: usize,
         log_inv_rate: usize,
+        order: VariableOrder,
         block: &Blocks<'_>,
     ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = (blocks * block_len).trailing_zeros() as usize;
-        let (committed, buffer) = self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
+        let layout = match order {
+            VariableOrder::Suffix => MessageLayout::Rows,
+            VariableOrder::Prefix => MessageLayout::ReversedIndices { words: 1 },
+        };
+        let (committed, buffer) = self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, layout, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
+        let sumcheck = if order == VariableOrder::Prefix { sumcheck.with_reversed_indices() } else { sumcheck };
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
     }
 
@@ -260,7 +321,7 @@ impl CodewordSteps for GpuCodewords {
         let (rows, width) = (1 << (m - fold), 4 << fold);
         let (committed, values) = match head {
             Some(head) => self.commit_then_script(sumcheck, rows, width, log_inv_rate, head)?,
-            None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate)?, None),
+            None => (self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
         Ok((Commitment::new(vec![committed.root()]), committed, values))
     }

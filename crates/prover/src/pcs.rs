@@ -1,7 +1,7 @@
 //! WHIR as a Plonky3 PCS over the driver's steps: [`WhirPcs`] implements
 //! `p3_commit::MultilinearPcs` and `p3_sumcheck::PrescribedPointPcs` with the types and the
-//! semantics of p3-whir's `WhirProver` over the suffix layout (`SuffixProver`), so a stack that
-//! proves with `WhirProver` switches by changing one type: [`GpuWhirPcs`] encodes, commits,
+//! semantics of p3-whir's `WhirProver` over either layout (`SuffixProver`, the default, or
+//! `PrefixProver`), so a stack that proves with `WhirProver` switches by changing one type: [`GpuWhirPcs`] encodes, commits,
 //! plays the claim phase and the whole WHIR run where the stacked polynomial lies, and gives the
 //! same proof bytes (smallest-witness grinding on both sides). The caller owns the challenger
 //! between `commit` and `open`; `commit` binds the root and nothing else.
@@ -13,6 +13,7 @@ use p3_dft::Radix2DFTSmallBatch;
 use p3_field::PrimeCharacteristicRing;
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::layout::{observe_commitment, Layout, Witness};
+use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, PrescribedOpeningSecurity, PrescribedPointPcs};
 use p3_whir::parameters::WhirConfig;
 use p3_whir::{PcsProof, WhirProver};
@@ -26,31 +27,34 @@ use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckSteps;
 use crate::{Commitment, ProverLayout, EF, F};
 
-/// p3-whir's own prover over the CPU pieces: the verifier side of [`WhirPcs`].
-pub type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, GpuChallenger, ProverLayout>;
+/// p3-whir's own prover over the CPU pieces, in layout `L`: the verifier side of [`WhirPcs`].
+pub type StockPcs<L = ProverLayout> = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, GpuChallenger, L>;
 
 /// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
 pub type WhirPcsProof = PcsProof<F, EF, CpuMmcs>;
 
-/// WHIR over the suffix layout of any number of tables, with the driver's steps `S`.
-pub struct WhirPcs<S> {
+/// WHIR over p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`) of any number of
+/// tables, with the driver's steps `S`. In the prefix layout the stacked polynomial is held at
+/// bit-reversed indices (the steps' `with_reversed_indices`), so that the rounds, which bind
+/// the table's last variable, bind its first.
+pub struct WhirPcs<S, L = ProverLayout> {
     config: WhirConfig<EF, F, GpuChallenger>,
     steps: S,
     options: DriverOptions,
-    stock: StockPcs,
+    stock: StockPcs<L>,
 }
 
 /// The GPU PCS: every step where the stacked polynomial lies.
-pub type GpuWhirPcs = WhirPcs<GpuCodewords>;
+pub type GpuWhirPcs<L = ProverLayout> = WhirPcs<GpuCodewords, L>;
 
 /// The same protocol with the plain-Rust steps (the reference twin).
-pub type CpuWhirPcs = WhirPcs<CpuCodewords>;
+pub type CpuWhirPcs<L = ProverLayout> = WhirPcs<CpuCodewords, L>;
 
-impl<S: CodewordSteps> WhirPcs<S> {
+impl<S: CodewordSteps, L: Layout<F, EF>> WhirPcs<S, L> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format).
     pub fn new(config: WhirConfig<EF, F, GpuChallenger>, steps: S) -> Self {
-        let stock = StockPcs::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs(0));
+        let stock = StockPcs::<L>::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs(0));
         Self { config, steps, options: DriverOptions::default(), stock }
     }
 
@@ -68,8 +72,8 @@ impl<S: CodewordSteps> WhirPcs<S> {
         &self.steps
     }
 
-    /// p3-whir's own prover and verifier for the same configuration.
-    pub fn stock(&self) -> &StockPcs {
+    /// p3-whir's own prover and verifier for the same configuration and layout.
+    pub fn stock(&self) -> &StockPcs<L> {
         &self.stock
     }
 
@@ -117,7 +121,7 @@ impl<S: CodewordSteps> WhirPcsData<S> {
     }
 }
 
-impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
+impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S, L> {
     type Val = F;
     type Commitment = Commitment;
     type ProverData = WhirPcsData<S>;
@@ -131,9 +135,13 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
         self.config.num_variables()
     }
 
-    /// The witness's columns are handed to the steps where they lie, as blocks of p3-sumcheck's
-    /// suffix-layout message (no stacked copy on the host), encoded and committed; the root is
-    /// observed, and nothing else.
+    /// The witness's columns are handed to the steps where they lie, as blocks of the stacked
+    /// polynomial (no stacked copy on the host: in the suffix layout the blocks are its
+    /// message; in the prefix layout they are the polynomial at bit-reversed indices, each
+    /// column one slot read bit-reversed, and the steps reorder them into the message), encoded
+    /// and committed; the root is observed, and nothing else. A witness of either constructor
+    /// (`Witness::new` or `new_interleaved`) is committed in this PCS's layout: only its tables
+    /// are read.
     fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger) -> Result<(Commitment, WhirPcsData<S>), ProverError> {
         let n = self.config.num_variables();
         if witness.num_variables() != n {
@@ -143,10 +151,12 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
             )));
         }
         let fold0 = self.config.round_folding_factor(0);
-        let stacking = Stacking::new(witness.table_shapes());
+        let stacking = Stacking::for_layout::<L>(witness.table_shapes());
+        let order = stacking.variable_order();
         // The columns where they lie (p3-sumcheck's suffix layout: each column one slot of the
         // stacked message, back to back, largest tables first; zeros after the last), handed to
-        // the steps in blocks of the smallest slot, not gathered into a message first.
+        // the steps in blocks of the smallest slot, not gathered into a message first. (The
+        // suffix layout's prover reads the tables alone, whichever constructor made the witness.)
         let layout = <ProverLayout as Layout<F, EF>>::from_witness(witness);
         let mut slots: Vec<(usize, &[F])> = Vec::new();
         for (t, shape) in stacking.shapes().iter().enumerate() {
@@ -154,7 +164,9 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
             slots.extend(offsets.into_iter().zip(layout.table(t).iter_polys()));
         }
         slots.sort_unstable_by_key(|&(offset, _)| offset);
-        let block_len = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n);
+        let smallest = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n);
+        // Bit-reversed slots are gathered block by block: blocks of at most 2^12 values.
+        let block_len = if order == VariableOrder::Prefix { smallest.min(1 << 12) } else { smallest };
         if slots.iter().any(|&(o, c)| !c.len().is_power_of_two() || o % block_len != 0 || o + c.len() > 1 << n) {
             return Err(ProverError::Input("the witness's columns do not tile its stacked polynomial".into()));
         }
@@ -163,11 +175,18 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
             let start = b * block_len;
             let at = slots.partition_point(|&(o, _)| o <= start);
             match at.checked_sub(1).map(|i| slots[i]) {
-                Some((o, column)) if start < o + column.len() => write(&column[start - o..start - o + block_len]),
+                Some((o, column)) if start < o + column.len() => match order {
+                    VariableOrder::Suffix => write(&column[start - o..start - o + block_len]),
+                    VariableOrder::Prefix => {
+                        let bits = column.len().trailing_zeros() as usize;
+                        let gathered: Vec<F> = (start - o..start - o + block_len).map(|i| column[crate::sumcheck::reverse_low_bits(i, bits)]).collect();
+                        write(&gathered)
+                    }
+                },
                 _ => write(&zeros),
             }
         };
-        let (root, codeword, sumcheck) = self.steps.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, &block)?;
+        let (root, codeword, sumcheck) = self.steps.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
         drop(layout);
         self.observe_commitment(&root, challenger);
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
@@ -186,7 +205,7 @@ impl<S: CodewordSteps> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S> {
     }
 }
 
-impl<S: CodewordSteps> PrescribedPointPcs<EF, GpuChallenger> for WhirPcs<S> {
+impl<S: CodewordSteps, L: Layout<F, EF>> PrescribedPointPcs<EF, GpuChallenger> for WhirPcs<S, L> {
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }

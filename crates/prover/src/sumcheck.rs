@@ -154,6 +154,18 @@ pub(crate) fn eq_at(point: &[EF], x: usize) -> EF {
 pub struct CpuSumcheck {
     f: Vec<EF>,
     w: Vec<EF>,
+    /// The tables hold the polynomials at bit-reversed indices (as `GpuSumcheck`'s
+    /// `with_reversed_indices`).
+    reversed: bool,
+}
+
+/// The low `bits` bits of x reversed.
+pub(crate) fn reverse_low_bits(x: usize, bits: usize) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS as usize - bits)
+    }
 }
 
 impl CpuSumcheck {
@@ -162,11 +174,55 @@ impl CpuSumcheck {
         if f.len() != w.len() || !f.len().is_power_of_two() {
             return Err(ProverError::Input(format!("sumcheck tables of {} and {} entries", f.len(), w.len())));
         }
-        Ok(Self { f, w })
+        Ok(Self { f, w, reversed: false })
     }
 
-    pub fn weights(&self) -> &[EF] {
-        &self.w
+    /// The same tables read at bit-reversed indices: entry i is the polynomial's value at
+    /// rev_m(i), so the rounds (which bind the table's last variable) bind the polynomial's
+    /// first, as a prefix-order sumcheck does; every step keeps the polynomial's order at its
+    /// seam (points, select variables, slots, the tables read back).
+    pub fn with_reversed_indices(mut self) -> Self {
+        self.reversed = true;
+        self
+    }
+
+    /// w's table, in the polynomial's order.
+    pub fn weights(&self) -> Vec<EF> {
+        self.polynomial_order(self.w.clone())
+    }
+
+    /// A codeword's message of f: rows of 2^fold entries, as laid out for the order the rounds
+    /// bind (prefix order: the 2^fold blocks transposed).
+    pub fn message(&self, fold: usize) -> Result<Vec<EF>, ProverError> {
+        if fold > self.num_variables() {
+            return Err(ProverError::Input(format!("a fold of {fold} variables of a {}-variable polynomial", self.num_variables())));
+        }
+        Ok(if self.reversed { crate::driver::reverse_rows_and_columns(&self.f, fold) } else { self.f.clone() })
+    }
+
+    fn polynomial_order(&self, mut values: Vec<EF>) -> Vec<EF> {
+        if self.reversed && values.len() > 1 {
+            p3_util::reverse_slice_index_bits(&mut values);
+        }
+        values
+    }
+
+    /// `point` as the tables are indexed.
+    fn table_point(&self, point: &Point<EF>) -> Vec<EF> {
+        if self.reversed {
+            point.as_slice().iter().rev().copied().collect()
+        } else {
+            point.as_slice().to_vec()
+        }
+    }
+
+    /// A slot entry's index in the slot's polynomial (entry i of a 2^k-entry slot).
+    fn slot_index(&self, i: usize, k: usize) -> usize {
+        if self.reversed {
+            reverse_low_bits(i, k)
+        } else {
+            i
+        }
     }
 }
 
@@ -207,18 +263,21 @@ impl SumcheckSteps for CpuSumcheck {
 
     fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError> {
         for (point, &s) in points.iter().zip(scales) {
+            let point = self.table_point(point);
             for (x, w) in self.w.iter_mut().enumerate() {
-                *w += s * eq_at(point.as_slice(), x);
+                *w += s * eq_at(&point, x);
             }
         }
         Ok(())
     }
 
     fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError> {
+        let m = self.num_variables();
         for (&v, &s) in vars.iter().zip(scales) {
             let mut power = F::ONE;
-            for w in self.w.iter_mut() {
-                *w += s * power;
+            for x in 0..self.w.len() {
+                let at = self.slot_index(x, m);
+                self.w[at] += s * power;
                 power *= v;
             }
         }
@@ -226,11 +285,12 @@ impl SumcheckSteps for CpuSumcheck {
     }
 
     fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
-        Ok(self.f.iter().enumerate().map(|(x, &f)| f * eq_at(point.as_slice(), x)).sum())
+        let point = self.table_point(point);
+        Ok(self.f.iter().enumerate().map(|(x, &f)| f * eq_at(&point, x)).sum())
     }
 
     fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
-        Ok(self.f.clone())
+        Ok(self.polynomial_order(self.f.clone()))
     }
 
     fn eval_slots(&mut self, sets: &[SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
@@ -238,8 +298,8 @@ impl SumcheckSteps for CpuSumcheck {
         sets.iter()
             .map(|set| {
                 set.check(vars)?;
-                let size = 1usize << set.point.num_variables();
-                let weights: Vec<EF> = (0..size).map(|i| set.weight(i)).collect();
+                let (k, size) = (set.point.num_variables(), 1usize << set.point.num_variables());
+                let weights: Vec<EF> = (0..size).map(|i| set.weight(self.slot_index(i, k))).collect();
                 Ok(set.offsets.iter().map(|&o| self.f[o..o + size].iter().zip(&weights).map(|(&f, &w)| f * w).sum()).collect())
             })
             .collect()
@@ -252,8 +312,8 @@ impl SumcheckSteps for CpuSumcheck {
             if scales.len() != set.offsets.len() {
                 return Err(ProverError::Input(format!("{} slots with {} scales", set.offsets.len(), scales.len())));
             }
-            let size = 1usize << set.point.num_variables();
-            let weights: Vec<EF> = (0..size).map(|i| set.weight(i)).collect();
+            let (k, size) = (set.point.num_variables(), 1usize << set.point.num_variables());
+            let weights: Vec<EF> = (0..size).map(|i| set.weight(self.slot_index(i, k))).collect();
             for (&o, &s) in set.offsets.iter().zip(scales) {
                 for (w, &v) in self.w[o..o + size].iter_mut().zip(&weights) {
                     *w += s * v;
