@@ -179,5 +179,6 @@ fn add_table_prefix(
     if (x >= params.size) {
         return;
     }
-    table[x] = ext4_add(table[x], points[params.offset + x]);
+    // (`vars`: log2 of the stride the transform's entries are read at; 0 for a prefix.)
+    table[x] = ext4_add(table[x], points[(params.offset + x) << params.vars]);
 }

@@ -60,6 +60,10 @@ pub struct BenchArgs {
     /// and --rate, not --vars.
     #[arg(long)]
     tables: Option<String>,
+    /// p3-sumcheck's layout of the --tables witness: suffix (`SuffixProver`, `Witness::new`) or
+    /// prefix (`PrefixProver`, `Witness::new_interleaved`).
+    #[arg(long, value_enum, default_value_t = crate::TableLayout::Suffix, requires = "tables")]
+    layout: crate::TableLayout,
 }
 
 const MAX_WARMUP_MS: u64 = 600_000;
@@ -480,8 +484,6 @@ struct TablesCell {
 /// `whir bench --tables`: Plonky3's `WhirProver` and our GPU PCS on one multi-table witness per
 /// (fold, rate), commit and open timed apart, the proofs compared byte for byte and verified.
 fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
-    use p3_commit::MultilinearPcs;
-    use p3_sumcheck::layout::Witness;
     use whir_prover::Workload;
     let workload = Workload::parse(spec)?;
     let soundness = Soundness::parse(&args.security.soundness)?;
@@ -533,11 +535,38 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
             let tables = whir_prover::random_tables(&workload, &mut rng);
             let protocol = workload.protocol(fold);
-            let twin: whir_prover::CpuWhirPcs = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+            match args.layout {
+                crate::TableLayout::Suffix => measure_tables::<p3_sumcheck::layout::SuffixProver<whir_prover::F, whir_prover::EF>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+                crate::TableLayout::Prefix => measure_tables::<p3_sumcheck::layout::PrefixProver<whir_prover::F, whir_prover::EF>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+            }
+            cells.push(cell);
+        }
+    }
+    report_tables(args, spec, &workload, cells, json_out)
+}
+
+/// One cell of `whir bench --tables` in layout `L`: Plonky3's `WhirProver` (commit and open
+/// times, verified), then the GPU PCS (its proof equal to Plonky3's, peak memory with pools kept
+/// and without, then the timed repetitions with their traffic and the open's steps).
+fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF>>(
+    args: &BenchArgs,
+    gpu: Option<&GpuBackend>,
+    config: &p3_whir::parameters::WhirConfig<whir_prover::EF, whir_prover::F, whir_gpu::GpuChallenger>,
+    tables: &[p3_sumcheck::layout::Table<whir_prover::F>],
+    protocol: &p3_sumcheck::OpeningProtocol,
+    p: &Params,
+    cell: &mut TablesCell,
+) -> Result<()> {
+    use p3_commit::MultilinearPcs;
+    let (fold, rate) = (cell.fold, cell.rate);
+    let witness = || L::new_witness(tables.to_vec(), fold);
+    {
+        {
+            let twin: whir_prover::CpuWhirPcs<L> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {
-                let witness = Witness::new(tables.clone(), fold);
+                let witness = witness();
                 let started = std::time::Instant::now();
                 let (root, data) = stock.commit(witness, ch).map_err(|e| anyhow::anyhow!("{e:?}"))?;
                 let commit = started.elapsed();
@@ -560,13 +589,13 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             cell.stock_commit_ms = Some(median(sc));
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
-            if let Some(gpu) = &gpu {
-                let pcs = gpu.pcs(config.clone())?;
+            if let Some(gpu) = gpu {
+                let pcs = gpu.pcs_in::<L>(config.clone())?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
                 type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4]);
                 let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<GpuRun> {
-                    let witness = Witness::new(tables.clone(), fold);
+                    let witness = witness();
                     let t0 = ctx.transfer_counts();
                     let started = std::time::Instant::now();
                     let (_, data) = pcs.commit(witness, ch)?;
@@ -612,11 +641,15 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                 let [cl, w, fo, r] = steps;
                 (cell.gpu_claims_ms, cell.gpu_initial_weights_ms, cell.gpu_initial_fold_ms, cell.gpu_rounds_ms) = (Some(median(cl)), Some(median(w)), Some(median(fo)), Some(median(r)));
             }
-            cells.push(cell);
-            if let Some(out) = &json_out {
-                out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
-            }
         }
+    }
+    Ok(())
+}
+
+/// The `whir bench --tables` table (and JSON) of `cells`.
+fn report_tables(_args: &BenchArgs, _spec: &str, _workload: &whir_prover::Workload, cells: Vec<TablesCell>, json_out: Option<OutputFile>) -> Result<()> {
+    if let Some(out) = &json_out {
+        out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
     }
     println!("| tables | n | fold | rate | Plonky3 ms (commit + open) | GPU PCS ms (commit + open) | Plonky3 / GPU | GPU open: claims / weights / initial fold / rounds ms | commit up MiB | open up / down KiB | proof KiB | peak GPU MiB: pools kept / none |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");

@@ -62,6 +62,15 @@ pub struct SecurityArgs {
     pub soundness: String,
 }
 
+/// p3-sumcheck's layout of a multi-table witness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum TableLayout {
+    /// `SuffixProver` (`Witness::new`: each column one contiguous slot).
+    Suffix,
+    /// `PrefixProver` (`Witness::new_interleaved`: columns interleaved behind their selectors).
+    Prefix,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendChoice {
     Auto,

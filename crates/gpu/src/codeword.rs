@@ -308,7 +308,7 @@ impl GpuCodewords {
         let MessageLayout::ReversedIndices { words } = layout else {
             return self.record_rows(batch, message, rows, width, log_inv_rate);
         };
-        if words == 0 || width % words != 0 || !(width / words).is_power_of_two() || !rows.is_power_of_two() {
+        if words == 0 || !width.is_multiple_of(words) || !(width / words).is_power_of_two() || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of {width} words in elements of {words} words, at bit-reversed indices (need powers of two)")));
         }
         let ctx = self.ntt.context().clone();

@@ -1906,8 +1906,7 @@ impl GpuSumcheck {
         // table must fit one binding.
         let direct_cost = indices.len().saturating_mul(4) << self.vars;
         let transform_cost = (1usize << log_domain) * log_domain.max(1);
-        // (At reversed indices the transform's output would be read strided: the direct path.)
-        if self.reversed || log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
+        if log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
             let vars: Vec<BabyBear> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
             return self.add_select_weights(&vars, scales);
         }
@@ -1933,11 +1932,15 @@ impl GpuSumcheck {
                 return Err(e);
             }
             // The table is the transform's to reuse as work space (its result is the batch's).
-            let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &NttSpec::forward(log_domain, 4), None)?;
+            // At reversed indices entry i takes the transform's entry rev_m(i), which its
+            // bit-reversed output holds at i·2^(log_domain - m): read at that stride.
+            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::forward(log_domain, 4) };
+            let stride_log = if self.reversed { (log_domain - self.vars) as u32 } else { 0 };
+            let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &spec, None)?;
             batch.lend(transformed.clone());
             let segment = self.w.segment_len();
             (0..self.segments()).try_for_each(|j| {
-                let add = WeightParams { size: segment as u32, vars: 0, count: 0, groups: segment.div_ceil(THREADS) as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
+                let add = WeightParams { size: segment as u32, vars: stride_log, count: 0, groups: segment.div_ceil(THREADS) as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
                 self.record_kernel(batch.encoder(), Kernel::AddTablePrefix, &transformed, &zero, add, self.w.range(j))
             })?;
             self.ctx.send(batch)

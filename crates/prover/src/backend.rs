@@ -305,7 +305,12 @@ impl GpuBackend {
     /// WHIR as a Plonky3 PCS on this GPU for `config` (any layout of tables; see
     /// [`GpuWhirPcs`]), playing the transcript as this backend's driver options say.
     pub fn pcs(&self, config: p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>) -> Result<GpuWhirPcs, ProverError> {
-        Ok(GpuWhirPcs::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
+        self.pcs_in(config)
+    }
+
+    /// [`pcs`](Self::pcs) in p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`).
+    pub fn pcs_in<L: Layout<F, EF>>(&self, config: p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>) -> Result<GpuWhirPcs<L>, ProverError> {
+        Ok(GpuWhirPcs::<L>::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
     }
 }
 
