@@ -602,7 +602,7 @@ fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF
                     let commit = started.elapsed();
                     let t1 = ctx.transfer_counts();
                     let started = std::time::Instant::now();
-                    let (proof, times) = pcs.open_timed(data, &protocol, None, ch)?;
+                    let (proof, times) = pcs.open_timed(data, protocol, None, ch)?;
                     let open = started.elapsed();
                     let t2 = ctx.transfer_counts();
                     let initial = |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);

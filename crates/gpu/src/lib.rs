@@ -30,6 +30,7 @@ mod mmcs;
 mod ntt;
 mod options;
 mod poseidon2;
+mod reorder;
 pub mod row_checksum;
 pub mod shaders;
 mod sumcheck;
@@ -38,7 +39,8 @@ pub mod testing;
 pub mod transfer;
 
 pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
-pub use codeword::{CommittedCodeword, GpuCodewords, MessageLayout, RecordedCodeword};
+pub use codeword::{CommittedCodeword, GpuCodewords, RecordedCodeword};
+pub use reorder::MessageLayout;
 pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProfile};
 pub use context::{list_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, GpuProfiler, HostCosts, InFlight, ProfileLabelGuard, ProfileSpan, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts};

@@ -287,6 +287,7 @@ mod tests {
             crate::grind::WGSL_TWINS,
             crate::merkle::WGSL_TWINS,
             crate::ntt::WGSL_TWINS,
+            crate::reorder::WGSL_TWINS,
             crate::row_checksum::WGSL_TWINS,
             crate::sumcheck::WGSL_TWINS,
             crate::testing::WGSL_TWINS,

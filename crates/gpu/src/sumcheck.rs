@@ -595,11 +595,11 @@ impl GpuSumcheck {
 
     /// How a codeword's message of f (rows of 2^fold entries of the polynomial) lies in
     /// [`f_buffer`](Self::f_buffer).
-    pub fn message_layout(&self) -> crate::codeword::MessageLayout {
+    pub fn message_layout(&self) -> crate::reorder::MessageLayout {
         if self.reversed {
-            crate::codeword::MessageLayout::ReversedIndices { words: self.f.words }
+            crate::reorder::MessageLayout::ReversedIndices { words: self.f.words }
         } else {
-            crate::codeword::MessageLayout::Rows
+            crate::reorder::MessageLayout::Rows
         }
     }
 
@@ -1774,7 +1774,7 @@ impl GpuSumcheck {
         let reordered = match self.reversed {
             true => {
                 let copy = self.ctx.pooled_storage("f in the polynomial's order", words);
-                match crate::codeword::reverse_bits_dispatch(&self.ctx, f, &copy, self.vars, 0, self.f.words) {
+                match crate::reorder::reverse_bits_dispatch(&self.ctx, f, &copy, self.vars, 0, self.f.words) {
                     Ok(d) => dispatches.push(d),
                     Err(e) => {
                         self.ctx.recycle_storage(copy);

@@ -38,7 +38,7 @@ use crate::options::DriverOptions;
 use crate::opening_protocol;
 use crate::error::ProverError;
 use crate::Params;
-use crate::sumcheck::{powers_from, CpuSumcheck, SumcheckSteps};
+use crate::sumcheck::{powers_from, reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
 use crate::{Commitment, EF, F};
 
 type Proof = PcsProof<F, EF, CpuMmcs>;
@@ -140,22 +140,6 @@ fn gather_blocks(blocks: usize, block_len: usize, block: &Blocks<'_>) -> Result<
         return Err(ProverError::Input(format!("blocks of {} values in all, not {blocks} x {block_len}", table.len())));
     }
     Ok(table)
-}
-
-/// `table` (rows of 2^col_bits values) with its row index and its column index each
-/// bit-reversed: out[(rev(r) << col_bits) | rev(c)] = table[(r << col_bits) | c]. A polynomial
-/// held at bit-reversed indices so copied is its message in prefix order (2^fold blocks
-/// transposed); the map is its own inverse.
-pub fn reverse_rows_and_columns<T: Copy + Default>(table: &[T], col_bits: usize) -> Vec<T> {
-    let bits = table.len().trailing_zeros() as usize;
-    debug_assert!(table.len().is_power_of_two() && col_bits <= bits);
-    let rev = |x: usize, b: usize| if b == 0 { 0 } else { x.reverse_bits() >> (usize::BITS as usize - b) };
-    let mut out = vec![T::default(); table.len()];
-    for (i, &v) in table.iter().enumerate() {
-        let (r, c) = (i >> col_bits, i & ((1 << col_bits) - 1));
-        out[(rev(r, bits - col_bits) << col_bits) | rev(c, col_bits)] = v;
-    }
-    out
 }
 
 /// Steps by reference (a comparing backend over steps a test keeps).

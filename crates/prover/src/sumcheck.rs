@@ -197,7 +197,7 @@ impl CpuSumcheck {
         if fold > self.num_variables() {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {}-variable polynomial", self.num_variables())));
         }
-        Ok(if self.reversed { crate::driver::reverse_rows_and_columns(&self.f, fold) } else { self.f.clone() })
+        Ok(if self.reversed { reverse_rows_and_columns(&self.f, fold) } else { self.f.clone() })
     }
 
     fn polynomial_order(&self, mut values: Vec<EF>) -> Vec<EF> {
@@ -405,4 +405,20 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
         // (Lazy slot weights are played round by round.)
         whir_gpu::GpuSumcheck::chains_rounds(self).then(|| whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
     }
+}
+
+/// `table` (rows of 2^col_bits values) with its row index and its column index each
+/// bit-reversed: out[(rev(r) << col_bits) | rev(c)] = table[(r << col_bits) | c]. A polynomial
+/// held at bit-reversed indices so copied is its message in prefix order (2^fold blocks
+/// transposed); the map is its own inverse.
+pub fn reverse_rows_and_columns<T: Copy + Default>(table: &[T], col_bits: usize) -> Vec<T> {
+    let bits = table.len().trailing_zeros() as usize;
+    debug_assert!(table.len().is_power_of_two() && col_bits <= bits);
+    let rev = |x: usize, b: usize| if b == 0 { 0 } else { x.reverse_bits() >> (usize::BITS as usize - b) };
+    let mut out = vec![T::default(); table.len()];
+    for (i, &v) in table.iter().enumerate() {
+        let (r, c) = (i >> col_bits, i & ((1 << col_bits) - 1));
+        out[(rev(r, bits - col_bits) << col_bits) | rev(c, col_bits)] = v;
+    }
+    out
 }

@@ -170,6 +170,9 @@ struct BodyV1<P, S, C, B> {
     proof: B,
 }
 
+/// A v2 body as read: the tables as (variables, columns) pairs, checked after decoding.
+type DecodedBodyV2 = BodyV2<Params, String, Vec<(u8, u32)>, Commitment, Vec<u8>>;
+
 /// The body after the header, version 2: the tables as (variables, columns) after the hash.
 #[derive(Serialize, Deserialize)]
 struct BodyV2<P, S, T, C, B> {
@@ -424,7 +427,7 @@ impl ProofFile {
             let (b, tail): (BodyV1<Params, String, Commitment, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             (ProofFile { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
         } else {
-            let (b, tail): (BodyV2<Params, String, Vec<(u8, u32)>, Commitment, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (DecodedBodyV2, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
             tables.check().map_err(|e| rejected(format!("its header names {e}")))?;
             if tables.tables.len() != b.params.points || tables.num_variables(b.params.fold) != b.params.num_vars {

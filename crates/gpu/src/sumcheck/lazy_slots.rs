@@ -28,11 +28,14 @@ pub(super) struct SlotRead {
     pub shift: u32,
 }
 
+/// A slot read's key: the shift and the point it is read at.
+type SlotKey = (u32, Vec<Ext4>);
+
 /// A round's slot reads, and where each slot's values are among them.
 pub(super) struct RoundPlan {
     pub reads: Vec<SlotRead>,
     /// The read of each (shift, point), and each offset's place in it.
-    sets: HashMap<(u32, Vec<Ext4>), (usize, HashMap<usize, usize>)>,
+    sets: HashMap<SlotKey, (usize, HashMap<usize, usize>)>,
     /// Per group, per slot: (read, place) of S_0, S_1, T_0, T_1 and the last two entries.
     at: Vec<Vec<[(usize, usize); 6]>>,
 }
