@@ -1,23 +1,24 @@
 // #import sumcheck/reduce
 
-// Adds each slot's partial sums (slot_eval.wgsl, laid out [segment][slot][group]): workgroup c
-// writes values[first + c] = sum over segments s and groups g of partials[(s * count + c) * groups + g].
+// Adds each slot's partial sums (slot_eval.wgsl): workgroup c writes values[c] = the sum over
+// segments s and the slot's workgroups g of partials[s * total_groups + first_c + g], with
+// first_c and groups_c from the slot's words in `slots` (laid out as slot_eval.wgsl reads them).
 // Rust twin of the params: `SlotSumParams` in crates/gpu/src/sumcheck.rs.
 
 struct SlotSumParams {
     // Slots.
     count: u32,
-    // Partials per slot and segment.
-    groups: u32,
+    // Workgroups of one segment's evaluation dispatch.
+    total_groups: u32,
     // Segments.
     segments: u32,
-    // Values written before this dispatch's.
-    first: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: SlotSumParams;
 @group(0) @binding(1) var<storage, read> partials: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read_write> values: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> slots: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> values: array<vec4<u32>>;
 
 @compute @workgroup_size(256)
 fn sum_slot_partials(
@@ -28,15 +29,17 @@ fn sum_slot_partials(
     let c = linear_workgroup_id(wid, num_wgs);
     var acc = vec4<u32>(0u);
     if (c < params.count) {
-        let per_slot = params.groups * params.segments;
+        let groups = slots[2u * c].w;
+        let first = slots[2u * c + 1u].x;
+        let per_slot = groups * params.segments;
         for (var t = lid; t < per_slot; t += 256u) {
-            let s = t / params.groups;
-            let g = t % params.groups;
-            acc = ext4_add(acc, partials[(s * params.count + c) * params.groups + g]);
+            let s = t / groups;
+            let g = t % groups;
+            acc = ext4_add(acc, partials[s * params.total_groups + first + g]);
         }
     }
     let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
     if (lid == 0u && c < params.count) {
-        values[params.first + c] = total[0];
+        values[c] = total[0];
     }
 }

@@ -109,17 +109,12 @@ struct PowerTablesParams {
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct SlotEvalParams {
-    size: u32,
-    low: u32,
-    count: u32,
-    shift: u32,
     base: u32,
-    groups: u32,
     seg_offset: u32,
     seg_size: u32,
-    first: u32,
-    reversed: u32,
-    _pad: [u32; 2],
+    segment: u32,
+    total_groups: u32,
+    _pad: [u32; 3],
 }
 
 /// Rust twin of `SlotSumParams` in wgsl/sumcheck/slot_sum.wgsl.
@@ -127,9 +122,9 @@ struct SlotEvalParams {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct SlotSumParams {
     count: u32,
-    groups: u32,
+    total_groups: u32,
     segments: u32,
-    first: u32,
+    _pad: u32,
 }
 
 /// Rust twin of `SlotWeightParams` in wgsl/sumcheck/slot_weights.wgsl.
@@ -1431,66 +1426,77 @@ impl GpuSumcheck {
         if total == 0 {
             return Ok(sets.iter().map(|_| Vec::new()).collect());
         }
+        // Every slot of every read in one evaluation dispatch per segment and one sum
+        // (wgsl/sumcheck/slot_eval.wgsl): a round of lazy slot weights reads hundreds of slots
+        // at tens of points, and a dispatch per point cost more than the reads themselves.
+        let mut tables: Vec<Ext4> = Vec::new();
+        let mut placed: Vec<(&[Ext4], u32, u32, usize)> = Vec::new();
+        let mut slots: Vec<u32> = Vec::with_capacity(8 * total);
+        let mut owners: Vec<u32> = Vec::new();
+        for &SlotRead { point, offsets, shift, reversed } in sets {
+            if offsets.is_empty() {
+                continue;
+            }
+            let k = point.len();
+            if k >= 32 || shift >= 1 << 8 {
+                return Err(GpuError::InvalidInput(format!("a slot of 2^{k} entries shifted by {shift} rows (at most 2^31 entries and 255 rows)")));
+            }
+            let (hi_at, lo_at, low) = match placed.iter().find(|t| t.0 == point) {
+                Some(&(_, hi_at, lo_at, low)) => (hi_at, lo_at, low),
+                None => {
+                    let (hi, lo, low) = split_eq_tables(point);
+                    let hi_at = tables.len() as u32;
+                    tables.extend_from_slice(&hi);
+                    let lo_at = tables.len() as u32;
+                    tables.extend_from_slice(&lo);
+                    placed.push((point, hi_at, lo_at, low));
+                    (hi_at, lo_at, low)
+                }
+            };
+            // Enough workgroups per slot to fill the GPU for a large slot, each over at least
+            // 2^12 entries (and a power of two of the 2^(k - low) rows).
+            let groups = ((1usize << k) >> 12).clamp(1, 256).min(1 << (k - low));
+            for &offset in offsets {
+                let first = u32::try_from(owners.len()).map_err(|_| GpuError::InvalidInput("more than 2^32 workgroups of slot reads".into()))?;
+                let packed = low as u32 | (shift << 8) | (u32::from(reversed) << 16);
+                slots.extend_from_slice(&[offset as u32, 1 << k, packed, groups as u32, first, hi_at, lo_at, 0]);
+                owners.extend(std::iter::repeat_n((slots.len() / 8 - 1) as u32, groups));
+            }
+        }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck slot evaluations", || {
             let eval = ctx.pipeline(Kernel::EvalSlotPartials, &[])?;
             let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
+            ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
+            ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments() * 16) as u64)?;
             let mut batch = ctx.batch("sumcheck slot evaluations");
             let values = batch.scratch("slot values", 4 * total);
+            let tables = batch.upload("slot eq tables", ext_words(&tables));
+            let slot_words = batch.upload("slot descriptions", &slots);
+            let owner_words = batch.upload("slot workgroup owners", &owners);
+            let total_groups = owners.len();
+            let partials = batch.scratch("slot partials", 4 * total_groups * self.segments());
             let mut dispatches = Vec::new();
-            let mut at = 0;
-            let mut tables: Vec<(&[Ext4], wgpu::Buffer, wgpu::Buffer, usize)> = Vec::new();
-            for &SlotRead { point, offsets: set_offsets, shift, reversed } in sets {
-                let k = point.len();
-                if set_offsets.is_empty() {
-                    continue;
-                }
-                let known = match tables.iter().position(|t| t.0 == point) {
-                    Some(i) => i,
-                    None => {
-                        let (hi, lo, low) = split_eq_tables(point);
-                        tables.push((point, batch.upload("slot eq high", ext_words(&hi)), batch.upload("slot eq low", ext_words(&lo)), low));
-                        tables.len() - 1
-                    }
+            for j in 0..self.segments() {
+                let segment = self.f.segment_len();
+                let params = SlotEvalParams {
+                    base: u32::from(self.is_base()),
+                    seg_offset: (j * segment) as u32,
+                    seg_size: segment as u32,
+                    segment: j as u32,
+                    total_groups: total_groups as u32,
+                    _pad: [0; 3],
                 };
-                let (_, hi, lo, low) = &tables[known];
-                let low = *low;
-                // Enough workgroups per slot to fill the GPU for a large slot, each over at
-                // least 2^12 entries (and a power of two of the 2^(k - low) rows).
-                let groups = ((1usize << k) >> 12).clamp(1, 256).min(1 << (k - low));
-                for chunk in set_offsets.chunks(MAX_SLOTS_PER_DISPATCH) {
-                    let offsets: Vec<u32> = chunk.iter().map(|&o| o as u32).collect();
-                    let offsets = batch.upload("slot offsets", &offsets);
-                    let count = chunk.len();
-                    let partials = batch.scratch("slot partials", 4 * count * groups * self.segments());
-                    for j in 0..self.segments() {
-                        let segment = self.f.segment_len();
-                        let params = SlotEvalParams {
-                            size: 1 << k,
-                            low: low as u32,
-                            count: count as u32,
-                            shift,
-                            base: u32::from(self.is_base()),
-                            groups: groups as u32,
-                            seg_offset: (j * segment) as u32,
-                            seg_size: segment as u32,
-                            first: (j * count * groups) as u32,
-                            reversed: u32::from(reversed),
-                            _pad: [0; 2],
-                        };
-                        let params = ctx.uniform("slot eval params", &params);
-                        let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (hi, 0, None), (lo, 0, None), (&offsets, 0, None), (&partials, 0, None)]);
-                        dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: (count * groups) as u32 });
-                    }
-                    let params = ctx.uniform("slot sum params", &SlotSumParams { count: count as u32, groups: groups as u32, segments: self.segments() as u32, first: at as u32 });
-                    let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&values, 0, None)]);
-                    dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: count as u32 });
-                    at += count;
-                }
+                let params = ctx.uniform("slot eval params", &params);
+                let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (&tables, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), (&partials, 0, None)]);
+                dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: total_groups as u32 });
             }
+            let params = ctx.uniform("slot sum params", &SlotSumParams { count: total as u32, total_groups: total_groups as u32, segments: self.segments() as u32, _pad: 0 });
+            let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&slot_words, 0, None), (&values, 0, None)]);
+            dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: total as u32 });
             batch.record(&dispatches);
             let read = batch.read(&values, 0, 4 * total);
-            tracing::debug!(dispatches = dispatches.len(), tables = tables.len(), "slot reads recorded");
+            tracing::debug!(dispatches = dispatches.len(), tables = placed.len(), slots = total, "slot reads recorded");
             let readback = ctx.run(batch)?;
             let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
             Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
@@ -1962,7 +1968,7 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
     crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
-    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { size, low, count, shift, base, groups, seg_offset, seg_size, first, reversed }),
-    crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, groups, segments, first }),
+    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { base, seg_offset, seg_size, segment, total_groups }),
+    crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, total_groups, segments }),
     crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { size, low, count, successor, seg_offset, seg_size, reversed }),
 ];
