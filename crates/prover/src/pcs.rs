@@ -11,7 +11,6 @@ use std::sync::Arc;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_field::PrimeCharacteristicRing;
-use p3_maybe_rayon::prelude::*;
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::layout::{observe_commitment, Layout, Witness};
 use p3_sumcheck::strategy::VariableOrder;
@@ -165,27 +164,9 @@ impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for W
             slots.extend(offsets.into_iter().zip(layout.table(t).iter_polys()));
         }
         slots.sort_unstable_by_key(|&(offset, _)| offset);
-        // The prefix layout holds each column at bit-reversed indices: reversed here on all
-        // cores, a column at a time with Plonky3's cache-aware reversal (a gather at reversed
-        // indices, block by block, spent tens of milliseconds in cache misses at 2^24 cells).
-        // That is one host copy of the witness, for the commit only.
-        let reversed: Vec<Vec<F>> = match order {
-            VariableOrder::Prefix => slots
-                .par_iter()
-                .map(|&(_, column)| {
-                    let mut column = column.to_vec();
-                    if column.len().is_power_of_two() {
-                        p3_util::reverse_slice_index_bits(&mut column);
-                    }
-                    column
-                })
-                .collect(),
-            VariableOrder::Suffix => Vec::new(),
-        };
-        if order == VariableOrder::Prefix {
-            slots = slots.iter().zip(&reversed).map(|(&(offset, _), column)| (offset, column.as_slice())).collect();
-        }
-        let block_len = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n);
+        let smallest = slots.iter().map(|(_, c)| c.len()).min().unwrap_or(1 << n);
+        // Bit-reversed slots are gathered block by block: blocks of at most 2^12 values.
+        let block_len = if order == VariableOrder::Prefix { smallest.min(1 << 12) } else { smallest };
         if slots.iter().any(|&(o, c)| !c.len().is_power_of_two() || o % block_len != 0 || o + c.len() > 1 << n) {
             return Err(ProverError::Input("the witness's columns do not tile its stacked polynomial".into()));
         }
@@ -194,7 +175,14 @@ impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for W
             let start = b * block_len;
             let at = slots.partition_point(|&(o, _)| o <= start);
             match at.checked_sub(1).map(|i| slots[i]) {
-                Some((o, column)) if start < o + column.len() => write(&column[start - o..start - o + block_len]),
+                Some((o, column)) if start < o + column.len() => match order {
+                    VariableOrder::Suffix => write(&column[start - o..start - o + block_len]),
+                    VariableOrder::Prefix => {
+                        let bits = column.len().trailing_zeros() as usize;
+                        let gathered: Vec<F> = (start - o..start - o + block_len).map(|i| column[crate::sumcheck::reverse_low_bits(i, bits)]).collect();
+                        write(&gathered)
+                    }
+                },
                 _ => write(&zeros),
             }
         };
