@@ -776,8 +776,9 @@ pub(crate) fn open_with_steps<S: CodewordSteps>(
             // Formed where used in the initial fold's rounds, not stored (the largest table),
             // from the size the options say and where the steps can.
             // A stacked table's lazy slot weights halve its peak memory at fold 4 but cost
-            // round trips and passes over f (H200, zkVM witness: the open 50 -> 78 ms), so
-            // they are taken only when asked for; one polynomial's from the size up.
+            // a wait a round and the weights written at the folded size (H200, zkVM witness,
+            // fold 4: the open 45 -> 56 ms), so they are taken only when asked for; one
+            // polynomial's from the size up.
             let lazy = if stacking.is_one_column() { options.lazy_first_weights_at(num_vars) } else { options.lazy_first_weights == Some(true) };
             let lazy = lazy.then_some(fold0);
             claims.add_initial_weights(&mut sumcheck, alpha, lazy)?;
