@@ -1469,6 +1469,10 @@ impl GpuSumcheck {
             let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
             ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
             ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments() * 16) as u64)?;
+            // One description (32 bytes) per slot and one owner word per workgroup: a witness of
+            // very many short columns is refused here, not by wgpu's validation.
+            ctx.check_binding_size("the slot reads' descriptions", (slots.len() * 4) as u64)?;
+            ctx.check_binding_size("the slot reads' workgroup owners", (owners.len() * 4) as u64)?;
             let mut batch = ctx.batch("sumcheck slot evaluations");
             let values = batch.scratch("slot values", 4 * total);
             let tables = batch.upload("slot eq tables", ext_words(&tables));
