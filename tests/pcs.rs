@@ -239,11 +239,15 @@ fn check_case_in<L: Layout<F, EF>>(case: &Case, rng: &mut StdRng) {
         }
         // Grinding on the GPU: each round's head (root, out-of-domain answers, query grind) and
         // the final polynomial's grind are played where f lies.
+        // The initial fold's rounds then run on the GPU in one chain, over stored or lazy weights.
         let grinder = std::sync::Arc::new(GpuGrinder::new(std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
-        let challenger = GpuChallenger::new(permutation(), Some(grinder)).with_gpu_min_bits(1);
-        let pcs = GpuWhirPcs::<L>::new(config.clone(), steps);
-        let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger).unwrap_or_else(|e| panic!("{case:?} ({:?}, GPU grinding): {e}", ctx.mul_variant()));
-        assert!(ours == expected, "{case:?} ({:?}, GPU grinding): the GPU proof differs from Plonky3's", ctx.mul_variant());
+        for lazy in [false, true] {
+            let challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
+            let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
+            let pcs = GpuWhirPcs::<L>::new(config.clone(), steps.clone()).with_options(options);
+            let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger).unwrap_or_else(|e| panic!("{case:?} ({:?}, GPU grinding, lazy weights {lazy}): {e}", ctx.mul_variant()));
+            assert!(ours == expected, "{case:?} ({:?}, GPU grinding, lazy weights {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
+        }
     }
 }
 

@@ -575,6 +575,103 @@ fn slot_evaluations_and_weights_match_the_twin() {
     }
 }
 
+/// Batches over stacked tables of 2^k rows in a table of 2^m entries: aligned slots, some in
+/// both a direct and a successor set, a whole-table slot (an out-of-domain claim) and successor
+/// slots of the fewest variables, each with random scales.
+fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec<(whir_wgpu::prover::SlotSet, Vec<Ext4>)> {
+    use whir_wgpu::prover::SlotSet;
+    let mut sets: Vec<(SlotSet, Vec<Ext4>)> = Vec::new();
+    for _ in 0..5 {
+        let k = rng.random_range(k_min..=m - 1);
+        let slots = 1usize << (m - k);
+        let offsets: Vec<usize> = (0..rng.random_range(1..4)).map(|_| rng.random_range(0..slots) << k).collect();
+        let point = Point::new(ext_vec(rng, k));
+        for successor in [false, true] {
+            let scales = ext_vec(rng, offsets.len());
+            sets.push((SlotSet { point: point.clone(), offsets: offsets.clone(), successor }, scales));
+        }
+    }
+    sets.push((SlotSet { point: Point::new(ext_vec(rng, m)), offsets: vec![0], successor: false }, ext_vec(rng, 1)));
+    sets.push((SlotSet { point: Point::new(ext_vec(rng, k_min)), offsets: vec![0, 1 << k_min], successor: true }, ext_vec(rng, 2)));
+    sets
+}
+
+/// Lazy slot weights played in chains (`GpuSumcheck::play_chain`: each round's slot reads
+/// combined, and the terms bound to the chain's challenges, on the GPU) against the twin with w
+/// stored: after host rounds or not, with and without grinding, a chain covering the lazy rounds
+/// exactly, one past them (w written out first) and one stopped at its first grind (the host
+/// goes on round by round): the same round values, f and w; both multiply variants, tables in
+/// segments.
+#[test]
+fn lazy_slot_weights_in_chains_match_the_twin() {
+    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
+    let mut rng = common::rng();
+    let mut contexts = common::contexts();
+    contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
+    for ctx in contexts {
+        let small = ctx.max_binding_bytes() <= 64 << 10;
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        // (m, lazy rounds, smallest slot's variables, host rounds first, chained rounds, grind bits, stop at the first grind)
+        let cases: &[(usize, usize, usize, usize, usize, usize, bool)] = if small {
+            &[(13, 3, 4, 0, 3, 2, false)]
+        } else {
+            &[(6, 2, 2, 0, 2, 0, false), (8, 4, 4, 0, 4, 3, false), (10, 3, 5, 1, 2, 0, false), (11, 4, 6, 1, 4, 2, false), (9, 2, 3, 0, 2, 8, true)]
+        };
+        for &(m, rounds, k_min, host, chained, bits, stop) in cases {
+            let what = format!("m = {m}, {rounds} lazy rounds from 2^{k_min}, {host} on the host, a chain of {chained} grinding {bits} (stopped: {stop}), {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
+            let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+            let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
+            let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+            let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
+            let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
+            let sets = random_slot_sets(&mut rng, m, k_min);
+            SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
+            cpu.add_slot_weights(&sets).unwrap();
+            assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+            for t in 0..host {
+                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
+                let r: Ext4 = rng.random();
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                cpu.fold(r).unwrap();
+            }
+            if stop {
+                gpu.set_chain_range(Some(1));
+            }
+            let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
+            let played = gpu.play_chain(chained, &sponge, &[], bits, &grinder).unwrap();
+            gpu.set_chain_range(None);
+            let mut unfolded = None;
+            for (k, c) in played.into_iter().enumerate() {
+                assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {k}");
+                match c.r {
+                    Some(r) => cpu.fold(r).unwrap(),
+                    None => unfolded = Some(k),
+                }
+            }
+            if let Some(k) = unfolded {
+                assert!(stop, "{what}: the chain stopped at round {k}");
+                // (With the range 0..1, the first grind stops the chain but for 1 in 2^bits.)
+                // On round by round from the round whose grind found nothing.
+                let r: Ext4 = rng.random();
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                cpu.fold(r).unwrap();
+                while gpu.num_variables() > m - host - chained {
+                    assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a host round after the stop");
+                    let r: Ext4 = rng.random();
+                    SumcheckSteps::fold(&mut gpu, r).unwrap();
+                    cpu.fold(r).unwrap();
+                }
+            }
+            assert_eq!(gpu.num_variables(), m - host - chained, "{what}");
+            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the chain");
+            if host + chained >= rounds {
+                assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out");
+            }
+            assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+        }
+    }
+}
+
 /// Lazy slot weights (`GpuSumcheck::set_lazy_slot_weights`: the rounds combine slot evaluations
 /// of f, w is written at the folded size after them) against the twin with w stored: the same
 /// round values round by round (fold, fold_then_round), then the same f and w, over stacked
@@ -600,25 +697,10 @@ fn lazy_slot_weights_match_the_twin() {
                 let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
                 let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
                 let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
-                // Batches over tables of 2^k rows: aligned slots, some in both a direct and a
-                // successor set, and whole-table slots.
-                let mut sets: Vec<(SlotSet, Vec<Ext4>)> = Vec::new();
-                for _ in 0..5 {
-                    let k = rng.random_range(k_min..=m - 1);
-                    let slots = 1usize << (m - k);
-                    let offsets: Vec<usize> = (0..rng.random_range(1..4)).map(|_| rng.random_range(0..slots) << k).collect();
-                    let point = Point::new(ext_vec(&mut rng, k));
-                    for successor in [false, true] {
-                        let scales = ext_vec(&mut rng, offsets.len());
-                        sets.push((SlotSet { point: point.clone(), offsets: offsets.clone(), successor }, scales));
-                    }
-                }
-                sets.push((SlotSet { point: Point::new(ext_vec(&mut rng, m)), offsets: vec![0], successor: false }, ext_vec(&mut rng, 1)));
-                sets.push((SlotSet { point: Point::new(ext_vec(&mut rng, k_min)), offsets: vec![0, 1 << k_min], successor: true }, ext_vec(&mut rng, 2)));
+                let sets = random_slot_sets(&mut rng, m, k_min);
                 SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
                 cpu.add_slot_weights(&sets).unwrap();
                 assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
-                assert!(!gpu.chains_rounds(), "{what}: lazy slot rounds are not chained");
                 let mut pending: Option<Ext4> = None;
                 for played in 0..rounds {
                     let values = match pending.take() {
@@ -650,6 +732,6 @@ fn lazy_slot_weights_match_the_twin() {
         let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &vec![Ext4::ZERO; 1 << 6]).unwrap();
         let unaligned = vec![(SlotSet { point: Point::new(ext_vec(&mut rng, 3)), offsets: vec![4], successor: false }, ext_vec(&mut rng, 1))];
         SumcheckSteps::set_lazy_slot_weights(&mut gpu, &unaligned, 2).unwrap();
-        assert!(gpu.weights().is_ok() && gpu.chains_rounds(), "an unaligned slot is written at once");
+        assert!(gpu.weights().is_ok(), "an unaligned slot is written at once");
     }
 }

@@ -76,6 +76,7 @@ wgsl_sources!(
     "sumcheck/power_tables",
     "sumcheck/slot_eval",
     "sumcheck/slot_sum",
+    "sumcheck/lazy_slot_round",
     "sumcheck/slot_weights",
     "util/gather_params",
     "util/gather",
@@ -174,6 +175,8 @@ kernels! {
     /// Evaluations of slots of a table at one point, in partial sums (wgsl/sumcheck/slot_eval.wgsl).
     EvalSlotPartials => ("sumcheck/slot_eval", "eval_slot_partials"),
     SumSlotPartials => ("sumcheck/slot_sum", "sum_slot_partials"),
+    /// A chained round of lazy slot weights: its terms bound and combined (wgsl/sumcheck/lazy_slot_round.wgsl).
+    LazySlotRound => ("sumcheck/lazy_slot_round", "lazy_slot_round"),
     /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
     AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
     FieldOpsTest => ("test/field_ops", "field_op"),

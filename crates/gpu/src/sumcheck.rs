@@ -127,6 +127,15 @@ struct SlotSumParams {
     _pad: u32,
 }
 
+/// Rust twin of `LazySlotParams` in wgsl/sumcheck/lazy_slot_round.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LazySlotParams {
+    terms: u32,
+    bind: u32,
+    _pad: [u32; 2],
+}
+
 /// Rust twin of `SlotWeightParams` in wgsl/sumcheck/slot_weights.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -161,6 +170,11 @@ struct SlotRead<'a> {
     offsets: &'a [usize],
     shift: u32,
     reversed: bool,
+}
+
+/// A lazy round plan's reads as [`GpuSumcheck::read_slots`] takes them.
+fn lazy_slot_reads(plan: &lazy_slots::RoundPlan) -> Vec<SlotRead<'_>> {
+    plan.reads.iter().map(|r| SlotRead { point: &r.point, offsets: &r.offsets, shift: r.shift, reversed: false }).collect()
 }
 
 /// The low `bits` bits of x reversed.
@@ -1072,7 +1086,8 @@ impl GpuSumcheck {
                 }
             }
         }
-        if let Some(lazy) = self.lazy_slots.as_mut() {
+        // (A chain binds lazy slot terms on the GPU, and here once its challenges are back.)
+        if let (Some(lazy), None) = (self.lazy_slots.as_mut(), chain) {
             lazy.bind(r);
         }
         let old = (std::mem::replace(&mut self.f, f_out), std::mem::replace(&mut self.w, w_out));
@@ -1095,12 +1110,6 @@ impl GpuSumcheck {
         }
     }
 
-    /// Whether [`play_chain`](Self::play_chain) can play the next rounds (not while slot
-    /// weights are lazy: their rounds are played one by one).
-    pub fn chains_rounds(&self) -> bool {
-        self.lazy_slots.is_none()
-    }
-
     /// Plays `rounds` sumcheck rounds with one wait, their transcript on the GPU (each round is
     /// submitted once recorded, see `GpuContext::early_submits`): each
     /// round's h(0), h(∞) are observed by a duplex challenger starting from `sponge` with
@@ -1117,9 +1126,6 @@ impl GpuSumcheck {
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
         }
-        if self.lazy_slots.is_some() {
-            return Err(GpuError::InvalidInput("lazy slot weights are played round by round, not chained".into()));
-        }
         if pending.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", pending.len(), RATE - 1)));
         }
@@ -1128,7 +1134,7 @@ impl GpuSumcheck {
         }
         let mask = if bits > 0 { pow_mask(bits)? } else { 0 };
         // Lazy weights must cover the chain's rounds; otherwise w is written out first.
-        if self.lazy.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) {
+        if self.lazy.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) {
             self.materialize_weights()?;
         }
         self.ensure_weights_for_rounds()?;
@@ -1146,6 +1152,8 @@ impl GpuSumcheck {
             let chain = batch.upload("sumcheck chain", bytemuck::cast_slice(&[state]));
             // Bound where a round does not grind (the kernels' layout has the grind's buffers).
             let unused = [batch.scratch("chain grind params", WIDTH + 4), batch.scratch("chain grind best", 1)];
+            // Lazy slot terms' coefficients as they are now, for the GPU to bind round by round.
+            let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_words(&l.coefficients())));
             let observe = ctx.pipeline(Kernel::ChainObserve, &[])?;
             let sample = ctx.pipeline(Kernel::ChainSample, &[])?;
             // Per round played: where its pair, its challenge and its grind come back.
@@ -1167,9 +1175,15 @@ impl GpuSumcheck {
                     break;
                 }
                 let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord>)> {
-                    let (partials, groups) = self.record_round(&mut dispatches)?;
-                    let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
-                    used.into_iter().for_each(|b| batch.lend(b));
+                    let pair = match &slot_coeffs {
+                        Some(coeffs) => self.record_lazy_slot_round(&mut batch, &mut dispatches, k, coeffs, &chain)?,
+                        None => {
+                            let (partials, groups) = self.record_round(&mut dispatches)?;
+                            let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
+                            used.into_iter().for_each(|b| batch.lend(b));
+                            pair
+                        }
+                    };
                     let record = if bits > 0 { Some(grinder.device_grind(bits, state.range[0])?) } else { None };
                     let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
                     let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
@@ -1235,7 +1249,10 @@ impl GpuSumcheck {
                     Err(_) => ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words())),
                 }
             }
-            if self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) {
+            if let (Some(lazy), Ok(p)) = (self.lazy_slots.as_mut(), &parsed) {
+                p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r));
+            }
+            if self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds) {
                 self.materialize_weights()?;
             }
             parsed
@@ -1426,6 +1443,23 @@ impl GpuSumcheck {
         if total == 0 {
             return Ok(sets.iter().map(|_| Vec::new()).collect());
         }
+        let ctx = self.ctx.clone();
+        ctx.scoped("sumcheck slot evaluations", || {
+            let mut batch = ctx.batch("sumcheck slot evaluations");
+            let mut dispatches = Vec::new();
+            let values = self.record_slot_reads(&mut batch, &mut dispatches, sets)?;
+            batch.record(&dispatches);
+            let read = batch.read(&values, 0, 4 * total);
+            let readback = ctx.run(batch)?;
+            let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
+            Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
+        })
+    }
+
+    /// Records [`read_slots`](Self::read_slots)' work into `batch` (at least one slot): returns
+    /// the buffer its values end in, the reads' slots end to end.
+    fn record_slot_reads(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, sets: &[SlotRead<'_>]) -> Result<wgpu::Buffer> {
+        let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
         // Every slot of every read in one evaluation dispatch per segment and one sum
         // (wgsl/sumcheck/slot_eval.wgsl): a round of lazy slot weights reads hundreds of slots
         // at tens of points, and a dispatch per point cost more than the reads themselves.
@@ -1463,48 +1497,41 @@ impl GpuSumcheck {
                 owners.extend(std::iter::repeat_n((slots.len() / 8 - 1) as u32, groups));
             }
         }
-        let ctx = self.ctx.clone();
-        ctx.scoped("sumcheck slot evaluations", || {
-            let eval = ctx.pipeline(Kernel::EvalSlotPartials, &[])?;
-            let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
-            ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
-            ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments() * 16) as u64)?;
-            // One description (32 bytes) per slot and one owner word per workgroup: a witness of
-            // very many short columns is refused here, not by wgpu's validation.
-            ctx.check_binding_size("the slot reads' descriptions", (slots.len() * 4) as u64)?;
-            ctx.check_binding_size("the slot reads' workgroup owners", (owners.len() * 4) as u64)?;
-            let mut batch = ctx.batch("sumcheck slot evaluations");
-            let values = batch.scratch("slot values", 4 * total);
-            let tables = batch.upload("slot eq tables", ext_words(&tables));
-            let slot_words = batch.upload("slot descriptions", &slots);
-            let owner_words = batch.upload("slot workgroup owners", &owners);
-            let total_groups = owners.len();
-            let partials = batch.scratch("slot partials", 4 * total_groups * self.segments());
-            let mut dispatches = Vec::new();
-            for j in 0..self.segments() {
-                let segment = self.f.segment_len();
-                let params = SlotEvalParams {
-                    base: u32::from(self.is_base()),
-                    seg_offset: (j * segment) as u32,
-                    seg_size: segment as u32,
-                    segment: j as u32,
-                    total_groups: total_groups as u32,
-                    _pad: [0; 3],
-                };
-                let params = ctx.uniform("slot eval params", &params);
-                let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (&tables, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), (&partials, 0, None)]);
-                dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: total_groups as u32 });
-            }
-            let params = ctx.uniform("slot sum params", &SlotSumParams { count: total as u32, total_groups: total_groups as u32, segments: self.segments() as u32, _pad: 0 });
-            let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&slot_words, 0, None), (&values, 0, None)]);
-            dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: total as u32 });
-            batch.record(&dispatches);
-            let read = batch.read(&values, 0, 4 * total);
-            tracing::debug!(dispatches = dispatches.len(), tables = placed.len(), slots = total, "slot reads recorded");
-            let readback = ctx.run(batch)?;
-            let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
-            Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
-        })
+        let ctx = &self.ctx;
+        let eval = ctx.pipeline(Kernel::EvalSlotPartials, &[])?;
+        let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
+        ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
+        ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments() * 16) as u64)?;
+        // One description (32 bytes) per slot and one owner word per workgroup: a witness of
+        // very many short columns is refused here, not by wgpu's validation.
+        ctx.check_binding_size("the slot reads' descriptions", (slots.len() * 4) as u64)?;
+        ctx.check_binding_size("the slot reads' workgroup owners", (owners.len() * 4) as u64)?;
+        let values = batch.scratch("slot values", 4 * total);
+        let tables_buffer = batch.upload("slot eq tables", ext_words(&tables));
+        let slot_words = batch.upload("slot descriptions", &slots);
+        let owner_words = batch.upload("slot workgroup owners", &owners);
+        let total_groups = owners.len();
+        let partials = batch.scratch("slot partials", 4 * total_groups * self.segments());
+        let first = dispatches.len();
+        for j in 0..self.segments() {
+            let segment = self.f.segment_len();
+            let params = SlotEvalParams {
+                base: u32::from(self.is_base()),
+                seg_offset: (j * segment) as u32,
+                seg_size: segment as u32,
+                segment: j as u32,
+                total_groups: total_groups as u32,
+                _pad: [0; 3],
+            };
+            let params = ctx.uniform("slot eval params", &params);
+            let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (&tables_buffer, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), (&partials, 0, None)]);
+            dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: total_groups as u32 });
+        }
+        let params = ctx.uniform("slot sum params", &SlotSumParams { count: total as u32, total_groups: total_groups as u32, segments: self.segments() as u32, _pad: 0 });
+        let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&slot_words, 0, None), (&values, 0, None)]);
+        dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: total as u32 });
+        tracing::debug!(dispatches = dispatches.len() - first, tables = placed.len(), slots = total, "slot reads recorded");
+        Ok(values)
     }
 
     /// `w[offset + i] += scale·eq(point, i)` over each slot of each set (see [`Slots`]; with
@@ -1526,8 +1553,8 @@ impl GpuSumcheck {
     }
 
     /// Slot weights kept unwritten for the next `rounds` rounds (see `lazy_slots`): those
-    /// rounds combine slot evaluations of f (one wait each, played round by round, not
-    /// chained) and their folds bind f alone; w is written at the folded size once they are
+    /// rounds combine slot evaluations of f (on the GPU in a chain, else here after one wait a
+    /// round) and their folds bind f alone; w is written at the folded size once they are
     /// played (or earlier, when other weights are added). Needs a w without weights yet, slots
     /// aligned to their size (as a stacked layout's are) and at least one round; otherwise the
     /// weights are added as by [`add_slot_weights`](Self::add_slot_weights).
@@ -1559,15 +1586,34 @@ impl GpuSumcheck {
             return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
         }
         let started = std::time::Instant::now();
-        let plan = lazy.plan();
-        let planned = started.elapsed();
-        let sets: Vec<SlotRead<'_>> = plan.reads.iter().map(|r| SlotRead { point: &r.point, offsets: &r.offsets, shift: r.shift, reversed: false }).collect();
+        let sets = lazy_slot_reads(lazy.plan_at(lazy.bound));
         let values = self.read_slots(&sets)?;
         let read = started.elapsed();
-        let out = lazy.round(&plan, &values);
+        let out = lazy.round(&values);
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        tracing::debug!(reads = sets.len(), slots = sets.iter().map(|s| s.offsets.len()).sum::<usize>(), plan_ms = ms(planned), read_ms = ms(read - planned), combine_ms = ms(started.elapsed() - read), "lazy slot round");
+        tracing::debug!(reads = sets.len(), slots = sets.iter().map(|s| s.offsets.len()).sum::<usize>(), read_ms = ms(read), combine_ms = ms(started.elapsed() - read), "lazy slot round");
         Ok(out)
+    }
+
+    /// Records round `k` of a chain over lazy slot weights: the round's slot reads, then one
+    /// workgroup (wgsl/sumcheck/lazy_slot_round.wgsl) that binds the terms' coefficients
+    /// `coeffs` to the challenge the chain drew last (from its second round) and combines the
+    /// values into h(0), h(∞). Returns the pair's buffer (pooled; the caller lends it).
+    fn record_lazy_slot_round(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, k: usize, coeffs: &wgpu::Buffer, chain: &wgpu::Buffer) -> Result<wgpu::Buffer> {
+        let lazy = self.lazy_slots.as_ref().expect("called with lazy slot weights");
+        let t = lazy.bound + k;
+        let plan = lazy.plan_at(t);
+        let sets = lazy_slot_reads(plan);
+        let values = self.record_slot_reads(batch, dispatches, &sets)?;
+        let terms = batch.upload("lazy slot terms", &plan.term_words(lazy.term_groups()));
+        let constants = batch.upload("lazy slot round constants", ext_words(&lazy.round_constants(t)));
+        let params = LazySlotParams { terms: lazy.terms() as u32, bind: u32::from(k > 0), _pad: [0; 2] };
+        let params = self.ctx.uniform("lazy slot round params", &params);
+        let pair = self.ctx.pooled_storage("lazy slot round pair", 8);
+        let pipeline = self.ctx.pipeline(Kernel::LazySlotRound, &[])?;
+        let bind = self.ctx.bind_buffers(&pipeline, &[&params, &values, &terms, &constants, coeffs, &pair, chain]);
+        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
+        Ok(pair)
     }
 
     /// The body of [`add_slot_weights`](Self::add_slot_weights), onto w's table as it is.

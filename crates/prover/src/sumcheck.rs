@@ -402,8 +402,7 @@ impl SumcheckSteps for whir_gpu::GpuSumcheck {
         bits: usize,
         grinder: &whir_gpu::GpuGrinder,
     ) -> Option<Result<Vec<whir_gpu::ChainedRound>, ProverError>> {
-        // (Lazy slot weights are played round by round.)
-        whir_gpu::GpuSumcheck::chains_rounds(self).then(|| whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
+        Some(whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
     }
 }
 

@@ -3,16 +3,19 @@
 //!
 //! In a stacked table (suffix layout) a slot's own variables are the low bits of the index, so
 //! the rounds bind them first, and a slot of 2^k entries from offset o (o a multiple of 2^k)
-//! folds into one of 2^(k−1) entries from o/2. Each term of w keeps its shape under a fold:
-//! - an equality term c·eq(z, ·) becomes c·eq(ζ, r)·eq(z', ·), z = (z', ζ);
-//! - a successor term, the weight under which Σ f·w is the successor view's value, is
-//!   A·E(i − 1) + B·E(i) + C·[i = last] with E = eq(z, ·) (A = c, B = 0, C = c·Πz when set), and
-//!   becomes A' = A(1 − r)ζ, B' = B·eq(ζ, r) + A·r(1 − ζ), C' = C·r over E' = eq(z', ·).
+//! folds into one of 2^(k−1) entries from o/2. Each term of w keeps its shape under a fold: a
+//! slot's term is A·E(i − 1) + B·E(i) + C·[i = last] with E = eq(z, ·) — an equality term has
+//! A = C = 0, B = c; a successor term (the weight under which Σ f·w is the successor view's
+//! value) starts at A = c, B = 0, C = c·Πz — and with z = (z', ζ) binding ζ to r gives
+//! A' = A(1 − r)ζ, B' = B·eq(ζ, r) + A·r(1 − ζ), C' = C·r over E' = eq(z', ·).
 //!
 //! So each round's h(0) and h(∞) are combinations of slot evaluations of the folded f: S_b =
 //! Σ_p f(2p + b)·E'(p) (the slot at (z', b)), T_b = Σ_p f(min(2p + b + 2, end))·E'(p) (its view
-//! shifted by two rows) and f's last two entries. Nothing of w's size is stored until the lazy
-//! rounds are played; w is then written at the folded size from the terms.
+//! shifted by two rows) and f's last two entries. Which slots a round reads depends on the
+//! points and offsets alone, not on the challenges, so every round's reads are planned when
+//! the weights are set; the coefficients follow the challenges (here, or on the GPU in a chain:
+//! wgsl/sumcheck/lazy_slot_round.wgsl). Nothing of w's size is stored until the lazy rounds are
+//! played; w is then written at the folded size from the terms.
 
 use std::collections::HashMap;
 
@@ -28,47 +31,71 @@ pub(super) struct SlotRead {
     pub shift: u32,
 }
 
-/// A slot read's key: the shift and the point it is read at.
-type SlotKey = (u32, Vec<Ext4>);
-
-/// A round's slot reads, and where each slot's values are among them.
+/// A round's slot reads, and where each term's values are among them.
 pub(super) struct RoundPlan {
     pub reads: Vec<SlotRead>,
-    /// The read of each (shift, point), and each offset's place in it.
-    sets: HashMap<SlotKey, (usize, HashMap<usize, usize>)>,
-    /// Per group, per slot: (read, place) of S_0, S_1, T_0, T_1 and the last two entries.
-    at: Vec<Vec<[(usize, usize); 6]>>,
+    /// Per term (groups' slots in order): the indices, in the reads' values laid end to end, of
+    /// S_0, S_1, T_0, T_1 and the last two entries.
+    at: Vec<[u32; 6]>,
 }
 
 impl RoundPlan {
-    /// Where the slot from `offset` at `point`, shifted by `shift`, is read: added if new.
-    fn slot(&mut self, point: &[Ext4], shift: u32, offset: usize) -> (usize, usize) {
-        let reads = &mut self.reads;
-        let (read, places) = self.sets.entry((shift, point.to_vec())).or_insert_with(|| {
-            reads.push(SlotRead { point: point.to_vec(), offsets: Vec::new(), shift });
-            (reads.len() - 1, HashMap::new())
-        });
-        let offsets = &mut reads[*read].offsets;
-        let place = *places.entry(offset).or_insert_with(|| {
-            offsets.push(offset);
-            offsets.len() - 1
-        });
-        (*read, place)
+    /// The GPU combination's term table: per term its six value indices and its group.
+    pub fn term_words(&self, groups: &[u32]) -> Vec<u32> {
+        self.at.iter().zip(groups).flat_map(|(at, &g)| [at[0], at[1], at[2], at[3], at[4], at[5], g, 0]).collect()
     }
 }
 
-/// Coefficients of one group's slots.
-enum Terms {
-    Eq { c: Vec<Ext4> },
-    Successor { a: Vec<Ext4>, b: Vec<Ext4>, c: Vec<Ext4> },
+/// Builds a [`RoundPlan`]: each (shift, point) read once, each slot once in it.
+#[derive(Default)]
+struct PlanBuilder {
+    reads: Vec<SlotRead>,
+    by_key: HashMap<(u32, Vec<Ext4>), usize>,
+    places: Vec<HashMap<usize, usize>>,
+}
+
+impl PlanBuilder {
+    fn read(&mut self, point: Vec<Ext4>, shift: u32) -> usize {
+        let (reads, places) = (&mut self.reads, &mut self.places);
+        *self.by_key.entry((shift, point)).or_insert_with_key(|(shift, point)| {
+            reads.push(SlotRead { point: point.clone(), offsets: Vec::new(), shift: *shift });
+            places.push(HashMap::new());
+            reads.len() - 1
+        })
+    }
+
+    /// Where the slot from `offset` is in `read`: added if new.
+    fn place(&mut self, read: usize, offset: usize) -> (usize, usize) {
+        let offsets = &mut self.reads[read].offsets;
+        let place = *self.places[read].entry(offset).or_insert_with(|| {
+            offsets.push(offset);
+            offsets.len() - 1
+        });
+        (read, place)
+    }
+
+    fn finish(self, at: Vec<[(usize, usize); 6]>) -> RoundPlan {
+        let mut starts = Vec::with_capacity(self.reads.len());
+        let mut next = 0usize;
+        for r in &self.reads {
+            starts.push(next);
+            next += r.offsets.len();
+        }
+        let at = at.iter().map(|a| a.map(|(read, place)| (starts[read] + place) as u32)).collect();
+        RoundPlan { reads: self.reads, at }
+    }
 }
 
 /// Slots of one set at one point, with their terms' coefficients.
 struct Group {
-    /// The point's coordinates not bound yet (coordinate 0 ↔ the slot's top index bit).
+    /// The point as set (coordinate 0 ↔ the slot's top index bit); a round binds the last
+    /// coordinate not bound yet.
     point: Vec<Ext4>,
+    /// The slots' offsets as set (each round halves them).
     offsets: Vec<usize>,
-    terms: Terms,
+    successor: bool,
+    /// Per slot: A, B, C (see the module docs).
+    terms: Vec<[Ext4; 3]>,
 }
 
 /// One set of slot weights to write into w ([`LazySlots::weight_sets`]).
@@ -81,6 +108,10 @@ pub(super) struct WeightSet {
 
 pub(super) struct LazySlots {
     groups: Vec<Group>,
+    /// Every round's reads, from the first.
+    plans: Vec<RoundPlan>,
+    /// Each term's group (groups' slots in order).
+    term_groups: Vec<u32>,
     /// Variables bound since set, and the rounds covered.
     pub bound: usize,
     pub rounds: usize,
@@ -106,92 +137,117 @@ impl LazySlots {
         if rounds == 0 || !aligned {
             return None;
         }
-        let groups = used
-            .map(|(s, scales)| Group {
-                point: s.point.to_vec(),
-                offsets: s.offsets.to_vec(),
-                terms: if s.successor {
-                    let last: Ext4 = s.point.iter().copied().product();
-                    Terms::Successor { a: scales.to_vec(), b: vec![Ext4::ZERO; scales.len()], c: scales.iter().map(|&c| c * last).collect() }
-                } else {
-                    Terms::Eq { c: scales.to_vec() }
-                },
+        let groups: Vec<Group> = used
+            .map(|(s, scales)| {
+                let last: Ext4 = s.point.iter().copied().product();
+                let terms = scales.iter().map(|&c| if s.successor { [c, Ext4::ZERO, c * last] } else { [Ext4::ZERO, c, Ext4::ZERO] }).collect();
+                Group { point: s.point.to_vec(), offsets: s.offsets.to_vec(), successor: s.successor, terms }
             })
             .collect();
-        Some(Self { groups, bound: 0, rounds })
+        let term_groups = groups.iter().enumerate().flat_map(|(g, group)| std::iter::repeat_n(g as u32, group.terms.len())).collect();
+        let mut lazy = Self { groups, plans: Vec::with_capacity(rounds), term_groups, bound: 0, rounds };
+        lazy.plans = (0..rounds).map(|t| lazy.plan(t)).collect();
+        Some(lazy)
     }
 
-    /// The slot evaluations this round combines, each slot read once: a successor set's slots
+    /// Terms, over all groups.
+    pub fn terms(&self) -> usize {
+        self.term_groups.len()
+    }
+
+    pub fn term_groups(&self) -> &[u32] {
+        &self.term_groups
+    }
+
+    /// Round `t`'s reads (t from the first lazy round).
+    pub fn plan_at(&self, t: usize) -> &RoundPlan {
+        &self.plans[t]
+    }
+
+    /// The slot evaluations round `t` combines, each slot read once: a successor set's slots
     /// that a direct set at its point reads too share those reads, and every successor slot's
     /// last two entries come in two reads (two-entry slots at the points 0 and 1).
-    pub fn plan(&self) -> RoundPlan {
-        let mut plan = RoundPlan { reads: Vec::new(), sets: HashMap::new(), at: Vec::with_capacity(self.groups.len()) };
+    fn plan(&self, t: usize) -> RoundPlan {
+        let mut b = PlanBuilder::default();
+        let ends = [b.read(vec![Ext4::ZERO], 0), b.read(vec![Ext4::ONE], 0)];
+        let mut at = Vec::with_capacity(self.term_groups.len());
         for g in &self.groups {
-            let m = g.point.len();
+            let m = g.point.len() - t;
             let inner = &g.point[..m - 1];
             let (zero, one) = (with_last(inner, Ext4::ZERO), with_last(inner, Ext4::ONE));
-            let at = g
-                .offsets
-                .iter()
-                .map(|&o| {
-                    let s = [plan.slot(&zero, 0, o), plan.slot(&one, 0, o)];
-                    match g.terms {
-                        Terms::Eq { .. } => [s[0], s[1], s[0], s[0], s[0], s[0]],
-                        Terms::Successor { .. } => {
-                            let end = o + (1 << m) - 2;
-                            [s[0], s[1], plan.slot(&zero, 2, o), plan.slot(&one, 2, o), plan.slot(&[Ext4::ZERO], 0, end), plan.slot(&[Ext4::ONE], 0, end)]
-                        }
+            let s = [b.read(zero.clone(), 0), b.read(one.clone(), 0)];
+            let shifted = if g.successor { Some([b.read(zero, 2), b.read(one, 2)]) } else { None };
+            for &o in &g.offsets {
+                let o = o >> t;
+                let (s0, s1) = (b.place(s[0], o), b.place(s[1], o));
+                at.push(match shifted {
+                    None => [s0, s1, s0, s0, s0, s0],
+                    Some(shifted) => {
+                        let end = o + (1 << m) - 2;
+                        [s0, s1, b.place(shifted[0], o), b.place(shifted[1], o), b.place(ends[0], end), b.place(ends[1], end)]
                     }
-                })
-                .collect();
-            plan.at.push(at);
+                });
+            }
         }
-        plan
+        b.finish(at)
     }
 
-    /// h(0) and h(∞) from the values of the plan's reads, in order.
-    pub fn round(&self, plan: &RoundPlan, values: &[Vec<Ext4>]) -> (Ext4, Ext4) {
+    /// Round `t`'s constants per group: ζ (the coordinate it binds), E'(last) (the product of
+    /// the coordinates it keeps), and the previous round's ζ (zero at the first).
+    pub fn round_constants(&self, t: usize) -> Vec<Ext4> {
+        self.groups
+            .iter()
+            .flat_map(|g| {
+                let m = g.point.len() - t;
+                let last: Ext4 = g.point[..m - 1].iter().copied().product();
+                let previous = if t > 0 { g.point[m] } else { Ext4::ZERO };
+                [g.point[m - 1], last, previous]
+            })
+            .collect()
+    }
+
+    /// The coefficients A, B, C of every term, as they are now.
+    pub fn coefficients(&self) -> Vec<Ext4> {
+        self.groups.iter().flat_map(|g| g.terms.iter().flatten().copied()).collect()
+    }
+
+    /// h(0) and h(∞) of the current round from the values of its plan's reads, in order.
+    pub fn round(&self, values: &[Vec<Ext4>]) -> (Ext4, Ext4) {
+        let plan = &self.plans[self.bound];
+        let flat: Vec<Ext4> = values.concat();
         let (mut h0, mut h_inf) = (Ext4::ZERO, Ext4::ZERO);
         let two = Ext4::TWO;
-        for (g, at) in self.groups.iter().zip(&plan.at) {
-            let m = g.point.len();
+        let mut at = plan.at.iter();
+        for g in &self.groups {
+            let m = g.point.len() - self.bound;
             let zeta = g.point[m - 1];
             // E'(last): the shifted reads repeat the last entry there once.
             let last: Ext4 = g.point[..m - 1].iter().copied().product();
-            for (i, at) in at.iter().enumerate() {
-                let [s0, s1, t0, t1, e0, e1] = at.map(|(read, pos)| values[read][pos]);
-                match &g.terms {
-                    Terms::Eq { c } => {
-                        h0 += c[i] * (Ext4::ONE - zeta) * s0;
-                        h_inf += c[i] * (two * zeta - Ext4::ONE) * (s1 - s0);
-                    }
-                    Terms::Successor { a, b, c } => {
-                        let (v0, v1) = (t0 - last * e1, t1 - last * e1);
-                        h0 += b[i] * (Ext4::ONE - zeta) * s0 + a[i] * zeta * v0;
-                        h_inf += b[i] * (two * zeta - Ext4::ONE) * (s1 - s0) + a[i] * ((Ext4::ONE - zeta) * (s1 - s0) - zeta * (v1 - v0)) + c[i] * (e1 - e0);
-                    }
+            for (&[a, b, c], at) in g.terms.iter().zip(at.by_ref()) {
+                let [s0, s1, t0, t1, e0, e1] = at.map(|i| flat[i as usize]);
+                let ds = s1 - s0;
+                h0 += b * (Ext4::ONE - zeta) * s0;
+                h_inf += b * (two * zeta - Ext4::ONE) * ds;
+                if g.successor {
+                    let (v0, v1) = (t0 - last * e1, t1 - last * e1);
+                    h0 += a * zeta * v0;
+                    h_inf += a * ((Ext4::ONE - zeta) * ds - zeta * (v1 - v0)) + c * (e1 - e0);
                 }
             }
         }
         (h0, h_inf)
     }
 
-    /// Binds the slots' last variable to `r`.
+    /// Binds the slots' last variable not bound yet to `r`.
     pub fn bind(&mut self, r: Ext4) {
         for g in &mut self.groups {
-            let zeta = g.point.pop().expect("a lazy round leaves every slot a variable");
+            let zeta = g.point[g.point.len() - 1 - self.bound];
             let e = eq1(zeta, r);
-            match &mut g.terms {
-                Terms::Eq { c } => c.iter_mut().for_each(|c| *c *= e),
-                Terms::Successor { a, b, c } => {
-                    for i in 0..a.len() {
-                        b[i] = b[i] * e + a[i] * r * (Ext4::ONE - zeta);
-                        a[i] *= (Ext4::ONE - r) * zeta;
-                        c[i] *= r;
-                    }
-                }
+            for [a, b, c] in &mut g.terms {
+                *b = *b * e + *a * r * (Ext4::ONE - zeta);
+                *a *= (Ext4::ONE - r) * zeta;
+                *c *= r;
             }
-            g.offsets.iter_mut().for_each(|o| *o >>= 1);
         }
         self.bound += 1;
     }
@@ -201,17 +257,19 @@ impl LazySlots {
     pub fn weight_sets(&self) -> Vec<WeightSet> {
         let mut sets = Vec::new();
         for g in &self.groups {
-            match &g.terms {
-                Terms::Eq { c } => sets.push(WeightSet { point: g.point.clone(), offsets: g.offsets.clone(), successor: false, scales: c.clone() }),
-                Terms::Successor { a, b, c } => {
-                    // A·(successor weight) holds A·E(last) at the last entry besides A·E(i − 1).
-                    let last: Ext4 = g.point.iter().copied().product();
-                    sets.push(WeightSet { point: g.point.clone(), offsets: g.offsets.clone(), successor: true, scales: a.clone() });
-                    sets.push(WeightSet { point: g.point.clone(), offsets: g.offsets.clone(), successor: false, scales: b.clone() });
-                    let ones = vec![Ext4::ONE; g.point.len()];
-                    let corrections = c.iter().zip(a).map(|(&c, &a)| c - a * last).collect();
-                    sets.push(WeightSet { point: ones, offsets: g.offsets.clone(), successor: false, scales: corrections });
-                }
+            let point = g.point[..g.point.len() - self.bound].to_vec();
+            let offsets: Vec<usize> = g.offsets.iter().map(|o| o >> self.bound).collect();
+            let column = |k: usize| g.terms.iter().map(|t| t[k]).collect::<Vec<_>>();
+            if g.successor {
+                // A·(successor weight) holds A·E(last) at the last entry besides A·E(i − 1).
+                let last: Ext4 = point.iter().copied().product();
+                let corrections = g.terms.iter().map(|&[a, _, c]| c - a * last).collect();
+                let ones = vec![Ext4::ONE; point.len()];
+                sets.push(WeightSet { point: point.clone(), offsets: offsets.clone(), successor: true, scales: column(0) });
+                sets.push(WeightSet { point: point.clone(), offsets: offsets.clone(), successor: false, scales: column(1) });
+                sets.push(WeightSet { point: ones, offsets, successor: false, scales: corrections });
+            } else {
+                sets.push(WeightSet { point, offsets, successor: false, scales: column(1) });
             }
         }
         sets
