@@ -479,6 +479,9 @@ struct TablesCell {
     gpu_initial_weights_ms: Option<f64>,
     gpu_initial_fold_ms: Option<f64>,
     gpu_rounds_ms: Option<f64>,
+    /// The last timed open's steps per round (wall ms and submissions), as in the single
+    /// polynomial's profiled breakdown.
+    gpu_open_breakdown: Option<serde_json::Value>,
 }
 
 /// `whir bench --tables`: Plonky3's `WhirProver` and our GPU PCS on one multi-table witness per
@@ -522,6 +525,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                 gpu_initial_weights_ms: None,
                 gpu_initial_fold_ms: None,
                 gpu_rounds_ms: None,
+                gpu_open_breakdown: None,
             };
             let config = match p.config::<whir_gpu::GpuChallenger>() {
                 Ok(c) => c,
@@ -593,7 +597,7 @@ fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF
                 let pcs = gpu.pcs_in::<L>(config.clone())?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
-                type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4]);
+                type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value);
                 let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<GpuRun> {
                     let witness = witness();
                     let t0 = ctx.transfer_counts();
@@ -608,11 +612,11 @@ fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF
                     let initial = |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
                     let (claims, weights, fold) = (initial(Step::Claims), initial(Step::Weights), initial(Step::Sumcheck));
                     let steps = [claims, weights, fold, open.saturating_sub(claims + weights + fold)];
-                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1], steps))
+                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1], steps, crate::breakdown_json(&times.breakdown)))
                 };
                 ctx.memory().trim_pools();
                 ctx.memory().reset_peak_buffer_bytes();
-                let (_, _, first, _, _) = gpu_run(&mut gpu.challenger())?;
+                let (_, _, first, _, _, _) = gpu_run(&mut gpu.challenger())?;
                 cell.gpu_peak_mib = ctx.memory().peak_buffer_bytes().map(mib);
                 if first != expected {
                     bail!("n = {}, fold {fold}, rate {rate}: the GPU PCS's proof differs from Plonky3's", p.num_vars);
@@ -623,7 +627,8 @@ fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF
                 let (mut gc, mut go) = (Vec::new(), Vec::new());
                 let mut steps: [Vec<f64>; 4] = Default::default();
                 for _ in 0..args.reps {
-                    let (c, o, bytes, [up, down], parts) = gpu_run(&mut gpu.challenger())?;
+                    let (c, o, bytes, [up, down], parts, breakdown) = gpu_run(&mut gpu.challenger())?;
+                    cell.gpu_open_breakdown = Some(breakdown);
                     for (acc, d) in steps.iter_mut().zip(parts) {
                         acc.push(ms(d));
                     }
