@@ -140,13 +140,9 @@ struct LazySlotParams {
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct SlotWeightParams {
-    size: u32,
-    low: u32,
-    count: u32,
-    successor: u32,
     seg_offset: u32,
     seg_size: u32,
-    reversed: u32,
+    total_groups: u32,
     _pad: u32,
 }
 
@@ -184,30 +180,6 @@ fn reverse_low_bits(x: usize, bits: usize) -> usize {
     } else {
         x.reverse_bits() >> (usize::BITS as usize - bits)
     }
-}
-
-/// Slots per dispatch of a slot kernel at most (their offsets, and scaled tables, in one binding).
-const MAX_SLOTS_PER_DISPATCH: usize = 1 << 14;
-
-/// The slots `offsets` (of `size` entries each) in groups of pairwise disjoint ones (one group
-/// where they are disjoint, as the columns of a stacked table are), by index.
-fn disjoint_groups(offsets: &[usize], size: usize) -> Vec<Vec<usize>> {
-    use std::collections::BTreeMap;
-    let mut groups: Vec<(BTreeMap<usize, usize>, Vec<usize>)> = Vec::new();
-    for (i, &start) in offsets.iter().enumerate() {
-        let end = start + size;
-        let free = |taken: &BTreeMap<usize, usize>| {
-            taken.range(..=start).next_back().is_none_or(|(_, &e)| e <= start) && taken.range(start..end).next().is_none()
-        };
-        match groups.iter_mut().find(|(taken, _)| free(taken)) {
-            Some((taken, members)) => {
-                taken.insert(start, end);
-                members.push(i);
-            }
-            None => groups.push((BTreeMap::from([(start, end)]), vec![i])),
-        }
-    }
-    groups.into_iter().map(|(_, members)| members).collect()
 }
 
 /// Split equality tables of `point` (k coordinates): eq(point, i) = hi[i >> low]·lo[i & (2^low − 1)].
@@ -1616,49 +1588,84 @@ impl GpuSumcheck {
         Ok(pair)
     }
 
-    /// The body of [`add_slot_weights`](Self::add_slot_weights), onto w's table as it is.
+    /// The body of [`add_slot_weights`](Self::add_slot_weights), onto w's table as it is: every
+    /// slot of every set in one dispatch per segment and layer (wgsl/sumcheck/slot_weights.wgsl),
+    /// the slots of a layer pairwise disjoint (a stacked table's columns are; a column opened in
+    /// several batches, or at its successor view, is in as many layers).
     fn write_slot_weights(&self, sets: &[(Slots<'_>, &[Ext4])]) -> Result<()> {
+        use std::collections::BTreeMap;
+        let mut tables: Vec<Ext4> = Vec::new();
+        let mut placed: Vec<(std::borrow::Cow<'_, [Ext4]>, u32, u32, usize)> = Vec::new();
+        // Per layer: the entries it covers (start -> end), its slot words and workgroup owners.
+        let mut layers: Vec<(BTreeMap<usize, usize>, Vec<u32>, Vec<u32>)> = Vec::new();
+        for (set, scales) in sets {
+            if set.offsets.is_empty() {
+                continue;
+            }
+            let k = set.point.len();
+            // As in `eval_slots`: plain weights at the reversed point, successor weights
+            // through the reversed indices.
+            let reversed = self.reversed && set.successor;
+            let point = if set.successor { std::borrow::Cow::Borrowed(set.point) } else { self.table_point(set.point) };
+            let (hi_at, lo_at, low) = match placed.iter().find(|t| t.0 == point) {
+                Some(&(_, hi_at, lo_at, low)) => (hi_at, lo_at, low),
+                None => {
+                    let (hi, lo, low) = split_eq_tables(&point);
+                    let hi_at = tables.len() as u32;
+                    tables.extend_from_slice(&hi);
+                    let lo_at = tables.len() as u32;
+                    tables.extend_from_slice(&lo);
+                    placed.push((point, hi_at, lo_at, low));
+                    (hi_at, lo_at, low)
+                }
+            };
+            // Runs of at least 2^11 entries (eight a thread), so a large slot fills the GPU.
+            let size = 1usize << k;
+            let groups = (size >> 11).max(1);
+            for (&start, &scale) in set.offsets.iter().zip(scales.iter()) {
+                let end = start + size;
+                let free = |taken: &BTreeMap<usize, usize>| taken.range(..=start).next_back().is_none_or(|(_, &e)| e <= start) && taken.range(start..end).next().is_none();
+                let layer = match layers.iter().position(|(taken, _, _)| free(taken)) {
+                    Some(l) => l,
+                    None => {
+                        layers.push((BTreeMap::new(), Vec::new(), Vec::new()));
+                        layers.len() - 1
+                    }
+                };
+                let (taken, slots, owners) = &mut layers[layer];
+                taken.insert(start, end);
+                let first = u32::try_from(owners.len()).map_err(|_| GpuError::InvalidInput("more than 2^32 workgroups of slot weights".into()))?;
+                let scale_at = tables.len() as u32;
+                tables.push(scale);
+                let packed = low as u32 | (u32::from(set.successor) << 8) | (u32::from(reversed) << 16);
+                slots.extend_from_slice(&[start as u32, size as u32, packed, groups as u32, first, hi_at, lo_at, scale_at]);
+                owners.extend(std::iter::repeat_n((slots.len() / 8 - 1) as u32, groups));
+            }
+        }
+        if layers.is_empty() {
+            return Ok(());
+        }
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck slot weights", || {
             let pipeline = ctx.pipeline(Kernel::AddSlotWeights, &[])?;
+            ctx.check_binding_size("the slot weights' equality tables and scales", (tables.len() * 16) as u64)?;
             let mut batch = ctx.batch("sumcheck slot weights");
+            let tables = batch.upload("slot weight tables", ext_words(&tables));
             let mut dispatches = Vec::new();
-            for (set, scales) in sets {
-                let k = set.point.len();
-                // As in `eval_slots`: plain weights at the reversed point, successor weights
-                // through the reversed indices.
-                let reversed = self.reversed && set.successor;
-                let point = if set.successor { std::borrow::Cow::Borrowed(set.point) } else { self.table_point(set.point) };
-                let (hi, lo, low) = split_eq_tables(&point);
-                let lo = batch.upload("slot eq low", ext_words(&lo));
-                // Slots that overlap in one dispatch would race: each dispatch takes disjoint ones.
-                for group in disjoint_groups(set.offsets, 1 << k) {
-                    let now: Vec<(usize, Ext4)> = group.into_iter().map(|i| (set.offsets[i], scales[i])).collect();
-                    for chunk in now.chunks(MAX_SLOTS_PER_DISPATCH) {
-                        let offsets: Vec<u32> = chunk.iter().map(|&(o, _)| o as u32).collect();
-                        // Each slot's high table with its scale folded in.
-                        let scaled: Vec<Ext4> = chunk.iter().flat_map(|&(_, s)| hi.iter().map(move |&h| h * s)).collect();
-                        let (offsets, hi) = (batch.upload("slot offsets", &offsets), batch.upload("slot eq high", ext_words(&scaled)));
-                        let groups = (chunk.len() << k).div_ceil(THREADS);
-                        for j in 0..self.segments() {
-                            let segment = self.w.segment_len();
-                            let params = SlotWeightParams {
-                                size: 1 << k,
-                                low: low as u32,
-                                count: chunk.len() as u32,
-                                successor: u32::from(set.successor),
-                                seg_offset: (j * segment) as u32,
-                                seg_size: segment as u32,
-                                reversed: u32::from(reversed),
-                                _pad: 0,
-                            };
-                            let params = ctx.uniform("slot weight params", &params);
-                            let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&hi, 0, None), (&lo, 0, None), (&offsets, 0, None), self.w.range(j)]);
-                            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
-                        }
-                    }
+            for (_, slots, owners) in &layers {
+                // One description (32 bytes) per slot and one owner word per workgroup.
+                ctx.check_binding_size("the slot weights' descriptions", (slots.len() * 4) as u64)?;
+                ctx.check_binding_size("the slot weights' workgroup owners", (owners.len() * 4) as u64)?;
+                let (slot_words, owner_words) = (batch.upload("slot weight descriptions", slots), batch.upload("slot weight owners", owners));
+                for j in 0..self.segments() {
+                    let segment = self.w.segment_len();
+                    let params = SlotWeightParams { seg_offset: (j * segment) as u32, seg_size: segment as u32, total_groups: owners.len() as u32, _pad: 0 };
+                    let params = ctx.uniform("slot weight params", &params);
+                    let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&tables, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), self.w.range(j)]);
+                    dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: owners.len() as u32 });
                 }
             }
+            tracing::debug!(dispatches = dispatches.len(), layers = layers.len(), tables = placed.len(), "slot weights recorded");
             batch.record(&dispatches);
             ctx.send(batch)
         })
@@ -2020,5 +2027,6 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
     crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { base, seg_offset, seg_size, segment, total_groups }),
     crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, total_groups, segments }),
-    crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { size, low, count, successor, seg_offset, seg_size, reversed }),
+    crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { seg_offset, seg_size, total_groups }),
+    crate::shaders::twin_layout!(LazySlotParams as "LazySlotParams" in "sumcheck/lazy_slot_round" { terms, bind }),
 ];
