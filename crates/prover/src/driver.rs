@@ -775,11 +775,11 @@ pub(crate) fn open_with_steps<S: CodewordSteps>(
             let alpha = claims.registry.batching_challenge(ch);
             // Formed where used in the initial fold's rounds, not stored (the largest table),
             // from the size the options say and where the steps can.
-            // A stacked table's lazy slot weights halve its peak memory at fold 4 but cost
-            // a wait a round and the weights written at the folded size (H200, zkVM witness,
-            // fold 4: the open 45 -> 56 ms), so they are taken only when asked for; one
-            // polynomial's from the size up.
-            let lazy = if stacking.is_one_column() { options.lazy_first_weights_at(num_vars) } else { options.lazy_first_weights == Some(true) };
+            // From 2^24 cells up, for one polynomial as for a stacked witness: a stacked
+            // witness's lazy slot weights halve its live peak at fold 4 (H200, zkVM witness:
+            // 952 -> 480-505 MiB, the single polynomial's) for ~3 ms of its open (the chained
+            // rounds' slot reads and the weights written at the folded size).
+            let lazy = options.lazy_first_weights_at(num_vars);
             let lazy = lazy.then_some(fold0);
             claims.add_initial_weights(&mut sumcheck, alpha, lazy)?;
             clock.enter(steps, 0, Step::Sumcheck);

@@ -16,10 +16,10 @@ pub struct DriverOptions {
     /// codeword lies, read back with its root; off: each waits for the transcript here.
     pub round_heads: bool,
     /// Form the first sumcheck weight table where it is used instead of storing it: `None`
-    /// from 2^24 evaluations ([`LAZY_WEIGHTS_MIN_VARS`]) for one polynomial and never for a
-    /// stacked multi-table witness (its lazy slot weights cost time: see `open_with_steps`),
-    /// `Some(true)` always (a multi-table opening's peak memory near one polynomial's),
-    /// `Some(false)` never (where the steps can; the CPU's always store it).
+    /// from 2^24 evaluations ([`LAZY_WEIGHTS_MIN_VARS`]), for one polynomial and a stacked
+    /// multi-table witness alike (its peak memory then one polynomial's; its open ~3 ms
+    /// slower at 2^24, fold 4), `Some(true)` always, `Some(false)` never (where the steps can;
+    /// the CPU's always store it).
     pub lazy_first_weights: Option<bool>,
 }
 
