@@ -21,9 +21,11 @@ fn gpu_and_cpu_grinders_agree_and_stock_challenger_accepts() {
     check_grinders(&[0, 1, 2, 5, 8, 12, 16, 17], 16);
 }
 
+/// (20 bits and more: `hard_difficulties_agree`, with --ignored; CI's two passes on a software
+/// adapter spent two minutes each here with 20 bits in.)
 #[test]
-fn difficulties_up_to_20_bits_agree() {
-    check_grinders(&[18, 19, 20], 3);
+fn difficulties_of_18_and_19_bits_agree() {
+    check_grinders(&[18, 19], 3);
 }
 
 #[test]

@@ -596,6 +596,21 @@ fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec
     sets
 }
 
+/// A committed base-field f of 2^m random entries (the rounds after the first fold an extension
+/// one) on the GPU with random slot sets as lazy slot weights for `rounds` rounds, and the twin
+/// with the same weights stored.
+fn lazy_slot_sumchecks(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng, m: usize, rounds: usize, k_min: usize, what: &str) -> (GpuSumcheck, CpuSumcheck) {
+    let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
+    let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+    let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
+    let mut gpu = GpuSumcheck::from_base(Arc::new(GpuNtt::new(ctx.clone())), buffer, m).unwrap();
+    let sets = random_slot_sets(rng, m, k_min);
+    SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
+    cpu.add_slot_weights(&sets).unwrap();
+    assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+    (gpu, cpu)
+}
+
 /// Lazy slot weights played in chains (`GpuSumcheck::play_chain`: each round's slot reads
 /// combined, and the terms bound to the chain's challenges, on the GPU) against the twin with w
 /// stored: after host rounds or not, with and without grinding, a chain covering the lazy rounds
@@ -619,15 +634,7 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
         };
         for &(m, rounds, k_min, host, chained, bits, stop) in cases {
             let what = format!("m = {m}, {rounds} lazy rounds from 2^{k_min}, {host} on the host, a chain of {chained} grinding {bits} (stopped: {stop}), {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
-            let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-            let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
-            let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
-            let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
-            let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
-            let sets = random_slot_sets(&mut rng, m, k_min);
-            SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
-            cpu.add_slot_weights(&sets).unwrap();
-            assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+            let (mut gpu, mut cpu) = lazy_slot_sumchecks(&ctx, &mut rng, m, rounds, k_min, &what);
             for t in 0..host {
                 assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
                 let r: Ext4 = rng.random();
@@ -691,16 +698,7 @@ fn lazy_slot_weights_match_the_twin() {
         for &(m, rounds, k_min) in cases {
             {
                 let what = format!("m = {m}, {rounds} rounds, slots from 2^{k_min}, {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
-                let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-                // A committed base-field f (the rounds after the first fold an extension one).
-                let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
-                let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
-                let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
-                let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
-                let sets = random_slot_sets(&mut rng, m, k_min);
-                SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
-                cpu.add_slot_weights(&sets).unwrap();
-                assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+                let (mut gpu, mut cpu) = lazy_slot_sumchecks(&ctx, &mut rng, m, rounds, k_min, &what);
                 let mut pending: Option<Ext4> = None;
                 for played in 0..rounds {
                     let values = match pending.take() {

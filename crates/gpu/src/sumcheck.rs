@@ -182,6 +182,34 @@ fn reverse_low_bits(x: usize, bits: usize) -> usize {
     }
 }
 
+/// Split equality tables of points, laid end to end in one table, each point's once (the slot
+/// kernels' `tables`).
+#[derive(Default)]
+struct PlacedEqTables<'a> {
+    tables: Vec<Ext4>,
+    placed: Vec<(std::borrow::Cow<'a, [Ext4]>, u32, u32, usize)>,
+}
+
+impl<'a> PlacedEqTables<'a> {
+    /// Where `point`'s high and low tables start, and its low bits: placed if new.
+    fn place(&mut self, point: std::borrow::Cow<'a, [Ext4]>) -> (u32, u32, usize) {
+        if let Some(&(_, hi_at, lo_at, low)) = self.placed.iter().find(|t| t.0 == point) {
+            return (hi_at, lo_at, low);
+        }
+        let (hi, lo, low) = split_eq_tables(&point);
+        let hi_at = self.tables.len() as u32;
+        self.tables.extend_from_slice(&hi);
+        let lo_at = self.tables.len() as u32;
+        self.tables.extend_from_slice(&lo);
+        self.placed.push((point, hi_at, lo_at, low));
+        (hi_at, lo_at, low)
+    }
+
+    fn points(&self) -> usize {
+        self.placed.len()
+    }
+}
+
 /// Split equality tables of `point` (k coordinates): eq(point, i) = hi[i >> low]·lo[i & (2^low − 1)].
 fn split_eq_tables(point: &[Ext4]) -> (Vec<Ext4>, Vec<Ext4>, usize) {
     let low = point.len().div_ceil(2);
@@ -1435,8 +1463,7 @@ impl GpuSumcheck {
         // Every slot of every read in one evaluation dispatch per segment and one sum
         // (wgsl/sumcheck/slot_eval.wgsl): a round of lazy slot weights reads hundreds of slots
         // at tens of points, and a dispatch per point cost more than the reads themselves.
-        let mut tables: Vec<Ext4> = Vec::new();
-        let mut placed: Vec<(&[Ext4], u32, u32, usize)> = Vec::new();
+        let mut tables = PlacedEqTables::default();
         let mut slots: Vec<u32> = Vec::with_capacity(8 * total);
         let mut owners: Vec<u32> = Vec::new();
         for &SlotRead { point, offsets, shift, reversed } in sets {
@@ -1447,18 +1474,7 @@ impl GpuSumcheck {
             if k >= 32 || shift >= 1 << 8 {
                 return Err(GpuError::InvalidInput(format!("a slot of 2^{k} entries shifted by {shift} rows (at most 2^31 entries and 255 rows)")));
             }
-            let (hi_at, lo_at, low) = match placed.iter().find(|t| t.0 == point) {
-                Some(&(_, hi_at, lo_at, low)) => (hi_at, lo_at, low),
-                None => {
-                    let (hi, lo, low) = split_eq_tables(point);
-                    let hi_at = tables.len() as u32;
-                    tables.extend_from_slice(&hi);
-                    let lo_at = tables.len() as u32;
-                    tables.extend_from_slice(&lo);
-                    placed.push((point, hi_at, lo_at, low));
-                    (hi_at, lo_at, low)
-                }
-            };
+            let (hi_at, lo_at, low) = tables.place(std::borrow::Cow::Borrowed(point));
             // Enough workgroups per slot to fill the GPU for a large slot, each over at least
             // 2^12 entries (and a power of two of the 2^(k - low) rows).
             let groups = ((1usize << k) >> 12).clamp(1, 256).min(1 << (k - low));
@@ -1472,6 +1488,8 @@ impl GpuSumcheck {
         let ctx = &self.ctx;
         let eval = ctx.pipeline(Kernel::EvalSlotPartials, &[])?;
         let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
+        let placed = tables.points();
+        let tables = tables.tables;
         ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
         ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments() * 16) as u64)?;
         // One description (32 bytes) per slot and one owner word per workgroup: a witness of
@@ -1502,7 +1520,7 @@ impl GpuSumcheck {
         let params = ctx.uniform("slot sum params", &SlotSumParams { count: total as u32, total_groups: total_groups as u32, segments: self.segments() as u32, _pad: 0 });
         let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&slot_words, 0, None), (&values, 0, None)]);
         dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: total as u32 });
-        tracing::debug!(dispatches = dispatches.len() - first, tables = placed.len(), slots = total, "slot reads recorded");
+        tracing::debug!(dispatches = dispatches.len() - first, tables = placed, slots = total, "slot reads recorded");
         Ok(values)
     }
 
@@ -1594,10 +1612,10 @@ impl GpuSumcheck {
     /// several batches, or at its successor view, is in as many layers).
     fn write_slot_weights(&self, sets: &[(Slots<'_>, &[Ext4])]) -> Result<()> {
         use std::collections::BTreeMap;
-        let mut tables: Vec<Ext4> = Vec::new();
-        let mut placed: Vec<(std::borrow::Cow<'_, [Ext4]>, u32, u32, usize)> = Vec::new();
+        let mut tables = PlacedEqTables::default();
         // Per layer: the entries it covers (start -> end), its slot words and workgroup owners.
-        let mut layers: Vec<(BTreeMap<usize, usize>, Vec<u32>, Vec<u32>)> = Vec::new();
+        type Layer = (BTreeMap<usize, usize>, Vec<u32>, Vec<u32>);
+        let mut layers: Vec<Layer> = Vec::new();
         for (set, scales) in sets {
             if set.offsets.is_empty() {
                 continue;
@@ -1607,18 +1625,7 @@ impl GpuSumcheck {
             // through the reversed indices.
             let reversed = self.reversed && set.successor;
             let point = if set.successor { std::borrow::Cow::Borrowed(set.point) } else { self.table_point(set.point) };
-            let (hi_at, lo_at, low) = match placed.iter().find(|t| t.0 == point) {
-                Some(&(_, hi_at, lo_at, low)) => (hi_at, lo_at, low),
-                None => {
-                    let (hi, lo, low) = split_eq_tables(&point);
-                    let hi_at = tables.len() as u32;
-                    tables.extend_from_slice(&hi);
-                    let lo_at = tables.len() as u32;
-                    tables.extend_from_slice(&lo);
-                    placed.push((point, hi_at, lo_at, low));
-                    (hi_at, lo_at, low)
-                }
-            };
+            let (hi_at, lo_at, low) = tables.place(point);
             // Runs of at least 2^11 entries (eight a thread), so a large slot fills the GPU.
             let size = 1usize << k;
             let groups = (size >> 11).max(1);
@@ -1635,8 +1642,8 @@ impl GpuSumcheck {
                 let (taken, slots, owners) = &mut layers[layer];
                 taken.insert(start, end);
                 let first = u32::try_from(owners.len()).map_err(|_| GpuError::InvalidInput("more than 2^32 workgroups of slot weights".into()))?;
-                let scale_at = tables.len() as u32;
-                tables.push(scale);
+                let scale_at = tables.tables.len() as u32;
+                tables.tables.push(scale);
                 let packed = low as u32 | (u32::from(set.successor) << 8) | (u32::from(reversed) << 16);
                 slots.extend_from_slice(&[start as u32, size as u32, packed, groups as u32, first, hi_at, lo_at, scale_at]);
                 owners.extend(std::iter::repeat_n((slots.len() / 8 - 1) as u32, groups));
@@ -1645,6 +1652,8 @@ impl GpuSumcheck {
         if layers.is_empty() {
             return Ok(());
         }
+        let placed = tables.points();
+        let tables = tables.tables;
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck slot weights", || {
             let pipeline = ctx.pipeline(Kernel::AddSlotWeights, &[])?;
@@ -1665,7 +1674,7 @@ impl GpuSumcheck {
                     dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: owners.len() as u32 });
                 }
             }
-            tracing::debug!(dispatches = dispatches.len(), layers = layers.len(), tables = placed.len(), "slot weights recorded");
+            tracing::debug!(dispatches = dispatches.len(), layers = layers.len(), tables = placed, "slot weights recorded");
             batch.record(&dispatches);
             ctx.send(batch)
         })
