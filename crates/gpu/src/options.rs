@@ -125,6 +125,10 @@ pub struct GpuOptions {
     pub memory_mib: Option<u64>,
     /// Choices kept tunable for measurement; the defaults are the measured best.
     pub tuning: GpuTuning,
+    /// Writes wgpu's trace of the device (every buffer, write, shader, pipeline and submission,
+    /// with their data) into this existing directory; needs this crate's `trace` feature.
+    /// tests/dawn.rs replays such traces on Dawn.
+    pub trace_dir: Option<std::path::PathBuf>,
 }
 
 /// Choices that stay tunable so they can be measured on other hardware (each default is the
@@ -205,6 +209,7 @@ impl GpuOptions {
             limits: var("WHIR_LIMITS").map(|v| LimitsProfile::parse(&v)).transpose()?,
             memory_mib: parsed("WHIR_GPU_MEMORY_MIB", "a number of MiB")?,
             tuning,
+            trace_dir: None,
         })
     }
 }

@@ -48,6 +48,19 @@ fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Durati
     std::time::Duration::from_micros(asked.unwrap_or(default))
 }
 
+/// wgpu's trace for `GpuOptions::trace_dir`: none without a directory; an error where this
+/// crate was built without its `trace` feature or the directory does not exist.
+fn device_trace(dir: Option<&std::path::Path>) -> Result<wgpu::Trace> {
+    let Some(dir) = dir else { return Ok(wgpu::Trace::Off) };
+    if !dir.is_dir() {
+        return Err(GpuError::InvalidInput(format!("trace directory {} does not exist; create it first", dir.display())));
+    }
+    #[cfg(feature = "trace")]
+    return Ok(wgpu::Trace::Directory(dir.to_path_buf()));
+    #[cfg(not(feature = "trace"))]
+    Err(GpuError::InvalidInput(format!("a trace into {} needs whir-gpu built with its `trace` feature", dir.display())))
+}
+
 /// Spin before blocking on hardware adapters (measured on the H200: n = 20 fold 4 proofs 21.0
 /// -> 17.6 ms with 1,000 us).
 const DEFAULT_SPIN_US: u64 = 1000;
@@ -132,7 +145,7 @@ impl GpuContext {
             required_limits,
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
+            trace: device_trace(options.trace_dir.as_deref())?,
         };
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
             GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
