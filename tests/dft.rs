@@ -119,7 +119,8 @@ fn encoder_matches_plonky3_and_skips_the_zero_tail() {
     let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
     for (_, enc) in gpus() {
         for_each_shape(0..=14, &WIDTHS, |log_h, w| {
-            for rate in 0..=3 {
+            // Rates 1 to 1/8 in turn over the shapes, each size meeting two of them.
+            for rate in [(log_h + w) % 4, (log_h + w + 2) % 4] {
                 let m = matrix(&mut rng, log_h, w);
                 let v = format!("{:?}", enc.ntt().unwrap().context().mul_variant());
                 let want = cpu.encode_batch(m.clone(), rate);

@@ -311,6 +311,10 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
             assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_some()));
             assert!(b.total(Step::Commit).gpu.unwrap() > std::time::Duration::ZERO, "commits take GPU time");
             assert!(b.total(Step::Pow).gpu.unwrap() > std::time::Duration::ZERO, "GPU grinding is profiled as PoW");
+        } else {
+            // Without timestamps inside encoders (Apple GPUs, the strict profile) profiling
+            // degrades to wall times: the same proof, no GPU times.
+            assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_none()), "GPU times without timestamps inside encoders");
         }
         let first_codeword = 4u64 << (p.num_vars + p.log_inv_rate);
         if let Some(peak) = out.peak_gpu_bytes {
@@ -351,6 +355,38 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
         }
         assert!(skip >= 5, "a resident proof reads back more than {skip} times");
         assert_eq!(gpu.prove(&p, &evals).unwrap().path, "gpu", "the GPU is used again afterwards");
+    }
+}
+
+/// The Apple M1 profile asks the adapter for what wgpu's Metal backend gives an M1 (as far as the
+/// adapter has it): at most 32 KiB of workgroup memory and 1,024 invocations, no timestamps
+/// inside encoders (so no GPU profiling), subgroups of 4 to 64; and resident proofs under it,
+/// profiled or not, are Plonky3's byte for byte.
+#[test]
+fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile, MulVariant, APPLE_M1_MAX_BUFFER_BYTES};
+    use whir_wgpu::prover::{GpuBackend, Step};
+    let mut rng = common::rng();
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::AppleM1), ..Default::default() }) else { return };
+    let s = ctx.summary();
+    assert_eq!(s.profile, LimitsProfile::AppleM1);
+    assert!(s.max_compute_workgroup_storage_size <= 32 << 10 && s.max_compute_invocations_per_workgroup <= 1024, "{s:?}");
+    assert!(s.max_compute_workgroups_per_dimension <= 0xFFFF && s.max_buffer_size <= APPLE_M1_MAX_BUFFER_BYTES && s.max_storage_buffer_binding_size <= APPLE_M1_MAX_BUFFER_BYTES, "{s:?}");
+    assert!(!s.timestamp_inside_encoders && !ctx.profiler().available(), "an M1 has no timestamps inside encoders");
+    assert_eq!((s.subgroup_min_size, s.subgroup_max_size), (4, 64), "wgpu's Metal subgroup range");
+    assert_eq!(ctx.mul_variant() == MulVariant::U64, s.shader_int64, "the u64 multiply where the adapter has SHADER_INT64, as an M1 does");
+    let limits = ctx.limits();
+    assert!(limits.max_storage_buffers_per_shader_stage <= 29 && limits.min_storage_buffer_offset_alignment >= 32, "{limits:?}");
+    for (n, fold, rate) in [(12, 2, 1), (13, 4, 2)] {
+        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 2 };
+        let evals = common::random_vec(&mut rng, 1 << n);
+        let (_, expected) = reference(&p, &evals);
+        for profile in [false, true] {
+            let out = GpuBackend::new(ctx.clone()).with_profile(profile).prove(&p, &evals).unwrap();
+            assert!(out.proof == expected.1, "{p:?} in the Apple M1 profile (profiled: {profile}): the proofs differ");
+            let b = out.breakdown.expect("a breakdown");
+            assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_none()), "no GPU times without timestamps inside encoders");
+        }
     }
 }
 

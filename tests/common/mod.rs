@@ -8,17 +8,27 @@ use std::sync::{Arc, OnceLock};
 use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuContext, GpuOptions, MulVariant};
+use whir_wgpu::gpu::{GpuContext, GpuError, GpuOptions, LimitsProfile, MulVariant};
 
 fn require_gpu() -> bool {
     std::env::var("WHIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
 
-fn open(variant: MulVariant) -> Option<Arc<GpuContext>> {
-    open_with(GpuOptions { mul_variant: Some(variant), ..env_options() })
+/// The options a test context of `variant` starts from: the environment's, and where it names
+/// no limits profile, the emulated multiply in the strict profile (see [`contexts`]).
+pub fn options_for(variant: MulVariant) -> GpuOptions {
+    let mut options = GpuOptions { mul_variant: Some(variant), ..env_options() };
+    if variant == MulVariant::Emulated && options.limits.is_none() {
+        options.limits = Some(LimitsProfile::WebGpu { max_binding_bytes: None });
+    }
+    options
 }
 
-/// The environment's settings (WHIR_LIMITS=webgpu in CI's strict pass), which every test
+fn open(variant: MulVariant) -> Option<Arc<GpuContext>> {
+    open_with(options_for(variant))
+}
+
+/// The environment's settings (WHIR_LIMITS=apple-m1 in CI's Apple pass), which every test
 /// context starts from.
 pub fn env_options() -> GpuOptions {
     GpuOptions::from_env().expect("the WHIR_* settings")
@@ -38,19 +48,35 @@ pub fn open_with(options: GpuOptions) -> Option<Arc<GpuContext>> {
     }
 }
 
-/// Contexts for every multiply variant the adapter supports (u64 needs SHADER_INT64).
+/// Contexts for both field-multiply variants, each in the profile it meets in practice: the u64
+/// multiply on the adapter's own limits (adapters with SHADER_INT64), and the emulated one in
+/// the strict profile (WebGPU's default limits and no optional features, as a browser grants
+/// them). Where WHIR_LIMITS names a profile, both run in it (the strict one has no u64; in the
+/// Apple M1 one only u64 runs).
 pub fn contexts() -> Vec<Arc<GpuContext>> {
     static U64: OnceLock<Option<Arc<GpuContext>>> = OnceLock::new();
     static EMU: OnceLock<Option<Arc<GpuContext>>> = OnceLock::new();
-    let emu = EMU.get_or_init(|| open(MulVariant::Emulated)).clone();
+    // An Apple M1 has SHADER_INT64, where the prover takes the u64 multiply: its pass runs
+    // that variant alone.
+    let m1 = env_options().limits == Some(LimitsProfile::AppleM1);
+    let emu = EMU.get_or_init(|| if m1 { None } else { open(MulVariant::Emulated) }).clone();
     let u64 = U64
         .get_or_init(|| {
-            let has_int64 = emu.as_ref().is_some_and(|c| c.summary().shader_int64);
-            if emu.is_some() && !has_int64 {
-                eprintln!("adapter lacks SHADER_INT64: u64 multiply variant not tested here");
+            if emu.is_none() && !m1 {
                 return None;
             }
-            open(MulVariant::U64)
+            match GpuContext::new(options_for(MulVariant::U64)) {
+                Ok(ctx) => Some(Arc::new(ctx)),
+                Err(GpuError::Int64Unsupported(name)) => {
+                    eprintln!("{name} lacks SHADER_INT64 (or the profile leaves it out): the u64 multiply variant is not tested here");
+                    None
+                }
+                Err(e) if require_gpu() => panic!("WHIR_REQUIRE_GPU=1 but the U64 GPU context failed: {e}"),
+                Err(e) => {
+                    eprintln!("skipping U64 GPU tests: {e}");
+                    None
+                }
+            }
         })
         .clone();
     u64.into_iter().chain(emu).collect()
@@ -67,7 +93,7 @@ pub fn fresh_contexts() -> Vec<Arc<GpuContext>> {
 /// default on hardware adapters, off on software ones).
 pub fn spinning_contexts(spin_us: u64) -> Vec<Arc<GpuContext>> {
     let shared = contexts();
-    shared.iter().filter_map(|c| open_with(GpuOptions { mul_variant: Some(c.mul_variant()), spin_us: Some(spin_us), ..env_options() })).collect()
+    shared.iter().filter_map(|c| open_with(GpuOptions { spin_us: Some(spin_us), ..options_for(c.mul_variant()) })).collect()
 }
 
 /// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED.

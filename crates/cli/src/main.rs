@@ -15,7 +15,7 @@ use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
-use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions};
+use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
 use whir_prover::{
     Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
     WEAK_SECURITY_BITS,
@@ -609,11 +609,20 @@ fn print_limits(s: &AdapterSummary) {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!("  features:  {}", if s.feature_names().is_empty() { "none of SHADER_INT64, SUBGROUP, TIMESTAMP_QUERY".into() } else { s.feature_names().join(", ") });
     println!("  subgroup size: {}..={}", s.subgroup_min_size, s.subgroup_max_size);
+    if !s.timestamp_inside_encoders {
+        println!("  GPU profiling: off (no timestamps inside encoders)");
+    }
     println!("  max storage buffer binding: {:.0} MiB", mib(s.max_storage_buffer_binding_size));
     println!("  max buffer size:            {:.0} MiB", mib(s.max_buffer_size));
     println!("  max workgroup storage:      {} bytes", s.max_compute_workgroup_storage_size);
     println!("  max invocations/workgroup:  {}", s.max_compute_invocations_per_workgroup);
     println!("  max workgroups/dimension:   {}", s.max_compute_workgroups_per_dimension);
+    if s.profile == LimitsProfile::AppleM1 {
+        println!(
+            "  (an Apple M1 through wgpu's Metal backend has {:.0} MiB buffers and bindings, 32768 bytes of workgroup memory, 1024 invocations, 65535 workgroups; lower figures above are this adapter's)",
+            mib(APPLE_M1_MAX_BUFFER_BYTES)
+        );
+    }
 }
 
 fn info(adapter: Option<String>) -> Result<()> {
@@ -634,7 +643,7 @@ fn info(adapter: Option<String>) -> Result<()> {
     match GpuContext::new(GpuOptions { adapter: selector, ..GpuOptions::from_env()? }) {
         Ok(ctx) => {
             println!("\nChosen: {}", ctx.summary());
-            println!("  limits profile: {} (WHIR_LIMITS: adapter, webgpu or webgpu:BYTES)", ctx.summary().profile);
+            println!("  limits profile: {} (WHIR_LIMITS: adapter, webgpu, webgpu:BYTES or apple-m1)", ctx.summary().profile);
             println!("  field multiply: {:?}", ctx.mul_variant());
             print_limits(ctx.summary());
             Ok(())

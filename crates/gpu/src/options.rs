@@ -68,16 +68,30 @@ pub enum LimitsProfile {
     /// multiply. `max_binding_bytes` lowers the binding limit further (tests cross it at small
     /// sizes).
     WebGpu { max_binding_bytes: Option<u64> },
+    /// What wgpu's Metal backend gives on an Apple M1 (macOS, Apple7 GPU family; wgpu-hal's
+    /// `metal/adapter.rs`), capped by what this adapter has: SHADER_INT64, SUBGROUP and
+    /// TIMESTAMP_QUERY but no timestamps inside encoders or passes (Apple GPUs sample counters
+    /// at stage boundaries only, so GPU profiling is off); 32 KiB of workgroup memory, 1,024
+    /// invocations per workgroup, 65,535 workgroups per dimension, 29 storage buffers per stage,
+    /// 32-byte storage and 256-byte uniform offset alignment, subgroups of 4 to 64 as wgpu
+    /// reports them on Metal, and buffers and bindings up to [`APPLE_M1_MAX_BUFFER_BYTES`].
+    AppleM1,
 }
 
+/// The largest buffer (and binding) the Apple M1 profile allows: Metal's `maxBufferLength`,
+/// about half the unified memory on Apple silicon (36 GiB on a 64 GiB M1 Max, wgpu #2502);
+/// 4 GiB for the 8 GiB M1, the smallest.
+pub const APPLE_M1_MAX_BUFFER_BYTES: u64 = 4 << 30;
+
 impl LimitsProfile {
-    /// `adapter`, `webgpu`, or `webgpu:BYTES` (a smaller binding limit, e.g. `webgpu:4194304`),
-    /// as `WHIR_LIMITS` spells it.
+    /// `adapter`, `webgpu`, `webgpu:BYTES` (a smaller binding limit, e.g. `webgpu:4194304`) or
+    /// `apple-m1`, as `WHIR_LIMITS` spells it.
     pub fn parse(text: &str) -> Result<Self> {
         let t = text.trim().to_ascii_lowercase();
-        let bad = || GpuError::InvalidInput(format!("WHIR_LIMITS={text:?} is not a limits profile; use adapter, webgpu or webgpu:BYTES"));
+        let bad = || GpuError::InvalidInput(format!("WHIR_LIMITS={text:?} is not a limits profile; use adapter, webgpu, webgpu:BYTES or apple-m1"));
         match t.split_once(':') {
             None if t == "adapter" || t.is_empty() => Ok(Self::Adapter),
+            None if t == "apple-m1" => Ok(Self::AppleM1),
             None if t == "webgpu" => Ok(Self::WebGpu { max_binding_bytes: None }),
             Some(("webgpu", bytes)) => {
                 let bytes: u64 = bytes.trim().parse().map_err(|_| bad())?;
@@ -97,6 +111,7 @@ impl fmt::Display for LimitsProfile {
             Self::Adapter => write!(f, "adapter"),
             Self::WebGpu { max_binding_bytes: None } => write!(f, "webgpu"),
             Self::WebGpu { max_binding_bytes: Some(b) } => write!(f, "webgpu:{b}"),
+            Self::AppleM1 => write!(f, "apple-m1"),
         }
     }
 }
@@ -227,5 +242,15 @@ mod tests {
         assert_eq!(AdapterSelector::parse("index:2"), AdapterSelector::Index(2));
         assert_eq!(AdapterSelector::parse("high-performance"), AdapterSelector::HighPerformance);
         assert_eq!(AdapterSelector::parse(" H200 "), AdapterSelector::Name("H200".into()));
+    }
+
+    #[test]
+    fn limits_profiles_parse_and_print_back() {
+        for profile in [LimitsProfile::Adapter, LimitsProfile::WebGpu { max_binding_bytes: None }, LimitsProfile::WebGpu { max_binding_bytes: Some(1 << 20) }, LimitsProfile::AppleM1] {
+            assert_eq!(LimitsProfile::parse(&profile.to_string()).unwrap(), profile);
+        }
+        assert_eq!(LimitsProfile::parse(" Apple-M1 ").unwrap(), LimitsProfile::AppleM1);
+        let err = LimitsProfile::parse("apple").unwrap_err().to_string();
+        assert!(err.contains("apple-m1"), "{err}");
     }
 }

@@ -17,6 +17,8 @@ pub struct AdapterSummary {
     pub shader_int64: bool,
     pub subgroup: bool,
     pub timestamp_query: bool,
+    /// Timestamps inside command encoders: what GPU profiling needs (Apple GPUs lack them).
+    pub timestamp_inside_encoders: bool,
     pub subgroup_min_size: u32,
     pub subgroup_max_size: u32,
     pub max_storage_buffer_binding_size: u64,
@@ -42,6 +44,7 @@ impl AdapterSummary {
             shader_int64: features.contains(wgpu::Features::SHADER_INT64),
             subgroup: features.contains(wgpu::Features::SUBGROUP),
             timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            timestamp_inside_encoders: features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
             subgroup_min_size: info.subgroup_min_size,
             subgroup_max_size: info.subgroup_max_size,
             max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
@@ -61,6 +64,7 @@ impl AdapterSummary {
         self.shader_int64 = features.contains(wgpu::Features::SHADER_INT64);
         self.subgroup = features.contains(wgpu::Features::SUBGROUP);
         self.timestamp_query = features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        self.timestamp_inside_encoders = features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
         self.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size;
         self.max_buffer_size = limits.max_buffer_size;
         self.max_compute_workgroup_storage_size = limits.max_compute_workgroup_storage_size;
@@ -93,6 +97,9 @@ impl AdapterSummary {
         }
         if self.timestamp_query {
             v.push("TIMESTAMP_QUERY");
+        }
+        if self.timestamp_inside_encoders {
+            v.push("TIMESTAMP_QUERY_INSIDE_ENCODERS");
         }
         v
     }

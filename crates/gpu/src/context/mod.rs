@@ -61,6 +61,34 @@ fn device_trace(dir: Option<&std::path::Path>) -> Result<wgpu::Trace> {
     Err(GpuError::InvalidInput(format!("a trace into {} needs whir-gpu built with its `trace` feature", dir.display())))
 }
 
+/// The features wgpu's Metal backend gives an Apple M1 of those the context asks for: 64-bit
+/// integers, subgroups and timestamps at pass boundaries, none inside encoders or passes.
+fn apple_m1_features() -> wgpu::Features {
+    wgpu::Features::SHADER_INT64 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY
+}
+
+/// `adapter`'s limits capped at what wgpu's Metal backend reports for an Apple M1
+/// ([`LimitsProfile::AppleM1`]): each maximum the smaller of the two, each alignment the larger.
+fn apple_m1_limits(adapter: wgpu::Limits) -> wgpu::Limits {
+    let max_buffer = crate::options::APPLE_M1_MAX_BUFFER_BYTES;
+    wgpu::Limits {
+        max_compute_workgroup_storage_size: adapter.max_compute_workgroup_storage_size.min(32 << 10),
+        max_compute_invocations_per_workgroup: adapter.max_compute_invocations_per_workgroup.min(1024),
+        max_compute_workgroup_size_x: adapter.max_compute_workgroup_size_x.min(1024),
+        max_compute_workgroup_size_y: adapter.max_compute_workgroup_size_y.min(1024),
+        max_compute_workgroup_size_z: adapter.max_compute_workgroup_size_z.min(1024),
+        max_compute_workgroups_per_dimension: adapter.max_compute_workgroups_per_dimension.min(0xFFFF),
+        // Metal's 31 buffer slots less the two wgpu keeps for itself.
+        max_storage_buffers_per_shader_stage: adapter.max_storage_buffers_per_shader_stage.min(29),
+        max_uniform_buffers_per_shader_stage: adapter.max_uniform_buffers_per_shader_stage.min(29),
+        max_buffer_size: adapter.max_buffer_size.min(max_buffer),
+        max_storage_buffer_binding_size: adapter.max_storage_buffer_binding_size.min(max_buffer as _),
+        min_storage_buffer_offset_alignment: adapter.min_storage_buffer_offset_alignment.max(32),
+        min_uniform_buffer_offset_alignment: adapter.min_uniform_buffer_offset_alignment.max(256),
+        ..adapter
+    }
+}
+
 /// Spin before blocking on hardware adapters (measured on the H200: n = 20 fold 4 proofs 21.0
 /// -> 17.6 ms with 1,000 us).
 const DEFAULT_SPIN_US: u64 = 1000;
@@ -127,17 +155,20 @@ impl GpuContext {
             | wgpu::Features::SUBGROUP
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
-        // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB),
-        // or, in the strict profile, exactly WebGPU's defaults and no optional feature.
-        let (required_features, required_limits) = if strict {
-            let mut limits = wgpu::Limits::default();
-            // A smaller binding limit is asked of the device too, so wgpu itself enforces it.
-            if let LimitsProfile::WebGpu { max_binding_bytes: Some(b) } = profile {
-                limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(b as _);
+        // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB);
+        // in the strict profile exactly WebGPU's defaults and no optional feature; in the Apple
+        // profile what an M1 has, as far as this adapter has it.
+        let (required_features, required_limits) = match profile {
+            LimitsProfile::WebGpu { max_binding_bytes } => {
+                let mut limits = wgpu::Limits::default();
+                // A smaller binding limit is asked of the device too, so wgpu itself enforces it.
+                if let Some(b) = max_binding_bytes {
+                    limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(b as _);
+                }
+                (wgpu::Features::empty(), limits)
             }
-            (wgpu::Features::empty(), limits)
-        } else {
-            (adapter.features() & wanted, adapter.limits())
+            LimitsProfile::AppleM1 => (adapter.features() & apple_m1_features(), apple_m1_limits(adapter.limits())),
+            LimitsProfile::Adapter => (adapter.features() & wanted, adapter.limits()),
         };
         let desc = wgpu::DeviceDescriptor {
             label: Some("whir-gpu"),
@@ -150,7 +181,11 @@ impl GpuContext {
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
             GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
         })?;
-        let summary = summary.with_device(&device, profile);
+        let mut summary = summary.with_device(&device, profile);
+        if profile == LimitsProfile::AppleM1 {
+            // wgpu's Metal backend reports these for every Apple GPU (the M1's SIMD width is 32).
+            (summary.subgroup_min_size, summary.subgroup_max_size) = (4, 64);
+        }
         let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = uncaptured.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
