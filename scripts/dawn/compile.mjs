@@ -7,27 +7,9 @@
 // compiler's messages (errors, warnings, infos) and any pipeline error. Exit status: 0 when every
 // kernel compiled with no error and no warning, 1 otherwise, 2 when no adapter or device.
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { openDawn } from './device.mjs';
 
-const [nodeModules, manifestPath] = process.argv.slice(2);
-if (!nodeModules || !manifestPath) {
-    console.error('usage: node compile.mjs NODE_MODULES MANIFEST');
-    process.exit(2);
-}
-const { create, globals } = await import(pathToFileURL(join(nodeModules, 'webgpu', 'index.js')).href);
-Object.assign(globalThis, globals);
-const gpu = create(['backend=vulkan']);
-const adapter = await gpu.requestAdapter();
-if (!adapter) {
-    console.log(JSON.stringify({ error: 'Dawn found no Vulkan adapter' }));
-    process.exit(2);
-}
-// No required limits or features: WebGPU's defaults, as a browser grants them.
-const device = await adapter.requestDevice();
-let lost = null;
-device.lost.then((info) => { lost = info.message; });
-const info = adapter.info;
+const { gpu, manifestPath, device, status, adapter } = await openDawn('compile.mjs');
 // Modules one by one (their messages in order), then every pipeline at once: Dawn compiles them
 // on its worker threads.
 device.pushErrorScope('validation');
@@ -52,5 +34,5 @@ const results = await Promise.all(kernels.map(async ({ file, entry, started, mod
 const scoped = await device.popErrorScope();
 const stray = scoped ? [scoped.message] : [];
 const failed = stray.length > 0 || results.some((r) => !r.ok);
-console.log(JSON.stringify({ adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description }, lost, stray, results }));
-process.exit(failed || lost ? 1 : 0);
+console.log(JSON.stringify({ adapter, lost: status.lost, stray, results }));
+process.exit(failed || status.lost ? 1 : 0);

@@ -11,25 +11,10 @@
 // trace replayed with no error, 1 otherwise, 2 when no adapter or device.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { openDawn } from './device.mjs';
 
-const [nodeModules, manifestPath] = process.argv.slice(2);
-if (!nodeModules || !manifestPath) {
-    console.error('usage: node replay.mjs NODE_MODULES MANIFEST');
-    process.exit(2);
-}
-const { create, globals } = await import(pathToFileURL(join(nodeModules, 'webgpu', 'index.js')).href);
-Object.assign(globalThis, globals);
-const gpu = create(['backend=vulkan']);
-const adapter = await gpu.requestAdapter();
-if (!adapter) {
-    console.log(JSON.stringify({ error: 'Dawn found no Vulkan adapter' }));
-    process.exit(2);
-}
 // WebGPU's defaults, as a browser grants them: the traces were recorded in the strict profile.
-const device = await adapter.requestDevice();
-let lost = null;
-device.lost.then((info) => { lost = info.message; });
+const { gpu, manifestPath, device, status, adapter } = await openDawn('replay.mjs');
 const uncaptured = [];
 device.addEventListener('uncapturederror', (e) => uncaptured.push(String(e.error?.message ?? e)));
 
@@ -216,7 +201,7 @@ async function replay({ name, dir }) {
                     // else a compute trace should not hold.
                     if (!kind.startsWith('Drop')) throw new Error(`trace action ${kind}`);
             }
-            if (lost) throw new Error(`device lost: ${lost}`);
+            if (status.lost) throw new Error(`device lost: ${status.lost}`);
         }
     } catch (e) {
         problems.push(`replay stopped: ${e.message ?? e}`);
@@ -229,7 +214,6 @@ async function replay({ name, dir }) {
 
 const traces = [];
 for (const entry of JSON.parse(readFileSync(manifestPath, 'utf8'))) traces.push(await replay(entry));
-const info = adapter.info;
-const failed = uncaptured.length > 0 || lost || traces.some((t) => t.problems.length > 0);
-console.log(JSON.stringify({ adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description }, lost, uncaptured, traces }));
+const failed = uncaptured.length > 0 || status.lost || traces.some((t) => t.problems.length > 0);
+console.log(JSON.stringify({ adapter, lost: status.lost, uncaptured, traces }));
 process.exit(failed ? 1 : 0);
