@@ -4,7 +4,9 @@
 //! `PROVE_LOOP_PROFILE=1` every proof is timed per step with GPU timestamps (a little slower),
 //! and the last one's per-round breakdown is printed. `PROVE_LOOP_CHUNK_KIB` sets the staging
 //! chunk of large transfers (the input upload); `PROVE_LOOP_SAME_INPUT=1` proves the same input
-//! every time (nothing but proofs for a host profiler to see).
+//! every time (nothing but proofs for a host profiler to see). `PROVE_LOOP_THREADS=T` proves
+//! REPS proofs on each of T threads sharing the one context, and prints the proofs per second and
+//! the latencies of them all (what one context gives several provers today).
 
 use std::time::Instant;
 
@@ -27,8 +29,12 @@ fn main() {
         // Tuning: bytes per staging chunk of large uploads and readbacks.
         gpu.context().set_transfer_chunk_bytes(kib << 10);
     }
-    let mut last = None;
+    let threads: usize = std::env::var("PROVE_LOOP_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     gpu.prove(&params, &evals).expect("warm-up proof");
+    if threads > 1 {
+        return prove_on_threads(&gpu, &params, reps, threads);
+    }
+    let mut last = None;
     let ctx = gpu.context().clone();
     let (costs, transfers) = (ctx.host_costs(), ctx.transfer_counts());
     let mut times = Vec::new();
@@ -68,4 +74,45 @@ fn main() {
             println!("  {round}: {}", cells.join(", "));
         }
     }
+}
+
+/// REPS proofs on each of `threads` threads, each with its own backend over the shared context
+/// and two inputs of its own, alternated: proofs per second over the whole run, and the latency
+/// distribution.
+fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usize) {
+    let inputs: Vec<[Vec<BabyBear>; 2]> = (0..threads)
+        .map(|t| {
+            let mut rng = StdRng::seed_from_u64(100 + t as u64);
+            [(); 2].map(|_| (0..1usize << params.num_vars).map(|_| rng.random()).collect())
+        })
+        .collect();
+    let started = Instant::now();
+    let mut times: Vec<f64> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let backend = GpuBackend::new(gpu.context().clone());
+                let inputs = &inputs[t];
+                scope.spawn(move || {
+                    let mut times = Vec::with_capacity(reps);
+                    for rep in 0..reps {
+                        let t = Instant::now();
+                        backend.prove(params, &inputs[rep % 2]).expect("proof");
+                        times.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                    times
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a prover thread")).collect()
+    });
+    let wall = started.elapsed().as_secs_f64();
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+    println!(
+        "{params}: {threads} threads x {reps} proofs on one context: {:.1} proofs/s; latency median {:.2} ms, p90 {:.2}, max {:.2}",
+        times.len() as f64 / wall,
+        at(0.5),
+        at(0.9),
+        at(1.0)
+    );
 }
