@@ -45,9 +45,12 @@ fn dawn_ready() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Runs `scripts/dawn/<script>` under Node on SwiftShader with `manifest` and returns its JSON
-/// report, or None after a skip (no adapter for Dawn).
-fn run_node(dir: &Path, script: &str, manifest: &Path) -> Option<(serde_json::Value, std::process::ExitStatus)> {
+/// Runs `scripts/dawn/<script>` under Node on SwiftShader with `manifest` (written to a file
+/// beside `work`) and returns its JSON report, or None after a skip (no adapter for Dawn).
+fn run_node(dir: &Path, script: &str, work: &Path, manifest: &[serde_json::Value]) -> Option<(serde_json::Value, std::process::ExitStatus)> {
+    let manifest_path = work.join("manifest.json");
+    std::fs::write(&manifest_path, serde_json::to_vec(manifest).unwrap()).unwrap();
+    let manifest = &manifest_path;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/dawn").join(script);
     let run = Command::new("node")
         .arg(&script)
@@ -136,9 +139,7 @@ fn every_kernel_compiles_in_dawn_at_webgpu_default_limits() {
         std::fs::write(&file, src).unwrap();
         manifest.push(serde_json::json!({ "file": file, "entry": entry }));
     }
-    let manifest_path = out.path().join("manifest.json");
-    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
-    let Some((report, status)) = run_node(&dir, "compile.mjs", &manifest_path) else { return };
+    let Some((report, status)) = run_node(&dir, "compile.mjs", out.path(), &manifest) else { return };
     // The whole report (each kernel's messages and times) beside the installation.
     let _ = std::fs::write(dir.join("compile-report.json"), serde_json::to_vec_pretty(&report).unwrap_or_default());
     let results = report["results"].as_array().expect("a results list");
@@ -421,9 +422,7 @@ fn main_kernels_run_in_dawn_with_plonky3s_answers() {
         })
         .collect();
     let out = tempfile::tempdir().unwrap();
-    let manifest_path = out.path().join("manifest.json");
-    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
-    let Some((report, status)) = run_node(&dawn, "replay.mjs", &manifest_path) else { return };
+    let Some((report, status)) = run_node(&dawn, "replay.mjs", out.path(), &manifest) else { return };
     let _ = std::fs::write(dawn.join("replay-report.json"), serde_json::to_vec_pretty(&report).unwrap_or_default());
     let traces = report["traces"].as_array().expect("a traces list");
     assert_eq!(traces.len(), runs.len(), "Dawn replayed {} of {} traces", traces.len(), runs.len());
