@@ -6,7 +6,9 @@
 //! chunk of large transfers (the input upload); `PROVE_LOOP_SAME_INPUT=1` proves the same input
 //! every time (nothing but proofs for a host profiler to see). `PROVE_LOOP_THREADS=T` proves
 //! REPS proofs on each of T threads sharing the one context, and prints the proofs per second and
-//! the latencies of them all (what one context gives several provers today).
+//! the latencies of them all (what one context gives several provers today);
+//! `PROVE_LOOP_CONTEXTS=C` spreads those threads over C contexts of their own on the same adapter
+//! (a device and queue each, as separate processes would have).
 
 use std::time::Instant;
 
@@ -31,8 +33,9 @@ fn main() {
     }
     let threads: usize = std::env::var("PROVE_LOOP_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     gpu.prove(&params, &evals).expect("warm-up proof");
-    if threads > 1 {
-        return prove_on_threads(&gpu, &params, reps, threads);
+    let contexts: usize = std::env::var("PROVE_LOOP_CONTEXTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    if threads > 1 || contexts > 1 {
+        return prove_on_threads(&gpu, &params, reps, threads, contexts);
     }
     let mut last = None;
     let ctx = gpu.context().clone();
@@ -79,7 +82,13 @@ fn main() {
 /// REPS proofs on each of `threads` threads, each with its own backend over the shared context
 /// and two inputs of its own, alternated: proofs per second over the whole run, and the latency
 /// distribution.
-fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usize) {
+fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usize, contexts: usize) {
+    let mut backends = vec![gpu.clone()];
+    for _ in 1..contexts {
+        let other = GpuBackend::open_default().expect("another context").with_profile(false);
+        other.prove(params, &(0..1usize << params.num_vars).map(|i| BabyBear::new(i as u32)).collect::<Vec<_>>()).expect("warm-up proof");
+        backends.push(other);
+    }
     let inputs: Vec<[Vec<BabyBear>; 2]> = (0..threads)
         .map(|t| {
             let mut rng = StdRng::seed_from_u64(100 + t as u64);
@@ -90,7 +99,7 @@ fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usi
     let mut times: Vec<f64> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let backend = GpuBackend::new(gpu.context().clone());
+                let backend = backends[t % contexts].clone();
                 let inputs = &inputs[t];
                 scope.spawn(move || {
                     let mut times = Vec::with_capacity(reps);
@@ -109,7 +118,7 @@ fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usi
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
     println!(
-        "{params}: {threads} threads x {reps} proofs on one context: {:.1} proofs/s; latency median {:.2} ms, p90 {:.2}, max {:.2}",
+        "{params}: {threads} threads x {reps} proofs on {contexts} context(s): {:.1} proofs/s; latency median {:.2} ms, p90 {:.2}, max {:.2}",
         times.len() as f64 / wall,
         at(0.5),
         at(0.9),

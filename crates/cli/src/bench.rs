@@ -64,6 +64,18 @@ pub struct BenchArgs {
     /// prefix (`PrefixProver`, `Witness::new_interleaved`).
     #[arg(long, value_enum, default_value_t = crate::TableLayout::Suffix, requires = "tables")]
     layout: crate::TableLayout,
+    /// Throughput instead of latency: for each shape, proofs per second with each of these
+    /// numbers of proofs in flight on the GPU (a proof pool sharing one context), their
+    /// latencies and GPU memory, beside Plonky3 proving several at once on the host's cores.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["tables", "plot", "no_gpu"])]
+    concurrency: Vec<usize>,
+    /// With --concurrency: proofs timed at each level (1 to 100000).
+    #[arg(long, default_value_t = 32, requires = "concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    proofs: usize,
+    /// With --concurrency: Plonky3 proofs run in parallel on the host, each count measured (the
+    /// best is the comparison).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency")]
+    plonky3_parallel: Vec<usize>,
 }
 
 const MAX_WARMUP_MS: u64 = 600_000;
@@ -220,6 +232,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
             points: 1,
         })
         .collect();
+    if !args.concurrency.is_empty() {
+        let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
+        if args.plonky3_parallel.contains(&0) {
+            bail!("--plonky3-parallel 0: give counts of at least 1");
+        }
+        let levels = distinct("--concurrency", &args.concurrency);
+        return crate::throughput::run(&grid, &levels, args.proofs, &distinct("--plonky3-parallel", &args.plonky3_parallel), args.gpu_warmup_ms, gpu, json_out.as_ref());
+    }
     let reps = args.reps;
     let pieces = gpu.clone().filter(|_| !args.no_pieces).map(|g| g.with_mode(GpuMode::Pieces));
     let runs_per_cell = reps * (2 + usize::from(gpu.is_some()) + usize::from(pieces.is_some()));

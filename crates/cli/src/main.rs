@@ -4,6 +4,7 @@
 
 mod bench;
 mod output;
+mod throughput;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -224,6 +224,11 @@ impl GpuBackend {
         self.mode
     }
 
+    /// How the resident driver plays the transcript.
+    pub fn driver_options(&self) -> DriverOptions {
+        self.driver
+    }
+
     /// What a resident proof must bind whole, checked against the adapter's binding limit
     /// before any work starts. Codewords and sumcheck tables larger than one binding are split
     /// (column blocks and row chunks, table segments); what is not: the message of a split

@@ -19,6 +19,9 @@ pub enum ProverError {
     /// (`ComparingSteps`): the first step, in the proof's order, whose outputs differ.
     #[error("the backends differ at {step}: {detail}")]
     Mismatch { step: String, detail: String },
+    /// A job of a [`ProofPool`](crate::ProofPool) panicked; the other jobs ran on.
+    #[error("job {job} panicked: {message}")]
+    Panicked { job: usize, message: String },
 }
 
 impl From<whir_gpu::GpuError> for ProverError {

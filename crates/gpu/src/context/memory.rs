@@ -45,9 +45,9 @@ pub(super) struct Pools {
     pub(super) deferred: Mutex<Vec<(std::thread::ThreadId, wgpu::Buffer)>>,
     /// The memory budget in bytes (`GpuOptions::memory_mib`), if any.
     pub(super) memory_budget: Option<u64>,
-    /// The first allocation that went over the budget, with the thread that made it, until a
-    /// `scoped` call on that thread reports it.
-    pub(super) over_budget: Mutex<Option<(std::thread::ThreadId, GpuError)>>,
+    /// The first allocation each thread made over the budget, until a `scoped` call on that
+    /// thread reports it (threads proving at once each hear of their own).
+    pub(super) over_budget: Mutex<Vec<(std::thread::ThreadId, GpuError)>>,
     /// Highest buffer memory the device had allocated (wgpu's counter, sampled whenever it can
     /// have grown), since the context was made or `reset_peak_buffer_bytes`.
     pub(super) peak_buffer_bytes: AtomicU64,
@@ -62,7 +62,7 @@ impl Pools {
             device_pool: BufferPool::new(DEVICE_POOL_PER_SIZE, pool_budget),
             deferred: Mutex::new(Vec::new()),
             memory_budget,
-            over_budget: Mutex::new(None),
+            over_budget: Mutex::new(Vec::new()),
             peak_buffer_bytes: AtomicU64::new(0),
         }
     }
@@ -82,8 +82,11 @@ impl GpuContext {
     /// be; otherwise the overrun is noted and the surrounding `scoped` call fails with it.
     pub(super) fn reserve(&self, what: &str, bytes: u64) {
         if let Err(e) = self.memory().try_reserve(what, bytes) {
-            if let Ok(mut first) = self.pools.over_budget.lock() {
-                first.get_or_insert((std::thread::current().id(), e));
+            let here = std::thread::current().id();
+            if let Ok(mut overruns) = self.pools.over_budget.lock() {
+                if !overruns.iter().any(|(t, _)| *t == here) {
+                    overruns.push((here, e));
+                }
             }
         }
     }

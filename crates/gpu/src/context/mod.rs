@@ -278,7 +278,8 @@ impl GpuContext {
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         let here = std::thread::current().id();
-        if let Some((_, e)) = self.pools.over_budget.lock().ok().and_then(|mut g| g.take_if(|(t, _)| *t == here)) {
+        let overrun = self.pools.over_budget.lock().ok().and_then(|mut g| g.iter().position(|(t, _)| *t == here).map(|at| g.swap_remove(at).1));
+        if let Some(e) = overrun {
             return Err(e);
         }
         if let Some(e) = o {

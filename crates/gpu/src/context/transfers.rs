@@ -87,7 +87,7 @@ pub(super) enum PendingRead {
     /// Read at once (empty, or larger than a transfer chunk).
     Ready(Vec<u32>),
     /// Copied into `staging`, whose map answers on `rx`.
-    Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, rx: MapAnswer },
+    Mapping { staging: wgpu::Buffer, bytes: u64, words: usize, index: wgpu::SubmissionIndex, rx: MapAnswer },
 }
 
 /// Records work for chunk i into the encoder that copies it ([`ReadChunks::before_copy`]).
@@ -189,20 +189,31 @@ impl GpuContext {
         counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
+    /// Whether the GPU has finished submission `index`, without blocking.
+    fn submission_done(&self, index: &wgpu::SubmissionIndex) -> Result<bool> {
+        match self.device.poll(wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: Some(std::time::Duration::ZERO) }) {
+            Ok(_) => Ok(true),
+            Err(wgpu::PollError::Timeout) => Ok(false),
+            Err(e) => Err(GpuError::Device(e.to_string())),
+        }
+    }
+
     /// Blocks until the GPU has finished `index` (or everything), counting the time as waiting.
+    /// It spins first (see `spin_before_blocking`), watching its own submission: with several
+    /// threads proving on the context the queue is seldom empty, and a wait that spun until it
+    /// was would spin its whole allowance every time.
     pub(super) fn wait_for(&self, index: Option<wgpu::SubmissionIndex>) -> Result<()> {
         let started = std::time::Instant::now();
-        // Spinning can only tell when the whole queue is done, which is what every wait here
-        // (on the last submission) needs.
         while started.elapsed() < self.spin {
-            match self.device.poll(wgpu::PollType::Poll) {
-                Ok(status) if status.is_queue_empty() => {
-                    Self::add_time(&self.traffic.counters.wait_ns, started);
-                    return Ok(());
-                }
-                Ok(_) => std::hint::spin_loop(),
-                Err(e) => return Err(GpuError::Device(e.to_string())),
+            let done = match &index {
+                Some(index) => self.submission_done(index)?,
+                None => self.device.poll(wgpu::PollType::Poll).map_err(|e| GpuError::Device(e.to_string()))?.is_queue_empty(),
+            };
+            if done {
+                Self::add_time(&self.traffic.counters.wait_ns, started);
+                return Ok(());
             }
+            std::hint::spin_loop();
         }
         let polled = self.device.poll(wgpu::PollType::Wait { submission_index: index, timeout: None });
         Self::add_time(&self.traffic.counters.wait_ns, started);
@@ -210,7 +221,9 @@ impl GpuContext {
     }
 
     /// Waits for everything submitted, then for the `map_async` callback that sends on `rx`.
-    pub(super) fn wait_for_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+    /// Only for a map whose submission is unknown; [`wait_for_map`](Self::wait_for_map) waits
+    /// for its own.
+    pub(super) fn wait_for_queue_then_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
         self.wait_for(None)?;
         if let Ok(mapped) = rx.try_recv() {
             return Ok(mapped);
@@ -223,13 +236,10 @@ impl GpuContext {
         rx.recv().map_err(|e| GpuError::Map(e.to_string()))
     }
 
-    /// [`wait_for_map`] for a buffer that is most likely idle (pooled staging, its last copy
-    /// long done): its map resolves at the next poll, so this polls without blocking for a
-    /// moment before waiting for the whole queue. Kernels queued since (a column block's
-    /// leaf absorb, ~30 ms at 2^17 Keccak rows) then run while the host fills the upload
-    /// instead of holding it back.
-    ///
-    /// [`wait_for_map`]: Self::wait_for_map
+    /// For a buffer that is most likely idle (pooled staging, its last copy long done): its map
+    /// resolves at the next poll, so this polls without blocking for a moment before waiting
+    /// for the whole queue. Kernels queued since (a column block's leaf absorb, ~30 ms at 2^17
+    /// Keccak rows) then run while the host fills the upload instead of holding it back.
     pub(super) fn wait_for_idle_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
         let started = std::time::Instant::now();
         while started.elapsed() < std::time::Duration::from_millis(2) {
@@ -239,7 +249,7 @@ impl GpuContext {
             }
             std::thread::yield_now();
         }
-        self.wait_for_map(rx)
+        self.wait_for_queue_then_map(rx)
     }
 
     pub(super) fn count_submission(&self) {
@@ -328,8 +338,9 @@ impl GpuContext {
         self.traffic.transfer_chunk.store(bytes.max(4) / 4 * 4, Ordering::Relaxed);
     }
 
-    /// Waits until the submission `index` is done and the map that sends on `rx` has resolved.
-    pub(super) fn wait_for_chunk<T>(&self, index: wgpu::SubmissionIndex, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+    /// Waits until the submission `index` is done and the map that sends on `rx` has resolved
+    /// (not for the work other threads submitted after it).
+    pub(super) fn wait_for_map<T>(&self, index: wgpu::SubmissionIndex, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
         let started = std::time::Instant::now();
         loop {
             match rx.try_recv() {
@@ -390,7 +401,7 @@ impl GpuContext {
                     });
                     let index = index.clone().expect("a reused chunk was submitted");
                     let waited = std::time::Instant::now();
-                    self.wait_for_chunk(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                    self.wait_for_map(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
                     wait_ns += waited.elapsed().as_nanos();
                 }
                 let (buffer, index) = &mut ring[slot];
@@ -584,7 +595,7 @@ impl GpuContext {
             }
             while let Some((i, index, rx)) = pending.pop_front() {
                 let slot = i % CHUNKS_IN_FLIGHT;
-                self.wait_for_chunk(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+                self.wait_for_map(index, &rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
                 first_wait.get_or_insert_with(|| started.elapsed());
                 let range = ranges[i].clone();
                 {
@@ -640,7 +651,7 @@ impl GpuContext {
         }
         let started = std::time::Instant::now();
         let out = match self.start_read(encoder, src, bytes, words)? {
-            PendingRead::Mapping { staging, bytes, words, rx } => self.complete_read(staging, bytes, words, &rx)?,
+            PendingRead::Mapping { staging, bytes, words, index, rx } => self.complete_read(staging, bytes, words, index, &rx)?,
             PendingRead::Ready(words) => words,
         };
         if bytes >= STAGED_MIN_BYTES as u64 {
@@ -664,16 +675,13 @@ impl GpuContext {
         let (staging, _) = self.pools.readback_pool.take(&self.device, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         // Recording errors surface at `finish`: catch them here, on this thread's scopes.
-        self.scoped("submit and read back", || {
-            self.queue_submit(encoder.finish());
-            Ok(())
-        })?;
+        let index = self.scoped("submit and read back", || Ok(self.queue_submit(encoder.finish())))?;
         self.traffic.counters.bytes_down.fetch_add(bytes, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
         staging.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        Ok(PendingRead::Mapping { staging, bytes, words, rx })
+        Ok(PendingRead::Mapping { staging, bytes, words, index, rx })
     }
 
     /// [`submit_and_read`](Self::submit_and_read) whose wait comes later
@@ -693,13 +701,13 @@ impl GpuContext {
         match read {
             PendingRead::Ready(words) => Ok(words),
             // A failure injected for tests strikes at the wait, after the work in between.
-            PendingRead::Mapping { staging, bytes, words, rx } => self.injected_failure().and_then(|()| self.complete_read(staging, bytes, words, &rx)),
+            PendingRead::Mapping { staging, bytes, words, index, rx } => self.injected_failure().and_then(|()| self.complete_read(staging, bytes, words, index, &rx)),
         }
     }
 
     /// Waits for a `start_read`'s map and copies the words out.
-    pub(super) fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, rx: &MapAnswer) -> Result<Vec<u32>> {
-        self.wait_for_map(rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
+    pub(super) fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, index: wgpu::SubmissionIndex, rx: &MapAnswer) -> Result<Vec<u32>> {
+        self.wait_for_map(index, rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
         // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
         let mut out = vec![0u32; words];
         {

@@ -1,0 +1,199 @@
+//! `whir bench --concurrency 1,2,4,8`: proofs per second with N proofs in flight on one GPU
+//! context (a `ProofPool`), the latency of each proof, and the GPU memory each proof in flight
+//! holds, beside Plonky3's own throughput with as many proofs in parallel on the host's cores as
+//! help. Every proof of every level is byte-compared with the same input's proof at the first
+//! level, and one proof per input is checked by the stock verifier.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use p3_baby_bear::BabyBear;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::Serialize;
+use whir_prover::{prove_stock, GpuBackend, Params, PoolOptions, ProofJob, ProofPool};
+
+use crate::output::OutputFile;
+
+/// Distinct inputs proved in turn: enough that no two proofs in flight at once share one, so
+/// the byte-identity check compares proofs made beside different neighbours.
+const INPUTS: usize = 8;
+
+/// What one shape measured.
+#[derive(Serialize)]
+pub struct ThroughputCell {
+    vars: usize,
+    fold: usize,
+    rate: usize,
+    proofs: usize,
+    /// Plonky3's `WhirProver` on the host's cores: proofs/s with K proofs in parallel, per K.
+    plonky3: Vec<Level>,
+    /// The GPU backend through a proof pool: one entry per --concurrency value.
+    gpu: Vec<Level>,
+}
+
+#[derive(Serialize, Clone)]
+struct Level {
+    in_flight: usize,
+    proofs_per_s: f64,
+    latency_p50_ms: f64,
+    latency_p90_ms: f64,
+    latency_max_ms: f64,
+    /// Peak GPU buffer memory over the level (idle pools emptied first, kept during it), per
+    /// proof in flight.
+    gpu_mib_per_proof: Option<f64>,
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+fn level(in_flight: usize, proofs: usize, wall: Duration, mut latencies: Vec<f64>, peak: Option<u64>) -> Level {
+    latencies.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+    Level {
+        in_flight,
+        proofs_per_s: proofs as f64 / wall.as_secs_f64(),
+        latency_p50_ms: quantile(&latencies, 0.5),
+        latency_p90_ms: quantile(&latencies, 0.9),
+        latency_max_ms: quantile(&latencies, 1.0),
+        gpu_mib_per_proof: peak.map(|b| b as f64 / (1u64 << 20) as f64 / in_flight as f64),
+    }
+}
+
+/// Plonky3 proving `proofs` proofs with `k` at once on the host (each itself parallel over the
+/// cores, as `WhirProver` is).
+fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) -> Result<Level> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let started = Instant::now();
+    let latencies: Result<Vec<f64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..k)
+            .map(|_| {
+                scope.spawn(|| -> Result<Vec<f64>> {
+                    let mut times = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= proofs {
+                            return Ok(times);
+                        }
+                        times.push(prove_stock(p, &inputs[i % inputs.len()])?.as_secs_f64() * 1e3);
+                    }
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for w in workers {
+            all.extend(w.join().map_err(|_| anyhow::anyhow!("a Plonky3 prover thread panicked"))??);
+        }
+        Ok(all)
+    });
+    Ok(level(k, proofs, started.elapsed(), latencies?, None))
+}
+
+pub fn run(
+    grid: &[Params],
+    concurrency: &[usize],
+    proofs: usize,
+    plonky3_parallel: &[usize],
+    warmup_ms: u64,
+    gpu: &GpuBackend,
+    json_out: Option<&OutputFile>,
+) -> Result<()> {
+    if concurrency.contains(&0) {
+        bail!("--concurrency 0: each level needs at least one proof in flight");
+    }
+    let mut cells = Vec::new();
+    for p in grid {
+        if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
+            eprintln!("n={} fold={} rate={}: skipped ({e})", p.num_vars, p.fold, p.log_inv_rate);
+            continue;
+        }
+        eprintln!("n={} fold={} rate={}: {proofs} proofs a level", p.num_vars, p.fold, p.log_inv_rate);
+        let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
+        let inputs: Vec<Vec<BabyBear>> = (0..INPUTS).map(|_| (0..1usize << p.num_vars).map(|_| rng.random()).collect()).collect();
+        let jobs = |count: usize| (0..count).map(|i| ProofJob { params: p.clone(), evals: inputs[i % INPUTS].clone() });
+
+        let mut plonky3 = Vec::new();
+        prove_stock(p, &inputs[0])?;
+        for &k in plonky3_parallel {
+            let level = plonky3_level(p, &inputs, k, proofs.max(2 * k))?;
+            eprintln!("  Plonky3, {k} in parallel: {:.2} proofs/s", level.proofs_per_s);
+            plonky3.push(level);
+        }
+
+        // Warm the GPU up (it clocks down while the host proves).
+        let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(concurrency.iter().copied().max().unwrap_or(1)) })?;
+        let until = Instant::now() + Duration::from_millis(warmup_ms);
+        while Instant::now() < until {
+            for out in pool.prove_many(jobs(pool.in_flight())) {
+                out?;
+            }
+        }
+
+        let mut reference: Vec<Option<Vec<u8>>> = vec![None; INPUTS];
+        let mut levels = Vec::new();
+        for &n in concurrency {
+            let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(n) })?;
+            let memory = gpu.context().memory();
+            memory.trim_pools();
+            memory.reset_peak_buffer_bytes();
+            let started = Instant::now();
+            let outputs = pool.prove_many(jobs(proofs));
+            let wall = started.elapsed();
+            let peak = memory.peak_buffer_bytes();
+            let mut latencies = Vec::with_capacity(proofs);
+            for (i, out) in outputs.into_iter().enumerate() {
+                let out = out.with_context(|| format!("proof {i} with {n} in flight"))?;
+                if out.path != "gpu" {
+                    bail!("proof {i} with {n} in flight was made on the {} path, not the GPU's", out.path);
+                }
+                match &reference[i % INPUTS] {
+                    None => {
+                        out.proof_file(p).verify(p).with_context(|| format!("the stock verifier rejected proof {i} with {n} in flight"))?;
+                        reference[i % INPUTS] = Some(out.proof.clone());
+                    }
+                    Some(bytes) if *bytes != out.proof => bail!("proof {i} with {n} in flight differs from the same input's proof made before"),
+                    Some(_) => {}
+                }
+                latencies.push(out.total().as_secs_f64() * 1e3);
+            }
+            let level = level(n, proofs, wall, latencies, peak);
+            eprintln!("  GPU, {n} in flight: {:.2} proofs/s, latency p50 {:.1} ms", level.proofs_per_s, level.latency_p50_ms);
+            levels.push(level);
+        }
+        cells.push(ThroughputCell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, proofs, plonky3, gpu: levels });
+        if let Some(out) = json_out {
+            out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
+        }
+    }
+    if cells.is_empty() {
+        bail!("every shape of the grid was skipped as infeasible; nothing was measured");
+    }
+    print_table(&cells);
+    Ok(())
+}
+
+fn print_table(cells: &[ThroughputCell]) {
+    println!("| n | fold | rate | in flight | GPU proofs/s | vs 1 in flight | latency p50 / p90 / max ms | GPU MiB per proof in flight | Plonky3 best proofs/s (in parallel) | GPU / Plonky3 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for c in cells {
+        let best = c.plonky3.iter().max_by(|a, b| a.proofs_per_s.total_cmp(&b.proofs_per_s));
+        let one = c.gpu.iter().find(|l| l.in_flight == 1).or(c.gpu.first()).map(|l| l.proofs_per_s);
+        for l in &c.gpu {
+            println!(
+                "| {} | {} | {} | {} | {:.1} | {} | {:.1} / {:.1} / {:.1} | {} | {} | {} |",
+                c.vars,
+                c.fold,
+                c.rate,
+                l.in_flight,
+                l.proofs_per_s,
+                one.map_or("-".into(), |o| format!("{:.2}x", l.proofs_per_s / o)),
+                l.latency_p50_ms,
+                l.latency_p90_ms,
+                l.latency_max_ms,
+                l.gpu_mib_per_proof.map_or("-".into(), |m| format!("{m:.0}")),
+                best.map_or("-".into(), |b| format!("{:.2} ({})", b.proofs_per_s, b.in_flight)),
+                best.map_or("-".into(), |b| format!("{:.1}x", l.proofs_per_s / b.proofs_per_s)),
+            );
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Several proofs (or PCS commits and openings) in flight on one GPU context: a [`ProofPool`]
+//! takes a stream of jobs, runs up to N of them at once on threads that share the context, admits
+//! each only when its estimated GPU memory fits the context's budget beside the jobs already
+//! running, and hands the results back in the order the jobs came.
+//!
+//! What it buys (measured on the H200, BENCHMARKS.md): a proof's host work and round trips are
+//! covered by the other proofs' GPU work, so the device's queue stays busy. One queue runs the
+//! proofs' kernels one after another, so the gain stops where the queue is full: a resident
+//! proof at 2^24 keeps it busy ~35 ms of its ~50.
+
+use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+
+use whir_gpu::{AdapterSummary, GpuError};
+
+use crate::backend::{estimated_gpu_bytes, Backend, GpuBackend, ProverOutput};
+use crate::error::ProverError;
+use crate::{Params, F};
+
+/// Proofs in flight at once on a hardware adapter when the caller does not say: past four the
+/// H200's one queue gives no more proofs per second (n = 20 to 24), only longer latencies.
+pub const DEFAULT_IN_FLIGHT: usize = 4;
+
+/// Proofs in flight by default on `adapter`: one on a software renderer (its "GPU" is the host's
+/// cores, which one proof already fills), [`DEFAULT_IN_FLIGHT`] on hardware.
+pub fn default_in_flight(adapter: &AdapterSummary) -> usize {
+    if adapter.is_software() {
+        1
+    } else {
+        DEFAULT_IN_FLIGHT
+    }
+}
+
+/// How a [`ProofPool`] runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Jobs in flight at once (at least 1); `None`: [`default_in_flight`] for the adapter.
+    pub in_flight: Option<usize>,
+}
+
+/// One proof for [`ProofPool::prove_many`]: its parameters and its 2^n evaluations.
+#[derive(Clone, Debug)]
+pub struct ProofJob {
+    pub params: Params,
+    pub evals: Vec<F>,
+}
+
+/// Keeps up to N jobs in flight on one [`GpuBackend`]'s context (see the module docs).
+///
+/// ```no_run
+/// # use whir_prover::{GpuBackend, PoolOptions, ProofJob, ProofPool, Params};
+/// let pool = ProofPool::new(GpuBackend::open_default()?, PoolOptions::default())?;
+/// let jobs: Vec<ProofJob> = vec![]; // your polynomials
+/// for (i, proof) in pool.prove_many(jobs).into_iter().enumerate() {
+///     let proof = proof?; // each job's own result: one failure leaves the others alone
+/// #   let _ = (i, proof);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ProofPool {
+    backend: GpuBackend,
+    in_flight: usize,
+    admission: Admission,
+}
+
+impl ProofPool {
+    /// A pool over `backend`'s context, admitting jobs against the context's memory budget
+    /// (`GpuOptions::memory_mib`; none: jobs are admitted by count alone).
+    pub fn new(backend: GpuBackend, options: PoolOptions) -> Result<Self, ProverError> {
+        let in_flight = match options.in_flight {
+            Some(0) => return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into())),
+            Some(n) => n,
+            None => default_in_flight(backend.context().summary()),
+        };
+        let budget = backend.context().memory().budget();
+        Ok(Self { backend, in_flight, admission: Admission::new(budget) })
+    }
+
+    /// Jobs run at once.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    pub fn backend(&self) -> &GpuBackend {
+        &self.backend
+    }
+
+    /// Proves every job, up to [`in_flight`](Self::in_flight) at once, each admitted when its
+    /// estimated peak ([`estimated_gpu_bytes`]) fits the budget beside the proofs running; the
+    /// results in the jobs' order. Each job's result is its own: a bad input, a GPU failure (a
+    /// proof the GPU cannot make is made on the CPU, as [`GpuBackend`]'s `prove` does) or a
+    /// panic reaches that job's slot alone. A proof refused for the budget while others ran is
+    /// tried again alone before it is reported.
+    pub fn prove_many(&self, jobs: impl IntoIterator<Item = ProofJob, IntoIter: Send>) -> Vec<Result<ProverOutput, ProverError>> {
+        let (tuning, driver) = (self.backend.context().tuning().clone(), self.backend.driver_options());
+        self.run_many(jobs, |job| estimated_gpu_bytes(&job.params, &tuning, &driver), |backend, job| backend.prove(&job.params, &job.evals))
+    }
+
+    /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`), up to
+    /// [`in_flight`](Self::in_flight) at once, each admitted when `estimate(job)` bytes of GPU
+    /// memory fit the budget beside the jobs running; the results in the jobs' order.
+    pub fn run_many<J: Send, R: Send>(
+        &self,
+        jobs: impl IntoIterator<Item = J, IntoIter: Send>,
+        estimate: impl Fn(&J) -> u64 + Sync,
+        work: impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync,
+    ) -> Vec<Result<R, ProverError>> {
+        let mut out = Vec::new();
+        self.run_ordered(jobs, estimate, work, |_, result| out.push(result));
+        out
+    }
+
+    /// [`run_many`](Self::run_many) handing each result to `sink(index, result)` as soon as it
+    /// and every result before it are done, in the jobs' order: for a stream of jobs whose
+    /// results are written out as they come (a proving service). Jobs are taken from `jobs` only
+    /// as a slot frees, so a long stream is never held in memory at once.
+    pub fn run_ordered<J: Send, R: Send>(
+        &self,
+        jobs: impl IntoIterator<Item = J, IntoIter: Send>,
+        estimate: impl Fn(&J) -> u64 + Sync,
+        work: impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync,
+        mut sink: impl FnMut(usize, Result<R, ProverError>),
+    ) {
+        let next = Mutex::new(jobs.into_iter().enumerate());
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<R, ProverError>)>();
+        std::thread::scope(|scope| {
+            for _ in 0..self.in_flight {
+                let (tx, next, estimate, work) = (tx.clone(), &next, &estimate, &work);
+                scope.spawn(move || loop {
+                    // The lock is held only to take the next job, never across its work.
+                    let taken = next.lock().map(|mut jobs| jobs.next());
+                    let Ok(Some((index, job))) = taken else { break };
+                    let result = self.run_one(index, &job, estimate(&job), work);
+                    if tx.send((index, result)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            // Results come back in any order; each is handed on once all before it are.
+            let mut waiting = BTreeMap::new();
+            let mut due = 0;
+            for (index, result) in rx {
+                waiting.insert(index, result);
+                while let Some(result) = waiting.remove(&due) {
+                    sink(due, result);
+                    due += 1;
+                }
+            }
+        });
+    }
+
+    /// One job: admitted, run (a panic caught as its error), and run again alone if the budget
+    /// refused it while others held memory.
+    fn run_one<J, R>(&self, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
+        let run = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&self.backend, job)))
+                .unwrap_or_else(|panic| Err(ProverError::Panicked { job: index, message: panic_message(&*panic) }))
+        };
+        let ticket = self.admission.admit(index, bytes)?;
+        let shared = ticket.shared();
+        let result = run();
+        drop(ticket);
+        match result {
+            Err(ProverError::Gpu(GpuError::OverBudget { .. })) if shared => {
+                tracing::debug!(job = index, "refused for the memory budget beside other jobs; running it alone");
+                let _alone = self.admission.admit_alone();
+                run()
+            }
+            other => other,
+        }
+    }
+}
+
+// Threads share the pool, its backend and the context under it.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<ProofPool>();
+};
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
+}
+
+/// Admission by memory: the bytes the running jobs are estimated to need, under the budget.
+struct Admission {
+    budget: Option<u64>,
+    reserved: Mutex<Reserved>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct Reserved {
+    bytes: u64,
+    jobs: usize,
+}
+
+/// A job's place in the budget, given back when dropped.
+struct Ticket<'a> {
+    admission: &'a Admission,
+    bytes: u64,
+    /// Whether other jobs ran beside it when it was admitted or may be admitted while it runs.
+    shared: bool,
+}
+
+impl Ticket<'_> {
+    fn shared(&self) -> bool {
+        self.shared
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        let mut reserved = self.admission.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        reserved.bytes -= self.bytes;
+        reserved.jobs -= 1;
+        self.admission.freed.notify_all();
+    }
+}
+
+impl Admission {
+    fn new(budget: Option<u64>) -> Self {
+        Self { budget, reserved: Mutex::new(Reserved::default()), freed: Condvar::new() }
+    }
+
+    /// Waits until `bytes` fit beside the jobs running; an error at once for a job that could
+    /// never fit the budget.
+    fn admit(&self, job: usize, bytes: u64) -> Result<Ticket<'_>, ProverError> {
+        let Some(budget) = self.budget else {
+            let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+            reserved.jobs += 1;
+            return Ok(Ticket { admission: self, bytes: 0, shared: true });
+        };
+        if bytes > budget {
+            return Err(ProverError::Gpu(GpuError::OverBudget { what: format!("job {job} of the proof pool (estimated peak)"), needed_mib: mib(bytes), budget_mib: mib(budget) }));
+        }
+        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        while reserved.bytes + bytes > budget {
+            reserved = self.freed.wait(reserved).unwrap_or_else(|p| p.into_inner());
+        }
+        reserved.bytes += bytes;
+        reserved.jobs += 1;
+        // Alone only if it takes the whole budget, so nothing can join it.
+        let shared = reserved.jobs > 1 || bytes < budget;
+        Ok(Ticket { admission: self, bytes, shared })
+    }
+
+    /// Waits until no job runs and takes the whole budget.
+    fn admit_alone(&self) -> Ticket<'_> {
+        let budget = self.budget.unwrap_or(u64::MAX);
+        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        while reserved.jobs > 0 {
+            reserved = self.freed.wait(reserved).unwrap_or_else(|p| p.into_inner());
+        }
+        reserved.bytes += budget;
+        reserved.jobs += 1;
+        Ticket { admission: self, bytes: budget, shared: false }
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}

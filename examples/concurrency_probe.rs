@@ -1,0 +1,62 @@
+//! What several threads get from one GPU context, or from contexts of their own on the same
+//! adapter, on the two kinds of work a resident proof is made of: round trips (a small
+//! dispatch, then an 8-word readback waited for) and chains of dependent dispatches (each
+//! Poseidon2-permuting the states the one before wrote, as a transcript kernel or a late
+//! small round does). `concurrency_probe roundtrip|chain STATES DISPATCHES REPS` with
+//! `PROBE_THREADS=T` and `PROBE_CONTEXTS=C` (threads spread over C contexts): prints the
+//! operations per second of all threads together, so that T threads on one context can be set
+//! beside one thread (is the work serialised?) and beside C contexts (is the queue the limit?).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use whir_wgpu::gpu::{GpuContext, GpuPoseidon2, Poseidon2Constants};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().map_or("chain", String::as_str).to_string();
+    let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (states, dispatches, reps) = (num(1, 64), num(2, 64), num(3, 50));
+    let (threads, contexts) = (env("PROBE_THREADS", 1), env("PROBE_CONTEXTS", 1));
+    let perms: Vec<Arc<GpuPoseidon2>> = (0..contexts)
+        .map(|_| Arc::new(GpuPoseidon2::new(Arc::new(GpuContext::new_default().expect("GPU")), Poseidon2Constants::default_babybear())))
+        .collect();
+    let run = |perm: &GpuPoseidon2, reps: usize| {
+        let ctx = perm.context();
+        let (a, b) = (ctx.storage("probe a", states * 16), ctx.storage("probe b", states * 16));
+        for _ in 0..reps {
+            let mut encoder = ctx.encoder("probe");
+            let steps = if mode == "roundtrip" { 1 } else { dispatches };
+            for step in 0..steps {
+                let (from, to) = if step % 2 == 0 { (&a, &b) } else { (&b, &a) };
+                perm.record_permute(&mut encoder, from, to, states).expect("record");
+            }
+            ctx.submit_and_read(encoder, &a, 8).expect("read back");
+        }
+    };
+    // Warm up every context (pipelines built, clocks up).
+    for perm in &perms {
+        run(perm, 5);
+    }
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let perm = perms[t % contexts].clone();
+            let run = &run;
+            scope.spawn(move || run(&perm, reps));
+        }
+    });
+    let secs = started.elapsed().as_secs_f64();
+    let per_batch = if mode == "roundtrip" { 1 } else { dispatches };
+    let batches = (threads * reps) as f64;
+    println!(
+        "{mode} states {states} x {per_batch} dispatches, {threads} threads on {contexts} context(s): {:.0} batches/s, {:.0} dispatches/s, {:.1} us a batch per thread",
+        batches / secs,
+        batches * per_batch as f64 / secs,
+        secs * 1e6 / reps as f64
+    );
+}

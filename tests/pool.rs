@@ -1,0 +1,213 @@
+//! Several proofs in flight on one context (`ProofPool`): each proof is byte for byte the proof
+//! made alone and the stock verifier accepts it; PCS commits and openings run through the pool
+//! likewise; a stress run with more jobs than slots keeps a GPU failure, a bad input and a panic
+//! each to its own job; the memory budget caps how many run at once and refuses at once a job
+//! that could never fit.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use p3_commit::MultilinearPcs;
+use p3_sumcheck::layout::Witness;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use whir_wgpu::gpu::{GpuError, GpuOptions};
+use whir_wgpu::prover::{
+    estimated_gpu_bytes, random_tables, Backend, DriverOptions, GpuBackend, Params, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness, Workload,
+};
+
+fn params(num_vars: usize, fold: usize, log_inv_rate: usize) -> Params {
+    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1 }
+}
+
+/// Random jobs of mixed shapes (n 8 to 11, folds 1 to 4, rates 1 and 2).
+fn jobs(rng: &mut StdRng, count: usize) -> Vec<ProofJob> {
+    (0..count)
+        .map(|_| {
+            let p = params(rng.random_range(8..=11), rng.random_range(1..=4), rng.random_range(1..=2));
+            let evals = common::random_vec(rng, 1 << p.num_vars);
+            ProofJob { params: p, evals }
+        })
+        .collect()
+}
+
+/// Each job proved alone, one after another: the proof bytes.
+fn alone(backend: &GpuBackend, jobs: &[ProofJob]) -> Vec<Vec<u8>> {
+    jobs.iter().map(|j| backend.prove(&j.params, &j.evals).expect("a lone proof").proof).collect()
+}
+
+#[test]
+fn proofs_in_flight_together_are_the_lone_proofs_and_verify() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let backend = GpuBackend::new(ctx.clone());
+        let jobs = jobs(&mut rng, 8);
+        let lone = alone(&backend, &jobs);
+        let pool = ProofPool::new(backend, PoolOptions { in_flight: Some(4) }).unwrap();
+        assert_eq!(pool.in_flight(), 4);
+        let outputs = pool.prove_many(jobs.clone());
+        assert_eq!(outputs.len(), jobs.len());
+        for (i, (out, job)) in outputs.into_iter().zip(&jobs).enumerate() {
+            let out = out.unwrap_or_else(|e| panic!("job {i} ({:?}): {e}", job.params));
+            assert_eq!(out.path, "gpu", "job {i} on {:?}", ctx.mul_variant());
+            assert!(out.proof == lone[i], "job {i} ({:?}) made beside others differs from its lone proof", job.params);
+            out.proof_file(&job.params).verify(&job.params).unwrap_or_else(|e| panic!("job {i}: the stock verifier rejected it: {e}"));
+        }
+    }
+}
+
+#[test]
+fn pcs_commits_and_openings_in_flight_are_the_lone_ones() {
+    let workload = Workload::parse("9x3,2*7x2,5x1").unwrap();
+    let base = params(0, 2, 1);
+    let p = workload.params(&base);
+    let config = p.config::<whir_wgpu::gpu::GpuChallenger>().unwrap();
+    let mut rng = common::rng();
+    let seeds: Vec<u64> = (0..6).map(|_| rng.random()).collect();
+    for ctx in common::contexts() {
+        let backend = GpuBackend::new(ctx);
+        let prove = |backend: &GpuBackend, seed: &u64| -> Result<Vec<u8>, ProverError> {
+            let tables = random_tables(&workload, &mut StdRng::seed_from_u64(*seed));
+            let pcs = backend.pcs(config.clone())?;
+            let mut challenger = backend.challenger();
+            let (root, data) = pcs.commit(Witness::new(tables, base.fold), &mut challenger)?;
+            let proof = pcs.open(data, workload.protocol(base.fold), &mut challenger)?;
+            Ok(ProofFile::new_tables(&p, workload.clone(), root, postcard::to_allocvec(&proof).unwrap()).to_bytes())
+        };
+        let lone: Vec<Vec<u8>> = seeds.iter().map(|s| prove(&backend, s).unwrap()).collect();
+        let pool = ProofPool::new(backend, PoolOptions { in_flight: Some(3) }).unwrap();
+        let together = pool.run_many(seeds.clone(), |_| 0, prove);
+        for (i, (file, lone)) in together.into_iter().zip(&lone).enumerate() {
+            let file = file.unwrap();
+            assert!(file == *lone, "PCS job {i} made beside others differs from its lone proof");
+            ProofFile::from_bytes(&file).and_then(|f| f.verify_tables(&p, &workload)).unwrap_or_else(|e| panic!("PCS job {i}: {e}"));
+        }
+    }
+}
+
+/// What the stress run does to a job.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fate {
+    Prove,
+    /// Its GPU readbacks fail (on its thread alone): proved on the CPU instead, same bytes.
+    DeviceFails,
+    /// Given the wrong number of evaluations.
+    BadInput,
+    Panics,
+}
+
+#[test]
+fn a_stress_run_keeps_each_failure_to_its_own_job() {
+    let mut rng = common::rng();
+    // A context of its own: the faults injected here must not reach other tests' proofs.
+    let Some(ctx) = common::fresh_contexts().into_iter().next() else { return };
+    let backend = GpuBackend::new(ctx.clone());
+    let jobs = jobs(&mut rng, 14);
+    let lone = alone(&backend, &jobs);
+    let mut fates = vec![Fate::Prove; jobs.len()];
+    for (at, fate) in [(2, Fate::DeviceFails), (5, Fate::BadInput), (6, Fate::Panics), (11, Fate::DeviceFails)] {
+        fates[at] = fate;
+    }
+    let work: Vec<(ProofJob, Fate)> = jobs.iter().cloned().zip(fates.iter().copied()).collect();
+    // More jobs than slots, more threads than the default: every slot is reused.
+    let pool = ProofPool::new(backend, PoolOptions { in_flight: Some(5) }).unwrap();
+    let outputs = pool.run_many(
+        work,
+        |_| 0,
+        |backend, (job, fate)| match fate {
+            Fate::Prove => backend.prove(&job.params, &job.evals),
+            Fate::DeviceFails => {
+                backend.context().fail_readbacks_on_this_thread(1, 1_000);
+                let out = backend.prove(&job.params, &job.evals);
+                backend.context().fail_readbacks_on_this_thread(0, 0);
+                out
+            }
+            Fate::BadInput => backend.prove(&job.params, &job.evals[1..]),
+            Fate::Panics => panic!("job with a bug"),
+        },
+    );
+    for (i, out) in outputs.into_iter().enumerate() {
+        match (fates[i], out) {
+            (Fate::Prove, Ok(out)) => {
+                assert_eq!(out.path, "gpu", "job {i}: a failure elsewhere reached it");
+                assert!(out.proof == lone[i], "job {i} differs from its lone proof");
+            }
+            (Fate::DeviceFails, Ok(out)) => {
+                assert_eq!(out.path, "cpu (fallback)", "job {i}: its injected failure did not strike");
+                assert!(out.proof == lone[i], "job {i}'s CPU fallback differs from its lone proof");
+                out.proof_file(&jobs[i].params).verify(&jobs[i].params).unwrap();
+            }
+            (Fate::BadInput, Err(e)) => {
+                let text = e.to_string();
+                assert!(text.contains("evaluations given for n ="), "job {i}: {text}");
+            }
+            (Fate::Panics, Err(ProverError::Panicked { job, message })) => {
+                assert_eq!((job, message.as_str()), (i, "job with a bug"));
+            }
+            (fate, out) => panic!("job {i} ({fate:?}): unexpected {:?}", out.map(|o| o.path)),
+        }
+    }
+    assert_eq!(ctx.injected_failures_left(), 0, "no fault was left over for other threads");
+}
+
+#[test]
+fn the_budget_caps_the_jobs_running_and_refuses_one_that_never_fits() {
+    let Some(first) = common::contexts().into_iter().next() else { return };
+    let small = params(9, 2, 1);
+    let estimate = estimated_gpu_bytes(&small, first.tuning(), &DriverOptions::default());
+    // Room for two of them at once, not three.
+    let budget_mib = (estimate * 5 / 2).div_ceil(1 << 20);
+    let options = GpuOptions { memory_mib: Some(budget_mib), ..common::options_for(first.mul_variant()) };
+    let Some(ctx) = common::open_with(options) else { return };
+    let pool = ProofPool::new(GpuBackend::new(ctx.clone()), PoolOptions { in_flight: Some(4) }).unwrap();
+
+    let mut rng = common::rng();
+    let mut jobs: Vec<ProofJob> = (0..6).map(|_| ProofJob { params: small.clone(), evals: common::random_vec(&mut rng, 1 << small.num_vars) }).collect();
+    // Its estimate alone is over the budget: refused before its (absent) input is looked at.
+    jobs.insert(3, ProofJob { params: params(22, 1, 1), evals: Vec::new() });
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (tuning, driver) = (ctx.tuning().clone(), DriverOptions::default());
+    let outputs = pool.run_many(
+        jobs.clone(),
+        |job| estimated_gpu_bytes(&job.params, &tuning, &driver),
+        |backend, job| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            let out = backend.prove(&job.params, &job.evals);
+            running.fetch_sub(1, Ordering::SeqCst);
+            out
+        },
+    );
+    assert!(most.load(Ordering::SeqCst) <= 2, "{} jobs ran at once under a budget for two", most.load(Ordering::SeqCst));
+    for (i, out) in outputs.into_iter().enumerate() {
+        if i == 3 {
+            match out {
+                Err(ProverError::Gpu(GpuError::OverBudget { what, .. })) => assert!(what.contains("job 3"), "{what}"),
+                other => panic!("the oversized job: {:?}", other.map(|o| o.path)),
+            }
+            continue;
+        }
+        let out = out.unwrap_or_else(|e| panic!("job {i}: {e}"));
+        assert_eq!(out.path, "gpu");
+        out.proof_file(&jobs[i].params).verify(&jobs[i].params).unwrap();
+    }
+    if let Some(peak) = ctx.memory().peak_buffer_bytes() {
+        assert!(peak <= budget_mib << 20, "peak {peak} bytes over the {budget_mib} MiB budget");
+    }
+}
+
+#[test]
+fn pool_options_are_checked_and_the_default_follows_the_adapter() {
+    let Some(ctx) = common::contexts().into_iter().next() else { return };
+    let backend = GpuBackend::new(ctx.clone());
+    let err = ProofPool::new(backend.clone(), PoolOptions { in_flight: Some(0) }).err().expect("0 in flight refused").to_string();
+    assert!(err.contains("at least one job in flight"), "{err}");
+    let pool = ProofPool::new(backend, PoolOptions::default()).unwrap();
+    let expected = if ctx.summary().is_software() { 1 } else { whir_wgpu::prover::DEFAULT_IN_FLIGHT };
+    assert_eq!(pool.in_flight(), expected);
+    // Nothing to do is no error.
+    assert!(pool.prove_many(Vec::new()).is_empty());
+}
