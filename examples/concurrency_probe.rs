@@ -6,6 +6,8 @@
 //! `PROBE_THREADS=T` and `PROBE_CONTEXTS=C` (threads spread over C contexts): prints the
 //! operations per second of all threads together, so that T threads on one context can be set
 //! beside one thread (is the work serialised?) and beside C contexts (is the queue the limit?).
+//! `independent` records the same dispatches on buffers of their own (nothing to wait for
+//! between them); `PROBE_PROFILE=1` (one thread) adds the GPU time per dispatch from timestamps.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,11 +30,16 @@ fn main() {
     let run = |perm: &GpuPoseidon2, reps: usize| {
         let ctx = perm.context();
         let (a, b) = (ctx.storage("probe a", states * 16), ctx.storage("probe b", states * 16));
+        let pairs: Vec<_> = (0..if mode == "independent" { dispatches } else { 0 }).map(|_| (ctx.storage("probe in", states * 16), ctx.storage("probe out", states * 16))).collect();
         for _ in 0..reps {
             let mut encoder = ctx.encoder("probe");
             let steps = if mode == "roundtrip" { 1 } else { dispatches };
             for step in 0..steps {
-                let (from, to) = if step % 2 == 0 { (&a, &b) } else { (&b, &a) };
+                let (from, to) = match pairs.get(step) {
+                    Some((from, to)) => (from, to),
+                    None if step % 2 == 0 => (&a, &b),
+                    None => (&b, &a),
+                };
                 perm.record_permute(&mut encoder, from, to, states).expect("record");
             }
             ctx.submit_and_read(encoder, &a, 8).expect("read back");
@@ -42,6 +49,7 @@ fn main() {
     for perm in &perms {
         run(perm, 5);
     }
+    let profile = std::env::var("PROBE_PROFILE").is_ok_and(|v| v == "1") && perms[0].context().profiler().begin();
     let started = Instant::now();
     std::thread::scope(|scope| {
         for t in 0..threads {
@@ -51,6 +59,12 @@ fn main() {
         }
     });
     let secs = started.elapsed().as_secs_f64();
+    if profile {
+        let spans = perms[0].context().profiler().end().expect("profile").unwrap_or_default();
+        let gpu: f64 = spans.iter().map(|s| s.gpu.as_secs_f64()).sum();
+        let per_batch = if mode == "roundtrip" { 1 } else { dispatches };
+        println!("GPU time {:.3} us a dispatch ({:.1} us a submission)", gpu * 1e6 / (threads * reps * per_batch) as f64, gpu * 1e6 / (threads * reps) as f64);
+    }
     let per_batch = if mode == "roundtrip" { 1 } else { dispatches };
     let batches = (threads * reps) as f64;
     println!(

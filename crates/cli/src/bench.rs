@@ -69,7 +69,8 @@ pub struct BenchArgs {
     /// latencies and GPU memory, beside Plonky3 proving several at once on the host's cores.
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["tables", "plot", "no_gpu"])]
     concurrency: Vec<usize>,
-    /// With --concurrency: proofs timed at each level (1 to 100000).
+    /// With --concurrency: proofs timed at each GPU level (1 to 100000); Plonky3 proves a
+    /// quarter as many at each of its levels (at least two rounds).
     #[arg(long, default_value_t = 32, requires = "concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     proofs: usize,
     /// With --concurrency: Plonky3 proofs run in parallel on the host, each count measured (the
@@ -182,6 +183,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         return run_tables(&args, spec);
     }
     let soundness = Soundness::parse(&args.security.soundness)?;
+    if args.concurrency.contains(&0) {
+        bail!("--concurrency 0: each level needs at least one proof in flight");
+    }
+    if args.plonky3_parallel.contains(&0) {
+        bail!("--plonky3-parallel 0: give counts of at least 1");
+    }
     // Output paths are checked before the first proof; an existing file needs --force.
     let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
     let plot_out = args.plot.as_deref().map(|p| OutputFile::prepare(p, "--plot", args.force, &[])).transpose()?;
@@ -234,9 +241,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .collect();
     if !args.concurrency.is_empty() {
         let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
-        if args.plonky3_parallel.contains(&0) {
-            bail!("--plonky3-parallel 0: give counts of at least 1");
-        }
         let levels = distinct("--concurrency", &args.concurrency);
         return crate::throughput::run(&grid, &levels, args.proofs, &distinct("--plonky3-parallel", &args.plonky3_parallel), args.gpu_warmup_ms, gpu, json_out.as_ref());
     }

@@ -11,7 +11,7 @@ use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use whir_prover::{prove_stock, GpuBackend, Params, PoolOptions, ProofJob, ProofPool};
+use whir_prover::{estimated_gpu_bytes, prove_stock, Backend, GpuBackend, Params, PoolOptions, ProofPool};
 
 use crate::output::OutputFile;
 
@@ -39,8 +39,8 @@ struct Level {
     latency_p50_ms: f64,
     latency_p90_ms: f64,
     latency_max_ms: f64,
-    /// Peak GPU buffer memory over the level (idle pools emptied first, kept during it), per
-    /// proof in flight.
+    /// Peak GPU buffer memory of 2N untimed proofs at this level from empty pools (pools kept
+    /// while they run), per proof in flight.
     gpu_mib_per_proof: Option<f64>,
 }
 
@@ -98,9 +98,6 @@ pub fn run(
     gpu: &GpuBackend,
     json_out: Option<&OutputFile>,
 ) -> Result<()> {
-    if concurrency.contains(&0) {
-        bail!("--concurrency 0: each level needs at least one proof in flight");
-    }
     let mut cells = Vec::new();
     for p in grid {
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
@@ -110,12 +107,17 @@ pub fn run(
         eprintln!("n={} fold={} rate={}: {proofs} proofs a level", p.num_vars, p.fold, p.log_inv_rate);
         let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
         let inputs: Vec<Vec<BabyBear>> = (0..INPUTS).map(|_| (0..1usize << p.num_vars).map(|_| rng.random()).collect()).collect();
-        let jobs = |count: usize| (0..count).map(|i| ProofJob { params: p.clone(), evals: inputs[i % INPUTS].clone() });
+        // Jobs name their input rather than own a copy: copying 2^n words for each job (taken
+        // under the pool's job lock) would be timed as part of the GPU's throughput.
+        let estimate = estimated_gpu_bytes(p, gpu.context().tuning(), &gpu.driver_options());
+        let prove_all = |pool: &ProofPool, count: usize| pool.run_many(0..count, |_| estimate, |backend, &i| backend.prove(p, &inputs[i % INPUTS]));
 
         let mut plonky3 = Vec::new();
         prove_stock(p, &inputs[0])?;
         for &k in plonky3_parallel {
-            let level = plonky3_level(p, &inputs, k, proofs.max(2 * k))?;
+            // A quarter as many as the GPU's levels (each takes tens of times longer), and at
+            // least two rounds of the K in parallel.
+            let level = plonky3_level(p, &inputs, k, (proofs / 4).max(2 * k))?;
             eprintln!("  Plonky3, {k} in parallel: {:.2} proofs/s", level.proofs_per_s);
             plonky3.push(level);
         }
@@ -124,7 +126,7 @@ pub fn run(
         let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(concurrency.iter().copied().max().unwrap_or(1)) })?;
         let until = Instant::now() + Duration::from_millis(warmup_ms);
         while Instant::now() < until {
-            for out in pool.prove_many(jobs(pool.in_flight())) {
+            for out in prove_all(&pool, pool.in_flight()) {
                 out?;
             }
         }
@@ -133,13 +135,19 @@ pub fn run(
         let mut levels = Vec::new();
         for &n in concurrency {
             let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(n) })?;
+            // Untimed first: 2N proofs from empty pools, whose high-water mark is the level's
+            // memory, and which leave the pools holding what the level reuses (a fresh buffer
+            // costs ~100 ms per GiB on NVIDIA); the timed proofs are the steady state.
             let memory = gpu.context().memory();
             memory.trim_pools();
             memory.reset_peak_buffer_bytes();
-            let started = Instant::now();
-            let outputs = pool.prove_many(jobs(proofs));
-            let wall = started.elapsed();
+            for out in prove_all(&pool, 2 * n) {
+                out?;
+            }
             let peak = memory.peak_buffer_bytes();
+            let started = Instant::now();
+            let outputs = prove_all(&pool, proofs);
+            let wall = started.elapsed();
             let mut latencies = Vec::with_capacity(proofs);
             for (i, out) in outputs.into_iter().enumerate() {
                 let out = out.with_context(|| format!("proof {i} with {n} in flight"))?;

@@ -7,6 +7,19 @@ fn whir(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_whir")).args(args).env("XDG_RUNTIME_DIR", std::env::temp_dir()).output().expect("run whir")
 }
 
+/// Runs a `whir` command that needs the GPU and returns its stdout; None (the test skips) where it
+/// failed for want of a GPU outside CI, a test failure on any other failure.
+fn gpu_run(args: &[&str]) -> Option<String> {
+    let out = whir(args);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() && stderr.contains("GPU") && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: no GPU backend ({stderr})");
+        return None;
+    }
+    assert!(out.status.success(), "{stdout}{stderr}");
+    Some(stdout.into_owned())
+}
+
 #[test]
 fn prove_verify_and_reject() {
     let dir = std::env::temp_dir().join(format!("whir-cli-test-{}", std::process::id()));
@@ -92,19 +105,41 @@ fn gpu_proofs_report_rounds_gpu_time_and_peak_memory() {
 #[test]
 fn bench_tables_compares_the_gpu_pcs_with_plonky3() {
     let args = ["bench", "--tables", "6x3,2*5x2,3x17", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--reps", "1", "--gpu-warmup-ms", "0"];
-    let out = whir(&args);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() && stderr.contains("GPU") && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
-        eprintln!("skipping: no GPU backend ({stderr})");
-        return;
-    }
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let Some(stdout) = gpu_run(&args) else { return };
     let row = stdout.lines().find(|l| l.starts_with("| 4 |")).unwrap_or_else(|| panic!("a row for 4 tables: {stdout}"));
     assert!(row.contains('x') && !row.contains("skipped"), "{row}");
     let bad = whir(&["bench", "--tables", "6x0", "--no-gpu"]);
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.starts_with("error: ") && err.contains("6x0") && err.contains("columns"), "{err}");
+}
+
+/// `bench --concurrency` proves through a proof pool at each level, checks every proof against
+/// the same input's proof at the first level, and reports proofs/s beside Plonky3's; a level of
+/// 0 and a flag it cannot combine with are refused.
+#[test]
+fn bench_concurrency_reports_throughput_beside_plonky3() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-throughput-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("t.json");
+    let args = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "1,3", "--proofs", "6", "--plonky3-parallel", "1,2", "--gpu-warmup-ms", "0", "--json", json.to_str().unwrap(), "--force"];
+    let Some(stdout) = gpu_run(&args) else { return };
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
+    assert_eq!(rows.len(), 2, "a row per level: {stdout}");
+    assert!(rows[1].starts_with("| 9 | 2 | 1 | 3 |") && rows[1].contains("x |"), "{}", rows[1]);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let gpu = v[0]["gpu"].as_array().expect("GPU levels");
+    assert_eq!(gpu.len(), 2);
+    assert!(gpu.iter().all(|l| l["proofs_per_s"].as_f64().unwrap() > 0.0));
+    assert_eq!(v[0]["plonky3"].as_array().map(Vec::len), Some(2));
+
+    let zero = whir(&["bench", "--vars", "9", "--concurrency", "0"]);
+    assert!(!zero.status.success());
+    let err = String::from_utf8_lossy(&zero.stderr);
+    assert!(err.contains("--concurrency 0"), "{err}");
+    let both = whir(&["bench", "--concurrency", "2", "--no-gpu"]);
+    assert!(!both.status.success() && String::from_utf8_lossy(&both.stderr).contains("--no-gpu"));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `prove --tables` writes a multi-table proof file (format version 2) that `verify --tables`

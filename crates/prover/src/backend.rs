@@ -224,6 +224,16 @@ impl GpuBackend {
         self.mode
     }
 
+    /// A backend for another thread proving beside this one: the same context (pipelines,
+    /// pools, budget), NTT twiddle tables and settings, with Merkle and grinding state of its
+    /// own (the buffers a small tree binds in place of its missing levels, which a kernel
+    /// writes, and the grinder's kept parameters), so two proofs in flight never bind one
+    /// writable buffer.
+    pub fn worker(&self) -> Self {
+        let poseidon2 = self.merkle.poseidon2().clone();
+        Self { merkle: Arc::new(GpuMerkle::new(poseidon2.clone())), grinder: Arc::new(GpuGrinder::new(poseidon2)), ..self.clone() }
+    }
+
     /// How the resident driver plays the transcript.
     pub fn driver_options(&self) -> DriverOptions {
         self.driver

@@ -96,7 +96,8 @@ impl ProofPool {
         self.run_many(jobs, |job| estimated_gpu_bytes(&job.params, &tuning, &driver), |backend, job| backend.prove(&job.params, &job.evals))
     }
 
-    /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`), up to
+    /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`; each
+    /// thread's `backend` is a [`GpuBackend::worker`] of the pool's), up to
     /// [`in_flight`](Self::in_flight) at once, each admitted when `estimate(job)` bytes of GPU
     /// memory fit the budget beside the jobs running; the results in the jobs' order.
     pub fn run_many<J: Send, R: Send>(
@@ -126,13 +127,16 @@ impl ProofPool {
         std::thread::scope(|scope| {
             for _ in 0..self.in_flight {
                 let (tx, next, estimate, work) = (tx.clone(), &next, &estimate, &work);
-                scope.spawn(move || loop {
-                    // The lock is held only to take the next job, never across its work.
-                    let taken = next.lock().map(|mut jobs| jobs.next());
-                    let Ok(Some((index, job))) = taken else { break };
-                    let result = self.run_one(index, &job, estimate(&job), work);
-                    if tx.send((index, result)).is_err() {
-                        break;
+                scope.spawn(move || {
+                    let backend = self.backend.worker();
+                    loop {
+                        // The lock is held only to take the next job, never across its work.
+                        let taken = next.lock().map(|mut jobs| jobs.next());
+                        let Ok(Some((index, job))) = taken else { break };
+                        let result = self.run_one(&backend, index, &job, estimate(&job), work);
+                        if tx.send((index, result)).is_err() {
+                            break;
+                        }
                     }
                 });
             }
@@ -152,9 +156,9 @@ impl ProofPool {
 
     /// One job: admitted, run (a panic caught as its error), and run again alone if the budget
     /// refused it while others held memory.
-    fn run_one<J, R>(&self, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
+    fn run_one<J, R>(&self, backend: &GpuBackend, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
         let run = || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&self.backend, job)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(backend, job)))
                 .unwrap_or_else(|panic| Err(ProverError::Panicked { job: index, message: panic_message(&*panic) }))
         };
         let ticket = self.admission.admit(index, bytes)?;
