@@ -5,8 +5,8 @@
 //! and the last one's per-round breakdown is printed. `PROVE_LOOP_CHUNK_KIB` sets the staging
 //! chunk of large transfers (the input upload); `PROVE_LOOP_SAME_INPUT=1` proves the same input
 //! every time (nothing but proofs for a host profiler to see). `PROVE_LOOP_THREADS=T` proves
-//! REPS proofs on each of T threads sharing the one context, and prints the proofs per second and
-//! the latencies of them all (what one context gives several provers today);
+//! REPS proofs on each of T threads sharing the one context (each a `GpuBackend::worker`, as a
+//! `ProofPool`'s threads are), and prints the proofs per second and the latencies of them all;
 //! `PROVE_LOOP_CONTEXTS=C` spreads those threads over C contexts of their own on the same adapter
 //! (a device and queue each, as separate processes would have).
 
@@ -99,7 +99,7 @@ fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usi
     let mut times: Vec<f64> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let backend = backends[t % contexts].clone();
+                let backend = backends[t % contexts].worker();
                 let inputs = &inputs[t];
                 scope.spawn(move || {
                     let mut times = Vec::with_capacity(reps);

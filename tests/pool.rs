@@ -1,8 +1,8 @@
 //! Several proofs in flight on one context (`ProofPool`): each proof is byte for byte the proof
 //! made alone and the stock verifier accepts it; PCS commits and openings run through the pool
 //! likewise; a stress run with more jobs than slots keeps a GPU failure, a bad input and a panic
-//! each to its own job; the memory budget caps how many run at once and refuses at once a job
-//! that could never fit.
+//! (in the work or in its memory estimate) each to its own job; the memory budget caps how many
+//! run at once and refuses at once a job that could never fit.
 
 mod common;
 
@@ -96,6 +96,8 @@ enum Fate {
     /// Given the wrong number of evaluations.
     BadInput,
     Panics,
+    /// Its memory estimate panics.
+    EstimatePanics,
 }
 
 #[test]
@@ -107,7 +109,7 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
     let jobs = jobs(&mut rng, 14);
     let lone = alone(&backend, &jobs);
     let mut fates = vec![Fate::Prove; jobs.len()];
-    for (at, fate) in [(2, Fate::DeviceFails), (5, Fate::BadInput), (6, Fate::Panics), (11, Fate::DeviceFails)] {
+    for (at, fate) in [(2, Fate::DeviceFails), (5, Fate::BadInput), (6, Fate::Panics), (9, Fate::EstimatePanics), (11, Fate::DeviceFails)] {
         fates[at] = fate;
     }
     let work: Vec<(ProofJob, Fate)> = jobs.iter().cloned().zip(fates.iter().copied()).collect();
@@ -115,7 +117,7 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
     let pool = ProofPool::new(backend, PoolOptions { in_flight: Some(5) }).unwrap();
     let outputs = pool.run_many(
         work,
-        |_| 0,
+        |(_, fate)| if *fate == Fate::EstimatePanics { panic!("estimate with a bug") } else { 0 },
         |backend, (job, fate)| match fate {
             Fate::Prove => backend.prove(&job.params, &job.evals),
             Fate::DeviceFails => {
@@ -126,6 +128,7 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
             }
             Fate::BadInput => backend.prove(&job.params, &job.evals[1..]),
             Fate::Panics => panic!("job with a bug"),
+            Fate::EstimatePanics => unreachable!("a job whose estimate panicked is not run"),
         },
     );
     for (i, out) in outputs.into_iter().enumerate() {
@@ -145,6 +148,9 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
             }
             (Fate::Panics, Err(ProverError::Panicked { job, message })) => {
                 assert_eq!((job, message.as_str()), (i, "job with a bug"));
+            }
+            (Fate::EstimatePanics, Err(ProverError::Panicked { job, message })) => {
+                assert_eq!((job, message.as_str()), (i, "estimate with a bug"));
             }
             (fate, out) => panic!("job {i} ({fate:?}): unexpected {:?}", out.map(|o| o.path)),
         }

@@ -133,7 +133,7 @@ impl ProofPool {
                         // The lock is held only to take the next job, never across its work.
                         let taken = next.lock().map(|mut jobs| jobs.next());
                         let Ok(Some((index, job))) = taken else { break };
-                        let result = self.run_one(&backend, index, &job, estimate(&job), work);
+                        let result = self.run_one(&backend, index, &job, estimate, work);
                         if tx.send((index, result)).is_err() {
                             break;
                         }
@@ -154,13 +154,18 @@ impl ProofPool {
         });
     }
 
-    /// One job: admitted, run (a panic caught as its error), and run again alone if the budget
-    /// refused it while others held memory.
-    fn run_one<J, R>(&self, backend: &GpuBackend, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
-        let run = || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(backend, job)))
-                .unwrap_or_else(|panic| Err(ProverError::Panicked { job: index, message: panic_message(&*panic) }))
-        };
+    /// One job: estimated, admitted, run (a panic in the estimate or the work caught as its
+    /// error), and run again alone if the budget refused it while others held memory.
+    fn run_one<J, R>(
+        &self,
+        backend: &GpuBackend,
+        index: usize,
+        job: &J,
+        estimate: &(impl Fn(&J) -> u64 + Sync),
+        work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+    ) -> Result<R, ProverError> {
+        let run = || caught(index, || work(backend, job));
+        let bytes = caught(index, || Ok(estimate(job)))?;
         let ticket = self.admission.admit(index, bytes)?;
         let shared = ticket.shared();
         let result = run();
@@ -181,6 +186,11 @@ const _: fn() = || {
     fn shared<T: Send + Sync>() {}
     shared::<ProofPool>();
 };
+
+/// `f`'s result, or its panic as job `index`'s error.
+fn caught<T>(index: usize, f: impl FnOnce() -> Result<T, ProverError>) -> Result<T, ProverError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| Err(ProverError::Panicked { job: index, message: panic_message(&*panic) }))
+}
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
