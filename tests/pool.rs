@@ -217,3 +217,43 @@ fn pool_options_are_checked_and_the_default_follows_the_adapter() {
     // Nothing to do is no error.
     assert!(pool.prove_many(Vec::new()).is_empty());
 }
+
+/// A pool over two contexts of one adapter (as over two GPUs): jobs run on both, and when one
+/// device is destroyed mid-stream its jobs move to the other, none lost, each the lone proof.
+#[test]
+fn a_pool_over_two_devices_loses_no_proof_when_one_is_lost() {
+    let Some(first) = common::contexts().into_iter().next() else { return };
+    let open = || common::open_with(common::options_for(first.mul_variant()));
+    let (Some(a), Some(b)) = (open(), open()) else { return };
+    let mut rng = common::rng();
+    let jobs = jobs(&mut rng, 12);
+    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    let pool = ProofPool::over(vec![GpuBackend::new(a.clone()), GpuBackend::new(b.clone())], PoolOptions { in_flight: Some(2) }).unwrap();
+    assert_eq!(pool.in_flight(), 4);
+    let on_b = AtomicUsize::new(0);
+    let destroyed = std::sync::atomic::AtomicBool::new(false);
+    let work: Vec<(usize, ProofJob)> = jobs.iter().cloned().enumerate().collect();
+    let outputs = pool.run_many(
+        work,
+        |_| 0,
+        |backend, (i, job)| {
+            let here_b = Arc::ptr_eq(backend.context(), &b);
+            if here_b {
+                on_b.fetch_add(1, Ordering::SeqCst);
+                // The fifth job to reach b loses its device under it.
+                if *i >= 4 && !destroyed.swap(true, Ordering::SeqCst) {
+                    b.device().destroy();
+                }
+            }
+            backend.prove_on_gpu(&job.params, &job.evals)
+        },
+    );
+    for (i, out) in outputs.into_iter().enumerate() {
+        let out = out.unwrap_or_else(|e| panic!("job {i} was lost: {e}"));
+        assert_eq!(out.path, "gpu");
+        assert!(out.proof == lone[i], "job {i} differs from its lone proof");
+    }
+    assert!(destroyed.load(Ordering::SeqCst), "device b was never destroyed (it took {} jobs)", on_b.load(Ordering::SeqCst));
+    assert!(b.lost().is_some(), "device b's loss was not reported");
+    assert!(a.lost().is_none());
+}

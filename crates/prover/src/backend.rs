@@ -317,6 +317,23 @@ impl GpuBackend {
         self.ntt.context()
     }
 
+    /// [`Backend::prove`] on this GPU alone: a GPU failure is returned, not proved again on the
+    /// CPU (a [`ProofPool`](crate::ProofPool) over several GPUs moves it to another first).
+    pub fn prove_on_gpu(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+        let before = self.context().transfer_counts();
+        match self.mode {
+            GpuMode::Resident => self.prove_resident(params, evals),
+            GpuMode::Pieces => {
+                self.context().memory().reset_peak_buffer_bytes();
+                prove_with_pieces(self, params, evals).map(|out| ProverOutput {
+                    transfers: Some(self.context().transfer_counts() - before),
+                    peak_gpu_bytes: self.context().memory().peak_buffer_bytes(),
+                    ..out
+                })
+            }
+        }
+    }
+
     /// WHIR as a Plonky3 PCS on this GPU for `config` (any layout of tables; see
     /// [`GpuWhirPcs`]), playing the transcript as this backend's driver options say.
     pub fn pcs(&self, config: p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>) -> Result<GpuWhirPcs, ProverError> {
@@ -354,27 +371,21 @@ impl Backend for GpuBackend {
     /// out of memory, a size over the adapter's limits) proves again on the CPU, with a warning:
     /// the result is always a proof the verifier accepts, or an error.
     fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
-        let before = self.context().transfer_counts();
-        let result = match self.mode {
-            GpuMode::Resident => self.prove_resident(params, evals),
-            GpuMode::Pieces => {
-                self.context().memory().reset_peak_buffer_bytes();
-                prove_with_pieces(self, params, evals).map(|out| ProverOutput {
-                    transfers: Some(self.context().transfer_counts() - before),
-                    peak_gpu_bytes: self.context().memory().peak_buffer_bytes(),
-                    ..out
-                })
-            }
-        };
-        match result {
-            // Over the caller's own memory budget: refused, as asked, not moved to the CPU.
-            Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
-            Err(ProverError::Gpu(e)) => {
-                tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
-                let out = CpuBackend.prove(params, evals)?;
-                Ok(ProverOutput { path: "cpu (fallback)", ..out })
-            }
-            other => other,
+        let result = self.prove_on_gpu(params, evals);
+        cpu_unless_refused(result, params, evals)
+    }
+}
+
+/// A GPU proof's result, or after a GPU failure the CPU's proof (with a warning); a proof over
+/// the caller's memory budget stays refused, as asked.
+pub(crate) fn cpu_unless_refused(result: Result<ProverOutput, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+    match result {
+        Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
+        Err(ProverError::Gpu(e)) => {
+            tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
+            let out = CpuBackend.prove(params, evals)?;
+            Ok(ProverOutput { path: "cpu (fallback)", ..out })
         }
+        other => other,
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Condvar, Mutex};
 
 use whir_gpu::{AdapterSummary, GpuError};
 
-use crate::backend::{estimated_gpu_bytes, Backend, GpuBackend, ProverOutput};
+use crate::backend::{cpu_unless_refused, estimated_gpu_bytes, GpuBackend, ProverOutput};
 use crate::error::ProverError;
 use crate::{Params, F};
 
@@ -58,48 +58,87 @@ pub struct ProofJob {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ProofPool {
+    lanes: Vec<Lane>,
+}
+
+/// One context of the pool: its backend, its jobs in flight and its memory budget.
+struct Lane {
     backend: GpuBackend,
     in_flight: usize,
     admission: Admission,
 }
 
+/// The fallback of [`ProofPool::run_job`] once no GPU of the pool could run a job: the job and
+/// the last GPU error.
+type Fallback<'a, J, R> = &'a (dyn Fn(&J, ProverError) -> Result<R, ProverError> + Sync);
+
 impl ProofPool {
     /// A pool over `backend`'s context, admitting jobs against the context's memory budget
     /// (`GpuOptions::memory_mib`; none: jobs are admitted by count alone).
     pub fn new(backend: GpuBackend, options: PoolOptions) -> Result<Self, ProverError> {
-        let in_flight = match options.in_flight {
-            Some(0) => return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into())),
-            Some(n) => n,
-            None => default_in_flight(backend.context().summary()),
-        };
-        let budget = backend.context().memory().budget();
-        Ok(Self { backend, in_flight, admission: Admission::new(budget) })
+        Self::over(vec![backend], options)
     }
 
-    /// Jobs run at once.
+    /// A pool over several contexts (the GPUs of a host, or several contexts of one adapter),
+    /// each keeping `options.in_flight` jobs in flight (by default [`default_in_flight`] for its
+    /// adapter) within its own memory budget. Jobs go to whichever context has a thread free,
+    /// so a faster device takes more of them. A job that fails on one device (lost, out of
+    /// memory, over its limits or budget) is tried on the others before the CPU.
+    pub fn over(backends: Vec<GpuBackend>, options: PoolOptions) -> Result<Self, ProverError> {
+        if backends.is_empty() {
+            return Err(ProverError::Input("a proof pool needs at least one GPU backend".into()));
+        }
+        if options.in_flight == Some(0) {
+            return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into()));
+        }
+        let lanes = backends
+            .into_iter()
+            .map(|backend| {
+                let in_flight = options.in_flight.unwrap_or_else(|| default_in_flight(backend.context().summary()));
+                let admission = Admission::new(backend.context().memory().budget());
+                Lane { backend, in_flight, admission }
+            })
+            .collect();
+        Ok(Self { lanes })
+    }
+
+    /// Jobs run at once, over every context.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
+        self.lanes.iter().map(|l| l.in_flight).sum()
     }
 
+    /// The backend of the pool's first context.
     pub fn backend(&self) -> &GpuBackend {
-        &self.backend
+        &self.lanes[0].backend
+    }
+
+    /// The backends of the pool's contexts, in order.
+    pub fn backends(&self) -> impl Iterator<Item = &GpuBackend> {
+        self.lanes.iter().map(|l| &l.backend)
     }
 
     /// Proves every job, up to [`in_flight`](Self::in_flight) at once, each admitted when its
-    /// estimated peak ([`estimated_gpu_bytes`]) fits the budget beside the proofs running; the
-    /// results in the jobs' order. Each job's result is its own: a bad input, a GPU failure (a
-    /// proof the GPU cannot make is made on the CPU, as [`GpuBackend`]'s `prove` does) or a
-    /// panic reaches that job's slot alone. A proof refused for the budget while others ran is
-    /// tried again alone before it is reported.
+    /// estimated peak ([`estimated_gpu_bytes`]) fits its context's budget beside the proofs
+    /// running there; the results in the jobs' order. Each job's result is its own: a bad
+    /// input, a GPU failure (the proof moves to the pool's other GPUs, then to the CPU, with a
+    /// warning, as [`GpuBackend`]'s `prove` does) or a panic reaches that job's slot alone. A
+    /// proof refused for the budget while others ran is tried again alone before it moves on;
+    /// one over every context's budget is refused.
     pub fn prove_many(&self, jobs: impl IntoIterator<Item = ProofJob, IntoIter: Send>) -> Vec<Result<ProverOutput, ProverError>> {
-        let (tuning, driver) = (self.backend.context().tuning().clone(), self.backend.driver_options());
-        self.run_many(jobs, |job| estimated_gpu_bytes(&job.params, &tuning, &driver), |backend, job| backend.prove(&job.params, &job.evals))
+        let driver = self.backend().driver_options();
+        let estimate = |job: &ProofJob| self.lanes.iter().map(|l| estimated_gpu_bytes(&job.params, l.backend.context().tuning(), &driver)).max().unwrap_or(0);
+        let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals);
+        let mut out = Vec::new();
+        self.run_with(jobs, &estimate, &|backend: &GpuBackend, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| out.push(r));
+        out
     }
 
     /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`; each
-    /// thread's `backend` is a [`GpuBackend::worker`] of the pool's), up to
+    /// thread's `backend` is a [`GpuBackend::worker`] of one of the pool's), up to
     /// [`in_flight`](Self::in_flight) at once, each admitted when `estimate(job)` bytes of GPU
-    /// memory fit the budget beside the jobs running; the results in the jobs' order.
+    /// memory fit its context's budget beside the jobs running there; the results in the jobs'
+    /// order. A job whose work returns a GPU error (other than bad input) is tried on the
+    /// pool's other contexts; after the last, its error is its result.
     pub fn run_many<J: Send, R: Send>(
         &self,
         jobs: impl IntoIterator<Item = J, IntoIter: Send>,
@@ -114,7 +153,8 @@ impl ProofPool {
     /// [`run_many`](Self::run_many) handing each result to `sink(index, result)` as soon as it
     /// and every result before it are done, in the jobs' order: for a stream of jobs whose
     /// results are written out as they come (a proving service). Jobs are taken from `jobs` only
-    /// as a slot frees, so a long stream is never held in memory at once.
+    /// as a slot frees (under a lock: an iterator that computes its items computes them one at
+    /// a time), so a long stream is never held in memory at once.
     pub fn run_ordered<J: Send, R: Send>(
         &self,
         jobs: impl IntoIterator<Item = J, IntoIter: Send>,
@@ -122,23 +162,42 @@ impl ProofPool {
         work: impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync,
         mut sink: impl FnMut(usize, Result<R, ProverError>),
     ) {
+        self.run_with(jobs, &estimate, &work, &|_, e| Err(e), &mut sink);
+    }
+
+    fn run_with<J: Send, R: Send>(
+        &self,
+        jobs: impl IntoIterator<Item = J, IntoIter: Send>,
+        estimate: &(impl Fn(&J) -> u64 + Sync),
+        work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+        fallback: Fallback<'_, J, R>,
+        sink: &mut dyn FnMut(usize, Result<R, ProverError>),
+    ) {
         let next = Mutex::new(jobs.into_iter().enumerate());
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<R, ProverError>)>();
         std::thread::scope(|scope| {
-            for _ in 0..self.in_flight {
-                let (tx, next, estimate, work) = (tx.clone(), &next, &estimate, &work);
-                scope.spawn(move || {
-                    let backend = self.backend.worker();
-                    loop {
-                        // The lock is held only to take the next job, never across its work.
-                        let taken = next.lock().map(|mut jobs| jobs.next());
-                        let Ok(Some((index, job))) = taken else { break };
-                        let result = self.run_one(&backend, index, &job, estimate, work);
-                        if tx.send((index, result)).is_err() {
-                            break;
+            for (home, lane) in self.lanes.iter().enumerate() {
+                for _ in 0..lane.in_flight {
+                    let (tx, next) = (tx.clone(), &next);
+                    scope.spawn(move || {
+                        // Worker backends of this thread's own, one per context it runs on.
+                        let mut workers: Vec<Option<GpuBackend>> = vec![None; self.lanes.len()];
+                        loop {
+                            // A thread of a lost context leaves its jobs to the others while
+                            // any other context is sound (the last ones run the fallback).
+                            if self.lanes[home].lost().is_some() && self.lanes.iter().any(|l| l.lost().is_none()) {
+                                break;
+                            }
+                            // The lock is held only to take the next job, never across its work.
+                            let taken = next.lock().map(|mut jobs| jobs.next());
+                            let Ok(Some((index, job))) = taken else { break };
+                            let result = self.run_job(&mut workers, home, index, &job, estimate, work, fallback);
+                            if tx.send((index, result)).is_err() {
+                                break;
+                            }
                         }
-                    }
-                });
+                    });
+                }
             }
             drop(tx);
             // Results come back in any order; each is handed on once all before it are.
@@ -154,18 +213,64 @@ impl ProofPool {
         });
     }
 
-    /// One job: estimated, admitted, run (a panic in the estimate or the work caught as its
-    /// error), and run again alone if the budget refused it while others held memory.
-    fn run_one<J, R>(
+    /// One job: estimated, then run on its thread's own context and, if that fails on the GPU,
+    /// on each other sound context in turn (admitted on each; a panic in the estimate or the
+    /// work caught as its error); `fallback` once every context has failed it.
+    #[allow(clippy::too_many_arguments)]
+    fn run_job<J, R>(
         &self,
-        backend: &GpuBackend,
+        workers: &mut [Option<GpuBackend>],
+        home: usize,
         index: usize,
         job: &J,
         estimate: &(impl Fn(&J) -> u64 + Sync),
         work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+        fallback: Fallback<'_, J, R>,
     ) -> Result<R, ProverError> {
-        let run = || caught(index, || work(backend, job));
         let bytes = caught(index, || Ok(estimate(job)))?;
+        let order = std::iter::once(home).chain((0..self.lanes.len()).filter(|&l| l != home));
+        let mut last = None;
+        for l in order {
+            let lane = &self.lanes[l];
+            if lane.lost().is_some() {
+                continue;
+            }
+            let backend = workers[l].get_or_insert_with(|| lane.backend.worker());
+            let result = lane.run_admitted(backend, index, job, bytes, work);
+            let moves = match &result {
+                Err(ProverError::Gpu(e)) => !matches!(e, GpuError::InvalidInput(_) | GpuError::Shader { .. }),
+                // A panic on a device that is lost is the device's failure, not the job's.
+                Err(ProverError::Panicked { .. }) => lane.lost().is_some(),
+                _ => false,
+            };
+            if !moves {
+                return result;
+            }
+            let e = result.err().expect("a failure");
+            if self.lanes.len() > 1 {
+                let adapter = &lane.backend.context().summary().name;
+                match lane.lost() {
+                    Some(why) => tracing::warn!(job = index, "GPU {l} ({adapter}) is lost ({why}); its jobs move to the pool's other GPUs"),
+                    None => tracing::warn!(job = index, "GPU {l} ({adapter}) failed the job ({e}); trying the pool's other GPUs"),
+                }
+            }
+            last = Some(e);
+        }
+        let e = last.unwrap_or_else(|| ProverError::Gpu(GpuError::Device("every GPU of the proof pool is lost".into())));
+        caught(index, || fallback(job, e))
+    }
+}
+
+impl Lane {
+    /// Why this lane's device was lost, if it was.
+    fn lost(&self) -> Option<String> {
+        self.backend.context().lost()
+    }
+
+    /// `work` on `job` once admitted here (a panic caught as its error), and run again alone if
+    /// the budget refused it while others held memory.
+    fn run_admitted<J, R>(&self, backend: &GpuBackend, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
+        let run = || caught(index, || work(backend, job));
         let ticket = self.admission.admit(index, bytes)?;
         let shared = ticket.shared();
         let result = run();
@@ -180,12 +285,6 @@ impl ProofPool {
         }
     }
 }
-
-// Threads share the pool, its backend and the context under it.
-const _: fn() = || {
-    fn shared<T: Send + Sync>() {}
-    shared::<ProofPool>();
-};
 
 /// `f`'s result, or its panic as job `index`'s error.
 fn caught<T>(index: usize, f: impl FnOnce() -> Result<T, ProverError>) -> Result<T, ProverError> {

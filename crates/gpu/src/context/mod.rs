@@ -108,6 +108,8 @@ pub struct GpuContext {
     /// The first wgpu error no error scope caught (work submitted outside our calls), kept
     /// for [`GpuContext::take_uncaptured_error`].
     uncaptured: Arc<Mutex<Option<String>>>,
+    /// Why the device was lost, once it is (wgpu's device-lost callback).
+    lost: Arc<Mutex<Option<String>>>,
     pipelines: Pipelines,
     pools: Pools,
     traffic: Traffic,
@@ -194,6 +196,14 @@ impl GpuContext {
                 first.get_or_insert_with(|| e.to_string());
             }
         }));
+        let lost: Arc<Mutex<Option<String>>> = Arc::default();
+        let lost_slot = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            tracing::warn!(?reason, "GPU device lost: {message}");
+            if let Ok(mut slot) = lost_slot.lock() {
+                slot.get_or_insert_with(|| format!("{reason:?}: {message}"));
+            }
+        });
         tracing::info!(adapter = %summary, ?mul_variant, "GPU context ready");
         let spin = spin_before_blocking(summary.is_software(), options.spin_us);
         let memory_budget = options.memory_mib.map(|mib| mib.saturating_mul(1 << 20));
@@ -210,6 +220,7 @@ impl GpuContext {
             tuning: options.tuning.clone(),
             spin,
             uncaptured,
+            lost,
             pipelines: Pipelines::default(),
             pools: Pools::new(pool_budget, memory_budget),
             traffic: Traffic {
@@ -267,6 +278,14 @@ impl GpuContext {
     /// calls are returned by those calls.
     pub fn take_uncaptured_error(&self) -> Option<String> {
         self.uncaptured.lock().ok().and_then(|mut s| s.take())
+    }
+
+    /// Why the device was lost, if it was (a driver reset, an unplugged GPU, `destroy`): every
+    /// later use fails, so work meant for it should go elsewhere.
+    pub fn lost(&self) -> Option<String> {
+        // wgpu reports a loss from a poll; this one waits for nothing.
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.lost.lock().ok().and_then(|s| s.clone())
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes and turns what they catch

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use wgpu::util::DeviceExt;
 
 use super::*;
 use crate::error::Result;
@@ -46,7 +45,7 @@ impl GpuContext {
         consts: &[(&'static str, u32)],
     ) -> Result<Arc<wgpu::ComputePipeline>> {
         let key = (kernel, consts.to_vec());
-        if let Some(p) = self.pipelines.cache.lock().expect("pipeline cache poisoned").get(&key) {
+        if let Some(p) = self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(p.clone());
         }
         let started = std::time::Instant::now();
@@ -75,7 +74,7 @@ impl GpuContext {
         })?;
         tracing::debug!(kernel = kernel.entry_point(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
         let pipeline = Arc::new(pipeline);
-        self.pipelines.cache.lock().expect("pipeline cache poisoned").insert(key, pipeline.clone());
+        self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pipeline.clone());
         Ok(pipeline)
     }
 
@@ -84,7 +83,7 @@ impl GpuContext {
     /// and a fresh buffer costs ~5 us of host time.
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         let bytes = bytemuck::bytes_of(value);
-        let mut cache = self.pipelines.uniforms.lock().expect("uniform cache poisoned");
+        let mut cache = self.pipelines.uniforms.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(buffer) = cache.get(bytes) {
             return buffer.clone();
         }
@@ -104,7 +103,16 @@ impl GpuContext {
 
     pub(super) fn create_uniform(&self, label: &str, bytes: &[u8]) -> wgpu::Buffer {
         self.traffic.counters.uniforms.fetch_add(1, Ordering::Relaxed);
-        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: wgpu::BufferUsages::UNIFORM })
+        // As `create_buffer_init` does, without its panic when the device is lost (the mapped
+        // range is then refused): the buffer comes back unwritten, and the work using it fails
+        // with the device's error.
+        let size = (bytes.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::UNIFORM, mapped_at_creation: true });
+        if let Ok(mut view) = buffer.get_mapped_range_mut(..) {
+            view.slice(..bytes.len()).copy_from_slice(bytes);
+        }
+        buffer.unmap();
+        buffer
     }
 
     /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
