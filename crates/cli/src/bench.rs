@@ -73,6 +73,12 @@ pub struct BenchArgs {
     /// quarter as many at each of its levels (at least two rounds).
     #[arg(long, default_value_t = 32, requires = "concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     proofs: usize,
+    /// With --concurrency: the GPUs to prove on at once, a context each: `all` (every hardware
+    /// adapter of one backend, as `whir info` lists them) or adapter indices (`0,1`; an index
+    /// twice opens two contexts on that adapter). Each level is timed on the first alone and on
+    /// all together. Default: the one adapter `WHIR_ADAPTER` or the high-performance choice names.
+    #[arg(long, requires = "concurrency")]
+    devices: Option<String>,
     /// With --concurrency: Plonky3 proofs run in parallel on the host, each count measured (the
     /// best is the comparison).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency")]
@@ -242,7 +248,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !args.concurrency.is_empty() {
         let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
         let levels = distinct("--concurrency", &args.concurrency);
-        return crate::throughput::run(&grid, &levels, args.proofs, &distinct("--plonky3-parallel", &args.plonky3_parallel), args.gpu_warmup_ms, gpu, json_out.as_ref());
+        let sets = crate::throughput::device_sets(gpu, args.devices.as_deref())?;
+        return crate::throughput::run(&grid, &levels, args.proofs, &distinct("--plonky3-parallel", &args.plonky3_parallel), args.gpu_warmup_ms, &sets, json_out.as_ref());
     }
     let reps = args.reps;
     let pieces = gpu.clone().filter(|_| !args.no_pieces).map(|g| g.with_mode(GpuMode::Pieces));

@@ -639,6 +639,13 @@ fn info(adapter: Option<String>) -> Result<()> {
         }
         println!("  [{i}] {a}  {}", notes.join("; "));
     }
+    let pool = whir_gpu::pool_adapters(&adapters);
+    if pool.is_empty() {
+        println!("\nEvery GPU of the host (`whir bench --devices all`): none (no hardware adapter); name adapters by index instead, e.g. --devices 0,0");
+    } else {
+        let names: Vec<String> = pool.iter().map(|&i| format!("[{i}] {}", adapters[i].name)).collect();
+        println!("\nEvery GPU of the host (`whir bench --devices all`, a context each): {}", names.join(", "));
+    }
     let explicit = adapter.as_deref().is_some_and(|a| !a.trim().is_empty());
     let selector = adapter.as_deref().map_or(AdapterSelector::HighPerformance, AdapterSelector::parse);
     match GpuContext::new(GpuOptions { adapter: selector, ..GpuOptions::from_env()? }) {

@@ -28,12 +28,66 @@ pub struct ThroughputCell {
     proofs: usize,
     /// Plonky3's `WhirProver` on the host's cores: proofs/s with K proofs in parallel, per K.
     plonky3: Vec<Level>,
-    /// The GPU backend through a proof pool: one entry per --concurrency value.
+    /// The GPU backend through a proof pool: one entry per --concurrency value and device set.
     gpu: Vec<Level>,
+}
+
+/// GPUs proved on together: a label (`whir info`'s indices, or "default") and a backend each.
+pub struct DeviceSet {
+    pub label: String,
+    pub backends: Vec<GpuBackend>,
+}
+
+/// The device sets `--devices` names: none, the one default backend; else its contexts, timed
+/// on the first alone and on all together.
+pub fn device_sets(default: &GpuBackend, devices: Option<&str>) -> Result<Vec<DeviceSet>> {
+    let Some(spec) = devices else { return Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }]) };
+    let adapters = whir_gpu::list_adapters();
+    let indices: Vec<usize> = if spec.trim() == "all" {
+        let found = whir_gpu::pool_adapters(&adapters);
+        if found.is_empty() {
+            bail!("--devices all: no hardware GPU adapter here (`whir info` lists {}); name adapters by index, e.g. --devices 0,0", adapters.len());
+        }
+        found
+    } else {
+        spec.split(',')
+            .map(|t| {
+                let i: usize = t.trim().parse().map_err(|_| anyhow::anyhow!("--devices {spec}: {t:?} is not an adapter index; give `all` or indices from `whir info`, e.g. 0,1"))?;
+                if i >= adapters.len() {
+                    bail!("--devices {spec}: there is no adapter {i} (`whir info` lists {})", adapters.len());
+                }
+                Ok(i)
+            })
+            .collect::<Result<_>>()?
+    };
+    if indices.is_empty() || indices.len() > 64 {
+        bail!("--devices {spec}: give 1 to 64 adapters");
+    }
+    let env = whir_gpu::GpuOptions::from_env()?;
+    let driver = default.driver_options();
+    let backends: Vec<GpuBackend> = indices
+        .iter()
+        .map(|&i| {
+            let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..env.clone() };
+            GpuBackend::open(options).map(|b| b.with_driver_options(driver)).with_context(|| format!("--devices: opening adapter {i} ({})", adapters[i]))
+        })
+        .collect::<Result<_>>()?;
+    for (i, b) in indices.iter().zip(&backends) {
+        eprintln!("GPU [{i}]: {}", b.context().summary());
+    }
+    let label = |n: usize| indices[..n].iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let mut sets = vec![DeviceSet { label: label(1), backends: backends[..1].to_vec() }];
+    if backends.len() > 1 {
+        sets.push(DeviceSet { label: label(backends.len()), backends });
+    }
+    Ok(sets)
 }
 
 #[derive(Serialize, Clone)]
 struct Level {
+    /// The GPUs (`whir info` indices, or "default"; "host" for Plonky3).
+    devices: String,
+    /// Per GPU (Plonky3: proofs at once).
     in_flight: usize,
     proofs_per_s: f64,
     latency_p50_ms: f64,
@@ -48,9 +102,10 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-fn level(in_flight: usize, proofs: usize, wall: Duration, mut latencies: Vec<f64>, peak: Option<u64>) -> Level {
+fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut latencies: Vec<f64>, peak: Option<u64>) -> Level {
     latencies.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
     Level {
+        devices: devices.to_string(),
         in_flight,
         proofs_per_s: proofs as f64 / wall.as_secs_f64(),
         latency_p50_ms: quantile(&latencies, 0.5),
@@ -86,7 +141,7 @@ fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) 
         }
         Ok(all)
     });
-    Ok(level(k, proofs, started.elapsed(), latencies?, None))
+    Ok(level("host", k, proofs, started.elapsed(), latencies?, None))
 }
 
 pub fn run(
@@ -95,7 +150,7 @@ pub fn run(
     proofs: usize,
     plonky3_parallel: &[usize],
     warmup_ms: u64,
-    gpu: &GpuBackend,
+    sets: &[DeviceSet],
     json_out: Option<&OutputFile>,
 ) -> Result<()> {
     let mut cells = Vec::new();
@@ -109,8 +164,10 @@ pub fn run(
         let inputs: Vec<Vec<BabyBear>> = (0..INPUTS).map(|_| (0..1usize << p.num_vars).map(|_| rng.random()).collect()).collect();
         // Jobs name their input rather than own a copy: copying 2^n words for each job (taken
         // under the pool's job lock) would be timed as part of the GPU's throughput.
-        let estimate = estimated_gpu_bytes(p, gpu.context().tuning(), &gpu.driver_options());
+        let first = &sets[0].backends[0];
+        let estimate = estimated_gpu_bytes(p, first.context().tuning(), &first.driver_options());
         let prove_all = |pool: &ProofPool, count: usize| pool.run_many(0..count, |_| estimate, |backend, &i| backend.prove(p, &inputs[i % INPUTS]));
+        let all = &sets[sets.len() - 1].backends;
 
         let mut plonky3 = Vec::new();
         prove_stock(p, &inputs[0])?;
@@ -122,8 +179,8 @@ pub fn run(
             plonky3.push(level);
         }
 
-        // Warm the GPU up (it clocks down while the host proves).
-        let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(concurrency.iter().copied().max().unwrap_or(1)) })?;
+        // Warm the GPUs up (they clock down while the host proves).
+        let pool = ProofPool::over(all.clone(), PoolOptions { in_flight: Some(concurrency.iter().copied().max().unwrap_or(1)) })?;
         let until = Instant::now() + Duration::from_millis(warmup_ms);
         while Instant::now() < until {
             for out in prove_all(&pool, pool.in_flight()) {
@@ -134,39 +191,47 @@ pub fn run(
         let mut reference: Vec<Option<Vec<u8>>> = vec![None; INPUTS];
         let mut levels = Vec::new();
         for &n in concurrency {
-            let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(n) })?;
-            // Untimed first: 2N proofs from empty pools, whose high-water mark is the level's
-            // memory, and which leave the pools holding what the level reuses (a fresh buffer
-            // costs ~100 ms per GiB on NVIDIA); the timed proofs are the steady state.
-            let memory = gpu.context().memory();
-            memory.trim_pools();
-            memory.reset_peak_buffer_bytes();
-            for out in prove_all(&pool, 2 * n) {
-                out?;
-            }
-            let peak = memory.peak_buffer_bytes();
-            let started = Instant::now();
-            let outputs = prove_all(&pool, proofs);
-            let wall = started.elapsed();
-            let mut latencies = Vec::with_capacity(proofs);
-            for (i, out) in outputs.into_iter().enumerate() {
-                let out = out.with_context(|| format!("proof {i} with {n} in flight"))?;
-                if out.path != "gpu" {
-                    bail!("proof {i} with {n} in flight was made on the {} path, not the GPU's", out.path);
+            for set in sets {
+                let pool = ProofPool::over(set.backends.clone(), PoolOptions { in_flight: Some(n) })?;
+                // Untimed first: 2N proofs a GPU from empty pools, whose high-water mark is the
+                // level's memory, and which leave the pools holding what the level reuses (a
+                // fresh buffer costs ~100 ms per GiB on NVIDIA); the timed proofs are the
+                // steady state.
+                for b in &set.backends {
+                    b.context().memory().trim_pools();
+                    b.context().memory().reset_peak_buffer_bytes();
                 }
-                match &reference[i % INPUTS] {
-                    None => {
-                        out.proof_file(p).verify(p).with_context(|| format!("the stock verifier rejected proof {i} with {n} in flight"))?;
-                        reference[i % INPUTS] = Some(out.proof.clone());
+                for out in prove_all(&pool, pool.in_flight() * 2) {
+                    out?;
+                }
+                let peaks: Option<Vec<u64>> = set.backends.iter().map(|b| b.context().memory().peak_buffer_bytes()).collect();
+                // Per proof in flight over every GPU (several contexts of one adapter each count
+                // their own buffers).
+                let peak = peaks.map(|p| p.iter().sum::<u64>() / set.backends.len() as u64);
+                let started = Instant::now();
+                let outputs = prove_all(&pool, proofs);
+                let wall = started.elapsed();
+                let mut latencies = Vec::with_capacity(proofs);
+                let what = |i: usize| format!("proof {i} with {n} in flight on GPU {}", set.label);
+                for (i, out) in outputs.into_iter().enumerate() {
+                    let out = out.with_context(|| what(i))?;
+                    if out.path != "gpu" {
+                        bail!("{} was made on the {} path, not the GPU's", what(i), out.path);
                     }
-                    Some(bytes) if *bytes != out.proof => bail!("proof {i} with {n} in flight differs from the same input's proof made before"),
-                    Some(_) => {}
+                    match &reference[i % INPUTS] {
+                        None => {
+                            out.proof_file(p).verify(p).with_context(|| format!("the stock verifier rejected {}", what(i)))?;
+                            reference[i % INPUTS] = Some(out.proof.clone());
+                        }
+                        Some(bytes) if *bytes != out.proof => bail!("{} differs from the same input's proof made before", what(i)),
+                        Some(_) => {}
+                    }
+                    latencies.push(out.total().as_secs_f64() * 1e3);
                 }
-                latencies.push(out.total().as_secs_f64() * 1e3);
+                let level = level(&set.label, n, proofs, wall, latencies, peak);
+                eprintln!("  GPU {}, {n} in flight each: {:.2} proofs/s, latency p50 {:.1} ms", set.label, level.proofs_per_s, level.latency_p50_ms);
+                levels.push(level);
             }
-            let level = level(n, proofs, wall, latencies, peak);
-            eprintln!("  GPU, {n} in flight: {:.2} proofs/s, latency p50 {:.1} ms", level.proofs_per_s, level.latency_p50_ms);
-            levels.push(level);
         }
         cells.push(ThroughputCell { vars: p.num_vars, fold: p.fold, rate: p.log_inv_rate, proofs, plonky3, gpu: levels });
         if let Some(out) = json_out {
@@ -181,20 +246,28 @@ pub fn run(
 }
 
 fn print_table(cells: &[ThroughputCell]) {
-    println!("| n | fold | rate | in flight | GPU proofs/s | vs 1 in flight | latency p50 / p90 / max ms | GPU MiB per proof in flight | Plonky3 best proofs/s (in parallel) | GPU / Plonky3 |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| n | fold | rate | GPUs | in flight each | GPU proofs/s | vs one stream | vs the first GPU alone | latency p50 / p90 / max ms | GPU MiB per proof in flight | Plonky3 best proofs/s (in parallel) | GPU / Plonky3 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in cells {
         let best = c.plonky3.iter().max_by(|a, b| a.proofs_per_s.total_cmp(&b.proofs_per_s));
-        let one = c.gpu.iter().find(|l| l.in_flight == 1).or(c.gpu.first()).map(|l| l.proofs_per_s);
+        let one = c.gpu.first().map(|l| l.proofs_per_s);
+        let first_alone = |n: usize| c.gpu.iter().find(|l| l.in_flight == n).map(|l| l.proofs_per_s);
+        let first_label = c.gpu.first().map(|l| l.devices.clone()).unwrap_or_default();
         for l in &c.gpu {
+            let vs_first = match first_alone(l.in_flight) {
+                Some(f) if l.devices != first_label => format!("{:.2}x", l.proofs_per_s / f),
+                _ => "-".into(),
+            };
             println!(
-                "| {} | {} | {} | {} | {:.1} | {} | {:.1} / {:.1} / {:.1} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} / {:.1} / {:.1} | {} | {} | {} |",
                 c.vars,
                 c.fold,
                 c.rate,
+                l.devices,
                 l.in_flight,
                 l.proofs_per_s,
                 one.map_or("-".into(), |o| format!("{:.2}x", l.proofs_per_s / o)),
+                vs_first,
                 l.latency_p50_ms,
                 l.latency_p90_ms,
                 l.latency_max_ms,

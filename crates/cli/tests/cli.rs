@@ -126,12 +126,25 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     let Some(stdout) = gpu_run(&args) else { return };
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
     assert_eq!(rows.len(), 2, "a row per level: {stdout}");
-    assert!(rows[1].starts_with("| 9 | 2 | 1 | 3 |") && rows[1].contains("x |"), "{}", rows[1]);
+    assert!(rows[1].starts_with("| 9 | 2 | 1 | default | 3 |") && rows[1].contains("x |"), "{}", rows[1]);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let gpu = v[0]["gpu"].as_array().expect("GPU levels");
     assert_eq!(gpu.len(), 2);
     assert!(gpu.iter().all(|l| l["proofs_per_s"].as_f64().unwrap() > 0.0));
     assert_eq!(v[0]["plonky3"].as_array().map(Vec::len), Some(2));
+
+    // Two contexts of adapter 0 (as two GPUs): each level on the first alone and on both.
+    let two = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "2", "--proofs", "6", "--plonky3-parallel", "1", "--gpu-warmup-ms", "0", "--devices", "0,0"];
+    let stdout = gpu_run(&two).expect("the GPU ran above");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
+    assert_eq!(rows.len(), 2, "the first GPU alone, then both: {stdout}");
+    assert!(rows[0].starts_with("| 9 | 2 | 1 | 0 | 2 |") && rows[1].starts_with("| 9 | 2 | 1 | 0,0 | 2 |"), "{stdout}");
+    assert!(rows[1].split('|').nth(8).is_some_and(|c| c.trim().ends_with('x')), "a ratio to the first GPU alone: {}", rows[1]);
+    for bad in ["7,x", "99", ""] {
+        let out = whir(&["bench", "--vars", "9", "--concurrency", "1", "--devices", bad]);
+        assert!(!out.status.success(), "--devices {bad:?} accepted");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--devices"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
 
     let zero = whir(&["bench", "--vars", "9", "--concurrency", "0"]);
     assert!(!zero.status.success());

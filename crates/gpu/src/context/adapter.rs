@@ -128,6 +128,21 @@ pub fn list_adapters() -> Vec<AdapterSummary> {
         .collect()
 }
 
+/// The adapters a pool over "every GPU of the host" uses, by index into `adapters`
+/// ([`list_adapters`]): the hardware adapters of one backend, the first of Vulkan, Metal and
+/// DX12 that has any, so a GPU that two backends both list (Vulkan and GL, Vulkan and DX12) is
+/// counted once.
+pub fn pool_adapters(adapters: &[AdapterSummary]) -> Vec<usize> {
+    let hardware = |a: &AdapterSummary| !a.is_software() && a.device_type != wgpu::DeviceType::Cpu;
+    for backend in [wgpu::Backend::Vulkan, wgpu::Backend::Metal, wgpu::Backend::Dx12] {
+        let found: Vec<usize> = adapters.iter().enumerate().filter(|(_, a)| a.backend == backend && hardware(a)).map(|(i, _)| i).collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
 pub(super) fn describe(adapters: &[wgpu::Adapter]) -> String {
     if adapters.is_empty() {
         return "none".into();

@@ -15,7 +15,7 @@ mod pipelines;
 mod profile;
 mod transfers;
 
-pub use adapter::{list_adapters, AdapterSummary};
+pub use adapter::{list_adapters, pool_adapters, AdapterSummary};
 pub use batch::{Batch, InFlight, ReadSlot, Readback};
 pub use memory::GpuMemory;
 pub use profile::GpuProfiler;
