@@ -211,9 +211,13 @@ fn pool_options_are_checked_and_the_default_follows_the_adapter() {
     let backend = GpuBackend::new(ctx.clone());
     let err = ProofPool::new(backend.clone(), PoolOptions { in_flight: Some(0) }).err().expect("0 in flight refused").to_string();
     assert!(err.contains("at least one job in flight"), "{err}");
-    let pool = ProofPool::new(backend, PoolOptions::default()).unwrap();
+    let pool = ProofPool::new(backend.clone(), PoolOptions::default()).unwrap();
     let expected = if ctx.summary().is_software() { 1 } else { whir_wgpu::prover::DEFAULT_IN_FLIGHT };
     assert_eq!(pool.in_flight(), expected);
+    let err = ProofPool::over(vec![backend.clone(), backend.clone()], PoolOptions::default()).err().expect("one context twice refused").to_string();
+    assert!(err.contains("share one context"), "{err}");
+    let err = ProofPool::over(Vec::new(), PoolOptions::default()).err().expect("no backend refused").to_string();
+    assert!(err.contains("at least one GPU backend"), "{err}");
     // Nothing to do is no error.
     assert!(pool.prove_many(Vec::new()).is_empty());
 }
@@ -233,6 +237,7 @@ fn a_pool_over_two_devices_loses_no_proof_when_one_is_lost() {
     let on_b = AtomicUsize::new(0);
     let destroyed = std::sync::atomic::AtomicBool::new(false);
     let work: Vec<(usize, ProofJob)> = jobs.iter().cloned().enumerate().collect();
+    // (Job 0 is left to run undisturbed wherever it lands, so some work is in flight first.)
     let outputs = pool.run_many(
         work,
         |_| 0,
@@ -240,8 +245,9 @@ fn a_pool_over_two_devices_loses_no_proof_when_one_is_lost() {
             let here_b = Arc::ptr_eq(backend.context(), &b);
             if here_b {
                 on_b.fetch_add(1, Ordering::SeqCst);
-                // The fifth job to reach b loses its device under it.
-                if *i >= 4 && !destroyed.swap(true, Ordering::SeqCst) {
+                // The first job to reach b, while a proves others, loses b's device under it:
+                // that job (and any other b had in flight) must move to a.
+                if *i > 0 && !destroyed.swap(true, Ordering::SeqCst) {
                     b.device().destroy();
                 }
             }

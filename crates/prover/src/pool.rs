@@ -1,12 +1,13 @@
-//! Several proofs (or PCS commits and openings) in flight on one GPU context: a [`ProofPool`]
-//! takes a stream of jobs, runs up to N of them at once on threads that share the context, admits
-//! each only when its estimated GPU memory fits the context's budget beside the jobs already
-//! running, and hands the results back in the order the jobs came.
+//! Several proofs (or PCS commits and openings) in flight on a GPU context, or on several (the
+//! GPUs of a host): a [`ProofPool`] takes a stream of jobs, runs up to N of them at once on each
+//! context on threads that share it, admits each only when its estimated GPU memory fits the
+//! context's budget beside the jobs already running there, moves a job that fails on one GPU to
+//! the others, and hands the results back in the order the jobs came.
 //!
 //! What it buys (measured on the H200, BENCHMARKS.md): a proof's host work and round trips are
 //! covered by the other proofs' GPU work, so the device's queue stays busy. One queue runs the
 //! proofs' kernels one after another, so the gain stops where the queue is full: a resident
-//! proof at 2^24 keeps it busy ~35 ms of its ~50.
+//! proof at 2^24 keeps it busy ~35 ms of its ~45-50.
 
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
@@ -34,7 +35,8 @@ pub fn default_in_flight(adapter: &AdapterSummary) -> usize {
 /// How a [`ProofPool`] runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// Jobs in flight at once (at least 1); `None`: [`default_in_flight`] for the adapter.
+    /// Jobs in flight at once on each context (at least 1); `None`: [`default_in_flight`] for
+    /// its adapter.
     pub in_flight: Option<usize>,
 }
 
@@ -45,7 +47,7 @@ pub struct ProofJob {
     pub evals: Vec<F>,
 }
 
-/// Keeps up to N jobs in flight on one [`GpuBackend`]'s context (see the module docs).
+/// Keeps up to N jobs in flight on each of its [`GpuBackend`]s' contexts (see the module docs).
 ///
 /// ```no_run
 /// # use whir_prover::{GpuBackend, PoolOptions, ProofJob, ProofPool, Params};
@@ -90,6 +92,12 @@ impl ProofPool {
         }
         if options.in_flight == Some(0) {
             return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into()));
+        }
+        // Each context's budget is counted by one lane: a context given twice would be filled twice over.
+        for (i, b) in backends.iter().enumerate() {
+            if let Some(j) = backends[..i].iter().position(|a| std::sync::Arc::ptr_eq(a.context(), b.context())) {
+                return Err(ProverError::Input(format!("backends {j} and {i} of the proof pool share one context; give each its own (GpuBackend::open per GPU), or raise in_flight")));
+            }
         }
         let lanes = backends
             .into_iter()
