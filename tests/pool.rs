@@ -263,3 +263,38 @@ fn a_pool_over_two_devices_loses_no_proof_when_one_is_lost() {
     assert!(b.lost().is_some(), "device b's loss was not reported");
     assert!(a.lost().is_none());
 }
+
+/// A slow first job holds back at most the reorder window of later results: the pool takes no
+/// job more than 4 per slot past the first result not yet handed on. A sink that panics stops
+/// the pool instead of leaving its threads waiting.
+#[test]
+fn a_slow_job_holds_back_a_bounded_window_and_a_panicking_sink_stops_the_pool() {
+    let Some(ctx) = common::contexts().into_iter().next() else { return };
+    let pool = ProofPool::new(GpuBackend::new(ctx), PoolOptions { in_flight: Some(2) }).unwrap();
+    let window = 4 * pool.in_flight();
+    let first_done = std::sync::atomic::AtomicBool::new(false);
+    let furthest_while_first_ran = AtomicUsize::new(0);
+    let mut handed = Vec::new();
+    pool.run_ordered(
+        0..100usize,
+        |_| 0,
+        |_, &i| {
+            if i == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                first_done.store(true, Ordering::SeqCst);
+            } else if !first_done.load(Ordering::SeqCst) {
+                furthest_while_first_ran.fetch_max(i, Ordering::SeqCst);
+            }
+            Ok(i * 10)
+        },
+        |index, result| handed.push((index, result.unwrap())),
+    );
+    assert_eq!(handed, (0..100).map(|i| (i, i * 10)).collect::<Vec<_>>(), "every result, in order");
+    let furthest = furthest_while_first_ran.load(Ordering::SeqCst);
+    assert!(furthest > 0 && furthest < window, "while job 0 ran, job {furthest} started (window {window})");
+
+    let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.run_ordered(0..1_000usize, |_| 0, |_, &i| Ok(i), |index, _| assert!(index < 3, "the sink gives up at 3"));
+    }));
+    assert!(stopped.is_err(), "the sink's panic reaches the caller");
+}

@@ -181,12 +181,17 @@ impl ProofPool {
         fallback: Fallback<'_, J, R>,
         sink: &mut dyn FnMut(usize, Result<R, ProverError>),
     ) {
-        let next = Mutex::new(jobs.into_iter().enumerate());
+        // No job is taken more than `window` places ahead of the first result not yet handed
+        // on, so a slow job holds back at most that many finished results, not a whole stream.
+        let window = REORDER_WINDOW_PER_SLOT * self.in_flight();
+        let feed = Mutex::new(Feed { jobs: jobs.into_iter(), taken: 0, handed_on: 0, closed: false });
+        let moved_on = Condvar::new();
+        let (feed, moved_on) = (&feed, &moved_on);
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<R, ProverError>)>();
         std::thread::scope(|scope| {
             for (home, lane) in self.lanes.iter().enumerate() {
                 for _ in 0..lane.in_flight {
-                    let (tx, next) = (tx.clone(), &next);
+                    let tx = tx.clone();
                     scope.spawn(move || {
                         // Worker backends of this thread's own, one per context it runs on.
                         let mut workers: Vec<Option<GpuBackend>> = vec![None; self.lanes.len()];
@@ -197,9 +202,9 @@ impl ProofPool {
                                 break;
                             }
                             // The lock is held only to take the next job, never across its work.
-                            let taken = next.lock().map(|mut jobs| jobs.next());
-                            let Ok(Some((index, job))) = taken else { break };
-                            let result = self.run_job(&mut workers, home, index, &job, estimate, work, fallback);
+                            let Some((index, job)) = Feed::take(feed, moved_on, window) else { break };
+                            // Every job taken gives a result (the receiver waits for each in turn).
+                            let result = caught(index, || self.run_job(&mut workers, home, index, &job, estimate, work, fallback));
                             if tx.send((index, result)).is_err() {
                                 break;
                             }
@@ -208,6 +213,8 @@ impl ProofPool {
                 }
             }
             drop(tx);
+            // If `sink` panics, the threads waiting for it to move on stop instead.
+            let _close = CloseOnDrop(feed, moved_on);
             // Results come back in any order; each is handed on once all before it are.
             let mut waiting = BTreeMap::new();
             let mut due = 0;
@@ -217,6 +224,8 @@ impl ProofPool {
                     sink(due, result);
                     due += 1;
                 }
+                feed.lock().unwrap_or_else(|p| p.into_inner()).handed_on = due;
+                moved_on.notify_all();
             }
         });
     }
@@ -266,6 +275,45 @@ impl ProofPool {
         }
         let e = last.unwrap_or_else(|| ProverError::Gpu(GpuError::Device("every GPU of the proof pool is lost".into())));
         caught(index, || fallback(job, e))
+    }
+}
+
+/// Finished results a pool may hold for an earlier, slower job, per job in flight.
+const REORDER_WINDOW_PER_SLOT: usize = 4;
+
+/// The jobs not yet taken, and how far taking and handing on have got.
+struct Feed<I> {
+    jobs: I,
+    taken: usize,
+    handed_on: usize,
+    /// No more jobs are to be taken (the results are no longer wanted).
+    closed: bool,
+}
+
+/// Closes the feed when the results' receiver ends, however it ends.
+struct CloseOnDrop<'a, I>(&'a Mutex<Feed<I>>, &'a Condvar);
+
+impl<I> Drop for CloseOnDrop<'_, I> {
+    fn drop(&mut self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.1.notify_all();
+    }
+}
+
+impl<I: Iterator> Feed<I> {
+    /// The next job and its index, once it lies within `window` of the first result not yet
+    /// handed on; None when there are no more (or the feed is broken by a panic in `next`).
+    fn take(feed: &Mutex<Self>, moved_on: &Condvar, window: usize) -> Option<(usize, I::Item)> {
+        let mut f = feed.lock().ok()?;
+        while !f.closed && f.taken >= f.handed_on + window {
+            f = moved_on.wait(f).ok()?;
+        }
+        if f.closed {
+            return None;
+        }
+        let job = f.jobs.next()?;
+        f.taken += 1;
+        Some((f.taken - 1, job))
     }
 }
 
