@@ -8,11 +8,14 @@
 //! beside one thread (is the work serialised?) and beside C contexts (is the queue the limit?).
 //! `independent` records the same dispatches on buffers of their own (nothing to wait for
 //! between them); `PROBE_PROFILE=1` (one thread) adds the GPU time per dispatch from timestamps.
+//! `PROBE_KERNEL=copy` dispatches a plain copy of the states' words instead of a permutation,
+//! so the GPU time per dispatch is the launch and barrier cost, not one thread's Poseidon2
+//! latency.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use whir_wgpu::gpu::{GpuContext, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::gpu::{Dispatch, GpuContext, GpuPoseidon2, Kernel, Poseidon2Constants};
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -24,6 +27,7 @@ fn main() {
     let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let (states, dispatches, reps) = (num(1, 64), num(2, 64), num(3, 50));
     let (threads, contexts) = (env("PROBE_THREADS", 1), env("PROBE_CONTEXTS", 1));
+    let copy = std::env::var("PROBE_KERNEL").is_ok_and(|k| k == "copy");
     let perms: Vec<Arc<GpuPoseidon2>> = (0..contexts)
         .map(|_| Arc::new(GpuPoseidon2::new(Arc::new(GpuContext::new_default().expect("GPU")), Poseidon2Constants::default_babybear())))
         .collect();
@@ -40,7 +44,15 @@ fn main() {
                     None if step % 2 == 0 => (&a, &b),
                     None => (&b, &a),
                 };
-                perm.record_permute(&mut encoder, from, to, states).expect("record");
+                if copy {
+                    let words = states * 16;
+                    let pipeline = ctx.pipeline(Kernel::Copy, &[]).expect("copy pipeline");
+                    let params = ctx.uniform("probe copy", &[words as u32, 0, 0, 0]);
+                    let bind = ctx.bind_buffers(&pipeline, &[&params, from, to]);
+                    ctx.record_dispatches(&mut encoder, "probe copy", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: words.div_ceil(1024) as u32 }]);
+                } else {
+                    perm.record_permute(&mut encoder, from, to, states).expect("record");
+                }
             }
             ctx.submit_and_read(encoder, &a, 8).expect("read back");
         }
@@ -68,7 +80,8 @@ fn main() {
     let per_batch = if mode == "roundtrip" { 1 } else { dispatches };
     let batches = (threads * reps) as f64;
     println!(
-        "{mode} states {states} x {per_batch} dispatches, {threads} threads on {contexts} context(s): {:.0} batches/s, {:.0} dispatches/s, {:.1} us a batch per thread",
+        "{mode}{} states {states} x {per_batch} dispatches, {threads} threads on {contexts} context(s): {:.0} batches/s, {:.0} dispatches/s, {:.1} us a batch per thread",
+        if copy { " (copy)" } else { "" },
         batches / secs,
         batches * per_batch as f64 / secs,
         secs * 1e6 / reps as f64
