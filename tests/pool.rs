@@ -298,3 +298,28 @@ fn a_slow_job_holds_back_a_bounded_window_and_a_panicking_sink_stops_the_pool() 
     }));
     assert!(stopped.is_err(), "the sink's panic reaches the caller");
 }
+
+/// A service's stream: the next request comes only once the last result is out. The pool hands
+/// each result on while it waits for the next job, rather than holding it behind the wait.
+#[test]
+fn a_stream_that_waits_for_its_results_is_served() {
+    let Some(ctx) = common::contexts().into_iter().next() else { return };
+    let pool = ProofPool::new(GpuBackend::new(ctx), PoolOptions { in_flight: Some(3) }).unwrap();
+    let (requests, incoming) = std::sync::mpsc::channel::<usize>();
+    requests.send(0).unwrap();
+    let mut client = Some(requests);
+    let mut served = Vec::new();
+    pool.run_ordered(
+        incoming.into_iter(),
+        |_| 0,
+        |_, &request| Ok(request * 2),
+        |index, result| {
+            served.push((index, result.unwrap()));
+            match index {
+                9 => client = None, // the client hangs up: the stream ends
+                _ => client.as_ref().unwrap().send(index + 1).unwrap(),
+            }
+        },
+    );
+    assert_eq!(served, (0..10).map(|i| (i, i * 2)).collect::<Vec<_>>());
+}

@@ -2,7 +2,8 @@
 //! context (a `ProofPool`), the latency of each proof, and the GPU memory each proof in flight
 //! holds, beside Plonky3's own throughput with as many proofs in parallel on the host's cores as
 //! help. Every proof of every level is byte-compared with the same input's proof at the first
-//! level, and one proof per input is checked by the stock verifier.
+//! level, and one proof per input is checked by the stock verifier. A proof's latency runs from
+//! its start on a GPU to its end (time waiting for a free slot is not counted).
 
 use std::time::{Duration, Instant};
 

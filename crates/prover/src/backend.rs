@@ -184,6 +184,9 @@ pub struct GpuBackend {
     profile: bool,
     /// How the resident driver plays the transcript.
     driver: DriverOptions,
+    /// Each proof starts the context's memory high-water mark afresh (its own peak); off for a
+    /// [`worker`](Self::worker), whose proofs share the context with others in flight.
+    own_peak: bool,
 }
 
 impl GpuBackend {
@@ -196,6 +199,7 @@ impl GpuBackend {
             mode: GpuMode::Resident,
             profile: false,
             driver: DriverOptions::default(),
+            own_peak: true,
         }
     }
 
@@ -228,10 +232,13 @@ impl GpuBackend {
     /// pools, budget), NTT twiddle tables and settings, with Merkle and grinding state of its
     /// own (the buffers a small tree binds in place of its missing levels, which a kernel
     /// writes, and the grinder's kept parameters), so two proofs in flight never bind one
-    /// writable buffer.
+    /// writable buffer. Its proofs leave the context's memory high-water mark to the caller
+    /// (their `peak_gpu_bytes` is the context's since the caller last reset it), their
+    /// `transfers` count every proof's traffic in the meantime, and they are not profiled
+    /// (GPU timestamps are kept per context, and proofs in flight together would mix theirs).
     pub fn worker(&self) -> Self {
         let poseidon2 = self.merkle.poseidon2().clone();
-        Self { merkle: Arc::new(GpuMerkle::new(poseidon2.clone())), grinder: Arc::new(GpuGrinder::new(poseidon2)), ..self.clone() }
+        Self { merkle: Arc::new(GpuMerkle::new(poseidon2.clone())), grinder: Arc::new(GpuGrinder::new(poseidon2)), own_peak: false, profile: false, ..self.clone() }
     }
 
     /// How the resident driver plays the transcript.
@@ -268,7 +275,9 @@ impl GpuBackend {
         let before = ctx.transfer_counts();
         let mut challenger = self.challenger();
         let profiling = self.profile && ctx.profiler().begin();
-        ctx.memory().reset_peak_buffer_bytes();
+        if self.own_peak {
+            ctx.memory().reset_peak_buffer_bytes();
+        }
         let started = Instant::now();
         let proved = prove_with_steps(&steps, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
@@ -324,7 +333,9 @@ impl GpuBackend {
         match self.mode {
             GpuMode::Resident => self.prove_resident(params, evals),
             GpuMode::Pieces => {
-                self.context().memory().reset_peak_buffer_bytes();
+                if self.own_peak {
+                    self.context().memory().reset_peak_buffer_bytes();
+                }
                 prove_with_pieces(self, params, evals).map(|out| ProverOutput {
                     transfers: Some(self.context().transfer_counts() - before),
                     peak_gpu_bytes: self.context().memory().peak_buffer_bytes(),

@@ -32,6 +32,9 @@ pub fn default_in_flight(adapter: &AdapterSummary) -> usize {
     }
 }
 
+/// The most jobs a pool keeps in flight on one context (a thread each).
+pub const MAX_IN_FLIGHT: usize = 256;
+
 /// How a [`ProofPool`] runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -90,8 +93,10 @@ impl ProofPool {
         if backends.is_empty() {
             return Err(ProverError::Input("a proof pool needs at least one GPU backend".into()));
         }
-        if options.in_flight == Some(0) {
-            return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into()));
+        match options.in_flight {
+            Some(0) => return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into())),
+            Some(n) if n > MAX_IN_FLIGHT => return Err(ProverError::Input(format!("{n} jobs in flight on each GPU is more than the {MAX_IN_FLIGHT} a pool runs (a thread each)"))),
+            _ => {}
         }
         // Each context's budget is counted by one lane: a context given twice would be filled twice over.
         for (i, b) in backends.iter().enumerate() {
@@ -183,12 +188,14 @@ impl ProofPool {
     ) {
         // No job is taken more than `window` places ahead of the first result not yet handed
         // on, so a slow job holds back at most that many finished results, not a whole stream.
-        let window = REORDER_WINDOW_PER_SLOT * self.in_flight();
-        let feed = Mutex::new(Feed { jobs: jobs.into_iter(), taken: 0, handed_on: 0, closed: false });
-        let moved_on = Condvar::new();
-        let (feed, moved_on) = (&feed, &moved_on);
+        let window = REORDER_WINDOW_PER_SLOT.saturating_mul(self.in_flight());
+        let feed = Feed { jobs: Mutex::new(jobs.into_iter().enumerate()), progress: Mutex::new(Progress::default()), moved_on: Condvar::new() };
+        let feed = &feed;
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<R, ProverError>)>();
         std::thread::scope(|scope| {
+            // If this closure ends early (`sink` panics, a thread cannot be spawned), the
+            // threads waiting for it to move on stop before the scope waits for them.
+            let _close = CloseOnDrop(feed);
             for (home, lane) in self.lanes.iter().enumerate() {
                 for _ in 0..lane.in_flight {
                     let tx = tx.clone();
@@ -201,8 +208,8 @@ impl ProofPool {
                             if self.lanes[home].lost().is_some() && self.lanes.iter().any(|l| l.lost().is_none()) {
                                 break;
                             }
-                            // The lock is held only to take the next job, never across its work.
-                            let Some((index, job)) = Feed::take(feed, moved_on, window) else { break };
+                            // The locks are held only to take the next job, never across its work.
+                            let Some((index, job)) = feed.take(window) else { break };
                             // Every job taken gives a result (the receiver waits for each in turn).
                             let result = caught(index, || self.run_job(&mut workers, home, index, &job, estimate, work, fallback));
                             if tx.send((index, result)).is_err() {
@@ -213,8 +220,6 @@ impl ProofPool {
                 }
             }
             drop(tx);
-            // If `sink` panics, the threads waiting for it to move on stop instead.
-            let _close = CloseOnDrop(feed, moved_on);
             // Results come back in any order; each is handed on once all before it are.
             let mut waiting = BTreeMap::new();
             let mut due = 0;
@@ -224,8 +229,7 @@ impl ProofPool {
                     sink(due, result);
                     due += 1;
                 }
-                feed.lock().unwrap_or_else(|p| p.into_inner()).handed_on = due;
-                moved_on.notify_all();
+                feed.handed_on(due);
             }
         });
     }
@@ -263,7 +267,12 @@ impl ProofPool {
             if !moves {
                 return result;
             }
-            let e = result.err().expect("a failure");
+            // A job that fails on a lost device failed for the device: a GPU error, which the
+            // fallback (the CPU for proofs) takes.
+            let e = match (result.err().expect("a failure"), lane.lost()) {
+                (ProverError::Panicked { .. }, Some(why)) => ProverError::Gpu(GpuError::Device(format!("GPU {l} was lost: {why}"))),
+                (e, _) => e,
+            };
             if self.lanes.len() > 1 {
                 let adapter = &lane.backend.context().summary().name;
                 match lane.lost() {
@@ -281,39 +290,58 @@ impl ProofPool {
 /// Finished results a pool may hold for an earlier, slower job, per job in flight.
 const REORDER_WINDOW_PER_SLOT: usize = 4;
 
-/// The jobs not yet taken, and how far taking and handing on have got.
+/// The jobs not yet taken, and how far taking and handing on have got: two locks, so that a
+/// stream whose next job is not there yet (a service waiting for requests) never holds up the
+/// results of the jobs already taken.
 struct Feed<I> {
-    jobs: I,
+    jobs: Mutex<I>,
+    progress: Mutex<Progress>,
+    moved_on: Condvar,
+}
+
+#[derive(Default)]
+struct Progress {
+    /// One past the highest index taken.
     taken: usize,
+    /// Results handed on so far (all below this index).
     handed_on: usize,
     /// No more jobs are to be taken (the results are no longer wanted).
     closed: bool,
 }
 
 /// Closes the feed when the results' receiver ends, however it ends.
-struct CloseOnDrop<'a, I>(&'a Mutex<Feed<I>>, &'a Condvar);
+struct CloseOnDrop<'a, I>(&'a Feed<I>);
 
 impl<I> Drop for CloseOnDrop<'_, I> {
     fn drop(&mut self) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
-        self.1.notify_all();
+        self.0.progress.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.0.moved_on.notify_all();
     }
 }
 
-impl<I: Iterator> Feed<I> {
-    /// The next job and its index, once it lies within `window` of the first result not yet
-    /// handed on; None when there are no more (or the feed is broken by a panic in `next`).
-    fn take(feed: &Mutex<Self>, moved_on: &Condvar, window: usize) -> Option<(usize, I::Item)> {
-        let mut f = feed.lock().ok()?;
-        while !f.closed && f.taken >= f.handed_on + window {
-            f = moved_on.wait(f).ok()?;
+impl<J, I: Iterator<Item = (usize, J)>> Feed<I> {
+    /// The next job and its index, once the jobs taken lie within `window` of the first result
+    /// not yet handed on (each thread may take one past it); None when there are no more, the
+    /// feed is closed, or the jobs' iterator panicked.
+    fn take(&self, window: usize) -> Option<(usize, J)> {
+        {
+            let mut p = self.progress.lock().ok()?;
+            while !p.closed && p.taken >= p.handed_on.saturating_add(window) {
+                p = self.moved_on.wait(p).ok()?;
+            }
+            if p.closed {
+                return None;
+            }
         }
-        if f.closed {
-            return None;
-        }
-        let job = f.jobs.next()?;
-        f.taken += 1;
-        Some((f.taken - 1, job))
+        let (index, job) = self.jobs.lock().ok()?.next()?;
+        let mut p = self.progress.lock().ok()?;
+        p.taken = p.taken.max(index + 1);
+        Some((index, job))
+    }
+
+    fn handed_on(&self, due: usize) {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).handed_on = due;
+        self.moved_on.notify_all();
     }
 }
 
@@ -328,11 +356,11 @@ impl Lane {
     fn run_admitted<J, R>(&self, backend: &GpuBackend, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
         let run = || caught(index, || work(backend, job));
         let ticket = self.admission.admit(index, bytes)?;
-        let shared = ticket.shared();
         let result = run();
         drop(ticket);
         match result {
-            Err(ProverError::Gpu(GpuError::OverBudget { .. })) if shared => {
+            // The context's own check refused it beside the others' memory: once more, alone.
+            Err(ProverError::Gpu(GpuError::OverBudget { .. })) => {
                 tracing::debug!(job = index, "refused for the memory budget beside other jobs; running it alone");
                 let _alone = self.admission.admit_alone();
                 run()
@@ -362,20 +390,16 @@ struct Admission {
 struct Reserved {
     bytes: u64,
     jobs: usize,
+    /// A job runs alone (see [`Admission::admit_alone`]): nothing else is admitted.
+    alone: bool,
 }
 
 /// A job's place in the budget, given back when dropped.
 struct Ticket<'a> {
     admission: &'a Admission,
     bytes: u64,
-    /// Whether other jobs ran beside it when it was admitted or may be admitted while it runs.
+    /// Whether other jobs may run beside it (not for a job admitted alone).
     shared: bool,
-}
-
-impl Ticket<'_> {
-    fn shared(&self) -> bool {
-        self.shared
-    }
 }
 
 impl Drop for Ticket<'_> {
@@ -383,6 +407,9 @@ impl Drop for Ticket<'_> {
         let mut reserved = self.admission.reserved.lock().unwrap_or_else(|p| p.into_inner());
         reserved.bytes -= self.bytes;
         reserved.jobs -= 1;
+        if !self.shared {
+            reserved.alone = false;
+        }
         self.admission.freed.notify_all();
     }
 }
@@ -392,38 +419,32 @@ impl Admission {
         Self { budget, reserved: Mutex::new(Reserved::default()), freed: Condvar::new() }
     }
 
-    /// Waits until `bytes` fit beside the jobs running; an error at once for a job that could
-    /// never fit the budget.
+    /// Waits until `bytes` fit beside the jobs running (and no job runs alone); an error at
+    /// once for a job that could never fit the budget.
     fn admit(&self, job: usize, bytes: u64) -> Result<Ticket<'_>, ProverError> {
-        let Some(budget) = self.budget else {
-            let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
-            reserved.jobs += 1;
-            return Ok(Ticket { admission: self, bytes: 0, shared: true });
-        };
-        if bytes > budget {
+        if let Some(budget) = self.budget.filter(|&b| bytes > b) {
             return Err(ProverError::Gpu(GpuError::OverBudget { what: format!("job {job} of the proof pool (estimated peak)"), needed_mib: mib(bytes), budget_mib: mib(budget) }));
         }
+        // Without a budget jobs are admitted by count alone, and hold no bytes.
+        let (budget, bytes) = self.budget.map_or((u64::MAX, 0), |b| (b, bytes));
         let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
-        while reserved.bytes + bytes > budget {
+        while reserved.alone || bytes > budget - reserved.bytes {
             reserved = self.freed.wait(reserved).unwrap_or_else(|p| p.into_inner());
         }
         reserved.bytes += bytes;
         reserved.jobs += 1;
-        // Alone only if it takes the whole budget, so nothing can join it.
-        let shared = reserved.jobs > 1 || bytes < budget;
-        Ok(Ticket { admission: self, bytes, shared })
+        Ok(Ticket { admission: self, bytes, shared: true })
     }
 
-    /// Waits until no job runs and takes the whole budget.
+    /// Waits until no job runs, then admits one that nothing joins until it ends.
     fn admit_alone(&self) -> Ticket<'_> {
-        let budget = self.budget.unwrap_or(u64::MAX);
         let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
-        while reserved.jobs > 0 {
+        while reserved.jobs > 0 || reserved.alone {
             reserved = self.freed.wait(reserved).unwrap_or_else(|p| p.into_inner());
         }
-        reserved.bytes += budget;
         reserved.jobs += 1;
-        Ticket { admission: self, bytes: budget, shared: false }
+        reserved.alone = true;
+        Ticket { admission: self, bytes: 0, shared: false }
     }
 }
 

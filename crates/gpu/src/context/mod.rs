@@ -283,9 +283,18 @@ impl GpuContext {
     /// Why the device was lost, if it was (a driver reset, an unplugged GPU, `destroy`): every
     /// later use fails, so work meant for it should go elsewhere.
     pub fn lost(&self) -> Option<String> {
-        // wgpu reports a loss from a poll; this one waits for nothing.
-        let _ = self.device.poll(wgpu::PollType::Poll);
-        self.lost.lock().ok().and_then(|s| s.clone())
+        let known = || self.lost.lock().ok().and_then(|s| s.clone());
+        if let Some(why) = known() {
+            return Some(why);
+        }
+        // wgpu reports a loss from a poll (this one waits for nothing), and wgpu 30 panics
+        // where the poll itself meets the lost device, after running the callback.
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Poll)));
+        match (known(), polled) {
+            (Some(why), _) => Some(why),
+            (None, Err(_)) => Some("polling the device panicked".into()),
+            (None, Ok(_)) => None,
+        }
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes and turns what they catch
@@ -293,11 +302,14 @@ impl GpuContext {
     pub fn scoped<T>(&self, context: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let out = f();
+        // A panic in `f` still pops this thread's scopes and clears its overrun, so the next
+        // call on this thread (a pool's next job) starts clean; then it goes on unwinding.
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         let here = std::thread::current().id();
         let overrun = self.pools.over_budget.lock().ok().and_then(|mut g| g.iter().position(|(t, _)| *t == here).map(|at| g.swap_remove(at).1));
+        let out = out.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         if let Some(e) = overrun {
             return Err(e);
         }

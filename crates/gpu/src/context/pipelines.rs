@@ -87,7 +87,11 @@ impl GpuContext {
         if let Some(buffer) = cache.get(bytes) {
             return buffer.clone();
         }
-        let buffer = self.create_uniform(label, bytes);
+        let (buffer, written) = self.create_uniform(label, bytes);
+        if !written {
+            // The device is lost: not kept for later work.
+            return buffer;
+        }
         if cache.len() >= UNIFORM_CACHE_ENTRIES {
             // Contents holding challenges never repeat; start over rather than grow.
             cache.clear();
@@ -98,21 +102,26 @@ impl GpuContext {
 
     /// A uniform buffer for contents that will not repeat (a challenge): made fresh, not cached.
     pub fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
-        self.create_uniform(label, bytemuck::bytes_of(value))
+        self.create_uniform(label, bytemuck::bytes_of(value)).0
     }
 
-    pub(super) fn create_uniform(&self, label: &str, bytes: &[u8]) -> wgpu::Buffer {
+    /// A uniform buffer holding `bytes`, and whether they were written (not on a lost device).
+    pub(super) fn create_uniform(&self, label: &str, bytes: &[u8]) -> (wgpu::Buffer, bool) {
         self.traffic.counters.uniforms.fetch_add(1, Ordering::Relaxed);
         // As `create_buffer_init` does, without its panic when the device is lost (the mapped
         // range is then refused): the buffer comes back unwritten, and the work using it fails
         // with the device's error.
         let size = (bytes.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::UNIFORM, mapped_at_creation: true });
-        if let Ok(mut view) = buffer.get_mapped_range_mut(..) {
-            view.slice(..bytes.len()).copy_from_slice(bytes);
-        }
+        let written = match buffer.get_mapped_range_mut(..) {
+            Ok(mut view) => {
+                view.slice(..bytes.len()).copy_from_slice(bytes);
+                true
+            }
+            Err(_) => false,
+        };
         buffer.unmap();
-        buffer
+        (buffer, written)
     }
 
     /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
