@@ -310,7 +310,7 @@ fn a_stream_that_waits_for_its_results_is_served() {
     let mut client = Some(requests);
     let mut served = Vec::new();
     pool.run_ordered(
-        incoming.into_iter(),
+        incoming,
         |_| 0,
         |_, &request| Ok(request * 2),
         |index, result| {
