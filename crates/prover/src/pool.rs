@@ -167,8 +167,10 @@ impl ProofPool {
     /// [`run_many`](Self::run_many) handing each result to `sink(index, result)` as soon as it
     /// and every result before it are done, in the jobs' order: for a stream of jobs whose
     /// results are written out as they come (a proving service). Jobs are taken from `jobs` only
-    /// as a slot frees (under a lock: an iterator that computes its items computes them one at
-    /// a time), so a long stream is never held in memory at once.
+    /// as a slot frees (under a lock of their own: an iterator that computes its items computes
+    /// them one at a time, and one that waits for its next item holds up no result), so a long
+    /// stream is never held in memory at once. A panic in the iterator itself (the caller's
+    /// code, not a job's) stops the pool and reaches the caller.
     pub fn run_ordered<J: Send, R: Send>(
         &self,
         jobs: impl IntoIterator<Item = J, IntoIter: Send>,
