@@ -30,7 +30,7 @@ pub use claims::Stacking;
 pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, WhirPcsProof, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
-pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT};
+pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
     opening_protocol, permutation, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ReadLimits, Soundness, EF, F,

@@ -260,21 +260,15 @@ impl ProofPool {
                 continue;
             }
             let backend = workers[l].get_or_insert_with(|| lane.backend.worker());
-            let result = lane.run_admitted(backend, index, job, bytes, work);
-            let moves = match &result {
-                Err(ProverError::Gpu(e)) => !matches!(e, GpuError::InvalidInput(_) | GpuError::Shader { .. }),
-                // A panic on a device that is lost is the device's failure, not the job's.
-                Err(ProverError::Panicked { .. }) => lane.lost().is_some(),
-                _ => false,
-            };
-            if !moves {
-                return result;
-            }
-            // A job that fails on a lost device failed for the device: a GPU error, which the
-            // fallback (the CPU for proofs) takes.
-            let e = match (result.err().expect("a failure"), lane.lost()) {
-                (ProverError::Panicked { .. }, Some(why)) => ProverError::Gpu(GpuError::Device(format!("GPU {l} was lost: {why}"))),
-                (e, _) => e,
+            let e = match lane.run_admitted(backend, index, job, bytes, work) {
+                Err(ProverError::Gpu(e)) if !matches!(e, GpuError::InvalidInput(_) | GpuError::Shader { .. }) => ProverError::Gpu(e),
+                Err(ProverError::Panicked { job, message }) => match lane.lost() {
+                    // A panic on a lost device is the device's failure, not the job's: a GPU
+                    // error, which the fallback (the CPU for proofs) takes.
+                    Some(why) => ProverError::Gpu(GpuError::Device(format!("GPU {l} was lost: {why}"))),
+                    None => return Err(ProverError::Panicked { job, message }),
+                },
+                other => return other,
             };
             if self.lanes.len() > 1 {
                 let adapter = &lane.backend.context().summary().name;
