@@ -251,3 +251,31 @@ fn random_mutations_are_rejected_without_panics() {
     }
     assert!(tried >= 250, "only {tried} mutations differed");
 }
+
+#[test]
+fn pow_witnesses_follow_the_grind_schedule() {
+    let mut rng = common::rng();
+    for p in [params(10, 2, 1, 1), params(12, 4, 1, 1), params(11, 3, 2, 2)] {
+        let file = ProofFile::from_bytes(&proof_bytes(&p, &mut rng)).unwrap();
+        let witnesses = file.pow_witnesses().unwrap();
+        let config = p.config::<whir_wgpu::gpu::GpuChallenger>().unwrap();
+        // The bits of every grind, in the proof's order: a sumcheck round carries a witness only
+        // when it grinds, a round's query grind always (0 at 0 bits).
+        let folds = |bits: usize, rounds: usize| vec![bits; if bits > 0 { rounds } else { 0 }];
+        let mut bits = folds(config.starting_folding_pow_bits(), config.round_folding_factor(0));
+        for r in config.round_parameters() {
+            bits.push(r.pow_bits);
+            bits.extend(folds(r.folding_pow_bits, r.folding_factor));
+        }
+        bits.push(config.final_round_config().pow_bits);
+        bits.extend(folds(config.final_folding_pow_bits(), config.final_sumcheck_rounds()));
+        assert_eq!(witnesses.len(), bits.len(), "{p:?}: one witness per grind");
+        for (w, b) in witnesses.iter().zip(&bits) {
+            // Nothing is ground at 0 bits, and the verifier wants witness 0 there.
+            if *b == 0 {
+                assert_eq!(*w, 0, "{p:?}");
+            }
+        }
+        assert!(bits.iter().any(|&b| b > 0) && witnesses.iter().any(|&w| w > 0), "{p:?}: some grind found a nonzero witness");
+    }
+}

@@ -97,13 +97,17 @@ struct Level {
     /// Peak GPU buffer memory of 2N untimed proofs at this level from empty pools (pools kept
     /// while they run), per proof in flight.
     gpu_mib_per_proof: Option<f64>,
+    /// Proof-of-work candidates a smallest-witness grinder tries per proof (the sum of every
+    /// witness + 1, averaged over the level's proofs): Poseidon2 permutations the protocol asks
+    /// of the GPU whatever the scheduling.
+    grind_mperm_per_proof: Option<f64>,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut latencies: Vec<f64>, peak: Option<u64>) -> Level {
+fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut latencies: Vec<f64>, peak: Option<u64>, grind: Option<u64>) -> Level {
     latencies.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
     Level {
         devices: devices.to_string(),
@@ -113,6 +117,7 @@ fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut lat
         latency_p90_ms: quantile(&latencies, 0.9),
         latency_max_ms: quantile(&latencies, 1.0),
         gpu_mib_per_proof: peak.map(|b| b as f64 / (1u64 << 20) as f64 / in_flight as f64),
+        grind_mperm_per_proof: grind.map(|g| g as f64 / proofs as f64 / 1e6),
     }
 }
 
@@ -142,7 +147,7 @@ fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) 
         }
         Ok(all)
     });
-    Ok(level("host", k, proofs, started.elapsed(), latencies?, None))
+    Ok(level("host", k, proofs, started.elapsed(), latencies?, None, None))
 }
 
 pub fn run(
@@ -213,6 +218,7 @@ pub fn run(
                 let outputs = prove_all(&pool, proofs);
                 let wall = started.elapsed();
                 let mut latencies = Vec::with_capacity(proofs);
+                let mut grind = 0u64;
                 let what = |i: usize| format!("proof {i} with {n} in flight on GPU {}", set.label);
                 for (i, out) in outputs.into_iter().enumerate() {
                     let out = out.with_context(|| what(i))?;
@@ -227,10 +233,18 @@ pub fn run(
                         Some(bytes) if *bytes != out.proof => bail!("{} differs from the same input's proof made before", what(i)),
                         Some(_) => {}
                     }
+                    let witnesses = out.proof_file(p).pow_witnesses().with_context(|| what(i))?;
+                    grind += witnesses.iter().map(|&w| w as u64 + 1).sum::<u64>();
                     latencies.push(out.total().as_secs_f64() * 1e3);
                 }
-                let level = level(&set.label, n, proofs, wall, latencies, peak);
-                eprintln!("  GPU {}, {n} in flight each: {:.2} proofs/s, latency p50 {:.1} ms", set.label, level.proofs_per_s, level.latency_p50_ms);
+                let level = level(&set.label, n, proofs, wall, latencies, peak, Some(grind));
+                eprintln!(
+                    "  GPU {}, {n} in flight each: {:.2} proofs/s, latency p50 {:.1} ms, {:.1} M grind candidates a proof",
+                    set.label,
+                    level.proofs_per_s,
+                    level.latency_p50_ms,
+                    grind as f64 / proofs as f64 / 1e6
+                );
                 levels.push(level);
             }
         }
@@ -247,8 +261,8 @@ pub fn run(
 }
 
 fn print_table(cells: &[ThroughputCell]) {
-    println!("| n | fold | rate | GPUs | in flight each | GPU proofs/s | vs one stream | vs the first GPU alone | latency p50 / p90 / max ms | GPU MiB per proof in flight | Plonky3 best proofs/s (in parallel) | GPU / Plonky3 |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| n | fold | rate | GPUs | in flight each | GPU proofs/s | vs one stream | vs the first GPU alone | latency p50 / p90 / max ms | GPU MiB per proof in flight | grind M candidates a proof | Plonky3 best proofs/s (in parallel) | GPU / Plonky3 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in cells {
         let best = c.plonky3.iter().max_by(|a, b| a.proofs_per_s.total_cmp(&b.proofs_per_s));
         let one = c.gpu.first().map(|l| l.proofs_per_s);
@@ -260,7 +274,7 @@ fn print_table(cells: &[ThroughputCell]) {
                 _ => "-".into(),
             };
             println!(
-                "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} / {:.1} / {:.1} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} / {:.1} / {:.1} | {} | {} | {} | {} |",
                 c.vars,
                 c.fold,
                 c.rate,
@@ -273,6 +287,7 @@ fn print_table(cells: &[ThroughputCell]) {
                 l.latency_p90_ms,
                 l.latency_max_ms,
                 l.gpu_mib_per_proof.map_or("-".into(), |m| format!("{m:.0}")),
+                l.grind_mperm_per_proof.map_or("-".into(), |g| format!("{g:.1}")),
                 best.map_or("-".into(), |b| format!("{:.2} ({})", b.proofs_per_s, b.in_flight)),
                 best.map_or("-".into(), |b| format!("{:.1}x", l.proofs_per_s / b.proofs_per_s)),
             );

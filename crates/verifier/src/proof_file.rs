@@ -16,6 +16,7 @@ use std::io::Read;
 use p3_challenger::DuplexChallenger;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
+use p3_field::PrimeField32;
 use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
 
@@ -493,6 +494,25 @@ impl ProofFile {
         };
         read_bounded(&mut reader, &FileBound { params_bytes, limits }, &mut bytes)?;
         Self::from_bytes_with(&bytes, limits)
+    }
+
+    /// Every proof-of-work witness in the proof, in the proof's order (the initial sumcheck's,
+    /// then each round's query grind and sumcheck's, the final ones last; a sumcheck round that
+    /// grinds at 0 bits carries none, a query grind at 0 bits carries 0). A grinder that returns the smallest
+    /// witness tried `w + 1` candidates for a witness `w`, so their sum is the grinding work
+    /// the proof cost. Decoding only: nothing is verified.
+    pub fn pow_witnesses(&self) -> Result<Vec<u32>, ProofError> {
+        let whir = self.decode_body()?.whir;
+        let mut out: Vec<u32> = whir.initial_sumcheck.pow_witnesses.iter().map(|w| w.as_canonical_u32()).collect();
+        for round in &whir.rounds {
+            out.push(round.pow_witness.as_canonical_u32());
+            out.extend(round.sumcheck.pow_witnesses.iter().map(|w| w.as_canonical_u32()));
+        }
+        out.push(whir.final_pow_witness.as_canonical_u32());
+        if let Some(s) = &whir.final_sumcheck {
+            out.extend(s.pow_witnesses.iter().map(|w| w.as_canonical_u32()));
+        }
+        Ok(out)
     }
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
