@@ -56,7 +56,7 @@ fn main() {
     let per_ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / reps as f64;
     println!("{params}: median {:.2} ms over {reps} proofs (min {:.2})", times[times.len() / 2], times[0]);
     println!(
-        "per proof: {:.1} ms wall, {:.2} ms in submit, {:.2} ms waiting, {:.2} ms else on the host; {:.0} submissions, {:.0} dispatches, {:.0} bind groups, {:.0} uniforms, {:.0} small writes",
+        "per proof: {:.1} ms wall, {:.2} ms in submit, {:.2} ms waiting, {:.2} ms else on the host; {:.0} submissions, {:.0} dispatches, {:.0} bind groups, {:.0} uniforms, {:.0} small writes, {:.1} MiB of fresh buffers",
         total / reps as f64,
         per_ms(costs.submit),
         per_ms(costs.wait),
@@ -66,7 +66,14 @@ fn main() {
         per(costs.bind_groups),
         per(costs.uniforms),
         per(costs.small_writes),
+        per(costs.fresh_buffer_bytes) / (1u64 << 20) as f64,
     );
+    if let Some(out) = &last {
+        // The proof-of-work candidates the last proof cost (each smallest witness + 1): the
+        // Poseidon2 work its grinds put on the GPU, which depends on the input.
+        let witnesses = out.proof_file(&params).pow_witnesses().expect("the proof decodes");
+        println!("last proof: {:.2} M grind candidates", witnesses.iter().map(|&w| w as f64 + 1.0).sum::<f64>() / 1e6);
+    }
     if let Some(breakdown) = last.and_then(|out| out.breakdown) {
         println!("last proof, per round: step wall ms (GPU ms)");
         for (round, steps) in breakdown.rounds.iter().enumerate() {

@@ -15,13 +15,14 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/avx512}
 cargo build --release --target "$TARGET" --workspace --bins --benches --examples
 BIN="$CARGO_TARGET_DIR/$TARGET/release"
 mkdir -p .gpu
-rm -f .gpu/whir .gpu/*_bench .gpu/*_probe .gpu/prove_loop .gpu/stark
+rm -f .gpu/whir .gpu/*_bench .gpu/*_probe .gpu/prove_loop .gpu/stark .gpu/whir_worker
 strip -o .gpu/whir "$BIN/whir"
 strip -o .gpu/transfer_probe "$BIN/examples/transfer_probe"
 strip -o .gpu/latency_probe "$BIN/examples/latency_probe"
 strip -o .gpu/grind_probe "$BIN/examples/grind_probe"
 strip -o .gpu/prove_loop "$BIN/examples/prove_loop"
 strip -o .gpu/stark "$BIN/examples/stark"
+strip -o .gpu/concurrency_probe "$BIN/examples/concurrency_probe"
 for b in ntt poseidon2 merkle grind; do
     # The newest bench executable of that name (cargo leaves older hashes behind).
     f=$(ls -t "$BIN"/deps/"$b"-* | grep -E "/$b-[0-9a-f]{16}$" | head -1)

@@ -101,6 +101,11 @@ struct Level {
     /// witness + 1, averaged over the level's proofs): Poseidon2 permutations the protocol asks
     /// of the GPU whatever the scheduling.
     grind_mperm_per_proof: Option<f64>,
+    /// Buffers the timed proofs created afresh (not from the pools), MiB a proof: near 0 in
+    /// steady state; each GiB costs the driver ~100 ms.
+    fresh_mib_per_proof: Option<f64>,
+    /// Host time blocked waiting for the GPU, ms a proof (over every thread).
+    wait_ms_per_proof: Option<f64>,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -118,6 +123,8 @@ fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut lat
         latency_max_ms: quantile(&latencies, 1.0),
         gpu_mib_per_proof: peak.map(|b| b as f64 / (1u64 << 20) as f64 / in_flight as f64),
         grind_mperm_per_proof: grind.map(|g| g as f64 / proofs as f64 / 1e6),
+        fresh_mib_per_proof: None,
+        wait_ms_per_proof: None,
     }
 }
 
@@ -214,9 +221,14 @@ pub fn run(
                 // Per proof in flight over every GPU (several contexts of one adapter each count
                 // their own buffers).
                 let peak = peaks.map(|p| p.iter().sum::<u64>() / set.backends.len() as u64);
+                let costs: Vec<_> = set.backends.iter().map(|b| b.context().host_costs()).collect();
                 let started = Instant::now();
                 let outputs = prove_all(&pool, proofs);
                 let wall = started.elapsed();
+                let (fresh, wait) = set.backends.iter().zip(&costs).fold((0u64, 0f64), |(f, w), (b, before)| {
+                    let d = b.context().host_costs() - *before;
+                    (f + d.fresh_buffer_bytes, w + d.wait.as_secs_f64())
+                });
                 let mut latencies = Vec::with_capacity(proofs);
                 let mut grind = 0u64;
                 let what = |i: usize| format!("proof {i} with {n} in flight on GPU {}", set.label);
@@ -237,13 +249,19 @@ pub fn run(
                     grind += witnesses.iter().map(|&w| w as u64 + 1).sum::<u64>();
                     latencies.push(out.total().as_secs_f64() * 1e3);
                 }
-                let level = level(&set.label, n, proofs, wall, latencies, peak, Some(grind));
+                let level = Level {
+                    fresh_mib_per_proof: Some(fresh as f64 / (1u64 << 20) as f64 / proofs as f64),
+                    wait_ms_per_proof: Some(wait * 1e3 / proofs as f64),
+                    ..level(&set.label, n, proofs, wall, latencies, peak, Some(grind))
+                };
                 eprintln!(
-                    "  GPU {}, {n} in flight each: {:.2} proofs/s, latency p50 {:.1} ms, {:.1} M grind candidates a proof",
+                    "  GPU {}, {n} in flight each: {:.2} proofs/s, latency p50 {:.1} ms, {:.1} M grind candidates, {:.1} MiB of fresh buffers and {:.1} ms waiting a proof",
                     set.label,
                     level.proofs_per_s,
                     level.latency_p50_ms,
-                    grind as f64 / proofs as f64 / 1e6
+                    grind as f64 / proofs as f64 / 1e6,
+                    fresh as f64 / (1u64 << 20) as f64 / proofs as f64,
+                    wait * 1e3 / proofs as f64
                 );
                 levels.push(level);
             }

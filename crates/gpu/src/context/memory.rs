@@ -129,6 +129,7 @@ impl GpuContext {
             create()
         };
         self.sample_buffer_bytes();
+        self.count_fresh_buffer(buffer.size());
         buffer
     }
 

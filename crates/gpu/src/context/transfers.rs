@@ -40,6 +40,8 @@ pub(super) struct TransferCounters {
     pub(super) bind_groups: AtomicU64,
     pub(super) uniforms: AtomicU64,
     pub(super) small_writes: AtomicU64,
+    pub(super) fresh_buffers: AtomicU64,
+    pub(super) fresh_buffer_bytes: AtomicU64,
     pub(super) submit_ns: AtomicU64,
     pub(super) wait_ns: AtomicU64,
 }
@@ -58,6 +60,11 @@ pub struct HostCosts {
     pub uniforms: u64,
     /// Writes small enough for `queue.write_buffer` (each a staging allocation inside wgpu).
     pub small_writes: u64,
+    /// Device and staging buffers created afresh (not taken from a pool), and their bytes: each
+    /// costs the driver an allocation (~100 ms per GiB on NVIDIA), so in steady state a proof
+    /// should make few.
+    pub fresh_buffers: u64,
+    pub fresh_buffer_bytes: u64,
     /// Time inside `queue.submit`.
     pub submit: std::time::Duration,
     /// Time blocked waiting for the GPU (readbacks, waits, staging maps).
@@ -72,6 +79,8 @@ impl std::ops::Sub for HostCosts {
             bind_groups: self.bind_groups - earlier.bind_groups,
             uniforms: self.uniforms - earlier.uniforms,
             small_writes: self.small_writes - earlier.small_writes,
+            fresh_buffers: self.fresh_buffers - earlier.fresh_buffers,
+            fresh_buffer_bytes: self.fresh_buffer_bytes - earlier.fresh_buffer_bytes,
             submit: self.submit.saturating_sub(earlier.submit),
             wait: self.wait.saturating_sub(earlier.wait),
         }
@@ -180,9 +189,26 @@ impl GpuContext {
             bind_groups: load(&c.bind_groups),
             uniforms: load(&c.uniforms),
             small_writes: load(&c.small_writes),
+            fresh_buffers: load(&c.fresh_buffers),
+            fresh_buffer_bytes: load(&c.fresh_buffer_bytes),
             submit: std::time::Duration::from_nanos(load(&c.submit_ns)),
             wait: std::time::Duration::from_nanos(load(&c.wait_ns)),
         }
+    }
+
+    /// A staging buffer from `pool` (see `StagingPool::take`), counted when made afresh.
+    fn take_staging(&self, pool: &crate::transfer::StagingPool, bytes: u64) -> (wgpu::Buffer, bool) {
+        let (buffer, pooled) = pool.take(&self.device, bytes);
+        if !pooled {
+            self.count_fresh_buffer(buffer.size());
+        }
+        (buffer, pooled)
+    }
+
+    /// Counts a buffer of `bytes` created afresh (see [`HostCosts::fresh_buffers`]).
+    pub(super) fn count_fresh_buffer(&self, bytes: u64) {
+        self.traffic.counters.fresh_buffers.fetch_add(1, Ordering::Relaxed);
+        self.traffic.counters.fresh_buffer_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     pub(super) fn add_time(counter: &AtomicU64, since: std::time::Instant) {
@@ -384,7 +410,7 @@ impl GpuContext {
                 let slot = i % CHUNKS_IN_FLIGHT;
                 let (tx, rx) = std::sync::mpsc::channel();
                 if slot == ring.len() {
-                    let (buffer, pooled) = self.pools.upload_pool.take(&self.device, chunk.min(total) as u64);
+                    let (buffer, pooled) = self.take_staging(&self.pools.upload_pool, chunk.min(total) as u64);
                     ring.push((buffer, None));
                     if pooled {
                         // A pooled buffer comes back unmapped (its last copy may still run).
@@ -589,7 +615,7 @@ impl GpuContext {
         };
         let result = (|| {
             for i in 0..ranges.len().min(CHUNKS_IN_FLIGHT) {
-                ring.push(self.pools.readback_pool.take(&self.device, chunk).0);
+                ring.push(self.take_staging(&self.pools.readback_pool, chunk).0);
                 let (index, rx) = issue(i, &ring[i]);
                 pending.push_back((i, index, rx));
             }
@@ -672,7 +698,7 @@ impl GpuContext {
     /// Copies `bytes` (> 0, one staging chunk at most) of `src` into pooled staging, submits,
     /// and requests the map.
     pub(super) fn start_read(&self, mut encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, bytes: u64, words: usize) -> Result<PendingRead> {
-        let (staging, _) = self.pools.readback_pool.take(&self.device, bytes);
+        let (staging, _) = self.take_staging(&self.pools.readback_pool, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         // Recording errors surface at `finish`: catch them here, on this thread's scopes.
         let index = self.scoped("submit and read back", || Ok(self.queue_submit(encoder.finish())))?;
