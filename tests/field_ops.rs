@@ -1,18 +1,23 @@
-//! Every WGSL field routine against Plonky3, on both multiply variants, with edge values.
+//! Every WGSL field routine against Plonky3, over BabyBear and KoalaBear and their degree-4
+//! extensions, on both multiply variants, with edge values.
 
 mod common;
 
 use p3_baby_bear::BabyBear;
-use p3_field::extension::BinomialExtensionField;
+use p3_field::extension::{BinomialExtensionField, BinomiallyExtendable};
 use p3_field::{BasedVectorSpace, Field, PrimeCharacteristicRing};
+use p3_koala_bear::KoalaBear;
+use rand::distr::{Distribution, StandardUniform};
 use rand::RngExt;
-use whir_wgpu::gpu::field::{as_words, from_words};
-use whir_wgpu::gpu::testing::{run_field_op, FieldOp};
+use whir_wgpu::gpu::field::{as_words, words_to};
+use whir_wgpu::gpu::testing::{run_field_op_in, FieldOp};
+use whir_wgpu::gpu::{GpuContext, GpuField};
 
-type Ext = BinomialExtensionField<BabyBear, 4>;
-
-fn base_operands(rng: &mut rand::rngs::StdRng) -> (Vec<BabyBear>, Vec<BabyBear>) {
-    let edges = [BabyBear::ZERO, BabyBear::ONE, BabyBear::NEG_ONE, BabyBear::TWO, -BabyBear::TWO];
+fn base_operands<F: GpuField>(rng: &mut rand::rngs::StdRng) -> (Vec<F>, Vec<F>)
+where
+    StandardUniform: Distribution<F>,
+{
+    let edges = [F::ZERO, F::ONE, F::NEG_ONE, F::TWO, -F::TWO];
     let mut a = Vec::new();
     let mut b = Vec::new();
     for x in edges {
@@ -21,72 +26,85 @@ fn base_operands(rng: &mut rand::rngs::StdRng) -> (Vec<BabyBear>, Vec<BabyBear>)
             b.push(y);
         }
     }
-    a.extend(common::random_vec(rng, 4000));
-    b.extend(common::random_vec(rng, 4000));
+    a.extend((0..4000).map(|_| rng.random::<F>()));
+    b.extend((0..4000).map(|_| rng.random::<F>()));
     (a, b)
+}
+
+fn base_ops_match<F: GpuField>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<F>,
+{
+    let (a, b) = base_operands::<F>(rng);
+    let run = |op, exponent| words_to::<F>(run_field_op_in(ctx, F::ID, op, as_words(&a), as_words(&b), exponent).unwrap()).unwrap();
+    let what = format!("{} {:?}", F::ID.name(), ctx.mul_variant());
+    let zip = |f: fn(F, F) -> F| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
+    let map = |f: &dyn Fn(F) -> F| a.iter().map(|&x| f(x)).collect::<Vec<_>>();
+    assert_eq!(run(FieldOp::Add, 0), zip(|x, y| x + y), "add {what}");
+    assert_eq!(run(FieldOp::Sub, 0), zip(|x, y| x - y), "sub {what}");
+    assert_eq!(run(FieldOp::Mul, 0), zip(|x, y| x * y), "mul {what}");
+    assert_eq!(run(FieldOp::Neg, 0), map(&|x| -x), "neg {what}");
+    assert_eq!(run(FieldOp::Square, 0), map(&|x| x.square()), "square {what}");
+    for e in [0u32, 1, 2, 3, 7, F::ORDER_U32 - 1, rng.random::<u32>()] {
+        assert_eq!(run(FieldOp::Pow, e), map(&|x| x.exp_u64(e as u64)), "pow {e} {what}");
+    }
+    let inv = run(FieldOp::Inverse, 0);
+    for (x, got) in a.iter().zip(inv) {
+        assert_eq!(got, x.try_inverse().unwrap_or(F::ZERO), "inverse of {x} {what}");
+    }
 }
 
 #[test]
 fn base_field_ops_match_plonky3() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let (a, b) = base_operands(&mut rng);
-        let run = |op, exponent| {
-            from_words(run_field_op(&ctx, op, as_words(&a), as_words(&b), exponent).unwrap()).unwrap()
-        };
-        let v = ctx.mul_variant();
-        let zip = |f: fn(BabyBear, BabyBear) -> BabyBear| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
-        let map = |f: &dyn Fn(BabyBear) -> BabyBear| a.iter().map(|&x| f(x)).collect::<Vec<_>>();
-        assert_eq!(run(FieldOp::Add, 0), zip(|x, y| x + y), "add {v:?}");
-        assert_eq!(run(FieldOp::Sub, 0), zip(|x, y| x - y), "sub {v:?}");
-        assert_eq!(run(FieldOp::Mul, 0), zip(|x, y| x * y), "mul {v:?}");
-        assert_eq!(run(FieldOp::Neg, 0), map(&|x| -x), "neg {v:?}");
-        assert_eq!(run(FieldOp::Square, 0), map(&|x| x.square()), "square {v:?}");
-        for e in [0u32, 1, 2, 7, 0x7800_0000, rng.random()] {
-            assert_eq!(run(FieldOp::Pow, e), map(&|x| x.exp_u64(e as u64)), "pow {e} {v:?}");
-        }
-        let inv = run(FieldOp::Inverse, 0);
-        for (x, got) in a.iter().zip(inv) {
-            let want = x.try_inverse().unwrap_or(BabyBear::ZERO);
-            assert_eq!(got, want, "inverse of {x} {v:?}");
-        }
+        base_ops_match::<BabyBear>(&ctx, &mut rng);
+        base_ops_match::<KoalaBear>(&ctx, &mut rng);
     }
 }
 
-fn ext_words(v: &[Ext]) -> Vec<u32> {
-    v.iter().flat_map(|e| as_words(e.as_basis_coefficients_slice()).to_vec()).collect()
-}
-
-fn ext_from_words(w: Vec<u32>) -> Vec<Ext> {
-    from_words(w).unwrap().chunks(4).map(|c| Ext::from_basis_coefficients_slice(c).unwrap()).collect()
+fn ext_ops_match<F: GpuField + BinomiallyExtendable<4>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<BinomialExtensionField<F, 4>>,
+{
+    type Ext<F> = BinomialExtensionField<F, 4>;
+    let words = |v: &[Ext<F>]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
+    let from = |w: Vec<u32>| -> Vec<Ext<F>> { words_to::<F>(w).unwrap().chunks(4).map(|c| Ext::<F>::from_basis_coefficients_slice(c).unwrap()).collect() };
+    let mut a: Vec<Ext<F>> = vec![Ext::<F>::ZERO, Ext::<F>::ONE, Ext::<F>::NEG_ONE, Ext::<F>::from(F::NEG_ONE)];
+    let mut b: Vec<Ext<F>> = vec![Ext::<F>::ONE, Ext::<F>::ZERO, Ext::<F>::NEG_ONE, Ext::<F>::TWO];
+    a.extend((0..2000).map(|_| rng.random::<Ext<F>>()));
+    b.extend((0..2000).map(|_| rng.random::<Ext<F>>()));
+    let (wa, wb) = (words(&a), words(&b));
+    let run = |op| from(run_field_op_in(ctx, F::ID, op, &wa, &wb, 0).unwrap());
+    let what = format!("{}^4 {:?}", F::ID.name(), ctx.mul_variant());
+    let zip = |f: fn(Ext<F>, Ext<F>) -> Ext<F>| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
+    assert_eq!(run(FieldOp::Ext4Add), zip(|x, y| x + y), "ext add {what}");
+    assert_eq!(run(FieldOp::Ext4Sub), zip(|x, y| x - y), "ext sub {what}");
+    assert_eq!(run(FieldOp::Ext4Mul), zip(|x, y| x * y), "ext mul {what}");
+    assert_eq!(run(FieldOp::Ext4Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext neg {what}");
+    assert_eq!(run(FieldOp::Ext4Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext square {what}");
+    let inv = run(FieldOp::Ext4Inverse);
+    for (x, got) in a.iter().zip(inv) {
+        assert_eq!(got, x.try_inverse().unwrap_or(Ext::<F>::ZERO), "ext inverse of {x} {what}");
+    }
 }
 
 #[test]
 fn extension_field_ops_match_plonky3() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let mut a: Vec<Ext> = vec![Ext::ZERO, Ext::ONE, Ext::NEG_ONE, Ext::from(BabyBear::NEG_ONE)];
-        let mut b: Vec<Ext> = vec![Ext::ONE, Ext::ZERO, Ext::NEG_ONE, Ext::TWO];
-        a.extend((0..2000).map(|_| rng.random::<Ext>()));
-        b.extend((0..2000).map(|_| rng.random::<Ext>()));
-        let (wa, wb) = (ext_words(&a), ext_words(&b));
-        let run = |op| ext_from_words(run_field_op(&ctx, op, &wa, &wb, 0).unwrap());
-        let v = ctx.mul_variant();
-        let zip = |f: fn(Ext, Ext) -> Ext| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
-        assert_eq!(run(FieldOp::Ext4Add), zip(|x, y| x + y), "ext add {v:?}");
-        assert_eq!(run(FieldOp::Ext4Sub), zip(|x, y| x - y), "ext sub {v:?}");
-        assert_eq!(run(FieldOp::Ext4Mul), zip(|x, y| x * y), "ext mul {v:?}");
-        assert_eq!(run(FieldOp::Ext4Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext neg {v:?}");
-        assert_eq!(run(FieldOp::Ext4Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext square {v:?}");
-        let inv = run(FieldOp::Ext4Inverse);
-        for (x, got) in a.iter().zip(inv) {
-            assert_eq!(got, x.try_inverse().unwrap_or(Ext::ZERO), "ext inverse of {x} {v:?}");
-        }
+        ext_ops_match::<BabyBear>(&ctx, &mut rng);
+        ext_ops_match::<KoalaBear>(&ctx, &mut rng);
     }
 }
 
 #[test]
 fn montgomery_words_are_plonky3s() {
     assert_eq!(as_words(&[BabyBear::ONE])[0], 0x0fff_fffe);
-    assert!(from_words(vec![0x7800_0001]).is_err(), "p itself is not a canonical word");
+    assert_eq!(as_words(&[KoalaBear::ONE])[0], 0x01ff_fffe);
+    assert!(words_to::<BabyBear>(vec![0x7800_0001]).is_err(), "p itself is not a canonical word");
+    assert!(words_to::<KoalaBear>(vec![0x7f00_0001]).is_err(), "p itself is not a canonical word");
+    // A word valid in BabyBear is not one in KoalaBear: each field checks its own prime.
+    assert!(words_to::<BabyBear>(vec![0x7700_0000]).is_ok() && words_to::<KoalaBear>(vec![0x7700_0000]).is_ok());
+    assert!(words_to::<BabyBear>(vec![0x7e00_0000]).is_err() && words_to::<KoalaBear>(vec![0x7e00_0000]).is_ok());
 }

@@ -1,16 +1,17 @@
-//! Every kernel, in every multiply variant, parses and validates with naga and translates to
-//! MSL (Metal), HLSL (DX12) and SPIR-V (Vulkan), so no backend can silently rot.
+//! Every kernel, over every field and in every multiply variant, parses and validates with naga
+//! and translates to MSL (Metal), HLSL (DX12) and SPIR-V (Vulkan), so no backend can silently rot.
 
 use naga::back::{hlsl, msl, spv};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use whir_wgpu::gpu::shaders::{compose, Kernel, MulVariant};
+use whir_wgpu::gpu::shaders::{compose_for, Kernel, MulVariant};
+use whir_wgpu::gpu::FieldId;
 
 #[test]
 fn every_kernel_validates_and_cross_compiles() {
-    for kernel in Kernel::ALL {
+    for (kernel, field) in Kernel::ALL.into_iter().flat_map(|k| FieldId::ALL.map(|f| (k, f))) {
         for variant in MulVariant::ALL {
-            let name = format!("{} ({variant:?})", kernel.source_name());
-            let src = compose(kernel.source_name(), variant, kernel.default_consts()).unwrap();
+            let name = format!("{} ({}, {variant:?})", kernel.source_name(), field.name());
+            let src = compose_for(field, kernel.source_name(), variant, kernel.default_consts()).unwrap();
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
             let caps = match variant {
@@ -50,11 +51,11 @@ fn every_kernel_validates_and_cross_compiles() {
 /// within 256 invocations, and still translates to MSL and HLSL.
 #[test]
 fn every_kernel_fits_webgpu_default_limits() {
-    for kernel in Kernel::ALL {
+    for (kernel, field) in Kernel::ALL.into_iter().flat_map(|k| FieldId::ALL.map(|f| (k, f))) {
         let consts: Vec<(&str, u32)> =
             kernel.default_consts().iter().map(|&(k, v)| if k == "NTT_TILE" { (k, 4096) } else { (k, v) }).collect();
-        let name = format!("{} (strict)", kernel.source_name());
-        let src = compose(kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
+        let name = format!("{} ({}, strict)", kernel.source_name(), field.name());
+        let src = compose_for(field, kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
         let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
         let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
             .validate(&module)

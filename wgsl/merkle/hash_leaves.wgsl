@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import poseidon2/permutation
 // #import merkle/sponge
 

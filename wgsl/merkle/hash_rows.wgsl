@@ -1,7 +1,7 @@
 // #import util/dispatch
 // #import util/gather_params
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import poseidon2/permutation
 // #import merkle/sponge
 

@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 
 // Row bit-reversal of a row-major matrix with 2^log_n rows, out of place, optionally scaling
 // every element by one constant (1/n for an inverse transform).
@@ -38,7 +38,7 @@ var<workgroup> tile: array<u32, BITREV_TILE>;
 
 fn scaled(v: u32) -> u32 {
     if (params.use_scale != 0u) {
-        return bb_mul(v, params.scale);
+        return fp_mul(v, params.scale);
     }
     return v;
 }

@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 
 // One pass of a radix-2 decimation-in-frequency NTT over the columns of a row-major matrix.
 //
@@ -56,7 +56,7 @@ fn slot(i: u32) -> u32 {
 }
 
 fn shift_power(row: u32) -> u32 {
-    return bb_mul(shift_table[row & 2047u], shift_table[2048u + (row >> 11u)]);
+    return fp_mul(shift_table[row & 2047u], shift_table[2048u + (row >> 11u)]);
 }
 
 // Four DIF stages on x[0..16] (x[m] at stride s inside a block of 16·s): stage u pairs m with
@@ -65,56 +65,56 @@ fn shift_power(row: u32) -> u32 {
 // w16[i] = (16th root of unity)^i in the transform's direction, i < 8: lo = w16[0..4], hi = w16[4..8].
 fn radix16(x: ptr<function, array<u32, 16>>, c0: u32, lo: vec4<u32>, hi: vec4<u32>) {
     let w16 = array<u32, 8>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
-    let c1 = bb_square(c0);
-    let c2 = bb_square(c1);
-    let c3 = bb_square(c2);
+    let c1 = fp_square(c0);
+    let c2 = fp_square(c1);
+    let c3 = fp_square(c2);
     // stage 0: pairs at distance 8
-    let t0_1 = bb_mul(c0, w16[1]);
-    let t0_2 = bb_mul(c0, w16[2]);
-    let t0_3 = bb_mul(c0, w16[3]);
-    let t0_4 = bb_mul(c0, w16[4]);
-    let t0_5 = bb_mul(c0, w16[5]);
-    let t0_6 = bb_mul(c0, w16[6]);
-    let t0_7 = bb_mul(c0, w16[7]);
-    { let a = (*x)[0]; let b = (*x)[8]; (*x)[0] = bb_add(a, b); (*x)[8] = bb_mul(bb_sub(a, b), c0); }
-    { let a = (*x)[1]; let b = (*x)[9]; (*x)[1] = bb_add(a, b); (*x)[9] = bb_mul(bb_sub(a, b), t0_1); }
-    { let a = (*x)[2]; let b = (*x)[10]; (*x)[2] = bb_add(a, b); (*x)[10] = bb_mul(bb_sub(a, b), t0_2); }
-    { let a = (*x)[3]; let b = (*x)[11]; (*x)[3] = bb_add(a, b); (*x)[11] = bb_mul(bb_sub(a, b), t0_3); }
-    { let a = (*x)[4]; let b = (*x)[12]; (*x)[4] = bb_add(a, b); (*x)[12] = bb_mul(bb_sub(a, b), t0_4); }
-    { let a = (*x)[5]; let b = (*x)[13]; (*x)[5] = bb_add(a, b); (*x)[13] = bb_mul(bb_sub(a, b), t0_5); }
-    { let a = (*x)[6]; let b = (*x)[14]; (*x)[6] = bb_add(a, b); (*x)[14] = bb_mul(bb_sub(a, b), t0_6); }
-    { let a = (*x)[7]; let b = (*x)[15]; (*x)[7] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), t0_7); }
+    let t0_1 = fp_mul(c0, w16[1]);
+    let t0_2 = fp_mul(c0, w16[2]);
+    let t0_3 = fp_mul(c0, w16[3]);
+    let t0_4 = fp_mul(c0, w16[4]);
+    let t0_5 = fp_mul(c0, w16[5]);
+    let t0_6 = fp_mul(c0, w16[6]);
+    let t0_7 = fp_mul(c0, w16[7]);
+    { let a = (*x)[0]; let b = (*x)[8]; (*x)[0] = fp_add(a, b); (*x)[8] = fp_mul(fp_sub(a, b), c0); }
+    { let a = (*x)[1]; let b = (*x)[9]; (*x)[1] = fp_add(a, b); (*x)[9] = fp_mul(fp_sub(a, b), t0_1); }
+    { let a = (*x)[2]; let b = (*x)[10]; (*x)[2] = fp_add(a, b); (*x)[10] = fp_mul(fp_sub(a, b), t0_2); }
+    { let a = (*x)[3]; let b = (*x)[11]; (*x)[3] = fp_add(a, b); (*x)[11] = fp_mul(fp_sub(a, b), t0_3); }
+    { let a = (*x)[4]; let b = (*x)[12]; (*x)[4] = fp_add(a, b); (*x)[12] = fp_mul(fp_sub(a, b), t0_4); }
+    { let a = (*x)[5]; let b = (*x)[13]; (*x)[5] = fp_add(a, b); (*x)[13] = fp_mul(fp_sub(a, b), t0_5); }
+    { let a = (*x)[6]; let b = (*x)[14]; (*x)[6] = fp_add(a, b); (*x)[14] = fp_mul(fp_sub(a, b), t0_6); }
+    { let a = (*x)[7]; let b = (*x)[15]; (*x)[7] = fp_add(a, b); (*x)[15] = fp_mul(fp_sub(a, b), t0_7); }
     // stage 1: pairs at distance 4
-    let t1_1 = bb_mul(c1, w16[2]);
-    let t1_2 = bb_mul(c1, w16[4]);
-    let t1_3 = bb_mul(c1, w16[6]);
-    { let a = (*x)[0]; let b = (*x)[4]; (*x)[0] = bb_add(a, b); (*x)[4] = bb_mul(bb_sub(a, b), c1); }
-    { let a = (*x)[1]; let b = (*x)[5]; (*x)[1] = bb_add(a, b); (*x)[5] = bb_mul(bb_sub(a, b), t1_1); }
-    { let a = (*x)[2]; let b = (*x)[6]; (*x)[2] = bb_add(a, b); (*x)[6] = bb_mul(bb_sub(a, b), t1_2); }
-    { let a = (*x)[3]; let b = (*x)[7]; (*x)[3] = bb_add(a, b); (*x)[7] = bb_mul(bb_sub(a, b), t1_3); }
-    { let a = (*x)[8]; let b = (*x)[12]; (*x)[8] = bb_add(a, b); (*x)[12] = bb_mul(bb_sub(a, b), c1); }
-    { let a = (*x)[9]; let b = (*x)[13]; (*x)[9] = bb_add(a, b); (*x)[13] = bb_mul(bb_sub(a, b), t1_1); }
-    { let a = (*x)[10]; let b = (*x)[14]; (*x)[10] = bb_add(a, b); (*x)[14] = bb_mul(bb_sub(a, b), t1_2); }
-    { let a = (*x)[11]; let b = (*x)[15]; (*x)[11] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), t1_3); }
+    let t1_1 = fp_mul(c1, w16[2]);
+    let t1_2 = fp_mul(c1, w16[4]);
+    let t1_3 = fp_mul(c1, w16[6]);
+    { let a = (*x)[0]; let b = (*x)[4]; (*x)[0] = fp_add(a, b); (*x)[4] = fp_mul(fp_sub(a, b), c1); }
+    { let a = (*x)[1]; let b = (*x)[5]; (*x)[1] = fp_add(a, b); (*x)[5] = fp_mul(fp_sub(a, b), t1_1); }
+    { let a = (*x)[2]; let b = (*x)[6]; (*x)[2] = fp_add(a, b); (*x)[6] = fp_mul(fp_sub(a, b), t1_2); }
+    { let a = (*x)[3]; let b = (*x)[7]; (*x)[3] = fp_add(a, b); (*x)[7] = fp_mul(fp_sub(a, b), t1_3); }
+    { let a = (*x)[8]; let b = (*x)[12]; (*x)[8] = fp_add(a, b); (*x)[12] = fp_mul(fp_sub(a, b), c1); }
+    { let a = (*x)[9]; let b = (*x)[13]; (*x)[9] = fp_add(a, b); (*x)[13] = fp_mul(fp_sub(a, b), t1_1); }
+    { let a = (*x)[10]; let b = (*x)[14]; (*x)[10] = fp_add(a, b); (*x)[14] = fp_mul(fp_sub(a, b), t1_2); }
+    { let a = (*x)[11]; let b = (*x)[15]; (*x)[11] = fp_add(a, b); (*x)[15] = fp_mul(fp_sub(a, b), t1_3); }
     // stage 2: pairs at distance 2
-    let t2_1 = bb_mul(c2, w16[4]);
-    { let a = (*x)[0]; let b = (*x)[2]; (*x)[0] = bb_add(a, b); (*x)[2] = bb_mul(bb_sub(a, b), c2); }
-    { let a = (*x)[1]; let b = (*x)[3]; (*x)[1] = bb_add(a, b); (*x)[3] = bb_mul(bb_sub(a, b), t2_1); }
-    { let a = (*x)[4]; let b = (*x)[6]; (*x)[4] = bb_add(a, b); (*x)[6] = bb_mul(bb_sub(a, b), c2); }
-    { let a = (*x)[5]; let b = (*x)[7]; (*x)[5] = bb_add(a, b); (*x)[7] = bb_mul(bb_sub(a, b), t2_1); }
-    { let a = (*x)[8]; let b = (*x)[10]; (*x)[8] = bb_add(a, b); (*x)[10] = bb_mul(bb_sub(a, b), c2); }
-    { let a = (*x)[9]; let b = (*x)[11]; (*x)[9] = bb_add(a, b); (*x)[11] = bb_mul(bb_sub(a, b), t2_1); }
-    { let a = (*x)[12]; let b = (*x)[14]; (*x)[12] = bb_add(a, b); (*x)[14] = bb_mul(bb_sub(a, b), c2); }
-    { let a = (*x)[13]; let b = (*x)[15]; (*x)[13] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), t2_1); }
+    let t2_1 = fp_mul(c2, w16[4]);
+    { let a = (*x)[0]; let b = (*x)[2]; (*x)[0] = fp_add(a, b); (*x)[2] = fp_mul(fp_sub(a, b), c2); }
+    { let a = (*x)[1]; let b = (*x)[3]; (*x)[1] = fp_add(a, b); (*x)[3] = fp_mul(fp_sub(a, b), t2_1); }
+    { let a = (*x)[4]; let b = (*x)[6]; (*x)[4] = fp_add(a, b); (*x)[6] = fp_mul(fp_sub(a, b), c2); }
+    { let a = (*x)[5]; let b = (*x)[7]; (*x)[5] = fp_add(a, b); (*x)[7] = fp_mul(fp_sub(a, b), t2_1); }
+    { let a = (*x)[8]; let b = (*x)[10]; (*x)[8] = fp_add(a, b); (*x)[10] = fp_mul(fp_sub(a, b), c2); }
+    { let a = (*x)[9]; let b = (*x)[11]; (*x)[9] = fp_add(a, b); (*x)[11] = fp_mul(fp_sub(a, b), t2_1); }
+    { let a = (*x)[12]; let b = (*x)[14]; (*x)[12] = fp_add(a, b); (*x)[14] = fp_mul(fp_sub(a, b), c2); }
+    { let a = (*x)[13]; let b = (*x)[15]; (*x)[13] = fp_add(a, b); (*x)[15] = fp_mul(fp_sub(a, b), t2_1); }
     // stage 3: pairs at distance 1
-    { let a = (*x)[0]; let b = (*x)[1]; (*x)[0] = bb_add(a, b); (*x)[1] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[2]; let b = (*x)[3]; (*x)[2] = bb_add(a, b); (*x)[3] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[4]; let b = (*x)[5]; (*x)[4] = bb_add(a, b); (*x)[5] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[6]; let b = (*x)[7]; (*x)[6] = bb_add(a, b); (*x)[7] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[8]; let b = (*x)[9]; (*x)[8] = bb_add(a, b); (*x)[9] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[10]; let b = (*x)[11]; (*x)[10] = bb_add(a, b); (*x)[11] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[12]; let b = (*x)[13]; (*x)[12] = bb_add(a, b); (*x)[13] = bb_mul(bb_sub(a, b), c3); }
-    { let a = (*x)[14]; let b = (*x)[15]; (*x)[14] = bb_add(a, b); (*x)[15] = bb_mul(bb_sub(a, b), c3); }
+    { let a = (*x)[0]; let b = (*x)[1]; (*x)[0] = fp_add(a, b); (*x)[1] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[2]; let b = (*x)[3]; (*x)[2] = fp_add(a, b); (*x)[3] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[4]; let b = (*x)[5]; (*x)[4] = fp_add(a, b); (*x)[5] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[6]; let b = (*x)[7]; (*x)[6] = fp_add(a, b); (*x)[7] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[8]; let b = (*x)[9]; (*x)[8] = fp_add(a, b); (*x)[9] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[10]; let b = (*x)[11]; (*x)[10] = fp_add(a, b); (*x)[11] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[12]; let b = (*x)[13]; (*x)[12] = fp_add(a, b); (*x)[13] = fp_mul(fp_sub(a, b), c3); }
+    { let a = (*x)[14]; let b = (*x)[15]; (*x)[14] = fp_add(a, b); (*x)[15] = fp_mul(fp_sub(a, b), c3); }
 }
 
 // Element j of this thread's sub-problem from the source (0 past the valid rows or the tile),
@@ -131,7 +131,7 @@ fn load_element(j: u32, t_count: u32, in_range: bool, base: u32, stride_flat: u3
         v = src[base + j * stride_flat];
     }
     if (params.use_shift != 0u) {
-        return bb_mul(v, shift_power(row));
+        return fp_mul(v, shift_power(row));
     }
     return v;
 }
@@ -192,8 +192,8 @@ fn dif_pass(
     }
     let items = select(0u, 1u << (log_p + log_t - 4u), rounds > 0u); // 16 elements each
     // 16th roots of unity from the table (any transform with a radix-16 round has log_n >= 4).
-    var w16_lo = vec4<u32>(BB_ONE);
-    var w16_hi = vec4<u32>(BB_ONE);
+    var w16_lo = vec4<u32>(FP_ONE);
+    var w16_hi = vec4<u32>(FP_ONE);
     if (rounds > 0u) {
         let sh = params.log_n - 4u;
         w16_lo = vec4<u32>(twiddles[0], twiddles[1u << sh], twiddles[2u << sh], twiddles[3u << sh]);
@@ -252,11 +252,11 @@ fn dif_pass(
 
     // Leftover stages one at a time. Twiddle of pair (j, j + h) at stage s:
     // w^(off_row·2^s) · w^((j mod h)·2^(log_n - log_t + u)); the first factor is per thread.
-    var c = BB_ONE;
+    var c = FP_ONE;
     if (srl != 0u) {
         c = twiddles[off_row << params.stage0];
         for (var u = 0u; u < 4u * rounds; u++) {
-            c = bb_square(c);
+            c = fp_square(c);
         }
     }
     let half_count = t_count >> 1u;
@@ -274,12 +274,12 @@ fn dif_pass(
             let b = tile[i1];
             var tw = twiddles[lo << small_log];
             if (srl != 0u) {
-                tw = bb_mul(tw, c);
+                tw = fp_mul(tw, c);
             }
-            tile[i0] = bb_add(a, b);
-            tile[i1] = bb_mul(bb_sub(a, b), tw);
+            tile[i0] = fp_add(a, b);
+            tile[i1] = fp_mul(fp_sub(a, b), tw);
         }
-        c = bb_square(c);
+        c = fp_square(c);
         workgroupBarrier();
     }
 

@@ -1,5 +1,5 @@
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import poseidon2/permutation
 // #import pow/params
 
@@ -48,7 +48,7 @@ fn duplexing(d: ptr<function, Duplex>) {
         for (var i = 0u; i < SPONGE_RATE; i++) {
             (*d).state[i] = select(0u, (*d).pending[i], i < n);
         }
-        (*d).state[SPONGE_RATE] = bb_add((*d).state[SPONGE_RATE], bb_mul(n, BB_R2));
+        (*d).state[SPONGE_RATE] = fp_add((*d).state[SPONGE_RATE], fp_mul(n, FP_R2));
     }
     (*d).state = permuted((*d).state);
     (*d).len = 0u;
@@ -70,7 +70,7 @@ fn grind_base(d: ptr<function, Duplex>) -> array<u32, 16> {
     for (var i = 0u; i < SPONGE_RATE; i++) {
         base[i] = select(0u, (*d).pending[i], i < (*d).len);
     }
-    base[SPONGE_RATE] = bb_add(base[SPONGE_RATE], bb_mul((*d).len + 1u, BB_R2));
+    base[SPONGE_RATE] = fp_add(base[SPONGE_RATE], fp_mul((*d).len + 1u, FP_R2));
     return base;
 }
 

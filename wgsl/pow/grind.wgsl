@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import poseidon2/permutation
 // #import pow/params
 
@@ -50,7 +50,7 @@ fn grind(
     if (candidate >= end) {
         return;
     }
-    let w = bb_mul(candidate, BB_R2);
+    let w = fp_mul(candidate, FP_R2);
     let slot = params.search.x;
     var st = P2State(
         with_witness(params.base[0], 0u, slot, w),
@@ -60,7 +60,7 @@ fn grind(
     );
     poseidon2_permute(&st);
     // Montgomery -> canonical: multiply by plain 1.
-    let sample = bb_mul(st.s1.w, 1u);
+    let sample = fp_mul(st.s1.w, 1u);
     if ((sample & params.search.y) == 0u) {
         atomicMin(&best, candidate);
     }

@@ -7,9 +7,6 @@ struct GrindParams {
     search: vec4<u32>,
 }
 
-// R^2 mod p: Montgomery form of a canonical value v is bb_mul(v, BB_R2) = v * R^2 * R^-1.
-const BB_R2: u32 = 1172168163u;
-
 // One quarter (vec4 k of the 16-word state) with the witness w in `slot`, if the slot is in it.
 fn with_witness(base: vec4<u32>, quarter: u32, slot: u32, w: u32) -> vec4<u32> {
     let lanes = vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * quarter);

@@ -38,7 +38,7 @@ fn round_partials_base(
         let f0 = f[2u * i];
         let w0 = w[2u * i];
         c0 = ext4_add(c0, ext4_scale(w0, f0));
-        c_inf = ext4_add(c_inf, ext4_scale(ext4_sub(w[2u * i + 1u], w0), bb_sub(f[2u * i + 1u], f0)));
+        c_inf = ext4_add(c_inf, ext4_scale(ext4_sub(w[2u * i + 1u], w0), fp_sub(f[2u * i + 1u], f0)));
     }
     let total = workgroup_sum_pair(lid, c0, c_inf);
     if (lid == 0u) {
@@ -49,7 +49,7 @@ fn round_partials_base(
 
 fn fold_base_at(i: u32, r: vec4<u32>) {
     let f0 = f[2u * i];
-    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(r, bb_sub(f[2u * i + 1u], f0)));
+    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(r, fp_sub(f[2u * i + 1u], f0)));
 }
 
 // out[i] = f[2i] + r (f[2i+1] - f[2i]), into BabyBear^4.

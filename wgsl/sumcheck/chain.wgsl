@@ -57,14 +57,14 @@ fn chain_observe() {
         var st = load_sponge();
         st.s0 = vec4<u32>(observed[0], observed[1], observed[2], observed[3]);
         st.s1 = vec4<u32>(observed[4], observed[5], observed[6], observed[7]);
-        st.s2.x = bb_add(st.s2.x, bb_mul(SPONGE_RATE, BB_R2));
+        st.s2.x = fp_add(st.s2.x, fp_mul(SPONGE_RATE, FP_R2));
         poseidon2_permute(&st);
         store_sponge(st);
         if (chain.info.w != 0u) {
             // GrindState::new with nothing pending: the witness in slot 0, zeros, count 1.
             params.base[0] = vec4<u32>(0u);
             params.base[1] = vec4<u32>(0u);
-            params.base[2] = vec4<u32>(bb_add(st.s2.x, BB_ONE), st.s2.y, st.s2.z, st.s2.w);
+            params.base[2] = vec4<u32>(fp_add(st.s2.x, FP_ONE), st.s2.y, st.s2.z, st.s2.w);
             params.base[3] = st.s3;
             params.search = vec4<u32>(0u, chain.info.w, 0u, chain.range.x);
             best = 0xffffffffu;
@@ -99,7 +99,7 @@ fn chain_sample() {
         // check_witness: the witness joins the pending inputs and a sample absorbs them all
         // (the grind's base state), popping output 7 for the PoW check; the challenge pops 6..3.
         let slot = params.search.x;
-        let wm = bb_mul(w, BB_R2);
+        let wm = fp_mul(w, FP_R2);
         var st = P2State(
             with_witness(params.base[0], 0u, slot, wm),
             with_witness(params.base[1], 1u, slot, wm),

@@ -64,7 +64,7 @@ fn eval_partials(
             }
         } else {
             // One chunk: the table has at most 256 entries, one row.
-            sum = f_times(lid, vec4<u32>(BB_ONE, 0u, 0u, 0u));
+            sum = f_times(lid, vec4<u32>(FP_ONE, 0u, 0u, 0u));
         }
         var w = tables[lid];
         for (var c = 2u; c < params.chunks; c++) {

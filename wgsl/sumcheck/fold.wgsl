@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 // #import sumcheck/chain_state
 

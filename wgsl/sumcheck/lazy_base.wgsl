@@ -25,7 +25,7 @@ fn lazy_round_base(
             let f0 = f[2u * i];
             let h = tables[at + (p >> lazy.lo_bits)];
             s0 = ext4_add(s0, ext4_scale(h, f0));
-            sd = ext4_add(sd, ext4_scale(h, bb_sub(f[2u * i + 1u], f0)));
+            sd = ext4_add(sd, ext4_scale(h, fp_sub(f[2u * i + 1u], f0)));
         }
         lazy_flush(j, (lazy.offset + g * 256u + lid) & mask, s0, sd, &c0, &c_inf);
     }

@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 // #import sumcheck/chain_state
 
@@ -29,7 +29,7 @@ fn lazy_coeffs() {
         return;
     }
     let r = chain.r;
-    let one = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+    let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
     for (var j = 0u; j < params.points; j++) {
         let z = coords[j * params.rounds_plus_one + params.t];
         let next = coords[j * params.rounds_plus_one + params.t + 1u];

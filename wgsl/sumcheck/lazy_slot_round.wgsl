@@ -1,5 +1,5 @@
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 // #import sumcheck/reduce
 // #import sumcheck/chain_state
@@ -36,7 +36,7 @@ struct LazySlotParams {
 @compute @workgroup_size(256)
 fn lazy_slot_round(@builtin(local_invocation_index) lid: u32) {
     let live = chain.info.y == 0u;
-    let one = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+    let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
     let r = chain.r;
     var h0 = vec4<u32>(0u);
     var h_inf = vec4<u32>(0u);

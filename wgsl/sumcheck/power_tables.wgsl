@@ -1,5 +1,5 @@
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 
 // The chunk tables sumcheck/eval reads to evaluate f at Plonky3's `expand_from_univariate(z, m)`
@@ -33,7 +33,7 @@ fn power_tables(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) 
         tables[c * 256u + t] = vec4<u32>(0u);
         return;
     }
-    let one = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+    let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
     var acc = one;
     if (cfg.reversed == 1u) {
         // Bit first + i pairs with z^(2^(m-1-first-i)): each its own squarings (m at most 28).

@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 
 // Sums of pairs of BabyBear^4 values over a workgroup: each thread brings (a, b), thread 0

@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 
 // Weights of many slots of a table w in one dispatch, each slot at its own point z_c with its

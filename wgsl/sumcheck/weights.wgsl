@@ -1,6 +1,6 @@
 // #import util/dispatch
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 
 // Weight tables over {0,1}^m in big-endian index order (coordinate 0 <-> the top bit of x):
@@ -38,7 +38,7 @@ struct WeightParams {
 // Unused (a placeholder): keeps one bind group layout for every entry point.
 @group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
 
-const ONE: vec4<u32> = vec4<u32>(BB_ONE, 0u, 0u, 0u);
+const ONE: vec4<u32> = vec4<u32>(FP_ONE, 0u, 0u, 0u);
 
 // Entry x of this segment in the whole table, split at its low L = `vars` bits: (high part,
 // low part, entries of a high table, entries of a low table).
@@ -126,17 +126,17 @@ fn add_select_weights(
         var p = ONE.x;
         for (var b = 0u; b < params.vars; b++) {
             if (((x >> b) & 1u) == 1u) {
-                p = bb_mul(p, points[base + b].x);
+                p = fp_mul(p, points[base + b].x);
             }
         }
         let v = points[base].x;
         let s = scales[j];
         a0 = ext4_add(a0, ext4_scale(s, p));
-        p = bb_mul(p, v);
+        p = fp_mul(p, v);
         a1 = ext4_add(a1, ext4_scale(s, p));
-        p = bb_mul(p, v);
+        p = fp_mul(p, v);
         a2 = ext4_add(a2, ext4_scale(s, p));
-        p = bb_mul(p, v);
+        p = fp_mul(p, v);
         a3 = ext4_add(a3, ext4_scale(s, p));
     }
     table[x0] = a0;

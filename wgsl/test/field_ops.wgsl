@@ -1,5 +1,5 @@
 // #import field/mul
-// #import field/babybear
+// #import field/prime
 // #import field/ext4
 
 // Test kernel: applies one field operation to arrays of operands, so every WGSL field routine
@@ -38,13 +38,13 @@ fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     switch params.op {
-        case 0u: { out[i] = bb_add(lhs[i], rhs[i]); }
-        case 1u: { out[i] = bb_sub(lhs[i], rhs[i]); }
-        case 2u: { out[i] = bb_neg(lhs[i]); }
-        case 3u: { out[i] = bb_mul(lhs[i], rhs[i]); }
-        case 4u: { out[i] = bb_square(lhs[i]); }
-        case 5u: { out[i] = bb_pow(lhs[i], params.exponent); }
-        case 6u: { out[i] = bb_inverse(lhs[i]); }
+        case 0u: { out[i] = fp_add(lhs[i], rhs[i]); }
+        case 1u: { out[i] = fp_sub(lhs[i], rhs[i]); }
+        case 2u: { out[i] = fp_neg(lhs[i]); }
+        case 3u: { out[i] = fp_mul(lhs[i], rhs[i]); }
+        case 4u: { out[i] = fp_square(lhs[i]); }
+        case 5u: { out[i] = fp_pow(lhs[i], params.exponent); }
+        case 6u: { out[i] = fp_inverse(lhs[i]); }
         case 7u: { store4(i, ext4_add(load4(true, i), load4(false, i))); }
         case 8u: { store4(i, ext4_sub(load4(true, i), load4(false, i))); }
         case 9u: { store4(i, ext4_neg(load4(true, i))); }

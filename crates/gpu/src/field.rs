@@ -1,6 +1,9 @@
-//! BabyBear values as the GPU sees them: the Montgomery `u32` words Plonky3 stores.
+//! Field values as the GPU sees them: the Montgomery `u32` words Plonky3 stores for its 31-bit
+//! fields (`MontyField31`: BabyBear, KoalaBear).
 
 use p3_baby_bear::BabyBear;
+use p3_field::{PrimeField32, TwoAdicField};
+use p3_koala_bear::KoalaBear;
 use rayon::prelude::*;
 
 use crate::error::{GpuError, Result};
@@ -11,6 +14,72 @@ pub const BABYBEAR_P: u32 = 0x7800_0001;
 // `BabyBear` is `MontyField31<BabyBearParameters>`, `#[repr(transparent)]` over its Montgomery
 // `u32` (p3-monty-31 documents and relies on this layout itself).
 const _: () = assert!(std::mem::size_of::<BabyBear>() == 4 && std::mem::align_of::<BabyBear>() == 4);
+
+/// The prime fields the kernels are composed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldId {
+    BabyBear,
+    KoalaBear,
+}
+
+impl FieldId {
+    pub const ALL: [FieldId; 2] = [FieldId::BabyBear, FieldId::KoalaBear];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldId::BabyBear => "BabyBear",
+            FieldId::KoalaBear => "KoalaBear",
+        }
+    }
+
+    /// The prime.
+    pub fn modulus(self) -> u32 {
+        match self {
+            FieldId::BabyBear => BabyBear::ORDER_U32,
+            FieldId::KoalaBear => KoalaBear::ORDER_U32,
+        }
+    }
+
+    /// The WGSL file of the field's constants (the virtual import `field/constants`).
+    pub(crate) fn constants_source(self) -> &'static str {
+        match self {
+            FieldId::BabyBear => "field/babybear",
+            FieldId::KoalaBear => "field/koalabear",
+        }
+    }
+
+    /// The WGSL file of the field's Poseidon2 S-box and internal layer (the virtual import
+    /// `poseidon2/field`).
+    pub(crate) fn poseidon2_source(self) -> &'static str {
+        match self {
+            FieldId::BabyBear => "poseidon2/babybear",
+            FieldId::KoalaBear => "poseidon2/koalabear",
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for p3_baby_bear::BabyBear {}
+    impl Sealed for p3_koala_bear::KoalaBear {}
+}
+
+/// A field the kernels run over: one of Plonky3's `MontyField31` fields, whose elements are
+/// `#[repr(transparent)]` Montgomery `u32` words (checked below), so slices of them are the
+/// GPU's buffers as they are. Sealed: the layout is what makes the word casts sound.
+pub trait GpuField: PrimeField32 + TwoAdicField + sealed::Sealed {
+    const ID: FieldId;
+}
+
+impl GpuField for BabyBear {
+    const ID: FieldId = FieldId::BabyBear;
+}
+
+impl GpuField for KoalaBear {
+    const ID: FieldId = FieldId::KoalaBear;
+}
+
+const _: () = assert!(std::mem::size_of::<KoalaBear>() == 4 && std::mem::align_of::<KoalaBear>() == 4);
 
 /// BabyBear^4 as Plonky3 stores it: `BinomialExtensionField` is `#[repr(transparent)]` over
 /// `[BabyBear; 4]` (p3-field's own `flatten_to_base` relies on this layout).
@@ -24,25 +93,32 @@ pub fn ext4_as_words(values: &[Ext4]) -> &[u32] {
 }
 
 /// The Montgomery words of `values`, without copying.
-pub fn as_words(values: &[BabyBear]) -> &[u32] {
-    // SAFETY: repr(transparent) over u32 (checked size and alignment above); every BabyBear
-    // holds a valid u32.
+pub fn as_words<F: GpuField>(values: &[F]) -> &[u32] {
+    // SAFETY: every GpuField is a MontyField31, repr(transparent) over u32 (size and alignment
+    // checked above); every element holds a valid u32.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len()) }
 }
 
 /// Montgomery word of one value.
-pub fn to_word(value: BabyBear) -> u32 {
+pub fn to_word<F: GpuField>(value: F) -> u32 {
     as_words(std::slice::from_ref(&value))[0]
 }
 
-/// Turns Montgomery words back into field elements, without copying. Fails if a word is not a
-/// canonical Montgomery representative (>= p), which would mean a kernel bug.
+/// Turns Montgomery words back into BabyBear elements, without copying. Fails if a word is not
+/// a canonical Montgomery representative (>= p), which would mean a kernel bug.
 pub fn from_words(words: Vec<u32>) -> Result<Vec<BabyBear>> {
+    words_to(words)
+}
+
+/// Turns Montgomery words back into elements of `F`, without copying. Fails if a word is not a
+/// canonical Montgomery representative (>= p), which would mean a kernel bug.
+pub fn words_to<F: GpuField>(words: Vec<u32>) -> Result<Vec<F>> {
+    let p = F::ORDER_U32;
     // Checked on all cores for large outputs: this pass runs on every readback.
     let bad = if words.len() >= 1 << 18 {
-        words.par_iter().position_any(|&w| w >= BABYBEAR_P)
+        words.par_iter().position_any(|&w| w >= p)
     } else {
-        words.iter().position(|&w| w >= BABYBEAR_P)
+        words.iter().position(|&w| w >= p)
     };
     if let Some(pos) = bad {
         return Err(GpuError::Device(format!(
@@ -52,7 +128,7 @@ pub fn from_words(words: Vec<u32>) -> Result<Vec<BabyBear>> {
     }
     let mut words = std::mem::ManuallyDrop::new(words);
     // SAFETY: same layout as u32 and every word is < p, i.e. a valid Montgomery value.
-    Ok(unsafe { Vec::from_raw_parts(words.as_mut_ptr().cast::<BabyBear>(), words.len(), words.capacity()) })
+    Ok(unsafe { Vec::from_raw_parts(words.as_mut_ptr().cast::<F>(), words.len(), words.capacity()) })
 }
 
 /// Field element from a Montgomery word (which must be < p).

@@ -1,11 +1,13 @@
 //! WGSL sources and their composition. Every kernel file in `wgsl/` names what it needs with
 //! `// #import name` lines; composition pastes each import once, in dependency order, and puts
-//! the field-multiply variant behind the virtual import `field/mul`. Numeric constants that
+//! the field-multiply variant behind the virtual import `field/mul` and the prime field
+//! ([`FieldId`]) behind `field/constants` and `poseidon2/field`. Numeric constants that
 //! depend on the adapter (tile sizes) are prepended as `const NAME: u32 = ...;`.
 
 use std::collections::HashSet;
 
 use crate::error::{GpuError, Result};
+use crate::field::FieldId;
 
 /// Candidates one workgroup of wgsl/pow/grind.wgsl tries (its workgroup size, composed in).
 pub(crate) const GRIND_GROUP: u32 = 128;
@@ -43,12 +45,16 @@ wgsl_sources!(
     "util/dispatch",
     "field/mul_u64",
     "field/mul_emulated",
+    "field/prime",
     "field/babybear",
+    "field/koalabear",
     "field/ext4",
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",
     "poseidon2/permutation",
+    "poseidon2/babybear",
+    "poseidon2/koalabear",
     "poseidon2/permute_batch",
     "merkle/sponge",
     "merkle/hash_leaves",
@@ -193,14 +199,33 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|l| l.trim().strip_prefix("// #import ").map(str::trim))
 }
 
+/// How the virtual imports resolve: the multiply variant behind `field/mul`, and the field
+/// behind `field/constants` and `poseidon2/field`.
+#[derive(Clone, Copy)]
+struct Resolve {
+    variant: MulVariant,
+    field: FieldId,
+}
+
+impl Resolve {
+    fn source_name<'a>(&self, name: &'a str) -> &'a str {
+        match name {
+            "field/mul" => self.variant.source_name(),
+            "field/constants" => self.field.constants_source(),
+            "poseidon2/field" => self.field.poseidon2_source(),
+            other => other,
+        }
+    }
+}
+
 fn append(
     name: &str,
-    variant: MulVariant,
+    resolve: Resolve,
     seen: &mut HashSet<String>,
     stack: &mut Vec<String>,
     out: &mut String,
 ) -> Result<()> {
-    let name = if name == "field/mul" { variant.source_name() } else { name };
+    let name = resolve.source_name(name);
     if seen.contains(name) {
         return Ok(());
     }
@@ -213,7 +238,7 @@ fn append(
     let text = source(name)?;
     stack.push(name.to_string());
     for dep in imports(text) {
-        append(dep, variant, seen, stack, out)?;
+        append(dep, resolve, seen, stack, out)?;
     }
     stack.pop();
     seen.insert(name.to_string());
@@ -223,13 +248,20 @@ fn append(
     Ok(())
 }
 
-/// The complete WGSL for the kernel file `name` with the given multiply variant and constants.
+/// The complete WGSL for the kernel file `name` over BabyBear with the given multiply variant
+/// and constants.
 pub fn compose(name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
+    compose_for(FieldId::BabyBear, name, variant, consts)
+}
+
+/// The complete WGSL for the kernel file `name` over `field`, with the given multiply variant
+/// and constants.
+pub fn compose_for(field: FieldId, name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
     let mut out = String::new();
     for (k, v) in consts {
         out.push_str(&format!("const {k}: u32 = {v}u;\n"));
     }
-    append(name, variant, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
+    append(name, Resolve { variant, field }, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 

@@ -3,6 +3,7 @@
 
 use crate::context::GpuContext;
 use crate::error::Result;
+use crate::field::FieldId;
 use crate::shaders::Kernel;
 
 /// Operation codes of wgsl/test/field_ops.wgsl.
@@ -45,12 +46,17 @@ struct FieldOpParams {
     _pad: u32,
 }
 
-/// Applies `op` element-wise; `lhs`/`rhs` are Montgomery words (`rhs` ignored by unary ops).
-/// The output buffer is poisoned (all ones) before the kernel runs.
+/// Applies `op` element-wise over BabyBear; `lhs`/`rhs` are Montgomery words (`rhs` ignored by
+/// unary ops). The output buffer is poisoned (all ones) before the kernel runs.
 pub fn run_field_op(ctx: &GpuContext, op: FieldOp, lhs: &[u32], rhs: &[u32], exponent: u32) -> Result<Vec<u32>> {
+    run_field_op_in(ctx, FieldId::BabyBear, op, lhs, rhs, exponent)
+}
+
+/// [`run_field_op`] over `field`.
+pub fn run_field_op_in(ctx: &GpuContext, field: FieldId, op: FieldOp, lhs: &[u32], rhs: &[u32], exponent: u32) -> Result<Vec<u32>> {
     let count = lhs.len() / op.words();
     ctx.scoped("field op test", || {
-        let pipeline = ctx.pipeline(Kernel::FieldOpsTest, &[])?;
+        let pipeline = ctx.pipeline_for(field, Kernel::FieldOpsTest, &[])?;
         let params = ctx.uniform("field op params", &FieldOpParams { op: op as u32, count: count as u32, exponent, _pad: 0 });
         let a = ctx.upload("lhs", lhs);
         let b = ctx.upload("rhs", if rhs.is_empty() { lhs } else { rhs });

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::error::Result;
+use crate::field::FieldId;
 use crate::shaders::{self, Kernel};
 
 /// Runtime checks wgpu adds to our shaders: bounds checks on (memory safety), loop bounding
@@ -17,7 +18,7 @@ pub(super) fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
     wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() }
 }
 
-pub(super) type PipelineKey = (Kernel, Vec<(&'static str, u32)>);
+pub(super) type PipelineKey = (FieldId, Kernel, Vec<(&'static str, u32)>);
 
 /// Uniform buffers kept for reuse by contents (a few hundred bytes each at most).
 pub(super) const UNIFORM_CACHE_ENTRIES: usize = 4096;
@@ -38,18 +39,30 @@ pub(super) struct Pipelines {
 }
 
 impl GpuContext {
-    /// The compute pipeline for `kernel` with these composition constants, built once.
+    /// The compute pipeline for `kernel` over BabyBear with these composition constants, built
+    /// once.
     pub fn pipeline(
         &self,
         kernel: Kernel,
         consts: &[(&'static str, u32)],
     ) -> Result<Arc<wgpu::ComputePipeline>> {
-        let key = (kernel, consts.to_vec());
+        self.pipeline_for(FieldId::BabyBear, kernel, consts)
+    }
+
+    /// The compute pipeline for `kernel` over `field` with these composition constants, built
+    /// once (a context serves every field; each has pipelines of its own).
+    pub fn pipeline_for(
+        &self,
+        field: FieldId,
+        kernel: Kernel,
+        consts: &[(&'static str, u32)],
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        let key = (field, kernel, consts.to_vec());
         if let Some(p) = self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(p.clone());
         }
         let started = std::time::Instant::now();
-        let source = shaders::compose(kernel.source_name(), self.mul_variant, consts)?;
+        let source = shaders::compose_for(field, kernel.source_name(), self.mul_variant, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.source_name()),
@@ -72,7 +85,7 @@ impl GpuContext {
                 cache: None,
             }))
         })?;
-        tracing::debug!(kernel = kernel.entry_point(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
+        tracing::debug!(kernel = kernel.entry_point(), field = field.name(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
         let pipeline = Arc::new(pipeline);
         self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pipeline.clone());
         Ok(pipeline)

@@ -1,0 +1,13 @@
+// KoalaBear, p = 2^31 - 2^24 + 1 = 127 * 2^24 + 1: the constants field/prime.wgsl works with
+// (`MontyField31<KoalaBearParameters>`), reached through the virtual import `field/constants`.
+
+const FP_P: u32 = 0x7f000001u;
+// p^-1 mod 2^32.
+const FP_MU: u32 = 0x81000001u;
+// 1 and 0 in Montgomery form.
+const FP_ONE: u32 = 0x01fffffeu;
+const FP_ZERO: u32 = 0u;
+// R^2 mod p: Montgomery form of a canonical value v is fp_mul(v, FP_R2) = v * R^2 * R^-1.
+const FP_R2: u32 = 402124772u;
+// W of the degree-4 binomial extension F[X]/(X^4 - W): 3, in Montgomery form.
+const EXT4_W: u32 = 100663290u;
