@@ -1,5 +1,5 @@
-//! GPU Poseidon2 and Merkle roots against Plonky3: the permutation built three ways (default
-//! constants, explicit constants, seeded RNG as `new_from_rng_128`), leaf hashing and trees
+//! GPU Poseidon2 and Merkle roots against Plonky3: the permutation over BabyBear and KoalaBear
+//! built three ways (default constants, explicit constants, seeded RNG as `new_from_rng_128`), leaf hashing and trees
 //! against `MerkleTreeMmcs`, both multiply variants, fresh random inputs.
 
 mod common;
@@ -7,6 +7,8 @@ mod common;
 use std::sync::Arc;
 
 use p3_baby_bear::{default_babybear_poseidon2_16, BabyBear, Poseidon2BabyBear};
+use p3_field::PrimeCharacteristicRing;
+use p3_koala_bear::{default_koalabear_poseidon2_16, KoalaBear, Poseidon2KoalaBear};
 use p3_commit::Mmcs;
 use p3_field::Field;
 use p3_matrix::dense::RowMajorMatrix;
@@ -77,6 +79,43 @@ fn permutation_matches_plonky3_for_every_constructor() {
     }
 }
 
+/// KoalaBear's width-16 Poseidon2 (x^3, 20 internal rounds, its own internal layer) against
+/// `Poseidon2KoalaBear<16>`, built the same three ways.
+#[test]
+fn koalabear_permutation_matches_plonky3_for_every_constructor() {
+    type KbPerm = Poseidon2KoalaBear<16>;
+    let mut rng = common::rng();
+    let check = |gpu: &GpuPoseidon2<KoalaBear>, cpu: &KbPerm, rng: &mut StdRng, what: &str| {
+        let mut states: Vec<[KoalaBear; 16]> = (0..1000).map(|_| rng.random()).collect();
+        states.push([KoalaBear::default(); 16]);
+        states.push([KoalaBear::NEG_ONE; 16]);
+        let got = gpu.permute_batch(&states).unwrap();
+        for (i, (s, g)) in states.iter().zip(&got).enumerate() {
+            assert_eq!(*g, cpu.permute(*s), "KoalaBear {what}: state {i} ({:?})", gpu.context().mul_variant());
+        }
+    };
+    for ctx in common::contexts() {
+        let default = GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<KoalaBear>::plonky3_default());
+        check(&default, &default_koalabear_poseidon2_16(), &mut rng, "default constants");
+
+        let seed: u64 = rng.random();
+        let cpu = KbPerm::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let gpu = GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed)));
+        check(&gpu, &cpu, &mut rng, "new_from_rng_128");
+
+        let initial: Vec<[KoalaBear; 16]> = (0..4).map(|_| rng.random()).collect();
+        let terminal: Vec<[KoalaBear; 16]> = (0..4).map(|_| rng.random()).collect();
+        let internal: Vec<KoalaBear> = (0..20).map(|_| rng.random()).collect();
+        let cpu = KbPerm::new(ExternalLayerConstants::new(initial.clone(), terminal.clone()), internal.clone());
+        let constants = Poseidon2Constants::new(ExternalLayerConstants::new(initial, terminal), internal).unwrap();
+        check(&GpuPoseidon2::new(ctx.clone(), constants), &cpu, &mut rng, "explicit constants");
+    }
+    // KoalaBear's kernel runs 20 internal rounds; BabyBear's 13 are refused for it.
+    let err = Poseidon2Constants::<KoalaBear>::new(ExternalLayerConstants::new(vec![[KoalaBear::default(); 16]; 4], vec![[KoalaBear::default(); 16]; 4]), vec![KoalaBear::default(); 13])
+        .unwrap_err();
+    assert!(err.to_string().contains("over KoalaBear runs 4 + 20 + 4 rounds"), "{err}");
+}
+
 #[test]
 fn wrong_round_counts_are_errors() {
     let err = Poseidon2Constants::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 16]; 3], vec![[BabyBear::default(); 16]; 3]), vec![BabyBear::default(); 13])
@@ -89,7 +128,7 @@ fn merkle_roots_match_merkle_tree_mmcs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let seed: u64 = rng.random();
-        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let constants = Poseidon2Constants::<BabyBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
         let perm = constants.to_cpu();
         let cpu = CpuMmcs::new(Hash::new(perm.clone()), Compress::new(perm), 0);
         let gpu = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants)));
@@ -123,7 +162,7 @@ mod mmcs {
 
     fn mmcs_pair(ctx: Arc<whir_wgpu::gpu::GpuContext>, rng: &mut StdRng, cap_height: usize) -> (GpuMmcs, CpuMmcs) {
         let seed: u64 = rng.random();
-        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let constants = Poseidon2Constants::<BabyBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
         let perm = constants.to_cpu();
         let cpu = CpuMmcs::new(Hash::new(perm.clone()), Compress::new(perm), cap_height);
         let gpu = GpuMmcs::new(Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx, constants)))), cap_height);

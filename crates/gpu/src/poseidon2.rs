@@ -1,59 +1,108 @@
-//! Poseidon2 (BabyBear, width 16) on the GPU, buildable from exactly the constants of any
-//! Plonky3 `Poseidon2BabyBear<16>`: the default ones, explicit ones, or ones drawn from a seeded
-//! RNG the way `Poseidon2BabyBear::<16>::new_from_rng_128` draws them.
+//! Poseidon2 of width 16 on the GPU over BabyBear (x^7, 13 internal rounds) or KoalaBear (x^3,
+//! 20 internal rounds), buildable from exactly the constants of any Plonky3 `Poseidon2BabyBear<16>`
+//! / `Poseidon2KoalaBear<16>`: the default ones, explicit ones, or ones drawn from a seeded RNG
+//! the way `new_from_rng_128` draws them.
 
 use std::sync::Arc;
 
 use p3_baby_bear::{
     BabyBear, Poseidon2BabyBear, BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
-    BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL,
+    BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL, BABYBEAR_S_BOX_DEGREE,
+};
+use p3_koala_bear::{
+    KoalaBear, Poseidon2KoalaBear, KOALABEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
+    KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_16_INTERNAL, KOALABEAR_S_BOX_DEGREE,
 };
 use p3_poseidon2::{poseidon2_round_numbers_128, ExternalLayerConstants};
-use rand::distr::StandardUniform;
+use p3_symmetric::Permutation;
+use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, RngExt};
 
 use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, from_words};
+use crate::field::{as_words, words_to, GpuField};
 use crate::shaders::Kernel;
 
 /// State width.
 pub const WIDTH: usize = 16;
 /// External rounds before and after the internal ones.
 pub const HALF_FULL_ROUNDS: usize = 4;
-/// Internal rounds.
+/// Internal rounds over BabyBear.
 pub const PARTIAL_ROUNDS: usize = 13;
-/// Words in the constants uniform (141 used, padded to whole vec4s).
-const CONSTANT_WORDS: usize = 144;
 
-/// The round constants of one Poseidon2 instance.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Poseidon2Constants {
-    pub initial: Vec<[BabyBear; WIDTH]>,
-    pub terminal: Vec<[BabyBear; WIDTH]>,
-    pub internal: Vec<BabyBear>,
+/// A field whose width-16 Poseidon2 the GPU runs: its S-box and internal layer are in
+/// wgsl/poseidon2/<field>.wgsl, its round constants are uploaded.
+pub trait Poseidon2Field: GpuField {
+    /// Plonky3's permutation of the same constants.
+    type Permutation16: Permutation<[Self; WIDTH]> + Clone + Send + Sync;
+    /// Degree of the S-box (x^d).
+    const SBOX_DEGREE: u64;
+    /// Internal rounds (`P2_PARTIAL_ROUNDS` in the field's WGSL).
+    const PARTIAL_ROUNDS: usize;
+    /// Plonky3's default round constants: initial, terminal, internal.
+    fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>);
+    fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16;
 }
 
-impl Poseidon2Constants {
+impl Poseidon2Field for BabyBear {
+    type Permutation16 = Poseidon2BabyBear<WIDTH>;
+    const SBOX_DEGREE: u64 = BABYBEAR_S_BOX_DEGREE;
+    const PARTIAL_ROUNDS: usize = PARTIAL_ROUNDS;
+    fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>) {
+        (BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL.to_vec(), BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL.to_vec(), BABYBEAR_POSEIDON2_RC_16_INTERNAL.to_vec())
+    }
+    fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16 {
+        Poseidon2BabyBear::new(external, internal)
+    }
+}
+
+impl Poseidon2Field for KoalaBear {
+    type Permutation16 = Poseidon2KoalaBear<WIDTH>;
+    const SBOX_DEGREE: u64 = KOALABEAR_S_BOX_DEGREE;
+    const PARTIAL_ROUNDS: usize = 20;
+    fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>) {
+        (KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL.to_vec(), KOALABEAR_POSEIDON2_RC_16_EXTERNAL_FINAL.to_vec(), KOALABEAR_POSEIDON2_RC_16_INTERNAL.to_vec())
+    }
+    fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16 {
+        Poseidon2KoalaBear::new(external, internal)
+    }
+}
+
+/// The round constants of one Poseidon2 instance over `F`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Poseidon2Constants<F = BabyBear> {
+    pub initial: Vec<[F; WIDTH]>,
+    pub terminal: Vec<[F; WIDTH]>,
+    pub internal: Vec<F>,
+}
+
+impl Poseidon2Constants<BabyBear> {
     /// The constants of `p3_baby_bear::default_babybear_poseidon2_16()`.
     pub fn default_babybear() -> Self {
-        Self {
-            initial: BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL.to_vec(),
-            terminal: BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL.to_vec(),
-            internal: BABYBEAR_POSEIDON2_RC_16_INTERNAL.to_vec(),
-        }
+        Self::plonky3_default()
+    }
+}
+
+impl<F: Poseidon2Field> Poseidon2Constants<F> {
+    /// Plonky3's default constants for the field (`default_babybear_poseidon2_16()`,
+    /// `default_koalabear_poseidon2_16()`).
+    pub fn plonky3_default() -> Self {
+        let (initial, terminal, internal) = F::default_constants();
+        Self { initial, terminal, internal }
     }
 
-    /// Explicit constants; the GPU kernel is built for 4 + 13 + 4 rounds.
-    pub fn new(external: ExternalLayerConstants<BabyBear, WIDTH>, internal: Vec<BabyBear>) -> Result<Self> {
+    /// Explicit constants; the GPU kernel is built for 4 + `F::PARTIAL_ROUNDS` + 4 rounds.
+    pub fn new(external: ExternalLayerConstants<F, WIDTH>, internal: Vec<F>) -> Result<Self> {
         let c = Self {
             initial: external.get_initial_constants().to_vec(),
             terminal: external.get_terminal_constants().to_vec(),
             internal,
         };
-        if c.initial.len() != HALF_FULL_ROUNDS || c.terminal.len() != HALF_FULL_ROUNDS || c.internal.len() != PARTIAL_ROUNDS {
+        if c.initial.len() != HALF_FULL_ROUNDS || c.terminal.len() != HALF_FULL_ROUNDS || c.internal.len() != F::PARTIAL_ROUNDS {
             return Err(GpuError::InvalidInput(format!(
-                "GPU Poseidon2 runs {HALF_FULL_ROUNDS} + {PARTIAL_ROUNDS} + {HALF_FULL_ROUNDS} rounds; got {} + {} + {} round constants",
+                "GPU Poseidon2 over {} runs {HALF_FULL_ROUNDS} + {} + {HALF_FULL_ROUNDS} rounds; got {} + {} + {} round constants",
+                F::ID.name(),
+                F::PARTIAL_ROUNDS,
                 c.initial.len(),
                 c.internal.len(),
                 c.terminal.len()
@@ -62,44 +111,47 @@ impl Poseidon2Constants {
         Ok(c)
     }
 
-    /// Draws constants from `rng` in the order `Poseidon2BabyBear::<16>::new_from_rng_128` does,
-    /// so the same seed gives the same permutation on both sides.
-    pub fn new_from_rng_128<R: Rng>(rng: &mut R) -> Self {
-        let (rounds_f, rounds_p) = poseidon2_round_numbers_128::<BabyBear>(WIDTH, 7)
-            .expect("Plonky3 defines Poseidon2 round numbers for BabyBear width 16");
-        let external = ExternalLayerConstants::<BabyBear, WIDTH>::new_from_rng(rounds_f, rng);
-        let internal: Vec<BabyBear> = rng.sample_iter(StandardUniform).take(rounds_p).collect();
-        Self::new(external, internal).expect("BabyBear width 16 has 8 external and 13 internal rounds")
+    /// Draws constants from `rng` in the order Plonky3's `new_from_rng_128` does, so the same
+    /// seed gives the same permutation on both sides.
+    pub fn new_from_rng_128<R: Rng>(rng: &mut R) -> Self
+    where
+        StandardUniform: Distribution<F>,
+    {
+        let (rounds_f, rounds_p) = poseidon2_round_numbers_128::<F>(WIDTH, F::SBOX_DEGREE)
+            .expect("Plonky3 defines Poseidon2 round numbers for width 16 over this field");
+        let external = ExternalLayerConstants::<F, WIDTH>::new_from_rng(rounds_f, rng);
+        let internal: Vec<F> = rng.sample_iter(StandardUniform).take(rounds_p).collect();
+        Self::new(external, internal).expect("Plonky3's width-16 round numbers are the kernel's")
     }
 
     /// The same permutation on the CPU (Plonky3).
-    pub fn to_cpu(&self) -> Poseidon2BabyBear<WIDTH> {
-        Poseidon2BabyBear::new(
-            ExternalLayerConstants::new(self.initial.clone(), self.terminal.clone()),
-            self.internal.clone(),
-        )
+    pub fn to_cpu(&self) -> F::Permutation16 {
+        F::permutation(ExternalLayerConstants::new(self.initial.clone(), self.terminal.clone()), self.internal.clone())
     }
 
+    /// The constants uniform's words: initial, terminal, internal, padded to whole vec4s
+    /// (`P2_CONSTANT_VEC4S` in the field's WGSL).
     fn words(&self) -> Vec<u32> {
-        let mut w: Vec<u32> = Vec::with_capacity(CONSTANT_WORDS);
+        let len = (2 * HALF_FULL_ROUNDS * WIDTH + F::PARTIAL_ROUNDS).next_multiple_of(4);
+        let mut w: Vec<u32> = Vec::with_capacity(len);
         for round in self.initial.iter().chain(&self.terminal) {
             w.extend_from_slice(as_words(round));
         }
         w.extend_from_slice(as_words(&self.internal));
-        w.resize(CONSTANT_WORDS, 0);
+        w.resize(len, 0);
         w
     }
 }
 
-/// A Poseidon2 permutation on one GPU context; constants live in a uniform buffer.
-pub struct GpuPoseidon2 {
+/// A Poseidon2 permutation over `F` on one GPU context; constants live in a uniform buffer.
+pub struct GpuPoseidon2<F = BabyBear> {
     ctx: Arc<GpuContext>,
-    constants: Poseidon2Constants,
+    constants: Poseidon2Constants<F>,
     uniform: wgpu::Buffer,
 }
 
-impl GpuPoseidon2 {
-    pub fn new(ctx: Arc<GpuContext>, constants: Poseidon2Constants) -> Self {
+impl<F: Poseidon2Field> GpuPoseidon2<F> {
+    pub fn new(ctx: Arc<GpuContext>, constants: Poseidon2Constants<F>) -> Self {
         let words = constants.words();
         let uniform = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("poseidon2 constants"),
@@ -115,7 +167,7 @@ impl GpuPoseidon2 {
         &self.ctx
     }
 
-    pub fn constants(&self) -> &Poseidon2Constants {
+    pub fn constants(&self) -> &Poseidon2Constants<F> {
         &self.constants
     }
 
@@ -138,7 +190,7 @@ impl GpuPoseidon2 {
     pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
         let groups = u32::try_from(threads.div_ceil(64))
             .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
-        let pipeline = self.ctx.pipeline(kernel, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let bind = self.bind(&pipeline, buffers);
         Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
@@ -160,7 +212,7 @@ impl GpuPoseidon2 {
         let state_bytes = (WIDTH * 4) as u64;
         // Whole multiples of 4 states: range offsets stay multiples of 256 bytes.
         let per_range = ((self.ctx.max_binding_bytes() / state_bytes) as usize / 4 * 4).max(4);
-        let pipeline = self.ctx.pipeline(Kernel::Poseidon2Batch, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::Poseidon2Batch, &[])?;
         let mut dispatches = Vec::new();
         for first in (0..count).step_by(per_range) {
             let n = per_range.min(count - first);
@@ -175,18 +227,18 @@ impl GpuPoseidon2 {
     }
 
     /// Host to host: permutes every state.
-    pub fn permute_batch(&self, states: &[[BabyBear; WIDTH]]) -> Result<Vec<[BabyBear; WIDTH]>> {
+    pub fn permute_batch(&self, states: &[[F; WIDTH]]) -> Result<Vec<[F; WIDTH]>> {
         if states.is_empty() {
             return Ok(Vec::new());
         }
-        let flat: Vec<BabyBear> = states.iter().flatten().copied().collect();
+        let flat: Vec<F> = states.iter().flatten().copied().collect();
         self.ctx.scoped("Poseidon2 batch", || {
             let input = self.ctx.upload("poseidon2 in", as_words(&flat));
             let output = self.ctx.storage("poseidon2 out", flat.len());
             let mut encoder = self.ctx.encoder("poseidon2");
             self.record_permute(&mut encoder, &input, &output, states.len())?;
             let words = self.ctx.submit_and_read(encoder, &output, flat.len())?;
-            Ok(from_words(words)?
+            Ok(words_to::<F>(words)?
                 .chunks_exact(WIDTH)
                 .map(|c| c.try_into().expect("chunks of WIDTH"))
                 .collect())
