@@ -111,7 +111,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
             let values = input(log_n, w);
             let words = values.len();
             let src = ctx.upload("bench input", as_words(&values));
-            let spec = NttSpec::forward(log_n, w);
+            let spec = NttSpec::<BabyBear>::forward(log_n, w);
             let Some(full) = time_kernels(ctx, |enc, t| {
                 ntt.recycle(ntt.record_with(enc, NttSource::TwoBuffers(&src), &spec, Some(t)).expect("record"));
             }) else {
@@ -153,7 +153,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     for (log_n, w, log_m) in shapes {
         let values = input(log_m, w);
         let src = ctx.upload("bench message", as_words(&values));
-        let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::forward(log_n, w) };
+        let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::<BabyBear>::forward(log_n, w) };
         let full = time_kernels(ctx, |enc, t| {
             ntt.recycle(ntt.record_with(enc, NttSource::OneBuffer(&src), &spec, Some(t)).expect("record"));
         })
@@ -181,7 +181,7 @@ fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
                 let ctx = ntt.context().clone();
                 let v = format!("{:?}", ctx.mul_variant());
                 let src = ctx.upload("bench input", as_words(&values));
-                let spec = NttSpec::forward(log_n, w);
+                let spec = NttSpec::<BabyBear>::forward(log_n, w);
                 group.bench_function(BenchmarkId::new(format!("gpu_resident_{v}"), log_n), |b| {
                     b.iter(|| {
                         let mut enc = ctx.encoder("bench");
@@ -224,7 +224,7 @@ fn main() {
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_secs(2) {
             let mut enc = ntt.context().encoder("warm-up");
-            ntt.record(&mut enc, &src, &NttSpec::forward(20, 16)).expect("record");
+            ntt.record(&mut enc, &src, &NttSpec::<BabyBear>::forward(20, 16)).expect("record");
             ntt.context().submit_and_wait(enc).expect("submit");
         }
         if std::env::var("WHIR_BENCH_SKIP_PROFILE").is_ok_and(|v| v == "1") {

@@ -1,6 +1,8 @@
-//! Poseidon2 (BabyBear, width 16) permutations per second: the GPU batch entry (states already on
-//! the GPU: record, submit, wait) against Plonky3 on all CPU threads (packed states, rayon), in one
-//! process. `cargo bench --bench poseidon2`; WHIR_BENCH_STATES=N sets the batch (default 2^22).
+//! Poseidon2 (width 16) permutations per second over BabyBear and KoalaBear: the GPU batch entry
+//! (states already on the GPU: record, submit, wait) against Plonky3 on all CPU threads (packed
+//! states, rayon), in one process. `cargo bench --bench poseidon2`; WHIR_BENCH_STATES=N sets the
+//! batch (default 2^22). BabyBear's entries are `gpu_resident_<variant>` and `cpu_plonky3_..`,
+//! KoalaBear's the same with a `koalabear_` prefix.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +10,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput};
 use p3_baby_bear::BabyBear;
 use p3_field::{Field, PackedValue};
+use p3_koala_bear::KoalaBear;
 use p3_symmetric::Permutation;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -15,49 +18,55 @@ use rayon::prelude::*;
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::{GpuContext, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants};
 
-type Packed = <BabyBear as Field>::Packing;
+/// The GPU (both multiply variants) and Plonky3 entries for one field.
+macro_rules! bench_field {
+    ($group:expr, $field:ty, $prefix:literal, $states:expr) => {{
+        type Packed = <$field as Field>::Packing;
+        let states: usize = $states;
+        let mut rng = StdRng::seed_from_u64(7);
+        let values: Vec<$field> = (0..states * 16).map(|_| rng.random()).collect();
+        let constants = Poseidon2Constants::<$field>::plonky3_default();
+        for variant in MulVariant::ALL {
+            let Ok(ctx) = GpuContext::new(GpuOptions { mul_variant: Some(variant), ..GpuOptions::from_env().expect("the WHIR_* settings") }) else {
+                eprintln!("no {variant:?} GPU context");
+                continue;
+            };
+            let ctx = Arc::new(ctx);
+            let p2 = GpuPoseidon2::new(ctx.clone(), constants.clone());
+            let input = ctx.upload("states", as_words(&values));
+            let output = ctx.storage("out", values.len());
+            $group.bench_function(format!("{}gpu_resident_{variant:?}", $prefix), |b| {
+                b.iter(|| {
+                    let mut enc = ctx.encoder("bench");
+                    p2.record_permute(&mut enc, &input, &output, states).expect("record");
+                    ctx.submit_and_wait(enc).expect("submit");
+                })
+            });
+        }
+        let perm = constants.to_cpu();
+        let width = Packed::WIDTH;
+        let packed: Vec<[Packed; 16]> = values
+            .chunks_exact(16 * width)
+            .map(|chunk| core::array::from_fn(|j| Packed::from_fn(|lane| chunk[lane * 16 + j])))
+            .collect();
+        $group.bench_function(format!("{}cpu_plonky3_{}_threads_{}_lanes", $prefix, rayon::current_num_threads(), width), |b| {
+            b.iter_batched(
+                || packed.clone(),
+                |mut s| s.par_iter_mut().for_each(|st| perm.permute_mut(st)),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }};
+}
 
 fn main() {
     let states: usize = std::env::var("WHIR_BENCH_STATES").ok().and_then(|s| s.parse().ok()).unwrap_or(1 << 22);
-    let mut rng = StdRng::seed_from_u64(7);
-    let values: Vec<BabyBear> = (0..states * 16).map(|_| rng.random()).collect();
-    let constants = Poseidon2Constants::default_babybear();
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("poseidon2_permutations");
     group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
     group.throughput(Throughput::Elements(states as u64));
-
-    for variant in MulVariant::ALL {
-        let Ok(ctx) = GpuContext::new(GpuOptions { mul_variant: Some(variant), ..GpuOptions::from_env().expect("the WHIR_* settings") }) else {
-            eprintln!("no {variant:?} GPU context");
-            continue;
-        };
-        let ctx = Arc::new(ctx);
-        let p2 = GpuPoseidon2::new(ctx.clone(), constants.clone());
-        let input = ctx.upload("states", as_words(&values));
-        let output = ctx.storage("out", values.len());
-        group.bench_function(format!("gpu_resident_{variant:?}"), |b| {
-            b.iter(|| {
-                let mut enc = ctx.encoder("bench");
-                p2.record_permute(&mut enc, &input, &output, states).expect("record");
-                ctx.submit_and_wait(enc).expect("submit");
-            })
-        });
-    }
-
-    let perm = constants.to_cpu();
-    let width = Packed::WIDTH;
-    let packed: Vec<[Packed; 16]> = values
-        .chunks_exact(16 * width)
-        .map(|chunk| core::array::from_fn(|j| Packed::from_fn(|lane| chunk[lane * 16 + j])))
-        .collect();
-    group.bench_function(format!("cpu_plonky3_{}_threads_{}_lanes", rayon::current_num_threads(), width), |b| {
-        b.iter_batched(
-            || packed.clone(),
-            |mut s| s.par_iter_mut().for_each(|st| perm.permute_mut(st)),
-            criterion::BatchSize::LargeInput,
-        )
-    });
+    bench_field!(group, BabyBear, "", states);
+    bench_field!(group, KoalaBear, "koalabear_", states);
     group.finish();
     c.final_summary();
 }

@@ -113,7 +113,7 @@ fn main() {
             // The same steps one after another, each waited for: upload, transform, readback.
             let ntt = dft.ntt().expect("GPU").clone();
             let nctx = ntt.context().clone();
-            let spec = whir_wgpu::gpu::NttSpec { bit_reversed_output: true, ..whir_wgpu::gpu::NttSpec::forward(log_n, 16) };
+            let spec = whir_wgpu::gpu::NttSpec { bit_reversed_output: true, ..whir_wgpu::gpu::NttSpec::<p3_baby_bear::BabyBear>::forward(log_n, 16) };
             let words: Vec<u32> = m.values.iter().map(|x| whir_wgpu::gpu::field::to_word(*x)).collect();
             let mut back = vec![0u32; words.len()];
             for _ in 0..3 {

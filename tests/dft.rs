@@ -530,3 +530,55 @@ fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
         }
     }
 }
+
+/// KoalaBear: the same GPU DFT entries (the same kernels composed over KoalaBear, twiddles from
+/// its two-adic generators) against Plonky3's, on a smaller grid.
+#[test]
+fn koalabear_dft_lde_and_encoder_match_plonky3() {
+    use p3_koala_bear::KoalaBear;
+    type KbExt = BinomialExtensionField<KoalaBear, 4>;
+    let mut rng = common::rng();
+    let cpu = Radix2DFTSmallBatch::<KoalaBear>::default();
+    for ctx in common::contexts() {
+        let dispatches = ctx.host_costs().dispatches;
+        let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
+        ntt.set_poison_outputs(true);
+        let gpu = GpuDft::<KoalaBear>::new(Some(ntt)).with_cpu_threshold(0);
+        let enc = gpu.encoder();
+        let v = variant_of(&gpu);
+        // Directly, so a GPU failure is an error here rather than a fallback's warning.
+        let probe: Vec<KoalaBear> = (0..64).map(|_| rng.random()).collect();
+        let direct = gpu.try_transform(&probe, &[whir_wgpu::gpu::NttSpec::forward(6, 1)]).expect("a KoalaBear NTT on the GPU");
+        assert_eq!(direct, cpu.dft_batch(RowMajorMatrix::new(probe, 1)).values, "KoalaBear NTT {v}");
+        for_each_shape(0..=14, &[1, 3, 16], 1 << 16, |log_h, w| {
+            let m = RowMajorMatrix::new((0..(1 << log_h) * w).map(|_| rng.random::<KoalaBear>()).collect::<Vec<_>>(), w);
+            assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "KoalaBear dft 2^{log_h} x {w} {v}");
+            assert_eq!(gpu.idft_batch(m.clone()), cpu.idft_batch(m.clone()), "KoalaBear idft 2^{log_h} x {w} {v}");
+            let shift: KoalaBear = rng.random();
+            assert_eq!(gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(), cpu.coset_dft_batch(m.clone(), shift), "KoalaBear coset dft 2^{log_h} x {w} {v}");
+            let added = 1 + (log_h + w) % 3;
+            assert_eq!(
+                gpu.coset_lde_batch(m.clone(), added, shift).to_row_major_matrix(),
+                cpu.coset_lde_batch(m.clone(), added, shift),
+                "KoalaBear coset lde 2^{log_h} x {w} +{added} {v}"
+            );
+            let rate = (log_h + w) % 4;
+            assert_eq!(enc.encode_batch(m.clone(), rate), cpu.encode_batch(m, rate), "KoalaBear encode 2^{log_h} x {w} rate {rate} {v}");
+        });
+        for_each_shape(0..=12, &[1, 4], 1 << 14, |log_h, w| {
+            let m = RowMajorMatrix::new((0..(1 << log_h) * w).map(|_| rng.random::<KbExt>()).collect::<Vec<_>>(), w);
+            assert_eq!(gpu.dft_algebra_batch(m.clone()), cpu.dft_algebra_batch(m), "KoalaBear^4 dft_algebra 2^{log_h} x {w} {v}");
+        });
+        // KoalaBear's two-adic subgroup stops at 2^24 (BabyBear's at 2^27): a longer codeword is
+        // refused by name, before anything is uploaded.
+        let err = enc.try_encode_batch(RowMajorMatrix::new(vec![KoalaBear::ZERO; 1 << 4], 1), 21).unwrap_err();
+        assert!(err.to_string().contains("KoalaBear's 2^24"), "{err}");
+        // The transforms ran on the GPU, not the CPU fallback (which would warn and match too).
+        let ran = ctx.host_costs().dispatches - dispatches;
+        assert!(ran > 300, "the KoalaBear transforms did not run on the GPU ({ran} dispatches)");
+    }
+}
+
+fn variant_of<F: whir_wgpu::gpu::GpuField>(d: &GpuDft<F>) -> String {
+    format!("{:?}", d.ntt().unwrap().context().mul_variant())
+}

@@ -11,7 +11,7 @@ use whir_wgpu::gpu::{AdapterSelector, GpuContext, GpuError, GpuNtt, GpuOptions, 
 fn bad_transform_shapes_are_errors() {
     for ctx in common::contexts() {
         let ntt = GpuNtt::new(ctx);
-        let err = ntt.transform(&[], &NttSpec::forward(3, 0)).unwrap_err();
+        let err = ntt.transform(&[], &NttSpec::<BabyBear>::forward(3, 0)).unwrap_err();
         assert!(err.to_string().contains("width must be at least 1"), "{err}");
 
         let err = ntt.transform(&[BabyBear::default(); 8], &NttSpec::forward(28, 1)).unwrap_err();
@@ -32,7 +32,7 @@ fn sizes_over_the_adapter_limit_fail_loudly_before_allocating() {
         let limit = ctx.max_binding_bytes();
         let ntt = GpuNtt::new(ctx);
         // 2^27 rows x 8 columns = 4 GiB: over every adapter's single-binding limit.
-        let spec = NttSpec::forward(27, 8);
+        let spec = NttSpec::<BabyBear>::forward(27, 8);
         let mut enc = ntt.context().encoder("too large");
         let src = ntt.context().storage("tiny", 1);
         match ntt.record(&mut enc, &src, &spec) {

@@ -389,7 +389,7 @@ fn encode_then_commit_in_one_submission() {
             let codeword = Radix2DFTSmallBatch::<BabyBear>::default().encode_batch(message.clone(), rate);
             let (want, _) = cpu_mmcs.commit_matrix(codeword);
 
-            let spec = GpuEncoder::spec(log_msg, width, rate);
+            let spec = GpuEncoder::<BabyBear>::spec(log_msg, width, rate);
             let src = ctx.upload("message", whir_wgpu::gpu::field::as_words(&message.values));
             let mut encoder = ctx.encoder("encode + commit");
             let encoded = ntt.record(&mut encoder, &src, &spec).unwrap();

@@ -288,7 +288,7 @@ impl GpuCodewords {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
         }
-        let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
+        let spec = GpuEncoder::<BabyBear>::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
         let ctx = self.ntt.context().clone();
         // A codeword or a stored digest layer larger than one binding takes the split path. The
         // one-buffer tree stores no leaf digests for rows narrower than two digests (level 1,
@@ -403,7 +403,7 @@ impl GpuCodewords {
             let fit = self.merkle.rows_per_chunk(width)?;
             (1usize << fit.ilog2()).min(codeword_rows)
         };
-        let spec = GpuEncoder::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
+        let spec = GpuEncoder::<BabyBear>::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
         let started = std::time::Instant::now();
         let chunks: Vec<wgpu::Buffer> = (0..codeword_rows / chunk_rows).map(|_| ctx.pooled_storage("codeword rows", chunk_rows * width)).collect();
         let recorded = ctx.scoped("codeword column blocks", || {

@@ -1,14 +1,15 @@
-//! Plonky3 adapters: `GpuDft` is a `TwoAdicSubgroupDft<BabyBear>`, `GpuEncoder` an
-//! `Encoder<BabyBear>` that never reads or transforms the zero tail of a padded message.
+//! Plonky3 adapters: `GpuDft<F>` is a `TwoAdicSubgroupDft<F>`, `GpuEncoder<F>` an `Encoder<F>`
+//! that never reads or transforms the zero tail of a padded message, for F = BabyBear (the
+//! default) or KoalaBear.
 //! Both do small inputs on the CPU (where a GPU round trip costs more than the transform) and
 //! fall back to the CPU, with a warning, if the GPU fails or the input exceeds its limits.
 
 use std::sync::{Arc, OnceLock};
 
 use p3_baby_bear::BabyBear;
+use p3_koala_bear::KoalaBear;
 use p3_commit::Encoder;
 use p3_dft::{Radix2DFTSmallBatch, Radix2DitParallel, TwoAdicSubgroupDft};
-use p3_field::{PrimeCharacteristicRing, TwoAdicField};
 use p3_matrix::bitrev::{BitReversalPerm, BitReversedMatrixView};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
@@ -18,6 +19,7 @@ use crate::commit_ahead::{ColumnProgress, CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_
 use crate::mmcs::GpuMmcs;
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
+use crate::field::GpuField;
 use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec, ResultHooks};
 
 /// Below this many field elements a one-column transform runs on the CPU by default: the GPU's
@@ -52,14 +54,14 @@ pub fn default_ntt() -> Option<Arc<GpuNtt>> {
 
 /// Shared between `GpuDft` and `GpuEncoder`: which GPU, when to stay on the CPU.
 #[derive(Clone)]
-struct Dispatcher {
+struct Dispatcher<F: GpuField> {
     gpu: Option<Arc<GpuNtt>>,
-    cpu: Radix2DFTSmallBatch<BabyBear>,
+    cpu: Radix2DFTSmallBatch<F>,
     /// Fewest output elements to send to the GPU; None: `default_gpu_min_elements` by width.
     cpu_threshold: Option<usize>,
 }
 
-impl Dispatcher {
+impl<F: GpuField> Dispatcher<F> {
     fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
         Self { gpu, cpu: Radix2DFTSmallBatch::default(), cpu_threshold: None }
     }
@@ -73,7 +75,7 @@ impl Dispatcher {
     /// Runs `specs` on the GPU with the result in `values`' own memory; false (after a warning)
     /// when the caller should use the CPU, with `values` as it was. `hooks`: see
     /// [`GpuNtt::transform_chain_in_place_then`].
-    fn run_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> bool {
+    fn run_in_place(&self, values: &mut Vec<F>, specs: &[NttSpec<F>], hooks: Option<ResultHooks<'_>>) -> bool {
         let Some(last) = specs.last() else { return false };
         let Some(gpu) = self.gpu_for(last.rows() * last.width, last.width) else { return false };
         match gpu.transform_chain_in_place_then(values, specs, hooks) {
@@ -92,7 +94,7 @@ impl Dispatcher {
     }
 
     /// Runs `specs` on the GPU, or returns `None` (after a warning) so the caller uses the CPU.
-    fn run(&self, values: &[BabyBear], specs: &[NttSpec]) -> Option<Vec<BabyBear>> {
+    fn run(&self, values: &[F], specs: &[NttSpec<F>]) -> Option<Vec<F>> {
         let last = specs.last()?;
         let gpu = self.gpu_for(last.rows() * last.width, last.width)?;
         match gpu.transform_chain(values, specs) {
@@ -105,16 +107,16 @@ impl Dispatcher {
     }
 }
 
-/// A `TwoAdicSubgroupDft<BabyBear>` on the GPU. Its evaluations are Plonky3's (same roots of
+/// A `TwoAdicSubgroupDft<F>` on the GPU. Its evaluations are Plonky3's (same roots of
 /// unity), handed out as Plonky3's `Radix2DitParallel` hands them out: a bit-reversed view over
 /// rows stored in bit-reversed order, which is the order the GPU's DIF passes leave them in (no
 /// reversal kernel) and the order a FRI commitment wants them in (`bit_reverse_rows` is free).
 /// Read through the view, or `to_row_major_matrix`, they are in natural order.
 #[derive(Clone)]
-pub struct GpuDft {
-    inner: Dispatcher,
+pub struct GpuDft<F: GpuField = BabyBear> {
+    inner: Dispatcher<F>,
     /// The CPU fallback with the same evaluation type.
-    dit: Radix2DitParallel<BabyBear>,
+    dit: Radix2DitParallel<F>,
     /// Where LDE results are committed ahead for an MMCS ([`GpuDft::committing_ahead_for`]).
     ahead: Option<Arc<CommitAhead>>,
     /// Smallest LDE (bytes) committed ahead.
@@ -122,37 +124,20 @@ pub struct GpuDft {
 }
 
 /// Rows stored bit-reversed, seen in natural order.
-fn bit_reversed(values: Vec<BabyBear>, width: usize) -> BitReversedMatrixView<RowMajorMatrix<BabyBear>> {
+fn bit_reversed<F: GpuField>(values: Vec<F>, width: usize) -> BitReversedMatrixView<RowMajorMatrix<F>> {
     BitReversalPerm::new_view(RowMajorMatrix::new(values, width))
 }
 
-impl Default for GpuDft {
+impl<F: GpuField> Default for GpuDft<F> {
     /// The default GPU, or the CPU alone if there is none.
     fn default() -> Self {
         Self::new(default_ntt())
     }
 }
 
-impl GpuDft {
+impl<F: GpuField> GpuDft<F> {
     pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
         Self { inner: Dispatcher::new(gpu), dit: Radix2DitParallel::default(), ahead: None, ahead_min_bytes: DEFAULT_COMMIT_AHEAD_MIN_BYTES }
-    }
-
-    /// Each LDE ([`coset_lde_batch`](TwoAdicSubgroupDft::coset_lde_batch), what
-    /// `TwoAdicFriPcs::commit` computes) of 32 MiB or more computed on the GPU is also hashed
-    /// into `mmcs`'s Merkle tree before its GPU buffer is given up (an LDE over one binding,
-    /// computed a block of columns at a time, has its leaves absorbed block by block); when
-    /// `TwoAdicFriPcs` then
-    /// hands `mmcs` that matrix to commit, `mmcs` checks that the rows are unchanged (a
-    /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
-    /// Commitments, openings and proofs are the same either way. Without effect (and a
-    /// warning) when this DFT or `mmcs` has no GPU, or they are on different contexts.
-    pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs) -> Self {
-        match (mmcs.commit_ahead(), self.ntt()) {
-            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone()),
-            _ => tracing::warn!("GpuDft::committing_ahead_for: this DFT or the MMCS has no GPU, or they are on different GPU contexts; LDEs are not committed ahead"),
-        }
-        self
     }
 
     /// On this context.
@@ -178,12 +163,12 @@ impl GpuDft {
     }
 
     /// The encoder on the same GPU, with the same CPU threshold.
-    pub fn encoder(&self) -> GpuEncoder {
+    pub fn encoder(&self) -> GpuEncoder<F> {
         GpuEncoder::from(self.clone())
     }
 
     /// Fallible GPU entry for any spec chain, without CPU fallback.
-    pub fn try_transform(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+    pub fn try_transform(&self, values: &[F], specs: &[NttSpec<F>]) -> Result<Vec<F>> {
         match &self.inner.gpu {
             Some(g) => g.transform_chain(values, specs),
             None => Err(crate::GpuError::NoAdapter(" for this GpuDft".into())),
@@ -191,10 +176,10 @@ impl GpuDft {
     }
 }
 
-impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
-    type Evaluations = BitReversedMatrixView<RowMajorMatrix<BabyBear>>;
+impl<F: GpuField> TwoAdicSubgroupDft<F> for GpuDft<F> {
+    type Evaluations = BitReversedMatrixView<RowMajorMatrix<F>>;
 
-    fn dft_batch(&self, mut mat: RowMajorMatrix<BabyBear>) -> Self::Evaluations {
+    fn dft_batch(&self, mut mat: RowMajorMatrix<F>) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let spec = NttSpec { bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
@@ -204,7 +189,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         self.dit.dft_batch(mat)
     }
 
-    fn idft_batch(&self, mut mat: RowMajorMatrix<BabyBear>) -> RowMajorMatrix<BabyBear> {
+    fn idft_batch(&self, mut mat: RowMajorMatrix<F>) -> RowMajorMatrix<F> {
         let (h, w) = (mat.height(), mat.width());
         let spec = NttSpec::inverse(log2_strict_usize(h), w);
         if self.inner.run_in_place(&mut mat.values, &[spec], None) {
@@ -213,7 +198,7 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
         self.inner.cpu.idft_batch(mat)
     }
 
-    fn coset_dft_batch(&self, mut mat: RowMajorMatrix<BabyBear>, shift: BabyBear) -> Self::Evaluations {
+    fn coset_dft_batch(&self, mut mat: RowMajorMatrix<F>, shift: F) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let spec = NttSpec { coset_shift: Some(shift), bit_reversed_output: log_h > 0, ..NttSpec::forward(log_h, w) };
@@ -225,9 +210,9 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
 
     fn coset_lde_batch(
         &self,
-        mut mat: RowMajorMatrix<BabyBear>,
+        mut mat: RowMajorMatrix<F>,
         added_bits: usize,
-        shift: BabyBear,
+        shift: F,
     ) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
@@ -272,65 +257,66 @@ impl TwoAdicSubgroupDft<BabyBear> for GpuDft {
     }
 }
 
-/// A Reed–Solomon `Encoder<BabyBear>` on the GPU: the message's 2^k rows are uploaded and
+/// A Reed–Solomon `Encoder<F>` on the GPU: the message's 2^k rows are uploaded and
 /// transformed as a 2^(k + rate) NTT whose zero rows are never stored, read or uploaded.
 #[derive(Clone)]
-pub struct GpuEncoder {
-    inner: Dispatcher,
+pub struct GpuEncoder<F: GpuField = BabyBear> {
+    inner: Dispatcher<F>,
 }
 
-impl Default for GpuEncoder {
+impl<F: GpuField> Default for GpuEncoder<F> {
     fn default() -> Self {
         GpuDft::default().encoder()
     }
 }
 
-impl From<GpuDft> for GpuEncoder {
-    fn from(dft: GpuDft) -> Self {
+impl<F: GpuField> From<GpuDft<F>> for GpuEncoder<F> {
+    fn from(dft: GpuDft<F>) -> Self {
         Self { inner: dft.inner }
     }
 }
 
-impl GpuEncoder {
+impl<F: GpuField> GpuEncoder<F> {
     pub fn ntt(&self) -> Option<&Arc<GpuNtt>> {
         self.inner.gpu.as_ref()
     }
 
     /// The spec that encodes `2^log_message_rows` message rows at rate 2^-log_inv_rate.
-    pub fn spec(log_message_rows: usize, width: usize, log_inv_rate: usize) -> NttSpec {
+    pub fn spec(log_message_rows: usize, width: usize, log_inv_rate: usize) -> NttSpec<F> {
         NttSpec {
             valid_rows: 1 << log_message_rows,
             ..NttSpec::forward(log_message_rows.saturating_add(log_inv_rate), width)
         }
     }
 
-    fn encode_rows(&self, message: &[BabyBear], rows: usize, width: usize, log_inv_rate: usize) -> Option<Vec<BabyBear>> {
+    fn encode_rows(&self, message: &[F], rows: usize, width: usize, log_inv_rate: usize) -> Option<Vec<F>> {
         let spec = Self::spec(log2_strict_usize(rows), width, log_inv_rate);
         debug_assert_eq!(spec.direction, Direction::Forward);
         self.inner.run(&message[..rows * width], &[spec])
     }
 }
 
-impl GpuEncoder {
+impl<F: GpuField> GpuEncoder<F> {
     /// `Encoder::encode_batch` with bad shapes as errors: the message height must be a power of
-    /// two and the codeword of 2^(log h + log_inv_rate) rows must fit BabyBear's two-adic
+    /// two and the codeword of 2^(log h + log_inv_rate) rows must fit the field's two-adic
     /// subgroup (and memory).
-    pub fn try_encode_batch(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> Result<RowMajorMatrix<BabyBear>> {
+    pub fn try_encode_batch(&self, message: RowMajorMatrix<F>, log_inv_rate: usize) -> Result<RowMajorMatrix<F>> {
         let (h, w) = (message.height(), message.width());
         if !h.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("message height {h} is not a power of two")));
         }
-        let log_rows = log2_strict_usize(h).checked_add(log_inv_rate).filter(|&l| l <= BabyBear::TWO_ADICITY);
+        let log_rows = log2_strict_usize(h).checked_add(log_inv_rate).filter(|&l| l <= F::TWO_ADICITY);
         let codeword = log_rows.and_then(|l| (1usize << l).checked_mul(w)).ok_or_else(|| {
             GpuError::InvalidInput(format!(
-                "encoding {h} rows at rate 2^-{log_inv_rate} needs a domain past BabyBear's 2^{} (or more than usize elements)",
-                BabyBear::TWO_ADICITY
+                "encoding {h} rows at rate 2^-{log_inv_rate} needs a domain past {}'s 2^{} (or more than usize elements)",
+                F::ID.name(),
+                F::TWO_ADICITY
             ))
         })?;
         Ok(match self.encode_rows(&message.values, h, w, log_inv_rate) {
             Some(v) => RowMajorMatrix::new(v, w),
             None => {
-                let mut values = BabyBear::zero_vec(codeword);
+                let mut values = F::zero_vec(codeword);
                 values[..h * w].copy_from_slice(&message.values);
                 self.inner.cpu.dft_batch(RowMajorMatrix::new(values, w))
             }
@@ -338,14 +324,10 @@ impl GpuEncoder {
     }
 }
 
-impl Encoder<BabyBear> for GpuEncoder {
-    /// Panics on shapes no encoder can take, as Plonky3's own encoders do (the trait has no
-    /// error path); [`GpuEncoder::try_encode_batch`] returns them as errors.
-    fn encode_batch(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {
-        self.try_encode_batch(message, log_inv_rate).unwrap_or_else(|e| panic!("{e}"))
-    }
 
-    fn encode_batch_padded(&self, message: RowMajorMatrix<BabyBear>, log_inv_rate: usize) -> RowMajorMatrix<BabyBear> {
+impl<F: GpuField> GpuEncoder<F> {
+    /// `Encoder::encode_batch_padded`: the message's first 2^-log_inv_rate of rows, encoded.
+    fn encode_padded(&self, message: RowMajorMatrix<F>, log_inv_rate: usize) -> RowMajorMatrix<F> {
         let (h, w) = (message.height(), message.width());
         let log_h = log2_strict_usize(h);
         assert!(log_inv_rate <= log_h, "padding exceeds matrix height");
@@ -356,3 +338,40 @@ impl Encoder<BabyBear> for GpuEncoder {
     }
 }
 
+/// `Encoder` for each field (Plonky3's blanket `Encoder` impl for DFTs rules out a generic one).
+macro_rules! impl_encoder {
+    ($($field:ty),*) => {$(
+        impl Encoder<$field> for GpuEncoder<$field> {
+            /// Panics on shapes no encoder can take, as Plonky3's own encoders do (the trait has no
+            /// error path); [`GpuEncoder::try_encode_batch`] returns them as errors.
+            fn encode_batch(&self, message: RowMajorMatrix<$field>, log_inv_rate: usize) -> RowMajorMatrix<$field> {
+                self.try_encode_batch(message, log_inv_rate).unwrap_or_else(|e| panic!("{e}"))
+            }
+
+            fn encode_batch_padded(&self, message: RowMajorMatrix<$field>, log_inv_rate: usize) -> RowMajorMatrix<$field> {
+                self.encode_padded(message, log_inv_rate)
+            }
+        }
+    )*};
+}
+
+impl_encoder!(BabyBear, KoalaBear);
+
+impl GpuDft<BabyBear> {
+    /// Each LDE ([`coset_lde_batch`](TwoAdicSubgroupDft::coset_lde_batch), what
+    /// `TwoAdicFriPcs::commit` computes) of 32 MiB or more computed on the GPU is also hashed
+    /// into `mmcs`'s Merkle tree before its GPU buffer is given up (an LDE over one binding,
+    /// computed a block of columns at a time, has its leaves absorbed block by block); when
+    /// `TwoAdicFriPcs` then
+    /// hands `mmcs` that matrix to commit, `mmcs` checks that the rows are unchanged (a
+    /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
+    /// Commitments, openings and proofs are the same either way. Without effect (and a
+    /// warning) when this DFT or `mmcs` has no GPU, or they are on different contexts.
+    pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs) -> Self {
+        match (mmcs.commit_ahead(), self.ntt()) {
+            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone()),
+            _ => tracing::warn!("GpuDft::committing_ahead_for: this DFT or the MMCS has no GPU, or they are on different GPU contexts; LDEs are not committed ahead"),
+        }
+        self
+    }
+}

@@ -1,5 +1,5 @@
 //! The GPU NTT: radix-2 DIF passes through workgroup memory, then a tiled bit reversal, over
-//! the columns of a row-major matrix of BabyBear Montgomery words. Output is in natural order,
+//! the columns of a row-major matrix of Montgomery words of a `GpuField` (BabyBear, KoalaBear). Output is in natural order,
 //! matching Plonky3's `TwoAdicSubgroupDft` conventions.
 
 use std::collections::HashMap;
@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use p3_baby_bear::BabyBear;
-use p3_field::{Field, PrimeCharacteristicRing, TwoAdicField};
 
 use crate::context::{Dispatch, GpuContext, ReadChunks};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, from_words, to_word};
+use crate::field::{as_words, to_word, words_to, FieldId, GpuField};
 use crate::shaders::Kernel;
 
 /// Threads per workgroup in ntt/*.wgsl.
@@ -67,7 +66,7 @@ pub enum Direction {
 
 /// One transform over the columns of a row-major matrix.
 #[derive(Clone, Debug)]
-pub struct NttSpec {
+pub struct NttSpec<F = BabyBear> {
     /// log2 of the number of rows transformed.
     pub log_n: usize,
     /// Number of columns (independent transforms), at least 1.
@@ -76,15 +75,15 @@ pub struct NttSpec {
     /// Rows present in the source buffer; rows from here to 2^log_n are zero and are not read.
     pub valid_rows: usize,
     /// Multiply input row r by shift^r first (a coset transform).
-    pub coset_shift: Option<BabyBear>,
+    pub coset_shift: Option<F>,
     /// Multiply every output element by this constant (1/n for an inverse DFT).
-    pub scale: Option<BabyBear>,
+    pub scale: Option<F>,
     /// Leave the output rows in bit-reversed order (the DIF passes' own order): no reversal
     /// kernel. Only without a scale (the reversal kernel applies it), for two or more rows.
     pub bit_reversed_output: bool,
 }
 
-impl NttSpec {
+impl<F: GpuField> NttSpec<F> {
     pub fn forward(log_n: usize, width: usize) -> Self {
         Self {
             log_n,
@@ -101,7 +100,7 @@ impl NttSpec {
     pub fn inverse(log_n: usize, width: usize) -> Self {
         Self {
             direction: Direction::Inverse,
-            scale: Some(BabyBear::from_usize(1 << log_n).inverse()),
+            scale: Some(F::from_usize(1 << log_n).inverse()),
             ..Self::forward(log_n, width)
         }
     }
@@ -114,11 +113,12 @@ impl NttSpec {
         if self.width == 0 {
             return Err(GpuError::InvalidInput("NTT width must be at least 1".into()));
         }
-        if self.log_n > BabyBear::TWO_ADICITY {
+        if self.log_n > F::TWO_ADICITY {
             return Err(GpuError::InvalidInput(format!(
-                "NTT of 2^{} rows exceeds BabyBear's two-adicity 2^{}",
+                "NTT of 2^{} rows exceeds {}'s two-adicity 2^{}",
                 self.log_n,
-                BabyBear::TWO_ADICITY
+                F::ID.name(),
+                F::TWO_ADICITY
             )));
         }
         if self.valid_rows > self.rows() {
@@ -128,7 +128,7 @@ impl NttSpec {
                 self.rows()
             )));
         }
-        if self.bit_reversed_output && self.scale.is_some_and(|s| s != BabyBear::ONE) {
+        if self.bit_reversed_output && self.scale.is_some_and(|s| s != F::ONE) {
             return Err(GpuError::InvalidInput("a scaled NTT cannot leave its output bit-reversed (the reversal applies the scale)".into()));
         }
         if self.rows().checked_mul(self.width).is_none_or(|n| n > u32::MAX as usize / 2) {
@@ -270,7 +270,7 @@ impl ChunkPasses {
     }
 }
 
-fn dif_params(spec: &NttSpec, pass: &DifPassPlan, first: bool, shifted: bool) -> DifParams {
+fn dif_params<F: GpuField>(spec: &NttSpec<F>, pass: &DifPassPlan, first: bool, shifted: bool) -> DifParams {
     DifParams {
         log_n: spec.log_n as u32,
         width: spec.width as u32,
@@ -284,17 +284,17 @@ fn dif_params(spec: &NttSpec, pass: &DifPassPlan, first: bool, shifted: bool) ->
 }
 
 /// Workgroups of a DIF pass.
-fn params_groups(spec: &NttSpec, pass: &DifPassPlan) -> u32 {
+fn params_groups<F: GpuField>(spec: &NttSpec<F>, pass: &DifPassPlan) -> u32 {
     (((spec.rows() * spec.width) >> pass.log_t) as u32).div_ceil(1 << pass.log_p)
 }
 
-fn bit_reverse_params(spec: &NttSpec, k: u32, rows: usize) -> BitReverseParams {
+fn bit_reverse_params<F: GpuField>(spec: &NttSpec<F>, k: u32, rows: usize) -> BitReverseParams {
     let log_n = spec.log_n as u32;
     BitReverseParams {
         log_n,
         width: spec.width as u32,
         log_tile: k,
-        use_scale: u32::from(spec.scale.is_some_and(|s| s != BabyBear::ONE)),
+        use_scale: u32::from(spec.scale.is_some_and(|s| s != F::ONE)),
         scale: spec.scale.map_or(0, to_word),
         num_groups: 1 << (log_n - 2 * k),
         total: (rows * spec.width) as u32,
@@ -333,7 +333,7 @@ pub enum NttSource<'a> {
 pub struct GpuNtt {
     ctx: Arc<GpuContext>,
     tile_log: u32,
-    twiddles: Mutex<HashMap<(u32, Direction), Arc<wgpu::Buffer>>>,
+    twiddles: Mutex<HashMap<(FieldId, u32, Direction), Arc<wgpu::Buffer>>>,
     empty: wgpu::Buffer,
     poison: AtomicBool,
     skip_butterflies: AtomicBool,
@@ -429,27 +429,27 @@ impl GpuNtt {
         plan_split(log_n as u32, width, self.tile_log, chunk_rows)
     }
 
-    fn twiddle_table(&self, log_n: u32, direction: Direction) -> Arc<wgpu::Buffer> {
+    fn twiddle_table<F: GpuField>(&self, log_n: u32, direction: Direction) -> Arc<wgpu::Buffer> {
         let mut cache = self.twiddles.lock().expect("twiddle cache poisoned");
         cache
-            .entry((log_n, direction))
+            .entry((F::ID, log_n, direction))
             .or_insert_with(|| {
-                let root = BabyBear::two_adic_generator(log_n as usize);
+                let root = F::two_adic_generator(log_n as usize);
                 let root = match direction {
                     Direction::Forward => root,
                     Direction::Inverse => root.inverse(),
                 };
                 let half = (1usize << log_n) / 2;
-                let table: Vec<BabyBear> = root.powers().take(half.max(1)).collect();
+                let table: Vec<F> = root.powers().take(half.max(1)).collect();
                 Arc::new(self.ctx.upload("ntt twiddles", as_words(&table)))
             })
             .clone()
     }
 
-    fn shift_table(&self, shift: BabyBear, rows: usize) -> wgpu::Buffer {
-        let lo: Vec<BabyBear> = shift.powers().take(SHIFT_SPLIT).collect();
+    fn shift_table<F: GpuField>(&self, shift: F, rows: usize) -> wgpu::Buffer {
+        let lo: Vec<F> = shift.powers().take(SHIFT_SPLIT).collect();
         let step = shift.exp_u64(SHIFT_SPLIT as u64);
-        let hi: Vec<BabyBear> = step.powers().take(rows.div_ceil(SHIFT_SPLIT).max(1)).collect();
+        let hi: Vec<F> = step.powers().take(rows.div_ceil(SHIFT_SPLIT).max(1)).collect();
         let words: Vec<u32> = as_words(&lo).iter().chain(as_words(&hi)).copied().collect();
         self.ctx.upload("ntt coset powers", &words)
     }
@@ -458,13 +458,13 @@ impl GpuNtt {
     /// `encoder` and returns the buffer that will hold the 2^log_n x width result in natural
     /// row order. Nothing is submitted; chain further kernels on the result before submitting.
     /// (In two work buffers, `src` left as it is; [`record_with`](Self::record_with) chooses.)
-    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec) -> Result<wgpu::Buffer> {
+    pub fn record<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec<F>) -> Result<wgpu::Buffer> {
         self.record_with(encoder, NttSource::TwoBuffers(src), spec, None)
     }
 
     /// [`record`](Self::record) with the buffers `source` chooses, and a GPU timestamp pair
     /// around each kernel when `timer` is given.
-    pub fn record_with(&self, encoder: &mut wgpu::CommandEncoder, source: NttSource<'_>, spec: &NttSpec, timer: Option<&mut KernelTimer>) -> Result<wgpu::Buffer> {
+    pub fn record_with<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, source: NttSource<'_>, spec: &NttSpec<F>, timer: Option<&mut KernelTimer>) -> Result<wgpu::Buffer> {
         match source {
             NttSource::TwoBuffers(src) => self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers),
             NttSource::OneBuffer(src) => self.record_inner(encoder, src, spec, timer, Layout::OneBuffer { reuse_src: false, chunk_rows: None }),
@@ -472,17 +472,17 @@ impl GpuNtt {
         }
     }
 
-    fn record_inner(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec, timer: Option<&mut KernelTimer>, layout: Layout) -> Result<wgpu::Buffer> {
+    fn record_inner<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec<F>, timer: Option<&mut KernelTimer>, layout: Layout) -> Result<wgpu::Buffer> {
         self.record_spec(encoder, src, spec, timer, layout).map(|(result, _)| result)
     }
 
     /// [`record_inner`](Self::record_inner), with the passes left to run chunk by chunk where
     /// the layout asks for them.
-    fn record_spec(
+    fn record_spec<F: GpuField>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         src: &wgpu::Buffer,
-        spec: &NttSpec,
+        spec: &NttSpec<F>,
         mut timer: Option<&mut KernelTimer>,
         layout: Layout,
     ) -> Result<(wgpu::Buffer, Option<ChunkPasses>)> {
@@ -499,8 +499,8 @@ impl GpuNtt {
         }
         let log_n = spec.log_n as u32;
         let passes = self.plan(spec.log_n, spec.width);
-        let twiddles = self.twiddle_table(log_n, spec.direction);
-        let shift = spec.coset_shift.filter(|s| *s != BabyBear::ONE);
+        let twiddles = self.twiddle_table::<F>(log_n, spec.direction);
+        let shift = spec.coset_shift.filter(|s| *s != F::ONE);
         let shift_table = shift.map(|s| self.shift_table(s, spec.valid_rows));
         // The DIF passes leave rows bit-reversed; a single row (no passes) is its own reversal.
         if spec.bit_reversed_output && passes.is_empty() {
@@ -521,7 +521,7 @@ impl GpuNtt {
                 Some((rest, rows)) => Some(ChunkPasses {
                     buffer: result.clone(),
                     chunk_bytes: (rows * spec.width * 4) as u64,
-                    pipeline: self.dif_pipeline(true)?,
+                    pipeline: self.dif_pipeline(F::ID, true)?,
                     twiddles,
                     passes: rest
                         .iter()
@@ -537,7 +537,7 @@ impl GpuNtt {
             return Ok((result, tail));
         }
         let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
-        let dif = self.dif_pipeline(false)?;
+        let dif = self.dif_pipeline(F::ID, false)?;
 
         // Which buffer holds the data before the next step: None means `src`.
         let mut current: Option<usize> = None;
@@ -589,7 +589,7 @@ impl GpuNtt {
             } else {
                 (Kernel::BitReverseRows, params.total.div_ceil(WORKGROUP))
             };
-            let pipeline = self.ctx.pipeline(kernel, &[])?;
+            let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
             match timer {
                 Some(t) => self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, Some(t)),
@@ -609,19 +609,19 @@ impl GpuNtt {
     /// The transform in `target` alone: the first pass reads `src` into it (or, `in_src`,
     /// `target` is `src` and every pass runs in place), later passes and the bit reversal in place.
     #[allow(clippy::too_many_arguments)]
-    fn record_one_buffer(
+    fn record_one_buffer<F: GpuField>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         target: wgpu::Buffer,
         in_src: bool,
-        spec: &NttSpec,
+        spec: &NttSpec<F>,
         passes: &[DifPassPlan],
         twiddles: &wgpu::Buffer,
         shift_table: Option<&wgpu::Buffer>,
         timer: Option<&mut KernelTimer>,
     ) -> Result<wgpu::Buffer> {
-        let (copy_in, in_place) = (self.dif_pipeline(false)?, self.dif_pipeline(true)?);
+        let (copy_in, in_place) = (self.dif_pipeline(F::ID, false)?, self.dif_pipeline(F::ID, true)?);
         let mut dispatches = Vec::with_capacity(passes.len() + 1);
         for (i, pass) in passes.iter().enumerate() {
             let first = i == 0;
@@ -647,7 +647,7 @@ impl GpuNtt {
         } else {
             (Kernel::BitReverseRowsInPlace, params.total.div_ceil(WORKGROUP))
         };
-        let pipeline = self.ctx.pipeline(kernel, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let uniform = self.ctx.uniform("bit reverse params", &params);
         let bind = self.bind(&pipeline, &[&uniform, &self.empty, &target]);
         dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
@@ -669,9 +669,9 @@ impl GpuNtt {
         }
     }
 
-    fn dif_pipeline(&self, in_place: bool) -> Result<Arc<wgpu::ComputePipeline>> {
+    fn dif_pipeline(&self, field: FieldId, in_place: bool) -> Result<Arc<wgpu::ComputePipeline>> {
         let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
-        self.ctx.pipeline(Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place))])
+        self.ctx.pipeline_for(field, Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place))])
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
@@ -692,7 +692,7 @@ impl GpuNtt {
     }
 
     /// Host to host: uploads `values` (spec.valid_rows x spec.width), transforms, reads back.
-    pub fn transform(&self, values: &[BabyBear], spec: &NttSpec) -> Result<Vec<BabyBear>> {
+    pub fn transform<F: GpuField>(&self, values: &[F], spec: &NttSpec<F>) -> Result<Vec<F>> {
         self.transform_chain(values, std::slice::from_ref(spec))
     }
 
@@ -701,7 +701,7 @@ impl GpuNtt {
     /// Larger than one binding, it runs a block of columns at a time ([`transform_columns`]).
     ///
     /// [`transform_columns`]: Self::transform_columns
-    pub fn transform_chain(&self, values: &[BabyBear], specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+    pub fn transform_chain<F: GpuField>(&self, values: &[F], specs: &[NttSpec<F>]) -> Result<Vec<F>> {
         let last = check_chain(values.len(), specs)?;
         if !self.fits_one_binding(values.len(), last) {
             return self.transform_columns(values, last.width, specs);
@@ -712,7 +712,7 @@ impl GpuNtt {
             for b in used.into_iter().chain([buffer]) {
                 self.recycle(b);
             }
-            from_words(words?)
+            words_to::<F>(words?)
         })
     }
 
@@ -733,7 +733,7 @@ impl GpuNtt {
     /// Rows per readback chunk for `last`'s result when its last passes can run chunk by chunk
     /// ([`plan_split`]): the most rows, a power of two, that fit a transfer chunk, at least two
     /// chunks, each starting at a storage-offset-aligned byte. None otherwise.
-    fn readback_chunk_rows(&self, last: &NttSpec) -> Option<usize> {
+    fn readback_chunk_rows<F: GpuField>(&self, last: &NttSpec<F>) -> Option<usize> {
         let row_bytes = last.width * 4;
         let fit = self.ctx.transfer_chunk_bytes() as usize / row_bytes.max(1);
         let rows = 1usize << fit.checked_ilog2()?;
@@ -743,7 +743,7 @@ impl GpuNtt {
 
     /// Whether a host-to-host chain of `input_len` words in and `last`'s result out fits one
     /// binding each way.
-    fn fits_one_binding(&self, input_len: usize, last: &NttSpec) -> bool {
+    fn fits_one_binding<F: GpuField>(&self, input_len: usize, last: &NttSpec<F>) -> bool {
         let binding = self.ctx.max_binding_bytes();
         (last.rows() * last.width * 4) as u64 <= binding && (input_len * 4) as u64 <= binding
     }
@@ -753,7 +753,7 @@ impl GpuNtt {
     /// through (for `recycle` once the result is read), and with `chunk_rows` the last
     /// transform's passes left to run chunk by chunk, if any.
     #[allow(clippy::type_complexity)]
-    fn record_chain_from(&self, values: &[BabyBear], specs: &[NttSpec], chunk_rows: Option<usize>) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
+    fn record_chain_from<F: GpuField>(&self, values: &[F], specs: &[NttSpec<F>], chunk_rows: Option<usize>) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
         self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
         let buffer = self.ctx.pooled_for_upload("ntt input", values.len());
         self.ctx.write(&buffer, as_words(values));
@@ -764,7 +764,7 @@ impl GpuNtt {
 
     /// Records `specs` one after another starting from `input`: the result buffer, the buffers
     /// before it, and the last transform's passes left to run in chunks of `chunk_rows` rows.
-    fn record_specs(&self, encoder: &mut wgpu::CommandEncoder, mut buffer: wgpu::Buffer, specs: &[NttSpec], chunk_rows: Option<usize>) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
+    fn record_specs<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, mut buffer: wgpu::Buffer, specs: &[NttSpec<F>], chunk_rows: Option<usize>) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
         let mut used = Vec::new();
         let mut tail = None;
         for (i, spec) in specs.iter().enumerate() {
@@ -798,7 +798,7 @@ impl GpuNtt {
 
 /// A host-to-host chain's specs are valid and `len` words are its first spec's input: its last
 /// spec.
-fn check_chain(len: usize, specs: &[NttSpec]) -> Result<&NttSpec> {
+fn check_chain<F: GpuField>(len: usize, specs: &[NttSpec<F>]) -> Result<&NttSpec<F>> {
     let first = specs.first().ok_or_else(|| GpuError::InvalidInput("no transform given".into()))?;
     for spec in specs {
         spec.validate()?;
@@ -843,7 +843,7 @@ impl GpuNtt {
     /// later chunks cross the bus. On an error before the readback writes anything `values` is
     /// untouched. Larger than one binding, the result is a fresh allocation
     /// ([`transform_columns`](Self::transform_columns)).
-    pub fn transform_chain_in_place(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec]) -> std::result::Result<(), InPlaceError> {
+    pub fn transform_chain_in_place<F: GpuField>(&self, values: &mut Vec<F>, specs: &[NttSpec<F>]) -> std::result::Result<(), InPlaceError> {
         self.transform_chain_in_place_then(values, specs, None)
     }
 
@@ -851,7 +851,7 @@ impl GpuNtt {
     /// `hooks` while it is on the GPU, before its buffers go back to the pool: `whole` with the
     /// one buffer that holds it, or, larger than one binding, `block` for each column block
     /// and then `blocks_done`. Not called on an error.
-    pub fn transform_chain_in_place_then(&self, values: &mut Vec<BabyBear>, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> std::result::Result<(), InPlaceError> {
+    pub fn transform_chain_in_place_then<F: GpuField>(&self, values: &mut Vec<F>, specs: &[NttSpec<F>], hooks: Option<ResultHooks<'_>>) -> std::result::Result<(), InPlaceError> {
         let kept = |error: GpuError| InPlaceError { error, input_lost: false };
         let last = check_chain(values.len(), specs).map_err(kept)?;
         if !self.fits_one_binding(values.len(), last) {
@@ -898,9 +898,9 @@ impl GpuNtt {
             };
             // A non-canonical word would be a kernel bug: checked while the readback copies.
             // SAFETY: the capacity holds out_len words (reserved above), which only the readback
-            // and, in the grown part until joined, the prefault threads write; BabyBear is one
-            // u32 word (repr(transparent)).
-            let read = unsafe { self.ctx.submit_and_read_chunked_into_raw(encoder, &buffer, dst, out_len * 4, Some(crate::field::BABYBEAR_P), how) };
+            // and, in the grown part until joined, the prefault threads write; a GpuField element is
+            // one u32 word (repr(transparent)).
+            let read = unsafe { self.ctx.submit_and_read_chunked_into_raw(encoder, &buffer, dst, out_len * 4, Some(F::ORDER_U32), how) };
             drop(record_chunk);
             drop(tail);
             if let (Some(hooks), true) = (hooks, read.is_ok()) {
@@ -943,14 +943,14 @@ impl GpuNtt {
     /// binding, a block of columns at a time (each column is its own transform): the block's
     /// row segments are uploaded straight from `values`, transformed, and read back into
     /// `out` (row-major, `width` wide) at the same columns. `specs` are for the full width.
-    pub fn transform_columns(&self, values: &[BabyBear], width: usize, specs: &[NttSpec]) -> Result<Vec<BabyBear>> {
+    pub fn transform_columns<F: GpuField>(&self, values: &[F], width: usize, specs: &[NttSpec<F>]) -> Result<Vec<F>> {
         self.transform_columns_then(values, width, specs, None)
     }
 
     /// [`transform_columns`](Self::transform_columns) with each block handed to `hooks.block`
     /// once it is read back, before its buffer goes back to the pool (`hooks.whole` and
     /// `blocks_done` are not called here).
-    pub fn transform_columns_then(&self, values: &[BabyBear], width: usize, specs: &[NttSpec], hooks: Option<ResultHooks<'_>>) -> Result<Vec<BabyBear>> {
+    pub fn transform_columns_then<F: GpuField>(&self, values: &[F], width: usize, specs: &[NttSpec<F>], hooks: Option<ResultHooks<'_>>) -> Result<Vec<F>> {
         let last = check_chain(values.len(), specs)?;
         if let Some(spec) = specs.iter().find(|s| s.width != width) {
             return Err(GpuError::InvalidInput(format!("a spec of width {} for a matrix of width {width}", spec.width)));
@@ -973,7 +973,7 @@ impl GpuNtt {
             let mut prefaulting = self.touch_ahead(scope, fresh, rows_out * width * 4);
             for first_col in (0..width).step_by(block) {
                 let cols = block.min(width - first_col);
-                let sub: Vec<NttSpec> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
+                let sub: Vec<NttSpec<F>> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
                 self.ctx.scoped("NTT column block", || {
                     let input = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
                         write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
@@ -1011,7 +1011,7 @@ impl GpuNtt {
             }
             Ok::<(), GpuError>(())
         })?;
-        from_words(out)
+        words_to::<F>(out)
     }
 }
 

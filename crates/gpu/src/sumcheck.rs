@@ -2006,7 +2006,7 @@ impl GpuSumcheck {
             // The table is the transform's to reuse as work space (its result is the batch's).
             // At reversed indices entry i takes the transform's entry rev_m(i), which its
             // bit-reversed output holds at i·2^(log_domain - m): read at that stride.
-            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::forward(log_domain, 4) };
+            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::<BabyBear>::forward(log_domain, 4) };
             let stride_log = if self.reversed { (log_domain - self.vars) as u32 } else { 0 };
             let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &spec, None)?;
             batch.lend(transformed.clone());
