@@ -6,7 +6,8 @@
 //! runs criterion: `gpu_resident` (data already on the GPU: record, submit, wait),
 //! `gpu_host` (GpuDft::dft_batch: upload, transform, readback) and `cpu` (Plonky3).
 //!
-//! `cargo bench --bench ntt`; WHIR_BENCH_LOGS=16,20 limits the sizes, WHIR_BENCH_WIDTHS=16,64 sets
+//! `cargo bench --bench ntt`; WHIR_BENCH_KOALABEAR=1 adds the same criterion entries over KoalaBear
+//! (groups `koalabear_ntt_forward_width_W`); WHIR_BENCH_LOGS=16,20 limits the sizes, WHIR_BENCH_WIDTHS=16,64 sets
 //! the widths, WHIR_BENCH_PROFILE_ONLY=1 stops after the kernel profile, WHIR_BENCH_SKIP_PROFILE=1
 //! skips it. WHIR_BENCH_SHAPES=20:64:16,... adds encoder shapes to the profile (log rows : width :
 //! log message rows, one buffer, natural-order output: what a WHIR round's codeword runs).
@@ -22,7 +23,9 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::wgpu;
-use whir_wgpu::gpu::{GpuContext, GpuDft, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
+use whir_wgpu::gpu::{GpuContext, GpuDft, GpuField, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
+use p3_koala_bear::KoalaBear;
+use rand::distr::{Distribution, StandardUniform};
 
 fn list(name: &str) -> Option<Vec<usize>> {
     std::env::var(name).ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
@@ -60,7 +63,10 @@ fn gpus() -> Vec<Arc<GpuNtt>> {
         .collect()
 }
 
-fn input(log_n: usize, w: usize) -> Vec<BabyBear> {
+fn input<F>(log_n: usize, w: usize) -> Vec<F>
+where
+    StandardUniform: Distribution<F>,
+{
     let mut rng = StdRng::seed_from_u64(log_n as u64 * 100 + w as u64);
     (0..(1 << log_n) * w).map(|_| rng.random()).collect()
 }
@@ -108,7 +114,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     println!("|---|---|---|---|---|---|---|---|");
     for log_n in logs() {
         for w in widths() {
-            let values = input(log_n, w);
+            let values = input::<BabyBear>(log_n, w);
             let words = values.len();
             let src = ctx.upload("bench input", as_words(&values));
             let spec = NttSpec::<BabyBear>::forward(log_n, w);
@@ -151,7 +157,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     println!("| log n | width | log message rows | kernels (us each) | total us | copy of the output us |");
     println!("|---|---|---|---|---|---|");
     for (log_n, w, log_m) in shapes {
-        let values = input(log_m, w);
+        let values = input::<BabyBear>(log_m, w);
         let src = ctx.upload("bench message", as_words(&values));
         let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::<BabyBear>::forward(log_n, w) };
         let full = time_kernels(ctx, |enc, t| {
@@ -168,20 +174,24 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     }
 }
 
-fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
-    let cpu = Radix2DFTSmallBatch::<BabyBear>::default();
-    let dit = p3_dft::Radix2DitParallel::<BabyBear>::default();
+/// The criterion entries over `F`, in groups named `{prefix}ntt_forward_width_{w}`.
+fn bench<F: GpuField>(c: &mut Criterion, gpus: &[Arc<GpuNtt>], prefix: &str)
+where
+    StandardUniform: Distribution<F>,
+{
+    let cpu = Radix2DFTSmallBatch::<F>::default();
+    let dit = p3_dft::Radix2DitParallel::<F>::default();
     for w in widths() {
-        let mut group = c.benchmark_group(format!("ntt_forward_width_{w}"));
+        let mut group = c.benchmark_group(format!("{prefix}ntt_forward_width_{w}"));
         group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
         for log_n in logs() {
-            let values = input(log_n, w);
+            let values = input::<F>(log_n, w);
             group.throughput(Throughput::Elements(((1usize << log_n) * w) as u64));
             for ntt in gpus {
                 let ctx = ntt.context().clone();
                 let v = format!("{:?}", ctx.mul_variant());
                 let src = ctx.upload("bench input", as_words(&values));
-                let spec = NttSpec::<BabyBear>::forward(log_n, w);
+                let spec = NttSpec::<F>::forward(log_n, w);
                 group.bench_function(BenchmarkId::new(format!("gpu_resident_{v}"), log_n), |b| {
                     b.iter(|| {
                         let mut enc = ctx.encoder("bench");
@@ -191,7 +201,7 @@ fn bench(c: &mut Criterion, gpus: &[Arc<GpuNtt>]) {
                         ntt.recycle(out);
                     })
                 });
-                let dft = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0);
+                let dft = GpuDft::<F>::new(Some(ntt.clone())).with_cpu_threshold(0);
                 let m = RowMajorMatrix::new(values.clone(), w);
                 group.bench_function(BenchmarkId::new(format!("gpu_host_{v}"), log_n), |b| {
                     // The input copy is made outside the timing (a fresh 2^28-byte clone alone
@@ -219,7 +229,7 @@ fn main() {
     println!("Plonky3 CPU threads (rayon pool): {}", rayon::current_num_threads());
     for ntt in &gpus {
         // Warm the GPU up so its clocks are up before anything is timed.
-        let values = input(20, 16);
+        let values = input::<BabyBear>(20, 16);
         let src = ntt.context().upload("warm-up", as_words(&values));
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_secs(2) {
@@ -243,6 +253,9 @@ fn main() {
         return;
     }
     let mut c = Criterion::default().configure_from_args();
-    bench(&mut c, &gpus);
+    bench::<BabyBear>(&mut c, &gpus, "");
+    if std::env::var("WHIR_BENCH_KOALABEAR").is_ok_and(|v| v == "1") {
+        bench::<KoalaBear>(&mut c, &gpus, "koalabear_");
+    }
     c.final_summary();
 }
