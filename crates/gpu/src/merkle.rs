@@ -14,8 +14,8 @@ use p3_matrix::Matrix;
 
 use crate::context::{Batch, Dispatch, GpuContext, InFlight, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, from_words, matrix_bytes};
-use crate::poseidon2::GpuPoseidon2;
+use crate::field::{as_words, matrix_bytes, words_to, GpuField};
+use crate::poseidon2::{GpuPoseidon2, Poseidon2Field};
 use crate::shaders::Kernel;
 
 /// Words per digest.
@@ -180,13 +180,13 @@ impl TreeSpec {
 
 /// A tree recorded into a batch ([`GpuMerkle::record_tree`]), its root not read yet. Dropped,
 /// it gives its layers back (the batch must then not run).
-pub struct RecordedTree {
-    tree: GpuMerkleTree,
+pub struct RecordedTree<F = BabyBear> {
+    tree: GpuMerkleTree<F>,
     /// Where the root comes back; None for a tree already built (row chunks).
     root: Option<ReadSlot>,
 }
 
-impl RecordedTree {
+impl<F: GpuField> RecordedTree<F> {
     /// The buffer whose first 8 words hold the root once the batch's work runs, for work
     /// recorded after the tree; None for a tree built at once over row chunks.
     pub fn root_buffer(&self) -> Option<&wgpu::Buffer> {
@@ -194,9 +194,9 @@ impl RecordedTree {
     }
 
     /// The tree, with the root its batch read back.
-    pub fn finish(mut self, readback: &Readback) -> Result<GpuMerkleTree> {
+    pub fn finish(mut self, readback: &Readback) -> Result<GpuMerkleTree<F>> {
         if let Some(slot) = self.root {
-            self.tree.root = from_words(readback.get(slot)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+            self.tree.root = words_to::<F>(readback.get(slot)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
         }
         Ok(self.tree)
     }
@@ -204,7 +204,7 @@ impl RecordedTree {
 
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
-pub struct GpuMerkleTree {
+pub struct GpuMerkleTree<F = BabyBear> {
     pub height: usize,
     pub width: usize,
     /// Layer k holds height >> k digests of 8 words; layers below `lowest_kept` are empty
@@ -214,13 +214,13 @@ pub struct GpuMerkleTree {
     /// tree's memory) openings rehash the sibling rows they need from the matrix; without the
     /// layers below k they rebuild the 2^k-row subtrees holding the opened rows.
     pub lowest_kept: usize,
-    pub root: [BabyBear; DIGEST_ELEMS],
+    pub root: [F; DIGEST_ELEMS],
     /// How the matrix the tree was built over holds its rows (openings read them through it).
     pub row_order: RowOrder,
     ctx: Arc<GpuContext>,
 }
 
-impl GpuMerkleTree {
+impl<F> GpuMerkleTree<F> {
     /// Digests in layer `k` (0: the leaves), padding included. A layer not kept reads as 0.
     pub fn layer_len(&self, k: usize) -> usize {
         if k < self.lowest_kept {
@@ -230,7 +230,7 @@ impl GpuMerkleTree {
     }
 }
 
-impl GpuMerkleTree {
+impl<F> GpuMerkleTree<F> {
     /// Whether layer 0 holds the leaf digests.
     pub fn leaves_kept(&self) -> bool {
         self.lowest_kept == 0
@@ -270,13 +270,13 @@ impl ColumnLeaves {
 /// A tree submitted to the GPU whose root is still on its way back
 /// ([`GpuMerkle::submit_tree`]); [`GpuMerkle::finish_tree`] waits for it. Dropped, its layers go
 /// back to the pool.
-pub struct PendingTree {
-    tree: GpuMerkleTree,
+pub struct PendingTree<F = BabyBear> {
+    tree: GpuMerkleTree<F>,
     read: InFlight,
     root: ReadSlot,
 }
 
-impl Drop for GpuMerkleTree {
+impl<F> Drop for GpuMerkleTree<F> {
     fn drop(&mut self) {
         for layer in self.layers.drain(..) {
             self.ctx.recycle_storage(layer);
@@ -319,20 +319,20 @@ pub(crate) fn pruned_positions(indices: &[usize], levels: usize) -> Vec<(usize, 
 
 /// Rows opened from a resident matrix with the sibling digests that authenticate them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenedRows {
+pub struct OpenedRows<F = BabyBear> {
     /// One row of `width` values per requested index, in request order (repeats included).
-    pub rows: Vec<Vec<BabyBear>>,
+    pub rows: Vec<Vec<F>>,
     /// Plonky3's pruned multi-proof digests (`PrunedMerklePaths::sibling_hashes`) for the
     /// distinct indices, below a cap of the requested height.
-    pub siblings: Vec<[BabyBear; DIGEST_ELEMS]>,
+    pub siblings: Vec<[F; DIGEST_ELEMS]>,
 }
 
-impl OpenedRows {
+impl<F: GpuField> OpenedRows<F> {
     /// Splits what a gather wrote: `rows` rows of `width` words, then the sibling digests;
     /// gathered row k is request `order[k]` where an order is given.
-    fn from_gathered(words: &[BabyBear], rows: usize, width: usize, order: Option<&[usize]>) -> Self {
+    fn from_gathered(words: &[F], rows: usize, width: usize, order: Option<&[usize]>) -> Self {
         let (values, digests) = words.split_at(rows * width);
-        let mut gathered: Vec<Vec<BabyBear>> = values.chunks_exact(width.max(1)).map(<[BabyBear]>::to_vec).collect();
+        let mut gathered: Vec<Vec<F>> = values.chunks_exact(width.max(1)).map(<[F]>::to_vec).collect();
         if width == 0 {
             gathered = vec![Vec::new(); rows];
         }
@@ -376,16 +376,16 @@ struct Gathered {
 }
 
 /// Builds Merkle trees with one Poseidon2 instance.
-pub struct GpuMerkle {
-    poseidon2: Arc<GpuPoseidon2>,
+pub struct GpuMerkle<F: Poseidon2Field = BabyBear> {
+    poseidon2: Arc<GpuPoseidon2<F>>,
     /// Trees of wide rows that keep no leaves hash them in chunks from this many rows.
     chunked_leaves_from: usize,
     /// Bound for the fused levels a small tree does not have (writable bindings may not alias).
     placeholders: Vec<wgpu::Buffer>,
 }
 
-impl GpuMerkle {
-    pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
+impl<F: Poseidon2Field> GpuMerkle<F> {
+    pub fn new(poseidon2: Arc<GpuPoseidon2<F>>) -> Self {
         let placeholders = (0..FUSED_LEVELS).map(|_| poseidon2.context().storage("merkle level placeholder", DIGEST_ELEMS)).collect();
         Self { poseidon2, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
     }
@@ -397,7 +397,7 @@ impl GpuMerkle {
         self
     }
 
-    pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
+    pub fn poseidon2(&self) -> &Arc<GpuPoseidon2<F>> {
         &self.poseidon2
     }
 
@@ -514,8 +514,8 @@ impl GpuMerkle {
         let mut transient: Vec<wgpu::Buffer> = (fused..lowest).map(|k| ctx.pooled_storage("merkle chunk layer", (rows >> k) * DIGEST_ELEMS)).collect();
         let leaf_stand_in = ctx.pooled_storage("merkle layer", DIGEST_ELEMS);
         let kept = ctx.pooled_storage("merkle layer", (height >> lowest) * DIGEST_ELEMS);
-        let leaf_pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
-        let inject_pipeline = ctx.pipeline(Kernel::CompressInject, &[])?;
+        let leaf_pipeline = ctx.pipeline_for(F::ID, Kernel::HashLeaves, &[])?;
+        let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let mut dispatches = Vec::new();
         for c in 0..chunks {
@@ -580,7 +580,7 @@ impl GpuMerkle {
     }
 
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
-    pub fn read_nodes(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<[BabyBear; DIGEST_ELEMS]>> {
+    pub fn read_nodes(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<[F; DIGEST_ELEMS]>> {
         let (words, _) = self.gather(tree, None, &[], positions)?;
         Ok(words.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect())
     }
@@ -588,7 +588,7 @@ impl GpuMerkle {
     /// Opens rows `indices` of `matrix` (the `tree.height` x `tree.width` buffer `tree` was
     /// built over) with Plonky3's pruned multi-proof below a cap of `cap_height`: one
     /// submission, one readback of just the rows and digests.
-    pub fn open_rows(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows> {
+    pub fn open_rows(&self, tree: &GpuMerkleTree<F>, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows<F>> {
         if tree.lowest_kept >= 2 {
             let pending = self.open_rows_deferred(tree, matrix, indices, cap_height)?;
             return Ok(self.read_pending(vec![pending])?.pop().expect("one opening"));
@@ -602,7 +602,7 @@ impl GpuMerkle {
     /// [`read_pending`](Self::read_pending) reads any number of such openings back in one
     /// transfer later. The tree and matrix may be dropped once this returns (the queue runs in
     /// order).
-    pub fn open_rows_deferred(&self, tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<PendingRows> {
+    pub fn open_rows_deferred(&self, tree: &GpuMerkleTree<F>, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<PendingRows> {
         let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
         self.submit_gather(tree, RowSource::One(matrix), indices, &positions)
     }
@@ -610,7 +610,7 @@ impl GpuMerkle {
     /// [`open_rows_deferred`](Self::open_rows_deferred) of a matrix held in row chunks (the
     /// tree built over them by [`commit_groups_with`](Self::commit_groups_with)): leaf digests
     /// not kept are rehashed from the rows, chunk by chunk.
-    pub fn open_row_chunks_deferred(&self, tree: &GpuMerkleTree, chunks: &[RowChunk<'_>], indices: &[usize], cap_height: usize) -> Result<PendingRows> {
+    pub fn open_row_chunks_deferred(&self, tree: &GpuMerkleTree<F>, chunks: &[RowChunk<'_>], indices: &[usize], cap_height: usize) -> Result<PendingRows> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
             return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
         }
@@ -628,7 +628,7 @@ impl GpuMerkle {
         self.submit_gather(tree, RowSource::Chunks(chunks), indices, &positions)
     }
 
-    fn submit_gather(&self, tree: &GpuMerkleTree, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
+    fn submit_gather(&self, tree: &GpuMerkleTree<F>, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
         let ctx = self.poseidon2.context();
         ctx.scoped("merkle openings", || {
             if tree.lowest_kept >= 2 {
@@ -648,7 +648,7 @@ impl GpuMerkle {
     /// over it, every layer kept (its layers below k are the subtrees' own, side by side); the
     /// rows and the sibling digests below k are read there, those from k up from the tree. One
     /// submission.
-    fn submit_rebuilt_gather(&self, tree: &GpuMerkleTree, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
+    fn submit_rebuilt_gather(&self, tree: &GpuMerkleTree<F>, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
         let ctx = self.poseidon2.context();
         let low = tree.lowest_kept;
         let mut subtrees: Vec<usize> = indices.iter().map(|&i| i >> low).collect();
@@ -688,7 +688,7 @@ impl GpuMerkle {
             idx.extend(self.record_gather_into(&mut encoder, tree, Some(rows), &sub_rows, &[], &matrix, 0)?.0);
             let layers = self.record_subtrees(&mut encoder, &matrix, height, tree.width, low)?;
             // (Its layers go back to the pool on drop: kept until the reads are submitted.)
-            let tree_over = rebuilt.insert(GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() });
+            let tree_over = rebuilt.insert(GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [F::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() });
             idx.extend(self.record_gather_into(&mut encoder, tree_over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)?.0);
             idx.extend(self.record_gather_into(&mut encoder, tree, None, &[], &positions[split..], &out, near_words)?.0);
             Ok(())
@@ -701,7 +701,7 @@ impl GpuMerkle {
     }
 
     /// Checks an opening request and returns the sibling positions of its pruned multi-proof.
-    fn opening_positions(tree: &GpuMerkleTree, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<Vec<(usize, usize)>> {
+    fn opening_positions(tree: &GpuMerkleTree<F>, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<Vec<(usize, usize)>> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
             return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
         }
@@ -713,7 +713,7 @@ impl GpuMerkle {
 
     /// Reads back openings made by [`open_rows_deferred`](Self::open_rows_deferred), in order,
     /// with one submission and one readback.
-    pub fn read_pending(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
+    pub fn read_pending(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows<F>>> {
         let started = self.start_reading(pending)?;
         self.finish_reading(started)
     }
@@ -732,18 +732,18 @@ impl GpuMerkle {
     }
 
     /// The openings a [`start_reading`](Self::start_reading) read back, in order.
-    pub fn finish_reading(&self, reading: ReadingRows) -> Result<Vec<OpenedRows>> {
+    pub fn finish_reading(&self, reading: ReadingRows) -> Result<Vec<OpenedRows<F>>> {
         let ReadingRows { read, pending } = reading;
         let readback = self.poseidon2.context().finish_batch(read)?;
         pending
             .iter()
-            .map(|(p, slot)| Ok(OpenedRows::from_gathered(&from_words(readback.get(*slot)?.to_vec())?, p.rows, p.width, p.order.as_deref())))
+            .map(|(p, slot)| Ok(OpenedRows::from_gathered(&words_to::<F>(readback.get(*slot)?.to_vec())?, p.rows, p.width, p.order.as_deref())))
             .collect()
     }
 
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
     /// reads it back (one submission), with the rows' order where they came grouped by segment.
-    fn gather(&self, tree: &GpuMerkleTree, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<(Vec<BabyBear>, Option<Vec<usize>>)> {
+    fn gather(&self, tree: &GpuMerkleTree<F>, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<(Vec<F>, Option<Vec<usize>>)> {
         let ctx = self.poseidon2.context();
         let mut encoder = ctx.encoder("merkle openings");
         let Gathered { out, words, idx, order } = self.record_gather(&mut encoder, tree, matrix, indices, positions)?;
@@ -753,7 +753,7 @@ impl GpuMerkle {
         }
         let read = ctx.submit_and_read(encoder, &out, words);
         idx.into_iter().for_each(|b| ctx.recycle_storage(b));
-        Ok((from_words(read?)?, order))
+        Ok((words_to::<F>(read?)?, order))
     }
 
     /// The matrix a tree was built over as segments of one binding each: its row chunks, or
@@ -789,7 +789,7 @@ impl GpuMerkle {
     fn record_gather(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        tree: &GpuMerkleTree,
+        tree: &GpuMerkleTree<F>,
         matrix: Option<RowSource<'_>>,
         indices: &[usize],
         positions: &[(usize, usize)],
@@ -801,7 +801,7 @@ impl GpuMerkle {
     }
 
     /// Words a gather writes: the rows (with a matrix), then the digests.
-    fn gathered_words(tree: &GpuMerkleTree, rows: bool, indices: &[usize], positions: &[(usize, usize)]) -> usize {
+    fn gathered_words(tree: &GpuMerkleTree<F>, rows: bool, indices: &[usize], positions: &[(usize, usize)]) -> usize {
         let rows = if rows { indices.len() * tree.width } else { 0 };
         rows + positions.len() * DIGEST_ELEMS
     }
@@ -812,7 +812,7 @@ impl GpuMerkle {
     fn record_gather_into(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        tree: &GpuMerkleTree,
+        tree: &GpuMerkleTree<F>,
         matrix: Option<RowSource<'_>>,
         indices: &[usize],
         positions: &[(usize, usize)],
@@ -907,7 +907,7 @@ impl GpuMerkle {
             start = end;
         }
         let idx_buf = ctx.upload_pooled("gather indices", &idx);
-        let pipeline = ctx.pipeline(Kernel::Gather, &[])?;
+        let pipeline = ctx.pipeline_for(F::ID, Kernel::Gather, &[])?;
         let params = |count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
             ctx.uniform(
                 "gather params",
@@ -924,7 +924,7 @@ impl GpuMerkle {
         for &(src, start, count) in &chunk_spans {
             dispatches.push(copy(src, count, width, start, start * tree.width));
         }
-        let hash_rows = ctx.pipeline(Kernel::HashRows, &[])?;
+        let hash_rows = ctx.pipeline_for(F::ID, Kernel::HashRows, &[])?;
         for (rows, start, end) in rehash {
             let params = params(end - start, width, row_items + start, row_items * tree.width + start * DIGEST_ELEMS);
             let bind = self.poseidon2.bind_ranges(&hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (out, 0, None)]);
@@ -940,12 +940,12 @@ impl GpuMerkle {
     }
 
     /// Commits to a host matrix: upload, hash, build, read back the root.
-    pub fn commit_matrix(&self, matrix: &RowMajorMatrix<BabyBear>) -> Result<GpuMerkleTree> {
+    pub fn commit_matrix(&self, matrix: &RowMajorMatrix<F>) -> Result<GpuMerkleTree<F>> {
         self.commit_values(&matrix.values, matrix.height(), matrix.width())
     }
 
     /// Commits to `height` x `width` row-major values.
-    pub fn commit_values(&self, values: &[BabyBear], height: usize, width: usize) -> Result<GpuMerkleTree> {
+    pub fn commit_values(&self, values: &[F], height: usize, width: usize) -> Result<GpuMerkleTree<F>> {
         if height.checked_mul(width) != Some(values.len()) {
             return Err(GpuError::InvalidInput(format!("{} values given for {height} x {width}", values.len())));
         }
@@ -960,7 +960,7 @@ impl GpuMerkle {
 
     /// Commits to the matrix `spec` describes, already in `input`: one wait, only the root read
     /// back.
-    pub fn commit_buffer(&self, input: &wgpu::Buffer, spec: TreeSpec) -> Result<GpuMerkleTree> {
+    pub fn commit_buffer(&self, input: &wgpu::Buffer, spec: TreeSpec) -> Result<GpuMerkleTree<F>> {
         let ctx = self.poseidon2.context();
         let mut batch = ctx.batch("merkle commit");
         let recorded = self.record_tree(&mut batch, input, spec)?;
@@ -976,7 +976,7 @@ impl GpuMerkle {
     /// [`commit_groups_with`](Self::commit_groups_with) at once (the same tree, keeping layers
     /// from 1 up at most; the batch's earlier work is submitted first); its openings read the
     /// one buffer in windows.
-    pub fn record_tree(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, spec: TreeSpec) -> Result<RecordedTree> {
+    pub fn record_tree(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, spec: TreeSpec) -> Result<RecordedTree<F>> {
         let TreeSpec { height, width, lowest, order } = spec;
         let keep_leaves = lowest == 0;
         let ctx = self.poseidon2.context().clone();
@@ -1005,14 +1005,14 @@ impl GpuMerkle {
         }
         let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
         // The tree owns the layers from here, so they go back to the pool on any error.
-        let tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [BabyBear::default(); DIGEST_ELEMS], row_order: order, ctx };
+        let tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [F::default(); DIGEST_ELEMS], row_order: order, ctx };
         Ok(RecordedTree { tree, root: Some(root) })
     }
 
     /// The tree of a matrix over one binding ([`record_tree`](Self::record_tree)): its
     /// rows copied into chunks of one binding (after the work already in `encoder`), the tree
     /// built over the chunks, the chunks given back.
-    fn commit_in_chunks(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree> {
+    fn commit_in_chunks(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree<F>> {
         let ctx = self.poseidon2.context().clone();
         let bytes = matrix_bytes(height, width)?;
         if input.size() < bytes {
@@ -1106,7 +1106,7 @@ impl GpuMerkle {
     /// layer kept: the tree `commit_buffer` builds), recorded after the work in `encoder`,
     /// submitted with its root's readback requested; no wait. Work submitted later runs after
     /// it, so `matrix` may go back to the pool once this returns.
-    pub fn submit_tree(&self, mut encoder: wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize) -> Result<PendingTree> {
+    pub fn submit_tree(&self, mut encoder: wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize) -> Result<PendingTree<F>> {
         let ctx = self.poseidon2.context();
         ctx.check_binding_size("Merkle leaves", matrix_bytes(height, DIGEST_ELEMS)?)?;
         let layers = self.record_commit(&mut encoder, matrix, height, width)?;
@@ -1115,7 +1115,7 @@ impl GpuMerkle {
 
     /// [`submit_tree`](Self::submit_tree) over complete column `leaves`: their levels after the
     /// work in `encoder` (the blocks' absorptions, or nothing when they were submitted before).
-    pub fn submit_column_tree(&self, mut encoder: wgpu::CommandEncoder, leaves: ColumnLeaves) -> Result<PendingTree> {
+    pub fn submit_column_tree(&self, mut encoder: wgpu::CommandEncoder, leaves: ColumnLeaves) -> Result<PendingTree<F>> {
         if !leaves.complete() {
             return Err(GpuError::InvalidInput(format!("{} of {} columns absorbed", leaves.absorbed, leaves.width)));
         }
@@ -1132,20 +1132,20 @@ impl GpuMerkle {
         self.submit_layers(encoder, layers, height, width)
     }
 
-    fn submit_layers(&self, encoder: wgpu::CommandEncoder, layers: Vec<wgpu::Buffer>, height: usize, width: usize) -> Result<PendingTree> {
+    fn submit_layers(&self, encoder: wgpu::CommandEncoder, layers: Vec<wgpu::Buffer>, height: usize, width: usize) -> Result<PendingTree<F>> {
         let ctx = self.poseidon2.context().clone();
         let mut batch = ctx.batch_from("merkle tree", encoder);
         let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
         let read = ctx.submit_batch(batch);
-        let tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() };
+        let tree = GpuMerkleTree { height, width, layers, lowest_kept: 0, root: [F::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() };
         Ok(PendingTree { tree, read: read?, root })
     }
 
     /// Waits for a [`submit_tree`](Self::submit_tree)'s root.
-    pub fn finish_tree(&self, pending: PendingTree) -> Result<GpuMerkleTree> {
+    pub fn finish_tree(&self, pending: PendingTree<F>) -> Result<GpuMerkleTree<F>> {
         let PendingTree { mut tree, read, root } = pending;
         let readback = self.poseidon2.context().finish_batch(read)?;
-        tree.root = from_words(readback.get(root)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+        tree.root = words_to::<F>(readback.get(root)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
         Ok(tree)
     }
 
@@ -1171,7 +1171,7 @@ impl GpuMerkle {
     /// default (zero) digest to pair with. Rows split over chunks and layers larger than one
     /// binding are hashed range by range (each dispatch binds its part). One submission; only
     /// the root is read back.
-    pub fn commit_groups(&self, groups: &[RowGroup<'_>]) -> Result<GpuMerkleTree> {
+    pub fn commit_groups(&self, groups: &[RowGroup<'_>]) -> Result<GpuMerkleTree<F>> {
         self.commit_groups_with(groups, true)
     }
 
@@ -1180,7 +1180,7 @@ impl GpuMerkle {
     /// size and compressed into level 1 at once, so no leaf layer is ever allocated (a resident
     /// codeword's leaves can exceed the largest buffer an adapter allows); openings rehash the
     /// leaves they need from the rows.
-    pub fn commit_groups_with(&self, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<GpuMerkleTree> {
+    pub fn commit_groups_with(&self, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<GpuMerkleTree<F>> {
         let ctx = self.poseidon2.context().clone();
         let Some(tallest) = groups.first() else {
             return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
@@ -1201,8 +1201,8 @@ impl GpuMerkle {
                 return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", g.height)));
             }
         }
-        let leaf_pipeline = ctx.pipeline(Kernel::HashLeaves, &[])?;
-        let inject_pipeline = ctx.pipeline(Kernel::CompressInject, &[])?;
+        let leaf_pipeline = ctx.pipeline_for(F::ID, Kernel::HashLeaves, &[])?;
+        let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
         let digest = (DIGEST_ELEMS * 4) as u64;
         let mut encoder = ctx.encoder("merkle batch commit");
         let mut dispatches = Vec::new();
@@ -1317,8 +1317,8 @@ impl GpuMerkle {
             ctx.recycle_after_submit(leaves);
         }
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [BabyBear::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
-        tree.root = from_words(root_words?)?.try_into().expect("a digest is 8 words");
+        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [F::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
+        tree.root = words_to::<F>(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }
 }
