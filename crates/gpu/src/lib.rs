@@ -49,7 +49,7 @@ pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSource, NttSpec, ResultHooks};
 pub use grind::{cpu_grind, pow_mask, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
 pub use merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec};
-pub use mmcs::{BatchError, GpuMmcs, GpuProverData};
+pub use mmcs::{BatchError, CpuMmcsOf, GpuMmcs, GpuProverData, MmcsField};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
 pub use field::{FieldId, GpuField};
 pub use shaders::{Kernel, MulVariant};

@@ -1,6 +1,7 @@
-//! `GpuMmcs`: a `p3_commit::Mmcs<BabyBear>` whose commitments, proofs and pruned multi-proofs
-//! are identical to Plonky3's `MerkleTreeMmcs<_, _, PaddingFreeSponge<Poseidon2, 16, 8, 8>,
-//! TruncatedPermutation<Poseidon2, 2, 8, 16>, 2, 8>` built from the same Poseidon2 constants.
+//! `GpuMmcs<F>`: a `p3_commit::Mmcs<F>` (F = BabyBear, the default, or KoalaBear) whose
+//! commitments, proofs and pruned multi-proofs are identical to Plonky3's `MerkleTreeMmcs<_, _,
+//! PaddingFreeSponge<Poseidon2, 16, 8, 8>, TruncatedPermutation<Poseidon2, 2, 8, 16>, 2, 8>` built
+//! from the same Poseidon2 constants.
 //!
 //! Every batch `MerkleTreeMmcs` takes (several matrices, any heights on Plonky3's ladder, any
 //! widths, cap heights) is committed on the GPU: digest layers stay there and openings read back
@@ -13,26 +14,37 @@ use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
 use p3_commit::{BatchOpening, BatchOpeningRef, Mmcs};
+use p3_field::Field;
+use p3_koala_bear::KoalaBear;
+use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::{Dimensions, Matrix};
 use p3_util::log2_ceil_usize;
-use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, PrunedMerklePaths};
+use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
 
 use crate::commit_ahead::CommitAhead;
 use crate::error::{GpuError, Result};
 use crate::transfer::write_matrix_row;
 use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowChunk, RowGroup, DIGEST_ELEMS};
+use crate::poseidon2::Poseidon2Field;
 
-/// Plonky3's leaf hash, node compression and MMCS, which this one is identical to (defined on
-/// the verifier side, which links no GPU code).
-use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
-type Digest = [BabyBear; DIGEST_ELEMS];
+/// Plonky3's MMCS over `F` with its width-16 Poseidon2 (padding-free sponge of rate 8 for
+/// leaves, truncated permutation for nodes, 8-element digests), which `GpuMmcs<F>` is identical
+/// to. Over BabyBear this is `whir_verifier::hash::CpuMmcs`, the MMCS of every proof.
+pub type CpuMmcsOf<F> = MerkleTreeMmcs<
+    <F as Field>::Packing,
+    <F as Field>::Packing,
+    PaddingFreeSponge<<F as Poseidon2Field>::Permutation16, 16, 8, 8>,
+    TruncatedPermutation<<F as Poseidon2Field>::Permutation16, 2, 8, 16>,
+    2,
+    DIGEST_ELEMS,
+>;
 
 /// Prover data: the GPU tree with its matrices (in commit order), or Plonky3's tree when the
 /// CPU committed.
-pub enum GpuProverData<M> {
-    Gpu { matrices: Vec<M>, tree: GpuMerkleTree, cap_height: usize },
-    Cpu(MerkleTree<BabyBear, BabyBear, M, 2, DIGEST_ELEMS>),
+pub enum GpuProverData<M, F = BabyBear> {
+    Gpu { matrices: Vec<M>, tree: GpuMerkleTree<F>, cap_height: usize },
+    Cpu(MerkleTree<F, F, M, 2, DIGEST_ELEMS>),
 }
 
 /// Plonky3's geometry rule for a batch (`MerkleTree::new`): a matrix of positive height, and
@@ -83,22 +95,20 @@ fn reduced_row(index: usize, max_height: usize, height: usize) -> usize {
 }
 
 #[derive(Clone)]
-pub struct GpuMmcs {
-    gpu: Option<Arc<GpuMerkle>>,
-    cpu: CpuMmcs,
+pub struct GpuMmcs<F: Poseidon2Field = BabyBear> {
+    gpu: Option<Arc<GpuMerkle<F>>>,
+    cpu: CpuMmcsOf<F>,
     cap_height: usize,
-    /// Trees a `GpuDft` committed ahead for this MMCS (and its clones).
+    /// Trees a `GpuDft` committed ahead for this MMCS (and its clones); BabyBear only.
     ahead: Option<Arc<CommitAhead>>,
 }
 
-impl GpuMmcs {
-    /// On `merkle`'s GPU with its Poseidon2 constants; `cap_height` as in `MerkleTreeMmcs::new`.
-    pub fn new(merkle: Arc<GpuMerkle>, cap_height: usize) -> Self {
-        let perm = merkle.poseidon2().constants().to_cpu();
-        let ahead = Some(Arc::new(CommitAhead::new(merkle.clone())));
-        Self { gpu: Some(merkle), cpu: CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), cap_height), cap_height, ahead }
-    }
+/// The inherent methods and the `Mmcs` impl for one field (Plonky3's MMCS bounds are met by
+/// each field's concrete types; a generic impl would have to restate them all).
+macro_rules! gpu_mmcs_for {
+    ($F:ty) => {
 
+impl GpuMmcs<$F> {
     /// Where a `GpuDft` leaves trees for this MMCS (`GpuDft::committing_ahead_for`); shared by
     /// its clones. None without a GPU.
     pub fn commit_ahead(&self) -> Option<&Arc<CommitAhead>> {
@@ -106,11 +116,11 @@ impl GpuMmcs {
     }
 
     /// The Plonky3 MMCS with the same hash (used for verification and as the fallback).
-    pub fn cpu(&self) -> &CpuMmcs {
+    pub fn cpu(&self) -> &CpuMmcsOf<$F> {
         &self.cpu
     }
 
-    fn gpu_commit<M: Matrix<BabyBear>>(&self, gpu: &GpuMerkle, matrices: &[M]) -> Result<GpuMerkleTree> {
+    fn gpu_commit<M: Matrix<$F>>(&self, gpu: &GpuMerkle<$F>, matrices: &[M]) -> Result<GpuMerkleTree<$F>> {
         let ctx = gpu.poseidon2().context().clone();
         // Matrices of one height hash as one leaf, their rows concatenated in batch order;
         // groups go tallest first (Plonky3 sorts stably by height).
@@ -176,19 +186,17 @@ impl GpuMmcs {
     /// [`Mmcs::commit`] with errors for the batches Plonky3 refuses (no matrix, no rows, a
     /// height off the ladder, a cap that is not a power of two) instead of its panics.
     #[allow(clippy::type_complexity)]
-    pub fn try_commit<M: Matrix<BabyBear>>(&self, inputs: Vec<M>) -> std::result::Result<(MerkleCap<BabyBear, Digest>, GpuProverData<M>), BatchError> {
+    pub fn try_commit<M: Matrix<$F>>(&self, inputs: Vec<M>) -> std::result::Result<(MerkleCap<$F, [$F; DIGEST_ELEMS]>, GpuProverData<M, $F>), BatchError> {
         let max_height = check_batch_heights(inputs.iter().map(|m| m.height()))?;
         let roots = cap_roots(max_height, self.cap_height);
         if !roots.is_power_of_two() {
             return Err(BatchError::CapRoots { roots });
         }
         // A single matrix whose tree a GpuDft committed ahead, rows unchanged: no upload.
-        if let Some(ahead) = &self.ahead {
-            if let Some(tree) = ahead.take(&inputs) {
-                match self.gpu_cap(&tree) {
-                    Ok((cap, cap_height)) => return Ok((MerkleCap::new(cap), GpuProverData::Gpu { matrices: inputs, tree, cap_height })),
-                    Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing again: {e}"),
-                }
+        if let Some(tree) = self.taken_ahead(&inputs) {
+            match self.gpu_cap(&tree) {
+                Ok((cap, cap_height)) => return Ok((MerkleCap::new(cap), GpuProverData::Gpu { matrices: inputs, tree, cap_height })),
+                Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing again: {e}"),
             }
         }
         if let Some(gpu) = &self.gpu {
@@ -209,7 +217,7 @@ impl GpuMmcs {
 
     /// The cap of `tree` at this MMCS's cap height, fitted to the tree as Plonky3 fits it (at
     /// most the tree's depth; a layer shorter than 2^height gives all its digests).
-    fn gpu_cap(&self, tree: &GpuMerkleTree) -> Result<(Vec<Digest>, usize)> {
+    fn gpu_cap(&self, tree: &GpuMerkleTree<$F>) -> Result<(Vec<[$F; DIGEST_ELEMS]>, usize)> {
         let depth = tree.layers.len() - 1;
         let cap_height = self.cap_height.min(depth);
         // The commit already read the root back: a cap of height 0 needs no second round trip.
@@ -223,31 +231,31 @@ impl GpuMmcs {
 
     /// Plonky3's tree over copies of `matrices`: the fallback when the GPU tree cannot be read.
     /// Same hash, so the same root, paths and proofs as the GPU tree.
-    fn cpu_tree<M: Matrix<BabyBear>>(&self, matrices: &[M]) -> MerkleTree<BabyBear, BabyBear, RowMajorMatrix<BabyBear>, 2, DIGEST_ELEMS> {
+    fn cpu_tree<M: Matrix<$F>>(&self, matrices: &[M]) -> MerkleTree<$F, $F, RowMajorMatrix<$F>, 2, DIGEST_ELEMS> {
         let copies = matrices.iter().map(|m| RowMajorMatrix::new(m.rows().flatten().collect(), m.width())).collect();
         self.cpu.commit(copies).1
     }
 
     /// The rows Plonky3 opens at `index`: one per matrix, at the index reduced to its height.
-    fn rows_at<M: Matrix<BabyBear>>(matrices: &[M], max_height: usize, index: usize) -> Vec<Vec<BabyBear>> {
+    fn rows_at<M: Matrix<$F>>(matrices: &[M], max_height: usize, index: usize) -> Vec<Vec<$F>> {
         matrices.iter().map(|m| m.row_slice(reduced_row(index, max_height, m.height())).expect("index checked").to_vec()).collect()
     }
 
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
-    fn read_digests(&self, tree: &GpuMerkleTree, positions: &[(usize, usize)]) -> Result<Vec<Digest>> {
+    fn read_digests(&self, tree: &GpuMerkleTree<$F>, positions: &[(usize, usize)]) -> Result<Vec<[$F; DIGEST_ELEMS]>> {
         let gpu = self.gpu.as_ref().expect("GPU prover data implies a GPU");
         gpu.read_nodes(tree, positions)
     }
 }
 
-impl Mmcs<BabyBear> for GpuMmcs {
-    type ProverData<M> = GpuProverData<M>;
-    type Commitment = MerkleCap<BabyBear, Digest>;
-    type Proof = Vec<Digest>;
-    type MultiProof = PrunedMerklePaths<BabyBear, DIGEST_ELEMS>;
+impl Mmcs<$F> for GpuMmcs<$F> {
+    type ProverData<M> = GpuProverData<M, $F>;
+    type Commitment = MerkleCap<$F, [$F; DIGEST_ELEMS]>;
+    type Proof = Vec<[$F; DIGEST_ELEMS]>;
+    type MultiProof = PrunedMerklePaths<$F, DIGEST_ELEMS>;
     type Error = MerkleTreeError;
 
-    fn commit<M: Matrix<BabyBear>>(&self, inputs: Vec<M>) -> (Self::Commitment, Self::ProverData<M>) {
+    fn commit<M: Matrix<$F>>(&self, inputs: Vec<M>) -> (Self::Commitment, Self::ProverData<M>) {
         // A bad batch is a caller bug, as Plonky3's `commit` treats it: the same panic messages.
         match self.try_commit(inputs) {
             Ok(committed) => committed,
@@ -256,7 +264,7 @@ impl Mmcs<BabyBear> for GpuMmcs {
         }
     }
 
-    fn open_batch<M: Matrix<BabyBear>>(&self, index: usize, prover_data: &Self::ProverData<M>) -> BatchOpening<BabyBear, Self> {
+    fn open_batch<M: Matrix<$F>>(&self, index: usize, prover_data: &Self::ProverData<M>) -> BatchOpening<$F, Self> {
         match prover_data {
             GpuProverData::Cpu(tree) => {
                 let (values, proof) = self.cpu.open_batch(index, tree).unpack();
@@ -279,7 +287,7 @@ impl Mmcs<BabyBear> for GpuMmcs {
         }
     }
 
-    fn get_matrices<'a, M: Matrix<BabyBear>>(&self, prover_data: &'a Self::ProverData<M>) -> Vec<&'a M> {
+    fn get_matrices<'a, M: Matrix<$F>>(&self, prover_data: &'a Self::ProverData<M>) -> Vec<&'a M> {
         match prover_data {
             GpuProverData::Cpu(tree) => self.cpu.get_matrices(tree),
             GpuProverData::Gpu { matrices, .. } => matrices.iter().collect(),
@@ -291,7 +299,7 @@ impl Mmcs<BabyBear> for GpuMmcs {
         commit: &Self::Commitment,
         dimensions: &[Dimensions],
         index: usize,
-        batch_opening: BatchOpeningRef<'_, BabyBear, Self>,
+        batch_opening: BatchOpeningRef<'_, $F, Self>,
     ) -> Result<(), Self::Error> {
         self.cpu.verify_batch(
             commit,
@@ -301,11 +309,11 @@ impl Mmcs<BabyBear> for GpuMmcs {
         )
     }
 
-    fn open_multi_batch<M: Matrix<BabyBear>>(
+    fn open_multi_batch<M: Matrix<$F>>(
         &self,
         indices: &[usize],
         prover_data: &Self::ProverData<M>,
-    ) -> (Vec<Vec<Vec<BabyBear>>>, Self::MultiProof) {
+    ) -> (Vec<Vec<Vec<$F>>>, Self::MultiProof) {
         match prover_data {
             GpuProverData::Cpu(tree) => self.cpu.open_multi_batch(indices, tree),
             GpuProverData::Gpu { matrices, tree, cap_height } => {
@@ -329,7 +337,7 @@ impl Mmcs<BabyBear> for GpuMmcs {
         }
     }
 
-    fn verify_multi_batch<R: AsRef<[BabyBear]> + PartialEq>(
+    fn verify_multi_batch<R: AsRef<[$F]> + PartialEq>(
         &self,
         commit: &Self::Commitment,
         dimensions: &[Dimensions],
@@ -340,3 +348,50 @@ impl Mmcs<BabyBear> for GpuMmcs {
         self.cpu.verify_multi_batch(commit, dimensions, indices, opened_values, proof)
     }
 }
+    };
+}
+
+/// A field `GpuMmcs` commits over: where trees a `GpuDft` committed ahead come from.
+pub trait MmcsField: Poseidon2Field {
+    /// Where a `GpuDft` leaves trees for an MMCS on `merkle` (BabyBear's resident prover and FRI
+    /// drop-ins); None where nothing commits ahead.
+    fn commit_ahead(merkle: &Arc<GpuMerkle<Self>>) -> Option<Arc<CommitAhead>>;
+}
+
+impl MmcsField for BabyBear {
+    fn commit_ahead(merkle: &Arc<GpuMerkle<Self>>) -> Option<Arc<CommitAhead>> {
+        Some(Arc::new(CommitAhead::new(merkle.clone())))
+    }
+}
+
+impl MmcsField for KoalaBear {
+    fn commit_ahead(_: &Arc<GpuMerkle<Self>>) -> Option<Arc<CommitAhead>> {
+        None
+    }
+}
+
+impl<F: MmcsField> GpuMmcs<F> {
+    /// On `merkle`'s GPU with its Poseidon2 constants; `cap_height` as in `MerkleTreeMmcs::new`.
+    pub fn new(merkle: Arc<GpuMerkle<F>>, cap_height: usize) -> Self {
+        let perm = merkle.poseidon2().constants().to_cpu();
+        let ahead = F::commit_ahead(&merkle);
+        Self { gpu: Some(merkle), cpu: CpuMmcsOf::<F>::new(PaddingFreeSponge::new(perm.clone()), TruncatedPermutation::new(perm), cap_height), cap_height, ahead }
+    }
+}
+
+impl GpuMmcs<BabyBear> {
+    /// The tree a `GpuDft` committed ahead for this batch (one matrix, rows unchanged), if any.
+    fn taken_ahead<M: Matrix<BabyBear>>(&self, inputs: &[M]) -> Option<GpuMerkleTree<BabyBear>> {
+        self.ahead.as_ref()?.take(inputs)
+    }
+}
+
+impl GpuMmcs<KoalaBear> {
+    /// Nothing is committed ahead over KoalaBear.
+    fn taken_ahead<M>(&self, _inputs: &[M]) -> Option<GpuMerkleTree<KoalaBear>> {
+        None
+    }
+}
+
+gpu_mmcs_for!(BabyBear);
+gpu_mmcs_for!(KoalaBear);

@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use p3_baby_bear::BabyBear;
 use p3_matrix::Matrix;
 use rayon::prelude::*;
 
@@ -137,7 +136,7 @@ impl StagingPool {
 /// `row_slice` allocates a Vec per row for views such as the `FlatMatrixView` that
 /// `ExtensionMmcs` hands an MMCS: ~4.6 us a row on the H200 host (4.8 s for a 2^20 x 64 commit),
 /// against milliseconds for the whole matrix this way.
-pub fn write_matrix_row<M: Matrix<BabyBear>>(matrix: &M, r: usize, write: &mut dyn FnMut(&[u32])) {
+pub fn write_matrix_row<F: crate::field::GpuField, M: Matrix<F>>(matrix: &M, r: usize, write: &mut dyn FnMut(&[u32])) {
     let mut chunk = [0u32; 64];
     let mut n = 0;
     for x in matrix.row(r).expect("row in range") {
