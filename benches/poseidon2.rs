@@ -1,8 +1,8 @@
 //! Poseidon2 (width 16) permutations per second over BabyBear and KoalaBear: the GPU batch entry
 //! (states already on the GPU: record, submit, wait) against Plonky3 on all CPU threads (packed
 //! states, rayon), in one process. `cargo bench --bench poseidon2`; WHIR_BENCH_STATES=N sets the
-//! batch (default 2^22). BabyBear's entries are `gpu_resident_<variant>` and `cpu_plonky3_..`,
-//! KoalaBear's the same with a `koalabear_` prefix.
+//! batch (default 2^22). BabyBear's entries are `gpu_resident_<variant>` and `cpu_plonky3_..`;
+//! WHIR_BENCH_KOALABEAR=1 adds KoalaBear's, the same with a `koalabear_` prefix.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,7 +66,9 @@ fn main() {
     group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
     group.throughput(Throughput::Elements(states as u64));
     bench_field!(group, BabyBear, "", states);
-    bench_field!(group, KoalaBear, "koalabear_", states);
+    if std::env::var("WHIR_BENCH_KOALABEAR").is_ok_and(|v| v == "1") {
+        bench_field!(group, KoalaBear, "koalabear_", states);
+    }
     group.finish();
     c.final_summary();
 }
