@@ -2,8 +2,9 @@
 // initial external linear layer, 4 external rounds, P2_PARTIAL_ROUNDS internal rounds, 4
 // external rounds. External layer: the 4x4 MDS block [[2,3,1,1],[1,2,3,1],[1,1,2,3],[3,1,1,2]]
 // on each quarter, then each element plus the sum of its residue class mod 4. The field's part
-// (the S-box, the internal layer 1 + diag(V), the number of internal rounds) comes from the
-// virtual import `poseidon2/field`: poseidon2/babybear.wgsl or poseidon2/koalabear.wgsl.
+// (the S-box, the number of internal rounds, elements 8..15 of the internal layer 1 + diag(V))
+// comes from the virtual import `poseidon2/field`: poseidon2/babybear.wgsl or
+// poseidon2/koalabear.wgsl.
 //
 // The state is four vec4 (elements 4k..4k+4 in s[k]) so it stays in registers.
 // Round constants (Montgomery words) come from a uniform buffer at group 0, binding 0:
@@ -63,6 +64,41 @@ fn external_round(st: ptr<function, P2State>, rc: u32) {
     (*st).s2 = sbox4(add4((*st).s2, p2_constants[rc + 2u]));
     (*st).s3 = sbox4(add4((*st).s3, p2_constants[rc + 3u]));
     external_linear(st);
+}
+
+// Internal layer: x_i <- sum + V_i x_i. Every V_i is +-2^j or +-3, so each product is a few
+// adds or one fp_div_2exp instead of a Montgomery multiply; negative V_i become subtractions.
+// V_0..V_7 = [-2, 1, 2, 1/2, 3, 4, -1/2, -3] for both fields; V_8..V_15 are the field's
+// (`internal_upper` in poseidon2/<field>.wgsl).
+fn internal_round(st: ptr<function, P2State>, rc: u32) {
+    let x0 = sbox(fp_add((*st).s0.x, rc));
+    let a = (*st).s0;
+    let b = (*st).s1;
+    let c = (*st).s2;
+    let d = (*st).s3;
+    let q = add4(add4(b, c), d);
+    let part = fp_add(fp_add(fp_add(a.y, a.z), a.w), fp_add(fp_add(q.x, q.y), fp_add(q.z, q.w)));
+    let full = fp_add(part, x0);
+    let b3 = fp_add(fp_double(b.x), b.x);
+    let d3 = fp_add(fp_double(b.w), b.w);
+    (*st).s0 = vec4<u32>(fp_sub(part, x0), fp_add(full, a.y), fp_add(full, fp_double(a.z)), fp_add(full, fp_div_2exp(a.w, 1u)));
+    (*st).s1 = vec4<u32>(
+        fp_add(full, b3),
+        fp_add(full, fp_double(fp_double(b.y))),
+        fp_sub(full, fp_div_2exp(b.z, 1u)),
+        fp_sub(full, d3),
+    );
+    internal_upper(st, c, d, full);
+}
+
+// x * 2^-k mod p for 1 <= k <= FP_TWO_ADICITY without a multiply by a Montgomery constant:
+// p = FP_ODD * 2^FP_TWO_ADICITY + 1, so q = -x mod 2^k makes x + q*p divisible by 2^k, and
+// (x + q*p) / 2^k = (x + q) / 2^k + q * FP_ODD * 2^(FP_TWO_ADICITY - k) < 2p fits in a u32.
+// Scaling commutes with Montgomery form.
+fn fp_div_2exp(x: u32, k: u32) -> u32 {
+    let q = (0u - x) & ((1u << k) - 1u);
+    let r = ((x + q) >> k) + q * (FP_ODD << (FP_TWO_ADICITY - k));
+    return select(r, r - FP_P, r >= FP_P);
 }
 
 fn internal_constant(i: u32) -> u32 {

@@ -298,13 +298,14 @@ pub(crate) use twin_layout;
 mod tests {
     use super::*;
 
-    /// Every source file is a kernel's or imported by one, and every kernel's entry point is in
-    /// its file.
+    /// Every source file is a kernel's or imported by one (over some field), and every kernel's
+    /// entry point is in its file.
     #[test]
     fn the_inventory_covers_every_source() {
         let mut used: HashSet<&str> = HashSet::new();
-        for (kernel, variant) in Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.map(|v| (k, v))) {
-            let text = compose(kernel.source_name(), variant, kernel.default_consts()).unwrap();
+        let combinations = Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.into_iter().flat_map(move |v| FieldId::ALL.map(|f| (k, v, f))));
+        for (kernel, variant, field) in combinations {
+            let text = compose_for(field, kernel.source_name(), variant, kernel.default_consts()).unwrap();
             assert!(text.contains(&format!("fn {}(", kernel.entry_point())), "{kernel:?}: no entry point {} in {}", kernel.entry_point(), kernel.source_name());
             used.extend(text.lines().filter_map(|l| l.strip_prefix("// ---- ").and_then(|l| l.strip_suffix(".wgsl ----"))).filter_map(|n| SOURCES.iter().find(|(s, _)| *s == n).map(|(s, _)| *s)));
         }
