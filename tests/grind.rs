@@ -200,3 +200,46 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
         }
     }
 }
+
+/// KoalaBear: `GpuChallenger<KoalaBear>` grinds on the GPU (the grind kernels composed over
+/// KoalaBear) the same smallest witness as the CPU grinder, the stock
+/// `DuplexChallenger<KoalaBear, Poseidon2KoalaBear<16>, 16, 8>` accepts it, and the two
+/// transcripts stay equal through observes, samples and grinds.
+#[test]
+fn koalabear_grinders_agree_and_stock_challenger_accepts() {
+    use p3_koala_bear::{KoalaBear, Poseidon2KoalaBear};
+    type KbStock = DuplexChallenger<KoalaBear, Poseidon2KoalaBear<16>, 16, 8>;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let seed: u64 = rng.random();
+        let constants = Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let perm = constants.to_cpu();
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
+        for (round, bits) in [0usize, 1, 5, 8, 12, 16, 3, 14].into_iter().enumerate() {
+            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
+            let mut stock = KbStock::new(perm.clone());
+            for _ in 0..rng.random_range(0..20) {
+                let x: KoalaBear = rng.random();
+                ours.observe(x);
+                stock.observe(x);
+            }
+            if round % 2 == 1 {
+                let (a, b): (KoalaBear, KoalaBear) = (ours.sample(), stock.sample());
+                assert_eq!(a, b);
+            }
+            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+            let cpu = cpu_grind(&perm, &state, bits).unwrap();
+            let witness = ours.grind(bits);
+            assert_eq!(witness, cpu, "KoalaBear GPU vs CPU at {bits} bits ({:?})", ctx.mul_variant());
+            assert_eq!(ours.gpu_fallbacks(), 0, "the GPU grinder failed and the CPU stood in at {bits} bits");
+            if bits <= 12 {
+                let smaller = (0..witness.as_canonical_u32()).find(|&w| state.accepts(&perm, bits, KoalaBear::new(w)));
+                assert_eq!(smaller, None, "a smaller KoalaBear witness exists at {bits} bits");
+            }
+            assert!(stock.check_witness(bits, witness), "stock KoalaBear challenger rejects {witness} at {bits} bits");
+            assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "KoalaBear transcripts diverged after grinding");
+            let (a, b): (KoalaBear, KoalaBear) = (ours.sample(), stock.sample());
+            assert_eq!(a, b);
+        }
+    }
+}

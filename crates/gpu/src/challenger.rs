@@ -1,12 +1,13 @@
-//! `GpuChallenger`: Plonky3's `DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>` for every
-//! observe and sample (it *is* one inside), with `grind` searching on the GPU — or on all CPU cores
-//! below a difficulty where a GPU round trip costs more — and returning the smallest witness.
+//! `GpuChallenger<F>`: Plonky3's `DuplexChallenger<F, Poseidon2<F, 16>, 16, 8>` (F = BabyBear, the
+//! default, or KoalaBear) for every observe and sample (it *is* one inside), with `grind`
+//! searching on the GPU — or on all CPU cores below a difficulty where a GPU round trip costs
+//! more — and returning the smallest witness.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_baby_bear::BabyBear;
 use p3_challenger::{
     CanObserve, CanSample, CanSampleBits, CanSampleUniformBits, DuplexChallenger, FieldChallenger,
     GrindingChallenger,
@@ -16,8 +17,10 @@ use p3_symmetric::{Hash, MerkleCap};
 
 use crate::error::{GpuError, Result};
 use crate::grind::{cpu_grind, GpuGrinder, GrindOffer, GrindState, RATE, WIDTH};
+use crate::poseidon2::Poseidon2Field;
 
-type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
+/// Plonky3's challenger inside a [`GpuChallenger`] over `F`.
+pub type InnerChallenger<F = BabyBear> = DuplexChallenger<F, <F as Poseidon2Field>::Permutation16, WIDTH, RATE>;
 
 /// Below this many bits `grind` searches on the CPU (a GPU submission costs more than the
 /// search). Measured on the H200 with its 16-core host (docs/benchmarks-history.md, `cargo bench --bench
@@ -26,16 +29,16 @@ type Inner = DuplexChallenger<BabyBear, Poseidon2BabyBear<WIDTH>, WIDTH, RATE>;
 pub const DEFAULT_GPU_MIN_BITS: usize = 14;
 
 #[derive(Clone)]
-pub struct GpuChallenger {
-    inner: Inner,
-    grinder: Option<Arc<GpuGrinder>>,
+pub struct GpuChallenger<F: Poseidon2Field = BabyBear> {
+    inner: InnerChallenger<F>,
+    grinder: Option<Arc<GpuGrinder<F>>>,
     gpu_min_bits: usize,
     /// Nanoseconds spent grinding, shared by clones (for phase breakdowns).
     pow_nanos: Arc<AtomicU64>,
     /// Grinds the GPU could not do (or did wrong) and the CPU redid, shared by clones.
     gpu_fallbacks: Arc<AtomicU64>,
     /// Shared with GPU steps that grind ahead of this challenger (see [`GrindAhead`]).
-    ahead: GrindAhead,
+    ahead: GrindAhead<F>,
 }
 
 /// A challenger's link to GPU steps that grind ahead of it: the step computes the values the
@@ -43,31 +46,42 @@ pub struct GpuChallenger {
 /// challenger's state published here; the challenger takes the result (an offer) at its next
 /// grind if, and only if, its own state then is the one the GPU searched from. A mismatch (or no
 /// offer) costs only the usual grind, never a different witness.
-#[derive(Clone, Default)]
-pub struct GrindAhead(Arc<Mutex<AheadSlot>>);
+#[derive(Clone)]
+pub struct GrindAhead<F: Poseidon2Field = BabyBear>(Arc<Mutex<AheadSlot<F>>>);
 
-#[derive(Default)]
-struct AheadSlot {
+impl<F: Poseidon2Field> Default for GrindAhead<F> {
+    fn default() -> Self {
+        Self(Arc::new(Mutex::new(AheadSlot::default())))
+    }
+}
+
+struct AheadSlot<F: Poseidon2Field> {
     /// The GPU grinder and difficulty to grind ahead at (none: not grinding ahead).
-    grind: Option<(Arc<GpuGrinder>, usize)>,
+    grind: Option<(Arc<GpuGrinder<F>>, usize)>,
     /// Set while GPU steps play transcript steps themselves (see
     /// [`GpuChallenger::track_state`]): the grinder whose Poseidon2 they use.
-    tracking: Option<Arc<GpuGrinder>>,
+    tracking: Option<Arc<GpuGrinder<F>>>,
     /// The challenger's sponge state and pending inputs after its last operation.
-    state: Option<([BabyBear; WIDTH], Vec<BabyBear>)>,
+    state: Option<([F; WIDTH], Vec<F>)>,
     /// Grinds done ahead, for the challenger's next grinds in order.
-    offers: std::collections::VecDeque<GrindOffer>,
+    offers: std::collections::VecDeque<GrindOffer<F>>,
     used: u64,
     /// Tracking outlives [`GpuChallenger::stop_grinding_ahead`] (see
     /// [`GpuChallenger::track_state_throughout`]).
     persistent: bool,
 }
 
-impl GrindAhead {
+impl<F: Poseidon2Field> Default for AheadSlot<F> {
+    fn default() -> Self {
+        Self { grind: None, tracking: None, state: None, offers: Default::default(), used: 0, persistent: false }
+    }
+}
+
+impl<F: Poseidon2Field> GrindAhead<F> {
     /// What to grind ahead with: the grinder, the difficulty and the challenger's current
     /// sponge state and pending inputs. None when not grinding ahead.
     #[allow(clippy::type_complexity)]
-    pub fn target(&self) -> Option<(Arc<GpuGrinder>, usize, [BabyBear; WIDTH], Vec<BabyBear>)> {
+    pub fn target(&self) -> Option<(Arc<GpuGrinder<F>>, usize, [F; WIDTH], Vec<F>)> {
         let slot = self.0.lock().ok()?;
         let (grinder, bits) = slot.grind.clone()?;
         let (sponge, pending) = slot.state.clone()?;
@@ -75,7 +89,7 @@ impl GrindAhead {
     }
 
     /// Leaves `offer` for the challenger's next grind.
-    pub fn offer(&self, offer: GrindOffer) {
+    pub fn offer(&self, offer: GrindOffer<F>) {
         if let Ok(mut slot) = self.0.lock() {
             slot.offers.push_back(offer);
         }
@@ -83,7 +97,7 @@ impl GrindAhead {
 
     /// Leaves `offers` for the challenger's next grinds, in order (each is taken only by a
     /// grind whose state it searched).
-    pub fn queue(&self, offers: impl IntoIterator<Item = GrindOffer>) {
+    pub fn queue(&self, offers: impl IntoIterator<Item = GrindOffer<F>>) {
         if let Ok(mut slot) = self.0.lock() {
             slot.offers.extend(offers);
         }
@@ -92,7 +106,7 @@ impl GrindAhead {
     /// While tracking ([`GpuChallenger::track_state`]): the grinder, and the challenger's
     /// sponge state and pending inputs now — where GPU steps that play the transcript start.
     #[allow(clippy::type_complexity)]
-    pub fn transcript_state(&self) -> Option<(Arc<GpuGrinder>, [BabyBear; WIDTH], Vec<BabyBear>)> {
+    pub fn transcript_state(&self) -> Option<(Arc<GpuGrinder<F>>, [F; WIDTH], Vec<F>)> {
         let slot = self.0.lock().ok()?;
         let grinder = slot.tracking.clone()?;
         let (sponge, pending) = slot.state.clone()?;
@@ -105,7 +119,7 @@ impl GrindAhead {
     }
 }
 
-impl std::fmt::Debug for GpuChallenger {
+impl<F: Poseidon2Field> std::fmt::Debug for GpuChallenger<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuChallenger")
             .field("sponge_state", &self.inner.sponge_state)
@@ -116,9 +130,9 @@ impl std::fmt::Debug for GpuChallenger {
     }
 }
 
-impl GpuChallenger {
+impl<F: Poseidon2Field> GpuChallenger<F> {
     /// A fresh challenger over `perm` (the same permutation the GPU grinder was built with).
-    pub fn new(perm: Poseidon2BabyBear<WIDTH>, grinder: Option<Arc<GpuGrinder>>) -> Self {
+    pub fn new(perm: F::Permutation16, grinder: Option<Arc<GpuGrinder<F>>>) -> Self {
         // The threshold and grinding ahead are the grinder's context's tuning.
         let gpu_min_bits = grinder.as_ref().map_or(DEFAULT_GPU_MIN_BITS, |g| g.poseidon2().context().tuning().gpu_min_bits);
         Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default(), ahead: GrindAhead::default() }
@@ -127,7 +141,7 @@ impl GpuChallenger {
     /// Starts grinding ahead at `bits` (see [`GrindAhead`]) and returns the link to hand to
     /// the GPU steps; None where this challenger would grind on the CPU anyway. Clones share
     /// the link; [`stop_grinding_ahead`](Self::stop_grinding_ahead) ends it.
-    pub fn grind_ahead(&mut self, bits: usize) -> Option<GrindAhead> {
+    pub fn grind_ahead(&mut self, bits: usize) -> Option<GrindAhead<F>> {
         let grinder = self.grinder.clone().filter(|g| g.poseidon2().context().tuning().grind_ahead && bits > 0 && bits >= self.gpu_min_bits)?;
         {
             let mut slot = self.ahead.0.lock().ok()?;
@@ -143,7 +157,7 @@ impl GpuChallenger {
     /// sumcheck rounds: `GpuSumcheck::play_chain`); their grinds come back as offers
     /// ([`GrindAhead::queue`]). None without a GPU grinder (its Poseidon2 instance is the
     /// GPU's sponge). [`stop_grinding_ahead`](Self::stop_grinding_ahead) ends it.
-    pub fn track_state(&mut self) -> Option<GrindAhead> {
+    pub fn track_state(&mut self) -> Option<GrindAhead<F>> {
         let grinder = self.grinder.clone()?;
         {
             let mut slot = self.ahead.0.lock().ok()?;
@@ -158,7 +172,7 @@ impl GpuChallenger {
     /// driver whose GPU steps play transcript steps between steps that grind ahead or track
     /// state for themselves (whose [`stop_grinding_ahead`](Self::stop_grinding_ahead) then
     /// leaves the tracking on).
-    pub fn track_state_throughout(&mut self) -> Option<GrindAhead> {
+    pub fn track_state_throughout(&mut self) -> Option<GrindAhead<F>> {
         let link = self.track_state()?;
         if let Ok(mut slot) = self.ahead.0.lock() {
             slot.persistent = true;
@@ -224,14 +238,14 @@ impl GpuChallenger {
     }
 
     /// The Plonky3 challenger inside, in its current state.
-    pub fn inner(&self) -> &Inner {
+    pub fn inner(&self) -> &InnerChallenger<F> {
         &self.inner
     }
 
     /// The smallest witness for the current transcript, without absorbing it. A GPU failure,
     /// or a GPU witness that does not pass on the CPU, falls back to the CPU grinder with a
     /// warning; an error means no witness can exist (over 30 bits).
-    pub fn find_witness(&self, bits: usize) -> Result<BabyBear> {
+    pub fn find_witness(&self, bits: usize) -> Result<F> {
         let state = GrindState::new(&self.inner.sponge_state, &self.inner.input_buffer)?;
         // An offer searched from this very state: its witness, or the search goes on past it.
         let offer = self.ahead.0.lock().ok().and_then(|mut s| s.offers.pop_front()).filter(|o| o.state == state && o.bits == bits);
@@ -260,7 +274,7 @@ impl GpuChallenger {
     }
 
     /// `grind` that reports an impossible difficulty as an error instead of panicking.
-    pub fn try_grind(&mut self, bits: usize) -> Result<BabyBear> {
+    pub fn try_grind(&mut self, bits: usize) -> Result<F> {
         let start = Instant::now();
         let witness = self.find_witness(bits);
         self.pow_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -287,67 +301,67 @@ impl PowClock {
     }
 }
 
-impl GrindingChallenger for GpuChallenger {
-    type Witness = BabyBear;
+impl<F: Poseidon2Field> GrindingChallenger for GpuChallenger<F> {
+    type Witness = F;
 
-    fn grind(&mut self, bits: usize) -> BabyBear {
+    fn grind(&mut self, bits: usize) -> F {
         // The trait has no error path. Callers that can take one use `try_grind`; whir-prover
         // checks the PoW budget (at most 30 bits) before any proof starts.
         self.try_grind(bits).unwrap_or_else(|e| panic!("proof-of-work grind failed: {e}"))
     }
 
-    fn check_witness(&mut self, bits: usize, witness: BabyBear) -> bool {
+    fn check_witness(&mut self, bits: usize, witness: F) -> bool {
         let ok = self.inner.check_witness(bits, witness);
         self.publish();
         ok
     }
 }
 
-impl CanObserve<BabyBear> for GpuChallenger {
-    fn observe(&mut self, value: BabyBear) {
+impl<F: Poseidon2Field> CanObserve<F> for GpuChallenger<F> {
+    fn observe(&mut self, value: F) {
         self.inner.observe(value);
         self.publish();
     }
 }
 
-impl<const N: usize> CanObserve<[BabyBear; N]> for GpuChallenger {
-    fn observe(&mut self, values: [BabyBear; N]) {
+impl<F: Poseidon2Field, const N: usize> CanObserve<[F; N]> for GpuChallenger<F> {
+    fn observe(&mut self, values: [F; N]) {
         self.inner.observe(values);
         self.publish();
     }
 }
 
-impl<const N: usize> CanObserve<Hash<BabyBear, BabyBear, N>> for GpuChallenger {
-    fn observe(&mut self, values: Hash<BabyBear, BabyBear, N>) {
+impl<F: Poseidon2Field, const N: usize> CanObserve<Hash<F, F, N>> for GpuChallenger<F> {
+    fn observe(&mut self, values: Hash<F, F, N>) {
         self.inner.observe(values);
         self.publish();
     }
 }
 
-impl<const N: usize> CanObserve<MerkleCap<BabyBear, [BabyBear; N]>> for GpuChallenger {
-    fn observe(&mut self, cap: MerkleCap<BabyBear, [BabyBear; N]>) {
+impl<F: Poseidon2Field, const N: usize> CanObserve<MerkleCap<F, [F; N]>> for GpuChallenger<F> {
+    fn observe(&mut self, cap: MerkleCap<F, [F; N]>) {
         self.inner.observe(cap);
         self.publish();
     }
 }
 
-impl<const N: usize> CanObserve<&MerkleCap<BabyBear, [BabyBear; N]>> for GpuChallenger {
-    fn observe(&mut self, cap: &MerkleCap<BabyBear, [BabyBear; N]>) {
+impl<F: Poseidon2Field, const N: usize> CanObserve<&MerkleCap<F, [F; N]>> for GpuChallenger<F> {
+    fn observe(&mut self, cap: &MerkleCap<F, [F; N]>) {
         self.inner.observe(cap);
         self.publish();
     }
 }
 
-impl CanObserve<Vec<Vec<BabyBear>>> for GpuChallenger {
-    fn observe(&mut self, values: Vec<Vec<BabyBear>>) {
+impl<F: Poseidon2Field> CanObserve<Vec<Vec<F>>> for GpuChallenger<F> {
+    fn observe(&mut self, values: Vec<Vec<F>>) {
         self.inner.observe(values);
         self.publish();
     }
 }
 
-impl<EF: BasedVectorSpace<BabyBear>> CanSample<EF> for GpuChallenger
+impl<F: Poseidon2Field, EF: BasedVectorSpace<F>> CanSample<EF> for GpuChallenger<F>
 where
-    Inner: CanSample<EF>,
+    InnerChallenger<F>: CanSample<EF>,
 {
     fn sample(&mut self) -> EF {
         let v = self.inner.sample();
@@ -356,7 +370,7 @@ where
     }
 }
 
-impl CanSampleBits<usize> for GpuChallenger {
+impl<F: Poseidon2Field> CanSampleBits<usize> for GpuChallenger<F> {
     fn sample_bits(&mut self, bits: usize) -> usize {
         let v = self.inner.sample_bits(bits);
         self.publish();
@@ -364,7 +378,10 @@ impl CanSampleBits<usize> for GpuChallenger {
     }
 }
 
-impl CanSampleUniformBits<BabyBear> for GpuChallenger {
+impl<F: Poseidon2Field> CanSampleUniformBits<F> for GpuChallenger<F>
+where
+    InnerChallenger<F>: CanSampleUniformBits<F>,
+{
     fn sample_uniform_bits<const RESAMPLE: bool>(&mut self, bits: usize) -> Result<usize, p3_challenger::ResamplingError> {
         let v = self.inner.sample_uniform_bits::<RESAMPLE>(bits);
         self.publish();
@@ -372,4 +389,4 @@ impl CanSampleUniformBits<BabyBear> for GpuChallenger {
     }
 }
 
-impl FieldChallenger<BabyBear> for GpuChallenger {}
+impl<F: Poseidon2Field> FieldChallenger<F> for GpuChallenger<F> where InnerChallenger<F>: CanSampleUniformBits<F> {}

@@ -1,20 +1,20 @@
-//! Proof-of-work search for Plonky3's `DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>`,
+//! Proof-of-work search for Plonky3's `DuplexChallenger<F, Poseidon2<F, 16>, 16, 8>` (F = BabyBear,
+//! the default, or KoalaBear),
 //! returning the smallest valid witness so proofs are deterministic (GPU and CPU agree).
 
 use std::sync::Arc;
 
-use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
-use p3_field::{Field, PackedValue, PrimeCharacteristicRing, PrimeField32};
+use p3_baby_bear::BabyBear;
+use p3_field::{Field, PackedValue};
 use p3_symmetric::Permutation;
 use rayon::prelude::*;
 
 use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, from_words, BABYBEAR_P};
-use crate::poseidon2::GpuPoseidon2;
+use crate::field::{as_words, words_to, FieldId, BABYBEAR_P};
+use crate::poseidon2::{GpuPoseidon2, Poseidon2Field};
 use crate::shaders::{Kernel, GRIND_GROUP};
 
-type Packed = <BabyBear as Field>::Packing;
 
 /// Sponge width and rate of the challenger.
 pub const WIDTH: usize = 16;
@@ -28,23 +28,23 @@ fn grind_groups(candidates: u64) -> u32 {
 }
 
 /// The grind kernel, built with its workgroup size.
-fn grind_pipeline(ctx: &GpuContext) -> Result<Arc<wgpu::ComputePipeline>> {
-    ctx.pipeline(Kernel::Grind, &[("GRIND_GROUP", GRIND_GROUP)])
+fn grind_pipeline(ctx: &GpuContext, field: FieldId) -> Result<Arc<wgpu::ComputePipeline>> {
+    ctx.pipeline_for(field, Kernel::Grind, &[("GRIND_GROUP", GRIND_GROUP)])
 }
 
 /// The state a witness candidate is tried in, with the candidate's slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GrindState {
+pub struct GrindState<F = BabyBear> {
     /// Sponge state with pending inputs, zero padding and the tagged capacity (slot left 0).
-    pub base: [BabyBear; WIDTH],
+    pub base: [F; WIDTH],
     pub witness_slot: usize,
 }
 
-impl GrindState {
+impl<F: Poseidon2Field> GrindState<F> {
     /// What `DuplexChallenger::grind` tries witnesses in: pending inputs in slots 0..len, the
     /// witness at len, zeros to RATE, and len + 1 added to the first capacity slot. A duplex
     /// challenger never holds a full rate of pending input; more is an error.
-    pub fn new(sponge_state: &[BabyBear; WIDTH], input_buffer: &[BabyBear]) -> Result<Self> {
+    pub fn new(sponge_state: &[F; WIDTH], input_buffer: &[F]) -> Result<Self> {
         let slot = input_buffer.len();
         if slot >= RATE {
             return Err(GpuError::InvalidInput(format!(
@@ -53,14 +53,14 @@ impl GrindState {
             )));
         }
         let mut base = *sponge_state;
-        base[..RATE].fill(BabyBear::ZERO);
+        base[..RATE].fill(F::ZERO);
         base[..slot].copy_from_slice(input_buffer);
-        base[RATE] += BabyBear::from_u8(slot as u8 + 1);
+        base[RATE] += F::from_u8(slot as u8 + 1);
         Ok(Self { base, witness_slot: slot })
     }
 
     /// Whether `witness` passes at `bits` under `perm`. Nothing passes past [`MAX_BITS`].
-    pub fn accepts(&self, perm: &Poseidon2BabyBear<WIDTH>, bits: usize, witness: BabyBear) -> bool {
+    pub fn accepts(&self, perm: &F::Permutation16, bits: usize, witness: F) -> bool {
         let Ok(mask) = pow_mask(bits) else { return false };
         let mut state = self.base;
         state[self.witness_slot] = witness;
@@ -73,7 +73,7 @@ impl GrindState {
 pub fn pow_mask(bits: usize) -> Result<u32> {
     if bits > MAX_BITS {
         return Err(GpuError::InvalidInput(format!(
-            "proof-of-work of {bits} bits cannot be satisfied by BabyBear witnesses (at most {MAX_BITS} bits); lower the PoW bits"
+            "proof-of-work of {bits} bits cannot be satisfied by 31-bit field witnesses (at most {MAX_BITS} bits); lower the PoW bits"
         )));
     }
     Ok((1u32 << bits) - 1)
@@ -81,26 +81,28 @@ pub fn pow_mask(bits: usize) -> Result<u32> {
 
 /// The smallest witness on the CPU: all cores (rayon), each permuting `Packing::WIDTH` candidates
 /// at once as Plonky3's own grinder does, in blocks of increasing candidates.
-pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usize) -> Result<BabyBear> {
+pub fn cpu_grind<F: Poseidon2Field>(perm: &F::Permutation16, state: &GrindState<F>, bits: usize) -> Result<F> {
+    type Packed<F> = <F as Field>::Packing;
     let mask = pow_mask(bits)?;
     if bits == 0 {
-        return Ok(BabyBear::ZERO);
+        return Ok(F::ZERO);
     }
-    let lanes = Packed::WIDTH as u32;
-    let base: [Packed; WIDTH] = core::array::from_fn(|i| Packed::from(state.base[i]));
+    let p = F::ORDER_U32;
+    let lanes = Packed::<F>::WIDTH as u32;
+    let base: [Packed<F>; WIDTH] = core::array::from_fn(|i| Packed::<F>::from(state.base[i]));
     // Blocks of about twice the expected work (a multiple of the lane count), in increasing
     // order: the first block with a hit holds the smallest witness, and little is searched past
     // it (find_map_first skips batches above a hit).
     let block: u32 = (2u32 << bits).clamp(lanes << 6, 1 << 22) / lanes * lanes;
     let mut start = 0u32;
-    while start < BABYBEAR_P {
-        let end = start.saturating_add(block).min(BABYBEAR_P);
+    while start < p {
+        let end = start.saturating_add(block).min(p);
         let found = (0..(end - start).div_ceil(lanes)).into_par_iter().find_map_first(|batch| {
             let first = start + batch * lanes;
             // Lanes past `end` hold p - 1 and are ignored below.
-            let witnesses = Packed::from_fn(|l| {
+            let witnesses = Packed::<F>::from_fn(|l| {
                 let c = first + l as u32;
-                if c < end { BabyBear::new(c) } else { BabyBear::NEG_ONE }
+                if c < end { F::from_u32(c) } else { F::NEG_ONE }
             });
             let mut s = base;
             s[state.witness_slot] = witnesses;
@@ -113,7 +115,7 @@ pub fn cpu_grind(perm: &Poseidon2BabyBear<WIDTH>, state: &GrindState, bits: usiz
                 .map(|(l, _)| first + l as u32)
         });
         if let Some(w) = found {
-            return Ok(BabyBear::new(w));
+            return Ok(F::from_u32(w));
         }
         start = end;
     }
@@ -167,10 +169,10 @@ pub struct GrindAheadRecord {
 /// it, and the smallest witness in `0..searched_end`, if one is there. The challenger uses it
 /// only when its own state is `state` (and checks the witness).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GrindOffer {
-    pub state: GrindState,
+pub struct GrindOffer<F = BabyBear> {
+    pub state: GrindState<F>,
     pub bits: usize,
-    pub witness: Option<BabyBear>,
+    pub witness: Option<F>,
     pub searched_end: u32,
 }
 
@@ -212,18 +214,18 @@ pub struct GrindRead {
 
 impl GrindRead {
     /// The offer in the batch's readback. Bad words (a kernel bug) are an error.
-    pub fn offer(&self, readback: &Readback) -> Result<GrindOffer> {
+    pub fn offer<F: Poseidon2Field>(&self, readback: &Readback) -> Result<GrindOffer<F>> {
         parse_offer(readback.get(self.slot)?, self.bits, self.end)
     }
 }
 
 /// The offer in the words a grind's params and result read back as (`GrindAheadRecord::WORDS`).
-fn parse_offer(words: &[u32], bits: usize, searched_end: u32) -> Result<GrindOffer> {
+fn parse_offer<F: Poseidon2Field>(words: &[u32], bits: usize, searched_end: u32) -> Result<GrindOffer<F>> {
     {
         if words.len() != GrindAheadRecord::WORDS {
             return Err(GpuError::Device(format!("{} grind-ahead words read back, expected {}", words.len(), GrindAheadRecord::WORDS)));
         }
-        let base: [BabyBear; WIDTH] = from_words(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
+        let base: [F; WIDTH] = words_to::<F>(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
         let [slot, mask, start, end] = [words[WIDTH], words[WIDTH + 1], words[WIDTH + 2], words[WIDTH + 3]];
         let best = words[PARAMS_WORDS];
         if slot as usize >= RATE || mask != pow_mask(bits)? || start != 0 || end != searched_end {
@@ -231,7 +233,7 @@ fn parse_offer(words: &[u32], bits: usize, searched_end: u32) -> Result<GrindOff
         }
         let witness = match best {
             u32::MAX => None,
-            w if w < end => Some(BabyBear::new(w)),
+            w if w < end => Some(F::from_u32(w)),
             w => return Err(GpuError::Device(format!("grind-ahead witness {w} outside the range 0..{end} searched"))),
         };
         Ok(GrindOffer { state: GrindState { base, witness_slot: slot as usize }, bits, witness, searched_end: end })
@@ -241,8 +243,8 @@ fn parse_offer(words: &[u32], bits: usize, searched_end: u32) -> Result<GrindOff
 /// The GPU search: ranges of candidates in increasing order, each one dispatch of one thread
 /// per candidate whose workgroups return at once past a known hit (wgsl/pow/grind.wgsl); the
 /// first range with a hit gives the smallest witness.
-pub struct GpuGrinder {
-    poseidon2: Arc<GpuPoseidon2>,
+pub struct GpuGrinder<F: Poseidon2Field = BabyBear> {
+    poseidon2: Arc<GpuPoseidon2<F>>,
     /// The params and result buffers with their bind group, kept between grinds (a proof makes
     /// dozens; fresh ones cost driver allocations). Taken out while a grind runs, so grinds on
     /// several threads make their own.
@@ -255,12 +257,12 @@ struct GrindBuffers {
     bind: wgpu::BindGroup,
 }
 
-impl GpuGrinder {
-    pub fn new(poseidon2: Arc<GpuPoseidon2>) -> Self {
+impl<F: Poseidon2Field> GpuGrinder<F> {
+    pub fn new(poseidon2: Arc<GpuPoseidon2<F>>) -> Self {
         Self { poseidon2, kept: std::sync::Mutex::new(None) }
     }
 
-    pub fn poseidon2(&self) -> &Arc<GpuPoseidon2> {
+    pub fn poseidon2(&self) -> &Arc<GpuPoseidon2<F>> {
         &self.poseidon2
     }
 
@@ -274,8 +276,8 @@ impl GpuGrinder {
     pub fn record_after_observing(
         &self,
         dispatches: &mut Vec<Dispatch>,
-        sponge_state: &[BabyBear; WIDTH],
-        input_buffer: &[BabyBear],
+        sponge_state: &[F; WIDTH],
+        input_buffer: &[F],
         observed: &wgpu::Buffer,
         first_word: usize,
         words: usize,
@@ -289,9 +291,9 @@ impl GpuGrinder {
             return Err(GpuError::InvalidInput(format!("observing words {first_word}..{} of a {}-byte buffer", first_word + words, observed.size())));
         }
         let ctx = self.poseidon2.context();
-        let prepare = ctx.pipeline(Kernel::GrindPrepare, &[])?;
-        let grind = grind_pipeline(ctx)?;
-        let end = range_for(bits).min(BABYBEAR_P as u64) as u32;
+        let prepare = ctx.pipeline_for(F::ID, Kernel::GrindPrepare, &[])?;
+        let grind = grind_pipeline(ctx, F::ID)?;
+        let end = range_for(bits).min(F::ORDER_U32 as u64) as u32;
         let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [end, 0, 0, 0] };
         input.sponge.copy_from_slice(as_words(sponge_state));
         input.pending[..input_buffer.len()].copy_from_slice(as_words(input_buffer));
@@ -310,7 +312,7 @@ impl GpuGrinder {
     /// [`record_device_grind`](Self::record_device_grind) after that kernel.
     pub(crate) fn device_grind(&self, bits: usize, end: u32) -> Result<GrindAheadRecord> {
         pow_mask(bits)?;
-        if bits == 0 || end == 0 || end > BABYBEAR_P {
+        if bits == 0 || end == 0 || end > F::ORDER_U32 {
             return Err(GpuError::InvalidInput(format!("no grind at {bits} bits over 0..{end}")));
         }
         let ctx = self.poseidon2.context();
@@ -319,26 +321,27 @@ impl GpuGrinder {
 
     /// Records the search of a [`device_grind`](Self::device_grind).
     pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
-        let grind = grind_pipeline(self.poseidon2.context())?;
+        let grind = grind_pipeline(self.poseidon2.context(), F::ID)?;
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(record.end as u64) });
         Ok(())
     }
 
     /// The smallest witness. `bits == 0` returns 0 without touching the GPU.
-    pub fn grind(&self, state: &GrindState, bits: usize) -> Result<BabyBear> {
+    pub fn grind(&self, state: &GrindState<F>, bits: usize) -> Result<F> {
         self.grind_from(state, bits, 0)
     }
 
     /// The smallest witness not below `start`, for a search already done below it.
-    pub fn grind_from(&self, state: &GrindState, bits: usize, start: u32) -> Result<BabyBear> {
+    pub fn grind_from(&self, state: &GrindState<F>, bits: usize, start: u32) -> Result<F> {
         let mask = pow_mask(bits)?;
         if bits == 0 {
-            return Ok(BabyBear::ZERO);
+            return Ok(F::ZERO);
         }
+        let p = F::ORDER_U32;
         let ctx = self.poseidon2.context();
         let _profiled_as = ctx.profiler().sublabel("pow");
-        let pipeline = grind_pipeline(ctx)?;
+        let pipeline = grind_pipeline(ctx, F::ID)?;
         let range = range_for(bits);
         let kept = self.kept.lock().map(|mut k| k.take()).unwrap_or(None);
         let buffers = kept.unwrap_or_else(|| {
@@ -357,8 +360,8 @@ impl GpuGrinder {
         base.copy_from_slice(as_words(&state.base));
         let mut start = start;
         let found = ctx.scoped("proof-of-work grind", || {
-            while start < BABYBEAR_P {
-                let end = (start as u64 + range).min(BABYBEAR_P as u64) as u32;
+            while start < p {
+                let end = (start as u64 + range).min(p as u64) as u32;
                 let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, end] };
                 ctx.queue().write_buffer(params_buf, 0, bytemuck::bytes_of(&params));
                 ctx.write(best, &[u32::MAX]);
@@ -366,7 +369,7 @@ impl GpuGrinder {
                 ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, grind_groups((end - start) as u64), None);
                 let found = ctx.submit_and_read(encoder, best, 1)?[0];
                 if found != u32::MAX {
-                    return Ok(BabyBear::new(found));
+                    return Ok(F::from_u32(found));
                 }
                 start = end;
             }

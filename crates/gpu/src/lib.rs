@@ -38,7 +38,7 @@ mod sumcheck;
 pub mod testing;
 pub mod transfer;
 
-pub use challenger::{GpuChallenger, GrindAhead, PowClock, DEFAULT_GPU_MIN_BITS};
+pub use challenger::{GpuChallenger, GrindAhead, InnerChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
 pub use codeword::{CommittedCodeword, GpuCodewords, RecordedCodeword};
 pub use reorder::MessageLayout;
 pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};

@@ -14,7 +14,8 @@ use p3_koala_bear::{
     KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_16_INTERNAL, KOALABEAR_S_BOX_DEGREE,
 };
 use p3_poseidon2::{poseidon2_round_numbers_128, ExternalLayerConstants};
-use p3_symmetric::Permutation;
+use p3_field::Field;
+use p3_symmetric::CryptographicPermutation;
 use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, RngExt};
 
@@ -34,7 +35,7 @@ pub const PARTIAL_ROUNDS: usize = 13;
 /// wgsl/poseidon2/<field>.wgsl, its round constants are uploaded.
 pub trait Poseidon2Field: GpuField {
     /// Plonky3's permutation of the same constants.
-    type Permutation16: Permutation<[Self; WIDTH]> + Clone + Send + Sync;
+    type Permutation16: CryptographicPermutation<[Self; WIDTH]> + CryptographicPermutation<[<Self as Field>::Packing; WIDTH]> + Clone + Send + Sync;
     /// Degree of the S-box (x^d).
     const SBOX_DEGREE: u64;
     /// Internal rounds (`P2_PARTIAL_ROUNDS` in the field's WGSL).
