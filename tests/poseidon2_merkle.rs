@@ -116,6 +116,71 @@ fn koalabear_permutation_matches_plonky3_for_every_constructor() {
     assert!(err.to_string().contains("over KoalaBear runs 4 + 20 + 4 rounds"), "{err}");
 }
 
+/// Width 24 over both fields (BabyBear x^7 with 21 internal rounds, KoalaBear x^3 with 23) against
+/// Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>`: default, seeded and explicit
+/// constants, and batches split over a 64 KiB binding (offsets of 8 states of 96 bytes).
+#[test]
+fn width_24_matches_plonky3_over_both_fields() {
+    use p3_baby_bear::default_babybear_poseidon2_24;
+    use p3_koala_bear::default_koalabear_poseidon2_24;
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile, Poseidon2Width};
+
+    fn check<F>(gpu: &GpuPoseidon2<F, 24>, cpu: &<F as Poseidon2Width<24>>::Permutation, rng: &mut StdRng, count: usize, what: &str)
+    where
+        F: Poseidon2Width<24>,
+        rand::distr::StandardUniform: rand::distr::Distribution<F>,
+    {
+        let mut states: Vec<[F; 24]> = (0..count).map(|_| std::array::from_fn(|_| rng.random())).collect();
+        states.push([F::ZERO; 24]);
+        states.push([F::NEG_ONE; 24]);
+        let got = gpu.permute_batch(&states).unwrap();
+        for (i, (s, g)) in states.iter().zip(&got).enumerate() {
+            assert_eq!(*g, cpu.permute(*s), "{} width 24 {what}: state {i} ({:?})", F::ID.name(), gpu.context().mul_variant());
+        }
+    }
+
+    fn every_constructor<F>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, default_cpu: <F as Poseidon2Width<24>>::Permutation, rng: &mut StdRng)
+    where
+        F: Poseidon2Width<24>,
+        rand::distr::StandardUniform: rand::distr::Distribution<F>,
+    {
+        let default = GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F, 24>::plonky3_default());
+        check(&default, &default_cpu, rng, 500, "default constants");
+        let seed = rng.random::<u64>();
+        let seeded = Poseidon2Constants::<F, 24>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        check(&GpuPoseidon2::new(ctx.clone(), seeded.clone()), &seeded.to_cpu(), rng, 500, "new_from_rng_128");
+        let initial: Vec<[F; 24]> = (0..4).map(|_| std::array::from_fn(|_| rng.random())).collect();
+        let terminal: Vec<[F; 24]> = (0..4).map(|_| std::array::from_fn(|_| rng.random())).collect();
+        let internal: Vec<F> = (0..<F as Poseidon2Width<24>>::PARTIAL_ROUNDS).map(|_| rng.random()).collect();
+        let cpu = <F as Poseidon2Width<24>>::permutation(ExternalLayerConstants::new(initial.clone(), terminal.clone()), internal.clone());
+        let explicit = Poseidon2Constants::new(ExternalLayerConstants::new(initial, terminal), internal).unwrap();
+        check(&GpuPoseidon2::new(ctx.clone(), explicit), &cpu, rng, 500, "explicit constants");
+    }
+
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        every_constructor::<BabyBear>(&ctx, default_babybear_poseidon2_24(), &mut rng);
+        every_constructor::<KoalaBear>(&ctx, default_koalabear_poseidon2_24(), &mut rng);
+    }
+    // Plonky3's seeded constants are the same on both sides (the GPU's from its own draw).
+    let seed: u64 = rng.random();
+    let ours = Poseidon2Constants::<KoalaBear, 24>::new_from_rng_128(&mut StdRng::seed_from_u64(seed)).to_cpu();
+    let theirs = Poseidon2KoalaBear::<24>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+    assert_eq!(ours.permute([KoalaBear::ONE; 24]), theirs.permute([KoalaBear::ONE; 24]));
+
+    if let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
+        let constants = Poseidon2Constants::<KoalaBear, 24>::plonky3_default();
+        let cpu = constants.to_cpu();
+        let gpu = GpuPoseidon2::new(ctx, constants);
+        for n in [680usize, 683, 1500, 2049] {
+            check(&gpu, &cpu, &mut rng, n, &format!("{n} states over 64 KiB bindings"));
+        }
+    }
+    let err = Poseidon2Constants::<BabyBear, 24>::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 24]; 4], vec![[BabyBear::default(); 24]; 4]), vec![BabyBear::default(); 13])
+        .unwrap_err();
+    assert!(err.to_string().contains("width 24 over BabyBear runs 4 + 21 + 4 rounds"), "{err}");
+}
+
 #[test]
 fn wrong_round_counts_are_errors() {
     let err = Poseidon2Constants::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 16]; 3], vec![[BabyBear::default(); 16]; 3]), vec![BabyBear::default(); 13])

@@ -2,16 +2,18 @@
 // initial external linear layer, 4 external rounds, P2_PARTIAL_ROUNDS internal rounds, 4
 // external rounds. External layer: the 4x4 MDS block [[2,3,1,1],[1,2,3,1],[1,1,2,3],[3,1,1,2]]
 // on each quarter, then each element plus the sum of its residue class mod 4. The field's part
-// (the S-box, the number of internal rounds, elements 8..15 of the internal layer 1 + diag(V))
-// comes from the virtual import `poseidon2/field`: poseidon2/babybear.wgsl or
-// poseidon2/koalabear.wgsl.
+// comes from virtual imports: the S-box from `poseidon2/sbox` (poseidon2/<field>.wgsl), the
+// number of internal rounds and elements 8..15 of the internal layer 1 + diag(V) from
+// `poseidon2/field16` (poseidon2/<field>16.wgsl).
 //
 // The state is four vec4 (elements 4k..4k+4 in s[k]) so it stays in registers.
 // Round constants (Montgomery words) come from a uniform buffer at group 0, binding 0:
 // words 0..64 external initial (round r, element i at 16r + i), 64..128 external final,
 // 128.. internal. Kernels that import this file must not use that binding.
 // Needs field/prime.wgsl.
-// #import poseidon2/field
+// #import poseidon2/sbox
+// #import poseidon2/common
+// #import poseidon2/field16
 
 @group(0) @binding(0) var<uniform> p2_constants: array<vec4<u32>, P2_CONSTANT_VEC4S>;
 
@@ -20,29 +22,6 @@ struct P2State {
     s1: vec4<u32>,
     s2: vec4<u32>,
     s3: vec4<u32>,
-}
-
-fn add4(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(fp_add(a.x, b.x), fp_add(a.y, b.y), fp_add(a.z, b.z), fp_add(a.w, b.w));
-}
-
-fn sbox4(a: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(sbox(a.x), sbox(a.y), sbox(a.z), sbox(a.w));
-}
-
-// The 4x4 MDS block (Plonky3's `MDSMat4`).
-fn mat4(x: vec4<u32>) -> vec4<u32> {
-    let t01 = fp_add(x.x, x.y);
-    let t23 = fp_add(x.z, x.w);
-    let t0123 = fp_add(t01, t23);
-    let t01123 = fp_add(t0123, x.y);
-    let t01233 = fp_add(t0123, x.w);
-    return vec4<u32>(
-        fp_add(t01123, t01),
-        fp_add(t01123, fp_double(x.z)),
-        fp_add(t01233, t23),
-        fp_add(t01233, fp_double(x.x)),
-    );
 }
 
 fn external_linear(st: ptr<function, P2State>) {
@@ -89,16 +68,6 @@ fn internal_round(st: ptr<function, P2State>, rc: u32) {
         fp_sub(full, d3),
     );
     internal_upper(st, c, d, full);
-}
-
-// x * 2^-k mod p for 1 <= k <= FP_TWO_ADICITY without a multiply by a Montgomery constant:
-// p = FP_ODD * 2^FP_TWO_ADICITY + 1, so q = -x mod 2^k makes x + q*p divisible by 2^k, and
-// (x + q*p) / 2^k = (x + q) / 2^k + q * FP_ODD * 2^(FP_TWO_ADICITY - k) < 2p fits in a u32.
-// Scaling commutes with Montgomery form.
-fn fp_div_2exp(x: u32, k: u32) -> u32 {
-    let q = (0u - x) & ((1u << k) - 1u);
-    let r = ((x + q) >> k) + q * (FP_ODD << (FP_TWO_ADICITY - k));
-    return select(r, r - FP_P, r >= FP_P);
 }
 
 fn internal_constant(i: u32) -> u32 {

@@ -48,12 +48,22 @@ impl FieldId {
         }
     }
 
-    /// The WGSL file of the field's Poseidon2 S-box and internal layer (the virtual import
-    /// `poseidon2/field`).
+    /// The WGSL file of the field's Poseidon2 S-box (the virtual import `poseidon2/sbox`).
     pub(crate) fn poseidon2_source(self) -> &'static str {
         match self {
             FieldId::BabyBear => "poseidon2/babybear",
             FieldId::KoalaBear => "poseidon2/koalabear",
+        }
+    }
+
+    /// The WGSL file of the field's Poseidon2 internal rounds and diagonal at `width` 16 or 24
+    /// (the virtual imports `poseidon2/field16`, `poseidon2/field24`).
+    pub(crate) fn poseidon2_width_source(self, width: usize) -> &'static str {
+        match (self, width) {
+            (FieldId::BabyBear, 24) => "poseidon2/babybear24",
+            (FieldId::KoalaBear, 24) => "poseidon2/koalabear24",
+            (FieldId::BabyBear, _) => "poseidon2/babybear16",
+            (FieldId::KoalaBear, _) => "poseidon2/koalabear16",
         }
     }
 }

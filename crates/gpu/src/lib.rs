@@ -50,7 +50,7 @@ pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceEr
 pub use grind::{cpu_grind, pow_mask, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
 pub use merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec};
 pub use mmcs::{BatchError, CpuMmcsOf, GpuMmcs, GpuProverData, MmcsField};
-pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
+pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field, Poseidon2Width};
 pub use field::{FieldId, GpuField};
 pub use shaders::{Kernel, MulVariant};
 pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, Slots, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};

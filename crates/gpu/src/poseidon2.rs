@@ -1,17 +1,19 @@
-//! Poseidon2 of width 16 on the GPU over BabyBear (x^7, 13 internal rounds) or KoalaBear (x^3,
-//! 20 internal rounds), buildable from exactly the constants of any Plonky3 `Poseidon2BabyBear<16>`
-//! / `Poseidon2KoalaBear<16>`: the default ones, explicit ones, or ones drawn from a seeded RNG
-//! the way `new_from_rng_128` draws them.
+//! Poseidon2 of width 16 or 24 on the GPU over BabyBear (x^7; 13 / 21 internal rounds) or
+//! KoalaBear (x^3; 20 / 23 internal rounds), buildable from exactly the constants of any Plonky3
+//! `Poseidon2BabyBear<W>` / `Poseidon2KoalaBear<W>`: the default ones, explicit ones, or ones
+//! drawn from a seeded RNG the way `new_from_rng_128` draws them.
 
 use std::sync::Arc;
 
 use p3_baby_bear::{
     BabyBear, Poseidon2BabyBear, BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
-    BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL, BABYBEAR_S_BOX_DEGREE,
+    BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL, BABYBEAR_POSEIDON2_RC_24_EXTERNAL_FINAL,
+    BABYBEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_24_INTERNAL, BABYBEAR_S_BOX_DEGREE,
 };
 use p3_koala_bear::{
     KoalaBear, Poseidon2KoalaBear, KOALABEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
-    KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_16_INTERNAL, KOALABEAR_S_BOX_DEGREE,
+    KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_16_INTERNAL, KOALABEAR_POSEIDON2_RC_24_EXTERNAL_FINAL,
+    KOALABEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_24_INTERNAL, KOALABEAR_S_BOX_DEGREE,
 };
 use p3_poseidon2::{poseidon2_round_numbers_128, ExternalLayerConstants};
 use p3_field::Field;
@@ -69,11 +71,64 @@ impl Poseidon2Field for KoalaBear {
     }
 }
 
-/// The round constants of one Poseidon2 instance over `F`.
+/// Poseidon2 of width `W` (16 or 24) over a field, as the GPU runs it: Plonky3's permutation
+/// of the same constants, the internal rounds its WGSL runs (poseidon2/<field><W>.wgsl), the
+/// default constants and the batch kernel.
+pub trait Poseidon2Width<const W: usize>: Poseidon2Field {
+    type Permutation: CryptographicPermutation<[Self; W]> + Clone + Send + Sync;
+    const PARTIAL_ROUNDS: usize;
+    /// One thread a state, `W` words each.
+    const BATCH_KERNEL: Kernel;
+    /// Plonky3's default round constants: initial, terminal, internal.
+    fn default_constants() -> (Vec<[Self; W]>, Vec<[Self; W]>, Vec<Self>);
+    fn permutation(external: ExternalLayerConstants<Self, W>, internal: Vec<Self>) -> Self::Permutation;
+}
+
+impl<F: Poseidon2Field> Poseidon2Width<WIDTH> for F {
+    type Permutation = F::Permutation16;
+    const PARTIAL_ROUNDS: usize = <F as Poseidon2Field>::PARTIAL_ROUNDS;
+    const BATCH_KERNEL: Kernel = Kernel::Poseidon2Batch;
+    fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>) {
+        <F as Poseidon2Field>::default_constants()
+    }
+    fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation {
+        <F as Poseidon2Field>::permutation(external, internal)
+    }
+}
+
+/// The wide state: Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>` (the leaf sponge
+/// of p3-whir's 128-bit KoalaBear configuration).
+pub const WIDE: usize = 24;
+
+impl Poseidon2Width<WIDE> for BabyBear {
+    type Permutation = Poseidon2BabyBear<WIDE>;
+    const PARTIAL_ROUNDS: usize = 21;
+    const BATCH_KERNEL: Kernel = Kernel::Poseidon2Batch24;
+    fn default_constants() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>) {
+        (BABYBEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL.to_vec(), BABYBEAR_POSEIDON2_RC_24_EXTERNAL_FINAL.to_vec(), BABYBEAR_POSEIDON2_RC_24_INTERNAL.to_vec())
+    }
+    fn permutation(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation {
+        Poseidon2BabyBear::new(external, internal)
+    }
+}
+
+impl Poseidon2Width<WIDE> for KoalaBear {
+    type Permutation = Poseidon2KoalaBear<WIDE>;
+    const PARTIAL_ROUNDS: usize = 23;
+    const BATCH_KERNEL: Kernel = Kernel::Poseidon2Batch24;
+    fn default_constants() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>) {
+        (KOALABEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL.to_vec(), KOALABEAR_POSEIDON2_RC_24_EXTERNAL_FINAL.to_vec(), KOALABEAR_POSEIDON2_RC_24_INTERNAL.to_vec())
+    }
+    fn permutation(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation {
+        Poseidon2KoalaBear::new(external, internal)
+    }
+}
+
+/// The round constants of one Poseidon2 instance of width `W` over `F`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Poseidon2Constants<F = BabyBear> {
-    pub initial: Vec<[F; WIDTH]>,
-    pub terminal: Vec<[F; WIDTH]>,
+pub struct Poseidon2Constants<F = BabyBear, const W: usize = WIDTH> {
+    pub initial: Vec<[F; W]>,
+    pub terminal: Vec<[F; W]>,
     pub internal: Vec<F>,
 }
 
@@ -84,26 +139,26 @@ impl Poseidon2Constants<BabyBear> {
     }
 }
 
-impl<F: Poseidon2Field> Poseidon2Constants<F> {
-    /// Plonky3's default constants for the field (`default_babybear_poseidon2_16()`,
-    /// `default_koalabear_poseidon2_16()`).
+impl<F: Poseidon2Width<W>, const W: usize> Poseidon2Constants<F, W> {
+    /// Plonky3's default constants for the field and width (`default_babybear_poseidon2_16()`,
+    /// `default_koalabear_poseidon2_24()`, ...).
     pub fn plonky3_default() -> Self {
-        let (initial, terminal, internal) = F::default_constants();
+        let (initial, terminal, internal) = <F as Poseidon2Width<W>>::default_constants();
         Self { initial, terminal, internal }
     }
 
-    /// Explicit constants; the GPU kernel is built for 4 + `F::PARTIAL_ROUNDS` + 4 rounds.
-    pub fn new(external: ExternalLayerConstants<F, WIDTH>, internal: Vec<F>) -> Result<Self> {
+    /// Explicit constants; the GPU kernel is built for 4 + the width's internal rounds + 4.
+    pub fn new(external: ExternalLayerConstants<F, W>, internal: Vec<F>) -> Result<Self> {
+        let partial = <F as Poseidon2Width<W>>::PARTIAL_ROUNDS;
         let c = Self {
             initial: external.get_initial_constants().to_vec(),
             terminal: external.get_terminal_constants().to_vec(),
             internal,
         };
-        if c.initial.len() != HALF_FULL_ROUNDS || c.terminal.len() != HALF_FULL_ROUNDS || c.internal.len() != F::PARTIAL_ROUNDS {
+        if c.initial.len() != HALF_FULL_ROUNDS || c.terminal.len() != HALF_FULL_ROUNDS || c.internal.len() != partial {
             return Err(GpuError::InvalidInput(format!(
-                "GPU Poseidon2 over {} runs {HALF_FULL_ROUNDS} + {} + {HALF_FULL_ROUNDS} rounds; got {} + {} + {} round constants",
+                "GPU Poseidon2 of width {W} over {} runs {HALF_FULL_ROUNDS} + {partial} + {HALF_FULL_ROUNDS} rounds; got {} + {} + {} round constants",
                 F::ID.name(),
-                F::PARTIAL_ROUNDS,
                 c.initial.len(),
                 c.internal.len(),
                 c.terminal.len()
@@ -118,22 +173,22 @@ impl<F: Poseidon2Field> Poseidon2Constants<F> {
     where
         StandardUniform: Distribution<F>,
     {
-        let (rounds_f, rounds_p) = poseidon2_round_numbers_128::<F>(WIDTH, F::SBOX_DEGREE)
-            .expect("Plonky3 defines Poseidon2 round numbers for width 16 over this field");
-        let external = ExternalLayerConstants::<F, WIDTH>::new_from_rng(rounds_f, rng);
+        let (rounds_f, rounds_p) = poseidon2_round_numbers_128::<F>(W, F::SBOX_DEGREE)
+            .expect("Plonky3 defines Poseidon2 round numbers for widths 16 and 24 over this field");
+        let external = ExternalLayerConstants::<F, W>::new_from_rng(rounds_f, rng);
         let internal: Vec<F> = rng.sample_iter(StandardUniform).take(rounds_p).collect();
-        Self::new(external, internal).expect("Plonky3's width-16 round numbers are the kernel's")
+        Self::new(external, internal).expect("Plonky3's round numbers are the kernel's")
     }
 
     /// The same permutation on the CPU (Plonky3).
-    pub fn to_cpu(&self) -> F::Permutation16 {
-        F::permutation(ExternalLayerConstants::new(self.initial.clone(), self.terminal.clone()), self.internal.clone())
+    pub fn to_cpu(&self) -> <F as Poseidon2Width<W>>::Permutation {
+        <F as Poseidon2Width<W>>::permutation(ExternalLayerConstants::new(self.initial.clone(), self.terminal.clone()), self.internal.clone())
     }
 
     /// The constants uniform's words: initial, terminal, internal, padded to whole vec4s
     /// (`P2_CONSTANT_VEC4S` in the field's WGSL).
     fn words(&self) -> Vec<u32> {
-        let len = (2 * HALF_FULL_ROUNDS * WIDTH + F::PARTIAL_ROUNDS).next_multiple_of(4);
+        let len = (2 * HALF_FULL_ROUNDS * W + <F as Poseidon2Width<W>>::PARTIAL_ROUNDS).next_multiple_of(4);
         let mut w: Vec<u32> = Vec::with_capacity(len);
         for round in self.initial.iter().chain(&self.terminal) {
             w.extend_from_slice(as_words(round));
@@ -144,15 +199,16 @@ impl<F: Poseidon2Field> Poseidon2Constants<F> {
     }
 }
 
-/// A Poseidon2 permutation over `F` on one GPU context; constants live in a uniform buffer.
-pub struct GpuPoseidon2<F = BabyBear> {
+/// A Poseidon2 permutation of width `W` over `F` on one GPU context; constants live in a
+/// uniform buffer.
+pub struct GpuPoseidon2<F = BabyBear, const W: usize = WIDTH> {
     ctx: Arc<GpuContext>,
-    constants: Poseidon2Constants<F>,
+    constants: Poseidon2Constants<F, W>,
     uniform: wgpu::Buffer,
 }
 
-impl<F: Poseidon2Field> GpuPoseidon2<F> {
-    pub fn new(ctx: Arc<GpuContext>, constants: Poseidon2Constants<F>) -> Self {
+impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
+    pub fn new(ctx: Arc<GpuContext>, constants: Poseidon2Constants<F, W>) -> Self {
         let words = constants.words();
         let uniform = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("poseidon2 constants"),
@@ -168,7 +224,7 @@ impl<F: Poseidon2Field> GpuPoseidon2<F> {
         &self.ctx
     }
 
-    pub fn constants(&self) -> &Poseidon2Constants<F> {
+    pub fn constants(&self) -> &Poseidon2Constants<F, W> {
         &self.constants
     }
 
@@ -196,7 +252,7 @@ impl<F: Poseidon2Field> GpuPoseidon2<F> {
         Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
 
-    /// Records the permutation of `count` states in `input` into `output` (16 words each).
+    /// Records the permutation of `count` states in `input` into `output` (`W` words each).
     /// More states than one binding holds are permuted range by range, each dispatch binding
     /// its part of both buffers.
     pub fn record_permute(
@@ -206,14 +262,16 @@ impl<F: Poseidon2Field> GpuPoseidon2<F> {
         output: &wgpu::Buffer,
         count: usize,
     ) -> Result<()> {
-        let bytes = crate::field::matrix_bytes(count, WIDTH)?;
+        let bytes = crate::field::matrix_bytes(count, W)?;
         if input.size() < bytes || output.size() < bytes {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
         }
-        let state_bytes = (WIDTH * 4) as u64;
-        // Whole multiples of 4 states: range offsets stay multiples of 256 bytes.
-        let per_range = ((self.ctx.max_binding_bytes() / state_bytes) as usize / 4 * 4).max(4);
-        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::Poseidon2Batch, &[])?;
+        let state_bytes = (W * 4) as u64;
+        // Whole multiples of `unit` states: range offsets stay multiples of 256 bytes (4 states of
+        // width 16, 8 of width 24).
+        let unit = (256 / gcd(state_bytes, 256)) as usize;
+        let per_range = ((self.ctx.max_binding_bytes() / state_bytes) as usize / unit * unit).max(unit);
+        let pipeline = self.ctx.pipeline_for(F::ID, <F as Poseidon2Width<W>>::BATCH_KERNEL, &[])?;
         let mut dispatches = Vec::new();
         for first in (0..count).step_by(per_range) {
             let n = per_range.min(count - first);
@@ -228,7 +286,7 @@ impl<F: Poseidon2Field> GpuPoseidon2<F> {
     }
 
     /// Host to host: permutes every state.
-    pub fn permute_batch(&self, states: &[[F; WIDTH]]) -> Result<Vec<[F; WIDTH]>> {
+    pub fn permute_batch(&self, states: &[[F; W]]) -> Result<Vec<[F; W]>> {
         if states.is_empty() {
             return Ok(Vec::new());
         }
@@ -240,9 +298,13 @@ impl<F: Poseidon2Field> GpuPoseidon2<F> {
             self.record_permute(&mut encoder, &input, &output, states.len())?;
             let words = self.ctx.submit_and_read(encoder, &output, flat.len())?;
             Ok(words_to::<F>(words)?
-                .chunks_exact(WIDTH)
-                .map(|c| c.try_into().expect("chunks of WIDTH"))
+                .chunks_exact(W)
+                .map(|c| c.try_into().expect("chunks of W"))
                 .collect())
         })
     }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }

@@ -1,7 +1,8 @@
 //! WGSL sources and their composition. Every kernel file in `wgsl/` names what it needs with
 //! `// #import name` lines; composition pastes each import once, in dependency order, and puts
 //! the field-multiply variant behind the virtual import `field/mul` and the prime field
-//! ([`FieldId`]) behind `field/constants` and `poseidon2/field`. Numeric constants that
+//! ([`FieldId`]) behind `field/constants`, `poseidon2/sbox`, `poseidon2/field16` and
+//! `poseidon2/field24`. Numeric constants that
 //! depend on the adapter (tile sizes) are prepended as `const NAME: u32 = ...;`.
 
 use std::collections::HashSet;
@@ -52,10 +53,17 @@ wgsl_sources!(
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",
+    "poseidon2/common",
     "poseidon2/permutation",
+    "poseidon2/permutation24",
     "poseidon2/babybear",
     "poseidon2/koalabear",
+    "poseidon2/babybear16",
+    "poseidon2/koalabear16",
+    "poseidon2/babybear24",
+    "poseidon2/koalabear24",
     "poseidon2/permute_batch",
+    "poseidon2/permute_batch24",
     "merkle/sponge",
     "merkle/hash_leaves",
     "merkle/absorb_rows",
@@ -140,6 +148,8 @@ kernels! {
     BitReverseRowsInPlace => ("ntt/bit_reverse", "bit_reverse_rows_in_place"),
     Copy => ("util/copy", "copy_words"),
     Poseidon2Batch => ("poseidon2/permute_batch", "permute_batch"),
+    /// Width-24 permutations, one thread a state (wgsl/poseidon2/permute_batch24.wgsl).
+    Poseidon2Batch24 => ("poseidon2/permute_batch24", "permute_batch24"),
     HashLeaves => ("merkle/hash_leaves", "hash_leaves"),
     /// Leaf sponges absorbing a block of columns (wgsl/merkle/absorb_rows.wgsl).
     AbsorbRows => ("merkle/absorb_rows", "absorb_rows"),
@@ -200,7 +210,7 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// How the virtual imports resolve: the multiply variant behind `field/mul`, and the field
-/// behind `field/constants` and `poseidon2/field`.
+/// behind `field/constants` and the `poseidon2/` ones.
 #[derive(Clone, Copy)]
 struct Resolve {
     variant: MulVariant,
@@ -212,7 +222,9 @@ impl Resolve {
         match name {
             "field/mul" => self.variant.source_name(),
             "field/constants" => self.field.constants_source(),
-            "poseidon2/field" => self.field.poseidon2_source(),
+            "poseidon2/sbox" => self.field.poseidon2_source(),
+            "poseidon2/field16" => self.field.poseidon2_width_source(16),
+            "poseidon2/field24" => self.field.poseidon2_width_source(24),
             other => other,
         }
     }
