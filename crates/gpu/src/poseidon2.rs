@@ -96,8 +96,8 @@ impl<F: Poseidon2Field> Poseidon2Width<WIDTH> for F {
     }
 }
 
-/// The wide state: Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>` (the leaf sponge
-/// of p3-whir's 128-bit KoalaBear configuration).
+/// The wide state: Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>` (for leaf
+/// sponges of rate 16).
 pub const WIDE: usize = 24;
 
 impl Poseidon2Width<WIDE> for BabyBear {
