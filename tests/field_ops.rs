@@ -1,5 +1,5 @@
-//! Every WGSL field routine against Plonky3, over BabyBear and KoalaBear and their degree-4
-//! extensions, on both multiply variants, with edge values.
+//! Every WGSL field routine against Plonky3, over BabyBear and KoalaBear and their degree-4 and
+//! degree-8 extensions, on both multiply variants, with edge values.
 
 mod common;
 
@@ -95,6 +95,43 @@ fn extension_field_ops_match_plonky3() {
     for ctx in common::contexts() {
         ext_ops_match::<BabyBear>(&ctx, &mut rng);
         ext_ops_match::<KoalaBear>(&ctx, &mut rng);
+    }
+}
+
+fn ext8_ops_match<F: GpuField + BinomiallyExtendable<8>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<BinomialExtensionField<F, 8>>,
+{
+    type Ext<F> = BinomialExtensionField<F, 8>;
+    let words = |v: &[Ext<F>]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
+    let from = |w: Vec<u32>| -> Vec<Ext<F>> { words_to::<F>(w).unwrap().chunks(8).map(|c| Ext::<F>::from_basis_coefficients_slice(c).unwrap()).collect() };
+    let mut a: Vec<Ext<F>> = vec![Ext::<F>::ZERO, Ext::<F>::ONE, Ext::<F>::NEG_ONE, Ext::<F>::from(F::NEG_ONE), Ext::<F>::GENERATOR];
+    let mut b: Vec<Ext<F>> = vec![Ext::<F>::ONE, Ext::<F>::ZERO, Ext::<F>::NEG_ONE, Ext::<F>::TWO, Ext::<F>::GENERATOR];
+    a.extend((0..1500).map(|_| rng.random::<Ext<F>>()));
+    b.extend((0..1500).map(|_| rng.random::<Ext<F>>()));
+    let (wa, wb) = (words(&a), words(&b));
+    let run = |op| from(run_field_op_in(ctx, F::ID, op, &wa, &wb, 0).unwrap());
+    let what = format!("{}^8 {:?}", F::ID.name(), ctx.mul_variant());
+    let zip = |f: fn(Ext<F>, Ext<F>) -> Ext<F>| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
+    assert_eq!(run(FieldOp::Ext8Add), zip(|x, y| x + y), "ext8 add {what}");
+    assert_eq!(run(FieldOp::Ext8Sub), zip(|x, y| x - y), "ext8 sub {what}");
+    assert_eq!(run(FieldOp::Ext8Mul), zip(|x, y| x * y), "ext8 mul {what}");
+    assert_eq!(run(FieldOp::Ext8Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext8 neg {what}");
+    assert_eq!(run(FieldOp::Ext8Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext8 square {what}");
+    let inv = run(FieldOp::Ext8Inverse);
+    for (x, got) in a.iter().zip(inv) {
+        assert_eq!(got, x.try_inverse().unwrap_or(Ext::<F>::ZERO), "ext8 inverse of {x} {what}");
+    }
+}
+
+/// The degree-8 binomial extensions (BabyBear^8, X^8 - 11; KoalaBear^8, X^8 - 3): the 128-bit
+/// configurations' challenge fields.
+#[test]
+fn degree_8_extension_ops_match_plonky3() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        ext8_ops_match::<BabyBear>(&ctx, &mut rng);
+        ext8_ops_match::<KoalaBear>(&ctx, &mut rng);
     }
 }
 

@@ -14,3 +14,5 @@ const FP_ZERO: u32 = 0u;
 const FP_R2: u32 = 1172168163u;
 // W of the degree-4 binomial extension F[X]/(X^4 - W): 11, in Montgomery form.
 const EXT4_W: u32 = 939524073u;
+// W of the degree-8 binomial extension F[X]/(X^8 - W): 11, in Montgomery form.
+const EXT8_W: u32 = 939524073u;

@@ -14,3 +14,5 @@ const FP_ZERO: u32 = 0u;
 const FP_R2: u32 = 402124772u;
 // W of the degree-4 binomial extension F[X]/(X^4 - W): 3, in Montgomery form.
 const EXT4_W: u32 = 100663290u;
+// W of the degree-8 binomial extension F[X]/(X^8 - W): 3, in Montgomery form.
+const EXT8_W: u32 = 100663290u;

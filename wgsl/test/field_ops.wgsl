@@ -1,9 +1,11 @@
 // #import field/mul
 // #import field/prime
 // #import field/ext4
+// #import field/ext8
 
 // Test kernel: applies one field operation to arrays of operands, so every WGSL field routine
-// can be compared with Plonky3. Base ops read one word per operand, extension ops four.
+// can be compared with Plonky3. Base ops read one word per operand, degree-4 extension ops four,
+// degree-8 ones eight.
 
 struct FieldOpParams {
     op: u32,
@@ -31,6 +33,15 @@ fn store4(i: u32, v: vec4<u32>) {
     out[4u * i + 3u] = v.w;
 }
 
+fn load8(buf_is_lhs: bool, i: u32) -> Ext8 {
+    return Ext8(load4(buf_is_lhs, 2u * i), load4(buf_is_lhs, 2u * i + 1u));
+}
+
+fn store8(i: u32, v: Ext8) {
+    store4(2u * i, v.lo);
+    store4(2u * i + 1u, v.hi);
+}
+
 @compute @workgroup_size(64)
 fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
@@ -51,6 +62,12 @@ fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
         case 10u: { store4(i, ext4_mul(load4(true, i), load4(false, i))); }
         case 11u: { store4(i, ext4_square(load4(true, i))); }
         case 12u: { store4(i, ext4_inverse(load4(true, i))); }
+        case 13u: { store8(i, ext8_add(load8(true, i), load8(false, i))); }
+        case 14u: { store8(i, ext8_sub(load8(true, i), load8(false, i))); }
+        case 15u: { store8(i, ext8_neg(load8(true, i))); }
+        case 16u: { store8(i, ext8_mul(load8(true, i), load8(false, i))); }
+        case 17u: { store8(i, ext8_square(load8(true, i))); }
+        case 18u: { store8(i, ext8_inverse(load8(true, i))); }
         default: { out[i] = 0xffffffffu; }
     }
 }

@@ -50,6 +50,7 @@ wgsl_sources!(
     "field/babybear",
     "field/koalabear",
     "field/ext4",
+    "field/ext8",
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",

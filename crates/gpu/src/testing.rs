@@ -23,15 +23,21 @@ pub enum FieldOp {
     Ext4Mul = 10,
     Ext4Square = 11,
     Ext4Inverse = 12,
+    Ext8Add = 13,
+    Ext8Sub = 14,
+    Ext8Neg = 15,
+    Ext8Mul = 16,
+    Ext8Square = 17,
+    Ext8Inverse = 18,
 }
 
 impl FieldOp {
     /// Words per operand.
     pub fn words(self) -> usize {
-        if (self as u32) >= 7 {
-            4
-        } else {
-            1
+        match self as u32 {
+            13.. => 8,
+            7.. => 4,
+            _ => 1,
         }
     }
 }
