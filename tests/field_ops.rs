@@ -1,5 +1,5 @@
-//! Every WGSL field routine against Plonky3, over BabyBear and KoalaBear and their degree-4 and
-//! degree-8 extensions, on both multiply variants, with edge values.
+//! Every WGSL field routine against Plonky3, over BabyBear and KoalaBear and their extensions of
+//! degree 4, 5 (BabyBear's binomial, KoalaBear's trinomial) and 8, on both multiply variants, with edge values.
 
 mod common;
 
@@ -132,6 +132,37 @@ fn degree_8_extension_ops_match_plonky3() {
     for ctx in common::contexts() {
         ext8_ops_match::<BabyBear>(&ctx, &mut rng);
         ext8_ops_match::<KoalaBear>(&ctx, &mut rng);
+    }
+}
+
+fn ext5_ops_match<F: GpuField, E: p3_field::ExtensionField<F>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng, name: &str)
+where
+    StandardUniform: Distribution<E>,
+{
+    let words = |v: &[E]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
+    let from = |w: Vec<u32>| -> Vec<E> { words_to::<F>(w).unwrap().chunks(5).map(|c| E::from_basis_coefficients_slice(c).unwrap()).collect() };
+    let mut a: Vec<E> = vec![E::ZERO, E::ONE, E::NEG_ONE, E::from(F::NEG_ONE), E::GENERATOR];
+    let mut b: Vec<E> = vec![E::ONE, E::ZERO, E::NEG_ONE, E::TWO, E::GENERATOR];
+    a.extend((0..1500).map(|_| rng.random::<E>()));
+    b.extend((0..1500).map(|_| rng.random::<E>()));
+    let (wa, wb) = (words(&a), words(&b));
+    let run = |op| from(run_field_op_in(ctx, F::ID, op, &wa, &wb, 0).unwrap());
+    let what = format!("{name} {:?}", ctx.mul_variant());
+    let zip = |f: fn(E, E) -> E| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
+    assert_eq!(run(FieldOp::Ext5Add), zip(|x, y| x + y), "ext5 add {what}");
+    assert_eq!(run(FieldOp::Ext5Sub), zip(|x, y| x - y), "ext5 sub {what}");
+    assert_eq!(run(FieldOp::Ext5Mul), zip(|x, y| x * y), "ext5 mul {what}");
+    assert_eq!(run(FieldOp::Ext5Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext5 neg {what}");
+    assert_eq!(run(FieldOp::Ext5Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext5 square {what}");
+}
+
+/// The degree-5 extensions: BabyBear's binomial X^5 - 2 and KoalaBear's trinomial X^5 + X^2 - 1.
+#[test]
+fn degree_5_extension_ops_match_plonky3() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        ext5_ops_match::<BabyBear, BinomialExtensionField<BabyBear, 5>>(&ctx, &mut rng, "BabyBear^5");
+        ext5_ops_match::<KoalaBear, p3_field::extension::QuinticTrinomialExtensionField<KoalaBear>>(&ctx, &mut rng, "KoalaBear^5 (trinomial)");
     }
 }
 

@@ -16,3 +16,6 @@ const FP_R2: u32 = 1172168163u;
 const EXT4_W: u32 = 939524073u;
 // W of the degree-8 binomial extension F[X]/(X^8 - W): 11, in Montgomery form.
 const EXT8_W: u32 = 939524073u;
+// The degree-5 extension is binomial, F[X]/(X^5 - W) with W = 2 (in Montgomery form).
+const EXT5_TRINOMIAL: bool = false;
+const EXT5_W: u32 = 536870908u;

@@ -16,3 +16,6 @@ const FP_R2: u32 = 402124772u;
 const EXT4_W: u32 = 100663290u;
 // W of the degree-8 binomial extension F[X]/(X^8 - W): 3, in Montgomery form.
 const EXT8_W: u32 = 100663290u;
+// The degree-5 extension is the trinomial F[X]/(X^5 + X^2 - 1) (EXT5_W unused).
+const EXT5_TRINOMIAL: bool = true;
+const EXT5_W: u32 = 0u;

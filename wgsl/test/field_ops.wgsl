@@ -2,10 +2,11 @@
 // #import field/prime
 // #import field/ext4
 // #import field/ext8
+// #import field/ext5
 
 // Test kernel: applies one field operation to arrays of operands, so every WGSL field routine
 // can be compared with Plonky3. Base ops read one word per operand, degree-4 extension ops four,
-// degree-8 ones eight.
+// degree-5 ones five, degree-8 ones eight.
 
 struct FieldOpParams {
     op: u32,
@@ -42,6 +43,21 @@ fn store8(i: u32, v: Ext8) {
     store4(2u * i + 1u, v.hi);
 }
 
+fn load5(buf_is_lhs: bool, i: u32) -> Ext5 {
+    if (buf_is_lhs) {
+        return Ext5(vec4<u32>(lhs[5u * i], lhs[5u * i + 1u], lhs[5u * i + 2u], lhs[5u * i + 3u]), lhs[5u * i + 4u]);
+    }
+    return Ext5(vec4<u32>(rhs[5u * i], rhs[5u * i + 1u], rhs[5u * i + 2u], rhs[5u * i + 3u]), rhs[5u * i + 4u]);
+}
+
+fn store5(i: u32, v: Ext5) {
+    out[5u * i] = v.lo.x;
+    out[5u * i + 1u] = v.lo.y;
+    out[5u * i + 2u] = v.lo.z;
+    out[5u * i + 3u] = v.lo.w;
+    out[5u * i + 4u] = v.x4;
+}
+
 @compute @workgroup_size(64)
 fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
@@ -68,6 +84,11 @@ fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
         case 16u: { store8(i, ext8_mul(load8(true, i), load8(false, i))); }
         case 17u: { store8(i, ext8_square(load8(true, i))); }
         case 18u: { store8(i, ext8_inverse(load8(true, i))); }
+        case 19u: { store5(i, ext5_add(load5(true, i), load5(false, i))); }
+        case 20u: { store5(i, ext5_sub(load5(true, i), load5(false, i))); }
+        case 21u: { store5(i, ext5_neg(load5(true, i))); }
+        case 22u: { store5(i, ext5_mul(load5(true, i), load5(false, i))); }
+        case 23u: { store5(i, ext5_square(load5(true, i))); }
         default: { out[i] = 0xffffffffu; }
     }
 }

@@ -51,6 +51,7 @@ wgsl_sources!(
     "field/koalabear",
     "field/ext4",
     "field/ext8",
+    "field/ext5",
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",

@@ -29,12 +29,18 @@ pub enum FieldOp {
     Ext8Mul = 16,
     Ext8Square = 17,
     Ext8Inverse = 18,
+    Ext5Add = 19,
+    Ext5Sub = 20,
+    Ext5Neg = 21,
+    Ext5Mul = 22,
+    Ext5Square = 23,
 }
 
 impl FieldOp {
     /// Words per operand.
     pub fn words(self) -> usize {
         match self as u32 {
+            19.. => 5,
             13.. => 8,
             7.. => 4,
             _ => 1,
