@@ -154,6 +154,10 @@ where
     assert_eq!(run(FieldOp::Ext5Mul), zip(|x, y| x * y), "ext5 mul {what}");
     assert_eq!(run(FieldOp::Ext5Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext5 neg {what}");
     assert_eq!(run(FieldOp::Ext5Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext5 square {what}");
+    let inv = run(FieldOp::Ext5Inverse);
+    for (x, got) in a.iter().zip(inv) {
+        assert_eq!(got, x.try_inverse().unwrap_or(E::ZERO), "ext5 inverse of {x} {what}");
+    }
 }
 
 /// The degree-5 extensions: BabyBear's binomial X^5 - 2 and KoalaBear's trinomial X^5 + X^2 - 1.

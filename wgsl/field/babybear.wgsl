@@ -19,3 +19,13 @@ const EXT8_W: u32 = 939524073u;
 // The degree-5 extension is binomial, F[X]/(X^5 - W) with W = 2 (in Montgomery form).
 const EXT5_TRINOMIAL: bool = false;
 const EXT5_W: u32 = 536870908u;
+// The degree-5 extension's Frobenius: X^(p k) for k = 1..4, coefficients of X^0..X^3 and X^4
+// (Montgomery form; ext5_frobenius).
+const EXT5_FROB1: vec4<u32> = vec4<u32>(0u, 1079828539u, 0u, 0u);
+const EXT5_FROB1_X4: u32 = 0u;
+const EXT5_FROB2: vec4<u32> = vec4<u32>(0u, 0u, 847078768u, 0u);
+const EXT5_FROB2_X4: u32 = 0u;
+const EXT5_FROB3: vec4<u32> = vec4<u32>(0u, 0u, 0u, 1597816133u);
+const EXT5_FROB3_X4: u32 = 0u;
+const EXT5_FROB4: vec4<u32> = vec4<u32>(0u, 0u, 0u, 0u);
+const EXT5_FROB4_X4: u32 = 233372948u;

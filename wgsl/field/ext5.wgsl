@@ -49,3 +49,29 @@ fn ext5_mul(a: Ext5, b: Ext5) -> Ext5 {
 fn ext5_square(a: Ext5) -> Ext5 {
     return ext5_mul(a, a);
 }
+
+// a * s for s in the base field.
+fn ext5_scale(a: Ext5, s: u32) -> Ext5 {
+    return Ext5(vec4<u32>(fp_mul(a.lo.x, s), fp_mul(a.lo.y, s), fp_mul(a.lo.z, s), fp_mul(a.lo.w, s)), fp_mul(a.x4, s));
+}
+
+// a^p: sum of a_k X^(p k), with X^(p k) from the field's constants.
+fn ext5_frobenius(a: Ext5) -> Ext5 {
+    var r = Ext5(vec4<u32>(a.lo.x, 0u, 0u, 0u), 0u);
+    r = ext5_add(r, ext5_scale(Ext5(EXT5_FROB1, EXT5_FROB1_X4), a.lo.y));
+    r = ext5_add(r, ext5_scale(Ext5(EXT5_FROB2, EXT5_FROB2_X4), a.lo.z));
+    r = ext5_add(r, ext5_scale(Ext5(EXT5_FROB3, EXT5_FROB3_X4), a.lo.w));
+    return ext5_add(r, ext5_scale(Ext5(EXT5_FROB4, EXT5_FROB4_X4), a.x4));
+}
+
+// a^-1 = (a^p a^(p^2) a^(p^3) a^(p^4)) / N(a), N(a) = a^(1 + p + ... + p^4) in the base field.
+// The inverse of 0 is returned as 0 (callers must not rely on it).
+fn ext5_inverse(a: Ext5) -> Ext5 {
+    let f1 = ext5_frobenius(a);
+    let f2 = ext5_frobenius(f1);
+    let f3 = ext5_frobenius(f2);
+    let f4 = ext5_frobenius(f3);
+    let others = ext5_mul(ext5_mul(f1, f2), ext5_mul(f3, f4));
+    let norm = ext5_mul(a, others).lo.x;
+    return ext5_scale(others, fp_inverse(norm));
+}

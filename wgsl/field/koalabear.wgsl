@@ -19,3 +19,13 @@ const EXT8_W: u32 = 100663290u;
 // The degree-5 extension is the trinomial F[X]/(X^5 + X^2 - 1) (EXT5_W unused).
 const EXT5_TRINOMIAL: bool = true;
 const EXT5_W: u32 = 0u;
+// The degree-5 extension's Frobenius: X^(p k) for k = 1..4, coefficients of X^0..X^3 and X^4
+// (Montgomery form; ext5_frobenius).
+const EXT5_FROB1: vec4<u32> = vec4<u32>(765015189u, 235704805u, 564529442u, 1275025315u);
+const EXT5_FROB1_X4: u32 = 1102401726u;
+const EXT5_FROB2: vec4<u32> = vec4<u32>(169616684u, 1188396601u, 806656646u, 992929951u);
+const EXT5_FROB2_X4: u32 = 830547243u;
+const EXT5_FROB3: vec4<u32> = vec4<u32>(905752085u, 405622337u, 1280056543u, 122670283u);
+const EXT5_FROB3_X4: u32 = 1249984505u;
+const EXT5_FROB4: vec4<u32> = vec4<u32>(688953779u, 980828988u, 565273709u, 1858491776u);
+const EXT5_FROB4_X4: u32 = 932120269u;

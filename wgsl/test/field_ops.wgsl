@@ -89,6 +89,7 @@ fn field_op(@builtin(global_invocation_id) gid: vec3<u32>) {
         case 21u: { store5(i, ext5_neg(load5(true, i))); }
         case 22u: { store5(i, ext5_mul(load5(true, i), load5(false, i))); }
         case 23u: { store5(i, ext5_square(load5(true, i))); }
+        case 24u: { store5(i, ext5_inverse(load5(true, i))); }
         default: { out[i] = 0xffffffffu; }
     }
 }

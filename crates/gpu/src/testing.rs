@@ -34,6 +34,7 @@ pub enum FieldOp {
     Ext5Neg = 21,
     Ext5Mul = 22,
     Ext5Square = 23,
+    Ext5Inverse = 24,
 }
 
 impl FieldOp {
