@@ -243,3 +243,58 @@ fn koalabear_grinders_agree_and_stock_challenger_accepts() {
         }
     }
 }
+
+/// KoalaBear's grind run ahead: the prepare kernel observes words on the GPU over KoalaBear and
+/// reaches the stock challenger's state; the range's witness is the smallest, and the challenger
+/// takes the offer.
+#[test]
+fn koalabear_grinds_ahead_reach_the_stock_state() {
+    use p3_koala_bear::{KoalaBear, Poseidon2KoalaBear};
+    type KbStock = DuplexChallenger<KoalaBear, Poseidon2KoalaBear<16>, 16, 8>;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let constants = Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
+        let perm = constants.to_cpu();
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
+        for bits in [1usize, 4, 8, 10, 12, 6] {
+            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
+            let mut stock = KbStock::new(perm.clone());
+            for _ in 0..rng.random_range(0..12) {
+                let x: KoalaBear = rng.random();
+                ours.observe(x);
+                stock.observe(x);
+            }
+            let ahead = ours.grind_ahead(bits).expect("a GPU grinder at any difficulty");
+            let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));
+            let words: Vec<KoalaBear> = (0..skip + count).map(|_| rng.random()).collect();
+            let observed = ctx.storage("observed", words.len());
+            ctx.write(&observed, whir_wgpu::gpu::field::as_words(&words));
+            let (g, _, sponge, pending) = ahead.target().expect("the challenger published its state");
+            let mut dispatches = Vec::new();
+            let record = g.record_after_observing(&mut dispatches, &sponge, &pending, &observed, skip, count, bits).unwrap();
+            let mut batch = ctx.batch("grind ahead");
+            batch.record(&dispatches);
+            let read = record.read_in(&mut batch);
+            let offer = read.offer(&ctx.run(batch).unwrap()).unwrap();
+            for &w in &words[skip..] {
+                ours.observe(w);
+                stock.observe(w);
+            }
+            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+            assert_eq!(offer.state, state, "the GPU reached another KoalaBear sponge state ({:?}, {count} words)", ctx.mul_variant());
+            let smallest = cpu_grind(&perm, &state, bits).unwrap();
+            if let Some(w) = offer.witness {
+                assert_eq!(w, smallest, "the grind ahead's witness is the smallest at {bits} bits");
+            }
+            let found = offer.witness.is_some();
+            ahead.offer(offer);
+            let used = ours.grinds_ahead_used();
+            let witness = ours.grind(bits);
+            assert_eq!(witness, smallest);
+            assert_eq!(ours.grinds_ahead_used(), used + u64::from(found), "the offer is taken when it holds a witness");
+            assert!(stock.check_witness(bits, witness));
+            assert_eq!(ours.sample_bits(16), stock.sample_bits(16));
+            ours.stop_grinding_ahead();
+        }
+    }
+}

@@ -170,10 +170,12 @@ fn width_24_matches_plonky3_over_both_fields() {
 
     if let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
         let constants = Poseidon2Constants::<KoalaBear, 24>::plonky3_default();
-        let cpu = constants.to_cpu();
-        let gpu = GpuPoseidon2::new(ctx, constants);
+        let (cpu, gpu) = (constants.to_cpu(), GpuPoseidon2::new(ctx.clone(), constants));
+        let constants = Poseidon2Constants::<BabyBear, 24>::plonky3_default();
+        let (bb_cpu, bb_gpu) = (constants.to_cpu(), GpuPoseidon2::new(ctx, constants));
         for n in [680usize, 683, 1500, 2049] {
             check(&gpu, &cpu, &mut rng, n, &format!("{n} states over 64 KiB bindings"));
+            check(&bb_gpu, &bb_cpu, &mut rng, n, &format!("{n} states over 64 KiB bindings"));
         }
     }
     let err = Poseidon2Constants::<BabyBear, 24>::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 24]; 4], vec![[BabyBear::default(); 24]; 4]), vec![BabyBear::default(); 13])

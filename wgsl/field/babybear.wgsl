@@ -1,7 +1,7 @@
 // BabyBear, p = 2^31 - 2^27 + 1 = 15 * 2^27 + 1: the constants field/prime.wgsl works with
 // (`MontyField31<BabyBearParameters>`), reached through the virtual import `field/constants`.
 
-// p = FP_ODD * 2^FP_TWO_ADICITY + 1 (fp_div_2exp in poseidon2/permutation.wgsl).
+// p = FP_ODD * 2^FP_TWO_ADICITY + 1 (fp_div_2exp in poseidon2/common.wgsl).
 const FP_ODD: u32 = 15u;
 const FP_TWO_ADICITY: u32 = 27u;
 const FP_P: u32 = 0x78000001u;

@@ -41,7 +41,7 @@ fn ext4_square(a: vec4<u32>) -> vec4<u32> {
 }
 
 // Inverse through the norm down to the base field: with y = X, a(y) * a(-y) = b0 + b1 y^2 lies in
-// the quadratic subfield, and (b0 + b1 y^2)(b0 - b1 y^2) = b0^2 - W b1^2 lies in BabyBear.
+// the quadratic subfield, and (b0 + b1 y^2)(b0 - b1 y^2) = b0^2 - W b1^2 lies in the base field.
 // The inverse of 0 is returned as 0 (callers must not rely on it).
 fn ext4_inverse(a: vec4<u32>) -> vec4<u32> {
     let conj = vec4<u32>(a.x, fp_neg(a.y), a.z, fp_neg(a.w));

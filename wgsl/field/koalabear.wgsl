@@ -1,7 +1,7 @@
 // KoalaBear, p = 2^31 - 2^24 + 1 = 127 * 2^24 + 1: the constants field/prime.wgsl works with
 // (`MontyField31<KoalaBearParameters>`), reached through the virtual import `field/constants`.
 
-// p = FP_ODD * 2^FP_TWO_ADICITY + 1 (fp_div_2exp in poseidon2/permutation.wgsl).
+// p = FP_ODD * 2^FP_TWO_ADICITY + 1 (fp_div_2exp in poseidon2/common.wgsl).
 const FP_ODD: u32 = 127u;
 const FP_TWO_ADICITY: u32 = 24u;
 const FP_P: u32 = 0x7f000001u;

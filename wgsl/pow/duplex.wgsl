@@ -3,7 +3,7 @@
 // #import poseidon2/permutation
 // #import pow/params
 
-// Plonky3's DuplexChallenger<BabyBear, Poseidon2, 16, 8> (p3-challenger 0.8) on the GPU, for
+// Plonky3's DuplexChallenger<F, Poseidon2, 16, 8> (p3-challenger 0.8) on the GPU, for
 // kernels that play a transcript step between two kernels of one submission: a sponge state,
 // the pending inputs and their count. Observing a value clears the output buffer and buffers the
 // value; a full rate is absorbed (duplexing: the inputs overwrite the rate slots, the rest of

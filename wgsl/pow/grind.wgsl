@@ -4,7 +4,7 @@
 // #import poseidon2/permutation
 // #import pow/params
 
-// Proof-of-work search for Plonky3's DuplexChallenger<BabyBear, Poseidon2, 16, 8>::grind: the
+// Proof-of-work search for Plonky3's DuplexChallenger<F, Poseidon2, 16, 8>::grind: the
 // candidate state is the sponge state with the pending inputs in slots 0..len, the witness in slot
 // len, zeros to slot 8 and the absorbed count added to slot 8 (the host prepares all of it but the
 // witness). A witness w passes when canonical(permute(state)[7]) & mask == 0.

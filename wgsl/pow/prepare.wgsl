@@ -3,7 +3,7 @@
 
 // A grind set up on the GPU, so it can run in the same submission as the kernel whose output
 // the transcript observes just before grinding (a sumcheck round's two values): one thread
-// plays Plonky3's DuplexChallenger<BabyBear, Poseidon2, 16, 8>::observe for each observed word
+// plays Plonky3's DuplexChallenger<F, Poseidon2, 16, 8>::observe for each observed word
 // from the sponge state the host passes, then writes what `GrindState::new` would make of the
 // state reached (crates/gpu/src/grind.rs) as the grind's params, and resets `best`.
 // The host checks the state this kernel reached against its own before using the witness.

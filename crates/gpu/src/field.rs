@@ -56,14 +56,20 @@ impl FieldId {
         }
     }
 
-    /// The WGSL file of the field's Poseidon2 internal rounds and diagonal at `width` 16 or 24
-    /// (the virtual imports `poseidon2/field16`, `poseidon2/field24`).
-    pub(crate) fn poseidon2_width_source(self, width: usize) -> &'static str {
-        match (self, width) {
-            (FieldId::BabyBear, 24) => "poseidon2/babybear24",
-            (FieldId::KoalaBear, 24) => "poseidon2/koalabear24",
-            (FieldId::BabyBear, _) => "poseidon2/babybear16",
-            (FieldId::KoalaBear, _) => "poseidon2/koalabear16",
+    /// The WGSL file of the field's Poseidon2 internal rounds and diagonal at width 16 (the
+    /// virtual import `poseidon2/field16`).
+    pub(crate) fn poseidon2_16_source(self) -> &'static str {
+        match self {
+            FieldId::BabyBear => "poseidon2/babybear16",
+            FieldId::KoalaBear => "poseidon2/koalabear16",
+        }
+    }
+
+    /// The same at width 24 (the virtual import `poseidon2/field24`).
+    pub(crate) fn poseidon2_24_source(self) -> &'static str {
+        match self {
+            FieldId::BabyBear => "poseidon2/babybear24",
+            FieldId::KoalaBear => "poseidon2/koalabear24",
         }
     }
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, words_to, FieldId, BABYBEAR_P};
+use crate::field::{as_words, words_to, FieldId};
 use crate::poseidon2::{GpuPoseidon2, Poseidon2Field};
 use crate::shaders::{Kernel, GRIND_GROUP};
 
@@ -149,20 +149,23 @@ fn range_for(bits: usize) -> u64 {
     (4u64 << bits).clamp(1 << 12, 1 << 28)
 }
 
-/// End of the one range a grind run ahead of the transcript searches (from 0).
+/// End of the one range a grind run ahead of the transcript searches (from 0; at most 2^28,
+/// below every supported prime).
 pub(crate) fn range_end(bits: usize) -> u32 {
-    range_for(bits).min(BABYBEAR_P as u64) as u32
+    range_for(bits) as u32
 }
 
 /// A grind recorded on the GPU behind the kernels whose output the transcript observes just
 /// before it ([`GpuGrinder::record_after_observing`]); its batch reads it back
 /// ([`read_in`](Self::read_in), then [`GrindRead::offer`]).
-pub struct GrindAheadRecord {
+pub struct GrindAheadRecord<F = BabyBear> {
     params: wgpu::Buffer,
     best: wgpu::Buffer,
     bits: usize,
     /// End of the range searched (from 0).
     end: u32,
+    /// The field the grind searched (its result reads back as this field's words).
+    field: std::marker::PhantomData<F>,
 }
 
 /// What a grind run ahead of the transcript found: the state it searched, as the GPU reached
@@ -176,7 +179,7 @@ pub struct GrindOffer<F = BabyBear> {
     pub searched_end: u32,
 }
 
-impl GrindAheadRecord {
+impl<F: Poseidon2Field> GrindAheadRecord<F> {
     /// Words a grind's params and result read back as.
     pub const WORDS: usize = PARAMS_WORDS + 1;
 
@@ -191,9 +194,9 @@ impl GrindAheadRecord {
     }
 
     /// Reads what the grind found when `batch` runs, and hands the grind's buffers to it.
-    pub fn read_in(self, batch: &mut Batch<'_>) -> GrindRead {
+    pub fn read_in(self, batch: &mut Batch<'_>) -> GrindRead<F> {
         let slot = batch.read_many(&[(&self.params, 0, PARAMS_WORDS), (&self.best, 0, 1)]);
-        let read = GrindRead { slot, bits: self.bits, end: self.end };
+        let read = GrindRead { slot, bits: self.bits, end: self.end, field: std::marker::PhantomData };
         self.lend_to(batch);
         read
     }
@@ -206,24 +209,25 @@ impl GrindAheadRecord {
 }
 
 /// Where a batch reads what a grind found ([`GrindAheadRecord::read_in`]).
-pub struct GrindRead {
+pub struct GrindRead<F = BabyBear> {
     slot: ReadSlot,
     bits: usize,
     end: u32,
+    field: std::marker::PhantomData<F>,
 }
 
-impl GrindRead {
+impl<F: Poseidon2Field> GrindRead<F> {
     /// The offer in the batch's readback. Bad words (a kernel bug) are an error.
-    pub fn offer<F: Poseidon2Field>(&self, readback: &Readback) -> Result<GrindOffer<F>> {
+    pub fn offer(&self, readback: &Readback) -> Result<GrindOffer<F>> {
         parse_offer(readback.get(self.slot)?, self.bits, self.end)
     }
 }
 
-/// The offer in the words a grind's params and result read back as (`GrindAheadRecord::WORDS`).
+/// The offer in the words a grind's params and result read back as (`GrindAheadRecord::<F>::WORDS`).
 fn parse_offer<F: Poseidon2Field>(words: &[u32], bits: usize, searched_end: u32) -> Result<GrindOffer<F>> {
     {
-        if words.len() != GrindAheadRecord::WORDS {
-            return Err(GpuError::Device(format!("{} grind-ahead words read back, expected {}", words.len(), GrindAheadRecord::WORDS)));
+        if words.len() != GrindAheadRecord::<F>::WORDS {
+            return Err(GpuError::Device(format!("{} grind-ahead words read back, expected {}", words.len(), GrindAheadRecord::<F>::WORDS)));
         }
         let base: [F; WIDTH] = words_to::<F>(words[..WIDTH].to_vec())?.try_into().expect("WIDTH words");
         let [slot, mask, start, end] = [words[WIDTH], words[WIDTH + 1], words[WIDTH + 2], words[WIDTH + 3]];
@@ -282,7 +286,7 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
         first_word: usize,
         words: usize,
         bits: usize,
-    ) -> Result<GrindAheadRecord> {
+    ) -> Result<GrindAheadRecord<F>> {
         let mask = pow_mask(bits)?;
         if bits == 0 || input_buffer.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("no grind to run ahead at {bits} bits with {} pending inputs", input_buffer.len())));
@@ -304,23 +308,23 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
         dispatches.push(Dispatch { pipeline: (*prepare).clone(), bind, groups: 1 });
         let bind = self.poseidon2.bind(&grind, &[&params, &best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(end as u64) });
-        Ok(GrindAheadRecord { params, best, bits, end })
+        Ok(GrindAheadRecord { params, best, bits, end, field: std::marker::PhantomData })
     }
 
     /// Buffers for a grind at `bits` whose params a GPU kernel writes (a chained sumcheck round:
     /// wgsl/sumcheck/chain.wgsl), searching `0..end`; record the search itself with
     /// [`record_device_grind`](Self::record_device_grind) after that kernel.
-    pub(crate) fn device_grind(&self, bits: usize, end: u32) -> Result<GrindAheadRecord> {
+    pub(crate) fn device_grind(&self, bits: usize, end: u32) -> Result<GrindAheadRecord<F>> {
         pow_mask(bits)?;
         if bits == 0 || end == 0 || end > F::ORDER_U32 {
             return Err(GpuError::InvalidInput(format!("no grind at {bits} bits over 0..{end}")));
         }
         let ctx = self.poseidon2.context();
-        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits, end })
+        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits, end, field: std::marker::PhantomData })
     }
 
     /// Records the search of a [`device_grind`](Self::device_grind).
-    pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord) -> Result<()> {
+    pub(crate) fn record_device_grind(&self, dispatches: &mut Vec<Dispatch>, record: &GrindAheadRecord<F>) -> Result<()> {
         let grind = grind_pipeline(self.poseidon2.context(), F::ID)?;
         let bind = self.poseidon2.bind(&grind, &[&record.params, &record.best]);
         dispatches.push(Dispatch { pipeline: (*grind).clone(), bind, groups: grind_groups(record.end as u64) });
@@ -369,6 +373,11 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
                 ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, grind_groups((end - start) as u64), None);
                 let found = ctx.submit_and_read(encoder, best, 1)?[0];
                 if found != u32::MAX {
+                    // A word outside the range searched would be a kernel bug; reduced mod p it
+                    // could pass the check without being the smallest witness.
+                    if found < start || found >= end {
+                        return Err(GpuError::Device(format!("the grind kernel reported witness {found} outside the range {start}..{end} it searched")));
+                    }
                     return Ok(F::from_u32(found));
                 }
                 start = end;

@@ -33,8 +33,9 @@ pub const HALF_FULL_ROUNDS: usize = 4;
 /// Internal rounds over BabyBear.
 pub const PARTIAL_ROUNDS: usize = 13;
 
-/// A field whose width-16 Poseidon2 the GPU runs: its S-box and internal layer are in
-/// wgsl/poseidon2/<field>.wgsl, its round constants are uploaded.
+/// A field whose width-16 Poseidon2 the GPU runs: its S-box is in wgsl/poseidon2/<field>.wgsl,
+/// its internal rounds and diagonal in wgsl/poseidon2/<field>16.wgsl; round constants are
+/// uploaded.
 pub trait Poseidon2Field: GpuField {
     /// Plonky3's permutation of the same constants.
     type Permutation16: CryptographicPermutation<[Self; WIDTH]> + CryptographicPermutation<[<Self as Field>::Packing; WIDTH]> + Clone + Send + Sync;
@@ -96,8 +97,7 @@ impl<F: Poseidon2Field> Poseidon2Width<WIDTH> for F {
     }
 }
 
-/// The wide state: Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>` (for leaf
-/// sponges of rate 16).
+/// The wide state: Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>`.
 pub const WIDE: usize = 24;
 
 impl Poseidon2Width<WIDE> for BabyBear {
@@ -228,28 +228,10 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
         &self.constants
     }
 
-    /// Binds the constants at binding 0 and `buffers` at bindings 1, 2, ... (a uniform, then the
-    /// kernel's storage buffers).
-    pub(crate) fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let all: Vec<&wgpu::Buffer> = std::iter::once(&self.uniform).chain(buffers.iter().copied()).collect();
-        self.ctx.bind_buffers(pipeline, &all)
-    }
-
-    /// [`bind`](Self::bind) with byte ranges (see `GpuContext::bind_ranges`).
-    pub(crate) fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+    /// The constants at binding 0 and `ranges` after them: for this width's own batch kernel.
+    fn bind_own_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
         let all: Vec<(&wgpu::Buffer, u64, Option<u64>)> = std::iter::once((&self.uniform, 0, None)).chain(ranges.iter().copied()).collect();
         self.ctx.bind_ranges(pipeline, &all)
-    }
-
-    /// One dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at bindings
-    /// 1, 2, ... (its params uniform first), to be recorded with others in one pass
-    /// (`GpuContext::record_dispatches`).
-    pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
-        let groups = u32::try_from(threads.div_ceil(64))
-            .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
-        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
-        let bind = self.bind(&pipeline, buffers);
-        Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
 
     /// Records the permutation of `count` states in `input` into `output` (`W` words each).
@@ -267,9 +249,10 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
         }
         let state_bytes = (W * 4) as u64;
-        // Whole multiples of `unit` states: range offsets stay multiples of 256 bytes (4 states of
-        // width 16, 8 of width 24).
-        let unit = (256 / gcd(state_bytes, 256)) as usize;
+        // Whole multiples of `unit` states: range offsets stay multiples of the adapter's storage
+        // offset alignment (at 256 bytes: 4 states of width 16, 8 of width 24).
+        let align = u64::from(self.ctx.limits().min_storage_buffer_offset_alignment).max(1);
+        let unit = (align / gcd(state_bytes, align)) as usize;
         let per_range = ((self.ctx.max_binding_bytes() / state_bytes) as usize / unit * unit).max(unit);
         let pipeline = self.ctx.pipeline_for(F::ID, <F as Poseidon2Width<W>>::BATCH_KERNEL, &[])?;
         let mut dispatches = Vec::new();
@@ -277,7 +260,7 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
             let n = per_range.min(count - first);
             let params = self.ctx.uniform("poseidon2 params", &[n as u32, 0, 0, 0]);
             let (offset, size) = (first as u64 * state_bytes, n as u64 * state_bytes);
-            let bind = self.bind_ranges(&pipeline, &[(&params, 0, None), (input, offset, Some(size)), (output, offset, Some(size))]);
+            let bind = self.bind_own_ranges(&pipeline, &[(&params, 0, None), (input, offset, Some(size)), (output, offset, Some(size))]);
             let groups = u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} states exceed one dispatch")))?;
             dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         }
@@ -302,6 +285,34 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
                 .map(|c| c.try_into().expect("chunks of W"))
                 .collect())
         })
+    }
+}
+
+/// Binding the width-16 constants: only kernels of width 16 declare a uniform of their size.
+impl<F: Poseidon2Field> GpuPoseidon2<F, WIDTH> {
+    /// Binds the width-16 constants at binding 0 and `buffers` at bindings 1, 2, ... (a uniform, then the
+    /// kernel's storage buffers), for kernels built on poseidon2/permutation.wgsl (width 16: its
+    /// uniform declares this width's constants).
+    pub(crate) fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let all: Vec<&wgpu::Buffer> = std::iter::once(&self.uniform).chain(buffers.iter().copied()).collect();
+        self.ctx.bind_buffers(pipeline, &all)
+    }
+
+    /// [`bind`](Self::bind) with byte ranges (see `GpuContext::bind_ranges`).
+    pub(crate) fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let all: Vec<(&wgpu::Buffer, u64, Option<u64>)> = std::iter::once((&self.uniform, 0, None)).chain(ranges.iter().copied()).collect();
+        self.ctx.bind_ranges(pipeline, &all)
+    }
+
+    /// One dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at bindings
+    /// 1, 2, ... (its params uniform first), to be recorded with others in one pass
+    /// (`GpuContext::record_dispatches`).
+    pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
+        let groups = u32::try_from(threads.div_ceil(64))
+            .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
+        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
+        let bind = self.bind(&pipeline, buffers);
+        Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
 }
 

@@ -225,8 +225,8 @@ impl Resolve {
             "field/mul" => self.variant.source_name(),
             "field/constants" => self.field.constants_source(),
             "poseidon2/sbox" => self.field.poseidon2_source(),
-            "poseidon2/field16" => self.field.poseidon2_width_source(16),
-            "poseidon2/field24" => self.field.poseidon2_width_source(24),
+            "poseidon2/field16" => self.field.poseidon2_16_source(),
+            "poseidon2/field24" => self.field.poseidon2_24_source(),
             other => other,
         }
     }
