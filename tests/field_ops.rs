@@ -4,8 +4,8 @@
 mod common;
 
 use p3_baby_bear::BabyBear;
-use p3_field::extension::{BinomialExtensionField, BinomiallyExtendable};
-use p3_field::{BasedVectorSpace, Field, PrimeCharacteristicRing};
+use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
+use p3_field::{ExtensionField, PrimeCharacteristicRing};
 use p3_koala_bear::KoalaBear;
 use rand::distr::{Distribution, StandardUniform};
 use rand::RngExt;
@@ -63,29 +63,41 @@ fn base_field_ops_match_plonky3() {
     }
 }
 
-fn ext_ops_match<F: GpuField + BinomiallyExtendable<4>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng)
+/// The WGSL routines of one extension: its add, sub, mul, neg, square and inverse op codes.
+struct ExtOps {
+    name: &'static str,
+    ops: [FieldOp; 6],
+}
+
+const EXT4: ExtOps = ExtOps { name: "^4", ops: [FieldOp::Ext4Add, FieldOp::Ext4Sub, FieldOp::Ext4Mul, FieldOp::Ext4Neg, FieldOp::Ext4Square, FieldOp::Ext4Inverse] };
+const EXT5: ExtOps = ExtOps { name: "^5", ops: [FieldOp::Ext5Add, FieldOp::Ext5Sub, FieldOp::Ext5Mul, FieldOp::Ext5Neg, FieldOp::Ext5Square, FieldOp::Ext5Inverse] };
+const EXT8: ExtOps = ExtOps { name: "^8", ops: [FieldOp::Ext8Add, FieldOp::Ext8Sub, FieldOp::Ext8Mul, FieldOp::Ext8Neg, FieldOp::Ext8Square, FieldOp::Ext8Inverse] };
+
+/// Every routine of `ext` over `E` (an extension of F of the degree `ext` works in) against
+/// Plonky3's, on edge values and fresh random ones.
+fn ext_ops_match<F: GpuField, E: ExtensionField<F>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng, ext: &ExtOps)
 where
-    StandardUniform: Distribution<BinomialExtensionField<F, 4>>,
+    StandardUniform: Distribution<E>,
 {
-    type Ext<F> = BinomialExtensionField<F, 4>;
-    let words = |v: &[Ext<F>]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
-    let from = |w: Vec<u32>| -> Vec<Ext<F>> { words_to::<F>(w).unwrap().chunks(4).map(|c| Ext::<F>::from_basis_coefficients_slice(c).unwrap()).collect() };
-    let mut a: Vec<Ext<F>> = vec![Ext::<F>::ZERO, Ext::<F>::ONE, Ext::<F>::NEG_ONE, Ext::<F>::from(F::NEG_ONE)];
-    let mut b: Vec<Ext<F>> = vec![Ext::<F>::ONE, Ext::<F>::ZERO, Ext::<F>::NEG_ONE, Ext::<F>::TWO];
-    a.extend((0..2000).map(|_| rng.random::<Ext<F>>()));
-    b.extend((0..2000).map(|_| rng.random::<Ext<F>>()));
+    let degree = E::DIMENSION;
+    let words = |v: &[E]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
+    let from = |w: Vec<u32>| -> Vec<E> { words_to::<F>(w).unwrap().chunks(degree).map(|c| E::from_basis_coefficients_slice(c).unwrap()).collect() };
+    let mut a: Vec<E> = vec![E::ZERO, E::ONE, E::NEG_ONE, E::from(F::NEG_ONE), E::GENERATOR];
+    let mut b: Vec<E> = vec![E::ONE, E::ZERO, E::NEG_ONE, E::TWO, E::GENERATOR];
+    a.extend((0..1500).map(|_| rng.random::<E>()));
+    b.extend((0..1500).map(|_| rng.random::<E>()));
     let (wa, wb) = (words(&a), words(&b));
     let run = |op| from(run_field_op_in(ctx, F::ID, op, &wa, &wb, 0).unwrap());
-    let what = format!("{}^4 {:?}", F::ID.name(), ctx.mul_variant());
-    let zip = |f: fn(Ext<F>, Ext<F>) -> Ext<F>| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
-    assert_eq!(run(FieldOp::Ext4Add), zip(|x, y| x + y), "ext add {what}");
-    assert_eq!(run(FieldOp::Ext4Sub), zip(|x, y| x - y), "ext sub {what}");
-    assert_eq!(run(FieldOp::Ext4Mul), zip(|x, y| x * y), "ext mul {what}");
-    assert_eq!(run(FieldOp::Ext4Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext neg {what}");
-    assert_eq!(run(FieldOp::Ext4Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext square {what}");
-    let inv = run(FieldOp::Ext4Inverse);
-    for (x, got) in a.iter().zip(inv) {
-        assert_eq!(got, x.try_inverse().unwrap_or(Ext::<F>::ZERO), "ext inverse of {x} {what}");
+    let what = format!("{}{} {:?}", F::ID.name(), ext.name, ctx.mul_variant());
+    let [add, sub, mul, neg, square, inverse] = ext.ops;
+    let zip = |f: fn(E, E) -> E| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
+    assert_eq!(run(add), zip(|x, y| x + y), "add {what}");
+    assert_eq!(run(sub), zip(|x, y| x - y), "sub {what}");
+    assert_eq!(run(mul), zip(|x, y| x * y), "mul {what}");
+    assert_eq!(run(neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "neg {what}");
+    assert_eq!(run(square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "square {what}");
+    for (x, got) in a.iter().zip(run(inverse)) {
+        assert_eq!(got, x.try_inverse().unwrap_or(E::ZERO), "inverse of {x} {what}");
     }
 }
 
@@ -93,34 +105,18 @@ where
 fn extension_field_ops_match_plonky3() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        ext_ops_match::<BabyBear>(&ctx, &mut rng);
-        ext_ops_match::<KoalaBear>(&ctx, &mut rng);
+        ext_ops_match::<BabyBear, BinomialExtensionField<BabyBear, 4>>(&ctx, &mut rng, &EXT4);
+        ext_ops_match::<KoalaBear, BinomialExtensionField<KoalaBear, 4>>(&ctx, &mut rng, &EXT4);
     }
 }
 
-fn ext8_ops_match<F: GpuField + BinomiallyExtendable<8>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng)
-where
-    StandardUniform: Distribution<BinomialExtensionField<F, 8>>,
-{
-    type Ext<F> = BinomialExtensionField<F, 8>;
-    let words = |v: &[Ext<F>]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
-    let from = |w: Vec<u32>| -> Vec<Ext<F>> { words_to::<F>(w).unwrap().chunks(8).map(|c| Ext::<F>::from_basis_coefficients_slice(c).unwrap()).collect() };
-    let mut a: Vec<Ext<F>> = vec![Ext::<F>::ZERO, Ext::<F>::ONE, Ext::<F>::NEG_ONE, Ext::<F>::from(F::NEG_ONE), Ext::<F>::GENERATOR];
-    let mut b: Vec<Ext<F>> = vec![Ext::<F>::ONE, Ext::<F>::ZERO, Ext::<F>::NEG_ONE, Ext::<F>::TWO, Ext::<F>::GENERATOR];
-    a.extend((0..1500).map(|_| rng.random::<Ext<F>>()));
-    b.extend((0..1500).map(|_| rng.random::<Ext<F>>()));
-    let (wa, wb) = (words(&a), words(&b));
-    let run = |op| from(run_field_op_in(ctx, F::ID, op, &wa, &wb, 0).unwrap());
-    let what = format!("{}^8 {:?}", F::ID.name(), ctx.mul_variant());
-    let zip = |f: fn(Ext<F>, Ext<F>) -> Ext<F>| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
-    assert_eq!(run(FieldOp::Ext8Add), zip(|x, y| x + y), "ext8 add {what}");
-    assert_eq!(run(FieldOp::Ext8Sub), zip(|x, y| x - y), "ext8 sub {what}");
-    assert_eq!(run(FieldOp::Ext8Mul), zip(|x, y| x * y), "ext8 mul {what}");
-    assert_eq!(run(FieldOp::Ext8Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext8 neg {what}");
-    assert_eq!(run(FieldOp::Ext8Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext8 square {what}");
-    let inv = run(FieldOp::Ext8Inverse);
-    for (x, got) in a.iter().zip(inv) {
-        assert_eq!(got, x.try_inverse().unwrap_or(Ext::<F>::ZERO), "ext8 inverse of {x} {what}");
+/// The degree-5 extensions: BabyBear's binomial X^5 - 2 and KoalaBear's trinomial X^5 + X^2 - 1.
+#[test]
+fn degree_5_extension_ops_match_plonky3() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        ext_ops_match::<BabyBear, BinomialExtensionField<BabyBear, 5>>(&ctx, &mut rng, &EXT5);
+        ext_ops_match::<KoalaBear, QuinticTrinomialExtensionField<KoalaBear>>(&ctx, &mut rng, &EXT5);
     }
 }
 
@@ -130,43 +126,8 @@ where
 fn degree_8_extension_ops_match_plonky3() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        ext8_ops_match::<BabyBear>(&ctx, &mut rng);
-        ext8_ops_match::<KoalaBear>(&ctx, &mut rng);
-    }
-}
-
-fn ext5_ops_match<F: GpuField, E: p3_field::ExtensionField<F>>(ctx: &GpuContext, rng: &mut rand::rngs::StdRng, name: &str)
-where
-    StandardUniform: Distribution<E>,
-{
-    let words = |v: &[E]| -> Vec<u32> { v.iter().flat_map(|e| as_words::<F>(e.as_basis_coefficients_slice()).to_vec()).collect() };
-    let from = |w: Vec<u32>| -> Vec<E> { words_to::<F>(w).unwrap().chunks(5).map(|c| E::from_basis_coefficients_slice(c).unwrap()).collect() };
-    let mut a: Vec<E> = vec![E::ZERO, E::ONE, E::NEG_ONE, E::from(F::NEG_ONE), E::GENERATOR];
-    let mut b: Vec<E> = vec![E::ONE, E::ZERO, E::NEG_ONE, E::TWO, E::GENERATOR];
-    a.extend((0..1500).map(|_| rng.random::<E>()));
-    b.extend((0..1500).map(|_| rng.random::<E>()));
-    let (wa, wb) = (words(&a), words(&b));
-    let run = |op| from(run_field_op_in(ctx, F::ID, op, &wa, &wb, 0).unwrap());
-    let what = format!("{name} {:?}", ctx.mul_variant());
-    let zip = |f: fn(E, E) -> E| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
-    assert_eq!(run(FieldOp::Ext5Add), zip(|x, y| x + y), "ext5 add {what}");
-    assert_eq!(run(FieldOp::Ext5Sub), zip(|x, y| x - y), "ext5 sub {what}");
-    assert_eq!(run(FieldOp::Ext5Mul), zip(|x, y| x * y), "ext5 mul {what}");
-    assert_eq!(run(FieldOp::Ext5Neg), a.iter().map(|&x| -x).collect::<Vec<_>>(), "ext5 neg {what}");
-    assert_eq!(run(FieldOp::Ext5Square), a.iter().map(|&x| x.square()).collect::<Vec<_>>(), "ext5 square {what}");
-    let inv = run(FieldOp::Ext5Inverse);
-    for (x, got) in a.iter().zip(inv) {
-        assert_eq!(got, x.try_inverse().unwrap_or(E::ZERO), "ext5 inverse of {x} {what}");
-    }
-}
-
-/// The degree-5 extensions: BabyBear's binomial X^5 - 2 and KoalaBear's trinomial X^5 + X^2 - 1.
-#[test]
-fn degree_5_extension_ops_match_plonky3() {
-    let mut rng = common::rng();
-    for ctx in common::contexts() {
-        ext5_ops_match::<BabyBear, BinomialExtensionField<BabyBear, 5>>(&ctx, &mut rng, "BabyBear^5");
-        ext5_ops_match::<KoalaBear, p3_field::extension::QuinticTrinomialExtensionField<KoalaBear>>(&ctx, &mut rng, "KoalaBear^5 (trinomial)");
+        ext_ops_match::<BabyBear, BinomialExtensionField<BabyBear, 8>>(&ctx, &mut rng, &EXT8);
+        ext_ops_match::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&ctx, &mut rng, &EXT8);
     }
 }
 
