@@ -1,78 +1,92 @@
 //! The GPU grinder and the CPU grinder return the same, smallest witness; a stock Plonky3
 //! DuplexChallenger accepts it and ends in the same state. Fresh random transcripts, both
-//! multiply variants.
+//! multiply variants, BabyBear and KoalaBear.
 
 mod common;
 
 use std::sync::Arc;
 
-use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
+use p3_baby_bear::BabyBear;
 use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, GrindingChallenger};
-use p3_field::{PrimeCharacteristicRing, PrimeField32};
+use p3_field::PrimeCharacteristicRing;
+use p3_koala_bear::KoalaBear;
+use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::pow_mask;
-use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
+use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, Poseidon2Field};
 
-type Stock = DuplexChallenger<BabyBear, Poseidon2BabyBear<16>, 16, 8>;
+type Stock = StockOf<BabyBear>;
 
 #[test]
 fn gpu_and_cpu_grinders_agree_and_stock_challenger_accepts() {
-    check_grinders(&[0, 1, 2, 5, 8, 12, 16, 17], 16);
+    check_grinders::<BabyBear>(&[0, 1, 2, 5, 8, 12, 16, 17], 16);
 }
 
 /// (19 bits and more: `hard_difficulties_agree`, with --ignored; on a software adapter each bit
 /// doubles a minute of CI.)
 #[test]
 fn a_difficulty_of_18_bits_agrees() {
-    check_grinders(&[18], 2);
+    check_grinders::<BabyBear>(&[18], 2);
 }
 
 #[test]
 #[ignore = "19 to 22 bits take minutes on a software adapter; run in release with --ignored"]
 fn hard_difficulties_agree() {
-    check_grinders(&[19, 20, 22], 6);
+    check_grinders::<BabyBear>(&[19, 20, 22], 6);
 }
+
+/// The stock challenger over `F` with the same permutation.
+type StockOf<F> = DuplexChallenger<F, <F as Poseidon2Field>::Permutation16, 16, 8>;
 
 /// Our challenger (grinding on the GPU whatever the difficulty) and a stock one, after the same
 /// random observations and, half the time, a sample (which leaves an output buffer behind, as
 /// real transcripts do).
-fn random_transcripts(rng: &mut StdRng, perm: &Poseidon2BabyBear<16>, grinder: &Arc<GpuGrinder>) -> (GpuChallenger, Stock) {
+fn random_transcripts<F: Poseidon2Field>(rng: &mut StdRng, perm: &F::Permutation16, grinder: &Arc<GpuGrinder<F>>) -> (GpuChallenger<F>, StockOf<F>)
+where
+    StandardUniform: Distribution<F>,
+{
     let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
-    let mut stock = Stock::new(perm.clone());
+    let mut stock = StockOf::<F>::new(perm.clone());
     for _ in 0..rng.random_range(0..20) {
-        let x: BabyBear = rng.random();
+        let x: F = rng.random();
         ours.observe(x);
         stock.observe(x);
     }
     if rng.random::<bool>() {
-        let (a, b): (BabyBear, BabyBear) = (ours.sample(), stock.sample());
+        let (a, b): (F, F) = (ours.sample(), stock.sample());
         assert_eq!(a, b);
     }
     (ours, stock)
 }
 
-fn check_grinders(difficulties: &[usize], rounds: usize) {
+fn check_grinders<F: Poseidon2Field>(difficulties: &[usize], rounds: usize)
+where
+    StandardUniform: Distribution<F>,
+{
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let seed: u64 = rng.random();
-        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let seed = rng.random::<u64>();
+        let constants = Poseidon2Constants::<F>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
         let perm = constants.to_cpu();
         let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
         for round in 0..rounds {
             let bits = difficulties[round % difficulties.len()];
+            let what = format!("{} at {bits} bits ({:?})", F::ID.name(), ctx.mul_variant());
             let (mut ours, mut stock) = random_transcripts(&mut rng, &perm, &grinder);
             let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
             let cpu = cpu_grind(&perm, &state, bits).unwrap();
             let witness = ours.grind(bits);
-            assert_eq!(witness, cpu, "GPU vs CPU at {bits} bits ({:?})", ctx.mul_variant());
-            assert_eq!(ours.gpu_fallbacks(), 0, "the GPU grinder failed and the CPU stood in at {bits} bits");
+            assert_eq!(witness, cpu, "GPU vs CPU {what}");
+            assert_eq!(ours.gpu_fallbacks(), 0, "the GPU grinder failed and the CPU stood in {what}");
             if bits <= 12 {
-                let smaller = (0..witness.as_canonical_u32()).find(|&w| state.accepts(&perm, bits, BabyBear::new(w)));
-                assert_eq!(smaller, None, "a smaller witness exists at {bits} bits");
+                let smaller = (0..witness.as_canonical_u32()).find(|&w| state.accepts(&perm, bits, F::from_u32(w)));
+                assert_eq!(smaller, None, "a smaller witness exists {what}");
             }
-            assert!(stock.check_witness(bits, witness), "stock challenger rejects {witness} at {bits} bits");
-            assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "transcripts diverged after grinding");
+            assert!(stock.check_witness(bits, witness), "stock challenger rejects {witness} {what}");
+            assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "transcripts diverged after grinding {what}");
+            let (a, b): (F, F) = (ours.sample(), stock.sample());
+            assert_eq!(a, b, "samples after grinding {what}");
         }
     }
 }
@@ -143,9 +157,17 @@ fn a_wrong_gpu_witness_falls_back_to_the_cpu() {
 /// witness, which is the CPU's smallest one. An offer from another state is never taken.
 #[test]
 fn grinds_ahead_search_the_state_the_challenger_reaches() {
+    check_grinds_ahead::<BabyBear>();
+    check_grinds_ahead::<KoalaBear>();
+}
+
+fn check_grinds_ahead<F: Poseidon2Field>()
+where
+    StandardUniform: Distribution<F>,
+{
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let constants = Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
+        let constants = Poseidon2Constants::<F>::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random::<u64>()));
         let perm = constants.to_cpu();
         let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
         for round in 0..12 {
@@ -154,7 +176,7 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
             let ahead = ours.grind_ahead(bits).expect("a GPU grinder at any difficulty");
             // Words the "kernel" left: some padding, then what the transcript observes next.
             let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));
-            let words: Vec<BabyBear> = (0..skip + count).map(|_| rng.random()).collect();
+            let words: Vec<F> = (0..skip + count).map(|_| rng.random()).collect();
             let observed = ctx.storage("observed", words.len());
             ctx.write(&observed, whir_wgpu::gpu::field::as_words(&words));
             let (g, b, sponge, pending) = ahead.target().expect("the challenger published its state");
@@ -172,7 +194,7 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
             }
             if stale {
                 // The transcript went elsewhere: the offer must be ignored.
-                let x: BabyBear = rng.random();
+                let x: F = rng.random();
                 stock.observe(x);
                 for &w in &words[skip..] {
                     ours.observe(w);
@@ -183,7 +205,10 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
                     ours.observe(w);
                 }
                 let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
-                assert_eq!(offer.state, state, "the GPU reached another sponge state ({:?}, {count} words)", ctx.mul_variant());
+                assert_eq!(offer.state, state, "the GPU reached another {} sponge state ({:?}, {count} words)", F::ID.name(), ctx.mul_variant());
+                if let Some(w) = offer.witness {
+                    assert_eq!(w, cpu_grind(&perm, &state, bits).unwrap(), "the grind ahead's witness is the smallest at {bits} bits");
+                }
             }
             // One range from 0 holds a witness but for a ~2% chance (four expected hits); without
             // one the challenger searches on from the range's end and the offer is not "used".
@@ -207,94 +232,5 @@ fn grinds_ahead_search_the_state_the_challenger_reaches() {
 /// transcripts stay equal through observes, samples and grinds.
 #[test]
 fn koalabear_grinders_agree_and_stock_challenger_accepts() {
-    use p3_koala_bear::{KoalaBear, Poseidon2KoalaBear};
-    type KbStock = DuplexChallenger<KoalaBear, Poseidon2KoalaBear<16>, 16, 8>;
-    let mut rng = common::rng();
-    for ctx in common::contexts() {
-        let seed: u64 = rng.random();
-        let constants = Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
-        let perm = constants.to_cpu();
-        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
-        for (round, bits) in [0usize, 1, 5, 8, 12, 16, 3, 14].into_iter().enumerate() {
-            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
-            let mut stock = KbStock::new(perm.clone());
-            for _ in 0..rng.random_range(0..20) {
-                let x: KoalaBear = rng.random();
-                ours.observe(x);
-                stock.observe(x);
-            }
-            if round % 2 == 1 {
-                let (a, b): (KoalaBear, KoalaBear) = (ours.sample(), stock.sample());
-                assert_eq!(a, b);
-            }
-            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
-            let cpu = cpu_grind(&perm, &state, bits).unwrap();
-            let witness = ours.grind(bits);
-            assert_eq!(witness, cpu, "KoalaBear GPU vs CPU at {bits} bits ({:?})", ctx.mul_variant());
-            assert_eq!(ours.gpu_fallbacks(), 0, "the GPU grinder failed and the CPU stood in at {bits} bits");
-            if bits <= 12 {
-                let smaller = (0..witness.as_canonical_u32()).find(|&w| state.accepts(&perm, bits, KoalaBear::new(w)));
-                assert_eq!(smaller, None, "a smaller KoalaBear witness exists at {bits} bits");
-            }
-            assert!(stock.check_witness(bits, witness), "stock KoalaBear challenger rejects {witness} at {bits} bits");
-            assert_eq!(ours.sample_bits(20), stock.sample_bits(20), "KoalaBear transcripts diverged after grinding");
-            let (a, b): (KoalaBear, KoalaBear) = (ours.sample(), stock.sample());
-            assert_eq!(a, b);
-        }
-    }
-}
-
-/// KoalaBear's grind run ahead: the prepare kernel observes words on the GPU over KoalaBear and
-/// reaches the stock challenger's state; the range's witness is the smallest, and the challenger
-/// takes the offer.
-#[test]
-fn koalabear_grinds_ahead_reach_the_stock_state() {
-    use p3_koala_bear::{KoalaBear, Poseidon2KoalaBear};
-    type KbStock = DuplexChallenger<KoalaBear, Poseidon2KoalaBear<16>, 16, 8>;
-    let mut rng = common::rng();
-    for ctx in common::contexts() {
-        let constants = Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random()));
-        let perm = constants.to_cpu();
-        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));
-        for bits in [1usize, 4, 8, 10, 12, 6] {
-            let mut ours = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
-            let mut stock = KbStock::new(perm.clone());
-            for _ in 0..rng.random_range(0..12) {
-                let x: KoalaBear = rng.random();
-                ours.observe(x);
-                stock.observe(x);
-            }
-            let ahead = ours.grind_ahead(bits).expect("a GPU grinder at any difficulty");
-            let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));
-            let words: Vec<KoalaBear> = (0..skip + count).map(|_| rng.random()).collect();
-            let observed = ctx.storage("observed", words.len());
-            ctx.write(&observed, whir_wgpu::gpu::field::as_words(&words));
-            let (g, _, sponge, pending) = ahead.target().expect("the challenger published its state");
-            let mut dispatches = Vec::new();
-            let record = g.record_after_observing(&mut dispatches, &sponge, &pending, &observed, skip, count, bits).unwrap();
-            let mut batch = ctx.batch("grind ahead");
-            batch.record(&dispatches);
-            let read = record.read_in(&mut batch);
-            let offer = read.offer(&ctx.run(batch).unwrap()).unwrap();
-            for &w in &words[skip..] {
-                ours.observe(w);
-                stock.observe(w);
-            }
-            let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
-            assert_eq!(offer.state, state, "the GPU reached another KoalaBear sponge state ({:?}, {count} words)", ctx.mul_variant());
-            let smallest = cpu_grind(&perm, &state, bits).unwrap();
-            if let Some(w) = offer.witness {
-                assert_eq!(w, smallest, "the grind ahead's witness is the smallest at {bits} bits");
-            }
-            let found = offer.witness.is_some();
-            ahead.offer(offer);
-            let used = ours.grinds_ahead_used();
-            let witness = ours.grind(bits);
-            assert_eq!(witness, smallest);
-            assert_eq!(ours.grinds_ahead_used(), used + u64::from(found), "the offer is taken when it holds a witness");
-            assert!(stock.check_witness(bits, witness));
-            assert_eq!(ours.sample_bits(16), stock.sample_bits(16));
-            ours.stop_grinding_ahead();
-        }
-    }
+    check_grinders::<KoalaBear>(&[0, 1, 5, 8, 12, 16, 3, 14], 8);
 }

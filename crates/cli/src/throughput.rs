@@ -241,15 +241,16 @@ pub fn run(
                     if out.path != "gpu" {
                         bail!("{} was made on the {} path, not the GPU's", what(i), out.path);
                     }
+                    let file = out.proof_file(p);
                     match &reference[i % INPUTS] {
                         None => {
-                            out.proof_file(p).verify(p).with_context(|| format!("the stock verifier rejected {}", what(i)))?;
+                            file.verify(p).with_context(|| format!("the stock verifier rejected {}", what(i)))?;
                             reference[i % INPUTS] = Some(out.proof.clone());
                         }
                         Some(bytes) if *bytes != out.proof => bail!("{} differs from the same input's proof made before", what(i)),
                         Some(_) => {}
                     }
-                    let witnesses = out.proof_file(p).pow_witnesses().with_context(|| what(i))?;
+                    let witnesses = file.pow_witnesses().with_context(|| what(i))?;
                     grind += witnesses.iter().map(|&w| w as u64 + 1).sum::<u64>();
                     latencies.push(out.total().as_secs_f64() * 1e3);
                 }

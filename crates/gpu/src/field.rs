@@ -32,13 +32,6 @@ impl FieldId {
         }
     }
 
-    /// The prime.
-    pub fn modulus(self) -> u32 {
-        match self {
-            FieldId::BabyBear => BabyBear::ORDER_U32,
-            FieldId::KoalaBear => KoalaBear::ORDER_U32,
-        }
-    }
 
     /// The WGSL file of the field's constants (the virtual import `field/constants`).
     pub(crate) fn constants_source(self) -> &'static str {

@@ -59,13 +59,8 @@ struct FieldOpParams {
     _pad: u32,
 }
 
-/// Applies `op` element-wise over BabyBear; `lhs`/`rhs` are Montgomery words (`rhs` ignored by
+/// Applies `op` element-wise over `field`; `lhs`/`rhs` are Montgomery words (`rhs` ignored by
 /// unary ops). The output buffer is poisoned (all ones) before the kernel runs.
-pub fn run_field_op(ctx: &GpuContext, op: FieldOp, lhs: &[u32], rhs: &[u32], exponent: u32) -> Result<Vec<u32>> {
-    run_field_op_in(ctx, FieldId::BabyBear, op, lhs, rhs, exponent)
-}
-
-/// [`run_field_op`] over `field`.
 pub fn run_field_op_in(ctx: &GpuContext, field: FieldId, op: FieldOp, lhs: &[u32], rhs: &[u32], exponent: u32) -> Result<Vec<u32>> {
     let count = lhs.len() / op.words();
     ctx.scoped("field op test", || {
