@@ -10,7 +10,8 @@ use p3_baby_bear::BabyBear;
 use crate::context::{Batch, Dispatch, Readback};
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
-use crate::field::as_words;
+use crate::field::{as_words, GpuField};
+use crate::poseidon2::Poseidon2Field;
 use crate::field::matrix_bytes;
 use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec, DIGEST_ELEMS};
 use crate::ntt::{GpuNtt, NttSource, NttSpec};
@@ -40,14 +41,14 @@ enum Stored {
 }
 
 /// A committed codeword on the GPU. Dropping it hands its buffers back to the pools.
-pub struct CommittedCodeword {
+pub struct CommittedCodeword<F: GpuField = BabyBear> {
     codeword: Option<Stored>,
-    tree: GpuMerkleTree,
+    tree: GpuMerkleTree<F>,
     ntt: Arc<GpuNtt>,
 }
 
-impl CommittedCodeword {
-    pub fn root(&self) -> [BabyBear; DIGEST_ELEMS] {
+impl<F: GpuField> CommittedCodeword<F> {
+    pub fn root(&self) -> [F; DIGEST_ELEMS] {
         self.tree.root
     }
     pub fn height(&self) -> usize {
@@ -83,7 +84,7 @@ impl CommittedCodeword {
     }
 }
 
-impl Drop for CommittedCodeword {
+impl<F: GpuField> Drop for CommittedCodeword<F> {
     fn drop(&mut self) {
         match self.codeword.take() {
             Some(Stored::One(b)) => self.ntt.recycle(b),
@@ -95,15 +96,15 @@ impl Drop for CommittedCodeword {
 
 /// A codeword recorded into a batch ([`GpuCodewords::record_commit`]), its root not read yet.
 /// Dropped, it gives its buffers back (the batch must then not run).
-pub struct RecordedCodeword {
+pub struct RecordedCodeword<F: GpuField = BabyBear> {
     codeword: Option<wgpu::Buffer>,
-    tree: Option<RecordedTree>,
+    tree: Option<RecordedTree<F>>,
     /// A codeword over one binding, committed at once.
-    built: Option<CommittedCodeword>,
+    built: Option<CommittedCodeword<F>>,
     ntt: Arc<GpuNtt>,
 }
 
-impl RecordedCodeword {
+impl<F: GpuField> RecordedCodeword<F> {
     /// The buffer whose first 8 words hold the root once the batch's work runs, for work
     /// recorded after the commit; None for a split codeword, committed at once.
     pub fn root_buffer(&self) -> Option<&wgpu::Buffer> {
@@ -111,7 +112,7 @@ impl RecordedCodeword {
     }
 
     /// The committed codeword, with the root its batch read back.
-    pub fn finish(mut self, readback: &Readback) -> Result<CommittedCodeword> {
+    pub fn finish(mut self, readback: &Readback) -> Result<CommittedCodeword<F>> {
         if let Some(built) = self.built.take() {
             return Ok(built);
         }
@@ -121,7 +122,7 @@ impl RecordedCodeword {
     }
 }
 
-impl Drop for RecordedCodeword {
+impl<F: GpuField> Drop for RecordedCodeword<F> {
     fn drop(&mut self) {
         if let Some(b) = self.codeword.take() {
             self.ntt.recycle(b);
@@ -142,9 +143,9 @@ fn warn_once_script_left_out(e: &GpuError) {
 
 /// Encodes and commits messages on one GPU.
 #[derive(Clone)]
-pub struct GpuCodewords {
+pub struct GpuCodewords<F: Poseidon2Field = BabyBear> {
     ntt: Arc<GpuNtt>,
-    merkle: Arc<GpuMerkle>,
+    merkle: Arc<GpuMerkle<F>>,
     /// Narrow codewords of at least this many rows keep only their upper tree layers (see
     /// [`lowest_kept_layer`](Self::lowest_kept_layer)).
     trim_from_rows: usize,
@@ -152,9 +153,9 @@ pub struct GpuCodewords {
     tree_lowest: Option<usize>,
 }
 
-impl GpuCodewords {
+impl<F: Poseidon2Field> GpuCodewords<F> {
     /// The NTT and the Merkle builder must share one context.
-    pub fn new(ntt: Arc<GpuNtt>, merkle: Arc<GpuMerkle>) -> Result<Self> {
+    pub fn new(ntt: Arc<GpuNtt>, merkle: Arc<GpuMerkle<F>>) -> Result<Self> {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
@@ -181,7 +182,7 @@ impl GpuCodewords {
     /// 2^-log_inv_rate — the transform of the message padded with zero rows, which are never
     /// stored — and commits to the codeword's rows. One upload, one wait, one readback (the
     /// root).
-    pub fn commit(&self, message: &[BabyBear], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+    pub fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
         let (committed, input) = self.commit_keep(message, width, log_inv_rate)?;
         self.ntt.context().recycle_storage(input);
         Ok(committed)
@@ -189,7 +190,7 @@ impl GpuCodewords {
 
     /// [`commit`](Self::commit) that also returns the uploaded message (a pooled buffer), for
     /// more work on it.
-    pub fn commit_keep(&self, message: &[BabyBear], width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+    pub fn commit_keep(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
             return Err(GpuError::InvalidInput(format!(
                 "a message of {} values is not a power-of-two number of rows of width {width}",
@@ -204,7 +205,7 @@ impl GpuCodewords {
 
     /// [`commit_buffer`](Self::commit_buffer) of an uploaded message, returned with the
     /// commitment (or back to the pool on an error).
-    fn commit_kept(&self, input: wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+    fn commit_kept(&self, input: wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         match self.commit_buffer_as(&input, rows, width, log_inv_rate, layout) {
             Ok(committed) => Ok((committed, input)),
             Err(e) => {
@@ -226,7 +227,7 @@ impl GpuCodewords {
         log_inv_rate: usize,
         layout: MessageLayout,
         block: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
-    ) -> Result<(CommittedCodeword, wgpu::Buffer)> {
+    ) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         let words = blocks.checked_mul(block_words).unwrap_or(0);
         if width == 0 || words == 0 || !words.is_multiple_of(width) || !(words / width).is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {blocks} blocks of {block_words} words is not a power-of-two number of rows of width {width}")));
@@ -237,13 +238,13 @@ impl GpuCodewords {
 
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
     /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
-    pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+    pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
         self.commit_buffer_as(message, rows, width, log_inv_rate, MessageLayout::Rows)
     }
 
     /// [`commit_buffer`](Self::commit_buffer) of a message that lies in `message` as `layout`
     /// says.
-    pub fn commit_buffer_as(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<CommittedCodeword> {
+    pub fn commit_buffer_as(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<CommittedCodeword<F>> {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit");
@@ -258,13 +259,13 @@ impl GpuCodewords {
     /// asks for early submits); the root is read when the batch runs
     /// ([`RecordedCodeword::finish`]). A codeword or a stored digest layer larger than one
     /// binding is encoded and committed at once, split (`commit_blocked`).
-    pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword> {
+    pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
         self.record_commit_as(batch, message, rows, width, log_inv_rate, MessageLayout::Rows)
     }
 
     /// [`record_commit`](Self::record_commit) of a message that lies in `message` as `layout`
     /// says: reordered into a transient copy first where it is not row-major.
-    pub fn record_commit_as(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<RecordedCodeword> {
+    pub fn record_commit_as(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<RecordedCodeword<F>> {
         let MessageLayout::ReversedIndices { words } = layout else {
             return self.record_rows(batch, message, rows, width, log_inv_rate);
         };
@@ -284,11 +285,11 @@ impl GpuCodewords {
     }
 
     /// [`record_commit`](Self::record_commit)'s body.
-    fn record_rows(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword> {
+    fn record_rows(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
         }
-        let spec = GpuEncoder::<BabyBear>::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
+        let spec = GpuEncoder::<F>::spec(rows.trailing_zeros() as usize, width, log_inv_rate);
         let ctx = self.ntt.context().clone();
         // A codeword or a stored digest layer larger than one binding takes the split path. The
         // one-buffer tree stores no leaf digests for rows narrower than two digests (level 1,
@@ -327,7 +328,7 @@ impl GpuCodewords {
     /// points drawn and f evaluated there, a grind). Its results come back with the root (None
     /// where it could not be recorded, or for a codeword over one binding: the caller plays
     /// those steps itself).
-    pub fn commit_then_script(&self, sumcheck: &GpuSumcheck, rows: usize, width: usize, log_inv_rate: usize, script: &SpongeScript) -> Result<(CommittedCodeword, Option<SpongeScriptValues>)> {
+    pub fn commit_then_script(&self, sumcheck: &GpuSumcheck<F>, rows: usize, width: usize, log_inv_rate: usize, script: &SpongeScript<F>) -> Result<(CommittedCodeword<F>, Option<SpongeScriptValues<F>>)> {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit and sponge script");
@@ -379,7 +380,7 @@ impl GpuCodewords {
     /// rehash the rows they need, chunk by chunk); digest layers larger than one binding are
     /// built and read in ranges. Needs the message and one column of the codeword each within
     /// one binding, and the tree's level 1 within one buffer.
-    fn commit_blocked(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword> {
+    fn commit_blocked(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
         let ctx = self.ntt.context().clone();
         let binding = ctx.max_binding_bytes();
         let codeword_rows = rows << log_inv_rate;
@@ -403,11 +404,11 @@ impl GpuCodewords {
             let fit = self.merkle.rows_per_chunk(width)?;
             (1usize << fit.ilog2()).min(codeword_rows)
         };
-        let spec = GpuEncoder::<BabyBear>::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
+        let spec = GpuEncoder::<F>::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
         let started = std::time::Instant::now();
         let chunks: Vec<wgpu::Buffer> = (0..codeword_rows / chunk_rows).map(|_| ctx.pooled_storage("codeword rows", chunk_rows * width)).collect();
         let recorded = ctx.scoped("codeword column blocks", || {
-            let pipeline = ctx.pipeline(Kernel::CopyBlock, &[])?;
+            let pipeline = ctx.pipeline_for(F::ID, Kernel::CopyBlock, &[])?;
             let copy = |params: BlockParams, src: &wgpu::Buffer, dst: &wgpu::Buffer| {
                 let groups = (params.rows as usize * params.cols as usize).div_ceil(256) as u32;
                 let params = ctx.uniform("block params", &params);
@@ -437,7 +438,7 @@ impl GpuCodewords {
             ctx.submit(encoder)
         });
         let tree = recorded.and_then(|()| {
-            let row_chunks = CommittedCodeword::row_chunks(&chunks, chunk_rows);
+            let row_chunks = CommittedCodeword::<F>::row_chunks(&chunks, chunk_rows);
             self.merkle.commit_groups_with(&[RowGroup { chunks: row_chunks, height: codeword_rows, width }], false)
         });
         match tree {
@@ -453,7 +454,7 @@ impl GpuCodewords {
     }
 
     /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0).
-    pub fn open(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<OpenedRows> {
+    pub fn open(&self, committed: &CommittedCodeword<F>, indices: &[usize]) -> Result<OpenedRows<F>> {
         match committed.codeword.as_ref().expect("present until drop") {
             Stored::One(b) => self.merkle.open_rows(&committed.tree, b, indices, 0),
             Stored::Chunks { .. } => {
@@ -465,14 +466,14 @@ impl GpuCodewords {
 
     /// [`open`](Self::open) without waiting; [`read_openings`](Self::read_openings) reads any
     /// number of them back in one transfer. The codeword may be dropped in between.
-    pub fn open_deferred(&self, committed: &CommittedCodeword, indices: &[usize]) -> Result<PendingRows> {
+    pub fn open_deferred(&self, committed: &CommittedCodeword<F>, indices: &[usize]) -> Result<PendingRows> {
         match committed.codeword.as_ref().expect("present until drop") {
             Stored::One(b) => self.merkle.open_rows_deferred(&committed.tree, b, indices, 0),
-            Stored::Chunks { buffers, rows } => self.merkle.open_row_chunks_deferred(&committed.tree, &CommittedCodeword::row_chunks(buffers, *rows), indices, 0),
+            Stored::Chunks { buffers, rows } => self.merkle.open_row_chunks_deferred(&committed.tree, &CommittedCodeword::<F>::row_chunks(buffers, *rows), indices, 0),
         }
     }
 
-    pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows>> {
+    pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows<F>>> {
         self.merkle.read_pending(pending)
     }
 
@@ -483,7 +484,7 @@ impl GpuCodewords {
     }
 
     /// The second half of [`start_reading_openings`](Self::start_reading_openings).
-    pub fn finish_reading_openings(&self, reading: ReadingRows) -> Result<Vec<OpenedRows>> {
+    pub fn finish_reading_openings(&self, reading: ReadingRows) -> Result<Vec<OpenedRows<F>>> {
         self.merkle.finish_reading(reading)
     }
 }

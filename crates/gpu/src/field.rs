@@ -2,6 +2,7 @@
 //! fields (`MontyField31`: BabyBear, KoalaBear).
 
 use p3_baby_bear::BabyBear;
+use p3_field::extension::BinomiallyExtendable;
 use p3_field::{PrimeField32, TwoAdicField};
 use p3_koala_bear::KoalaBear;
 use rayon::prelude::*;
@@ -76,7 +77,7 @@ mod sealed {
 /// A field the kernels run over: one of Plonky3's `MontyField31` fields, whose elements are
 /// `#[repr(transparent)]` Montgomery `u32` words (checked below), so slices of them are the
 /// GPU's buffers as they are. Sealed: the layout is what makes the word casts sound.
-pub trait GpuField: PrimeField32 + TwoAdicField + sealed::Sealed {
+pub trait GpuField: PrimeField32 + TwoAdicField + BinomiallyExtendable<4> + sealed::Sealed {
     const ID: FieldId;
 }
 
@@ -90,14 +91,18 @@ impl GpuField for KoalaBear {
 
 const _: () = assert!(std::mem::size_of::<KoalaBear>() == 4 && std::mem::align_of::<KoalaBear>() == 4);
 
-/// BabyBear^4 as Plonky3 stores it: `BinomialExtensionField` is `#[repr(transparent)]` over
-/// `[BabyBear; 4]` (p3-field's own `flatten_to_base` relies on this layout).
-pub type Ext4 = p3_field::extension::BinomialExtensionField<BabyBear, 4>;
+/// A field's degree-4 binomial extension (BabyBear^4 by default) as Plonky3 stores it:
+/// `BinomialExtensionField` is `#[repr(transparent)]` over `[F; 4]` (p3-field's own
+/// `flatten_to_base` relies on this layout).
+pub type Ext4<F = BabyBear> = p3_field::extension::BinomialExtensionField<F, 4>;
 const _: () = assert!(std::mem::size_of::<Ext4>() == 16 && std::mem::align_of::<Ext4>() == 4);
+const _: () = assert!(std::mem::size_of::<Ext4<KoalaBear>>() == 16 && std::mem::align_of::<Ext4<KoalaBear>>() == 4);
 
-/// The Montgomery words of BabyBear^4 values (four per element, X^0 first), without copying.
-pub fn ext4_as_words(values: &[Ext4]) -> &[u32] {
-    // SAFETY: 16 bytes of four BabyBear words per element, alignment 4 (checked above).
+/// The Montgomery words of degree-4 extension values (four per element, X^0 first), without
+/// copying.
+pub fn ext4_as_words<F: GpuField>(values: &[Ext4<F>]) -> &[u32] {
+    // SAFETY: 16 bytes of four base words per element, alignment 4 (checked above for every
+    // GpuField).
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * 4) }
 }
 

@@ -1,4 +1,5 @@
-//! Sumcheck state on the GPU: two BabyBear^4 tables f and w over {0,1}^m (big-endian index
+//! Sumcheck state on the GPU: two tables f and w of a field's degree-4 extension (BabyBear^4,
+//! KoalaBear^4) over {0,1}^m (big-endian index
 //! order, as Plonky3's `Poly`), kept resident, with the steps of a product sumcheck Σ f·w that
 //! binds the last variable first (adjacent pairs): round coefficients, folding, weight updates
 //! (equality and select weights) and multilinear evaluation. Each step is one or two dispatches;
@@ -7,6 +8,9 @@
 use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
+
+use crate::field::GpuField;
+use crate::poseidon2::Poseidon2Field;
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 
 use crate::challenger::GrindAhead;
@@ -16,7 +20,7 @@ use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer
 use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
-use crate::field::{ext4_as_words, from_words};
+use crate::field::{ext4_as_words, words_to};
 use crate::shaders::Kernel;
 
 mod lazy_slots;
@@ -28,8 +32,6 @@ const MAX_REDUCE_GROUPS: usize = 1024;
 /// Largest table: 2^28 entries (n = 28 proofs' first table), indexed with 32-bit integers; tables
 /// over one binding are split into segments.
 const MAX_VARS: usize = 28;
-/// BabyBear's largest two-adic subgroup: 2^27.
-const TWO_ADICITY: usize = 27;
 
 /// Rust twin of `RoundParams` in wgsl/sumcheck/round.wgsl.
 #[repr(C)]
@@ -151,8 +153,8 @@ struct SlotWeightParams {
 /// table — or, with `successor`, as its successor view (entry i replaced by entry
 /// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
 #[derive(Clone, Copy, Debug)]
-pub struct Slots<'a> {
-    pub point: &'a [Ext4],
+pub struct Slots<'a, F: GpuField = BabyBear> {
+    pub point: &'a [Ext4<F>],
     pub offsets: &'a [usize],
     pub successor: bool,
 }
@@ -161,15 +163,15 @@ pub struct Slots<'a> {
 /// replaced by entry min(i + shift, 2^k − 1), with `reversed` that entry's index read
 /// bit-reversed within the slot.
 #[derive(Clone, Copy)]
-struct SlotRead<'a> {
-    point: &'a [Ext4],
+struct SlotRead<'a, F: GpuField> {
+    point: &'a [Ext4<F>],
     offsets: &'a [usize],
     shift: u32,
     reversed: bool,
 }
 
 /// A lazy round plan's reads as [`GpuSumcheck::read_slots`] takes them.
-fn lazy_slot_reads(plan: &lazy_slots::RoundPlan) -> Vec<SlotRead<'_>> {
+fn lazy_slot_reads<F: GpuField>(plan: &lazy_slots::RoundPlan<F>) -> Vec<SlotRead<'_, F>> {
     plan.reads.iter().map(|r| SlotRead { point: &r.point, offsets: &r.offsets, shift: r.shift, reversed: false }).collect()
 }
 
@@ -185,14 +187,14 @@ fn reverse_low_bits(x: usize, bits: usize) -> usize {
 /// Split equality tables of points, laid end to end in one table, each point's once (the slot
 /// kernels' `tables`).
 #[derive(Default)]
-struct PlacedEqTables<'a> {
-    tables: Vec<Ext4>,
-    placed: Vec<(std::borrow::Cow<'a, [Ext4]>, u32, u32, usize)>,
+struct PlacedEqTables<'a, F: GpuField> {
+    tables: Vec<Ext4<F>>,
+    placed: Vec<(std::borrow::Cow<'a, [Ext4<F>]>, u32, u32, usize)>,
 }
 
-impl<'a> PlacedEqTables<'a> {
+impl<'a, F: GpuField> PlacedEqTables<'a, F> {
     /// Where `point`'s high and low tables start, and its low bits: placed if new.
-    fn place(&mut self, point: std::borrow::Cow<'a, [Ext4]>) -> (u32, u32, usize) {
+    fn place(&mut self, point: std::borrow::Cow<'a, [Ext4<F>]>) -> (u32, u32, usize) {
         if let Some(&(_, hi_at, lo_at, low)) = self.placed.iter().find(|t| t.0 == point) {
             return (hi_at, lo_at, low);
         }
@@ -211,10 +213,10 @@ impl<'a> PlacedEqTables<'a> {
 }
 
 /// Split equality tables of `point` (k coordinates): eq(point, i) = hi[i >> low]·lo[i & (2^low − 1)].
-fn split_eq_tables(point: &[Ext4]) -> (Vec<Ext4>, Vec<Ext4>, usize) {
+fn split_eq_tables<F: GpuField>(point: &[Ext4<F>]) -> (Vec<Ext4<F>>, Vec<Ext4<F>>, usize) {
     let low = point.len().div_ceil(2);
     let (hi, lo) = point.split_at(point.len() - low);
-    (eq_table(hi, Ext4::ONE), eq_table(lo, Ext4::ONE), low)
+    (eq_table(hi, Ext4::<F>::ONE), eq_table(lo, Ext4::<F>::ONE), low)
 }
 
 /// Most points one sponge script draws and evaluates f at.
@@ -225,30 +227,30 @@ pub const MAX_SCRIPT_SAMPLES: usize = 16;
 /// inputs (Plonky3's `DuplexChallenger`), observe the root; `samples` times, sample an extension
 /// element z and observe f's value at z's univariate expansion; then grind `grind_bits` bits
 /// (0: no grind) from the state reached.
-pub struct SpongeScript {
-    pub grinder: Arc<GpuGrinder>,
-    pub sponge: [BabyBear; WIDTH],
-    pub pending: Vec<BabyBear>,
+pub struct SpongeScript<F: Poseidon2Field = BabyBear> {
+    pub grinder: Arc<GpuGrinder<F>>,
+    pub sponge: [F; WIDTH],
+    pub pending: Vec<F>,
     pub samples: usize,
     pub grind_bits: usize,
 }
 
 /// A sponge script recorded into a batch ([`GpuSumcheck::record_sponge_script`]): where its
 /// points, values and grind come back.
-pub struct SpongeScriptRecord {
+pub struct SpongeScriptRecord<F: Poseidon2Field = BabyBear> {
     /// Per point: the point drawn, then f's value there (4 words each).
     samples: Vec<(ReadSlot, ReadSlot)>,
-    grind: Option<GrindRead>,
+    grind: Option<GrindRead<F>>,
 }
 
 /// What a sponge script played on the GPU: each point drawn and f's value there, and the grind
 /// as an offer for the challenger. The caller draws the points with its own challenger and
 /// checks each against the one drawn here before using its value.
 #[derive(Clone, Debug)]
-pub struct SpongeScriptValues {
-    pub points: Vec<Ext4>,
-    pub answers: Vec<Ext4>,
-    pub offer: Option<GrindOffer>,
+pub struct SpongeScriptValues<F: Poseidon2Field = BabyBear> {
+    pub points: Vec<Ext4<F>>,
+    pub answers: Vec<Ext4<F>>,
+    pub offer: Option<GrindOffer<F>>,
 }
 
 /// Rust twin of `LazyParams` in wgsl/sumcheck/lazy_weights.wgsl.
@@ -281,11 +283,11 @@ struct LazyCoeffParams {
 /// (binding z_j's last coordinate to r scales c_j by eq(z_j,last, r)). After the rounds it
 /// covers, w is written as a table of the folded size. At n = 24 this never stores the first
 /// weight table (256 MiB) nor its folds before the last.
-struct LazyEq {
+struct LazyEq<F: GpuField> {
     /// The points z_j, with every coordinate they had when set.
-    points: Vec<Vec<Ext4>>,
+    points: Vec<Vec<Ext4<F>>>,
     /// c_j: the scales times eq(z_j's bound coordinates, their challenges).
-    scales: Vec<Ext4>,
+    scales: Vec<Ext4<F>>,
     /// Variables bound since set, and the rounds the tables cover (fewer than that are bound
     /// while a `LazyEq` exists).
     bound: usize,
@@ -304,7 +306,7 @@ struct LazyEq {
     coeffs: wgpu::Buffer,
 }
 
-impl LazyEq {
+impl<F: GpuField> LazyEq<F> {
     fn lo_bits(&self) -> usize {
         self.vars - self.bound - 1 - self.hi_bits
     }
@@ -315,12 +317,12 @@ impl LazyEq {
     }
 
     /// The coordinate each point binds in round `t`.
-    fn coordinate(&self, j: usize, t: usize) -> Ext4 {
+    fn coordinate(&self, j: usize, t: usize) -> Ext4<F> {
         bound_coordinate(&self.points[j], t)
     }
 
     /// c, A and B for the next round to bind, as the kernels read them.
-    fn coeff_words(&self) -> Vec<Ext4> {
+    fn coeff_words(&self) -> Vec<Ext4<F>> {
         let k = self.points.len();
         let mut out = self.scales.clone();
         out.extend((0..k).map(|j| self.scales[j] - self.scales[j] * self.coordinate(j, self.bound)));
@@ -329,18 +331,18 @@ impl LazyEq {
     }
 
     /// Binds the next coordinate to `r` on the host's side.
-    fn bind(&mut self, r: Ext4) {
+    fn bind(&mut self, r: Ext4<F>) {
         for j in 0..self.points.len() {
             let z = self.coordinate(j, self.bound);
-            self.scales[j] *= (Ext4::ONE - z) * (Ext4::ONE - r) + z * r;
+            self.scales[j] *= (Ext4::<F>::ONE - z) * (Ext4::<F>::ONE - r) + z * r;
         }
         self.bound += 1;
     }
 }
 
 /// The coordinate of `point` that round `t` binds (the last first); zero once all are bound.
-fn bound_coordinate(point: &[Ext4], t: usize) -> Ext4 {
-    point.len().checked_sub(t + 1).map_or(Ext4::ZERO, |i| point[i])
+fn bound_coordinate<F: GpuField>(point: &[Ext4<F>], t: usize) -> Ext4<F> {
+    point.len().checked_sub(t + 1).map_or(Ext4::<F>::ZERO, |i| point[i])
 }
 
 /// Select weights of at least this many variables over tables of at least 2^this-many entries
@@ -355,26 +357,26 @@ const EVAL_CHUNK_BITS: usize = 8;
 
 /// The chunk tables of eval.wgsl for the multilinear point `point` (coordinate 0 paired with
 /// the top bit of the index): T_c[k] = eq of the coordinates of bits 8c.. with k's bits.
-fn eq_chunk_tables(point: &[Ext4]) -> Vec<Ext4> {
+fn eq_chunk_tables<F: GpuField>(point: &[Ext4<F>]) -> Vec<Ext4<F>> {
     let m = point.len();
     let chunks = m.div_ceil(EVAL_CHUNK_BITS).max(1);
     let mut tables = Vec::with_capacity(chunks << EVAL_CHUNK_BITS);
     for c in 0..chunks {
         let bits = (m - (c * EVAL_CHUNK_BITS).min(m)).min(EVAL_CHUNK_BITS);
         // Bit i of the chunk is index bit 8c + i, i.e. coordinate m - 1 - 8c - i.
-        let coords: Vec<Ext4> = (0..bits).rev().map(|i| point[m - 1 - c * EVAL_CHUNK_BITS - i]).collect();
-        let mut table = eq_table(&coords, Ext4::ONE);
-        table.resize(1 << EVAL_CHUNK_BITS, Ext4::ZERO);
+        let coords: Vec<Ext4<F>> = (0..bits).rev().map(|i| point[m - 1 - c * EVAL_CHUNK_BITS - i]).collect();
+        let mut table = eq_table(&coords, Ext4::<F>::ONE);
+        table.resize(1 << EVAL_CHUNK_BITS, Ext4::<F>::ZERO);
         tables.extend(table);
     }
     tables
 }
 
 /// scale · eq(coords, x) for x in 0..2^k, coordinate 0 paired with the top bit of x.
-fn eq_table(coords: &[Ext4], scale: Ext4) -> Vec<Ext4> {
+fn eq_table<F: GpuField>(coords: &[Ext4<F>], scale: Ext4<F>) -> Vec<Ext4<F>> {
     // Expanded in place: each coordinate doubles the table, entry i becoming 2i and 2i + 1
     // (walked from the top so nothing is overwritten before it is read).
-    let mut table = vec![Ext4::ZERO; 1 << coords.len()];
+    let mut table = vec![Ext4::<F>::ZERO; 1 << coords.len()];
     table[0] = scale;
     for (k, &c) in coords.iter().enumerate() {
         for i in (0..1usize << k).rev() {
@@ -387,15 +389,15 @@ fn eq_table(coords: &[Ext4], scale: Ext4) -> Vec<Ext4> {
     table
 }
 
-fn ext_words(values: &[Ext4]) -> &[u32] {
+fn ext_words<F: GpuField>(values: &[Ext4<F>]) -> &[u32] {
     ext4_as_words(values)
 }
 
-fn ext_from_words(words: Vec<u32>) -> Result<Vec<Ext4>> {
-    Ok(<Ext4 as BasedVectorSpace<BabyBear>>::reconstitute_from_base(from_words(words)?))
+fn ext_from_words<F: GpuField>(words: Vec<u32>) -> Result<Vec<Ext4<F>>> {
+    Ok(<Ext4<F> as BasedVectorSpace<F>>::reconstitute_from_base(words_to::<F>(words)?))
 }
 
-/// A table of 2^vars entries (one BabyBear word each, or four for BabyBear^4) in segments of
+/// A table of 2^vars entries (one base-field word each, or four for the extension) in segments of
 /// 2^seg_log entries, each within one storage binding, so a table larger than one binding (the
 /// first weight table of a large proof) is worked on segment by segment. Either one buffer per
 /// segment, or one buffer holding them all (a base-field table handed over as one buffer), whose
@@ -403,7 +405,7 @@ fn ext_from_words(words: Vec<u32>) -> Result<Vec<Ext4>> {
 struct Table {
     buffers: Vec<wgpu::Buffer>,
     seg_log: usize,
-    /// Words per entry: 1 (BabyBear) or 4 (BabyBear^4).
+    /// Words per entry: 1 (base field) or 4 (extension).
     words: usize,
 }
 
@@ -443,15 +445,15 @@ const CHAIN_R_AT: u64 = CHAIN_INFO_AT + 16;
 
 /// A sumcheck round played on the GPU by [`GpuSumcheck::play_chain`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChainedRound {
+pub struct ChainedRound<F: Poseidon2Field = BabyBear> {
     /// The round polynomial's h(0) and h(∞).
-    pub c0: Ext4,
-    pub c_inf: Ext4,
+    pub c0: Ext4<F>,
+    pub c_inf: Ext4<F>,
     /// The challenge drawn on the GPU, already bound by a fold; None where the round's grind
     /// found no witness in its range: the chain stopped there, before the round's fold.
-    pub r: Option<Ext4>,
+    pub r: Option<Ext4<F>>,
     /// The round's grind (rounds with proof of work), as an offer for the challenger.
-    pub offer: Option<GrindOffer>,
+    pub offer: Option<GrindOffer<F>>,
 }
 
 /// Hands a fold's old tables to `batch`: back to the pool once the fold is submitted.
@@ -462,32 +464,32 @@ fn lend_tables(batch: &mut Batch<'_>, (f, w): (Table, Table)) {
 }
 
 /// The challenge a fold binds: given, or the last one a chain drew on the GPU.
-enum FoldChallenge<'a> {
-    Value(Ext4),
+enum FoldChallenge<'a, F: GpuField> {
+    Value(Ext4<F>),
     Chain(&'a wgpu::Buffer),
 }
 
 /// f and w on the GPU.
-pub struct GpuSumcheck {
+pub struct GpuSumcheck<F: Poseidon2Field = BabyBear> {
     ctx: Arc<GpuContext>,
     ntt: Arc<GpuNtt>,
     f: Table,
     w: Table,
     vars: usize,
-    /// Entries of one segment at most: 2^max_seg_log BabyBear^4 values fill at most one binding.
+    /// Entries of one segment at most: 2^max_seg_log extension values fill at most one binding.
     max_seg_log: usize,
     /// Bound where a kernel's optional buffers are unused (two: writable bindings may not alias).
     placeholder: wgpu::Buffer,
     spare: wgpu::Buffer,
     /// Set while the transcript grinds after every round: the grind then runs in the round's
     /// own submission (see [`set_grind_ahead`](Self::set_grind_ahead)).
-    ahead: Option<GrindAhead>,
+    ahead: Option<GrindAhead<F>>,
     /// Tests only: the end of a chained grind's range (a small one makes the chain stop).
     chain_range: Option<u32>,
     /// Equality weights not yet written into w (w has no table meanwhile).
-    lazy: Option<LazyEq>,
+    lazy: Option<LazyEq<F>>,
     /// Slot weights not yet written into w (w has no table meanwhile).
-    lazy_slots: Option<LazySlots>,
+    lazy_slots: Option<LazySlots<F>>,
     /// f and w hold the polynomials at bit-reversed indices
     /// ([`with_reversed_indices`](Self::with_reversed_indices)).
     reversed: bool,
@@ -504,7 +506,7 @@ struct BaseParams {
     _pad: u32,
 }
 
-impl Drop for GpuSumcheck {
+impl<F: Poseidon2Field> Drop for GpuSumcheck<F> {
     fn drop(&mut self) {
         for b in self.f.buffers.drain(..).chain(self.w.buffers.drain(..)) {
             self.ctx.recycle_storage(b);
@@ -517,8 +519,8 @@ impl Drop for GpuSumcheck {
     }
 }
 
-impl GpuSumcheck {
-    /// log2 of the most BabyBear^4 entries one binding holds on `ctx`'s adapter.
+impl<F: Poseidon2Field> GpuSumcheck<F> {
+    /// log2 of the most extension entries one binding holds on `ctx`'s adapter.
     fn max_segment_log(ctx: &GpuContext) -> Result<usize> {
         let entries = ctx.max_binding_bytes() / 16;
         // Segments of at least 256 entries keep every range offset a multiple of 256 bytes.
@@ -531,7 +533,7 @@ impl GpuSumcheck {
     /// Uploads f and w (equal powers of two, at most 2^28 entries) to `ntt`'s GPU (the NTT
     /// computes select weights as a transform). Tables larger than one binding are split into
     /// segments.
-    pub fn new(ntt: Arc<GpuNtt>, f: &[Ext4], w: &[Ext4]) -> Result<Self> {
+    pub fn new(ntt: Arc<GpuNtt>, f: &[Ext4<F>], w: &[Ext4<F>]) -> Result<Self> {
         let ctx = ntt.context().clone();
         if f.len() != w.len() || !f.len().is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("sumcheck tables of {} and {} entries (need equal powers of two)", f.len(), w.len())));
@@ -543,7 +545,7 @@ impl GpuSumcheck {
         let max_seg_log = Self::max_segment_log(&ctx)?;
         let seg_log = vars.min(max_seg_log);
         ctx.memory().try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
-        let upload = |label: &str, values: &[Ext4]| Table {
+        let upload = |label: &str, values: &[Ext4<F>]| Table {
             buffers: values
                 .chunks(1 << seg_log)
                 .map(|segment| {
@@ -562,7 +564,7 @@ impl GpuSumcheck {
         Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
     }
 
-    /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars BabyBear words, e.g.
+    /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars base-field words, e.g.
     /// a committed message; the sumcheck takes it over) and w = 0; build w with the `add_*`
     /// weights or [`set_lazy_eq_weights`](Self::set_lazy_eq_weights). Nothing is uploaded, and
     /// w's table is made only when weights are first written into it.
@@ -613,7 +615,7 @@ impl GpuSumcheck {
     }
 
     /// `point` as the table is indexed: reversed where the indices are.
-    fn table_point<'p>(&self, point: &'p [Ext4]) -> std::borrow::Cow<'p, [Ext4]> {
+    fn table_point<'p>(&self, point: &'p [Ext4<F>]) -> std::borrow::Cow<'p, [Ext4<F>]> {
         if self.reversed {
             std::borrow::Cow::Owned(point.iter().rev().copied().collect())
         } else {
@@ -622,12 +624,12 @@ impl GpuSumcheck {
     }
 
     /// `points` as the table is indexed.
-    fn table_points(&self, points: &[Vec<Ext4>]) -> Vec<Vec<Ext4>> {
+    fn table_points(&self, points: &[Vec<Ext4<F>>]) -> Vec<Vec<Ext4<F>>> {
         points.iter().map(|p| self.table_point(p).into_owned()).collect()
     }
 
     /// A table read back in the polynomial's order.
-    fn polynomial_order(&self, mut values: Vec<Ext4>) -> Vec<Ext4> {
+    fn polynomial_order(&self, mut values: Vec<Ext4<F>>) -> Vec<Ext4<F>> {
         if self.reversed && values.len() > 1 {
             p3_util::reverse_slice_index_bits(&mut values);
         }
@@ -670,7 +672,7 @@ impl GpuSumcheck {
     /// are played (or earlier, when other weights are added). Needs a w without weights yet;
     /// with weights already there, or no rounds, the weights are added as by
     /// [`add_eq_weights`](Self::add_eq_weights).
-    pub fn set_lazy_eq_weights(&mut self, points: &[Vec<Ext4>], scales: &[Ext4], rounds: usize) -> Result<()> {
+    pub fn set_lazy_eq_weights(&mut self, points: &[Vec<Ext4<F>>], scales: &[Ext4<F>], rounds: usize) -> Result<()> {
         if points.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
         }
@@ -692,12 +694,12 @@ impl GpuSumcheck {
         let ranges: Vec<(usize, std::ops::Range<usize>)> = (0..points.len())
             .flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t))))
             .collect();
-        let tables: Vec<Ext4> = {
+        let tables: Vec<Ext4<F>> = {
             use rayon::prelude::*;
-            ranges.par_iter().map(|(j, r)| eq_table(&points[*j][r.clone()], Ext4::ONE)).collect::<Vec<_>>().concat()
+            ranges.par_iter().map(|(j, r)| eq_table(&points[*j][r.clone()], Ext4::<F>::ONE)).collect::<Vec<_>>().concat()
         };
         debug_assert_eq!(tables.len(), stride * points.len());
-        let coords: Vec<Ext4> = points.iter().flat_map(|p| (0..=rounds).map(|t| bound_coordinate(p, t))).collect();
+        let coords: Vec<Ext4<F>> = points.iter().flat_map(|p| (0..=rounds).map(|t| bound_coordinate(p, t))).collect();
         let ctx = self.ctx.clone();
         ctx.check_binding_size("the lazy weights' tables", (tables.len() * 16) as u64)?;
         let lazy = LazyEq {
@@ -722,7 +724,7 @@ impl GpuSumcheck {
     fn materialize_weights(&mut self) -> Result<()> {
         if let Some(lazy) = self.lazy_slots.as_ref() {
             let sets = lazy.weight_sets();
-            let sets: Vec<(Slots<'_>, &[Ext4])> = sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
+            let sets: Vec<(Slots<'_, F>, &[Ext4<F>])> = sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
             let written = self.ensure_weights().and_then(|()| self.write_slot_weights(&sets));
             if let Err(e) = written {
                 for b in std::mem::take(&mut self.w.buffers) {
@@ -735,7 +737,7 @@ impl GpuSumcheck {
         }
         let Some(lazy) = self.lazy.as_ref() else { return Ok(()) };
         let vars = self.vars;
-        let points: Vec<Vec<Ext4>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
+        let points: Vec<Vec<Ext4<F>>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
         let scales = lazy.scales.clone();
         let written = self.ensure_weights().and_then(|()| self.write_eq_weights(&points, &scales));
         if let Err(e) = written {
@@ -802,7 +804,7 @@ impl GpuSumcheck {
     /// makes right after observing the round's two values (h(0) then h(∞), 8 base words), from
     /// the challenger state `ahead` publishes, and leaves the result in `ahead` for the
     /// challenger ([`GrindAhead`]): one GPU round trip per round instead of two.
-    pub fn set_grind_ahead(&mut self, ahead: Option<GrindAhead>) {
+    pub fn set_grind_ahead(&mut self, ahead: Option<GrindAhead<F>>) {
         self.ahead = ahead;
     }
 
@@ -840,7 +842,7 @@ impl GpuSumcheck {
     /// Records the reduction of `groups` partial pairs in `partials` to one pair: returns the
     /// buffer holding it (8 words) and the intermediate buffers, for the pool once submitted.
     fn record_reduction(&self, dispatches: &mut Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
-        let pipeline = self.ctx.pipeline(Kernel::SumPartials, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::SumPartials, &[])?;
         let mut spare = Vec::new();
         while groups > 1 {
             let next = Self::groups_for(groups);
@@ -857,7 +859,7 @@ impl GpuSumcheck {
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back (with what a
     /// grind run ahead found). `dispatches` (recorded so far, in one compute pass) end with the
     /// kernel that wrote them.
-    fn finish_reduction(&self, mut batch: Batch<'_>, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4, Ext4)> {
+    fn finish_reduction(&self, mut batch: Batch<'_>, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4<F>, Ext4<F>)> {
         let (partials, spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
@@ -891,7 +893,7 @@ impl GpuSumcheck {
     }
 
     /// `h(0) = Σ_i f[2i]·w[2i]` and `h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i])`.
-    pub fn round_coefficients(&mut self) -> Result<(Ext4, Ext4)> {
+    pub fn round_coefficients(&mut self) -> Result<(Ext4<F>, Ext4<F>)> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
@@ -909,7 +911,7 @@ impl GpuSumcheck {
     /// `fold(r)` then `round_coefficients()`, recorded into one submission (one wait instead
     /// of a submission for the fold and another for the round). As with `fold`, after an error
     /// the tables are unusable.
-    pub fn fold_then_round(&mut self, r: Ext4) -> Result<(Ext4, Ext4)> {
+    pub fn fold_then_round(&mut self, r: Ext4<F>) -> Result<(Ext4<F>, Ext4<F>)> {
         if self.vars < 2 {
             return Err(GpuError::InvalidInput(format!("a fold and a round need two variables; {} left", self.vars)));
         }
@@ -946,7 +948,7 @@ impl GpuSumcheck {
         };
         let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
         if let Some(lazy) = &self.lazy {
-            let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
+            let pipeline = self.ctx.pipeline_for(F::ID, if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
             for j in 0..segments {
                 let params = LazyParams {
                     count: pairs as u32,
@@ -964,7 +966,7 @@ impl GpuSumcheck {
             }
             return Ok((partials, groups * segments));
         }
-        let pipeline = self.ctx.pipeline(if self.is_base() { Kernel::RoundBase } else { Kernel::SumcheckRound }, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, if self.is_base() { Kernel::RoundBase } else { Kernel::SumcheckRound }, &[])?;
         for j in 0..segments {
             let first = (j * groups) as u32;
             let params = if self.is_base() {
@@ -978,9 +980,9 @@ impl GpuSumcheck {
         Ok((partials, groups * segments))
     }
 
-    /// Binds the last variable of f and w to `r` (a base-field f becomes BabyBear^4). After an
+    /// Binds the last variable of f and w to `r` (a base-field f becomes an extension table). After an
     /// error the tables are unusable (a proof in progress fails and is made again elsewhere).
-    pub fn fold(&mut self, r: Ext4) -> Result<()> {
+    pub fn fold(&mut self, r: Ext4<F>) -> Result<()> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left to fold".into()));
         }
@@ -1000,17 +1002,17 @@ impl GpuSumcheck {
     /// tables (segment j folds into entries j·s/2.. of the result, s the segment length).
     /// Returns the old tables, for the pool once the fold is submitted (another thread sharing
     /// the context could otherwise take them and submit writes before the fold reads them).
-    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4) -> Result<(Table, Table)> {
+    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4<F>) -> Result<(Table, Table)> {
         self.record_fold_with(dispatches, FoldChallenge::Value(r))
     }
 
 
     /// [`record_fold`](Self::record_fold) at a challenge given or drawn on the GPU (a chain's);
     /// returns the old tables instead of recycling them.
-    fn record_fold_with(&mut self, dispatches: &mut Vec<Dispatch>, challenge: FoldChallenge<'_>) -> Result<(Table, Table)> {
+    fn record_fold_with(&mut self, dispatches: &mut Vec<Dispatch>, challenge: FoldChallenge<'_, F>) -> Result<(Table, Table)> {
         let (r, chain) = match challenge {
             FoldChallenge::Value(r) => (r, None),
-            FoldChallenge::Chain(buffer) => (Ext4::ZERO, Some(buffer)),
+            FoldChallenge::Chain(buffer) => (Ext4::<F>::ZERO, Some(buffer)),
         };
         let mut r_words = [0u32; 4];
         r_words.copy_from_slice(ext_words(&[r]));
@@ -1031,7 +1033,7 @@ impl GpuSumcheck {
         let groups = per_segment.div_ceil(THREADS) as u32;
         let whole = |b| (b, 0u64, None);
         // Chained folds read the challenge from the chain (an extra binding after the others).
-        let kernel = |plain: Kernel, chained: Kernel| self.ctx.pipeline(if chain.is_some() { chained } else { plain }, &[]);
+        let kernel = |plain: Kernel, chained: Kernel| self.ctx.pipeline_for(F::ID, if chain.is_some() { chained } else { plain }, &[]);
         fn with_chain<'a>(mut ranges: Vec<(&'a wgpu::Buffer, u64, Option<u64>)>, chain: Option<&'a wgpu::Buffer>) -> Vec<(&'a wgpu::Buffer, u64, Option<u64>)> {
             ranges.extend(chain.map(|c| (c, 0, None)));
             ranges
@@ -1070,7 +1072,7 @@ impl GpuSumcheck {
         if let Some(lazy) = self.lazy.as_mut() {
             match chain {
                 Some(chain) => {
-                    let pipeline = self.ctx.pipeline(Kernel::LazyCoeffs, &[])?;
+                    let pipeline = self.ctx.pipeline_for(F::ID, Kernel::LazyCoeffs, &[])?;
                     let params = LazyCoeffParams { points: lazy.points.len() as u32, t: lazy.bound as u32, rounds_plus_one: (lazy.rounds + 1) as u32, _pad: 0 };
                     let params = self.ctx.uniform("lazy coefficient params", &params);
                     let bind = self.ctx.bind_buffers(&pipeline, &[&params, &lazy.coords, &lazy.coeffs, chain]);
@@ -1122,7 +1124,7 @@ impl GpuSumcheck {
     /// provides the Poseidon2 instance of the transcript. After an error the tables are those
     /// from before the chain, unless writing lazy weights out after it failed: then the
     /// sumcheck is unusable (a proof in progress fails).
-    pub fn play_chain(&mut self, rounds: usize, sponge: &[BabyBear; WIDTH], pending: &[BabyBear], bits: usize, grinder: &GpuGrinder) -> Result<Vec<ChainedRound>> {
+    pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F>>> {
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
         }
@@ -1154,8 +1156,8 @@ impl GpuSumcheck {
             let unused = [batch.scratch("chain grind params", WIDTH + 4), batch.scratch("chain grind best", 1)];
             // Lazy slot terms' coefficients as they are now, for the GPU to bind round by round.
             let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_words(&l.coefficients())));
-            let observe = ctx.pipeline(Kernel::ChainObserve, &[])?;
-            let sample = ctx.pipeline(Kernel::ChainSample, &[])?;
+            let observe = ctx.pipeline_for(F::ID, Kernel::ChainObserve, &[])?;
+            let sample = ctx.pipeline_for(F::ID, Kernel::ChainSample, &[])?;
             // Per round played: where its pair, its challenge and its grind come back.
             let (mut reads, mut retired) = (Vec::with_capacity(rounds), Vec::new());
             let mut recorded = Ok(());
@@ -1174,7 +1176,7 @@ impl GpuSumcheck {
                     batch.record(&dispatches);
                     break;
                 }
-                let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord>)> {
+                let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord<F>>)> {
                     let pair = match &slot_coeffs {
                         Some(coeffs) => self.record_lazy_slot_round(&mut batch, &mut dispatches, k, coeffs, &chain)?,
                         None => {
@@ -1267,7 +1269,7 @@ impl GpuSumcheck {
     }
 
     /// The rounds a chain played, from its readback.
-    fn parse_chain(&self, readback: &Readback, rounds: usize, reads: &[(ReadSlot, ReadSlot, Option<GrindRead>)], info: ReadSlot) -> Result<Vec<ChainedRound>> {
+    fn parse_chain(&self, readback: &Readback, rounds: usize, reads: &[(ReadSlot, ReadSlot, Option<GrindRead<F>>)], info: ReadSlot) -> Result<Vec<ChainedRound<F>>> {
         let info = readback.get(info)?;
         let (stopped, played) = (info[1] != 0, info[2] as usize);
         if played > rounds || stopped == (played == rounds) || reads.len() != rounds {
@@ -1283,7 +1285,7 @@ impl GpuSumcheck {
         Ok(out)
     }
 
-    fn check_point(&self, point: &[Ext4]) -> Result<()> {
+    fn check_point(&self, point: &[Ext4<F>]) -> Result<()> {
         if point.len() != self.vars {
             return Err(GpuError::InvalidInput(format!("a point of {} coordinates for {} variables", point.len(), self.vars)));
         }
@@ -1291,7 +1293,7 @@ impl GpuSumcheck {
     }
 
     /// `w[x] += Σ_j scales[j]·eq(points[j], x)`, coordinate 0 paired with the top bit of x.
-    pub fn add_eq_weights(&mut self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
+    pub fn add_eq_weights(&mut self, points: &[Vec<Ext4<F>>], scales: &[Ext4<F>]) -> Result<()> {
         if points.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
         }
@@ -1308,7 +1310,7 @@ impl GpuSumcheck {
     }
 
     /// The body of [`add_eq_weights`](Self::add_eq_weights), onto w's table as it is.
-    fn write_eq_weights(&self, points: &[Vec<Ext4>], scales: &[Ext4]) -> Result<()> {
+    fn write_eq_weights(&self, points: &[Vec<Ext4<F>>], scales: &[Ext4<F>]) -> Result<()> {
         // eq(p, x) = eq(p_hi, x_hi) · eq(p_lo, x_lo), split at the low `low` bits: the two
         // small tables per point are built here (2^(m-low) + 2^low entries), the kernel does
         // one product per entry and point. Split in half, the host builds ~2^(m/2 + 1) entries
@@ -1318,14 +1320,14 @@ impl GpuSumcheck {
         let (mut highs, mut lows) = (Vec::new(), Vec::new());
         for (p, &s) in points.iter().zip(scales) {
             let (hi, lo) = p.split_at(self.vars - low);
-            highs.extend(eq_table(hi, Ext4::ONE));
+            highs.extend(eq_table(hi, Ext4::<F>::ONE));
             lows.extend(eq_table(lo, s));
         }
         self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, points.len(), 1, low)
     }
 
     /// `w[x] += Σ_j scales[j]·vars[j]^x`.
-    pub fn add_select_weights(&mut self, vars: &[BabyBear], scales: &[Ext4]) -> Result<()> {
+    pub fn add_select_weights(&mut self, vars: &[F], scales: &[Ext4<F>]) -> Result<()> {
         if vars.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} select variables with {} scales", vars.len(), scales.len())));
         }
@@ -1341,11 +1343,11 @@ impl GpuSumcheck {
             let m = self.vars;
             let low = m.div_ceil(2);
             let (hi_len, lo_len) = (1usize << (m - low), 1usize << low);
-            let mut highs = vec![Ext4::ZERO; hi_len * vars.len()];
-            let mut lows = vec![Ext4::ZERO; lo_len * vars.len()];
+            let mut highs = vec![Ext4::<F>::ZERO; hi_len * vars.len()];
+            let mut lows = vec![Ext4::<F>::ZERO; lo_len * vars.len()];
             highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
                 for (x, p) in v.powers().take(hi_len).enumerate() {
-                    hi[reverse_low_bits(x, m - low)] = Ext4::from(p);
+                    hi[reverse_low_bits(x, m - low)] = Ext4::<F>::from(p);
                 }
                 for (x, p) in v.exp_power_of_2(m - low).powers().take(lo_len).enumerate() {
                     lo[reverse_low_bits(x, low)] = s * p;
@@ -1360,11 +1362,11 @@ impl GpuSumcheck {
             let low = self.vars.div_ceil(2);
             let (hi_len, lo_len) = (1usize << (self.vars - low), 1usize << low);
             // Filled on all cores: at n = 28 (round 1) hundreds of variables make ~10^6 entries.
-            let mut highs = vec![Ext4::ZERO; hi_len * vars.len()];
-            let mut lows = vec![Ext4::ZERO; lo_len * vars.len()];
+            let mut highs = vec![Ext4::<F>::ZERO; hi_len * vars.len()];
+            let mut lows = vec![Ext4::<F>::ZERO; lo_len * vars.len()];
             highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
                 for (slot, p) in hi.iter_mut().zip(v.exp_power_of_2(low).powers()) {
-                    *slot = Ext4::from(p);
+                    *slot = Ext4::<F>::from(p);
                 }
                 for (slot, p) in lo.iter_mut().zip(v.powers()) {
                     *slot = s * p;
@@ -1374,12 +1376,12 @@ impl GpuSumcheck {
         }
         // Per variable, its squares v^(2^b) for b < m (at least one entry: v itself).
         let per_var = self.vars.max(1);
-        let squares: Vec<Ext4> = vars
+        let squares: Vec<Ext4<F>> = vars
             .iter()
             .flat_map(|&v| {
                 let mut s = v;
                 (0..per_var).map(move |_| {
-                    let out = Ext4::from(s);
+                    let out = Ext4::<F>::from(s);
                     s = s.square();
                     out
                 })
@@ -1390,7 +1392,7 @@ impl GpuSumcheck {
 
     /// `f(point) = Σ_x f[x]·eq(point, x)`: one pass over f against the point's chunked equality
     /// tables (eval.wgsl), one submission, one readback of the value.
-    pub fn eval(&self, point: &[Ext4]) -> Result<Ext4> {
+    pub fn eval(&self, point: &[Ext4<F>]) -> Result<Ext4<F>> {
         self.check_point(point)?;
         let tables = eq_chunk_tables(&self.table_point(point));
         self.ctx.scoped("sumcheck eval", || {
@@ -1400,13 +1402,13 @@ impl GpuSumcheck {
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
             let (value, zero) = self.finish_reduction(batch, dispatches, partials, groups)?;
-            debug_assert_eq!(zero, Ext4::ZERO);
+            debug_assert_eq!(zero, Ext4::<F>::ZERO);
             Ok(value)
         })
     }
 
     /// Checks `slots` against the tables: a point of at most m coordinates, each slot inside.
-    fn check_slots(&self, slots: &Slots<'_>) -> Result<()> {
+    fn check_slots(&self, slots: &Slots<'_, F>) -> Result<()> {
         let k = slots.point.len();
         if k > self.vars {
             return Err(GpuError::InvalidInput(format!("slots of 2^{k} entries in a table of 2^{}", self.vars)));
@@ -1420,14 +1422,14 @@ impl GpuSumcheck {
     /// Each slot of each set evaluated at its set's point (see [`Slots`]):
     /// `Σ_i f[offset + s(i)]·eq(point, i)`, s(i) = i or the successor's min(i + 1, 2^k − 1). One
     /// submission and one readback of the values for all the sets.
-    pub fn eval_slots(&self, sets: &[Slots<'_>]) -> Result<Vec<Vec<Ext4>>> {
+    pub fn eval_slots(&self, sets: &[Slots<'_, F>]) -> Result<Vec<Vec<Ext4<F>>>> {
         for set in sets {
             self.check_slots(set)?;
         }
         // At reversed indices a slot's plain value is its entries at the reversed point; its
         // successor view is read through the reversed indices (the kernel's `reversed`).
-        let points: Vec<std::borrow::Cow<'_, [Ext4]>> = sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
-        let reads: Vec<SlotRead<'_>> = sets
+        let points: Vec<std::borrow::Cow<'_, [Ext4<F>]>> = sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
+        let reads: Vec<SlotRead<'_, F>> = sets
             .iter()
             .zip(&points)
             .map(|(s, p)| SlotRead { point: p, offsets: s.offsets, shift: u32::from(s.successor), reversed: self.reversed && s.successor })
@@ -1438,7 +1440,7 @@ impl GpuSumcheck {
     /// Each slot of each read `(point, offsets, shift)` evaluated at its point, entry i of the
     /// slot replaced by entry min(i + shift, 2^k − 1) (slots checked by the caller). One
     /// submission and one readback; reads at the same point share its tables.
-    fn read_slots(&self, sets: &[SlotRead<'_>]) -> Result<Vec<Vec<Ext4>>> {
+    fn read_slots(&self, sets: &[SlotRead<'_, F>]) -> Result<Vec<Vec<Ext4<F>>>> {
         let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
         if total == 0 {
             return Ok(sets.iter().map(|_| Vec::new()).collect());
@@ -1458,7 +1460,7 @@ impl GpuSumcheck {
 
     /// Records [`read_slots`](Self::read_slots)' work into `batch` (at least one slot): returns
     /// the buffer its values end in, the reads' slots end to end.
-    fn record_slot_reads(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, sets: &[SlotRead<'_>]) -> Result<wgpu::Buffer> {
+    fn record_slot_reads(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, sets: &[SlotRead<'_, F>]) -> Result<wgpu::Buffer> {
         let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
         // Every slot of every read in one evaluation dispatch per segment and one sum
         // (wgsl/sumcheck/slot_eval.wgsl): a round of lazy slot weights reads hundreds of slots
@@ -1486,8 +1488,8 @@ impl GpuSumcheck {
             }
         }
         let ctx = &self.ctx;
-        let eval = ctx.pipeline(Kernel::EvalSlotPartials, &[])?;
-        let sum = ctx.pipeline(Kernel::SumSlotPartials, &[])?;
+        let eval = ctx.pipeline_for(F::ID, Kernel::EvalSlotPartials, &[])?;
+        let sum = ctx.pipeline_for(F::ID, Kernel::SumSlotPartials, &[])?;
         let placed = tables.points();
         let tables = tables.tables;
         ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
@@ -1527,7 +1529,7 @@ impl GpuSumcheck {
     /// `w[offset + i] += scale·eq(point, i)` over each slot of each set (see [`Slots`]; with
     /// `successor`, the weight under which Σ f·w is the successor view's value), one scale per
     /// slot, in one submission.
-    pub fn add_slot_weights(&mut self, sets: &[(Slots<'_>, &[Ext4])]) -> Result<()> {
+    pub fn add_slot_weights(&mut self, sets: &[(Slots<'_, F>, &[Ext4<F>])]) -> Result<()> {
         for (set, scales) in sets {
             self.check_slots(set)?;
             if scales.len() != set.offsets.len() {
@@ -1548,7 +1550,7 @@ impl GpuSumcheck {
     /// played (or earlier, when other weights are added). Needs a w without weights yet, slots
     /// aligned to their size (as a stacked layout's are) and at least one round; otherwise the
     /// weights are added as by [`add_slot_weights`](Self::add_slot_weights).
-    pub fn set_lazy_slot_weights(&mut self, sets: &[(Slots<'_>, &[Ext4])], rounds: usize) -> Result<()> {
+    pub fn set_lazy_slot_weights(&mut self, sets: &[(Slots<'_, F>, &[Ext4<F>])], rounds: usize) -> Result<()> {
         for (set, scales) in sets {
             self.check_slots(set)?;
             if scales.len() != set.offsets.len() {
@@ -1570,7 +1572,7 @@ impl GpuSumcheck {
     }
 
     /// A round's h(0) and h(∞) from the slot evaluations lazy slot weights need.
-    fn lazy_slot_round(&mut self) -> Result<(Ext4, Ext4)> {
+    fn lazy_slot_round(&mut self) -> Result<(Ext4<F>, Ext4<F>)> {
         let lazy = self.lazy_slots.as_ref().expect("called with lazy slot weights");
         if lazy.bound >= lazy.rounds {
             return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
@@ -1600,7 +1602,7 @@ impl GpuSumcheck {
         let params = LazySlotParams { terms: lazy.terms() as u32, bind: u32::from(k > 0), _pad: [0; 2] };
         let params = self.ctx.uniform("lazy slot round params", &params);
         let pair = self.ctx.pooled_storage("lazy slot round pair", 8);
-        let pipeline = self.ctx.pipeline(Kernel::LazySlotRound, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::LazySlotRound, &[])?;
         let bind = self.ctx.bind_buffers(&pipeline, &[&params, &values, &terms, &constants, coeffs, &pair, chain]);
         dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
         Ok(pair)
@@ -1610,7 +1612,7 @@ impl GpuSumcheck {
     /// slot of every set in one dispatch per segment and layer (wgsl/sumcheck/slot_weights.wgsl),
     /// the slots of a layer pairwise disjoint (a stacked table's columns are; a column opened in
     /// several batches, or at its successor view, is in as many layers).
-    fn write_slot_weights(&self, sets: &[(Slots<'_>, &[Ext4])]) -> Result<()> {
+    fn write_slot_weights(&self, sets: &[(Slots<'_, F>, &[Ext4<F>])]) -> Result<()> {
         use std::collections::BTreeMap;
         let mut tables = PlacedEqTables::default();
         // Per layer: the entries it covers (start -> end), its slot words and workgroup owners.
@@ -1656,7 +1658,7 @@ impl GpuSumcheck {
         let tables = tables.tables;
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck slot weights", || {
-            let pipeline = ctx.pipeline(Kernel::AddSlotWeights, &[])?;
+            let pipeline = ctx.pipeline_for(F::ID, Kernel::AddSlotWeights, &[])?;
             ctx.check_binding_size("the slot weights' equality tables and scales", (tables.len() * 16) as u64)?;
             let mut batch = ctx.batch("sumcheck slot weights");
             let tables = batch.upload("slot weight tables", ext_words(&tables));
@@ -1693,7 +1695,7 @@ impl GpuSumcheck {
         // Enough workgroups to fill the GPU, each over up to 256 rows.
         let rows_per_group = (rows / MAX_REDUCE_GROUPS).clamp(1, 1 << EVAL_CHUNK_BITS);
         let groups = rows / rows_per_group;
-        let pipeline = self.ctx.pipeline(Kernel::EvalPartials, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::EvalPartials, &[])?;
         let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
         for j in 0..self.segments() {
             let params = EvalParams {
@@ -1720,7 +1722,7 @@ impl GpuSumcheck {
     /// evaluation), then grinds `script.grind_bits` bits (none at 0) over one range. Once the
     /// batch has run, [`finish_sponge_script`](Self::finish_sponge_script) gives what it found.
     /// Records nothing and reads nothing when it returns an error.
-    pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript) -> Result<SpongeScriptRecord> {
+    pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript<F>) -> Result<SpongeScriptRecord<F>> {
         if script.pending.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
         }
@@ -1737,8 +1739,8 @@ impl GpuSumcheck {
         let ctx = &self.ctx;
         let samples = script.samples;
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
-        let step_pipeline = ctx.pipeline(Kernel::SpongeStep, &[])?;
-        let tables_pipeline = ctx.pipeline(Kernel::PowerTables, &[])?;
+        let step_pipeline = ctx.pipeline_for(F::ID, Kernel::SpongeStep, &[])?;
+        let tables_pipeline = ctx.pipeline_for(F::ID, Kernel::PowerTables, &[])?;
         let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
         let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
         state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
@@ -1797,7 +1799,7 @@ impl GpuSumcheck {
 
     /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its batch's
     /// readback.
-    pub fn finish_sponge_script(&self, record: SpongeScriptRecord, readback: &Readback) -> Result<SpongeScriptValues> {
+    pub fn finish_sponge_script(&self, record: SpongeScriptRecord<F>, readback: &Readback) -> Result<SpongeScriptValues<F>> {
         let mut points = Vec::with_capacity(record.samples.len());
         let mut answers = Vec::with_capacity(record.samples.len());
         for (point, value) in record.samples {
@@ -1821,11 +1823,11 @@ impl GpuSumcheck {
         Ok(out)
     }
 
-    /// f's table (a base-field f lifted into BabyBear^4).
-    pub fn evals(&self) -> Result<Vec<Ext4>> {
+    /// f's table (a base-field f lifted into the extension).
+    pub fn evals(&self) -> Result<Vec<Ext4<F>>> {
         let words = self.read_table(&self.f)?;
         if self.is_base() {
-            return Ok(self.polynomial_order(from_words(words)?.into_iter().map(Ext4::from).collect()));
+            return Ok(self.polynomial_order(words_to::<F>(words)?.into_iter().map(Ext4::<F>::from).collect()));
         }
         Ok(self.polynomial_order(ext_from_words(words)?))
     }
@@ -1833,9 +1835,9 @@ impl GpuSumcheck {
     /// f's table, and in the same submission a grind run ahead of a transcript that observes
     /// f next and then grinds: `ahead` is the grinder, the
     /// grind's bits and the challenger state before f is observed. The grind is left out (None)
-    /// where f is not one BabyBear^4 buffer or cannot be recorded; the caller's challenger takes
+    /// where f is not one extension buffer or cannot be recorded; the caller's challenger takes
     /// the offer only if its state is the one searched.
-    pub fn evals_then_grind(&self, ahead: Option<(&GpuGrinder, usize, &[BabyBear; WIDTH], &[BabyBear])>) -> Result<(Vec<Ext4>, Option<GrindOffer>)> {
+    pub fn evals_then_grind(&self, ahead: Option<(&GpuGrinder<F>, usize, &[F; WIDTH], &[F])>) -> Result<(Vec<Ext4<F>>, Option<GrindOffer<F>>)> {
         let (Some((grinder, bits, sponge, pending)), false, [f]) = (ahead, self.is_base(), self.f.buffers.as_slice()) else {
             return Ok((self.evals()?, None));
         };
@@ -1888,12 +1890,12 @@ impl GpuSumcheck {
 
     /// w's table (for tests and diagnostics).
     /// An error while the weights are lazy ([`set_lazy_eq_weights`](Self::set_lazy_eq_weights)).
-    pub fn weights(&self) -> Result<Vec<Ext4>> {
+    pub fn weights(&self) -> Result<Vec<Ext4<F>>> {
         if self.lazy.is_some() || self.lazy_slots.is_some() {
             return Err(GpuError::InvalidInput("the weights are not stored yet (lazy equality weights)".into()));
         }
         if self.w.buffers.is_empty() {
-            return Ok(vec![Ext4::ZERO; self.size()]);
+            return Ok(vec![Ext4::<F>::ZERO; self.size()]);
         }
         Ok(self.polynomial_order(ext_from_words(self.read_table(&self.w)?)?))
     }
@@ -1901,7 +1903,7 @@ impl GpuSumcheck {
     /// One weights kernel over w, one dispatch per segment, with `count` points (their tables
     /// in `points` and `scales`, the same number of entries per point in each); each thread
     /// covers `per_thread` entries. Points whose tables exceed one binding go in batches.
-    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4], scales: &[Ext4], count: usize, per_thread: usize, vars: usize) -> Result<()> {
+    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4<F>], scales: &[Ext4<F>], count: usize, per_thread: usize, vars: usize) -> Result<()> {
         let per_point = (points.len() / count.max(1)).max(scales.len() / count.max(1)).max(1);
         let batch = ((self.ctx.max_binding_bytes() / 16) as usize / per_point).max(1);
         self.ctx.scoped("sumcheck weights", || {
@@ -1910,7 +1912,7 @@ impl GpuSumcheck {
             let groups = segment.div_ceil(per_thread).div_ceil(THREADS);
             let recorded = (0..count).step_by(batch).try_for_each(|first| {
                 let n = batch.min(count - first);
-                let cut = |t: &[Ext4]| {
+                let cut = |t: &[Ext4<F>]| {
                     let per = t.len() / count;
                     self.upload_table("sumcheck points", &t[first * per..(first + n) * per])
                 };
@@ -1928,8 +1930,8 @@ impl GpuSumcheck {
     }
 
     /// A pooled buffer holding `values` (one zero when empty: bindings hold at least one).
-    fn upload_table(&self, label: &str, values: &[Ext4]) -> wgpu::Buffer {
-        let values = if values.is_empty() { &[Ext4::ZERO][..] } else { values };
+    fn upload_table(&self, label: &str, values: &[Ext4<F>]) -> wgpu::Buffer {
+        let values = if values.is_empty() { &[Ext4::<F>::ZERO][..] } else { values };
         self.ctx.upload_pooled(label, ext_words(values))
     }
 
@@ -1943,7 +1945,7 @@ impl GpuSumcheck {
         params: WeightParams,
         table: (&wgpu::Buffer, u64, Option<u64>),
     ) -> Result<()> {
-        let pipeline = self.ctx.pipeline(kernel, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let groups = params.groups;
         let params = self.ctx.uniform("weight params", &params);
         let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), (points, 0, None), (scales, 0, None), table, (&self.placeholder, 0, None)]);
@@ -1955,12 +1957,12 @@ impl GpuSumcheck {
     /// two-adic domains use: the select weights of the points ω^index. For many points this is
     /// one NTT of the sparse vector of scales (2^log_domain x 4 words), not one power per point
     /// and entry.
-    pub fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[Ext4]) -> Result<()> {
+    pub fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[Ext4<F>]) -> Result<()> {
         if indices.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} indices with {} scales", indices.len(), scales.len())));
         }
-        if log_domain > TWO_ADICITY {
-            return Err(GpuError::InvalidInput(format!("a domain of 2^{log_domain} exceeds BabyBear's 2^{TWO_ADICITY}")));
+        if log_domain > F::TWO_ADICITY {
+            return Err(GpuError::InvalidInput(format!("a domain of 2^{log_domain} exceeds {}'s 2^{}", F::ID.name(), F::TWO_ADICITY)));
         }
         if let Some(&bad) = indices.iter().find(|&&i| i >> log_domain != 0) {
             return Err(GpuError::InvalidInput(format!("index {bad} outside a domain of 2^{log_domain}")));
@@ -1970,7 +1972,7 @@ impl GpuSumcheck {
         }
         self.materialize_weights()?;
         self.ensure_weights()?;
-        let omega = <BabyBear as p3_field::TwoAdicField>::two_adic_generator(log_domain);
+        let omega = <F as p3_field::TwoAdicField>::two_adic_generator(log_domain);
         // Per entry and point the direct kernel spends ~7.5 multiplications (a power step and
         // a scale by an extension element); the transform ~2 per element and level over its 4
         // columns. Both ran at ~7e11 multiplications/s on the H200 (direct: 10.2 ms at m = 23 in
@@ -1979,16 +1981,16 @@ impl GpuSumcheck {
         let direct_cost = indices.len().saturating_mul(4) << self.vars;
         let transform_cost = (1usize << log_domain) * log_domain.max(1);
         if log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
-            let vars: Vec<BabyBear> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
+            let vars: Vec<F> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
             return self.add_select_weights(&vars, scales);
         }
         // S: the scales summed per distinct index.
-        let mut sparse: std::collections::BTreeMap<usize, Ext4> = std::collections::BTreeMap::new();
+        let mut sparse: std::collections::BTreeMap<usize, Ext4<F>> = std::collections::BTreeMap::new();
         for (&i, &s) in indices.iter().zip(scales) {
-            *sparse.entry(i).or_insert(Ext4::ZERO) += s;
+            *sparse.entry(i).or_insert(Ext4::<F>::ZERO) += s;
         }
         let index_words: Vec<u32> = sparse.keys().flat_map(|&i| [i as u32, 0, 0, 0]).collect();
-        let sums: Vec<Ext4> = sparse.values().copied().collect();
+        let sums: Vec<Ext4<F>> = sparse.values().copied().collect();
         self.ctx.scoped("sumcheck select weights", || {
             let mut batch = self.ctx.batch("select weights");
             let table = self.ctx.pooled_storage("select table", 4 << log_domain);
@@ -2006,7 +2008,7 @@ impl GpuSumcheck {
             // The table is the transform's to reuse as work space (its result is the batch's).
             // At reversed indices entry i takes the transform's entry rev_m(i), which its
             // bit-reversed output holds at i·2^(log_domain - m): read at that stride.
-            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::<BabyBear>::forward(log_domain, 4) };
+            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::<F>::forward(log_domain, 4) };
             let stride_log = if self.reversed { (log_domain - self.vars) as u32 } else { 0 };
             let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &spec, None)?;
             batch.lend(transformed.clone());

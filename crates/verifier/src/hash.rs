@@ -1,31 +1,74 @@
-//! The hash and Merkle types of every proof: Plonky3's default BabyBear Poseidon2 (width 16),
-//! its padding-free sponge for leaves, its truncated permutation for nodes, and the
-//! `MerkleTreeMmcs` they make (binary, 8-element digests).
+//! The fields proofs are made over and the hash and Merkle types of every proof: Plonky3's
+//! default Poseidon2 of the field (width 16), its padding-free sponge for leaves, its truncated
+//! permutation for nodes, and the `MerkleTreeMmcs` they make (binary, 8-element digests).
 
 use p3_baby_bear::{default_babybear_poseidon2_16, BabyBear, Poseidon2BabyBear};
-use p3_field::Field;
+use p3_field::extension::{BinomiallyExtendable, HasTwoAdicBinomialExtension};
+use p3_field::{Field, PrimeField32, TwoAdicField, UniformSamplingField};
+
+use p3_koala_bear::{default_koalabear_poseidon2_16, KoalaBear, Poseidon2KoalaBear};
 use p3_merkle_tree::MerkleTreeMmcs;
-use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
+use p3_symmetric::{CryptographicPermutation, PaddingFreeSponge, TruncatedPermutation};
 
 /// Digest width in field elements.
 pub const DIGEST_ELEMS: usize = 8;
-/// The permutation.
-pub type Perm = Poseidon2BabyBear<16>;
-/// Plonky3's leaf hash for this MMCS.
-pub type LeafHash = PaddingFreeSponge<Perm, 16, 8, 8>;
-/// Plonky3's node compression for this MMCS.
-pub type NodeCompress = TruncatedPermutation<Perm, 2, 8, 16>;
-type Packed = <BabyBear as Field>::Packing;
-/// The Plonky3 MMCS every proof commits with (and the GPU's is identical to).
-pub type CpuMmcs = MerkleTreeMmcs<Packed, Packed, LeafHash, NodeCompress, 2, DIGEST_ELEMS>;
 
-/// The Poseidon2 permutation every proof uses (Plonky3's default BabyBear constants).
-pub fn permutation() -> Perm {
-    default_babybear_poseidon2_16()
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for p3_baby_bear::BabyBear {}
+    impl Sealed for p3_koala_bear::KoalaBear {}
 }
 
-/// The MMCS over [`permutation`] with cap height `cap_height`.
-pub fn cpu_mmcs(cap_height: usize) -> CpuMmcs {
-    let perm = permutation();
-    CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), cap_height)
+/// A base field WHIR proofs are made over, with its degree-4 extension for the challenges and
+/// Plonky3's default Poseidon2 of width 16 for the Merkle trees and the transcript: BabyBear
+/// (BabyBear^4, the default) or KoalaBear (KoalaBear^4, SP1 Hypercube's field).
+pub trait WhirField: PrimeField32 + TwoAdicField + BinomiallyExtendable<4> + HasTwoAdicBinomialExtension<4> + UniformSamplingField + sealed::Sealed {
+    /// Plonky3's Poseidon2 of width 16 over this field.
+    type Perm: CryptographicPermutation<[Self; 16]> + CryptographicPermutation<[<Self as Field>::Packing; 16]> + Clone + Send + Sync;
+    /// The field's name, as flags and messages write it (`babybear`, `koalabear`).
+    const NAME: &'static str;
+    /// What a proof file's header calls this field's hash (and with it the field and its
+    /// degree-4 extension).
+    const HASH_ID: &'static str;
+    /// Plonky3's default Poseidon2 of width 16 over this field.
+    fn permutation() -> Self::Perm;
+}
+
+impl WhirField for BabyBear {
+    type Perm = Poseidon2BabyBear<16>;
+    const NAME: &'static str = "babybear";
+    const HASH_ID: &'static str = "poseidon2-babybear-16/p3-default";
+    fn permutation() -> Self::Perm {
+        default_babybear_poseidon2_16()
+    }
+}
+
+impl WhirField for KoalaBear {
+    type Perm = Poseidon2KoalaBear<16>;
+    const NAME: &'static str = "koalabear";
+    const HASH_ID: &'static str = "poseidon2-koalabear-16/p3-default";
+    fn permutation() -> Self::Perm {
+        default_koalabear_poseidon2_16()
+    }
+}
+
+/// The permutation of BabyBear proofs.
+pub type Perm<F = BabyBear> = <F as WhirField>::Perm;
+/// Plonky3's leaf hash for this MMCS.
+pub type LeafHash<F = BabyBear> = PaddingFreeSponge<Perm<F>, 16, 8, 8>;
+/// Plonky3's node compression for this MMCS.
+pub type NodeCompress<F = BabyBear> = TruncatedPermutation<Perm<F>, 2, 8, 16>;
+type Packed<F> = <F as Field>::Packing;
+/// The Plonky3 MMCS every proof over `F` commits with (and the GPU's is identical to).
+pub type CpuMmcs<F = BabyBear> = MerkleTreeMmcs<Packed<F>, Packed<F>, LeafHash<F>, NodeCompress<F>, 2, DIGEST_ELEMS>;
+
+/// The Poseidon2 permutation every BabyBear proof uses (Plonky3's default constants).
+pub fn permutation() -> Perm {
+    BabyBear::permutation()
+}
+
+/// The MMCS over `F`'s permutation with cap height `cap_height`.
+pub fn cpu_mmcs<F: WhirField>(cap_height: usize) -> CpuMmcs<F> {
+    let perm = F::permutation();
+    CpuMmcs::<F>::new(LeafHash::<F>::new(perm.clone()), NodeCompress::<F>::new(perm), cap_height)
 }

@@ -18,20 +18,21 @@ use p3_sumcheck::layout::SuffixProver;
 use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 
 pub use error::ProofError;
-pub use hash::permutation;
+pub use hash::{permutation, WhirField};
 pub use params::{ParamSource, Params, Soundness, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
 pub use workload::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
-pub use proof_file::{FileParamsFloor, ProofFile, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID};
+pub use proof_file::{proof_file_field, FileParamsFloor, ProofFile, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID, KNOWN_HASHES};
 
-/// The base field.
+/// The default base field.
 pub type F = BabyBear;
-/// The extension field WHIR's challenges live in.
-pub type EF = BinomialExtensionField<BabyBear, 4>;
+/// The extension field WHIR's challenges live in: the base field's degree-4 binomial extension
+/// (BabyBear^4 by default).
+pub type EF<B = BabyBear> = BinomialExtensionField<B, 4>;
 /// A Merkle cap (a root, with cap height 0).
-pub type Commitment = p3_merkle_tree::MerkleCap<F, [F; 8]>;
+pub type Commitment<B = BabyBear> = p3_merkle_tree::MerkleCap<B, [B; 8]>;
 /// Sumcheck layout of the committed table (Plonky3's suffix layout): part of the PCS's type on
 /// both sides.
-pub type TableLayout = SuffixProver<F, EF>;
+pub type TableLayout<B = BabyBear> = SuffixProver<B, EF<B>>;
 
 /// The opening protocol for one polynomial of n variables opened at `points` transcript points.
 pub fn opening_protocol(params: &Params) -> OpeningProtocol {

@@ -13,6 +13,7 @@ use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption, WhirConfig,
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
+use crate::hash::WhirField;
 use crate::{EF, F};
 
 /// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements. The codeword is
@@ -316,21 +317,52 @@ impl Params {
 
     /// p3-whir's configuration, or the reason it is infeasible with a suggestion. The values are
     /// the caller's own (flags); for a proof file's header use [`config_from`](Self::config_from).
-    pub fn config<C>(&self) -> Result<WhirConfig<EF, F, C>, ProofError>
+    /// The field is the challenger's (`C::Witness`: BabyBear or KoalaBear), the extension its
+    /// degree-4 one.
+    pub fn config<C>(&self) -> Result<WhirConfig<EF<C::Witness>, C::Witness, C>, ProofError>
     where
-        C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
+        C: GrindingChallenger + FieldChallenger<C::Witness>,
+        C::Witness: WhirField,
     {
         self.config_from(ParamSource::Flags)
     }
 
     /// [`config`](Self::config), naming bad values as coming from `source`.
-    pub fn config_from<C>(&self, source: ParamSource) -> Result<WhirConfig<EF, F, C>, ProofError>
+    pub fn config_from<C>(&self, source: ParamSource) -> Result<WhirConfig<EF<C::Witness>, C::Witness, C>, ProofError>
     where
-        C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
+        C: GrindingChallenger + FieldChallenger<C::Witness>,
+        C::Witness: WhirField,
     {
         self.validate(source)?;
+        self.check_domain::<C::Witness>(source)?;
         WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
             .map_err(|e| ProofError::Params(self.explain(&e, source)))
+    }
+
+    /// [`validate`](Self::validate)'s domain check for a field of smaller two-adicity than
+    /// BabyBear's (KoalaBear: 2^24): the codeword's 2^(n + rate - fold) rows must fit it.
+    fn check_domain<B: WhirField>(&self, source: ParamSource) -> Result<(), ProofError> {
+        let n = Namer(source);
+        let folded_log = self.num_vars + self.log_inv_rate - self.fold;
+        if folded_log <= B::TWO_ADICITY {
+            return Ok(());
+        }
+        let max_rate = (B::TWO_ADICITY + self.fold).saturating_sub(self.num_vars);
+        let need_fold = folded_log + self.fold - B::TWO_ADICITY;
+        let hint = match (max_rate, need_fold <= self.num_vars) {
+            (0, _) => format!("use --fold {need_fold} or more"),
+            (_, true) => format!("use --rate {max_rate} or less, or --fold {need_fold} or more"),
+            (_, false) => format!("use --rate {max_rate} or less"),
+        };
+        Err(ProofError::Params(format!(
+            "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over {}'s 2^{}{}",
+            n.name("rate", self.log_inv_rate),
+            self.num_vars,
+            self.fold,
+            B::NAME,
+            B::TWO_ADICITY,
+            n.fix(hint)
+        )))
     }
 
     fn feasible(&self) -> bool {

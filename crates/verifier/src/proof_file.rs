@@ -16,14 +16,14 @@ use std::io::Read;
 use p3_challenger::DuplexChallenger;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
-use p3_field::PrimeField32;
 use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
-use crate::hash::{cpu_mmcs, permutation, CpuMmcs};
+use crate::hash::{cpu_mmcs, CpuMmcs, WhirField};
 use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
-use crate::{opening_protocol, Commitment, TableLayout, Workload, EF, F};
+use crate::{opening_protocol, Commitment, TableLayout, Workload, EF};
+use p3_baby_bear::BabyBear;
 
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
 /// Bumped on any change of the layout below: the newest version, written for multi-table
@@ -31,13 +31,13 @@ const MAGIC: [u8; 8] = *b"WHIRWGPU";
 pub const FORMAT_VERSION: u16 = 2;
 /// The version of single-polynomial files (no table list).
 const SINGLE_POLYNOMIAL_VERSION: u16 = 1;
-/// The only hash so far.
-pub const HASH_ID: &str = "poseidon2-babybear-16/p3-default";
+/// The hash of BabyBear proofs (the default); each field's is [`WhirField::HASH_ID`].
+pub const HASH_ID: &str = <BabyBear as WhirField>::HASH_ID;
 
 /// Plonky3's challenger, as the stock verifier runs it.
-pub type StockChallenger = DuplexChallenger<F, crate::hash::Perm, 16, 8>;
-type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, StockChallenger, TableLayout>;
-type Proof = PcsProof<F, EF, CpuMmcs>;
+pub type StockChallenger<F = BabyBear> = DuplexChallenger<F, crate::hash::Perm<F>, 16, 8>;
+type StockPcs<F> = WhirProver<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, TableLayout<F>>;
+type Proof<F> = PcsProof<F, EF<F>, CpuMmcs<F>>;
 
 /// Bytes read before the parameters are known: the header and the params fit in far fewer.
 const PREFIX_BYTES: usize = 256;
@@ -148,17 +148,18 @@ impl Default for FileParamsFloor {
     }
 }
 
-/// A proof with what the verifier needs to check it.
+/// A proof over `F` (BabyBear by default, KoalaBear; the header's hash names it) with what the
+/// verifier needs to check it.
 #[derive(Clone, Debug)]
-pub struct ProofFile {
+pub struct ProofFile<F: WhirField = BabyBear> {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
     pub hash: String,
     /// The committed tables, each opened as [`Workload::protocol`] says (version 2); None for one
     /// polynomial (version 1). Untrusted, as the parameters.
     pub tables: Option<Workload>,
-    pub commitment: Commitment,
-    /// postcard-serialized `PcsProof<BabyBear, BabyBear^4, MerkleTreeMmcs>`.
+    pub commitment: Commitment<F>,
+    /// postcard-serialized `PcsProof<F, F^4, MerkleTreeMmcs>`.
     pub proof: Vec<u8>,
 }
 
@@ -172,7 +173,7 @@ struct BodyV1<P, S, C, B> {
 }
 
 /// A v2 body as read: the tables as (variables, columns) pairs, checked after decoding.
-type DecodedBodyV2 = BodyV2<Params, String, Vec<(u8, u32)>, Commitment, Vec<u8>>;
+type DecodedBodyV2<F> = BodyV2<Params, String, Vec<(u8, u32)>, Commitment<F>, Vec<u8>>;
 
 /// The body after the header, version 2: the tables as (variables, columns) after the hash.
 #[derive(Serialize, Deserialize)]
@@ -225,6 +226,36 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
     })?;
     params.validate(ParamSource::ProofFile)?;
     Ok((header.version, params, rest))
+}
+
+/// The hashes (and so the fields) this build reads, as (hash, field name).
+pub const KNOWN_HASHES: [(&str, &str); 2] = [
+    (<BabyBear as WhirField>::HASH_ID, <BabyBear as WhirField>::NAME),
+    (<p3_koala_bear::KoalaBear as WhirField>::HASH_ID, <p3_koala_bear::KoalaBear as WhirField>::NAME),
+];
+
+/// The error for a file whose hash is not `F`'s: another field's, named, or an unknown one.
+fn hash_mismatch<F: WhirField>(hash: &str) -> ProofError {
+    match KNOWN_HASHES.iter().find(|(h, _)| *h == hash) {
+        Some((_, field)) => rejected(format!(
+            "it is a proof over {field} (hash {hash:?}), not over {}; read it as a {field} proof (`whir verify --field {field}`)",
+            F::NAME
+        )),
+        None => {
+            let known: Vec<&str> = KNOWN_HASHES.iter().map(|(h, _)| *h).collect();
+            rejected(format!("unknown hash {hash:?} (this build knows {})", known.join(", ")))
+        }
+    }
+}
+
+/// The field a proof file's header names (through its hash), read from the file's first
+/// bytes (the header, the parameters and the hash: a few dozen bytes), without reading or
+/// checking the rest: which [`ProofFile`] type to read it as.
+pub fn proof_file_field(prefix: &[u8]) -> Result<&'static str, ProofError> {
+    let (_, _, rest) = parse_prefix(prefix)?;
+    let ((_, hash), _): ((Params, String), &[u8]) =
+        postcard::take_from_bytes(rest).map_err(|e| rejected(format!("truncated or corrupted: the hash name does not decode ({})", decode_error(&e))))?;
+    KNOWN_HASHES.iter().find(|(h, _)| *h == hash).map(|(_, f)| *f).ok_or_else(|| hash_mismatch::<BabyBear>(&hash))
 }
 
 /// The error for a file made with other parameters than `expected`, naming each difference.
@@ -320,17 +351,17 @@ fn describe(e: &VerifierError) -> String {
     }
 }
 
-impl ProofFile {
+impl<F: WhirField> ProofFile<F> {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
     /// `PcsProof`.
-    pub fn new(params: &Params, commitment: Commitment, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: HASH_ID.into(), tables: None, commitment, proof }
+    pub fn new(params: &Params, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
+        Self { params: params.clone(), hash: F::HASH_ID.into(), tables: None, commitment, proof }
     }
 
     /// A file for a multi-table proof made with `params` (sized by
     /// [`Workload::params`]): the tables' commitment and the postcard-serialized `PcsProof`.
-    pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: HASH_ID.into(), tables: Some(tables), commitment, proof }
+    pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
+        Self { params: params.clone(), hash: F::HASH_ID.into(), tables: Some(tables), commitment, proof }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -377,7 +408,7 @@ impl ProofFile {
     }
 
     fn max_bytes_from(params: &Params, source: ParamSource, evals: Openings<'_>) -> Result<usize, ProofError> {
-        let config = params.config_from::<StockChallenger>(source)?;
+        let config = params.config_from::<StockChallenger<F>>(source)?;
         let shape = WhirShape::new(&config, params.points);
         // Rows are at most 2^fold extension elements (the first round's are base elements).
         let row = LEN + (EF_BYTES << params.fold);
@@ -425,10 +456,10 @@ impl ProofFile {
         ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
-            let (b, tail): (BodyV1<Params, String, Commitment, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (BodyV1<Params, String, Commitment<F>, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             (ProofFile { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
         } else {
-            let (b, tail): (DecodedBodyV2, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (DecodedBodyV2<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
             tables.check().map_err(|e| rejected(format!("its header names {e}")))?;
             if tables.tables.len() != b.params.points || tables.num_variables(b.params.fold) != b.params.num_vars {
@@ -449,8 +480,8 @@ impl ProofFile {
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
         }
-        if file.hash != HASH_ID {
-            return Err(rejected(format!("unknown hash {:?} (this build knows {HASH_ID})", file.hash)));
+        if file.hash != F::HASH_ID {
+            return Err(hash_mismatch::<F>(&file.hash));
         }
         if file.commitment.roots().len() != 1 {
             return Err(rejected(format!("the commitment holds {} roots; a proof file has one", file.commitment.roots().len())));
@@ -516,8 +547,8 @@ impl ProofFile {
     }
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
-    fn decode_body(&self) -> Result<Proof, ProofError> {
-        let (proof, tail): (Proof, &[u8]) = postcard::take_from_bytes(&self.proof)
+    fn decode_body(&self) -> Result<Proof<F>, ProofError> {
+        let (proof, tail): (Proof<F>, &[u8]) = postcard::take_from_bytes(&self.proof)
             .map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
@@ -584,10 +615,10 @@ impl ProofFile {
     }
 
     fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProofError> {
-        let config = params.config_from::<StockChallenger>(source)?;
+        let config = params.config_from::<StockChallenger<F>>(source)?;
         let proof = self.decode_body()?;
-        let pcs = StockPcs::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs(0));
-        let mut challenger = StockChallenger::new(permutation());
+        let pcs = StockPcs::<F>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs::<F>(0));
+        let mut challenger = StockChallenger::<F>::new(F::permutation());
         let protocol = match &self.tables {
             Some(w) => w.protocol(params.fold),
             None => opening_protocol(params),
