@@ -14,6 +14,7 @@ use p3_merkle_tree::PrunedMerklePaths;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
 use whir_verifier::hash::CpuMmcs;
+use p3_baby_bear::BabyBear;
 use whir_gpu::{
     GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning,
     Poseidon2Constants, TransferCounts,
@@ -24,13 +25,13 @@ use crate::driver::{prove_with_steps, RoundBreakdown};
 use crate::options::DriverOptions;
 use crate::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
-use crate::{opening_protocol, permutation, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFile, ProverLayout, EF, F};
+use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFile, ProverField, ProverLayout, EF};
 
 
 /// What a prove call returns.
 #[derive(Clone, Debug)]
-pub struct ProverOutput {
-    pub commitment: Commitment,
+pub struct ProverOutput<F: ProverField = BabyBear> {
+    pub commitment: Commitment<F>,
     /// postcard-serialized `p3_whir::PcsProof`.
     pub proof: Vec<u8>,
     /// Wall time of the commit phase (encode + Merkle tree).
@@ -51,7 +52,7 @@ pub struct ProverOutput {
     pub peak_gpu_bytes: Option<u64>,
 }
 
-impl ProverOutput {
+impl<F: ProverField> ProverOutput<F> {
     pub fn total(&self) -> Duration {
         self.commit_time + self.open_time
     }
@@ -62,28 +63,28 @@ impl ProverOutput {
     }
 
     /// The proof as a proof file for `params`, the parameters it was made with.
-    pub fn proof_file(&self, params: &Params) -> ProofFile {
+    pub fn proof_file(&self, params: &Params) -> ProofFile<F> {
         ProofFile::new(params, self.commitment.clone(), self.proof.clone())
     }
 }
 
 
-/// The prover's heavy operations and the state they keep.
-pub trait Backend {
+/// The prover's heavy operations and the state they keep, over the field `F`.
+pub trait Backend<F: ProverField = BabyBear> {
     /// The Reed–Solomon code and query map.
-    type Domain: WhirDomain<F, EF>;
+    type Domain: WhirDomain<F, EF<F>>;
     /// The Merkle commitment scheme (proofs in Plonky3's `MerkleTreeMmcs` format).
-    type Mmcs: Mmcs<F, Commitment = Commitment, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync;
+    type Mmcs: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync;
 
     fn name(&self) -> &'static str;
     fn domain(&self) -> Self::Domain;
     fn mmcs(&self) -> Self::Mmcs;
     /// A fresh transcript (its grinder returns the smallest witness).
-    fn challenger(&self) -> GpuChallenger;
+    fn challenger(&self) -> GpuChallenger<F>;
 
     /// Commits to the 2^n evaluations `evals` and opens them at `params.points` points. The
     /// default runs Plonky3's own `WhirProver` with this backend's pieces.
-    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError>
+    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
     where
         Self: Sized,
     {
@@ -92,16 +93,16 @@ pub trait Backend {
 }
 
 /// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
-pub fn prove_with_pieces<B: Backend>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
-    let config = params.config::<GpuChallenger>()?;
+pub fn prove_with_pieces<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+    let config = params.config::<GpuChallenger<F>>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
     let clock = PhaseClock::default();
     let domain = TimedDomain { inner: backend.domain(), clock: clock.clone() };
     let mmcs = TimedMmcs { inner: backend.mmcs(), clock: clock.clone() };
-    let pcs = WhirProver::<EF, F, TimedDomain<B::Domain>, TimedMmcs<B::Mmcs>, GpuChallenger, ProverLayout>::new(config, domain, mmcs);
-    let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+    let pcs = WhirProver::<EF<F>, F, TimedDomain<B::Domain>, TimedMmcs<B::Mmcs>, GpuChallenger<F>, ProverLayout<F>>::new(config, domain, mmcs);
+    let witness = ProverLayout::<F>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
     let mut challenger = backend.challenger();
     let start = Instant::now();
     let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
@@ -114,13 +115,19 @@ pub fn prove_with_pieces<B: Backend>(backend: &B, params: &Params, evals: &[F]) 
     Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path: backend.name(), breakdown: None, peak_gpu_bytes: None })
 }
 
+/// A fresh transcript over `F`'s default Poseidon2 (Plonky3's constants), grinding on
+/// `grinder` where given.
+pub(crate) fn new_challenger<F: ProverField>(grinder: Option<Arc<GpuGrinder<F>>>) -> GpuChallenger<F> {
+    GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), grinder)
+}
+
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch`, `MerkleTreeMmcs`, the smallest-witness CPU grinder.
 #[derive(Clone, Default)]
 pub struct CpuBackend;
 
-impl Backend for CpuBackend {
+impl<F: ProverField> Backend<F> for CpuBackend {
     type Domain = Radix2DFTSmallBatch<F>;
-    type Mmcs = CpuMmcs;
+    type Mmcs = CpuMmcs<F>;
 
     fn name(&self) -> &'static str {
         "cpu"
@@ -129,10 +136,10 @@ impl Backend for CpuBackend {
         Radix2DFTSmallBatch::default()
     }
     fn mmcs(&self) -> Self::Mmcs {
-        whir_verifier::hash::cpu_mmcs(0)
+        whir_verifier::hash::cpu_mmcs::<F>(0)
     }
-    fn challenger(&self) -> GpuChallenger {
-        GpuChallenger::new(permutation(), None)
+    fn challenger(&self) -> GpuChallenger<F> {
+        new_challenger::<F>(None)
     }
 }
 
@@ -175,10 +182,10 @@ pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverO
 
 /// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
 #[derive(Clone)]
-pub struct GpuBackend {
+pub struct GpuBackend<F: ProverField = BabyBear> {
     ntt: Arc<GpuNtt>,
-    merkle: Arc<GpuMerkle>,
-    grinder: Arc<GpuGrinder>,
+    merkle: Arc<GpuMerkle<F>>,
+    grinder: Arc<GpuGrinder<F>>,
     mode: GpuMode,
     /// Time every submission of a resident proof on the GPU (timestamp queries).
     profile: bool,
@@ -190,8 +197,28 @@ pub struct GpuBackend {
 }
 
 impl GpuBackend {
+    /// A BabyBear backend on `ctx`.
     pub fn new(ctx: Arc<GpuContext>) -> Self {
-        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        Self::over(ctx)
+    }
+
+    /// With the environment's settings: the context's ([`whir_gpu::GpuOptions::from_env`]: `WHIR_ADAPTER`
+    /// or the high-performance adapter, `WHIR_LIMITS`, ...) and the driver's
+    /// ([`DriverOptions::from_env`]).
+    pub fn open_default() -> Result<Self, ProverError> {
+        Ok(Self::new(Arc::new(GpuContext::new_default()?)).with_driver_options(DriverOptions::from_env()?))
+    }
+
+    /// On a context made with `options` (adapter, limits profile, memory budget, ...).
+    pub fn open(options: whir_gpu::GpuOptions) -> Result<Self, ProverError> {
+        Ok(Self::new(Arc::new(GpuContext::new(options)?)))
+    }
+}
+
+impl<F: ProverField> GpuBackend<F> {
+    /// A backend over `F` on `ctx` (one context serves every field).
+    pub fn over(ctx: Arc<GpuContext>) -> Self {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
         Self {
             ntt: Arc::new(GpuNtt::new(ctx)),
             merkle: Arc::new(GpuMerkle::new(poseidon2.clone())),
@@ -268,12 +295,12 @@ impl GpuBackend {
     }
 
     /// Our driver over resident codewords; GPU failures are returned as `ProverError::Gpu`.
-    pub fn prove_resident(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+    pub fn prove_resident(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         self.check_resident_fits(params)?;
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?;
         let ctx = self.context();
         let before = ctx.transfer_counts();
-        let mut challenger = self.challenger();
+        let mut challenger = new_challenger(Some(self.grinder.clone()));
         let profiling = self.profile && ctx.profiler().begin();
         if self.own_peak {
             ctx.memory().reset_peak_buffer_bytes();
@@ -310,25 +337,16 @@ impl GpuBackend {
         })
     }
 
-    /// With the environment's settings: the context's ([`whir_gpu::GpuOptions::from_env`]: `WHIR_ADAPTER`
-    /// or the high-performance adapter, `WHIR_LIMITS`, ...) and the driver's
-    /// ([`DriverOptions::from_env`]).
-    pub fn open_default() -> Result<Self, ProverError> {
-        Ok(Self::new(Arc::new(GpuContext::new_default()?)).with_driver_options(DriverOptions::from_env()?))
-    }
-
-    /// On a context made with `options` (adapter, limits profile, memory budget, ...).
-    pub fn open(options: whir_gpu::GpuOptions) -> Result<Self, ProverError> {
-        Ok(Self::new(Arc::new(GpuContext::new(options)?)))
-    }
-
     pub fn context(&self) -> &Arc<GpuContext> {
         self.ntt.context()
     }
 
     /// [`Backend::prove`] on this GPU alone: a GPU failure is returned, not proved again on the
     /// CPU (a [`ProofPool`](crate::ProofPool) over several GPUs moves it to another first).
-    pub fn prove_on_gpu(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+    pub fn prove_on_gpu(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
+    where
+        Self: Backend<F>,
+    {
         let before = self.context().transfer_counts();
         match self.mode {
             GpuMode::Resident => self.prove_resident(params, evals),
@@ -347,19 +365,23 @@ impl GpuBackend {
 
     /// WHIR as a Plonky3 PCS on this GPU for `config` (any layout of tables; see
     /// [`GpuWhirPcs`]), playing the transcript as this backend's driver options say.
-    pub fn pcs(&self, config: p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>) -> Result<GpuWhirPcs, ProverError> {
+    pub fn pcs(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, GpuChallenger<F>>) -> Result<GpuWhirPcs<ProverLayout<F>, F>, ProverError> {
         self.pcs_in(config)
     }
 
     /// [`pcs`](Self::pcs) in p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`).
-    pub fn pcs_in<L: Layout<F, EF>>(&self, config: p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>) -> Result<GpuWhirPcs<L>, ProverError> {
-        Ok(GpuWhirPcs::<L>::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
+    pub fn pcs_in<L: Layout<F, EF<F>>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, GpuChallenger<F>>) -> Result<GpuWhirPcs<L, F>, ProverError> {
+        Ok(GpuWhirPcs::<L, F>::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
     }
 }
 
-impl Backend for GpuBackend {
-    type Domain = GpuWhirDomain;
-    type Mmcs = GpuMmcs;
+impl<F: ProverField> Backend<F> for GpuBackend<F>
+where
+    GpuWhirDomain<F>: WhirDomain<F, EF<F>>,
+    GpuMmcs<F>: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync,
+{
+    type Domain = GpuWhirDomain<F>;
+    type Mmcs = GpuMmcs<F>;
 
     fn name(&self) -> &'static str {
         match self.mode {
@@ -374,14 +396,14 @@ impl Backend for GpuBackend {
     fn mmcs(&self) -> Self::Mmcs {
         GpuMmcs::new(self.merkle.clone(), 0)
     }
-    fn challenger(&self) -> GpuChallenger {
-        GpuChallenger::new(permutation(), Some(self.grinder.clone()))
+    fn challenger(&self) -> GpuChallenger<F> {
+        new_challenger(Some(self.grinder.clone()))
     }
 
     /// The resident driver (or the pieces path, by mode). A GPU failure mid-proof (device lost,
     /// out of memory, a size over the adapter's limits) proves again on the CPU, with a warning:
     /// the result is always a proof the verifier accepts, or an error.
-    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+    fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         let result = self.prove_on_gpu(params, evals);
         cpu_unless_refused(result, params, evals)
     }
@@ -389,7 +411,7 @@ impl Backend for GpuBackend {
 
 /// A GPU proof's result, or after a GPU failure the CPU's proof (with a warning); a proof over
 /// the caller's memory budget stays refused, as asked.
-pub(crate) fn cpu_unless_refused(result: Result<ProverOutput, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput, ProverError> {
+pub(crate) fn cpu_unless_refused<F: ProverField>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
     match result {
         Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
         Err(ProverError::Gpu(e)) => {

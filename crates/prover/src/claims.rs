@@ -6,21 +6,21 @@
 //! (`p3_sumcheck::layout::Verifier`) once it is given the values; each point drawn is read off a
 //! trial run on a copy of the challenger, and the values are computed by the sumcheck steps.
 
-use p3_challenger::{CanObserve, CanSample, CanSampleBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
+use p3_challenger::{CanObserve, CanSample, CanSampleBits, FieldChallenger, GrindingChallenger};
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::constraints::{Constraint, Statements};
 use p3_sumcheck::layout::{plan_stacked_layout, Layout, LayoutStrategy, TablePlacement, Verifier};
 use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
-use whir_gpu::GpuChallenger;
+use whir_gpu::{GpuChallenger, InnerChallenger};
 
 use crate::error::ProverError;
 use crate::sumcheck::{powers_from, SlotSet, SumcheckSteps};
-use crate::{ProverLayout, EF, F};
+use crate::{ProverField, ProverLayout, EF};
 
 /// p3-sumcheck's verifier-side claim registry, which the prover drives.
-pub(crate) type ClaimRegistry = Verifier<F, EF>;
+pub(crate) type ClaimRegistry<F> = Verifier<F, EF<F>>;
 
 /// Where the tables of a committed witness lie in the stacked polynomial (p3-sumcheck's planner:
 /// largest tables first, one slot of 2^arity entries per column, selectors before the local
@@ -37,14 +37,14 @@ impl Stacking {
     /// The stacking of tables of `shapes` (after the witness's padding to the first fold), in
     /// the suffix layout.
     pub fn new(shapes: Vec<TableShape>) -> Self {
-        Self::for_layout::<ProverLayout>(shapes)
+        Self::for_layout::<p3_baby_bear::BabyBear, ProverLayout>(shapes)
     }
 
     /// The stacking of tables of `shapes` in layout `L`'s strategy. Slots are the planner's
     /// (the suffix layout's offsets): the prefix layout's stacked polynomial, whose columns are
     /// interleaved behind reversed selectors, is held at bit-reversed indices, where each
     /// column is again one slot, its entries bit-reversed within it.
-    pub fn for_layout<L: Layout<F, EF>>(shapes: Vec<TableShape>) -> Self {
+    pub fn for_layout<F: ProverField, L: Layout<F, EF<F>>>(shapes: Vec<TableShape>) -> Self {
         let (num_variables, placements) = plan_stacked_layout(&shapes);
         Self { shapes, placements, num_variables, strategy: L::strategy() }
     }
@@ -84,38 +84,38 @@ impl Stacking {
 }
 
 /// One opening batch as recorded: its point and its columns' slots, direct and successor.
-struct BatchClaim {
+struct BatchClaim<F: ProverField> {
     table: usize,
-    point: Point<EF>,
+    point: Point<EF<F>>,
     current: Vec<usize>,
     next: Vec<usize>,
 }
 
 /// The claims of one `open`, in the registry and as slots of the stacked polynomial.
-pub(crate) struct Claims {
-    pub registry: ClaimRegistry,
+pub(crate) struct Claims<F: ProverField> {
+    pub registry: ClaimRegistry<F>,
     stacking: Stacking,
-    batches: Vec<BatchClaim>,
+    batches: Vec<BatchClaim<F>>,
     /// The commitment's out-of-domain points (over every stacked variable).
-    virtual_points: Vec<Point<EF>>,
+    virtual_points: Vec<Point<EF<F>>>,
     /// Their answers, for the proof.
-    pub ood_answers: Vec<EF>,
+    pub ood_answers: Vec<EF<F>>,
     /// Each batch's values, for the proof.
-    pub evals: Vec<OpeningEvals<EF>>,
+    pub evals: Vec<OpeningEvals<EF<F>>>,
 }
 
 /// Where each opening batch's point comes from.
 #[derive(Clone, Copy)]
-pub enum Points<'a> {
+pub enum Points<'a, F: ProverField = p3_baby_bear::BabyBear> {
     /// Drawn from the transcript (`MultilinearPcs::open`).
     Drawn,
     /// Given by the caller, one per batch in order (`PrescribedPointPcs::open_at`).
-    Given(&'a [Point<EF>]),
+    Given(&'a [Point<EF<F>>]),
 }
 
 /// Checks `protocol` against the committed `stacking` and the configuration's claim budget, and
 /// `points` against it: every problem is an error naming it (where the layout would panic).
-pub(crate) fn check_protocol(stacking: &Stacking, protocol: &OpeningProtocol, points: Points<'_>) -> Result<(), ProverError> {
+pub(crate) fn check_protocol<F: ProverField>(stacking: &Stacking, protocol: &OpeningProtocol, points: Points<'_, F>) -> Result<(), ProverError> {
     if protocol.table_shapes() != stacking.shapes() {
         return Err(ProverError::Input(format!(
             "the opening protocol's tables {:?} are not the committed witness's {:?} (as (variables, columns), after padding to the first fold: use `OpeningProtocol::pad_to_min_num_variables`)",
@@ -152,14 +152,14 @@ fn shape_pairs(shapes: &[TableShape]) -> Vec<(usize, usize)> {
 
 /// The claim phase: `ood_samples` out-of-domain claims of the stacked f, then each batch of
 /// `protocol` (checked by [`check_protocol`]) at its point, each value computed by `sumcheck`.
-pub(crate) fn play_claims<S: SumcheckSteps>(
+pub(crate) fn play_claims<F: ProverField, S: SumcheckSteps<F>>(
     sumcheck: &mut S,
     stacking: &Stacking,
     protocol: &OpeningProtocol,
-    points: Points<'_>,
+    points: Points<'_, F>,
     ood_samples: usize,
-    challenger: &mut GpuChallenger,
-) -> Result<Claims, ProverError> {
+    challenger: &mut GpuChallenger<F>,
+) -> Result<Claims<F>, ProverError> {
     let begun = std::time::Instant::now();
     let mut registry = ClaimRegistry::new(stacking.shapes(), stacking.strategy);
     let (mut virtual_points, mut ood_answers) = (Vec::with_capacity(ood_samples), Vec::with_capacity(ood_samples));
@@ -204,12 +204,12 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
             Points::Drawn => {
                 // A trial run on a copy draws the point; the real run below draws it again.
                 let mut trial = SampleSpy { inner: challenger.inner().clone(), samples: Vec::new() };
-                let zeros = OpeningEvals::new(vec![EF::ZERO; batch.current().len()], vec![EF::ZERO; batch.next().len()]);
+                let zeros = OpeningEvals::new(vec![EF::<F>::ZERO; batch.current().len()], vec![EF::<F>::ZERO; batch.next().len()]);
                 trial_registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
                 let Ok(coefficients) = <[F; 4]>::try_from(trial.samples.as_slice()) else {
                     return Err(ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element expected)", trial.samples.len())));
                 };
-                Point::expand_from_univariate(EF::from_basis_coefficients_fn(|i| coefficients[i]), k)
+                Point::expand_from_univariate(EF::<F>::from_basis_coefficients_fn(|i| coefficients[i]), k)
             }
         };
         draw += at.elapsed();
@@ -222,7 +222,7 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
             (vec![sumcheck.eval(&point)?], Vec::new())
         } else {
             let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
-            let [now, after]: [Vec<EF>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
+            let [now, after]: [Vec<EF<F>>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
             (now, after)
         };
         let values = OpeningEvals::new(now, after);
@@ -242,13 +242,13 @@ pub(crate) fn play_claims<S: SumcheckSteps>(
     Ok(Claims { registry, stacking: stacking.clone(), batches, virtual_points, ood_answers, evals })
 }
 
-impl Claims {
+impl<F: ProverField> Claims<F> {
     /// w = Σ_i α^i·(claim i's weights), in the registry's order: tables in placement order, each
     /// table's batches in the order recorded, a batch's direct columns then its successor views;
     /// the out-of-domain claims after them. With `lazy_rounds`, the weights are formed where the
     /// next rounds use them instead of stored (where the steps can): a single-column
     /// polynomial's as equality weights, a stacked table's as slot weights.
-    pub fn add_initial_weights<S: SumcheckSteps>(&self, sumcheck: &mut S, alpha: EF, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
+    pub fn add_initial_weights<S: SumcheckSteps<F>>(&self, sumcheck: &mut S, alpha: EF<F>, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
         if self.stacking.is_one_column() && self.batches.iter().all(|b| b.next.is_empty()) {
             // Every claim an equality of f itself: the registry's own batched constraint.
             let (points, scales) = eq_claims(&self.registry.constraint(alpha))?;
@@ -258,19 +258,19 @@ impl Claims {
             };
         }
         let mut sets = Vec::with_capacity(2 * self.batches.len());
-        let (mut used, mut sum) = (0, EF::ZERO);
+        let (mut used, mut sum) = (0, EF::<F>::ZERO);
         for placement in placements_in_order(&self.stacking) {
             for (batch, evals) in self.batches.iter().zip(&self.evals).filter(|(b, _)| b.table == placement) {
                 for (offsets, successor, found) in [(&batch.current, false, evals.current()), (&batch.next, true, evals.next())] {
                     let scales = powers_from(alpha, used, offsets.len());
                     used += offsets.len();
-                    sum += found.iter().zip(&scales).map(|(&v, &s)| v * s).sum::<EF>();
+                    sum += found.iter().zip(&scales).map(|(&v, &s)| v * s).sum::<EF<F>>();
                     sets.push((SlotSet { point: batch.point.clone(), offsets: offsets.clone(), successor }, scales));
                 }
             }
         }
         let virtual_scales = powers_from(alpha, used, self.virtual_points.len());
-        sum += self.ood_answers.iter().zip(&virtual_scales).map(|(&v, &s)| v * s).sum::<EF>();
+        sum += self.ood_answers.iter().zip(&virtual_scales).map(|(&v, &s)| v * s).sum::<EF<F>>();
         // The weights' order is checked against the registry's: the claimed sums agree.
         if sum != self.registry.sum(alpha) {
             return Err(ProverError::Params("the claims' weights do not follow the layout's batching order".into()));
@@ -297,7 +297,7 @@ fn placements_in_order(stacking: &Stacking) -> impl Iterator<Item = usize> + '_ 
 }
 
 /// The equality claims of a batched constraint and their coefficients (α powers in order).
-pub(crate) fn eq_claims(constraint: &Constraint<F, EF>) -> Result<(Vec<Point<EF>>, Vec<EF>), ProverError> {
+pub(crate) fn eq_claims<F: ProverField>(constraint: &Constraint<F, EF<F>>) -> Result<(Vec<Point<EF<F>>>, Vec<EF<F>>), ProverError> {
     let (mut points, mut scales) = (Vec::new(), Vec::new());
     let mut shift = 0;
     for statement in constraint.statements() {
@@ -312,9 +312,9 @@ pub(crate) fn eq_claims(constraint: &Constraint<F, EF>) -> Result<(Vec<Point<EF>
 }
 
 /// The claim points in a registry's batched constraint, in its order.
-fn claim_points(registry: &ClaimRegistry) -> Vec<Point<EF>> {
+fn claim_points<F: ProverField>(registry: &ClaimRegistry<F>) -> Vec<Point<EF<F>>> {
     registry
-        .constraint(EF::ONE)
+        .constraint(EF::<F>::ONE)
         .statements()
         .iter()
         .flat_map(|s| match s {
@@ -326,10 +326,10 @@ fn claim_points(registry: &ClaimRegistry) -> Vec<Point<EF>> {
 
 /// The point the next out-of-domain claim will sample: the step is played on copies of the
 /// registry and the challenger (with any value), and the point it added is read back.
-fn new_virtual_point(registry: &ClaimRegistry, challenger: &GpuChallenger) -> Result<Point<EF>, ProverError> {
+fn new_virtual_point<F: ProverField>(registry: &ClaimRegistry<F>, challenger: &GpuChallenger<F>) -> Result<Point<EF<F>>, ProverError> {
     let before = claim_points(registry);
     let (mut trial, mut ch) = (registry.clone(), challenger.clone());
-    trial.add_virtual_eval(EF::ZERO, &mut ch);
+    trial.add_virtual_eval(EF::<F>::ZERO, &mut ch);
     let after = claim_points(&trial);
     let at = (0..after.len()).find(|&i| before.get(i) != Some(&after[i]));
     match at {
@@ -338,22 +338,21 @@ fn new_virtual_point(registry: &ClaimRegistry, challenger: &GpuChallenger) -> Re
     }
 }
 
-type Duplex = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;
 
 /// A copy of the transcript that keeps what it samples (a trial run's point is read off it).
 #[derive(Clone)]
-struct SampleSpy {
-    inner: Duplex,
+struct SampleSpy<F: ProverField> {
+    inner: InnerChallenger<F>,
     samples: Vec<F>,
 }
 
-impl CanObserve<F> for SampleSpy {
+impl<F: ProverField> CanObserve<F> for SampleSpy<F> {
     fn observe(&mut self, value: F) {
         self.inner.observe(value);
     }
 }
 
-impl CanSample<F> for SampleSpy {
+impl<F: ProverField> CanSample<F> for SampleSpy<F> {
     fn sample(&mut self) -> F {
         let v = self.inner.sample();
         self.samples.push(v);
@@ -361,15 +360,15 @@ impl CanSample<F> for SampleSpy {
     }
 }
 
-impl CanSampleBits<usize> for SampleSpy {
+impl<F: ProverField> CanSampleBits<usize> for SampleSpy<F> {
     fn sample_bits(&mut self, bits: usize) -> usize {
         self.inner.sample_bits(bits)
     }
 }
 
-impl FieldChallenger<F> for SampleSpy {}
+impl<F: ProverField> FieldChallenger<F> for SampleSpy<F> {}
 
-impl GrindingChallenger for SampleSpy {
+impl<F: ProverField> GrindingChallenger for SampleSpy<F> {
     type Witness = F;
 
     fn grind(&mut self, bits: usize) -> F {

@@ -14,7 +14,7 @@ use whir_gpu::{ChainedRound, GpuGrinder, GrindAhead, GrindOffer, SpongeScript, S
 use crate::driver::{CodewordSteps, OpenedRows, Step};
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckSteps};
-use crate::{Commitment, EF, F};
+use crate::{Commitment, ProverField, EF};
 
 /// The round and step the driver is in, shared by the codeword and sumcheck sides.
 #[derive(Clone, Default)]
@@ -61,7 +61,7 @@ pub struct ComparingSteps<A, B> {
     at: Position,
 }
 
-impl<A: CodewordSteps, B: CodewordSteps> ComparingSteps<A, B> {
+impl<A, B> ComparingSteps<A, B> {
     pub fn new(reference: A, candidate: B) -> Self {
         Self { reference, candidate, at: Position::default() }
     }
@@ -71,7 +71,7 @@ impl<A: CodewordSteps, B: CodewordSteps> ComparingSteps<A, B> {
     }
 
 
-    fn compare_openings(&self, reference: &[OpenedRows], candidate: &[OpenedRows]) -> Result<(), ProverError> {
+    fn compare_openings<F: ProverField>(&self, reference: &[OpenedRows<F>], candidate: &[OpenedRows<F>]) -> Result<(), ProverError> {
         self.at.check("openings: count", &reference.len(), &candidate.len())?;
         for (k, (a, b)) in reference.iter().zip(candidate).enumerate() {
             self.at.check(&format!("opening {k}: rows"), &a.0, &b.0)?;
@@ -81,12 +81,12 @@ impl<A: CodewordSteps, B: CodewordSteps> ComparingSteps<A, B> {
     }
 }
 
-impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> {
+impl<F: ProverField, A: CodewordSteps<F>, B: CodewordSteps<F>> CodewordSteps<F> for ComparingSteps<A, B> {
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
 
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit(message, width, log_inv_rate)?;
         let (b_root, b) = self.candidate.commit(message, width, log_inv_rate)?;
         self.at.check("commit: root", &a_root, &b_root)?;
@@ -97,7 +97,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
         Ok((self.reference.open(&committed.0, indices)?, self.candidate.open(&committed.1, indices)?))
     }
 
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
         let (a, b): (Vec<_>, Vec<_>) = openings.into_iter().unzip();
         let (a, b) = (self.reference.read_openings(a)?, self.candidate.read_openings(b)?);
         self.compare_openings(&a, &b)?;
@@ -105,7 +105,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
     }
 
     #[allow(clippy::type_complexity)]
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
         let (a, b): (Vec<_>, Vec<_>) = openings.into_iter().unzip();
         let reading = self.candidate.begin_reading_openings(b)?;
         let a = self.reference.read_openings(a)?;
@@ -116,7 +116,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
         }))
     }
 
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let (a_root, a, a_sum) = self.reference.commit_message(message, width, log_inv_rate)?;
         let (b_root, b, b_sum) = self.candidate.commit_message(message, width, log_inv_rate)?;
         self.at.check("commit: root", &a_root, &b_root)?;
@@ -130,15 +130,15 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
         width: usize,
         log_inv_rate: usize,
         order: p3_sumcheck::strategy::VariableOrder,
-        block: &crate::driver::Blocks<'_>,
-    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        block: &crate::driver::Blocks<'_, F>,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let (a_root, a, a_sum) = self.reference.commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)?;
         let (b_root, b, b_sum) = self.candidate.commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)?;
         self.at.check("commit: root", &a_root, &b_root)?;
         Ok((b_root, (a, b), ComparingSumcheck { reference: a_sum, candidate: b_sum, at: self.at.clone() }))
     }
 
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b) = self.candidate.commit_folded(&mut sumcheck.candidate, fold, log_inv_rate)?;
         self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
@@ -147,7 +147,7 @@ impl<A: CodewordSteps, B: CodewordSteps> CodewordSteps for ComparingSteps<A, B> 
 
     /// The candidate plays the script; the values it found are checked against the reference's
     /// f at the points it drew (the driver checks the points against the transcript's).
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b, played) = self.candidate.commit_folded_with_head(&mut sumcheck.candidate, fold, log_inv_rate, head)?;
         self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
@@ -174,7 +174,7 @@ pub struct ComparingSumcheck<A, B> {
     at: Position,
 }
 
-impl<A: SumcheckSteps, B: SumcheckSteps> SumcheckSteps for ComparingSumcheck<A, B> {
+impl<F: ProverField, A: SumcheckSteps<F>, B: SumcheckSteps<F>> SumcheckSteps<F> for ComparingSumcheck<A, B> {
     fn num_variables(&self) -> usize {
         self.candidate.num_variables()
     }
@@ -183,97 +183,97 @@ impl<A: SumcheckSteps, B: SumcheckSteps> SumcheckSteps for ComparingSumcheck<A, 
         Ok(Self { reference: self.reference.duplicate()?, candidate: self.candidate.duplicate()?, at: self.at.clone() })
     }
 
-    fn round_coefficients(&mut self) -> Result<(EF, EF), ProverError> {
+    fn round_coefficients(&mut self) -> Result<(EF<F>, EF<F>), ProverError> {
         let a = self.reference.round_coefficients()?;
         let b = self.candidate.round_coefficients()?;
         self.at.check("round coefficients h(0), h(inf)", &a, &b)?;
         Ok(b)
     }
 
-    fn fold(&mut self, r: EF) -> Result<(), ProverError> {
+    fn fold(&mut self, r: EF<F>) -> Result<(), ProverError> {
         self.reference.fold(r)?;
         self.candidate.fold(r)
     }
 
-    fn fold_then_round(&mut self, r: EF) -> Result<(EF, EF), ProverError> {
+    fn fold_then_round(&mut self, r: EF<F>) -> Result<(EF<F>, EF<F>), ProverError> {
         let a = self.reference.fold_then_round(r)?;
         let b = self.candidate.fold_then_round(r)?;
         self.at.check("fold, then round coefficients h(0), h(inf)", &a, &b)?;
         Ok(b)
     }
 
-    fn add_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF]) -> Result<(), ProverError> {
+    fn add_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>]) -> Result<(), ProverError> {
         self.reference.add_eq_weights(points, scales)?;
         self.candidate.add_eq_weights(points, scales)
     }
 
-    fn add_select_weights(&mut self, vars: &[F], scales: &[EF]) -> Result<(), ProverError> {
+    fn add_select_weights(&mut self, vars: &[F], scales: &[EF<F>]) -> Result<(), ProverError> {
         self.reference.add_select_weights(vars, scales)?;
         self.candidate.add_select_weights(vars, scales)
     }
 
-    fn set_lazy_eq_weights(&mut self, points: &[Point<EF>], scales: &[EF], rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>], rounds: usize) -> Result<(), ProverError> {
         self.reference.set_lazy_eq_weights(points, scales, rounds)?;
         self.candidate.set_lazy_eq_weights(points, scales, rounds)
     }
 
-    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF]) -> Result<(), ProverError> {
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF<F>]) -> Result<(), ProverError> {
         self.reference.add_select_weights_at(log_domain, indices, scales)?;
         self.candidate.add_select_weights_at(log_domain, indices, scales)
     }
 
-    fn eval(&mut self, point: &Point<EF>) -> Result<EF, ProverError> {
+    fn eval(&mut self, point: &Point<EF<F>>) -> Result<EF<F>, ProverError> {
         let a = self.reference.eval(point)?;
         let b = self.candidate.eval(point)?;
         self.at.check("evaluation of f", &a, &b)?;
         Ok(b)
     }
 
-    fn eval_univariate(&mut self, y: EF) -> Result<EF, ProverError> {
+    fn eval_univariate(&mut self, y: EF<F>) -> Result<EF<F>, ProverError> {
         let a = self.reference.eval_univariate(y)?;
         let b = self.candidate.eval_univariate(y)?;
         self.at.check("evaluation of f at a univariate point", &a, &b)?;
         Ok(b)
     }
 
-    fn evals(&mut self) -> Result<Vec<EF>, ProverError> {
+    fn evals(&mut self) -> Result<Vec<EF<F>>, ProverError> {
         let a = self.reference.evals()?;
         let b = self.candidate.evals()?;
         self.at.check("f's evaluation table", &a, &b)?;
         Ok(b)
     }
 
-    fn eval_slots(&mut self, sets: &[SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+    fn eval_slots(&mut self, sets: &[SlotSet<F>]) -> Result<Vec<Vec<EF<F>>>, ProverError> {
         let a = self.reference.eval_slots(sets)?;
         let b = self.candidate.eval_slots(sets)?;
         self.at.check("evaluations of table columns (slots of f)", &a, &b)?;
         Ok(b)
     }
 
-    fn add_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)]) -> Result<(), ProverError> {
         self.reference.add_slot_weights(sets)?;
         self.candidate.add_slot_weights(sets)
     }
 
-    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet, Vec<EF>)], rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)], rounds: usize) -> Result<(), ProverError> {
         self.reference.set_lazy_slot_weights(sets, rounds)?;
         self.candidate.set_lazy_slot_weights(sets, rounds)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<(&GpuGrinder, usize, &[F; 16], &[F])>) -> Result<(Vec<EF>, Option<GrindOffer>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<(&GpuGrinder<F>, usize, &[F; 16], &[F])>) -> Result<(Vec<EF<F>>, Option<GrindOffer<F>>), ProverError> {
         let a = self.reference.evals()?;
         let (b, offer) = self.candidate.evals_then_grind(grind)?;
         self.at.check("f's evaluation table (with the grind after it)", &a, &b)?;
         Ok((b, offer))
     }
 
-    fn set_grind_ahead(&mut self, ahead: Option<GrindAhead>) {
+    fn set_grind_ahead(&mut self, ahead: Option<GrindAhead<F>>) {
         self.candidate.set_grind_ahead(ahead)
     }
 
     /// The candidate plays the chain; the reference replays its rounds at the challenges the
     /// candidate drew (the driver checks those against the transcript's).
-    fn play_chain(&mut self, rounds: usize, sponge: &[F; 16], pending: &[F], bits: usize, grinder: &GpuGrinder) -> Option<Result<Vec<ChainedRound>, ProverError>> {
+    fn play_chain(&mut self, rounds: usize, sponge: &[F; 16], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Option<Result<Vec<ChainedRound<F>>, ProverError>> {
         let chain = match self.candidate.play_chain(rounds, sponge, pending, bits, grinder)? {
             Ok(chain) => chain,
             Err(e) => return Some(Err(e)),

@@ -39,27 +39,28 @@ use crate::opening_protocol;
 use crate::error::ProverError;
 use crate::Params;
 use crate::sumcheck::{powers_from, reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
-use crate::{Commitment, EF, F};
+use crate::{Commitment, ProverField, EF};
+use p3_baby_bear::BabyBear;
 
-type Proof = PcsProof<F, EF, CpuMmcs>;
+type Proof<F> = PcsProof<F, EF<F>, CpuMmcs<F>>;
 /// A message given block by block: `blocks(b, write)` hands block b to `write` in one or more
 /// pieces ([`CodewordSteps::commit_message_blocks`]).
-pub type Blocks<'a> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
-type Paths = PrunedMerklePaths<F, 8>;
+pub type Blocks<'a, F = BabyBear> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
+type Paths<F> = PrunedMerklePaths<F, 8>;
 /// Opened rows (base-field words) with their pruned multi-proof.
-pub type OpenedRows = (Vec<Vec<F>>, Paths);
+pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 
 /// The codeword steps of a WHIR proof: encode a message and commit to the codeword's rows, and
 /// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
 /// extension-field message is given as its base coefficients (4 words per element), which is
 /// how `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it.
-pub trait CodewordSteps {
+pub trait CodewordSteps<F: ProverField> {
     /// A committed codeword and whatever its openings need.
     type Committed;
 
     /// Encodes `message` (rows of `width` words, a power-of-two number of them) at rate
     /// 2^-log_inv_rate and commits to the codeword's rows.
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError>;
 
     /// An opening made by [`open`](Self::open), read by [`read_openings`](Self::read_openings).
     type Opening;
@@ -70,23 +71,23 @@ pub trait CodewordSteps {
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError>;
 
     /// The rows and pruned multi-proofs of `openings`, in order.
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError>;
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError>;
 
     /// [`read_openings`](Self::read_openings) in two halves: what is returned gives the rows
     /// when called, and where the steps can, their readback is already under way (the GPU's:
     /// submitted, waited for only then), so other work waited for in between covers it.
     #[allow(clippy::type_complexity)]
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
         let rows = self.read_openings(openings)?;
         Ok(Box::new(move || Ok(rows)))
     }
 
     /// The sumcheck state: f, then its folds, and the weights w.
-    type Sumcheck: SumcheckSteps;
+    type Sumcheck: SumcheckSteps<F>;
 
     /// [`commit`](Self::commit) of the first message, which then becomes the sumcheck's f
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError>;
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError>;
 
     /// [`commit_message`](Self::commit_message) of a table of `blocks` blocks of `block_len`
     /// values, given block by block (`block(b, write)` hands block b to `write` in pieces), e.g.
@@ -104,8 +105,8 @@ pub trait CodewordSteps {
         width: usize,
         log_inv_rate: usize,
         order: VariableOrder,
-        block: &Blocks<'_>,
-    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        block: &Blocks<'_, F>,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         if order != VariableOrder::Suffix {
             return Err(ProverError::Input("these codeword steps commit suffix-order messages only".into()));
         }
@@ -115,12 +116,12 @@ pub trait CodewordSteps {
 
     /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
     /// 2^-log_inv_rate and commits to it, as `commit` does its message.
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError>;
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError>;
 
     /// [`commit_folded`](Self::commit_folded), and the transcript steps after the commitment
     /// that `head` describes played where f lies: the values they found, or None where these
     /// steps do not play them (the default; the caller plays them itself).
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -131,7 +132,7 @@ pub trait CodewordSteps {
 }
 
 /// The table of `blocks` blocks of `block_len` values that `block` hands out, in one vector.
-fn gather_blocks(blocks: usize, block_len: usize, block: &Blocks<'_>) -> Result<Vec<F>, ProverError> {
+fn gather_blocks<F: ProverField>(blocks: usize, block_len: usize, block: &Blocks<'_, F>) -> Result<Vec<F>, ProverError> {
     let mut table = Vec::with_capacity(blocks * block_len);
     for b in 0..blocks {
         block(b, &mut |piece| table.extend_from_slice(piece));
@@ -143,25 +144,25 @@ fn gather_blocks(blocks: usize, block_len: usize, block: &Blocks<'_>) -> Result<
 }
 
 /// Steps by reference (a comparing backend over steps a test keeps).
-impl<S: CodewordSteps> CodewordSteps for &S {
+impl<F: ProverField, S: CodewordSteps<F>> CodewordSteps<F> for &S {
     type Committed = S::Committed;
     type Opening = S::Opening;
     type Sumcheck = S::Sumcheck;
 
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit(message, width, log_inv_rate)
     }
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
         (**self).open(committed, indices)
     }
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
         (**self).read_openings(openings)
     }
     #[allow(clippy::type_complexity)]
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
         (**self).begin_reading_openings(openings)
     }
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_message(message, width, log_inv_rate)
     }
     fn commit_message_blocks(
@@ -171,14 +172,14 @@ impl<S: CodewordSteps> CodewordSteps for &S {
         width: usize,
         log_inv_rate: usize,
         order: VariableOrder,
-        block: &Blocks<'_>,
-    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        block: &Blocks<'_, F>,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)
     }
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit_folded(sumcheck, fold, log_inv_rate)
     }
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
         (**self).commit_folded_with_head(sumcheck, fold, log_inv_rate, head)
     }
     fn enter_step(&self, round: usize, step: Step) {
@@ -189,25 +190,25 @@ impl<S: CodewordSteps> CodewordSteps for &S {
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs` (the CPU backend's). The
 /// reference twin.
 #[derive(Clone)]
-pub struct CpuCodewords {
+pub struct CpuCodewords<F: ProverField = BabyBear> {
     dft: Radix2DFTSmallBatch<F>,
-    mmcs: CpuMmcs,
+    mmcs: CpuMmcs<F>,
 }
 
-impl Default for CpuCodewords {
+impl<F: ProverField> Default for CpuCodewords<F> {
     fn default() -> Self {
-        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs(0) }
+        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs::<F>(0) }
     }
 }
 
-impl CodewordSteps for CpuCodewords {
-    type Committed = <CpuMmcs as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
-    type Sumcheck = CpuSumcheck;
+impl<F: ProverField> CodewordSteps<F> for CpuCodewords<F> {
+    type Committed = <CpuMmcs<F> as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
+    type Sumcheck = CpuSumcheck<F>;
 
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let (root, committed) = self.commit(message, width, log_inv_rate)?;
-        let w = EF::zero_vec(message.len());
-        let f = message.iter().copied().map(EF::from).collect();
+        let w = EF::<F>::zero_vec(message.len());
+        let f = message.iter().copied().map(EF::<F>::from).collect();
         Ok((root, committed, CpuSumcheck::new(f, w)?))
     }
 
@@ -219,8 +220,8 @@ impl CodewordSteps for CpuCodewords {
         width: usize,
         log_inv_rate: usize,
         order: VariableOrder,
-        block: &Blocks<'_>,
-    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        block: &Blocks<'_, F>,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let table = gather_blocks(blocks, block_len, block)?;
         if order == VariableOrder::Suffix {
             return self.commit_message(&table, width, log_inv_rate);
@@ -229,40 +230,40 @@ impl CodewordSteps for CpuCodewords {
             return Err(ProverError::Input(format!("rows of {width} values of a table of {}", table.len())));
         }
         let (root, committed) = self.commit(&reverse_rows_and_columns(&table, width.trailing_zeros() as usize), width, log_inv_rate)?;
-        let f = table.iter().copied().map(EF::from).collect();
-        Ok((root, committed, CpuSumcheck::new(f, EF::zero_vec(table.len()))?.with_reversed_indices()))
+        let f = table.iter().copied().map(EF::<F>::from).collect();
+        Ok((root, committed, CpuSumcheck::new(f, EF::<F>::zero_vec(table.len()))?.with_reversed_indices()))
     }
 
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let message = sumcheck.message(fold)?;
-        self.commit(&EF::flatten_to_base(message), 4 << fold, log_inv_rate)
+        self.commit(&EF::<F>::flatten_to_base(message), 4 << fold, log_inv_rate)
     }
 
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let mut padded = F::zero_vec(message.len() << log_inv_rate);
         padded[..message.len()].copy_from_slice(message);
         let codeword = self.dft.dft_batch(RowMajorMatrix::new(padded, width));
         Ok(self.mmcs.commit_matrix(codeword))
     }
 
-    type Opening = OpenedRows;
+    type Opening = OpenedRows<F>;
 
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
         let (values, proof) = self.mmcs.open_multi_batch(indices, committed);
         Ok((values.into_iter().map(|mut m| m.swap_remove(0)).collect(), proof))
     }
 
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
         Ok(openings)
     }
 }
 
-impl CodewordSteps for GpuCodewords {
-    type Committed = CommittedCodeword;
-    type Sumcheck = GpuSumcheck;
+impl<F: ProverField> CodewordSteps<F> for GpuCodewords<F> {
+    type Committed = CommittedCodeword<F>;
+    type Sumcheck = GpuSumcheck<F>;
 
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = message.len().trailing_zeros() as usize;
         let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
@@ -277,8 +278,8 @@ impl CodewordSteps for GpuCodewords {
         width: usize,
         log_inv_rate: usize,
         order: VariableOrder,
-        block: &Blocks<'_>,
-    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        block: &Blocks<'_, F>,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = (blocks * block_len).trailing_zeros() as usize;
         let layout = match order {
             VariableOrder::Suffix => MessageLayout::Rows,
@@ -291,13 +292,13 @@ impl CodewordSteps for GpuCodewords {
     }
 
     /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         self.commit_folded_with_head(sumcheck, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
     }
 
     /// The commit and, before its wait, the root observed, the out-of-domain answers and the
     /// query grind (`GpuCodewords::commit_then_script`): one round trip instead of three or more.
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript>) -> Result<(Commitment, Self::Committed, Option<SpongeScriptValues>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -310,7 +311,7 @@ impl CodewordSteps for GpuCodewords {
         Ok((Commitment::new(vec![committed.root()]), committed, values))
     }
 
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let committed = GpuCodewords::commit(self, message, width, log_inv_rate)?;
         Ok((Commitment::new(vec![committed.root()]), committed))
     }
@@ -330,14 +331,14 @@ impl CodewordSteps for GpuCodewords {
         tracing::trace!(round, step = step.name(), buffer_kib = ctx.memory().buffer_bytes() >> 10, peak_kib = ctx.memory().peak_buffer_bytes().unwrap_or(0) >> 10, pooled_kib = ctx.memory().pooled_bytes() >> 10, "GPU memory at step");
     }
 
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
         Ok(GpuCodewords::read_openings(self, openings)?
             .into_iter()
             .map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
             .collect())
     }
 
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
         let reading = self.start_reading_openings(openings)?;
         Ok(Box::new(move || {
             Ok(self
@@ -475,11 +476,11 @@ pub(crate) struct StepClock {
 }
 
 impl StepClock {
-    pub(crate) fn new(challenger: &GpuChallenger) -> Self {
+    pub(crate) fn new<F: ProverField>(challenger: &GpuChallenger<F>) -> Self {
         Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock() }
     }
 
-    pub(crate) fn enter<S: CodewordSteps>(&mut self, steps: &S, round: usize, step: Step) {
+    pub(crate) fn enter<F: ProverField, S: CodewordSteps<F>>(&mut self, steps: &S, round: usize, step: Step) {
         self.close();
         steps.enter_step(round, step);
         self.open = Some((round, step, Instant::now(), self.pow_clock.elapsed()));
@@ -568,7 +569,7 @@ impl DriverTimes {
 
 /// An opening in the proof's form: base-field rows for the first codeword, extension-field
 /// rows (from their base words) for the folded ones.
-fn query_openings(rows: Vec<Vec<F>>, proof: Paths, base: bool) -> QueryOpenings<F, EF, Paths> {
+fn query_openings<F: ProverField>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool) -> QueryOpenings<F, EF<F>, Paths<F>> {
     if base {
         QueryOpenings::Base(SharedProofOpening { rows, proof })
     } else {
@@ -577,13 +578,13 @@ fn query_openings(rows: Vec<Vec<F>>, proof: Paths, base: bool) -> QueryOpenings<
 }
 
 /// Extension-field rows from the base words a codeword opening returns.
-fn ext_rows(rows: Vec<Vec<F>>) -> Vec<Vec<EF>> {
-    rows.into_iter().map(EF::reconstitute_from_base).collect()
+fn ext_rows<F: ProverField>(rows: Vec<Vec<F>>) -> Vec<Vec<EF<F>>> {
+    rows.into_iter().map(EF::<F>::reconstitute_from_base).collect()
 }
 
 /// The point a query index stands for: ω^index in the folded domain (p3-whir's two-adic domain).
-fn query_var(log_folded_domain_size: usize, num_variables: usize, index: usize) -> F {
-    match <Radix2DFTSmallBatch<F> as WhirDomain<F, EF>>::query_point(&Radix2DFTSmallBatch::default(), log_folded_domain_size, num_variables, index) {
+fn query_var<F: ProverField>(log_folded_domain_size: usize, num_variables: usize, index: usize) -> F {
+    match <Radix2DFTSmallBatch<F> as WhirDomain<F, EF<F>>>::query_point(&Radix2DFTSmallBatch::default(), log_folded_domain_size, num_variables, index) {
         WhirQueryPoint::Univariate(v) => v,
         WhirQueryPoint::Multilinear(_) => unreachable!("the two-adic domain queries univariate points"),
     }
@@ -594,14 +595,14 @@ fn query_var(log_folded_domain_size: usize, num_variables: usize, index: usize) 
 /// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
 /// submission for the batch) and the transcript here replays them, checking each challenge;
 /// else each round's grind runs in the round's own submission where the GPU grinds.
-fn run_rounds<S: SumcheckSteps>(
+fn run_rounds<F: ProverField, S: SumcheckSteps<F>>(
     sumcheck: &mut S,
-    data: &mut SumcheckData<F, EF>,
-    challenger: &mut GpuChallenger,
+    data: &mut SumcheckData<F, EF<F>>,
+    challenger: &mut GpuChallenger<F>,
     rounds: usize,
     pow_bits: usize,
     on_device: bool,
-) -> Result<Point<EF>, ProverError> {
+) -> Result<Point<EF<F>>, ProverError> {
     let on_device = on_device && rounds > 0;
     let link = if on_device { challenger.track_state() } else { None };
     let ahead = if link.is_none() && rounds > 0 && pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
@@ -615,18 +616,18 @@ fn run_rounds<S: SumcheckSteps>(
     played
 }
 
-fn play_rounds<S: SumcheckSteps>(
+fn play_rounds<F: ProverField, S: SumcheckSteps<F>>(
     sumcheck: &mut S,
-    data: &mut SumcheckData<F, EF>,
-    challenger: &mut GpuChallenger,
+    data: &mut SumcheckData<F, EF<F>>,
+    challenger: &mut GpuChallenger<F>,
     rounds: usize,
     pow_bits: usize,
-    link: Option<&whir_gpu::GrindAhead>,
-) -> Result<Point<EF>, ProverError> {
-    let mut transcript = ProverTranscript::<GpuChallenger, F, EF>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
-    let mut challenges: Vec<EF> = Vec::with_capacity(rounds);
+    link: Option<&whir_gpu::GrindAhead<F>>,
+) -> Result<Point<EF<F>>, ProverError> {
+    let mut transcript = ProverTranscript::<GpuChallenger<F>, F, EF<F>>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
+    let mut challenges: Vec<EF<F>> = Vec::with_capacity(rounds);
     // A challenge drawn but not yet bound by a fold.
-    let mut unfolded: Option<EF> = None;
+    let mut unfolded: Option<EF<F>> = None;
     let mut step = || -> Result<(), ProverError> {
         // The transcript's state once it is seeded: where rounds on the device start.
         if let Some((grinder, sponge, pending)) = link.and_then(|l| l.transcript_state()) {
@@ -676,14 +677,14 @@ fn play_rounds<S: SumcheckSteps>(
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
 /// Plonky3's `WhirProver` would with a smallest-witness grinder: returns the commitment, the
 /// proof and where the time went.
-pub fn prove_with_steps<S: CodewordSteps>(
+pub fn prove_with_steps<F: ProverField, S: CodewordSteps<F>>(
     steps: &S,
     params: &Params,
     evals: &[F],
-    challenger: &mut GpuChallenger,
+    challenger: &mut GpuChallenger<F>,
     options: DriverOptions,
-) -> Result<(Commitment, Proof, DriverTimes), ProverError> {
-    let config = params.config::<GpuChallenger>()?;
+) -> Result<(Commitment<F>, Proof<F>, DriverTimes), ProverError> {
+    let config = params.config::<GpuChallenger<F>>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
@@ -707,7 +708,7 @@ pub fn prove_with_steps<S: CodewordSteps>(
 
 /// What an opening starts from: the committed codeword and the stacked polynomial as the
 /// sumcheck's f (w = 0), with where the tables lie in it.
-pub(crate) struct Opened<'a, S: CodewordSteps> {
+pub(crate) struct Opened<'a, F: ProverField, S: CodewordSteps<F>> {
     pub codeword: std::sync::Arc<S::Committed>,
     pub sumcheck: S::Sumcheck,
     pub stacking: &'a Stacking,
@@ -718,16 +719,16 @@ pub(crate) struct Opened<'a, S: CodewordSteps> {
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn open_with_steps<S: CodewordSteps>(
+pub(crate) fn open_with_steps<F: ProverField, S: CodewordSteps<F>>(
     steps: &S,
-    config: &WhirConfig<EF, F, GpuChallenger>,
-    opened: Opened<'_, S>,
+    config: &WhirConfig<EF<F>, F, GpuChallenger<F>>,
+    opened: Opened<'_, F, S>,
     protocol: &OpeningProtocol,
-    points: Points<'_>,
-    challenger: &mut GpuChallenger,
+    points: Points<'_, F>,
+    challenger: &mut GpuChallenger<F>,
     options: DriverOptions,
     clock: &mut StepClock,
-) -> Result<(Proof, (usize, usize)), ProverError> {
+) -> Result<(Proof<F>, (usize, usize)), ProverError> {
     let Opened { codeword: mut committed, mut sumcheck, stacking } = opened;
     let num_vars = stacking.num_variables();
     if num_vars != config.num_variables() || sumcheck.num_variables() != num_vars {
@@ -762,7 +763,7 @@ pub(crate) fn open_with_steps<S: CodewordSteps>(
 
     // The WHIR run (`WhirProver::prove`).
     let shape = WhirShape::new(config, protocol.num_openings());
-    let mut transcript = WhirProverTranscript::<GpuChallenger, F, EF>::new(challenger, shape);
+    let mut transcript = WhirProverTranscript::<GpuChallenger<F>, F, EF<F>>::new(challenger, shape);
     // Everything between here and `finish` plays the transcript; a step that fails (a GPU error)
     // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
     // forgotten instead (a few small allocations) and the error returned.
@@ -860,7 +861,7 @@ pub(crate) fn open_with_steps<S: CodewordSteps>(
             let select_scales = powers_from(gamma, 1 + ood_points.len(), indices.len());
             sumcheck.add_eq_weights(&ood_points, &eq_scales)?;
             // The query points are ω^index of the folded domain (Plonky3's two-adic domain).
-            debug_assert_eq!(query_var(round_params.log_folded_domain_size, round_params.num_variables, 1), <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size));
+            debug_assert_eq!(query_var::<F>(round_params.log_folded_domain_size, round_params.num_variables, 1), <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size));
             sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
             clock.enter(steps, round + 1, Step::Sumcheck);
             let mut sumcheck_data = SumcheckData::default();

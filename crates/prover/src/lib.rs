@@ -33,13 +33,19 @@ pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
-    opening_protocol, permutation, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ReadLimits, Soundness, EF, F,
+    opening_protocol, permutation, proof_file_field, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ReadLimits, Soundness, WhirField, EF, F, KNOWN_HASHES,
     FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
 };
 pub use stock::prove_stock;
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
-pub type ProverLayout = whir_verifier::TableLayout;
+pub type ProverLayout<B = p3_baby_bear::BabyBear> = whir_verifier::TableLayout<B>;
+
+/// A field this crate proves over on both backends: a [`WhirField`] (its hash, its degree-4
+/// extension) whose kernels whir-gpu composes ([`whir_gpu::Poseidon2Field`]): BabyBear or
+/// KoalaBear.
+pub trait ProverField: WhirField + whir_gpu::MmcsField {}
+impl<T: WhirField + whir_gpu::MmcsField> ProverField for T {}
 pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
-use p3_field::PrimeCharacteristicRing;
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::layout::{observe_commitment, Layout, Witness};
 use p3_sumcheck::strategy::VariableOrder;
@@ -25,36 +24,37 @@ use crate::driver::{open_with_steps, CodewordSteps, CpuCodewords, DriverTimes, O
 use crate::error::ProverError;
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckSteps;
-use crate::{Commitment, ProverLayout, EF, F};
+use crate::{Commitment, ProverField, ProverLayout, EF};
+use p3_baby_bear::BabyBear;
 
 /// p3-whir's own prover over the CPU pieces, in layout `L`: the verifier side of [`WhirPcs`].
-pub type StockPcs<L = ProverLayout> = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, GpuChallenger, L>;
+pub type StockPcs<L = ProverLayout, F = BabyBear> = WhirProver<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, L>;
 
 /// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
-pub type WhirPcsProof = PcsProof<F, EF, CpuMmcs>;
+pub type WhirPcsProof<F = BabyBear> = PcsProof<F, EF<F>, CpuMmcs<F>>;
 
 /// WHIR over p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`) of any number of
 /// tables, with the driver's steps `S`. In the prefix layout the stacked polynomial is held at
 /// bit-reversed indices (the steps' `with_reversed_indices`), so that the rounds, which bind
 /// the table's last variable, bind its first.
-pub struct WhirPcs<S, L = ProverLayout> {
-    config: WhirConfig<EF, F, GpuChallenger>,
+pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear> {
+    config: WhirConfig<EF<F>, F, GpuChallenger<F>>,
     steps: S,
     options: DriverOptions,
-    stock: StockPcs<L>,
+    stock: StockPcs<L, F>,
 }
 
 /// The GPU PCS: every step where the stacked polynomial lies.
-pub type GpuWhirPcs<L = ProverLayout> = WhirPcs<GpuCodewords, L>;
+pub type GpuWhirPcs<L = ProverLayout, F = BabyBear> = WhirPcs<GpuCodewords<F>, L, F>;
 
 /// The same protocol with the plain-Rust steps (the reference twin).
-pub type CpuWhirPcs<L = ProverLayout> = WhirPcs<CpuCodewords, L>;
+pub type CpuWhirPcs<L = ProverLayout, F = BabyBear> = WhirPcs<CpuCodewords<F>, L, F>;
 
-impl<S: CodewordSteps, L: Layout<F, EF>> WhirPcs<S, L> {
+impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> WhirPcs<S, L, F> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format).
-    pub fn new(config: WhirConfig<EF, F, GpuChallenger>, steps: S) -> Self {
-        let stock = StockPcs::<L>::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs(0));
+    pub fn new(config: WhirConfig<EF<F>, F, GpuChallenger<F>>, steps: S) -> Self {
+        let stock = StockPcs::<L, F>::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
         Self { config, steps, options: DriverOptions::default(), stock }
     }
 
@@ -64,7 +64,7 @@ impl<S: CodewordSteps, L: Layout<F, EF>> WhirPcs<S, L> {
         self
     }
 
-    pub fn config(&self) -> &WhirConfig<EF, F, GpuChallenger> {
+    pub fn config(&self) -> &WhirConfig<EF<F>, F, GpuChallenger<F>> {
         &self.config
     }
 
@@ -73,7 +73,7 @@ impl<S: CodewordSteps, L: Layout<F, EF>> WhirPcs<S, L> {
     }
 
     /// p3-whir's own prover and verifier for the same configuration and layout.
-    pub fn stock(&self) -> &StockPcs<L> {
+    pub fn stock(&self) -> &StockPcs<L, F> {
         &self.stock
     }
 
@@ -81,11 +81,11 @@ impl<S: CodewordSteps, L: Layout<F, EF>> WhirPcs<S, L> {
     /// time went.
     pub fn open_timed(
         &self,
-        data: WhirPcsData<S>,
+        data: WhirPcsData<S, F>,
         protocol: &OpeningProtocol,
-        points: Option<&[Point<EF>]>,
-        challenger: &mut GpuChallenger,
-    ) -> Result<(WhirPcsProof, DriverTimes), ProverError> {
+        points: Option<&[Point<EF<F>>]>,
+        challenger: &mut GpuChallenger<F>,
+    ) -> Result<(WhirPcsProof<F>, DriverTimes), ProverError> {
         let started = std::time::Instant::now();
         let mut clock = StepClock::new(challenger);
         let WhirPcsData { codeword, sumcheck, stacking } = data;
@@ -102,30 +102,30 @@ impl<S: CodewordSteps, L: Layout<F, EF>> WhirPcs<S, L> {
 /// polynomial as the sumcheck's f (resident on the GPU for [`GpuWhirPcs`]), with where the tables
 /// lie in it. A clone shares them (no re-encoding; an opening of a shared one folds a copy of f);
 /// the memory goes back when the last one is dropped or opened.
-pub struct WhirPcsData<S: CodewordSteps> {
+pub struct WhirPcsData<S: CodewordSteps<F>, F: ProverField = BabyBear> {
     codeword: Arc<S::Committed>,
     sumcheck: Arc<S::Sumcheck>,
     stacking: Arc<Stacking>,
 }
 
-impl<S: CodewordSteps> Clone for WhirPcsData<S> {
+impl<F: ProverField, S: CodewordSteps<F>> Clone for WhirPcsData<S, F> {
     fn clone(&self) -> Self {
         Self { codeword: self.codeword.clone(), sumcheck: self.sumcheck.clone(), stacking: self.stacking.clone() }
     }
 }
 
-impl<S: CodewordSteps> WhirPcsData<S> {
+impl<F: ProverField, S: CodewordSteps<F>> WhirPcsData<S, F> {
     /// Where the committed tables lie in the stacked polynomial.
     pub fn stacking(&self) -> &Stacking {
         &self.stacking
     }
 }
 
-impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for WhirPcs<S, L> {
+impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> MultilinearPcs<EF<F>, GpuChallenger<F>> for WhirPcs<S, L, F> {
     type Val = F;
-    type Commitment = Commitment;
-    type ProverData = WhirPcsData<S>;
-    type Proof = WhirPcsProof;
+    type Commitment = Commitment<F>;
+    type ProverData = WhirPcsData<S, F>;
+    type Proof = WhirPcsProof<F>;
     type Error = p3_whir::pcs::verifier::errors::VerifierError;
     type ProverError = ProverError;
     type Witness = Witness<F>;
@@ -142,7 +142,7 @@ impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for W
     /// and committed; the root is observed, and nothing else. A witness of either constructor
     /// (`Witness::new` or `new_interleaved`) is committed in this PCS's layout: only its tables
     /// are read.
-    fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger) -> Result<(Commitment, WhirPcsData<S>), ProverError> {
+    fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger<F>) -> Result<(Commitment<F>, WhirPcsData<S, F>), ProverError> {
         let n = self.config.num_variables();
         if witness.num_variables() != n {
             return Err(ProverError::Input(format!(
@@ -151,13 +151,13 @@ impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for W
             )));
         }
         let fold0 = self.config.round_folding_factor(0);
-        let stacking = Stacking::for_layout::<L>(witness.table_shapes());
+        let stacking = Stacking::for_layout::<F, L>(witness.table_shapes());
         let order = stacking.variable_order();
         // The columns where they lie (p3-sumcheck's suffix layout: each column one slot of the
         // stacked message, back to back, largest tables first; zeros after the last), handed to
         // the steps in blocks of the smallest slot, not gathered into a message first. (The
         // suffix layout's prover reads the tables alone, whichever constructor made the witness.)
-        let layout = <ProverLayout as Layout<F, EF>>::from_witness(witness);
+        let layout = <ProverLayout<F> as Layout<F, EF<F>>>::from_witness(witness);
         let mut slots: Vec<(usize, &[F])> = Vec::new();
         for (t, shape) in stacking.shapes().iter().enumerate() {
             let offsets = stacking.offsets(t, &(0..shape.width()).collect::<Vec<_>>())?;
@@ -192,36 +192,36 @@ impl<S: CodewordSteps, L: Layout<F, EF>> MultilinearPcs<EF, GpuChallenger> for W
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
     }
 
-    fn observe_commitment(&self, commitment: &Commitment, challenger: &mut GpuChallenger) {
+    fn observe_commitment(&self, commitment: &Commitment<F>, challenger: &mut GpuChallenger<F>) {
         observe_commitment::<F, _, _>(challenger, commitment.clone());
     }
 
-    fn open(&self, data: WhirPcsData<S>, protocol: OpeningProtocol, challenger: &mut GpuChallenger) -> Result<WhirPcsProof, ProverError> {
+    fn open(&self, data: WhirPcsData<S, F>, protocol: OpeningProtocol, challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F>, ProverError> {
         self.open_timed(data, &protocol, None, challenger).map(|(proof, _)| proof)
     }
 
-    fn verify(&self, commitment: &Commitment, proof: &WhirPcsProof, challenger: &mut GpuChallenger, protocol: OpeningProtocol) -> Result<(), Self::Error> {
+    fn verify(&self, commitment: &Commitment<F>, proof: &WhirPcsProof<F>, challenger: &mut GpuChallenger<F>, protocol: OpeningProtocol) -> Result<(), Self::Error> {
         self.stock.verify(commitment, proof, challenger, protocol)
     }
 }
 
-impl<S: CodewordSteps, L: Layout<F, EF>> PrescribedPointPcs<EF, GpuChallenger> for WhirPcs<S, L> {
+impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> PrescribedPointPcs<EF<F>, GpuChallenger<F>> for WhirPcs<S, L, F> {
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }
 
-    fn open_at(&self, data: WhirPcsData<S>, protocol: &OpeningProtocol, points: &[Point<EF>], challenger: &mut GpuChallenger) -> Result<WhirPcsProof, ProverError> {
+    fn open_at(&self, data: WhirPcsData<S, F>, protocol: &OpeningProtocol, points: &[Point<EF<F>>], challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F>, ProverError> {
         self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
     }
 
     fn verify_at(
         &self,
-        commitment: &Commitment,
-        proof: &WhirPcsProof,
+        commitment: &Commitment<F>,
+        proof: &WhirPcsProof<F>,
         protocol: &OpeningProtocol,
-        points: &[Point<EF>],
-        challenger: &mut GpuChallenger,
-    ) -> Result<Vec<OpeningEvals<EF>>, Self::Error> {
+        points: &[Point<EF<F>>],
+        challenger: &mut GpuChallenger<F>,
+    ) -> Result<Vec<OpeningEvals<EF<F>>>, Self::Error> {
         self.stock.verify_at(commitment, proof, protocol, points, challenger)
     }
 }

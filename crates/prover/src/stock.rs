@@ -12,21 +12,21 @@ use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::WhirProver;
 use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 
-use crate::{opening_protocol, permutation, ProverLayout};
+use crate::{opening_protocol, ProverLayout, WhirField};
 use crate::error::ProverError;
 use crate::Params;
-use crate::{EF, F};
+use crate::EF;
 
-type StockChallenger = DuplexChallenger<F, p3_baby_bear::Poseidon2BabyBear<16>, 16, 8>;
+type StockChallenger<F> = DuplexChallenger<F, <F as WhirField>::Perm, 16, 8>;
 
-/// Proves with the stock Plonky3 prover and returns the wall time of commit + open.
-pub fn prove_stock(params: &Params, evals: &[F]) -> Result<Duration, ProverError> {
-    let config = params.config::<StockChallenger>()?;
-    let perm = permutation();
-    let mmcs = CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm.clone()), 0);
-    let pcs = WhirProver::<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, StockChallenger, ProverLayout>::new(config, Radix2DFTSmallBatch::default(), mmcs);
-    let witness = ProverLayout::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
-    let mut challenger = StockChallenger::new(perm);
+/// Proves with the stock Plonky3 prover over `F` and returns the wall time of commit + open.
+pub fn prove_stock<F: WhirField>(params: &Params, evals: &[F]) -> Result<Duration, ProverError> {
+    let config = params.config::<StockChallenger<F>>()?;
+    let perm = F::permutation();
+    let mmcs = CpuMmcs::<F>::new(LeafHash::<F>::new(perm.clone()), NodeCompress::<F>::new(perm.clone()), 0);
+    let pcs = WhirProver::<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, ProverLayout<F>>::new(config, Radix2DFTSmallBatch::default(), mmcs);
+    let witness = ProverLayout::<F>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+    let mut challenger = StockChallenger::<F>::new(perm);
     let start = Instant::now();
     let (_, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
     pcs.open(data, opening_protocol(params), &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;

@@ -10,7 +10,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::{Dimensions, Matrix};
 use p3_whir::{SecurityAssumption, WhirDomain, WhirQueryPoint};
 
-use crate::{EF, F};
+use p3_field::{ExtensionField, Field, TwoAdicField};
 
 /// Accumulated wall time per phase of one proof.
 #[derive(Clone, Debug, Default)]
@@ -62,7 +62,7 @@ pub struct TimedDomain<D> {
     pub clock: PhaseClock,
 }
 
-impl<D: Encoder<F>> Encoder<F> for TimedDomain<D> {
+impl<F: Field, D: Encoder<F>> Encoder<F> for TimedDomain<D> {
     fn encode_batch(&self, message: RowMajorMatrix<F>, log_inv_rate: usize) -> RowMajorMatrix<F> {
         self.clock.time(|t| &mut t.encode, || self.inner.encode_batch(message, log_inv_rate))
     }
@@ -71,7 +71,7 @@ impl<D: Encoder<F>> Encoder<F> for TimedDomain<D> {
     }
 }
 
-impl<D: WhirDomain<F, EF>> WhirDomain<F, EF> for TimedDomain<D> {
+impl<F: TwoAdicField, EF: ExtensionField<F> + TwoAdicField, D: WhirDomain<F, EF>> WhirDomain<F, EF> for TimedDomain<D> {
     fn protocol_id(&self) -> &'static [u8] {
         self.inner.protocol_id()
     }
@@ -99,7 +99,7 @@ pub struct TimedMmcs<M> {
     pub clock: PhaseClock,
 }
 
-impl<M: Mmcs<F>> Mmcs<F> for TimedMmcs<M> {
+impl<F: Field, M: Mmcs<F>> Mmcs<F> for TimedMmcs<M> {
     type ProverData<X> = M::ProverData<X>;
     type Commitment = M::Commitment;
     type Proof = M::Proof;
