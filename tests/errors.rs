@@ -137,7 +137,7 @@ fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
         let merkle = Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
         let gpu = GpuMmcs::new(merkle, 0);
         let perm = Poseidon2Constants::default_babybear().to_cpu();
-        let cpu = CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0);
+        let cpu = CpuMmcs::<p3_baby_bear::BabyBear>::new(LeafHash::<p3_baby_bear::BabyBear>::new(perm.clone()), NodeCompress::<p3_baby_bear::BabyBear>::new(perm), 0);
         let m = RowMajorMatrix::new(common::random_vec(&mut rng, 256 * 8), 8);
         let (gcap, gdata) = gpu.commit(vec![m.clone()]);
         let (ccap, cdata) = cpu.commit(vec![m]);

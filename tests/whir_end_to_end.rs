@@ -64,9 +64,9 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             let values = common::random_vec(&mut rng, 1 << n);
             let config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
 
-            let cpu_pcs = CpuPcs::new(config.clone(), Radix2DFTSmallBatch::default(), CpuMmcs::new(
-                whir_wgpu::verifier::hash::LeafHash::new(perm.clone()),
-                whir_wgpu::verifier::hash::NodeCompress::new(perm.clone()),
+            let cpu_pcs = CpuPcs::new(config.clone(), Radix2DFTSmallBatch::default(), CpuMmcs::<BabyBear>::new(
+                whir_wgpu::verifier::hash::LeafHash::<BabyBear>::new(perm.clone()),
+                whir_wgpu::verifier::hash::NodeCompress::<BabyBear>::new(perm.clone()),
                 0,
             ));
             let domain = GpuWhirDomain::new(GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0).encoder());
@@ -91,9 +91,9 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
 
             // The stock verifier, with the stock challenger, on the deserialized GPU proof.
             let stock_config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
-            let stock = StockPcs::new(stock_config, Radix2DFTSmallBatch::default(), CpuMmcs::new(
-                whir_wgpu::verifier::hash::LeafHash::new(perm.clone()),
-                whir_wgpu::verifier::hash::NodeCompress::new(perm.clone()),
+            let stock = StockPcs::new(stock_config, Radix2DFTSmallBatch::default(), CpuMmcs::<BabyBear>::new(
+                whir_wgpu::verifier::hash::LeafHash::<BabyBear>::new(perm.clone()),
+                whir_wgpu::verifier::hash::NodeCompress::<BabyBear>::new(perm.clone()),
                 0,
             ));
             let proof: PcsProof<F, EF, CpuMmcs> = postcard::from_bytes(&gpu_bytes).unwrap();

@@ -47,7 +47,7 @@ pub fn fri_params<M>(mmcs: M, num_queries: usize, query_pow_bits: usize) -> FriP
 
 fn cpu_mmcs() -> CpuMmcs {
     let perm = Poseidon2Constants::default_babybear().to_cpu();
-    CpuMmcs::new(LeafHash::new(perm.clone()), NodeCompress::new(perm), 0)
+    CpuMmcs::<BabyBear>::new(LeafHash::<BabyBear>::new(perm.clone()), NodeCompress::<BabyBear>::new(perm), 0)
 }
 
 /// The STARK on `ctx`'s GPU. `dft_min_elements`: send transforms of at least this many

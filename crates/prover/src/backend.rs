@@ -25,7 +25,7 @@ use crate::driver::{prove_with_steps, RoundBreakdown};
 use crate::options::DriverOptions;
 use crate::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
-use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFile, ProverField, ProverLayout, EF};
+use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf, ProverField, ProverLayout, EF};
 
 
 /// What a prove call returns.
@@ -63,8 +63,8 @@ impl<F: ProverField> ProverOutput<F> {
     }
 
     /// The proof as a proof file for `params`, the parameters it was made with.
-    pub fn proof_file(&self, params: &Params) -> ProofFile<F> {
-        ProofFile::new(params, self.commitment.clone(), self.proof.clone())
+    pub fn proof_file(&self, params: &Params) -> ProofFileOf<F> {
+        ProofFileOf::new(params, self.commitment.clone(), self.proof.clone())
     }
 }
 

@@ -54,7 +54,7 @@ pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 /// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
 /// extension-field message is given as its base coefficients (4 words per element), which is
 /// how `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it.
-pub trait CodewordSteps<F: ProverField> {
+pub trait CodewordSteps<F: ProverField = BabyBear> {
     /// A committed codeword and whatever its openings need.
     type Committed;
 

@@ -45,7 +45,7 @@ impl<F: ProverField> SlotSet<F> {
 }
 
 /// The steps a WHIR round asks of its sumcheck state.
-pub trait SumcheckSteps<F: ProverField> {
+pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear> {
     /// Variables m still free (f and w have 2^m entries).
     fn num_variables(&self) -> usize;
 

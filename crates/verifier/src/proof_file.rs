@@ -39,6 +39,9 @@ pub type StockChallenger<F = BabyBear> = DuplexChallenger<F, crate::hash::Perm<F
 type StockPcs<F> = WhirProver<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, TableLayout<F>>;
 type Proof<F> = PcsProof<F, EF<F>, CpuMmcs<F>>;
 
+/// A BabyBear proof file (the default field).
+pub type ProofFile = ProofFileOf<BabyBear>;
+
 /// Bytes read before the parameters are known: the header and the params fit in far fewer.
 const PREFIX_BYTES: usize = 256;
 /// Fixed part of a file: magic, version, params, hash name, commitment, length prefixes.
@@ -148,10 +151,10 @@ impl Default for FileParamsFloor {
     }
 }
 
-/// A proof over `F` (BabyBear by default, KoalaBear; the header's hash names it) with what the
-/// verifier needs to check it.
+/// A proof over `F` (BabyBear or KoalaBear; the header's hash names it) with what the verifier
+/// needs to check it. [`ProofFile`] is BabyBear's.
 #[derive(Clone, Debug)]
-pub struct ProofFile<F: WhirField = BabyBear> {
+pub struct ProofFileOf<F: WhirField> {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
     pub hash: String,
@@ -351,7 +354,7 @@ fn describe(e: &VerifierError) -> String {
     }
 }
 
-impl<F: WhirField> ProofFile<F> {
+impl<F: WhirField> ProofFileOf<F> {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
     /// `PcsProof`.
     pub fn new(params: &Params, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
@@ -457,7 +460,7 @@ impl<F: WhirField> ProofFile<F> {
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
             let (b, tail): (BodyV1<Params, String, Commitment<F>, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
-            (ProofFile { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
+            (ProofFileOf { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
         } else {
             let (b, tail): (DecodedBodyV2<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
@@ -475,7 +478,7 @@ impl<F: WhirField> ProofFile<F> {
             if bytes.len() > exact.bytes() {
                 return Err(exact.exceeded(&format!("it holds {} bytes,", bytes.len())));
             }
-            (ProofFile { params: b.params, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof }, tail)
+            (ProofFileOf { params: b.params, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof }, tail)
         };
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
