@@ -13,7 +13,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
-use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, Soundness, Step};
+use p3_koala_bear::KoalaBear;
+use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, Step};
+
+use crate::FieldChoice;
 
 use crate::output::OutputFile;
 
@@ -30,6 +33,10 @@ pub struct BenchArgs {
     rate: Vec<usize>,
     #[command(flatten)]
     security: crate::SecurityArgs,
+    /// The field every prover (Plonky3's included) proves over, with its degree-4 extension and
+    /// Poseidon2.
+    #[arg(long, value_enum, default_value_t = FieldChoice::Babybear)]
+    field: FieldChoice,
     /// Repetitions per cell (medians are reported), 1 to 1000.
     #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     reps: usize,
@@ -145,7 +152,10 @@ struct Cell {
 }
 
 /// Proves until `ms` milliseconds have passed since the call (untimed).
-fn warm_up(gpu: &GpuBackend, p: &Params, evals: &[BabyBear], ms: u64) -> Result<()> {
+fn warm_up<F: ProverField>(gpu: &GpuBackend<F>, p: &Params, evals: &[F], ms: u64) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+{
     busy_for(ms, || gpu.prove(p, evals).map(|_| ()).map_err(Into::into))
 }
 
@@ -185,6 +195,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if args.field != FieldChoice::Babybear && (args.tables.is_some() || !args.concurrency.is_empty()) {
+        bail!("--tables and --concurrency measure BabyBear proofs; drop --field {} (or time single polynomials over it without them)", args.field.name());
+    }
     if let Some(spec) = &args.tables {
         return run_tables(&args, spec);
     }
@@ -251,6 +264,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let sets = crate::throughput::device_sets(gpu, args.devices.as_deref())?;
         return crate::throughput::run(&grid, &levels, args.proofs, &distinct("--plonky3-parallel", &args.plonky3_parallel), args.gpu_warmup_ms, &sets, json_out.as_ref());
     }
+    match args.field {
+        FieldChoice::Babybear => run_grid::<BabyBear>(&args, &grid, gpu, json_out, plot_out),
+        FieldChoice::Koalabear => {
+            let gpu = gpu.map(|g| GpuBackend::<KoalaBear>::over(g.context().clone()).with_driver_options(g.driver_options()));
+            run_grid::<KoalaBear>(&args, &grid, gpu, json_out, plot_out)
+        }
+    }
+}
+
+/// Times Plonky3, our CPU backend and the GPU paths over `F` at every shape of `grid`, and
+/// reports them.
+fn run_grid<F: ProverField>(args: &BenchArgs, grid: &[Params], gpu: Option<GpuBackend<F>>, json_out: Option<OutputFile>, plot_out: Option<OutputFile>) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
+    eprintln!("field: {}^4", F::NAME);
     let reps = args.reps;
     let pieces = gpu.clone().filter(|_| !args.no_pieces).map(|g| g.with_mode(GpuMode::Pieces));
     let runs_per_cell = reps * (2 + usize::from(gpu.is_some()) + usize::from(pieces.is_some()));
@@ -259,7 +289,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} proofs, {elapsed} {msg}").expect("template"));
     let mut cells = Vec::new();
     let mut warmed = false;
-    for p in &grid {
+    for p in grid {
         bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
         let mut cell = Cell {
             vars: p.num_vars,
@@ -291,7 +321,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             gpu_peak_mib: None,
             gpu_peak_live_mib: None,
         };
-        if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
+        if let Err(e) = p.config::<whir_gpu::GpuChallenger<F>>() {
             if p.validate(ParamSource::Flags).is_err() {
                 // A flag no cell can take (e.g. --pow-bits 40): stop before any proof.
                 return Err(e.into());
@@ -302,7 +332,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             continue;
         }
         let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
-        let evals: Vec<BabyBear> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
+        let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
         let (mut stock, mut cpu, mut g, mut gc, mut go) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut pc, mut pcw) = (Vec::new(), Vec::new());
         let mut phases: [Vec<f64>; 3] = Default::default();

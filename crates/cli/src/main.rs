@@ -17,9 +17,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
+use p3_koala_bear::KoalaBear;
 use whir_prover::{
-    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProverOutput, ReadLimits, RoundBreakdown, Soundness, Step, StepTime,
-    WEAK_SECURITY_BITS,
+    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProofFileOf, ProverField, ProverOutput, ReadLimits, RoundBreakdown, Soundness,
+    Step, StepTime, WhirField, WEAK_SECURITY_BITS,
 };
 
 use crate::output::OutputFile;
@@ -63,6 +64,34 @@ pub struct SecurityArgs {
     pub soundness: String,
 }
 
+/// The field a proof is made over (with its degree-4 extension and its default Poseidon2 of
+/// width 16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FieldChoice {
+    /// BabyBear, challenges in BabyBear^4 (OpenVM, RISC Zero; the default).
+    Babybear,
+    /// KoalaBear, challenges in KoalaBear^4 (SP1 Hypercube); domains up to 2^24 rows.
+    Koalabear,
+}
+
+impl FieldChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldChoice::Babybear => <BabyBear as WhirField>::NAME,
+            FieldChoice::Koalabear => <KoalaBear as WhirField>::NAME,
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        [FieldChoice::Babybear, FieldChoice::Koalabear].into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// A GPU backend over `F` on a context made with `options`.
+pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuBackend<F>, whir_prover::ProverError> {
+    Ok(GpuBackend::<F>::over(std::sync::Arc::new(GpuContext::new(options)?)))
+}
+
 /// p3-sumcheck's layout of a multi-table witness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum TableLayout {
@@ -98,6 +127,10 @@ struct ProveArgs {
     /// Opening points.
     #[arg(long, default_value_t = 1)]
     points: usize,
+    /// The field (and its degree-4 extension and Poseidon2) the proof is made over; the proof
+    /// file names it.
+    #[arg(long, value_enum, default_value_t = FieldChoice::Babybear)]
+    field: FieldChoice,
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
     /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
     /// (e.g. `22x2,3*12x20`), of random values from --seed, each opened at one transcript point
@@ -107,7 +140,7 @@ struct ProveArgs {
     tables: Option<String>,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
-    /// 2^n little-endian u32 canonical BabyBear values; default: random from --seed.
+    /// 2^n little-endian u32 canonical values of the --field; default: random from --seed.
     #[arg(long)]
     input: Option<PathBuf>,
     /// Seed of the random polynomial (default 1); not with --input.
@@ -132,6 +165,9 @@ struct ProveArgs {
 #[derive(clap::Args)]
 struct VerifyArgs {
     file: PathBuf,
+    /// The field the proof must be over (default: the one the file names).
+    #[arg(long, value_enum)]
+    field: Option<FieldChoice>,
     #[arg(long)]
     vars: Option<usize>,
     #[arg(long)]
@@ -175,7 +211,7 @@ const AUTO_GPU_MIN_VARS: usize = 20;
 
 /// Reads exactly 2^vars canonical values: the size is checked before reading, and reading
 /// stops past it (a device or a growing file cannot make it read without bound).
-fn read_input(path: &Path, vars: usize) -> Result<Vec<BabyBear>> {
+fn read_input<F: WhirField>(path: &Path, vars: usize) -> Result<Vec<F>> {
     let want = 4usize << vars;
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let meta = file.metadata().with_context(|| format!("reading {}", path.display()))?;
@@ -196,15 +232,15 @@ fn read_input(path: &Path, vars: usize) -> Result<Vec<BabyBear>> {
         .enumerate()
         .map(|(i, c)| {
             let v = u32::from_le_bytes(c.try_into().expect("4 bytes"));
-            if v >= 0x7800_0001 {
-                bail!("value {v} at byte offset {} of {} is not a canonical BabyBear value (must be < 2013265921)", 4 * i, path.display());
+            if v >= F::ORDER_U32 {
+                bail!("value {v} at byte offset {} of {} is not a canonical {} value (must be < {})", 4 * i, path.display(), F::NAME, F::ORDER_U32);
             }
-            Ok(BabyBear::new(v))
+            Ok(F::from_u32(v))
         })
         .collect()
 }
 
-fn run_prove<B: Backend>(backend: &B, params: &Params, evals: &[BabyBear]) -> Result<ProverOutput> {
+fn run_prove<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>> {
     Ok(backend.prove(params, evals)?)
 }
 
@@ -220,8 +256,26 @@ fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
 
 fn prove(args: ProveArgs) -> Result<()> {
     if let Some(spec) = args.tables.clone() {
+        if args.field != FieldChoice::Babybear {
+            bail!(
+                "--tables proves over BabyBear; over {} the multi-table PCS is the library's (`GpuWhirPcs<L, KoalaBear>`): drop --field, or --tables",
+                args.field.name()
+            );
+        }
         return prove_tables(args, &spec);
     }
+    match args.field {
+        FieldChoice::Babybear => prove_one::<BabyBear>(args),
+        FieldChoice::Koalabear => prove_one::<KoalaBear>(args),
+    }
+}
+
+/// `whir prove` of one polynomial over `F`.
+fn prove_one<F: ProverField>(args: ProveArgs) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
     let params = Params {
         num_vars: args.vars,
         fold: args.fold,
@@ -232,7 +286,7 @@ fn prove(args: ProveArgs) -> Result<()> {
         points: args.points,
     };
     // Everything that can be wrong with the request fails here, before any work.
-    params.config::<whir_gpu::GpuChallenger>()?;
+    params.config::<whir_gpu::GpuChallenger<F>>()?;
     if args.input.is_some() && args.seed.is_some() {
         bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
     }
@@ -259,7 +313,7 @@ fn prove(args: ProveArgs) -> Result<()> {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
         BackendChoice::Gpu | BackendChoice::GpuPieces => {
             let mode = if args.backend == BackendChoice::Gpu { GpuMode::Resident } else { GpuMode::Pieces };
-            let g = GpuBackend::open(gpu_options.clone()).context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode).with_driver_options(driver_options);
+            let g = open_gpu::<F>(gpu_options.clone()).context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode).with_driver_options(driver_options);
             let s = g.context().summary();
             let why = if s.is_software() {
                 eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
@@ -270,7 +324,7 @@ fn prove(args: ProveArgs) -> Result<()> {
             (Some(g), why)
         }
         BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
-        BackendChoice::Auto => match GpuBackend::open(gpu_options.clone()).map(|g| g.with_driver_options(driver_options)) {
+        BackendChoice::Auto => match open_gpu::<F>(gpu_options.clone()).map(|g| g.with_driver_options(driver_options)) {
             Ok(g) if g.context().summary().is_software() => {
                 (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters())))
             }
@@ -293,7 +347,7 @@ fn prove(args: ProveArgs) -> Result<()> {
     let bytes = output.proof_file(&params).to_bytes();
     // Verified before anything is written: a proof that fails its own check never reaches disk.
     let start = Instant::now();
-    let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify(&params));
+    let verified = ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify(&params));
     let verify_time = start.elapsed();
     if verified.is_ok() {
         out.write(&bytes)?;
@@ -305,6 +359,7 @@ fn prove(args: ProveArgs) -> Result<()> {
             "backend": name,
             "why": why,
             "adapter": adapter,
+            "field": F::NAME,
             "vars": params.num_vars,
             "fold": params.fold,
             "rate": params.log_inv_rate,
@@ -337,7 +392,7 @@ fn prove(args: ProveArgs) -> Result<()> {
         println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
-        println!("parameters: {params}");
+        println!("parameters: {params}, over {}^4", F::NAME);
         let pct = |d: std::time::Duration| 100.0 * d.as_secs_f64() / output.total().as_secs_f64().max(1e-12);
         let row = |label: &str, d: std::time::Duration| println!("  {label:<18} {:>9.1} ms  {:>5.1}%", ms(d), pct(d));
         println!("prove:  {:>9.1} ms", ms(prove_time));
@@ -565,9 +620,29 @@ fn verify(args: VerifyArgs) -> Result<()> {
     let limits = usize::try_from(args.max_proof_mib << 20)
         .map(ReadLimits::new)
         .map_err(|_| anyhow::anyhow!("--max-proof-mib {} does not fit this machine's address space", args.max_proof_mib))?;
+    // The field the file names, from its first bytes (a file too short or malformed to say is
+    // read as BabyBear's, whose reader names what is wrong with it).
+    let mut prefix = Vec::new();
+    let mut file = file;
+    (&mut file).take(256).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
+    let named = whir_prover::proof_file_field(&prefix).ok().and_then(FieldChoice::parse);
+    if let (Some(want), Some(found)) = (args.field, named) {
+        if want != found {
+            bail!("proof file {} is a proof over {}, not over {} (--field {})", args.file.display(), found.name(), want.name(), want.name());
+        }
+    }
+    let reader = std::io::Cursor::new(prefix).chain(file);
+    match named.or(args.field).unwrap_or(FieldChoice::Babybear) {
+        FieldChoice::Babybear => verify_over::<BabyBear>(args, reader, limits),
+        FieldChoice::Koalabear => verify_over::<KoalaBear>(args, reader, limits),
+    }
+}
+
+/// `whir verify` of a proof file over `F`.
+fn verify_over<F: WhirField>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()> {
     let what = format!("proof file {}", args.file.display());
     let (params, how) = if args.accept_file_params {
-        let proof = ProofFile::read_with(file, None, limits).context(what.clone())?;
+        let proof = ProofFileOf::<F>::read_with(file, None, limits).context(what.clone())?;
         let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
         proof.verify_file_params(floor).context(what)?;
         let tables = proof.tables.as_ref().map_or(String::new(), |t| format!(", {} tables: {}", t.tables.len(), t.spec()));
@@ -587,12 +662,12 @@ fn verify(args: VerifyArgs) -> Result<()> {
         match args.tables.as_deref().map(Workload::parse).transpose()? {
             Some(tables) => {
                 let expected = tables.params(&expected);
-                let proof = ProofFile::read_with(file, Some(&expected), limits).context(what.clone())?;
+                let proof = ProofFileOf::<F>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify_tables(&expected, &tables).context(what)?;
                 (expected, format!("verified ({} tables: {})", tables.tables.len(), tables.spec()))
             }
             None => {
-                let proof = ProofFile::read_with(file, Some(&expected), limits).context(what.clone())?;
+                let proof = ProofFileOf::<F>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify(&expected).context(what)?;
                 (expected, "verified".to_string())
             }
@@ -602,7 +677,7 @@ fn verify(args: VerifyArgs) -> Result<()> {
     for warning in params.warnings() {
         eprintln!("warning: {warning}");
     }
-    println!("{how}: {params}; the security rests on {}", params.soundness.basis());
+    println!("{how}: {params}, over {}^4; the security rests on {}", F::NAME, params.soundness.basis());
     Ok(())
 }
 
@@ -627,6 +702,7 @@ fn print_limits(s: &AdapterSummary) {
 }
 
 fn info(adapter: Option<String>) -> Result<()> {
+    println!("Fields (--field): {} (the default) and {}, each with its degree-4 extension and Plonky3's default Poseidon2 of width 16", FieldChoice::Babybear.name(), FieldChoice::Koalabear.name());
     let adapters = list_adapters();
     println!("Adapters ({}):", adapters.len());
     for (i, a) in adapters.iter().enumerate() {

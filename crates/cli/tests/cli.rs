@@ -187,3 +187,43 @@ fn prove_tables_writes_a_file_verify_tables_checks() {
     assert!(on_gpu.status.success(), "{}", String::from_utf8_lossy(&on_gpu.stderr));
     assert!(std::fs::read(&cpu).unwrap() == std::fs::read(&gpu).unwrap(), "the GPU's file differs from the CPU's");
 }
+
+/// `--field koalabear`: proved on the GPU and on the CPU (the same bytes), the file names its
+/// field, `verify` reads it as such by itself and refuses it under the other field's name;
+/// values past KoalaBear's modulus are refused by name.
+#[test]
+fn koalabear_proofs_end_to_end() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-koala-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let shape = ["--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "8"];
+    fn prove<'a>(backend: &'a str, out: &'a str, shape: &[&'a str]) -> Vec<&'a str> {
+        [&["prove", "--field", "koalabear", "--backend", backend, "--out", out, "--force"][..], shape].concat()
+    }
+    let (cpu, gpu) = (path("cpu.whir"), path("gpu.whir"));
+    let out = whir(&prove("cpu", &cpu, &shape));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("over koalabear^4") && stdout.contains("verified"), "{stdout}");
+    if let Some(stdout) = gpu_run(&prove("gpu", &gpu, &shape)) {
+        assert!(stdout.contains("backend: gpu"), "{stdout}");
+        assert_eq!(std::fs::read(path("gpu.whir")).unwrap(), std::fs::read(path("cpu.whir")).unwrap(), "the GPU's proof file differs from the CPU's");
+    }
+    let out = whir(&[&["verify", &path("cpu.whir")][..], &shape[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("over koalabear^4"), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = whir(&[&["verify", &path("cpu.whir"), "--field", "babybear"][..], &shape[..]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("a proof over koalabear, not over babybear"), "{stderr}");
+    // 2^10 values, the last one KoalaBear's modulus.
+    let mut input = vec![0u8; 4 << 10];
+    input[(4 << 10) - 4..].copy_from_slice(&0x7f00_0001u32.to_le_bytes());
+    std::fs::write(path("input.bin"), &input).unwrap();
+    let (x, input) = (path("x.whir"), path("input.bin"));
+    let mut args = prove("cpu", &x, &shape);
+    args.extend(["--input", &input]);
+    let out = whir(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("not a canonical koalabear value"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
