@@ -17,8 +17,8 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    proof_file_field, prove_with_steps, Backend, ComparingSteps, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuWhirPcs, Params, ProofFile, ProofFileOf,
-    Soundness, Stacking, EF,
+    proof_file_field, prove_with_steps, Backend, ComparingSteps, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params, ProofFile,
+    ProofFileOf, Soundness, Stacking, WhirField, EF,
 };
 
 type K = KoalaBear;
@@ -129,6 +129,58 @@ fn gpu_backend_proves_over_koalabear() {
     }
 }
 
+/// Plonky3's prover with our GPU encoder, MMCS and grinder (`GpuMode::Pieces`) over KoalaBear:
+/// the same bytes.
+#[test]
+fn gpu_pieces_over_koalabear_match_plonky3() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let backend = GpuBackend::<K>::over(ctx.clone()).with_mode(GpuMode::Pieces);
+        for p in grid(&mut rng, 2) {
+            let evals = random_k(&mut rng, 1 << p.num_vars);
+            let (expected, _) = reference(&p, &evals);
+            let out = backend.prove(&p, &evals).unwrap();
+            assert_eq!(out.path, "gpu-pieces");
+            assert!((postcard::to_allocvec(&out.commitment).unwrap(), out.proof.clone()) == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
+        }
+    }
+}
+
+/// Resident proofs whose codewords and sumcheck tables exceed a 64 KiB binding (split into
+/// column blocks, row chunks and table segments), over KoalaBear: Plonky3's bytes.
+#[test]
+fn koalabear_proofs_split_over_small_bindings_match_plonky3() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let binding = 64u64 << 10;
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else { return };
+    let steps = gpu_steps(&ctx);
+    for (n, fold, rate) in [(13, 1, 1), (14, 4, 1), (13, 2, 2)] {
+        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2 };
+        assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
+        let evals = random_k(&mut rng, 1 << n);
+        let (expected, _) = reference(&p, &evals);
+        let (commitment, proof, _) = prove_with_steps(&steps, &p, &evals, &mut challenger(None), DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
+        assert!(ours == expected, "{p:?} under a {binding}-byte binding: the proofs differ");
+    }
+}
+
+/// The transcript's permutation here (whir-gpu's constant tables) is Plonky3's default
+/// KoalaBear Poseidon2, `WhirField::permutation()`, on random states: the reference prover and
+/// the stock verifier hash alike.
+#[test]
+fn the_transcript_permutation_is_plonky3s_default() {
+    use p3_symmetric::Permutation;
+    let mut rng = common::rng();
+    let ours = Poseidon2Constants::<K>::plonky3_default().to_cpu();
+    let plonky3 = <K as WhirField>::permutation();
+    for _ in 0..64 {
+        let state: [K; 16] = std::array::from_fn(|_| rng.random());
+        assert_eq!(ours.permute(state), plonky3.permute(state));
+    }
+}
+
 /// A proof file names its field: read as the other field's it is refused, saying which it is.
 #[test]
 fn proof_files_name_their_field() {
@@ -138,12 +190,22 @@ fn proof_files_name_their_field() {
     let koala = koala.to_bytes();
     assert_eq!(proof_file_field(&koala).unwrap(), "koalabear");
     let err = ProofFile::from_bytes(&koala).unwrap_err().to_string();
-    assert!(err.contains("over koalabear") && err.contains("--field koalabear"), "{err}");
+    assert!(err.contains("over koalabear") && err.contains("read it as a koalabear proof"), "{err}");
     let baby = CpuBackend.prove(&p, &common::random_vec(&mut rng, 1 << 8)).unwrap().proof_file(&p).to_bytes();
     assert_eq!(proof_file_field(&baby).unwrap(), "babybear");
     let err = ProofFileOf::<K>::from_bytes(&baby).unwrap_err().to_string();
     assert!(err.contains("over babybear"), "{err}");
     ProofFile::from_bytes(&baby).unwrap().verify(&p).unwrap();
+    // The readers that stop early say the same (the field before the parameters, the size
+    // bound or the body), whatever the file's values are.
+    let err = ProofFile::read(std::io::Cursor::new(&koala), Some(&Params { num_vars: 9, ..p.clone() })).unwrap_err().to_string();
+    assert!(err.contains("over koalabear"), "{err}");
+    // A BabyBear file whose domain KoalaBear cannot hold is still named as BabyBear's.
+    let big = Params { num_vars: 26, fold: 1, log_inv_rate: 1, pow_bits: 10, ..p.clone() };
+    let mut forged = ProofFile::from_bytes(&baby).unwrap();
+    forged.params = big;
+    let err = ProofFileOf::<K>::from_bytes(&forged.to_bytes()).unwrap_err().to_string();
+    assert!(err.contains("over babybear"), "{err}");
 }
 
 /// KoalaBear's two-adic subgroup is 2^24: a codeword of more rows is refused by name, with a
@@ -233,8 +295,12 @@ fn check_pcs<L: Layout<K, EK>>(rng: &mut StdRng, prescribed: bool, new_witness: 
     let expected = prove_pcs(stock.stock(), new_witness(values.clone(), fold), &protocol, &outer, prescribed);
     assert!(prove_pcs(&stock, new_witness(values.clone(), fold), &protocol, &outer, prescribed) == expected, "{params:?}: the twin's proof differs from Plonky3's");
     for ctx in common::contexts() {
-        let pcs = GpuWhirPcs::<L, K>::new(config.clone(), gpu_steps(&ctx));
-        let ours = prove_pcs(&pcs, new_witness(values.clone(), fold), &protocol, &outer, prescribed);
-        assert!(ours == expected, "{params:?} ({:?}, prescribed {prescribed}): the GPU PCS's proof differs from Plonky3's", ctx.mul_variant());
+        // The initial weights stored, and formed where the rounds use them (lazy slot weights).
+        for lazy in [false, true] {
+            let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
+            let pcs = GpuWhirPcs::<L, K>::new(config.clone(), gpu_steps(&ctx)).with_options(options);
+            let ours = prove_pcs(&pcs, new_witness(values.clone(), fold), &protocol, &outer, prescribed);
+            assert!(ours == expected, "{params:?} ({:?}, prescribed {prescribed}, lazy {lazy}): the GPU PCS's proof differs from Plonky3's", ctx.mul_variant());
+        }
     }
 }

@@ -109,6 +109,8 @@ fn distinct(flag: &str, values: &[usize]) -> Vec<usize> {
 
 #[derive(Serialize)]
 struct Cell {
+    /// The field every prover of the cell proved over.
+    field: &'static str,
     vars: usize,
     fold: usize,
     rate: usize,
@@ -195,11 +197,14 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    if args.field != FieldChoice::Babybear && (args.tables.is_some() || !args.concurrency.is_empty()) {
-        bail!("--tables and --concurrency measure BabyBear proofs; drop --field {} (or time single polynomials over it without them)", args.field.name());
+    if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
+        bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
     }
     if let Some(spec) = &args.tables {
-        return run_tables(&args, spec);
+        return match args.field {
+            FieldChoice::Babybear => run_tables::<BabyBear>(&args, spec),
+            FieldChoice::Koalabear => run_tables::<KoalaBear>(&args, spec),
+        };
     }
     let soundness = Soundness::parse(&args.security.soundness)?;
     if args.concurrency.contains(&0) {
@@ -292,6 +297,7 @@ where
     for p in grid {
         bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
         let mut cell = Cell {
+            field: F::NAME,
             vars: p.num_vars,
             fold: p.fold,
             rate: p.log_inv_rate,
@@ -547,7 +553,11 @@ struct TablesCell {
 
 /// `whir bench --tables`: Plonky3's `WhirProver` and our GPU PCS on one multi-table witness per
 /// (fold, rate), commit and open timed apart, the proofs compared byte for byte and verified.
-fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
+fn run_tables<F: ProverField>(args: &BenchArgs, spec: &str) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
     use whir_prover::Workload;
     let workload = Workload::parse(spec)?;
     let soundness = Soundness::parse(&args.security.soundness)?;
@@ -556,8 +566,8 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
         bail!("--plot charts the single-polynomial grid; drop it with --tables");
     }
     eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
-    eprintln!("{} tables, {} cells", workload.tables.len(), workload.cells());
-    let gpu = if args.no_gpu { None } else { Some(GpuBackend::open_default()?) };
+    eprintln!("{} tables, {} cells, over {}^4", workload.tables.len(), workload.cells(), F::NAME);
+    let gpu = if args.no_gpu { None } else { Some(GpuBackend::open_default().map(|g| GpuBackend::<F>::over(g.context().clone()).with_driver_options(g.driver_options()))?) };
     if let Some(g) = &gpu {
         eprintln!("GPU: {}", g.context().summary());
     }
@@ -588,7 +598,7 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
                 gpu_rounds_ms: None,
                 gpu_open_breakdown: None,
             };
-            let config = match p.config::<whir_gpu::GpuChallenger>() {
+            let config = match p.config::<whir_gpu::GpuChallenger<F>>() {
                 Ok(c) => c,
                 Err(e) => {
                     cell.skipped = Some(e.to_string());
@@ -598,11 +608,11 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
             };
             eprintln!("n = {}, fold {fold}, rate {rate}", p.num_vars);
             let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
-            let tables = whir_prover::random_tables(&workload, &mut rng);
+            let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
             let protocol = workload.protocol(fold);
             match args.layout {
-                crate::TableLayout::Suffix => measure_tables::<p3_sumcheck::layout::SuffixProver<whir_prover::F, whir_prover::EF>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
-                crate::TableLayout::Prefix => measure_tables::<p3_sumcheck::layout::PrefixProver<whir_prover::F, whir_prover::EF>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+                crate::TableLayout::Suffix => measure_tables::<F, p3_sumcheck::layout::SuffixProver<F, whir_prover::EF<F>>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+                crate::TableLayout::Prefix => measure_tables::<F, p3_sumcheck::layout::PrefixProver<F, whir_prover::EF<F>>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
             }
             cells.push(cell);
         }
@@ -613,24 +623,28 @@ fn run_tables(args: &BenchArgs, spec: &str) -> Result<()> {
 /// One cell of `whir bench --tables` in layout `L`: Plonky3's `WhirProver` (commit and open
 /// times, verified), then the GPU PCS (its proof equal to Plonky3's, peak memory with pools kept
 /// and without, then the timed repetitions with their traffic and the open's steps).
-fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF>>(
+#[allow(clippy::type_complexity)]
+fn measure_tables<F: ProverField, L: p3_sumcheck::layout::Layout<F, whir_prover::EF<F>>>(
     args: &BenchArgs,
-    gpu: Option<&GpuBackend>,
-    config: &p3_whir::parameters::WhirConfig<whir_prover::EF, whir_prover::F, whir_gpu::GpuChallenger>,
-    tables: &[p3_sumcheck::layout::Table<whir_prover::F>],
+    gpu: Option<&GpuBackend<F>>,
+    config: &p3_whir::parameters::WhirConfig<whir_prover::EF<F>, F, whir_gpu::GpuChallenger<F>>,
+    tables: &[p3_sumcheck::layout::Table<F>],
     protocol: &p3_sumcheck::OpeningProtocol,
     p: &Params,
     cell: &mut TablesCell,
-) -> Result<()> {
+) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+{
     use p3_commit::MultilinearPcs;
     let (fold, rate) = (cell.fold, cell.rate);
     let witness = || L::new_witness(tables.to_vec(), fold);
     {
         {
-            let twin: whir_prover::CpuWhirPcs<L> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+            let twin: whir_prover::CpuWhirPcs<L, F> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
-            let stock_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment)> {
+            let stock_run = |ch: &mut whir_gpu::GpuChallenger<F>| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
                 let witness = witness();
                 let started = std::time::Instant::now();
                 let (root, data) = stock.commit(witness, ch).map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -642,15 +656,15 @@ fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF
             let (mut sc, mut so) = (Vec::new(), Vec::new());
             let mut expected = None;
             for _ in 0..args.reps {
-                let (c, o, bytes, root) = stock_run(&mut CpuBackend.challenger())?;
+                let (c, o, bytes, root) = stock_run(&mut Backend::<F>::challenger(&CpuBackend))?;
                 sc.push(ms(c));
                 so.push(ms(o));
                 expected = Some((bytes, root));
             }
             let (expected, root) = expected.expect("at least one repetition");
             // Accepted by p3-whir's own verifier.
-            let proof: whir_prover::WhirPcsProof = postcard::from_bytes(&expected)?;
-            stock.verify(&root, &proof, &mut CpuBackend.challenger(), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
+            let proof: whir_prover::WhirPcsProof<F> = postcard::from_bytes(&expected)?;
+            stock.verify(&root, &proof, &mut Backend::<F>::challenger(&CpuBackend), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
             cell.stock_commit_ms = Some(median(sc));
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
@@ -659,7 +673,7 @@ fn measure_tables<L: p3_sumcheck::layout::Layout<whir_prover::F, whir_prover::EF
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
                 type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value);
-                let gpu_run = |ch: &mut whir_gpu::GpuChallenger| -> Result<GpuRun> {
+                let gpu_run = |ch: &mut whir_gpu::GpuChallenger<F>| -> Result<GpuRun> {
                     let witness = witness();
                     let t0 = ctx.transfer_counts();
                     let started = std::time::Instant::now();

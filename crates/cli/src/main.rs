@@ -19,7 +19,7 @@ use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
 use p3_koala_bear::KoalaBear;
 use whir_prover::{
-    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFile, ProofFileOf, ProverField, ProverOutput, ReadLimits, RoundBreakdown, Soundness,
+    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, ReadLimits, RoundBreakdown, Soundness,
     Step, StepTime, WhirField, WEAK_SECURITY_BITS,
 };
 
@@ -256,13 +256,10 @@ fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
 
 fn prove(args: ProveArgs) -> Result<()> {
     if let Some(spec) = args.tables.clone() {
-        if args.field != FieldChoice::Babybear {
-            bail!(
-                "--tables proves over BabyBear; over {} the multi-table PCS is the library's (`GpuWhirPcs<L, KoalaBear>`): drop --field, or --tables",
-                args.field.name()
-            );
-        }
-        return prove_tables(args, &spec);
+        return match args.field {
+            FieldChoice::Babybear => prove_tables::<BabyBear>(args, &spec),
+            FieldChoice::Koalabear => prove_tables::<KoalaBear>(args, &spec),
+        };
     }
     match args.field {
         FieldChoice::Babybear => prove_one::<BabyBear>(args),
@@ -488,7 +485,11 @@ fn print_breakdown(b: &RoundBreakdown) {
 /// `whir prove --tables`: random tables from the seed committed and opened through the PCS (the
 /// GPU's on a hardware adapter, else Plonky3's `WhirProver` on the CPU; `auto` falls back to the
 /// CPU, with a warning, where the GPU fails), the proof verified before the file is written.
-fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
+fn prove_tables<F: ProverField>(args: ProveArgs, spec: &str) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::Witness;
     let workload = Workload::parse(spec)?;
@@ -502,7 +503,7 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
         points: 1,
     };
     let params = workload.params(&base);
-    let config = params.config::<whir_gpu::GpuChallenger>()?;
+    let config = params.config::<whir_gpu::GpuChallenger<F>>()?;
     if args.gpu_memory == Some(0) {
         bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
     }
@@ -514,7 +515,7 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
         eprintln!("warning: {warning}");
     }
     let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
-    let tables = whir_prover::random_tables(&workload, &mut rng);
+    let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
     let env = GpuOptions::from_env()?;
     let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
@@ -522,12 +523,12 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
     let (gpu, mut why) = match args.backend {
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
         BackendChoice::Gpu | BackendChoice::GpuPieces => {
-            let g = GpuBackend::open(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
+            let g = open_gpu::<F>(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
             let why = format!("--backend gpu: {}", g.context().summary());
             (Some(g), why)
         }
         BackendChoice::Auto if params.num_vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", params.num_vars)),
-        BackendChoice::Auto => match GpuBackend::open(gpu_options).map(|g| g.with_driver_options(driver_options)) {
+        BackendChoice::Auto => match open_gpu::<F>(gpu_options).map(|g| g.with_driver_options(driver_options)) {
             Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
             Ok(g) => {
                 let why = format!("GPU found: {}", g.context().summary());
@@ -536,7 +537,7 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
             Err(e) => (None, format!("no usable GPU ({e})")),
         },
     };
-    let stock = || -> whir_prover::CpuWhirPcs { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
+    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F>, F> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
@@ -557,7 +558,7 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
                 why = format!("the GPU PCS failed ({e:#})");
             }
             let pcs = stock();
-            let mut challenger = CpuBackend.challenger();
+            let mut challenger = Backend::<F>::challenger(&CpuBackend);
             let t = Instant::now();
             let (root, data) = pcs.stock().commit(Witness::new(tables, args.fold), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
             let commit = t.elapsed();
@@ -566,10 +567,10 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
         }
     };
     let prove_time = start.elapsed();
-    let bytes = ProofFile::new_tables(&params, workload.clone(), root, proof).to_bytes();
+    let bytes = ProofFileOf::<F>::new_tables(&params, workload.clone(), root, proof).to_bytes();
     // Verified before anything is written, as one polynomial's proof is.
     let start = Instant::now();
-    let verified = ProofFile::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload));
+    let verified = ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload));
     let verify_time = start.elapsed();
     if verified.is_ok() {
         out.write(&bytes)?;
@@ -581,6 +582,7 @@ fn prove_tables(args: ProveArgs, spec: &str) -> Result<()> {
             "why": why,
             "adapter": gpu.as_ref().map(|g| g.context().summary().to_string()),
             "tables": workload.spec(),
+            "field": F::NAME,
             "table_count": workload.tables.len(),
             "cells": workload.cells(),
             "vars": params.num_vars,
@@ -624,11 +626,18 @@ fn verify(args: VerifyArgs) -> Result<()> {
     // read as BabyBear's, whose reader names what is wrong with it).
     let mut prefix = Vec::new();
     let mut file = file;
-    (&mut file).take(256).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
+    (&mut file).take(whir_prover::PREFIX_BYTES as u64).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
     let named = whir_prover::proof_file_field(&prefix).ok().and_then(FieldChoice::parse);
     if let (Some(want), Some(found)) = (args.field, named) {
         if want != found {
-            bail!("proof file {} is a proof over {}, not over {} (--field {})", args.file.display(), found.name(), want.name(), want.name());
+            bail!(
+                "proof file {} is a proof over {}, not over {} (--field {}); drop --field to verify it as the {} proof it is",
+                args.file.display(),
+                found.name(),
+                want.name(),
+                want.name(),
+                found.name()
+            );
         }
     }
     let reader = std::io::Cursor::new(prefix).chain(file);

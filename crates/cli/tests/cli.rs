@@ -225,5 +225,17 @@ fn koalabear_proofs_end_to_end() {
     let out = whir(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("not a canonical koalabear value"), "{stderr}");
+    // Tables through the PCS over KoalaBear: the GPU's file is the CPU's, and it verifies as
+    // the tables it names.
+    let tables = ["--tables", "9x2,7x3", "--fold", "2", "--security", "60", "--pow-bits", "8", "--field", "koalabear", "--force"];
+    let (cpu_t, gpu_t) = (path("cpu-t.whir"), path("gpu-t.whir"));
+    let out = whir(&[&["prove", "--backend", "cpu", "--out", &cpu_t][..], &tables[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    if gpu_run(&[&["prove", "--backend", "gpu", "--out", &gpu_t][..], &tables[..]].concat()).is_some() {
+        assert_eq!(std::fs::read(&gpu_t).unwrap(), std::fs::read(&cpu_t).unwrap(), "the GPU PCS's file differs from the CPU's");
+    }
+    let out = whir(&["verify", &cpu_t, "--tables", "9x2,7x3", "--fold", "2", "--security", "60", "--pow-bits", "8"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("over koalabear^4"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,7 @@
 //! # whir-prover
 //!
-//! WHIR polynomial commitments over BabyBear (extension BabyBear^4) with interchangeable
+//! WHIR polynomial commitments over BabyBear or KoalaBear (challenges in the field's degree-4
+//! extension; [`ProverField`]) with interchangeable
 //! backends: [`CpuBackend`] (Plonky3) and [`GpuBackend`] (whir-gpu). Proofs are Plonky3's
 //! `PcsProof` in a versioned [`ProofFile`], checked by the stock p3-whir verifier; both
 //! backends produce byte-identical proofs for the same input (smallest-witness grinding).
@@ -33,7 +34,7 @@ pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
-    opening_protocol, permutation, proof_file_field, Commitment, FileParamsFloor, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirField, EF, F, KNOWN_HASHES,
+    opening_protocol, permutation, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirField, EF, F, KNOWN_HASHES,
     FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
 };
 pub use stock::prove_stock;
@@ -42,7 +43,7 @@ pub use stock::prove_stock;
 pub type ProverLayout<B = p3_baby_bear::BabyBear> = whir_verifier::TableLayout<B>;
 
 /// A field this crate proves over on both backends: a [`WhirField`] (its hash, its degree-4
-/// extension) whose kernels whir-gpu composes ([`whir_gpu::Poseidon2Field`]): BabyBear or
+/// extension) whose kernels and MMCS whir-gpu provides ([`whir_gpu::MmcsField`]): BabyBear or
 /// KoalaBear.
 pub trait ProverField: WhirField + whir_gpu::MmcsField {}
 impl<T: WhirField + whir_gpu::MmcsField> ProverField for T {}

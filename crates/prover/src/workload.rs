@@ -3,12 +3,15 @@
 
 use p3_matrix::dense::RowMajorMatrix;
 use p3_sumcheck::layout::Table;
+use p3_field::Field;
+use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, RngExt};
-
-use crate::F;
 pub use whir_verifier::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 
-/// Tables of random values for `workload` (p3-sumcheck's tables: one row per column).
-pub fn random_tables<R: Rng>(workload: &Workload, rng: &mut R) -> Vec<Table<F>> {
+/// Tables of random values of `F` for `workload` (p3-sumcheck's tables: one row per column).
+pub fn random_tables<F: Field, R: Rng>(workload: &Workload, rng: &mut R) -> Vec<Table<F>>
+where
+    StandardUniform: Distribution<F>,
+{
     workload.tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect()
 }

@@ -52,7 +52,7 @@ impl WhirField for KoalaBear {
     }
 }
 
-/// The permutation of BabyBear proofs.
+/// The permutation of proofs over `F` (BabyBear's by default).
 pub type Perm<F = BabyBear> = <F as WhirField>::Perm;
 /// Plonky3's leaf hash for this MMCS.
 pub type LeafHash<F = BabyBear> = PaddingFreeSponge<Perm<F>, 16, 8, 8>;

@@ -16,16 +16,17 @@ use crate::error::ProofError;
 use crate::hash::WhirField;
 use crate::{EF, F};
 
-/// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements. The codeword is
-/// committed as 2^(n + rate - fold) rows, so this bounds n + rate - fold, not n.
+/// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements (KoalaBear's 2^24:
+/// [`Params::validate_for`]). The codeword is committed as 2^(n + rate - fold) rows, so this
+/// bounds n + rate - fold, not n.
 pub const MAX_DOMAIN_LOG: usize = F::TWO_ADICITY;
 /// Largest number of variables: 28 (with n + rate - fold <= 27, so fold 2 or more at rate 1, as
 /// p3-whir takes it), the largest
 /// size proved and tested here (on the H200: 2^28 evaluations, 1 GiB).
 pub const MAX_VARS: usize = F::TWO_ADICITY + 1;
-/// Largest proof-of-work budget: a BabyBear witness can clear at most 30 bits (2^bits < p).
+/// Largest proof-of-work budget: a witness of either field can clear at most 30 bits (2^bits < p).
 pub const MAX_POW_BITS: usize = 30;
-/// Largest security target accepted at all (BabyBear^4 reaches far less; p3-whir says so).
+/// Largest security target accepted at all (a degree-4 extension reaches far less; p3-whir says so).
 pub const MAX_SECURITY_BITS: usize = 256;
 /// Most opening points per proof. Each point adds a claim the verifier checks and a constraint
 /// the prover folds in; proof files are bounded by this before anything is allocated.
@@ -213,14 +214,23 @@ impl Params {
             .collect()
     }
 
-    /// Checks every value against what BabyBear and p3-whir can take, before anything is built:
-    /// ranges, shifts and counts. `source` decides how a bad value is named.
+    /// Checks every value against what BabyBear (the largest domains of the fields supported)
+    /// and p3-whir can take, before anything is built: ranges, shifts and counts. `source`
+    /// decides how a bad value is named. [`validate_for`](Self::validate_for) checks them for
+    /// a given field.
     pub fn validate(&self, source: ParamSource) -> Result<(), ProofError> {
+        self.validate_for::<F>(source)
+    }
+
+    /// [`validate`](Self::validate) for proofs over the field `B`: its two-adic subgroup bounds
+    /// the committed domain (KoalaBear's holds 2^24 rows, BabyBear's 2^27).
+    pub fn validate_for<B: WhirField>(&self, source: ParamSource) -> Result<(), ProofError> {
         let n = Namer(source);
+        let max_domain_log = B::TWO_ADICITY.min(MAX_DOMAIN_LOG);
         let bad = |what: String| Err(ProofError::Params(what));
         if self.num_vars == 0 || self.num_vars > MAX_VARS {
             return bad(format!(
-                "{} is out of range: BabyBear supports 1..={MAX_VARS} variables{}",
+                "{} is out of range: proofs take 1..={MAX_VARS} variables{}",
                 n.name("vars", self.num_vars),
                 n.fix("use --vars 20 (2^20 evaluations), for example")
             ));
@@ -233,7 +243,7 @@ impl Params {
                 "{} exceeds the polynomial's n = {} variables{}",
                 n.name("fold", self.fold),
                 self.num_vars,
-                // More variables fix it only where the fold is a size BabyBear supports.
+                // More variables fix it only where the fold is a size proofs take.
                 n.fix(if self.fold <= MAX_VARS {
                     format!("use --fold {} or less, or --vars {} or more", self.num_vars, self.fold)
                 } else {
@@ -249,11 +259,11 @@ impl Params {
             ));
         }
         // The codeword is committed with the first fold's 2^fold cosets in one row, so its
-        // height 2^(n + rate - fold) must fit BabyBear's 2^27 two-adic subgroup.
+        // height 2^(n + rate - fold) must fit the field's two-adic subgroup.
         let folded_log = (self.num_vars + self.log_inv_rate.min(1 << 20)) - self.fold;
-        if folded_log > MAX_DOMAIN_LOG {
-            let max_rate = (MAX_DOMAIN_LOG + self.fold).saturating_sub(self.num_vars);
-            let need_fold = self.num_vars + self.log_inv_rate.min(1 << 20) - MAX_DOMAIN_LOG;
+        if folded_log > max_domain_log {
+            let max_rate = (max_domain_log + self.fold).saturating_sub(self.num_vars);
+            let need_fold = self.num_vars + self.log_inv_rate.min(1 << 20) - max_domain_log;
             let hint = if max_rate == 0 {
                 format!("use --fold {need_fold} or more")
             } else if need_fold <= self.num_vars {
@@ -262,23 +272,24 @@ impl Params {
                 format!("use --rate {max_rate} or less")
             };
             return bad(format!(
-                "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over BabyBear's 2^{MAX_DOMAIN_LOG}{}",
+                "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over {}'s 2^{max_domain_log}{}",
                 n.name("rate", self.log_inv_rate),
                 self.num_vars,
                 self.fold,
+                B::NAME,
                 n.fix(hint)
             ));
         }
         if self.security_bits == 0 || self.security_bits > MAX_SECURITY_BITS {
             return bad(format!(
-                "{} is out of range (1..={MAX_SECURITY_BITS} bits; BabyBear^4 reaches about 100 with the Johnson bound){}",
+                "{} is out of range (1..={MAX_SECURITY_BITS} bits; a degree-4 extension reaches about 100 with the Johnson bound){}",
                 n.name("security", self.security_bits),
                 n.fix("use --security 100")
             ));
         }
         if self.pow_bits > MAX_POW_BITS {
             return bad(format!(
-                "{} is over the {MAX_POW_BITS} bits a BabyBear proof-of-work witness can clear (2^bits must stay below p){}",
+                "{} is over the {MAX_POW_BITS} bits a proof-of-work witness can clear (2^bits must stay below the field's p){}",
                 n.name("pow-bits", self.pow_bits),
                 n.fix("use --pow-bits 20 (up to 30)")
             ));
@@ -333,49 +344,22 @@ impl Params {
         C: GrindingChallenger + FieldChallenger<C::Witness>,
         C::Witness: WhirField,
     {
-        self.validate(source)?;
-        self.check_domain::<C::Witness>(source)?;
+        self.validate_for::<C::Witness>(source)?;
         WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
-            .map_err(|e| ProofError::Params(self.explain(&e, source)))
+            .map_err(|e| ProofError::Params(self.explain::<C::Witness>(&e, source)))
     }
 
-    /// [`validate`](Self::validate)'s domain check for a field of smaller two-adicity than
-    /// BabyBear's (KoalaBear: 2^24): the codeword's 2^(n + rate - fold) rows must fit it.
-    fn check_domain<B: WhirField>(&self, source: ParamSource) -> Result<(), ProofError> {
-        let n = Namer(source);
-        let folded_log = self.num_vars + self.log_inv_rate - self.fold;
-        if folded_log <= B::TWO_ADICITY {
-            return Ok(());
-        }
-        let max_rate = (B::TWO_ADICITY + self.fold).saturating_sub(self.num_vars);
-        let need_fold = folded_log + self.fold - B::TWO_ADICITY;
-        let hint = match (max_rate, need_fold <= self.num_vars) {
-            (0, _) => format!("use --fold {need_fold} or more"),
-            (_, true) => format!("use --rate {max_rate} or less, or --fold {need_fold} or more"),
-            (_, false) => format!("use --rate {max_rate} or less"),
-        };
-        Err(ProofError::Params(format!(
-            "{} with n = {} and fold {} needs a domain of 2^{folded_log} rows, over {}'s 2^{}{}",
-            n.name("rate", self.log_inv_rate),
-            self.num_vars,
-            self.fold,
-            B::NAME,
-            B::TWO_ADICITY,
-            n.fix(hint)
-        )))
-    }
-
-    fn feasible(&self) -> bool {
-        self.validate(ParamSource::Flags).is_ok()
-            && WhirConfig::<EF, F, crate::StockChallenger>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
+    fn feasible<B: WhirField>(&self) -> bool {
+        self.validate_for::<B>(ParamSource::Flags).is_ok()
+            && WhirConfig::<EF<B>, B, crate::StockChallenger<B>>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
     }
 
     /// Changes of one flag each that make these parameters feasible, tried one by one, so every
     /// suggestion names a value that works.
-    fn suggestions(&self, e: &WhirConfigError) -> Vec<String> {
+    fn suggestions<B: WhirField>(&self, e: &WhirConfigError) -> Vec<String> {
         let mut out = Vec::new();
         let mut try_one = |flag: &str, value: String, p: Params| {
-            if p.feasible() {
+            if p.feasible::<B>() {
                 out.push(format!("--{flag} {value}"));
             }
         };
@@ -384,7 +368,7 @@ impl Params {
                 try_one("pow-bits", required.to_string(), Params { pow_bits: *required, ..self.clone() });
             }
         }
-        if let Some(s) = (1..self.security_bits).rev().find(|&s| Params { security_bits: s, ..self.clone() }.feasible()) {
+        if let Some(s) = (1..self.security_bits).rev().find(|&s| Params { security_bits: s, ..self.clone() }.feasible::<B>()) {
             try_one("security", s.to_string(), Params { security_bits: s, ..self.clone() });
         }
         for soundness in [Soundness::Johnson, Soundness::Unique] {
@@ -392,17 +376,17 @@ impl Params {
                 try_one("soundness", soundness.flag_value().into(), Params { soundness, ..self.clone() });
             }
         }
-        if let Some(k) = (1..self.points).rev().find(|&k| Params { points: k, ..self.clone() }.feasible()) {
+        if let Some(k) = (1..self.points).rev().find(|&k| Params { points: k, ..self.clone() }.feasible::<B>()) {
             try_one("points", k.to_string(), Params { points: k, ..self.clone() });
         }
-        if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible()) {
+        if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible::<B>()) {
             try_one("rate", r.to_string(), Params { log_inv_rate: r, ..self.clone() });
         }
         out
     }
 
-    fn explain(&self, e: &WhirConfigError, source: ParamSource) -> String {
-        let suggestions = self.suggestions(e);
+    fn explain<B: WhirField>(&self, e: &WhirConfigError, source: ParamSource) -> String {
+        let suggestions = self.suggestions::<B>(e);
         let hint = if suggestions.is_empty() {
             format!("no single flag fixes this; try the defaults ({})", Params::defaults().to_flags())
         } else {

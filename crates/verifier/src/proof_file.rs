@@ -42,8 +42,9 @@ type Proof<F> = PcsProof<F, EF<F>, CpuMmcs<F>>;
 /// A BabyBear proof file (the default field).
 pub type ProofFile = ProofFileOf<BabyBear>;
 
-/// Bytes read before the parameters are known: the header and the params fit in far fewer.
-const PREFIX_BYTES: usize = 256;
+/// Bytes read before the parameters are known: the header, the params and the hash (which
+/// names the field) fit in far fewer.
+pub const PREFIX_BYTES: usize = 256;
 /// Fixed part of a file: magic, version, params, hash name, commitment, length prefixes.
 const FIXED_BYTES: usize = 512;
 /// postcard's widest length prefix (a u64 varint).
@@ -241,7 +242,8 @@ pub const KNOWN_HASHES: [(&str, &str); 2] = [
 fn hash_mismatch<F: WhirField>(hash: &str) -> ProofError {
     match KNOWN_HASHES.iter().find(|(h, _)| *h == hash) {
         Some((_, field)) => rejected(format!(
-            "it is a proof over {field} (hash {hash:?}), not over {}; read it as a {field} proof (`whir verify --field {field}`)",
+            "it is a proof over {field} (hash {hash:?}), not over {}; read it as a {field} proof (`ProofFileOf` over {field}; \
+             `proof_file_field` says which field a file names, and `whir verify` reads that one by itself)",
             F::NAME
         )),
         None => {
@@ -254,11 +256,29 @@ fn hash_mismatch<F: WhirField>(hash: &str) -> ProofError {
 /// The field a proof file's header names (through its hash), read from the file's first
 /// bytes (the header, the parameters and the hash: a few dozen bytes), without reading or
 /// checking the rest: which [`ProofFile`] type to read it as.
+/// [`PREFIX_BYTES`] of a file are enough.
 pub fn proof_file_field(prefix: &[u8]) -> Result<&'static str, ProofError> {
     let (_, _, rest) = parse_prefix(prefix)?;
+    let hash = parse_hash(rest)?;
+    KNOWN_HASHES.iter().find(|(h, _)| *h == hash).map(|(_, f)| *f).ok_or_else(|| hash_mismatch::<BabyBear>(&hash))
+}
+
+/// The hash a file names, from the bytes after its header (the body starts with the
+/// parameters and the hash in both versions).
+fn parse_hash(rest: &[u8]) -> Result<String, ProofError> {
     let ((_, hash), _): ((Params, String), &[u8]) =
         postcard::take_from_bytes(rest).map_err(|e| rejected(format!("truncated or corrupted: the hash name does not decode ({})", decode_error(&e))))?;
-    KNOWN_HASHES.iter().find(|(h, _)| *h == hash).map(|(_, f)| *f).ok_or_else(|| hash_mismatch::<BabyBear>(&hash))
+    Ok(hash)
+}
+
+/// Checks that a file whose body starts at `rest` names `F`'s hash: before anything is sized,
+/// configured or decoded for `F` (another field's values may not even be `F`'s).
+fn check_hash<F: WhirField>(rest: &[u8]) -> Result<(), ProofError> {
+    let hash = parse_hash(rest)?;
+    if hash != F::HASH_ID {
+        return Err(hash_mismatch::<F>(&hash));
+    }
+    Ok(())
 }
 
 /// The error for a file made with other parameters than `expected`, naming each difference.
@@ -451,6 +471,7 @@ impl<F: WhirField> ProofFileOf<F> {
     /// [`from_bytes`](Self::from_bytes) under `limits`.
     pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
         let (version, params, rest) = parse_prefix(bytes)?;
+        check_hash::<F>(rest)?;
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?, limits };
         if bytes.len() > bound.bytes() {
@@ -483,9 +504,6 @@ impl<F: WhirField> ProofFileOf<F> {
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
         }
-        if file.hash != F::HASH_ID {
-            return Err(hash_mismatch::<F>(&file.hash));
-        }
         if file.commitment.roots().len() != 1 {
             return Err(rejected(format!("the commitment holds {} roots; a proof file has one", file.commitment.roots().len())));
         }
@@ -512,7 +530,8 @@ impl<F: WhirField> ProofFileOf<F> {
             .take(PREFIX_BYTES as u64)
             .read_to_end(&mut bytes)
             .map_err(|e| rejected(format!("reading it failed: {e}")))?;
-        let (version, params, _) = parse_prefix(&bytes)?;
+        let (version, params, rest) = parse_prefix(&bytes)?;
+        check_hash::<F>(rest)?;
         // (A multi-table file's exact bound needs its table list: it is checked once read.)
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let params_bytes = match expected {
