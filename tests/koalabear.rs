@@ -225,8 +225,8 @@ fn koalabear_domains_past_2_24_are_refused() {
 fn gpu_pcs_matches_plonky3_over_koalabear() {
     let mut rng = common::rng();
     for prescribed in [false, true] {
-        check_pcs::<SuffixProver<K, EK>>(&mut rng, prescribed, |tables, fold| SuffixProver::<K, EK>::new_witness(tables, fold));
-        check_pcs::<PrefixProver<K, EK>>(&mut rng, prescribed, |tables, fold| PrefixProver::<K, EK>::new_witness(tables, fold));
+        check_pcs::<SuffixProver<K, EK>>(&mut rng, prescribed, SuffixProver::<K, EK>::new_witness);
+        check_pcs::<PrefixProver<K, EK>>(&mut rng, prescribed, PrefixProver::<K, EK>::new_witness);
     }
 }
 

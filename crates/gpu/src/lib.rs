@@ -53,7 +53,7 @@ pub use mmcs::{BatchError, CpuMmcsOf, GpuMmcs, GpuProverData, MmcsField};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field, Poseidon2Width};
 pub use field::{FieldId, GpuField};
 pub use shaders::{Kernel, MulVariant};
-pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, Slots, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
+pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, GrindFrom, Slots, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

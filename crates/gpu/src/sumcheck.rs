@@ -189,8 +189,15 @@ fn reverse_low_bits(x: usize, bits: usize) -> usize {
 #[derive(Default)]
 struct PlacedEqTables<'a, F: GpuField> {
     tables: Vec<Ext4<F>>,
-    placed: Vec<(std::borrow::Cow<'a, [Ext4<F>]>, u32, u32, usize)>,
+    placed: Vec<PlacedPoint<'a, F>>,
 }
+
+/// A placed point: where its high and low tables start, and its low bits.
+type PlacedPoint<'a, F> = (std::borrow::Cow<'a, [Ext4<F>]>, u32, u32, usize);
+
+/// A grind to run ahead after some values are observed: the grinder, the grind's bits, and the
+/// challenger state (sponge, pending inputs) before they are observed.
+pub type GrindFrom<'a, F> = (&'a GpuGrinder<F>, usize, &'a [F; WIDTH], &'a [F]);
 
 impl<'a, F: GpuField> PlacedEqTables<'a, F> {
     /// Where `point`'s high and low tables start, and its low bits: placed if new.
@@ -1837,7 +1844,8 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// grind's bits and the challenger state before f is observed. The grind is left out (None)
     /// where f is not one extension buffer or cannot be recorded; the caller's challenger takes
     /// the offer only if its state is the one searched.
-    pub fn evals_then_grind(&self, ahead: Option<(&GpuGrinder<F>, usize, &[F; WIDTH], &[F])>) -> Result<(Vec<Ext4<F>>, Option<GrindOffer<F>>)> {
+    #[allow(clippy::type_complexity)]
+    pub fn evals_then_grind(&self, ahead: Option<GrindFrom<'_, F>>) -> Result<(Vec<Ext4<F>>, Option<GrindOffer<F>>)> {
         let (Some((grinder, bits, sponge, pending)), false, [f]) = (ahead, self.is_base(), self.f.buffers.as_slice()) else {
             return Ok((self.evals()?, None));
         };

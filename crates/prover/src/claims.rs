@@ -297,7 +297,10 @@ fn placements_in_order(stacking: &Stacking) -> impl Iterator<Item = usize> + '_ 
 }
 
 /// The equality claims of a batched constraint and their coefficients (α powers in order).
-pub(crate) fn eq_claims<F: ProverField>(constraint: &Constraint<F, EF<F>>) -> Result<(Vec<Point<EF<F>>>, Vec<EF<F>>), ProverError> {
+/// Equality claims: their points and their coefficients.
+pub(crate) type EqClaims<F> = (Vec<Point<EF<F>>>, Vec<EF<F>>);
+
+pub(crate) fn eq_claims<F: ProverField>(constraint: &Constraint<F, EF<F>>) -> Result<EqClaims<F>, ProverError> {
     let (mut points, mut scales) = (Vec::new(), Vec::new());
     let mut shift = 0;
     for statement in constraint.statements() {

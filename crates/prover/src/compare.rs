@@ -260,7 +260,7 @@ impl<F: ProverField, A: SumcheckSteps<F>, B: SumcheckSteps<F>> SumcheckSteps<F> 
         self.candidate.set_lazy_slot_weights(sets, rounds)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<(&GpuGrinder<F>, usize, &[F; 16], &[F])>) -> Result<(Vec<EF<F>>, Option<GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<EF<F>>, Option<GrindOffer<F>>), ProverError> {
         let a = self.reference.evals()?;
         let (b, offer) = self.candidate.evals_then_grind(grind)?;
         self.at.check("f's evaluation table (with the grind after it)", &a, &b)?;

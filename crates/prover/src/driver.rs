@@ -87,6 +87,7 @@ pub trait CodewordSteps<F: ProverField = BabyBear> {
 
     /// [`commit`](Self::commit) of the first message, which then becomes the sumcheck's f
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
+    #[allow(clippy::type_complexity)]
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError>;
 
     /// [`commit_message`](Self::commit_message) of a table of `blocks` blocks of `block_len`
@@ -98,6 +99,7 @@ pub trait CodewordSteps<F: ProverField = BabyBear> {
     /// 2^fold blocks transposed (p3-sumcheck's `write_stacked_message` in prefix order, i.e.
     /// [`reverse_rows_and_columns`] of the table). By default (suffix order only) gathered
     /// into one message; the GPU's are written straight into staging memory.
+    #[allow(clippy::type_complexity)]
     fn commit_message_blocks(
         &self,
         blocks: usize,
@@ -121,6 +123,7 @@ pub trait CodewordSteps<F: ProverField = BabyBear> {
     /// [`commit_folded`](Self::commit_folded), and the transcript steps after the commitment
     /// that `head` describes played where f lies: the values they found, or None where these
     /// steps do not play them (the default; the caller plays them itself).
+    #[allow(clippy::type_complexity)]
     fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;

@@ -119,7 +119,8 @@ pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear> {
     /// the transcript (the GPU's: in the same submission; see `GpuSumcheck::evals_then_grind`)
     /// from the challenger state `sponge` with `pending` inputs; its offer goes to the
     /// challenger, which checks it. None where the steps grind nothing.
-    fn evals_then_grind(&mut self, _grind: Option<(&whir_gpu::GpuGrinder<F>, usize, &[F; 16], &[F])>) -> Result<(Vec<EF<F>>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
+    #[allow(clippy::type_complexity)]
+    fn evals_then_grind(&mut self, _grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<EF<F>>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
         Ok((self.evals()?, None))
     }
 
@@ -386,7 +387,7 @@ impl<F: ProverField> SumcheckSteps<F> for whir_gpu::GpuSumcheck<F> {
         Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<(&whir_gpu::GpuGrinder<F>, usize, &[F; 16], &[F])>) -> Result<(Vec<EF<F>>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<EF<F>>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?)
     }
 

@@ -34,6 +34,10 @@ pub const MAX_POINTS: usize = 256;
 /// `whir prove` warns below this security level.
 pub const WEAK_SECURITY_BITS: usize = 80;
 
+/// p3-whir's configuration for the challenger `C`: over its field, with the field's degree-4
+/// extension.
+pub type ConfigFor<C> = WhirConfig<EF<<C as GrindingChallenger>::Witness>, <C as GrindingChallenger>::Witness, C>;
+
 /// Reed–Solomon soundness regime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Soundness {
@@ -330,7 +334,7 @@ impl Params {
     /// the caller's own (flags); for a proof file's header use [`config_from`](Self::config_from).
     /// The field is the challenger's (`C::Witness`: BabyBear or KoalaBear), the extension its
     /// degree-4 one.
-    pub fn config<C>(&self) -> Result<WhirConfig<EF<C::Witness>, C::Witness, C>, ProofError>
+    pub fn config<C>(&self) -> Result<ConfigFor<C>, ProofError>
     where
         C: GrindingChallenger + FieldChallenger<C::Witness>,
         C::Witness: WhirField,
@@ -339,7 +343,7 @@ impl Params {
     }
 
     /// [`config`](Self::config), naming bad values as coming from `source`.
-    pub fn config_from<C>(&self, source: ParamSource) -> Result<WhirConfig<EF<C::Witness>, C::Witness, C>, ProofError>
+    pub fn config_from<C>(&self, source: ParamSource) -> Result<ConfigFor<C>, ProofError>
     where
         C: GrindingChallenger + FieldChallenger<C::Witness>,
         C::Witness: WhirField,

@@ -176,6 +176,9 @@ struct BodyV1<P, S, C, B> {
     proof: B,
 }
 
+/// A v1 body as read.
+type DecodedBodyV1<F> = BodyV1<Params, String, Commitment<F>, Vec<u8>>;
+
 /// A v2 body as read: the tables as (variables, columns) pairs, checked after decoding.
 type DecodedBodyV2<F> = BodyV2<Params, String, Vec<(u8, u32)>, Commitment<F>, Vec<u8>>;
 
@@ -480,7 +483,7 @@ impl<F: WhirField> ProofFileOf<F> {
         ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
-            let (b, tail): (BodyV1<Params, String, Commitment<F>, Vec<u8>>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (DecodedBodyV1<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             (ProofFileOf { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
         } else {
             let (b, tail): (DecodedBodyV2<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
