@@ -3,8 +3,8 @@
 //! permutation for nodes, and the `MerkleTreeMmcs` they make (binary, 8-element digests).
 
 use p3_baby_bear::{default_babybear_poseidon2_16, BabyBear, Poseidon2BabyBear};
-use p3_field::extension::{BinomiallyExtendable, HasTwoAdicBinomialExtension};
-use p3_field::{Field, PrimeField32, TwoAdicField, UniformSamplingField};
+use p3_field::extension::{BinomialExtensionField, BinomiallyExtendable, HasTwoAdicBinomialExtension, QuinticTrinomialExtensionField};
+use p3_field::{ExtensionField, Field, PrimeField32, TwoAdicField, UniformSamplingField};
 
 use p3_koala_bear::{default_koalabear_poseidon2_16, KoalaBear, Poseidon2KoalaBear};
 use p3_merkle_tree::MerkleTreeMmcs;
@@ -17,6 +17,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for p3_baby_bear::BabyBear {}
     impl Sealed for p3_koala_bear::KoalaBear {}
+    pub trait SealedExtension {}
 }
 
 /// A base field WHIR proofs are made over, with its degree-4 extension for the challenges and
@@ -30,6 +31,8 @@ pub trait WhirField: PrimeField32 + TwoAdicField + BinomiallyExtendable<4> + Has
     /// What a proof file's header calls this field's hash (and with it the field and its
     /// degree-4 extension).
     const HASH_ID: &'static str;
+    /// The degree-4 extension's name (`babybear^4`).
+    const EXT4_NAME: &'static str;
     /// Plonky3's default Poseidon2 of width 16 over this field.
     fn permutation() -> Self::Perm;
 }
@@ -38,6 +41,7 @@ impl WhirField for BabyBear {
     type Perm = Poseidon2BabyBear<16>;
     const NAME: &'static str = "babybear";
     const HASH_ID: &'static str = "poseidon2-babybear-16/p3-default";
+    const EXT4_NAME: &'static str = "babybear^4";
     fn permutation() -> Self::Perm {
         default_babybear_poseidon2_16()
     }
@@ -47,9 +51,45 @@ impl WhirField for KoalaBear {
     type Perm = Poseidon2KoalaBear<16>;
     const NAME: &'static str = "koalabear";
     const HASH_ID: &'static str = "poseidon2-koalabear-16/p3-default";
+    const EXT4_NAME: &'static str = "koalabear^4";
     fn permutation() -> Self::Perm {
         default_koalabear_poseidon2_16()
     }
+}
+
+/// An extension of a [`WhirField`] that WHIR's challenges live in: the degree-4 binomial one
+/// (the default, about 100 bits), or for 128 bits BabyBear's binomial extensions of degree 5 and
+/// 8, KoalaBear's of degree 8 and its quintic trinomial one. Plonky3's types; sealed.
+pub trait WhirExtension<F: WhirField>: ExtensionField<F> + TwoAdicField + sealed::SealedExtension {
+    /// The extension's name, as flags and messages write it (`babybear^4`, `koalabear^5`, ...).
+    const NAME: &'static str;
+    /// What a proof file's header calls a proof over this extension (the field, its hash and
+    /// the extension; degree 4 keeps the field's [`WhirField::HASH_ID`], so older files read).
+    const FILE_ID: &'static str;
+}
+
+macro_rules! whir_extension {
+    ($($ext:ty, $field:ty, $name:literal, $id:expr;)*) => {$(
+        impl sealed::SealedExtension for $ext {}
+        impl WhirExtension<$field> for $ext {
+            const NAME: &'static str = $name;
+            const FILE_ID: &'static str = $id;
+        }
+    )*};
+}
+
+// The degree-4 extension of every field (its hash names it, as before there were others).
+impl<F: WhirField> sealed::SealedExtension for BinomialExtensionField<F, 4> {}
+impl<F: WhirField> WhirExtension<F> for BinomialExtensionField<F, 4> {
+    const NAME: &'static str = F::EXT4_NAME;
+    const FILE_ID: &'static str = F::HASH_ID;
+}
+
+whir_extension! {
+    BinomialExtensionField<BabyBear, 5>, BabyBear, "babybear^5", "babybear^5/poseidon2-babybear-16/p3-default";
+    BinomialExtensionField<BabyBear, 8>, BabyBear, "babybear^8", "babybear^8/poseidon2-babybear-16/p3-default";
+    BinomialExtensionField<KoalaBear, 8>, KoalaBear, "koalabear^8", "koalabear^8/poseidon2-koalabear-16/p3-default";
+    QuinticTrinomialExtensionField<KoalaBear>, KoalaBear, "koalabear^5", "koalabear^5/poseidon2-koalabear-16/p3-default";
 }
 
 /// The permutation of proofs over `F` (BabyBear's by default).

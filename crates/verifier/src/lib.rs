@@ -18,10 +18,10 @@ use p3_sumcheck::layout::SuffixProver;
 use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 
 pub use error::ProofError;
-pub use hash::{permutation, WhirField};
+pub use hash::{permutation, WhirExtension, WhirField};
 pub use params::{ParamSource, Params, Soundness, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
 pub use workload::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
-pub use proof_file::{proof_file_field, FileParamsFloor, PREFIX_BYTES, ProofFile, ProofFileOf, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID, KNOWN_HASHES};
+pub use proof_file::{proof_file_extension, proof_file_field, FileParamsFloor, PREFIX_BYTES, ProofFile, ProofFileOf, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID, KNOWN_HASHES};
 
 /// The default base field.
 pub type F = BabyBear;
@@ -32,7 +32,7 @@ pub type EF<B = BabyBear> = BinomialExtensionField<B, 4>;
 pub type Commitment<B = BabyBear> = p3_merkle_tree::MerkleCap<B, [B; 8]>;
 /// Sumcheck layout of the committed table (Plonky3's suffix layout): part of the PCS's type on
 /// both sides.
-pub type TableLayout<B = BabyBear> = SuffixProver<B, EF<B>>;
+pub type TableLayout<B = BabyBear, E = EF<B>> = SuffixProver<B, E>;
 
 /// The opening protocol for one polynomial of n variables opened at `points` transcript points.
 pub fn opening_protocol(params: &Params) -> OpeningProtocol {

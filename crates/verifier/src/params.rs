@@ -13,7 +13,7 @@ use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption, WhirConfig,
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
-use crate::hash::WhirField;
+use crate::hash::{WhirExtension, WhirField};
 use crate::{EF, F};
 
 /// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements (KoalaBear's 2^24:
@@ -348,22 +348,43 @@ impl Params {
         C: GrindingChallenger + FieldChallenger<C::Witness>,
         C::Witness: WhirField,
     {
-        self.validate_for::<C::Witness>(source)?;
-        WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
-            .map_err(|e| ProofError::Params(self.explain::<C::Witness>(&e, source)))
+        self.config_over_from::<EF<C::Witness>, C>(source)
     }
 
-    fn feasible<B: WhirField>(&self) -> bool {
+    /// [`config`](Self::config) with the challenges in the extension `E` of the challenger's
+    /// field (degree 5 or 8 for 128 bits: [`WhirExtension`]).
+    pub fn config_over<E, C>(&self) -> Result<WhirConfig<E, C::Witness, C>, ProofError>
+    where
+        C: GrindingChallenger + FieldChallenger<C::Witness>,
+        C::Witness: WhirField,
+        E: WhirExtension<C::Witness>,
+    {
+        self.config_over_from::<E, C>(ParamSource::Flags)
+    }
+
+    /// [`config_over`](Self::config_over), naming bad values as coming from `source`.
+    pub fn config_over_from<E, C>(&self, source: ParamSource) -> Result<WhirConfig<E, C::Witness, C>, ProofError>
+    where
+        C: GrindingChallenger + FieldChallenger<C::Witness>,
+        C::Witness: WhirField,
+        E: WhirExtension<C::Witness>,
+    {
+        self.validate_for::<C::Witness>(source)?;
+        WhirConfig::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points)
+            .map_err(|e| ProofError::Params(self.explain::<C::Witness, E>(&e, source)))
+    }
+
+    fn feasible<B: WhirField, E: WhirExtension<B>>(&self) -> bool {
         self.validate_for::<B>(ParamSource::Flags).is_ok()
-            && WhirConfig::<EF<B>, B, crate::StockChallenger<B>>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
+            && WhirConfig::<E, B, crate::StockChallenger<B>>::new_with_initial_claims(self.num_vars, self.protocol_parameters(), self.points).is_ok()
     }
 
     /// Changes of one flag each that make these parameters feasible, tried one by one, so every
     /// suggestion names a value that works.
-    fn suggestions<B: WhirField>(&self, e: &WhirConfigError) -> Vec<String> {
+    fn suggestions<B: WhirField, E: WhirExtension<B>>(&self, e: &WhirConfigError) -> Vec<String> {
         let mut out = Vec::new();
         let mut try_one = |flag: &str, value: String, p: Params| {
-            if p.feasible::<B>() {
+            if p.feasible::<B, E>() {
                 out.push(format!("--{flag} {value}"));
             }
         };
@@ -372,7 +393,7 @@ impl Params {
                 try_one("pow-bits", required.to_string(), Params { pow_bits: *required, ..self.clone() });
             }
         }
-        if let Some(s) = (1..self.security_bits).rev().find(|&s| Params { security_bits: s, ..self.clone() }.feasible::<B>()) {
+        if let Some(s) = (1..self.security_bits).rev().find(|&s| Params { security_bits: s, ..self.clone() }.feasible::<B, E>()) {
             try_one("security", s.to_string(), Params { security_bits: s, ..self.clone() });
         }
         for soundness in [Soundness::Johnson, Soundness::Unique] {
@@ -380,17 +401,17 @@ impl Params {
                 try_one("soundness", soundness.flag_value().into(), Params { soundness, ..self.clone() });
             }
         }
-        if let Some(k) = (1..self.points).rev().find(|&k| Params { points: k, ..self.clone() }.feasible::<B>()) {
+        if let Some(k) = (1..self.points).rev().find(|&k| Params { points: k, ..self.clone() }.feasible::<B, E>()) {
             try_one("points", k.to_string(), Params { points: k, ..self.clone() });
         }
-        if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible::<B>()) {
+        if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible::<B, E>()) {
             try_one("rate", r.to_string(), Params { log_inv_rate: r, ..self.clone() });
         }
         out
     }
 
-    fn explain<B: WhirField>(&self, e: &WhirConfigError, source: ParamSource) -> String {
-        let suggestions = self.suggestions::<B>(e);
+    fn explain<B: WhirField, E: WhirExtension<B>>(&self, e: &WhirConfigError, source: ParamSource) -> String {
+        let suggestions = self.suggestions::<B, E>(e);
         let hint = if suggestions.is_empty() {
             format!("no single flag fixes this; try the defaults ({})", Params::defaults().to_flags())
         } else {

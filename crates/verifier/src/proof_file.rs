@@ -20,7 +20,7 @@ use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
-use crate::hash::{cpu_mmcs, CpuMmcs, WhirField};
+use crate::hash::{cpu_mmcs, CpuMmcs, WhirExtension, WhirField};
 use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
 use crate::{opening_protocol, Commitment, TableLayout, Workload, EF};
 use p3_baby_bear::BabyBear;
@@ -36,8 +36,8 @@ pub const HASH_ID: &str = <BabyBear as WhirField>::HASH_ID;
 
 /// Plonky3's challenger, as the stock verifier runs it.
 pub type StockChallenger<F = BabyBear> = DuplexChallenger<F, crate::hash::Perm<F>, 16, 8>;
-type StockPcs<F> = WhirProver<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, TableLayout<F>>;
-type Proof<F> = PcsProof<F, EF<F>, CpuMmcs<F>>;
+type StockPcs<F, E> = WhirProver<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, TableLayout<F, E>>;
+type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
 
 /// A BabyBear proof file (the default field).
 pub type ProofFile = ProofFileOf<BabyBear>;
@@ -50,7 +50,6 @@ const FIXED_BYTES: usize = 512;
 /// postcard's widest length prefix (a u64 varint).
 const LEN: usize = 10;
 const F_BYTES: usize = 4;
-const EF_BYTES: usize = 16;
 const DIGEST_BYTES: usize = 32;
 /// Verification memory: this much, plus a multiple of the largest file (see `max_verify_memory`).
 const VERIFY_FIXED_BYTES: usize = 8 << 20;
@@ -155,7 +154,7 @@ impl Default for FileParamsFloor {
 /// A proof over `F` (BabyBear or KoalaBear; the header's hash names it) with what the verifier
 /// needs to check it. [`ProofFile`] is BabyBear's.
 #[derive(Clone, Debug)]
-pub struct ProofFileOf<F: WhirField> {
+pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
     pub hash: String,
@@ -163,8 +162,9 @@ pub struct ProofFileOf<F: WhirField> {
     /// polynomial (version 1). Untrusted, as the parameters.
     pub tables: Option<Workload>,
     pub commitment: Commitment<F>,
-    /// postcard-serialized `PcsProof<F, F^4, MerkleTreeMmcs>`.
+    /// postcard-serialized `PcsProof<F, E, MerkleTreeMmcs>`.
     pub proof: Vec<u8>,
+    extension: std::marker::PhantomData<E>,
 }
 
 /// The body after the header, version 1.
@@ -236,21 +236,31 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
 }
 
 /// The hashes (and so the fields) this build reads, as (hash, field name).
-pub const KNOWN_HASHES: [(&str, &str); 2] = [
-    (<BabyBear as WhirField>::HASH_ID, <BabyBear as WhirField>::NAME),
-    (<p3_koala_bear::KoalaBear as WhirField>::HASH_ID, <p3_koala_bear::KoalaBear as WhirField>::NAME),
-];
+pub const KNOWN_HASHES: [(&str, &str, &str); 6] = {
+    use p3_field::extension::{BinomialExtensionField as B, QuinticTrinomialExtensionField as Q};
+    use p3_koala_bear::KoalaBear as K;
+    type Bb = BabyBear;
+    [
+        (<EF<Bb> as WhirExtension<Bb>>::FILE_ID, <Bb as WhirField>::NAME, <EF<Bb> as WhirExtension<Bb>>::NAME),
+        (<B<Bb, 5> as WhirExtension<Bb>>::FILE_ID, <Bb as WhirField>::NAME, <B<Bb, 5> as WhirExtension<Bb>>::NAME),
+        (<B<Bb, 8> as WhirExtension<Bb>>::FILE_ID, <Bb as WhirField>::NAME, <B<Bb, 8> as WhirExtension<Bb>>::NAME),
+        (<EF<K> as WhirExtension<K>>::FILE_ID, <K as WhirField>::NAME, <EF<K> as WhirExtension<K>>::NAME),
+        (<Q<K> as WhirExtension<K>>::FILE_ID, <K as WhirField>::NAME, <Q<K> as WhirExtension<K>>::NAME),
+        (<B<K, 8> as WhirExtension<K>>::FILE_ID, <K as WhirField>::NAME, <B<K, 8> as WhirExtension<K>>::NAME),
+    ]
+};
 
-/// The error for a file whose hash is not `F`'s: another field's, named, or an unknown one.
-fn hash_mismatch<F: WhirField>(hash: &str) -> ProofError {
-    match KNOWN_HASHES.iter().find(|(h, _)| *h == hash) {
-        Some((_, field)) => rejected(format!(
-            "it is a proof over {field} (hash {hash:?}), not over {}; read it as a {field} proof (`ProofFileOf` over {field}; \
-             `proof_file_field` says which field a file names, and `whir verify` reads that one by itself)",
-            F::NAME
+/// The error for a file whose hash is not `E`'s: another field's or extension's, named, or an
+/// unknown one.
+fn hash_mismatch<E: WhirExtension<F>, F: WhirField>(hash: &str) -> ProofError {
+    match KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash) {
+        Some((_, _, ext)) => rejected(format!(
+            "it is a proof over {ext} (hash {hash:?}), not over {}; read it as a {ext} proof (`ProofFileOf` over {ext}; \
+             `proof_file_extension` says which extension a file names, and `whir verify` reads that one by itself)",
+            E::NAME
         )),
         None => {
-            let known: Vec<&str> = KNOWN_HASHES.iter().map(|(h, _)| *h).collect();
+            let known: Vec<&str> = KNOWN_HASHES.iter().map(|(h, _, _)| *h).collect();
             rejected(format!("unknown hash {hash:?} (this build knows {})", known.join(", ")))
         }
     }
@@ -263,7 +273,15 @@ fn hash_mismatch<F: WhirField>(hash: &str) -> ProofError {
 pub fn proof_file_field(prefix: &[u8]) -> Result<&'static str, ProofError> {
     let (_, _, rest) = parse_prefix(prefix)?;
     let hash = parse_hash(rest)?;
-    KNOWN_HASHES.iter().find(|(h, _)| *h == hash).map(|(_, f)| *f).ok_or_else(|| hash_mismatch::<BabyBear>(&hash))
+    KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash).map(|(_, f, _)| *f).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
+}
+
+/// The extension (and with it the field) a proof file's header names, as
+/// [`proof_file_field`] reads it: `babybear^4`, `koalabear^8`, ... ([`WhirExtension::NAME`]).
+pub fn proof_file_extension(prefix: &[u8]) -> Result<&'static str, ProofError> {
+    let (_, _, rest) = parse_prefix(prefix)?;
+    let hash = parse_hash(rest)?;
+    KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash).map(|(_, _, e)| *e).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
 }
 
 /// The hash a file names, from the bytes after its header (the body starts with the
@@ -276,10 +294,10 @@ fn parse_hash(rest: &[u8]) -> Result<String, ProofError> {
 
 /// Checks that a file whose body starts at `rest` names `F`'s hash: before anything is sized,
 /// configured or decoded for `F` (another field's values may not even be `F`'s).
-fn check_hash<F: WhirField>(rest: &[u8]) -> Result<(), ProofError> {
+fn check_hash<F: WhirField, E: WhirExtension<F>>(rest: &[u8]) -> Result<(), ProofError> {
     let hash = parse_hash(rest)?;
-    if hash != F::HASH_ID {
-        return Err(hash_mismatch::<F>(&hash));
+    if hash != E::FILE_ID {
+        return Err(hash_mismatch::<E, F>(&hash));
     }
     Ok(())
 }
@@ -377,17 +395,17 @@ fn describe(e: &VerifierError) -> String {
     }
 }
 
-impl<F: WhirField> ProofFileOf<F> {
+impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
     /// `PcsProof`.
     pub fn new(params: &Params, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: F::HASH_ID.into(), tables: None, commitment, proof }
+        Self { params: params.clone(), hash: E::FILE_ID.into(), tables: None, commitment, proof, extension: std::marker::PhantomData }
     }
 
     /// A file for a multi-table proof made with `params` (sized by
     /// [`Workload::params`]): the tables' commitment and the postcard-serialized `PcsProof`.
     pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: F::HASH_ID.into(), tables: Some(tables), commitment, proof }
+        Self { params: params.clone(), hash: E::FILE_ID.into(), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -434,31 +452,33 @@ impl<F: WhirField> ProofFileOf<F> {
     }
 
     fn max_bytes_from(params: &Params, source: ParamSource, evals: Openings<'_>) -> Result<usize, ProofError> {
-        let config = params.config_from::<StockChallenger<F>>(source)?;
+        let config = params.config_over_from::<E, StockChallenger<F>>(source)?;
         let shape = WhirShape::new(&config, params.points);
+        // An extension element's bytes: its base coefficients.
+        let ef_bytes = E::DIMENSION * F_BYTES;
         // Rows are at most 2^fold extension elements (the first round's are base elements).
-        let row = LEN + (EF_BYTES << params.fold);
+        let row = LEN + (ef_bytes << params.fold);
         let openings = |draws: usize, index_bits: usize| {
             // No draws means every position of the (small) folded domain is opened.
             let rows = if draws == 0 { 1usize << index_bits } else { draws };
             let siblings = (rows * index_bits).min(1 << index_bits);
             2 * LEN + rows * row + LEN + siblings * DIGEST_BYTES
         };
-        let sumcheck = |rounds: usize| 1 + 2 * LEN + rounds * (2 * EF_BYTES + F_BYTES);
-        let mut body = LEN + shape.commitment_ood_samples * EF_BYTES + sumcheck(shape.initial_sumcheck.rounds) + LEN;
+        let sumcheck = |rounds: usize| 1 + 2 * LEN + rounds * (2 * ef_bytes + F_BYTES);
+        let mut body = LEN + shape.commitment_ood_samples * ef_bytes + sumcheck(shape.initial_sumcheck.rounds) + LEN;
         for r in &shape.rounds {
-            body += 1 + LEN + DIGEST_BYTES + LEN + r.ood_samples * EF_BYTES + F_BYTES;
+            body += 1 + LEN + DIGEST_BYTES + LEN + r.ood_samples * ef_bytes + F_BYTES;
             body += openings(r.query_draws, r.index_bits) + sumcheck(r.sumcheck.rounds);
         }
-        body += 1 + LEN + shape.final_poly_len * EF_BYTES + F_BYTES;
+        body += 1 + LEN + shape.final_poly_len * ef_bytes + F_BYTES;
         body += openings(shape.final_query_draws, shape.final_index_bits) + sumcheck(shape.final_sumcheck.rounds);
         body += LEN;
         body += match evals {
-            Openings::Single => params.points * (2 * LEN + 2 * EF_BYTES),
+            Openings::Single => params.points * (2 * LEN + 2 * ef_bytes),
             // Per batch two length prefixes and its values; the table list in the header.
-            Openings::Tables(w) => params.points * 2 * LEN + w.num_evaluations() * EF_BYTES + LEN + w.tables.len() * (1 + LEN),
+            Openings::Tables(w) => params.points * 2 * LEN + w.num_evaluations() * ef_bytes + LEN + w.tables.len() * (1 + LEN),
             // Tables not known yet: each batch the widest table's values.
-            Openings::AnyTables => params.points * (2 * LEN + Workload::MAX_EVALUATIONS_PER_TABLE * EF_BYTES + 1 + LEN) + LEN,
+            Openings::AnyTables => params.points * (2 * LEN + Workload::MAX_EVALUATIONS_PER_TABLE * ef_bytes + 1 + LEN) + LEN,
         };
         Ok(FIXED_BYTES + body)
     }
@@ -474,7 +494,7 @@ impl<F: WhirField> ProofFileOf<F> {
     /// [`from_bytes`](Self::from_bytes) under `limits`.
     pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
         let (version, params, rest) = parse_prefix(bytes)?;
-        check_hash::<F>(rest)?;
+        check_hash::<F, E>(rest)?;
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?, limits };
         if bytes.len() > bound.bytes() {
@@ -484,7 +504,7 @@ impl<F: WhirField> ProofFileOf<F> {
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
             let (b, tail): (DecodedBodyV1<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
-            (ProofFileOf { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof }, tail)
+            (ProofFileOf { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
         } else {
             let (b, tail): (DecodedBodyV2<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
@@ -502,7 +522,7 @@ impl<F: WhirField> ProofFileOf<F> {
             if bytes.len() > exact.bytes() {
                 return Err(exact.exceeded(&format!("it holds {} bytes,", bytes.len())));
             }
-            (ProofFileOf { params: b.params, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof }, tail)
+            (ProofFileOf { params: b.params, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
         };
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
@@ -534,7 +554,7 @@ impl<F: WhirField> ProofFileOf<F> {
             .read_to_end(&mut bytes)
             .map_err(|e| rejected(format!("reading it failed: {e}")))?;
         let (version, params, rest) = parse_prefix(&bytes)?;
-        check_hash::<F>(rest)?;
+        check_hash::<F, E>(rest)?;
         // (A multi-table file's exact bound needs its table list: it is checked once read.)
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let params_bytes = match expected {
@@ -572,8 +592,8 @@ impl<F: WhirField> ProofFileOf<F> {
     }
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
-    fn decode_body(&self) -> Result<Proof<F>, ProofError> {
-        let (proof, tail): (Proof<F>, &[u8]) = postcard::take_from_bytes(&self.proof)
+    fn decode_body(&self) -> Result<Proof<F, E>, ProofError> {
+        let (proof, tail): (Proof<F, E>, &[u8]) = postcard::take_from_bytes(&self.proof)
             .map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
@@ -640,9 +660,9 @@ impl<F: WhirField> ProofFileOf<F> {
     }
 
     fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProofError> {
-        let config = params.config_from::<StockChallenger<F>>(source)?;
+        let config = params.config_over_from::<E, StockChallenger<F>>(source)?;
         let proof = self.decode_body()?;
-        let pcs = StockPcs::<F>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs::<F>(0));
+        let pcs = StockPcs::<F, E>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs::<F>(0));
         let mut challenger = StockChallenger::<F>::new(F::permutation());
         let protocol = match &self.tables {
             Some(w) => w.protocol(params.fold),
