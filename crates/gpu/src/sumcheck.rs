@@ -254,9 +254,9 @@ pub struct SpongeScriptRecord<F: Poseidon2Field = BabyBear> {
 /// as an offer for the challenger. The caller draws the points with its own challenger and
 /// checks each against the one drawn here before using its value.
 #[derive(Clone, Debug)]
-pub struct SpongeScriptValues<F: Poseidon2Field = BabyBear> {
-    pub points: Vec<Ext4<F>>,
-    pub answers: Vec<Ext4<F>>,
+pub struct SpongeScriptValues<F: Poseidon2Field = BabyBear, E = Ext4<F>> {
+    pub points: Vec<E>,
+    pub answers: Vec<E>,
     pub offer: Option<GrindOffer<F>>,
 }
 
@@ -452,13 +452,13 @@ const CHAIN_R_AT: u64 = CHAIN_INFO_AT + 16;
 
 /// A sumcheck round played on the GPU by [`GpuSumcheck::play_chain`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChainedRound<F: Poseidon2Field = BabyBear> {
+pub struct ChainedRound<F: Poseidon2Field = BabyBear, E = Ext4<F>> {
     /// The round polynomial's h(0) and h(∞).
-    pub c0: Ext4<F>,
-    pub c_inf: Ext4<F>,
+    pub c0: E,
+    pub c_inf: E,
     /// The challenge drawn on the GPU, already bound by a fold; None where the round's grind
     /// found no witness in its range: the chain stopped there, before the round's fold.
-    pub r: Option<Ext4<F>>,
+    pub r: Option<E>,
     /// The round's grind (rounds with proof of work), as an offer for the challenger.
     pub offer: Option<GrindOffer<F>>,
 }

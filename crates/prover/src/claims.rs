@@ -7,7 +7,6 @@
 //! trial run on a copy of the challenger, and the values are computed by the sumcheck steps.
 
 use p3_challenger::{CanObserve, CanSample, CanSampleBits, FieldChallenger, GrindingChallenger};
-use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::constraints::{Constraint, Statements};
 use p3_sumcheck::layout::{plan_stacked_layout, Layout, LayoutStrategy, TablePlacement, Verifier};
@@ -17,10 +16,10 @@ use whir_gpu::{GpuChallenger, InnerChallenger};
 
 use crate::error::ProverError;
 use crate::sumcheck::{powers_from, SlotSet, SumcheckSteps};
-use crate::{ProverField, ProverLayout, EF};
+use crate::{ProverField, WhirExtension, ProverLayout, EF};
 
 /// p3-sumcheck's verifier-side claim registry, which the prover drives.
-pub(crate) type ClaimRegistry<F> = Verifier<F, EF<F>>;
+pub(crate) type ClaimRegistry<F, E> = Verifier<F, E>;
 
 /// Where the tables of a committed witness lie in the stacked polynomial (p3-sumcheck's planner:
 /// largest tables first, one slot of 2^arity entries per column, selectors before the local
@@ -37,14 +36,14 @@ impl Stacking {
     /// The stacking of tables of `shapes` (after the witness's padding to the first fold), in
     /// the suffix layout.
     pub fn new(shapes: Vec<TableShape>) -> Self {
-        Self::for_layout::<p3_baby_bear::BabyBear, ProverLayout>(shapes)
+        Self::for_layout::<p3_baby_bear::BabyBear, EF, ProverLayout>(shapes)
     }
 
     /// The stacking of tables of `shapes` in layout `L`'s strategy. Slots are the planner's
     /// (the suffix layout's offsets): the prefix layout's stacked polynomial, whose columns are
     /// interleaved behind reversed selectors, is held at bit-reversed indices, where each
     /// column is again one slot, its entries bit-reversed within it.
-    pub fn for_layout<F: ProverField, L: Layout<F, EF<F>>>(shapes: Vec<TableShape>) -> Self {
+    pub fn for_layout<F: ProverField, E: WhirExtension<F>, L: Layout<F, E>>(shapes: Vec<TableShape>) -> Self {
         let (num_variables, placements) = plan_stacked_layout(&shapes);
         Self { shapes, placements, num_variables, strategy: L::strategy() }
     }
@@ -84,38 +83,38 @@ impl Stacking {
 }
 
 /// One opening batch as recorded: its point and its columns' slots, direct and successor.
-struct BatchClaim<F: ProverField> {
+struct BatchClaim<E> {
     table: usize,
-    point: Point<EF<F>>,
+    point: Point<E>,
     current: Vec<usize>,
     next: Vec<usize>,
 }
 
 /// The claims of one `open`, in the registry and as slots of the stacked polynomial.
-pub(crate) struct Claims<F: ProverField> {
-    pub registry: ClaimRegistry<F>,
+pub(crate) struct Claims<F: ProverField, E: WhirExtension<F>> {
+    pub registry: ClaimRegistry<F, E>,
     stacking: Stacking,
-    batches: Vec<BatchClaim<F>>,
+    batches: Vec<BatchClaim<E>>,
     /// The commitment's out-of-domain points (over every stacked variable).
-    virtual_points: Vec<Point<EF<F>>>,
+    virtual_points: Vec<Point<E>>,
     /// Their answers, for the proof.
-    pub ood_answers: Vec<EF<F>>,
+    pub ood_answers: Vec<E>,
     /// Each batch's values, for the proof.
-    pub evals: Vec<OpeningEvals<EF<F>>>,
+    pub evals: Vec<OpeningEvals<E>>,
 }
 
 /// Where each opening batch's point comes from.
 #[derive(Clone, Copy)]
-pub enum Points<'a, F: ProverField = p3_baby_bear::BabyBear> {
+pub enum Points<'a, E = EF> {
     /// Drawn from the transcript (`MultilinearPcs::open`).
     Drawn,
     /// Given by the caller, one per batch in order (`PrescribedPointPcs::open_at`).
-    Given(&'a [Point<EF<F>>]),
+    Given(&'a [Point<E>]),
 }
 
 /// Checks `protocol` against the committed `stacking` and the configuration's claim budget, and
 /// `points` against it: every problem is an error naming it (where the layout would panic).
-pub(crate) fn check_protocol<F: ProverField>(stacking: &Stacking, protocol: &OpeningProtocol, points: Points<'_, F>) -> Result<(), ProverError> {
+pub(crate) fn check_protocol<F: ProverField, E: WhirExtension<F>>(stacking: &Stacking, protocol: &OpeningProtocol, points: Points<'_, E>) -> Result<(), ProverError> {
     if protocol.table_shapes() != stacking.shapes() {
         return Err(ProverError::Input(format!(
             "the opening protocol's tables {:?} are not the committed witness's {:?} (as (variables, columns), after padding to the first fold: use `OpeningProtocol::pad_to_min_num_variables`)",
@@ -152,14 +151,14 @@ fn shape_pairs(shapes: &[TableShape]) -> Vec<(usize, usize)> {
 
 /// The claim phase: `ood_samples` out-of-domain claims of the stacked f, then each batch of
 /// `protocol` (checked by [`check_protocol`]) at its point, each value computed by `sumcheck`.
-pub(crate) fn play_claims<F: ProverField, S: SumcheckSteps<F>>(
+pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
     sumcheck: &mut S,
     stacking: &Stacking,
     protocol: &OpeningProtocol,
-    points: Points<'_, F>,
+    points: Points<'_, E>,
     ood_samples: usize,
     challenger: &mut GpuChallenger<F>,
-) -> Result<Claims<F>, ProverError> {
+) -> Result<Claims<F, E>, ProverError> {
     let begun = std::time::Instant::now();
     let mut registry = ClaimRegistry::new(stacking.shapes(), stacking.strategy);
     let (mut virtual_points, mut ood_answers) = (Vec::with_capacity(ood_samples), Vec::with_capacity(ood_samples));
@@ -204,12 +203,12 @@ pub(crate) fn play_claims<F: ProverField, S: SumcheckSteps<F>>(
             Points::Drawn => {
                 // A trial run on a copy draws the point; the real run below draws it again.
                 let mut trial = SampleSpy { inner: challenger.inner().clone(), samples: Vec::new() };
-                let zeros = OpeningEvals::new(vec![EF::<F>::ZERO; batch.current().len()], vec![EF::<F>::ZERO; batch.next().len()]);
+                let zeros = OpeningEvals::new(vec![E::ZERO; batch.current().len()], vec![E::ZERO; batch.next().len()]);
                 trial_registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
-                let Ok(coefficients) = <[F; 4]>::try_from(trial.samples.as_slice()) else {
-                    return Err(ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element expected)", trial.samples.len())));
+                let Some(z) = E::from_basis_coefficients_slice(&trial.samples) else {
+                    return Err(ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element of {} expected)", trial.samples.len(), E::DIMENSION)));
                 };
-                Point::expand_from_univariate(EF::<F>::from_basis_coefficients_fn(|i| coefficients[i]), k)
+                Point::expand_from_univariate(z, k)
             }
         };
         draw += at.elapsed();
@@ -222,7 +221,7 @@ pub(crate) fn play_claims<F: ProverField, S: SumcheckSteps<F>>(
             (vec![sumcheck.eval(&point)?], Vec::new())
         } else {
             let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
-            let [now, after]: [Vec<EF<F>>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
+            let [now, after]: [Vec<E>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
             (now, after)
         };
         let values = OpeningEvals::new(now, after);
@@ -242,13 +241,13 @@ pub(crate) fn play_claims<F: ProverField, S: SumcheckSteps<F>>(
     Ok(Claims { registry, stacking: stacking.clone(), batches, virtual_points, ood_answers, evals })
 }
 
-impl<F: ProverField> Claims<F> {
+impl<F: ProverField, E: WhirExtension<F>> Claims<F, E> {
     /// w = Σ_i α^i·(claim i's weights), in the registry's order: tables in placement order, each
     /// table's batches in the order recorded, a batch's direct columns then its successor views;
     /// the out-of-domain claims after them. With `lazy_rounds`, the weights are formed where the
     /// next rounds use them instead of stored (where the steps can): a single-column
     /// polynomial's as equality weights, a stacked table's as slot weights.
-    pub fn add_initial_weights<S: SumcheckSteps<F>>(&self, sumcheck: &mut S, alpha: EF<F>, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
+    pub fn add_initial_weights<S: SumcheckSteps<F, E>>(&self, sumcheck: &mut S, alpha: E, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
         if self.stacking.is_one_column() && self.batches.iter().all(|b| b.next.is_empty()) {
             // Every claim an equality of f itself: the registry's own batched constraint.
             let (points, scales) = eq_claims(&self.registry.constraint(alpha))?;
@@ -258,19 +257,19 @@ impl<F: ProverField> Claims<F> {
             };
         }
         let mut sets = Vec::with_capacity(2 * self.batches.len());
-        let (mut used, mut sum) = (0, EF::<F>::ZERO);
+        let (mut used, mut sum) = (0, E::ZERO);
         for placement in placements_in_order(&self.stacking) {
             for (batch, evals) in self.batches.iter().zip(&self.evals).filter(|(b, _)| b.table == placement) {
                 for (offsets, successor, found) in [(&batch.current, false, evals.current()), (&batch.next, true, evals.next())] {
                     let scales = powers_from(alpha, used, offsets.len());
                     used += offsets.len();
-                    sum += found.iter().zip(&scales).map(|(&v, &s)| v * s).sum::<EF<F>>();
+                    sum += found.iter().zip(&scales).map(|(&v, &s)| v * s).sum::<E>();
                     sets.push((SlotSet { point: batch.point.clone(), offsets: offsets.clone(), successor }, scales));
                 }
             }
         }
         let virtual_scales = powers_from(alpha, used, self.virtual_points.len());
-        sum += self.ood_answers.iter().zip(&virtual_scales).map(|(&v, &s)| v * s).sum::<EF<F>>();
+        sum += self.ood_answers.iter().zip(&virtual_scales).map(|(&v, &s)| v * s).sum::<E>();
         // The weights' order is checked against the registry's: the claimed sums agree.
         if sum != self.registry.sum(alpha) {
             return Err(ProverError::Params("the claims' weights do not follow the layout's batching order".into()));
@@ -298,9 +297,9 @@ fn placements_in_order(stacking: &Stacking) -> impl Iterator<Item = usize> + '_ 
 
 /// The equality claims of a batched constraint and their coefficients (α powers in order).
 /// Equality claims: their points and their coefficients.
-pub(crate) type EqClaims<F> = (Vec<Point<EF<F>>>, Vec<EF<F>>);
+pub(crate) type EqClaims<E> = (Vec<Point<E>>, Vec<E>);
 
-pub(crate) fn eq_claims<F: ProverField>(constraint: &Constraint<F, EF<F>>) -> Result<EqClaims<F>, ProverError> {
+pub(crate) fn eq_claims<F: ProverField, E: WhirExtension<F>>(constraint: &Constraint<F, E>) -> Result<EqClaims<E>, ProverError> {
     let (mut points, mut scales) = (Vec::new(), Vec::new());
     let mut shift = 0;
     for statement in constraint.statements() {
@@ -315,9 +314,9 @@ pub(crate) fn eq_claims<F: ProverField>(constraint: &Constraint<F, EF<F>>) -> Re
 }
 
 /// The claim points in a registry's batched constraint, in its order.
-fn claim_points<F: ProverField>(registry: &ClaimRegistry<F>) -> Vec<Point<EF<F>>> {
+fn claim_points<F: ProverField, E: WhirExtension<F>>(registry: &ClaimRegistry<F, E>) -> Vec<Point<E>> {
     registry
-        .constraint(EF::<F>::ONE)
+        .constraint(E::ONE)
         .statements()
         .iter()
         .flat_map(|s| match s {
@@ -329,10 +328,10 @@ fn claim_points<F: ProverField>(registry: &ClaimRegistry<F>) -> Vec<Point<EF<F>>
 
 /// The point the next out-of-domain claim will sample: the step is played on copies of the
 /// registry and the challenger (with any value), and the point it added is read back.
-fn new_virtual_point<F: ProverField>(registry: &ClaimRegistry<F>, challenger: &GpuChallenger<F>) -> Result<Point<EF<F>>, ProverError> {
+fn new_virtual_point<F: ProverField, E: WhirExtension<F>>(registry: &ClaimRegistry<F, E>, challenger: &GpuChallenger<F>) -> Result<Point<E>, ProverError> {
     let before = claim_points(registry);
     let (mut trial, mut ch) = (registry.clone(), challenger.clone());
-    trial.add_virtual_eval(EF::<F>::ZERO, &mut ch);
+    trial.add_virtual_eval(E::ZERO, &mut ch);
     let after = claim_points(&trial);
     let at = (0..after.len()).find(|&i| before.get(i) != Some(&after[i]));
     match at {

@@ -14,7 +14,7 @@ use whir_gpu::{ChainedRound, GpuGrinder, GrindAhead, GrindOffer, SpongeScript, S
 use crate::driver::{CodewordSteps, OpenedRows, Step};
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckSteps};
-use crate::{Commitment, ProverField, EF};
+use crate::{Commitment, ProverField, WhirExtension};
 
 /// The round and step the driver is in, shared by the codeword and sumcheck sides.
 #[derive(Clone, Default)]
@@ -81,7 +81,7 @@ impl<A, B> ComparingSteps<A, B> {
     }
 }
 
-impl<F: ProverField, A: CodewordSteps<F>, B: CodewordSteps<F>> CodewordSteps<F> for ComparingSteps<A, B> {
+impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSteps<F, E>> CodewordSteps<F, E> for ComparingSteps<A, B> {
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
@@ -147,7 +147,7 @@ impl<F: ProverField, A: CodewordSteps<F>, B: CodewordSteps<F>> CodewordSteps<F> 
 
     /// The candidate plays the script; the values it found are checked against the reference's
     /// f at the points it drew (the driver checks the points against the transcript's).
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b, played) = self.candidate.commit_folded_with_head(&mut sumcheck.candidate, fold, log_inv_rate, head)?;
         self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
@@ -174,7 +174,7 @@ pub struct ComparingSumcheck<A, B> {
     at: Position,
 }
 
-impl<F: ProverField, A: SumcheckSteps<F>, B: SumcheckSteps<F>> SumcheckSteps<F> for ComparingSumcheck<A, B> {
+impl<F: ProverField, E: WhirExtension<F>, A: SumcheckSteps<F, E>, B: SumcheckSteps<F, E>> SumcheckSteps<F, E> for ComparingSumcheck<A, B> {
     fn num_variables(&self) -> usize {
         self.candidate.num_variables()
     }
@@ -183,84 +183,84 @@ impl<F: ProverField, A: SumcheckSteps<F>, B: SumcheckSteps<F>> SumcheckSteps<F> 
         Ok(Self { reference: self.reference.duplicate()?, candidate: self.candidate.duplicate()?, at: self.at.clone() })
     }
 
-    fn round_coefficients(&mut self) -> Result<(EF<F>, EF<F>), ProverError> {
+    fn round_coefficients(&mut self) -> Result<(E, E), ProverError> {
         let a = self.reference.round_coefficients()?;
         let b = self.candidate.round_coefficients()?;
         self.at.check("round coefficients h(0), h(inf)", &a, &b)?;
         Ok(b)
     }
 
-    fn fold(&mut self, r: EF<F>) -> Result<(), ProverError> {
+    fn fold(&mut self, r: E) -> Result<(), ProverError> {
         self.reference.fold(r)?;
         self.candidate.fold(r)
     }
 
-    fn fold_then_round(&mut self, r: EF<F>) -> Result<(EF<F>, EF<F>), ProverError> {
+    fn fold_then_round(&mut self, r: E) -> Result<(E, E), ProverError> {
         let a = self.reference.fold_then_round(r)?;
         let b = self.candidate.fold_then_round(r)?;
         self.at.check("fold, then round coefficients h(0), h(inf)", &a, &b)?;
         Ok(b)
     }
 
-    fn add_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_eq_weights(&mut self, points: &[Point<E>], scales: &[E]) -> Result<(), ProverError> {
         self.reference.add_eq_weights(points, scales)?;
         self.candidate.add_eq_weights(points, scales)
     }
 
-    fn add_select_weights(&mut self, vars: &[F], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<(), ProverError> {
         self.reference.add_select_weights(vars, scales)?;
         self.candidate.add_select_weights(vars, scales)
     }
 
-    fn set_lazy_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>], rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_eq_weights(&mut self, points: &[Point<E>], scales: &[E], rounds: usize) -> Result<(), ProverError> {
         self.reference.set_lazy_eq_weights(points, scales, rounds)?;
         self.candidate.set_lazy_eq_weights(points, scales, rounds)
     }
 
-    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<(), ProverError> {
         self.reference.add_select_weights_at(log_domain, indices, scales)?;
         self.candidate.add_select_weights_at(log_domain, indices, scales)
     }
 
-    fn eval(&mut self, point: &Point<EF<F>>) -> Result<EF<F>, ProverError> {
+    fn eval(&mut self, point: &Point<E>) -> Result<E, ProverError> {
         let a = self.reference.eval(point)?;
         let b = self.candidate.eval(point)?;
         self.at.check("evaluation of f", &a, &b)?;
         Ok(b)
     }
 
-    fn eval_univariate(&mut self, y: EF<F>) -> Result<EF<F>, ProverError> {
+    fn eval_univariate(&mut self, y: E) -> Result<E, ProverError> {
         let a = self.reference.eval_univariate(y)?;
         let b = self.candidate.eval_univariate(y)?;
         self.at.check("evaluation of f at a univariate point", &a, &b)?;
         Ok(b)
     }
 
-    fn evals(&mut self) -> Result<Vec<EF<F>>, ProverError> {
+    fn evals(&mut self) -> Result<Vec<E>, ProverError> {
         let a = self.reference.evals()?;
         let b = self.candidate.evals()?;
         self.at.check("f's evaluation table", &a, &b)?;
         Ok(b)
     }
 
-    fn eval_slots(&mut self, sets: &[SlotSet<F>]) -> Result<Vec<Vec<EF<F>>>, ProverError> {
+    fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
         let a = self.reference.eval_slots(sets)?;
         let b = self.candidate.eval_slots(sets)?;
         self.at.check("evaluations of table columns (slots of f)", &a, &b)?;
         Ok(b)
     }
 
-    fn add_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)]) -> Result<(), ProverError> {
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
         self.reference.add_slot_weights(sets)?;
         self.candidate.add_slot_weights(sets)
     }
 
-    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)], rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], rounds: usize) -> Result<(), ProverError> {
         self.reference.set_lazy_slot_weights(sets, rounds)?;
         self.candidate.set_lazy_slot_weights(sets, rounds)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<EF<F>>, Option<GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<GrindOffer<F>>), ProverError> {
         let a = self.reference.evals()?;
         let (b, offer) = self.candidate.evals_then_grind(grind)?;
         self.at.check("f's evaluation table (with the grind after it)", &a, &b)?;
@@ -273,7 +273,7 @@ impl<F: ProverField, A: SumcheckSteps<F>, B: SumcheckSteps<F>> SumcheckSteps<F> 
 
     /// The candidate plays the chain; the reference replays its rounds at the challenges the
     /// candidate drew (the driver checks those against the transcript's).
-    fn play_chain(&mut self, rounds: usize, sponge: &[F; 16], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Option<Result<Vec<ChainedRound<F>>, ProverError>> {
+    fn play_chain(&mut self, rounds: usize, sponge: &[F; 16], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Option<Result<Vec<ChainedRound<F, E>>, ProverError>> {
         let chain = match self.candidate.play_chain(rounds, sponge, pending, bits, grinder)? {
             Ok(chain) => chain,
             Err(e) => return Some(Err(e)),

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use p3_commit::Mmcs;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
-use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_multilinear_util::point::Point;
@@ -39,10 +38,10 @@ use crate::opening_protocol;
 use crate::error::ProverError;
 use crate::Params;
 use crate::sumcheck::{powers_from, reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
-use crate::{Commitment, ProverField, EF};
+use crate::{Commitment, ProverField, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
-type Proof<F> = PcsProof<F, EF<F>, CpuMmcs<F>>;
+type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
 /// A message given block by block: `blocks(b, write)` hands block b to `write` in one or more
 /// pieces ([`CodewordSteps::commit_message_blocks`]).
 pub type Blocks<'a, F = BabyBear> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
@@ -52,9 +51,9 @@ pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 
 /// The codeword steps of a WHIR proof: encode a message and commit to the codeword's rows, and
 /// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
-/// extension-field message is given as its base coefficients (4 words per element), which is
+/// extension-field message is given as its base coefficients (D words per element), which is
 /// how `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it.
-pub trait CodewordSteps<F: ProverField = BabyBear> {
+pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// A committed codeword and whatever its openings need.
     type Committed;
 
@@ -83,7 +82,7 @@ pub trait CodewordSteps<F: ProverField = BabyBear> {
     }
 
     /// The sumcheck state: f, then its folds, and the weights w.
-    type Sumcheck: SumcheckSteps<F>;
+    type Sumcheck: SumcheckSteps<F, E>;
 
     /// [`commit`](Self::commit) of the first message, which then becomes the sumcheck's f
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
@@ -124,7 +123,7 @@ pub trait CodewordSteps<F: ProverField = BabyBear> {
     /// that `head` describes played where f lies: the values they found, or None where these
     /// steps do not play them (the default; the caller plays them itself).
     #[allow(clippy::type_complexity)]
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -147,7 +146,7 @@ fn gather_blocks<F: ProverField>(blocks: usize, block_len: usize, block: &Blocks
 }
 
 /// Steps by reference (a comparing backend over steps a test keeps).
-impl<F: ProverField, S: CodewordSteps<F>> CodewordSteps<F> for &S {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<F, E> for &S {
     type Committed = S::Committed;
     type Opening = S::Opening;
     type Sumcheck = S::Sumcheck;
@@ -182,7 +181,7 @@ impl<F: ProverField, S: CodewordSteps<F>> CodewordSteps<F> for &S {
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit_folded(sumcheck, fold, log_inv_rate)
     }
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         (**self).commit_folded_with_head(sumcheck, fold, log_inv_rate, head)
     }
     fn enter_step(&self, round: usize, step: Step) {
@@ -193,25 +192,26 @@ impl<F: ProverField, S: CodewordSteps<F>> CodewordSteps<F> for &S {
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch` and `MerkleTreeMmcs` (the CPU backend's). The
 /// reference twin.
 #[derive(Clone)]
-pub struct CpuCodewords<F: ProverField = BabyBear> {
+pub struct CpuCodewords<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     dft: Radix2DFTSmallBatch<F>,
     mmcs: CpuMmcs<F>,
+    extension: std::marker::PhantomData<E>,
 }
 
-impl<F: ProverField> Default for CpuCodewords<F> {
+impl<F: ProverField, E: WhirExtension<F>> Default for CpuCodewords<F, E> {
     fn default() -> Self {
-        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs::<F>(0) }
+        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs::<F>(0), extension: std::marker::PhantomData }
     }
 }
 
-impl<F: ProverField> CodewordSteps<F> for CpuCodewords<F> {
+impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F, E> {
     type Committed = <CpuMmcs<F> as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
-    type Sumcheck = CpuSumcheck<F>;
+    type Sumcheck = CpuSumcheck<F, E>;
 
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let (root, committed) = self.commit(message, width, log_inv_rate)?;
-        let w = EF::<F>::zero_vec(message.len());
-        let f = message.iter().copied().map(EF::<F>::from).collect();
+        let w = E::zero_vec(message.len());
+        let f = message.iter().copied().map(E::from).collect();
         Ok((root, committed, CpuSumcheck::new(f, w)?))
     }
 
@@ -233,13 +233,13 @@ impl<F: ProverField> CodewordSteps<F> for CpuCodewords<F> {
             return Err(ProverError::Input(format!("rows of {width} values of a table of {}", table.len())));
         }
         let (root, committed) = self.commit(&reverse_rows_and_columns(&table, width.trailing_zeros() as usize), width, log_inv_rate)?;
-        let f = table.iter().copied().map(EF::<F>::from).collect();
-        Ok((root, committed, CpuSumcheck::new(f, EF::<F>::zero_vec(table.len()))?.with_reversed_indices()))
+        let f = table.iter().copied().map(E::from).collect();
+        Ok((root, committed, CpuSumcheck::new(f, E::zero_vec(table.len()))?.with_reversed_indices()))
     }
 
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let message = sumcheck.message(fold)?;
-        self.commit(&EF::<F>::flatten_to_base(message), 4 << fold, log_inv_rate)
+        self.commit(&E::flatten_to_base(message), E::DIMENSION << fold, log_inv_rate)
     }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
@@ -261,7 +261,7 @@ impl<F: ProverField> CodewordSteps<F> for CpuCodewords<F> {
     }
 }
 
-impl<F: ProverField> CodewordSteps<F> for GpuCodewords<F> {
+impl<F: ProverField> CodewordSteps<F, EF<F>> for GpuCodewords<F> {
     type Committed = CommittedCodeword<F>;
     type Sumcheck = GpuSumcheck<F>;
 
@@ -301,7 +301,7 @@ impl<F: ProverField> CodewordSteps<F> for GpuCodewords<F> {
 
     /// The commit and, before its wait, the root observed, the out-of-domain answers and the
     /// query grind (`GpuCodewords::commit_then_script`): one round trip instead of three or more.
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F>>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, EF<F>>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -483,7 +483,7 @@ impl StepClock {
         Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock() }
     }
 
-    pub(crate) fn enter<F: ProverField, S: CodewordSteps<F>>(&mut self, steps: &S, round: usize, step: Step) {
+    pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(&mut self, steps: &S, round: usize, step: Step) {
         self.close();
         steps.enter_step(round, step);
         self.open = Some((round, step, Instant::now(), self.pow_clock.elapsed()));
@@ -572,7 +572,7 @@ impl DriverTimes {
 
 /// An opening in the proof's form: base-field rows for the first codeword, extension-field
 /// rows (from their base words) for the folded ones.
-fn query_openings<F: ProverField>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool) -> QueryOpenings<F, EF<F>, Paths<F>> {
+fn query_openings<F: ProverField, E: WhirExtension<F>>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool) -> QueryOpenings<F, E, Paths<F>> {
     if base {
         QueryOpenings::Base(SharedProofOpening { rows, proof })
     } else {
@@ -581,8 +581,8 @@ fn query_openings<F: ProverField>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool
 }
 
 /// Extension-field rows from the base words a codeword opening returns.
-fn ext_rows<F: ProverField>(rows: Vec<Vec<F>>) -> Vec<Vec<EF<F>>> {
-    rows.into_iter().map(EF::<F>::reconstitute_from_base).collect()
+fn ext_rows<F: ProverField, E: WhirExtension<F>>(rows: Vec<Vec<F>>) -> Vec<Vec<E>> {
+    rows.into_iter().map(E::reconstitute_from_base).collect()
 }
 
 /// The point a query index stands for: ω^index in the folded domain (p3-whir's two-adic domain).
@@ -598,14 +598,14 @@ fn query_var<F: ProverField>(log_folded_domain_size: usize, num_variables: usize
 /// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
 /// submission for the batch) and the transcript here replays them, checking each challenge;
 /// else each round's grind runs in the round's own submission where the GPU grinds.
-fn run_rounds<F: ProverField, S: SumcheckSteps<F>>(
+fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
     sumcheck: &mut S,
-    data: &mut SumcheckData<F, EF<F>>,
+    data: &mut SumcheckData<F, E>,
     challenger: &mut GpuChallenger<F>,
     rounds: usize,
     pow_bits: usize,
     on_device: bool,
-) -> Result<Point<EF<F>>, ProverError> {
+) -> Result<Point<E>, ProverError> {
     let on_device = on_device && rounds > 0;
     let link = if on_device { challenger.track_state() } else { None };
     let ahead = if link.is_none() && rounds > 0 && pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
@@ -619,18 +619,18 @@ fn run_rounds<F: ProverField, S: SumcheckSteps<F>>(
     played
 }
 
-fn play_rounds<F: ProverField, S: SumcheckSteps<F>>(
+fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
     sumcheck: &mut S,
-    data: &mut SumcheckData<F, EF<F>>,
+    data: &mut SumcheckData<F, E>,
     challenger: &mut GpuChallenger<F>,
     rounds: usize,
     pow_bits: usize,
     link: Option<&whir_gpu::GrindAhead<F>>,
-) -> Result<Point<EF<F>>, ProverError> {
-    let mut transcript = ProverTranscript::<GpuChallenger<F>, F, EF<F>>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
-    let mut challenges: Vec<EF<F>> = Vec::with_capacity(rounds);
+) -> Result<Point<E>, ProverError> {
+    let mut transcript = ProverTranscript::<GpuChallenger<F>, F, E>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
+    let mut challenges: Vec<E> = Vec::with_capacity(rounds);
     // A challenge drawn but not yet bound by a fold.
-    let mut unfolded: Option<EF<F>> = None;
+    let mut unfolded: Option<E> = None;
     let mut step = || -> Result<(), ProverError> {
         // The transcript's state once it is seeded: where rounds on the device start.
         if let Some((grinder, sponge, pending)) = link.and_then(|l| l.transcript_state()) {
@@ -680,14 +680,14 @@ fn play_rounds<F: ProverField, S: SumcheckSteps<F>>(
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
 /// Plonky3's `WhirProver` would with a smallest-witness grinder: returns the commitment, the
 /// proof and where the time went.
-pub fn prove_with_steps<F: ProverField, S: CodewordSteps<F>>(
+pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(
     steps: &S,
     params: &Params,
     evals: &[F],
     challenger: &mut GpuChallenger<F>,
     options: DriverOptions,
-) -> Result<(Commitment<F>, Proof<F>, DriverTimes), ProverError> {
-    let config = params.config::<GpuChallenger<F>>()?;
+) -> Result<(Commitment<F>, Proof<F, E>, DriverTimes), ProverError> {
+    let config = params.config_over::<E, GpuChallenger<F>>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
@@ -711,7 +711,7 @@ pub fn prove_with_steps<F: ProverField, S: CodewordSteps<F>>(
 
 /// What an opening starts from: the committed codeword and the stacked polynomial as the
 /// sumcheck's f (w = 0), with where the tables lie in it.
-pub(crate) struct Opened<'a, F: ProverField, S: CodewordSteps<F>> {
+pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> {
     pub codeword: std::sync::Arc<S::Committed>,
     pub sumcheck: S::Sumcheck,
     pub stacking: &'a Stacking,
@@ -722,16 +722,16 @@ pub(crate) struct Opened<'a, F: ProverField, S: CodewordSteps<F>> {
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn open_with_steps<F: ProverField, S: CodewordSteps<F>>(
+pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(
     steps: &S,
-    config: &WhirConfig<EF<F>, F, GpuChallenger<F>>,
-    opened: Opened<'_, F, S>,
+    config: &WhirConfig<E, F, GpuChallenger<F>>,
+    opened: Opened<'_, F, E, S>,
     protocol: &OpeningProtocol,
-    points: Points<'_, F>,
+    points: Points<'_, E>,
     challenger: &mut GpuChallenger<F>,
     options: DriverOptions,
     clock: &mut StepClock,
-) -> Result<(Proof<F>, (usize, usize)), ProverError> {
+) -> Result<(Proof<F, E>, (usize, usize)), ProverError> {
     let Opened { codeword: mut committed, mut sumcheck, stacking } = opened;
     let num_vars = stacking.num_variables();
     if num_vars != config.num_variables() || sumcheck.num_variables() != num_vars {
@@ -766,7 +766,7 @@ pub(crate) fn open_with_steps<F: ProverField, S: CodewordSteps<F>>(
 
     // The WHIR run (`WhirProver::prove`).
     let shape = WhirShape::new(config, protocol.num_openings());
-    let mut transcript = WhirProverTranscript::<GpuChallenger<F>, F, EF<F>>::new(challenger, shape);
+    let mut transcript = WhirProverTranscript::<GpuChallenger<F>, F, E>::new(challenger, shape);
     // Everything between here and `finish` plays the transcript; a step that fails (a GPU error)
     // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
     // forgotten instead (a few small allocations) and the error returned.

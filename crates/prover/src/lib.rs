@@ -34,13 +34,13 @@ pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
-    opening_protocol, permutation, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirField, EF, F, KNOWN_HASHES,
+    opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, WhirField, EF, F, KNOWN_HASHES,
     FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
 };
 pub use stock::prove_stock;
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
-pub type ProverLayout<B = p3_baby_bear::BabyBear> = whir_verifier::TableLayout<B>;
+pub type ProverLayout<B = p3_baby_bear::BabyBear, E = EF<B>> = whir_verifier::TableLayout<B, E>;
 
 /// A field this crate proves over on both backends: a [`WhirField`] (its hash, its degree-4
 /// extension) whose kernels and MMCS whir-gpu provides ([`whir_gpu::MmcsField`]): BabyBear or

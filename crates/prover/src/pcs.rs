@@ -24,37 +24,37 @@ use crate::driver::{open_with_steps, CodewordSteps, CpuCodewords, DriverTimes, O
 use crate::error::ProverError;
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckSteps;
-use crate::{Commitment, ProverField, ProverLayout, EF};
+use crate::{Commitment, ProverField, ProverLayout, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
 /// p3-whir's own prover over the CPU pieces, in layout `L`: the verifier side of [`WhirPcs`].
-pub type StockPcs<L = ProverLayout, F = BabyBear> = WhirProver<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, L>;
+pub type StockPcs<L = ProverLayout, F = BabyBear, E = EF<F>> = WhirProver<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, L>;
 
 /// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
-pub type WhirPcsProof<F = BabyBear> = PcsProof<F, EF<F>, CpuMmcs<F>>;
+pub type WhirPcsProof<F = BabyBear, E = EF<F>> = PcsProof<F, E, CpuMmcs<F>>;
 
 /// WHIR over p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`) of any number of
 /// tables, with the driver's steps `S`. In the prefix layout the stacked polynomial is held at
 /// bit-reversed indices (the steps' `with_reversed_indices`), so that the rounds, which bind
 /// the table's last variable, bind its first.
-pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear> {
-    config: WhirConfig<EF<F>, F, GpuChallenger<F>>,
+pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+    config: WhirConfig<E, F, GpuChallenger<F>>,
     steps: S,
     options: DriverOptions,
-    stock: StockPcs<L, F>,
+    stock: StockPcs<L, F, E>,
 }
 
 /// The GPU PCS: every step where the stacked polynomial lies.
 pub type GpuWhirPcs<L = ProverLayout, F = BabyBear> = WhirPcs<GpuCodewords<F>, L, F>;
 
 /// The same protocol with the plain-Rust steps (the reference twin).
-pub type CpuWhirPcs<L = ProverLayout, F = BabyBear> = WhirPcs<CpuCodewords<F>, L, F>;
+pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>> = WhirPcs<CpuCodewords<F, E>, L, F, E>;
 
-impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> WhirPcs<S, L, F> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> WhirPcs<S, L, F, E> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format).
-    pub fn new(config: WhirConfig<EF<F>, F, GpuChallenger<F>>, steps: S) -> Self {
-        let stock = StockPcs::<L, F>::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
+    pub fn new(config: WhirConfig<E, F, GpuChallenger<F>>, steps: S) -> Self {
+        let stock = StockPcs::<L, F, E>::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
         Self { config, steps, options: DriverOptions::default(), stock }
     }
 
@@ -64,7 +64,7 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> WhirPcs<S, L, F> 
         self
     }
 
-    pub fn config(&self) -> &WhirConfig<EF<F>, F, GpuChallenger<F>> {
+    pub fn config(&self) -> &WhirConfig<E, F, GpuChallenger<F>> {
         &self.config
     }
 
@@ -73,7 +73,7 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> WhirPcs<S, L, F> 
     }
 
     /// p3-whir's own prover and verifier for the same configuration and layout.
-    pub fn stock(&self) -> &StockPcs<L, F> {
+    pub fn stock(&self) -> &StockPcs<L, F, E> {
         &self.stock
     }
 
@@ -81,11 +81,11 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> WhirPcs<S, L, F> 
     /// time went.
     pub fn open_timed(
         &self,
-        data: WhirPcsData<S, F>,
+        data: WhirPcsData<S, F, E>,
         protocol: &OpeningProtocol,
-        points: Option<&[Point<EF<F>>]>,
+        points: Option<&[Point<E>]>,
         challenger: &mut GpuChallenger<F>,
-    ) -> Result<(WhirPcsProof<F>, DriverTimes), ProverError> {
+    ) -> Result<(WhirPcsProof<F, E>, DriverTimes), ProverError> {
         let started = std::time::Instant::now();
         let mut clock = StepClock::new(challenger);
         let WhirPcsData { codeword, sumcheck, stacking } = data;
@@ -102,30 +102,30 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> WhirPcs<S, L, F> 
 /// polynomial as the sumcheck's f (resident on the GPU for [`GpuWhirPcs`]), with where the tables
 /// lie in it. A clone shares them (no re-encoding; an opening of a shared one folds a copy of f);
 /// the memory goes back when the last one is dropped or opened.
-pub struct WhirPcsData<S: CodewordSteps<F>, F: ProverField = BabyBear> {
+pub struct WhirPcsData<S: CodewordSteps<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     codeword: Arc<S::Committed>,
     sumcheck: Arc<S::Sumcheck>,
     stacking: Arc<Stacking>,
 }
 
-impl<F: ProverField, S: CodewordSteps<F>> Clone for WhirPcsData<S, F> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> Clone for WhirPcsData<S, F, E> {
     fn clone(&self) -> Self {
         Self { codeword: self.codeword.clone(), sumcheck: self.sumcheck.clone(), stacking: self.stacking.clone() }
     }
 }
 
-impl<F: ProverField, S: CodewordSteps<F>> WhirPcsData<S, F> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> WhirPcsData<S, F, E> {
     /// Where the committed tables lie in the stacked polynomial.
     pub fn stacking(&self) -> &Stacking {
         &self.stacking
     }
 }
 
-impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> MultilinearPcs<EF<F>, GpuChallenger<F>> for WhirPcs<S, L, F> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> MultilinearPcs<E, GpuChallenger<F>> for WhirPcs<S, L, F, E> {
     type Val = F;
     type Commitment = Commitment<F>;
-    type ProverData = WhirPcsData<S, F>;
-    type Proof = WhirPcsProof<F>;
+    type ProverData = WhirPcsData<S, F, E>;
+    type Proof = WhirPcsProof<F, E>;
     type Error = p3_whir::pcs::verifier::errors::VerifierError;
     type ProverError = ProverError;
     type Witness = Witness<F>;
@@ -142,7 +142,7 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> MultilinearPcs<EF
     /// and committed; the root is observed, and nothing else. A witness of either constructor
     /// (`Witness::new` or `new_interleaved`) is committed in this PCS's layout: only its tables
     /// are read.
-    fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger<F>) -> Result<(Commitment<F>, WhirPcsData<S, F>), ProverError> {
+    fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger<F>) -> Result<(Commitment<F>, WhirPcsData<S, F, E>), ProverError> {
         let n = self.config.num_variables();
         if witness.num_variables() != n {
             return Err(ProverError::Input(format!(
@@ -151,13 +151,13 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> MultilinearPcs<EF
             )));
         }
         let fold0 = self.config.round_folding_factor(0);
-        let stacking = Stacking::for_layout::<F, L>(witness.table_shapes());
+        let stacking = Stacking::for_layout::<F, E, L>(witness.table_shapes());
         let order = stacking.variable_order();
         // The columns where they lie (p3-sumcheck's suffix layout: each column one slot of the
         // stacked message, back to back, largest tables first; zeros after the last), handed to
         // the steps in blocks of the smallest slot, not gathered into a message first. (The
         // suffix layout's prover reads the tables alone, whichever constructor made the witness.)
-        let layout = <ProverLayout<F> as Layout<F, EF<F>>>::from_witness(witness);
+        let layout = <ProverLayout<F, E> as Layout<F, E>>::from_witness(witness);
         let mut slots: Vec<(usize, &[F])> = Vec::new();
         for (t, shape) in stacking.shapes().iter().enumerate() {
             let offsets = stacking.offsets(t, &(0..shape.width()).collect::<Vec<_>>())?;
@@ -196,32 +196,32 @@ impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> MultilinearPcs<EF
         observe_commitment::<F, _, _>(challenger, commitment.clone());
     }
 
-    fn open(&self, data: WhirPcsData<S, F>, protocol: OpeningProtocol, challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F>, ProverError> {
+    fn open(&self, data: WhirPcsData<S, F, E>, protocol: OpeningProtocol, challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F, E>, ProverError> {
         self.open_timed(data, &protocol, None, challenger).map(|(proof, _)| proof)
     }
 
-    fn verify(&self, commitment: &Commitment<F>, proof: &WhirPcsProof<F>, challenger: &mut GpuChallenger<F>, protocol: OpeningProtocol) -> Result<(), Self::Error> {
+    fn verify(&self, commitment: &Commitment<F>, proof: &WhirPcsProof<F, E>, challenger: &mut GpuChallenger<F>, protocol: OpeningProtocol) -> Result<(), Self::Error> {
         self.stock.verify(commitment, proof, challenger, protocol)
     }
 }
 
-impl<F: ProverField, S: CodewordSteps<F>, L: Layout<F, EF<F>>> PrescribedPointPcs<EF<F>, GpuChallenger<F>> for WhirPcs<S, L, F> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> PrescribedPointPcs<E, GpuChallenger<F>> for WhirPcs<S, L, F, E> {
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }
 
-    fn open_at(&self, data: WhirPcsData<S, F>, protocol: &OpeningProtocol, points: &[Point<EF<F>>], challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F>, ProverError> {
+    fn open_at(&self, data: WhirPcsData<S, F, E>, protocol: &OpeningProtocol, points: &[Point<E>], challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F, E>, ProverError> {
         self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
     }
 
     fn verify_at(
         &self,
         commitment: &Commitment<F>,
-        proof: &WhirPcsProof<F>,
+        proof: &WhirPcsProof<F, E>,
         protocol: &OpeningProtocol,
-        points: &[Point<EF<F>>],
+        points: &[Point<E>],
         challenger: &mut GpuChallenger<F>,
-    ) -> Result<Vec<OpeningEvals<EF<F>>>, Self::Error> {
+    ) -> Result<Vec<OpeningEvals<E>>, Self::Error> {
         self.stock.verify_at(commitment, proof, protocol, points, challenger)
     }
 }

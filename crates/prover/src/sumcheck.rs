@@ -5,33 +5,32 @@
 //! select weights to w. [`CpuSumcheck`] is the plain-Rust twin; the GPU implementation keeps f
 //! and w on the device.
 
-use p3_field::PrimeCharacteristicRing;
 use p3_multilinear_util::point::Point;
 
 use crate::error::ProverError;
-use crate::{ProverField, EF};
+use crate::{ProverField, WhirExtension, EF};
 
 /// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
 /// point's coordinates), read as a multilinear polynomial over {0,1}^k — one column of a stacked
 /// table — or, with `successor`, as its successor view (entry i replaced by entry
 /// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
 #[derive(Clone, Debug, PartialEq)]
-pub struct SlotSet<F: ProverField = p3_baby_bear::BabyBear> {
-    pub point: Point<EF<F>>,
+pub struct SlotSet<E = EF> {
+    pub point: Point<E>,
     pub offsets: Vec<usize>,
     pub successor: bool,
 }
 
-impl<F: ProverField> SlotSet<F> {
+impl<E: p3_field::Field> SlotSet<E> {
     /// Slot entry i's weight in the value of one slot: eq(point, i), or for the successor
     /// view eq(point, i − 1) (i ≥ 1) plus eq(point, 2^k − 1) at i = 2^k − 1.
-    fn weight(&self, i: usize) -> EF<F> {
+    fn weight(&self, i: usize) -> E {
         let z = self.point.as_slice();
         if !self.successor {
             return eq_at(z, i);
         }
         let last = (1usize << z.len()) - 1;
-        let before = if i >= 1 { eq_at(z, i - 1) } else { EF::<F>::ZERO };
+        let before = if i >= 1 { eq_at(z, i - 1) } else { E::ZERO };
         if i == last { before + eq_at(z, last) } else { before }
     }
 
@@ -45,7 +44,7 @@ impl<F: ProverField> SlotSet<F> {
 }
 
 /// The steps a WHIR round asks of its sumcheck state.
-pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear> {
+pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtension<F> = EF<F>> {
     /// Variables m still free (f and w have 2^m entries).
     fn num_variables(&self) -> usize;
 
@@ -56,62 +55,62 @@ pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear> {
 
     /// The round polynomial's h(0) = Σ_i f(2i)·w(2i) and leading coefficient
     /// h(∞) = Σ_i (f(2i+1) − f(2i))·(w(2i+1) − w(2i)).
-    fn round_coefficients(&mut self) -> Result<(EF<F>, EF<F>), ProverError>;
+    fn round_coefficients(&mut self) -> Result<(E, E), ProverError>;
 
     /// Binds the last variable to `r`: g(i) = g(2i) + r·(g(2i+1) − g(2i)) for f and w.
-    fn fold(&mut self, r: EF<F>) -> Result<(), ProverError>;
+    fn fold(&mut self, r: E) -> Result<(), ProverError>;
 
     /// `fold(r)`, then the next round's coefficients (one submission on the GPU).
-    fn fold_then_round(&mut self, r: EF<F>) -> Result<(EF<F>, EF<F>), ProverError> {
+    fn fold_then_round(&mut self, r: E) -> Result<(E, E), ProverError> {
         self.fold(r)?;
         self.round_coefficients()
     }
 
     /// `w(x) += Σ_j scales[j] · eq(points[j], x)`.
-    fn add_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>]) -> Result<(), ProverError>;
+    fn add_eq_weights(&mut self, points: &[Point<E>], scales: &[E]) -> Result<(), ProverError>;
 
     /// `w(x) += Σ_j scales[j] · vars[j]^x` (the select weights of univariate points).
-    fn add_select_weights(&mut self, vars: &[F], scales: &[EF<F>]) -> Result<(), ProverError>;
+    fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<(), ProverError>;
 
     /// `add_eq_weights` onto a w without weights yet, whose next `rounds` rounds may form w's
     /// entries where they use them instead of storing w (the GPU's: see
     /// `GpuSumcheck::set_lazy_eq_weights`).
-    fn set_lazy_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>], _rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_eq_weights(&mut self, points: &[Point<E>], scales: &[E], _rounds: usize) -> Result<(), ProverError> {
         self.add_eq_weights(points, scales)
     }
 
     /// f(point) = Σ_x f(x)·eq(point, x).
-    fn eval(&mut self, point: &Point<EF<F>>) -> Result<EF<F>, ProverError>;
+    fn eval(&mut self, point: &Point<E>) -> Result<E, ProverError>;
 
     /// `w(x) += Σ_j scales[j] · ω^(indices[j]·x)`, ω the 2^log_domain-th root of unity of
     /// Plonky3's two-adic domains: the select weights of the query points ω^index.
-    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<(), ProverError> {
         let omega = <F as p3_field::TwoAdicField>::two_adic_generator(log_domain);
         let vars: Vec<F> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
         self.add_select_weights(&vars, scales)
     }
 
     /// f at `Point::expand_from_univariate(y, m)` = (y^(2^(m-1)), ..., y^2, y).
-    fn eval_univariate(&mut self, y: EF<F>) -> Result<EF<F>, ProverError> {
+    fn eval_univariate(&mut self, y: E) -> Result<E, ProverError> {
         let point = Point::expand_from_univariate(y, self.num_variables());
         self.eval(&point)
     }
 
     /// f's evaluation table.
-    fn evals(&mut self) -> Result<Vec<EF<F>>, ProverError>;
+    fn evals(&mut self) -> Result<Vec<E>, ProverError>;
 
     /// Each set's slots of f evaluated at its point ([`SlotSet`]): Σ_i f[offset + i]·eq(point,
     /// i), or the successor view's value.
-    fn eval_slots(&mut self, sets: &[SlotSet<F>]) -> Result<Vec<Vec<EF<F>>>, ProverError>;
+    fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError>;
 
     /// `w[offset + i] += scale·weight(i)` over each slot of each set, one scale per slot: the
     /// weights under which Σ f·w is the slot's value ([`eval_slots`](Self::eval_slots)).
-    fn add_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)]) -> Result<(), ProverError>;
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError>;
 
     /// `add_slot_weights` onto a w without weights yet, whose next `rounds` rounds may combine
     /// slot evaluations of f instead of storing w (the GPU's: see
     /// `GpuSumcheck::set_lazy_slot_weights`).
-    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)], _rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], _rounds: usize) -> Result<(), ProverError> {
         self.add_slot_weights(sets)
     }
 
@@ -120,7 +119,7 @@ pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear> {
     /// from the challenger state `sponge` with `pending` inputs; its offer goes to the
     /// challenger, which checks it. None where the steps grind nothing.
     #[allow(clippy::type_complexity)]
-    fn evals_then_grind(&mut self, _grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<EF<F>>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, _grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
         Ok((self.evals()?, None))
     }
 
@@ -139,22 +138,23 @@ pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear> {
         _pending: &[F],
         _bits: usize,
         _grinder: &whir_gpu::GpuGrinder<F>,
-    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F>>, ProverError>> {
+    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F, E>>, ProverError>> {
         None
     }
 }
 
 /// eq(point, x) with point[0] paired with the most significant bit of x.
-pub(crate) fn eq_at<F: ProverField>(point: &[EF<F>], x: usize) -> EF<F> {
+pub(crate) fn eq_at<E: p3_field::Field>(point: &[E], x: usize) -> E {
     let m = point.len();
-    point.iter().enumerate().map(|(k, &p)| if (x >> (m - 1 - k)) & 1 == 1 { p } else { EF::<F>::ONE - p }).product()
+    point.iter().enumerate().map(|(k, &p)| if (x >> (m - 1 - k)) & 1 == 1 { p } else { E::ONE - p }).product()
 }
 
 /// The plain-Rust twin: the reference every GPU step is tested against.
 #[derive(Clone, Debug)]
-pub struct CpuSumcheck<F: ProverField = p3_baby_bear::BabyBear> {
-    f: Vec<EF<F>>,
-    w: Vec<EF<F>>,
+pub struct CpuSumcheck<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtension<F> = EF<F>> {
+    f: Vec<E>,
+    w: Vec<E>,
+    field: std::marker::PhantomData<F>,
     /// The tables hold the polynomials at bit-reversed indices (as `GpuSumcheck`'s
     /// `with_reversed_indices`).
     reversed: bool,
@@ -169,13 +169,13 @@ pub(crate) fn reverse_low_bits(x: usize, bits: usize) -> usize {
     }
 }
 
-impl<F: ProverField> CpuSumcheck<F> {
+impl<F: ProverField, E: WhirExtension<F>> CpuSumcheck<F, E> {
     /// From f and w's tables (equal powers of two).
-    pub fn new(f: Vec<EF<F>>, w: Vec<EF<F>>) -> Result<Self, ProverError> {
+    pub fn new(f: Vec<E>, w: Vec<E>) -> Result<Self, ProverError> {
         if f.len() != w.len() || !f.len().is_power_of_two() {
             return Err(ProverError::Input(format!("sumcheck tables of {} and {} entries", f.len(), w.len())));
         }
-        Ok(Self { f, w, reversed: false })
+        Ok(Self { f, w, reversed: false, field: std::marker::PhantomData })
     }
 
     /// The same tables read at bit-reversed indices: entry i is the polynomial's value at
@@ -188,20 +188,20 @@ impl<F: ProverField> CpuSumcheck<F> {
     }
 
     /// w's table, in the polynomial's order.
-    pub fn weights(&self) -> Vec<EF<F>> {
+    pub fn weights(&self) -> Vec<E> {
         self.polynomial_order(self.w.clone())
     }
 
     /// A codeword's message of f: rows of 2^fold entries, as laid out for the order the rounds
     /// bind (prefix order: the 2^fold blocks transposed).
-    pub fn message(&self, fold: usize) -> Result<Vec<EF<F>>, ProverError> {
+    pub fn message(&self, fold: usize) -> Result<Vec<E>, ProverError> {
         if fold > self.num_variables() {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {}-variable polynomial", self.num_variables())));
         }
         Ok(if self.reversed { reverse_rows_and_columns(&self.f, fold) } else { self.f.clone() })
     }
 
-    fn polynomial_order(&self, mut values: Vec<EF<F>>) -> Vec<EF<F>> {
+    fn polynomial_order(&self, mut values: Vec<E>) -> Vec<E> {
         if self.reversed && values.len() > 1 {
             p3_util::reverse_slice_index_bits(&mut values);
         }
@@ -209,7 +209,7 @@ impl<F: ProverField> CpuSumcheck<F> {
     }
 
     /// `point` as the tables are indexed.
-    fn table_point(&self, point: &Point<EF<F>>) -> Vec<EF<F>> {
+    fn table_point(&self, point: &Point<E>) -> Vec<E> {
         if self.reversed {
             point.as_slice().iter().rev().copied().collect()
         } else {
@@ -227,7 +227,7 @@ impl<F: ProverField> CpuSumcheck<F> {
     }
 }
 
-fn fold_table<F: ProverField>(g: &mut Vec<EF<F>>, r: EF<F>) {
+fn fold_table<F: ProverField, E: WhirExtension<F>>(g: &mut Vec<E>, r: E) {
     let half = g.len() / 2;
     for i in 0..half {
         g[i] = g[2 * i] + r * (g[2 * i + 1] - g[2 * i]);
@@ -235,7 +235,7 @@ fn fold_table<F: ProverField>(g: &mut Vec<EF<F>>, r: EF<F>) {
     g.truncate(half);
 }
 
-impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
+impl<F: ProverField, E: WhirExtension<F>> SumcheckSteps<F, E> for CpuSumcheck<F, E> {
     fn num_variables(&self) -> usize {
         self.f.len().trailing_zeros() as usize
     }
@@ -244,8 +244,8 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
         Ok(self.clone())
     }
 
-    fn round_coefficients(&mut self) -> Result<(EF<F>, EF<F>), ProverError> {
-        let (mut c0, mut c_inf) = (EF::<F>::ZERO, EF::<F>::ZERO);
+    fn round_coefficients(&mut self) -> Result<(E, E), ProverError> {
+        let (mut c0, mut c_inf) = (E::ZERO, E::ZERO);
         for (f, w) in self.f.chunks_exact(2).zip(self.w.chunks_exact(2)) {
             c0 += f[0] * w[0];
             c_inf += (f[1] - f[0]) * (w[1] - w[0]);
@@ -253,7 +253,7 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
         Ok((c0, c_inf))
     }
 
-    fn fold(&mut self, r: EF<F>) -> Result<(), ProverError> {
+    fn fold(&mut self, r: E) -> Result<(), ProverError> {
         if self.f.len() < 2 {
             return Err(ProverError::Input("no variable left to fold".into()));
         }
@@ -262,7 +262,7 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
         Ok(())
     }
 
-    fn add_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_eq_weights(&mut self, points: &[Point<E>], scales: &[E]) -> Result<(), ProverError> {
         for (point, &s) in points.iter().zip(scales) {
             let point = self.table_point(point);
             for (x, w) in self.w.iter_mut().enumerate() {
@@ -272,7 +272,7 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
         Ok(())
     }
 
-    fn add_select_weights(&mut self, vars: &[F], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<(), ProverError> {
         let m = self.num_variables();
         for (&v, &s) in vars.iter().zip(scales) {
             let mut power = F::ONE;
@@ -285,28 +285,28 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
         Ok(())
     }
 
-    fn eval(&mut self, point: &Point<EF<F>>) -> Result<EF<F>, ProverError> {
+    fn eval(&mut self, point: &Point<E>) -> Result<E, ProverError> {
         let point = self.table_point(point);
         Ok(self.f.iter().enumerate().map(|(x, &f)| f * eq_at(&point, x)).sum())
     }
 
-    fn evals(&mut self) -> Result<Vec<EF<F>>, ProverError> {
+    fn evals(&mut self) -> Result<Vec<E>, ProverError> {
         Ok(self.polynomial_order(self.f.clone()))
     }
 
-    fn eval_slots(&mut self, sets: &[SlotSet<F>]) -> Result<Vec<Vec<EF<F>>>, ProverError> {
+    fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
         let vars = self.num_variables();
         sets.iter()
             .map(|set| {
                 set.check(vars)?;
                 let (k, size) = (set.point.num_variables(), 1usize << set.point.num_variables());
-                let weights: Vec<EF<F>> = (0..size).map(|i| set.weight(self.slot_index(i, k))).collect();
+                let weights: Vec<E> = (0..size).map(|i| set.weight(self.slot_index(i, k))).collect();
                 Ok(set.offsets.iter().map(|&o| self.f[o..o + size].iter().zip(&weights).map(|(&f, &w)| f * w).sum()).collect())
             })
             .collect()
     }
 
-    fn add_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)]) -> Result<(), ProverError> {
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
         let vars = self.num_variables();
         for (set, scales) in sets {
             set.check(vars)?;
@@ -314,7 +314,7 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
                 return Err(ProverError::Input(format!("{} slots with {} scales", set.offsets.len(), scales.len())));
             }
             let (k, size) = (set.point.num_variables(), 1usize << set.point.num_variables());
-            let weights: Vec<EF<F>> = (0..size).map(|i| set.weight(self.slot_index(i, k))).collect();
+            let weights: Vec<E> = (0..size).map(|i| set.weight(self.slot_index(i, k))).collect();
             for (&o, &s) in set.offsets.iter().zip(scales) {
                 for (w, &v) in self.w[o..o + size].iter_mut().zip(&weights) {
                     *w += s * v;
@@ -326,13 +326,13 @@ impl<F: ProverField> SumcheckSteps<F> for CpuSumcheck<F> {
 }
 
 /// γ^start, γ^(start+1), ...: the batching coefficients of `count` claims.
-pub(crate) fn powers_from<F: ProverField>(gamma: EF<F>, start: usize, count: usize) -> Vec<EF<F>> {
+pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: usize, count: usize) -> Vec<E> {
     let first = gamma.exp_u64(start as u64);
     gamma.powers().take(count).map(|p| p * first).collect()
 }
 
 
-impl<F: ProverField> SumcheckSteps<F> for whir_gpu::GpuSumcheck<F> {
+impl<F: ProverField> SumcheckSteps<F, EF<F>> for whir_gpu::GpuSumcheck<F> {
     fn num_variables(&self) -> usize {
         whir_gpu::GpuSumcheck::num_variables(self)
     }
@@ -370,18 +370,18 @@ impl<F: ProverField> SumcheckSteps<F> for whir_gpu::GpuSumcheck<F> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
     }
 
-    fn eval_slots(&mut self, sets: &[SlotSet<F>]) -> Result<Vec<Vec<EF<F>>>, ProverError> {
+    fn eval_slots(&mut self, sets: &[SlotSet<EF<F>>]) -> Result<Vec<Vec<EF<F>>>, ProverError> {
         let sets: Vec<whir_gpu::Slots<'_, F>> = sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
         Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
     }
 
-    fn add_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)]) -> Result<(), ProverError> {
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<EF<F>>, Vec<EF<F>>)]) -> Result<(), ProverError> {
         let sets: Vec<(whir_gpu::Slots<'_, F>, &[EF<F>])> =
             sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
         Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
     }
 
-    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<F>, Vec<EF<F>>)], rounds: usize) -> Result<(), ProverError> {
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<EF<F>>, Vec<EF<F>>)], rounds: usize) -> Result<(), ProverError> {
         let sets: Vec<(whir_gpu::Slots<'_, F>, &[EF<F>])> =
             sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
         Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
@@ -402,7 +402,7 @@ impl<F: ProverField> SumcheckSteps<F> for whir_gpu::GpuSumcheck<F> {
         pending: &[F],
         bits: usize,
         grinder: &whir_gpu::GpuGrinder<F>,
-    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F>>, ProverError>> {
+    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F, EF<F>>>, ProverError>> {
         Some(whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
     }
 }
