@@ -87,6 +87,16 @@ impl FieldChoice {
     }
 }
 
+/// An extension degree flag: 4, 5 or 8.
+fn parse_degree(s: &str) -> std::result::Result<usize, String> {
+    match s {
+        "4" => Ok(4),
+        "5" => Ok(5),
+        "8" => Ok(8),
+        _ => Err(format!("{s:?} is not an extension degree here: use 4 (about 100 bits), or 5 or 8 (128 bits)")),
+    }
+}
+
 /// A GPU backend over `F` on a context made with `options`.
 pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuBackend<F>, whir_prover::ProverError> {
     Ok(GpuBackend::<F>::over(std::sync::Arc::new(GpuContext::new(options)?)))
@@ -131,6 +141,11 @@ struct ProveArgs {
     /// file names it.
     #[arg(long, value_enum, default_value_t = FieldChoice::Babybear)]
     field: FieldChoice,
+    /// Degree of the extension the challenges live in: 4 (about 100 bits), or 5 or 8 for 128
+    /// bits (BabyBear's binomial extensions, KoalaBear's degree 8 and its quintic trinomial
+    /// one). Degrees 5 and 8 prove on the CPU (Plonky3's prover): the GPU steps run degree 4.
+    #[arg(long, default_value_t = 4, value_parser = parse_degree)]
+    extension: usize,
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
     /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
     /// (e.g. `22x2,3*12x20`), of random values from --seed, each opened at one transcript point
@@ -168,6 +183,10 @@ struct VerifyArgs {
     /// The field the proof must be over (default: the one the file names).
     #[arg(long, value_enum)]
     field: Option<FieldChoice>,
+    /// The degree of the extension the proof's challenges must live in: 4, 5 or 8 (default: the
+    /// one the file names).
+    #[arg(long, value_parser = parse_degree)]
+    extension: Option<usize>,
     #[arg(long)]
     vars: Option<usize>,
     #[arg(long)]
@@ -244,6 +263,94 @@ fn run_prove<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals:
     Ok(backend.prove(params, evals)?)
 }
 
+/// `whir prove` over a 128-bit extension `E` of `F`: Plonky3's `WhirProver` on the CPU (its DFT
+/// and `MerkleTreeMmcs`, the smallest-witness grinder), the proof verified before it is written.
+fn prove_on_cpu<F: ProverField, E: whir_prover::WhirExtension<F>>(args: ProveArgs) -> Result<()>
+where
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
+    use p3_commit::MultilinearPcs;
+    use p3_sumcheck::layout::Layout;
+    if matches!(args.backend, BackendChoice::Gpu | BackendChoice::GpuPieces) {
+        bail!("the GPU steps run degree-4 extensions; {} proves on the CPU: use --backend cpu (or auto), or --extension 4", E::NAME);
+    }
+    if args.tables.is_some() {
+        bail!("--tables proves over degree-4 extensions here; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): drop --extension or --tables", E::NAME);
+    }
+    let params = Params {
+        num_vars: args.vars,
+        fold: args.fold,
+        log_inv_rate: args.rate,
+        security_bits: args.security.security,
+        pow_bits: args.security.pow_bits,
+        soundness: Soundness::parse(&args.security.soundness)?,
+        points: args.points,
+    };
+    let config = params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
+    if args.input.is_some() && args.seed.is_some() {
+        bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
+    }
+    let inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
+    let out = OutputFile::prepare(&args.out, "--out", args.force, &inputs)?;
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    let evals: Vec<F> = match &args.input {
+        Some(path) => read_input(path, args.vars)?,
+        None => {
+            let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
+            (0..1usize << args.vars).map(|_| rng.random()).collect()
+        }
+    };
+    let why = format!("{} is proved on the CPU (the GPU steps run degree-4 extensions)", E::NAME);
+    let pcs = whir_prover::StockPcs::<whir_prover::ProverLayout<F, E>, F, E>::new(config, p3_dft::Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
+    let witness = whir_prover::ProverLayout::<F, E>::new_witness(vec![p3_sumcheck::layout::Table::new(p3_matrix::dense::RowMajorMatrix::new(evals.clone(), evals.len()))], params.fold);
+    let mut challenger = whir_gpu::GpuChallenger::<F>::new(whir_gpu::Poseidon2Constants::<F>::plonky3_default().to_cpu(), None);
+    let start = Instant::now();
+    let (root, data) = pcs.commit(witness, &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
+    let proof = pcs.open(data, whir_prover::opening_protocol(&params), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
+    let prove_time = start.elapsed();
+    let bytes = ProofFileOf::<F, E>::new(&params, root, postcard::to_allocvec(&proof)?).to_bytes();
+    let start = Instant::now();
+    let verified = ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify(&params));
+    let verify_time = start.elapsed();
+    if verified.is_ok() {
+        out.write(&bytes)?;
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    if args.json {
+        let summary = json!({
+            "backend": "cpu",
+            "why": why,
+            "field": F::NAME,
+            "extension": E::NAME,
+            "vars": params.num_vars,
+            "fold": params.fold,
+            "rate": params.log_inv_rate,
+            "security_bits": params.security_bits,
+            "pow_bits": params.pow_bits,
+            "soundness": params.soundness.flag_value(),
+            "points": params.points,
+            "prove_ms": ms(prove_time),
+            "verify_ms": ms(verify_time),
+            "proof_bytes": bytes.len(),
+            "out": verified.is_ok().then(|| args.out.display().to_string()),
+            "verified": verified.is_ok(),
+        });
+        println!("{summary}");
+    } else {
+        println!("backend: cpu ({why})");
+        println!("parameters: {params}, over {}", E::NAME);
+        println!("prove:  {:>9.1} ms", ms(prove_time));
+        println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
+        if verified.is_ok() {
+            println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
+        }
+    }
+    verified.context("the proof just made did not verify; nothing was written")?;
+    Ok(())
+}
+
 /// A one-line description of the adapters wgpu sees, for "why not the GPU" messages.
 fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
     let names: Vec<String> = adapters.iter().map(|a| format!("{} via {:?}", a.name, a.backend)).collect();
@@ -254,7 +361,26 @@ fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
     }
 }
 
+/// Runs `$body` with `F` and `E` the field and extension `$choice` names (a macro: each arm
+/// instantiates the generic code for its types).
+macro_rules! with_extension {
+    ($choice:expr, |$f:ident, $e:ident| $body:expr) => {{
+        use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
+        match $choice {
+            (FieldChoice::Babybear, 5) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 5>; $body }
+            (FieldChoice::Babybear, 8) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 8>; $body }
+            (FieldChoice::Koalabear, 5) => { type $f = KoalaBear; type $e = QuinticTrinomialExtensionField<KoalaBear>; $body }
+            (FieldChoice::Koalabear, 8) => { type $f = KoalaBear; type $e = BinomialExtensionField<KoalaBear, 8>; $body }
+            (FieldChoice::Babybear, _) => { type $f = BabyBear; type $e = whir_prover::EF<BabyBear>; $body }
+            (FieldChoice::Koalabear, _) => { type $f = KoalaBear; type $e = whir_prover::EF<KoalaBear>; $body }
+        }
+    }};
+}
+
 fn prove(args: ProveArgs) -> Result<()> {
+    if args.extension != 4 {
+        return with_extension!((args.field, args.extension), |F, E| prove_on_cpu::<F, E>(args));
+    }
     if let Some(spec) = args.tables.clone() {
         return match args.field {
             FieldChoice::Babybear => prove_tables::<BabyBear>(args, &spec),
@@ -627,31 +753,32 @@ fn verify(args: VerifyArgs) -> Result<()> {
     let mut prefix = Vec::new();
     let mut file = file;
     (&mut file).take(whir_prover::PREFIX_BYTES as u64).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
-    let named = whir_prover::proof_file_field(&prefix).ok().and_then(FieldChoice::parse);
-    if let (Some(want), Some(found)) = (args.field, named) {
-        if want != found {
+    // (field, degree) as the file names them: "koalabear^8".
+    let named = whir_prover::proof_file_extension(&prefix).ok().and_then(|name| {
+        let (field, degree) = name.split_once('^')?;
+        Some((FieldChoice::parse(field)?, degree.parse::<usize>().ok()?))
+    });
+    let want = (args.field, args.extension);
+    if let Some((field, degree)) = named {
+        if want.0.is_some_and(|f| f != field) || want.1.is_some_and(|d| d != degree) {
+            let asked = format!("{}^{}", want.0.unwrap_or(field).name(), want.1.unwrap_or(degree));
             bail!(
-                "proof file {} is a proof over {}, not over {} (--field {}); drop --field to verify it as the {} proof it is",
+                "proof file {} is a proof over {}^{degree}, not over {asked}; drop --field / --extension to verify it as the proof it is",
                 args.file.display(),
-                found.name(),
-                want.name(),
-                want.name(),
-                found.name()
+                field.name()
             );
         }
     }
     let reader = std::io::Cursor::new(prefix).chain(file);
-    match named.or(args.field).unwrap_or(FieldChoice::Babybear) {
-        FieldChoice::Babybear => verify_over::<BabyBear>(args, reader, limits),
-        FieldChoice::Koalabear => verify_over::<KoalaBear>(args, reader, limits),
-    }
+    let (field, degree) = named.unwrap_or((want.0.unwrap_or(FieldChoice::Babybear), want.1.unwrap_or(4)));
+    with_extension!((field, degree), |F, E| verify_over::<F, E>(args, reader, limits))
 }
 
-/// `whir verify` of a proof file over `F`.
-fn verify_over<F: WhirField>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()> {
+/// `whir verify` of a proof file over `F` with challenges in `E`.
+fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()> {
     let what = format!("proof file {}", args.file.display());
     let (params, how) = if args.accept_file_params {
-        let proof = ProofFileOf::<F>::read_with(file, None, limits).context(what.clone())?;
+        let proof = ProofFileOf::<F, E>::read_with(file, None, limits).context(what.clone())?;
         let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
         proof.verify_file_params(floor).context(what)?;
         let tables = proof.tables.as_ref().map_or(String::new(), |t| format!(", {} tables: {}", t.tables.len(), t.spec()));
@@ -671,12 +798,12 @@ fn verify_over<F: WhirField>(args: VerifyArgs, file: impl Read, limits: ReadLimi
         match args.tables.as_deref().map(Workload::parse).transpose()? {
             Some(tables) => {
                 let expected = tables.params(&expected);
-                let proof = ProofFileOf::<F>::read_with(file, Some(&expected), limits).context(what.clone())?;
+                let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify_tables(&expected, &tables).context(what)?;
                 (expected, format!("verified ({} tables: {})", tables.tables.len(), tables.spec()))
             }
             None => {
-                let proof = ProofFileOf::<F>::read_with(file, Some(&expected), limits).context(what.clone())?;
+                let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify(&expected).context(what)?;
                 (expected, "verified".to_string())
             }
@@ -686,7 +813,7 @@ fn verify_over<F: WhirField>(args: VerifyArgs, file: impl Read, limits: ReadLimi
     for warning in params.warnings() {
         eprintln!("warning: {warning}");
     }
-    println!("{how}: {params}, over {}^4; the security rests on {}", F::NAME, params.soundness.basis());
+    println!("{how}: {params}, over {}; the security rests on {}", E::NAME, params.soundness.basis());
     Ok(())
 }
 
@@ -711,7 +838,12 @@ fn print_limits(s: &AdapterSummary) {
 }
 
 fn info(adapter: Option<String>) -> Result<()> {
-    println!("Fields (--field): {} (the default) and {}, each with its degree-4 extension and Plonky3's default Poseidon2 of width 16", FieldChoice::Babybear.name(), FieldChoice::Koalabear.name());
+    println!(
+        "Fields (--field): {} (the default) and {}, with Plonky3's default Poseidon2 of width 16; extensions (--extension): {} (degree 4: on the GPU; 5 and 8: 128 bits, on the CPU)",
+        FieldChoice::Babybear.name(),
+        FieldChoice::Koalabear.name(),
+        whir_prover::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")
+    );
     let adapters = list_adapters();
     println!("Adapters ({}):", adapters.len());
     for (i, a) in adapters.iter().enumerate() {

@@ -214,7 +214,7 @@ fn koalabear_proofs_end_to_end() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("over koalabear^4"), "{}", String::from_utf8_lossy(&out.stdout));
     let out = whir(&[&["verify", &path("cpu.whir"), "--field", "babybear"][..], &shape[..]].concat());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("a proof over koalabear, not over babybear"), "{stderr}");
+    assert!(!out.status.success() && stderr.contains("a proof over koalabear^4, not over babybear^4"), "{stderr}");
     // 2^10 values, the last one KoalaBear's modulus.
     let mut input = vec![0u8; 4 << 10];
     input[(4 << 10) - 4..].copy_from_slice(&0x7f00_0001u32.to_le_bytes());
@@ -237,5 +237,34 @@ fn koalabear_proofs_end_to_end() {
     let out = whir(&["verify", &cpu_t, "--tables", "9x2,7x3", "--fold", "2", "--security", "60", "--pow-bits", "8"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("over koalabear^4"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--extension 5 / 8`: 128-bit configurations proved on the CPU, verified by the extension the
+/// file names; the GPU backend is refused for them with the way out.
+#[test]
+fn extensions_of_degree_5_and_8_prove_and_verify() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-ext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shape = ["--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "8"];
+    for (field, degree) in [("babybear", "8"), ("koalabear", "5"), ("babybear", "5"), ("koalabear", "8")] {
+        let out_path = dir.join(format!("{field}{degree}.whir"));
+        let out_s = out_path.to_str().unwrap();
+        let out = whir(&[&["prove", "--field", field, "--extension", degree, "--out", out_s, "--force"][..], &shape[..]].concat());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(&format!("over {field}^{degree}")) && stdout.contains("verified"), "{stdout}");
+        let out = whir(&[&["verify", out_s][..], &shape[..]].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("over {field}^{degree}")));
+        let out = whir(&[&["verify", out_s, "--extension", "4"][..], &shape[..]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(&format!("a proof over {field}^{degree}, not over {field}^4")), "{stderr}");
+    }
+    let out = whir(&[&["prove", "--extension", "8", "--backend", "gpu", "--out", dir.join("x.whir").to_str().unwrap()][..], &shape[..]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("the GPU steps run degree-4 extensions") && stderr.contains("--backend cpu"), "{stderr}");
+    let out = whir(&["prove", "--extension", "6"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not an extension degree"));
     let _ = std::fs::remove_dir_all(&dir);
 }

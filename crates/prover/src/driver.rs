@@ -677,16 +677,20 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
     Ok(Point::new(challenges))
 }
 
+/// What [`prove_with_steps`] returns: the commitment, the proof and where the time went.
+pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes);
+
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
-/// Plonky3's `WhirProver` would with a smallest-witness grinder: returns the commitment, the
-/// proof and where the time went.
+/// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
+/// field's degree-4 extension on the GPU steps; any [`WhirExtension`] on the CPU twin): returns
+/// the commitment, the proof and where the time went.
 pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(
     steps: &S,
     params: &Params,
     evals: &[F],
     challenger: &mut GpuChallenger<F>,
     options: DriverOptions,
-) -> Result<(Commitment<F>, Proof<F, E>, DriverTimes), ProverError> {
+) -> Result<Proved<F, E>, ProverError> {
     let config = params.config_over::<E, GpuChallenger<F>>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
@@ -721,7 +725,7 @@ pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: CodewordSte
 /// then the WHIR run (`WhirProver::prove`), as Plonky3 plays them with a smallest-witness
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(
     steps: &S,
     config: &WhirConfig<E, F, GpuChallenger<F>>,
