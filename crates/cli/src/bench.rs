@@ -37,6 +37,10 @@ pub struct BenchArgs {
     /// Poseidon2.
     #[arg(long, value_enum, default_value_t = FieldChoice::Babybear)]
     field: FieldChoice,
+    /// Degree of the extension of the challenges: 4, or 5 or 8 (128 bits), for which only
+    /// Plonky3 is timed (the GPU steps run degree 4): the baseline of those configurations.
+    #[arg(long, default_value_t = 4, value_parser = crate::parse_degree)]
+    extension: usize,
     /// Repetitions per cell (medians are reported), 1 to 1000.
     #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     reps: usize,
@@ -197,6 +201,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if args.extension != 4 && (args.tables.is_some() || !args.concurrency.is_empty() || args.plot.is_some()) {
+        bail!("--extension {} times Plonky3's single-polynomial prover only (the GPU steps run degree 4); drop --tables, --concurrency and --plot", args.extension);
+    }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
     }
@@ -225,6 +232,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("--plot charts the GPU backend's speedup over Plonky3; with --no-gpu there is nothing to chart: drop --plot or --no-gpu");
     }
     eprintln!("CPU threads for Plonky3 and our CPU backend: {}", whir_gpu::cpu_threads());
+    if args.extension != 4 {
+        let grid = grid_of(&args, soundness);
+        return crate::with_extension!((args.field, args.extension), |F, E| run_plonky3_grid::<F, E>(&args, &grid, json_out));
+    }
     let gpu = if args.no_gpu {
         None
     } else {
@@ -242,27 +253,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             }
         }
     };
-    let mut shapes = Vec::new();
-    let (vars, folds, rates) = (distinct("--vars", &args.vars), distinct("--fold", &args.fold), distinct("--rate", &args.rate));
-    for &n in &vars {
-        for &k in &folds {
-            for &r in &rates {
-                shapes.push((n, k, r));
-            }
-        }
-    }
-    let grid: Vec<Params> = shapes
-        .into_iter()
-        .map(|(num_vars, fold, log_inv_rate)| Params {
-            num_vars,
-            fold,
-            log_inv_rate,
-            security_bits: args.security.security,
-            pow_bits: args.security.pow_bits,
-            soundness,
-            points: 1,
-        })
-        .collect();
+    let grid = grid_of(&args, soundness);
     if !args.concurrency.is_empty() {
         let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
         let levels = distinct("--concurrency", &args.concurrency);
@@ -276,6 +267,52 @@ pub fn run(args: BenchArgs) -> Result<()> {
             run_grid::<KoalaBear>(&args, &grid, gpu, json_out, plot_out)
         }
     }
+}
+
+/// The grid's shapes: every (n, fold, rate) of the flags, one opening point.
+fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
+    let mut grid = Vec::new();
+    let (vars, folds, rates) = (distinct("--vars", &args.vars), distinct("--fold", &args.fold), distinct("--rate", &args.rate));
+    for &num_vars in &vars {
+        for &fold in &folds {
+            for &log_inv_rate in &rates {
+                grid.push(Params { num_vars, fold, log_inv_rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1 });
+            }
+        }
+    }
+    grid
+}
+
+/// Plonky3's `WhirProver` over `F` with its challenges in `E` at every shape of `grid`: the
+/// medians of the repetitions (its own any-witness grinder, as `whir bench` times it for
+/// degree 4), or why a shape is infeasible.
+fn run_plonky3_grid<F: ProverField, E: whir_prover::WhirExtension<F>>(args: &BenchArgs, grid: &[Params], json_out: Option<OutputFile>) -> Result<()>
+where
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
+    eprintln!("{}: Plonky3 only (the GPU steps run degree-4 extensions)", E::NAME);
+    let mut cells = Vec::new();
+    println!("| n | fold | rate | extension | Plonky3 ms |");
+    println!("|---|---|---|---|---|");
+    for p in grid {
+        if let Err(e) = p.config_over::<E, whir_gpu::GpuChallenger<F>>() {
+            println!("| {} | {} | {} | {} | skipped: {e} |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
+            cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "skipped": e.to_string()}));
+            continue;
+        }
+        let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
+        let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
+        // One untimed proof first (the CPU pools come up), then the repetitions.
+        whir_prover::prove_stock_over::<F, E>(p, &evals)?;
+        let times = (0..args.reps).map(|_| Ok(ms(whir_prover::prove_stock_over::<F, E>(p, &evals)?))).collect::<Result<Vec<f64>>>()?;
+        let stock = median(times);
+        println!("| {} | {} | {} | {} | {stock:.1} |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
+        cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "stock_ms": stock}));
+        if let Some(out) = &json_out {
+            out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 /// Times Plonky3, our CPU backend and the GPU paths over `F` at every shape of `grid`, and

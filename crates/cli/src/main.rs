@@ -88,7 +88,7 @@ impl FieldChoice {
 }
 
 /// An extension degree flag: 4, 5 or 8.
-fn parse_degree(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn parse_degree(s: &str) -> std::result::Result<usize, String> {
     match s {
         "4" => Ok(4),
         "5" => Ok(5),
@@ -363,9 +363,11 @@ fn software_adapters_note(adapters: &[AdapterSummary]) -> String {
 
 /// Runs `$body` with `F` and `E` the field and extension `$choice` names (a macro: each arm
 /// instantiates the generic code for its types).
+#[macro_export]
 macro_rules! with_extension {
     ($choice:expr, |$f:ident, $e:ident| $body:expr) => {{
         use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
+        use $crate::FieldChoice;
         match $choice {
             (FieldChoice::Babybear, 5) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 5>; $body }
             (FieldChoice::Babybear, 8) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 8>; $body }

@@ -266,5 +266,9 @@ fn extensions_of_degree_5_and_8_prove_and_verify() {
     assert!(!out.status.success() && stderr.contains("the GPU steps run degree-4 extensions") && stderr.contains("--backend cpu"), "{stderr}");
     let out = whir(&["prove", "--extension", "6"]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not an extension degree"));
+    // The bench times Plonky3 over them, the baseline for the GPU.
+    let out = whir(&["bench", "--field", "koalabear", "--extension", "8", "--vars", "10", "--fold", "2", "--rate", "1", "--reps", "1", "--security", "60", "--pow-bits", "8"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("| 10 | 2 | 1 | koalabear^8 |"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }

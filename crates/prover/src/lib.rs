@@ -37,7 +37,7 @@ pub use whir_verifier::{
     opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, WhirField, EF, F, KNOWN_HASHES,
     FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
 };
-pub use stock::prove_stock;
+pub use stock::{prove_stock, prove_stock_over};
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
 pub type ProverLayout<B = p3_baby_bear::BabyBear, E = EF<B>> = whir_verifier::TableLayout<B, E>;

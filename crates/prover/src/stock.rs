@@ -12,20 +12,26 @@ use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::WhirProver;
 use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 
-use crate::{opening_protocol, ProverLayout, WhirField};
+use crate::{opening_protocol, ProverLayout, WhirExtension, WhirField};
 use crate::error::ProverError;
 use crate::Params;
 use crate::EF;
 
 type StockChallenger<F> = DuplexChallenger<F, <F as WhirField>::Perm, 16, 8>;
 
-/// Proves with the stock Plonky3 prover over `F` and returns the wall time of commit + open.
+/// Proves with the stock Plonky3 prover over `F` (challenges in its degree-4 extension) and
+/// returns the wall time of commit + open.
 pub fn prove_stock<F: WhirField>(params: &Params, evals: &[F]) -> Result<Duration, ProverError> {
-    let config = params.config::<StockChallenger<F>>()?;
+    prove_stock_over::<F, EF<F>>(params, evals)
+}
+
+/// [`prove_stock`] with the challenges in the extension `E` (degree 5 or 8 for 128 bits).
+pub fn prove_stock_over<F: WhirField, E: WhirExtension<F>>(params: &Params, evals: &[F]) -> Result<Duration, ProverError> {
+    let config = params.config_over::<E, StockChallenger<F>>()?;
     let perm = F::permutation();
     let mmcs = CpuMmcs::<F>::new(LeafHash::<F>::new(perm.clone()), NodeCompress::<F>::new(perm.clone()), 0);
-    let pcs = WhirProver::<EF<F>, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, ProverLayout<F>>::new(config, Radix2DFTSmallBatch::default(), mmcs);
-    let witness = ProverLayout::<F>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+    let pcs = WhirProver::<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, ProverLayout<F, E>>::new(config, Radix2DFTSmallBatch::default(), mmcs);
+    let witness = ProverLayout::<F, E>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
     let mut challenger = StockChallenger::<F>::new(perm);
     let start = Instant::now();
     let (_, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
