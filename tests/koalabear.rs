@@ -190,7 +190,7 @@ fn proof_files_name_their_field() {
     let koala = koala.to_bytes();
     assert_eq!(proof_file_field(&koala).unwrap(), "koalabear");
     let err = ProofFile::from_bytes(&koala).unwrap_err().to_string();
-    assert!(err.contains("over koalabear") && err.contains("read it as a koalabear proof"), "{err}");
+    assert!(err.contains("over koalabear") && err.contains("read it as a koalabear^4 proof"), "{err}");
     let baby = CpuBackend.prove(&p, &common::random_vec(&mut rng, 1 << 8)).unwrap().proof_file(&p).to_bytes();
     assert_eq!(proof_file_field(&baby).unwrap(), "babybear");
     let err = ProofFileOf::<K>::from_bytes(&baby).unwrap_err().to_string();
