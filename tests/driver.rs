@@ -50,22 +50,7 @@ fn drive_matches_plonky3_and_verifies_with<S: CodewordSteps>(steps: &S, p: &Para
 /// Shapes from the grid: n 6..=14, fold 1..=4, rate 1..=3, Johnson and unique decoding,
 /// PoW 0 / 5 / 8, 1..=3 points; infeasible draws are skipped.
 fn grid(rng: &mut rand::rngs::StdRng, count: usize) -> Vec<Params> {
-    let mut out = Vec::new();
-    while out.len() < count {
-        let p = Params {
-            num_vars: rng.random_range(6..=14),
-            fold: rng.random_range(1..=4),
-            log_inv_rate: rng.random_range(1..=3),
-            security_bits: 60,
-            pow_bits: [0, 5, 8][rng.random_range(0..3)],
-            soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
-            points: rng.random_range(1..=3),
-        };
-        if p.config::<GpuChallenger>().is_ok() {
-            out.push(p);
-        }
-    }
-    out
+    common::random_params(rng, count, 6..=14, |p| p.config::<GpuChallenger>().is_ok())
 }
 
 #[test]

@@ -27,22 +27,7 @@ fn challenger<F: ProverField>() -> GpuChallenger<F> {
 
 /// Shapes drawn as the degree-4 grids draw them; infeasible ones skipped.
 fn grid<F: ProverField, E: WhirExtension<F>>(rng: &mut StdRng, count: usize) -> Vec<Params> {
-    let mut out = Vec::new();
-    while out.len() < count {
-        let p = Params {
-            num_vars: rng.random_range(6..=12),
-            fold: rng.random_range(1..=4),
-            log_inv_rate: rng.random_range(1..=3),
-            security_bits: 60,
-            pow_bits: [0, 5, 8][rng.random_range(0..3)],
-            soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
-            points: rng.random_range(1..=3),
-        };
-        if p.config_over::<E, GpuChallenger<F>>().is_ok() {
-            out.push(p);
-        }
-    }
-    out
+    common::random_params(rng, count, 6..=12, |p| p.config_over::<E, GpuChallenger<F>>().is_ok())
 }
 
 /// Our twin's proof of fresh evaluations equals `WhirProver`'s over `F` and `E`, and a proof

@@ -44,22 +44,7 @@ fn gpu_steps(ctx: &Arc<GpuContext>) -> GpuCodewords<K> {
 /// Shapes as the BabyBear grid draws them (n 6..=13, fold 1..=4, rate 1..=3, Johnson and unique
 /// decoding, PoW 0 / 5 / 8, 1..=3 points); infeasible draws are skipped.
 fn grid(rng: &mut StdRng, count: usize) -> Vec<Params> {
-    let mut out = Vec::new();
-    while out.len() < count {
-        let p = Params {
-            num_vars: rng.random_range(6..=13),
-            fold: rng.random_range(1..=4),
-            log_inv_rate: rng.random_range(1..=3),
-            security_bits: 60,
-            pow_bits: [0, 5, 8][rng.random_range(0..3)],
-            soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
-            points: rng.random_range(1..=3),
-        };
-        if p.config::<GpuChallenger<K>>().is_ok() {
-            out.push(p);
-        }
-    }
-    out
+    common::random_params(rng, count, 6..=13, |p| p.config::<GpuChallenger<K>>().is_ok())
 }
 
 /// Plonky3's `WhirProver` over KoalaBear (its CPU DFT and `MerkleTreeMmcs`, the smallest-witness

@@ -106,6 +106,29 @@ pub fn rng() -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// `count` random parameter shapes that `feasible` accepts, drawn as the proof grids draw them:
+/// n in `vars`, fold 1..=4, rate 1..=3, 60-bit security, PoW 0 / 5 / 8, Johnson or unique
+/// decoding, 1..=3 points.
+pub fn random_params(rng: &mut StdRng, count: usize, vars: std::ops::RangeInclusive<usize>, feasible: impl Fn(&whir_wgpu::prover::Params) -> bool) -> Vec<whir_wgpu::prover::Params> {
+    use whir_wgpu::prover::{Params, Soundness};
+    let mut out = Vec::new();
+    while out.len() < count {
+        let p = Params {
+            num_vars: rng.random_range(vars.clone()),
+            fold: rng.random_range(1..=4),
+            log_inv_rate: rng.random_range(1..=3),
+            security_bits: 60,
+            pow_bits: [0, 5, 8][rng.random_range(0..3)],
+            soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
+            points: rng.random_range(1..=3),
+        };
+        if feasible(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 pub fn random_vec(rng: &mut StdRng, n: usize) -> Vec<BabyBear> {
     (0..n).map(|_| rng.random()).collect()
 }
