@@ -263,6 +263,44 @@ fn run_prove<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals:
     Ok(backend.prove(params, evals)?)
 }
 
+/// What `whir prove` of one polynomial needs before any work, checked in this order: the
+/// parameters (and `check`, e.g. their feasibility for the field and extension), the input
+/// flags, the output file (never over an existing one without --force), then the 2^n
+/// evaluations, read from --input or drawn from --seed. Warnings about the parameters go to
+/// stderr.
+fn prepare_proof<F: WhirField>(args: &ProveArgs, check: impl FnOnce(&Params) -> Result<()>) -> Result<(Params, OutputFile, Vec<F>)>
+where
+    rand::distr::StandardUniform: rand::distr::Distribution<F>,
+{
+    let params = Params {
+        num_vars: args.vars,
+        fold: args.fold,
+        log_inv_rate: args.rate,
+        security_bits: args.security.security,
+        pow_bits: args.security.pow_bits,
+        soundness: Soundness::parse(&args.security.soundness)?,
+        points: args.points,
+    };
+    // Everything that can be wrong with the request fails here, before any work.
+    check(&params)?;
+    if args.input.is_some() && args.seed.is_some() {
+        bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
+    }
+    let inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
+    let out = OutputFile::prepare(&args.out, "--out", args.force, &inputs)?;
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    let evals = match &args.input {
+        Some(path) => read_input(path, args.vars)?,
+        None => {
+            let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
+            (0..1usize << args.vars).map(|_| rng.random()).collect()
+        }
+    };
+    Ok((params, out, evals))
+}
+
 /// `whir prove` over a 128-bit extension `E` of `F`: Plonky3's `WhirProver` on the CPU (its DFT
 /// and `MerkleTreeMmcs`, the smallest-witness grinder), the proof verified before it is written.
 fn prove_on_cpu<F: ProverField, E: whir_prover::WhirExtension<F>>(args: ProveArgs) -> Result<()>
@@ -277,31 +315,12 @@ where
     if args.tables.is_some() {
         bail!("--tables proves over degree-4 extensions here; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): drop --extension or --tables", E::NAME);
     }
-    let params = Params {
-        num_vars: args.vars,
-        fold: args.fold,
-        log_inv_rate: args.rate,
-        security_bits: args.security.security,
-        pow_bits: args.security.pow_bits,
-        soundness: Soundness::parse(&args.security.soundness)?,
-        points: args.points,
-    };
-    let config = params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
-    if args.input.is_some() && args.seed.is_some() {
-        bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
-    }
-    let inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
-    let out = OutputFile::prepare(&args.out, "--out", args.force, &inputs)?;
-    for warning in params.warnings() {
-        eprintln!("warning: {warning}");
-    }
-    let evals: Vec<F> = match &args.input {
-        Some(path) => read_input(path, args.vars)?,
-        None => {
-            let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
-            (0..1usize << args.vars).map(|_| rng.random()).collect()
-        }
-    };
+    let mut config = None;
+    let (params, out, evals) = prepare_proof::<F>(&args, |params| {
+        config = Some(params.config_over::<E, whir_gpu::GpuChallenger<F>>()?);
+        Ok(())
+    })?;
+    let config = config.expect("set by the check");
     let why = format!("{} is proved on the CPU (the GPU steps run degree-4 extensions)", E::NAME);
     let pcs = whir_prover::StockPcs::<whir_prover::ProverLayout<F, E>, F, E>::new(config, p3_dft::Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
     let witness = whir_prover::ProverLayout::<F, E>::new_witness(vec![p3_sumcheck::layout::Table::new(p3_matrix::dense::RowMajorMatrix::new(evals.clone(), evals.len()))], params.fold);
@@ -401,35 +420,13 @@ where
     GpuBackend<F>: Backend<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
-    let params = Params {
-        num_vars: args.vars,
-        fold: args.fold,
-        log_inv_rate: args.rate,
-        security_bits: args.security.security,
-        pow_bits: args.security.pow_bits,
-        soundness: Soundness::parse(&args.security.soundness)?,
-        points: args.points,
-    };
-    // Everything that can be wrong with the request fails here, before any work.
-    params.config::<whir_gpu::GpuChallenger<F>>()?;
-    if args.input.is_some() && args.seed.is_some() {
-        bail!("--seed has no effect with --input (the polynomial comes from the file); drop one of them");
-    }
-    if args.gpu_memory == Some(0) {
-        bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
-    }
-    let inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
-    let out = OutputFile::prepare(&args.out, "--out", args.force, &inputs)?;
-    for warning in params.warnings() {
-        eprintln!("warning: {warning}");
-    }
-    let evals = match &args.input {
-        Some(path) => read_input(path, args.vars)?,
-        None => {
-            let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
-            (0..1usize << args.vars).map(|_| rng.random()).collect()
+    let (params, out, evals) = prepare_proof::<F>(&args, |params| {
+        params.config::<whir_gpu::GpuChallenger<F>>()?;
+        if args.gpu_memory == Some(0) {
+            bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
         }
-    };
+        Ok(())
+    })?;
     // The environment's settings (WHIR_ADAPTER, WHIR_LIMITS, ...), the flags over them.
     let env = GpuOptions::from_env()?;
     let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
