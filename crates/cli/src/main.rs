@@ -301,6 +301,23 @@ where
     Ok((params, out, evals))
 }
 
+/// A JSON summary's `fields` with the parameters' (by their flag names) added.
+fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value {
+    let mut summary = json!({
+        "vars": params.num_vars,
+        "fold": params.fold,
+        "rate": params.log_inv_rate,
+        "security_bits": params.security_bits,
+        "pow_bits": params.pow_bits,
+        "soundness": params.soundness.flag_value(),
+        "points": params.points,
+    });
+    if let (Some(all), serde_json::Value::Object(more)) = (summary.as_object_mut(), fields) {
+        all.extend(more);
+    }
+    summary
+}
+
 /// `whir prove` over a 128-bit extension `E` of `F`: Plonky3's `WhirProver` on the CPU (its DFT
 /// and `MerkleTreeMmcs`, the smallest-witness grinder), the proof verified before it is written.
 fn prove_on_cpu<F: ProverField, E: whir_prover::WhirExtension<F>>(args: ProveArgs) -> Result<()>
@@ -338,24 +355,17 @@ where
     }
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
-        let summary = json!({
+        let summary = with_params(&params, json!({
             "backend": "cpu",
             "why": why,
             "field": F::NAME,
             "extension": E::NAME,
-            "vars": params.num_vars,
-            "fold": params.fold,
-            "rate": params.log_inv_rate,
-            "security_bits": params.security_bits,
-            "pow_bits": params.pow_bits,
-            "soundness": params.soundness.flag_value(),
-            "points": params.points,
             "prove_ms": ms(prove_time),
             "verify_ms": ms(verify_time),
             "proof_bytes": bytes.len(),
             "out": verified.is_ok().then(|| args.out.display().to_string()),
             "verified": verified.is_ok(),
-        });
+        }));
         println!("{summary}");
     } else {
         println!("backend: cpu ({why})");
@@ -477,18 +487,12 @@ where
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let adapter = gpu.as_ref().map(|g| g.context().summary().to_string());
-        let summary = json!({
+        let summary = with_params(&params, json!({
             "backend": name,
             "why": why,
             "adapter": adapter,
             "field": F::NAME,
-            "vars": params.num_vars,
-            "fold": params.fold,
-            "rate": params.log_inv_rate,
-            "security_bits": params.security_bits,
-            "pow_bits": params.pow_bits,
-            "soundness": params.soundness.flag_value(),
-            "points": params.points,
+            "extension": <whir_prover::EF<F> as whir_prover::WhirExtension<F>>::NAME,
             "prove_ms": ms(prove_time),
             "commit_ms": ms(output.commit_time),
             "open_ms": ms(output.open_time),
@@ -510,7 +514,7 @@ where
             "proof_bytes": bytes.len(),
             "out": verified.is_ok().then(|| args.out.display().to_string()),
             "verified": verified.is_ok(),
-        });
+        }));
         println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
