@@ -36,7 +36,13 @@ fn check<F: ProverField, E: WhirExtension<F>>(rng: &mut StdRng)
 where
     StandardUniform: Distribution<F>,
 {
-    for p in grid::<F, E>(rng, 4) {
+    // Four random shapes, and one at 128 bits (the first regime p3-whir finds feasible there).
+    let at_128 = [Soundness::Unique, Soundness::Johnson, Soundness::Capacity]
+        .into_iter()
+        .map(|soundness| Params { num_vars: 12, fold: 2, log_inv_rate: 2, security_bits: 128, pow_bits: 20, soundness, points: 1 })
+        .find(|p| p.config_over::<E, GpuChallenger<F>>().is_ok())
+        .unwrap_or_else(|| panic!("no 128-bit regime feasible over {} at n = 12", E::NAME));
+    for p in grid::<F, E>(rng, 4).into_iter().chain([at_128]) {
         let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
         let config = p.config_over::<E, GpuChallenger<F>>().unwrap();
         let stock = WhirProver::<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, SuffixProver<F, E>>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs::<F>(0));
@@ -82,4 +88,79 @@ fn configurations_at_128_bits() {
     // A degree-4 extension cannot: |BabyBear^4| < 2^124; the message says why.
     let err = at(4, Soundness::Johnson, 22).config::<GpuChallenger<BabyBear>>().map(|_| ()).unwrap_err().to_string();
     assert!(err.contains("infeasible"), "{err}");
+}
+
+/// The PCS over the 128-bit extensions: two tables with successor views, in both layouts, with
+/// drawn and prescribed points, our twin against `WhirProver` (its `stock()`), byte for byte,
+/// accepted by `verify` / `verify_at`.
+fn check_pcs<F: ProverField, E: WhirExtension<F>, L: Layout<F, E>>(rng: &mut StdRng, new_witness: impl Fn(Vec<Table<F>>, usize) -> p3_sumcheck::layout::Witness<F>)
+where
+    StandardUniform: Distribution<F>,
+{
+    use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+    use whir_wgpu::prover::{CpuWhirPcs, Stacking};
+    let fold = rng.random_range(1..=3);
+    let tables = [(rng.random_range(5..=8), 2), (rng.random_range(3..=6), 1)];
+    let batches = [(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])];
+    let specs = tables
+        .iter()
+        .enumerate()
+        .map(|(t, &(v, w))| TableSpec::new(TableShape::new(v, w), batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect()))
+        .collect();
+    let protocol = OpeningProtocol::new(specs).pad_to_min_num_variables(fold);
+    let shapes: Vec<TableShape> = tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect();
+    let p = Params { num_vars: Stacking::new(shapes).num_variables(), fold, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: batches.len() };
+    let config = p.config_over::<E, GpuChallenger<F>>().unwrap();
+    let values: Vec<Table<F>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect();
+    let twin = CpuWhirPcs::<L, F, E>::new(config, CpuCodewords::default());
+    for prescribed in [false, true] {
+        let ours = prove_pcs(&twin, new_witness(values.clone(), fold), &protocol, prescribed);
+        let theirs = prove_pcs(twin.stock(), new_witness(values.clone(), fold), &protocol, prescribed);
+        assert!(ours == theirs, "{} {p:?} (prescribed {prescribed}): the twin's PCS proof differs from Plonky3's", E::NAME);
+    }
+}
+
+/// Commits `witness` with `pcs` after an outer protocol's observation, draws the points
+/// (prescribed: the outer protocol samples them after the commitment), opens, and checks the
+/// proof with `pcs`'s own verifier on the same transcript: the proof's bytes.
+fn prove_pcs<F: ProverField, E: WhirExtension<F>, P>(pcs: &P, witness: p3_sumcheck::layout::Witness<F>, protocol: &p3_sumcheck::OpeningProtocol, prescribed: bool) -> Vec<u8>
+where
+    P: p3_sumcheck::PrescribedPointPcs<E, GpuChallenger<F>, Val = F, Witness = p3_sumcheck::layout::Witness<F>, OpeningProtocol = p3_sumcheck::OpeningProtocol, Commitment = whir_wgpu::prover::Commitment<F>>,
+    P: p3_sumcheck::PrescribedPointPcs<E, GpuChallenger<F>, Proof = whir_wgpu::prover::WhirPcsProof<F, E>>,
+    P::ProverError: std::fmt::Debug,
+    P::Error: std::fmt::Debug,
+{
+    use p3_challenger::{CanObserve, FieldChallenger};
+    use p3_multilinear_util::point::Point;
+    let points_from = |ch: &mut GpuChallenger<F>| -> Vec<Point<E>> {
+        let shapes = protocol.table_shapes();
+        protocol.iter_openings().map(|(t, _)| Point::new((0..shapes[t].num_variables()).map(|_| ch.sample_algebra_element()).collect())).collect()
+    };
+    let mut ch = challenger::<F>();
+    ch.observe(F::ONE);
+    let (root, data) = pcs.commit(witness, &mut ch).unwrap();
+    let points = if prescribed { points_from(&mut ch) } else { Vec::new() };
+    let proof = if prescribed { pcs.open_at(data, protocol, &points, &mut ch) } else { pcs.open(data, protocol.clone(), &mut ch) }.unwrap();
+    let mut verifier = challenger::<F>();
+    verifier.observe(F::ONE);
+    if prescribed {
+        pcs.observe_commitment(&root, &mut verifier);
+        assert_eq!(points_from(&mut verifier), points);
+        pcs.verify_at(&root, &proof, protocol, &points, &mut verifier).expect("verify_at accepts");
+    } else {
+        pcs.verify(&root, &proof, &mut verifier, protocol.clone()).expect("verify accepts");
+    }
+    postcard::to_allocvec(&proof).unwrap()
+}
+
+#[test]
+fn the_pcs_over_degree_8_and_quintic_matches_plonky3() {
+    use p3_sumcheck::layout::PrefixProver;
+    let mut rng = common::rng();
+    type B8 = BinomialExtensionField<BabyBear, 8>;
+    type K5 = QuinticTrinomialExtensionField<KoalaBear>;
+    check_pcs::<BabyBear, B8, SuffixProver<BabyBear, B8>>(&mut rng, SuffixProver::<BabyBear, B8>::new_witness);
+    check_pcs::<BabyBear, B8, PrefixProver<BabyBear, B8>>(&mut rng, PrefixProver::<BabyBear, B8>::new_witness);
+    check_pcs::<KoalaBear, K5, SuffixProver<KoalaBear, K5>>(&mut rng, SuffixProver::<KoalaBear, K5>::new_witness);
+    check_pcs::<KoalaBear, K5, PrefixProver<KoalaBear, K5>>(&mut rng, PrefixProver::<KoalaBear, K5>::new_witness);
 }

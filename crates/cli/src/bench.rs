@@ -298,6 +298,9 @@ where
         if let Err(e) = p.config_over::<E, whir_gpu::GpuChallenger<F>>() {
             println!("| {} | {} | {} | {} | skipped: {e} |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
             cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "skipped": e.to_string()}));
+            if let Some(out) = &json_out {
+                out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
+            }
             continue;
         }
         let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
@@ -311,6 +314,9 @@ where
         if let Some(out) = &json_out {
             out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
         }
+    }
+    if cells.iter().all(|c| c.get("skipped").is_some()) {
+        bail!("every cell of the grid was skipped as infeasible over {}; nothing was measured", E::NAME);
     }
     Ok(())
 }

@@ -64,13 +64,13 @@ pub struct SecurityArgs {
     pub soundness: String,
 }
 
-/// The field a proof is made over (with its degree-4 extension and its default Poseidon2 of
-/// width 16).
+/// The field a proof is made over (with its default Poseidon2 of width 16; `--extension` picks
+/// the extension of the challenges, degree 4 by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FieldChoice {
-    /// BabyBear, challenges in BabyBear^4 (OpenVM, RISC Zero; the default).
+    /// BabyBear (OpenVM, RISC Zero; the default).
     Babybear,
-    /// KoalaBear, challenges in KoalaBear^4 (SP1 Hypercube); domains up to 2^24 rows.
+    /// KoalaBear (SP1 Hypercube); domains up to 2^24 rows.
     Koalabear,
 }
 
@@ -329,6 +329,9 @@ where
     if matches!(args.backend, BackendChoice::Gpu | BackendChoice::GpuPieces) {
         bail!("the GPU steps run degree-4 extensions; {} proves on the CPU: use --backend cpu (or auto), or --extension 4", E::NAME);
     }
+    if args.gpu_memory.is_some() {
+        bail!("--gpu-memory budgets the GPU, and {} proves on the CPU (the GPU steps run degree-4 extensions): drop --gpu-memory", E::NAME);
+    }
     if args.tables.is_some() {
         bail!("--tables proves over degree-4 extensions here; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): drop --extension or --tables", E::NAME);
     }
@@ -338,6 +341,9 @@ where
         Ok(())
     })?;
     let config = config.expect("set by the check");
+    if params.security_bits < 128 {
+        eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which proves on the GPU", E::NAME, params.security_bits);
+    }
     let why = format!("{} is proved on the CPU (the GPU steps run degree-4 extensions)", E::NAME);
     let pcs = whir_prover::StockPcs::<whir_prover::ProverLayout<F, E>, F, E>::new(config, p3_dft::Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
     let witness = whir_prover::ProverLayout::<F, E>::new_witness(vec![p3_sumcheck::layout::Table::new(p3_matrix::dense::RowMajorMatrix::new(evals.clone(), evals.len()))], params.fold);
@@ -402,8 +408,9 @@ macro_rules! with_extension {
             (FieldChoice::Babybear, 8) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 8>; $body }
             (FieldChoice::Koalabear, 5) => { type $f = KoalaBear; type $e = QuinticTrinomialExtensionField<KoalaBear>; $body }
             (FieldChoice::Koalabear, 8) => { type $f = KoalaBear; type $e = BinomialExtensionField<KoalaBear, 8>; $body }
-            (FieldChoice::Babybear, _) => { type $f = BabyBear; type $e = whir_prover::EF<BabyBear>; $body }
-            (FieldChoice::Koalabear, _) => { type $f = KoalaBear; type $e = whir_prover::EF<KoalaBear>; $body }
+            (FieldChoice::Babybear, 4) => { type $f = BabyBear; type $e = whir_prover::EF<BabyBear>; $body }
+            (FieldChoice::Koalabear, 4) => { type $f = KoalaBear; type $e = whir_prover::EF<KoalaBear>; $body }
+            (field, degree) => anyhow::bail!("{}^{degree} is not an extension this build proves over (degrees 4, 5 and 8)", field.name()),
         }
     }};
 }
@@ -764,11 +771,12 @@ fn verify(args: VerifyArgs) -> Result<()> {
     let want = (args.field, args.extension);
     if let Some((field, degree)) = named {
         if want.0.is_some_and(|f| f != field) || want.1.is_some_and(|d| d != degree) {
-            let asked = format!("{}^{}", want.0.unwrap_or(field).name(), want.1.unwrap_or(degree));
+            let asked: Vec<String> = [want.0.map(|f| format!("--field {}", f.name())), want.1.map(|d| format!("--extension {d}"))].into_iter().flatten().collect();
             bail!(
-                "proof file {} is a proof over {}^{degree}, not over {asked}; drop --field / --extension to verify it as the proof it is",
+                "proof file {} is a proof over {}^{degree}, not what {} asks for; drop them to verify it as the proof it is",
                 args.file.display(),
-                field.name()
+                field.name(),
+                asked.join(" ")
             );
         }
     }

@@ -33,6 +33,8 @@ pub trait WhirField: PrimeField32 + TwoAdicField + BinomiallyExtendable<4> + Has
     const HASH_ID: &'static str;
     /// The degree-4 extension's name (`babybear^4`).
     const EXT4_NAME: &'static str;
+    /// The field's degree-8 binomial extension (128 bits in every soundness regime).
+    type Ext8: WhirExtension<Self>;
     /// Plonky3's default Poseidon2 of width 16 over this field.
     fn permutation() -> Self::Perm;
 }
@@ -42,6 +44,7 @@ impl WhirField for BabyBear {
     const NAME: &'static str = "babybear";
     const HASH_ID: &'static str = "poseidon2-babybear-16/p3-default";
     const EXT4_NAME: &'static str = "babybear^4";
+    type Ext8 = BinomialExtensionField<BabyBear, 8>;
     fn permutation() -> Self::Perm {
         default_babybear_poseidon2_16()
     }
@@ -52,6 +55,7 @@ impl WhirField for KoalaBear {
     const NAME: &'static str = "koalabear";
     const HASH_ID: &'static str = "poseidon2-koalabear-16/p3-default";
     const EXT4_NAME: &'static str = "koalabear^4";
+    type Ext8 = BinomialExtensionField<KoalaBear, 8>;
     fn permutation() -> Self::Perm {
         default_koalabear_poseidon2_16()
     }

@@ -407,6 +407,10 @@ impl Params {
         if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible::<B, E>()) {
             try_one("rate", r.to_string(), Params { log_inv_rate: r, ..self.clone() });
         }
+        // Past what a degree-4 extension reaches, the larger extensions do.
+        if E::DIMENSION == 4 && self.security_bits > 100 && self.feasible::<B, B::Ext8>() {
+            out.push(format!("--extension 8 (challenges in {}^8, which reaches 128 bits)", B::NAME));
+        }
         out
     }
 

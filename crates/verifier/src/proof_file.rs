@@ -31,7 +31,8 @@ const MAGIC: [u8; 8] = *b"WHIRWGPU";
 pub const FORMAT_VERSION: u16 = 2;
 /// The version of single-polynomial files (no table list).
 const SINGLE_POLYNOMIAL_VERSION: u16 = 1;
-/// The hash of BabyBear proofs (the default); each field's is [`WhirField::HASH_ID`].
+/// The hash id of BabyBear^4 proofs (the default); each extension's is
+/// [`WhirExtension::FILE_ID`].
 pub const HASH_ID: &str = <BabyBear as WhirField>::HASH_ID;
 
 /// Plonky3's challenger, as the stock verifier runs it.
@@ -151,8 +152,9 @@ impl Default for FileParamsFloor {
     }
 }
 
-/// A proof over `F` (BabyBear or KoalaBear; the header's hash names it) with what the verifier
-/// needs to check it. [`ProofFile`] is BabyBear's.
+/// A proof over `F` (BabyBear or KoalaBear) with its challenges in `E` (the field's degree-4
+/// extension by default; the header's hash id names both) with what the verifier needs to
+/// check it. [`ProofFile`] is BabyBear^4's.
 #[derive(Clone, Debug)]
 pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
@@ -235,7 +237,8 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
     Ok((header.version, params, rest))
 }
 
-/// The hashes (and so the fields) this build reads, as (hash, field name).
+/// The hash ids this build reads, each naming a field and an extension: (id, field name,
+/// extension name).
 pub const KNOWN_HASHES: [(&str, &str, &str); 6] = {
     use p3_field::extension::{BinomialExtensionField as B, QuinticTrinomialExtensionField as Q};
     use p3_koala_bear::KoalaBear as K;
@@ -268,7 +271,7 @@ fn hash_mismatch<E: WhirExtension<F>, F: WhirField>(hash: &str) -> ProofError {
 
 /// The field a proof file's header names (through its hash), read from the file's first
 /// bytes (the header, the parameters and the hash: a few dozen bytes), without reading or
-/// checking the rest: which [`ProofFile`] type to read it as.
+/// checking the rest ([`proof_file_extension`] says which [`ProofFileOf`] to read it as).
 /// [`PREFIX_BYTES`] of a file are enough.
 pub fn proof_file_field(prefix: &[u8]) -> Result<&'static str, ProofError> {
     let (_, _, rest) = parse_prefix(prefix)?;
@@ -292,7 +295,7 @@ fn parse_hash(rest: &[u8]) -> Result<String, ProofError> {
     Ok(hash)
 }
 
-/// Checks that a file whose body starts at `rest` names `F`'s hash: before anything is sized,
+/// Checks that a file whose body starts at `rest` names `E`'s hash id: before anything is sized,
 /// configured or decoded for `F` (another field's values may not even be `F`'s).
 fn check_hash<F: WhirField, E: WhirExtension<F>>(rest: &[u8]) -> Result<(), ProofError> {
     let hash = parse_hash(rest)?;
