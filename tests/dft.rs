@@ -402,6 +402,40 @@ fn gpu_row_checksums_are_the_hosts() {
     }
 }
 
+/// The same over KoalaBear: the tree committed ahead is `MerkleTreeMmcs`'s over
+/// `Poseidon2KoalaBear<16>`, taken without an upload, and not for a changed LDE.
+#[test]
+fn koalabear_lde_trees_committed_ahead_are_plonky3s() {
+    use p3_commit::Mmcs;
+    use p3_koala_bear::KoalaBear;
+    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
+    let mut rng = common::rng();
+    let cpu_dft = Radix2DFTSmallBatch::<KoalaBear>::default();
+    for ctx in common::fresh_contexts() {
+        let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<KoalaBear>::plonky3_default()));
+        let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2)), 1);
+        let dft = GpuDft::<KoalaBear>::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
+        for (log_h, w) in [(7usize, 9usize), (9, 16)] {
+            let m = RowMajorMatrix::new((0..w << log_h).map(|_| rng.random::<KoalaBear>()).collect(), w);
+            let shift: KoalaBear = rng.random();
+            let what = format!("2^{log_h} x {w} ({:?})", ctx.mul_variant());
+            let lde = dft.coset_lde_batch(m.clone(), 1, shift).bit_reverse_rows().to_row_major_matrix();
+            assert_eq!(lde, cpu_dft.coset_lde_batch(m.clone(), 1, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
+            let before = ctx.transfer_counts().bytes_up;
+            let (root, data) = mmcs.commit(vec![lde.clone()]);
+            assert!(ctx.transfer_counts().bytes_up - before < 64, "{what}: the LDE went up again");
+            let (cpu_root, cpu_data) = mmcs.cpu().commit(vec![lde.clone()]);
+            assert_eq!(root, cpu_root, "root {what}");
+            let index = rng.random_range(0..2 << log_h);
+            let (ours, theirs) = (mmcs.open_batch(index, &data), mmcs.cpu().open_batch(index, &cpu_data));
+            assert_eq!((ours.opened_values, ours.opening_proof), (theirs.opened_values, theirs.opening_proof), "opening {index} {what}");
+            let mut changed = dft.coset_lde_batch(m, 1, shift).bit_reverse_rows().to_row_major_matrix();
+            changed.values[0] += KoalaBear::ONE;
+            assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "changed LDE {what}");
+        }
+    }
+}
+
 /// A `GpuDft` committing ahead for a `GpuMmcs` (the LDE hashed into the MMCS's tree while still
 /// on the GPU): the MMCS's commitment and openings are Plonky3's, and it uploads nothing when
 /// it gets the unchanged LDE; an LDE changed in between, another matrix of the same shape, a

@@ -80,8 +80,9 @@ fn keccak_stark_over_koalabear_on_gpu_pieces_matches_the_cpu_prover_and_verifies
 
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), constants.clone()));
         let mmcs = GpuMmcs::new(Arc::new(GpuMerkle::new(poseidon2.clone())), 0);
-        // Every transform on the GPU (at this size the default would keep the CPU).
-        let dft = GpuDft::<Val>::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).with_cpu_threshold(0);
+        // Every transform on the GPU (at this size the default would keep the CPU), each LDE's
+        // tree committed ahead for the MMCS.
+        let dft = GpuDft::<Val>::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
         let pcs = GpuPcs::new(dft, mmcs.clone(), config::fri_params(ExtensionMmcs::new(mmcs), queries, pow));
         let gpu = StarkConfig::new(pcs, GpuChallenger::new(constants.to_cpu(), Some(Arc::new(GpuGrinder::new(poseidon2)))).with_gpu_min_bits(0));
         let before = ctx.transfer_counts();

@@ -24,6 +24,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use p3_baby_bear::BabyBear;
+
+use crate::field::GpuField;
+use crate::poseidon2::Poseidon2Field;
 use p3_matrix::Matrix;
 
 use crate::context::{InFlight, ReadSlot};
@@ -33,22 +36,22 @@ use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, PendingTree, DIGEST_
 use crate::row_checksum::{self, RowChecksum};
 
 /// A tree on its way, and the checksum sums of the rows it is built from.
-struct Ahead {
+struct Ahead<F: GpuField> {
     height: usize,
     width: usize,
     /// The checksum's readback, and where its sums lie in it.
     sums: (InFlight, ReadSlot),
-    tree: PendingTree,
+    tree: PendingTree<F>,
 }
 
 /// The hand-off between a DFT and an MMCS on one GPU (see the module docs).
-pub struct CommitAhead {
-    merkle: Arc<GpuMerkle>,
+pub struct CommitAhead<F: Poseidon2Field = BabyBear> {
+    merkle: Arc<GpuMerkle<F>>,
     checksum: RowChecksum,
     /// The checksum key for the last row width used, on the host and on the GPU (a STARK's
     /// LDEs committed ahead are all of one width).
     key: Mutex<Option<ChecksumKey>>,
-    slot: Mutex<Option<Ahead>>,
+    slot: Mutex<Option<Ahead<F>>>,
 }
 
 /// The checksum key for one row width, on the host and on the GPU.
@@ -70,13 +73,38 @@ impl ColumnProgress {
     }
 }
 
+/// What a DFT hands its results to, whatever the field of the tree they go into (a `GpuDft<F>`
+/// holds its `CommitAhead<F>` as this).
+pub(crate) trait AheadSink: Send + Sync {
+    fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize);
+    fn column_block_multiple(&self, height: usize) -> usize;
+    #[allow(clippy::too_many_arguments)]
+    fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize);
+    fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize);
+}
+
+impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
+    fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize) {
+        CommitAhead::offer(self, buffer, height, width)
+    }
+    fn column_block_multiple(&self, height: usize) -> usize {
+        CommitAhead::column_block_multiple(self, height)
+    }
+    fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
+        CommitAhead::absorb(self, progress, encoder, buffer, height, width, first_col, cols)
+    }
+    fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize) {
+        CommitAhead::offer_columns(self, progress, height, width)
+    }
+}
+
 /// A `GpuDft` commits ahead results from 32 MiB up: below that the upload it saves is about a
 /// millisecond, and LDEs that are committed as a batch of several (a STARK's quotient chunks:
 /// 4 MiB each at 2^17 Keccak rows) never have their tree taken.
 pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 32 << 20;
 
-impl CommitAhead {
-    pub fn new(merkle: Arc<GpuMerkle>) -> Self {
+impl<F: Poseidon2Field> CommitAhead<F> {
+    pub fn new(merkle: Arc<GpuMerkle<F>>) -> Self {
         Self { merkle, checksum: RowChecksum::new(), key: Mutex::new(None), slot: Mutex::new(None) }
     }
 
@@ -92,7 +120,7 @@ impl CommitAhead {
         (words, buffer)
     }
 
-    pub fn merkle(&self) -> &Arc<GpuMerkle> {
+    pub fn merkle(&self) -> &Arc<GpuMerkle<F>> {
         &self.merkle
     }
 
@@ -188,7 +216,7 @@ impl CommitAhead {
     }
 
     /// Leaves a tree committed ahead (or nothing, after a failure) in the slot.
-    fn store(&self, ahead: Result<Ahead>, height: usize, width: usize) {
+    fn store(&self, ahead: Result<Ahead<F>>, height: usize, width: usize) {
         let ahead = ahead.map_err(|e| tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}")).ok();
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = ahead;
     }
@@ -198,7 +226,7 @@ impl CommitAhead {
     /// GPU may still be building the tree). Any tree left is dropped either way
     /// (`TwoAdicFriPcs` commits right after its DFTs; a tree the next commit does not take
     /// would only hold GPU memory).
-    pub(crate) fn take<M: Matrix<BabyBear>>(&self, batch: &[M]) -> Option<GpuMerkleTree> {
+    pub(crate) fn take<M: Matrix<F>>(&self, batch: &[M]) -> Option<GpuMerkleTree<F>> {
         let ahead = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         let [matrix] = batch else { return None };
         let (height, width) = (matrix.height(), matrix.width());
@@ -234,7 +262,7 @@ impl CommitAhead {
 /// A matrix row as its words.
 struct RowWords<R>(R);
 
-impl<R: std::ops::Deref<Target = [BabyBear]>> std::ops::Deref for RowWords<R> {
+impl<F: GpuField, R: std::ops::Deref<Target = [F]>> std::ops::Deref for RowWords<R> {
     type Target = [u32];
     fn deref(&self) -> &[u32] {
         as_words(&self.0)

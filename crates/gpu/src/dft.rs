@@ -15,7 +15,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_util::log2_strict_usize;
 
-use crate::commit_ahead::{ColumnProgress, CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
+use crate::commit_ahead::{AheadSink, ColumnProgress, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 use crate::mmcs::GpuMmcs;
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
@@ -118,7 +118,7 @@ pub struct GpuDft<F: GpuField = BabyBear> {
     /// The CPU fallback with the same evaluation type.
     dit: Radix2DitParallel<F>,
     /// Where LDE results are committed ahead for an MMCS ([`GpuDft::committing_ahead_for`]).
-    ahead: Option<Arc<CommitAhead>>,
+    ahead: Option<Arc<dyn AheadSink>>,
     /// Smallest LDE (bytes) committed ahead.
     ahead_min_bytes: usize,
 }
@@ -357,7 +357,7 @@ macro_rules! impl_encoder {
 
 impl_encoder!(BabyBear, KoalaBear);
 
-impl GpuDft<BabyBear> {
+impl<F: crate::mmcs::MmcsField> GpuDft<F> {
     /// Each LDE ([`coset_lde_batch`](TwoAdicSubgroupDft::coset_lde_batch), what
     /// `TwoAdicFriPcs::commit` computes) of 32 MiB or more computed on the GPU is also hashed
     /// into `mmcs`'s Merkle tree before its GPU buffer is given up (an LDE over one binding,
@@ -367,9 +367,9 @@ impl GpuDft<BabyBear> {
     /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
     /// Commitments, openings and proofs are the same either way. Without effect (and a
     /// warning) when this DFT or `mmcs` has no GPU, or they are on different contexts.
-    pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs) -> Self {
+    pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs<F>) -> Self {
         match (mmcs.commit_ahead(), self.ntt()) {
-            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone()),
+            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone() as Arc<dyn AheadSink>),
             _ => tracing::warn!("GpuDft::committing_ahead_for: this DFT or the MMCS has no GPU, or they are on different GPU contexts; LDEs are not committed ahead"),
         }
         self

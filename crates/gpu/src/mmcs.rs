@@ -99,8 +99,16 @@ pub struct GpuMmcs<F: Poseidon2Field = BabyBear> {
     gpu: Option<Arc<GpuMerkle<F>>>,
     cpu: CpuMmcsOf<F>,
     cap_height: usize,
-    /// Trees a `GpuDft` committed ahead for this MMCS (and its clones); BabyBear only.
-    ahead: Option<Arc<CommitAhead>>,
+    /// Trees a `GpuDft` committed ahead for this MMCS (and its clones).
+    ahead: Option<Arc<CommitAhead<F>>>,
+}
+
+impl<F: Poseidon2Field> GpuMmcs<F> {
+    /// Where a `GpuDft` leaves trees for this MMCS (`GpuDft::committing_ahead_for`); shared by
+    /// its clones. None without a GPU.
+    pub fn commit_ahead(&self) -> Option<&Arc<CommitAhead<F>>> {
+        self.ahead.as_ref()
+    }
 }
 
 /// The inherent methods and the `Mmcs` impl for one field (Plonky3's MMCS bounds are met by
@@ -109,12 +117,6 @@ macro_rules! gpu_mmcs_for {
     ($F:ty) => {
 
 impl GpuMmcs<$F> {
-    /// Where a `GpuDft` leaves trees for this MMCS (`GpuDft::committing_ahead_for`); shared by
-    /// its clones. None without a GPU.
-    pub fn commit_ahead(&self) -> Option<&Arc<CommitAhead>> {
-        self.ahead.as_ref()
-    }
-
     /// The Plonky3 MMCS with the same hash (used for verification and as the fallback).
     pub fn cpu(&self) -> &CpuMmcsOf<$F> {
         &self.cpu
@@ -351,45 +353,27 @@ impl Mmcs<$F> for GpuMmcs<$F> {
     };
 }
 
-/// A field `GpuMmcs` commits over: where trees a `GpuDft` committed ahead come from.
-pub trait MmcsField: Poseidon2Field {
-    /// Where a `GpuDft` leaves trees for an MMCS on `merkle` (BabyBear's resident prover and FRI
-    /// drop-ins); None where nothing commits ahead.
-    fn commit_ahead(merkle: &Arc<GpuMerkle<Self>>) -> Option<Arc<CommitAhead>>;
-}
+/// A field `GpuMmcs` commits over (its `Mmcs` impl is per field: Plonky3's bounds are met by
+/// each field's concrete types).
+pub trait MmcsField: Poseidon2Field {}
 
-impl MmcsField for BabyBear {
-    fn commit_ahead(merkle: &Arc<GpuMerkle<Self>>) -> Option<Arc<CommitAhead>> {
-        Some(Arc::new(CommitAhead::new(merkle.clone())))
-    }
-}
+impl MmcsField for BabyBear {}
 
-impl MmcsField for KoalaBear {
-    fn commit_ahead(_: &Arc<GpuMerkle<Self>>) -> Option<Arc<CommitAhead>> {
-        None
-    }
-}
+impl MmcsField for KoalaBear {}
 
 impl<F: MmcsField> GpuMmcs<F> {
     /// On `merkle`'s GPU with its Poseidon2 constants; `cap_height` as in `MerkleTreeMmcs::new`.
     pub fn new(merkle: Arc<GpuMerkle<F>>, cap_height: usize) -> Self {
         let perm = merkle.poseidon2().constants().to_cpu();
-        let ahead = F::commit_ahead(&merkle);
+        let ahead = Some(Arc::new(CommitAhead::new(merkle.clone())));
         Self { gpu: Some(merkle), cpu: CpuMmcsOf::<F>::new(PaddingFreeSponge::new(perm.clone()), TruncatedPermutation::new(perm), cap_height), cap_height, ahead }
     }
 }
 
-impl GpuMmcs<BabyBear> {
+impl<F: MmcsField> GpuMmcs<F> {
     /// The tree a `GpuDft` committed ahead for this batch (one matrix, rows unchanged), if any.
-    fn taken_ahead<M: Matrix<BabyBear>>(&self, inputs: &[M]) -> Option<GpuMerkleTree<BabyBear>> {
+    fn taken_ahead<M: Matrix<F>>(&self, inputs: &[M]) -> Option<GpuMerkleTree<F>> {
         self.ahead.as_ref()?.take(inputs)
-    }
-}
-
-impl GpuMmcs<KoalaBear> {
-    /// Nothing is committed ahead over KoalaBear.
-    fn taken_ahead<M>(&self, _inputs: &[M]) -> Option<GpuMerkleTree<KoalaBear>> {
-        None
     }
 }
 
