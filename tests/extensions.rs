@@ -97,19 +97,10 @@ fn check_pcs<F: ProverField, E: WhirExtension<F>, L: Layout<F, E>>(rng: &mut Std
 where
     StandardUniform: Distribution<F>,
 {
-    use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
-    use whir_wgpu::prover::{CpuWhirPcs, Stacking};
+    use whir_wgpu::prover::CpuWhirPcs;
     let fold = rng.random_range(1..=3);
     let tables = [(rng.random_range(5..=8), 2), (rng.random_range(3..=6), 1)];
-    let batches = [(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])];
-    let specs = tables
-        .iter()
-        .enumerate()
-        .map(|(t, &(v, w))| TableSpec::new(TableShape::new(v, w), batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect()))
-        .collect();
-    let protocol = OpeningProtocol::new(specs).pad_to_min_num_variables(fold);
-    let shapes: Vec<TableShape> = tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect();
-    let p = Params { num_vars: Stacking::new(shapes).num_variables(), fold, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: batches.len() };
+    let (protocol, p) = common::table_protocol(&tables, &[(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])], fold);
     let config = p.config_over::<E, GpuChallenger<F>>().unwrap();
     let values: Vec<Table<F>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect();
     let twin = CpuWhirPcs::<L, F, E>::new(config, CpuCodewords::default());

@@ -12,13 +12,13 @@ use p3_koala_bear::KoalaBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_multilinear_util::point::Point;
 use p3_sumcheck::layout::{Layout, PrefixProver, SuffixProver, Table};
-use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape, TableSpec};
+use p3_sumcheck::{OpeningProtocol, PrescribedPointPcs};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
     proof_file_field, prove_with_steps, Backend, ComparingSteps, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params, ProofFile,
-    ProofFileOf, Soundness, Stacking, WhirField, EF,
+    ProofFileOf, Soundness, WhirField, EF,
 };
 
 type K = KoalaBear;
@@ -257,22 +257,8 @@ fn check_pcs<L: Layout<K, EK>>(rng: &mut StdRng, prescribed: bool, new_witness: 
     let fold = rng.random_range(1..=3);
     let tables = [(rng.random_range(5..=8), rng.random_range(1..=3)), (rng.random_range(3..=6), rng.random_range(1..=2))];
     let batches = [(0, vec![0], vec![0]), (1, (0..tables[1].1).collect::<Vec<_>>(), vec![]), (0, vec![tables[0].1 - 1], vec![])];
-    let specs = tables
-        .iter()
-        .enumerate()
-        .map(|(t, &(v, w))| TableSpec::new(TableShape::new(v, w), batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect()))
-        .collect();
-    let protocol = OpeningProtocol::new(specs).pad_to_min_num_variables(fold);
-    let shapes: Vec<TableShape> = tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect();
-    let params = Params {
-        num_vars: Stacking::new(shapes).num_variables(),
-        fold,
-        log_inv_rate: rng.random_range(1..=2),
-        security_bits: 60,
-        pow_bits: 5,
-        soundness: Soundness::Johnson,
-        points: batches.len(),
-    };
+    let (protocol, params) = common::table_protocol(&tables, &batches, fold);
+    let params = Params { log_inv_rate: rng.random_range(1..=2), ..params };
     let config = params.config::<GpuChallenger<K>>().unwrap();
     let values: Vec<Table<K>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new(random_k(rng, w << v), 1 << v))).collect();
     let outer = random_k(rng, 3);

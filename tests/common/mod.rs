@@ -129,6 +129,23 @@ pub fn random_params(rng: &mut StdRng, count: usize, vars: std::ops::RangeInclus
     out
 }
 
+/// An opening protocol over tables of `(variables, columns)`, opened by `batches` of (table,
+/// columns, successor columns), padded to `fold`, with the parameters of its stacked
+/// polynomial (60 bits, rate 1, PoW 5, Johnson; the variables the stacking gives).
+pub fn table_protocol(tables: &[(usize, usize)], batches: &[(usize, Vec<usize>, Vec<usize>)], fold: usize) -> (p3_sumcheck::OpeningProtocol, whir_wgpu::prover::Params) {
+    use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+    use whir_wgpu::prover::{Params, Soundness, Stacking};
+    let specs = tables
+        .iter()
+        .enumerate()
+        .map(|(t, &(v, w))| TableSpec::new(TableShape::new(v, w), batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect()))
+        .collect();
+    let protocol = OpeningProtocol::new(specs).pad_to_min_num_variables(fold);
+    let shapes: Vec<TableShape> = tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect();
+    let params = Params { num_vars: Stacking::new(shapes).num_variables(), fold, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: batches.len() };
+    (protocol, params)
+}
+
 pub fn random_vec(rng: &mut StdRng, n: usize) -> Vec<BabyBear> {
     (0..n).map(|_| rng.random()).collect()
 }

@@ -301,9 +301,61 @@ where
     Ok((params, out, evals))
 }
 
+/// A proof just made, checked before it was written: what the summaries say of it.
+struct Checked<'a> {
+    verify_time: std::time::Duration,
+    bytes: usize,
+    out: &'a Path,
+    verified: bool,
+}
+
+impl<'a> Checked<'a> {
+    /// Runs `verify` on a proof file just made (`bytes`) and writes it to `out` only if it
+    /// verified: a proof that fails its own check never reaches disk.
+    fn verify_then_write(bytes: &[u8], out: &OutputFile, path: &'a Path, verify: impl FnOnce() -> Result<(), whir_prover::ProofError>) -> Result<(Self, Result<(), whir_prover::ProofError>)> {
+        let start = Instant::now();
+        let verified = verify();
+        let check = Checked { verify_time: start.elapsed(), bytes: bytes.len(), out: path, verified: verified.is_ok() };
+        if verified.is_ok() {
+            out.write(bytes)?;
+        }
+        Ok((check, verified))
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "verify_ms": self.verify_time.as_secs_f64() * 1e3,
+            "proof_bytes": self.bytes,
+            "out": self.verified.then(|| self.out.display().to_string()),
+            "verified": self.verified,
+        })
+    }
+
+    fn print(&self) {
+        println!("verify: {:>9.1} ms  {}", self.verify_time.as_secs_f64() * 1e3, if self.verified { "verified" } else { "FAILED" });
+        if self.verified {
+            println!("proof:  {} bytes -> {}", self.bytes, self.out.display());
+        }
+    }
+}
+
+/// A JSON object with another's fields added.
+trait WithFields {
+    fn with(self, more: serde_json::Value) -> serde_json::Value;
+}
+
+impl WithFields for serde_json::Value {
+    fn with(mut self, more: serde_json::Value) -> serde_json::Value {
+        if let (Some(all), serde_json::Value::Object(more)) = (self.as_object_mut(), more) {
+            all.extend(more);
+        }
+        self
+    }
+}
+
 /// A JSON summary's `fields` with the parameters' (by their flag names) added.
 fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value {
-    let mut summary = json!({
+    json!({
         "vars": params.num_vars,
         "fold": params.fold,
         "rate": params.log_inv_rate,
@@ -311,11 +363,8 @@ fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value 
         "pow_bits": params.pow_bits,
         "soundness": params.soundness.flag_value(),
         "points": params.points,
-    });
-    if let (Some(all), serde_json::Value::Object(more)) = (summary.as_object_mut(), fields) {
-        all.extend(more);
-    }
-    summary
+    })
+    .with(fields)
 }
 
 /// `whir prove` over a 128-bit extension `E` of `F`: Plonky3's `WhirProver` on the CPU (its DFT
@@ -353,12 +402,7 @@ where
     let proof = pcs.open(data, whir_prover::opening_protocol(&params), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
     let prove_time = start.elapsed();
     let bytes = ProofFileOf::<F, E>::new(&params, root, postcard::to_allocvec(&proof)?).to_bytes();
-    let start = Instant::now();
-    let verified = ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify(&params));
-    let verify_time = start.elapsed();
-    if verified.is_ok() {
-        out.write(&bytes)?;
-    }
+    let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify(&params)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let summary = with_params(&params, json!({
@@ -367,20 +411,13 @@ where
             "field": F::NAME,
             "extension": E::NAME,
             "prove_ms": ms(prove_time),
-            "verify_ms": ms(verify_time),
-            "proof_bytes": bytes.len(),
-            "out": verified.is_ok().then(|| args.out.display().to_string()),
-            "verified": verified.is_ok(),
-        }));
+        }).with(check.json()));
         println!("{summary}");
     } else {
         println!("backend: cpu ({why})");
         println!("parameters: {params}, over {}", E::NAME);
         println!("prove:  {:>9.1} ms", ms(prove_time));
-        println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
-        if verified.is_ok() {
-            println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
-        }
+        check.print();
     }
     verified.context("the proof just made did not verify; nothing was written")?;
     Ok(())
@@ -485,12 +522,7 @@ where
     let prove_time = start.elapsed();
     let bytes = output.proof_file(&params).to_bytes();
     // Verified before anything is written: a proof that fails its own check never reaches disk.
-    let start = Instant::now();
-    let verified = ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify(&params));
-    let verify_time = start.elapsed();
-    if verified.is_ok() {
-        out.write(&bytes)?;
-    }
+    let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify(&params)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let adapter = gpu.as_ref().map(|g| g.context().summary().to_string());
@@ -517,11 +549,7 @@ where
             "peak_gpu_bytes": output.peak_gpu_bytes,
             "rounds": output.breakdown.as_ref().map(breakdown_json),
             "sumcheck_other_ms": ms(output.sumcheck_and_other()),
-            "verify_ms": ms(verify_time),
-            "proof_bytes": bytes.len(),
-            "out": verified.is_ok().then(|| args.out.display().to_string()),
-            "verified": verified.is_ok(),
-        }));
+        }).with(check.json()));
         println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
@@ -557,10 +585,7 @@ where
         if let Some(b) = &output.breakdown {
             print_breakdown(b);
         }
-        println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
-        if verified.is_ok() {
-            println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
-        }
+        check.print();
     }
     verified.context("the proof just made did not verify; nothing was written")?;
     Ok(())
@@ -705,15 +730,10 @@ where
     let prove_time = start.elapsed();
     let bytes = ProofFileOf::<F>::new_tables(&params, workload.clone(), root, proof).to_bytes();
     // Verified before anything is written, as one polynomial's proof is.
-    let start = Instant::now();
-    let verified = ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload));
-    let verify_time = start.elapsed();
-    if verified.is_ok() {
-        out.write(&bytes)?;
-    }
+    let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
-        let summary = json!({
+        let summary = with_params(&params, json!({
             "backend": name,
             "why": why,
             "adapter": gpu.as_ref().map(|g| g.context().summary().to_string()),
@@ -721,30 +741,17 @@ where
             "field": F::NAME,
             "table_count": workload.tables.len(),
             "cells": workload.cells(),
-            "vars": params.num_vars,
-            "fold": params.fold,
-            "rate": params.log_inv_rate,
-            "security_bits": params.security_bits,
-            "pow_bits": params.pow_bits,
-            "soundness": params.soundness.flag_value(),
             "prove_ms": ms(prove_time),
             "commit_ms": ms(commit_time),
             "open_ms": ms(open_time),
-            "verify_ms": ms(verify_time),
-            "proof_bytes": bytes.len(),
-            "out": verified.is_ok().then(|| args.out.display().to_string()),
-            "verified": verified.is_ok(),
-        });
+        }).with(check.json()));
         println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
         println!("tables: {} ({}, {} cells)", workload.tables.len(), workload.spec(), workload.cells());
         println!("parameters: {params}");
         println!("prove:  {:>9.1} ms (commit {:.1} ms, open {:.1} ms)", ms(prove_time), ms(commit_time), ms(open_time));
-        println!("verify: {:>9.1} ms  {}", ms(verify_time), if verified.is_ok() { "verified" } else { "FAILED" });
-        if verified.is_ok() {
-            println!("proof:  {} bytes -> {}", bytes.len(), args.out.display());
-        }
+        check.print();
     }
     verified.context("the proof just made did not verify; nothing was written")?;
     Ok(())
