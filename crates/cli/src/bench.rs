@@ -610,7 +610,7 @@ where
     }
     eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
     eprintln!("{} tables, {} cells, over {}^4", workload.tables.len(), workload.cells(), F::NAME);
-    let gpu = if args.no_gpu { None } else { Some(GpuBackend::open_default().map(|g| GpuBackend::<F>::over(g.context().clone()).with_driver_options(g.driver_options()))?) };
+    let gpu = if args.no_gpu { None } else { Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?)) };
     if let Some(g) = &gpu {
         eprintln!("GPU: {}", g.context().summary());
     }

@@ -84,17 +84,91 @@ pub(crate) trait AheadSink: Send + Sync {
 }
 
 impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
+    /// The DFT's side once a `height` x `width` result has been read back from `buffer`:
+    /// submits its tree and its checksum on the GPU and leaves both for the MMCS (replacing
+    /// any tree left before), without waiting. A failure only means the MMCS commits from
+    /// scratch.
     fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize) {
-        CommitAhead::offer(self, buffer, height, width)
+        let ctx = self.ctx().clone();
+        // In its own error scope, as every commit: a device error fails it, not a later one.
+        let ahead = ctx.scoped("Merkle commit ahead", || {
+            let bytes = crate::field::matrix_bytes(height, width)?;
+            let (_, key) = self.key(width);
+            let groups = row_checksum::groups(height, width);
+            let mut batch = ctx.batch("row checksums");
+            let sums = batch.scratch("row checksums", groups * 4);
+            RowChecksum::record(&ctx, batch.encoder(), &key, (buffer, bytes), height, (width, 0, width, width), &sums, false)?;
+            let slot = batch.read(&sums, 0, groups * 4);
+            let sums = (ctx.submit_batch(batch)?, slot);
+            let tree = self.merkle.submit_tree(ctx.encoder("merkle commit ahead"), buffer, height, width)?;
+            Ok(Ahead { height, width, sums, tree })
+        });
+        self.store(ahead, height, width);
     }
+
+    /// Columns per block (all but the last a multiple of) for a `height`-row result computed a
+    /// block of columns at a time: the sponge's rate where the leaves' states fit a binding;
+    /// otherwise 1, the blocks stay whole and no tree is committed ahead.
     fn column_block_multiple(&self, height: usize) -> usize {
-        CommitAhead::column_block_multiple(self, height)
+        if self.merkle.column_leaves_fit(height) {
+            DIGEST_ELEMS
+        } else {
+            1
+        }
     }
+
+    /// The DFT's side for a `height` x `width` result computed a block of columns at a time:
+    /// records the absorption of the block in `buffer` (columns `first_col..first_col + cols`
+    /// of every row) into the rows' leaves, and its checksum sums, into `encoder`. A failure
+    /// drops them.
+    #[allow(clippy::too_many_arguments)]
     fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
-        CommitAhead::absorb(self, progress, encoder, buffer, height, width, first_col, cols)
+        let mut state = progress.lock();
+        if first_col != 0 && state.is_none() {
+            // An earlier block failed.
+            return;
+        }
+        // In its own error scope: a failure here (memory, a pipeline) drops the leaves. (The
+        // encoder is the transform's hook encoder, submitted in a scope of its own: work left
+        // in it that then fails validation fails nothing else, and a block whose absorb or sums
+        // went missing cannot match the host's sums.)
+        let ctx = self.ctx().clone();
+        let absorbed = ctx.scoped("Merkle commit ahead", || {
+            if first_col == 0 {
+                let leaves = self.merkle.column_leaves(height, width)?;
+                let sums = ctx.pooled_storage("row checksums", row_checksum::groups(height, width) * 4);
+                let (_, key) = self.key(width);
+                *state = Some((leaves, sums, key));
+            }
+            let (leaves, sums, key) = state.as_mut().expect("made at the first block");
+            self.merkle.record_absorb(encoder, leaves, buffer, cols)?;
+            let bytes = crate::field::matrix_bytes(height, cols)?;
+            RowChecksum::record(&ctx, encoder, key, (buffer, bytes), height, (cols, first_col, cols, width), sums, first_col != 0)
+        });
+        if let Err(e) = absorbed {
+            tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
+            *state = None;
+        }
     }
+
+    /// The DFT's side once every block of a `height` x `width` result is absorbed: submits the
+    /// tree's levels and the checksum sums' readback, and leaves both for the MMCS.
     fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize) {
-        CommitAhead::offer_columns(self, progress, height, width)
+        let Some((leaves, sums, _key)) = progress.lock().take() else {
+            // A block failed: no tree for this result, and none left from before.
+            self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            return;
+        };
+        let ctx = self.ctx().clone();
+        let ahead = ctx.scoped("Merkle commit ahead", || {
+            let mut batch = ctx.batch("row checksums");
+            let slot = batch.read(&sums, 0, row_checksum::groups(height, width) * 4);
+            batch.lend(sums);
+            let sums = (ctx.submit_batch(batch)?, slot);
+            let tree = self.merkle.submit_column_tree(ctx.encoder("merkle levels"), leaves)?;
+            Ok(Ahead { height, width, sums, tree })
+        });
+        self.store(ahead, height, width);
     }
 }
 
@@ -126,93 +200,6 @@ impl<F: Poseidon2Field> CommitAhead<F> {
 
     fn ctx(&self) -> &Arc<crate::GpuContext> {
         self.merkle.poseidon2().context()
-    }
-
-    /// The DFT's side once a `height` x `width` result has been read back from `buffer`:
-    /// submits its tree and its checksum on the GPU and leaves both for the MMCS (replacing
-    /// any tree left before), without waiting. A failure only means the MMCS commits from
-    /// scratch.
-    pub(crate) fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize) {
-        let ctx = self.ctx().clone();
-        // In its own error scope, as every commit: a device error fails it, not a later one.
-        let ahead = ctx.scoped("Merkle commit ahead", || {
-            let bytes = crate::field::matrix_bytes(height, width)?;
-            let (_, key) = self.key(width);
-            let groups = row_checksum::groups(height, width);
-            let mut batch = ctx.batch("row checksums");
-            let sums = batch.scratch("row checksums", groups * 4);
-            RowChecksum::record(&ctx, batch.encoder(), &key, (buffer, bytes), height, (width, 0, width, width), &sums, false)?;
-            let slot = batch.read(&sums, 0, groups * 4);
-            let sums = (ctx.submit_batch(batch)?, slot);
-            let tree = self.merkle.submit_tree(ctx.encoder("merkle commit ahead"), buffer, height, width)?;
-            Ok(Ahead { height, width, sums, tree })
-        });
-        self.store(ahead, height, width);
-    }
-
-    /// Columns per block (all but the last a multiple of) for a `height`-row result computed a
-    /// block of columns at a time: the sponge's rate where the leaves' states fit a binding;
-    /// otherwise 1, the blocks stay whole and no tree is committed ahead.
-    pub(crate) fn column_block_multiple(&self, height: usize) -> usize {
-        if self.merkle.column_leaves_fit(height) {
-            DIGEST_ELEMS
-        } else {
-            1
-        }
-    }
-
-    /// The DFT's side for a `height` x `width` result computed a block of columns at a time:
-    /// records the absorption of the block in `buffer` (columns `first_col..first_col + cols`
-    /// of every row) into the rows' leaves, and its checksum sums, into `encoder`. A failure
-    /// drops them.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
-        let mut state = progress.lock();
-        if first_col != 0 && state.is_none() {
-            // An earlier block failed.
-            return;
-        }
-        // In its own error scope: a failure here (memory, a pipeline) drops the leaves. (The
-        // encoder is the transform's hook encoder, submitted in a scope of its own: work left
-        // in it that then fails validation fails nothing else, and a block whose absorb or sums
-        // went missing cannot match the host's sums.)
-        let ctx = self.ctx().clone();
-        let absorbed = ctx.scoped("Merkle commit ahead", || {
-            if first_col == 0 {
-                let leaves = self.merkle.column_leaves(height, width)?;
-                let sums = ctx.pooled_storage("row checksums", row_checksum::groups(height, width) * 4);
-                let (_, key) = self.key(width);
-                *state = Some((leaves, sums, key));
-            }
-            let (leaves, sums, key) = state.as_mut().expect("made at the first block");
-            self.merkle.record_absorb(encoder, leaves, buffer, cols)?;
-            let bytes = crate::field::matrix_bytes(height, cols)?;
-            RowChecksum::record(&ctx, encoder, key, (buffer, bytes), height, (cols, first_col, cols, width), sums, first_col != 0)
-        });
-        if let Err(e) = absorbed {
-            tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
-            *state = None;
-        }
-    }
-
-    /// The DFT's side once every block of a `height` x `width` result is absorbed: submits the
-    /// tree's levels and the checksum sums' readback, and leaves both for the MMCS.
-    pub(crate) fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize) {
-        let Some((leaves, sums, _key)) = progress.lock().take() else {
-            // A block failed: no tree for this result, and none left from before.
-            self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            return;
-        };
-        let ctx = self.ctx().clone();
-        let ahead = ctx.scoped("Merkle commit ahead", || {
-            let mut batch = ctx.batch("row checksums");
-            let slot = batch.read(&sums, 0, row_checksum::groups(height, width) * 4);
-            batch.lend(sums);
-            let sums = (ctx.submit_batch(batch)?, slot);
-            let tree = self.merkle.submit_column_tree(ctx.encoder("merkle levels"), leaves)?;
-            Ok(Ahead { height, width, sums, tree })
-        });
-        self.store(ahead, height, width);
     }
 
     /// Leaves a tree committed ahead (or nothing, after a failure) in the slot.

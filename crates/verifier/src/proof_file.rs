@@ -274,17 +274,20 @@ fn hash_mismatch<E: WhirExtension<F>, F: WhirField>(hash: &str) -> ProofError {
 /// checking the rest ([`proof_file_extension`] says which [`ProofFileOf`] to read it as).
 /// [`PREFIX_BYTES`] of a file are enough.
 pub fn proof_file_field(prefix: &[u8]) -> Result<&'static str, ProofError> {
+    Ok(known_entry(prefix)?.1)
+}
+
+/// The [`KNOWN_HASHES`] entry a file's first bytes name.
+fn known_entry(prefix: &[u8]) -> Result<&'static (&'static str, &'static str, &'static str), ProofError> {
     let (_, _, rest) = parse_prefix(prefix)?;
     let hash = parse_hash(rest)?;
-    KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash).map(|(_, f, _)| *f).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
+    KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
 }
 
 /// The extension (and with it the field) a proof file's header names, as
 /// [`proof_file_field`] reads it: `babybear^4`, `koalabear^8`, ... ([`WhirExtension::NAME`]).
 pub fn proof_file_extension(prefix: &[u8]) -> Result<&'static str, ProofError> {
-    let (_, _, rest) = parse_prefix(prefix)?;
-    let hash = parse_hash(rest)?;
-    KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash).map(|(_, _, e)| *e).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
+    Ok(known_entry(prefix)?.2)
 }
 
 /// The hash a file names, from the bytes after its header (the body starts with the
