@@ -155,3 +155,98 @@ fn the_pcs_over_degree_8_and_quintic_matches_plonky3() {
     check_pcs::<KoalaBear, K5, SuffixProver<KoalaBear, K5>>(&mut rng, SuffixProver::<KoalaBear, K5>::new_witness);
     check_pcs::<KoalaBear, K5, PrefixProver<KoalaBear, K5>>(&mut rng, PrefixProver::<KoalaBear, K5>::new_witness);
 }
+
+/// The GPU's resident driver over the degree-8 extensions (BabyBear^8, KoalaBear^8): its proofs
+/// equal `WhirProver`'s byte for byte and verify, over a random grid and one 128-bit shape, with
+/// the CPU's grinds and the GPU's, lazy first weights on and off; both multiply variants.
+fn check_gpu_degree_8<F: ProverField + p3_field::extension::BinomiallyExtendable<8>>(rng: &mut StdRng)
+where
+    StandardUniform: Distribution<F>,
+    BinomialExtensionField<F, 8>: WhirExtension<F>,
+{
+    use std::sync::Arc;
+    use whir_wgpu::gpu::{GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2};
+    type E8<F> = BinomialExtensionField<F, 8>;
+    let at_128 = [Soundness::Johnson, Soundness::Capacity, Soundness::Unique]
+        .into_iter()
+        .map(|soundness| Params { num_vars: 12, fold: 4, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1 })
+        .find(|p| p.config_over::<E8<F>, GpuChallenger<F>>().is_ok())
+        .expect("a 128-bit regime at n = 12, fold 4");
+    let shapes: Vec<Params> = grid::<F, E8<F>>(rng, 4).into_iter().chain([at_128]).collect();
+    for ctx in common::contexts() {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
+        let grinder = Arc::new(GpuGrinder::new(poseidon2));
+        for (k, p) in shapes.iter().enumerate() {
+            let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
+            // (The twin's proofs equal WhirProver's: the tests above.)
+            let (root, proof, _) = prove_with_steps(&CpuCodewords::<F, E8<F>>::default(), p, &evals, &mut challenger::<F>(), DriverOptions::default()).unwrap();
+            let expected = (postcard::to_allocvec(&root).unwrap(), postcard::to_allocvec(&proof).unwrap());
+            let options = DriverOptions { lazy_first_weights: Some(k % 2 == 0), ..DriverOptions::default() };
+            let what = format!("{} {p:?} ({:?}, lazy {:?})", E8::<F>::NAME, ctx.mul_variant(), options.lazy_first_weights);
+            for gpu_grinds in [false, true] {
+                let mut ch = if gpu_grinds { GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), Some(grinder.clone())).with_gpu_min_bits(1) } else { challenger::<F>() };
+                let (commitment, proof, _) = prove_with_steps::<F, E8<F>, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
+                assert!(ours == expected, "{what} (GPU grinds {gpu_grinds}): the GPU proof differs from Plonky3's");
+                if gpu_grinds {
+                    let file = ProofFileOf::<F, E8<F>>::new(p, commitment, ours.1).to_bytes();
+                    ProofFileOf::<F, E8<F>>::from_bytes(&file).unwrap().verify(p).unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_proofs_over_babybear_8_match_plonky3() {
+    check_gpu_degree_8::<BabyBear>(&mut common::rng());
+}
+
+#[test]
+fn gpu_proofs_over_koalabear_8_match_plonky3() {
+    check_gpu_degree_8::<KoalaBear>(&mut common::rng());
+}
+
+/// The GPU PCS over BabyBear^8 and KoalaBear^8 (`WhirPcs` over `GpuCodewords`): two tables with
+/// successor views, both layouts, drawn and prescribed points, against `WhirProver`, byte for
+/// byte, accepted by its verifier; both multiply variants.
+#[test]
+fn the_gpu_pcs_over_degree_8_matches_plonky3() {
+    use p3_sumcheck::layout::PrefixProver;
+    use std::sync::Arc;
+    use whir_wgpu::gpu::{GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2};
+    use whir_wgpu::prover::WhirPcs;
+    fn check<F: ProverField + p3_field::extension::BinomiallyExtendable<8>, L: Layout<F, BinomialExtensionField<F, 8>>>(
+        rng: &mut StdRng,
+        ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+        new_witness: impl Fn(Vec<Table<F>>, usize) -> p3_sumcheck::layout::Witness<F>,
+    ) where
+        StandardUniform: Distribution<F>,
+        BinomialExtensionField<F, 8>: WhirExtension<F>,
+    {
+        type E8<F> = BinomialExtensionField<F, 8>;
+        let fold = rng.random_range(1..=3);
+        let tables = [(rng.random_range(5..=8), 2), (rng.random_range(3..=6), 1)];
+        let (protocol, p) = common::table_protocol(&tables, &[(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])], fold);
+        let config = p.config_over::<E8<F>, GpuChallenger<F>>().unwrap();
+        let values: Vec<Table<F>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect();
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let gpu = WhirPcs::<GpuCodewords<F>, L, F, E8<F>>::new(config, steps);
+        for prescribed in [false, true] {
+            let ours = prove_pcs(&gpu, new_witness(values.clone(), fold), &protocol, prescribed);
+            let theirs = prove_pcs(gpu.stock(), new_witness(values.clone(), fold), &protocol, prescribed);
+            assert!(ours == theirs, "{} {p:?} ({:?}, prescribed {prescribed}): the GPU PCS proof differs from Plonky3's", E8::<F>::NAME, ctx.mul_variant());
+        }
+    }
+    type B8 = BinomialExtensionField<BabyBear, 8>;
+    type K8 = BinomialExtensionField<KoalaBear, 8>;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        check::<BabyBear, SuffixProver<BabyBear, B8>>(&mut rng, &ctx, SuffixProver::<BabyBear, B8>::new_witness);
+        check::<BabyBear, PrefixProver<BabyBear, B8>>(&mut rng, &ctx, PrefixProver::<BabyBear, B8>::new_witness);
+        check::<KoalaBear, SuffixProver<KoalaBear, K8>>(&mut rng, &ctx, SuffixProver::<KoalaBear, K8>::new_witness);
+        check::<KoalaBear, PrefixProver<KoalaBear, K8>>(&mut rng, &ctx, PrefixProver::<KoalaBear, K8>::new_witness);
+    }
+}

@@ -1,17 +1,23 @@
-//! Every kernel, over every field and in every multiply variant, parses and validates with naga
+//! Every kernel, over every field (and every extension it is composed over) and in every
+//! multiply variant, parses and validates with naga
 //! and translates to MSL (Metal), HLSL (DX12) and SPIR-V (Vulkan), so no backend can silently rot.
 
 use naga::back::{hlsl, msl, spv};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use whir_wgpu::gpu::shaders::{compose_for, Kernel, MulVariant};
-use whir_wgpu::gpu::FieldId;
+use whir_wgpu::gpu::shaders::{compose_over, Kernel, MulVariant};
+use whir_wgpu::gpu::{ExtensionId, FieldId};
+
+/// Every kernel over every field and every extension it is composed over.
+fn instances() -> impl Iterator<Item = (Kernel, FieldId, ExtensionId)> {
+    Kernel::ALL.into_iter().flat_map(|k| FieldId::ALL.into_iter().flat_map(move |f| k.extensions().iter().map(move |&e| (k, f, e))))
+}
 
 #[test]
 fn every_kernel_validates_and_cross_compiles() {
-    for (kernel, field) in Kernel::ALL.into_iter().flat_map(|k| FieldId::ALL.map(|f| (k, f))) {
+    for (kernel, field, ext) in instances() {
         for variant in MulVariant::ALL {
-            let name = format!("{} ({}, {variant:?})", kernel.source_name(), field.name());
-            let src = compose_for(field, kernel.source_name(), variant, kernel.default_consts()).unwrap();
+            let name = format!("{} ({}, {}, {variant:?})", kernel.source_name(), field.name(), ext.name());
+            let src = compose_over(field, ext, kernel.source_name(), variant, kernel.default_consts()).unwrap();
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
             let caps = match variant {
@@ -51,11 +57,11 @@ fn every_kernel_validates_and_cross_compiles() {
 /// within 256 invocations, and still translates to MSL and HLSL.
 #[test]
 fn every_kernel_fits_webgpu_default_limits() {
-    for (kernel, field) in Kernel::ALL.into_iter().flat_map(|k| FieldId::ALL.map(|f| (k, f))) {
+    for (kernel, field, ext) in instances() {
         let consts: Vec<(&str, u32)> =
             kernel.default_consts().iter().map(|&(k, v)| if k == "NTT_TILE" { (k, 4096) } else { (k, v) }).collect();
-        let name = format!("{} ({}, strict)", kernel.source_name(), field.name());
-        let src = compose_for(field, kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
+        let name = format!("{} ({}, {}, strict)", kernel.source_name(), field.name(), ext.name());
+        let src = compose_over(field, ext, kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
         let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
         let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
             .validate(&module)

@@ -37,28 +37,70 @@ fn ext8_neg(a: Ext8) -> Ext8 {
     );
 }
 
-// Schoolbook: c_k = sum_{i+j=k} a_i b_j + W sum_{i+j=k+8} a_i b_j.
+// Multiply by a base-field element.
+fn ext8_scale(a: Ext8, s: u32) -> Ext8 {
+    return Ext8(
+        vec4<u32>(fp_mul(a.lo.x, s), fp_mul(a.lo.y, s), fp_mul(a.lo.z, s), fp_mul(a.lo.w, s)),
+        vec4<u32>(fp_mul(a.hi.x, s), fp_mul(a.hi.y, s), fp_mul(a.hi.z, s), fp_mul(a.hi.w, s)),
+    );
+}
+
+// The product of two polynomials of degree 3: seven coefficients, X^0..X^3 in lo, X^4..X^6 in hi.
+struct Poly7 {
+    lo: vec4<u32>,
+    hi: vec3<u32>,
+}
+
+fn poly4_mul(a: vec4<u32>, b: vec4<u32>) -> Poly7 {
+    let c0 = fp_mul(a.x, b.x);
+    let c1 = fp_add(fp_mul(a.x, b.y), fp_mul(a.y, b.x));
+    let c2 = fp_add(fp_add(fp_mul(a.x, b.z), fp_mul(a.y, b.y)), fp_mul(a.z, b.x));
+    let c3 = fp_add(fp_add(fp_mul(a.x, b.w), fp_mul(a.y, b.z)), fp_add(fp_mul(a.z, b.y), fp_mul(a.w, b.x)));
+    let c4 = fp_add(fp_add(fp_mul(a.y, b.w), fp_mul(a.z, b.z)), fp_mul(a.w, b.y));
+    let c5 = fp_add(fp_mul(a.z, b.w), fp_mul(a.w, b.z));
+    let c6 = fp_mul(a.w, b.w);
+    return Poly7(vec4<u32>(c0, c1, c2, c3), vec3<u32>(c4, c5, c6));
+}
+
+fn vec4_add(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(fp_add(a.x, b.x), fp_add(a.y, b.y), fp_add(a.z, b.z), fp_add(a.w, b.w));
+}
+
+// Karatsuba over the halves (a = a0 + a1 Y, Y = X^4, Y^2 = W): p = a0 b0, q = a1 b1 and
+// m = (a0 + a1)(b0 + b1) - p - q, so a b = p + m Y + W q, and the coefficients of X^8.. fold
+// back times W. Straight-line code (48 + 7 products): no arrays indexed at run time.
 fn ext8_mul(a: Ext8, b: Ext8) -> Ext8 {
-    let x = ext8_words(a);
-    let y = ext8_words(b);
-    var low = array<u32, 8>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-    var wrap = array<u32, 8>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-    for (var i = 0u; i < 8u; i++) {
-        for (var j = 0u; j < 8u; j++) {
-            let p = fp_mul(x[i], y[j]);
-            let k = i + j;
-            if (k < 8u) {
-                low[k] = fp_add(low[k], p);
-            } else {
-                wrap[k - 8u] = fp_add(wrap[k - 8u], p);
-            }
-        }
-    }
-    var c = array<u32, 8>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-    for (var k = 0u; k < 8u; k++) {
-        c[k] = fp_add(low[k], fp_mul(wrap[k], EXT8_W));
-    }
-    return ext8_from_words(c);
+    let p = poly4_mul(a.lo, b.lo);
+    let q = poly4_mul(a.hi, b.hi);
+    let s = poly4_mul(vec4_add(a.lo, a.hi), vec4_add(b.lo, b.hi));
+    // m = s - p - q.
+    let m_lo = vec4<u32>(
+        fp_sub(fp_sub(s.lo.x, p.lo.x), q.lo.x),
+        fp_sub(fp_sub(s.lo.y, p.lo.y), q.lo.y),
+        fp_sub(fp_sub(s.lo.z, p.lo.z), q.lo.z),
+        fp_sub(fp_sub(s.lo.w, p.lo.w), q.lo.w),
+    );
+    let m_hi = vec3<u32>(
+        fp_sub(fp_sub(s.hi.x, p.hi.x), q.hi.x),
+        fp_sub(fp_sub(s.hi.y, p.hi.y), q.hi.y),
+        fp_sub(fp_sub(s.hi.z, p.hi.z), q.hi.z),
+    );
+    // X^k for k < 8: p_k + W q_k (q's degrees 8..14 fold to 0..6) + m_(k-4); X^8..X^10 of m Y
+    // fold to X^0..X^2 times W.
+    return Ext8(
+        vec4<u32>(
+            fp_add(p.lo.x, fp_mul(fp_add(q.lo.x, m_hi.x), EXT8_W)),
+            fp_add(p.lo.y, fp_mul(fp_add(q.lo.y, m_hi.y), EXT8_W)),
+            fp_add(p.lo.z, fp_mul(fp_add(q.lo.z, m_hi.z), EXT8_W)),
+            fp_add(p.lo.w, fp_mul(q.lo.w, EXT8_W)),
+        ),
+        vec4<u32>(
+            fp_add(fp_add(p.hi.x, fp_mul(q.hi.x, EXT8_W)), m_lo.x),
+            fp_add(fp_add(p.hi.y, fp_mul(q.hi.y, EXT8_W)), m_lo.y),
+            fp_add(fp_add(p.hi.z, fp_mul(q.hi.z, EXT8_W)), m_lo.z),
+            m_lo.w,
+        ),
+    );
 }
 
 fn ext8_square(a: Ext8) -> Ext8 {

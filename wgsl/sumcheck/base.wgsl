@@ -2,12 +2,14 @@
 // #import sumcheck/chain_state
 
 // The first round of a sumcheck whose f is still in the base field (the committed polynomial)
-// and w in BabyBear^4: round coefficients and the fold of f into BabyBear^4. The same
+// and w in the extension: round coefficients and the fold of f into the extension. The same
 // conventions as round.wgsl and fold.wgsl (last variable first, adjacent pairs).
 // Rust twins of the params: `RoundParams` and `FoldParams` in crates/gpu/src/sumcheck.rs.
 
 struct BaseParams {
+    // The challenge (fold): X^0..X^3, then X^4..X^7 (degree 8).
     r: vec4<u32>,
+    r_hi: vec4<u32>,
     // Pairs (round) or entries of the folded table (fold).
     count: u32,
     groups: u32,
@@ -18,12 +20,8 @@ struct BaseParams {
 
 @group(0) @binding(0) var<uniform> params: BaseParams;
 @group(0) @binding(1) var<storage, read> f: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> out: array<vec4<u32>>;
-
-fn ext4_from_base(a: u32) -> vec4<u32> {
-    return vec4<u32>(a, 0u, 0u, 0u);
-}
+@group(0) @binding(2) var<storage, read> w: array<Ext>;
+@group(0) @binding(3) var<storage, read_write> out: array<Ext>;
 
 @compute @workgroup_size(256)
 fn round_partials_base(
@@ -32,13 +30,13 @@ fn round_partials_base(
     @builtin(num_workgroups) num_wgs: vec3<u32>,
 ) {
     let g = linear_workgroup_id(wid, num_wgs);
-    var c0 = vec4<u32>(0u);
-    var c_inf = vec4<u32>(0u);
+    var c0 = ext_zero();
+    var c_inf = ext_zero();
     for (var i = g * 256u + lid; i < params.count; i += params.groups * 256u) {
         let f0 = f[2u * i];
         let w0 = w[2u * i];
-        c0 = ext4_add(c0, ext4_scale(w0, f0));
-        c_inf = ext4_add(c_inf, ext4_scale(ext4_sub(w[2u * i + 1u], w0), fp_sub(f[2u * i + 1u], f0)));
+        c0 = ext_add(c0, ext_scale(w0, f0));
+        c_inf = ext_add(c_inf, ext_scale(ext_sub(w[2u * i + 1u], w0), fp_sub(f[2u * i + 1u], f0)));
     }
     let total = workgroup_sum_pair(lid, c0, c_inf);
     if (lid == 0u) {
@@ -47,12 +45,12 @@ fn round_partials_base(
     }
 }
 
-fn fold_base_at(i: u32, r: vec4<u32>) {
+fn fold_base_at(i: u32, r: Ext) {
     let f0 = f[2u * i];
-    out[i] = ext4_add(ext4_from_base(f0), ext4_scale(r, fp_sub(f[2u * i + 1u], f0)));
+    out[i] = ext_add(ext_from_base(f0), ext_scale(r, fp_sub(f[2u * i + 1u], f0)));
 }
 
-// out[i] = f[2i] + r (f[2i+1] - f[2i]), into BabyBear^4.
+// out[i] = f[2i] + r (f[2i+1] - f[2i]), into the extension.
 @compute @workgroup_size(256)
 fn fold_base(
     @builtin(local_invocation_index) lid: u32,
@@ -64,7 +62,7 @@ fn fold_base(
     if (i >= params.count) {
         return;
     }
-    fold_base_at(i, params.r);
+    fold_base_at(i, ext_from_halves(params.r, params.r_hi));
 }
 
 // fold_base with the challenge drawn on the GPU (sumcheck/chain.wgsl), skipped once the chain
@@ -82,5 +80,5 @@ fn fold_base_chained(
     if (i >= params.count || chain.info.y != 0u) {
         return;
     }
-    fold_base_at(i, chain.r);
+    fold_base_at(i, ext_from_halves(chain.r, vec4<u32>(0u)));
 }

@@ -6,7 +6,7 @@
 //
 // The sum is taken row by row, a row being 256 consecutive entries: thread `lid` of a workgroup
 // holds entry x = 256 row + lid of each of its rows, whose chunk-0 weight T_0[lid] is then the
-// same, so it sums f[x] * T_1[row & 255] over its rows (one BabyBear x BabyBear^4 product per
+// same, so it sums f[x] * T_1[row & 255] over its rows (one base x extension product per
 // entry of a base-field f) and multiplies by T_0[lid] and the chunks from 2 up once at the end:
 // a workgroup's rows lie within one run of 256 rows, which share every bit from 16 up. One pass
 // over f, no scratch tables; each workgroup writes its partial sum (paired with zero, for
@@ -20,7 +20,7 @@ struct EvalParams {
     groups: u32,
     // Chunk tables in `tables` (256 entries each), at least one.
     chunks: u32,
-    // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
+    // 1: f holds one base-field word per entry; 0: EXT_WORDS (the extension).
     base: u32,
     // Index of the segment's first entry in the whole table: a multiple of 256 * rows entries,
     // so a workgroup's rows still share every index bit from 16 up.
@@ -34,15 +34,19 @@ struct EvalParams {
 
 @group(0) @binding(0) var<uniform> params: EvalParams;
 @group(0) @binding(1) var<storage, read> f: array<u32>;
-@group(0) @binding(2) var<storage, read> tables: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> partials: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> tables: array<Ext>;
+@group(0) @binding(3) var<storage, read_write> partials: array<Ext>;
 
-// f[x] times `t` (f a base-field or a BabyBear^4 table).
-fn f_times(x: u32, t: vec4<u32>) -> vec4<u32> {
+// f[x] times `t` (f a base-field or an extension table).
+fn f_times(x: u32, t: Ext) -> Ext {
     if (params.base == 1u) {
-        return ext4_scale(t, f[x]);
+        return ext_scale(t, f[x]);
     }
-    return ext4_mul(vec4<u32>(f[4u * x], f[4u * x + 1u], f[4u * x + 2u], f[4u * x + 3u]), t);
+    var words: ExtWords;
+    for (var k = 0u; k < EXT_WORDS; k++) {
+        words[k] = f[EXT_WORDS * x + k];
+    }
+    return ext_mul(ext_from_words(words), t);
 }
 
 @compute @workgroup_size(256)
@@ -52,27 +56,27 @@ fn eval_partials(
     @builtin(num_workgroups) num_wgs: vec3<u32>,
 ) {
     let g = linear_workgroup_id(wid, num_wgs);
-    var acc = vec4<u32>(0u);
+    var acc = ext_zero();
     if (g < params.groups && lid < params.size) {
         let first_row = g * params.rows;
         // The global row index of this workgroup's first row.
         let row0 = (params.offset >> 8u) + first_row;
-        var sum = vec4<u32>(0u);
+        var sum = ext_zero();
         if (params.chunks > 1u) {
             for (var r = 0u; r < params.rows; r++) {
-                sum = ext4_add(sum, f_times((first_row + r) * 256u + lid, tables[256u + ((row0 + r) & 255u)]));
+                sum = ext_add(sum, f_times((first_row + r) * 256u + lid, tables[256u + ((row0 + r) & 255u)]));
             }
         } else {
             // One chunk: the table has at most 256 entries, one row.
-            sum = f_times(lid, vec4<u32>(FP_ONE, 0u, 0u, 0u));
+            sum = f_times(lid, ext_from_base(FP_ONE));
         }
         var w = tables[lid];
         for (var c = 2u; c < params.chunks; c++) {
-            w = ext4_mul(w, tables[c * 256u + ((row0 >> (8u * (c - 1u))) & 255u)]);
+            w = ext_mul(w, tables[c * 256u + ((row0 >> (8u * (c - 1u))) & 255u)]);
         }
-        acc = ext4_mul(sum, w);
+        acc = ext_mul(sum, w);
     }
-    let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
+    let total = workgroup_sum_pair(lid, acc, ext_zero());
     if (lid == 0u) {
         partials[2u * (params.first + g)] = total[0];
         partials[2u * (params.first + g) + 1u] = total[1];

@@ -1,9 +1,9 @@
 // #import sumcheck/lazy_weights
 
-// h(0) and h(inf) of a round over a BabyBear^4 f with w formed on the fly (lazy_weights.wgsl):
+// h(0) and h(inf) of a round over an extension f with w formed on the fly (lazy_weights.wgsl):
 // the same sums as round.wgsl's round_partials.
 
-@group(0) @binding(1) var<storage, read> f: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> f: array<Ext>;
 
 @compute @workgroup_size(256)
 fn lazy_round(
@@ -13,19 +13,19 @@ fn lazy_round(
 ) {
     let g = linear_workgroup_id(wid, num_wgs);
     let mask = (1u << lazy.lo_bits) - 1u;
-    var c0 = vec4<u32>(0u);
-    var c_inf = vec4<u32>(0u);
+    var c0 = ext_zero();
+    var c_inf = ext_zero();
     // One point at a time (f is read once per point), so the sums stay in registers.
     for (var j = 0u; j < lazy.points; j++) {
         let at = j * lazy.stride;
-        var s0 = vec4<u32>(0u);
-        var sd = vec4<u32>(0u);
+        var s0 = ext_zero();
+        var sd = ext_zero();
         for (var i = g * 256u + lid; i < lazy.count; i += lazy.groups * 256u) {
             let p = lazy.offset + i;
             let f0 = f[2u * i];
             let h = tables[at + (p >> lazy.lo_bits)];
-            s0 = ext4_add(s0, ext4_mul(h, f0));
-            sd = ext4_add(sd, ext4_mul(h, ext4_sub(f[2u * i + 1u], f0)));
+            s0 = ext_add(s0, ext_mul(h, f0));
+            sd = ext_add(sd, ext_mul(h, ext_sub(f[2u * i + 1u], f0)));
         }
         lazy_flush(j, (lazy.offset + g * 256u + lid) & mask, s0, sd, &c0, &c_inf);
     }

@@ -13,7 +13,7 @@
 // h(inf) likewise with B_j - A_j and the differences f(p, 1) - f(p, 0). A thread's pairs, a grid
 // stride apart, share their low index (the host makes the stride a multiple of 2^lo_bits or
 // covers the segment in one stride): it sums hi_j[hi] times f's values for one point at a time
-// (one BabyBear x BabyBear^4 product per value of a base-field f) and multiplies by lo_j[lo] and
+// (one base x extension product per value of a base-field f) and multiplies by lo_j[lo] and
 // the coefficients once at the end (`lazy_flush`). The kernels (lazy_round, lazy_base) differ
 // only in f's field.
 // Rust twin of the params: `LazyParams` in crates/gpu/src/sumcheck.rs.
@@ -38,22 +38,22 @@ struct LazyParams {
 }
 
 @group(0) @binding(0) var<uniform> lazy: LazyParams;
-@group(0) @binding(2) var<storage, read> tables: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> tables: array<Ext>;
 // c_0.. c_{K-1}, A_0.. A_{K-1}, B_0.. B_{K-1} (K = points).
-@group(0) @binding(3) var<storage, read> coeffs: array<vec4<u32>>;
-@group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> coeffs: array<Ext>;
+@group(0) @binding(4) var<storage, read_write> partials: array<Ext>;
 
 // Adds point j's sums over a thread's pairs, of low index `lo`, to h(0) and h(inf): lo_j[lo] times the sums
 // s0 (against f(p, 0)) and sd (against the differences), times A_j and B_j - A_j.
-fn lazy_flush(j: u32, lo: u32, s0: vec4<u32>, sd: vec4<u32>, c0: ptr<function, vec4<u32>>, c_inf: ptr<function, vec4<u32>>) {
+fn lazy_flush(j: u32, lo: u32, s0: Ext, sd: Ext, c0: ptr<function, Ext>, c_inf: ptr<function, Ext>) {
     let l = tables[j * lazy.stride + lazy.lo_at + lo];
     let a = coeffs[lazy.points + j];
-    let d = ext4_sub(coeffs[2u * lazy.points + j], a);
-    *c0 = ext4_add(*c0, ext4_mul(ext4_mul(l, a), s0));
-    *c_inf = ext4_add(*c_inf, ext4_mul(ext4_mul(l, d), sd));
+    let d = ext_sub(coeffs[2u * lazy.points + j], a);
+    *c0 = ext_add(*c0, ext_mul(ext_mul(l, a), s0));
+    *c_inf = ext_add(*c_inf, ext_mul(ext_mul(l, d), sd));
 }
 
-fn store_partials(lid: u32, g: u32, c0: vec4<u32>, c_inf: vec4<u32>) {
+fn store_partials(lid: u32, g: u32, c0: Ext, c_inf: Ext) {
     let total = workgroup_sum_pair(lid, c0, c_inf);
     // (A grid over 65,535 workgroups launches a few past `groups`.)
     if (lid == 0u && g < lazy.groups) {

@@ -1,26 +1,26 @@
 // #import util/dispatch
 // #import field/mul
 // #import field/prime
-// #import field/ext4
+// #import field/ext
 
-// Sums of pairs of BabyBear^4 values over a workgroup: each thread brings (a, b), thread 0
+// Sums of pairs of extension values over a workgroup: each thread brings (a, b), thread 0
 // ends with the workgroup's totals. Shared by the sumcheck reductions.
 
 const REDUCE_THREADS: u32 = 256u;
 
-var<workgroup> reduce_a: array<vec4<u32>, 256>;
-var<workgroup> reduce_b: array<vec4<u32>, 256>;
+var<workgroup> reduce_a: array<Ext, 256>;
+var<workgroup> reduce_b: array<Ext, 256>;
 
-fn workgroup_sum_pair(lid: u32, a: vec4<u32>, b: vec4<u32>) -> array<vec4<u32>, 2> {
+fn workgroup_sum_pair(lid: u32, a: Ext, b: Ext) -> array<Ext, 2> {
     reduce_a[lid] = a;
     reduce_b[lid] = b;
     workgroupBarrier();
     for (var s = REDUCE_THREADS / 2u; s > 0u; s = s / 2u) {
         if (lid < s) {
-            reduce_a[lid] = ext4_add(reduce_a[lid], reduce_a[lid + s]);
-            reduce_b[lid] = ext4_add(reduce_b[lid], reduce_b[lid + s]);
+            reduce_a[lid] = ext_add(reduce_a[lid], reduce_a[lid + s]);
+            reduce_b[lid] = ext_add(reduce_b[lid], reduce_b[lid + s]);
         }
         workgroupBarrier();
     }
-    return array<vec4<u32>, 2>(reduce_a[0], reduce_b[0]);
+    return array<Ext, 2>(reduce_a[0], reduce_b[0]);
 }

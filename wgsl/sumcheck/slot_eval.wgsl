@@ -9,7 +9,7 @@
 // with eq(z_c, i) = hi[i >> low] * lo[i & (2^low - 1)] (coordinate 0 <-> the top bit of i; both
 // tables built on the host and stored in `tables` from hi_at and lo_at), summed as
 // sum_h hi[h] * (sum_l f[offset_c + s(2^low h + l)] lo[l]): a thread sums its share of one row h
-// (one BabyBear x BabyBear^4 product per entry of a base-field f) and multiplies by hi[h] once.
+// (one base x extension product per entry of a base-field f) and multiplies by hi[h] once.
 // Slot c owns workgroups first_c .. first_c + groups_c (`owners` maps each workgroup to its slot);
 // each takes a run of rows and writes its partial to partials[segment * total_groups + workgroup];
 // slot_sum.wgsl adds them. With reversed_c, the slot holds its column at bit-reversed indices
@@ -19,7 +19,7 @@
 // Rust twin of the params: `SlotEvalParams` in crates/gpu/src/sumcheck.rs.
 
 struct SlotEvalParams {
-    // 1: f holds one BabyBear word per entry; 0: four (BabyBear^4).
+    // 1: f holds one base-field word per entry; 0: EXT_WORDS (the extension).
     base: u32,
     // The bound segment of f: its first entry in the whole table, and its entries.
     seg_offset: u32,
@@ -34,21 +34,25 @@ struct SlotEvalParams {
 
 @group(0) @binding(0) var<uniform> params: SlotEvalParams;
 @group(0) @binding(1) var<storage, read> f: array<u32>;
-@group(0) @binding(2) var<storage, read> tables: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> tables: array<Ext>;
 @group(0) @binding(3) var<storage, read> slots: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> owners: array<u32>;
-@group(0) @binding(5) var<storage, read_write> partials: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> partials: array<Ext>;
 
 // f at entry x of the whole table times `t`, or zero where x is outside the bound segment.
-fn f_times(x: u32, t: vec4<u32>) -> vec4<u32> {
+fn f_times(x: u32, t: Ext) -> Ext {
     if (x < params.seg_offset || x - params.seg_offset >= params.seg_size) {
-        return vec4<u32>(0u);
+        return ext_zero();
     }
     let at = x - params.seg_offset;
     if (params.base == 1u) {
-        return ext4_scale(t, f[at]);
+        return ext_scale(t, f[at]);
     }
-    return ext4_mul(vec4<u32>(f[4u * at], f[4u * at + 1u], f[4u * at + 2u], f[4u * at + 3u]), t);
+    var words: ExtWords;
+    for (var k = 0u; k < EXT_WORDS; k++) {
+        words[k] = f[EXT_WORDS * at + k];
+    }
+    return ext_mul(ext_from_words(words), t);
 }
 
 @compute @workgroup_size(256)
@@ -68,7 +72,7 @@ fn eval_slot_partials(
     let shift = (a.z >> 8u) & 0xffu;
     let reversed = (a.z >> 16u) & 1u;
     let groups = a.w;
-    var acc = vec4<u32>(0u);
+    var acc = ext_zero();
     // (A slot outside the bound segment adds nothing to this dispatch: skipped, not read.)
     let inside = live && offset < params.seg_offset + params.seg_size && offset + size > params.seg_offset;
     if (inside) {
@@ -78,19 +82,19 @@ fn eval_slot_partials(
         let run = rows / groups;
         let first_row = (g - b.x) * run;
         for (var h = first_row; h < first_row + run; h++) {
-            var row = vec4<u32>(0u);
+            var row = ext_zero();
             for (var l = lid; l < row_len; l += 256u) {
                 let i = (h << low) + l;
                 var entry = min(i + shift, size - 1u);
                 if (reversed == 1u && size > 1u) {
                     entry = reverseBits(entry) >> (32u - firstTrailingBit(size));
                 }
-                row = ext4_add(row, f_times(offset + entry, tables[b.z + l]));
+                row = ext_add(row, f_times(offset + entry, tables[b.z + l]));
             }
-            acc = ext4_add(acc, ext4_mul(row, tables[b.y + h]));
+            acc = ext_add(acc, ext_mul(row, tables[b.y + h]));
         }
     }
-    let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
+    let total = workgroup_sum_pair(lid, acc, ext_zero());
     if (lid == 0u && live) {
         partials[params.segment * params.total_groups + g] = total[0];
     }

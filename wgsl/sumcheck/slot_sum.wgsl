@@ -16,9 +16,9 @@ struct SlotSumParams {
 }
 
 @group(0) @binding(0) var<uniform> params: SlotSumParams;
-@group(0) @binding(1) var<storage, read> partials: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> partials: array<Ext>;
 @group(0) @binding(2) var<storage, read> slots: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> values: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> values: array<Ext>;
 
 @compute @workgroup_size(256)
 fn sum_slot_partials(
@@ -27,7 +27,7 @@ fn sum_slot_partials(
     @builtin(num_workgroups) num_wgs: vec3<u32>,
 ) {
     let c = linear_workgroup_id(wid, num_wgs);
-    var acc = vec4<u32>(0u);
+    var acc = ext_zero();
     if (c < params.count) {
         let groups = slots[2u * c].w;
         let first = slots[2u * c + 1u].x;
@@ -35,10 +35,10 @@ fn sum_slot_partials(
         for (var t = lid; t < per_slot; t += 256u) {
             let s = t / groups;
             let g = t % groups;
-            acc = ext4_add(acc, partials[s * params.total_groups + first + g]);
+            acc = ext_add(acc, partials[s * params.total_groups + first + g]);
         }
     }
-    let total = workgroup_sum_pair(lid, acc, vec4<u32>(0u));
+    let total = workgroup_sum_pair(lid, acc, ext_zero());
     if (lid == 0u && c < params.count) {
         values[c] = total[0];
     }

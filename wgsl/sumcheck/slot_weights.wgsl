@@ -1,7 +1,7 @@
 // #import util/dispatch
 // #import field/mul
 // #import field/prime
-// #import field/ext4
+// #import field/ext
 
 // Weights of many slots of a table w in one dispatch, each slot at its own point z_c with its
 // own scale s_c (slot c: the 2^k_c entries from entry offset_c):
@@ -30,13 +30,13 @@ struct SlotWeightParams {
 }
 
 @group(0) @binding(0) var<uniform> params: SlotWeightParams;
-@group(0) @binding(1) var<storage, read> tables: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> tables: array<Ext>;
 @group(0) @binding(2) var<storage, read> slots: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> owners: array<u32>;
-@group(0) @binding(4) var<storage, read_write> w: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> w: array<Ext>;
 
-fn eq_at(hi_at: u32, lo_at: u32, low: u32, i: u32) -> vec4<u32> {
-    return ext4_mul(tables[hi_at + (i >> low)], tables[lo_at + (i & ((1u << low) - 1u))]);
+fn eq_at(hi_at: u32, lo_at: u32, low: u32, i: u32) -> Ext {
+    return ext_mul(tables[hi_at + (i >> low)], tables[lo_at + (i & ((1u << low) - 1u))]);
 }
 
 @compute @workgroup_size(256)
@@ -75,18 +75,18 @@ fn add_slot_weights(
         if (reversed == 1u && size > 1u) {
             y = reverseBits(t) >> (32u - firstTrailingBit(size));
         }
-        var weight = vec4<u32>(0u);
+        var weight = ext_zero();
         if (successor == 1u) {
             if (y >= 1u) {
                 weight = eq_at(b.y, b.z, low, y - 1u);
             }
             if (y == size - 1u) {
-                weight = ext4_add(weight, eq_at(b.y, b.z, low, y));
+                weight = ext_add(weight, eq_at(b.y, b.z, low, y));
             }
         } else {
             weight = eq_at(b.y, b.z, low, y);
         }
         let at = x - params.seg_offset;
-        w[at] = ext4_add(w[at], ext4_mul(scale, weight));
+        w[at] = ext_add(w[at], ext_mul(scale, weight));
     }
 }

@@ -1,11 +1,11 @@
 // #import util/dispatch
 // #import field/mul
 // #import field/prime
-// #import field/ext4
+// #import field/ext
 
 // Weight tables over {0,1}^m in big-endian index order (coordinate 0 <-> the top bit of x):
 // - add_eq_weights:     w[x] += sum_j scale_j * eq(point_j, x), from split equality tables
-// - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in BabyBear)
+// - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in the base field)
 // - add_split_select_weights: the same from split power tables
 // - scatter_scales / add_table_prefix: the same select weights through an NTT (below).
 // Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
@@ -29,16 +29,14 @@ struct WeightParams {
 
 @group(0) @binding(0) var<uniform> params: WeightParams;
 // add_eq_weights: the points' high equality tables; add_select_weights: per j, v_j^(2^b) for
-// b < vars (BabyBear, in .x); scatter_scales: indices (in .x); add_table_prefix: the table added.
-@group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
+// b < vars (base-field values, in the X^0 coefficient: ext_c0); scatter_scales: indices (likewise); add_table_prefix: the table added.
+@group(0) @binding(1) var<storage, read> points: array<Ext>;
 // One scale per point (add_eq_weights: the scaled low equality tables).
-@group(0) @binding(2) var<storage, read> scales: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> scales: array<Ext>;
 // The table written.
-@group(0) @binding(3) var<storage, read_write> table: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> table: array<Ext>;
 // Unused (a placeholder): keeps one bind group layout for every entry point.
-@group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
-
-const ONE: vec4<u32> = vec4<u32>(FP_ONE, 0u, 0u, 0u);
+@group(0) @binding(4) var<storage, read_write> partials: array<Ext>;
 
 // Entry x of this segment in the whole table, split at its low L = `vars` bits: (high part,
 // low part, entries of a high table, entries of a low table).
@@ -67,13 +65,13 @@ fn add_eq_weights(
     let at = split_index(x);
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
-        acc = ext4_add(acc, ext4_mul(points[j * at.z + at.x], scales[j * at.w + at.y]));
+        acc = ext_add(acc, ext_mul(points[j * at.z + at.x], scales[j * at.w + at.y]));
     }
     table[x] = acc;
 }
 
-// w[x] += sum_j hi_j[x >> L] * lo_j[x & (2^L - 1)] with hi_j in BabyBear (in .x) and lo_j in
-// BabyBear^4: select weights s_j v_j^x split as v_j^(x_hi 2^L) * (s_j v_j^x_lo), tables built on
+// w[x] += sum_j hi_j[x >> L] * lo_j[x & (2^L - 1)] with hi_j in the base field (ext_c0) and lo_j in
+// the extension: select weights s_j v_j^x split as v_j^(x_hi 2^L) * (s_j v_j^x_lo), tables built on
 // the host; four multiplications per entry and variable (the loop below spends ~11).
 @compute @workgroup_size(256)
 fn add_split_select_weights(
@@ -89,7 +87,7 @@ fn add_split_select_weights(
     let at = split_index(x);
     var acc = table[x];
     for (var j = 0u; j < params.count; j++) {
-        acc = ext4_add(acc, ext4_scale(scales[j * at.w + at.y], points[j * at.z + at.x].x));
+        acc = ext_add(acc, ext_scale(scales[j * at.w + at.y], ext_c0(points[j * at.z + at.x])));
     }
     table[x] = acc;
 }
@@ -109,9 +107,9 @@ fn add_select_weights(
     }
     let n = min(4u, params.size - x0);
     var a0 = table[x0];
-    var a1 = vec4<u32>(0u);
-    var a2 = vec4<u32>(0u);
-    var a3 = vec4<u32>(0u);
+    var a1 = ext_zero();
+    var a2 = ext_zero();
+    var a3 = ext_zero();
     if (n == 4u) {
         a1 = table[x0 + 1u];
         a2 = table[x0 + 2u];
@@ -123,21 +121,21 @@ fn add_select_weights(
         let base = j * params.vars;
         // v^x from the squares v^(2^b) of the set bits of x, x0's index in the whole table.
         let x = params.offset + x0;
-        var p = ONE.x;
+        var p = FP_ONE;
         for (var b = 0u; b < params.vars; b++) {
             if (((x >> b) & 1u) == 1u) {
-                p = fp_mul(p, points[base + b].x);
+                p = fp_mul(p, ext_c0(points[base + b]));
             }
         }
-        let v = points[base].x;
+        let v = ext_c0(points[base]);
         let s = scales[j];
-        a0 = ext4_add(a0, ext4_scale(s, p));
+        a0 = ext_add(a0, ext_scale(s, p));
         p = fp_mul(p, v);
-        a1 = ext4_add(a1, ext4_scale(s, p));
+        a1 = ext_add(a1, ext_scale(s, p));
         p = fp_mul(p, v);
-        a2 = ext4_add(a2, ext4_scale(s, p));
+        a2 = ext_add(a2, ext_scale(s, p));
         p = fp_mul(p, v);
-        a3 = ext4_add(a3, ext4_scale(s, p));
+        a3 = ext_add(a3, ext_scale(s, p));
     }
     table[x0] = a0;
     if (n >= 2u) {
@@ -151,7 +149,7 @@ fn add_select_weights(
 
 // Select weights through a transform: with v_j = w^(i_j) for a 2^d-th root of unity w,
 // sum_j s_j v_j^x = sum_k S_k w^(k x), the DFT of the sparse vector S (S_k = sum of the s_j with
-// i_j = k). `scatter_scales` writes S into a zeroed 2^d table (points[j].x = i_j, distinct);
+// i_j = k). `scatter_scales` writes S into a zeroed 2^d table (ext_c0(points[j]) = i_j, distinct);
 // after the NTT, `add_table_prefix` adds its first entries to w.
 @compute @workgroup_size(256)
 fn scatter_scales(
@@ -164,7 +162,7 @@ fn scatter_scales(
     if (j >= params.count) {
         return;
     }
-    table[points[j].x] = scales[j];
+    table[ext_c0(points[j])] = scales[j];
 }
 
 @compute @workgroup_size(256)
@@ -180,5 +178,5 @@ fn add_table_prefix(
         return;
     }
     // (`vars`: log2 of the stride the transform's entries are read at; 0 for a prefix.)
-    table[x] = ext4_add(table[x], points[(params.offset + x) << params.vars]);
+    table[x] = ext_add(table[x], points[(params.offset + x) << params.vars]);
 }

@@ -68,10 +68,48 @@ impl FieldId {
     }
 }
 
+/// The extensions the field-generic kernels are composed over (the virtual import `field/ext`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ExtensionId {
+    /// Degree-4 binomial (`BinomialExtensionField<F, 4>`): the transcript kernels' only one.
+    Degree4,
+    /// Degree-8 binomial (`BinomialExtensionField<F, 8>`).
+    Degree8,
+}
+
+impl ExtensionId {
+    pub const ALL: [ExtensionId; 2] = [ExtensionId::Degree4, ExtensionId::Degree8];
+
+    /// Base-field words per element.
+    pub fn words(self) -> usize {
+        match self {
+            ExtensionId::Degree4 => 4,
+            ExtensionId::Degree8 => 8,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ExtensionId::Degree4 => "degree 4",
+            ExtensionId::Degree8 => "degree 8",
+        }
+    }
+
+    /// The WGSL file behind the virtual import `field/ext`.
+    pub(crate) fn ops_source(self) -> &'static str {
+        match self {
+            ExtensionId::Degree4 => "field/ext_ops4",
+            ExtensionId::Degree8 => "field/ext_ops8",
+        }
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for p3_baby_bear::BabyBear {}
     impl Sealed for p3_koala_bear::KoalaBear {}
+    impl<F: super::GpuField> Sealed for super::Ext4<F> {}
+    impl<F: super::GpuField + p3_field::extension::BinomiallyExtendable<8>> Sealed for p3_field::extension::BinomialExtensionField<F, 8> {}
 }
 
 /// A field the kernels run over: one of Plonky3's `MontyField31` fields, whose elements are
@@ -97,6 +135,50 @@ const _: () = assert!(std::mem::size_of::<KoalaBear>() == 4 && std::mem::align_o
 pub type Ext4<F = BabyBear> = p3_field::extension::BinomialExtensionField<F, 4>;
 const _: () = assert!(std::mem::size_of::<Ext4>() == 16 && std::mem::align_of::<Ext4>() == 4);
 const _: () = assert!(std::mem::size_of::<Ext4<KoalaBear>>() == 16 && std::mem::align_of::<Ext4<KoalaBear>>() == 4);
+
+/// A field's degree-8 binomial extension (BabyBear^8 by default), `#[repr(transparent)]` over
+/// `[F; 8]` as [`Ext4`] is over four.
+pub type Ext8<F = BabyBear> = p3_field::extension::BinomialExtensionField<F, 8>;
+const _: () = assert!(std::mem::size_of::<Ext8>() == 32 && std::mem::align_of::<Ext8>() == 4);
+const _: () = assert!(std::mem::size_of::<Ext8<KoalaBear>>() == 32 && std::mem::align_of::<Ext8<KoalaBear>>() == 4);
+
+/// An extension of `F` the field-generic kernels run over: Plonky3's binomial extensions of
+/// degree 4 and 8, `#[repr(transparent)]` over `[F; D]` (checked above), so slices of them are
+/// the GPU's buffers as they are (`D` Montgomery words per element, X^0 first). Sealed: the
+/// layout is what makes the word casts sound.
+pub trait GpuExtension<F: GpuField>: p3_field::ExtensionField<F> + p3_field::BasedVectorSpace<F> + Copy + Send + Sync + sealed::Sealed + 'static {
+    const ID: ExtensionId;
+    /// Base-field words per element.
+    const WORDS: usize;
+}
+
+impl<F: GpuField> GpuExtension<F> for Ext4<F> {
+    const ID: ExtensionId = ExtensionId::Degree4;
+    const WORDS: usize = 4;
+}
+
+impl<F: GpuField + p3_field::extension::BinomiallyExtendable<8>> GpuExtension<F> for Ext8<F> {
+    const ID: ExtensionId = ExtensionId::Degree8;
+    const WORDS: usize = 8;
+}
+
+/// The Montgomery words of extension values (`E::WORDS` per element, X^0 first), without
+/// copying.
+pub fn ext_as_words<F: GpuField, E: GpuExtension<F>>(values: &[E]) -> &[u32] {
+    debug_assert_eq!(std::mem::size_of::<E>(), 4 * E::WORDS);
+    // SAFETY: every GpuExtension is a BinomialExtensionField, repr(transparent) over [F; WORDS]
+    // (sizes and alignment checked above), F a repr(transparent) u32.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * E::WORDS) }
+}
+
+/// Turns Montgomery words back into extension values (`E::WORDS` per element). Fails on a
+/// non-canonical word (a kernel bug) or a count that is not a multiple of `E::WORDS`.
+pub fn ext_from_words<F: GpuField, E: GpuExtension<F>>(words: Vec<u32>) -> Result<Vec<E>> {
+    if words.len() % E::WORDS != 0 {
+        return Err(GpuError::Device(format!("{} words read back for elements of {} words", words.len(), E::WORDS)));
+    }
+    Ok(E::reconstitute_from_base(words_to::<F>(words)?))
+}
 
 /// The Montgomery words of degree-4 extension values (four per element, X^0 first), without
 /// copying.

@@ -51,7 +51,7 @@ pub use grind::{cpu_grind, pow_mask, GpuGrinder, GrindAheadRecord, GrindOffer, G
 pub use merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec};
 pub use mmcs::{BatchError, CpuMmcsOf, GpuMmcs, GpuProverData, MmcsField};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field, Poseidon2Width};
-pub use field::{FieldId, GpuField};
+pub use field::{Ext8, ExtensionId, FieldId, GpuExtension, GpuField};
 pub use shaders::{Kernel, MulVariant};
 pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, GrindFrom, Slots, SpongeScriptRecord, SpongeScript, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
 pub use wgpu;

@@ -2,13 +2,14 @@
 //! `// #import name` lines; composition pastes each import once, in dependency order, and puts
 //! the field-multiply variant behind the virtual import `field/mul` and the prime field
 //! ([`FieldId`]) behind `field/constants`, `poseidon2/sbox`, `poseidon2/field16` and
-//! `poseidon2/field24`. Numeric constants that
+//! `poseidon2/field24`, and the extension ([`ExtensionId`]) of the field-generic kernels behind
+//! `field/ext`. Numeric constants that
 //! depend on the adapter (tile sizes) are prepended as `const NAME: u32 = ...;`.
 
 use std::collections::HashSet;
 
 use crate::error::{GpuError, Result};
-use crate::field::FieldId;
+use crate::field::{ExtensionId, FieldId};
 
 /// Candidates one workgroup of wgsl/pow/grind.wgsl tries (its workgroup size, composed in).
 pub(crate) const GRIND_GROUP: u32 = 128;
@@ -52,6 +53,8 @@ wgsl_sources!(
     "field/ext4",
     "field/ext8",
     "field/ext5",
+    "field/ext_ops4",
+    "field/ext_ops8",
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",
@@ -200,6 +203,21 @@ kernels! {
     FieldOpsTest => ("test/field_ops", "field_op"),
 }
 
+impl Kernel {
+    /// The extensions this kernel is composed over: the field-generic sumcheck kernels (those
+    /// importing `field/ext`) every [`ExtensionId`]; the rest, written against degree 4 (the
+    /// transcript kernels, which observe and draw degree-4 values) or not touching an
+    /// extension, degree 4 alone.
+    pub fn extensions(self) -> &'static [ExtensionId] {
+        use Kernel::*;
+        match self {
+            SumcheckRound | SumPartials | SumcheckFold | FoldSingle | AddEqWeights | AddSelectWeights | ScatterScales | AddTablePrefix | RoundBase | FoldBase | EvalPartials
+            | AddSplitSelectWeights | LazyRound | LazyRoundBase | EvalSlotPartials | SumSlotPartials | AddSlotWeights => &ExtensionId::ALL,
+            _ => &[ExtensionId::Degree4],
+        }
+    }
+}
+
 fn source(name: &str) -> Result<&'static str> {
     SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).ok_or_else(|| GpuError::Shader {
         kernel: name.to_string(),
@@ -211,12 +229,13 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|l| l.trim().strip_prefix("// #import ").map(str::trim))
 }
 
-/// How the virtual imports resolve: the multiply variant behind `field/mul`, and the field
-/// behind `field/constants` and the `poseidon2/` ones.
+/// How the virtual imports resolve: the multiply variant behind `field/mul`, the field behind
+/// `field/constants` and the `poseidon2/` ones, the extension behind `field/ext`.
 #[derive(Clone, Copy)]
 struct Resolve {
     variant: MulVariant,
     field: FieldId,
+    ext: ExtensionId,
 }
 
 impl Resolve {
@@ -227,6 +246,7 @@ impl Resolve {
             "poseidon2/sbox" => self.field.poseidon2_source(),
             "poseidon2/field16" => self.field.poseidon2_16_source(),
             "poseidon2/field24" => self.field.poseidon2_24_source(),
+            "field/ext" => self.ext.ops_source(),
             other => other,
         }
     }
@@ -271,11 +291,17 @@ pub fn compose(name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Resul
 /// The complete WGSL for the kernel file `name` over `field`, with the given multiply variant
 /// and constants.
 pub fn compose_for(field: FieldId, name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
+    compose_over(field, ExtensionId::Degree4, name, variant, consts)
+}
+
+/// The complete WGSL for the kernel file `name` over `field` and, where it imports `field/ext`,
+/// the extension `ext`, with the given multiply variant and constants.
+pub fn compose_over(field: FieldId, ext: ExtensionId, name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
     let mut out = String::new();
     for (k, v) in consts {
         out.push_str(&format!("const {k}: u32 = {v}u;\n"));
     }
-    append(name, Resolve { variant, field }, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
+    append(name, Resolve { variant, field, ext }, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
@@ -317,9 +343,9 @@ mod tests {
     #[test]
     fn the_inventory_covers_every_source() {
         let mut used: HashSet<&str> = HashSet::new();
-        let combinations = Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.into_iter().flat_map(move |v| FieldId::ALL.map(|f| (k, v, f))));
-        for (kernel, variant, field) in combinations {
-            let text = compose_for(field, kernel.source_name(), variant, kernel.default_consts()).unwrap();
+        let combinations = Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.into_iter().flat_map(move |v| FieldId::ALL.into_iter().flat_map(move |f| k.extensions().iter().map(move |&e| (k, v, f, e)))));
+        for (kernel, variant, field, ext) in combinations {
+            let text = compose_over(field, ext, kernel.source_name(), variant, kernel.default_consts()).unwrap();
             assert!(text.contains(&format!("fn {}(", kernel.entry_point())), "{kernel:?}: no entry point {} in {}", kernel.entry_point(), kernel.source_name());
             used.extend(text.lines().filter_map(|l| l.strip_prefix("// ---- ").and_then(|l| l.strip_suffix(".wgsl ----"))).filter_map(|n| SOURCES.iter().find(|(s, _)| *s == n).map(|(s, _)| *s)));
         }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
 
-use crate::field::GpuField;
+use crate::field::{ext_as_words, ext_from_words, GpuExtension};
 use crate::poseidon2::Poseidon2Field;
-use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
+use p3_field::Field;
 
 use crate::challenger::GrindAhead;
 use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
@@ -20,7 +20,7 @@ use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer
 use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::error::{GpuError, Result};
 pub use crate::field::Ext4;
-use crate::field::{ext4_as_words, words_to};
+use crate::field::words_to;
 use crate::shaders::Kernel;
 
 mod lazy_slots;
@@ -48,6 +48,7 @@ struct RoundParams {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct FoldParams {
     r: [u32; 4],
+    r_hi: [u32; 4],
     half: u32,
     _pad: [u32; 3],
 }
@@ -153,8 +154,8 @@ struct SlotWeightParams {
 /// table — or, with `successor`, as its successor view (entry i replaced by entry
 /// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
 #[derive(Clone, Copy, Debug)]
-pub struct Slots<'a, F: GpuField = BabyBear> {
-    pub point: &'a [Ext4<F>],
+pub struct Slots<'a, E = Ext4> {
+    pub point: &'a [E],
     pub offsets: &'a [usize],
     pub successor: bool,
 }
@@ -163,15 +164,15 @@ pub struct Slots<'a, F: GpuField = BabyBear> {
 /// replaced by entry min(i + shift, 2^k − 1), with `reversed` that entry's index read
 /// bit-reversed within the slot.
 #[derive(Clone, Copy)]
-struct SlotRead<'a, F: GpuField> {
-    point: &'a [Ext4<F>],
+struct SlotRead<'a, E: Field> {
+    point: &'a [E],
     offsets: &'a [usize],
     shift: u32,
     reversed: bool,
 }
 
 /// A lazy round plan's reads as [`GpuSumcheck::read_slots`] takes them.
-fn lazy_slot_reads<F: GpuField>(plan: &lazy_slots::RoundPlan<F>) -> Vec<SlotRead<'_, F>> {
+fn lazy_slot_reads<E: Field>(plan: &lazy_slots::RoundPlan<E>) -> Vec<SlotRead<'_, E>> {
     plan.reads.iter().map(|r| SlotRead { point: &r.point, offsets: &r.offsets, shift: r.shift, reversed: false }).collect()
 }
 
@@ -187,21 +188,21 @@ fn reverse_low_bits(x: usize, bits: usize) -> usize {
 /// Split equality tables of points, laid end to end in one table, each point's once (the slot
 /// kernels' `tables`).
 #[derive(Default)]
-struct PlacedEqTables<'a, F: GpuField> {
-    tables: Vec<Ext4<F>>,
-    placed: Vec<PlacedPoint<'a, F>>,
+struct PlacedEqTables<'a, E: Field> {
+    tables: Vec<E>,
+    placed: Vec<PlacedPoint<'a, E>>,
 }
 
 /// A placed point: where its high and low tables start, and its low bits.
-type PlacedPoint<'a, F> = (std::borrow::Cow<'a, [Ext4<F>]>, u32, u32, usize);
+type PlacedPoint<'a, E> = (std::borrow::Cow<'a, [E]>, u32, u32, usize);
 
 /// A grind to run ahead after some values are observed: the grinder, the grind's bits, and the
 /// challenger state (sponge, pending inputs) before they are observed.
 pub type GrindFrom<'a, F> = (&'a GpuGrinder<F>, usize, &'a [F; WIDTH], &'a [F]);
 
-impl<'a, F: GpuField> PlacedEqTables<'a, F> {
+impl<'a, E: Field> PlacedEqTables<'a, E> {
     /// Where `point`'s high and low tables start, and its low bits: placed if new.
-    fn place(&mut self, point: std::borrow::Cow<'a, [Ext4<F>]>) -> (u32, u32, usize) {
+    fn place(&mut self, point: std::borrow::Cow<'a, [E]>) -> (u32, u32, usize) {
         if let Some(&(_, hi_at, lo_at, low)) = self.placed.iter().find(|t| t.0 == point) {
             return (hi_at, lo_at, low);
         }
@@ -220,10 +221,10 @@ impl<'a, F: GpuField> PlacedEqTables<'a, F> {
 }
 
 /// Split equality tables of `point` (k coordinates): eq(point, i) = hi[i >> low]·lo[i & (2^low − 1)].
-fn split_eq_tables<F: GpuField>(point: &[Ext4<F>]) -> (Vec<Ext4<F>>, Vec<Ext4<F>>, usize) {
+fn split_eq_tables<E: Field>(point: &[E]) -> (Vec<E>, Vec<E>, usize) {
     let low = point.len().div_ceil(2);
     let (hi, lo) = point.split_at(point.len() - low);
-    (eq_table(hi, Ext4::<F>::ONE), eq_table(lo, Ext4::<F>::ONE), low)
+    (eq_table(hi, E::ONE), eq_table(lo, E::ONE), low)
 }
 
 /// Most points one sponge script draws and evaluates f at.
@@ -290,11 +291,11 @@ struct LazyCoeffParams {
 /// (binding z_j's last coordinate to r scales c_j by eq(z_j,last, r)). After the rounds it
 /// covers, w is written as a table of the folded size. At n = 24 this never stores the first
 /// weight table (256 MiB) nor its folds before the last.
-struct LazyEq<F: GpuField> {
+struct LazyEq<E: Field> {
     /// The points z_j, with every coordinate they had when set.
-    points: Vec<Vec<Ext4<F>>>,
+    points: Vec<Vec<E>>,
     /// c_j: the scales times eq(z_j's bound coordinates, their challenges).
-    scales: Vec<Ext4<F>>,
+    scales: Vec<E>,
     /// Variables bound since set, and the rounds the tables cover (fewer than that are bound
     /// while a `LazyEq` exists).
     bound: usize,
@@ -313,7 +314,7 @@ struct LazyEq<F: GpuField> {
     coeffs: wgpu::Buffer,
 }
 
-impl<F: GpuField> LazyEq<F> {
+impl<E: Field> LazyEq<E> {
     fn lo_bits(&self) -> usize {
         self.vars - self.bound - 1 - self.hi_bits
     }
@@ -324,12 +325,12 @@ impl<F: GpuField> LazyEq<F> {
     }
 
     /// The coordinate each point binds in round `t`.
-    fn coordinate(&self, j: usize, t: usize) -> Ext4<F> {
+    fn coordinate(&self, j: usize, t: usize) -> E {
         bound_coordinate(&self.points[j], t)
     }
 
     /// c, A and B for the next round to bind, as the kernels read them.
-    fn coeff_words(&self) -> Vec<Ext4<F>> {
+    fn coeff_words(&self) -> Vec<E> {
         let k = self.points.len();
         let mut out = self.scales.clone();
         out.extend((0..k).map(|j| self.scales[j] - self.scales[j] * self.coordinate(j, self.bound)));
@@ -338,18 +339,18 @@ impl<F: GpuField> LazyEq<F> {
     }
 
     /// Binds the next coordinate to `r` on the host's side.
-    fn bind(&mut self, r: Ext4<F>) {
+    fn bind(&mut self, r: E) {
         for j in 0..self.points.len() {
             let z = self.coordinate(j, self.bound);
-            self.scales[j] *= (Ext4::<F>::ONE - z) * (Ext4::<F>::ONE - r) + z * r;
+            self.scales[j] *= (E::ONE - z) * (E::ONE - r) + z * r;
         }
         self.bound += 1;
     }
 }
 
 /// The coordinate of `point` that round `t` binds (the last first); zero once all are bound.
-fn bound_coordinate<F: GpuField>(point: &[Ext4<F>], t: usize) -> Ext4<F> {
-    point.len().checked_sub(t + 1).map_or(Ext4::<F>::ZERO, |i| point[i])
+fn bound_coordinate<E: Field>(point: &[E], t: usize) -> E {
+    point.len().checked_sub(t + 1).map_or(E::ZERO, |i| point[i])
 }
 
 /// Select weights of at least this many variables over tables of at least 2^this-many entries
@@ -364,26 +365,26 @@ const EVAL_CHUNK_BITS: usize = 8;
 
 /// The chunk tables of eval.wgsl for the multilinear point `point` (coordinate 0 paired with
 /// the top bit of the index): T_c[k] = eq of the coordinates of bits 8c.. with k's bits.
-fn eq_chunk_tables<F: GpuField>(point: &[Ext4<F>]) -> Vec<Ext4<F>> {
+fn eq_chunk_tables<E: Field>(point: &[E]) -> Vec<E> {
     let m = point.len();
     let chunks = m.div_ceil(EVAL_CHUNK_BITS).max(1);
     let mut tables = Vec::with_capacity(chunks << EVAL_CHUNK_BITS);
     for c in 0..chunks {
         let bits = (m - (c * EVAL_CHUNK_BITS).min(m)).min(EVAL_CHUNK_BITS);
         // Bit i of the chunk is index bit 8c + i, i.e. coordinate m - 1 - 8c - i.
-        let coords: Vec<Ext4<F>> = (0..bits).rev().map(|i| point[m - 1 - c * EVAL_CHUNK_BITS - i]).collect();
-        let mut table = eq_table(&coords, Ext4::<F>::ONE);
-        table.resize(1 << EVAL_CHUNK_BITS, Ext4::<F>::ZERO);
+        let coords: Vec<E> = (0..bits).rev().map(|i| point[m - 1 - c * EVAL_CHUNK_BITS - i]).collect();
+        let mut table = eq_table(&coords, E::ONE);
+        table.resize(1 << EVAL_CHUNK_BITS, E::ZERO);
         tables.extend(table);
     }
     tables
 }
 
 /// scale · eq(coords, x) for x in 0..2^k, coordinate 0 paired with the top bit of x.
-fn eq_table<F: GpuField>(coords: &[Ext4<F>], scale: Ext4<F>) -> Vec<Ext4<F>> {
+fn eq_table<E: Field>(coords: &[E], scale: E) -> Vec<E> {
     // Expanded in place: each coordinate doubles the table, entry i becoming 2i and 2i + 1
     // (walked from the top so nothing is overwritten before it is read).
-    let mut table = vec![Ext4::<F>::ZERO; 1 << coords.len()];
+    let mut table = vec![E::ZERO; 1 << coords.len()];
     table[0] = scale;
     for (k, &c) in coords.iter().enumerate() {
         for i in (0..1usize << k).rev() {
@@ -394,14 +395,6 @@ fn eq_table<F: GpuField>(coords: &[Ext4<F>], scale: Ext4<F>) -> Vec<Ext4<F>> {
         }
     }
     table
-}
-
-fn ext_words<F: GpuField>(values: &[Ext4<F>]) -> &[u32] {
-    ext4_as_words(values)
-}
-
-fn ext_from_words<F: GpuField>(words: Vec<u32>) -> Result<Vec<Ext4<F>>> {
-    Ok(<Ext4<F> as BasedVectorSpace<F>>::reconstitute_from_base(words_to::<F>(words)?))
 }
 
 /// A table of 2^vars entries (one base-field word each, or four for the extension) in segments of
@@ -471,13 +464,13 @@ fn lend_tables(batch: &mut Batch<'_>, (f, w): (Table, Table)) {
 }
 
 /// The challenge a fold binds: given, or the last one a chain drew on the GPU.
-enum FoldChallenge<'a, F: GpuField> {
-    Value(Ext4<F>),
+enum FoldChallenge<'a, E: Field> {
+    Value(E),
     Chain(&'a wgpu::Buffer),
 }
 
 /// f and w on the GPU.
-pub struct GpuSumcheck<F: Poseidon2Field = BabyBear> {
+pub struct GpuSumcheck<F: Poseidon2Field = BabyBear, E: GpuExtension<F> = Ext4<F>> {
     ctx: Arc<GpuContext>,
     ntt: Arc<GpuNtt>,
     f: Table,
@@ -494,9 +487,9 @@ pub struct GpuSumcheck<F: Poseidon2Field = BabyBear> {
     /// Tests only: the end of a chained grind's range (a small one makes the chain stop).
     chain_range: Option<u32>,
     /// Equality weights not yet written into w (w has no table meanwhile).
-    lazy: Option<LazyEq<F>>,
+    lazy: Option<LazyEq<E>>,
     /// Slot weights not yet written into w (w has no table meanwhile).
-    lazy_slots: Option<LazySlots<F>>,
+    lazy_slots: Option<LazySlots<E>>,
     /// f and w hold the polynomials at bit-reversed indices
     /// ([`with_reversed_indices`](Self::with_reversed_indices)).
     reversed: bool,
@@ -507,13 +500,14 @@ pub struct GpuSumcheck<F: Poseidon2Field = BabyBear> {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct BaseParams {
     r: [u32; 4],
+    r_hi: [u32; 4],
     count: u32,
     groups: u32,
     first: u32,
     _pad: u32,
 }
 
-impl<F: Poseidon2Field> Drop for GpuSumcheck<F> {
+impl<F: Poseidon2Field, E: GpuExtension<F>> Drop for GpuSumcheck<F, E> {
     fn drop(&mut self) {
         for b in self.f.buffers.drain(..).chain(self.w.buffers.drain(..)) {
             self.ctx.recycle_storage(b);
@@ -526,13 +520,32 @@ impl<F: Poseidon2Field> Drop for GpuSumcheck<F> {
     }
 }
 
-impl<F: Poseidon2Field> GpuSumcheck<F> {
+impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
+    /// Bytes of one extension element.
+    const BYTES: u64 = 4 * E::WORDS as u64;
+
+    /// The words of `r` as a parameter block's two vec4 (X^0..X^3, X^4..X^7; zeros past the
+    /// degree).
+    fn challenge_words(r: E) -> ([u32; 4], [u32; 4]) {
+        let mut words = [0u32; 8];
+        words[..E::WORDS].copy_from_slice(ext_as_words::<F, E>(&[r]));
+        ([words[0], words[1], words[2], words[3]], [words[4], words[5], words[6], words[7]])
+    }
+
+    /// An error unless the extension is the one the transcript kernels play (degree 4).
+    fn check_transcript_extension(what: &str) -> Result<()> {
+        if E::ID != crate::field::ExtensionId::Degree4 {
+            return Err(GpuError::InvalidInput(format!("{what} on the GPU plays degree-4 transcripts; this sumcheck is over the {} extension", E::ID.name())));
+        }
+        Ok(())
+    }
+
     /// log2 of the most extension entries one binding holds on `ctx`'s adapter.
     fn max_segment_log(ctx: &GpuContext) -> Result<usize> {
-        let entries = ctx.max_binding_bytes() / 16;
+        let entries = ctx.max_binding_bytes() / Self::BYTES;
         // Segments of at least 256 entries keep every range offset a multiple of 256 bytes.
         if entries < 256 {
-            return Err(GpuError::TooLarge { what: "a sumcheck table segment of 256 entries".into(), needed: 256 * 16, limit: ctx.max_binding_bytes() });
+            return Err(GpuError::TooLarge { what: "a sumcheck table segment of 256 entries".into(), needed: 256 * Self::BYTES, limit: ctx.max_binding_bytes() });
         }
         Ok(entries.ilog2() as usize)
     }
@@ -540,7 +553,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// Uploads f and w (equal powers of two, at most 2^28 entries) to `ntt`'s GPU (the NTT
     /// computes select weights as a transform). Tables larger than one binding are split into
     /// segments.
-    pub fn new(ntt: Arc<GpuNtt>, f: &[Ext4<F>], w: &[Ext4<F>]) -> Result<Self> {
+    pub fn new(ntt: Arc<GpuNtt>, f: &[E], w: &[E]) -> Result<Self> {
         let ctx = ntt.context().clone();
         if f.len() != w.len() || !f.len().is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("sumcheck tables of {} and {} entries (need equal powers of two)", f.len(), w.len())));
@@ -552,22 +565,22 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let max_seg_log = Self::max_segment_log(&ctx)?;
         let seg_log = vars.min(max_seg_log);
         ctx.memory().try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
-        let upload = |label: &str, values: &[Ext4<F>]| Table {
+        let upload = |label: &str, values: &[E]| Table {
             buffers: values
                 .chunks(1 << seg_log)
                 .map(|segment| {
-                    let buffer = ctx.pooled_for_upload(label, segment.len() * 4);
-                    ctx.write(&buffer, ext_words(segment));
+                    let buffer = ctx.pooled_for_upload(label, segment.len() * E::WORDS);
+                    ctx.write(&buffer, ext_as_words::<F, E>(segment));
                     buffer
                 })
                 .collect(),
             seg_log,
-            words: 4,
+            words: E::WORDS,
         };
         let started = std::time::Instant::now();
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
-        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
+        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", E::WORDS), ctx.storage("sumcheck placeholder", E::WORDS));
         Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
     }
 
@@ -585,9 +598,9 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         }
         let max_seg_log = Self::max_segment_log(&ctx)?;
         let seg_log = vars.min(max_seg_log);
-        let w = Table { buffers: Vec::new(), seg_log, words: 4 };
+        let w = Table { buffers: Vec::new(), seg_log, words: E::WORDS };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
-        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", 4), ctx.storage("sumcheck placeholder", 4));
+        let (placeholder, spare) = (ctx.storage("sumcheck placeholder", E::WORDS), ctx.storage("sumcheck placeholder", E::WORDS));
         Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
     }
 
@@ -622,7 +635,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// `point` as the table is indexed: reversed where the indices are.
-    fn table_point<'p>(&self, point: &'p [Ext4<F>]) -> std::borrow::Cow<'p, [Ext4<F>]> {
+    fn table_point<'p>(&self, point: &'p [E]) -> std::borrow::Cow<'p, [E]> {
         if self.reversed {
             std::borrow::Cow::Owned(point.iter().rev().copied().collect())
         } else {
@@ -631,12 +644,12 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// `points` as the table is indexed.
-    fn table_points(&self, points: &[Vec<Ext4<F>>]) -> Vec<Vec<Ext4<F>>> {
+    fn table_points(&self, points: &[Vec<E>]) -> Vec<Vec<E>> {
         points.iter().map(|p| self.table_point(p).into_owned()).collect()
     }
 
     /// A table read back in the polynomial's order.
-    fn polynomial_order(&self, mut values: Vec<Ext4<F>>) -> Vec<Ext4<F>> {
+    fn polynomial_order(&self, mut values: Vec<E>) -> Vec<E> {
         if self.reversed && values.len() > 1 {
             p3_util::reverse_slice_index_bits(&mut values);
         }
@@ -659,9 +672,9 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             return Ok(());
         }
         let seg_log = self.vars.min(self.max_seg_log);
-        self.ctx.memory().try_reserve("the sumcheck weights", 16u64 << self.vars)?;
+        self.ctx.memory().try_reserve("the sumcheck weights", Self::BYTES << self.vars)?;
         let ctx = self.ctx.clone();
-        let buffers: Vec<wgpu::Buffer> = (0..1usize << (self.vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", 4 << seg_log)).collect();
+        let buffers: Vec<wgpu::Buffer> = (0..1usize << (self.vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", E::WORDS << seg_log)).collect();
         let cleared = ctx.scoped("sumcheck weights", || {
             let mut encoder = ctx.encoder("clear weights");
             for b in &buffers {
@@ -669,7 +682,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             }
             ctx.submit(encoder)
         });
-        self.w = Table { buffers, seg_log, words: 4 };
+        self.w = Table { buffers, seg_log, words: E::WORDS };
         cleared
     }
 
@@ -679,7 +692,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// are played (or earlier, when other weights are added). Needs a w without weights yet;
     /// with weights already there, or no rounds, the weights are added as by
     /// [`add_eq_weights`](Self::add_eq_weights).
-    pub fn set_lazy_eq_weights(&mut self, points: &[Vec<Ext4<F>>], scales: &[Ext4<F>], rounds: usize) -> Result<()> {
+    pub fn set_lazy_eq_weights(&mut self, points: &[Vec<E>], scales: &[E], rounds: usize) -> Result<()> {
         if points.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
         }
@@ -701,14 +714,14 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let ranges: Vec<(usize, std::ops::Range<usize>)> = (0..points.len())
             .flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t))))
             .collect();
-        let tables: Vec<Ext4<F>> = {
+        let tables: Vec<E> = {
             use rayon::prelude::*;
-            ranges.par_iter().map(|(j, r)| eq_table(&points[*j][r.clone()], Ext4::<F>::ONE)).collect::<Vec<_>>().concat()
+            ranges.par_iter().map(|(j, r)| eq_table(&points[*j][r.clone()], E::ONE)).collect::<Vec<_>>().concat()
         };
         debug_assert_eq!(tables.len(), stride * points.len());
-        let coords: Vec<Ext4<F>> = points.iter().flat_map(|p| (0..=rounds).map(|t| bound_coordinate(p, t))).collect();
+        let coords: Vec<E> = points.iter().flat_map(|p| (0..=rounds).map(|t| bound_coordinate(p, t))).collect();
         let ctx = self.ctx.clone();
-        ctx.check_binding_size("the lazy weights' tables", (tables.len() * 16) as u64)?;
+        ctx.check_binding_size("the lazy weights' tables", tables.len() as u64 * Self::BYTES)?;
         let lazy = LazyEq {
             points: points.to_vec(),
             scales: scales.to_vec(),
@@ -717,11 +730,11 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             vars,
             hi_bits,
             stride,
-            tables: ctx.upload_pooled("lazy weight tables", ext_words(&tables)),
-            coords: ctx.upload_pooled("lazy weight coordinates", ext_words(&coords)),
-            coeffs: ctx.storage("lazy weight coefficients", 12 * points.len()),
+            tables: ctx.upload_pooled("lazy weight tables", ext_as_words::<F, E>(&tables)),
+            coords: ctx.upload_pooled("lazy weight coordinates", ext_as_words::<F, E>(&coords)),
+            coeffs: ctx.storage("lazy weight coefficients", 3 * E::WORDS * points.len()),
         };
-        ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words()));
+        ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words()));
         self.lazy = Some(lazy);
         Ok(())
     }
@@ -731,7 +744,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     fn materialize_weights(&mut self) -> Result<()> {
         if let Some(lazy) = self.lazy_slots.as_ref() {
             let sets = lazy.weight_sets();
-            let sets: Vec<(Slots<'_, F>, &[Ext4<F>])> = sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
+            let sets: Vec<(Slots<'_, E>, &[E])> = sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
             let written = self.ensure_weights().and_then(|()| self.write_slot_weights(&sets));
             if let Err(e) = written {
                 for b in std::mem::take(&mut self.w.buffers) {
@@ -744,7 +757,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         }
         let Some(lazy) = self.lazy.as_ref() else { return Ok(()) };
         let vars = self.vars;
-        let points: Vec<Vec<Ext4<F>>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
+        let points: Vec<Vec<E>> = lazy.points.iter().map(|p| p[..vars].to_vec()).collect();
         let scales = lazy.scales.clone();
         let written = self.ensure_weights().and_then(|()| self.write_eq_weights(&points, &scales));
         if let Err(e) = written {
@@ -795,8 +808,8 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             w,
             vars: self.vars,
             max_seg_log: self.max_seg_log,
-            placeholder: ctx.storage("sumcheck placeholder", 4),
-            spare: ctx.storage("sumcheck placeholder", 4),
+            placeholder: ctx.storage("sumcheck placeholder", E::WORDS),
+            spare: ctx.storage("sumcheck placeholder", E::WORDS),
             ahead: None,
             chain_range: None,
             lazy: None,
@@ -849,11 +862,11 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// Records the reduction of `groups` partial pairs in `partials` to one pair: returns the
     /// buffer holding it (8 words) and the intermediate buffers, for the pool once submitted.
     fn record_reduction(&self, dispatches: &mut Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
-        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::SumPartials, &[])?;
+        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::SumPartials, &[])?;
         let mut spare = Vec::new();
         while groups > 1 {
             let next = Self::groups_for(groups);
-            let out = self.ctx.pooled_storage("sumcheck partials", 8 * next);
+            let out = self.ctx.pooled_storage("sumcheck partials", 2 * E::WORDS * next);
             let params = self.ctx.uniform("sum params", &RoundParams { count: groups as u32, groups: next as u32, first: 0, _pad: 0 });
             let bind = self.ctx.bind_buffers(&pipeline, &[&params, &partials, &self.placeholder, &out]);
             dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: next as u32 });
@@ -866,13 +879,13 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back (with what a
     /// grind run ahead found). `dispatches` (recorded so far, in one compute pass) end with the
     /// kernel that wrote them.
-    fn finish_reduction(&self, mut batch: Batch<'_>, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(Ext4<F>, Ext4<F>)> {
+    fn finish_reduction(&self, mut batch: Batch<'_>, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(E, E)> {
         let (partials, spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
             Some((grinder, bits, sponge, pending)) => {
                 // (It records nothing when it fails.)
-                match grinder.record_after_observing(&mut dispatches, &sponge, &pending, &partials, 0, 8, bits) {
+                match grinder.record_after_observing(&mut dispatches, &sponge, &pending, &partials, 0, 2 * E::WORDS, bits) {
                     Ok(record) => Some((grinder, record)),
                     Err(e) => {
                         tracing::debug!("not grinding ahead in this round: {e}");
@@ -884,7 +897,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         };
         batch.record(&dispatches);
         // The pair and what the grind found, in one readback.
-        let pair = batch.read(&partials, 0, 8);
+        let pair = batch.read(&partials, 0, 2 * E::WORDS);
         let grind = ahead.map(|(_, record)| record.read_in(&mut batch));
         spare.into_iter().chain([partials]).for_each(|b| batch.lend(b));
         let readback = self.ctx.run(batch)?;
@@ -895,12 +908,12 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
                 Err(e) => tracing::warn!("ignoring a malformed grind-ahead result: {e}"),
             }
         }
-        let v = ext_from_words(readback.get(pair)?.to_vec())?;
+        let v = ext_from_words::<F, E>(readback.get(pair)?.to_vec())?;
         Ok((v[0], v[1]))
     }
 
     /// `h(0) = Σ_i f[2i]·w[2i]` and `h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i])`.
-    pub fn round_coefficients(&mut self) -> Result<(Ext4<F>, Ext4<F>)> {
+    pub fn round_coefficients(&mut self) -> Result<(E, E)> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
@@ -918,7 +931,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// `fold(r)` then `round_coefficients()`, recorded into one submission (one wait instead
     /// of a submission for the fold and another for the round). As with `fold`, after an error
     /// the tables are unusable.
-    pub fn fold_then_round(&mut self, r: Ext4<F>) -> Result<(Ext4<F>, Ext4<F>)> {
+    pub fn fold_then_round(&mut self, r: E) -> Result<(E, E)> {
         if self.vars < 2 {
             return Err(GpuError::InvalidInput(format!("a fold and a round need two variables; {} left", self.vars)));
         }
@@ -953,9 +966,9 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             Some(lazy) => Self::groups_for(pairs).max(pairs.min(1 << lazy.lo_bits()) / THREADS),
             None => Self::groups_for(pairs),
         };
-        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * segments);
+        let partials = self.ctx.pooled_storage("sumcheck partials", 2 * E::WORDS * groups * segments);
         if let Some(lazy) = &self.lazy {
-            let pipeline = self.ctx.pipeline_for(F::ID, if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
+            let pipeline = self.ctx.pipeline_over(F::ID, E::ID, if self.is_base() { Kernel::LazyRoundBase } else { Kernel::LazyRound }, &[])?;
             for j in 0..segments {
                 let params = LazyParams {
                     count: pairs as u32,
@@ -973,11 +986,11 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             }
             return Ok((partials, groups * segments));
         }
-        let pipeline = self.ctx.pipeline_for(F::ID, if self.is_base() { Kernel::RoundBase } else { Kernel::SumcheckRound }, &[])?;
+        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, if self.is_base() { Kernel::RoundBase } else { Kernel::SumcheckRound }, &[])?;
         for j in 0..segments {
             let first = (j * groups) as u32;
             let params = if self.is_base() {
-                self.ctx.uniform("round params", &BaseParams { r: [0; 4], count: pairs as u32, groups: groups as u32, first, _pad: 0 })
+                self.ctx.uniform("round params", &BaseParams { r: [0; 4], r_hi: [0; 4], count: pairs as u32, groups: groups as u32, first, _pad: 0 })
             } else {
                 self.ctx.uniform("round params", &RoundParams { count: pairs as u32, groups: groups as u32, first, _pad: 0 })
             };
@@ -989,7 +1002,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
 
     /// Binds the last variable of f and w to `r` (a base-field f becomes an extension table). After an
     /// error the tables are unusable (a proof in progress fails and is made again elsewhere).
-    pub fn fold(&mut self, r: Ext4<F>) -> Result<()> {
+    pub fn fold(&mut self, r: E) -> Result<()> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left to fold".into()));
         }
@@ -1009,38 +1022,38 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// tables (segment j folds into entries j·s/2.. of the result, s the segment length).
     /// Returns the old tables, for the pool once the fold is submitted (another thread sharing
     /// the context could otherwise take them and submit writes before the fold reads them).
-    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: Ext4<F>) -> Result<(Table, Table)> {
+    fn record_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: E) -> Result<(Table, Table)> {
         self.record_fold_with(dispatches, FoldChallenge::Value(r))
     }
 
 
     /// [`record_fold`](Self::record_fold) at a challenge given or drawn on the GPU (a chain's);
     /// returns the old tables instead of recycling them.
-    fn record_fold_with(&mut self, dispatches: &mut Vec<Dispatch>, challenge: FoldChallenge<'_, F>) -> Result<(Table, Table)> {
+    fn record_fold_with(&mut self, dispatches: &mut Vec<Dispatch>, challenge: FoldChallenge<'_, E>) -> Result<(Table, Table)> {
         let (r, chain) = match challenge {
             FoldChallenge::Value(r) => (r, None),
-            FoldChallenge::Chain(buffer) => (Ext4::<F>::ZERO, Some(buffer)),
+            FoldChallenge::Chain(buffer) => (E::ZERO, Some(buffer)),
         };
-        let mut r_words = [0u32; 4];
-        r_words.copy_from_slice(ext_words(&[r]));
+        let (r_words, r_hi) = Self::challenge_words(r);
         let per_segment = self.f.segment_len() / 2;
         let out_seg_log = (self.vars - 1).min(self.max_seg_log);
         let out_segments = 1usize << (self.vars - 1 - out_seg_log);
-        let fresh = |label: &str| Table { buffers: (0..out_segments).map(|_| self.ctx.pooled_storage(label, 4 << out_seg_log)).collect(), seg_log: out_seg_log, words: 4 };
+        let fresh = |label: &str| Table { buffers: (0..out_segments).map(|_| self.ctx.pooled_storage(label, E::WORDS << out_seg_log)).collect(), seg_log: out_seg_log, words: E::WORDS };
         // Lazy weights have no table to fold (their folds scale the coefficients).
         let f_only = self.w.buffers.is_empty();
         let f_out = fresh("sumcheck f");
-        let w_out = if f_only { Table { buffers: Vec::new(), seg_log: out_seg_log, words: 4 } } else { fresh("sumcheck w") };
+        let w_out = if f_only { Table { buffers: Vec::new(), seg_log: out_seg_log, words: E::WORDS } } else { fresh("sumcheck w") };
         // Where segment j's folded entries go in the result.
         fn out_range(out: &Table, j: usize, per_segment: usize) -> (&wgpu::Buffer, u64, Option<u64>) {
             let start = j * per_segment;
             let at = start & (out.segment_len() - 1);
-            (&out.buffers[start >> out.seg_log], (at * 16) as u64, Some((per_segment * 16) as u64))
+            let bytes = 4 * out.words;
+            (&out.buffers[start >> out.seg_log], (at * bytes) as u64, Some((per_segment * bytes) as u64))
         }
         let groups = per_segment.div_ceil(THREADS) as u32;
         let whole = |b| (b, 0u64, None);
         // Chained folds read the challenge from the chain (an extra binding after the others).
-        let kernel = |plain: Kernel, chained: Kernel| self.ctx.pipeline_for(F::ID, if chain.is_some() { chained } else { plain }, &[]);
+        let kernel = |plain: Kernel, chained: Kernel| self.ctx.pipeline_over(F::ID, E::ID, if chain.is_some() { chained } else { plain }, &[]);
         fn with_chain<'a>(mut ranges: Vec<(&'a wgpu::Buffer, u64, Option<u64>)>, chain: Option<&'a wgpu::Buffer>) -> Vec<(&'a wgpu::Buffer, u64, Option<u64>)> {
             ranges.extend(chain.map(|c| (c, 0, None)));
             ranges
@@ -1048,8 +1061,8 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         if self.is_base() {
             let base = kernel(Kernel::FoldBase, Kernel::FoldBaseChained)?;
             let single = kernel(Kernel::FoldSingle, Kernel::FoldSingleChained)?;
-            let base_params = self.fold_uniform(&BaseParams { r: r_words, count: per_segment as u32, groups: 0, first: 0, _pad: 0 }, chain.is_some());
-            let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
+            let base_params = self.fold_uniform(&BaseParams { r: r_words, r_hi, count: per_segment as u32, groups: 0, first: 0, _pad: 0 }, chain.is_some());
+            let params = self.fold_uniform(&FoldParams { r: r_words, r_hi, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&base, &with_chain(vec![whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)], chain));
                 dispatches.push(Dispatch { pipeline: (*base).clone(), bind, groups });
@@ -1061,14 +1074,14 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             }
         } else if f_only {
             let single = kernel(Kernel::FoldSingle, Kernel::FoldSingleChained)?;
-            let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
+            let params = self.fold_uniform(&FoldParams { r: r_words, r_hi, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment), whole(&self.spare)], chain));
                 dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else {
             let pipeline = kernel(Kernel::SumcheckFold, Kernel::FoldPairsChained)?;
-            let params = self.fold_uniform(&FoldParams { r: r_words, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
+            let params = self.fold_uniform(&FoldParams { r: r_words, r_hi, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
                 let bind = self.ctx.bind_ranges(&pipeline, &with_chain(vec![whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)], chain));
                 dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
@@ -1079,7 +1092,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         if let Some(lazy) = self.lazy.as_mut() {
             match chain {
                 Some(chain) => {
-                    let pipeline = self.ctx.pipeline_for(F::ID, Kernel::LazyCoeffs, &[])?;
+                    let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::LazyCoeffs, &[])?;
                     let params = LazyCoeffParams { points: lazy.points.len() as u32, t: lazy.bound as u32, rounds_plus_one: (lazy.rounds + 1) as u32, _pad: 0 };
                     let params = self.ctx.uniform("lazy coefficient params", &params);
                     let bind = self.ctx.bind_buffers(&pipeline, &[&params, &lazy.coords, &lazy.coeffs, chain]);
@@ -1090,7 +1103,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
                     lazy.bind(r);
                     // (After the last lazy round w is written out below instead.)
                     if lazy.bound < lazy.rounds {
-                        self.ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words()));
+                        self.ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words()));
                     }
                 }
             }
@@ -1131,7 +1144,8 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// provides the Poseidon2 instance of the transcript. After an error the tables are those
     /// from before the chain, unless writing lazy weights out after it failed: then the
     /// sumcheck is unusable (a proof in progress fails).
-    pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F>>> {
+    pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F, E>>> {
+        Self::check_transcript_extension("a chain of sumcheck rounds")?;
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
         }
@@ -1162,9 +1176,9 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             // Bound where a round does not grind (the kernels' layout has the grind's buffers).
             let unused = [batch.scratch("chain grind params", WIDTH + 4), batch.scratch("chain grind best", 1)];
             // Lazy slot terms' coefficients as they are now, for the GPU to bind round by round.
-            let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_words(&l.coefficients())));
-            let observe = ctx.pipeline_for(F::ID, Kernel::ChainObserve, &[])?;
-            let sample = ctx.pipeline_for(F::ID, Kernel::ChainSample, &[])?;
+            let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_as_words::<F, E>(&l.coefficients())));
+            let observe = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainObserve, &[])?;
+            let sample = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainSample, &[])?;
             // Per round played: where its pair, its challenge and its grind come back.
             let (mut reads, mut retired) = (Vec::with_capacity(rounds), Vec::new());
             let mut recorded = Ok(());
@@ -1255,7 +1269,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
                 lazy.bound = start;
                 match &parsed {
                     Ok(p) => p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r)),
-                    Err(_) => ctx.write(&lazy.coeffs, ext_words(&lazy.coeff_words())),
+                    Err(_) => ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words())),
                 }
             }
             if let (Some(lazy), Ok(p)) = (self.lazy_slots.as_mut(), &parsed) {
@@ -1276,7 +1290,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// The rounds a chain played, from its readback.
-    fn parse_chain(&self, readback: &Readback, rounds: usize, reads: &[(ReadSlot, ReadSlot, Option<GrindRead<F>>)], info: ReadSlot) -> Result<Vec<ChainedRound<F>>> {
+    fn parse_chain(&self, readback: &Readback, rounds: usize, reads: &[(ReadSlot, ReadSlot, Option<GrindRead<F>>)], info: ReadSlot) -> Result<Vec<ChainedRound<F, E>>> {
         let info = readback.get(info)?;
         let (stopped, played) = (info[1] != 0, info[2] as usize);
         if played > rounds || stopped == (played == rounds) || reads.len() != rounds {
@@ -1284,15 +1298,15 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         }
         let mut out = Vec::with_capacity(played + 1);
         for (k, (pair, r, grind)) in reads.iter().enumerate().take(played.min(rounds - 1) + 1) {
-            let pair = ext_from_words(readback.get(*pair)?.to_vec())?;
-            let r = if k < played { Some(ext_from_words(readback.get(*r)?.to_vec())?[0]) } else { None };
+            let pair = ext_from_words::<F, E>(readback.get(*pair)?.to_vec())?;
+            let r = if k < played { Some(ext_from_words::<F, E>(readback.get(*r)?.to_vec())?[0]) } else { None };
             let offer = grind.as_ref().map(|g| g.offer(readback)).transpose()?;
             out.push(ChainedRound { c0: pair[0], c_inf: pair[1], r, offer });
         }
         Ok(out)
     }
 
-    fn check_point(&self, point: &[Ext4<F>]) -> Result<()> {
+    fn check_point(&self, point: &[E]) -> Result<()> {
         if point.len() != self.vars {
             return Err(GpuError::InvalidInput(format!("a point of {} coordinates for {} variables", point.len(), self.vars)));
         }
@@ -1300,7 +1314,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// `w[x] += Σ_j scales[j]·eq(points[j], x)`, coordinate 0 paired with the top bit of x.
-    pub fn add_eq_weights(&mut self, points: &[Vec<Ext4<F>>], scales: &[Ext4<F>]) -> Result<()> {
+    pub fn add_eq_weights(&mut self, points: &[Vec<E>], scales: &[E]) -> Result<()> {
         if points.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} points with {} scales", points.len(), scales.len())));
         }
@@ -1317,7 +1331,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// The body of [`add_eq_weights`](Self::add_eq_weights), onto w's table as it is.
-    fn write_eq_weights(&self, points: &[Vec<Ext4<F>>], scales: &[Ext4<F>]) -> Result<()> {
+    fn write_eq_weights(&self, points: &[Vec<E>], scales: &[E]) -> Result<()> {
         // eq(p, x) = eq(p_hi, x_hi) · eq(p_lo, x_lo), split at the low `low` bits: the two
         // small tables per point are built here (2^(m-low) + 2^low entries), the kernel does
         // one product per entry and point. Split in half, the host builds ~2^(m/2 + 1) entries
@@ -1327,14 +1341,14 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let (mut highs, mut lows) = (Vec::new(), Vec::new());
         for (p, &s) in points.iter().zip(scales) {
             let (hi, lo) = p.split_at(self.vars - low);
-            highs.extend(eq_table(hi, Ext4::<F>::ONE));
+            highs.extend(eq_table(hi, E::ONE));
             lows.extend(eq_table(lo, s));
         }
         self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, points.len(), 1, low)
     }
 
     /// `w[x] += Σ_j scales[j]·vars[j]^x`.
-    pub fn add_select_weights(&mut self, vars: &[F], scales: &[Ext4<F>]) -> Result<()> {
+    pub fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<()> {
         if vars.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} select variables with {} scales", vars.len(), scales.len())));
         }
@@ -1350,11 +1364,11 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             let m = self.vars;
             let low = m.div_ceil(2);
             let (hi_len, lo_len) = (1usize << (m - low), 1usize << low);
-            let mut highs = vec![Ext4::<F>::ZERO; hi_len * vars.len()];
-            let mut lows = vec![Ext4::<F>::ZERO; lo_len * vars.len()];
+            let mut highs = vec![E::ZERO; hi_len * vars.len()];
+            let mut lows = vec![E::ZERO; lo_len * vars.len()];
             highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
                 for (x, p) in v.powers().take(hi_len).enumerate() {
-                    hi[reverse_low_bits(x, m - low)] = Ext4::<F>::from(p);
+                    hi[reverse_low_bits(x, m - low)] = E::from(p);
                 }
                 for (x, p) in v.exp_power_of_2(m - low).powers().take(lo_len).enumerate() {
                     lo[reverse_low_bits(x, low)] = s * p;
@@ -1369,11 +1383,11 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             let low = self.vars.div_ceil(2);
             let (hi_len, lo_len) = (1usize << (self.vars - low), 1usize << low);
             // Filled on all cores: at n = 28 (round 1) hundreds of variables make ~10^6 entries.
-            let mut highs = vec![Ext4::<F>::ZERO; hi_len * vars.len()];
-            let mut lows = vec![Ext4::<F>::ZERO; lo_len * vars.len()];
+            let mut highs = vec![E::ZERO; hi_len * vars.len()];
+            let mut lows = vec![E::ZERO; lo_len * vars.len()];
             highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
                 for (slot, p) in hi.iter_mut().zip(v.exp_power_of_2(low).powers()) {
-                    *slot = Ext4::<F>::from(p);
+                    *slot = E::from(p);
                 }
                 for (slot, p) in lo.iter_mut().zip(v.powers()) {
                     *slot = s * p;
@@ -1383,12 +1397,12 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         }
         // Per variable, its squares v^(2^b) for b < m (at least one entry: v itself).
         let per_var = self.vars.max(1);
-        let squares: Vec<Ext4<F>> = vars
+        let squares: Vec<E> = vars
             .iter()
             .flat_map(|&v| {
                 let mut s = v;
                 (0..per_var).map(move |_| {
-                    let out = Ext4::<F>::from(s);
+                    let out = E::from(s);
                     s = s.square();
                     out
                 })
@@ -1399,23 +1413,23 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
 
     /// `f(point) = Σ_x f[x]·eq(point, x)`: one pass over f against the point's chunked equality
     /// tables (eval.wgsl), one submission, one readback of the value.
-    pub fn eval(&self, point: &[Ext4<F>]) -> Result<Ext4<F>> {
+    pub fn eval(&self, point: &[E]) -> Result<E> {
         self.check_point(point)?;
         let tables = eq_chunk_tables(&self.table_point(point));
         self.ctx.scoped("sumcheck eval", || {
             let chunks = tables.len() >> EVAL_CHUNK_BITS;
             let mut batch = self.ctx.batch("sumcheck eval");
-            let tables = batch.upload("eval tables", ext_words(&tables));
+            let tables = batch.upload("eval tables", ext_as_words::<F, E>(&tables));
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
             let (value, zero) = self.finish_reduction(batch, dispatches, partials, groups)?;
-            debug_assert_eq!(zero, Ext4::<F>::ZERO);
+            debug_assert_eq!(zero, E::ZERO);
             Ok(value)
         })
     }
 
     /// Checks `slots` against the tables: a point of at most m coordinates, each slot inside.
-    fn check_slots(&self, slots: &Slots<'_, F>) -> Result<()> {
+    fn check_slots(&self, slots: &Slots<'_, E>) -> Result<()> {
         let k = slots.point.len();
         if k > self.vars {
             return Err(GpuError::InvalidInput(format!("slots of 2^{k} entries in a table of 2^{}", self.vars)));
@@ -1429,14 +1443,14 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// Each slot of each set evaluated at its set's point (see [`Slots`]):
     /// `Σ_i f[offset + s(i)]·eq(point, i)`, s(i) = i or the successor's min(i + 1, 2^k − 1). One
     /// submission and one readback of the values for all the sets.
-    pub fn eval_slots(&self, sets: &[Slots<'_, F>]) -> Result<Vec<Vec<Ext4<F>>>> {
+    pub fn eval_slots(&self, sets: &[Slots<'_, E>]) -> Result<Vec<Vec<E>>> {
         for set in sets {
             self.check_slots(set)?;
         }
         // At reversed indices a slot's plain value is its entries at the reversed point; its
         // successor view is read through the reversed indices (the kernel's `reversed`).
-        let points: Vec<std::borrow::Cow<'_, [Ext4<F>]>> = sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
-        let reads: Vec<SlotRead<'_, F>> = sets
+        let points: Vec<std::borrow::Cow<'_, [E]>> = sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
+        let reads: Vec<SlotRead<'_, E>> = sets
             .iter()
             .zip(&points)
             .map(|(s, p)| SlotRead { point: p, offsets: s.offsets, shift: u32::from(s.successor), reversed: self.reversed && s.successor })
@@ -1447,7 +1461,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// Each slot of each read `(point, offsets, shift)` evaluated at its point, entry i of the
     /// slot replaced by entry min(i + shift, 2^k − 1) (slots checked by the caller). One
     /// submission and one readback; reads at the same point share its tables.
-    fn read_slots(&self, sets: &[SlotRead<'_, F>]) -> Result<Vec<Vec<Ext4<F>>>> {
+    fn read_slots(&self, sets: &[SlotRead<'_, E>]) -> Result<Vec<Vec<E>>> {
         let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
         if total == 0 {
             return Ok(sets.iter().map(|_| Vec::new()).collect());
@@ -1458,16 +1472,16 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             let mut dispatches = Vec::new();
             let values = self.record_slot_reads(&mut batch, &mut dispatches, sets)?;
             batch.record(&dispatches);
-            let read = batch.read(&values, 0, 4 * total);
+            let read = batch.read(&values, 0, E::WORDS * total);
             let readback = ctx.run(batch)?;
-            let mut values = ext_from_words(readback.get(read)?.to_vec())?.into_iter();
+            let mut values = ext_from_words::<F, E>(readback.get(read)?.to_vec())?.into_iter();
             Ok(sets.iter().map(|s| values.by_ref().take(s.offsets.len()).collect()).collect())
         })
     }
 
     /// Records [`read_slots`](Self::read_slots)' work into `batch` (at least one slot): returns
     /// the buffer its values end in, the reads' slots end to end.
-    fn record_slot_reads(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, sets: &[SlotRead<'_, F>]) -> Result<wgpu::Buffer> {
+    fn record_slot_reads(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, sets: &[SlotRead<'_, E>]) -> Result<wgpu::Buffer> {
         let total: usize = sets.iter().map(|s| s.offsets.len()).sum();
         // Every slot of every read in one evaluation dispatch per segment and one sum
         // (wgsl/sumcheck/slot_eval.wgsl): a round of lazy slot weights reads hundreds of slots
@@ -1495,22 +1509,22 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             }
         }
         let ctx = &self.ctx;
-        let eval = ctx.pipeline_for(F::ID, Kernel::EvalSlotPartials, &[])?;
-        let sum = ctx.pipeline_for(F::ID, Kernel::SumSlotPartials, &[])?;
+        let eval = ctx.pipeline_over(F::ID, E::ID, Kernel::EvalSlotPartials, &[])?;
+        let sum = ctx.pipeline_over(F::ID, E::ID, Kernel::SumSlotPartials, &[])?;
         let placed = tables.points();
         let tables = tables.tables;
-        ctx.check_binding_size("the slot reads' equality tables", (tables.len() * 16) as u64)?;
-        ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments() * 16) as u64)?;
+        ctx.check_binding_size("the slot reads' equality tables", tables.len() as u64 * Self::BYTES)?;
+        ctx.check_binding_size("the slot reads' partial sums", (owners.len() * self.segments()) as u64 * Self::BYTES)?;
         // One description (32 bytes) per slot and one owner word per workgroup: a witness of
         // very many short columns is refused here, not by wgpu's validation.
         ctx.check_binding_size("the slot reads' descriptions", (slots.len() * 4) as u64)?;
         ctx.check_binding_size("the slot reads' workgroup owners", (owners.len() * 4) as u64)?;
-        let values = batch.scratch("slot values", 4 * total);
-        let tables_buffer = batch.upload("slot eq tables", ext_words(&tables));
+        let values = batch.scratch("slot values", E::WORDS * total);
+        let tables_buffer = batch.upload("slot eq tables", ext_as_words::<F, E>(&tables));
         let slot_words = batch.upload("slot descriptions", &slots);
         let owner_words = batch.upload("slot workgroup owners", &owners);
         let total_groups = owners.len();
-        let partials = batch.scratch("slot partials", 4 * total_groups * self.segments());
+        let partials = batch.scratch("slot partials", E::WORDS * total_groups * self.segments());
         let first = dispatches.len();
         for j in 0..self.segments() {
             let segment = self.f.segment_len();
@@ -1536,7 +1550,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// `w[offset + i] += scale·eq(point, i)` over each slot of each set (see [`Slots`]; with
     /// `successor`, the weight under which Σ f·w is the successor view's value), one scale per
     /// slot, in one submission.
-    pub fn add_slot_weights(&mut self, sets: &[(Slots<'_, F>, &[Ext4<F>])]) -> Result<()> {
+    pub fn add_slot_weights(&mut self, sets: &[(Slots<'_, E>, &[E])]) -> Result<()> {
         for (set, scales) in sets {
             self.check_slots(set)?;
             if scales.len() != set.offsets.len() {
@@ -1557,7 +1571,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// played (or earlier, when other weights are added). Needs a w without weights yet, slots
     /// aligned to their size (as a stacked layout's are) and at least one round; otherwise the
     /// weights are added as by [`add_slot_weights`](Self::add_slot_weights).
-    pub fn set_lazy_slot_weights(&mut self, sets: &[(Slots<'_, F>, &[Ext4<F>])], rounds: usize) -> Result<()> {
+    pub fn set_lazy_slot_weights(&mut self, sets: &[(Slots<'_, E>, &[E])], rounds: usize) -> Result<()> {
         for (set, scales) in sets {
             self.check_slots(set)?;
             if scales.len() != set.offsets.len() {
@@ -1579,7 +1593,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// A round's h(0) and h(∞) from the slot evaluations lazy slot weights need.
-    fn lazy_slot_round(&mut self) -> Result<(Ext4<F>, Ext4<F>)> {
+    fn lazy_slot_round(&mut self) -> Result<(E, E)> {
         let lazy = self.lazy_slots.as_ref().expect("called with lazy slot weights");
         if lazy.bound >= lazy.rounds {
             return Err(GpuError::InvalidInput(format!("lazy weights cover {} rounds; {} were played", lazy.rounds, lazy.bound)));
@@ -1605,11 +1619,11 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let sets = lazy_slot_reads(plan);
         let values = self.record_slot_reads(batch, dispatches, &sets)?;
         let terms = batch.upload("lazy slot terms", &plan.term_words(lazy.term_groups()));
-        let constants = batch.upload("lazy slot round constants", ext_words(&lazy.round_constants(t)));
+        let constants = batch.upload("lazy slot round constants", ext_as_words::<F, E>(&lazy.round_constants(t)));
         let params = LazySlotParams { terms: lazy.terms() as u32, bind: u32::from(k > 0), _pad: [0; 2] };
         let params = self.ctx.uniform("lazy slot round params", &params);
         let pair = self.ctx.pooled_storage("lazy slot round pair", 8);
-        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::LazySlotRound, &[])?;
+        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::LazySlotRound, &[])?;
         let bind = self.ctx.bind_buffers(&pipeline, &[&params, &values, &terms, &constants, coeffs, &pair, chain]);
         dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
         Ok(pair)
@@ -1619,7 +1633,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// slot of every set in one dispatch per segment and layer (wgsl/sumcheck/slot_weights.wgsl),
     /// the slots of a layer pairwise disjoint (a stacked table's columns are; a column opened in
     /// several batches, or at its successor view, is in as many layers).
-    fn write_slot_weights(&self, sets: &[(Slots<'_, F>, &[Ext4<F>])]) -> Result<()> {
+    fn write_slot_weights(&self, sets: &[(Slots<'_, E>, &[E])]) -> Result<()> {
         use std::collections::BTreeMap;
         let mut tables = PlacedEqTables::default();
         // Per layer: the entries it covers (start -> end), its slot words and workgroup owners.
@@ -1665,10 +1679,10 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let tables = tables.tables;
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck slot weights", || {
-            let pipeline = ctx.pipeline_for(F::ID, Kernel::AddSlotWeights, &[])?;
-            ctx.check_binding_size("the slot weights' equality tables and scales", (tables.len() * 16) as u64)?;
+            let pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::AddSlotWeights, &[])?;
+            ctx.check_binding_size("the slot weights' equality tables and scales", tables.len() as u64 * Self::BYTES)?;
             let mut batch = ctx.batch("sumcheck slot weights");
-            let tables = batch.upload("slot weight tables", ext_words(&tables));
+            let tables = batch.upload("slot weight tables", ext_as_words::<F, E>(&tables));
             let mut dispatches = Vec::new();
             for (_, slots, owners) in &layers {
                 // One description (32 bytes) per slot and one owner word per workgroup.
@@ -1702,8 +1716,8 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         // Enough workgroups to fill the GPU, each over up to 256 rows.
         let rows_per_group = (rows / MAX_REDUCE_GROUPS).clamp(1, 1 << EVAL_CHUNK_BITS);
         let groups = rows / rows_per_group;
-        let pipeline = self.ctx.pipeline_for(F::ID, Kernel::EvalPartials, &[])?;
-        let partials = self.ctx.pooled_storage("sumcheck partials", 8 * groups * self.segments());
+        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::EvalPartials, &[])?;
+        let partials = self.ctx.pooled_storage("sumcheck partials", 2 * E::WORDS * groups * self.segments());
         for j in 0..self.segments() {
             let params = EvalParams {
                 size: segment as u32,
@@ -1730,6 +1744,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// batch has run, [`finish_sponge_script`](Self::finish_sponge_script) gives what it found.
     /// Records nothing and reads nothing when it returns an error.
     pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript<F>) -> Result<SpongeScriptRecord<F>> {
+        Self::check_transcript_extension("a sponge script")?;
         if script.pending.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
         }
@@ -1746,8 +1761,8 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let ctx = &self.ctx;
         let samples = script.samples;
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
-        let step_pipeline = ctx.pipeline_for(F::ID, Kernel::SpongeStep, &[])?;
-        let tables_pipeline = ctx.pipeline_for(F::ID, Kernel::PowerTables, &[])?;
+        let step_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::SpongeStep, &[])?;
+        let tables_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::PowerTables, &[])?;
         let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
         let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
         state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
@@ -1806,12 +1821,12 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
 
     /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its batch's
     /// readback.
-    pub fn finish_sponge_script(&self, record: SpongeScriptRecord<F>, readback: &Readback) -> Result<SpongeScriptValues<F>> {
+    pub fn finish_sponge_script(&self, record: SpongeScriptRecord<F>, readback: &Readback) -> Result<SpongeScriptValues<F, E>> {
         let mut points = Vec::with_capacity(record.samples.len());
         let mut answers = Vec::with_capacity(record.samples.len());
         for (point, value) in record.samples {
-            points.push(ext_from_words(readback.get(point)?.to_vec())?[0]);
-            answers.push(ext_from_words(readback.get(value)?.to_vec())?[0]);
+            points.push(ext_from_words::<F, E>(readback.get(point)?.to_vec())?[0]);
+            answers.push(ext_from_words::<F, E>(readback.get(value)?.to_vec())?[0]);
         }
         let offer = record.grind.map(|g| g.offer(readback)).transpose()?;
         Ok(SpongeScriptValues { points, answers, offer })
@@ -1831,12 +1846,12 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// f's table (a base-field f lifted into the extension).
-    pub fn evals(&self) -> Result<Vec<Ext4<F>>> {
+    pub fn evals(&self) -> Result<Vec<E>> {
         let words = self.read_table(&self.f)?;
         if self.is_base() {
-            return Ok(self.polynomial_order(words_to::<F>(words)?.into_iter().map(Ext4::<F>::from).collect()));
+            return Ok(self.polynomial_order(words_to::<F>(words)?.into_iter().map(E::from).collect()));
         }
-        Ok(self.polynomial_order(ext_from_words(words)?))
+        Ok(self.polynomial_order(ext_from_words::<F, E>(words)?))
     }
 
     /// f's table, and in the same submission a grind run ahead of a transcript that observes
@@ -1845,7 +1860,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// where f is not one extension buffer or cannot be recorded; the caller's challenger takes
     /// the offer only if its state is the one searched.
     #[allow(clippy::type_complexity)]
-    pub fn evals_then_grind(&self, ahead: Option<GrindFrom<'_, F>>) -> Result<(Vec<Ext4<F>>, Option<GrindOffer<F>>)> {
+    pub fn evals_then_grind(&self, ahead: Option<GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<GrindOffer<F>>)> {
         let (Some((grinder, bits, sponge, pending)), false, [f]) = (ahead, self.is_base(), self.f.buffers.as_slice()) else {
             return Ok((self.evals()?, None));
         };
@@ -1888,7 +1903,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         let readback = self.ctx.run(batch)?;
         // A malformed offer is left out: the challenger then grinds on its own.
         let offer = grind.offer(&readback).map_err(|e| tracing::warn!("ignoring a malformed grind-ahead result: {e}")).ok();
-        Ok((ext_from_words(readback.get(evals)?.to_vec())?, offer))
+        Ok((ext_from_words::<F, E>(readback.get(evals)?.to_vec())?, offer))
     }
 
     /// Whether f is still the base-field table it started as.
@@ -1898,29 +1913,29 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
 
     /// w's table (for tests and diagnostics).
     /// An error while the weights are lazy ([`set_lazy_eq_weights`](Self::set_lazy_eq_weights)).
-    pub fn weights(&self) -> Result<Vec<Ext4<F>>> {
+    pub fn weights(&self) -> Result<Vec<E>> {
         if self.lazy.is_some() || self.lazy_slots.is_some() {
             return Err(GpuError::InvalidInput("the weights are not stored yet (lazy equality weights)".into()));
         }
         if self.w.buffers.is_empty() {
-            return Ok(vec![Ext4::<F>::ZERO; self.size()]);
+            return Ok(vec![E::ZERO; self.size()]);
         }
-        Ok(self.polynomial_order(ext_from_words(self.read_table(&self.w)?)?))
+        Ok(self.polynomial_order(ext_from_words::<F, E>(self.read_table(&self.w)?)?))
     }
 
     /// One weights kernel over w, one dispatch per segment, with `count` points (their tables
     /// in `points` and `scales`, the same number of entries per point in each); each thread
     /// covers `per_thread` entries. Points whose tables exceed one binding go in batches.
-    fn dispatch_weights(&self, kernel: Kernel, points: &[Ext4<F>], scales: &[Ext4<F>], count: usize, per_thread: usize, vars: usize) -> Result<()> {
+    fn dispatch_weights(&self, kernel: Kernel, points: &[E], scales: &[E], count: usize, per_thread: usize, vars: usize) -> Result<()> {
         let per_point = (points.len() / count.max(1)).max(scales.len() / count.max(1)).max(1);
-        let batch = ((self.ctx.max_binding_bytes() / 16) as usize / per_point).max(1);
+        let batch = ((self.ctx.max_binding_bytes() / Self::BYTES) as usize / per_point).max(1);
         self.ctx.scoped("sumcheck weights", || {
             let mut recording = self.ctx.batch("sumcheck weights");
             let segment = self.w.segment_len();
             let groups = segment.div_ceil(per_thread).div_ceil(THREADS);
             let recorded = (0..count).step_by(batch).try_for_each(|first| {
                 let n = batch.min(count - first);
-                let cut = |t: &[Ext4<F>]| {
+                let cut = |t: &[E]| {
                     let per = t.len() / count;
                     self.upload_table("sumcheck points", &t[first * per..(first + n) * per])
                 };
@@ -1938,9 +1953,9 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     }
 
     /// A pooled buffer holding `values` (one zero when empty: bindings hold at least one).
-    fn upload_table(&self, label: &str, values: &[Ext4<F>]) -> wgpu::Buffer {
-        let values = if values.is_empty() { &[Ext4::<F>::ZERO][..] } else { values };
-        self.ctx.upload_pooled(label, ext_words(values))
+    fn upload_table(&self, label: &str, values: &[E]) -> wgpu::Buffer {
+        let values = if values.is_empty() { &[E::ZERO][..] } else { values };
+        self.ctx.upload_pooled(label, ext_as_words::<F, E>(values))
     }
 
     /// Records one weights-family kernel (wgsl/sumcheck/weights.wgsl) over `table` (a range).
@@ -1953,7 +1968,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         params: WeightParams,
         table: (&wgpu::Buffer, u64, Option<u64>),
     ) -> Result<()> {
-        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
+        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, kernel, &[])?;
         let groups = params.groups;
         let params = self.ctx.uniform("weight params", &params);
         let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), (points, 0, None), (scales, 0, None), table, (&self.placeholder, 0, None)]);
@@ -1965,7 +1980,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
     /// two-adic domains use: the select weights of the points ω^index. For many points this is
     /// one NTT of the sparse vector of scales (2^log_domain x 4 words), not one power per point
     /// and entry.
-    pub fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[Ext4<F>]) -> Result<()> {
+    pub fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<()> {
         if indices.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} indices with {} scales", indices.len(), scales.len())));
         }
@@ -1988,20 +2003,20 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
         // table must fit one binding.
         let direct_cost = indices.len().saturating_mul(4) << self.vars;
         let transform_cost = (1usize << log_domain) * log_domain.max(1);
-        if log_domain < self.vars || direct_cost <= transform_cost || (16u64 << log_domain) > self.ctx.max_binding_bytes() {
+        if log_domain < self.vars || direct_cost <= transform_cost || (Self::BYTES << log_domain) > self.ctx.max_binding_bytes() {
             let vars: Vec<F> = indices.iter().map(|&i| omega.exp_u64(i as u64)).collect();
             return self.add_select_weights(&vars, scales);
         }
         // S: the scales summed per distinct index.
-        let mut sparse: std::collections::BTreeMap<usize, Ext4<F>> = std::collections::BTreeMap::new();
+        let mut sparse: std::collections::BTreeMap<usize, E> = std::collections::BTreeMap::new();
         for (&i, &s) in indices.iter().zip(scales) {
-            *sparse.entry(i).or_insert(Ext4::<F>::ZERO) += s;
+            *sparse.entry(i).or_insert(E::ZERO) += s;
         }
-        let index_words: Vec<u32> = sparse.keys().flat_map(|&i| [i as u32, 0, 0, 0]).collect();
-        let sums: Vec<Ext4<F>> = sparse.values().copied().collect();
+        let index_words: Vec<u32> = sparse.keys().flat_map(|&i| std::iter::once(i as u32).chain(std::iter::repeat_n(0, E::WORDS - 1))).collect();
+        let sums: Vec<E> = sparse.values().copied().collect();
         self.ctx.scoped("sumcheck select weights", || {
             let mut batch = self.ctx.batch("select weights");
-            let table = self.ctx.pooled_storage("select table", 4 << log_domain);
+            let table = self.ctx.pooled_storage("select table", E::WORDS << log_domain);
             let points = batch.upload("select indices", &index_words);
             let sums_buf = self.upload_table("select scales", &sums);
             let zero = self.upload_table("select scales", &[]);
@@ -2016,7 +2031,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
             // The table is the transform's to reuse as work space (its result is the batch's).
             // At reversed indices entry i takes the transform's entry rev_m(i), which its
             // bit-reversed output holds at i·2^(log_domain - m): read at that stride.
-            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::<F>::forward(log_domain, 4) };
+            let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::<F>::forward(log_domain, E::WORDS) };
             let stride_log = if self.reversed { (log_domain - self.vars) as u32 } else { 0 };
             let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &spec, None)?;
             batch.lend(transformed.clone());
@@ -2034,7 +2049,7 @@ impl<F: Poseidon2Field> GpuSumcheck<F> {
 #[cfg(test)]
 pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(RoundParams as "RoundParams" in "sumcheck/round" { count, groups, first }),
-    crate::shaders::twin_layout!(FoldParams as "FoldParams" in "sumcheck/fold" { r, half }),
+    crate::shaders::twin_layout!(FoldParams as "FoldParams" in "sumcheck/fold" { r, r_hi, half }),
     crate::shaders::twin_layout!(WeightParams as "WeightParams" in "sumcheck/weights" { size, vars, count, groups, offset, total }),
     crate::shaders::twin_layout!(EvalParams as "EvalParams" in "sumcheck/eval" { size, groups, chunks, base, offset, first, rows }),
     crate::shaders::twin_layout!(SpongeState as "SpongeState" in "sumcheck/sponge_step" { sponge, pending, info }),
@@ -2043,7 +2058,7 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(LazyParams as "LazyParams" in "sumcheck/lazy_weights" { count, groups, first, offset, points, lo_bits, lo_at, stride }),
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
-    crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, count, groups, first }),
+    crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, r_hi, count, groups, first }),
     crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { base, seg_offset, seg_size, segment, total_groups }),
     crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, total_groups, segments }),
     crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { seg_offset, seg_size, total_groups }),

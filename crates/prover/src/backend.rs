@@ -278,7 +278,7 @@ impl<F: ProverField> GpuBackend<F> {
     /// (column blocks and row chunks, table segments); what is not: the message of a split
     /// codeword (the input, 2^n words), the folded polynomial that is encoded next (2^(n -
     /// fold) extension elements), and one column of the first codeword.
-    fn check_resident_fits(&self, params: &Params) -> Result<(), ProverError> {
+    fn check_resident_fits(&self, params: &Params, ext_words: usize) -> Result<(), ProverError> {
         let ctx = self.context();
         let (n, rate, fold) = (params.num_vars as u32, params.log_inv_rate as u32, params.fold as u32);
         let codeword = 4u64.checked_shl(n + rate).unwrap_or(u64::MAX);
@@ -286,7 +286,7 @@ impl<F: ProverField> GpuBackend<F> {
             ctx.check_binding_size("the input (the message of a first codeword split into column blocks)", 4u64 << n)?;
             ctx.check_binding_size("one column of the first codeword", 4u64.checked_shl(n + rate - fold.min(n)).unwrap_or(u64::MAX))?;
         }
-        ctx.check_binding_size("the polynomial folded in the first round", 16u64 << (n - fold.min(n)))?;
+        ctx.check_binding_size("the polynomial folded in the first round", (4 * ext_words as u64) << (n - fold.min(n)))?;
         ctx.memory().check(
             &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
             estimated_gpu_bytes(params, ctx.tuning(), &self.driver),
@@ -296,7 +296,14 @@ impl<F: ProverField> GpuBackend<F> {
 
     /// Our driver over resident codewords; GPU failures are returned as `ProverError::Gpu`.
     pub fn prove_resident(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-        self.check_resident_fits(params)?;
+        self.prove_resident_over::<EF<F>>(params, evals)
+    }
+
+    /// [`prove_resident`](Self::prove_resident) with the challenges in the extension `E` (the
+    /// field's degree-4 or degree-8 one; the proof is `WhirProver`'s over `E`). Over degree 8
+    /// the sumcheck rounds' transcript is played on the host, round by round.
+    pub fn prove_resident_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+        self.check_resident_fits(params, E::WORDS)?;
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?;
         let ctx = self.context();
         let before = ctx.transfer_counts();
@@ -306,7 +313,7 @@ impl<F: ProverField> GpuBackend<F> {
             ctx.memory().reset_peak_buffer_bytes();
         }
         let started = Instant::now();
-        let proved = prove_with_steps(&steps, params, evals, &mut challenger, self.driver);
+        let proved = prove_with_steps::<F, E, _>(&steps, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
         // (Before the profile's own readback.)
         let transfers = ctx.transfer_counts() - before;

@@ -261,9 +261,11 @@ impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F
     }
 }
 
-impl<F: ProverField> CodewordSteps<F, EF<F>> for GpuCodewords<F> {
+/// The GPU's codewords over the degree-4 and degree-8 extensions (`E` decides the sumcheck's
+/// tables and the width of a folded codeword's rows).
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSteps<F, E> for GpuCodewords<F> {
     type Committed = CommittedCodeword<F>;
-    type Sumcheck = GpuSumcheck<F>;
+    type Sumcheck = GpuSumcheck<F, E>;
 
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
@@ -301,12 +303,14 @@ impl<F: ProverField> CodewordSteps<F, EF<F>> for GpuCodewords<F> {
 
     /// The commit and, before its wait, the root observed, the out-of-domain answers and the
     /// query grind (`GpuCodewords::commit_then_script`): one round trip instead of three or more.
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, EF<F>>>), ProverError> {
+    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
-        let (rows, width) = (1 << (m - fold), 4 << fold);
+        let (rows, width) = (1 << (m - fold), E::WORDS << fold);
+        // (The sponge scripts play degree-4 transcripts; over others the caller plays them.)
+        let head = head.filter(|_| E::ID == whir_gpu::ExtensionId::Degree4);
         let (committed, values) = match head {
             Some(head) => self.commit_then_script(sumcheck, rows, width, log_inv_rate, head)?,
             None => (self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),

@@ -332,62 +332,64 @@ pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: 
 }
 
 
-impl<F: ProverField> SumcheckSteps<F, EF<F>> for whir_gpu::GpuSumcheck<F> {
+/// The GPU's sumcheck over the degree-4 and degree-8 extensions; the rounds' transcript is
+/// played on the GPU (`play_chain`) over degree 4 only, the host plays it otherwise.
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSteps<F, E> for whir_gpu::GpuSumcheck<F, E> {
     fn num_variables(&self) -> usize {
         whir_gpu::GpuSumcheck::num_variables(self)
     }
     fn duplicate(&self) -> Result<Self, ProverError> {
         Ok(whir_gpu::GpuSumcheck::duplicate(self)?)
     }
-    fn round_coefficients(&mut self) -> Result<(EF<F>, EF<F>), ProverError> {
+    fn round_coefficients(&mut self) -> Result<(E, E), ProverError> {
         Ok(whir_gpu::GpuSumcheck::round_coefficients(self)?)
     }
-    fn fold(&mut self, r: EF<F>) -> Result<(), ProverError> {
+    fn fold(&mut self, r: E) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::fold(self, r)?)
     }
-    fn fold_then_round(&mut self, r: EF<F>) -> Result<(EF<F>, EF<F>), ProverError> {
+    fn fold_then_round(&mut self, r: E) -> Result<(E, E), ProverError> {
         Ok(whir_gpu::GpuSumcheck::fold_then_round(self, r)?)
     }
-    fn add_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>]) -> Result<(), ProverError> {
-        let points: Vec<Vec<EF<F>>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
+    fn add_eq_weights(&mut self, points: &[Point<E>], scales: &[E]) -> Result<(), ProverError> {
+        let points: Vec<Vec<E>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
         Ok(whir_gpu::GpuSumcheck::add_eq_weights(self, &points, scales)?)
     }
-    fn add_select_weights(&mut self, vars: &[F], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::add_select_weights(self, vars, scales)?)
     }
-    fn set_lazy_eq_weights(&mut self, points: &[Point<EF<F>>], scales: &[EF<F>], rounds: usize) -> Result<(), ProverError> {
-        let points: Vec<Vec<EF<F>>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
+    fn set_lazy_eq_weights(&mut self, points: &[Point<E>], scales: &[E], rounds: usize) -> Result<(), ProverError> {
+        let points: Vec<Vec<E>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
         Ok(whir_gpu::GpuSumcheck::set_lazy_eq_weights(self, &points, scales, rounds)?)
     }
-    fn eval(&mut self, point: &Point<EF<F>>) -> Result<EF<F>, ProverError> {
+    fn eval(&mut self, point: &Point<E>) -> Result<E, ProverError> {
         Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
     }
-    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[EF<F>]) -> Result<(), ProverError> {
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<(), ProverError> {
         Ok(whir_gpu::GpuSumcheck::add_select_weights_at(self, log_domain, indices, scales)?)
     }
 
-    fn evals(&mut self) -> Result<Vec<EF<F>>, ProverError> {
+    fn evals(&mut self) -> Result<Vec<E>, ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
     }
 
-    fn eval_slots(&mut self, sets: &[SlotSet<EF<F>>]) -> Result<Vec<Vec<EF<F>>>, ProverError> {
-        let sets: Vec<whir_gpu::Slots<'_, F>> = sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
+    fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
+        let sets: Vec<whir_gpu::Slots<'_, E>> = sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
         Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
     }
 
-    fn add_slot_weights(&mut self, sets: &[(SlotSet<EF<F>>, Vec<EF<F>>)]) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::Slots<'_, F>, &[EF<F>])> =
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
+        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> =
             sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
         Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
     }
 
-    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<EF<F>>, Vec<EF<F>>)], rounds: usize) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::Slots<'_, F>, &[EF<F>])> =
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], rounds: usize) -> Result<(), ProverError> {
+        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> =
             sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
         Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<EF<F>>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?)
     }
 
@@ -402,7 +404,10 @@ impl<F: ProverField> SumcheckSteps<F, EF<F>> for whir_gpu::GpuSumcheck<F> {
         pending: &[F],
         bits: usize,
         grinder: &whir_gpu::GpuGrinder<F>,
-    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F, EF<F>>>, ProverError>> {
+    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F, E>>, ProverError>> {
+        if E::ID != whir_gpu::ExtensionId::Degree4 {
+            return None;
+        }
         Some(whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
     }
 }

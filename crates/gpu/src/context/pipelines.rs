@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::error::Result;
-use crate::field::FieldId;
+use crate::field::{ExtensionId, FieldId};
 use crate::shaders::{self, Kernel};
 
 /// Runtime checks wgpu adds to our shaders: bounds checks on (memory safety), loop bounding
@@ -18,7 +18,7 @@ pub(super) fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
     wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() }
 }
 
-pub(super) type PipelineKey = (FieldId, Kernel, Vec<(&'static str, u32)>);
+pub(super) type PipelineKey = (FieldId, ExtensionId, Kernel, Vec<(&'static str, u32)>);
 
 /// Uniform buffers kept for reuse by contents (a few hundred bytes each at most).
 pub(super) const UNIFORM_CACHE_ENTRIES: usize = 4096;
@@ -57,12 +57,27 @@ impl GpuContext {
         kernel: Kernel,
         consts: &[(&'static str, u32)],
     ) -> Result<Arc<wgpu::ComputePipeline>> {
-        let key = (field, kernel, consts.to_vec());
+        self.pipeline_over(field, ExtensionId::Degree4, kernel, consts)
+    }
+
+    /// [`pipeline_for`](Self::pipeline_for) a field-generic kernel composed over the extension
+    /// `ext` (one of [`Kernel::extensions`]).
+    pub fn pipeline_over(
+        &self,
+        field: FieldId,
+        ext: ExtensionId,
+        kernel: Kernel,
+        consts: &[(&'static str, u32)],
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        if !kernel.extensions().contains(&ext) {
+            return Err(crate::error::GpuError::Shader { kernel: kernel.entry_point().to_string(), reason: format!("not composed over the {} extension", ext.name()) });
+        }
+        let key = (field, ext, kernel, consts.to_vec());
         if let Some(p) = self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(p.clone());
         }
         let started = std::time::Instant::now();
-        let source = shaders::compose_for(field, kernel.source_name(), self.mul_variant, consts)?;
+        let source = shaders::compose_over(field, ext, kernel.source_name(), self.mul_variant, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.source_name()),
@@ -85,7 +100,7 @@ impl GpuContext {
                 cache: None,
             }))
         })?;
-        tracing::debug!(kernel = kernel.entry_point(), field = field.name(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
+        tracing::debug!(kernel = kernel.entry_point(), field = field.name(), ext = ext.name(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
         let pipeline = Arc::new(pipeline);
         self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pipeline.clone());
         Ok(pipeline)
