@@ -37,8 +37,8 @@ pub struct BenchArgs {
     /// Poseidon2.
     #[arg(long, value_enum, default_value_t = FieldChoice::Babybear)]
     field: FieldChoice,
-    /// Degree of the extension of the challenges: 4, or 5 or 8 (128 bits), for which only
-    /// Plonky3 is timed (the GPU steps run degree 4): the baseline of those configurations.
+    /// Degree of the extension of the challenges: 4, or 5 or 8 (128 bits). Over 5 and 8 single
+    /// polynomials are timed: Plonky3's prover, and for degree 8 the GPU's resident driver beside it.
     #[arg(long, default_value_t = 4, value_parser = crate::parse_degree)]
     extension: usize,
     /// Repetitions per cell (medians are reported), 1 to 1000.
@@ -202,7 +202,7 @@ fn ms(d: Duration) -> f64 {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.extension != 4 && (args.tables.is_some() || !args.concurrency.is_empty() || args.plot.is_some()) {
-        bail!("--extension {} times Plonky3's single-polynomial prover only (the GPU steps run degree 4); drop --tables, --concurrency and --plot", args.extension);
+        bail!("--extension {} times single polynomials (Plonky3's prover and, for degree 8, the GPU's); drop --tables, --concurrency and --plot", args.extension);
     }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
@@ -234,7 +234,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
     eprintln!("CPU threads for Plonky3 and our CPU backend: {}", whir_gpu::cpu_threads());
     if args.extension != 4 {
         let grid = grid_of(&args, soundness);
-        return crate::with_extension!((args.field, args.extension), |F, E| run_plonky3_grid::<F, E>(&args, &grid, json_out));
+        return crate::with_extension!((args.field, args.extension), |F, E| {
+            let gpu = if args.no_gpu || !<E as crate::GpuProvable<F>>::ON_GPU {
+                None
+            } else {
+                match crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?) {
+                    Ok(g) => {
+                        eprintln!("GPU: {}", g.context().summary());
+                        Some(g.with_driver_options(whir_prover::DriverOptions::from_env()?))
+                    }
+                    Err(e) => {
+                        eprintln!("no GPU backend ({e}); timing Plonky3 only");
+                        None
+                    }
+                }
+            };
+            run_extension_grid::<F, E>(&args, &grid, gpu, json_out)
+        });
     }
     let gpu = if args.no_gpu {
         None
@@ -283,20 +299,25 @@ fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
     grid
 }
 
-/// Plonky3's `WhirProver` over `F` with its challenges in `E` at every shape of `grid`: the
-/// medians of the repetitions (its own any-witness grinder, as `whir bench` times it for
-/// degree 4), or why a shape is infeasible.
-fn run_plonky3_grid<F: ProverField, E: whir_prover::WhirExtension<F>>(args: &BenchArgs, grid: &[Params], json_out: Option<OutputFile>) -> Result<()>
+/// Plonky3's `WhirProver` over `F` with its challenges in `E` at every shape of `grid` (its own
+/// any-witness grinder, as `whir bench` times it for degree 4), and where the GPU steps run `E`
+/// (degree 8) the GPU's resident driver beside it, warmed up first: the medians of the
+/// repetitions, the ratio, the GPU's peak memory; or why a shape is infeasible.
+fn run_extension_grid<F: ProverField, E: crate::GpuProvable<F>>(args: &BenchArgs, grid: &[Params], gpu: Option<GpuBackend<F>>, json_out: Option<OutputFile>) -> Result<()>
 where
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
-    eprintln!("{}: Plonky3 only (the GPU steps run degree-4 extensions)", E::NAME);
+    let gpu = gpu.filter(|_| E::ON_GPU);
+    if gpu.is_none() {
+        eprintln!("{}: Plonky3 only ({})", E::NAME, if E::ON_GPU { "no GPU" } else { "the GPU steps run degree-4 and degree-8 extensions" });
+    }
     let mut cells = Vec::new();
-    println!("| n | fold | rate | extension | Plonky3 ms |");
-    println!("|---|---|---|---|---|");
+    println!("| n | fold | rate | extension | Plonky3 ms | GPU ms | speedup | GPU peak MiB |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut warmed = false;
     for p in grid {
         if let Err(e) = p.config_over::<E, whir_gpu::GpuChallenger<F>>() {
-            println!("| {} | {} | {} | {} | skipped: {e} |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
+            println!("| {} | {} | {} | {} | skipped: {e} | | | |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
             cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "skipped": e.to_string()}));
             if let Some(out) = &json_out {
                 out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
@@ -309,8 +330,32 @@ where
         whir_prover::prove_stock_over::<F, E>(p, &evals)?;
         let times = (0..args.reps).map(|_| Ok(ms(whir_prover::prove_stock_over::<F, E>(p, &evals)?))).collect::<Result<Vec<f64>>>()?;
         let stock = median(times);
-        println!("| {} | {} | {} | {} | {stock:.1} |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
-        cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "stock_ms": stock}));
+        let mut cell = json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "stock_ms": stock});
+        let mut gpu_cols = String::from(" | |");
+        if let Some(g) = &gpu {
+            let prove = || -> Result<whir_prover::ProverOutput<F>> { Ok(E::prove_resident(g, p, &evals).expect("E runs on the GPU")?) };
+            // The GPU warmed up once (its clocks), and each shape's pipelines built untimed.
+            if !warmed {
+                busy_for(args.gpu_warmup_ms, || prove().map(|_| ()))?;
+                warmed = true;
+            }
+            prove()?;
+            let mut times = Vec::new();
+            let mut peak = 0u64;
+            for _ in 0..args.reps {
+                let started = std::time::Instant::now();
+                let out = prove()?;
+                times.push(ms(started.elapsed()));
+                peak = peak.max(out.peak_gpu_bytes.unwrap_or(0));
+            }
+            let gpu_ms = median(times);
+            cell["gpu_ms"] = json!(gpu_ms);
+            cell["speedup"] = json!(stock / gpu_ms);
+            cell["peak_gpu_bytes"] = json!(peak);
+            gpu_cols = format!(" {gpu_ms:.1} | {:.1}x | {:.0} |", stock / gpu_ms, mib(peak));
+        }
+        println!("| {} | {} | {} | {} | {stock:.1} |{gpu_cols}", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
+        cells.push(cell);
         if let Some(out) = &json_out {
             out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
         }

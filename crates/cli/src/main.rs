@@ -143,7 +143,8 @@ struct ProveArgs {
     field: FieldChoice,
     /// Degree of the extension the challenges live in: 4 (about 100 bits), or 5 or 8 for 128
     /// bits (BabyBear's binomial extensions, KoalaBear's degree 8 and its quintic trinomial
-    /// one). Degrees 5 and 8 prove on the CPU (Plonky3's prover): the GPU steps run degree 4.
+    /// one). Degrees 4 and 8 prove on the GPU (`--backend auto|gpu`); degree 5 on the CPU
+    /// (Plonky3's prover).
     #[arg(long, default_value_t = 4, value_parser = parse_degree)]
     extension: usize,
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
@@ -367,56 +368,148 @@ fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value 
     .with(fields)
 }
 
-/// `whir prove` over a 128-bit extension `E` of `F`: Plonky3's `WhirProver` on the CPU (its DFT
-/// and `MerkleTreeMmcs`, the smallest-witness grinder), the proof verified before it is written.
-fn prove_on_cpu<F: ProverField, E: whir_prover::WhirExtension<F>>(args: ProveArgs) -> Result<()>
+/// The extensions the GPU's resident driver proves over (degree 4 and 8 binomial); the others
+/// (degree 5) prove with Plonky3 on the CPU.
+pub(crate) trait GpuProvable<F: ProverField>: whir_prover::WhirExtension<F> {
+    /// Whether the GPU steps run this extension.
+    const ON_GPU: bool;
+    /// A resident proof on `gpu` (None where the GPU steps do not run this extension).
+    fn prove_resident(gpu: &GpuBackend<F>, params: &Params, evals: &[F]) -> Option<Result<whir_prover::ProverOutput<F>, whir_prover::ProverError>>;
+}
+
+macro_rules! gpu_provable {
+    ($($f:ty: $e:ty => $on:tt),* $(,)?) => {$(
+        impl GpuProvable<$f> for $e {
+            const ON_GPU: bool = $on;
+            fn prove_resident(gpu: &GpuBackend<$f>, params: &Params, evals: &[$f]) -> Option<Result<whir_prover::ProverOutput<$f>, whir_prover::ProverError>> {
+                gpu_provable!(@prove $on, gpu, params, evals)
+            }
+        }
+    )*};
+    (@prove true, $gpu:ident, $params:ident, $evals:ident) => { Some($gpu.prove_resident_over::<Self>($params, $evals)) };
+    (@prove false, $gpu:ident, $params:ident, $evals:ident) => {{ let _ = ($gpu, $params, $evals); None }};
+}
+
+gpu_provable! {
+    BabyBear: whir_prover::EF<BabyBear> => true,
+    KoalaBear: whir_prover::EF<KoalaBear> => true,
+    BabyBear: p3_field::extension::BinomialExtensionField<BabyBear, 8> => true,
+    KoalaBear: p3_field::extension::BinomialExtensionField<KoalaBear, 8> => true,
+    BabyBear: p3_field::extension::BinomialExtensionField<BabyBear, 5> => false,
+    KoalaBear: p3_field::extension::QuinticTrinomialExtensionField<KoalaBear> => false,
+}
+
+/// Plonky3's `WhirProver` over `F` with its challenges in `E`, on the CPU (its DFT and
+/// `MerkleTreeMmcs`, the smallest-witness grinder): the commitment and the proof's bytes.
+fn prove_stock_bytes<F: ProverField, E: whir_prover::WhirExtension<F>>(config: p3_whir::parameters::WhirConfig<E, F, whir_gpu::GpuChallenger<F>>, params: &Params, evals: &[F]) -> Result<(whir_prover::Commitment<F>, Vec<u8>)> {
+    use p3_commit::MultilinearPcs;
+    use p3_sumcheck::layout::Layout;
+    let pcs = whir_prover::StockPcs::<whir_prover::ProverLayout<F, E>, F, E>::new(config, p3_dft::Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
+    let witness = whir_prover::ProverLayout::<F, E>::new_witness(vec![p3_sumcheck::layout::Table::new(p3_matrix::dense::RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
+    let mut challenger = whir_gpu::GpuChallenger::<F>::new(whir_gpu::Poseidon2Constants::<F>::plonky3_default().to_cpu(), None);
+    let (root, data) = pcs.commit(witness, &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
+    let proof = pcs.open(data, whir_prover::opening_protocol(params), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
+    Ok((root, postcard::to_allocvec(&proof)?))
+}
+
+/// `whir prove` over a 128-bit extension `E` of `F`: on the GPU's resident driver where it runs
+/// `E` (degree 8) and a hardware GPU is there (`--backend auto|gpu`), else Plonky3's
+/// `WhirProver` on the CPU; the proof verified before it is written.
+fn prove_over_extension<F: ProverField, E: GpuProvable<F>>(args: ProveArgs) -> Result<()>
 where
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
-    use p3_commit::MultilinearPcs;
-    use p3_sumcheck::layout::Layout;
-    if matches!(args.backend, BackendChoice::Gpu | BackendChoice::GpuPieces) {
-        bail!("the GPU steps run degree-4 extensions; {} proves on the CPU: use --backend cpu (or auto), or --extension 4", E::NAME);
+    if args.backend == BackendChoice::GpuPieces {
+        bail!("--backend gpu-pieces runs Plonky3's prover with our GPU pieces over degree-4 extensions; over {} use --backend gpu (degree 8), cpu or auto", E::NAME);
     }
-    if args.gpu_memory.is_some() {
-        bail!("--gpu-memory budgets the GPU, and {} proves on the CPU (the GPU steps run degree-4 extensions): drop --gpu-memory", E::NAME);
+    if !E::ON_GPU && args.backend == BackendChoice::Gpu {
+        bail!("the GPU steps run degree-4 and degree-8 extensions; {} proves on the CPU: use --backend cpu (or auto), or --extension 8", E::NAME);
+    }
+    if !E::ON_GPU && args.gpu_memory.is_some() {
+        bail!("--gpu-memory budgets the GPU, and {} proves on the CPU (the GPU steps run degree-4 and degree-8 extensions): drop --gpu-memory", E::NAME);
     }
     if args.tables.is_some() {
-        bail!("--tables proves over degree-4 extensions here; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): drop --extension or --tables", E::NAME);
+        bail!("--tables proves over degree-4 extensions here; over {} the multi-table PCS is the library's (`WhirPcs<GpuCodewords<F>, L, F, E>` for degree 8, `CpuWhirPcs<L, F, E>` for any): drop --extension or --tables", E::NAME);
     }
     let mut config = None;
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
         config = Some(params.config_over::<E, whir_gpu::GpuChallenger<F>>()?);
+        if args.gpu_memory == Some(0) {
+            bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
+        }
         Ok(())
     })?;
     let config = config.expect("set by the check");
     if params.security_bits < 128 {
-        eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which proves on the GPU", E::NAME, params.security_bits);
+        eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much", E::NAME, params.security_bits);
     }
-    let why = format!("{} is proved on the CPU (the GPU steps run degree-4 extensions)", E::NAME);
-    let pcs = whir_prover::StockPcs::<whir_prover::ProverLayout<F, E>, F, E>::new(config, p3_dft::Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
-    let witness = whir_prover::ProverLayout::<F, E>::new_witness(vec![p3_sumcheck::layout::Table::new(p3_matrix::dense::RowMajorMatrix::new(evals.clone(), evals.len()))], params.fold);
-    let mut challenger = whir_gpu::GpuChallenger::<F>::new(whir_gpu::Poseidon2Constants::<F>::plonky3_default().to_cpu(), None);
+    let env = GpuOptions::from_env()?;
+    let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
+    let driver_options = DriverOptions::from_env()?;
+    let (gpu, mut why) = match args.backend {
+        _ if !E::ON_GPU => (None, format!("{} is proved on the CPU (the GPU steps run degree-4 and degree-8 extensions)", E::NAME)),
+        BackendChoice::Cpu => (None, "--backend cpu".to_string()),
+        BackendChoice::Gpu => {
+            let g = open_gpu::<F>(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
+            let s = g.context().summary();
+            if s.is_software() {
+                eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
+            }
+            let why = format!("--backend gpu: {s}");
+            (Some(g), why)
+        }
+        BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
+        BackendChoice::Auto => match open_gpu::<F>(gpu_options).map(|g| g.with_driver_options(driver_options)) {
+            Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
+            Ok(g) => {
+                let why = format!("GPU found: {}", g.context().summary());
+                (Some(g), why)
+            }
+            Err(e) => (None, format!("no usable GPU ({e})")),
+        },
+        BackendChoice::GpuPieces => unreachable!("refused above"),
+    };
     let start = Instant::now();
-    let (root, data) = pcs.commit(witness, &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
-    let proof = pcs.open(data, whir_prover::opening_protocol(&params), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
+    let on_gpu = gpu.as_ref().and_then(|g| E::prove_resident(g, &params, &evals));
+    let (backend, root, proof, peak) = match on_gpu {
+        Some(Ok(output)) => ("gpu", output.commitment, output.proof, output.peak_gpu_bytes),
+        // A proof over the caller's memory budget stays refused, as asked; other GPU failures
+        // prove on the CPU.
+        Some(Err(whir_prover::ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. }))) => return Err(e).context("--gpu-memory"),
+        Some(Err(e)) => {
+            eprintln!("warning: the GPU cannot make this proof ({e}); proving on the CPU instead");
+            why = format!("{why}; the GPU failed ({e})");
+            let (root, proof) = prove_stock_bytes::<F, E>(config, &params, &evals)?;
+            ("cpu (fallback)", root, proof, None)
+        }
+        None => {
+            let (root, proof) = prove_stock_bytes::<F, E>(config, &params, &evals)?;
+            ("cpu", root, proof, None)
+        }
+    };
     let prove_time = start.elapsed();
-    let bytes = ProofFileOf::<F, E>::new(&params, root, postcard::to_allocvec(&proof)?).to_bytes();
+    let bytes = ProofFileOf::<F, E>::new(&params, root, proof).to_bytes();
     let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify(&params)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
+        let adapter = gpu.as_ref().map(|g| g.context().summary().to_string());
         let summary = with_params(&params, json!({
-            "backend": "cpu",
+            "backend": backend,
             "why": why,
+            "adapter": adapter,
             "field": F::NAME,
             "extension": E::NAME,
             "prove_ms": ms(prove_time),
+            "peak_gpu_bytes": peak,
         }).with(check.json()));
         println!("{summary}");
     } else {
-        println!("backend: cpu ({why})");
+        println!("backend: {backend} ({why})");
         println!("parameters: {params}, over {}", E::NAME);
         println!("prove:  {:>9.1} ms", ms(prove_time));
+        if let Some(peak) = peak {
+            println!("peak GPU memory: {:.0} MiB", peak as f64 / (1u64 << 20) as f64);
+        }
         check.print();
     }
     verified.context("the proof just made did not verify; nothing was written")?;
@@ -454,7 +547,7 @@ macro_rules! with_extension {
 
 fn prove(args: ProveArgs) -> Result<()> {
     if args.extension != 4 {
-        return with_extension!((args.field, args.extension), |F, E| prove_on_cpu::<F, E>(args));
+        return with_extension!((args.field, args.extension), |F, E| prove_over_extension::<F, E>(args));
     }
     if let Some(spec) = args.tables.clone() {
         return match args.field {
@@ -857,7 +950,7 @@ fn print_limits(s: &AdapterSummary) {
 
 fn info(adapter: Option<String>) -> Result<()> {
     println!(
-        "Fields (--field): {} (the default) and {}, with Plonky3's default Poseidon2 of width 16; extensions (--extension): {} (degree 4: on the GPU; 5 and 8: 128 bits, on the CPU)",
+        "Fields (--field): {} (the default) and {}, with Plonky3's default Poseidon2 of width 16; extensions (--extension): {} (degree 4: on the GPU; 8: 128 bits, on the GPU; 5: 128 bits, on the CPU)",
         FieldChoice::Babybear.name(),
         FieldChoice::Koalabear.name(),
         whir_prover::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")

@@ -328,6 +328,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// points drawn and f evaluated there, a grind). Its results come back with the root (None
     /// where it could not be recorded, or for a codeword over one binding: the caller plays
     /// those steps itself).
+    #[allow(clippy::type_complexity)]
     pub fn commit_then_script<E: crate::field::GpuExtension<F>>(&self, sumcheck: &GpuSumcheck<F, E>, rows: usize, width: usize, log_inv_rate: usize, script: &SpongeScript<F>) -> Result<(CommittedCodeword<F>, Option<SpongeScriptValues<F, E>>)> {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {

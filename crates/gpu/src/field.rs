@@ -174,7 +174,7 @@ pub fn ext_as_words<F: GpuField, E: GpuExtension<F>>(values: &[E]) -> &[u32] {
 /// Turns Montgomery words back into extension values (`E::WORDS` per element). Fails on a
 /// non-canonical word (a kernel bug) or a count that is not a multiple of `E::WORDS`.
 pub fn ext_from_words<F: GpuField, E: GpuExtension<F>>(words: Vec<u32>) -> Result<Vec<E>> {
-    if words.len() % E::WORDS != 0 {
+    if !words.len().is_multiple_of(E::WORDS) {
         return Err(GpuError::Device(format!("{} words read back for elements of {} words", words.len(), E::WORDS)));
     }
     Ok(E::reconstitute_from_base(words_to::<F>(words)?))
