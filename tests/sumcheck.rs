@@ -10,10 +10,18 @@ use p3_multilinear_util::point::Point;
 use rand::RngExt;
 use std::sync::Arc;
 
-use whir_wgpu::gpu::{Ext4, GpuNtt, GpuSumcheck};
-use whir_wgpu::prover::{CpuSumcheck, SumcheckSteps};
+use rand::distr::{Distribution, StandardUniform};
+use whir_wgpu::gpu::{Ext4, GpuExtension, GpuNtt, GpuSumcheck};
+use whir_wgpu::prover::{CpuSumcheck, ProverField, SumcheckSteps, WhirExtension};
 
 fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
+    rand_vec(rng, n)
+}
+
+fn rand_vec<T>(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<T>
+where
+    StandardUniform: Distribution<T>,
+{
     (0..n).map(|_| rng.random()).collect()
 }
 
@@ -53,20 +61,28 @@ fn tables_over_the_binding_limit_are_split_into_segments() {
 
 /// Every step of a sumcheck over 2^m entries against the twin on fresh random tables.
 fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng, reversed: bool) {
-    let (f, w) = (ext_vec(rng, 1 << m), ext_vec(rng, 1 << m));
-    let (mut cpu, mut gpu) = (CpuSumcheck::new(f.clone(), w.clone()).unwrap(), GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap());
+    check_steps_over::<BabyBear, Ext4>(ctx, m, rng, reversed)
+}
+
+/// [`check_steps`] over the field `F` and its extension `E` (degree 4 or 8).
+fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng, reversed: bool)
+where
+    StandardUniform: Distribution<F> + Distribution<E>,
+{
+    let (f, w): (Vec<E>, Vec<E>) = (rand_vec(rng, 1 << m), rand_vec(rng, 1 << m));
+    let (mut cpu, mut gpu) = (CpuSumcheck::<F, E>::new(f.clone(), w.clone()).unwrap(), GpuSumcheck::<F, E>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap());
     if reversed {
         (cpu, gpu) = (cpu.with_reversed_indices(), gpu.with_reversed_indices());
     }
-    let what = |step: &str| format!("{step} at m = {m} ({:?}, reversed indices {reversed})", ctx.mul_variant());
+    let what = |step: &str| format!("{step} at m = {m} ({}, {:?}, reversed indices {reversed})", E::NAME, ctx.mul_variant());
 
     // Constraint weights: a few eq points, up to 150 select variables.
-    let points: Vec<Point<Ext4>> = (0..rng.random_range(0..4)).map(|_| Point::new(ext_vec(rng, m))).collect();
-    let scales = ext_vec(rng, points.len());
+    let points: Vec<Point<E>> = (0..rng.random_range(0..4)).map(|_| Point::new(rand_vec::<E>(rng, m))).collect();
+    let scales = rand_vec::<E>(rng, points.len());
     cpu.add_eq_weights(&points, &scales).unwrap();
     SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
-    let vars: Vec<BabyBear> = (0..rng.random_range(1..150)).map(|_| rng.random()).collect();
-    let scales = ext_vec(rng, vars.len());
+    let vars: Vec<F> = (0..rng.random_range(1..150)).map(|_| rng.random()).collect();
+    let scales = rand_vec::<E>(rng, vars.len());
     cpu.add_select_weights(&vars, &scales).unwrap();
     SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
@@ -76,20 +92,20 @@ fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::
     for (log_domain, count) in [(m + 1, 5usize), (m + 1, 300), (m, 400), (m + 2, 1000)] {
         let mut indices: Vec<usize> = (0..count).map(|_| rng.random_range(0..1usize << log_domain)).collect();
         indices.push(indices[0]);
-        let scales = ext_vec(rng, indices.len());
+        let scales = rand_vec::<E>(rng, indices.len());
         cpu.add_select_weights_at(log_domain, &indices, &scales).unwrap();
         SumcheckSteps::add_select_weights_at(&mut gpu, log_domain, &indices, &scales).unwrap();
         assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what(&format!("{count} select weights in 2^{log_domain}")));
     }
 
-    let point = Point::new(ext_vec(rng, m));
+    let point = Point::new(rand_vec::<E>(rng, m));
     assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
-    let y: Ext4 = rng.random();
+    let y: E = rng.random();
     assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
 
     // Rounds alternate between a fold on its own and a fold recorded with the next
     // round's coefficients (the driver's way).
-    let mut pending: Option<Ext4> = None;
+    let mut pending: Option<E> = None;
     for round in 0..m {
         let c = match pending.take() {
             Some(r) if round % 2 == 0 => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
@@ -100,7 +116,7 @@ fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::
             None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
         };
         assert_eq!(c, cpu.round_coefficients().unwrap(), "{}", what(&format!("round {round}")));
-        let r: Ext4 = rng.random();
+        let r: E = rng.random();
         cpu.fold(r).unwrap();
         pending = Some(r);
     }
@@ -110,6 +126,45 @@ fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::
     assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
     assert!(SumcheckSteps::round_coefficients(&mut gpu).is_err(), "no variable left");
+}
+
+/// The steps over the degree-8 extensions (BabyBear^8, KoalaBear^8): extension and base-field
+/// f, tables at bit-reversed indices, and tables split into segments under a 64 KiB binding
+/// (2,048 entries of 32 bytes).
+#[test]
+fn degree_8_steps_match_the_twin() {
+    use p3_field::extension::BinomialExtensionField;
+    use p3_koala_bear::KoalaBear;
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    type B8 = BinomialExtensionField<BabyBear, 8>;
+    type K8 = BinomialExtensionField<KoalaBear, 8>;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        for m in [0usize, 1, 3, 8, 10] {
+            check_steps_over::<BabyBear, B8>(&ctx, m, &mut rng, m == 3);
+            check_steps_over::<KoalaBear, K8>(&ctx, m, &mut rng, m == 8);
+        }
+        for m in [1usize, 5, 9] {
+            check_base_over::<BabyBear, B8>(&ctx, m, &mut rng);
+            check_base_over::<KoalaBear, K8>(&ctx, m, &mut rng);
+        }
+    }
+    // The GPU's transcript kernels play degree-4 rounds: over degree 8 a chain is refused, and
+    // the prover plays those rounds on the host.
+    if let Some(ctx) = common::contexts().first() {
+        use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
+        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        let f: Vec<B8> = rand_vec(&mut rng, 1 << 4);
+        let mut gpu = GpuSumcheck::<BabyBear, B8>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &f).unwrap();
+        let err = gpu.play_chain(2, &[BabyBear::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
+        assert!(err.contains("degree-4") && err.contains("degree 8"), "{err}");
+        assert!(SumcheckSteps::play_chain(&mut gpu, 2, &[BabyBear::ZERO; 16], &[], 0, &grinder).is_none(), "the prover plays degree-8 rounds on the host");
+    }
+    let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    for m in [11usize, 12] {
+        check_steps_over::<KoalaBear, K8>(&small, m, &mut rng, m == 12);
+        check_base_over::<BabyBear, B8>(&small, m, &mut rng);
+    }
 }
 
 #[test]
@@ -141,23 +196,31 @@ fn base_field_sumcheck_matches_the_twin() {
 }
 
 fn check_base(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng) {
-    let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
+    check_base_over::<BabyBear, Ext4>(ctx, m, rng)
+}
+
+/// [`check_base`] over the field `F` and its extension `E` (degree 4 or 8).
+fn check_base_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<F> + Distribution<E>,
+{
+    let f: Vec<F> = (0..1 << m).map(|_| rng.random()).collect();
     let ntt = Arc::new(GpuNtt::new(ctx.clone()));
     let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
-    let mut gpu = GpuSumcheck::from_base(ntt, buffer, m).unwrap();
+    let mut gpu = GpuSumcheck::<F, E>::from_base(ntt, buffer, m).unwrap();
     assert!(gpu.is_base());
-    let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
-    let what = |step: &str| format!("{step} at m = {m} ({:?})", ctx.mul_variant());
+    let mut cpu = CpuSumcheck::<F, E>::new(f.iter().copied().map(E::from).collect(), vec![E::ZERO; 1 << m]).unwrap();
+    let what = |step: &str| format!("{step} at m = {m} ({}, {:?})", E::NAME, ctx.mul_variant());
 
-    let point = Point::new(ext_vec(rng, m));
+    let point = Point::new(rand_vec::<E>(rng, m));
     assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
-    let points: Vec<Point<Ext4>> = (0..3).map(|_| Point::new(ext_vec(rng, m))).collect();
-    let scales = ext_vec(rng, 3);
+    let points: Vec<Point<E>> = (0..3).map(|_| Point::new(rand_vec::<E>(rng, m))).collect();
+    let scales = rand_vec::<E>(rng, 3);
     cpu.add_eq_weights(&points, &scales).unwrap();
     SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
     assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{}", what("base round"));
-    let r: Ext4 = rng.random();
+    let r: E = rng.random();
     SumcheckSteps::fold(&mut gpu, r).unwrap();
     cpu.fold(r).unwrap();
     assert!(!gpu.is_base());

@@ -240,8 +240,9 @@ fn koalabear_proofs_end_to_end() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `--extension 5 / 8`: 128-bit configurations proved on the CPU, verified by the extension the
-/// file names; the GPU backend is refused for them with the way out.
+/// `--extension 5 / 8`: 128-bit configurations proved (on the CPU by default at this size),
+/// verified by the extension the file names; degree 8 on the GPU gives the CPU's file byte for
+/// byte; degree 5 refuses the GPU backend with the way out.
 #[test]
 fn extensions_of_degree_5_and_8_prove_and_verify() {
     let dir = std::env::temp_dir().join(format!("whir-cli-ext-{}", std::process::id()));
@@ -261,12 +262,19 @@ fn extensions_of_degree_5_and_8_prove_and_verify() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(&format!("a proof over {field}^{degree}, not what --extension 4 asks for")), "{stderr}");
     }
-    let out = whir(&[&["prove", "--extension", "8", "--backend", "gpu", "--out", dir.join("x.whir").to_str().unwrap()][..], &shape[..]].concat());
+    for field in ["babybear", "koalabear"] {
+        let gpu_path = dir.join(format!("{field}8-gpu.whir"));
+        if let Some(stdout) = gpu_run(&[&["prove", "--field", field, "--extension", "8", "--backend", "gpu", "--force", "--out", gpu_path.to_str().unwrap()][..], &shape[..]].concat()) {
+            assert!(stdout.contains("backend: gpu") && stdout.contains("verified"), "{stdout}");
+            assert_eq!(std::fs::read(&gpu_path).unwrap(), std::fs::read(dir.join(format!("{field}8.whir"))).unwrap(), "{field}^8: the GPU's file differs from the CPU's");
+        }
+    }
+    let out = whir(&[&["prove", "--extension", "5", "--backend", "gpu", "--out", dir.join("x.whir").to_str().unwrap()][..], &shape[..]].concat());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("the GPU steps run degree-4 extensions") && stderr.contains("--backend cpu"), "{stderr}");
+    assert!(!out.status.success() && stderr.contains("the GPU steps run degree-4 and degree-8 extensions") && stderr.contains("--backend cpu"), "{stderr}");
     let out = whir(&["prove", "--extension", "6"]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not an extension degree"));
-    // The bench times Plonky3 over them, the baseline for the GPU.
+    // The bench times Plonky3 over them (and the GPU over degree 8 where there is one).
     let out = whir(&["bench", "--field", "koalabear", "--extension", "8", "--vars", "10", "--fold", "2", "--rate", "1", "--reps", "1", "--security", "60", "--pow-bits", "8"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("| 10 | 2 | 1 | koalabear^8 |"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));

@@ -165,6 +165,14 @@ pub enum GpuMode {
 /// `tuning` is the context's and `driver` the driver's: the lean figures hold with their
 /// memory-lean defaults (lazy first weights, trimmed narrow trees).
 pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverOptions) -> u64 {
+    estimated_gpu_bytes_over(params, tuning, driver, 4)
+}
+
+/// [`estimated_gpu_bytes`] with the challenges in an extension of `ext_words` words (4 or 8).
+/// Degree 8 doubles the sumcheck's tables and the later codewords: scaled by 1.6, the ratio of the
+/// two extensions' high-water marks measured at n = 24, fold 4 on the H200 (1,330 against 843 MiB,
+/// docs/benchmarks-history.md, seventeenth session).
+pub fn estimated_gpu_bytes_over(params: &Params, tuning: &GpuTuning, driver: &DriverOptions, ext_words: usize) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
     let lean_defaults = driver.lazy_first_weights != Some(false) && tuning.codeword_tree_lowest.is_none();
     let lean = (24..=26).contains(&params.num_vars) && lean_defaults;
@@ -177,7 +185,12 @@ pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverO
         (3, false) => 9,
         (_, false) => 7,
     };
-    codeword.saturating_mul(factor).saturating_add(16 << 20)
+    let bytes = codeword.saturating_mul(factor).saturating_add(16 << 20);
+    if ext_words > 4 {
+        bytes.saturating_mul(8) / 5
+    } else {
+        bytes
+    }
 }
 
 /// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
@@ -289,7 +302,7 @@ impl<F: ProverField> GpuBackend<F> {
         ctx.check_binding_size("the polynomial folded in the first round", (4 * ext_words as u64) << (n - fold.min(n)))?;
         ctx.memory().check(
             &format!("a resident proof at n = {}, fold {}, rate 2^-{} (estimated peak)", params.num_vars, params.fold, params.log_inv_rate),
-            estimated_gpu_bytes(params, ctx.tuning(), &self.driver),
+            estimated_gpu_bytes_over(params, ctx.tuning(), &self.driver, ext_words),
         )?;
         Ok(())
     }

@@ -22,7 +22,7 @@ mod sumcheck;
 mod timing;
 mod workload;
 
-pub use backend::{estimated_gpu_bytes, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
+pub use backend::{estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
 pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
