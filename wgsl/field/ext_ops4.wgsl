@@ -6,7 +6,6 @@
 // degree-8 twin.
 
 alias Ext = vec4<u32>;
-alias ExtWords = array<u32, 4>;
 const EXT_WORDS: u32 = 4u;
 
 fn ext_zero() -> Ext {
@@ -25,10 +24,6 @@ fn ext_c0(a: Ext) -> u32 {
 // An element from a parameter block's two vec4 (X^0..X^3, X^4..X^7): here the first alone.
 fn ext_from_halves(lo: vec4<u32>, hi: vec4<u32>) -> Ext {
     return lo;
-}
-
-fn ext_from_words(w: ExtWords) -> Ext {
-    return vec4<u32>(w[0], w[1], w[2], w[3]);
 }
 
 fn ext_add(a: Ext, b: Ext) -> Ext {

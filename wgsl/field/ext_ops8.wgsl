@@ -4,7 +4,6 @@
 // Ext8 (field/ext8.wgsl), two vec4, 32 bytes in storage, as Plonky3 lays it out.
 
 alias Ext = Ext8;
-alias ExtWords = array<u32, 8>;
 const EXT_WORDS: u32 = 8u;
 
 fn ext_zero() -> Ext {
@@ -21,10 +20,6 @@ fn ext_c0(a: Ext) -> u32 {
 
 fn ext_from_halves(lo: vec4<u32>, hi: vec4<u32>) -> Ext {
     return Ext8(lo, hi);
-}
-
-fn ext_from_words(w: ExtWords) -> Ext {
-    return ext8_from_words(w);
 }
 
 fn ext_add(a: Ext, b: Ext) -> Ext {

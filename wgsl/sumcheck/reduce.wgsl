@@ -8,6 +8,9 @@
 
 const REDUCE_THREADS: u32 = 256u;
 
+// (Over degree 8 these two arrays take 16 KiB, all of WebGPU's default workgroup memory: a
+// kernel importing this file can add no workgroup variable of its own.)
+
 var<workgroup> reduce_a: array<Ext, 256>;
 var<workgroup> reduce_b: array<Ext, 256>;
 

@@ -48,11 +48,13 @@ fn f_times(x: u32, t: Ext) -> Ext {
     if (params.base == 1u) {
         return ext_scale(t, f[at]);
     }
-    var words: ExtWords;
-    for (var k = 0u; k < EXT_WORDS; k++) {
-        words[k] = f[EXT_WORDS * at + k];
+    // Straight-line loads (the degree-8 half folds away at degree 4).
+    let w = EXT_WORDS * at;
+    var hi = vec4<u32>(0u);
+    if (EXT_WORDS == 8u) {
+        hi = vec4<u32>(f[w + 4u], f[w + 5u], f[w + 6u], f[w + 7u]);
     }
-    return ext_mul(ext_from_words(words), t);
+    return ext_mul(ext_from_halves(vec4<u32>(f[w], f[w + 1u], f[w + 2u], f[w + 3u]), hi), t);
 }
 
 @compute @workgroup_size(256)

@@ -87,6 +87,23 @@ impl FieldChoice {
     }
 }
 
+/// A `--config` flag: one of the named configurations (`whir_verifier::NAMED_CONFIGS`).
+pub(crate) fn parse_config(s: &str) -> std::result::Result<&'static whir_verifier::NamedConfig, String> {
+    whir_verifier::named_config(s)
+}
+
+impl SecurityArgs {
+    /// The flags a named configuration sets: its field, extension, soundness, security and PoW
+    /// budget.
+    pub(crate) fn apply(&mut self, config: &whir_verifier::NamedConfig, field: &mut FieldChoice, extension: &mut usize) {
+        *field = FieldChoice::parse(config.field).expect("a named configuration names a known field");
+        *extension = config.degree;
+        self.security = config.security_bits;
+        self.pow_bits = config.pow_bits;
+        self.soundness = config.soundness.flag_value().to_string();
+    }
+}
+
 /// An extension degree flag: 4, 5 or 8.
 pub(crate) fn parse_degree(s: &str) -> std::result::Result<usize, String> {
     match s {
@@ -147,6 +164,11 @@ struct ProveArgs {
     /// (Plonky3's prover).
     #[arg(long, default_value_t = 4, value_parser = parse_degree)]
     extension: usize,
+    /// A named configuration (field, extension, soundness, security and PoW budget in one;
+    /// `whir info` lists them): babybear4, koalabear4, koalabear8-128, babybear8-128,
+    /// babybear5-128, koalabear5-128. The shape flags stay yours.
+    #[arg(long, value_parser = parse_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
+    config: Option<&'static whir_verifier::NamedConfig>,
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
     /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
     /// (e.g. `22x2,3*12x20`), of random values from --seed, each opened at one transcript point
@@ -188,6 +210,10 @@ struct VerifyArgs {
     /// one the file names).
     #[arg(long, value_parser = parse_degree)]
     extension: Option<usize>,
+    /// The named configuration the proof must have been made with (field, extension,
+    /// soundness, security and PoW budget; as `whir prove --config`).
+    #[arg(long, value_parser = parse_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "accept_file_params"])]
+    config: Option<&'static whir_verifier::NamedConfig>,
     #[arg(long)]
     vars: Option<usize>,
     #[arg(long)]
@@ -955,6 +981,10 @@ fn info(adapter: Option<String>) -> Result<()> {
         FieldChoice::Koalabear.name(),
         whir_prover::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")
     );
+    println!("Named configurations (--config; Poseidon2-16 leaves and nodes):");
+    for c in whir_verifier::NAMED_CONFIGS {
+        println!("  {:<15} {}, {} bits ({}), PoW budget {} bits: {}", c.name, c.extension, c.security_bits, c.soundness.flag_value(), c.pow_bits, c.about);
+    }
     let adapters = list_adapters();
     println!("Adapters ({}):", adapters.len());
     for (i, a) in adapters.iter().enumerate() {
@@ -1050,7 +1080,10 @@ fn main() -> std::process::ExitCode {
     };
     let result = match cli.command {
         Command::Info { adapter } => info(adapter),
-        Command::Prove(args) => {
+        Command::Prove(mut args) => {
+            if let Some(config) = args.config {
+                args.security.apply(config, &mut args.field, &mut args.extension);
+            }
             let json = args.json;
             let result = prove(args);
             if let (true, Err(e)) = (json, &result) {
@@ -1058,8 +1091,17 @@ fn main() -> std::process::ExitCode {
             }
             result
         }
-        Command::Verify(args) => verify(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Verify(mut args) => {
+            if let Some(c) = args.config {
+                (args.field, args.extension) = (FieldChoice::parse(c.field), Some(c.degree));
+                (args.security, args.pow_bits, args.soundness) = (Some(c.security_bits), Some(c.pow_bits), Some(c.soundness.flag_value().to_string()));
+            }
+            verify(args)
+        }
+        Command::Bench(mut args) => {
+            args.apply_config();
+            bench::run(args)
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

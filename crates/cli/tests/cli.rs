@@ -280,3 +280,34 @@ fn extensions_of_degree_5_and_8_prove_and_verify() {
     assert!(out.status.success() && stdout.contains("| 10 | 2 | 1 | koalabear^8 |"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--config NAME`: each named configuration proves and verifies (`verify --config` checks the
+/// file against it), `info` lists them, and a name clashing with the flags it sets, or unknown,
+/// is refused with the names.
+#[test]
+fn named_configurations_prove_and_verify() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = whir(&["info"]);
+    let info = String::from_utf8_lossy(&out.stdout);
+    for c in whir_verifier::NAMED_CONFIGS {
+        assert!(info.contains(c.name), "info lists {}: {info}", c.name);
+        let file = dir.join(format!("{}.whir", c.name));
+        let file = file.to_str().unwrap();
+        let out = whir(&["prove", "--config", c.name, "--vars", "12", "--fold", "4", "--backend", "cpu", "--out", file, "--force"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}: {stdout}{}", c.name, String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(&format!("over {}", c.extension)) && stdout.contains(&format!("{}-bit security ({} soundness)", c.security_bits, c.soundness.flag_value())), "{}: {stdout}", c.name);
+        let out = whir(&["verify", file, "--config", c.name, "--vars", "12", "--fold", "4"]);
+        assert!(out.status.success(), "{}: {}", c.name, String::from_utf8_lossy(&out.stderr));
+    }
+    // A file checked against another configuration is refused.
+    let out = whir(&["verify", dir.join("babybear8-128.whir").to_str().unwrap(), "--config", "koalabear8-128", "--vars", "12", "--fold", "4"]);
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = whir(&["prove", "--config", "koalabear8-128", "--field", "babybear"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("cannot be used with"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = whir(&["prove", "--config", "goldilocks"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("not a named configuration") && stderr.contains("koalabear8-128"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

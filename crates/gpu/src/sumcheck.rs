@@ -1,6 +1,6 @@
-//! Sumcheck state on the GPU: two tables f and w of a field's degree-4 extension (BabyBear^4,
-//! KoalaBear^4) over {0,1}^m (big-endian index
-//! order, as Plonky3's `Poly`), kept resident, with the steps of a product sumcheck Σ f·w that
+//! Sumcheck state on the GPU: two tables f and w of a field's extension (`GpuExtension`: degree
+//! 4 or 8, e.g. BabyBear^4, KoalaBear^8) over {0,1}^m (big-endian index order, as Plonky3's
+//! `Poly`), kept resident, with the steps of a product sumcheck Σ f·w that
 //! binds the last variable first (adjacent pairs): round coefficients, folding, weight updates
 //! (equality and select weights) and multilinear evaluation. Each step is one or two dispatches;
 //! only the few words a step returns are read back. Knows nothing of WHIR.
@@ -397,7 +397,7 @@ fn eq_table<E: Field>(coords: &[E], scale: E) -> Vec<E> {
     table
 }
 
-/// A table of 2^vars entries (one base-field word each, or four for the extension) in segments of
+/// A table of 2^vars entries (one base-field word each, or `E::WORDS` for the extension) in segments of
 /// 2^seg_log entries, each within one storage binding, so a table larger than one binding (the
 /// first weight table of a large proof) is worked on segment by segment. Either one buffer per
 /// segment, or one buffer holding them all (a base-field table handed over as one buffer), whose
@@ -405,7 +405,7 @@ fn eq_table<E: Field>(coords: &[E], scale: E) -> Vec<E> {
 struct Table {
     buffers: Vec<wgpu::Buffer>,
     seg_log: usize,
-    /// Words per entry: 1 (base field) or 4 (extension).
+    /// Words per entry: 1 (base field) or the extension's `E::WORDS`.
     words: usize,
 }
 
@@ -564,7 +564,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         }
         let max_seg_log = Self::max_segment_log(&ctx)?;
         let seg_log = vars.min(max_seg_log);
-        ctx.memory().try_reserve("the sumcheck tables", (f.len() * 32) as u64)?;
+        ctx.memory().try_reserve("the sumcheck tables", 2 * Self::BYTES * f.len() as u64)?;
         let upload = |label: &str, values: &[E]| Table {
             buffers: values
                 .chunks(1 << seg_log)
@@ -833,7 +833,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.vars
     }
 
-    /// f's table on the GPU as one buffer (2^m elements, 4 words each, or 1 before a
+    /// f's table on the GPU as one buffer (2^m elements, `E::WORDS` words each, or 1 before a
     /// base-field f's first fold), e.g. to encode it. An error while f is split over bindings
     /// (larger than one binding).
     pub fn f_buffer(&self) -> Result<&wgpu::Buffer> {
@@ -860,7 +860,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         items.div_ceil(THREADS).clamp(1, MAX_REDUCE_GROUPS)
     }
     /// Records the reduction of `groups` partial pairs in `partials` to one pair: returns the
-    /// buffer holding it (8 words) and the intermediate buffers, for the pool once submitted.
+    /// buffer holding it (2 `E::WORDS` words) and the intermediate buffers, for the pool once submitted.
     fn record_reduction(&self, dispatches: &mut Vec<Dispatch>, mut partials: wgpu::Buffer, mut groups: usize) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
         let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::SumPartials, &[])?;
         let mut spare = Vec::new();
@@ -1978,7 +1978,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
 
     /// `w[x] += Σ_j scales[j]·ω^(indices[j]·x)`, ω the 2^log_domain-th root of unity Plonky3's
     /// two-adic domains use: the select weights of the points ω^index. For many points this is
-    /// one NTT of the sparse vector of scales (2^log_domain x 4 words), not one power per point
+    /// one NTT of the sparse vector of scales (2^log_domain x `E::WORDS` words), not one power per point
     /// and entry.
     pub fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<()> {
         if indices.len() != scales.len() {

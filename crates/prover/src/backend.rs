@@ -169,9 +169,10 @@ pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverO
 }
 
 /// [`estimated_gpu_bytes`] with the challenges in an extension of `ext_words` words (4 or 8).
-/// Degree 8 doubles the sumcheck's tables and the later codewords: scaled by 1.6, the ratio of the
-/// two extensions' high-water marks measured at n = 24, fold 4 on the H200 (1,330 against 843 MiB,
-/// docs/benchmarks-history.md, seventeenth session).
+/// Degree 8 doubles the extension-valued buffers (the sumcheck's tables, the later codewords)
+/// and leaves the base-field ones: twice the degree-4 estimate bounds it (at n = 24, fold 4 on
+/// the H200 the high-water marks were 1,330 against 843 MiB, docs/benchmarks-history.md,
+/// seventeenth session).
 pub fn estimated_gpu_bytes_over(params: &Params, tuning: &GpuTuning, driver: &DriverOptions, ext_words: usize) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
     let lean_defaults = driver.lazy_first_weights != Some(false) && tuning.codeword_tree_lowest.is_none();
@@ -187,7 +188,7 @@ pub fn estimated_gpu_bytes_over(params: &Params, tuning: &GpuTuning, driver: &Dr
     };
     let bytes = codeword.saturating_mul(factor).saturating_add(16 << 20);
     if ext_words > 4 {
-        bytes.saturating_mul(8) / 5
+        bytes.saturating_mul(2)
     } else {
         bytes
     }
