@@ -214,16 +214,21 @@ impl BenchArgs {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    if args.extension != 4 && (args.tables.is_some() || !args.concurrency.is_empty() || args.plot.is_some()) {
-        bail!("--extension {} times single polynomials (Plonky3's prover and, for degree 8, the GPU's); drop --tables, --concurrency and --plot", args.extension);
+    if args.extension != 4 && (!args.concurrency.is_empty() || args.plot.is_some()) {
+        bail!("--extension {} times proofs one at a time (Plonky3's prover and, for degree 8, the GPU's); drop --concurrency and --plot", args.extension);
     }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
     }
     if let Some(spec) = &args.tables {
-        return match args.field {
-            FieldChoice::Babybear => run_tables::<BabyBear>(&args, spec),
-            FieldChoice::Koalabear => run_tables::<KoalaBear>(&args, spec),
+        type B8 = p3_field::extension::BinomialExtensionField<BabyBear, 8>;
+        type K8 = p3_field::extension::BinomialExtensionField<KoalaBear, 8>;
+        return match (args.field, args.extension) {
+            (FieldChoice::Babybear, 4) => run_tables::<BabyBear, whir_prover::EF<BabyBear>>(&args, spec),
+            (FieldChoice::Koalabear, 4) => run_tables::<KoalaBear, whir_prover::EF<KoalaBear>>(&args, spec),
+            (FieldChoice::Babybear, 8) => run_tables::<BabyBear, B8>(&args, spec),
+            (FieldChoice::Koalabear, 8) => run_tables::<KoalaBear, K8>(&args, spec),
+            (field, degree) => bail!("--tables times the GPU PCS, which runs degree-4 and degree-8 extensions; {}^{degree} is not one: use --extension 4 or 8", field.name()),
         };
     }
     let soundness = Soundness::parse(&args.security.soundness)?;
@@ -657,7 +662,7 @@ struct TablesCell {
 
 /// `whir bench --tables`: Plonky3's `WhirProver` and our GPU PCS on one multi-table witness per
 /// (fold, rate), commit and open timed apart, the proofs compared byte for byte and verified.
-fn run_tables<F: ProverField>(args: &BenchArgs, spec: &str) -> Result<()>
+fn run_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>>(args: &BenchArgs, spec: &str) -> Result<()>
 where
     GpuBackend<F>: Backend<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
@@ -670,7 +675,7 @@ where
         bail!("--plot charts the single-polynomial grid; drop it with --tables");
     }
     eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
-    eprintln!("{} tables, {} cells, over {}^4", workload.tables.len(), workload.cells(), F::NAME);
+    eprintln!("{} tables, {} cells, over {}", workload.tables.len(), workload.cells(), E::NAME);
     let gpu = if args.no_gpu { None } else { Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?)) };
     if let Some(g) = &gpu {
         eprintln!("GPU: {}", g.context().summary());
@@ -702,7 +707,7 @@ where
                 gpu_rounds_ms: None,
                 gpu_open_breakdown: None,
             };
-            let config = match p.config::<whir_gpu::GpuChallenger<F>>() {
+            let config = match p.config_over::<E, whir_gpu::GpuChallenger<F>>() {
                 Ok(c) => c,
                 Err(e) => {
                     cell.skipped = Some(e.to_string());
@@ -715,8 +720,8 @@ where
             let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
             let protocol = workload.protocol(fold);
             match args.layout {
-                crate::TableLayout::Suffix => measure_tables::<F, p3_sumcheck::layout::SuffixProver<F, whir_prover::EF<F>>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
-                crate::TableLayout::Prefix => measure_tables::<F, p3_sumcheck::layout::PrefixProver<F, whir_prover::EF<F>>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+                crate::TableLayout::Suffix => measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+                crate::TableLayout::Prefix => measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
             }
             cells.push(cell);
         }
@@ -728,10 +733,10 @@ where
 /// times, verified), then the GPU PCS (its proof equal to Plonky3's, peak memory with pools kept
 /// and without, then the timed repetitions with their traffic and the open's steps).
 #[allow(clippy::type_complexity)]
-fn measure_tables<F: ProverField, L: p3_sumcheck::layout::Layout<F, whir_prover::EF<F>>>(
+fn measure_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, L: p3_sumcheck::layout::Layout<F, E>>(
     args: &BenchArgs,
     gpu: Option<&GpuBackend<F>>,
-    config: &p3_whir::parameters::WhirConfig<whir_prover::EF<F>, F, whir_gpu::GpuChallenger<F>>,
+    config: &p3_whir::parameters::WhirConfig<E, F, whir_gpu::GpuChallenger<F>>,
     tables: &[p3_sumcheck::layout::Table<F>],
     protocol: &p3_sumcheck::OpeningProtocol,
     p: &Params,
@@ -745,7 +750,7 @@ where
     let witness = || L::new_witness(tables.to_vec(), fold);
     {
         {
-            let twin: whir_prover::CpuWhirPcs<L, F> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+            let twin: whir_prover::CpuWhirPcs<L, F, E> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut whir_gpu::GpuChallenger<F>| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
@@ -767,13 +772,13 @@ where
             }
             let (expected, root) = expected.expect("at least one repetition");
             // Accepted by p3-whir's own verifier.
-            let proof: whir_prover::WhirPcsProof<F> = postcard::from_bytes(&expected)?;
+            let proof: whir_prover::WhirPcsProof<F, E> = postcard::from_bytes(&expected)?;
             stock.verify(&root, &proof, &mut Backend::<F>::challenger(&CpuBackend), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
             cell.stock_commit_ms = Some(median(sc));
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
             if let Some(gpu) = gpu {
-                let pcs = gpu.pcs_in::<L>(config.clone())?;
+                let pcs = gpu.pcs_over::<L, E>(config.clone())?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
                 type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value);

@@ -392,7 +392,15 @@ impl<F: ProverField> GpuBackend<F> {
 
     /// [`pcs`](Self::pcs) in p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`).
     pub fn pcs_in<L: Layout<F, EF<F>>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, GpuChallenger<F>>) -> Result<GpuWhirPcs<L, F>, ProverError> {
-        Ok(GpuWhirPcs::<L, F>::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
+        self.pcs_over::<L, EF<F>>(config)
+    }
+
+    /// [`pcs_in`](Self::pcs_in) with the challenges in the extension `E` (degree 4 or 8).
+    pub fn pcs_over<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+        &self,
+        config: p3_whir::parameters::WhirConfig<E, F, GpuChallenger<F>>,
+    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E>, ProverError> {
+        Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E>::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
     }
 }
 
