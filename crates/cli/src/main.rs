@@ -455,7 +455,7 @@ where
         bail!("--gpu-memory budgets the GPU, and {} proves on the CPU (the GPU steps run degree-4 and degree-8 extensions): drop --gpu-memory", E::NAME);
     }
     if args.tables.is_some() {
-        bail!("--tables proves over degree-4 extensions here; over {} the multi-table PCS is the library's (`WhirPcs<GpuCodewords<F>, L, F, E>` for degree 8, `CpuWhirPcs<L, F, E>` for any): drop --extension or --tables", E::NAME);
+        bail!("--tables proves through the GPU PCS, which runs degree-4 and degree-8 extensions; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): use --extension 4 or 8, or drop --tables", E::NAME);
     }
     let mut config = None;
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
@@ -572,14 +572,19 @@ macro_rules! with_extension {
 }
 
 fn prove(args: ProveArgs) -> Result<()> {
+    if let Some(spec) = args.tables.clone() {
+        type B8 = p3_field::extension::BinomialExtensionField<BabyBear, 8>;
+        type K8 = p3_field::extension::BinomialExtensionField<KoalaBear, 8>;
+        return match (args.field, args.extension) {
+            (FieldChoice::Babybear, 4) => prove_tables::<BabyBear, whir_prover::EF<BabyBear>>(args, &spec),
+            (FieldChoice::Koalabear, 4) => prove_tables::<KoalaBear, whir_prover::EF<KoalaBear>>(args, &spec),
+            (FieldChoice::Babybear, 8) => prove_tables::<BabyBear, B8>(args, &spec),
+            (FieldChoice::Koalabear, 8) => prove_tables::<KoalaBear, K8>(args, &spec),
+            _ => with_extension!((args.field, args.extension), |F, E| prove_over_extension::<F, E>(args)),
+        };
+    }
     if args.extension != 4 {
         return with_extension!((args.field, args.extension), |F, E| prove_over_extension::<F, E>(args));
-    }
-    if let Some(spec) = args.tables.clone() {
-        return match args.field {
-            FieldChoice::Babybear => prove_tables::<BabyBear>(args, &spec),
-            FieldChoice::Koalabear => prove_tables::<KoalaBear>(args, &spec),
-        };
     }
     match args.field {
         FieldChoice::Babybear => prove_one::<BabyBear>(args),
@@ -765,7 +770,7 @@ fn print_breakdown(b: &RoundBreakdown) {
 /// `whir prove --tables`: random tables from the seed committed and opened through the PCS (the
 /// GPU's on a hardware adapter, else Plonky3's `WhirProver` on the CPU; `auto` falls back to the
 /// CPU, with a warning, where the GPU fails), the proof verified before the file is written.
-fn prove_tables<F: ProverField>(args: ProveArgs, spec: &str) -> Result<()>
+fn prove_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>>(args: ProveArgs, spec: &str) -> Result<()>
 where
     GpuBackend<F>: Backend<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
@@ -783,7 +788,7 @@ where
         points: 1,
     };
     let params = workload.params(&base);
-    let config = params.config::<whir_gpu::GpuChallenger<F>>()?;
+    let config = params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
     if args.gpu_memory == Some(0) {
         bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
     }
@@ -817,11 +822,11 @@ where
             Err(e) => (None, format!("no usable GPU ({e})")),
         },
     };
-    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F>, F> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
+    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
-        let pcs = g.pcs(config.clone())?;
+        let pcs = g.pcs_over::<whir_prover::ProverLayout<F, E>, E>(config.clone())?;
         let mut challenger = g.challenger();
         let t = Instant::now();
         let (root, data) = pcs.commit(Witness::new(tables.clone(), args.fold), &mut challenger)?;
@@ -847,9 +852,9 @@ where
         }
     };
     let prove_time = start.elapsed();
-    let bytes = ProofFileOf::<F>::new_tables(&params, workload.clone(), root, proof).to_bytes();
+    let bytes = ProofFileOf::<F, E>::new_tables(&params, workload.clone(), root, proof).to_bytes();
     // Verified before anything is written, as one polynomial's proof is.
-    let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload)))?;
+    let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let summary = with_params(&params, json!({
@@ -858,6 +863,7 @@ where
             "adapter": gpu.as_ref().map(|g| g.context().summary().to_string()),
             "tables": workload.spec(),
             "field": F::NAME,
+            "extension": E::NAME,
             "table_count": workload.tables.len(),
             "cells": workload.cells(),
             "prove_ms": ms(prove_time),
@@ -868,7 +874,7 @@ where
     } else {
         println!("backend: {name} ({why})");
         println!("tables: {} ({}, {} cells)", workload.tables.len(), workload.spec(), workload.cells());
-        println!("parameters: {params}");
+        println!("parameters: {params}, over {}", E::NAME);
         println!("prove:  {:>9.1} ms (commit {:.1} ms, open {:.1} ms)", ms(prove_time), ms(commit_time), ms(open_time));
         check.print();
     }

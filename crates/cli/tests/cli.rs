@@ -301,6 +301,18 @@ fn named_configurations_prove_and_verify() {
         let out = whir(&["verify", file, "--config", c.name, "--vars", "12", "--fold", "4"]);
         assert!(out.status.success(), "{}: {}", c.name, String::from_utf8_lossy(&out.stderr));
     }
+    // Multi-table proofs over degree 8: the GPU PCS gives the CPU's file, which verifies.
+    let (cpu_t, gpu_t) = (dir.join("t8-cpu.whir"), dir.join("t8-gpu.whir"));
+    let tables = ["--tables", "9x2,7x3", "--config", "koalabear8-128", "--fold", "2", "--force"];
+    let out = whir(&[&["prove", "--backend", "cpu", "--out", cpu_t.to_str().unwrap()][..], &tables[..]].concat());
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("over koalabear^8"), "{}", String::from_utf8_lossy(&out.stderr));
+    if gpu_run(&[&["prove", "--backend", "gpu", "--out", gpu_t.to_str().unwrap()][..], &tables[..]].concat()).is_some() {
+        assert_eq!(std::fs::read(&gpu_t).unwrap(), std::fs::read(&cpu_t).unwrap(), "the GPU PCS's koalabear^8 file differs from the CPU's");
+    }
+    let out = whir(&["verify", cpu_t.to_str().unwrap(), "--tables", "9x2,7x3", "--config", "koalabear8-128", "--fold", "2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = whir(&["prove", "--tables", "9x2", "--config", "babybear5-128", "--fold", "2", "--out", dir.join("t5.whir").to_str().unwrap()]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--extension 4 or 8"), "{}", String::from_utf8_lossy(&out.stderr));
     // A file checked against another configuration is refused.
     let out = whir(&["verify", dir.join("babybear8-128.whir").to_str().unwrap(), "--config", "koalabear8-128", "--vars", "12", "--fold", "4"]);
     assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
