@@ -469,31 +469,9 @@ where
     if params.security_bits < 128 {
         eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much", E::NAME, params.security_bits);
     }
-    let env = GpuOptions::from_env()?;
-    let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
-    let driver_options = DriverOptions::from_env()?;
-    let (gpu, mut why) = match args.backend {
-        _ if !E::ON_GPU => (None, format!("{} is proved on the CPU (the GPU steps run degree-4 and degree-8 extensions)", E::NAME)),
-        BackendChoice::Cpu => (None, "--backend cpu".to_string()),
-        BackendChoice::Gpu => {
-            let g = open_gpu::<F>(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
-            let s = g.context().summary();
-            if s.is_software() {
-                eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
-            }
-            let why = format!("--backend gpu: {s}");
-            (Some(g), why)
-        }
-        BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", args.vars)),
-        BackendChoice::Auto => match open_gpu::<F>(gpu_options).map(|g| g.with_driver_options(driver_options)) {
-            Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
-            Ok(g) => {
-                let why = format!("GPU found: {}", g.context().summary());
-                (Some(g), why)
-            }
-            Err(e) => (None, format!("no usable GPU ({e})")),
-        },
-        BackendChoice::GpuPieces => unreachable!("refused above"),
+    let (gpu, mut why) = match E::ON_GPU {
+        false => (None, format!("{} is proved on the CPU (the GPU steps run degree-4 and degree-8 extensions)", E::NAME)),
+        true => resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?,
     };
     let start = Instant::now();
     let on_gpu = gpu.as_ref().and_then(|g| E::prove_resident(g, &params, &evals));
@@ -540,6 +518,37 @@ where
     }
     verified.context("the proof just made did not verify; nothing was written")?;
     Ok(())
+}
+
+/// The resident GPU backend `backend` asks for (none for `cpu`; for `auto`, a hardware GPU at
+/// n of at least AUTO_GPU_MIN_VARS), with the environment's settings and `gpu_memory` over
+/// them, and why: `--backend gpu` without a GPU is an error, `auto` falls back to the CPU.
+/// (`gpu-pieces` is refused by the callers.)
+fn resident_backend<F: ProverField>(backend: BackendChoice, gpu_memory: Option<u64>, num_vars: usize) -> Result<(Option<GpuBackend<F>>, String)> {
+    let env = GpuOptions::from_env()?;
+    let gpu_options = GpuOptions { memory_mib: gpu_memory.or(env.memory_mib), ..env };
+    let driver_options = DriverOptions::from_env()?;
+    Ok(match backend {
+        BackendChoice::Cpu => (None, "--backend cpu".to_string()),
+        BackendChoice::Gpu | BackendChoice::GpuPieces => {
+            let g = open_gpu::<F>(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
+            let s = g.context().summary();
+            if s.is_software() {
+                eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
+            }
+            let why = format!("--backend gpu: {s}");
+            (Some(g), why)
+        }
+        BackendChoice::Auto if num_vars < AUTO_GPU_MIN_VARS => (None, format!("n = {num_vars} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster")),
+        BackendChoice::Auto => match open_gpu::<F>(gpu_options).map(|g| g.with_driver_options(driver_options)) {
+            Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
+            Ok(g) => {
+                let why = format!("GPU found: {}", g.context().summary());
+                (Some(g), why)
+            }
+            Err(e) => (None, format!("no usable GPU ({e})")),
+        },
+    })
 }
 
 /// A one-line description of the adapters wgpu sees, for "why not the GPU" messages.
@@ -802,26 +811,7 @@ where
     let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
     let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
-    let env = GpuOptions::from_env()?;
-    let gpu_options = GpuOptions { memory_mib: args.gpu_memory.or(env.memory_mib), ..env };
-    let driver_options = DriverOptions::from_env()?;
-    let (gpu, mut why) = match args.backend {
-        BackendChoice::Cpu => (None, "--backend cpu".to_string()),
-        BackendChoice::Gpu | BackendChoice::GpuPieces => {
-            let g = open_gpu::<F>(gpu_options).context("--backend gpu")?.with_driver_options(driver_options);
-            let why = format!("--backend gpu: {}", g.context().summary());
-            (Some(g), why)
-        }
-        BackendChoice::Auto if params.num_vars < AUTO_GPU_MIN_VARS => (None, format!("n = {} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster", params.num_vars)),
-        BackendChoice::Auto => match open_gpu::<F>(gpu_options).map(|g| g.with_driver_options(driver_options)) {
-            Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
-            Ok(g) => {
-                let why = format!("GPU found: {}", g.context().summary());
-                (Some(g), why)
-            }
-            Err(e) => (None, format!("no usable GPU ({e})")),
-        },
-    };
+    let (gpu, mut why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
     let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
