@@ -796,3 +796,83 @@ fn lazy_slot_weights_match_the_twin() {
         assert!(gpu.weights().is_ok(), "an unaligned slot is written at once");
     }
 }
+
+/// Lazy weights over the degree-8 extensions (the rounds' transcript on the host there):
+/// equality weights and slot weights (direct and successor slots of a stacked layout) against
+/// the twin with w stored, round by round (fold, fold_then_round), then f and w after and a
+/// round past the lazy ones; tables in segments under a 64 KiB binding too.
+#[test]
+fn degree_8_lazy_weights_match_the_twin() {
+    use p3_field::extension::BinomialExtensionField;
+    use p3_koala_bear::KoalaBear;
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let mut rng = common::rng();
+    let mut contexts = common::contexts();
+    contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
+    for ctx in contexts {
+        let cases: &[(usize, usize)] = if ctx.max_binding_bytes() <= 64 << 10 { &[(12, 3)] } else { &[(6, 2), (9, 4), (11, 3)] };
+        for &(m, rounds) in cases {
+            lazy_rounds_over::<BabyBear, BinomialExtensionField<BabyBear, 8>>(&ctx, &mut rng, m, rounds);
+            lazy_rounds_over::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&ctx, &mut rng, m, rounds);
+        }
+    }
+}
+
+/// Lazy equality weights, then lazy slot weights, over a committed base-field f of 2^m random
+/// entries, each for `rounds` host rounds against the twin.
+fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng, m: usize, rounds: usize)
+where
+    StandardUniform: Distribution<F> + Distribution<E>,
+{
+    use whir_wgpu::prover::SlotSet;
+    for slots in [false, true] {
+        let what = format!("{}, m = {m}, {rounds} lazy rounds, slots {slots}, {:?}, binding {} B", E::NAME, ctx.mul_variant(), ctx.max_binding_bytes());
+        let f: Vec<F> = rand_vec(rng, 1 << m);
+        let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+        let mut gpu = GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), buffer, m).unwrap();
+        let mut cpu = CpuSumcheck::<F, E>::new(f.iter().map(|&v| E::from(v)).collect(), vec![E::ZERO; 1 << m]).unwrap();
+        if slots {
+            // Aligned slots of 2^k rows (k >= rounds), direct and successor, and a whole-table slot.
+            let mut sets: Vec<(SlotSet<E>, Vec<E>)> = Vec::new();
+            for _ in 0..3 {
+                let k = rng.random_range(rounds..m);
+                let offsets: Vec<usize> = (0..rng.random_range(1..4)).map(|_| rng.random_range(0..1usize << (m - k)) << k).collect();
+                let point = Point::new(rand_vec::<E>(rng, k));
+                for successor in [false, true] {
+                    let scales = rand_vec::<E>(rng, offsets.len());
+                    sets.push((SlotSet { point: point.clone(), offsets: offsets.clone(), successor }, scales));
+                }
+            }
+            sets.push((SlotSet { point: Point::new(rand_vec::<E>(rng, m)), offsets: vec![0], successor: false }, rand_vec::<E>(rng, 1)));
+            SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
+            cpu.add_slot_weights(&sets).unwrap();
+        } else {
+            let points: Vec<Point<E>> = (0..3).map(|_| Point::new(rand_vec::<E>(rng, m))).collect();
+            let scales = rand_vec::<E>(rng, 3);
+            SumcheckSteps::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
+            cpu.add_eq_weights(&points, &scales).unwrap();
+        }
+        assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
+        let mut pending: Option<E> = None;
+        for played in 0..rounds {
+            let values = match pending.take() {
+                Some(r) => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
+                None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
+            };
+            assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
+            let r: E = rng.random();
+            cpu.fold(r).unwrap();
+            if played % 2 == 0 {
+                SumcheckSteps::fold(&mut gpu, r).unwrap();
+            } else {
+                pending = Some(r);
+            }
+        }
+        if let Some(r) = pending {
+            SumcheckSteps::fold(&mut gpu, r).unwrap();
+        }
+        assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
+        assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
+        assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+    }
+}
