@@ -385,25 +385,7 @@ fn lazy_equality_weights_match_the_twin() {
                 assert_eq!(gpu.num_variables(), m - played, "{what}");
             }
             // The rest round by round, folds alone and with the next round.
-            let mut pending: Option<Ext4> = None;
-            while played < rounds {
-                let values = match pending.take() {
-                    Some(r) => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
-                    None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
-                };
-                assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
-                let r: Ext4 = rng.random();
-                cpu.fold(r).unwrap();
-                if played % 2 == 0 {
-                    SumcheckSteps::fold(&mut gpu, r).unwrap();
-                } else {
-                    pending = Some(r);
-                }
-                played += 1;
-            }
-            if let Some(r) = pending {
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
-            }
+            play_host_rounds(&mut gpu, &mut cpu, played..rounds, &mut rng, &what);
             assert_eq!(gpu.num_variables(), m - rounds, "{what}");
             assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
             assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
@@ -762,24 +744,7 @@ fn lazy_slot_weights_match_the_twin() {
             {
                 let what = format!("m = {m}, {rounds} rounds, slots from 2^{k_min}, {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
                 let (mut gpu, mut cpu) = lazy_slot_sumchecks(&ctx, &mut rng, m, rounds, k_min, &what);
-                let mut pending: Option<Ext4> = None;
-                for played in 0..rounds {
-                    let values = match pending.take() {
-                        Some(r) => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
-                        None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
-                    };
-                    assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
-                    let r: Ext4 = rng.random();
-                    cpu.fold(r).unwrap();
-                    if played % 2 == 0 {
-                        SumcheckSteps::fold(&mut gpu, r).unwrap();
-                    } else {
-                        pending = Some(r);
-                    }
-                }
-                if let Some(r) = pending {
-                    SumcheckSteps::fold(&mut gpu, r).unwrap();
-                }
+                play_host_rounds(&mut gpu, &mut cpu, 0..rounds, &mut rng, &what);
                 assert_eq!(gpu.num_variables(), m - rounds, "{what}");
                 assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
                 assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
@@ -853,26 +818,41 @@ where
             cpu.add_eq_weights(&points, &scales).unwrap();
         }
         assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
-        let mut pending: Option<E> = None;
-        for played in 0..rounds {
-            let values = match pending.take() {
-                Some(r) => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
-                None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
-            };
-            assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
-            let r: E = rng.random();
-            cpu.fold(r).unwrap();
-            if played % 2 == 0 {
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
-            } else {
-                pending = Some(r);
-            }
-        }
-        if let Some(r) = pending {
-            SumcheckSteps::fold(&mut gpu, r).unwrap();
-        }
+        play_host_rounds(&mut gpu, &mut cpu, 0..rounds, rng, &what);
         assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
         assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
         assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+    }
+}
+
+/// Plays `rounds` on the host against the twin, a fold on its own after even rounds and one
+/// recorded with the next round after odd ones (the last fold done): each round's values equal
+/// the twin's.
+fn play_host_rounds<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
+    gpu: &mut GpuSumcheck<F, E>,
+    cpu: &mut CpuSumcheck<F, E>,
+    rounds: std::ops::Range<usize>,
+    rng: &mut rand::rngs::StdRng,
+    what: &str,
+) where
+    StandardUniform: Distribution<E>,
+{
+    let mut pending: Option<E> = None;
+    for played in rounds {
+        let values = match pending.take() {
+            Some(r) => SumcheckSteps::fold_then_round(gpu, r).unwrap(),
+            None => SumcheckSteps::round_coefficients(gpu).unwrap(),
+        };
+        assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
+        let r: E = rng.random();
+        cpu.fold(r).unwrap();
+        if played % 2 == 0 {
+            SumcheckSteps::fold(gpu, r).unwrap();
+        } else {
+            pending = Some(r);
+        }
+    }
+    if let Some(r) = pending {
+        SumcheckSteps::fold(gpu, r).unwrap();
     }
 }

@@ -1,48 +1,30 @@
 // Degree-8 binomial extension F[X]/(X^8 - W) (W = EXT8_W from the field's constants), laid out
 // as Plonky3's `BinomialExtensionField<F, 8>`: eight Montgomery words, coefficient of X^0 first,
-// here as two vec4 (X^0..X^3 in lo, X^4..X^7 in hi).
+// here as two vec4 (X^0..X^3 in lo, X^4..X^7 in hi); coefficient-wise steps take the halves
+// through field/ext4.wgsl's.
 // Needs field/prime.wgsl.
+// #import field/ext4
 
 struct Ext8 {
     lo: vec4<u32>,
     hi: vec4<u32>,
 }
 
-fn ext8_words(a: Ext8) -> array<u32, 8> {
-    return array<u32, 8>(a.lo.x, a.lo.y, a.lo.z, a.lo.w, a.hi.x, a.hi.y, a.hi.z, a.hi.w);
-}
-
-fn ext8_from_words(w: array<u32, 8>) -> Ext8 {
-    return Ext8(vec4<u32>(w[0], w[1], w[2], w[3]), vec4<u32>(w[4], w[5], w[6], w[7]));
-}
-
 fn ext8_add(a: Ext8, b: Ext8) -> Ext8 {
-    return Ext8(
-        vec4<u32>(fp_add(a.lo.x, b.lo.x), fp_add(a.lo.y, b.lo.y), fp_add(a.lo.z, b.lo.z), fp_add(a.lo.w, b.lo.w)),
-        vec4<u32>(fp_add(a.hi.x, b.hi.x), fp_add(a.hi.y, b.hi.y), fp_add(a.hi.z, b.hi.z), fp_add(a.hi.w, b.hi.w)),
-    );
+    return Ext8(ext4_add(a.lo, b.lo), ext4_add(a.hi, b.hi));
 }
 
 fn ext8_sub(a: Ext8, b: Ext8) -> Ext8 {
-    return Ext8(
-        vec4<u32>(fp_sub(a.lo.x, b.lo.x), fp_sub(a.lo.y, b.lo.y), fp_sub(a.lo.z, b.lo.z), fp_sub(a.lo.w, b.lo.w)),
-        vec4<u32>(fp_sub(a.hi.x, b.hi.x), fp_sub(a.hi.y, b.hi.y), fp_sub(a.hi.z, b.hi.z), fp_sub(a.hi.w, b.hi.w)),
-    );
+    return Ext8(ext4_sub(a.lo, b.lo), ext4_sub(a.hi, b.hi));
 }
 
 fn ext8_neg(a: Ext8) -> Ext8 {
-    return Ext8(
-        vec4<u32>(fp_neg(a.lo.x), fp_neg(a.lo.y), fp_neg(a.lo.z), fp_neg(a.lo.w)),
-        vec4<u32>(fp_neg(a.hi.x), fp_neg(a.hi.y), fp_neg(a.hi.z), fp_neg(a.hi.w)),
-    );
+    return Ext8(ext4_neg(a.lo), ext4_neg(a.hi));
 }
 
 // Multiply by a base-field element.
 fn ext8_scale(a: Ext8, s: u32) -> Ext8 {
-    return Ext8(
-        vec4<u32>(fp_mul(a.lo.x, s), fp_mul(a.lo.y, s), fp_mul(a.lo.z, s), fp_mul(a.lo.w, s)),
-        vec4<u32>(fp_mul(a.hi.x, s), fp_mul(a.hi.y, s), fp_mul(a.hi.z, s), fp_mul(a.hi.w, s)),
-    );
+    return Ext8(ext4_scale(a.lo, s), ext4_scale(a.hi, s));
 }
 
 // The product of two polynomials of degree 3: seven coefficients, X^0..X^3 in lo, X^4..X^6 in hi.
@@ -62,17 +44,13 @@ fn poly4_mul(a: vec4<u32>, b: vec4<u32>) -> Poly7 {
     return Poly7(vec4<u32>(c0, c1, c2, c3), vec3<u32>(c4, c5, c6));
 }
 
-fn vec4_add(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(fp_add(a.x, b.x), fp_add(a.y, b.y), fp_add(a.z, b.z), fp_add(a.w, b.w));
-}
-
 // Karatsuba over the halves (a = a0 + a1 Y, Y = X^4, Y^2 = W): p = a0 b0, q = a1 b1 and
 // m = (a0 + a1)(b0 + b1) - p - q, so a b = p + m Y + W q, and the coefficients of X^8.. fold
 // back times W. Straight-line code (48 + 7 products): no arrays indexed at run time.
 fn ext8_mul(a: Ext8, b: Ext8) -> Ext8 {
     let p = poly4_mul(a.lo, b.lo);
     let q = poly4_mul(a.hi, b.hi);
-    let s = poly4_mul(vec4_add(a.lo, a.hi), vec4_add(b.lo, b.hi));
+    let s = poly4_mul(ext4_add(a.lo, a.hi), ext4_add(b.lo, b.hi));
     // m = s - p - q.
     let m_lo = vec4<u32>(
         fp_sub(fp_sub(s.lo.x, p.lo.x), q.lo.x),

@@ -43,7 +43,7 @@ pub struct BenchArgs {
     extension: usize,
     /// A named configuration (as `whir prove --config`): field, extension, soundness, security
     /// and PoW budget in one.
-    #[arg(long, value_parser = crate::parse_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     /// Repetitions per cell (medians are reported), 1 to 1000.
     #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
@@ -350,7 +350,7 @@ where
         let mut cell = json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "stock_ms": stock});
         let mut gpu_cols = String::from(" | |");
         if let Some(g) = &gpu {
-            let prove = || -> Result<whir_prover::ProverOutput<F>> { Ok(E::prove_resident(g, p, &evals).expect("E runs on the GPU")?) };
+            let prove = || -> Result<whir_prover::ProverOutput<F>> { Ok(E::prove_on(g, p, &evals, false).expect("E runs on the GPU")?) };
             // Warmed up in each cell (its clocks drop while Plonky3 runs; the first proof builds
             // the shape's pipelines), as the degree-4 grid does.
             prove()?;

@@ -87,11 +87,6 @@ impl FieldChoice {
     }
 }
 
-/// A `--config` flag: one of the named configurations (`whir_verifier::NAMED_CONFIGS`).
-pub(crate) fn parse_config(s: &str) -> std::result::Result<&'static whir_verifier::NamedConfig, String> {
-    whir_verifier::named_config(s)
-}
-
 impl SecurityArgs {
     /// The flags a named configuration sets: its field, extension, soundness, security and PoW
     /// budget.
@@ -167,7 +162,7 @@ struct ProveArgs {
     /// A named configuration (field, extension, soundness, security and PoW budget in one;
     /// `whir info` lists them): babybear4, koalabear4, koalabear8-128, babybear8-128,
     /// babybear5-128, koalabear5-128. The shape flags stay yours.
-    #[arg(long, value_parser = parse_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
     /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
@@ -212,7 +207,7 @@ struct VerifyArgs {
     extension: Option<usize>,
     /// The named configuration the proof must have been made with (field, extension,
     /// soundness, security and PoW budget; as `whir prove --config`).
-    #[arg(long, value_parser = parse_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "accept_file_params"])]
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "accept_file_params"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     #[arg(long)]
     vars: Option<usize>,
@@ -399,21 +394,24 @@ fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value 
 pub(crate) trait GpuProvable<F: ProverField>: whir_prover::WhirExtension<F> {
     /// Whether the GPU steps run this extension.
     const ON_GPU: bool;
-    /// A resident proof on `gpu` (None where the GPU steps do not run this extension).
-    fn prove_resident(gpu: &GpuBackend<F>, params: &Params, evals: &[F]) -> Option<Result<whir_prover::ProverOutput<F>, whir_prover::ProverError>>;
+    /// A resident proof on `gpu` or, with `fallback`, after a GPU failure the CPU's
+    /// (`GpuBackend::prove_over`); None where the GPU steps do not run this extension.
+    fn prove_on(gpu: &GpuBackend<F>, params: &Params, evals: &[F], fallback: bool) -> Option<Result<whir_prover::ProverOutput<F>, whir_prover::ProverError>>;
 }
 
 macro_rules! gpu_provable {
     ($($f:ty: $e:ty => $on:tt),* $(,)?) => {$(
         impl GpuProvable<$f> for $e {
             const ON_GPU: bool = $on;
-            fn prove_resident(gpu: &GpuBackend<$f>, params: &Params, evals: &[$f]) -> Option<Result<whir_prover::ProverOutput<$f>, whir_prover::ProverError>> {
-                gpu_provable!(@prove $on, gpu, params, evals)
+            fn prove_on(gpu: &GpuBackend<$f>, params: &Params, evals: &[$f], fallback: bool) -> Option<Result<whir_prover::ProverOutput<$f>, whir_prover::ProverError>> {
+                gpu_provable!(@prove $on, gpu, params, evals, fallback)
             }
         }
     )*};
-    (@prove true, $gpu:ident, $params:ident, $evals:ident) => { Some($gpu.prove_resident_over::<Self>($params, $evals)) };
-    (@prove false, $gpu:ident, $params:ident, $evals:ident) => {{ let _ = ($gpu, $params, $evals); None }};
+    (@prove true, $gpu:ident, $params:ident, $evals:ident, $fallback:ident) => {
+        Some(if $fallback { $gpu.prove_over::<Self>($params, $evals) } else { $gpu.prove_resident_over::<Self>($params, $evals) })
+    };
+    (@prove false, $gpu:ident, $params:ident, $evals:ident, $fallback:ident) => {{ let _ = ($gpu, $params, $evals, $fallback); None }};
 }
 
 gpu_provable! {
@@ -423,19 +421,6 @@ gpu_provable! {
     KoalaBear: p3_field::extension::BinomialExtensionField<KoalaBear, 8> => true,
     BabyBear: p3_field::extension::BinomialExtensionField<BabyBear, 5> => false,
     KoalaBear: p3_field::extension::QuinticTrinomialExtensionField<KoalaBear> => false,
-}
-
-/// Plonky3's `WhirProver` over `F` with its challenges in `E`, on the CPU (its DFT and
-/// `MerkleTreeMmcs`, the smallest-witness grinder): the commitment and the proof's bytes.
-fn prove_stock_bytes<F: ProverField, E: whir_prover::WhirExtension<F>>(config: p3_whir::parameters::WhirConfig<E, F, whir_gpu::GpuChallenger<F>>, params: &Params, evals: &[F]) -> Result<(whir_prover::Commitment<F>, Vec<u8>)> {
-    use p3_commit::MultilinearPcs;
-    use p3_sumcheck::layout::Layout;
-    let pcs = whir_prover::StockPcs::<whir_prover::ProverLayout<F, E>, F, E>::new(config, p3_dft::Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs::<F>(0));
-    let witness = whir_prover::ProverLayout::<F, E>::new_witness(vec![p3_sumcheck::layout::Table::new(p3_matrix::dense::RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
-    let mut challenger = whir_gpu::GpuChallenger::<F>::new(whir_gpu::Poseidon2Constants::<F>::plonky3_default().to_cpu(), None);
-    let (root, data) = pcs.commit(witness, &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
-    let proof = pcs.open(data, whir_prover::opening_protocol(params), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
-    Ok((root, postcard::to_allocvec(&proof)?))
 }
 
 /// `whir prove` over a 128-bit extension `E` of `F`: on the GPU's resident driver where it runs
@@ -457,42 +442,30 @@ where
     if args.tables.is_some() {
         bail!("--tables proves through the GPU PCS, which runs degree-4 and degree-8 extensions; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): use --extension 4 or 8, or drop --tables", E::NAME);
     }
-    let mut config = None;
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
-        config = Some(params.config_over::<E, whir_gpu::GpuChallenger<F>>()?);
+        params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
         if args.gpu_memory == Some(0) {
             bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
         }
         Ok(())
     })?;
-    let config = config.expect("set by the check");
     if params.security_bits < 128 {
         eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much", E::NAME, params.security_bits);
     }
-    let (gpu, mut why) = match E::ON_GPU {
+    let (gpu, why) = match E::ON_GPU {
         false => (None, format!("{} is proved on the CPU (the GPU steps run degree-4 and degree-8 extensions)", E::NAME)),
         true => resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?,
     };
     let start = Instant::now();
-    let on_gpu = gpu.as_ref().and_then(|g| E::prove_resident(g, &params, &evals));
-    let (backend, root, proof, peak) = match on_gpu {
-        Some(Ok(output)) => ("gpu", output.commitment, output.proof, output.peak_gpu_bytes),
-        // A proof over the caller's memory budget stays refused, as asked; other GPU failures
-        // prove on the CPU.
-        Some(Err(whir_prover::ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. }))) => return Err(e).context("--gpu-memory"),
-        Some(Err(e)) => {
-            eprintln!("warning: the GPU cannot make this proof ({e}); proving on the CPU instead");
-            why = format!("{why}; the GPU failed ({e})");
-            let (root, proof) = prove_stock_bytes::<F, E>(config, &params, &evals)?;
-            ("cpu (fallback)", root, proof, None)
-        }
-        None => {
-            let (root, proof) = prove_stock_bytes::<F, E>(config, &params, &evals)?;
-            ("cpu", root, proof, None)
-        }
+    // On the GPU, a failure proves on the CPU (with a warning); a proof over the caller's memory
+    // budget stays refused, as asked.
+    let output = match gpu.as_ref().and_then(|g| E::prove_on(g, &params, &evals, true)) {
+        Some(result) => result?,
+        None => CpuBackend.prove_over::<F, E>(&params, &evals)?,
     };
+    let (backend, peak) = (output.path, output.peak_gpu_bytes);
     let prove_time = start.elapsed();
-    let bytes = ProofFileOf::<F, E>::new(&params, root, proof).to_bytes();
+    let bytes = ProofFileOf::<F, E>::new(&params, output.commitment, output.proof).to_bytes();
     let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify(&params)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
@@ -979,7 +952,7 @@ fn info(adapter: Option<String>) -> Result<()> {
     );
     println!("Named configurations (--config; Poseidon2-16 leaves and nodes):");
     for c in whir_verifier::NAMED_CONFIGS {
-        println!("  {:<15} {}, {} bits ({}), PoW budget {} bits: {}", c.name, c.extension, c.security_bits, c.soundness.flag_value(), c.pow_bits, c.about);
+        println!("  {:<15} {}, {} bits ({}), PoW budget {} bits: {}", c.name, c.extension(), c.security_bits, c.soundness.flag_value(), c.pow_bits, c.about);
     }
     let adapters = list_adapters();
     println!("Adapters ({}):", adapters.len());

@@ -297,7 +297,7 @@ fn named_configurations_prove_and_verify() {
         let out = whir(&["prove", "--config", c.name, "--vars", "12", "--fold", "4", "--backend", "cpu", "--out", file, "--force"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{}: {stdout}{}", c.name, String::from_utf8_lossy(&out.stderr));
-        assert!(stdout.contains(&format!("over {}", c.extension)) && stdout.contains(&format!("{}-bit security ({} soundness)", c.security_bits, c.soundness.flag_value())), "{}: {stdout}", c.name);
+        assert!(stdout.contains(&format!("over {}", c.extension())) && stdout.contains(&format!("{}-bit security ({} soundness)", c.security_bits, c.soundness.flag_value())), "{}: {stdout}", c.name);
         let out = whir(&["verify", file, "--config", c.name, "--vars", "12", "--fold", "4"]);
         assert!(out.status.success(), "{}: {}", c.name, String::from_utf8_lossy(&out.stderr));
     }

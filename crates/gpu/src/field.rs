@@ -81,7 +81,7 @@ impl ExtensionId {
     pub const ALL: [ExtensionId; 2] = [ExtensionId::Degree4, ExtensionId::Degree8];
 
     /// Base-field words per element.
-    pub fn words(self) -> usize {
+    pub const fn words(self) -> usize {
         match self {
             ExtensionId::Degree4 => 4,
             ExtensionId::Degree8 => 8,
@@ -149,17 +149,15 @@ const _: () = assert!(std::mem::size_of::<Ext8<KoalaBear>>() == 32 && std::mem::
 pub trait GpuExtension<F: GpuField>: p3_field::ExtensionField<F> + p3_field::BasedVectorSpace<F> + Copy + Send + Sync + sealed::Sealed + 'static {
     const ID: ExtensionId;
     /// Base-field words per element.
-    const WORDS: usize;
+    const WORDS: usize = Self::ID.words();
 }
 
 impl<F: GpuField> GpuExtension<F> for Ext4<F> {
     const ID: ExtensionId = ExtensionId::Degree4;
-    const WORDS: usize = 4;
 }
 
 impl<F: GpuField + p3_field::extension::BinomiallyExtendable<8>> GpuExtension<F> for Ext8<F> {
     const ID: ExtensionId = ExtensionId::Degree8;
-    const WORDS: usize = 8;
 }
 
 /// The Montgomery words of extension values (`E::WORDS` per element, X^0 first), without
@@ -183,9 +181,7 @@ pub fn ext_from_words<F: GpuField, E: GpuExtension<F>>(words: Vec<u32>) -> Resul
 /// The Montgomery words of degree-4 extension values (four per element, X^0 first), without
 /// copying.
 pub fn ext4_as_words<F: GpuField>(values: &[Ext4<F>]) -> &[u32] {
-    // SAFETY: 16 bytes of four base words per element, alignment 4 (checked above for every
-    // GpuField).
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * 4) }
+    ext_as_words::<F, Ext4<F>>(values)
 }
 
 /// The Montgomery words of `values`, without copying.

@@ -94,16 +94,27 @@ pub trait Backend<F: ProverField = BabyBear> {
 
 /// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
 pub fn prove_with_pieces<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-    let config = params.config::<GpuChallenger<F>>()?;
+    prove_with_parts::<F, EF<F>, _, _>(backend.domain(), backend.mmcs(), backend.challenger(), backend.name(), params, evals)
+}
+
+/// Plonky3's `WhirProver` over `F` with its challenges in `E`, from a domain, an MMCS and a
+/// challenger, timed per phase; `path` names it in the output.
+fn prove_with_parts<F, E, D, M>(domain: D, mmcs: M, mut challenger: GpuChallenger<F>, path: &'static str, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
+where
+    F: ProverField,
+    E: crate::WhirExtension<F>,
+    D: WhirDomain<F, E>,
+    M: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync,
+{
+    let config = params.config_over::<E, GpuChallenger<F>>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
     let clock = PhaseClock::default();
-    let domain = TimedDomain { inner: backend.domain(), clock: clock.clone() };
-    let mmcs = TimedMmcs { inner: backend.mmcs(), clock: clock.clone() };
-    let pcs = WhirProver::<EF<F>, F, TimedDomain<B::Domain>, TimedMmcs<B::Mmcs>, GpuChallenger<F>, ProverLayout<F>>::new(config, domain, mmcs);
-    let witness = ProverLayout::<F>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
-    let mut challenger = backend.challenger();
+    let domain = TimedDomain { inner: domain, clock: clock.clone() };
+    let mmcs = TimedMmcs { inner: mmcs, clock: clock.clone() };
+    let pcs = WhirProver::<E, F, TimedDomain<D>, TimedMmcs<M>, GpuChallenger<F>, ProverLayout<F, E>>::new(config, domain, mmcs);
+    let witness = ProverLayout::<F, E>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
     let start = Instant::now();
     let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| ProverError::Params(e.to_string()))?;
     let commit_time = start.elapsed();
@@ -112,7 +123,7 @@ pub fn prove_with_pieces<F: ProverField, B: Backend<F>>(backend: &B, params: &Pa
     let open_time = start.elapsed();
     let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::Proof(whir_verifier::ProofError::ProofFile(e.to_string())))?;
     let phases = PhaseTimes { pow: challenger.pow_time(), ..clock.times() };
-    Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path: backend.name(), breakdown: None, peak_gpu_bytes: None })
+    Ok(ProverOutput { commitment, proof, commit_time, open_time, phases, transfers: None, path, breakdown: None, peak_gpu_bytes: None })
 }
 
 /// A fresh transcript over `F`'s default Poseidon2 (Plonky3's constants), grinding on
@@ -124,6 +135,13 @@ pub(crate) fn new_challenger<F: ProverField>(grinder: Option<Arc<GpuGrinder<F>>>
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch`, `MerkleTreeMmcs`, the smallest-witness CPU grinder.
 #[derive(Clone, Default)]
 pub struct CpuBackend;
+
+impl CpuBackend {
+    /// [`Backend::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
+    pub fn prove_over<F: ProverField, E: crate::WhirExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+        prove_with_parts::<F, E, _, _>(Radix2DFTSmallBatch::<F>::default(), whir_verifier::hash::cpu_mmcs::<F>(0), new_challenger::<F>(None), "cpu", params, evals)
+    }
+}
 
 impl<F: ProverField> Backend<F> for CpuBackend {
     type Domain = Radix2DFTSmallBatch<F>;
@@ -438,14 +456,27 @@ where
     }
 }
 
+impl<F: ProverField> GpuBackend<F> {
+    /// [`Backend::prove`] with the challenges in the extension `E` (degree 4 or 8): the resident
+    /// driver, and after a GPU failure the CPU's proof over `E` (with a warning).
+    pub fn prove_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+        cpu_unless_refused_over::<F, E>(self.prove_resident_over::<E>(params, evals), params, evals)
+    }
+}
+
 /// A GPU proof's result, or after a GPU failure the CPU's proof (with a warning); a proof over
 /// the caller's memory budget stays refused, as asked.
 pub(crate) fn cpu_unless_refused<F: ProverField>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+    cpu_unless_refused_over::<F, EF<F>>(result, params, evals)
+}
+
+/// [`cpu_unless_refused`] with the challenges in `E`.
+fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
     match result {
         Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
         Err(ProverError::Gpu(e)) => {
             tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
-            let out = CpuBackend.prove(params, evals)?;
+            let out = CpuBackend.prove_over::<F, E>(params, evals)?;
             Ok(ProverOutput { path: "cpu (fallback)", ..out })
         }
         other => other,

@@ -309,8 +309,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
         let (rows, width) = (1 << (m - fold), E::WORDS << fold);
-        // (The sponge scripts play degree-4 transcripts; over others the caller plays them.)
-        let head = head.filter(|_| E::ID == whir_gpu::ExtensionId::Degree4);
+        // (Over degree 8 `commit_then_script` commits alone: the caller plays the head.)
         let (committed, values) = match head {
             Some(head) => self.commit_then_script(sumcheck, rows, width, log_inv_rate, head)?,
             None => (self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),

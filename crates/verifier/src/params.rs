@@ -444,9 +444,8 @@ pub struct NamedConfig {
     pub name: &'static str,
     /// The field's name (`babybear`, `koalabear`: `WhirField::NAME`).
     pub field: &'static str,
-    /// The extension's degree (4, 5 or 8) and name (`WhirExtension::NAME`).
+    /// The extension's degree (4, 5 or 8).
     pub degree: usize,
-    pub extension: &'static str,
     pub soundness: Soundness,
     pub security_bits: usize,
     pub pow_bits: usize,
@@ -456,12 +455,12 @@ pub struct NamedConfig {
 
 /// The named configurations, the default first.
 pub const NAMED_CONFIGS: &[NamedConfig] = &[
-    NamedConfig { name: "babybear4", field: "babybear", degree: 4, extension: "babybear^4", soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, about: "the default; OpenVM's and RISC Zero's field" },
-    NamedConfig { name: "koalabear4", field: "koalabear", degree: 4, extension: "koalabear^4", soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, about: "SP1 Hypercube's field and extension" },
-    NamedConfig { name: "koalabear8-128", field: "koalabear", degree: 8, extension: "koalabear^8", soundness: Soundness::Capacity, security_bits: 128, pow_bits: 20, about: "p3-whir's own KoalaBear benchmark's extension and bound (at fold 4, rate 1; its leaves hash with width 24, ours with 16)" },
-    NamedConfig { name: "babybear8-128", field: "babybear", degree: 8, extension: "babybear^8", soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, about: "128 bits under a proven bound over BabyBear" },
-    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, extension: "babybear^5", soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, about: "128 bits by unique decoding over BabyBear's quintic extension (on the CPU)" },
-    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, extension: "koalabear^5", soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, about: "KoalaBear's quintic trinomial extension at its best proven level (on the CPU)" },
+    NamedConfig { name: "babybear4", field: "babybear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, about: "the default; OpenVM's and RISC Zero's field" },
+    NamedConfig { name: "koalabear4", field: "koalabear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, about: "SP1 Hypercube's field and extension" },
+    NamedConfig { name: "koalabear8-128", field: "koalabear", degree: 8, soundness: Soundness::Capacity, security_bits: 128, pow_bits: 20, about: "p3-whir's own KoalaBear benchmark's extension and bound (at fold 4, rate 1; its leaves hash with width 24, ours with 16)" },
+    NamedConfig { name: "babybear8-128", field: "babybear", degree: 8, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, about: "128 bits under a proven bound over BabyBear" },
+    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, about: "128 bits by unique decoding over BabyBear's quintic extension (on the CPU)" },
+    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, about: "KoalaBear's quintic trinomial extension at its best proven level (on the CPU)" },
 ];
 
 /// The named configuration `name`, or an error listing them.
@@ -473,8 +472,8 @@ pub fn named_config(name: &str) -> Result<&'static NamedConfig, String> {
 }
 
 impl NamedConfig {
-    /// The parameters of this configuration at a shape.
-    pub fn params(&self, num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
-        Params { num_vars, fold, log_inv_rate, security_bits: self.security_bits, pow_bits: self.pow_bits, soundness: self.soundness, points }
+    /// The extension's name, as `WhirExtension::NAME` and proof files give it (`koalabear^8`).
+    pub fn extension(&self) -> String {
+        format!("{}^{}", self.field, self.degree)
     }
 }
