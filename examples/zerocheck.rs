@@ -177,7 +177,7 @@ pub fn run(log_rows: usize, gpu: Option<&GpuBackend>) -> Result<(), String> {
     let tables = witness_tables(log_rows, &mut rng);
     // The stacked polynomial's size, for the configuration (one opening batch per table).
     let shapes = Workload { tables: vec![(log_rows, 2), (log_rows - 2, 3)] };
-    let params = shapes.params(&Params { num_vars: 0, fold, log_inv_rate: 1, security_bits: 100, pow_bits: 16, soundness: Soundness::Johnson, points: 0 });
+    let params = shapes.params(&Params { num_vars: 0, fold, log_inv_rate: 1, security_bits: 100, pow_bits: 16, soundness: Soundness::Johnson, points: 0, leaf: Default::default() });
     let config = params.config::<GpuChallenger>().map_err(|e| e.to_string())?;
     let public = [F::ONE, F::ONE];
 

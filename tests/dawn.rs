@@ -22,7 +22,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use whir_wgpu::gpu::shaders::{compose, compose_over, Kernel, MulVariant};
+use whir_wgpu::gpu::shaders::{compose_kernel, Kernel, MulVariant};
 use whir_wgpu::gpu::{ExtensionId, FieldId};
 
 /// Where the test command installed Dawn for Node and SwiftShader, if it did.
@@ -118,14 +118,14 @@ fn portable_kernels() -> Vec<(String, String, &'static str)> {
                 .collect();
         }
         for consts in variants {
-            let src = compose(kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
+            let src = compose_kernel(FieldId::BabyBear, ExtensionId::Degree4, kernel, MulVariant::Emulated, &consts).unwrap();
             let tag: String = consts.iter().map(|(k, v)| format!("_{k}{v}")).collect();
-            out.push((format!("{}_{}{tag}.wgsl", kernel.source_name().replace('/', "_"), kernel.entry_point()), src, kernel.entry_point()));
+            out.push((format!("{}_{kernel:?}{tag}.wgsl", kernel.source_name().replace('/', "_")), src, kernel.entry_point()));
         }
         // The field-generic kernels over the degree-8 extension too (their reductions fill all
         // 16 KiB of WebGPU's default workgroup memory there).
         for &ext in kernel.extensions().iter().filter(|&&e| e != ExtensionId::Degree4) {
-            let src = compose_over(FieldId::BabyBear, ext, kernel.source_name(), MulVariant::Emulated, defaults).unwrap();
+            let src = compose_kernel(FieldId::BabyBear, ext, kernel, MulVariant::Emulated, defaults).unwrap();
             out.push((format!("{}_{}_ext{}.wgsl", kernel.source_name().replace('/', "_"), kernel.entry_point(), ext.words()), src, kernel.entry_point()));
         }
     }

@@ -85,7 +85,7 @@ fn memory_lean_settings_give_the_same_proofs() {
     for ctx in common::contexts() {
         let steps = steps_and_grinder(&ctx).0.with_trimmed_trees_from(1);
         let lazy = DriverOptions { lazy_first_weights: Some(true), ..DriverOptions::default() };
-        let mut shapes: Vec<Params> = (1..=2).map(|fold| Params { num_vars: rng.random_range(10..=13), fold, log_inv_rate: rng.random_range(1..=2), security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 }).collect();
+        let mut shapes: Vec<Params> = (1..=2).map(|fold| Params { num_vars: rng.random_range(10..=13), fold, log_inv_rate: rng.random_range(1..=2), security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() }).collect();
         shapes.extend(grid(&mut rng, 3));
         for p in shapes {
             drive_matches_plonky3_and_verifies_with(&steps, &p, &mut rng, ctx.mul_variant(), lazy);
@@ -235,8 +235,8 @@ fn resident_proofs_never_read_a_codeword_back() {
     for ctx in common::fresh_contexts() {
         let gpu = GpuBackend::new(ctx.clone());
         for p in [
-            Params { num_vars: 14, fold: 1, log_inv_rate: 2, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 1 },
-            Params { num_vars: 15, fold: 4, log_inv_rate: 2, security_bits: 60, pow_bits: 5, soundness: Soundness::Unique, points: 2 },
+            Params { num_vars: 14, fold: 1, log_inv_rate: 2, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 1, leaf: Default::default() },
+            Params { num_vars: 15, fold: 4, log_inv_rate: 2, security_bits: 60, pow_bits: 5, soundness: Soundness::Unique, points: 2, leaf: Default::default() },
         ] {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
             // Twiddle tables are uploaded once per context and size; a first proof makes them.
@@ -272,7 +272,7 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         // PoW of 16 bits: GPU grinding (from 14 bits), whose submissions count as PoW.
-        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 16, soundness: Soundness::Johnson, points: 2 };
+        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 16, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let plain = GpuBackend::new(ctx.clone()).prove(&p, &evals).unwrap();
         assert!(plain.breakdown.as_ref().unwrap().rounds.iter().flatten().all(|(_, t)| t.gpu.is_none()), "unprofiled proofs carry no GPU times");
@@ -315,7 +315,7 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         let gpu = GpuBackend::new(ctx.clone());
-        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };
+        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let expected = CpuBackend.prove(&p, &evals).unwrap();
         // Each readback in turn fails, the first commit's root to the openings' (the last,
@@ -363,7 +363,7 @@ fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
     let limits = ctx.limits();
     assert!(limits.max_storage_buffers_per_shader_stage <= 29 && limits.min_storage_buffer_offset_alignment >= 32, "{limits:?}");
     for (n, fold, rate) in [(12, 2, 1), (13, 4, 2)] {
-        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 2 };
+        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
         let evals = common::random_vec(&mut rng, 1 << n);
         let (_, expected) = reference(&p, &evals);
         for profile in [false, true] {
@@ -390,7 +390,7 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
     for (n, fold, rate) in [(13, 1, 1), (13, 2, 2), (14, 4, 1), (14, 2, 1), (13, 4, 2)] {
-        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2 };
+        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
         // The weights (16 bytes per entry) and the first folded codeword (16 bytes per entry of
         // 2^(n + rate - 1)) exceed the binding.
         assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
@@ -401,7 +401,7 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
         let file = ProofFile::new(&p, out.commitment, ours.1);
         ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
     }
-    let p = Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1 };
+    let p = Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let Err(err) = GpuBackend::new(ctx).prove_resident(&p, &common::random_vec(&mut rng, 1 << 14)) else { panic!("{p:?} was not refused") };
     let err = err.to_string();
     assert!(err.contains("folded in the first round") && err.contains("limit"), "{err}");
@@ -485,6 +485,10 @@ impl CodewordSteps for CorruptedSteps {
     type Opening = <CpuCodewords as CodewordSteps>::Opening;
     type Sumcheck = CorruptedSumcheck;
 
+    fn leaf_sponge(&self) -> whir_wgpu::prover::LeafSponge {
+        self.inner.leaf_sponge()
+    }
+
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
         let (root, committed) = self.inner.commit(message, width, log_inv_rate)?;
         self.commits.set(self.commits.get() + 1);
@@ -516,7 +520,7 @@ impl CodewordSteps for CorruptedSteps {
 /// test backend (the CPU twin) made wrong at one step on purpose, compared with the CPU twin.
 #[test]
 fn the_comparing_backend_names_a_corrupted_step() {
-    let p = Params { num_vars: 10, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1 };
+    let p = Params { num_vars: 10, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let evals = common::random_vec(&mut common::rng(), 1 << p.num_vars);
     let rounds = p.config::<GpuChallenger>().unwrap().n_rounds();
     for (corrupt, at, expected) in [

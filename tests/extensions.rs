@@ -39,7 +39,7 @@ where
     // Four random shapes, and one at 128 bits (the first regime p3-whir finds feasible there).
     let at_128 = [Soundness::Unique, Soundness::Johnson, Soundness::Capacity]
         .into_iter()
-        .map(|soundness| Params { num_vars: 12, fold: 2, log_inv_rate: 2, security_bits: 128, pow_bits: 20, soundness, points: 1 })
+        .map(|soundness| Params { num_vars: 12, fold: 2, log_inv_rate: 2, security_bits: 128, pow_bits: 20, soundness, points: 1, leaf: Default::default() })
         .find(|p| p.config_over::<E, GpuChallenger<F>>().is_ok())
         .unwrap_or_else(|| panic!("no 128-bit regime feasible over {} at n = 12", E::NAME));
     for p in grid::<F, E>(rng, 4).into_iter().chain([at_128]) {
@@ -80,7 +80,7 @@ fn koalabear_quintic_and_degree_8_match_plonky3() {
 /// The named 128-bit configurations are feasible where p3-whir says so, and say why where not.
 #[test]
 fn configurations_at_128_bits() {
-    let at = |fold, soundness, pow_bits| Params { num_vars: 24, fold, log_inv_rate: 1, security_bits: 128, pow_bits, soundness, points: 1 };
+    let at = |fold, soundness, pow_bits| Params { num_vars: 24, fold, log_inv_rate: 1, security_bits: 128, pow_bits, soundness, points: 1, leaf: Default::default() };
     // KoalaBear^8, capacity bound, fold 4, rate 1: p3-whir's own KoalaBear benchmark.
     at(4, Soundness::Capacity, 20).config_over::<BinomialExtensionField<KoalaBear, 8>, GpuChallenger<KoalaBear>>().expect("KoalaBear^8 at 128 bits (capacity)");
     // BabyBear^8 under the Johnson bound.
@@ -169,7 +169,7 @@ where
     type E8<F> = BinomialExtensionField<F, 8>;
     let at_128 = [Soundness::Johnson, Soundness::Capacity, Soundness::Unique]
         .into_iter()
-        .map(|soundness| Params { num_vars: 12, fold: 4, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1 })
+        .map(|soundness| Params { num_vars: 12, fold: 4, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1, leaf: Default::default() })
         .find(|p| p.config_over::<E8<F>, GpuChallenger<F>>().is_ok())
         .expect("a 128-bit regime at n = 12, fold 4");
     let shapes: Vec<Params> = grid::<F, E8<F>>(rng, 4).into_iter().chain([at_128]).collect();

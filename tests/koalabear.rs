@@ -141,7 +141,7 @@ fn koalabear_proofs_split_over_small_bindings_match_plonky3() {
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else { return };
     let steps = gpu_steps(&ctx);
     for (n, fold, rate) in [(13, 1, 1), (14, 4, 1), (13, 2, 2)] {
-        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2 };
+        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
         assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
         let evals = random_k(&mut rng, 1 << n);
         let (expected, _) = reference(&p, &evals);
@@ -170,7 +170,7 @@ fn the_transcript_permutation_is_plonky3s_default() {
 #[test]
 fn proof_files_name_their_field() {
     let mut rng = common::rng();
-    let p = Params { num_vars: 8, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1 };
+    let p = Params { num_vars: 8, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let (_, koala) = reference(&p, &random_k(&mut rng, 1 << 8));
     let koala = koala.to_bytes();
     assert_eq!(proof_file_field(&koala).unwrap(), "koalabear");
@@ -197,7 +197,7 @@ fn proof_files_name_their_field() {
 /// way out, where BabyBear (2^27) takes it.
 #[test]
 fn koalabear_domains_past_2_24_are_refused() {
-    let p = Params { num_vars: 25, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1 };
+    let p = Params { num_vars: 25, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let err = p.config::<GpuChallenger<K>>().map(|_| ()).unwrap_err().to_string();
     assert!(err.contains("koalabear's 2^24") && err.contains("--fold 2"), "{err}");
     p.config::<GpuChallenger>().expect("BabyBear's domain holds it");

@@ -4,7 +4,7 @@
 
 use naga::back::{hlsl, msl, spv};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use whir_wgpu::gpu::shaders::{compose_over, Kernel, MulVariant};
+use whir_wgpu::gpu::shaders::{compose_kernel, Kernel, MulVariant};
 use whir_wgpu::gpu::{ExtensionId, FieldId};
 
 /// Every kernel over every field and every extension it is composed over.
@@ -17,7 +17,7 @@ fn every_kernel_validates_and_cross_compiles() {
     for (kernel, field, ext) in instances() {
         for variant in MulVariant::ALL {
             let name = format!("{} ({}, {}, {variant:?})", kernel.source_name(), field.name(), ext.name());
-            let src = compose_over(field, ext, kernel.source_name(), variant, kernel.default_consts()).unwrap();
+            let src = compose_kernel(field, ext, kernel, variant, kernel.default_consts()).unwrap();
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
             let caps = match variant {
@@ -61,7 +61,7 @@ fn every_kernel_fits_webgpu_default_limits() {
         let consts: Vec<(&str, u32)> =
             kernel.default_consts().iter().map(|&(k, v)| if k == "NTT_TILE" { (k, 4096) } else { (k, v) }).collect();
         let name = format!("{} ({}, {}, strict)", kernel.source_name(), field.name(), ext.name());
-        let src = compose_over(field, ext, kernel.source_name(), MulVariant::Emulated, &consts).unwrap();
+        let src = compose_kernel(field, ext, kernel, MulVariant::Emulated, &consts).unwrap();
         let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
         let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
             .validate(&module)

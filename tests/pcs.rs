@@ -64,6 +64,7 @@ impl Case {
             pow_bits: self.pow_bits,
             soundness: self.soundness,
             points: self.batches.len(),
+            leaf: Default::default(),
         }
     }
 

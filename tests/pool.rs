@@ -19,7 +19,7 @@ use whir_wgpu::prover::{
 };
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize) -> Params {
-    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1 }
+    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1, leaf: Default::default() }
 }
 
 /// Random jobs of mixed shapes (n 8 to 11, folds 1 to 4, rates 1 and 2).

@@ -280,8 +280,10 @@ mod mmcs {
     /// proofs equal, and accepted by the stock verifier.
     #[test]
     fn koalabear_commitments_and_openings_match_merkle_tree_mmcs() {
-        use whir_wgpu::gpu::CpuMmcsOf;
         type KbExt = BinomialExtensionField<KoalaBear, 4>;
+        type KbPerm = Poseidon2KoalaBear<16>;
+        type KbPacked = <KoalaBear as Field>::Packing;
+        type KbMmcs = MerkleTreeMmcs<KbPacked, KbPacked, PaddingFreeSponge<KbPerm, 16, 8, 8>, TruncatedPermutation<KbPerm, 2, 8, 16>, 2, 8>;
         let mut rng = common::rng();
         let kb = |rng: &mut StdRng, n: usize| -> Vec<KoalaBear> { (0..n).map(|_| rng.random()).collect() };
         for ctx in common::contexts() {
@@ -289,7 +291,7 @@ mod mmcs {
                 let seed: u64 = rng.random();
                 let constants = Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
                 let perm = constants.to_cpu();
-                let cpu = CpuMmcsOf::<KoalaBear>::new(PaddingFreeSponge::new(perm.clone()), TruncatedPermutation::new(perm), cap_height);
+                let cpu = KbMmcs::new(PaddingFreeSponge::new(perm.clone()), TruncatedPermutation::new(perm), cap_height);
                 let gpu = GpuMmcs::new(Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants)))), cap_height);
                 for (log_h, width) in [(0usize, 5usize), (3, 8), (7, 16), (10, 9), (12, 33)] {
                     let h = 1usize << log_h;

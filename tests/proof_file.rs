@@ -12,7 +12,7 @@ use rand::RngExt;
 use whir_wgpu::prover::{Backend, CpuBackend, FileParamsFloor, Params, ProofError, ProofFile, ReadLimits, Soundness};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
-    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points }
+    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points, leaf: Default::default() }
 }
 
 fn proof_bytes(p: &Params, rng: &mut StdRng) -> Vec<u8> {
@@ -150,7 +150,7 @@ fn a_forged_header_cannot_raise_the_read_limit() {
     let p = params(10, 2, 1, 1);
     let bytes = proof_bytes(&p, &mut rng);
     let mut forged = ProofFile::from_bytes(&bytes).unwrap();
-    forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 };
+    forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let claimed = ProofFile::max_bytes(&forged.params).unwrap();
     assert!(claimed > 1 << 32, "the forged parameters allow {claimed} bytes");
     let limit = ReadLimits::DEFAULT_MAX_FILE_BYTES;

@@ -9,7 +9,7 @@ use whir_wgpu::prover::{Backend, CpuBackend, GpuBackend, Params, ProofFile, Soun
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     // Small sizes keep CI fast; 60-bit security with a 10-bit PoW budget is feasible for them.
-    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points }
+    Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points, leaf: Default::default() }
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn backends_make_identical_proofs_the_stock_verifier_accepts() {
 
 #[test]
 fn bad_parameters_and_inputs_are_explained() {
-    let p = Params { num_vars: 24, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 };
+    let p = Params { num_vars: 24, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let err = CpuBackend.prove(&p, &[] as &[p3_baby_bear::BabyBear]).unwrap_err().to_string();
     assert!(err.contains("use --pow-bits 22"), "{err}");
 

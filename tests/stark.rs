@@ -53,11 +53,12 @@ fn keccak_stark_over_koalabear_on_gpu_pieces_matches_the_cpu_prover_and_verifies
     use p3_koala_bear::{KoalaBear, Poseidon2KoalaBear};
     use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
     use p3_uni_stark::StarkConfig;
-    use whir_wgpu::gpu::{CpuMmcsOf, GpuChallenger, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+    use whir_wgpu::gpu::{GpuChallenger, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 
     type Val = KoalaBear;
     type Challenge = BinomialExtensionField<Val, 4>;
-    type Cpu = CpuMmcsOf<Val>;
+    type Packed = <Val as p3_field::Field>::Packing;
+    type Cpu = p3_merkle_tree::MerkleTreeMmcs<Packed, Packed, PaddingFreeSponge<Poseidon2KoalaBear<16>, 16, 8, 8>, TruncatedPermutation<Poseidon2KoalaBear<16>, 2, 8, 16>, 2, 8>;
     type GpuPcs = TwoAdicFriPcs<Val, GpuDft<Val>, GpuMmcs<Val>, ExtensionMmcs<Val, Challenge, GpuMmcs<Val>>>;
     type CpuPcs = TwoAdicFriPcs<Val, Radix2DitParallel<Val>, Cpu, ExtensionMmcs<Val, Challenge, Cpu>>;
     type Stock = StarkConfig<CpuPcs, Challenge, DuplexChallenger<Val, Poseidon2KoalaBear<16>, 16, 8>>;

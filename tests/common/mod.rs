@@ -121,6 +121,7 @@ pub fn random_params(rng: &mut StdRng, count: usize, vars: std::ops::RangeInclus
             pow_bits: [0, 5, 8][rng.random_range(0..3)],
             soundness: if rng.random::<bool>() { Soundness::Johnson } else { Soundness::Unique },
             points: rng.random_range(1..=3),
+            leaf: Default::default(),
         };
         if feasible(&p) {
             out.push(p);
@@ -142,7 +143,7 @@ pub fn table_protocol(tables: &[(usize, usize)], batches: &[(usize, Vec<usize>, 
         .collect();
     let protocol = OpeningProtocol::new(specs).pad_to_min_num_variables(fold);
     let shapes: Vec<TableShape> = tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect();
-    let params = Params { num_vars: Stacking::new(shapes).num_variables(), fold, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: batches.len() };
+    let params = Params { num_vars: Stacking::new(shapes).num_variables(), fold, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: batches.len(), leaf: Default::default() };
     (protocol, params)
 }
 

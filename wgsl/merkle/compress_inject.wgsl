@@ -2,13 +2,13 @@
 // #import field/mul
 // #import field/prime
 // #import poseidon2/permutation
-// #import merkle/sponge
+// #import merkle/leaf
 
 // One level of a Merkle tree over matrices of several heights, as Plonky3's MerkleTree builds
 // it (arity 2): node i = compress(child 2i, child 2i + 1) for i < nodes, where compress is
 // TruncatedPermutation<Poseidon2, 2, 8, 16>. When shorter matrices join the tree at this level
 // (`width` > 0: their rows concatenated, `width` words per row), each node is compressed once
-// more with the leaf hash of row i of those matrices: node i = compress(node i, hash(row i)) for
+// more with the leaf hash (merkle/leaf) of row i of those matrices: node i = compress(node i, hash(row i)) for
 // i < inject_rows, and compress(node i, 0) from there to `nodes` (the default digest). Nodes
 // past `nodes` in the output (padding to an even count) are left for the host to zero.
 
@@ -38,11 +38,14 @@ fn compress_inject(
     var st = P2State(children[4u * i], children[4u * i + 1u], children[4u * i + 2u], children[4u * i + 3u]);
     poseidon2_permute(&st);
     if (params.width > 0u) {
-        var injected = P2State(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
+        var lo = vec4<u32>(0u);
+        var hi = vec4<u32>(0u);
         if (i < params.inject_rows) {
-            injected = sponge_row(i * params.width, params.width);
+            let leaf = leaf_row(i * params.width, params.width);
+            lo = leaf.s0;
+            hi = leaf.s1;
         }
-        st = P2State(st.s0, st.s1, injected.s0, injected.s1);
+        st = P2State(st.s0, st.s1, lo, hi);
         poseidon2_permute(&st);
     }
     parents[2u * i] = st.s0;

@@ -2,12 +2,12 @@
 // #import field/mul
 // #import field/prime
 // #import poseidon2/permutation
-// #import merkle/sponge
+// #import merkle/leaf
 
 // Leaf digests of a row-major matrix, fused with the first tree levels.
 //
-// Leaves: row i -> PaddingFreeSponge<Poseidon2, 16, 8, 8>(row i), as Plonky3 hashes Merkle leaves
-// (merkle/sponge.wgsl). The leaf layer is written out only if `store_leaves` (a tree may keep
+// Leaves: row i -> the leaf sponge of row i, as Plonky3 hashes Merkle leaves (merkle/leaf:
+// PaddingFreeSponge<Poseidon2, 16, 8, 8> or, with width-24 leaves, <Poseidon2-24, 24, 16, 8>). The leaf layer is written out only if `store_leaves` (a tree may keep
 // only its levels from 1 up, rehashing opened rows' siblings from the matrix: merkle/hash_rows).
 //
 // Then, inside the workgroup, `fused_levels` (<= 6) levels of the tree: node i of a level =
@@ -70,7 +70,7 @@ fn hash_leaves(
         if (params.row_bits != 0u) {
             at = reverseBits(params.row_offset + row) >> (32u - params.row_bits);
         }
-        let st = sponge_row(at * params.width, params.width);
+        let st = leaf_row(at * params.width, params.width);
         if (params.store_leaves != 0u) {
             leaves[2u * row] = st.s0;
             leaves[2u * row + 1u] = st.s1;

@@ -2,8 +2,7 @@
 // #import util/gather_params
 // #import field/mul
 // #import field/prime
-// #import poseidon2/permutation
-// #import merkle/sponge
+// #import merkle/leaf
 
 // Leaf digests of chosen rows, for openings of a tree whose leaf layer was not kept: item t is
 // the digest of row idx[idx_offset + t] of the `width`-word-row matrix, written as 8 words at
@@ -24,7 +23,7 @@ fn hash_rows(
     if (t >= params.count) {
         return;
     }
-    let st = sponge_row(idx[params.idx_offset + t] * params.width, params.width);
+    let st = leaf_row(idx[params.idx_offset + t] * params.width, params.width);
     let at = params.dst_offset + 8u * t;
     dst[at] = st.s0.x;
     dst[at + 1u] = st.s0.y;

@@ -4,13 +4,13 @@
 // -1/2^8, -1/8, -1/16, -1/32, -1/64, -1/2^7, -1/2^9, -1/2^24]
 // (`KoalaBearInternalLayerParameters`).
 
-const P2_PARTIAL_ROUNDS: u32 = 23u;
+const P2_24_PARTIAL_ROUNDS: u32 = 23u;
 // The constants uniform: 96 + 96 + 23 words, in whole vec4s.
-const P2_CONSTANT_VEC4S: u32 = 54u;
+const P2_24_CONSTANT_VEC4S: u32 = 54u;
 
 // Elements 8..23: V = [-4, 1/2^8, 1/2^2, 1/2^3, 1/2^4, 1/2^5, 1/2^6, 1/2^24, -1/2^8, -1/2^3,
 // -1/2^4, -1/2^5, -1/2^6, -1/2^7, -1/2^9, -1/2^24].
-fn internal_upper(st: ptr<function, P2State>, full: u32) {
+fn internal_upper24(st: ptr<function, P2State24>, full: u32) {
     let s2 = vec4<u32>(
         fp_sub(full, fp_double(fp_double((*st).s2.x))),
         fp_add(full, fp_div_2exp((*st).s2.y, 8u)),

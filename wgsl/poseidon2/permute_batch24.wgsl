@@ -21,8 +21,8 @@ fn permute_batch24(
         return;
     }
     let at = 6u * i;
-    var st = P2State(states_in[at], states_in[at + 1u], states_in[at + 2u], states_in[at + 3u], states_in[at + 4u], states_in[at + 5u]);
-    poseidon2_permute(&st);
+    var st = P2State24(states_in[at], states_in[at + 1u], states_in[at + 2u], states_in[at + 3u], states_in[at + 4u], states_in[at + 5u]);
+    poseidon2_permute24(&st);
     states_out[at] = st.s0;
     states_out[at + 1u] = st.s1;
     states_out[at + 2u] = st.s2;

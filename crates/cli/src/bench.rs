@@ -43,7 +43,7 @@ pub struct BenchArgs {
     extension: usize,
     /// A named configuration (as `whir prove --config`): field, extension, soundness, security
     /// and PoW budget in one.
-    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     /// Repetitions per cell (medians are reported), 1 to 1000.
     #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
@@ -310,7 +310,7 @@ fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
     for &num_vars in &vars {
         for &fold in &folds {
             for &log_inv_rate in &rates {
-                grid.push(Params { num_vars, fold, log_inv_rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1 });
+                grid.push(Params { num_vars, fold, log_inv_rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1, leaf: args.security.leaf });
             }
         }
     }
@@ -680,7 +680,7 @@ where
     let mut cells = Vec::new();
     for &fold in &distinct("--fold", &args.fold) {
         for &rate in &distinct("--rate", &args.rate) {
-            let base = Params { num_vars: 0, fold, log_inv_rate: rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1 };
+            let base = Params { num_vars: 0, fold, log_inv_rate: rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1, leaf: args.security.leaf };
             let p = workload.params(&base);
             let mut cell = TablesCell {
                 tables: workload.tables.len(),
@@ -747,7 +747,7 @@ where
     let witness = || L::new_witness(tables.to_vec(), fold);
     {
         {
-            let twin: whir_prover::CpuWhirPcs<L, F, E> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default());
+            let twin: whir_prover::CpuWhirPcs<L, F, E> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(p.leaf));
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut whir_gpu::GpuChallenger<F>| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
@@ -775,7 +775,7 @@ where
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
             if let Some(gpu) = gpu {
-                let pcs = gpu.pcs_over::<L, E>(config.clone())?;
+                let pcs = gpu.pcs_hashing_leaves::<L, E>(config.clone(), p.leaf)?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
                 type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value);

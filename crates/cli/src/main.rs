@@ -19,7 +19,7 @@ use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
 use p3_koala_bear::KoalaBear;
 use whir_prover::{
-    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, ReadLimits, RoundBreakdown, Soundness,
+    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, LeafSponge, Params, ProofFileOf, ProverField, ProverOutput, ReadLimits, RoundBreakdown, Soundness,
     Step, StepTime, WhirField, WEAK_SECURITY_BITS,
 };
 
@@ -62,6 +62,15 @@ pub struct SecurityArgs {
     /// johnson, capacity or unique.
     #[arg(long, default_value = "johnson")]
     pub soundness: String,
+    /// Poseidon2 width Merkle leaves hash with: 16 (rate 8, the default) or 24 (rate 16, as
+    /// p3-whir's KoalaBear benchmark); nodes compress with width 16 either way.
+    #[arg(long = "leaf-width", default_value = "16", value_parser = parse_leaf_width)]
+    pub leaf: LeafSponge,
+}
+
+/// A `--leaf-width` flag: 16 or 24.
+pub(crate) fn parse_leaf_width(s: &str) -> std::result::Result<LeafSponge, String> {
+    s.parse::<usize>().map_err(|_| format!("{s:?} is not a width: use 16 or 24")).and_then(LeafSponge::from_width)
 }
 
 /// The field a proof is made over (with its default Poseidon2 of width 16; `--extension` picks
@@ -96,6 +105,7 @@ impl SecurityArgs {
         self.security = config.security_bits;
         self.pow_bits = config.pow_bits;
         self.soundness = config.soundness.flag_value().to_string();
+        self.leaf = config.leaf;
     }
 }
 
@@ -162,7 +172,7 @@ struct ProveArgs {
     /// A named configuration (field, extension, soundness, security and PoW budget in one;
     /// `whir info` lists them): babybear4, koalabear4, koalabear8-128, babybear8-128,
     /// babybear5-128, koalabear5-128. The shape flags stay yours.
-    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness"])]
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
     /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
@@ -207,7 +217,7 @@ struct VerifyArgs {
     extension: Option<usize>,
     /// The named configuration the proof must have been made with (field, extension,
     /// soundness, security and PoW budget; as `whir prove --config`).
-    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "accept_file_params"])]
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf", "accept_file_params"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     #[arg(long)]
     vars: Option<usize>,
@@ -223,12 +233,15 @@ struct VerifyArgs {
     soundness: Option<String>,
     #[arg(long)]
     points: Option<usize>,
+    /// The Poseidon2 width the proof's Merkle leaves must hash with (16, the default, or 24).
+    #[arg(long = "leaf-width", value_parser = parse_leaf_width)]
+    leaf: Option<LeafSponge>,
     /// The tables a multi-table proof file must prove (as `whir prove --tables`).
     #[arg(long, conflicts_with_all = ["vars", "points"])]
     tables: Option<String>,
     /// Accept whatever parameters (and tables) the file's header names (printed), at
     /// --min-security or more, instead of checking them against yours.
-    #[arg(long, conflicts_with_all = ["vars", "fold", "rate", "security", "pow_bits", "soundness", "points", "tables"])]
+    #[arg(long, conflicts_with_all = ["vars", "fold", "rate", "security", "pow_bits", "soundness", "points", "leaf", "tables"])]
     accept_file_params: bool,
     /// With --accept-file-params: the least security accepted, in bits.
     #[arg(long, default_value_t = WEAK_SECURITY_BITS, requires = "accept_file_params")]
@@ -302,6 +315,7 @@ where
         pow_bits: args.security.pow_bits,
         soundness: Soundness::parse(&args.security.soundness)?,
         points: args.points,
+        leaf: args.security.leaf,
     };
     // Everything that can be wrong with the request fails here, before any work.
     check(&params)?;
@@ -385,6 +399,7 @@ fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value 
         "pow_bits": params.pow_bits,
         "soundness": params.soundness.flag_value(),
         "points": params.points,
+        "leaf_width": params.leaf.width(),
     })
     .with(fields)
 }
@@ -768,6 +783,7 @@ where
         pow_bits: args.security.pow_bits,
         soundness: Soundness::parse(&args.security.soundness)?,
         points: 1,
+        leaf: args.security.leaf,
     };
     let params = workload.params(&base);
     let config = params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
@@ -785,11 +801,11 @@ where
     let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
     let (gpu, mut why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
-    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::default()) };
+    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(params.leaf)) };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
-        let pcs = g.pcs_over::<whir_prover::ProverLayout<F, E>, E>(config.clone())?;
+        let pcs = g.pcs_hashing_leaves::<whir_prover::ProverLayout<F, E>, E>(config.clone(), params.leaf)?;
         let mut challenger = g.challenger();
         let t = Instant::now();
         let (root, data) = pcs.commit(Witness::new(tables.clone(), args.fold), &mut challenger)?;
@@ -899,6 +915,7 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
             pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
             soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
             points: args.points.unwrap_or(d.points),
+            leaf: args.leaf.unwrap_or(d.leaf),
         };
         expected.validate(whir_prover::ParamSource::Flags)?;
         match args.tables.as_deref().map(Workload::parse).transpose()? {
@@ -952,7 +969,16 @@ fn info(adapter: Option<String>) -> Result<()> {
     );
     println!("Named configurations (--config; Poseidon2-16 leaves and nodes):");
     for c in whir_verifier::NAMED_CONFIGS {
-        println!("  {:<15} {}, {} bits ({}), PoW budget {} bits: {}", c.name, c.extension(), c.security_bits, c.soundness.flag_value(), c.pow_bits, c.about);
+        println!(
+            "  {:<15} {}, {} bits ({}), PoW budget {} bits, Poseidon2-{} leaves: {}",
+            c.name,
+            c.extension(),
+            c.security_bits,
+            c.soundness.flag_value(),
+            c.pow_bits,
+            c.leaf.width(),
+            c.about
+        );
     }
     let adapters = list_adapters();
     println!("Adapters ({}):", adapters.len());
@@ -1064,6 +1090,7 @@ fn main() -> std::process::ExitCode {
             if let Some(c) = args.config {
                 (args.field, args.extension) = (FieldChoice::parse(c.field), Some(c.degree));
                 (args.security, args.pow_bits, args.soundness) = (Some(c.security_bits), Some(c.pow_bits), Some(c.soundness.flag_value().to_string()));
+                args.leaf = Some(c.leaf);
             }
             verify(args)
         }

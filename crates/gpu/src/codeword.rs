@@ -174,6 +174,11 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         &self.ntt
     }
 
+    /// The tree builder (whose leaf sponge the commitments use).
+    pub fn merkle(&self) -> &Arc<GpuMerkle<F>> {
+        &self.merkle
+    }
+
     pub fn context(&self) -> &Arc<crate::GpuContext> {
         self.ntt.context()
     }

@@ -32,7 +32,7 @@ use p3_matrix::Matrix;
 use crate::context::{InFlight, ReadSlot};
 use crate::error::Result;
 use crate::field::as_words;
-use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, PendingTree, DIGEST_ELEMS};
+use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, PendingTree};
 use crate::row_checksum::{self, RowChecksum};
 
 /// A tree on its way, and the checksum sums of the rows it is built from.
@@ -111,7 +111,7 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
     /// otherwise 1, the blocks stay whole and no tree is committed ahead.
     fn column_block_multiple(&self, height: usize) -> usize {
         if self.merkle.column_leaves_fit(height) {
-            DIGEST_ELEMS
+            self.merkle.leaf_rate()
         } else {
             1
         }

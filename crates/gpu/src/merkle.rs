@@ -1,6 +1,7 @@
 //! Merkle commitments on the GPU with Plonky3's hashing: leaves are rows hashed with
-//! `PaddingFreeSponge<Poseidon2, 16, 8, 8>`, nodes `TruncatedPermutation<Poseidon2, 2, 8, 16>`,
-//! arity 2, 8-word digests. Digest layers stay on the GPU; only the root is read back.
+//! `PaddingFreeSponge<Poseidon2, 16, 8, 8>` (or, [`GpuMerkle::with_wide_leaves`], with
+//! `PaddingFreeSponge<Poseidon2-24, 24, 16, 8>`), nodes `TruncatedPermutation<Poseidon2, 2, 8,
+//! 16>`, arity 2, 8-word digests. Digest layers stay on the GPU; only the root is read back.
 //!
 //! One matrix of power-of-two height per tree (`record_commit`, fused leaf levels, the resident
 //! prover's codewords), or a batch of matrices of several heights as Plonky3's `MerkleTree`
@@ -15,8 +16,9 @@ use p3_matrix::Matrix;
 use crate::context::{Batch, Dispatch, GpuContext, InFlight, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, matrix_bytes, words_to, GpuField};
-use crate::poseidon2::{GpuPoseidon2, Poseidon2Field};
+use crate::poseidon2::{GpuPoseidon2, Poseidon2Field, WIDE};
 use crate::shaders::Kernel;
+use whir_verifier::hash::LeafSponge;
 
 /// Words per digest.
 pub const DIGEST_ELEMS: usize = 8;
@@ -375,9 +377,11 @@ struct Gathered {
     order: Option<Vec<usize>>,
 }
 
-/// Builds Merkle trees with one Poseidon2 instance.
+/// Builds Merkle trees with one Poseidon2 instance (and a width-24 one where leaves hash with it).
 pub struct GpuMerkle<F: Poseidon2Field = BabyBear> {
     poseidon2: Arc<GpuPoseidon2<F>>,
+    /// The width-24 permutation leaves hash with; None: leaves hash with `poseidon2`.
+    wide_leaves: Option<Arc<GpuPoseidon2<F, WIDE>>>,
     /// Trees of wide rows that keep no leaves hash them in chunks from this many rows.
     chunked_leaves_from: usize,
     /// Bound for the fused levels a small tree does not have (writable bindings may not alias).
@@ -387,7 +391,75 @@ pub struct GpuMerkle<F: Poseidon2Field = BabyBear> {
 impl<F: Poseidon2Field> GpuMerkle<F> {
     pub fn new(poseidon2: Arc<GpuPoseidon2<F>>) -> Self {
         let placeholders = (0..FUSED_LEVELS).map(|_| poseidon2.context().storage("merkle level placeholder", DIGEST_ELEMS)).collect();
-        Self { poseidon2, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
+        Self { poseidon2, wide_leaves: None, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
+    }
+
+    /// Trees whose leaves hash with `leaves`, Poseidon2 of width 24 (`PaddingFreeSponge<_, 24,
+    /// 16, 8>`, as p3-whir's KoalaBear benchmark hashes them); nodes still compress with the
+    /// width-16 permutation. An error when `leaves` is on another context.
+    pub fn with_wide_leaves(mut self, leaves: Arc<GpuPoseidon2<F, WIDE>>) -> Result<Self> {
+        if !Arc::ptr_eq(leaves.context(), self.poseidon2.context()) {
+            return Err(GpuError::InvalidInput("the leaf permutation of a GPU Merkle tree must be on the node permutation's context".into()));
+        }
+        self.wide_leaves = Some(leaves);
+        Ok(self)
+    }
+
+    /// How this builder's trees hash leaves.
+    pub fn leaf_sponge(&self) -> LeafSponge {
+        if self.wide_leaves.is_some() {
+            LeafSponge::Width24
+        } else {
+            LeafSponge::Width16
+        }
+    }
+
+    /// The width-24 permutation leaves hash with, if they do.
+    pub fn wide_leaves(&self) -> Option<&Arc<GpuPoseidon2<F, WIDE>>> {
+        self.wide_leaves.as_ref()
+    }
+
+    /// The instance of `kernel` (one that hashes rows into leaves) for this builder's leaves,
+    /// and its pipeline.
+    fn leaf_pipeline(&self, kernel: Kernel) -> Result<(Kernel, Arc<wgpu::ComputePipeline>)> {
+        let kernel = match self.wide_leaves {
+            Some(_) => kernel.with_wide_leaves().expect("a kernel that hashes leaves"),
+            None => kernel,
+        };
+        Ok((kernel, self.poseidon2.context().pipeline_for(F::ID, kernel, &[])?))
+    }
+
+    /// Binds a leaf kernel's instance (from [`leaf_pipeline`](Self::leaf_pipeline)): the node
+    /// permutation's constants at 0 where the kernel compresses nodes, `ranges` at 1, 2, ..., and
+    /// the width-24 leaf permutation's constants at its binding.
+    fn bind_leaf(&self, kernel: Kernel, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let Some(wide) = &self.wide_leaves else {
+            return self.poseidon2.bind_ranges(pipeline, ranges);
+        };
+        let mut entries: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> = Vec::with_capacity(ranges.len() + 2);
+        if kernel.compresses_nodes() {
+            entries.push((0, self.poseidon2.uniform(), 0, None));
+        }
+        entries.extend(ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32 + 1, b, offset, size)));
+        entries.push((<F as crate::poseidon2::Poseidon2Width<WIDE>>::CONSTANTS_BINDING, wide.uniform(), 0, None));
+        self.poseidon2.context().bind_at(pipeline, &entries)
+    }
+
+    /// One dispatch of this builder's instance of the leaf kernel `kernel` over `threads`
+    /// threads (64 a workgroup), `buffers` at bindings 1, 2, ...
+    fn prepare_leaf(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
+        let groups = u32::try_from(threads.div_ceil(64))
+            .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
+        let (kernel, pipeline) = self.leaf_pipeline(kernel)?;
+        let ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = buffers.iter().map(|&b| (b, 0, None)).collect();
+        let bind = self.bind_leaf(kernel, &pipeline, &ranges);
+        Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
+    }
+
+    /// Words a leaf sponge absorbs per permutation (8 or 16): column blocks absorbed before the
+    /// last hold a multiple of it.
+    pub fn leaf_rate(&self) -> usize {
+        self.leaf_sponge().rate()
     }
 
     /// Trees of wide rows (two digests or more) that keep no leaves hash them in chunks from
@@ -470,7 +542,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[fused..].iter());
-        let mut dispatches = vec![self.poseidon2.prepare(Kernel::HashLeaves, &bindings, height)?];
+        let mut dispatches = vec![self.prepare_leaf(Kernel::HashLeaves, &bindings, height)?];
         self.push_levels(&mut layers, height, &mut dispatches)?;
         ctx.record_dispatches(encoder, "merkle tree", &dispatches);
         if !keep_leaves && fused == 0 && height > 1 {
@@ -514,7 +586,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let mut transient: Vec<wgpu::Buffer> = (fused..lowest).map(|k| ctx.pooled_storage("merkle chunk layer", (rows >> k) * DIGEST_ELEMS)).collect();
         let leaf_stand_in = ctx.pooled_storage("merkle layer", DIGEST_ELEMS);
         let kept = ctx.pooled_storage("merkle layer", (height >> lowest) * DIGEST_ELEMS);
-        let leaf_pipeline = ctx.pipeline_for(F::ID, Kernel::HashLeaves, &[])?;
+        let (leaf_kernel, leaf_pipeline) = self.leaf_pipeline(Kernel::HashLeaves)?;
         let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let mut dispatches = Vec::new();
@@ -534,7 +606,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 ranges.extend([(&leaf_stand_in, 0, None), (&transient[0], 0, None)]);
             }
             ranges.extend(self.placeholders[fused..].iter().map(|p| (p, 0, None)));
-            let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
+            let bind = self.bind_leaf(leaf_kernel, &leaf_pipeline, &ranges);
             dispatches.push(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(rows)? });
             for k in fused + 1..=lowest {
                 let nodes = rows >> k;
@@ -574,7 +646,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let mut bindings: Vec<&wgpu::Buffer> = vec![&params, matrix];
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[levels..].iter());
-        let dispatch = self.poseidon2.prepare(Kernel::HashLeaves, &bindings, height)?;
+        let dispatch = self.prepare_leaf(Kernel::HashLeaves, &bindings, height)?;
         ctx.record_dispatches(encoder, "merkle subtrees", &[dispatch]);
         Ok(layers)
     }
@@ -924,10 +996,10 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         for &(src, start, count) in &chunk_spans {
             dispatches.push(copy(src, count, width, start, start * tree.width));
         }
-        let hash_rows = ctx.pipeline_for(F::ID, Kernel::HashRows, &[])?;
+        let (hash_rows_kernel, hash_rows) = self.leaf_pipeline(Kernel::HashRows)?;
         for (rows, start, end) in rehash {
             let params = params(end - start, width, row_items + start, row_items * tree.width + start * DIGEST_ELEMS);
-            let bind = self.poseidon2.bind_ranges(&hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (out, 0, None)]);
+            let bind = self.bind_leaf(hash_rows_kernel, &hash_rows, &[(&params, 0, None), (&idx_buf, 0, None), rows, (out, 0, None)]);
             let groups = u32::try_from((end - start).div_ceil(64)).map_err(|_| too_wide())?;
             dispatches.push(Dispatch { pipeline: (*hash_rows).clone(), bind, groups });
         }
@@ -1056,38 +1128,42 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         Ok(())
     }
 
-    /// Whether the leaf sponge states of a `height`-row matrix absorbed by column blocks (16
-    /// words a row, [`column_leaves`](Self::column_leaves)) fit one binding.
+    /// Whether the leaf sponge states of a `height`-row matrix absorbed by column blocks (16 or
+    /// 24 words a row, the sponge's width; [`column_leaves`](Self::column_leaves)) fit one binding.
     pub fn column_leaves_fit(&self, height: usize) -> bool {
-        matrix_bytes(height, 2 * DIGEST_ELEMS).is_ok_and(|b| b <= self.poseidon2.context().max_binding_bytes())
+        matrix_bytes(height, self.leaf_sponge().width()).is_ok_and(|b| b <= self.poseidon2.context().max_binding_bytes())
     }
 
     /// Leaves for a `height` x `width` matrix to be absorbed a block of columns at a time: its
-    /// sponge states (64 bytes a row) and leaf digests (32 bytes a row), each within one
-    /// binding. An error for heights that are not powers of two or states over one binding.
+    /// sponge states (the sponge's width in words a row) and leaf digests (32 bytes a row), each
+    /// within one binding. An error for heights that are not powers of two or states over one
+    /// binding.
     pub fn column_leaves(&self, height: usize, width: usize) -> Result<ColumnLeaves> {
         if height == 0 || !height.is_power_of_two() || width == 0 {
             return Err(GpuError::InvalidInput(format!("column leaves for a {height} x {width} matrix (power-of-two heights, some columns)")));
         }
         let ctx = self.poseidon2.context();
-        ctx.check_binding_size("Merkle leaf sponge states", matrix_bytes(height, 2 * DIGEST_ELEMS)?)?;
+        let state = self.leaf_sponge().width();
+        ctx.check_binding_size("Merkle leaf sponge states", matrix_bytes(height, state)?)?;
         Ok(ColumnLeaves {
             height,
             width,
             absorbed: 0,
-            states: ctx.pooled_storage("merkle leaf states", height * 2 * DIGEST_ELEMS),
+            states: ctx.pooled_storage("merkle leaf states", height * state),
             leaves: ctx.pooled_storage("merkle layer", height * DIGEST_ELEMS),
         })
     }
 
     /// Records the absorption of the next `cols` columns of every row, held in `block` (the
     /// matrix's rows restricted to those columns, `cols` words a row, rows in order), into
-    /// `leaves`. All but the block that completes the row must be a multiple of 8 columns.
+    /// `leaves`. All but the block that completes the row must be a multiple of the sponge's
+    /// rate ([`leaf_rate`](Self::leaf_rate): 8 or 16 columns).
     pub fn record_absorb(&self, encoder: &mut wgpu::CommandEncoder, leaves: &mut ColumnLeaves, block: &wgpu::Buffer, cols: usize) -> Result<()> {
+        let rate = self.leaf_rate();
         let end = leaves.absorbed.checked_add(cols).filter(|&e| e <= leaves.width && cols > 0);
-        let Some(end) = end.filter(|&e| e == leaves.width || cols.is_multiple_of(DIGEST_ELEMS)) else {
+        let Some(end) = end.filter(|&e| e == leaves.width || cols.is_multiple_of(rate)) else {
             return Err(GpuError::InvalidInput(format!(
-                "absorbing {cols} columns after {} of {} (blocks before the last take a multiple of 8)",
+                "absorbing {cols} columns after {} of {} (blocks before the last take a multiple of {rate})",
                 leaves.absorbed, leaves.width
             )));
         };
@@ -1096,7 +1172,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         }
         let params = AbsorbParams { rows: leaves.height as u32, width: cols as u32, first: u32::from(leaves.absorbed == 0), last: u32::from(end == leaves.width) };
         let uniform = self.poseidon2.context().uniform("absorb params", &params);
-        let dispatch = self.poseidon2.prepare(Kernel::AbsorbRows, &[&uniform, block, &leaves.states, &leaves.leaves], leaves.height)?;
+        let dispatch = self.prepare_leaf(Kernel::AbsorbRows, &[&uniform, block, &leaves.states, &leaves.leaves], leaves.height)?;
         self.poseidon2.context().record_dispatches(encoder, "merkle absorb", &[dispatch]);
         leaves.absorbed = end;
         Ok(())
@@ -1201,8 +1277,11 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", g.height)));
             }
         }
-        let leaf_pipeline = ctx.pipeline_for(F::ID, Kernel::HashLeaves, &[])?;
+        let (leaf_kernel, leaf_pipeline) = self.leaf_pipeline(Kernel::HashLeaves)?;
+        // Levels compress (the plain instance); levels that shorter matrices join hash their
+        // rows too (the leaves' instance).
         let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
+        let (joining_kernel, joining_pipeline) = self.leaf_pipeline(Kernel::CompressInject)?;
         let digest = (DIGEST_ELEMS * 4) as u64;
         let mut encoder = ctx.encoder("merkle batch commit");
         let mut dispatches = Vec::new();
@@ -1220,7 +1299,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             let params = ctx.uniform("leaf params", &LeafParams::new(c.count, tallest.width, 0, true));
             let mut ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = vec![(&params, 0, None), (c.rows, 0, None), out];
             ranges.extend(self.placeholders.iter().map(|p| (p, 0, None)));
-            let bind = self.poseidon2.bind_ranges(&leaf_pipeline, &ranges);
+            let bind = self.bind_leaf(leaf_kernel, &leaf_pipeline, &ranges);
             Ok(Dispatch { pipeline: (*leaf_pipeline).clone(), bind, groups: groups_of(c.count)? })
         };
         // (Level-1 ranges start at first / 2 digests: 256-byte offsets need chunks at multiples
@@ -1297,11 +1376,13 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 };
                 let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width, inject_rows, _pad: 0 });
                 let matrix = rows.map_or(&self.placeholders[0], |c| c.rows);
-                let bind = self.poseidon2.bind_ranges(
-                    &inject_pipeline,
-                    &[(&params, 0, None), (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)), (matrix, 0, None), (&parents, first as u64 * digest, Some(count as u64 * digest))],
-                );
-                dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
+                let ranges = [(&params, 0, None), (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)), (matrix, 0, None), (&parents, first as u64 * digest, Some(count as u64 * digest))];
+                let (pipeline, bind) = if width > 0 {
+                    (&joining_pipeline, self.bind_leaf(joining_kernel, &joining_pipeline, &ranges))
+                } else {
+                    (&inject_pipeline, self.poseidon2.bind_ranges(&inject_pipeline, &ranges))
+                };
+                dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups: groups_of(count)? });
             }
             layers.push(parents);
             prev_len = len;

@@ -1,7 +1,8 @@
 //! `GpuMmcs<F>`: a `p3_commit::Mmcs<F>` (F = BabyBear, the default, or KoalaBear) whose
 //! commitments, proofs and pruned multi-proofs are identical to Plonky3's `MerkleTreeMmcs<_, _,
 //! PaddingFreeSponge<Poseidon2, 16, 8, 8>, TruncatedPermutation<Poseidon2, 2, 8, 16>, 2, 8>` built
-//! from the same Poseidon2 constants.
+//! from the same Poseidon2 constants, or with leaves hashed by `PaddingFreeSponge<Poseidon2-24,
+//! 24, 16, 8>` where its `GpuMerkle` hashes them so.
 //!
 //! Every batch `MerkleTreeMmcs` takes (several matrices, any heights on Plonky3's ladder, any
 //! widths, cap heights) is committed on the GPU: digest layers stay there and openings read back
@@ -16,7 +17,8 @@ use p3_baby_bear::BabyBear;
 use p3_commit::{BatchOpening, BatchOpeningRef, Mmcs};
 use p3_field::Field;
 use p3_koala_bear::KoalaBear;
-use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
+use p3_symmetric::TruncatedPermutation;
+use whir_verifier::hash::LeafHasher;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::{Dimensions, Matrix};
 use p3_util::log2_ceil_usize;
@@ -29,12 +31,13 @@ use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, Ro
 use crate::poseidon2::Poseidon2Field;
 
 /// Plonky3's MMCS over `F` with its width-16 Poseidon2 (padding-free sponge of rate 8 for
-/// leaves, truncated permutation for nodes, 8-element digests), which `GpuMmcs<F>` is identical
-/// to. Over BabyBear this is `whir_verifier::hash::CpuMmcs`, the MMCS of every proof.
+/// leaves, or of width 24 and rate 16: `LeafHasher` holds either; truncated permutation for
+/// nodes, 8-element digests), which `GpuMmcs<F>` is identical to. Over BabyBear and KoalaBear
+/// this is `whir_verifier::hash::CpuMmcs`, the MMCS of every proof.
 pub type CpuMmcsOf<F> = MerkleTreeMmcs<
     <F as Field>::Packing,
     <F as Field>::Packing,
-    PaddingFreeSponge<<F as Poseidon2Field>::Permutation16, 16, 8, 8>,
+    LeafHasher<<F as Poseidon2Field>::Permutation16, <F as Poseidon2Field>::Permutation24>,
     TruncatedPermutation<<F as Poseidon2Field>::Permutation16, 2, 8, 16>,
     2,
     DIGEST_ELEMS,
@@ -362,11 +365,16 @@ impl MmcsField for BabyBear {}
 impl MmcsField for KoalaBear {}
 
 impl<F: MmcsField> GpuMmcs<F> {
-    /// On `merkle`'s GPU with its Poseidon2 constants; `cap_height` as in `MerkleTreeMmcs::new`.
+    /// On `merkle`'s GPU with its Poseidon2 constants (and its leaf sponge); `cap_height` as in
+    /// `MerkleTreeMmcs::new`.
     pub fn new(merkle: Arc<GpuMerkle<F>>, cap_height: usize) -> Self {
         let perm = merkle.poseidon2().constants().to_cpu();
+        let leaves = match merkle.wide_leaves() {
+            Some(wide) => LeafHasher::wide(wide.constants().to_cpu()),
+            None => LeafHasher::new(perm.clone()),
+        };
         let ahead = Some(Arc::new(CommitAhead::new(merkle.clone())));
-        Self { gpu: Some(merkle), cpu: CpuMmcsOf::<F>::new(PaddingFreeSponge::new(perm.clone()), TruncatedPermutation::new(perm), cap_height), cap_height, ahead }
+        Self { gpu: Some(merkle), cpu: CpuMmcsOf::<F>::new(leaves, TruncatedPermutation::new(perm), cap_height), cap_height, ahead }
     }
 }
 

@@ -33,41 +33,64 @@ pub const HALF_FULL_ROUNDS: usize = 4;
 /// Internal rounds over BabyBear.
 pub const PARTIAL_ROUNDS: usize = 13;
 
-/// A field whose width-16 Poseidon2 the GPU runs: its S-box is in wgsl/poseidon2/<field>.wgsl,
-/// its internal rounds and diagonal in wgsl/poseidon2/<field>16.wgsl; round constants are
-/// uploaded.
+/// A field whose Poseidon2 of width 16 and 24 the GPU runs: its S-box is in
+/// wgsl/poseidon2/<field>.wgsl, its internal rounds and diagonal in wgsl/poseidon2/<field>16.wgsl
+/// and <field>24.wgsl; round constants are uploaded.
 pub trait Poseidon2Field: GpuField {
     /// Plonky3's permutation of the same constants.
     type Permutation16: CryptographicPermutation<[Self; WIDTH]> + CryptographicPermutation<[<Self as Field>::Packing; WIDTH]> + Clone + Send + Sync;
+    /// Plonky3's permutation of width 24.
+    type Permutation24: CryptographicPermutation<[Self; WIDE]> + CryptographicPermutation<[<Self as Field>::Packing; WIDE]> + Clone + Send + Sync;
     /// Degree of the S-box (x^d).
     const SBOX_DEGREE: u64;
     /// Internal rounds (`P2_PARTIAL_ROUNDS` in the field's WGSL).
     const PARTIAL_ROUNDS: usize;
+    /// Internal rounds at width 24 (`P2_24_PARTIAL_ROUNDS`).
+    const PARTIAL_ROUNDS_24: usize;
     /// Plonky3's default round constants: initial, terminal, internal.
     fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>);
     fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16;
+    /// The same at width 24.
+    fn default_constants_24() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>);
+    fn permutation_24(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation24;
 }
 
 impl Poseidon2Field for BabyBear {
     type Permutation16 = Poseidon2BabyBear<WIDTH>;
+    type Permutation24 = Poseidon2BabyBear<WIDE>;
     const SBOX_DEGREE: u64 = BABYBEAR_S_BOX_DEGREE;
     const PARTIAL_ROUNDS: usize = PARTIAL_ROUNDS;
+    const PARTIAL_ROUNDS_24: usize = 21;
     fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>) {
         (BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL.to_vec(), BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL.to_vec(), BABYBEAR_POSEIDON2_RC_16_INTERNAL.to_vec())
     }
     fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16 {
         Poseidon2BabyBear::new(external, internal)
     }
+    fn default_constants_24() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>) {
+        (BABYBEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL.to_vec(), BABYBEAR_POSEIDON2_RC_24_EXTERNAL_FINAL.to_vec(), BABYBEAR_POSEIDON2_RC_24_INTERNAL.to_vec())
+    }
+    fn permutation_24(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation24 {
+        Poseidon2BabyBear::new(external, internal)
+    }
 }
 
 impl Poseidon2Field for KoalaBear {
     type Permutation16 = Poseidon2KoalaBear<WIDTH>;
+    type Permutation24 = Poseidon2KoalaBear<WIDE>;
     const SBOX_DEGREE: u64 = KOALABEAR_S_BOX_DEGREE;
     const PARTIAL_ROUNDS: usize = 20;
+    const PARTIAL_ROUNDS_24: usize = 23;
     fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>) {
         (KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL.to_vec(), KOALABEAR_POSEIDON2_RC_16_EXTERNAL_FINAL.to_vec(), KOALABEAR_POSEIDON2_RC_16_INTERNAL.to_vec())
     }
     fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16 {
+        Poseidon2KoalaBear::new(external, internal)
+    }
+    fn default_constants_24() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>) {
+        (KOALABEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL.to_vec(), KOALABEAR_POSEIDON2_RC_24_EXTERNAL_FINAL.to_vec(), KOALABEAR_POSEIDON2_RC_24_INTERNAL.to_vec())
+    }
+    fn permutation_24(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation24 {
         Poseidon2KoalaBear::new(external, internal)
     }
 }
@@ -80,6 +103,9 @@ pub trait Poseidon2Width<const W: usize>: Poseidon2Field {
     const PARTIAL_ROUNDS: usize;
     /// One thread a state, `W` words each.
     const BATCH_KERNEL: Kernel;
+    /// Where kernels declare this width's round constants (wgsl/poseidon2/permutation.wgsl: 0,
+    /// permutation24.wgsl: 10, so that one kernel may hold both).
+    const CONSTANTS_BINDING: u32;
     /// Plonky3's default round constants: initial, terminal, internal.
     fn default_constants() -> (Vec<[Self; W]>, Vec<[Self; W]>, Vec<Self>);
     fn permutation(external: ExternalLayerConstants<Self, W>, internal: Vec<Self>) -> Self::Permutation;
@@ -89,6 +115,7 @@ impl<F: Poseidon2Field> Poseidon2Width<WIDTH> for F {
     type Permutation = F::Permutation16;
     const PARTIAL_ROUNDS: usize = <F as Poseidon2Field>::PARTIAL_ROUNDS;
     const BATCH_KERNEL: Kernel = Kernel::Poseidon2Batch;
+    const CONSTANTS_BINDING: u32 = 0;
     fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>) {
         <F as Poseidon2Field>::default_constants()
     }
@@ -100,27 +127,16 @@ impl<F: Poseidon2Field> Poseidon2Width<WIDTH> for F {
 /// The wide state: Plonky3's `Poseidon2BabyBear<24>` / `Poseidon2KoalaBear<24>`.
 pub const WIDE: usize = 24;
 
-impl Poseidon2Width<WIDE> for BabyBear {
-    type Permutation = Poseidon2BabyBear<WIDE>;
-    const PARTIAL_ROUNDS: usize = 21;
+impl<F: Poseidon2Field> Poseidon2Width<WIDE> for F {
+    type Permutation = F::Permutation24;
+    const PARTIAL_ROUNDS: usize = F::PARTIAL_ROUNDS_24;
     const BATCH_KERNEL: Kernel = Kernel::Poseidon2Batch24;
+    const CONSTANTS_BINDING: u32 = 10;
     fn default_constants() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>) {
-        (BABYBEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL.to_vec(), BABYBEAR_POSEIDON2_RC_24_EXTERNAL_FINAL.to_vec(), BABYBEAR_POSEIDON2_RC_24_INTERNAL.to_vec())
+        F::default_constants_24()
     }
     fn permutation(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation {
-        Poseidon2BabyBear::new(external, internal)
-    }
-}
-
-impl Poseidon2Width<WIDE> for KoalaBear {
-    type Permutation = Poseidon2KoalaBear<WIDE>;
-    const PARTIAL_ROUNDS: usize = 23;
-    const BATCH_KERNEL: Kernel = Kernel::Poseidon2Batch24;
-    fn default_constants() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>) {
-        (KOALABEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL.to_vec(), KOALABEAR_POSEIDON2_RC_24_EXTERNAL_FINAL.to_vec(), KOALABEAR_POSEIDON2_RC_24_INTERNAL.to_vec())
-    }
-    fn permutation(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation {
-        Poseidon2KoalaBear::new(external, internal)
+        F::permutation_24(external, internal)
     }
 }
 
@@ -228,10 +244,17 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
         &self.constants
     }
 
-    /// The constants at binding 0 and `ranges` after them: for this width's own batch kernel.
+    /// The constants' uniform, bound at [`Poseidon2Width::CONSTANTS_BINDING`].
+    pub(crate) fn uniform(&self) -> &wgpu::Buffer {
+        &self.uniform
+    }
+
+    /// The constants at their binding and `ranges` at 1, 2, ...: for this width's own batch kernel.
     fn bind_own_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
-        let all: Vec<(&wgpu::Buffer, u64, Option<u64>)> = std::iter::once((&self.uniform, 0, None)).chain(ranges.iter().copied()).collect();
-        self.ctx.bind_ranges(pipeline, &all)
+        let all: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> = std::iter::once((<F as Poseidon2Width<W>>::CONSTANTS_BINDING, &self.uniform, 0, None))
+            .chain(ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32 + 1, b, offset, size)))
+            .collect();
+        self.ctx.bind_at(pipeline, &all)
     }
 
     /// Records the permutation of `count` states in `input` into `output` (`W` words each).

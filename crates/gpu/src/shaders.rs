@@ -70,6 +70,7 @@ wgsl_sources!(
     "poseidon2/permute_batch",
     "poseidon2/permute_batch24",
     "merkle/sponge",
+    "merkle/sponge24",
     "merkle/hash_leaves",
     "merkle/absorb_rows",
     "util/row_checksum",
@@ -163,6 +164,15 @@ kernels! {
     HashRows => ("merkle/hash_rows", "hash_rows"),
     CompressLevel => ("poseidon2/permute_batch", "compress_pairs"),
     CompressInject => ("merkle/compress_inject", "compress_inject"),
+    /// `HashLeaves` over trees whose leaves hash with Poseidon2 of width 24 (merkle/sponge24.wgsl
+    /// behind `merkle/leaf`; nodes still compress with width 16).
+    HashLeaves24 => ("merkle/hash_leaves", "hash_leaves"),
+    /// `AbsorbRows` with width-24 leaves.
+    AbsorbRows24 => ("merkle/absorb_rows", "absorb_rows"),
+    /// `HashRows` with width-24 leaves.
+    HashRows24 => ("merkle/hash_rows", "hash_rows"),
+    /// `CompressInject` with width-24 leaves.
+    CompressInject24 => ("merkle/compress_inject", "compress_inject"),
     Grind => ("pow/grind", "grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),
     GrindPrepare => ("pow/prepare", "grind_prepare"),
     SumcheckRound => ("sumcheck/round", "round_partials"),
@@ -218,6 +228,37 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// This kernel's instance over trees whose leaves hash with Poseidon2 of width 24, for the
+    /// kernels that hash rows into leaves (`HashLeaves`, `AbsorbRows`, `HashRows`,
+    /// `CompressInject`); None for the others.
+    pub fn with_wide_leaves(self) -> Option<Kernel> {
+        use Kernel::*;
+        match self {
+            HashLeaves | HashLeaves24 => Some(HashLeaves24),
+            AbsorbRows | AbsorbRows24 => Some(AbsorbRows24),
+            HashRows | HashRows24 => Some(HashRows24),
+            CompressInject | CompressInject24 => Some(CompressInject24),
+            _ => None,
+        }
+    }
+
+    /// Whether this kernel compresses tree nodes with the width-16 permutation (its constants
+    /// bound at 0) beside the leaf sponge; the width-24 sponge's constants are at binding 10.
+    pub fn compresses_nodes(self) -> bool {
+        !matches!(self, Kernel::HashRows24 | Kernel::AbsorbRows24)
+    }
+
+    /// The WGSL file behind the virtual import `merkle/leaf`.
+    fn leaf_source(self) -> &'static str {
+        use Kernel::*;
+        match self {
+            HashLeaves24 | AbsorbRows24 | HashRows24 | CompressInject24 => "merkle/sponge24",
+            _ => "merkle/sponge",
+        }
+    }
+}
+
 fn source(name: &str) -> Result<&'static str> {
     SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).ok_or_else(|| GpuError::Shader {
         kernel: name.to_string(),
@@ -230,12 +271,14 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// How the virtual imports resolve: the multiply variant behind `field/mul`, the field behind
-/// `field/constants` and the `poseidon2/` ones, the extension behind `field/ext`.
+/// `field/constants` and the `poseidon2/` ones, the extension behind `field/ext`, the leaf sponge
+/// behind `merkle/leaf`.
 #[derive(Clone, Copy)]
 struct Resolve {
     variant: MulVariant,
     field: FieldId,
     ext: ExtensionId,
+    leaf: &'static str,
 }
 
 impl Resolve {
@@ -247,6 +290,7 @@ impl Resolve {
             "poseidon2/field16" => self.field.poseidon2_16_source(),
             "poseidon2/field24" => self.field.poseidon2_24_source(),
             "field/ext" => self.ext.ops_source(),
+            "merkle/leaf" => self.leaf,
             other => other,
         }
     }
@@ -295,13 +339,24 @@ pub fn compose_for(field: FieldId, name: &str, variant: MulVariant, consts: &[(&
 }
 
 /// The complete WGSL for the kernel file `name` over `field` and, where it imports `field/ext`,
-/// the extension `ext`, with the given multiply variant and constants.
+/// the extension `ext`, with the given multiply variant and constants (leaves, where it hashes
+/// them, with the width-16 sponge).
 pub fn compose_over(field: FieldId, ext: ExtensionId, name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
+    compose_with(name, Resolve { variant, field, ext, leaf: "merkle/sponge" }, consts)
+}
+
+/// The complete WGSL of `kernel` over `field` and `ext` (as [`compose_over`]), its leaf sponge
+/// the kernel's own (the `*24` kernels' width 24).
+pub fn compose_kernel(field: FieldId, ext: ExtensionId, kernel: Kernel, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
+    compose_with(kernel.source_name(), Resolve { variant, field, ext, leaf: kernel.leaf_source() }, consts)
+}
+
+fn compose_with(name: &str, resolve: Resolve, consts: &[(&str, u32)]) -> Result<String> {
     let mut out = String::new();
     for (k, v) in consts {
         out.push_str(&format!("const {k}: u32 = {v}u;\n"));
     }
-    append(name, Resolve { variant, field, ext }, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
+    append(name, resolve, &mut HashSet::new(), &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
@@ -345,7 +400,7 @@ mod tests {
         let mut used: HashSet<&str> = HashSet::new();
         let combinations = Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.into_iter().flat_map(move |v| FieldId::ALL.into_iter().flat_map(move |f| k.extensions().iter().map(move |&e| (k, v, f, e)))));
         for (kernel, variant, field, ext) in combinations {
-            let text = compose_over(field, ext, kernel.source_name(), variant, kernel.default_consts()).unwrap();
+            let text = compose_kernel(field, ext, kernel, variant, kernel.default_consts()).unwrap();
             assert!(text.contains(&format!("fn {}(", kernel.entry_point())), "{kernel:?}: no entry point {} in {}", kernel.entry_point(), kernel.source_name());
             used.extend(text.lines().filter_map(|l| l.strip_prefix("// ---- ").and_then(|l| l.strip_suffix(".wgsl ----"))).filter_map(|n| SOURCES.iter().find(|(s, _)| *s == n).map(|(s, _)| *s)));
         }

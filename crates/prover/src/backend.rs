@@ -13,7 +13,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
-use whir_verifier::hash::CpuMmcs;
+use whir_verifier::hash::{CpuMmcs, LeafSponge};
 use p3_baby_bear::BabyBear;
 use whir_gpu::{
     GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning,
@@ -78,7 +78,8 @@ pub trait Backend<F: ProverField = BabyBear> {
 
     fn name(&self) -> &'static str;
     fn domain(&self) -> Self::Domain;
-    fn mmcs(&self) -> Self::Mmcs;
+    /// The MMCS, its leaves hashed by `leaf` (a proof's `Params::leaf`).
+    fn mmcs(&self, leaf: LeafSponge) -> Self::Mmcs;
     /// A fresh transcript (its grinder returns the smallest witness).
     fn challenger(&self) -> GpuChallenger<F>;
 
@@ -94,7 +95,7 @@ pub trait Backend<F: ProverField = BabyBear> {
 
 /// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
 pub fn prove_with_pieces<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-    prove_with_parts::<F, EF<F>, _, _>(backend.domain(), backend.mmcs(), backend.challenger(), backend.name(), params, evals)
+    prove_with_parts::<F, EF<F>, _, _>(backend.domain(), backend.mmcs(params.leaf), backend.challenger(), backend.name(), params, evals)
 }
 
 /// Plonky3's `WhirProver` over `F` with its challenges in `E`, from a domain, an MMCS and a
@@ -139,7 +140,7 @@ pub struct CpuBackend;
 impl CpuBackend {
     /// [`Backend::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
     pub fn prove_over<F: ProverField, E: crate::WhirExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-        prove_with_parts::<F, E, _, _>(Radix2DFTSmallBatch::<F>::default(), whir_verifier::hash::cpu_mmcs::<F>(0), new_challenger::<F>(None), "cpu", params, evals)
+        prove_with_parts::<F, E, _, _>(Radix2DFTSmallBatch::<F>::default(), whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf), new_challenger::<F>(None), "cpu", params, evals)
     }
 }
 
@@ -153,8 +154,8 @@ impl<F: ProverField> Backend<F> for CpuBackend {
     fn domain(&self) -> Self::Domain {
         Radix2DFTSmallBatch::default()
     }
-    fn mmcs(&self) -> Self::Mmcs {
-        whir_verifier::hash::cpu_mmcs::<F>(0)
+    fn mmcs(&self, leaf: LeafSponge) -> Self::Mmcs {
+        whir_verifier::hash::cpu_mmcs_with::<F>(0, leaf)
     }
     fn challenger(&self) -> GpuChallenger<F> {
         new_challenger::<F>(None)
@@ -217,6 +218,8 @@ pub fn estimated_gpu_bytes_over(params: &Params, tuning: &GpuTuning, driver: &Dr
 pub struct GpuBackend<F: ProverField = BabyBear> {
     ntt: Arc<GpuNtt>,
     merkle: Arc<GpuMerkle<F>>,
+    /// The same with leaves hashed by Poseidon2 of width 24 (`LeafSponge::Width24`).
+    wide_merkle: Arc<GpuMerkle<F>>,
     grinder: Arc<GpuGrinder<F>>,
     mode: GpuMode,
     /// Time every submission of a resident proof on the GPU (timestamp queries).
@@ -251,9 +254,11 @@ impl<F: ProverField> GpuBackend<F> {
     /// A backend over `F` on `ctx` (one context serves every field).
     pub fn over(ctx: Arc<GpuContext>) -> Self {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
+        let wide = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F, 24>::plonky3_default()));
         Self {
             ntt: Arc::new(GpuNtt::new(ctx)),
             merkle: Arc::new(GpuMerkle::new(poseidon2.clone())),
+            wide_merkle: Arc::new(GpuMerkle::new(poseidon2.clone()).with_wide_leaves(wide).expect("one context")),
             grinder: Arc::new(GpuGrinder::new(poseidon2)),
             mode: GpuMode::Resident,
             profile: false,
@@ -297,7 +302,23 @@ impl<F: ProverField> GpuBackend<F> {
     /// (GPU timestamps are kept per context, and proofs in flight together would mix theirs).
     pub fn worker(&self) -> Self {
         let poseidon2 = self.merkle.poseidon2().clone();
-        Self { merkle: Arc::new(GpuMerkle::new(poseidon2.clone())), grinder: Arc::new(GpuGrinder::new(poseidon2)), own_peak: false, profile: false, ..self.clone() }
+        let wide = self.wide_merkle.wide_leaves().expect("the wide builder's").clone();
+        Self {
+            merkle: Arc::new(GpuMerkle::new(poseidon2.clone())),
+            wide_merkle: Arc::new(GpuMerkle::new(poseidon2.clone()).with_wide_leaves(wide).expect("one context")),
+            grinder: Arc::new(GpuGrinder::new(poseidon2)),
+            own_peak: false,
+            profile: false,
+            ..self.clone()
+        }
+    }
+
+    /// The tree builder whose leaves hash with `leaf`.
+    fn merkle_for(&self, leaf: LeafSponge) -> &Arc<GpuMerkle<F>> {
+        match leaf {
+            LeafSponge::Width16 => &self.merkle,
+            LeafSponge::Width24 => &self.wide_merkle,
+        }
     }
 
     /// How the resident driver plays the transcript.
@@ -336,7 +357,7 @@ impl<F: ProverField> GpuBackend<F> {
     /// the sumcheck rounds' transcript is played on the host, round by round.
     pub fn prove_resident_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         self.check_resident_fits(params, E::WORDS)?;
-        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?;
+        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(params.leaf).clone())?;
         let ctx = self.context();
         let before = ctx.transfer_counts();
         let mut challenger = new_challenger(Some(self.grinder.clone()));
@@ -418,7 +439,18 @@ impl<F: ProverField> GpuBackend<F> {
         &self,
         config: p3_whir::parameters::WhirConfig<E, F, GpuChallenger<F>>,
     ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E>, ProverError> {
-        Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E>::new(config, GpuCodewords::new(self.ntt.clone(), self.merkle.clone())?).with_options(self.driver))
+        self.pcs_hashing_leaves::<L, E>(config, LeafSponge::Width16)
+    }
+
+    /// [`pcs_over`](Self::pcs_over) with Merkle leaves hashed by `leaf` (width 24: p3-whir's
+    /// KoalaBear benchmark's `PaddingFreeSponge<Poseidon2KoalaBear<24>, 24, 16, 8>`).
+    pub fn pcs_hashing_leaves<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+        &self,
+        config: p3_whir::parameters::WhirConfig<E, F, GpuChallenger<F>>,
+        leaf: LeafSponge,
+    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E>, ProverError> {
+        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
+        Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E>::new(config, steps).with_options(self.driver))
     }
 }
 
@@ -440,8 +472,8 @@ where
         // The reference path encodes on the GPU from the one-column threshold, as it always has.
         GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).with_cpu_threshold(whir_gpu::DEFAULT_CPU_THRESHOLD).encoder())
     }
-    fn mmcs(&self) -> Self::Mmcs {
-        GpuMmcs::new(self.merkle.clone(), 0)
+    fn mmcs(&self, leaf: LeafSponge) -> Self::Mmcs {
+        GpuMmcs::new(self.merkle_for(leaf).clone(), 0)
     }
     fn challenger(&self) -> GpuChallenger<F> {
         new_challenger(Some(self.grinder.clone()))

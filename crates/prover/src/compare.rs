@@ -12,6 +12,7 @@ use p3_multilinear_util::point::Point;
 use whir_gpu::{ChainedRound, GpuGrinder, GrindAhead, GrindOffer, SpongeScript, SpongeScriptValues};
 
 use crate::driver::{CodewordSteps, OpenedRows, Step};
+use whir_verifier::hash::LeafSponge;
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckSteps};
 use crate::{Commitment, ProverField, WhirExtension};
@@ -85,6 +86,11 @@ impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSte
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
+
+    /// The candidate's (a reference hashing otherwise differs at the first root).
+    fn leaf_sponge(&self) -> LeafSponge {
+        self.candidate.leaf_sponge()
+    }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit(message, width, log_inv_rate)?;

@@ -28,7 +28,7 @@ use p3_sumcheck::SumcheckData;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::parameters::WhirConfig;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
-use whir_verifier::hash::CpuMmcs;
+use whir_verifier::hash::{CpuMmcs, LeafSponge};
 use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, MessageLayout, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
 use crate::claims::{check_protocol, play_claims, Points, Stacking};
@@ -56,6 +56,9 @@ pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// A committed codeword and whatever its openings need.
     type Committed;
+
+    /// How the commitments hash Merkle leaves (a proof's `Params::leaf` must be the same).
+    fn leaf_sponge(&self) -> LeafSponge;
 
     /// Encodes `message` (rows of `width` words, a power-of-two number of them) at rate
     /// 2^-log_inv_rate and commits to the codeword's rows.
@@ -145,11 +148,29 @@ fn gather_blocks<F: ProverField>(blocks: usize, block_len: usize, block: &Blocks
     Ok(table)
 }
 
+/// An error unless steps hashing leaves with `steps` make the proofs of parameters asking for
+/// `params`.
+pub(crate) fn check_leaf_sponge(steps: LeafSponge, params: LeafSponge) -> Result<(), ProverError> {
+    if steps != params {
+        return Err(ProverError::Input(format!(
+            "the parameters ask for Merkle leaves hashed with Poseidon2 of width {}, but these steps hash them with width {} \
+             (build the steps with that leaf sponge: `CpuCodewords::hashing_leaves`, `GpuMerkle::with_wide_leaves`)",
+            params.width(),
+            steps.width()
+        )));
+    }
+    Ok(())
+}
+
 /// Steps by reference (a comparing backend over steps a test keeps).
 impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<F, E> for &S {
     type Committed = S::Committed;
     type Opening = S::Opening;
     type Sumcheck = S::Sumcheck;
+
+    fn leaf_sponge(&self) -> LeafSponge {
+        (**self).leaf_sponge()
+    }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit(message, width, log_inv_rate)
@@ -195,18 +216,30 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<
 pub struct CpuCodewords<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     dft: Radix2DFTSmallBatch<F>,
     mmcs: CpuMmcs<F>,
+    leaf: LeafSponge,
     extension: std::marker::PhantomData<E>,
 }
 
 impl<F: ProverField, E: WhirExtension<F>> Default for CpuCodewords<F, E> {
     fn default() -> Self {
-        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs::<F>(0), extension: std::marker::PhantomData }
+        Self::hashing_leaves(LeafSponge::Width16)
+    }
+}
+
+impl<F: ProverField, E: WhirExtension<F>> CpuCodewords<F, E> {
+    /// The twin with leaves hashed by `leaf` (the default: width 16).
+    pub fn hashing_leaves(leaf: LeafSponge) -> Self {
+        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs_with::<F>(0, leaf), leaf, extension: std::marker::PhantomData }
     }
 }
 
 impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F, E> {
     type Committed = <CpuMmcs<F> as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
     type Sumcheck = CpuSumcheck<F, E>;
+
+    fn leaf_sponge(&self) -> LeafSponge {
+        self.leaf
+    }
 
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let (root, committed) = self.commit(message, width, log_inv_rate)?;
@@ -266,6 +299,10 @@ impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F
 impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSteps<F, E> for GpuCodewords<F> {
     type Committed = CommittedCodeword<F>;
     type Sumcheck = GpuSumcheck<F, E>;
+
+    fn leaf_sponge(&self) -> LeafSponge {
+        self.merkle().leaf_sponge()
+    }
 
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
@@ -698,6 +735,7 @@ pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F,
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
+    check_leaf_sponge(steps.leaf_sponge(), params.leaf)?;
     let started = Instant::now();
     let mut clock = StepClock::new(challenger);
 

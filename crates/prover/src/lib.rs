@@ -34,7 +34,7 @@ pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
-    opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, WhirField, EF, F, KNOWN_HASHES,
+    opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, LeafSponge, WhirField, EF, F, KNOWN_HASHES,
     FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
 };
 pub use stock::{prove_stock, prove_stock_over};

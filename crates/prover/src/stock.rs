@@ -10,7 +10,7 @@ use p3_dft::Radix2DFTSmallBatch;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::WhirProver;
-use whir_verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
+use whir_verifier::hash::{cpu_mmcs_with, CpuMmcs};
 
 use crate::{opening_protocol, ProverLayout, WhirExtension, WhirField};
 use crate::error::ProverError;
@@ -29,7 +29,7 @@ pub fn prove_stock<F: WhirField>(params: &Params, evals: &[F]) -> Result<Duratio
 pub fn prove_stock_over<F: WhirField, E: WhirExtension<F>>(params: &Params, evals: &[F]) -> Result<Duration, ProverError> {
     let config = params.config_over::<E, StockChallenger<F>>()?;
     let perm = F::permutation();
-    let mmcs = CpuMmcs::<F>::new(LeafHash::<F>::new(perm.clone()), NodeCompress::<F>::new(perm.clone()), 0);
+    let mmcs = cpu_mmcs_with::<F>(0, params.leaf);
     let pcs = WhirProver::<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, ProverLayout<F, E>>::new(config, Radix2DFTSmallBatch::default(), mmcs);
     let witness = ProverLayout::<F, E>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.to_vec(), evals.len()))], params.fold);
     let mut challenger = StockChallenger::<F>::new(perm);

@@ -13,7 +13,7 @@ use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption, WhirConfig,
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
-use crate::hash::{WhirExtension, WhirField};
+use crate::hash::{LeafSponge, WhirExtension, WhirField};
 use crate::{EF, F};
 
 /// Largest committed domain: BabyBear's two-adic subgroup has 2^27 elements (KoalaBear's 2^24:
@@ -117,11 +117,15 @@ pub struct Params {
     pub soundness: Soundness,
     /// Opening points (each sampled from the transcript).
     pub points: usize,
+    /// How Merkle leaves are hashed. A proof file names it in its hash id, not among the
+    /// serialized parameters (files from before it read as width 16).
+    #[serde(skip)]
+    pub leaf: LeafSponge,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Self { num_vars: 20, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1 }
+        Self { num_vars: 20, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: LeafSponge::Width16 }
     }
 }
 
@@ -139,7 +143,11 @@ impl fmt::Display for Params {
             self.log_inv_rate,
             self.points,
             if self.points == 1 { "" } else { "s" }
-        )
+        )?;
+        if self.leaf != LeafSponge::Width16 {
+            write!(f, ", leaves hashed with Poseidon2 of width {}", self.leaf.width())?;
+        }
+        Ok(())
     }
 }
 
@@ -191,7 +199,7 @@ impl Params {
     }
 
     /// Each parameter by its flag name, with its value.
-    pub(crate) fn fields(&self) -> [(&'static str, String); 7] {
+    pub(crate) fn fields(&self) -> [(&'static str, String); 8] {
         [
             ("vars", self.num_vars.to_string()),
             ("fold", self.fold.to_string()),
@@ -200,6 +208,7 @@ impl Params {
             ("pow-bits", self.pow_bits.to_string()),
             ("soundness", self.soundness.flag_value().to_string()),
             ("points", self.points.to_string()),
+            ("leaf-width", self.leaf.width().to_string()),
         ]
     }
 
@@ -437,8 +446,8 @@ impl Params {
 /// A configuration asked for by name (`whir prove --config NAME`): the field, the extension of
 /// the challenges, the soundness regime, the security level and the proof-of-work budget. The
 /// shape (n, fold, rate, points) stays the caller's; p3-whir still checks every combination and
-/// says why one is infeasible. Every configuration hashes with Poseidon2 of width 16 over its
-/// field (leaves and nodes).
+/// says why one is infeasible. Nodes compress with Poseidon2 of width 16 over the field; leaves
+/// hash with width 16 or, as p3-whir's KoalaBear benchmark, 24 (`leaf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NamedConfig {
     pub name: &'static str,
@@ -449,18 +458,20 @@ pub struct NamedConfig {
     pub soundness: Soundness,
     pub security_bits: usize,
     pub pow_bits: usize,
+    /// How its Merkle leaves are hashed.
+    pub leaf: LeafSponge,
     /// Who uses it, in a few words.
     pub about: &'static str,
 }
 
 /// The named configurations, the default first.
 pub const NAMED_CONFIGS: &[NamedConfig] = &[
-    NamedConfig { name: "babybear4", field: "babybear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, about: "the default; OpenVM's and RISC Zero's field" },
-    NamedConfig { name: "koalabear4", field: "koalabear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, about: "SP1 Hypercube's field and extension" },
-    NamedConfig { name: "koalabear8-128", field: "koalabear", degree: 8, soundness: Soundness::Capacity, security_bits: 128, pow_bits: 20, about: "p3-whir's own KoalaBear benchmark's extension and bound (at fold 4, rate 1; its leaves hash with width 24, ours with 16)" },
-    NamedConfig { name: "babybear8-128", field: "babybear", degree: 8, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, about: "128 bits under a proven bound over BabyBear" },
-    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, about: "128 bits by unique decoding over BabyBear's quintic extension (on the CPU)" },
-    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, about: "KoalaBear's quintic trinomial extension at its best proven level (on the CPU)" },
+    NamedConfig { name: "babybear4", field: "babybear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, leaf: LeafSponge::Width16, about: "the default; OpenVM's and RISC Zero's field" },
+    NamedConfig { name: "koalabear4", field: "koalabear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, leaf: LeafSponge::Width16, about: "SP1 Hypercube's field and extension" },
+    NamedConfig { name: "koalabear8-128", field: "koalabear", degree: 8, soundness: Soundness::Capacity, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width24, about: "p3-whir's own KoalaBear benchmark (benches/whir_pcs.rs: Poseidon2-24 leaves, Poseidon2-16 nodes, the capacity bound; fold 4, rate 1)" },
+    NamedConfig { name: "babybear8-128", field: "babybear", degree: 8, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits under a proven bound over BabyBear" },
+    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits by unique decoding over BabyBear's quintic extension (on the CPU)" },
+    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "KoalaBear's quintic trinomial extension at its best proven level (on the CPU)" },
 ];
 
 /// The named configuration `name`, or an error listing them.

@@ -20,7 +20,7 @@ use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
-use crate::hash::{cpu_mmcs, CpuMmcs, WhirExtension, WhirField};
+use crate::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge, WhirExtension, WhirField};
 use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
 use crate::{opening_protocol, Commitment, TableLayout, Workload, EF};
 use p3_baby_bear::BabyBear;
@@ -253,10 +253,25 @@ pub const KNOWN_HASHES: [(&str, &str, &str); 6] = {
     ]
 };
 
+/// The hash id a file over `E` with leaves hashed by `leaf` names: the extension's
+/// [`WhirExtension::FILE_ID`], with the leaf sponge's suffix for width-24 leaves.
+fn file_hash<F: WhirField, E: WhirExtension<F>>(leaf: LeafSponge) -> String {
+    format!("{}{}", E::FILE_ID, leaf.file_suffix())
+}
+
+/// A hash id split into the field's and extension's id and the leaf sponge its suffix names.
+fn split_hash(hash: &str) -> (&str, LeafSponge) {
+    match hash.strip_suffix(LeafSponge::Width24.file_suffix()) {
+        Some(base) => (base, LeafSponge::Width24),
+        None => (hash, LeafSponge::Width16),
+    }
+}
+
 /// The error for a file whose hash is not `E`'s: another field's or extension's, named, or an
 /// unknown one.
 fn hash_mismatch<E: WhirExtension<F>, F: WhirField>(hash: &str) -> ProofError {
-    match KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash) {
+    let (base, _) = split_hash(hash);
+    match KNOWN_HASHES.iter().find(|(h, _, _)| *h == base) {
         Some((_, _, ext)) => rejected(format!(
             "it is a proof over {ext} (hash {hash:?}), not over {}; read it as a {ext} proof (`ProofFileOf` over {ext}; \
              `proof_file_extension` says which extension a file names, and `whir verify` reads that one by itself)",
@@ -264,7 +279,11 @@ fn hash_mismatch<E: WhirExtension<F>, F: WhirField>(hash: &str) -> ProofError {
         )),
         None => {
             let known: Vec<&str> = KNOWN_HASHES.iter().map(|(h, _, _)| *h).collect();
-            rejected(format!("unknown hash {hash:?} (this build knows {})", known.join(", ")))
+            rejected(format!(
+                "unknown hash {hash:?} (this build knows {}, each also with width-24 leaves: {:?} appended)",
+                known.join(", "),
+                LeafSponge::Width24.file_suffix()
+            ))
         }
     }
 }
@@ -281,7 +300,8 @@ pub fn proof_file_field(prefix: &[u8]) -> Result<&'static str, ProofError> {
 fn known_entry(prefix: &[u8]) -> Result<&'static (&'static str, &'static str, &'static str), ProofError> {
     let (_, _, rest) = parse_prefix(prefix)?;
     let hash = parse_hash(rest)?;
-    KNOWN_HASHES.iter().find(|(h, _, _)| *h == hash).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
+    let (base, _) = split_hash(&hash);
+    KNOWN_HASHES.iter().find(|(h, _, _)| *h == base).ok_or_else(|| hash_mismatch::<EF, BabyBear>(&hash))
 }
 
 /// The extension (and with it the field) a proof file's header names, as
@@ -298,14 +318,12 @@ fn parse_hash(rest: &[u8]) -> Result<String, ProofError> {
     Ok(hash)
 }
 
-/// Checks that a file whose body starts at `rest` names `E`'s hash id: before anything is sized,
-/// configured or decoded for `F` (another field's values may not even be `F`'s).
-fn check_hash<F: WhirField, E: WhirExtension<F>>(rest: &[u8]) -> Result<(), ProofError> {
+/// Checks that a file whose body starts at `rest` names `E`'s hash id (with either leaf sponge),
+/// before anything is sized, configured or decoded for `F` (another field's values may not even
+/// be `F`'s); returns the leaf sponge it names.
+fn check_hash<F: WhirField, E: WhirExtension<F>>(rest: &[u8]) -> Result<LeafSponge, ProofError> {
     let hash = parse_hash(rest)?;
-    if hash != E::FILE_ID {
-        return Err(hash_mismatch::<E, F>(&hash));
-    }
-    Ok(())
+    LeafSponge::ALL.into_iter().find(|&leaf| hash == file_hash::<F, E>(leaf)).ok_or_else(|| hash_mismatch::<E, F>(&hash))
 }
 
 /// The error for a file made with other parameters than `expected`, naming each difference.
@@ -405,13 +423,13 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
     /// `PcsProof`.
     pub fn new(params: &Params, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: E::FILE_ID.into(), tables: None, commitment, proof, extension: std::marker::PhantomData }
+        Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: None, commitment, proof, extension: std::marker::PhantomData }
     }
 
     /// A file for a multi-table proof made with `params` (sized by
     /// [`Workload::params`]): the tables' commitment and the postcard-serialized `PcsProof`.
     pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: E::FILE_ID.into(), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
+        Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -499,8 +517,8 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
 
     /// [`from_bytes`](Self::from_bytes) under `limits`.
     pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
-        let (version, params, rest) = parse_prefix(bytes)?;
-        check_hash::<F, E>(rest)?;
+        let (version, mut params, rest) = parse_prefix(bytes)?;
+        params.leaf = check_hash::<F, E>(rest)?;
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?, limits };
         if bytes.len() > bound.bytes() {
@@ -510,7 +528,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
             let (b, tail): (DecodedBodyV1<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
-            (ProofFileOf { params: b.params, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
+            (ProofFileOf { params: Params { leaf: params.leaf, ..b.params }, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
         } else {
             let (b, tail): (DecodedBodyV2<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
@@ -528,7 +546,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             if bytes.len() > exact.bytes() {
                 return Err(exact.exceeded(&format!("it holds {} bytes,", bytes.len())));
             }
-            (ProofFileOf { params: b.params, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
+            (ProofFileOf { params: Params { leaf: params.leaf, ..b.params }, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
         };
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
@@ -559,8 +577,8 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             .take(PREFIX_BYTES as u64)
             .read_to_end(&mut bytes)
             .map_err(|e| rejected(format!("reading it failed: {e}")))?;
-        let (version, params, rest) = parse_prefix(&bytes)?;
-        check_hash::<F, E>(rest)?;
+        let (version, mut params, rest) = parse_prefix(&bytes)?;
+        params.leaf = check_hash::<F, E>(rest)?;
         // (A multi-table file's exact bound needs its table list: it is checked once read.)
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let params_bytes = match expected {
@@ -668,7 +686,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProofError> {
         let config = params.config_over_from::<E, StockChallenger<F>>(source)?;
         let proof = self.decode_body()?;
-        let pcs = StockPcs::<F, E>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs::<F>(0));
+        let pcs = StockPcs::<F, E>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, params.leaf));
         let mut challenger = StockChallenger::<F>::new(F::permutation());
         let protocol = match &self.tables {
             Some(w) => w.protocol(params.fold),

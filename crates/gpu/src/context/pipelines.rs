@@ -77,7 +77,7 @@ impl GpuContext {
             return Ok(p.clone());
         }
         let started = std::time::Instant::now();
-        let source = shaders::compose_over(field, ext, kernel.source_name(), self.mul_variant, consts)?;
+        let source = shaders::compose_kernel(field, ext, kernel, self.mul_variant, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.source_name()),
@@ -163,11 +163,18 @@ impl GpuContext {
     /// adapter's storage offset alignment (256 bytes on every WebGPU adapter); a kernel then
     /// sees the range as its whole array, which is how work larger than one binding is split.
     pub fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let numbered: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> = ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32, b, offset, size)).collect();
+        self.bind_at(pipeline, &numbered)
+    }
+
+    /// [`bind_ranges`](Self::bind_ranges) at the given binding numbers: `(binding, buffer,
+    /// offset, size)`, for kernels whose bindings are not 0, 1, 2, ... (a kernel's layout holds
+    /// only the bindings its entry point uses).
+    pub fn bind_at(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(u32, &wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = ranges
             .iter()
-            .enumerate()
-            .map(|(i, &(b, offset, size))| wgpu::BindGroupEntry {
-                binding: i as u32,
+            .map(|&(binding, b, offset, size)| wgpu::BindGroupEntry {
+                binding,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: size.and_then(wgpu::BufferSize::new) }),
             })
             .collect();
