@@ -2,7 +2,9 @@
 //! host: upload, hash, tree, cap readback), the GPU tree over a matrix already on the GPU
 //! (`GpuMerkle::record_commit`), and Plonky3's `MerkleTreeMmcs` on all CPU threads, in one process.
 //! `cargo bench --bench merkle`; WHIR_BENCH_MERKLE=log_h:width,... overrides the shapes;
-//! WHIR_BENCH_KOALABEAR=1 adds the same entries over KoalaBear (names prefixed `koalabear_`).
+//! WHIR_BENCH_KOALABEAR=1 adds the same entries over KoalaBear (names prefixed `koalabear_`);
+//! WHIR_BENCH_LEAF_WIDTH=24 hashes leaves with Poseidon2 of width 24 on both sides (p3-whir's
+//! KoalaBear benchmark's leaf hash).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +18,12 @@ use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::{CpuMmcsOf, GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants};
 use p3_koala_bear::KoalaBear;
-use p3_symmetric::{PaddingFreeSponge, TruncatedPermutation};
+use p3_symmetric::TruncatedPermutation;
+use whir_wgpu::verifier::hash::LeafHasher;
+
+fn wide_leaves() -> bool {
+    std::env::var("WHIR_BENCH_LEAF_WIDTH").is_ok_and(|v| v == "24")
+}
 
 fn shapes() -> Vec<(usize, usize)> {
     std::env::var("WHIR_BENCH_MERKLE")
@@ -35,11 +42,17 @@ macro_rules! bench_field {
     ($group:expr, $field:ty, $prefix:literal) => {{
         let constants = Poseidon2Constants::<$field>::plonky3_default();
         let perm = constants.to_cpu();
-        let cpu = CpuMmcsOf::<$field>::new(PaddingFreeSponge::new(perm.clone()), TruncatedPermutation::new(perm), 0);
+        let wide = Poseidon2Constants::<$field, 24>::plonky3_default();
+        let leaves = if wide_leaves() { LeafHasher::wide(wide.to_cpu()) } else { LeafHasher::new(perm.clone()) };
+        let cpu = CpuMmcsOf::<$field>::new(leaves, TruncatedPermutation::new(perm), 0);
         let gpus: Vec<Arc<GpuMerkle<$field>>> = MulVariant::ALL
             .iter()
             .filter_map(|&v| GpuContext::new(GpuOptions { mul_variant: Some(v), ..GpuOptions::from_env().expect("the WHIR_* settings") }).ok())
-            .map(|ctx| Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(Arc::new(ctx), constants.clone())))))
+            .map(|ctx| {
+                let ctx = Arc::new(ctx);
+                let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants.clone())));
+                Arc::new(if wide_leaves() { merkle.with_wide_leaves(Arc::new(GpuPoseidon2::new(ctx, wide.clone()))).expect("one context") } else { merkle })
+            })
             .collect();
         for (log_h, width) in shapes() {
             let mut rng = StdRng::seed_from_u64(log_h as u64 * 1000 + width as u64);

@@ -1,7 +1,7 @@
 // #import poseidon2/permutation24
 
 // Plonky3's Merkle leaf hash with the width-24 permutation, PaddingFreeSponge<Poseidon2, 24, 16,
-// 8> (p3-whir's KoalaBear benchmark hashes leaves so), of `width` words of the importer's `matrix`
+// 8> (a wider sponge: half the permutations per row), of `width` words of the importer's `matrix`
 // from `start`: zero state; each block of 16 overwrites state[0..16] (a short last block only its
 // own positions); permute after each block; the digest is state[0..8] (`s0`, `s1`). The
 // interface of merkle/sponge.wgsl, which says how kernels import it.

@@ -395,8 +395,8 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     }
 
     /// Trees whose leaves hash with `leaves`, Poseidon2 of width 24 (`PaddingFreeSponge<_, 24,
-    /// 16, 8>`, as p3-whir's KoalaBear benchmark hashes them); nodes still compress with the
-    /// width-16 permutation. An error when `leaves` is on another context.
+    /// 16, 8>`); nodes still compress with the width-16 permutation. An error when `leaves` is
+    /// on another context.
     pub fn with_wide_leaves(mut self, leaves: Arc<GpuPoseidon2<F, WIDE>>) -> Result<Self> {
         if !Arc::ptr_eq(leaves.context(), self.poseidon2.context()) {
             return Err(GpuError::InvalidInput("the leaf permutation of a GPU Merkle tree must be on the node permutation's context".into()));
