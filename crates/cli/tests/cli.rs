@@ -301,6 +301,23 @@ fn named_configurations_prove_and_verify() {
         let out = whir(&["verify", file, "--config", c.name, "--vars", "12", "--fold", "4"]);
         assert!(out.status.success(), "{}: {}", c.name, String::from_utf8_lossy(&out.stderr));
     }
+    // koalabear8-128 hashes leaves with Poseidon2-24: its file names that, the GPU's is the
+    // CPU's byte for byte, and a verifier expecting width 16 refuses it by name.
+    assert!(info.contains("Poseidon2-24 leaves"), "{info}");
+    let kb8 = dir.join("koalabear8-128.whir");
+    let kb8 = kb8.to_str().unwrap();
+    let kb8_gpu = dir.join("koalabear8-128-gpu.whir");
+    if gpu_run(&["prove", "--config", "koalabear8-128", "--vars", "12", "--fold", "4", "--backend", "gpu", "--out", kb8_gpu.to_str().unwrap(), "--force"]).is_some() {
+        assert_eq!(std::fs::read(&kb8_gpu).unwrap(), std::fs::read(kb8).unwrap(), "the GPU's koalabear8-128 file differs from the CPU's");
+    }
+    let flags = ["--field", "koalabear", "--extension", "8", "--security", "128", "--soundness", "capacity", "--pow-bits", "20", "--vars", "12", "--fold", "4"];
+    let out = whir(&[&["verify", kb8][..], &flags[..]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("leaf-width 24 (expected 16)"), "{stderr}");
+    let out = whir(&[&["verify", kb8, "--leaf-width", "24"][..], &flags[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = whir(&["prove", "--vars", "10", "--leaf-width", "20"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("16 or 24"), "{}", String::from_utf8_lossy(&out.stderr));
     // Multi-table proofs over degree 8: the GPU PCS gives the CPU's file, which verifies.
     let (cpu_t, gpu_t) = (dir.join("t8-cpu.whir"), dir.join("t8-gpu.whir"));
     let tables = ["--tables", "9x2,7x3", "--config", "koalabear8-128", "--fold", "2", "--force"];
