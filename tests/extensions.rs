@@ -156,23 +156,22 @@ fn the_pcs_over_degree_8_and_quintic_matches_plonky3() {
     check_pcs::<KoalaBear, K5, PrefixProver<KoalaBear, K5>>(&mut rng, PrefixProver::<KoalaBear, K5>::new_witness);
 }
 
-/// The GPU's resident driver over the degree-8 extensions (BabyBear^8, KoalaBear^8): its proofs
-/// equal `WhirProver`'s byte for byte and verify, over a random grid and one 128-bit shape, with
-/// the CPU's grinds and the GPU's, lazy first weights on and off; both multiply variants.
-fn check_gpu_degree_8<F: ProverField + p3_field::extension::BinomiallyExtendable<8>>(rng: &mut StdRng)
+/// The GPU's resident driver over the 128-bit extensions it runs (BabyBear^8, KoalaBear^8, the
+/// quintic ones): its proofs equal `WhirProver`'s byte for byte and verify, over a random grid
+/// and one 128-bit shape, with the CPU's grinds and the GPU's, lazy first weights on and off;
+/// both multiply variants.
+fn check_gpu_over<F: ProverField, E8: WhirExtension<F> + whir_wgpu::gpu::GpuExtension<F>>(rng: &mut StdRng)
 where
     StandardUniform: Distribution<F>,
-    BinomialExtensionField<F, 8>: WhirExtension<F>,
 {
     use std::sync::Arc;
     use whir_wgpu::gpu::{GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2};
-    type E8<F> = BinomialExtensionField<F, 8>;
     let at_128 = [Soundness::Johnson, Soundness::Capacity, Soundness::Unique]
         .into_iter()
-        .map(|soundness| Params { num_vars: 12, fold: 4, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1, leaf: Default::default() })
-        .find(|p| p.config_over::<E8<F>, GpuChallenger<F>>().is_ok())
-        .expect("a 128-bit regime at n = 12, fold 4");
-    let shapes: Vec<Params> = grid::<F, E8<F>>(rng, 4).into_iter().chain([at_128]).collect();
+        .flat_map(|soundness| [4, 2].map(|fold| Params { num_vars: 12, fold, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1, leaf: Default::default() }))
+        .find(|p| p.config_over::<E8, GpuChallenger<F>>().is_ok())
+        .unwrap_or_else(|| panic!("no 128-bit regime over {} at n = 12", E8::NAME));
+    let shapes: Vec<Params> = grid::<F, E8>(rng, 4).into_iter().chain([at_128]).collect();
     for ctx in common::contexts() {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
         let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
@@ -180,18 +179,18 @@ where
         for (k, p) in shapes.iter().enumerate() {
             let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
             // (The twin's proofs equal WhirProver's: the tests above.)
-            let (root, proof, _) = prove_with_steps(&CpuCodewords::<F, E8<F>>::default(), p, &evals, &mut challenger::<F>(), DriverOptions::default()).unwrap();
+            let (root, proof, _) = prove_with_steps(&CpuCodewords::<F, E8>::default(), p, &evals, &mut challenger::<F>(), DriverOptions::default()).unwrap();
             let expected = (postcard::to_allocvec(&root).unwrap(), postcard::to_allocvec(&proof).unwrap());
             let options = DriverOptions { lazy_first_weights: Some(k % 2 == 0), ..DriverOptions::default() };
-            let what = format!("{} {p:?} ({:?}, lazy {:?})", E8::<F>::NAME, ctx.mul_variant(), options.lazy_first_weights);
+            let what = format!("{} {p:?} ({:?}, lazy {:?})", E8::NAME, ctx.mul_variant(), options.lazy_first_weights);
             for gpu_grinds in [false, true] {
                 let mut ch = if gpu_grinds { GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), Some(grinder.clone())).with_gpu_min_bits(1) } else { challenger::<F>() };
-                let (commitment, proof, _) = prove_with_steps::<F, E8<F>, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (commitment, proof, _) = prove_with_steps::<F, E8, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{what} (GPU grinds {gpu_grinds}): the GPU proof differs from Plonky3's");
                 if gpu_grinds {
-                    let file = ProofFileOf::<F, E8<F>>::new(p, commitment, ours.1).to_bytes();
-                    ProofFileOf::<F, E8<F>>::from_bytes(&file).unwrap().verify(p).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let file = ProofFileOf::<F, E8>::new(p, commitment, ours.1).to_bytes();
+                    ProofFileOf::<F, E8>::from_bytes(&file).unwrap().verify(p).unwrap_or_else(|e| panic!("{what}: {e}"));
                 }
             }
         }
@@ -200,12 +199,19 @@ where
 
 #[test]
 fn gpu_proofs_over_babybear_8_match_plonky3() {
-    check_gpu_degree_8::<BabyBear>(&mut common::rng());
+    check_gpu_over::<BabyBear, BinomialExtensionField<BabyBear, 8>>(&mut common::rng());
 }
 
 #[test]
 fn gpu_proofs_over_koalabear_8_match_plonky3() {
-    check_gpu_degree_8::<KoalaBear>(&mut common::rng());
+    check_gpu_over::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&mut common::rng());
+}
+
+#[test]
+fn gpu_proofs_over_the_quintic_extensions_match_plonky3() {
+    let mut rng = common::rng();
+    check_gpu_over::<BabyBear, BinomialExtensionField<BabyBear, 5>>(&mut rng);
+    check_gpu_over::<KoalaBear, QuinticTrinomialExtensionField<KoalaBear>>(&mut rng);
 }
 
 /// The GPU PCS over BabyBear^8 and KoalaBear^8 (`WhirPcs` over `GpuCodewords`): two tables with

@@ -167,6 +167,35 @@ fn degree_8_steps_match_the_twin() {
     }
 }
 
+/// The steps over the quintic extensions (BabyBear's binomial one, KoalaBear's trinomial one:
+/// five words an element, 20 bytes in storage): extension and base-field f, bit-reversed
+/// tables, lazy equality and slot weights, and tables in segments under a 64 KiB binding.
+#[test]
+fn degree_5_steps_match_the_twin() {
+    use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
+    use p3_koala_bear::KoalaBear;
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    type B5 = BinomialExtensionField<BabyBear, 5>;
+    type K5 = QuinticTrinomialExtensionField<KoalaBear>;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        for m in [0usize, 1, 3, 8] {
+            check_steps_over::<BabyBear, B5>(&ctx, m, &mut rng, m == 3);
+            check_steps_over::<KoalaBear, K5>(&ctx, m, &mut rng, m == 8);
+        }
+        for m in [1usize, 6] {
+            check_base_over::<BabyBear, B5>(&ctx, m, &mut rng);
+            check_base_over::<KoalaBear, K5>(&ctx, m, &mut rng);
+        }
+        lazy_rounds_over::<BabyBear, B5>(&ctx, &mut rng, 8, 3);
+        lazy_rounds_over::<KoalaBear, K5>(&ctx, &mut rng, 9, 2);
+    }
+    let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else { return };
+    check_steps_over::<KoalaBear, K5>(&small, 12, &mut rng, true);
+    check_base_over::<BabyBear, B5>(&small, 12, &mut rng);
+    lazy_rounds_over::<KoalaBear, K5>(&small, &mut rng, 12, 3);
+}
+
 #[test]
 fn bad_sumcheck_inputs_are_errors() {
     for ctx in common::contexts() {

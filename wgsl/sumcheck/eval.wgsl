@@ -47,6 +47,8 @@ fn f_times(x: u32, t: Ext) -> Ext {
     var hi = vec4<u32>(0u);
     if (EXT_WORDS == 8u) {
         hi = vec4<u32>(f[at + 4u], f[at + 5u], f[at + 6u], f[at + 7u]);
+    } else if (EXT_WORDS == 5u) {
+        hi = vec4<u32>(f[at + 4u], 0u, 0u, 0u);
     }
     return ext_mul(ext_from_halves(vec4<u32>(f[at], f[at + 1u], f[at + 2u], f[at + 3u]), hi), t);
 }

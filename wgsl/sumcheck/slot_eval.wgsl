@@ -53,6 +53,8 @@ fn f_times(x: u32, t: Ext) -> Ext {
     var hi = vec4<u32>(0u);
     if (EXT_WORDS == 8u) {
         hi = vec4<u32>(f[w + 4u], f[w + 5u], f[w + 6u], f[w + 7u]);
+    } else if (EXT_WORDS == 5u) {
+        hi = vec4<u32>(f[w + 4u], 0u, 0u, 0u);
     }
     return ext_mul(ext_from_halves(vec4<u32>(f[w], f[w + 1u], f[w + 2u], f[w + 3u]), hi), t);
 }

@@ -75,16 +75,21 @@ pub enum ExtensionId {
     Degree4,
     /// Degree-8 binomial (`BinomialExtensionField<F, 8>`).
     Degree8,
+    /// The field's quintic extension: BabyBear's binomial one (`BinomialExtensionField<BabyBear,
+    /// 5>`), KoalaBear's trinomial one (`QuinticTrinomialExtensionField<KoalaBear>`); the field's
+    /// constants say which modulus (field/ext5.wgsl).
+    Degree5,
 }
 
 impl ExtensionId {
-    pub const ALL: [ExtensionId; 2] = [ExtensionId::Degree4, ExtensionId::Degree8];
+    pub const ALL: [ExtensionId; 3] = [ExtensionId::Degree4, ExtensionId::Degree8, ExtensionId::Degree5];
 
     /// Base-field words per element.
     pub const fn words(self) -> usize {
         match self {
             ExtensionId::Degree4 => 4,
             ExtensionId::Degree8 => 8,
+            ExtensionId::Degree5 => 5,
         }
     }
 
@@ -92,6 +97,7 @@ impl ExtensionId {
         match self {
             ExtensionId::Degree4 => "degree 4",
             ExtensionId::Degree8 => "degree 8",
+            ExtensionId::Degree5 => "degree 5",
         }
     }
 
@@ -100,6 +106,7 @@ impl ExtensionId {
         match self {
             ExtensionId::Degree4 => "field/ext_ops4",
             ExtensionId::Degree8 => "field/ext_ops8",
+            ExtensionId::Degree5 => "field/ext_ops5",
         }
     }
 }
@@ -110,6 +117,8 @@ mod sealed {
     impl Sealed for p3_koala_bear::KoalaBear {}
     impl<F: super::GpuField> Sealed for super::Ext4<F> {}
     impl<F: super::GpuField + p3_field::extension::BinomiallyExtendable<8>> Sealed for p3_field::extension::BinomialExtensionField<F, 8> {}
+    impl Sealed for p3_field::extension::BinomialExtensionField<p3_baby_bear::BabyBear, 5> {}
+    impl Sealed for p3_field::extension::QuinticTrinomialExtensionField<p3_koala_bear::KoalaBear> {}
 }
 
 /// A field the kernels run over: one of Plonky3's `MontyField31` fields, whose elements are
@@ -142,10 +151,17 @@ pub type Ext8<F = BabyBear> = p3_field::extension::BinomialExtensionField<F, 8>;
 const _: () = assert!(std::mem::size_of::<Ext8>() == 32 && std::mem::align_of::<Ext8>() == 4);
 const _: () = assert!(std::mem::size_of::<Ext8<KoalaBear>>() == 32 && std::mem::align_of::<Ext8<KoalaBear>>() == 4);
 
+/// BabyBear's binomial quintic extension and KoalaBear's trinomial one, `#[repr(transparent)]`
+/// over `[F; 5]` as [`Ext4`] is over four.
+pub type Ext5BabyBear = p3_field::extension::BinomialExtensionField<BabyBear, 5>;
+pub type Ext5KoalaBear = p3_field::extension::QuinticTrinomialExtensionField<KoalaBear>;
+const _: () = assert!(std::mem::size_of::<Ext5BabyBear>() == 20 && std::mem::align_of::<Ext5BabyBear>() == 4);
+const _: () = assert!(std::mem::size_of::<Ext5KoalaBear>() == 20 && std::mem::align_of::<Ext5KoalaBear>() == 4);
+
 /// An extension of `F` the field-generic kernels run over: Plonky3's binomial extensions of
-/// degree 4 and 8, `#[repr(transparent)]` over `[F; D]` (checked above), so slices of them are
-/// the GPU's buffers as they are (`D` Montgomery words per element, X^0 first). Sealed: the
-/// layout is what makes the word casts sound.
+/// degree 4 and 8 and the field's quintic one, `#[repr(transparent)]` over `[F; D]` (checked
+/// above), so slices of them are the GPU's buffers as they are (`D` Montgomery words per
+/// element, X^0 first). Sealed: the layout is what makes the word casts sound.
 pub trait GpuExtension<F: GpuField>: p3_field::ExtensionField<F> + p3_field::BasedVectorSpace<F> + Copy + Send + Sync + sealed::Sealed + 'static {
     const ID: ExtensionId;
     /// Base-field words per element.
@@ -160,11 +176,19 @@ impl<F: GpuField + p3_field::extension::BinomiallyExtendable<8>> GpuExtension<F>
     const ID: ExtensionId = ExtensionId::Degree8;
 }
 
+impl GpuExtension<BabyBear> for Ext5BabyBear {
+    const ID: ExtensionId = ExtensionId::Degree5;
+}
+
+impl GpuExtension<KoalaBear> for Ext5KoalaBear {
+    const ID: ExtensionId = ExtensionId::Degree5;
+}
+
 /// The Montgomery words of extension values (`E::WORDS` per element, X^0 first), without
 /// copying.
 pub fn ext_as_words<F: GpuField, E: GpuExtension<F>>(values: &[E]) -> &[u32] {
     debug_assert_eq!(std::mem::size_of::<E>(), 4 * E::WORDS);
-    // SAFETY: every GpuExtension is a BinomialExtensionField, repr(transparent) over [F; WORDS]
+    // SAFETY: every GpuExtension is repr(transparent) over [F; WORDS]
     // (sizes and alignment checked above), F a repr(transparent) u32.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * E::WORDS) }
 }

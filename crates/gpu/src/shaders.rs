@@ -55,6 +55,7 @@ wgsl_sources!(
     "field/ext5",
     "field/ext_ops4",
     "field/ext_ops8",
+    "field/ext_ops5",
     "util/copy",
     "ntt/dif_pass",
     "ntt/bit_reverse",
