@@ -1,8 +1,8 @@
 //! WHIR with its challenges in the 128-bit extensions (BabyBear's binomial extensions of
 //! degree 5 and 8, KoalaBear's of degree 8 and its quintic trinomial one): our driver's CPU twin
 //! against Plonky3's `WhirProver` over the same field and extension, byte for byte, in proof
-//! files the stock verifier accepts, over a random grid. (The GPU steps run the degree-4
-//! extensions; these configurations prove on the CPU.)
+//! files the stock verifier accepts, over a random grid; then the GPU's resident driver and PCS
+//! over the same extensions, against the same.
 
 mod common;
 
@@ -214,45 +214,47 @@ fn gpu_proofs_over_the_quintic_extensions_match_plonky3() {
     check_gpu_over::<KoalaBear, QuinticTrinomialExtensionField<KoalaBear>>(&mut rng);
 }
 
-/// The GPU PCS over BabyBear^8 and KoalaBear^8 (`WhirPcs` over `GpuCodewords`): two tables with
+/// The GPU PCS over BabyBear^8, KoalaBear^8 and the quintic extensions (`WhirPcs` over `GpuCodewords`): two tables with
 /// successor views, both layouts, drawn and prescribed points, against `WhirProver`, byte for
 /// byte, accepted by its verifier; both multiply variants.
 #[test]
-fn the_gpu_pcs_over_degree_8_matches_plonky3() {
+fn the_gpu_pcs_over_degree_8_and_5_matches_plonky3() {
     use p3_sumcheck::layout::PrefixProver;
     use std::sync::Arc;
     use whir_wgpu::gpu::{GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2};
     use whir_wgpu::prover::WhirPcs;
-    fn check<F: ProverField + p3_field::extension::BinomiallyExtendable<8>, L: Layout<F, BinomialExtensionField<F, 8>>>(
+    fn check<F: ProverField, E8: WhirExtension<F> + whir_wgpu::gpu::GpuExtension<F>, L: Layout<F, E8>>(
         rng: &mut StdRng,
         ctx: &Arc<whir_wgpu::gpu::GpuContext>,
         new_witness: impl Fn(Vec<Table<F>>, usize) -> p3_sumcheck::layout::Witness<F>,
     ) where
         StandardUniform: Distribution<F>,
-        BinomialExtensionField<F, 8>: WhirExtension<F>,
     {
-        type E8<F> = BinomialExtensionField<F, 8>;
         let fold = rng.random_range(1..=3);
         let tables = [(rng.random_range(5..=8), 2), (rng.random_range(3..=6), 1)];
         let (protocol, p) = common::table_protocol(&tables, &[(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])], fold);
-        let config = p.config_over::<E8<F>, GpuChallenger<F>>().unwrap();
+        let config = p.config_over::<E8, GpuChallenger<F>>().unwrap();
         let values: Vec<Table<F>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect();
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
         let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
-        let gpu = WhirPcs::<GpuCodewords<F>, L, F, E8<F>>::new(config, steps);
+        let gpu = WhirPcs::<GpuCodewords<F>, L, F, E8>::new(config, steps);
         for prescribed in [false, true] {
             let ours = prove_pcs(&gpu, new_witness(values.clone(), fold), &protocol, prescribed);
             let theirs = prove_pcs(gpu.stock(), new_witness(values.clone(), fold), &protocol, prescribed);
-            assert!(ours == theirs, "{} {p:?} ({:?}, prescribed {prescribed}): the GPU PCS proof differs from Plonky3's", E8::<F>::NAME, ctx.mul_variant());
+            assert!(ours == theirs, "{} {p:?} ({:?}, prescribed {prescribed}): the GPU PCS proof differs from Plonky3's", E8::NAME, ctx.mul_variant());
         }
     }
     type B8 = BinomialExtensionField<BabyBear, 8>;
     type K8 = BinomialExtensionField<KoalaBear, 8>;
     let mut rng = common::rng();
+    type B5 = BinomialExtensionField<BabyBear, 5>;
+    type K5 = QuinticTrinomialExtensionField<KoalaBear>;
     for ctx in common::contexts() {
-        check::<BabyBear, SuffixProver<BabyBear, B8>>(&mut rng, &ctx, SuffixProver::<BabyBear, B8>::new_witness);
-        check::<BabyBear, PrefixProver<BabyBear, B8>>(&mut rng, &ctx, PrefixProver::<BabyBear, B8>::new_witness);
-        check::<KoalaBear, SuffixProver<KoalaBear, K8>>(&mut rng, &ctx, SuffixProver::<KoalaBear, K8>::new_witness);
-        check::<KoalaBear, PrefixProver<KoalaBear, K8>>(&mut rng, &ctx, PrefixProver::<KoalaBear, K8>::new_witness);
+        check::<BabyBear, B8, SuffixProver<BabyBear, B8>>(&mut rng, &ctx, SuffixProver::<BabyBear, B8>::new_witness);
+        check::<BabyBear, B8, PrefixProver<BabyBear, B8>>(&mut rng, &ctx, PrefixProver::<BabyBear, B8>::new_witness);
+        check::<KoalaBear, K8, SuffixProver<KoalaBear, K8>>(&mut rng, &ctx, SuffixProver::<KoalaBear, K8>::new_witness);
+        check::<KoalaBear, K8, PrefixProver<KoalaBear, K8>>(&mut rng, &ctx, PrefixProver::<KoalaBear, K8>::new_witness);
+        check::<BabyBear, B5, PrefixProver<BabyBear, B5>>(&mut rng, &ctx, PrefixProver::<BabyBear, B5>::new_witness);
+        check::<KoalaBear, K5, SuffixProver<KoalaBear, K5>>(&mut rng, &ctx, SuffixProver::<KoalaBear, K5>::new_witness);
     }
 }

@@ -221,15 +221,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
     }
     if let Some(spec) = &args.tables {
-        type B8 = p3_field::extension::BinomialExtensionField<BabyBear, 8>;
-        type K8 = p3_field::extension::BinomialExtensionField<KoalaBear, 8>;
-        return match (args.field, args.extension) {
-            (FieldChoice::Babybear, 4) => run_tables::<BabyBear, whir_prover::EF<BabyBear>>(&args, spec),
-            (FieldChoice::Koalabear, 4) => run_tables::<KoalaBear, whir_prover::EF<KoalaBear>>(&args, spec),
-            (FieldChoice::Babybear, 8) => run_tables::<BabyBear, B8>(&args, spec),
-            (FieldChoice::Koalabear, 8) => run_tables::<KoalaBear, K8>(&args, spec),
-            (field, degree) => bail!("--tables times the GPU PCS, which runs degree-4 and degree-8 extensions; {}^{degree} is not one: use --extension 4 or 8", field.name()),
-        };
+        return crate::with_extension!((args.field, args.extension), |F, E| run_tables::<F, E>(&args, spec));
     }
     let soundness = Soundness::parse(&args.security.soundness)?;
     if args.concurrency.contains(&0) {
@@ -253,7 +245,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.extension != 4 {
         let grid = grid_of(&args, soundness);
         return crate::with_extension!((args.field, args.extension), |F, E| {
-            let gpu = if args.no_gpu || !<E as crate::GpuProvable<F>>::ON_GPU {
+            let gpu = if args.no_gpu {
                 None
             } else {
                 match crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?) {
@@ -325,9 +317,8 @@ fn run_extension_grid<F: ProverField, E: crate::GpuProvable<F>>(args: &BenchArgs
 where
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
-    let gpu = gpu.filter(|_| E::ON_GPU);
     if gpu.is_none() {
-        eprintln!("{}: Plonky3 only ({})", E::NAME, if E::ON_GPU { "no GPU" } else { "the GPU steps run degree-4 and degree-8 extensions" });
+        eprintln!("{}: Plonky3 only (no GPU)", E::NAME);
     }
     let mut cells = Vec::new();
     println!("| n | fold | rate | extension | Plonky3 ms | GPU ms | speedup | GPU peak MiB (pools kept / live) |");
@@ -350,7 +341,7 @@ where
         let mut cell = json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "stock_ms": stock});
         let mut gpu_cols = String::from(" | |");
         if let Some(g) = &gpu {
-            let prove = || -> Result<whir_prover::ProverOutput<F>> { Ok(E::prove_on(g, p, &evals, false).expect("E runs on the GPU")?) };
+            let prove = || -> Result<whir_prover::ProverOutput<F>> { Ok(g.prove_resident_over::<E>(p, &evals)?) };
             // Warmed up in each cell (its clocks drop while Plonky3 runs; the first proof builds
             // the shape's pipelines), as the degree-4 grid does.
             prove()?;

@@ -165,8 +165,7 @@ struct ProveArgs {
     field: FieldChoice,
     /// Degree of the extension the challenges live in: 4 (about 100 bits), or 5 or 8 for 128
     /// bits (BabyBear's binomial extensions, KoalaBear's degree 8 and its quintic trinomial
-    /// one). Degrees 4 and 8 prove on the GPU (`--backend auto|gpu`); degree 5 on the CPU
-    /// (Plonky3's prover).
+    /// one). Every degree proves on the GPU (`--backend auto|gpu`) or the CPU.
     #[arg(long, default_value_t = 4, value_parser = parse_degree)]
     extension: usize,
     /// A named configuration (field, extension, soundness, security and PoW budget in one;
@@ -404,58 +403,21 @@ fn with_params(params: &Params, fields: serde_json::Value) -> serde_json::Value 
     .with(fields)
 }
 
-/// The extensions the GPU's resident driver proves over (degree 4 and 8 binomial); the others
-/// (degree 5) prove with Plonky3 on the CPU.
-pub(crate) trait GpuProvable<F: ProverField>: whir_prover::WhirExtension<F> {
-    /// Whether the GPU steps run this extension.
-    const ON_GPU: bool;
-    /// A resident proof on `gpu` or, with `fallback`, after a GPU failure the CPU's
-    /// (`GpuBackend::prove_over`); None where the GPU steps do not run this extension.
-    fn prove_on(gpu: &GpuBackend<F>, params: &Params, evals: &[F], fallback: bool) -> Option<Result<whir_prover::ProverOutput<F>, whir_prover::ProverError>>;
-}
+/// An extension the GPU's resident driver proves over (and Plonky3's prover on the CPU): every
+/// one `--extension` names (degree 4, 5 and 8).
+pub(crate) trait GpuProvable<F: ProverField>: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F> {}
 
-macro_rules! gpu_provable {
-    ($($f:ty: $e:ty => $on:tt),* $(,)?) => {$(
-        impl GpuProvable<$f> for $e {
-            const ON_GPU: bool = $on;
-            fn prove_on(gpu: &GpuBackend<$f>, params: &Params, evals: &[$f], fallback: bool) -> Option<Result<whir_prover::ProverOutput<$f>, whir_prover::ProverError>> {
-                gpu_provable!(@prove $on, gpu, params, evals, fallback)
-            }
-        }
-    )*};
-    (@prove true, $gpu:ident, $params:ident, $evals:ident, $fallback:ident) => {
-        Some(if $fallback { $gpu.prove_over::<Self>($params, $evals) } else { $gpu.prove_resident_over::<Self>($params, $evals) })
-    };
-    (@prove false, $gpu:ident, $params:ident, $evals:ident, $fallback:ident) => {{ let _ = ($gpu, $params, $evals, $fallback); None }};
-}
+impl<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>> GpuProvable<F> for E {}
 
-gpu_provable! {
-    BabyBear: whir_prover::EF<BabyBear> => true,
-    KoalaBear: whir_prover::EF<KoalaBear> => true,
-    BabyBear: p3_field::extension::BinomialExtensionField<BabyBear, 8> => true,
-    KoalaBear: p3_field::extension::BinomialExtensionField<KoalaBear, 8> => true,
-    BabyBear: p3_field::extension::BinomialExtensionField<BabyBear, 5> => false,
-    KoalaBear: p3_field::extension::QuinticTrinomialExtensionField<KoalaBear> => false,
-}
-
-/// `whir prove` over a 128-bit extension `E` of `F`: on the GPU's resident driver where it runs
-/// `E` (degree 8) and a hardware GPU is there (`--backend auto|gpu`), else Plonky3's
-/// `WhirProver` on the CPU; the proof verified before it is written.
+/// `whir prove` over a 128-bit extension `E` of `F` (degree 5 or 8): on the GPU's resident
+/// driver where a hardware GPU is there (`--backend auto|gpu`), else Plonky3's `WhirProver` on
+/// the CPU; the proof verified before it is written.
 fn prove_over_extension<F: ProverField, E: GpuProvable<F>>(args: ProveArgs) -> Result<()>
 where
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     if args.backend == BackendChoice::GpuPieces {
-        bail!("--backend gpu-pieces runs Plonky3's prover with our GPU pieces over degree-4 extensions; over {} use --backend gpu (degree 8), cpu or auto", E::NAME);
-    }
-    if !E::ON_GPU && args.backend == BackendChoice::Gpu {
-        bail!("the GPU steps run degree-4 and degree-8 extensions; {} proves on the CPU: use --backend cpu (or auto), or --extension 8", E::NAME);
-    }
-    if !E::ON_GPU && args.gpu_memory.is_some() {
-        bail!("--gpu-memory budgets the GPU, and {} proves on the CPU (the GPU steps run degree-4 and degree-8 extensions): drop --gpu-memory", E::NAME);
-    }
-    if args.tables.is_some() {
-        bail!("--tables proves through the GPU PCS, which runs degree-4 and degree-8 extensions; over {} the multi-table PCS is the library's (`CpuWhirPcs<L, F, E>`): use --extension 4 or 8, or drop --tables", E::NAME);
+        bail!("--backend gpu-pieces runs Plonky3's prover with our GPU pieces over degree-4 extensions; over {} use --backend gpu, cpu or auto", E::NAME);
     }
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
         params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
@@ -467,15 +429,12 @@ where
     if params.security_bits < 128 {
         eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much", E::NAME, params.security_bits);
     }
-    let (gpu, why) = match E::ON_GPU {
-        false => (None, format!("{} is proved on the CPU (the GPU steps run degree-4 and degree-8 extensions)", E::NAME)),
-        true => resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?,
-    };
+    let (gpu, why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
     let start = Instant::now();
     // On the GPU, a failure proves on the CPU (with a warning); a proof over the caller's memory
     // budget stays refused, as asked.
-    let output = match gpu.as_ref().and_then(|g| E::prove_on(g, &params, &evals, true)) {
-        Some(result) => result?,
+    let output = match &gpu {
+        Some(g) => g.prove_over::<E>(&params, &evals)?,
         None => CpuBackend.prove_over::<F, E>(&params, &evals)?,
     };
     let (backend, peak) = (output.path, output.peak_gpu_bytes);
@@ -570,15 +529,7 @@ macro_rules! with_extension {
 
 fn prove(args: ProveArgs) -> Result<()> {
     if let Some(spec) = args.tables.clone() {
-        type B8 = p3_field::extension::BinomialExtensionField<BabyBear, 8>;
-        type K8 = p3_field::extension::BinomialExtensionField<KoalaBear, 8>;
-        return match (args.field, args.extension) {
-            (FieldChoice::Babybear, 4) => prove_tables::<BabyBear, whir_prover::EF<BabyBear>>(args, &spec),
-            (FieldChoice::Koalabear, 4) => prove_tables::<KoalaBear, whir_prover::EF<KoalaBear>>(args, &spec),
-            (FieldChoice::Babybear, 8) => prove_tables::<BabyBear, B8>(args, &spec),
-            (FieldChoice::Koalabear, 8) => prove_tables::<KoalaBear, K8>(args, &spec),
-            _ => with_extension!((args.field, args.extension), |F, E| prove_over_extension::<F, E>(args)),
-        };
+        return with_extension!((args.field, args.extension), |F, E| prove_tables::<F, E>(args, &spec));
     }
     if args.extension != 4 {
         return with_extension!((args.field, args.extension), |F, E| prove_over_extension::<F, E>(args));

@@ -470,8 +470,8 @@ pub const NAMED_CONFIGS: &[NamedConfig] = &[
     NamedConfig { name: "koalabear4", field: "koalabear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, leaf: LeafSponge::Width16, about: "SP1 Hypercube's field and extension" },
     NamedConfig { name: "koalabear8-128", field: "koalabear", degree: 8, soundness: Soundness::Capacity, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width24, about: "p3-whir's own KoalaBear benchmark (benches/whir_pcs.rs: Poseidon2-24 leaves, Poseidon2-16 nodes, the capacity bound; fold 4, rate 1)" },
     NamedConfig { name: "babybear8-128", field: "babybear", degree: 8, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits under a proven bound over BabyBear" },
-    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits by unique decoding over BabyBear's quintic extension (on the CPU)" },
-    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "KoalaBear's quintic trinomial extension at its best proven level (on the CPU)" },
+    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits by unique decoding over BabyBear's quintic extension" },
+    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "KoalaBear's quintic trinomial extension at its best proven level (leanMultisig's extension)" },
 ];
 
 /// The named configuration `name`, or an error listing them.
