@@ -1,4 +1,5 @@
 // #import poseidon2/permutation
+// #import merkle/leaf_common
 
 // Plonky3's Merkle leaf hash with the width-16 permutation, PaddingFreeSponge<Poseidon2, 16, 8, 8>,
 // of `width` words of the importer's `matrix` (a storage array of u32) from `start`: zero state;
@@ -16,26 +17,6 @@ const LEAF_STATE_VEC4S: u32 = 4u;
 
 fn leaf_zero() -> LeafState {
     return P2State(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
-}
-
-fn leaf_word_or(start: u32, width: u32, k: u32, old: u32) -> u32 {
-    if (k < width) {
-        return matrix[start + k];
-    }
-    return old;
-}
-
-fn leaf_block(start: u32, width: u32, k: u32, old: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(
-        leaf_word_or(start, width, k, old.x),
-        leaf_word_or(start, width, k + 1u, old.y),
-        leaf_word_or(start, width, k + 2u, old.z),
-        leaf_word_or(start, width, k + 3u, old.w),
-    );
-}
-
-fn leaf_row(start: u32, width: u32) -> LeafState {
-    return leaf_absorb(leaf_zero(), start, width);
 }
 
 // The sponge from state `initial` on, absorbing `width` more words from `start`: a row hashed in

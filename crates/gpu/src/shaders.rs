@@ -70,6 +70,7 @@ wgsl_sources!(
     "poseidon2/koalabear24",
     "poseidon2/permute_batch",
     "poseidon2/permute_batch24",
+    "merkle/leaf_common",
     "merkle/sponge",
     "merkle/sponge24",
     "merkle/hash_leaves",
