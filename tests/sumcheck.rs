@@ -64,7 +64,7 @@ fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::
     check_steps_over::<BabyBear, Ext4>(ctx, m, rng, reversed)
 }
 
-/// [`check_steps`] over the field `F` and its extension `E` (degree 4 or 8).
+/// [`check_steps`] over the field `F` and its extension `E` (degree 4, 5 or 8).
 fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng, reversed: bool)
 where
     StandardUniform: Distribution<F> + Distribution<E>,
@@ -228,7 +228,7 @@ fn check_base(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::r
     check_base_over::<BabyBear, Ext4>(ctx, m, rng)
 }
 
-/// [`check_base`] over the field `F` and its extension `E` (degree 4 or 8).
+/// [`check_base`] over the field `F` and its extension `E` (degree 4, 5 or 8).
 fn check_base_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng)
 where
     StandardUniform: Distribution<F> + Distribution<E>,

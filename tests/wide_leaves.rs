@@ -181,6 +181,16 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
     let open = |tree| merkle.read_pending(vec![merkle.open_row_chunks_deferred(tree, &chunks, &indices, 0).unwrap()]).unwrap();
     assert!(open(&trimmed) == open(&kept), "row chunks: openings differ");
 
+    // Column blocks before the last take a multiple of the width-24 sponge's rate, 16.
+    assert_eq!(merkle.leaf_rate(), 16);
+    let mut leaves = merkle.column_leaves(64, 40).unwrap();
+    let block = ctx.storage("column block", 64 * 16);
+    let mut encoder = ctx.encoder("absorb");
+    let err = merkle.record_absorb(&mut encoder, &mut leaves, &block, 8).unwrap_err().to_string();
+    assert!(err.contains("multiple of 16"), "{err}");
+    merkle.record_absorb(&mut encoder, &mut leaves, &block, 16).unwrap();
+    drop(encoder);
+
     // Column blocks: 2^9-row LDEs of 40 and 70 columns exceed a binding; their sponge states
     // (96 bytes a row) fit one.
     let mmcs = GpuMmcs::new(Arc::new(merkle), 0);
@@ -262,6 +272,10 @@ where
         read.verify(&p).unwrap_or_else(|e| panic!("{what}: {e}"));
         let err = read.verify(&Params { leaf: LeafSponge::Width16, ..p.clone() }).unwrap_err().to_string();
         assert!(err.contains("leaf-width 24 (expected 16)"), "{what}: {err}");
+        // The same proof labelled as hashing leaves with width 16 fails inside the MMCS.
+        let relabelled = ProofFileOf::<F, E>::new(&Params { leaf: LeafSponge::Width16, ..p.clone() }, read.commitment.clone(), read.proof.clone()).to_bytes();
+        let err = ProofFileOf::<F, E>::from_bytes(&relabelled).unwrap().verify(&Params { leaf: LeafSponge::Width16, ..p.clone() }).unwrap_err();
+        assert!(matches!(err, whir_wgpu::prover::ProofError::Verify(_)), "{what}: {err}");
         // Steps hashing the other way are refused before any work.
         let err = prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger(), DriverOptions::default()).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("width 24") && err.contains("width 16"), "{what}: {err}");

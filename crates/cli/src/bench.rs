@@ -38,7 +38,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = FieldChoice::Babybear)]
     field: FieldChoice,
     /// Degree of the extension of the challenges: 4, or 5 or 8 (128 bits). Over 5 and 8 single
-    /// polynomials are timed: Plonky3's prover, and for degree 8 the GPU's resident driver beside it.
+    /// polynomials are timed: Plonky3's prover, and the GPU's resident driver beside it.
     #[arg(long, default_value_t = 4, value_parser = crate::parse_degree)]
     extension: usize,
     /// A named configuration (as `whir prove --config`): field, extension, soundness, security
@@ -119,6 +119,8 @@ fn distinct(flag: &str, values: &[usize]) -> Vec<usize> {
 struct Cell {
     /// The field every prover of the cell proved over.
     field: &'static str,
+    /// The Poseidon2 width its Merkle leaves hash with.
+    leaf_width: usize,
     vars: usize,
     fold: usize,
     rate: usize,
@@ -215,7 +217,7 @@ impl BenchArgs {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.extension != 4 && (!args.concurrency.is_empty() || args.plot.is_some()) {
-        bail!("--extension {} times proofs one at a time (Plonky3's prover and, for degree 8, the GPU's); drop --concurrency and --plot", args.extension);
+        bail!("--extension {} times proofs one at a time (Plonky3's prover and the GPU's); drop --concurrency and --plot", args.extension);
     }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
@@ -310,8 +312,8 @@ fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
 }
 
 /// Plonky3's `WhirProver` over `F` with its challenges in `E` at every shape of `grid` (its own
-/// any-witness grinder, as `whir bench` times it for degree 4), and where the GPU steps run `E`
-/// (degree 8) the GPU's resident driver beside it, warmed up first: the medians of the
+/// any-witness grinder, as `whir bench` times it for degree 4), and where there is a GPU its
+/// resident driver beside it, warmed up first: the medians of the
 /// repetitions, the ratio, the GPU's peak memory; or why a shape is infeasible.
 fn run_extension_grid<F: ProverField, E: crate::GpuProvable<F>>(args: &BenchArgs, grid: &[Params], gpu: Option<GpuBackend<F>>, json_out: Option<OutputFile>) -> Result<()>
 where
@@ -338,7 +340,7 @@ where
         whir_prover::prove_stock_over::<F, E>(p, &evals)?;
         let times = (0..args.reps).map(|_| Ok(ms(whir_prover::prove_stock_over::<F, E>(p, &evals)?))).collect::<Result<Vec<f64>>>()?;
         let stock = median(times);
-        let mut cell = json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "stock_ms": stock});
+        let mut cell = json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "leaf_width": p.leaf.width(), "stock_ms": stock});
         let mut gpu_cols = String::from(" | |");
         if let Some(g) = &gpu {
             let prove = || -> Result<whir_prover::ProverOutput<F>> { Ok(g.prove_resident_over::<E>(p, &evals)?) };
@@ -395,6 +397,7 @@ where
         bar.set_message(format!("n={} fold={} rate={}", p.num_vars, p.fold, p.log_inv_rate));
         let mut cell = Cell {
             field: F::NAME,
+            leaf_width: p.leaf.width(),
             vars: p.num_vars,
             fold: p.fold,
             rate: p.log_inv_rate,
@@ -618,6 +621,8 @@ fn plot(path: &Path, cells: &[Cell]) -> Result<()> {
 #[derive(Serialize)]
 struct TablesCell {
     tables: usize,
+    /// The Poseidon2 width the Merkle leaves hash with.
+    leaf_width: usize,
     vars: usize,
     fold: usize,
     rate: usize,
@@ -675,6 +680,7 @@ where
             let p = workload.params(&base);
             let mut cell = TablesCell {
                 tables: workload.tables.len(),
+                leaf_width: p.leaf.width(),
                 vars: p.num_vars,
                 fold,
                 rate,

@@ -168,7 +168,7 @@ struct ProveArgs {
     /// one). Every degree proves on the GPU (`--backend auto|gpu`) or the CPU.
     #[arg(long, default_value_t = 4, value_parser = parse_degree)]
     extension: usize,
-    /// A named configuration (field, extension, soundness, security and PoW budget in one;
+    /// A named configuration (field, extension, soundness, security, PoW budget and leaf width in one;
     /// `whir info` lists them): babybear4, koalabear4, koalabear8-128, babybear8-128,
     /// babybear5-128, koalabear5-128. The shape flags stay yours.
     #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf"])]
@@ -215,7 +215,7 @@ struct VerifyArgs {
     #[arg(long, value_parser = parse_degree)]
     extension: Option<usize>,
     /// The named configuration the proof must have been made with (field, extension,
-    /// soundness, security and PoW budget; as `whir prove --config`).
+    /// soundness, security, PoW budget and leaf width; as `whir prove --config`).
     #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf", "accept_file_params"])]
     config: Option<&'static whir_verifier::NamedConfig>,
     #[arg(long)]
@@ -913,12 +913,12 @@ fn print_limits(s: &AdapterSummary) {
 
 fn info(adapter: Option<String>) -> Result<()> {
     println!(
-        "Fields (--field): {} (the default) and {}, with Plonky3's default Poseidon2 of width 16; extensions (--extension): {} (degree 4: on the GPU; 8: 128 bits, on the GPU; 5: 128 bits, on the CPU)",
+        "Fields (--field): {} (the default) and {}, with Plonky3's default Poseidon2 (width 16 for nodes and the transcript; leaves of width 16 or 24, --leaf-width); extensions (--extension): {} (degree 4: about 100 bits; 5 and 8: 128 bits; all on the GPU)",
         FieldChoice::Babybear.name(),
         FieldChoice::Koalabear.name(),
         whir_prover::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")
     );
-    println!("Named configurations (--config; Poseidon2-16 leaves and nodes):");
+    println!("Named configurations (--config; Poseidon2-16 nodes):");
     for c in whir_verifier::NAMED_CONFIGS {
         println!(
             "  {:<15} {}, {} bits ({}), PoW budget {} bits, Poseidon2-{} leaves: {}",

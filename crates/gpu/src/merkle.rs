@@ -437,7 +437,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             return self.poseidon2.bind_ranges(pipeline, ranges);
         };
         let mut entries: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> = Vec::with_capacity(ranges.len() + 2);
-        if kernel.compresses_nodes() {
+        if kernel.binds_node_constants() {
             entries.push((0, self.poseidon2.uniform(), 0, None));
         }
         entries.extend(ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32 + 1, b, offset, size)));

@@ -245,9 +245,10 @@ impl Kernel {
         }
     }
 
-    /// Whether this kernel compresses tree nodes with the width-16 permutation (its constants
-    /// bound at 0) beside the leaf sponge; the width-24 sponge's constants are at binding 10.
-    pub fn compresses_nodes(self) -> bool {
+    /// Of the kernels that hash rows into leaves: whether this one binds the width-16
+    /// permutation's constants (at 0); all do but the width-24 instances that hash rows alone
+    /// (`HashRows24`, `AbsorbRows24`). The width-24 sponge's constants are at binding 10.
+    pub fn binds_node_constants(self) -> bool {
         !matches!(self, Kernel::HashRows24 | Kernel::AbsorbRows24)
     }
 

@@ -187,7 +187,7 @@ pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverO
     estimated_gpu_bytes_over(params, tuning, driver, 4)
 }
 
-/// [`estimated_gpu_bytes`] with the challenges in an extension of `ext_words` words (4 or 8).
+/// [`estimated_gpu_bytes`] with the challenges in an extension of `ext_words` words (4, 5 or 8).
 /// Degree 8 doubles the extension-valued buffers (the sumcheck's tables, the later codewords)
 /// and leaves the base-field ones: twice the degree-4 estimate bounds it (at n = 24, fold 4 on
 /// the H200 the high-water marks were 1,330 against 843 MiB, docs/benchmarks-history.md,
@@ -434,7 +434,7 @@ impl<F: ProverField> GpuBackend<F> {
         self.pcs_over::<L, EF<F>>(config)
     }
 
-    /// [`pcs_in`](Self::pcs_in) with the challenges in the extension `E` (degree 4 or 8).
+    /// [`pcs_in`](Self::pcs_in) with the challenges in the extension `E` (degree 4, 5 or 8).
     pub fn pcs_over<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
         &self,
         config: p3_whir::parameters::WhirConfig<E, F, GpuChallenger<F>>,
@@ -489,7 +489,7 @@ where
 }
 
 impl<F: ProverField> GpuBackend<F> {
-    /// [`Backend::prove`] with the challenges in the extension `E` (degree 4 or 8): the resident
+    /// [`Backend::prove`] with the challenges in the extension `E` (degree 4, 5 or 8): the resident
     /// driver, and after a GPU failure the CPU's proof over `E` (with a warning).
     pub fn prove_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         cpu_unless_refused_over::<F, E>(self.prove_resident_over::<E>(params, evals), params, evals)

@@ -294,7 +294,7 @@ impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F
     }
 }
 
-/// The GPU's codewords over the degree-4 and degree-8 extensions (`E` decides the sumcheck's
+/// The GPU's codewords over the degree-4, 5 and 8 extensions (`E` decides the sumcheck's
 /// tables and the width of a folded codeword's rows).
 impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSteps<F, E> for GpuCodewords<F> {
     type Committed = CommittedCodeword<F>;

@@ -332,7 +332,7 @@ pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: 
 }
 
 
-/// The GPU's sumcheck over the degree-4 and degree-8 extensions; the rounds' transcript is
+/// The GPU's sumcheck over the degree-4, 5 and 8 extensions; the rounds' transcript is
 /// played on the GPU (`play_chain`) over degree 4 only, the host plays it otherwise.
 impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSteps<F, E> for whir_gpu::GpuSumcheck<F, E> {
     fn num_variables(&self) -> usize {

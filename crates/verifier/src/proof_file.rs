@@ -159,6 +159,8 @@ impl Default for FileParamsFloor {
 pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
+    /// The hash id as read (or made by `new`); `to_bytes` writes the id of `params.leaf`, so a
+    /// file always names the leaf sponge its parameters say.
     pub hash: String,
     /// The committed tables, each opened as [`Workload::protocol`] says (version 2); None for one
     /// polynomial (version 1). Untrusted, as the parameters.
@@ -238,7 +240,8 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
 }
 
 /// The hash ids this build reads, each naming a field and an extension: (id, field name,
-/// extension name).
+/// extension name); each also with width-24 leaves, the id followed by
+/// `/leaves-poseidon2-24` (`Params::leaf`).
 pub const KNOWN_HASHES: [(&str, &str, &str); 6] = {
     use p3_field::extension::{BinomialExtensionField as B, QuinticTrinomialExtensionField as Q};
     use p3_koala_bear::KoalaBear as K;
@@ -435,11 +438,12 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     pub fn to_bytes(&self) -> Vec<u8> {
         let version = if self.tables.is_some() { FORMAT_VERSION } else { SINGLE_POLYNOMIAL_VERSION };
         let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version }).expect("header serializes");
+        let hash = file_hash::<F, E>(self.params.leaf);
         let body = match &self.tables {
-            None => postcard::to_allocvec(&BodyV1 { params: &self.params, hash: &self.hash, commitment: &self.commitment, proof: &self.proof }),
+            None => postcard::to_allocvec(&BodyV1 { params: &self.params, hash: &hash, commitment: &self.commitment, proof: &self.proof }),
             Some(w) => {
                 let tables: Vec<(u8, u32)> = w.tables.iter().map(|&(v, c)| (v as u8, c as u32)).collect();
-                postcard::to_allocvec(&BodyV2 { params: &self.params, hash: &self.hash, tables, commitment: &self.commitment, proof: &self.proof })
+                postcard::to_allocvec(&BodyV2 { params: &self.params, hash: &hash, tables, commitment: &self.commitment, proof: &self.proof })
             }
         };
         out.extend(body.expect("proof file serializes"));
