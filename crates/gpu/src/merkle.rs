@@ -448,8 +448,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// One dispatch of this builder's instance of the leaf kernel `kernel` over `threads`
     /// threads (64 a workgroup), `buffers` at bindings 1, 2, ...
     fn prepare_leaf(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
-        let groups = u32::try_from(threads.div_ceil(64))
-            .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
+        let groups = crate::poseidon2::workgroups_of_64(threads)?;
         let (kernel, pipeline) = self.leaf_pipeline(kernel)?;
         let ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = buffers.iter().map(|&b| (b, 0, None)).collect();
         let bind = self.bind_leaf(kernel, &pipeline, &ranges);

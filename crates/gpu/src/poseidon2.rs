@@ -331,12 +331,16 @@ impl<F: Poseidon2Field> GpuPoseidon2<F, WIDTH> {
     /// 1, 2, ... (its params uniform first), to be recorded with others in one pass
     /// (`GpuContext::record_dispatches`).
     pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
-        let groups = u32::try_from(threads.div_ceil(64))
-            .map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))?;
+        let groups = workgroups_of_64(threads)?;
         let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let bind = self.bind(&pipeline, buffers);
         Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
+}
+
+/// Workgroups of 64 for `threads` threads, or an error past one dispatch's 32-bit count.
+pub(crate) fn workgroups_of_64(threads: usize) -> Result<u32> {
+    u32::try_from(threads.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{threads} threads exceed one dispatch's 32-bit workgroup count")))
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
