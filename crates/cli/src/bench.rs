@@ -98,6 +98,13 @@ pub struct BenchArgs {
     /// best is the comparison).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency")]
     plonky3_parallel: Vec<usize>,
+    /// With --concurrency: GPU timestamps around every submission of the timed proofs, to
+    /// report how busy the device's queue was (its share of the level's time inside a
+    /// submission, GPU and idle ms a proof). The timestamps cost each submission a little, so
+    /// the level's own figures are not the unprofiled ones. Adapters without timestamps inside
+    /// encoders report nothing.
+    #[arg(long, requires = "concurrency")]
+    queue_profile: bool,
 }
 
 const MAX_WARMUP_MS: u64 = 600_000;
@@ -286,7 +293,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
         let levels = distinct("--concurrency", &args.concurrency);
         let sets = crate::throughput::device_sets(gpu, args.devices.as_deref())?;
-        return crate::throughput::run(&grid, &levels, args.proofs, &distinct("--plonky3-parallel", &args.plonky3_parallel), args.gpu_warmup_ms, &sets, json_out.as_ref());
+        let options = crate::throughput::ThroughputOptions {
+            proofs: args.proofs,
+            plonky3_parallel: distinct("--plonky3-parallel", &args.plonky3_parallel),
+            warmup_ms: args.gpu_warmup_ms,
+            queue_profile: args.queue_profile,
+        };
+        return crate::throughput::run(&grid, &levels, &options, &sets, json_out.as_ref());
     }
     match args.field {
         FieldChoice::Babybear => run_grid::<BabyBear>(&args, &grid, gpu, json_out, plot_out),

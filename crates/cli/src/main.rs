@@ -1002,16 +1002,36 @@ fn usage_error(e: clap::Error) -> std::process::ExitCode {
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
+/// Diagnostics on stderr (WHIR_LOG), and with the `timeline` feature a per-thread timeline of
+/// spans written to WHIR_TIMELINE's file (Chrome's trace format) until the guard drops.
+fn init_tracing() -> Option<Box<dyn std::any::Any>> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_filter(tracing_subscriber::EnvFilter::try_from_env("WHIR_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")));
+    let timeline_file = std::env::var_os("WHIR_TIMELINE");
+    #[cfg(feature = "timeline")]
+    if let Some(file) = timeline_file {
+        let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new().file(file).include_args(true).build();
+        let spans_only = tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && *meta.level() <= tracing::Level::INFO);
+        tracing_subscriber::registry().with(log).with(chrome.with_filter(spans_only)).init();
+        return Some(Box::new(guard));
+    }
+    tracing_subscriber::registry().with(log).init();
+    #[cfg(not(feature = "timeline"))]
+    if timeline_file.is_some() {
+        tracing::warn!("WHIR_TIMELINE is set, but this whir was built without the `timeline` feature: no timeline is written (cargo build --release -p whir-cli --features timeline)");
+    }
+    None
+}
+
 fn main() -> std::process::ExitCode {
     // Diagnostics on stderr, off unless asked for: WHIR_LOG=whir_gpu=debug shows each transfer,
     // Merkle commit and pipeline build with its time; warnings (e.g. a GPU fallback) always.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("WHIR_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let _timeline = init_tracing();
     // A write over a file-size limit (`ulimit -f`) fails with EFBIG, which the output code
     // reports and cleans up after, instead of the signal killing the process silently.
     #[cfg(unix)]

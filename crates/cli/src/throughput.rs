@@ -109,6 +109,36 @@ struct Level {
     /// The rest of a proof's latency, ms a proof: mean latency less the waiting (host work,
     /// submissions, locks). A level run slow by the host shows here, not in the waiting.
     host_ms_per_proof: Option<f64>,
+    /// With --queue-profile: how busy the GPUs' queues were over the timed proofs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<QueueLevel>,
+}
+
+/// A level's queue occupancy from GPU timestamps (`--queue-profile`), summed over its GPUs.
+#[derive(Serialize, Clone)]
+struct QueueLevel {
+    /// Time inside at least one submission, as a share of the time from the first profiled
+    /// submission's start to the last one's end.
+    busy_share: f64,
+    busy_ms_per_proof: f64,
+    /// The submissions' own GPU times summed (above busy where submissions overlapped).
+    summed_ms_per_proof: f64,
+    /// The queue idle between submissions (waiting for the host, or per-submission costs
+    /// outside the timestamps).
+    idle_ms_per_proof: f64,
+    submissions_per_proof: f64,
+}
+
+/// How `run` measures.
+pub struct ThroughputOptions {
+    /// Proofs timed at each GPU level.
+    pub proofs: usize,
+    /// Plonky3 proofs in parallel, each count a level.
+    pub plonky3_parallel: Vec<usize>,
+    /// GPU warm-up before the levels.
+    pub warmup_ms: u64,
+    /// GPU timestamps around the timed proofs' submissions (`--queue-profile`).
+    pub queue_profile: bool,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -129,7 +159,28 @@ fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut lat
         fresh_mib_per_proof: None,
         wait_ms_per_proof: None,
         host_ms_per_proof: None,
+        queue: None,
     }
+}
+
+/// Ends each context's profile of a level's timed proofs: the queues' occupancy, per proof
+/// (over every context of the set).
+fn queue_occupancy(set: &DeviceSet, proofs: usize) -> Result<QueueLevel> {
+    let mut all = Vec::new();
+    for b in &set.backends {
+        let (_, q) = b.context().profiler().end_with_occupancy()?.context("a queue profile begun on this context was not running at its end")?;
+        all.push(q);
+    }
+    let per_proof = |d: Duration| d.as_secs_f64() * 1e3 / proofs as f64;
+    let sum = |f: fn(&whir_gpu::QueueOccupancy) -> Duration| all.iter().map(f).sum::<Duration>();
+    let (window, busy) = (sum(|q| q.window), sum(|q| q.busy));
+    Ok(QueueLevel {
+        busy_share: if window.is_zero() { 0.0 } else { busy.as_secs_f64() / window.as_secs_f64() },
+        busy_ms_per_proof: per_proof(busy),
+        summed_ms_per_proof: per_proof(sum(|q| q.summed)),
+        idle_ms_per_proof: per_proof(window.saturating_sub(busy)),
+        submissions_per_proof: all.iter().map(|q| q.submissions as f64).sum::<f64>() / proofs as f64,
+    })
 }
 
 /// Plonky3 proving `proofs` proofs with `k` at once on the host (each itself parallel over the
@@ -164,12 +215,11 @@ fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) 
 pub fn run(
     grid: &[Params],
     concurrency: &[usize],
-    proofs: usize,
-    plonky3_parallel: &[usize],
-    warmup_ms: u64,
+    options: &ThroughputOptions,
     sets: &[DeviceSet],
     json_out: Option<&OutputFile>,
 ) -> Result<()> {
+    let ThroughputOptions { proofs, ref plonky3_parallel, warmup_ms, queue_profile } = *options;
     let mut cells = Vec::new();
     for p in grid {
         if let Err(e) = p.config::<whir_gpu::GpuChallenger>() {
@@ -188,7 +238,7 @@ pub fn run(
 
         let mut plonky3 = Vec::new();
         prove_stock(p, &inputs[0])?;
-        for &k in plonky3_parallel {
+        for &k in plonky3_parallel.iter() {
             // A quarter as many as the GPU's levels (each takes tens of times longer), and at
             // least two rounds of the K in parallel.
             let level = plonky3_level(p, &inputs, k, (proofs / 4).max(2 * k))?;
@@ -226,9 +276,11 @@ pub fn run(
                 // their own buffers).
                 let peak = peaks.map(|p| p.iter().sum::<u64>() / set.backends.len() as u64);
                 let costs: Vec<_> = set.backends.iter().map(|b| b.context().host_costs()).collect();
+                let profiled = queue_profile && set.backends.iter().all(|b| b.context().profiler().begin());
                 let started = Instant::now();
                 let outputs = prove_all(&pool, proofs);
                 let wall = started.elapsed();
+                let queue = if profiled { Some(queue_occupancy(set, proofs)?) } else { None };
                 let (fresh, wait) = set.backends.iter().zip(&costs).fold((0u64, 0f64), |(f, w), (b, before)| {
                     let d = b.context().host_costs() - *before;
                     (f + d.fresh_buffer_bytes, w + d.wait.as_secs_f64())
@@ -260,6 +312,7 @@ pub fn run(
                     fresh_mib_per_proof: Some(fresh as f64 / (1u64 << 20) as f64 / proofs as f64),
                     wait_ms_per_proof: Some(wait_ms),
                     host_ms_per_proof: Some(host_ms),
+                    queue,
                     ..level(&set.label, n, proofs, wall, latencies, peak, Some(grind))
                 };
                 eprintln!(
@@ -270,6 +323,16 @@ pub fn run(
                     grind as f64 / proofs as f64 / 1e6,
                     fresh as f64 / (1u64 << 20) as f64 / proofs as f64,
                 );
+                if let Some(q) = &level.queue {
+                    eprintln!(
+                        "    queue (timestamped): busy {:.1}% of the level, {:.2} ms of submissions a proof ({:.2} ms summed), {:.2} ms idle a proof, {:.1} submissions a proof",
+                        q.busy_share * 100.0,
+                        q.busy_ms_per_proof,
+                        q.summed_ms_per_proof,
+                        q.idle_ms_per_proof,
+                        q.submissions_per_proof
+                    );
+                }
                 levels.push(level);
             }
         }

@@ -516,16 +516,19 @@ pub(crate) struct StepClock {
     breakdown: RoundBreakdown,
     open: Option<(usize, Step, Instant, Duration)>,
     pow_clock: PowClock,
+    /// The open step as a tracing span (for a timeline of the proof's threads).
+    span: Option<tracing::span::EnteredSpan>,
 }
 
 impl StepClock {
     pub(crate) fn new<F: ProverField>(challenger: &GpuChallenger<F>) -> Self {
-        Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock() }
+        Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock(), span: None }
     }
 
     pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(&mut self, steps: &S, round: usize, step: Step) {
         self.close();
         steps.enter_step(round, step);
+        self.span = Some(tracing::info_span!("step", round, step = step.name()).entered());
         self.open = Some((round, step, Instant::now(), self.pow_clock.elapsed()));
     }
 
@@ -541,6 +544,7 @@ impl StepClock {
     }
 
     fn close(&mut self) {
+        self.span = None;
         if let Some((round, step, at, pow_at)) = self.open.take() {
             let wall = at.elapsed();
             let pow = self.pow_clock.elapsed().saturating_sub(pow_at).min(wall);

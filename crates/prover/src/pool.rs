@@ -251,6 +251,7 @@ impl ProofPool {
         work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
         fallback: Fallback<'_, J, R>,
     ) -> Result<R, ProverError> {
+        let _span = tracing::info_span!("pool job", job = index).entered();
         let bytes = caught(index, || Ok(estimate(job)))?;
         let order = std::iter::once(home).chain((0..self.lanes.len()).filter(|&l| l != home));
         let mut last = None;
@@ -352,7 +353,9 @@ impl Lane {
     /// the budget refused it while others held memory.
     fn run_admitted<J, R>(&self, backend: &GpuBackend, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
         let run = || caught(index, || work(backend, job));
+        let admitted = tracing::info_span!("pool admission").entered();
         let ticket = self.admission.admit(index, bytes)?;
+        drop(admitted);
         let result = run();
         drop(ticket);
         match result {

@@ -145,6 +145,7 @@ impl GpuContext {
         if let Some(buffer) = self.pools.device_pool.take(bytes) {
             return buffer;
         }
+        let _span = tracing::info_span!("fresh buffer", bytes).entered();
         self.storage(label, words)
     }
 

@@ -20,7 +20,7 @@ pub use batch::{Batch, InFlight, ReadSlot, Readback};
 pub use memory::GpuMemory;
 pub use profile::GpuProfiler;
 pub use pipelines::Dispatch;
-pub use profile::{ProfileLabelGuard, ProfileSpan};
+pub use profile::{ProfileLabelGuard, ProfileSpan, QueueOccupancy};
 pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
 use adapter::*;
 use faults::FaultInjection;
@@ -305,8 +305,10 @@ impl GpuContext {
         // A panic in `f` still pops this thread's scopes and clears its overrun, so the next
         // call on this thread (a pool's next job) starts clean; then it goes on unwinding.
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let popped = tracing::info_span!("pop error scopes").entered();
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
+        drop(popped);
         let here = std::thread::current().id();
         let overrun = self.pools.over_budget.lock().ok().and_then(|mut g| g.iter().position(|(t, _)| *t == here).map(|at| g.swap_remove(at).1));
         let out = out.unwrap_or_else(|panic| std::panic::resume_unwind(panic));

@@ -179,6 +179,7 @@ impl GpuContext {
             })
             .collect();
         self.traffic.counters.bind_groups.fetch_add(1, Ordering::Relaxed);
+        let _span = tracing::info_span!("bind group").entered();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.get_bind_group_layout(0), entries: &entries })
     }
 
@@ -210,6 +211,7 @@ impl GpuContext {
             return;
         }
         self.traffic.counters.dispatches.fetch_add(dispatches.len() as u64, Ordering::Relaxed);
+        let _span = tracing::info_span!("record dispatches", count = dispatches.len()).entered();
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
         for d in dispatches {
             let (x, y) = self.grid(d.groups);

@@ -40,6 +40,56 @@ pub struct ProfileSpan {
     pub gpu: std::time::Duration,
     pub submissions: u32,
 }
+/// How busy the GPU's queue was over a profile: the window from the first profiled
+/// submission's start to the last one's end, the time inside at least one submission, and the
+/// sum of the submissions' own times (above `busy` where the device ran submissions at once).
+/// `window - busy` is the queue standing idle between submissions: waiting for the host, or
+/// each submission's own cost on the device outside its timestamps.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct QueueOccupancy {
+    pub window: std::time::Duration,
+    pub busy: std::time::Duration,
+    pub summed: std::time::Duration,
+    pub submissions: u32,
+}
+
+impl QueueOccupancy {
+    /// `busy` as a share of `window` (0 for an empty profile).
+    pub fn busy_share(&self) -> f64 {
+        if self.window.is_zero() {
+            0.0
+        } else {
+            self.busy.as_secs_f64() / self.window.as_secs_f64()
+        }
+    }
+
+    /// From each submission's (start, end) in nanoseconds on the GPU's clock.
+    fn from_intervals(mut intervals: Vec<(f64, f64)>) -> Self {
+        intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let ns = |t: f64| std::time::Duration::from_nanos(t.max(0.0) as u64);
+        let (Some(first), Some(last_end)) = (intervals.first().map(|i| i.0), intervals.iter().map(|i| i.1).reduce(f64::max)) else {
+            return Self::default();
+        };
+        let (mut busy, mut summed) = (0.0, 0.0);
+        let mut open: Option<(f64, f64)> = None;
+        for &(start, end) in &intervals {
+            summed += (end - start).max(0.0);
+            open = match open {
+                Some((s, e)) if start <= e => Some((s, e.max(end))),
+                Some((s, e)) => {
+                    busy += e - s;
+                    Some((start, end))
+                }
+                None => Some((start, end)),
+            };
+        }
+        if let Some((s, e)) = open {
+            busy += e - s;
+        }
+        Self { window: ns(last_end - first), busy: ns(busy), summed: ns(summed), submissions: intervals.len() as u32 }
+    }
+}
+
 /// The submission profile while one runs ([`GpuProfiler::begin`]).
 #[derive(Default)]
 pub(super) struct Profiler {
@@ -99,12 +149,17 @@ impl<'a> GpuProfiler<'a> {
 
     /// Ends the profile: GPU time per label, in order of first use (`None` if none ran).
     pub fn end(&self) -> Result<Option<Vec<ProfileSpan>>> {
+        Ok(self.end_with_occupancy()?.map(|(spans, _)| spans))
+    }
+
+    /// [`end`](Self::end), with how busy the queue was over the profile.
+    pub fn end_with_occupancy(&self) -> Result<Option<(Vec<ProfileSpan>, QueueOccupancy)>> {
         let Some(profile) = self.0.profile_state.current.lock().expect("profile poisoned").take() else {
             return Ok(None);
         };
         let n = profile.labels.len();
         if n == 0 {
-            return Ok(Some(Vec::new()));
+            return Ok(Some((Vec::new(), QueueOccupancy::default())));
         }
         let resolve = self.0.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("profile timestamps"),
@@ -121,9 +176,14 @@ impl<'a> GpuProfiler<'a> {
         let words = self.0.submit_and_read(encoder, &resolve, 4 * n)?;
         let period = self.0.queue.get_timestamp_period() as f64;
         let mut spans: Vec<ProfileSpan> = Vec::new();
+        let mut intervals = Vec::with_capacity(n);
+        let tick = |k: usize| words[k] as u64 | ((words[k + 1] as u64) << 32);
+        // Starts from the first one, so the f64s keep nanoseconds.
+        let first = (0..n).map(|i| tick(4 * i)).min().unwrap_or(0);
         for (i, label) in profile.labels.iter().enumerate() {
-            let tick = |k: usize| words[k] as u64 | ((words[k + 1] as u64) << 32);
             let ns = tick(4 * i + 2).saturating_sub(tick(4 * i)) as f64 * period;
+            let start = tick(4 * i).saturating_sub(first) as f64 * period;
+            intervals.push((start, start + ns));
             let gpu = std::time::Duration::from_nanos(ns as u64);
             match spans.iter_mut().find(|s| s.label == *label) {
                 Some(s) => {
@@ -133,6 +193,6 @@ impl<'a> GpuProfiler<'a> {
                 None => spans.push(ProfileSpan { label: label.clone(), gpu, submissions: 1 }),
             }
         }
-        Ok(Some(spans))
+        Ok(Some((spans, QueueOccupancy::from_intervals(intervals))))
     }
 }

@@ -136,6 +136,7 @@ impl GpuContext {
     /// Every submission goes through here: counted, its memory sampled, and, while a profile
     /// runs, bracketed by timestamps in command buffers of their own.
     pub(super) fn queue_submit(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
+        let _span = tracing::info_span!("gpu submit").entered();
         self.count_submission();
         self.sample_buffer_bytes();
         let mut guard = self.profile_state.current.lock().expect("profile poisoned");
@@ -229,6 +230,7 @@ impl GpuContext {
     /// threads proving on the context the queue is seldom empty, and a wait that spun until it
     /// was would spin its whole allowance every time.
     pub(super) fn wait_for(&self, index: Option<wgpu::SubmissionIndex>) -> Result<()> {
+        let _span = tracing::info_span!("gpu wait").entered();
         let started = std::time::Instant::now();
         while started.elapsed() < self.spin {
             let done = match &index {
@@ -267,6 +269,7 @@ impl GpuContext {
     /// for the whole queue. Kernels queued since (a column block's leaf absorb, ~30 ms at 2^17
     /// Keccak rows) then run while the host fills the upload instead of holding it back.
     pub(super) fn wait_for_idle_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+        let _span = tracing::info_span!("gpu wait for staging").entered();
         let started = std::time::Instant::now();
         while started.elapsed() < std::time::Duration::from_millis(2) {
             self.device.poll(wgpu::PollType::Poll).map_err(|e| GpuError::Device(e.to_string()))?;
@@ -302,6 +305,7 @@ impl GpuContext {
     /// submitted command buffer runs. Large writes go through pooled staging memory filled on
     /// all cores (see `transfer`).
     pub fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
+        let _span = tracing::info_span!("upload", words = words.len()).entered();
         let bytes: &[u8] = bytemuck::cast_slice(words);
         self.traffic.counters.bytes_up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() < STAGED_MIN_BYTES {
@@ -367,6 +371,7 @@ impl GpuContext {
     /// Waits until the submission `index` is done and the map that sends on `rx` has resolved
     /// (not for the work other threads submitted after it).
     pub(super) fn wait_for_map<T>(&self, index: wgpu::SubmissionIndex, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
+        let _span = tracing::info_span!("gpu wait for readback").entered();
         let started = std::time::Instant::now();
         loop {
             match rx.try_recv() {
@@ -735,6 +740,7 @@ impl GpuContext {
     pub(super) fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, index: wgpu::SubmissionIndex, rx: &MapAnswer) -> Result<Vec<u32>> {
         self.wait_for_map(index, rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
         // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
+        let _span = tracing::info_span!("readback copy", words).entered();
         let mut out = vec![0u32; words];
         {
             let view = staging.slice(..bytes).get_mapped_range().map_err(|e| GpuError::Map(e.to_string()))?;
