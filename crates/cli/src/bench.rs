@@ -59,6 +59,12 @@ pub struct BenchArgs {
     /// At most 600000 (ten minutes).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_WARMUP_MS))]
     gpu_warmup_ms: u64,
+    /// One more GPU proof per cell with every dispatch in a compute pass of its own between
+    /// GPU timestamps: its GPU time per kernel, printed and in the JSON (`gpu_kernels`). The
+    /// passes cost a little each, so the sum is above the proof's usual GPU time. Adapters
+    /// without timestamp queries report nothing.
+    #[arg(long, conflicts_with_all = ["concurrency", "no_gpu"])]
+    kernel_profile: bool,
     /// Write the cells as JSON here (rewritten after every cell).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -163,6 +169,9 @@ struct Cell {
     gpu_profile_wall_ms: Option<f64>,
     gpu_profile_busy_ms: Option<f64>,
     gpu_profile_rounds: Option<serde_json::Value>,
+    /// With --kernel-profile: one more proof's GPU time per kernel, most first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_kernels: Option<Vec<KernelTime>>,
     /// Device buffer-memory high-water mark of the cell's first GPU proof, pools emptied before it.
     gpu_peak_mib: Option<f64>,
     /// The high-water mark of one more proof that keeps no idle buffers (pool budget 0): what
@@ -376,6 +385,9 @@ where
             cell["speedup"] = json!(stock / gpu_ms);
             cell["peak_gpu_bytes"] = json!(peak);
             cell["peak_live_gpu_bytes"] = json!(live);
+            if args.kernel_profile {
+                cell["gpu_kernels"] = json!(kernel_profile(g.context(), || prove().map(|_| ()))?);
+            }
             gpu_cols = format!(" {gpu_ms:.1} | {:.1}x | {:.0} / {:.0} |", stock / gpu_ms, mib(peak), mib(live));
         }
         println!("| {} | {} | {} | {} | {stock:.1} |{gpu_cols}", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
@@ -437,6 +449,7 @@ where
             gpu_profile_wall_ms: None,
             gpu_profile_busy_ms: None,
             gpu_profile_rounds: None,
+            gpu_kernels: None,
             gpu_peak_mib: None,
             gpu_peak_live_mib: None,
         };
@@ -516,6 +529,9 @@ where
                 let busy: Vec<f64> = Step::ALL.iter().filter_map(|&s| b.total(s).gpu.map(ms)).collect();
                 cell.gpu_profile_busy_ms = (!busy.is_empty()).then(|| busy.iter().sum());
                 cell.gpu_profile_rounds = Some(crate::breakdown_json(b));
+            }
+            if args.kernel_profile {
+                cell.gpu_kernels = kernel_profile(gpu.context(), || gpu.prove(p, &evals).map(|_| ()).map_err(Into::into))?;
             }
         }
         if let Some(pieces) = &pieces {
@@ -869,4 +885,33 @@ fn report_tables(_args: &BenchArgs, _spec: &str, _workload: &whir_prover::Worklo
         bail!("every cell was skipped as infeasible (first: {})", cells.first().and_then(|c| c.skipped.as_deref()).unwrap_or("none"));
     }
     Ok(())
+}
+
+/// GPU time of one kernel's dispatches in a proof (`--kernel-profile`).
+#[derive(Serialize)]
+struct KernelTime {
+    kernel: &'static str,
+    dispatches: u32,
+    gpu_ms: f64,
+}
+
+/// One more proof with every dispatch timed on its own (see `--kernel-profile`): its GPU time
+/// per kernel, also printed on stderr. None where the adapter has no timestamp queries.
+fn kernel_profile(ctx: &whir_gpu::GpuContext, prove: impl FnOnce() -> Result<()>) -> Result<Option<Vec<KernelTime>>> {
+    let profiler = ctx.profiler();
+    if !profiler.begin_dispatches() {
+        eprintln!("  --kernel-profile: this adapter has no timestamp queries; no kernel times");
+        return Ok(None);
+    }
+    let proved = prove();
+    // Ended whatever the proof did, so later proofs record as usual.
+    let spans = profiler.end_dispatches()?.unwrap_or_default();
+    proved?;
+    let total: f64 = spans.iter().map(|s| s.gpu.as_secs_f64() * 1e3).sum();
+    eprintln!("  kernels of one more proof (a timed pass each): {total:.2} ms of GPU time in {} dispatches", spans.iter().map(|s| s.dispatches).sum::<u32>());
+    for s in &spans {
+        let ms = s.gpu.as_secs_f64() * 1e3;
+        eprintln!("    {:<28} {:>5} dispatches {:>8.3} ms {:>6.1}%", s.kernel, s.dispatches, ms, 100.0 * ms / total.max(f64::MIN_POSITIVE));
+    }
+    Ok(Some(spans.iter().map(|s| KernelTime { kernel: s.kernel, dispatches: s.dispatches, gpu_ms: s.gpu.as_secs_f64() * 1e3 }).collect()))
 }

@@ -20,7 +20,7 @@ pub use batch::{Batch, InFlight, ReadSlot, Readback};
 pub use memory::GpuMemory;
 pub use profile::GpuProfiler;
 pub use pipelines::Dispatch;
-pub use profile::{ProfileLabelGuard, ProfileSpan, QueueOccupancy};
+pub use profile::{KernelSpan, ProfileLabelGuard, ProfileSpan, QueueOccupancy};
 pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
 use adapter::*;
 use faults::FaultInjection;

@@ -34,6 +34,8 @@ pub struct Dispatch {
 #[derive(Default)]
 pub(super) struct Pipelines {
     pub(super) cache: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    /// Each cached pipeline's kernel (its entry point), for the dispatch profile.
+    pub(super) kernels: Mutex<HashMap<wgpu::ComputePipeline, &'static str>>,
     /// Uniform buffers by contents (see [`GpuContext::uniform`]).
     pub(super) uniforms: Mutex<HashMap<Vec<u8>, wgpu::Buffer>>,
 }
@@ -101,9 +103,15 @@ impl GpuContext {
             }))
         })?;
         tracing::debug!(kernel = kernel.entry_point(), field = field.name(), ext = ext.name(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
+        self.pipelines.kernels.lock().unwrap_or_else(|p| p.into_inner()).insert(pipeline.clone(), kernel.entry_point());
         let pipeline = Arc::new(pipeline);
         self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// The kernel `pipeline` runs, where the context built it ("unnamed" otherwise).
+    pub(super) fn kernel_name(&self, pipeline: &wgpu::ComputePipeline) -> &'static str {
+        self.pipelines.kernels.lock().unwrap_or_else(|p| p.into_inner()).get(pipeline).copied().unwrap_or("unnamed")
     }
 
     /// A uniform buffer holding `value`. Uniforms are never written after creation, so equal
@@ -196,6 +204,8 @@ impl GpuContext {
     ) {
         self.traffic.counters.dispatches.fetch_add(1, Ordering::Relaxed);
         let (x, y) = self.grid(groups);
+        let profiled = if timestamp_writes.is_none() { self.dispatch_timestamps(pipeline) } else { None };
+        let timestamp_writes = timestamp_writes.or_else(|| profiled.as_ref().map(|(set, at)| pass_timestamps(set, *at)));
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, bind, &[]);
@@ -212,6 +222,18 @@ impl GpuContext {
         }
         self.traffic.counters.dispatches.fetch_add(dispatches.len() as u64, Ordering::Relaxed);
         let _span = tracing::info_span!("record dispatches", count = dispatches.len()).entered();
+        if self.profile_state.dispatches_on.load(Ordering::Relaxed) {
+            // A pass each, timed (see `GpuProfiler::begin_dispatches`).
+            for d in dispatches {
+                let profiled = self.dispatch_timestamps(&d.pipeline);
+                let (x, y) = self.grid(d.groups);
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: profiled.as_ref().map(|(set, at)| pass_timestamps(set, *at)) });
+                pass.set_pipeline(&d.pipeline);
+                pass.set_bind_group(0, &d.bind, &[]);
+                pass.dispatch_workgroups(x, y, 1);
+            }
+            return;
+        }
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
         for d in dispatches {
             let (x, y) = self.grid(d.groups);
@@ -234,4 +256,9 @@ impl GpuContext {
             (max, groups.div_ceil(max))
         }
     }
+}
+
+/// Timestamps at a pass's start and end, in slots `at` and `at + 1` of `set`.
+fn pass_timestamps(set: &wgpu::QuerySet, at: u32) -> wgpu::ComputePassTimestampWrites<'_> {
+    wgpu::ComputePassTimestampWrites { query_set: set, beginning_of_pass_write_index: Some(at), end_of_pass_write_index: Some(at + 1) }
 }

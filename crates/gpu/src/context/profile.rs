@@ -90,11 +90,56 @@ impl QueueOccupancy {
     }
 }
 
-/// The submission profile while one runs ([`GpuProfiler::begin`]).
+/// The submission profile while one runs ([`GpuProfiler::begin`]), and the dispatch profile
+/// ([`GpuProfiler::begin_dispatches`]).
 #[derive(Default)]
 pub(super) struct Profiler {
     /// GPU timestamps around each submission while a profile runs.
     pub(super) current: Mutex<Option<SubmissionProfile>>,
+    /// Whether dispatches are recorded a pass each with timestamps (read on every recording,
+    /// so the usual path takes no lock).
+    pub(super) dispatches_on: std::sync::atomic::AtomicBool,
+    pub(super) dispatches: Mutex<Option<DispatchProfile>>,
+}
+
+/// Timestamps around every dispatch recorded while a dispatch profile runs, each tagged with
+/// its kernel.
+pub(super) struct DispatchProfile {
+    sets: Vec<wgpu::QuerySet>,
+    kernels: Vec<&'static str>,
+}
+
+/// GPU time of the dispatches of one kernel over a dispatch profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelSpan {
+    /// The kernel's entry point (or "unnamed" for a pipeline built outside the context's cache).
+    pub kernel: &'static str,
+    /// Sum over its dispatches of (end - start) on the GPU's clock.
+    pub gpu: std::time::Duration,
+    pub dispatches: u32,
+}
+
+impl GpuContext {
+    /// While a dispatch profile runs: a query set and the first of two slots for one dispatch's
+    /// timestamps, tagged with the kernel `pipeline` runs. None otherwise.
+    pub(super) fn dispatch_timestamps(&self, pipeline: &wgpu::ComputePipeline) -> Option<(wgpu::QuerySet, u32)> {
+        if !self.profile_state.dispatches_on.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let kernel = self.kernel_name(pipeline);
+        let mut guard = self.profile_state.dispatches.lock().ok()?;
+        let profile = guard.as_mut()?;
+        let i = profile.kernels.len() as u32;
+        if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
+            profile.sets.push(self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("dispatch profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * PROFILE_SET_SUBMISSIONS,
+            }));
+        }
+        profile.kernels.push(kernel);
+        Some((profile.sets.last()?.clone(), 2 * (i % PROFILE_SET_SUBMISSIONS)))
+    }
 }
 
 impl GpuContext {
@@ -147,6 +192,64 @@ impl<'a> GpuProfiler<'a> {
         ProfileLabelGuard { ctx: self.0, previous }
     }
 
+    /// Starts timing every dispatch recorded from now on, by kernel (adapters with timestamp
+    /// queries; returns false elsewhere). Each dispatch then gets a compute pass of its own
+    /// with timestamps at its start and end, so the dispatches' sum is their GPU time without
+    /// what one pass for many saves; read it with [`end_dispatches`](Self::end_dispatches).
+    pub fn begin_dispatches(&self) -> bool {
+        if !self.0.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return false;
+        }
+        *self.0.profile_state.dispatches.lock().expect("profile poisoned") = Some(DispatchProfile { sets: Vec::new(), kernels: Vec::new() });
+        self.0.profile_state.dispatches_on.store(true, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+
+    /// Ends the dispatch profile once the work recorded under it has run (submit it first):
+    /// GPU time per kernel, most first (`None` if none ran).
+    pub fn end_dispatches(&self) -> Result<Option<Vec<KernelSpan>>> {
+        self.0.profile_state.dispatches_on.store(false, std::sync::atomic::Ordering::Relaxed);
+        let Some(profile) = self.0.profile_state.dispatches.lock().expect("profile poisoned").take() else {
+            return Ok(None);
+        };
+        let ticks = self.resolve(&profile.sets, profile.kernels.len())?;
+        let period = self.0.queue.get_timestamp_period() as f64;
+        let mut spans: Vec<KernelSpan> = Vec::new();
+        for (i, &kernel) in profile.kernels.iter().enumerate() {
+            let gpu = std::time::Duration::from_nanos((ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period) as u64);
+            match spans.iter_mut().find(|s| s.kernel == kernel) {
+                Some(s) => {
+                    s.gpu += gpu;
+                    s.dispatches += 1;
+                }
+                None => spans.push(KernelSpan { kernel, gpu, dispatches: 1 }),
+            }
+        }
+        spans.sort_by(|a, b| b.gpu.cmp(&a.gpu));
+        Ok(Some(spans))
+    }
+
+    /// The 2 `n` timestamps written into `sets` (pairs in order), in ticks.
+    fn resolve(&self, sets: &[wgpu::QuerySet], n: usize) -> Result<Vec<u64>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let resolve = self.0.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile timestamps"),
+            size: 16 * n as u64,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.0.encoder("resolve profile");
+        for (i, set) in sets.iter().enumerate() {
+            let first = i * PROFILE_SET_SUBMISSIONS as usize;
+            let count = (n - first).min(PROFILE_SET_SUBMISSIONS as usize) as u32;
+            encoder.resolve_query_set(set, 0..2 * count, &resolve, 16 * first as u64);
+        }
+        let words = self.0.submit_and_read(encoder, &resolve, 4 * n)?;
+        Ok(words.chunks_exact(2).map(|w| w[0] as u64 | ((w[1] as u64) << 32)).collect())
+    }
+
     /// Ends the profile: GPU time per label, in order of first use (`None` if none ran).
     pub fn end(&self) -> Result<Option<Vec<ProfileSpan>>> {
         Ok(self.end_with_occupancy()?.map(|(spans, _)| spans))
@@ -161,23 +264,11 @@ impl<'a> GpuProfiler<'a> {
         if n == 0 {
             return Ok(Some((Vec::new(), QueueOccupancy::default())));
         }
-        let resolve = self.0.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("profile timestamps"),
-            size: 16 * n as u64,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let mut encoder = self.0.encoder("resolve profile");
-        for (i, set) in profile.sets.iter().enumerate() {
-            let first = i * PROFILE_SET_SUBMISSIONS as usize;
-            let count = (n - first).min(PROFILE_SET_SUBMISSIONS as usize) as u32;
-            encoder.resolve_query_set(set, 0..2 * count, &resolve, 16 * first as u64);
-        }
-        let words = self.0.submit_and_read(encoder, &resolve, 4 * n)?;
+        let ticks = self.resolve(&profile.sets, n)?;
         let period = self.0.queue.get_timestamp_period() as f64;
         let mut spans: Vec<ProfileSpan> = Vec::new();
         let mut intervals = Vec::with_capacity(n);
-        let tick = |k: usize| words[k] as u64 | ((words[k + 1] as u64) << 32);
+        let tick = |k: usize| ticks[k / 2];
         // Starts from the first one, so the f64s keep nanoseconds.
         let first = (0..n).map(|i| tick(4 * i)).min().unwrap_or(0);
         for (i, label) in profile.labels.iter().enumerate() {
