@@ -308,6 +308,52 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
     }
 }
 
+/// The dispatch profile (a timed pass per dispatch) leaves proofs byte for byte as they were,
+/// times every dispatch of the proof under its kernel, and ends cleanly: proofs after it record
+/// as usual. The queue profile of a proof counts each of its submissions and is busy for part
+/// of its window.
+#[test]
+fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changing_proofs() {
+    use whir_wgpu::prover::GpuBackend;
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 16, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+        let evals = common::random_vec(&mut rng, 1 << p.num_vars);
+        let gpu = GpuBackend::new(ctx.clone());
+        let plain = gpu.prove(&p, &evals).unwrap();
+        let profiler = ctx.profiler();
+        if !ctx.summary().timestamp_query {
+            assert!(!profiler.begin_dispatches(), "no dispatch profile without timestamp queries");
+            continue;
+        }
+        let before = ctx.host_costs().dispatches;
+        assert!(profiler.begin_dispatches());
+        let profiled = gpu.prove(&p, &evals).unwrap();
+        let kernels = profiler.end_dispatches().unwrap().expect("a dispatch profile ran");
+        let dispatched = ctx.host_costs().dispatches - before;
+        assert!(profiled.proof == plain.proof, "a pass per dispatch changed the proof");
+        assert_eq!(kernels.iter().map(|k| k.dispatches as u64).sum::<u64>(), dispatched, "every dispatch is timed once");
+        assert!(kernels.iter().all(|k| k.kernel != "unnamed"), "every pipeline is named: {kernels:?}");
+        assert!(kernels.windows(2).all(|w| w[0].gpu >= w[1].gpu), "most GPU time first");
+        for expected in ["grind", "hash_leaves", "dif_pass"] {
+            assert!(kernels.iter().any(|k| k.kernel == expected && k.gpu > std::time::Duration::ZERO), "{expected} missing or untimed in {kernels:?}");
+        }
+        assert!(profiler.end_dispatches().unwrap().is_none(), "the profile ended");
+        assert!(gpu.prove(&p, &evals).unwrap().proof == plain.proof);
+
+        if profiler.available() {
+            let submissions = ctx.transfer_counts().submissions;
+            assert!(profiler.begin());
+            let again = gpu.prove(&p, &evals).unwrap();
+            let (_, queue) = profiler.end_with_occupancy().unwrap().expect("a profile ran");
+            assert!(again.proof == plain.proof);
+            assert_eq!(queue.submissions as u64, ctx.transfer_counts().submissions - submissions - 1, "each of the proof's submissions (not the profile's own readback)");
+            assert!(queue.busy > std::time::Duration::ZERO && queue.busy <= queue.window && queue.busy <= queue.summed, "{queue:?}");
+            assert!(queue.busy_share() > 0.0 && queue.busy_share() <= 1.0);
+        }
+    }
+}
+
 /// A GPU failure mid-proof proves again on the CPU: a proof the verifier accepts, never a bad one.
 #[test]
 fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {

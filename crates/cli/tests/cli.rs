@@ -122,7 +122,7 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     let dir = std::env::temp_dir().join(format!("whir-cli-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("t.json");
-    let args = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "1,3", "--proofs", "6", "--plonky3-parallel", "1,2", "--gpu-warmup-ms", "0", "--json", json.to_str().unwrap(), "--force"];
+    let args = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "1,3", "--proofs", "6", "--plonky3-parallel", "1,2", "--gpu-warmup-ms", "0", "--queue-profile", "--json", json.to_str().unwrap(), "--force"];
     let Some(stdout) = gpu_run(&args) else { return };
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
     assert_eq!(rows.len(), 2, "a row per level: {stdout}");
@@ -132,6 +132,13 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     assert_eq!(gpu.len(), 2);
     assert!(gpu.iter().all(|l| l["proofs_per_s"].as_f64().unwrap() > 0.0));
     assert_eq!(v[0]["plonky3"].as_array().map(Vec::len), Some(2));
+    // --queue-profile: each level's queue occupancy, where the adapter has timestamps inside
+    // encoders (llvmpipe and the H200 do).
+    for l in gpu.iter().filter(|l| !l["queue"].is_null()) {
+        let share = l["queue"]["busy_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share <= 1.0, "{l}");
+        assert!(l["queue"]["submissions_per_proof"].as_f64().unwrap() >= 1.0, "{l}");
+    }
 
     // Two contexts of adapter 0 (as two GPUs): each level on the first alone and on both.
     let two = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "2", "--proofs", "6", "--plonky3-parallel", "1", "--gpu-warmup-ms", "0", "--devices", "0,0"];
@@ -152,6 +159,27 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     assert!(err.contains("--concurrency 0"), "{err}");
     let both = whir(&["bench", "--concurrency", "2", "--no-gpu"]);
     assert!(!both.status.success() && String::from_utf8_lossy(&both.stderr).contains("--no-gpu"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `bench --kernel-profile` times one more proof's dispatches by kernel (printed, and in the
+/// JSON with the GPU's cell); the flag has no meaning with --concurrency or --no-gpu.
+#[test]
+fn bench_kernel_profile_reports_gpu_time_per_kernel() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-kernels-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("k.json");
+    let args = ["bench", "--vars", "10", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "16", "--reps", "1", "--gpu-warmup-ms", "0", "--no-pieces", "--kernel-profile", "--json", json.to_str().unwrap(), "--force"];
+    let Some(_) = gpu_run(&args) else { return };
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Every adapter these tests run on (llvmpipe, the H200) has timestamp queries.
+    let kernels = v[0]["gpu_kernels"].as_array().unwrap_or_else(|| panic!("no gpu_kernels in {v}"));
+    assert!(kernels.iter().any(|k| k["kernel"] == "grind"), "16-bit grinds run on the GPU: {kernels:?}");
+    assert!(kernels.iter().all(|k| k["dispatches"].as_u64().unwrap() >= 1 && k["gpu_ms"].as_f64().unwrap() >= 0.0));
+    for clash in [&["bench", "--concurrency", "2", "--kernel-profile"][..], &["bench", "--no-gpu", "--kernel-profile"][..]] {
+        let out = whir(clash);
+        assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--kernel-profile"), "{clash:?}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -287,3 +287,25 @@ impl<'a> GpuProfiler<'a> {
         Ok(Some((spans, QueueOccupancy::from_intervals(intervals))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::QueueOccupancy;
+    use std::time::Duration;
+
+    #[test]
+    fn occupancy_merges_overlapping_submissions_and_counts_gaps_as_idle() {
+        // 0-10 and 5-12 overlap (busy 0-12), then a gap to 20, then 20-25 and 25-30 touching.
+        let q = QueueOccupancy::from_intervals(vec![(20.0, 25.0), (5.0, 12.0), (0.0, 10.0), (25.0, 30.0)]);
+        assert_eq!(q.window, Duration::from_nanos(30));
+        assert_eq!(q.busy, Duration::from_nanos(22));
+        assert_eq!(q.summed, Duration::from_nanos(27));
+        assert_eq!(q.submissions, 4);
+        assert!((q.busy_share() - 22.0 / 30.0).abs() < 1e-12);
+        // A submission inside another adds nothing to busy.
+        let nested = QueueOccupancy::from_intervals(vec![(0.0, 100.0), (10.0, 20.0)]);
+        assert_eq!((nested.busy, nested.summed), (Duration::from_nanos(100), Duration::from_nanos(110)));
+        assert_eq!(QueueOccupancy::from_intervals(Vec::new()), QueueOccupancy::default());
+        assert_eq!(QueueOccupancy::default().busy_share(), 0.0);
+    }
+}
