@@ -26,12 +26,19 @@ def label(event):
 
 
 def load(path):
+    """The trace's events: one JSON object a line, as tracing-chrome writes them. A trace cut
+    short (the process killed) may end in a half-written line, which is left out."""
+    events = []
     with open(path) as f:
-        text = f.read().rstrip()
-    # A trace cut short (the process killed) lacks its closing bracket.
-    if not text.endswith("]"):
-        text = text.rstrip(",\n") + "]"
-    return json.loads(text)
+        for line in f:
+            line = line.strip().rstrip(",")
+            if not line.startswith("{"):
+                continue
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                print(f"{path}: left out an unreadable line ({line[:60]}...)", file=sys.stderr)
+    return events
 
 
 def main():
@@ -41,8 +48,10 @@ def main():
     ap.add_argument("--last", type=int, default=0, help="only the last N proofs (a bench level's timed ones)")
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
+    # Each thread's events are in order in the file; a stable sort by time keeps that order
+    # where two share a timestamp.
     events = [e for e in load(a.trace) if e.get("ph") in ("B", "E")]
-    events.sort(key=lambda e: (e["ts"], 0 if e["ph"] == "E" else 1))
+    events.sort(key=lambda e: e["ts"])
     stacks = collections.defaultdict(list)  # tid -> [(label, start, child_time, job)]
     jobs = []  # (start, end, tid, {label: exclusive us})
     open_job = {}

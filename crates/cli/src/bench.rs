@@ -105,8 +105,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency")]
     plonky3_parallel: Vec<usize>,
     /// With --concurrency: GPU timestamps around every submission of the timed proofs, to
-    /// report how busy the device's queue was (its share of the level's time inside a
-    /// submission, GPU and idle ms a proof). The timestamps cost each submission a little, so
+    /// report how busy the device's queue was (its share of the time from the first
+    /// submission's start to the last one's end inside a submission, GPU and idle ms a proof). The timestamps cost each submission a little, so
     /// the level's own figures are not the unprofiled ones. Adapters without timestamps inside
     /// encoders report nothing.
     #[arg(long, requires = "concurrency")]

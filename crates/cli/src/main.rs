@@ -1014,11 +1014,21 @@ fn init_tracing() -> Option<Box<dyn std::any::Any>> {
         .with_filter(tracing_subscriber::EnvFilter::try_from_env("WHIR_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")));
     let timeline_file = std::env::var_os("WHIR_TIMELINE");
     #[cfg(feature = "timeline")]
-    if let Some(file) = timeline_file {
-        let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new().file(file).include_args(true).build();
-        let spans_only = tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && *meta.level() <= tracing::Level::INFO);
-        tracing_subscriber::registry().with(log).with(chrome.with_filter(spans_only)).init();
-        return Some(Box::new(guard));
+    if let Some(path) = timeline_file {
+        match std::fs::File::create(&path) {
+            Ok(file) => {
+                let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new().writer(file).include_args(true).build();
+                let spans_only = tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && *meta.level() <= tracing::Level::INFO)
+                    .with_max_level_hint(tracing_subscriber::filter::LevelFilter::INFO);
+                tracing_subscriber::registry().with(log).with(chrome.with_filter(spans_only)).init();
+                return Some(Box::new(guard));
+            }
+            Err(e) => {
+                tracing_subscriber::registry().with(log).init();
+                tracing::warn!("WHIR_TIMELINE={}: cannot create the timeline file ({e}); no timeline is written", path.to_string_lossy());
+                return None;
+            }
+        }
     }
     tracing_subscriber::registry().with(log).init();
     #[cfg(not(feature = "timeline"))]
@@ -1029,16 +1039,17 @@ fn init_tracing() -> Option<Box<dyn std::any::Any>> {
 }
 
 fn main() -> std::process::ExitCode {
-    // Diagnostics on stderr, off unless asked for: WHIR_LOG=whir_gpu=debug shows each transfer,
-    // Merkle commit and pipeline build with its time; warnings (e.g. a GPU fallback) always.
-    let _timeline = init_tracing();
     // A write over a file-size limit (`ulimit -f`) fails with EFBIG, which the output code
     // reports and cleans up after, instead of the signal killing the process silently.
     #[cfg(unix)]
-    // SAFETY: setting a signal's disposition to SIG_IGN before any other thread exists.
+    // SAFETY: setting a signal's disposition to SIG_IGN before any other thread exists (the
+    // timeline's writer thread starts below).
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
+    // Diagnostics on stderr, off unless asked for: WHIR_LOG=whir_gpu=debug shows each transfer,
+    // Merkle commit and pipeline build with its time; warnings (e.g. a GPU fallback) always.
+    let _timeline = init_tracing();
     report_output_failures();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -163,6 +163,20 @@ fn level(devices: &str, in_flight: usize, proofs: usize, wall: Duration, mut lat
     }
 }
 
+/// Starts a queue profile on every context of `set`: true if all have one; else none is left
+/// running (an adapter without timestamps inside encoders), said on stderr.
+fn begin_queue_profiles(set: &DeviceSet) -> bool {
+    let begun: Vec<bool> = set.backends.iter().map(|b| b.context().profiler().begin()).collect();
+    if begun.iter().all(|&b| b) {
+        return true;
+    }
+    for (b, _) in set.backends.iter().zip(&begun).filter(|(_, &on)| on) {
+        let _ = b.context().profiler().end();
+    }
+    eprintln!("  --queue-profile: GPU {} has no timestamps inside encoders; no queue figures", set.label);
+    false
+}
+
 /// Ends each context's profile of a level's timed proofs: the queues' occupancy, per proof
 /// (over every context of the set).
 fn queue_occupancy(set: &DeviceSet, proofs: usize) -> Result<QueueLevel> {
@@ -276,15 +290,16 @@ pub fn run(
                 // their own buffers).
                 let peak = peaks.map(|p| p.iter().sum::<u64>() / set.backends.len() as u64);
                 let costs: Vec<_> = set.backends.iter().map(|b| b.context().host_costs()).collect();
-                let profiled = queue_profile && set.backends.iter().all(|b| b.context().profiler().begin());
+                let profiled = queue_profile && begin_queue_profiles(set);
                 let started = Instant::now();
                 let outputs = prove_all(&pool, proofs);
                 let wall = started.elapsed();
-                let queue = if profiled { Some(queue_occupancy(set, proofs)?) } else { None };
                 let (fresh, wait) = set.backends.iter().zip(&costs).fold((0u64, 0f64), |(f, w), (b, before)| {
                     let d = b.context().host_costs() - *before;
                     (f + d.fresh_buffer_bytes, w + d.wait.as_secs_f64())
                 });
+                // After the host costs: the profile's own readback is not the proofs'.
+                let queue = if profiled { Some(queue_occupancy(set, proofs)?) } else { None };
                 let mut latencies = Vec::with_capacity(proofs);
                 let mut grind = 0u64;
                 let what = |i: usize| format!("proof {i} with {n} in flight on GPU {}", set.label);
@@ -325,7 +340,7 @@ pub fn run(
                 );
                 if let Some(q) = &level.queue {
                     eprintln!(
-                        "    queue (timestamped): busy {:.1}% of the level, {:.2} ms of submissions a proof ({:.2} ms summed), {:.2} ms idle a proof, {:.1} submissions a proof",
+                        "    queue (timestamped): busy {:.1}% of the time from the first submission to the last, {:.2} ms of submissions a proof ({:.2} ms summed), {:.2} ms idle a proof, {:.1} submissions a proof",
                         q.busy_share * 100.0,
                         q.busy_ms_per_proof,
                         q.summed_ms_per_proof,

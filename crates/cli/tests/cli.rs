@@ -134,7 +134,8 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     assert_eq!(v[0]["plonky3"].as_array().map(Vec::len), Some(2));
     // --queue-profile: each level's queue occupancy, where the adapter has timestamps inside
     // encoders (llvmpipe and the H200 do).
-    for l in gpu.iter().filter(|l| !l["queue"].is_null()) {
+    for l in gpu {
+        assert!(!l["queue"].is_null(), "no queue figures: {l}");
         let share = l["queue"]["busy_share"].as_f64().unwrap();
         assert!(share > 0.0 && share <= 1.0, "{l}");
         assert!(l["queue"]["submissions_per_proof"].as_f64().unwrap() >= 1.0, "{l}");

@@ -362,7 +362,9 @@ impl Lane {
             // The context's own check refused it beside the others' memory: once more, alone.
             Err(ProverError::Gpu(GpuError::OverBudget { .. })) => {
                 tracing::debug!(job = index, "refused for the memory budget beside other jobs; running it alone");
+                let admitted = tracing::info_span!("pool admission", alone = true).entered();
                 let _alone = self.admission.admit_alone();
+                drop(admitted);
                 run()
             }
             other => other,

@@ -203,9 +203,14 @@ impl GpuContext {
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) {
         self.traffic.counters.dispatches.fetch_add(1, Ordering::Relaxed);
-        let (x, y) = self.grid(groups);
         let profiled = if timestamp_writes.is_none() { self.dispatch_timestamps(pipeline) } else { None };
         let timestamp_writes = timestamp_writes.or_else(|| profiled.as_ref().map(|(set, at)| pass_timestamps(set, *at)));
+        self.one_pass(encoder, label, pipeline, bind, groups, timestamp_writes);
+    }
+
+    /// A compute pass of one dispatch.
+    fn one_pass(&self, encoder: &mut wgpu::CommandEncoder, label: &str, pipeline: &wgpu::ComputePipeline, bind: &wgpu::BindGroup, groups: u32, timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>) {
+        let (x, y) = self.grid(groups);
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, bind, &[]);
@@ -226,11 +231,7 @@ impl GpuContext {
             // A pass each, timed (see `GpuProfiler::begin_dispatches`).
             for d in dispatches {
                 let profiled = self.dispatch_timestamps(&d.pipeline);
-                let (x, y) = self.grid(d.groups);
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: profiled.as_ref().map(|(set, at)| pass_timestamps(set, *at)) });
-                pass.set_pipeline(&d.pipeline);
-                pass.set_bind_group(0, &d.bind, &[]);
-                pass.dispatch_workgroups(x, y, 1);
+                self.one_pass(encoder, label, &d.pipeline, &d.bind, d.groups, profiled.as_ref().map(|(set, at)| pass_timestamps(set, *at)));
             }
             return;
         }

@@ -1,4 +1,5 @@
-//! Profiling: GPU timestamps around every submission, tagged by label.
+//! Profiling: GPU timestamps around every submission, tagged by label (with the queue's
+//! occupancy), or around every dispatch, tagged by kernel.
 
 use std::sync::{Arc, Mutex};
 
@@ -129,17 +130,22 @@ impl GpuContext {
         let kernel = self.kernel_name(pipeline);
         let mut guard = self.profile_state.dispatches.lock().ok()?;
         let profile = guard.as_mut()?;
-        let i = profile.kernels.len() as u32;
-        if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
-            profile.sets.push(self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("dispatch profile"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2 * PROFILE_SET_SUBMISSIONS,
-            }));
-        }
+        let (set, slot) = timestamp_pair(&self.device, &mut profile.sets, profile.kernels.len(), "dispatch profile");
+        let set = set.clone();
         profile.kernels.push(kernel);
-        Some((profile.sets.last()?.clone(), 2 * (i % PROFILE_SET_SUBMISSIONS)))
+        Some((set, slot))
     }
+}
+
+/// The query set and first slot for the `i`th pair of timestamps of a profile keeping its pairs
+/// in `sets`, a new set added when the last is full.
+pub(super) fn timestamp_pair<'s>(device: &wgpu::Device, sets: &'s mut Vec<wgpu::QuerySet>, i: usize, label: &str) -> (&'s wgpu::QuerySet, u32) {
+    let i = i as u32;
+    if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
+        sets.push(device.create_query_set(&wgpu::QuerySetDescriptor { label: Some(label), ty: wgpu::QueryType::Timestamp, count: 2 * PROFILE_SET_SUBMISSIONS }));
+    }
+    // Pair 0 of each set adds it, so the last set holds pair i.
+    (sets.last().expect("pair 0 added the first set"), 2 * (i % PROFILE_SET_SUBMISSIONS))
 }
 
 impl GpuContext {
@@ -151,7 +157,8 @@ impl GpuContext {
 
 }
 
-/// GPU timestamps around a context's submissions, by label ([`GpuContext::profiler`]).
+/// GPU timestamps around a context's submissions, by label, or around its dispatches, by
+/// kernel ([`GpuContext::profiler`]).
 pub struct GpuProfiler<'a>(&'a GpuContext);
 
 impl<'a> GpuProfiler<'a> {
@@ -193,7 +200,8 @@ impl<'a> GpuProfiler<'a> {
     }
 
     /// Starts timing every dispatch recorded from now on, by kernel (adapters with timestamp
-    /// queries; returns false elsewhere). Each dispatch then gets a compute pass of its own
+    /// queries; returns false elsewhere), but those recorded with timestamps of their own (a
+    /// `KernelTimer`'s). Each dispatch then gets a compute pass of its own
     /// with timestamps at its start and end, so the dispatches' sum is their GPU time without
     /// what one pass for many saves; read it with [`end_dispatches`](Self::end_dispatches).
     pub fn begin_dispatches(&self) -> bool {
@@ -225,7 +233,7 @@ impl<'a> GpuProfiler<'a> {
                 None => spans.push(KernelSpan { kernel, gpu, dispatches: 1 }),
             }
         }
-        spans.sort_by(|a, b| b.gpu.cmp(&a.gpu));
+        spans.sort_by_key(|s| std::cmp::Reverse(s.gpu));
         Ok(Some(spans))
     }
 
@@ -268,12 +276,11 @@ impl<'a> GpuProfiler<'a> {
         let period = self.0.queue.get_timestamp_period() as f64;
         let mut spans: Vec<ProfileSpan> = Vec::new();
         let mut intervals = Vec::with_capacity(n);
-        let tick = |k: usize| ticks[k / 2];
         // Starts from the first one, so the f64s keep nanoseconds.
-        let first = (0..n).map(|i| tick(4 * i)).min().unwrap_or(0);
+        let first = (0..n).map(|i| ticks[2 * i]).min().unwrap_or(0);
         for (i, label) in profile.labels.iter().enumerate() {
-            let ns = tick(4 * i + 2).saturating_sub(tick(4 * i)) as f64 * period;
-            let start = tick(4 * i).saturating_sub(first) as f64 * period;
+            let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period;
+            let start = ticks[2 * i].saturating_sub(first) as f64 * period;
             intervals.push((start, start + ns));
             let gpu = std::time::Duration::from_nanos(ns as u64);
             match spans.iter_mut().find(|s| s.label == *label) {

@@ -148,16 +148,7 @@ impl GpuContext {
             self.release_deferred();
             return index;
         };
-        let i = profile.labels.len() as u32;
-        if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
-            profile.sets.push(self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("submission profile"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2 * PROFILE_SET_SUBMISSIONS,
-            }));
-        }
-        let set = profile.sets.last().expect("a query set");
-        let slot = 2 * (i % PROFILE_SET_SUBMISSIONS);
+        let (set, slot) = super::profile::timestamp_pair(&self.device, &mut profile.sets, profile.labels.len(), "submission profile");
         let stamp = |index: u32| {
             let mut e = self.encoder("profile timestamp");
             e.write_timestamp(set, index);
