@@ -8,7 +8,7 @@ submissions, bind groups, uploads, readback copies) and wgpu-core's (`Queue::sub
 after the first `--skip` of them, so time that grows with the proofs in flight stands out
 when two runs (say --concurrency 1 and 8) are set side by side.
 
-    python3 scripts/timeline_summary.py trace.json [--skip N] [--last N] [--top K]
+    python3 scripts/timeline_summary.py trace.json [--skip N] [--take N] [--last N] [--top K]
 """
 
 import argparse
@@ -46,6 +46,7 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--skip", type=int, default=0, help="proofs (in start order) left out first")
     ap.add_argument("--last", type=int, default=0, help="only the last N proofs (a bench level's timed ones)")
+    ap.add_argument("--take", type=int, default=0, help="only the first N proofs after --skip")
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
     # Each thread's events are in order in the file; a stable sort by time keeps that order
@@ -77,6 +78,8 @@ def main():
             jobs.append((s, ts, tid, parts))
     jobs.sort()
     kept = jobs[a.skip:]
+    if a.take:
+        kept = kept[:a.take]
     if a.last:
         kept = kept[-a.last:]
     if not kept:
