@@ -115,6 +115,9 @@ pub struct GpuContext {
     traffic: Traffic,
     profile_state: Profiler,
     faults: FaultInjection,
+    /// A small upload buffer made first and kept for the context's life, so the allocator's
+    /// first host-visible block is never empty (see `GpuContext::new`).
+    _staging_keeper: wgpu::Buffer,
 }
 
 impl fmt::Debug for GpuContext {
@@ -183,6 +186,17 @@ impl GpuContext {
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
             GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
         })?;
+        // wgpu stages every small `write_buffer` (and buffer mapped at creation) in a
+        // host-visible buffer of its own. With no long-lived allocation in the allocator's first
+        // host-visible block, a pooled 64 MiB staging chunk could fill it, and each small
+        // staging then opened and freed a block of its own: 75-80 ms a proof at n = 24 on the
+        // H200 in wgpu-core's `StagingBuffer::new` and the trackers' drop (BENCHMARKS.md).
+        let staging_keeper = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("staging block keeper"),
+            size: 256,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
         let mut summary = summary.with_device(&device, profile);
         if profile == LimitsProfile::AppleM1 {
             // wgpu's Metal backend reports these for every Apple GPU (the M1's SIMD width is 32).
@@ -230,6 +244,7 @@ impl GpuContext {
             },
             profile_state: Profiler::default(),
             faults: FaultInjection::default(),
+            _staging_keeper: staging_keeper,
         })
     }
 
