@@ -234,3 +234,40 @@ where
 fn koalabear_grinders_agree_and_stock_challenger_accepts() {
     check_grinders::<KoalaBear>(&[0, 1, 5, 8, 12, 16, 3, 14], 8);
 }
+
+/// Grinders started together on a fresh context all build the grind pipeline at once: every
+/// one must get the same pipeline, or a grinder's kept bind group (made against the pipeline it
+/// built) no longer fits the cached one at its next grind, and the CPU stands in.
+#[test]
+fn grinders_started_together_share_one_pipeline() {
+    let mut rng = common::rng();
+    for variant in common::contexts().iter().map(|c| c.mul_variant()) {
+        let ctx = common::open_with(common::options_for(variant)).expect("a second context of a variant already opened");
+        let perm = Poseidon2Constants::default_babybear().to_cpu();
+        let threads = 4;
+        let barrier = std::sync::Barrier::new(threads);
+        let seeds: Vec<u64> = (0..threads).map(|_| rng.random()).collect();
+        std::thread::scope(|s| {
+            for &seed in &seeds {
+                let (ctx, perm, barrier) = (ctx.clone(), perm.clone(), &barrier);
+                s.spawn(move || {
+                    let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx, Poseidon2Constants::default_babybear()))));
+                    let mut rng = StdRng::seed_from_u64(seed);
+                    let mut ours = GpuChallenger::new(perm.clone(), Some(grinder)).with_gpu_min_bits(0);
+                    let mut stock = Stock::new(perm.clone());
+                    barrier.wait();
+                    for bits in [6, 8, 7] {
+                        let x: BabyBear = rng.random();
+                        ours.observe(x);
+                        stock.observe(x);
+                        let state = GrindState::new(&stock.sponge_state, &stock.input_buffer).unwrap();
+                        let witness = ours.grind(bits);
+                        assert_eq!(witness, cpu_grind(&perm, &state, bits).unwrap(), "{bits} bits ({variant:?})");
+                        assert!(stock.check_witness(bits, witness));
+                    }
+                    assert_eq!(ours.gpu_fallbacks(), 0, "a grinder started beside others fell back to the CPU ({variant:?})");
+                });
+            }
+        });
+    }
+}

@@ -96,8 +96,11 @@ pub fn spinning_contexts(spin_us: u64) -> Vec<Arc<GpuContext>> {
     shared.iter().filter_map(|c| open_with(GpuOptions { spin_us: Some(spin_us), ..options_for(c.mul_variant()) })).collect()
 }
 
-/// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED.
+/// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED. Also routes
+/// the library's warnings (a GPU step redone on the CPU, and why) into the test's captured
+/// output, so a failing test shows them.
 pub fn rng() -> StdRng {
+    let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter(tracing_subscriber::EnvFilter::new("warn")).try_init();
     let seed = std::env::var("WHIR_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -103,10 +103,16 @@ impl GpuContext {
             }))
         })?;
         tracing::debug!(kernel = kernel.entry_point(), field = field.name(), ext = ext.name(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
-        self.pipelines.kernels.lock().unwrap_or_else(|p| p.into_inner()).insert(pipeline.clone(), kernel.entry_point());
-        let pipeline = Arc::new(pipeline);
-        self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pipeline.clone());
-        Ok(pipeline)
+        // Two threads may both have missed the cache and built this pipeline: the first one
+        // stored is the one every caller gets. A bind group made against an automatic layout
+        // fits only its own pipeline, so a caller keeping bind groups (the grinder) must never
+        // hold the other.
+        let mut cache = self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let stored = cache.entry(key).or_insert_with(|| {
+            self.pipelines.kernels.lock().unwrap_or_else(|p| p.into_inner()).insert(pipeline.clone(), kernel.entry_point());
+            Arc::new(pipeline)
+        });
+        Ok(stored.clone())
     }
 
     /// The kernel `pipeline` runs, where the context built it ("unnamed" otherwise).
