@@ -10,12 +10,15 @@
 //! between them); `PROBE_PROFILE=1` (one thread) adds the GPU time per dispatch from timestamps.
 //! `PROBE_KERNEL=copy` dispatches a plain copy of the states' words instead of a permutation,
 //! so the GPU time per dispatch is the launch and barrier cost, not one thread's Poseidon2
-//! latency.
+//! latency; `PROBE_KERNEL=lanes` permutes with each state over 16 invocations
+//! (wgsl/poseidon2/lanes.wgsl), whose latency is the point. `PROBE_QUEUES=Q` opens the
+//! contexts as Q queues of one device instead (`GpuContext::on_queues`, Vulkan; C is then Q):
+//! are several queues of one device the overlap that separate processes get?
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use whir_wgpu::gpu::{Dispatch, GpuContext, GpuPoseidon2, Kernel, Poseidon2Constants};
+use whir_wgpu::gpu::{Dispatch, GpuContext, GpuOptions, GpuPoseidon2, Kernel, Poseidon2Constants};
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -26,11 +29,17 @@ fn main() {
     let mode = args.first().map_or("chain", String::as_str).to_string();
     let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let (states, dispatches, reps) = (num(1, 64), num(2, 64), num(3, 50));
-    let (threads, contexts) = (env("PROBE_THREADS", 1), env("PROBE_CONTEXTS", 1));
+    let queues = env("PROBE_QUEUES", 0);
+    let threads = env("PROBE_THREADS", 1);
+    let contexts = if queues > 0 { queues } else { env("PROBE_CONTEXTS", 1) };
     let copy = std::env::var("PROBE_KERNEL").is_ok_and(|k| k == "copy");
-    let perms: Vec<Arc<GpuPoseidon2>> = (0..contexts)
-        .map(|_| Arc::new(GpuPoseidon2::new(Arc::new(GpuContext::new_default().expect("GPU")), Poseidon2Constants::default_babybear())))
-        .collect();
+    let lanes = std::env::var("PROBE_KERNEL").is_ok_and(|k| k == "lanes");
+    let opened: Vec<GpuContext> = if queues > 0 {
+        GpuContext::on_queues(GpuOptions::from_env().expect("WHIR_* settings"), queues).expect("GPU queues")
+    } else {
+        (0..contexts).map(|_| GpuContext::new_default().expect("GPU")).collect()
+    };
+    let perms: Vec<Arc<GpuPoseidon2>> = opened.into_iter().map(|c| Arc::new(GpuPoseidon2::new(Arc::new(c), Poseidon2Constants::default_babybear()))).collect();
     let run = |perm: &GpuPoseidon2, reps: usize| {
         let ctx = perm.context();
         let (a, b) = (ctx.storage("probe a", states * 16), ctx.storage("probe b", states * 16));
@@ -50,6 +59,8 @@ fn main() {
                     let params = ctx.uniform("probe copy", &[words as u32, 0, 0, 0]);
                     let bind = ctx.bind_buffers(&pipeline, &[&params, from, to]);
                     ctx.record_dispatches(&mut encoder, "probe copy", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: words.div_ceil(1024) as u32 }]);
+                } else if lanes {
+                    perm.record_permute_lanes(&mut encoder, from, to, states).expect("record");
                 } else {
                     perm.record_permute(&mut encoder, from, to, states).expect("record");
                 }
@@ -80,8 +91,9 @@ fn main() {
     let per_batch = if mode == "roundtrip" { 1 } else { dispatches };
     let batches = (threads * reps) as f64;
     println!(
-        "{mode}{} states {states} x {per_batch} dispatches, {threads} threads on {contexts} context(s): {:.0} batches/s, {:.0} dispatches/s, {:.1} us a batch per thread",
-        if copy { " (copy)" } else { "" },
+        "{mode}{} states {states} x {per_batch} dispatches, {threads} threads on {contexts} {}: {:.0} batches/s, {:.0} dispatches/s, {:.1} us a batch per thread",
+        if copy { " (copy)" } else if lanes { " (lanes)" } else { "" },
+        if queues > 0 { "queue(s) of one device" } else { "context(s)" },
         batches / secs,
         batches * per_batch as f64 / secs,
         secs * 1e6 / reps as f64

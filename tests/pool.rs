@@ -323,3 +323,48 @@ fn a_stream_that_waits_for_its_results_is_served() {
     );
     assert_eq!(served, (0..10).map(|i| (i, i * 2)).collect::<Vec<_>>());
 }
+
+/// Contexts on queues of one device (`GpuContext::on_queues`; on Vulkan the device is opened
+/// by us, a wgpu device wrapping each queue): a pool over them proves every job as the usual
+/// context does, and the stock verifier accepts them. As many queues as the adapter's family
+/// offers (a software adapter may offer one); more is an error that says how many there are,
+/// as is 0 or more than `MAX_QUEUES`.
+#[test]
+fn a_pool_over_queues_of_one_device_makes_the_lone_proofs() {
+    let Some(first) = common::contexts().into_iter().next() else { return };
+    let options = common::options_for(first.mul_variant());
+    for bad in [0, whir_wgpu::gpu::MAX_QUEUES + 1] {
+        let err = whir_wgpu::gpu::GpuContext::on_queues(options.clone(), bad).map(|_| ()).unwrap_err();
+        assert!(err.to_string().contains("queues asked for"), "{bad}: {err}");
+    }
+    let mut contexts = Vec::new();
+    for count in 1..=whir_wgpu::gpu::MAX_QUEUES {
+        match whir_wgpu::gpu::GpuContext::on_queues(options.clone(), count) {
+            Ok(c) => {
+                assert_eq!(c.len(), count);
+                contexts = c;
+                if count == 4 {
+                    break;
+                }
+            }
+            Err(e) => {
+                assert!(count > 1, "one queue must open wherever a context does: {e}");
+                assert!(e.to_string().contains(&format!("offers {}", count - 1)) || e.to_string().contains("Vulkan"), "{count} queues: {e}");
+                break;
+            }
+        }
+    }
+    let mut rng = common::rng();
+    let jobs = jobs(&mut rng, 6);
+    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    let backends: Vec<GpuBackend> = contexts.into_iter().map(|c| GpuBackend::new(Arc::new(c))).collect();
+    let queues = backends.len();
+    let pool = ProofPool::over(backends, PoolOptions { in_flight: Some(2) }).unwrap();
+    assert_eq!(pool.in_flight(), 2 * queues);
+    for (i, (out, job)) in pool.prove_many(jobs.clone()).into_iter().zip(&jobs).enumerate() {
+        let out = out.unwrap_or_else(|e| panic!("job {i} on {queues} queue(s): {e}"));
+        assert_eq!(out.path, "gpu");
+        assert!(out.proof == lone[i], "job {i} on {queues} queue(s) differs from its lone proof");
+        out.proof_file(&job.params).verify(&job.params).unwrap_or_else(|e| panic!("job {i}: the stock verifier rejected it: {e}"));
+    }
+}

@@ -702,3 +702,59 @@ fn row_chunk_trees_without_leaf_digests_match() {
         }
     }
 }
+
+/// The permutation with each state over 16 invocations (wgsl/poseidon2/lanes.wgsl) against
+/// Plonky3 over both fields and both multiply variants, with counts that leave part of a
+/// workgroup empty; and trees whose levels all take it (`GpuTuning::lane_level_max_nodes`, no
+/// fused levels), or only the small ones, against `MerkleTreeMmcs`.
+#[test]
+fn lane_permutations_and_levels_match_plonky3() {
+    type KbPerm = Poseidon2KoalaBear<16>;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let variant = ctx.mul_variant();
+        let seed: u64 = rng.random();
+        let constants = Poseidon2Constants::<BabyBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let cpu = constants.to_cpu();
+        let gpu = GpuPoseidon2::new(ctx.clone(), constants);
+        let kb_cpu = KbPerm::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+        let kb_gpu = GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<KoalaBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed)));
+        for n in [1usize, 3, 4, 5, 63, 130] {
+            let mut states = random_states(&mut rng, n);
+            states[0] = [BabyBear::NEG_ONE; 16];
+            let got = gpu.permute_batch_lanes(&states).unwrap();
+            for (i, (s, g)) in states.iter().zip(&got).enumerate() {
+                assert_eq!(*g, cpu.permute(*s), "BabyBear lanes: state {i} of {n} ({variant:?})");
+            }
+            let states: Vec<[KoalaBear; 16]> = (0..n).map(|_| rng.random()).collect();
+            let got = kb_gpu.permute_batch_lanes(&states).unwrap();
+            for (i, (s, g)) in states.iter().zip(&got).enumerate() {
+                assert_eq!(*g, kb_cpu.permute(*s), "KoalaBear lanes: state {i} of {n} ({variant:?})");
+            }
+        }
+        for max_nodes in [1usize << 20, 4] {
+            let mut options = common::options_for(variant);
+            options.tuning.merkle_fused_levels = Some(0);
+            options.tuning.lane_level_max_nodes = max_nodes;
+            let Some(lanes) = common::open_with(options) else { return };
+            // Where timestamps are, a dispatch profile shows which level kernels ran.
+            let profiled = lanes.profiler().begin_dispatches();
+            let perm = Poseidon2Constants::<BabyBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed)).to_cpu();
+            let cpu_mmcs = CpuMmcs::new(Hash::new(perm.clone()), Compress::new(perm), 0);
+            let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(lanes, Poseidon2Constants::new_from_rng_128(&mut StdRng::seed_from_u64(seed)))));
+            for log_h in [1usize, 2, 3, 6, 9] {
+                for width in [1usize, 8, 17] {
+                    let m = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_h) * width), width);
+                    let (root, _) = cpu_mmcs.commit_matrix(m.clone());
+                    let tree = merkle.commit_matrix(&m).unwrap();
+                    assert_eq!(tree.root, root.as_ref()[0], "root 2^{log_h} x {width}, lane levels up to {max_nodes} nodes ({variant:?})");
+                }
+            }
+            if profiled {
+                let kernels: Vec<&str> = merkle.poseidon2().context().profiler().end_dispatches().unwrap().expect("a dispatch profile").iter().map(|k| k.kernel).collect();
+                assert!(kernels.contains(&"compress_pairs_lanes"), "{kernels:?}");
+                assert_eq!(kernels.contains(&"compress_pairs"), max_nodes == 4, "{kernels:?}");
+            }
+        }
+    }
+}

@@ -7,6 +7,9 @@ const P2_PARTIAL_ROUNDS: u32 = 13u;
 // The constants uniform: 64 + 64 + 13 words, in whole vec4s.
 const P2_CONSTANT_VEC4S: u32 = 36u;
 
+// V_0..V_15 in Montgomery form, for an internal layer that multiplies (poseidon2/lanes.wgsl).
+const P2_DIAG16: array<u32, 16> = array<u32, 16>(1476395013u, 268435454u, 536870908u, 134217727u, 805306362u, 1073741816u, 1879048194u, 1207959559u, 939524105u, 16777216u, 1073741824u, 536870912u, 32u, 1996488705u, 1744830465u, 2013265889u);
+
 // Elements 8..15: V = [-4, 1/2^8, 1/4, 1/8 | 1/2^27, -1/2^8, -1/16, -1/2^27].
 fn internal_upper(st: ptr<function, P2State>, c: vec4<u32>, d: vec4<u32>, full: u32) {
     (*st).s2 = vec4<u32>(

@@ -7,6 +7,9 @@ const P2_PARTIAL_ROUNDS: u32 = 20u;
 // The constants uniform: 64 + 64 + 20 words, in whole vec4s.
 const P2_CONSTANT_VEC4S: u32 = 37u;
 
+// V_0..V_15 in Montgomery form, for an internal layer that multiplies (poseidon2/lanes.wgsl).
+const P2_DIAG16: array<u32, 16> = array<u32, 16>(2063597573u, 33554430u, 67108860u, 16777215u, 100663290u, 134217720u, 2113929218u, 2030043143u, 1996488713u, 16777216u, 536870912u, 256u, 2113929217u, 1593835521u, 1862270977u, 2130706177u);
+
 // Elements 8..15: V = [-4, 1/2^8, 1/8, 1/2^24 | -1/2^8, -1/8, -1/16, -1/2^24].
 fn internal_upper(st: ptr<function, P2State>, c: vec4<u32>, d: vec4<u32>, full: u32) {
     (*st).s2 = vec4<u32>(

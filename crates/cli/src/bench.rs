@@ -100,6 +100,12 @@ pub struct BenchArgs {
     /// all together. Default: the one adapter `WHIR_ADAPTER` or the high-performance choice names.
     #[arg(long, requires = "concurrency")]
     devices: Option<String>,
+    /// With --concurrency: also prove on Q queues of the one adapter, a context each over one
+    /// device (Vulkan; `GpuContext::on_queues`), so that proofs on different queues are not kept
+    /// in one queue's order. Each level is timed on the usual one-queue context and on the Q
+    /// queues together, in flight counted per queue.
+    #[arg(long, requires = "concurrency", conflicts_with = "devices", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=whir_gpu::MAX_QUEUES as u64))]
+    queues: Option<usize>,
     /// With --concurrency: Plonky3 proofs run in parallel on the host, each count measured (the
     /// best is the comparison).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency")]
@@ -301,7 +307,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !args.concurrency.is_empty() {
         let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
         let levels = distinct("--concurrency", &args.concurrency);
-        let sets = crate::throughput::device_sets(gpu, args.devices.as_deref())?;
+        let sets = match args.queues {
+            Some(q) => crate::throughput::queue_sets(gpu, q)?,
+            None => crate::throughput::device_sets(gpu, args.devices.as_deref())?,
+        };
         let options = crate::throughput::ThroughputOptions {
             proofs: args.proofs,
             plonky3_parallel: distinct("--plonky3-parallel", &args.plonky3_parallel),

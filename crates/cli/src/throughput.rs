@@ -84,6 +84,17 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>) -> Result<Vec<De
     Ok(sets)
 }
 
+/// The default backend alone, then `queues` contexts on queues of one device of the same
+/// adapter (`GpuContext::on_queues`), timed together.
+pub fn queue_sets(default: &GpuBackend, queues: usize) -> Result<Vec<DeviceSet>> {
+    let options = whir_gpu::GpuOptions::from_env()?;
+    let contexts = whir_gpu::GpuContext::on_queues(options, queues).with_context(|| format!("--queues {queues}"))?;
+    let driver = default.driver_options();
+    let backends: Vec<GpuBackend> = contexts.into_iter().map(|c| GpuBackend::over(std::sync::Arc::new(c)).with_driver_options(driver)).collect();
+    eprintln!("GPU, {queues} queues of one device: {}", backends[0].context().summary());
+    Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }, DeviceSet { label: format!("{queues} queues"), backends }])
+}
+
 #[derive(Serialize, Clone)]
 struct Level {
     /// The GPUs (`whir info` indices, or "default"; "host" for Plonky3).

@@ -43,7 +43,7 @@ pub use codeword::{CommittedCodeword, GpuCodewords, RecordedCodeword};
 pub use reorder::MessageLayout;
 pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
-pub use context::{list_adapters, pool_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, GpuProfiler, HostCosts, KernelSpan, InFlight, ProfileLabelGuard, ProfileSpan, QueueOccupancy, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts};
+pub use context::{list_adapters, pool_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, MAX_QUEUES, GpuProfiler, HostCosts, KernelSpan, InFlight, ProfileLabelGuard, ProfileSpan, QueueOccupancy, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts};
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSource, NttSpec, ResultHooks};

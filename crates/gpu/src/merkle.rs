@@ -1119,7 +1119,12 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
             let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
             let children = layers.last().expect("leaves");
-            let dispatch = self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes);
+            // Small levels are latency, not throughput: a node's permutation over 16 lanes.
+            let dispatch = if nodes <= ctx.tuning().lane_level_max_nodes {
+                self.poseidon2.prepare(Kernel::CompressLevelLanes, &[&params, children, &parent], nodes * 16)
+            } else {
+                self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes)
+            };
             layers.push(parent);
             dispatches.push(dispatch?);
             nodes /= 2;

@@ -162,6 +162,10 @@ pub struct GpuTuning {
     /// The lowest Merkle layer every resident codeword's tree keeps; `None`: narrow trees of
     /// 2^21 rows or more keep about an eighth of their codeword, openings rebuild the rest.
     pub codeword_tree_lowest: Option<usize>,
+    /// Merkle levels of at most this many nodes spread each node's permutation over 16
+    /// invocations (wgsl/poseidon2/lanes.wgsl): a level's latency is then a few S-boxes a round
+    /// rather than one thread's whole permutation. 0: never (every level one thread a node).
+    pub lane_level_max_nodes: usize,
 }
 
 impl Default for GpuTuning {
@@ -172,6 +176,8 @@ impl Default for GpuTuning {
             grind_ahead: true,
             early_submits: true,
             codeword_tree_lowest: None,
+            // Not yet measured on the H200 against one thread a node: off until it is.
+            lane_level_max_nodes: 0,
         }
     }
 }
@@ -205,7 +211,7 @@ impl GpuOptions {
     /// This crate's defaults with the `WHIR_*` environment applied: `WHIR_ADAPTER`,
     /// `WHIR_LIMITS`, `WHIR_GPU_SPIN_US`, `WHIR_GPU_POOL_MIB`, `WHIR_GPU_MEMORY_MIB`, and the
     /// tuning variables `WHIR_MERKLE_FUSED_LEVELS`, `WHIR_GPU_MIN_BITS`, `WHIR_GRIND_AHEAD`,
-    /// `WHIR_EARLY_SUBMITS` and `WHIR_CODEWORD_TREE_LOWEST`. A value that
+    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST` and `WHIR_LANE_LEVEL_MAX_NODES`. A value that
     /// does not parse is an error naming the variable.
     pub fn from_env() -> Result<Self> {
         let d = GpuTuning::default();
@@ -215,6 +221,7 @@ impl GpuOptions {
             grind_ahead: env_switch("WHIR_GRIND_AHEAD")?.unwrap_or(d.grind_ahead),
             early_submits: env_switch("WHIR_EARLY_SUBMITS")?.unwrap_or(d.early_submits),
             codeword_tree_lowest: parsed("WHIR_CODEWORD_TREE_LOWEST", "a tree layer")?,
+            lane_level_max_nodes: parsed("WHIR_LANE_LEVEL_MAX_NODES", "a number of tree nodes")?.unwrap_or(d.lane_level_max_nodes),
         };
         Ok(Self {
             adapter: var("WHIR_ADAPTER").map_or(AdapterSelector::HighPerformance, |v| AdapterSelector::parse(&v)),

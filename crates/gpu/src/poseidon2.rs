@@ -267,6 +267,11 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
         output: &wgpu::Buffer,
         count: usize,
     ) -> Result<()> {
+        self.record_batch(encoder, <F as Poseidon2Width<W>>::BATCH_KERNEL, 1, input, output, count)
+    }
+
+    /// `record_permute` through `kernel`, `threads_per_state` invocations a state.
+    fn record_batch(&self, encoder: &mut wgpu::CommandEncoder, kernel: Kernel, threads_per_state: usize, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
         let bytes = crate::field::matrix_bytes(count, W)?;
         if input.size() < bytes || output.size() < bytes {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
@@ -277,14 +282,14 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
         let align = u64::from(self.ctx.limits().min_storage_buffer_offset_alignment).max(1);
         let unit = (align / gcd(state_bytes, align)) as usize;
         let per_range = ((self.ctx.max_binding_bytes() / state_bytes) as usize / unit * unit).max(unit);
-        let pipeline = self.ctx.pipeline_for(F::ID, <F as Poseidon2Width<W>>::BATCH_KERNEL, &[])?;
+        let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let mut dispatches = Vec::new();
         for first in (0..count).step_by(per_range) {
             let n = per_range.min(count - first);
             let params = self.ctx.uniform("poseidon2 params", &[n as u32, 0, 0, 0]);
             let (offset, size) = (first as u64 * state_bytes, n as u64 * state_bytes);
             let bind = self.bind_own_ranges(&pipeline, &[(&params, 0, None), (input, offset, Some(size)), (output, offset, Some(size))]);
-            let groups = u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} states exceed one dispatch")))?;
+            let groups = workgroups_of_64(n.saturating_mul(threads_per_state))?;
             dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         }
         self.ctx.record_dispatches(encoder, "poseidon2", &dispatches);
@@ -293,6 +298,10 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
 
     /// Host to host: permutes every state.
     pub fn permute_batch(&self, states: &[[F; W]]) -> Result<Vec<[F; W]>> {
+        self.permute_host(states, <F as Poseidon2Width<W>>::BATCH_KERNEL, 1)
+    }
+
+    fn permute_host(&self, states: &[[F; W]], kernel: Kernel, threads_per_state: usize) -> Result<Vec<[F; W]>> {
         if states.is_empty() {
             return Ok(Vec::new());
         }
@@ -301,13 +310,27 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
             let input = self.ctx.upload("poseidon2 in", as_words(&flat));
             let output = self.ctx.storage("poseidon2 out", flat.len());
             let mut encoder = self.ctx.encoder("poseidon2");
-            self.record_permute(&mut encoder, &input, &output, states.len())?;
+            self.record_batch(&mut encoder, kernel, threads_per_state, &input, &output, states.len())?;
             let words = self.ctx.submit_and_read(encoder, &output, flat.len())?;
             Ok(words_to::<F>(words)?
                 .chunks_exact(W)
                 .map(|c| c.try_into().expect("chunks of W"))
                 .collect())
         })
+    }
+}
+
+/// Width 16, each state spread over 16 invocations (wgsl/poseidon2/lanes.wgsl): the same
+/// permutation at a fraction of one thread's latency, for few states at a time.
+impl<F: Poseidon2Field> GpuPoseidon2<F, WIDTH> {
+    /// [`record_permute`](Self::record_permute) with a state's permutation over 16 invocations.
+    pub fn record_permute_lanes(&self, encoder: &mut wgpu::CommandEncoder, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
+        self.record_batch(encoder, Kernel::Poseidon2Lanes, WIDTH, input, output, count)
+    }
+
+    /// Host to host, a state's permutation over 16 invocations.
+    pub fn permute_batch_lanes(&self, states: &[[F; WIDTH]]) -> Result<Vec<[F; WIDTH]>> {
+        self.permute_host(states, Kernel::Poseidon2Lanes, WIDTH)
     }
 }
 

@@ -70,6 +70,8 @@ wgsl_sources!(
     "poseidon2/koalabear24",
     "poseidon2/permute_batch",
     "poseidon2/permute_batch24",
+    "poseidon2/lanes",
+    "poseidon2/permute_lanes",
     "merkle/leaf_common",
     "merkle/sponge",
     "merkle/sponge24",
@@ -165,6 +167,10 @@ kernels! {
     RowChecksum => ("util/row_checksum", "row_checksum"),
     HashRows => ("merkle/hash_rows", "hash_rows"),
     CompressLevel => ("poseidon2/permute_batch", "compress_pairs"),
+    /// Width-16 permutations with a state spread over 16 invocations (wgsl/poseidon2/lanes.wgsl).
+    Poseidon2Lanes => ("poseidon2/permute_lanes", "permute_lanes"),
+    /// `CompressLevel` with a node's permutation spread over 16 invocations.
+    CompressLevelLanes => ("poseidon2/permute_lanes", "compress_pairs_lanes"),
     CompressInject => ("merkle/compress_inject", "compress_inject"),
     /// `HashLeaves` over trees whose leaves hash with Poseidon2 of width 24 (merkle/sponge24.wgsl
     /// behind `merkle/leaf`; nodes still compress with width 16).

@@ -13,6 +13,7 @@ mod faults;
 mod memory;
 mod pipelines;
 mod profile;
+mod queues;
 mod transfers;
 
 pub use adapter::{list_adapters, pool_adapters, AdapterSummary};
@@ -46,6 +47,74 @@ use crate::shaders::MulVariant;
 fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Duration {
     let default = if software { 0 } else { DEFAULT_SPIN_US };
     std::time::Duration::from_micros(asked.unwrap_or(default))
+}
+
+/// Most queues [`GpuContext::on_queues`] opens on one device.
+pub const MAX_QUEUES: usize = 16;
+
+/// What a context's device is opened with: the adapter, what it offers in the profile asked
+/// for, and the multiply variant chosen.
+#[derive(Clone)]
+struct DevicePlan {
+    adapter: wgpu::Adapter,
+    summary: AdapterSummary,
+    mul_variant: MulVariant,
+    profile: LimitsProfile,
+    required_features: wgpu::Features,
+    required_limits: wgpu::Limits,
+}
+
+impl DevicePlan {
+    fn new(options: &GpuOptions) -> Result<Self> {
+        let inst = instance();
+        let adapter = choose_adapter(&inst, &options.adapter)?;
+        let profile = options.limits.unwrap_or_default();
+        let strict = matches!(profile, LimitsProfile::WebGpu { .. });
+        let mut summary = AdapterSummary::of(&adapter);
+        if strict {
+            // No optional features in the strict profile: as an adapter without SHADER_INT64.
+            summary.shader_int64 = false;
+        }
+        let mul_variant = match options.mul_variant {
+            Some(MulVariant::U64) if !summary.shader_int64 => {
+                return Err(GpuError::Int64Unsupported(summary.name.clone()))
+            }
+            Some(v) => v,
+            None if summary.shader_int64 => MulVariant::U64,
+            None => MulVariant::Emulated,
+        };
+        let wanted = wgpu::Features::SHADER_INT64
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB);
+        // in the strict profile exactly WebGPU's defaults and no optional feature; in the Apple
+        // profile what an M1 has, as far as this adapter has it.
+        let (required_features, required_limits) = match profile {
+            LimitsProfile::WebGpu { max_binding_bytes } => {
+                let mut limits = wgpu::Limits::default();
+                // A smaller binding limit is asked of the device too, so wgpu itself enforces it.
+                if let Some(b) = max_binding_bytes {
+                    limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(b as _);
+                }
+                (wgpu::Features::empty(), limits)
+            }
+            LimitsProfile::AppleM1 => (adapter.features() & apple_m1_features(), apple_m1_limits(adapter.limits())),
+            LimitsProfile::Adapter => (adapter.features() & wanted, adapter.limits()),
+        };
+        Ok(Self { adapter, summary, mul_variant, profile, required_features, required_limits })
+    }
+
+    fn descriptor(&self, options: &GpuOptions) -> Result<wgpu::DeviceDescriptor<'static>> {
+        Ok(wgpu::DeviceDescriptor {
+            label: Some("whir-gpu"),
+            required_features: self.required_features,
+            required_limits: self.required_limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: device_trace(options.trace_dir.as_deref())?,
+        })
+    }
 }
 
 /// wgpu's trace for `GpuOptions::trace_dir`: none without a directory; an error where this
@@ -139,53 +208,34 @@ impl GpuContext {
     }
 
     pub fn new(options: GpuOptions) -> Result<Self> {
-        let inst = instance();
-        let adapter = choose_adapter(&inst, &options.adapter)?;
-        let profile = options.limits.unwrap_or_default();
-        let strict = matches!(profile, LimitsProfile::WebGpu { .. });
-        let mut summary = AdapterSummary::of(&adapter);
-        if strict {
-            // No optional features in the strict profile: as an adapter without SHADER_INT64.
-            summary.shader_int64 = false;
-        }
-        let mul_variant = match options.mul_variant {
-            Some(MulVariant::U64) if !summary.shader_int64 => {
-                return Err(GpuError::Int64Unsupported(summary.name.clone()))
-            }
-            Some(v) => v,
-            None if summary.shader_int64 => MulVariant::U64,
-            None => MulVariant::Emulated,
-        };
-        let wanted = wgpu::Features::SHADER_INT64
-            | wgpu::Features::SUBGROUP
-            | wgpu::Features::TIMESTAMP_QUERY
-            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
-        // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB);
-        // in the strict profile exactly WebGPU's defaults and no optional feature; in the Apple
-        // profile what an M1 has, as far as this adapter has it.
-        let (required_features, required_limits) = match profile {
-            LimitsProfile::WebGpu { max_binding_bytes } => {
-                let mut limits = wgpu::Limits::default();
-                // A smaller binding limit is asked of the device too, so wgpu itself enforces it.
-                if let Some(b) = max_binding_bytes {
-                    limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(b as _);
-                }
-                (wgpu::Features::empty(), limits)
-            }
-            LimitsProfile::AppleM1 => (adapter.features() & apple_m1_features(), apple_m1_limits(adapter.limits())),
-            LimitsProfile::Adapter => (adapter.features() & wanted, adapter.limits()),
-        };
-        let desc = wgpu::DeviceDescriptor {
-            label: Some("whir-gpu"),
-            required_features,
-            required_limits,
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: device_trace(options.trace_dir.as_deref())?,
-        };
-        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
-            GpuError::RequestDevice { adapter: summary.to_string(), reason: e.to_string() }
+        let plan = DevicePlan::new(&options)?;
+        let desc = plan.descriptor(&options)?;
+        let (device, queue) = pollster::block_on(plan.adapter.request_device(&desc)).map_err(|e| {
+            GpuError::RequestDevice { adapter: plan.summary.to_string(), reason: e.to_string() }
         })?;
+        Ok(Self::on_device(plan, device, queue, &options))
+    }
+
+    /// `count` contexts on one device of the adapter `options` names, each submitting to a
+    /// queue of its own (Vulkan: one `VkDevice` opened with `count` queues of its compute
+    /// family), so that work submitted on different contexts is not kept in one queue's order.
+    /// Each context has pools of its own, as contexts on devices of their own do; a proof pool
+    /// over them (whir-prover's `ProofPool::over`) keeps each proof on one. On other backends
+    /// only `count == 1` opens (as [`new`](Self::new)); an error says what is missing where the
+    /// backend or the adapter's queues fall short.
+    pub fn on_queues(options: GpuOptions, count: usize) -> Result<Vec<Self>> {
+        if count == 0 || count > MAX_QUEUES {
+            return Err(GpuError::InvalidInput(format!("{count} queues asked for; give 1 to {MAX_QUEUES}")));
+        }
+        let plan = DevicePlan::new(&options)?;
+        let desc = plan.descriptor(&options)?;
+        let opened = queues::open_queues(&plan.adapter, &desc, count).map_err(|reason| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason })?;
+        Ok(opened.into_iter().map(|(device, queue)| Self::on_device(plan.clone(), device, queue, &options)).collect())
+    }
+
+    /// The context over a device just opened as `plan` says.
+    fn on_device(plan: DevicePlan, device: wgpu::Device, queue: wgpu::Queue, options: &GpuOptions) -> Self {
+        let DevicePlan { adapter, summary, mul_variant, profile, .. } = plan;
         // wgpu stages every small `write_buffer` (and buffer mapped at creation) in a
         // host-visible buffer of its own. With no long-lived allocation in the allocator's first
         // host-visible block, a pooled 64 MiB staging chunk could fill it, and each small
@@ -225,7 +275,7 @@ impl GpuContext {
         // readback staging) of a quarter each. (Staging lives in host-visible memory and is not
         // otherwise counted against the budget.)
         let pool_budget = memory_budget.map_or(pool_bytes(options.pool_mib), |b| pool_bytes(options.pool_mib).min(b / 4));
-        Ok(Self {
+        Self {
             adapter,
             device,
             queue,
@@ -245,7 +295,7 @@ impl GpuContext {
             profile_state: Profiler::default(),
             faults: FaultInjection::default(),
             _staging_keeper: staging_keeper,
-        })
+        }
     }
 
     pub fn device(&self) -> &wgpu::Device {
