@@ -117,6 +117,10 @@ fn portable_kernels() -> Vec<(String, String, &'static str)> {
                 })
                 .collect();
         }
+        if defaults.iter().any(|&(k, _)| k == "TRANSCRIPT_LANES") {
+            // The transcript kernels on one invocation too.
+            variants.push(defaults.iter().map(|&(k, v)| if k == "TRANSCRIPT_LANES" { (k, 1) } else { (k, v) }).collect());
+        }
         for consts in variants {
             let src = compose_kernel(FieldId::BabyBear, ExtensionId::Degree4, kernel, MulVariant::Emulated, &consts).unwrap();
             let tag: String = consts.iter().map(|(k, v)| format!("_{k}{v}")).collect();

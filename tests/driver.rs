@@ -224,6 +224,40 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
     }
 }
 
+/// The transcript kernels with each permutation over 16 invocations
+/// (`GpuTuning::transcript_lanes`) and Merkle levels of few nodes likewise
+/// (`lane_level_max_nodes`): Plonky3's proofs byte for byte, with round heads played and
+/// sumcheck grinds taken from the GPU, every grind on the GPU, both multiply variants.
+#[test]
+fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
+    let mut rng = common::rng();
+    for variant in common::contexts().iter().map(|c| c.mul_variant()) {
+        let mut options = common::options_for(variant);
+        options.tuning.transcript_lanes = true;
+        options.tuning.lane_level_max_nodes = 1 << 16;
+        options.tuning.merkle_fused_levels = Some(0);
+        let Some(ctx) = common::open_with(options) else { return };
+        let (steps, grinder) = steps_and_grinder(&ctx);
+        let plays = |c: &p3_whir::parameters::WhirConfig<_, _, _>| {
+            c.round_parameters().iter().any(|r| r.ood_samples > 0 && r.pow_bits > 0) && (c.starting_folding_pow_bits() > 0 || c.round_parameters().iter().any(|r| r.folding_pow_bits > 0))
+        };
+        let shapes: Vec<Params> = grid(&mut rng, 80)
+            .into_iter()
+            .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
+            .filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| plays(&c)))
+            .take(3)
+            .collect();
+        assert!(!shapes.is_empty(), "no shape of the grid plays round heads and grinds in its sumcheck rounds");
+        let (mut used, mut heads) = (0, 0);
+        for p in shapes {
+            let (challenger, times) = prove_grinding_on_the_gpu(&steps, &grinder, &p, &mut rng);
+            used += challenger.grinds_ahead_used();
+            heads += times.head_answers;
+        }
+        assert!(used > 0 && heads > 0, "transcripts on the GPU: {used} grinds taken, {heads} out-of-domain answers ({variant:?})");
+    }
+}
+
 /// What crosses the bus in one resident proof: the input once and each round's constraint
 /// points; back only roots, round coefficients, claim and OOD answers, opened rows, sibling
 /// digests, PoW witnesses and the final polynomial — never a codeword or a folded table. The pieces path reads every codeword back,

@@ -41,16 +41,23 @@ fn permuted(words: array<u32, 16>) -> array<u32, 16> {
     return out;
 }
 
-// Absorbs the pending inputs (a squeeze when there are none) and permutes.
-fn duplexing(d: ptr<function, Duplex>) {
-    let n = (*d).len;
+// The state about to be permuted when `n` pending inputs are absorbed: they overwrite the rate,
+// the rest of the rate is zeroed and `n` is added to the first capacity slot (nothing changes
+// for a squeeze, n = 0).
+fn absorbing(state: array<u32, 16>, pending: array<u32, 8>, n: u32) -> array<u32, 16> {
+    var out = state;
     if (n > 0u) {
         for (var i = 0u; i < SPONGE_RATE; i++) {
-            (*d).state[i] = select(0u, (*d).pending[i], i < n);
+            out[i] = select(0u, pending[i], i < n);
         }
-        (*d).state[SPONGE_RATE] = fp_add((*d).state[SPONGE_RATE], fp_mul(n, FP_R2));
+        out[SPONGE_RATE] = fp_add(out[SPONGE_RATE], fp_mul(n, FP_R2));
     }
-    (*d).state = permuted((*d).state);
+    return out;
+}
+
+// Absorbs the pending inputs (a squeeze when there are none) and permutes.
+fn duplexing(d: ptr<function, Duplex>) {
+    (*d).state = permuted(absorbing((*d).state, (*d).pending, (*d).len));
     (*d).len = 0u;
 }
 
@@ -62,15 +69,15 @@ fn duplex_observe(d: ptr<function, Duplex>, word: u32) {
     }
 }
 
-// What `GrindState::new` makes of the duplex: the pending inputs, the witness slot after them
-// (left 0), zeros to the rate, and the count of what will be absorbed added to the first
-// capacity slot.
-fn grind_base(d: ptr<function, Duplex>) -> array<u32, 16> {
-    var base = (*d).state;
+// What `GrindState::new` makes of a sponge state with `len` pending inputs: the pending inputs,
+// the witness slot after them (left 0), zeros to the rate, and the count of what will be
+// absorbed added to the first capacity slot.
+fn grind_base_of(state: array<u32, 16>, pending: array<u32, 8>, len: u32) -> array<u32, 16> {
+    var base = state;
     for (var i = 0u; i < SPONGE_RATE; i++) {
-        base[i] = select(0u, (*d).pending[i], i < (*d).len);
+        base[i] = select(0u, pending[i], i < len);
     }
-    base[SPONGE_RATE] = fp_add(base[SPONGE_RATE], fp_mul((*d).len + 1u, FP_R2));
+    base[SPONGE_RATE] = fp_add(base[SPONGE_RATE], fp_mul(len + 1u, FP_R2));
     return base;
 }
 
@@ -103,14 +110,18 @@ fn duplex_pending(d: ptr<function, Duplex>) -> array<vec4<u32>, 2> {
     return out;
 }
 
-// The params of a grind from the state reached (`grind_base`): witness slot after the pending
-// inputs, `mask`, candidates 0..end.
-fn grind_params(d: ptr<function, Duplex>, mask: u32, end: u32) -> GrindParams {
-    let base = grind_base(d);
+// The params of a grind from a sponge state with `len` pending inputs (`grind_base_of`):
+// witness slot after the pending inputs, `mask`, candidates 0..end.
+fn grind_params_of(state: array<u32, 16>, pending: array<u32, 8>, len: u32, mask: u32, end: u32) -> GrindParams {
+    let base = grind_base_of(state, pending, len);
     var params: GrindParams;
     for (var i = 0u; i < 16u; i++) {
         params.base[i / 4u][i % 4u] = base[i];
     }
-    params.search = vec4<u32>((*d).len, mask, 0u, end);
+    params.search = vec4<u32>(len, mask, 0u, end);
     return params;
+}
+
+fn grind_params(d: ptr<function, Duplex>, mask: u32, end: u32) -> GrindParams {
+    return grind_params_of((*d).state, (*d).pending, (*d).len, mask, end);
 }

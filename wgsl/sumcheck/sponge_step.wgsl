@@ -1,11 +1,12 @@
-// #import pow/duplex
+// #import pow/duplex_lanes
 
 // A duplex-sponge script run on the GPU after work that leaves words to observe (a Merkle root,
 // in the same submission as the tree): observe them, then for each of `samples` points draw an
 // extension element z (4 samples) and, once f's value at z's univariate expansion is computed
 // (sumcheck/power_tables, then eval), observe the value; last, set up a grind (pow/grind) from
 // the state reached. Each dispatch of this one-thread kernel observes `step.observe.y` words and
-// then either draws one point or sets up the grind. Plonky3's DuplexChallenger<BabyBear,
+// then either draws one point or sets up the grind; it runs as one workgroup of
+// TRANSCRIPT_LANES invocations (pow/duplex_lanes.wgsl). Plonky3's DuplexChallenger<BabyBear,
 // Poseidon2, 16, 8> exactly: an observe clears the output buffer, a full rate is absorbed
 // (pow/duplex), and a sample absorbs pending inputs or refills an empty output buffer first, then
 // pops the buffer's last word. The caller replays the script with its own challenger and checks
@@ -34,31 +35,54 @@ struct SpongeState {
 @group(0) @binding(5) var<storage, read_write> params: GrindParams;
 @group(0) @binding(6) var<storage, read_write> best: u32;
 
-@compute @workgroup_size(1)
-fn sponge_step() {
-    var d = duplex_load(sponge_state.sponge, sponge_state.pending, sponge_state.info.x);
-    var outputs = sponge_state.info.y;
+const P2L_WORDS: u32 = 16u;
+
+var<workgroup> shared_info: vec4<u32>;
+
+@compute @workgroup_size(TRANSCRIPT_LANES)
+fn sponge_step(@builtin(local_invocation_index) lane: u32) {
+    if (lane == 0u) {
+        shared_info = sponge_state.info;
+    }
+    let info = workgroupUniformLoad(&shared_info);
+    // The state and pending words are data; their count and the words left in the output
+    // buffer decide when to permute, so they stay uniform.
+    var state = words_of(sponge_state.sponge);
+    var pending = pending_of(sponge_state.pending, info.x);
+    var len = info.x;
+    var outputs = info.y;
     for (var k = 0u; k < step.observe.y; k++) {
-        duplex_observe(&d, observed[step.observe.x + k]);
+        pending[len] = observed[step.observe.x + k];
+        len += 1u;
+        if (len == SPONGE_RATE) {
+            state = transcript_permute(absorbing(state, pending, len), lane);
+            len = 0u;
+        }
         // The observe cleared the output buffer; an absorb (nothing left pending) refilled it.
-        outputs = select(0u, SPONGE_RATE, d.len == 0u);
+        outputs = select(0u, SPONGE_RATE, len == 0u);
     }
     if (step.observe.z == 1u) {
         var z = vec4<u32>(0u);
         for (var c = 0u; c < 4u; c++) {
-            if (d.len > 0u || outputs == 0u) {
-                duplexing(&d);
+            if (len > 0u || outputs == 0u) {
+                state = transcript_permute(absorbing(state, pending, len), lane);
+                len = 0u;
                 outputs = SPONGE_RATE;
             }
-            z[c] = d.state[outputs - 1u];
+            z[c] = state[outputs - 1u];
             outputs -= 1u;
         }
-        points[step.observe.w] = z;
-    } else if (step.grind.x != 0u) {
-        params = grind_params(&d, step.grind.x, step.grind.y);
+        if (lane == 0u) {
+            points[step.observe.w] = z;
+        }
+    } else if (step.grind.x != 0u && lane == 0u) {
+        params = grind_params_of(state, pending, len, step.grind.x, step.grind.y);
         best = 0xffffffffu;
     }
-    sponge_state.sponge = duplex_sponge(&d);
-    sponge_state.pending = duplex_pending(&d);
-    sponge_state.info = vec4<u32>(d.len, outputs, 0u, 0u);
+    storageBarrier();
+    if (lane == 0u) {
+        sponge_state.sponge = vec4s_of(state);
+        sponge_state.pending = pending_vec4s(pending);
+        sponge_state.info = vec4<u32>(len, outputs, 0u, 0u);
+    }
 }

@@ -166,6 +166,9 @@ pub struct GpuTuning {
     /// invocations (wgsl/poseidon2/lanes.wgsl): a level's latency is then a few S-boxes a round
     /// rather than one thread's whole permutation. 0: never (every level one thread a node).
     pub lane_level_max_nodes: usize,
+    /// The transcript kernels (sumcheck chains, sponge scripts) spread each permutation over
+    /// 16 invocations instead of running it on one (wgsl/pow/duplex_lanes.wgsl).
+    pub transcript_lanes: bool,
 }
 
 impl Default for GpuTuning {
@@ -178,6 +181,7 @@ impl Default for GpuTuning {
             codeword_tree_lowest: None,
             // Not yet measured on the H200 against one thread a node: off until it is.
             lane_level_max_nodes: 0,
+            transcript_lanes: false,
         }
     }
 }
@@ -211,7 +215,7 @@ impl GpuOptions {
     /// This crate's defaults with the `WHIR_*` environment applied: `WHIR_ADAPTER`,
     /// `WHIR_LIMITS`, `WHIR_GPU_SPIN_US`, `WHIR_GPU_POOL_MIB`, `WHIR_GPU_MEMORY_MIB`, and the
     /// tuning variables `WHIR_MERKLE_FUSED_LEVELS`, `WHIR_GPU_MIN_BITS`, `WHIR_GRIND_AHEAD`,
-    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST` and `WHIR_LANE_LEVEL_MAX_NODES`. A value that
+    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST`, `WHIR_LANE_LEVEL_MAX_NODES` and `WHIR_TRANSCRIPT_LANES`. A value that
     /// does not parse is an error naming the variable.
     pub fn from_env() -> Result<Self> {
         let d = GpuTuning::default();
@@ -222,6 +226,7 @@ impl GpuOptions {
             early_submits: env_switch("WHIR_EARLY_SUBMITS")?.unwrap_or(d.early_submits),
             codeword_tree_lowest: parsed("WHIR_CODEWORD_TREE_LOWEST", "a tree layer")?,
             lane_level_max_nodes: parsed("WHIR_LANE_LEVEL_MAX_NODES", "a number of tree nodes")?.unwrap_or(d.lane_level_max_nodes),
+            transcript_lanes: env_switch("WHIR_TRANSCRIPT_LANES")?.unwrap_or(d.transcript_lanes),
         };
         Ok(Self {
             adapter: var("WHIR_ADAPTER").map_or(AdapterSelector::HighPerformance, |v| AdapterSelector::parse(&v)),

@@ -85,6 +85,7 @@ wgsl_sources!(
     "pow/prepare",
     "sumcheck/chain_state",
     "pow/duplex",
+    "pow/duplex_lanes",
     "sumcheck/chain",
     "sumcheck/reduce",
     "sumcheck/round",
@@ -198,8 +199,8 @@ kernels! {
     CopyBlock => ("util/copy_block", "copy_block"),
     /// A table copied with its row and column indices bit-reversed (wgsl/util/reverse_bits.wgsl).
     ReverseIndexBits => ("util/reverse_bits", "reverse_index_bits"),
-    ChainObserve => ("sumcheck/chain", "chain_observe"),
-    ChainSample => ("sumcheck/chain", "chain_sample"),
+    ChainObserve => ("sumcheck/chain", "chain_observe", consts: &[("TRANSCRIPT_LANES", 16)]),
+    ChainSample => ("sumcheck/chain", "chain_sample", consts: &[("TRANSCRIPT_LANES", 16)]),
     FoldPairsChained => ("sumcheck/fold", "fold_pairs_chained"),
     FoldSingleChained => ("sumcheck/fold", "fold_single_chained"),
     FoldBaseChained => ("sumcheck/base", "fold_base_chained"),
@@ -208,7 +209,7 @@ kernels! {
     LazyRoundBase => ("sumcheck/lazy_base", "lazy_round_base"),
     LazyCoeffs => ("sumcheck/lazy_coeffs", "lazy_coeffs"),
     /// One step of a duplex-sponge script run after a Merkle root (wgsl/sumcheck/sponge_step.wgsl).
-    SpongeStep => ("sumcheck/sponge_step", "sponge_step"),
+    SpongeStep => ("sumcheck/sponge_step", "sponge_step", consts: &[("TRANSCRIPT_LANES", 16)]),
     /// Evaluation tables of the univariate expansion of a point drawn on the GPU.
     PowerTables => ("sumcheck/power_tables", "power_tables"),
     /// Evaluations of slots of a table at one point, in partial sums (wgsl/sumcheck/slot_eval.wgsl).
