@@ -337,6 +337,10 @@ fn a_pool_over_queues_of_one_device_makes_the_lone_proofs() {
         let err = whir_wgpu::gpu::GpuContext::on_queues(options.clone(), bad).map(|_| ()).unwrap_err();
         assert!(err.to_string().contains("queues asked for"), "{bad}: {err}");
     }
+    // One wgpu trace directory cannot take several devices' traces.
+    let traced = GpuOptions { trace_dir: Some(std::env::temp_dir()), ..options.clone() };
+    let err = whir_wgpu::gpu::GpuContext::on_queues(traced, 2).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("trace one queue"), "{err}");
     let mut contexts = Vec::new();
     for count in 1..=whir_wgpu::gpu::MAX_QUEUES {
         match whir_wgpu::gpu::GpuContext::on_queues(options.clone(), count) {
@@ -357,6 +361,10 @@ fn a_pool_over_queues_of_one_device_makes_the_lone_proofs() {
     let mut rng = common::rng();
     let jobs = jobs(&mut rng, 6);
     let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    // Each context submits to a queue of its own.
+    let queues: Vec<String> = contexts.iter().filter_map(|c| unsafe { c.queue().as_hal::<whir_wgpu::gpu::wgpu::hal::api::Vulkan>() }.map(|q| format!("{:?}", q.as_raw()))).collect();
+    let distinct: std::collections::HashSet<&String> = queues.iter().collect();
+    assert_eq!(distinct.len(), queues.len(), "contexts share a queue: {queues:?}");
     let backends: Vec<GpuBackend> = contexts.into_iter().map(|c| GpuBackend::new(Arc::new(c))).collect();
     let queues = backends.len();
     let pool = ProofPool::over(backends, PoolOptions { in_flight: Some(2) }).unwrap();

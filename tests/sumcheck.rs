@@ -299,11 +299,12 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
     use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
-    for ctx in common::contexts() {
+    for ctx in common::contexts().into_iter().chain(common::lane_transcript_contexts()) {
         let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        for (m, rounds, bits, pending, range) in [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(1u32))] {
-            let what = format!("m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?})", ctx.mul_variant());
+        let cases = [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(1u32)), (6, 3, 5, 1, None), (7, 2, 0, 4, None), (8, 3, 6, 6, None)];
+        for (m, rounds, bits, pending, range) in cases {
+            let what = format!("m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})", ctx.mul_variant(), ctx.tuning().transcript_lanes);
             let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
             let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
             let mut gpu = GpuSumcheck::new(ntt.clone(), &f, &w).unwrap();
@@ -373,7 +374,7 @@ fn split_select_weights_match_the_twin() {
 fn lazy_equality_weights_match_the_twin() {
     use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
     let mut rng = common::rng();
-    let mut contexts: Vec<_> = common::contexts().into_iter().map(|c| (c, false)).collect();
+    let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::lane_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
         contexts.push((small, true));
     }
@@ -484,7 +485,7 @@ fn round_heads_match_the_host_transcript() {
     use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, SpongeScript, LimitsProfile, Poseidon2Constants, MAX_SCRIPT_SAMPLES};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
-    let mut contexts: Vec<_> = common::contexts().into_iter().map(|c| (c, false)).collect();
+    let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::lane_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
         contexts.push((small, true));
     }
@@ -506,10 +507,11 @@ fn round_heads_match_the_host_transcript() {
                 (9, 2, 6, 3, false, true),
                 (10, 3, 4, 5, true, true),
                 (1, 1, 0, 2, false, true),
+                (7, 2, 5, 4, false, false),
             ]
         };
         for (m, samples, bits, pending, base, reversed) in cases {
-            let what = format!("m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, small binding: {small})", ctx.mul_variant());
+            let what = format!("m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, small binding: {small}, transcript lanes {})", ctx.mul_variant(), ctx.tuning().transcript_lanes);
             let (mut gpu, mut cpu) = if base {
                 let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
                 let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));

@@ -96,6 +96,19 @@ pub fn spinning_contexts(spin_us: u64) -> Vec<Arc<GpuContext>> {
     shared.iter().filter_map(|c| open_with(GpuOptions { spin_us: Some(spin_us), ..options_for(c.mul_variant()) })).collect()
 }
 
+/// Fresh contexts of each variant [`contexts`] opens whose transcript kernels spread each
+/// permutation over 16 invocations (`GpuTuning::transcript_lanes`).
+pub fn lane_transcript_contexts() -> Vec<Arc<GpuContext>> {
+    contexts()
+        .iter()
+        .filter_map(|c| {
+            let mut options = options_for(c.mul_variant());
+            options.tuning.transcript_lanes = true;
+            open_with(options)
+        })
+        .collect()
+}
+
 /// A fresh seed each run, printed so a failure can be replayed with WHIR_TEST_SEED. Also routes
 /// the library's warnings (a GPU step redone on the CPU, and why) into the test's captured
 /// output, so a failing test shows them.

@@ -46,7 +46,7 @@ fn p2l_external_round(base: u32, lane: u32, x: u32, first: u32) -> u32 {
 // One internal round: lane 0's element takes the constant and the S-box, then every element
 // becomes sum + V_lane x. Rounds alternate tiles (`tile`: 0 or P2L_WORDS), so a round's
 // writes never meet the round before's reads.
-fn p2l_internal_round(base: u32, lane: u32, x: u32, rc: u32, tile: u32) -> u32 {
+fn p2l_internal_round(base: u32, lane: u32, x: u32, rc: u32, tile: u32, diag: u32) -> u32 {
     let v = select(x, sbox(fp_add(x, rc)), lane == 0u);
     let t = tile + base;
     p2l_tiles[t + lane] = v;
@@ -55,7 +55,7 @@ fn p2l_internal_round(base: u32, lane: u32, x: u32, rc: u32, tile: u32) -> u32 {
     let s1 = fp_add(fp_add(p2l_tiles[t + 4u], p2l_tiles[t + 5u]), fp_add(p2l_tiles[t + 6u], p2l_tiles[t + 7u]));
     let s2 = fp_add(fp_add(p2l_tiles[t + 8u], p2l_tiles[t + 9u]), fp_add(p2l_tiles[t + 10u], p2l_tiles[t + 11u]));
     let s3 = fp_add(fp_add(p2l_tiles[t + 12u], p2l_tiles[t + 13u]), fp_add(p2l_tiles[t + 14u], p2l_tiles[t + 15u]));
-    return fp_add(fp_add(fp_add(s0, s1), fp_add(s2, s3)), fp_mul(v, P2_DIAG16[lane]));
+    return fp_add(fp_add(fp_add(s0, s1), fp_add(s2, s3)), fp_mul(v, diag));
 }
 
 // Element `lane` of the permuted state whose element `lane` is `x`.
@@ -64,8 +64,9 @@ fn poseidon2_permute_lanes(base: u32, lane: u32, x: u32) -> u32 {
     for (var r = 0u; r < 4u; r++) {
         y = p2l_external_round(base, lane, y, 16u * r);
     }
+    let diag = P2_DIAG16[lane];
     for (var r = 0u; r < P2_PARTIAL_ROUNDS; r++) {
-        y = p2l_internal_round(base, lane, y, internal_constant(r), (r & 1u) * P2L_WORDS);
+        y = p2l_internal_round(base, lane, y, internal_constant(r), (r & 1u) * P2L_WORDS, diag);
     }
     // The last internal round's reads are done before the external layer writes its tile.
     workgroupBarrier();

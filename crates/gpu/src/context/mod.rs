@@ -219,14 +219,23 @@ impl GpuContext {
     /// `count` contexts on one device of the adapter `options` names, each submitting to a
     /// queue of its own (Vulkan: one `VkDevice` opened with `count` queues of its compute
     /// family), so that work submitted on different contexts is not kept in one queue's order.
-    /// Each context has pools of its own, as contexts on devices of their own do; a proof pool
-    /// over them (whir-prover's `ProofPool::over`) keeps each proof on one. On other backends
-    /// only `count == 1` opens (as [`new`](Self::new)); an error says what is missing where the
-    /// backend or the adapter's queues fall short.
-    pub fn on_queues(options: GpuOptions, count: usize) -> Result<Vec<Self>> {
+    /// Each context has pools of its own, as contexts on devices of their own do, and a share
+    /// of the memory budget and of the idle pool cap (`GpuOptions::memory_mib`, `pool_mib`:
+    /// divided by `count`, so the device's total stays as asked); a proof pool over them
+    /// (whir-prover's `ProofPool::over`) keeps each proof on one. On Vulkan even `count == 1`
+    /// opens the device this way; on other backends only `count == 1` opens (as
+    /// [`new`](Self::new)). An error says what is missing where the backend or the adapter's
+    /// queues fall short.
+    pub fn on_queues(mut options: GpuOptions, count: usize) -> Result<Vec<Self>> {
         if count == 0 || count > MAX_QUEUES {
             return Err(GpuError::InvalidInput(format!("{count} queues asked for; give 1 to {MAX_QUEUES}")));
         }
+        if count > 1 && options.trace_dir.is_some() {
+            return Err(GpuError::InvalidInput(format!("a wgpu trace records one device; {count} queues would write {count} traces over each other in one directory: trace one queue")));
+        }
+        let share = count as u64;
+        options.memory_mib = options.memory_mib.map(|m| m / share);
+        options.pool_mib = Some(options.pool_mib.unwrap_or(DEFAULT_POOL_BYTES >> 20) / share);
         let plan = DevicePlan::new(&options)?;
         let desc = plan.descriptor(&options)?;
         let opened = queues::open_queues(&plan.adapter, &desc, count).map_err(|reason| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason })?;
