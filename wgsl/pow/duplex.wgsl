@@ -13,12 +13,6 @@
 
 const SPONGE_RATE: u32 = 8u;
 
-struct Duplex {
-    state: array<u32, 16>,
-    pending: array<u32, 8>,
-    len: u32,
-}
-
 fn state_from(words: array<u32, 16>) -> P2State {
     return P2State(
         vec4<u32>(words[0], words[1], words[2], words[3]),
@@ -55,20 +49,6 @@ fn absorbing(state: array<u32, 16>, pending: array<u32, 8>, n: u32) -> array<u32
     return out;
 }
 
-// Absorbs the pending inputs (a squeeze when there are none) and permutes.
-fn duplexing(d: ptr<function, Duplex>) {
-    (*d).state = permuted(absorbing((*d).state, (*d).pending, (*d).len));
-    (*d).len = 0u;
-}
-
-fn duplex_observe(d: ptr<function, Duplex>, word: u32) {
-    (*d).pending[(*d).len] = word;
-    (*d).len += 1u;
-    if ((*d).len == SPONGE_RATE) {
-        duplexing(d);
-    }
-}
-
 // What `GrindState::new` makes of a sponge state with `len` pending inputs: the pending inputs,
 // the witness slot after them (left 0), zeros to the rate, and the count of what will be
 // absorbed added to the first capacity slot.
@@ -81,35 +61,6 @@ fn grind_base_of(state: array<u32, 16>, pending: array<u32, 8>, len: u32) -> arr
     return base;
 }
 
-// A duplex from a sponge state and pending inputs kept as vec4s (storage or uniform layouts).
-fn duplex_load(sponge: array<vec4<u32>, 4>, pending: array<vec4<u32>, 2>, len: u32) -> Duplex {
-    var d: Duplex;
-    for (var i = 0u; i < 16u; i++) {
-        d.state[i] = sponge[i / 4u][i % 4u];
-    }
-    for (var i = 0u; i < 8u; i++) {
-        d.pending[i] = select(0u, pending[i / 4u][i % 4u], i < len);
-    }
-    d.len = len;
-    return d;
-}
-
-fn duplex_sponge(d: ptr<function, Duplex>) -> array<vec4<u32>, 4> {
-    var out: array<vec4<u32>, 4>;
-    for (var i = 0u; i < 16u; i++) {
-        out[i / 4u][i % 4u] = (*d).state[i];
-    }
-    return out;
-}
-
-fn duplex_pending(d: ptr<function, Duplex>) -> array<vec4<u32>, 2> {
-    var out: array<vec4<u32>, 2>;
-    for (var i = 0u; i < 8u; i++) {
-        out[i / 4u][i % 4u] = (*d).pending[i];
-    }
-    return out;
-}
-
 // The params of a grind from a sponge state with `len` pending inputs (`grind_base_of`):
 // witness slot after the pending inputs, `mask`, candidates 0..end.
 fn grind_params_of(state: array<u32, 16>, pending: array<u32, 8>, len: u32, mask: u32, end: u32) -> GrindParams {
@@ -120,8 +71,4 @@ fn grind_params_of(state: array<u32, 16>, pending: array<u32, 8>, len: u32, mask
     }
     params.search = vec4<u32>(len, mask, 0u, end);
     return params;
-}
-
-fn grind_params(d: ptr<function, Duplex>, mask: u32, end: u32) -> GrindParams {
-    return grind_params_of((*d).state, (*d).pending, (*d).len, mask, end);
 }

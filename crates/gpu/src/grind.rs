@@ -295,7 +295,7 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
             return Err(GpuError::InvalidInput(format!("observing words {first_word}..{} of a {}-byte buffer", first_word + words, observed.size())));
         }
         let ctx = self.poseidon2.context();
-        let prepare = ctx.pipeline_for(F::ID, Kernel::GrindPrepare, &[])?;
+        let prepare = ctx.pipeline_for(F::ID, Kernel::GrindPrepare, &ctx.tuning().transcript_consts())?;
         let grind = grind_pipeline(ctx, F::ID)?;
         let end = range_for(bits).min(F::ORDER_U32 as u64) as u32;
         let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [end, 0, 0, 0] };

@@ -166,9 +166,18 @@ pub struct GpuTuning {
     /// invocations (wgsl/poseidon2/lanes.wgsl): a level's latency is then a few S-boxes a round
     /// rather than one thread's whole permutation. 0: never (every level one thread a node).
     pub lane_level_max_nodes: usize,
-    /// The transcript kernels (sumcheck chains, sponge scripts) spread each permutation over
+    /// The transcript kernels (sumcheck chains, sponge scripts, grind set-ups) spread each permutation over
     /// 16 invocations instead of running it on one (wgsl/pow/duplex_lanes.wgsl).
     pub transcript_lanes: bool,
+}
+
+impl GpuTuning {
+    /// The transcript kernels' composition (sumcheck chains, sponge scripts, grind set-ups):
+    /// one invocation, or a workgroup of 16 that spreads each permutation over its lanes
+    /// (`transcript_lanes`; wgsl/pow/duplex_lanes.wgsl).
+    pub(crate) fn transcript_consts(&self) -> [(&'static str, u32); 1] {
+        [("TRANSCRIPT_LANES", if self.transcript_lanes { 16 } else { 1 })]
+    }
 }
 
 impl Default for GpuTuning {

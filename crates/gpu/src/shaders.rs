@@ -183,7 +183,7 @@ kernels! {
     /// `CompressInject` with width-24 leaves.
     CompressInject24 => ("merkle/compress_inject", "compress_inject"),
     Grind => ("pow/grind", "grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),
-    GrindPrepare => ("pow/prepare", "grind_prepare"),
+    GrindPrepare => ("pow/prepare", "grind_prepare", consts: &[("TRANSCRIPT_LANES", 16)]),
     SumcheckRound => ("sumcheck/round", "round_partials"),
     SumPartials => ("sumcheck/round", "sum_partials"),
     SumcheckFold => ("sumcheck/fold", "fold_pairs"),

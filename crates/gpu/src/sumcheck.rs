@@ -89,12 +89,6 @@ struct SpongeState {
     info: [u32; 4],
 }
 
-/// The transcript kernels' composition: one invocation, or a workgroup of 16 that spreads each
-/// permutation over its lanes (`GpuTuning::transcript_lanes`; wgsl/pow/duplex_lanes.wgsl).
-fn transcript_lanes(ctx: &GpuContext) -> [(&'static str, u32); 1] {
-    [("TRANSCRIPT_LANES", if ctx.tuning().transcript_lanes { 16 } else { 1 })]
-}
-
 /// Rust twin of `SpongeStep` in wgsl/sumcheck/sponge_step.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -1183,7 +1177,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let unused = [batch.scratch("chain grind params", WIDTH + 4), batch.scratch("chain grind best", 1)];
             // Lazy slot terms' coefficients as they are now, for the GPU to bind round by round.
             let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_as_words::<F, E>(&l.coefficients())));
-            let lanes = transcript_lanes(&ctx);
+            let lanes = ctx.tuning().transcript_consts();
             let observe = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainObserve, &lanes)?;
             let sample = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainSample, &lanes)?;
             // Per round played: where its pair, its challenge and its grind come back.
@@ -1768,7 +1762,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let ctx = &self.ctx;
         let samples = script.samples;
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
-        let step_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::SpongeStep, &transcript_lanes(ctx))?;
+        let step_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::SpongeStep, &ctx.tuning().transcript_consts())?;
         let tables_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::PowerTables, &[])?;
         let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
         let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
