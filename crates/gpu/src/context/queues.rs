@@ -54,7 +54,8 @@ mod vulkan {
         let family = 0u32;
         let offered = families.first().filter(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).map_or(0, |f| f.queue_count as usize);
         if offered < count {
-            return Err(format!("{count} queues asked for, and the adapter's queue family 0 offers {offered}; ask for at most {offered}"));
+            let hint = if offered <= 1 { "; a context opened as usual already has its one queue" } else { "" };
+            return Err(format!("{count} queues asked for, and the adapter's queue family 0 offers {offered}; ask for at most {offered}{hint}"));
         }
         let features = desc.required_features;
         let extensions = hal.required_device_extensions(features);
