@@ -7,7 +7,10 @@
 // since a step's latency is its permutations'. Invocation 0 alone writes storage, after a
 // `storageBarrier` (the others may still be reading what it overwrites). Permutations hold
 // barriers, so they are reached in uniform control flow: branches on values read from storage
-// take those values through `workgroupUniformLoad`. The kernel sets `P2L_WORDS` to 16.
+// take those values through `workgroupUniformLoad`.
+
+// One state a workgroup (poseidon2/lanes.wgsl's tiles).
+const P2L_WORDS: u32 = 16u;
 
 fn transcript_permute(words: array<u32, 16>, lane: u32) -> array<u32, 16> {
     if (TRANSCRIPT_LANES == 1u) {

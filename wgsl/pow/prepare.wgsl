@@ -22,8 +22,6 @@ struct PrepareInput {
 @group(0) @binding(3) var<storage, read_write> params: GrindParams;
 @group(0) @binding(4) var<storage, read_write> best: u32;
 
-const P2L_WORDS: u32 = 16u;
-
 @compute @workgroup_size(TRANSCRIPT_LANES)
 fn grind_prepare(@builtin(local_invocation_index) lane: u32) {
     // Everything deciding when to permute comes from the uniform `input`.

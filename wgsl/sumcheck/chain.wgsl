@@ -13,8 +13,6 @@
 // on round by round from there. One workgroup of TRANSCRIPT_LANES invocations
 // (pow/duplex_lanes.wgsl).
 
-const P2L_WORDS: u32 = 16u;
-
 @group(0) @binding(1) var<storage, read_write> chain: ChainState;
 @group(0) @binding(2) var<storage, read> observed: array<u32>;
 @group(0) @binding(3) var<storage, read_write> params: GrindParams;

@@ -35,8 +35,6 @@ struct SpongeState {
 @group(0) @binding(5) var<storage, read_write> params: GrindParams;
 @group(0) @binding(6) var<storage, read_write> best: u32;
 
-const P2L_WORDS: u32 = 16u;
-
 var<workgroup> shared_info: vec4<u32>;
 
 @compute @workgroup_size(TRANSCRIPT_LANES)

@@ -6,14 +6,15 @@
 //! we open ourselves, so each context here is a wgpu device of its own over the same
 //! `VkDevice`, on a queue of its own.
 
-#[cfg(any(windows, target_os = "linux", target_os = "android"))]
-pub(super) use vulkan::open_queues;
-
-/// Backends without a queue choice: one queue, through wgpu's own device request.
-#[cfg(not(any(windows, target_os = "linux", target_os = "android")))]
+/// `count` queues of `adapter`'s device, a wgpu device each: several only on Vulkan; one
+/// elsewhere, through wgpu's own device request.
 pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
+    #[cfg(any(windows, target_os = "linux", target_os = "android"))]
+    if let Some(opened) = vulkan::open_queues(adapter, desc, count) {
+        return opened;
+    }
     if count != 1 {
-        return Err(format!("{count} queues need the Vulkan backend, and this build has none; use one context per proof stream instead"));
+        return Err(format!("{count} queues need a Vulkan adapter, and this one is {:?}; use one context per proof stream instead", adapter.get_info().backend));
     }
     pollster::block_on(adapter.request_device(desc)).map(|dq| vec![dq]).map_err(|e| e.to_string())
 }
@@ -38,14 +39,14 @@ mod vulkan {
         }
     }
 
-    pub(in crate::context) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
+    /// The queues on one `VkDevice` we open; None where `adapter` is not a Vulkan one.
+    pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Option<Result<Vec<(wgpu::Device, wgpu::Queue)>, String>> {
         // SAFETY: the hal adapter is only read here, and outlives this call with `adapter`.
-        let Some(hal) = (unsafe { adapter.as_hal::<Vulkan>() }) else {
-            if count == 1 {
-                return pollster::block_on(adapter.request_device(desc)).map(|dq| vec![dq]).map_err(|e| e.to_string());
-            }
-            return Err(format!("{count} queues need a Vulkan adapter, and this one is {:?}; use one context per proof stream instead", adapter.get_info().backend));
-        };
+        let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
+        Some(open_on(&hal, adapter, desc, count))
+    }
+
+    fn open_on(hal: &wgpu::hal::vulkan::Adapter, adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
         let instance = hal.shared_instance().raw_instance();
         let physical = hal.raw_physical_device();
         // wgpu-hal opens its queue in family 0 (graphics and compute); the same family here.
