@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmark set behind BENCHMARKS.md on a GPU machine, from the .gpu/ folder that
 # scripts/pack-gpu.sh fills (carry it along). Outputs go to $OUT (default ./bench-out).
-# Usage: scripts/gpu-benches.sh [benches|grid|all|levers]   (each part fits one 10-minute call)
+# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput]   (each part fits one 10-minute call)
 # `levers` measures the throughput options that stay off until measured: Poseidon2 over 16
 # lanes for latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES
 # sets the level bound tried, default 1024) and contexts on 4 queues of one device (--queues).
@@ -27,25 +27,60 @@ if [[ $part == grid || $part == all ]]; then
     timeout 300 .gpu/whir bench --vars 24 --fold 1,2 --rate 1,2 --reps 3 --json "$OUT/grid24.json" > "$OUT/grid24.txt" 2>&1
 fi
 if [[ $part == levers ]]; then
-    # A chain of 64 dependent dispatches: one thread a state, or 16 lanes a state.
-    for states in 1 16 256 4096; do
+    # A chain of 64 dependent dispatches: one thread a state, or 16 lanes a state (the profile's
+    # GPU time per dispatch sets WHIR_LANE_LEVEL_MAX_NODES).
+    for states in 1 64 256 1024 4096 16384; do
         for kernel in thread lanes; do
             PROBE_PROFILE=1 PROBE_KERNEL=$kernel timeout 60 .gpu/concurrency_probe chain "$states" 64 100
         done
-    done > "$OUT/lanes_probe.txt" 2>&1
-    # Four threads' chains on one context, on four contexts, on four queues of one device.
-    for spread in "" "PROBE_CONTEXTS=4" "PROBE_QUEUES=4"; do
+    done > "$OUT/probes.txt" 2>&1
+    # Four threads' chains on one context, on four contexts, on four queues of one device (the
+    # graphics family, then a compute-only family).
+    for spread in "" "PROBE_CONTEXTS=4" "PROBE_QUEUES=4" "PROBE_QUEUES=4 WHIR_COMPUTE_ONLY_QUEUES=1"; do
+        echo "== $spread"
         env PROBE_THREADS=4 $spread timeout 60 .gpu/concurrency_probe chain 64 64 100
-    done > "$OUT/queues_probe.txt" 2>&1
-    timeout 200 .gpu/whir bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,4,8 --queues 4 --proofs 96 \
-        --plonky3-parallel 1 --queue-profile --json "$OUT/queues_n20.json" > "$OUT/queues_n20.txt" 2>&1
-    # Lane permutations off and on, alternated, each with a kernel profile.
+    done >> "$OUT/probes.txt" 2>&1
+    # The same proof with the lane permutations off and on: the files must be byte-identical.
+    for lanes in 0 1; do
+        WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-1024})) timeout 60 .gpu/whir prove \
+            --vars 22 --fold 4 --pow-bits 22 --seed 7 --out "/tmp/lanes$lanes.proof" --force
+    done > "$OUT/lanes_identity.txt" 2>&1
+    cmp /tmp/lanes0.proof /tmp/lanes1.proof >> "$OUT/lanes_identity.txt" 2>&1 && echo "proof files byte-identical" >> "$OUT/lanes_identity.txt"
+    # Throughput with compute-only queues, then lanes off and on alternated (one stream and 8
+    # in flight), each with a kernel profile of one proof.
+    WHIR_COMPUTE_ONLY_QUEUES=1 timeout 120 .gpu/whir bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,4,8 --queues 4 \
+        --proofs 96 --plonky3-parallel 1 --json "$OUT/queues_compute.json" > "$OUT/throughput.txt" 2>&1
     for run in 1 2; do
         for lanes in 0 1; do
-            WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-1024})) timeout 90 .gpu/whir bench \
-                --vars 20,24 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --kernel-profile \
-                --json "$OUT/lanes${lanes}_run$run.json" > "$OUT/lanes${lanes}_run$run.txt" 2>&1
+            echo "== lanes $lanes run $run" >> "$OUT/throughput.txt"
+            WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-1024})) timeout 100 .gpu/whir bench \
+                --vars 20,24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,8 --proofs 64 --plonky3-parallel 1 \
+                --json "$OUT/lanes${lanes}_run$run.json" >> "$OUT/throughput.txt" 2>&1
         done
     done
 fi
-grep -hE 'time:|^\| |dispatches/s' "$OUT"/*.txt | tail -80
+if [[ $part == throughput ]]; then
+    # Issue 28's shapes: proofs per second with 1-8 in flight on the one-queue context and on
+    # queues of one device (compute-only family), beside Plonky3's best on the host's cores.
+    timeout 200 .gpu/whir bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2,4,8 --queues 4 --proofs 64 \
+        --plonky3-parallel 1,2,4 --json "$OUT/throughput_n24.json" > "$OUT/throughput.txt" 2>&1
+    timeout 120 .gpu/whir bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2 --queues 8 --proofs 64 \
+        --plonky3-parallel 4 >> "$OUT/throughput.txt" 2>&1
+    timeout 120 .gpu/whir bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2,4,8 --queues 8 --proofs 128 \
+        --plonky3-parallel 1,2,4 --json "$OUT/throughput_n20.json" >> "$OUT/throughput.txt" 2>&1
+    timeout 120 .gpu/whir bench --vars 22 --fold 2 --rate 1 --pow-bits 22 --concurrency 1,2,4 --queues 4 --proofs 64 \
+        --plonky3-parallel 1,2,4 --json "$OUT/throughput_n22.json" >> "$OUT/throughput.txt" 2>&1
+    # One proof at a time with the defaults, and the same proof with the lane permutations off:
+    # byte-identical files.
+    timeout 90 .gpu/whir bench --vars 20,24 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/lone.json" > "$OUT/lone.txt" 2>&1
+    for lanes in 1 0; do
+        WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * 4096)) timeout 60 .gpu/whir prove \
+            --vars 22 --fold 4 --pow-bits 22 --seed 7 --out "/tmp/lanes$lanes.proof" --force
+    done >> "$OUT/lone.txt" 2>&1
+    cmp /tmp/lanes0.proof /tmp/lanes1.proof >> "$OUT/lone.txt" 2>&1 && echo "proof files byte-identical" >> "$OUT/lone.txt"
+fi
+grep -hE 'time:|^\| |dispatches/s|^==|GPU time|identical' "$OUT"/*.txt | tail -100
+# The device returns at most 8 files: more go back as one archive.
+if (( $(find "$OUT" -type f | wc -l) > 8 )); then
+    (cd "$OUT" && tar cf all.tar --exclude all.tar . && find . -type f ! -name all.tar -delete)
+fi

@@ -224,17 +224,19 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
     }
 }
 
-/// The transcript kernels with each permutation over 16 invocations
-/// (`GpuTuning::transcript_lanes`) and Merkle levels of few nodes likewise
-/// (`lane_level_max_nodes`): Plonky3's proofs byte for byte, with round heads played and
-/// sumcheck grinds taken from the GPU, every grind on the GPU, both multiply variants.
+/// The other form of the transcript kernels and small Merkle levels than the contexts' own
+/// (`GpuTuning::transcript_lanes`, `lane_level_max_nodes`: each permutation over 16
+/// invocations, every level up to 2^16 nodes; or each over one thread): Plonky3's proofs byte
+/// for byte, with round heads played and sumcheck grinds taken from the GPU, every grind on
+/// the GPU, both multiply variants. The other tests prove in the contexts' form.
 #[test]
 fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
     let mut rng = common::rng();
-    for variant in common::contexts().iter().map(|c| c.mul_variant()) {
+    for ctx in common::contexts() {
+        let variant = ctx.mul_variant();
         let mut options = common::options_for(variant);
-        options.tuning.transcript_lanes = true;
-        options.tuning.lane_level_max_nodes = 1 << 16;
+        options.tuning.transcript_lanes = !ctx.tuning().transcript_lanes;
+        options.tuning.lane_level_max_nodes = if ctx.tuning().lane_level_max_nodes == 0 { 1 << 16 } else { 0 };
         options.tuning.merkle_fused_levels = Some(0);
         let Some(ctx) = common::open_with(options) else { return };
         let (steps, grinder) = steps_and_grinder(&ctx);
@@ -254,7 +256,7 @@ fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
             used += challenger.grinds_ahead_used();
             heads += times.head_answers;
         }
-        assert!(used > 0 && heads > 0, "transcripts on the GPU: {used} grinds taken, {heads} out-of-domain answers ({variant:?})");
+        assert!(used > 0 && heads > 0, "transcripts on the GPU: {used} grinds taken, {heads} out-of-domain answers ({variant:?}, transcript lanes {})", !ctx.tuning().transcript_lanes);
     }
 }
 

@@ -155,7 +155,7 @@ fn a_wrong_gpu_witness_falls_back_to_the_cpu() {
 /// A grind set up on the GPU from words a kernel left there (wgsl/pow/prepare.wgsl) searches
 /// exactly the state the challenger reaches by observing those words: the challenger takes its
 /// witness, which is the CPU's smallest one. An offer from another state is never taken. Both
-/// forms of the set-up kernel (one invocation; 16 with `GpuTuning::transcript_lanes`).
+/// forms of the set-up kernel (16 invocations with `GpuTuning::transcript_lanes`; one without).
 #[test]
 fn grinds_ahead_search_the_state_the_challenger_reaches() {
     check_grinds_ahead::<BabyBear>();
@@ -167,8 +167,8 @@ where
     StandardUniform: Distribution<F>,
 {
     let mut rng = common::rng();
-    // The set-up kernel on one invocation and, with transcript lanes, on 16.
-    for ctx in common::contexts().into_iter().chain(common::lane_transcript_contexts()) {
+    // The set-up kernel in both forms (16 invocations, or one).
+    for ctx in common::contexts().into_iter().chain(common::other_transcript_contexts()) {
         let constants = Poseidon2Constants::<F>::new_from_rng_128(&mut StdRng::seed_from_u64(rng.random::<u64>()));
         let perm = constants.to_cpu();
         let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), constants))));

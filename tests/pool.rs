@@ -324,6 +324,36 @@ fn a_stream_that_waits_for_its_results_is_served() {
     assert_eq!(served, (0..10).map(|i| (i, i * 2)).collect::<Vec<_>>());
 }
 
+/// Queues preferred in a compute-only family (`GpuTuning::compute_only_queues`, the default)
+/// or in the graphics family, through `ProofPool::on_queues`: either way they prove as the
+/// usual context does, one job a queue by default on a software adapter. A software adapter
+/// has one family for everything, so both ask the same family; where it offers one queue, two
+/// are an error that says so.
+#[test]
+fn queues_of_either_family_make_the_lone_proofs() {
+    let Some(first) = common::contexts().into_iter().next() else { return };
+    let mut rng = common::rng();
+    let jobs = jobs(&mut rng, 2);
+    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    for compute_only in [true, false] {
+        let mut options = common::options_for(first.mul_variant());
+        options.tuning.compute_only_queues = compute_only;
+        match ProofPool::on_queues(options, 2, whir_wgpu::prover::DriverOptions::default(), PoolOptions::default()) {
+            Ok(pool) => {
+                let per_queue = if first.summary().is_software() { 1 } else { whir_wgpu::prover::DEFAULT_IN_FLIGHT_PER_QUEUE };
+                assert_eq!(pool.in_flight(), 2 * per_queue);
+                for (i, out) in pool.prove_many(jobs.clone()).into_iter().enumerate() {
+                    assert!(out.unwrap().proof == lone[i], "job {i} on queues (compute only {compute_only}) differs from its lone proof");
+                }
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("offers 1") || e.contains("need a Vulkan adapter"), "compute_only_queues {compute_only}: {e}");
+            }
+        }
+    }
+}
+
 /// Contexts on queues of one device (`GpuContext::on_queues`; on Vulkan the device is opened
 /// by us, a wgpu device wrapping each queue): a pool over them proves every job as the usual
 /// context does, and the stock verifier accepts them. As many queues as the adapter's family

@@ -299,7 +299,7 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
     use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
-    for ctx in common::contexts().into_iter().chain(common::lane_transcript_contexts()) {
+    for ctx in common::contexts().into_iter().chain(common::other_transcript_contexts()) {
         let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
         let cases = [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(1u32)), (6, 3, 5, 1, None), (7, 2, 0, 4, None), (8, 3, 6, 6, None)];
@@ -374,7 +374,7 @@ fn split_select_weights_match_the_twin() {
 fn lazy_equality_weights_match_the_twin() {
     use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
     let mut rng = common::rng();
-    let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::lane_transcript_contexts()).map(|c| (c, false)).collect();
+    let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::other_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
         contexts.push((small, true));
     }
@@ -485,7 +485,7 @@ fn round_heads_match_the_host_transcript() {
     use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, SpongeScript, LimitsProfile, Poseidon2Constants, MAX_SCRIPT_SAMPLES};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
-    let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::lane_transcript_contexts()).map(|c| (c, false)).collect();
+    let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::other_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
         contexts.push((small, true));
     }

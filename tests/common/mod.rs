@@ -96,14 +96,15 @@ pub fn spinning_contexts(spin_us: u64) -> Vec<Arc<GpuContext>> {
     shared.iter().filter_map(|c| open_with(GpuOptions { spin_us: Some(spin_us), ..options_for(c.mul_variant()) })).collect()
 }
 
-/// Fresh contexts of each variant [`contexts`] opens whose transcript kernels spread each
-/// permutation over 16 invocations (`GpuTuning::transcript_lanes`).
-pub fn lane_transcript_contexts() -> Vec<Arc<GpuContext>> {
+/// Fresh contexts of each variant [`contexts`] opens whose transcript kernels take the other
+/// form (`GpuTuning::transcript_lanes`: each permutation over 16 invocations, or over one),
+/// so that a test over both lists covers both.
+pub fn other_transcript_contexts() -> Vec<Arc<GpuContext>> {
     contexts()
         .iter()
         .filter_map(|c| {
             let mut options = options_for(c.mul_variant());
-            options.tuning.transcript_lanes = true;
+            options.tuning.transcript_lanes = !c.tuning().transcript_lanes;
             open_with(options)
         })
         .collect()

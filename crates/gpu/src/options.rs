@@ -169,6 +169,10 @@ pub struct GpuTuning {
     /// The transcript kernels (sumcheck chains, sponge scripts, grind set-ups) spread each permutation over
     /// 16 invocations instead of running it on one (wgsl/pow/duplex_lanes.wgsl).
     pub transcript_lanes: bool,
+    /// [`GpuContext::on_queues`](crate::GpuContext::on_queues) opens its queues in a
+    /// compute-only queue family (Vulkan's async compute) where the adapter has one, rather
+    /// than in the graphics family wgpu itself uses (whose queues may share one engine).
+    pub compute_only_queues: bool,
 }
 
 impl GpuTuning {
@@ -188,9 +192,15 @@ impl Default for GpuTuning {
             grind_ahead: true,
             early_submits: true,
             codeword_tree_lowest: None,
-            // Not yet measured on the H200 against one thread a node: off until it is.
-            lane_level_max_nodes: 0,
-            transcript_lanes: false,
+            // On the H200 a chain of dependent level dispatches takes 16.4 us of GPU time a
+            // dispatch over 16 lanes against 24.0 over one thread up to 1,024 nodes, 19.3
+            // against 24.1 at 4,096, and 41.4 against 24.5 at 16,384 (BENCHMARKS.md).
+            lane_level_max_nodes: 4096,
+            // 15.4 against 25.6 us of GPU time a chain_observe dispatch on the H200.
+            transcript_lanes: true,
+            // On the H200 four compute-only queues overlap (3.1x a queue's dispatches), four
+            // of the graphics family do not (0.9x).
+            compute_only_queues: true,
         }
     }
 }
@@ -224,7 +234,7 @@ impl GpuOptions {
     /// This crate's defaults with the `WHIR_*` environment applied: `WHIR_ADAPTER`,
     /// `WHIR_LIMITS`, `WHIR_GPU_SPIN_US`, `WHIR_GPU_POOL_MIB`, `WHIR_GPU_MEMORY_MIB`, and the
     /// tuning variables `WHIR_MERKLE_FUSED_LEVELS`, `WHIR_GPU_MIN_BITS`, `WHIR_GRIND_AHEAD`,
-    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST`, `WHIR_LANE_LEVEL_MAX_NODES` and `WHIR_TRANSCRIPT_LANES`. A value that
+    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST`, `WHIR_LANE_LEVEL_MAX_NODES`, `WHIR_TRANSCRIPT_LANES` and `WHIR_COMPUTE_ONLY_QUEUES`. A value that
     /// does not parse is an error naming the variable.
     pub fn from_env() -> Result<Self> {
         let d = GpuTuning::default();
@@ -236,6 +246,7 @@ impl GpuOptions {
             codeword_tree_lowest: parsed("WHIR_CODEWORD_TREE_LOWEST", "a tree layer")?,
             lane_level_max_nodes: parsed("WHIR_LANE_LEVEL_MAX_NODES", "a number of tree nodes")?.unwrap_or(d.lane_level_max_nodes),
             transcript_lanes: env_switch("WHIR_TRANSCRIPT_LANES")?.unwrap_or(d.transcript_lanes),
+            compute_only_queues: env_switch("WHIR_COMPUTE_ONLY_QUEUES")?.unwrap_or(d.compute_only_queues),
         };
         Ok(Self {
             adapter: var("WHIR_ADAPTER").map_or(AdapterSelector::HighPerformance, |v| AdapterSelector::parse(&v)),

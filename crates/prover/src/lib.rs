@@ -31,7 +31,7 @@ pub use claims::Stacking;
 pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, WhirPcsProof, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
-pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, MAX_IN_FLIGHT};
+pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
     opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, LeafSponge, WhirField, EF, F, KNOWN_HASHES,

@@ -238,7 +238,7 @@ impl GpuContext {
         options.pool_mib = Some(options.pool_mib.unwrap_or(DEFAULT_POOL_BYTES >> 20) / share);
         let plan = DevicePlan::new(&options)?;
         let desc = plan.descriptor(&options)?;
-        let opened = queues::open_queues(&plan.adapter, &desc, count).map_err(|reason| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason })?;
+        let opened = queues::open_queues(&plan.adapter, &desc, count, options.tuning.compute_only_queues).map_err(|reason| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason })?;
         Ok(opened.into_iter().map(|(device, queue)| Self::on_device(plan.clone(), device, queue, &options)).collect())
     }
 

@@ -7,10 +7,11 @@
 //! `VkDevice`, on a queue of its own.
 
 /// `count` queues of `adapter`'s device, a wgpu device each: several only on Vulkan; one
-/// elsewhere, through wgpu's own device request.
-pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
+/// elsewhere, through wgpu's own device request. `compute_only`: in a queue family without
+/// graphics where the adapter has one (Vulkan only; elsewhere and without one, as usual).
+pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize, compute_only: bool) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
     #[cfg(any(windows, target_os = "linux", target_os = "android"))]
-    if let Some(opened) = vulkan::open_queues(adapter, desc, count) {
+    if let Some(opened) = vulkan::open_queues(adapter, desc, count, compute_only) {
         return opened;
     }
     if count != 1 {
@@ -40,23 +41,27 @@ mod vulkan {
     }
 
     /// The queues on one `VkDevice` we open; None where `adapter` is not a Vulkan one.
-    pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Option<Result<Vec<(wgpu::Device, wgpu::Queue)>, String>> {
+    pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize, compute_only: bool) -> Option<Result<Vec<(wgpu::Device, wgpu::Queue)>, String>> {
         // SAFETY: the hal adapter is only read here, and outlives this call with `adapter`.
         let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
-        Some(open_on(&hal, adapter, desc, count))
+        Some(open_on(&hal, adapter, desc, count, compute_only))
     }
 
-    fn open_on(hal: &wgpu::hal::vulkan::Adapter, adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
+    fn open_on(hal: &wgpu::hal::vulkan::Adapter, adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize, compute_only: bool) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
         let instance = hal.shared_instance().raw_instance();
         let physical = hal.raw_physical_device();
-        // wgpu-hal opens its queue in family 0 (graphics and compute); the same family here.
         // SAFETY: `physical` is this instance's.
         let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
-        let family = 0u32;
-        let offered = families.first().filter(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).map_or(0, |f| f.queue_count as usize);
+        // wgpu-hal opens its queue in family 0 (graphics and compute). A family with compute
+        // but not graphics is preferred where asked for: on the H200 its queues overlap each
+        // other's work, while those of family 0 run one at a time.
+        let compute_family = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS));
+        let chosen = compute_family.filter(|_| compute_only).unwrap_or(0);
+        let family = chosen as u32;
+        let offered = families.get(chosen).filter(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).map_or(0, |f| f.queue_count as usize);
         if offered < count {
-            let hint = if offered <= 1 { "; a context opened as usual already has its one queue" } else { "" };
-            return Err(format!("{count} queues asked for, and the adapter's queue family 0 offers {offered}; ask for at most {offered}{hint}"));
+            let hint = if offered <= 1 && chosen == 0 { "; a context opened as usual already has its one queue" } else { "" };
+            return Err(format!("{count} queues asked for, and the adapter's queue family {family} offers {offered}; ask for at most {offered}{hint}"));
         }
         let features = desc.required_features;
         let extensions = hal.required_device_extensions(features);
