@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmark set behind BENCHMARKS.md on a GPU machine, from the .gpu/ folder that
 # scripts/pack-gpu.sh fills (carry it along). Outputs go to $OUT (default ./bench-out).
-# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput]   (each part fits one 10-minute call)
+# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm]   (each part fits one 10-minute call)
 # `levers` measures the throughput options that stay off until measured: Poseidon2 over 16
 # lanes for latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES
 # sets the level bound tried, default 1024) and contexts on 4 queues of one device (--queues).
@@ -78,6 +78,21 @@ if [[ $part == throughput ]]; then
             --vars 22 --fold 4 --pow-bits 22 --seed 7 --out "/tmp/lanes$lanes.proof" --force
     done >> "$OUT/lone.txt" 2>&1
     cmp /tmp/lanes0.proof /tmp/lanes1.proof >> "$OUT/lone.txt" 2>&1 && echo "proof files byte-identical" >> "$OUT/lone.txt"
+fi
+if [[ $part == confirm ]]; then
+    # Lone proofs with the defaults against the lane permutations off, alternated twice; then
+    # n = 22 fold 2 on 8 queues and n = 24 on 2 queues (latency against rate).
+    for run in 1 2; do
+        for lanes in 1 0; do
+            echo "== lanes $lanes run $run"
+            WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * 4096)) timeout 90 .gpu/whir bench \
+                --vars 20,24 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/lone_lanes${lanes}_run$run.json"
+        done
+    done > "$OUT/lone_ab.txt" 2>&1
+    timeout 120 .gpu/whir bench --vars 22 --fold 2 --rate 1 --pow-bits 22 --concurrency 1,2,4 --queues 8 --proofs 64 \
+        --plonky3-parallel 4 --json "$OUT/queues8_n22.json" > "$OUT/queues.txt" 2>&1
+    timeout 120 .gpu/whir bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2 --queues 2 --proofs 64 \
+        --plonky3-parallel 4 --json "$OUT/queues2_n24.json" >> "$OUT/queues.txt" 2>&1
 fi
 grep -hE 'time:|^\| |dispatches/s|^==|GPU time|identical' "$OUT"/*.txt | tail -100
 # The device returns at most 8 files: more go back as one archive.
