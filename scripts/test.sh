@@ -64,4 +64,12 @@ export WHIR_DAWN_DIR="$DAWN_DIR"
 
 # Mesa's WSI looks for a runtime directory even headless.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+# With no arguments: every test target and doc test, but not the examples' binaries (~130 s of
+# compiling on CI's 2 cores; `cargo build --examples` or scripts/pack-gpu.sh builds them, and the tests
+# compile the examples' shared parts: stark/config.rs, zerocheck.rs). Arguments (e.g. `--test
+# driver`) pass through to `cargo test --workspace`.
+if [ "$#" -eq 0 ]; then
+  cargo test --workspace --lib --bins --tests
+  exec cargo test --workspace --doc
+fi
 exec cargo test --workspace "$@"

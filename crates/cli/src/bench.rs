@@ -101,10 +101,11 @@ pub struct BenchArgs {
     #[arg(long, requires = "concurrency")]
     devices: Option<String>,
     /// With --concurrency: also prove on Q queues of the one adapter, a context each over one
-    /// device (Vulkan; `GpuContext::on_queues`), so that proofs on different queues are not kept
-    /// in one queue's order. Each level is timed on the usual one-queue context and on the Q
-    /// queues together, in flight counted per queue.
-    #[arg(long, requires = "concurrency", conflicts_with = "devices", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=whir_gpu::MAX_QUEUES as u64))]
+    /// device (Vulkan, its compute-only queue family where it has one; `GpuContext::on_queues`),
+    /// so that proofs on different queues are not kept in one queue's order. Each level is
+    /// timed on the usual one-queue context and on the Q queues together, in flight counted per
+    /// queue. With --devices: Q queues on each GPU, timed on the first GPU's alone and on all.
+    #[arg(long, requires = "concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=whir_gpu::MAX_QUEUES as u64))]
     queues: Option<usize>,
     /// With --concurrency: Plonky3 proofs run in parallel on the host, each count measured (the
     /// best is the comparison).
@@ -307,9 +308,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !args.concurrency.is_empty() {
         let Some(gpu) = &gpu else { bail!("--concurrency measures the GPU backend, and there is none here") };
         let levels = distinct("--concurrency", &args.concurrency);
-        let sets = match args.queues {
-            Some(q) => crate::throughput::queue_sets(gpu, q)?,
-            None => crate::throughput::device_sets(gpu, args.devices.as_deref())?,
+        let sets = match (args.queues, args.devices.as_deref()) {
+            (Some(q), None) => crate::throughput::queue_sets(gpu, q)?,
+            (queues, devices) => crate::throughput::device_sets(gpu, devices, queues)?,
         };
         let options = crate::throughput::ThroughputOptions {
             proofs: args.proofs,

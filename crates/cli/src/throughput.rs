@@ -39,9 +39,10 @@ pub struct DeviceSet {
     pub backends: Vec<GpuBackend>,
 }
 
-/// The device sets `--devices` names: none, the one default backend; else its contexts, timed
-/// on the first alone and on all together.
-pub fn device_sets(default: &GpuBackend, devices: Option<&str>) -> Result<Vec<DeviceSet>> {
+/// The device sets `--devices` names: none, the one default backend; else its contexts (with
+/// `queues`, that many queues' contexts of each device), timed on the first device alone and
+/// on all together.
+pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<usize>) -> Result<Vec<DeviceSet>> {
     let Some(spec) = devices else { return Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }]) };
     let adapters = whir_gpu::list_adapters();
     let indices: Vec<usize> = if spec.trim() == "all" {
@@ -66,20 +67,27 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>) -> Result<Vec<De
     }
     let env = whir_gpu::GpuOptions::from_env()?;
     let driver = default.driver_options();
-    let backends: Vec<GpuBackend> = indices
+    // Each device's backends: one context, or one per queue.
+    let per_device: Vec<Vec<GpuBackend>> = indices
         .iter()
         .map(|&i| {
             let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..env.clone() };
-            GpuBackend::open(options).map(|b| b.with_driver_options(driver)).with_context(|| format!("--devices: opening adapter {i} ({})", adapters[i]))
+            let opened = match queues {
+                None => GpuBackend::open(options).map(|b| vec![b]).map_err(anyhow::Error::from),
+                Some(q) => whir_gpu::GpuContext::on_queues(options, q)
+                    .map(|contexts| contexts.into_iter().map(|c| GpuBackend::over(std::sync::Arc::new(c))).collect())
+                    .map_err(anyhow::Error::from),
+            };
+            let opened = opened.with_context(|| format!("--devices: opening adapter {i} ({}){}", adapters[i], queues.map_or(String::new(), |q| format!(" with {q} queues"))))?;
+            eprintln!("GPU [{i}]: {}", opened[0].context().summary());
+            Ok(opened.into_iter().map(|b| b.with_driver_options(driver)).collect())
         })
         .collect::<Result<_>>()?;
-    for (i, b) in indices.iter().zip(&backends) {
-        eprintln!("GPU [{i}]: {}", b.context().summary());
-    }
-    let label = |n: usize| indices[..n].iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
-    let mut sets = vec![DeviceSet { label: label(1), backends: backends[..1].to_vec() }];
-    if backends.len() > 1 {
-        sets.push(DeviceSet { label: label(backends.len()), backends });
+    let queues_label = queues.map_or(String::new(), |q| format!(" x{q} queues"));
+    let label = |n: usize| format!("{}{queues_label}", indices[..n].iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let mut sets = vec![DeviceSet { label: label(1), backends: per_device[0].clone() }];
+    if per_device.len() > 1 {
+        sets.push(DeviceSet { label: label(per_device.len()), backends: per_device.into_iter().flatten().collect() });
     }
     Ok(sets)
 }

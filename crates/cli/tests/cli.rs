@@ -148,6 +148,18 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     assert_eq!(rows.len(), 2, "the first GPU alone, then both: {stdout}");
     assert!(rows[0].starts_with("| 9 | 2 | 1 | 0 | 2 |") && rows[1].starts_with("| 9 | 2 | 1 | 0,0 | 2 |"), "{stdout}");
     assert!(rows[1].split('|').nth(8).is_some_and(|c| c.trim().ends_with('x')), "a ratio to the first GPU alone: {}", rows[1]);
+    // Queues on each of the devices: where the adapter offers two, the sets are labelled with
+    // them; a software adapter offers one, and the error names the adapter and the count.
+    let mut queued = two.to_vec();
+    queued.extend(["--queues", "2"]);
+    let out = whir(&queued);
+    let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
+        assert!(rows.len() == 2 && rows[0].starts_with("| 9 | 2 | 1 | 0 x2 queues |") && rows[1].starts_with("| 9 | 2 | 1 | 0,0 x2 queues |"), "{stdout}");
+    } else {
+        assert!(err.contains("--devices: opening adapter 0") && err.contains("with 2 queues") && err.contains("offers 1"), "{err}");
+    }
     for bad in ["7,x", "99", ""] {
         let out = whir(&["bench", "--vars", "9", "--concurrency", "1", "--devices", bad]);
         assert!(!out.status.success(), "--devices {bad:?} accepted");

@@ -374,8 +374,8 @@ fn bench_outputs_and_counts_are_checked() {
         assert_eq!(out.status.code(), Some(2), "{flag} {value}: {}", stderr(&out));
         assert!(stderr(&out).contains(flag), "{flag} {value}: {}", stderr(&out));
     }
-    // --queues: 2 to 16 queues, beside --concurrency, not with --devices.
-    for extra in [&["--concurrency", "1", "--queues", "1"][..], &["--concurrency", "1", "--queues", "17"], &["--queues", "2"], &["--concurrency", "1", "--queues", "2", "--devices", "0"]] {
+    // --queues: 2 to 16 queues, beside --concurrency.
+    for extra in [&["--concurrency", "1", "--queues", "1"][..], &["--concurrency", "1", "--queues", "17"], &["--queues", "2"]] {
         let mut args = vec!["bench", "--vars", "10", "--fold", "1"];
         args.extend(extra);
         let out = whir(&args);
