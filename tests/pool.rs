@@ -354,6 +354,36 @@ fn queues_of_either_family_make_the_lone_proofs() {
     }
 }
 
+/// `ProofPool::on_host`: a pool over adapters named by index (here the test adapter twice, as
+/// two GPUs) proves the lone proofs; every hardware adapter by default, which a software-only
+/// machine has none of (a clear error); no adapters, or an index `whir info` does not list, are
+/// clear errors too.
+#[test]
+fn a_pool_over_the_hosts_adapters_makes_the_lone_proofs() {
+    let Some(first) = common::contexts().into_iter().next() else { return };
+    let driver = whir_wgpu::prover::DriverOptions::default();
+    let options = common::options_for(first.mul_variant());
+    let listed = whir_wgpu::gpu::list_adapters();
+    let ours = first.summary();
+    let index = listed.iter().position(|a| a.name == ours.name && a.backend == ours.backend).expect("the test adapter is listed");
+    let pool = ProofPool::on_host(options.clone(), Some(&[index, index]), 1, driver, PoolOptions::default()).unwrap();
+    assert_eq!(pool.in_flight(), 2 * whir_wgpu::prover::default_in_flight(ours));
+    let mut rng = common::rng();
+    let jobs = jobs(&mut rng, 3);
+    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    for (i, out) in pool.prove_many(jobs.clone()).into_iter().enumerate() {
+        assert!(out.unwrap().proof == lone[i], "job {i} on two devices of adapter {index} differs from its lone proof");
+    }
+    match ProofPool::on_host(options.clone(), None, 1, driver, PoolOptions::default()) {
+        Ok(pool) => assert!(!ours.is_software() && pool.in_flight() >= 1),
+        Err(e) => assert!(whir_wgpu::gpu::pool_adapters(&listed).is_empty() && e.to_string().contains("no hardware GPU adapter"), "{e}"),
+    }
+    let err = ProofPool::on_host(options.clone(), Some(&[]), 1, driver, PoolOptions::default()).err().expect("no adapters refused").to_string();
+    assert!(err.contains("no adapters given"), "{err}");
+    let err = ProofPool::on_host(options, Some(&[listed.len()]), 1, driver, PoolOptions::default()).err().expect("an unlisted adapter refused").to_string();
+    assert!(err.contains(&format!("there is no adapter {}", listed.len())), "{err}");
+}
+
 /// Contexts on queues of one device (`GpuContext::on_queues`; on Vulkan the device is opened
 /// by us, a wgpu device wrapping each queue): a pool over them proves every job as the usual
 /// context does, and the stock verifier accepts them. As many queues as the adapter's family

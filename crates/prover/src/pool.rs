@@ -43,6 +43,12 @@ pub const DEFAULT_IN_FLIGHT_PER_QUEUE: usize = 2;
 /// reached 95-98% of 8's proofs per second on the H200 with half the threads.
 pub const DEFAULT_QUEUES: usize = 4;
 
+/// A backend with `driver`'s settings on each of `queues` queues of the device `options` names.
+fn queue_backends(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions) -> Result<Vec<GpuBackend>, ProverError> {
+    let contexts = whir_gpu::GpuContext::on_queues(options, queues)?;
+    Ok(contexts.into_iter().map(|c| GpuBackend::new(std::sync::Arc::new(c)).with_driver_options(driver)).collect())
+}
+
 /// The most jobs a pool keeps in flight on one context (a thread each).
 pub const MAX_IN_FLIGHT: usize = 256;
 
@@ -109,9 +115,42 @@ impl ProofPool {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn on_queues(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions, pool: PoolOptions) -> Result<Self, ProverError> {
-        let contexts = whir_gpu::GpuContext::on_queues(options, queues)?;
-        let per_queue = pool.in_flight.unwrap_or(if contexts[0].summary().is_software() { 1 } else { DEFAULT_IN_FLIGHT_PER_QUEUE });
-        let backends = contexts.into_iter().map(|c| GpuBackend::new(std::sync::Arc::new(c)).with_driver_options(driver)).collect();
+        let backends = queue_backends(options, queues, driver)?;
+        Self::over_queues(backends, queues, pool)
+    }
+
+    /// A pool over every GPU of the host (`adapters`: `None` for the hardware adapters of one
+    /// backend, [`whir_gpu::pool_adapters`]; or indices of [`whir_gpu::list_adapters`], an
+    /// index twice for two devices on one adapter), with `queues` queues on each as
+    /// [`on_queues`](Self::on_queues) opens them, `options` for each but its adapter. A job
+    /// that fails on one GPU moves to the others, then to the CPU (see [`over`](Self::over)).
+    pub fn on_host(options: whir_gpu::GpuOptions, adapters: Option<&[usize]>, queues: usize, driver: crate::DriverOptions, pool: PoolOptions) -> Result<Self, ProverError> {
+        let listed = whir_gpu::list_adapters();
+        let indices = match adapters {
+            Some(given) => given.to_vec(),
+            None => whir_gpu::pool_adapters(&listed),
+        };
+        if indices.is_empty() {
+            let what = if adapters.is_some() { "no adapters given".to_string() } else { format!("no hardware GPU adapter here ({} adapters listed, none of them hardware)", listed.len()) };
+            return Err(ProverError::Input(format!("a pool over the host's GPUs: {what}; name adapters by index (whir info lists them)")));
+        }
+        let mut backends = Vec::new();
+        for &i in &indices {
+            let Some(summary) = listed.get(i) else {
+                return Err(ProverError::Input(format!("a pool over the host's GPUs: there is no adapter {i} ({} listed; whir info lists them)", listed.len())));
+            };
+            let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..options.clone() };
+            let opened = queue_backends(options, queues, driver).map_err(|e| ProverError::Input(format!("a pool over the host's GPUs: adapter {i} ({summary}) with {queues} queues: {e}")))?;
+            backends.extend(opened);
+        }
+        Self::over_queues(backends, queues, pool)
+    }
+
+    /// [`over`](Self::over) with the per-queue default: a lone queue keeps
+    /// [`default_in_flight`] jobs, several keep [`DEFAULT_IN_FLIGHT_PER_QUEUE`] each.
+    fn over_queues(backends: Vec<GpuBackend>, queues: usize, pool: PoolOptions) -> Result<Self, ProverError> {
+        let adapter = backends[0].context().summary();
+        let per_queue = pool.in_flight.unwrap_or(if queues == 1 || adapter.is_software() { default_in_flight(adapter) } else { DEFAULT_IN_FLIGHT_PER_QUEUE });
         Self::over(backends, PoolOptions { in_flight: Some(per_queue) })
     }
 
