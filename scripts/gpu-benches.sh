@@ -2,9 +2,11 @@
 # Runs the benchmark set behind BENCHMARKS.md on a GPU machine, from the .gpu/ folder that
 # scripts/pack-gpu.sh fills (carry it along). Outputs go to $OUT (default ./bench-out).
 # Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm]   (each part fits one 10-minute call)
-# `levers` measures the throughput options that stay off until measured: Poseidon2 over 16
-# lanes for latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES
-# sets the level bound tried, default 1024) and contexts on 4 queues of one device (--queues).
+# `levers` measures the throughput levers against their other forms: Poseidon2 over 16 lanes for
+# latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES sets the
+# level bound tried, default 4096) and contexts on 4 queues of one device, of the graphics or
+# the compute-only family (WHIR_COMPUTE_ONLY_QUEUES). `throughput` is BENCHMARKS.md's throughput
+# table; `confirm` alternates lone proofs with the lane permutations on and off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench-out}
@@ -36,13 +38,13 @@ if [[ $part == levers ]]; then
     done > "$OUT/probes.txt" 2>&1
     # Four threads' chains on one context, on four contexts, on four queues of one device (the
     # graphics family, then a compute-only family).
-    for spread in "" "PROBE_CONTEXTS=4" "PROBE_QUEUES=4" "PROBE_QUEUES=4 WHIR_COMPUTE_ONLY_QUEUES=1"; do
+    for spread in "" "PROBE_CONTEXTS=4" "PROBE_QUEUES=4 WHIR_COMPUTE_ONLY_QUEUES=0" "PROBE_QUEUES=4 WHIR_COMPUTE_ONLY_QUEUES=1"; do
         echo "== $spread"
         env PROBE_THREADS=4 $spread timeout 60 .gpu/concurrency_probe chain 64 64 100
     done >> "$OUT/probes.txt" 2>&1
     # The same proof with the lane permutations off and on: the files must be byte-identical.
     for lanes in 0 1; do
-        WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-1024})) timeout 60 .gpu/whir prove \
+        WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-4096})) timeout 60 .gpu/whir prove \
             --vars 22 --fold 4 --pow-bits 22 --seed 7 --out "/tmp/lanes$lanes.proof" --force
     done > "$OUT/lanes_identity.txt" 2>&1
     cmp /tmp/lanes0.proof /tmp/lanes1.proof >> "$OUT/lanes_identity.txt" 2>&1 && echo "proof files byte-identical" >> "$OUT/lanes_identity.txt"
@@ -53,7 +55,7 @@ if [[ $part == levers ]]; then
     for run in 1 2; do
         for lanes in 0 1; do
             echo "== lanes $lanes run $run" >> "$OUT/throughput.txt"
-            WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-1024})) timeout 100 .gpu/whir bench \
+            WHIR_TRANSCRIPT_LANES=$lanes WHIR_LANE_LEVEL_MAX_NODES=$((lanes * ${LANE_NODES:-4096})) timeout 100 .gpu/whir bench \
                 --vars 20,24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,8 --proofs 64 --plonky3-parallel 1 \
                 --json "$OUT/lanes${lanes}_run$run.json" >> "$OUT/throughput.txt" 2>&1
         done
@@ -65,7 +67,7 @@ if [[ $part == throughput ]]; then
     timeout 200 .gpu/whir bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2,4,8 --queues 4 --proofs 64 \
         --plonky3-parallel 1,2,4 --json "$OUT/throughput_n24.json" > "$OUT/throughput.txt" 2>&1
     timeout 120 .gpu/whir bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2 --queues 8 --proofs 64 \
-        --plonky3-parallel 4 >> "$OUT/throughput.txt" 2>&1
+        --plonky3-parallel 4 --json "$OUT/throughput_n24_q8.json" >> "$OUT/throughput.txt" 2>&1
     timeout 120 .gpu/whir bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2,4,8 --queues 8 --proofs 128 \
         --plonky3-parallel 1,2,4 --json "$OUT/throughput_n20.json" >> "$OUT/throughput.txt" 2>&1
     timeout 120 .gpu/whir bench --vars 22 --fold 2 --rate 1 --pow-bits 22 --concurrency 1,2,4 --queues 4 --proofs 64 \

@@ -325,12 +325,14 @@ fn a_stream_that_waits_for_its_results_is_served() {
 }
 
 /// Queues preferred in a compute-only family (`GpuTuning::compute_only_queues`, the default)
-/// or in the graphics family, through `ProofPool::on_queues`: either way they prove as the
-/// usual context does, one job a queue by default on a software adapter. A software adapter
-/// has one family for everything, so both ask the same family; where it offers one queue, two
-/// are an error that says so.
+/// or in the graphics family, through `ProofPool::on_queues`: where they open they prove as
+/// the usual context does, one job a queue by default on a software adapter. A software
+/// adapter has one family for everything, so both ask the same family; where it offers one
+/// queue (llvmpipe), two are an error that says so, and only that branch runs in CI: the
+/// compute-only family proves on the H200 (`whir bench --concurrency ... --queues`, which
+/// byte-compares every proof with its lone proof).
 #[test]
-fn queues_of_either_family_make_the_lone_proofs() {
+fn queues_of_either_family_make_the_lone_proofs_or_say_why_not() {
     let Some(first) = common::contexts().into_iter().next() else { return };
     let mut rng = common::rng();
     let jobs = jobs(&mut rng, 2);
@@ -375,7 +377,7 @@ fn a_pool_over_the_hosts_adapters_makes_the_lone_proofs() {
         assert!(out.unwrap().proof == lone[i], "job {i} on two devices of adapter {index} differs from its lone proof");
     }
     match ProofPool::on_host(options.clone(), None, 1, driver, PoolOptions::default()) {
-        Ok(pool) => assert!(!ours.is_software() && pool.in_flight() >= 1),
+        Ok(pool) => assert!(!whir_wgpu::gpu::pool_adapters(&listed).is_empty() && pool.in_flight() >= 1),
         Err(e) => assert!(whir_wgpu::gpu::pool_adapters(&listed).is_empty() && e.to_string().contains("no hardware GPU adapter"), "{e}"),
     }
     let err = ProofPool::on_host(options.clone(), Some(&[]), 1, driver, PoolOptions::default()).err().expect("no adapters refused").to_string();

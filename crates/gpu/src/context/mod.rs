@@ -217,8 +217,8 @@ impl GpuContext {
     }
 
     /// `count` contexts on one device of the adapter `options` names, each submitting to a
-    /// queue of its own (Vulkan: one `VkDevice` opened with `count` queues of its compute
-    /// family), so that work submitted on different contexts is not kept in one queue's order.
+    /// queue of its own (Vulkan: one `VkDevice` opened with `count` queues of one family, the
+    /// compute-only one on NVIDIA's driver with `GpuTuning::compute_only_queues`), so that work submitted on different contexts is not kept in one queue's order.
     /// Each context has pools of its own, as contexts on devices of their own do, and a share
     /// of the memory budget and of the idle pool cap (`GpuOptions::memory_mib`, `pool_mib`:
     /// divided by `count`, so the device's total stays as asked); a proof pool over them

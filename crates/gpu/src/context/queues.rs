@@ -54,15 +54,30 @@ mod vulkan {
         let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
         // wgpu-hal opens its queue in family 0 (graphics and compute). A family with compute
         // but not graphics is preferred where asked for: on the H200 its queues overlap each
-        // other's work, while those of family 0 run one at a time.
-        let compute_family = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS));
-        let chosen = compute_family.filter(|_| compute_only).unwrap_or(0);
+        // other's work, while those of family 0 run one at a time. Only on NVIDIA's driver,
+        // where it was measured: wgpu-hal assumes a graphics family, and its buffer barriers
+        // name vertex and fragment stages, which NVIDIA accepts on a compute-only queue (the
+        // Vulkan spec does not promise that). And only where that family has the queues asked
+        // for and timestamps as good as family 0's (wgpu-hal enables timestamp queries from
+        // family 0's bits).
+        let ts_bits = |f: &vk::QueueFamilyProperties| f.timestamp_valid_bits;
+        let main_bits = families.first().map_or(0, ts_bits);
+        let nvidia = adapter.get_info().vendor == 0x10de;
+        let compute_family = families.iter().position(|f| {
+            f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS) && f.queue_count as usize >= count && ts_bits(f) >= main_bits
+        });
+        let chosen = compute_family.filter(|_| compute_only && nvidia).unwrap_or(0);
+        let fewer = families.iter().find(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS) && (f.queue_count as usize) < count);
+        if let (Some(f), true, 0) = (fewer, compute_only && nvidia, chosen) {
+            tracing::warn!("{count} queues asked for and the compute-only queue family offers {}: opening them in the graphics family, whose queues ran one at a time on the H200 (ask for at most {})", f.queue_count, f.queue_count);
+        }
         let family = chosen as u32;
         let offered = families.get(chosen).filter(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).map_or(0, |f| f.queue_count as usize);
         if offered < count {
             let hint = if offered <= 1 && chosen == 0 { "; a context opened as usual already has its one queue" } else { "" };
             return Err(format!("{count} queues asked for, and the adapter's queue family {family} offers {offered}; ask for at most {offered}{hint}"));
         }
+        tracing::info!(count, family, flags = ?families[chosen].queue_flags, "opening queues of one device");
         let features = desc.required_features;
         let extensions = hal.required_device_extensions(features);
         let mut device_features = hal.physical_device_features(&extensions, features);
