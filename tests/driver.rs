@@ -53,6 +53,31 @@ fn grid(rng: &mut rand::rngs::StdRng, count: usize) -> Vec<Params> {
     common::random_params(rng, count, 6..=14, |p| p.config::<GpuChallenger>().is_ok())
 }
 
+type Config = p3_whir::parameters::WhirConfig<whir_wgpu::prover::EF, whir_wgpu::prover::F, GpuChallenger>;
+
+/// Up to `take` of `pool` grid shapes, at 100 bits with 8 bits of PoW, whose configuration
+/// `keep` accepts; at least one (`what` says what the grid lacked).
+fn shapes_where(rng: &mut rand::rngs::StdRng, pool: usize, take: usize, what: &str, keep: impl Fn(&Config) -> bool) -> Vec<Params> {
+    let shapes: Vec<Params> = grid(rng, pool)
+        .into_iter()
+        .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
+        .filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| keep(&c)))
+        .take(take)
+        .collect();
+    assert!(!shapes.is_empty(), "no shape of the grid {what}");
+    shapes
+}
+
+/// Rounds that draw out-of-domain points and grind for their queries (a round head to play).
+fn plays_heads(c: &Config) -> bool {
+    c.round_parameters().iter().any(|r| r.ood_samples > 0 && r.pow_bits > 0)
+}
+
+/// Some sumcheck round grinds.
+fn grinds_in_sumcheck(c: &Config) -> bool {
+    c.starting_folding_pow_bits() > 0 || c.round_parameters().iter().any(|r| r.folding_pow_bits > 0)
+}
+
 #[test]
 fn cpu_twin_matches_plonky3_byte_for_byte() {
     let mut rng = common::rng();
@@ -170,16 +195,7 @@ fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
     for ctx in common::contexts() {
         let (steps, grinder) = steps_and_grinder(&ctx);
         let mut used = 0;
-        let shapes: Vec<Params> = grid(&mut rng, 40)
-            .into_iter()
-            .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
-            .filter(|p| {
-                let c = p.config::<GpuChallenger>().ok();
-                c.is_some_and(|c| c.starting_folding_pow_bits() > 0 || c.round_parameters().iter().any(|r| r.folding_pow_bits > 0))
-            })
-            .take(3)
-            .collect();
-        assert!(!shapes.is_empty(), "no shape of the grid grinds in its sumcheck rounds");
+        let shapes = shapes_where(&mut rng, 40, 3, "grinds in its sumcheck rounds", grinds_in_sumcheck);
         for p in shapes {
             let (challenger, _) = prove_grinding_on_the_gpu(&steps, &grinder, &p, &mut rng);
             used += challenger.grinds_ahead_used();
@@ -197,15 +213,7 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let (steps, grinder) = steps_and_grinder(&ctx);
-        // Shapes whose rounds draw out-of-domain points and grind for their queries.
-        let plays_heads = |c: &p3_whir::parameters::WhirConfig<_, _, _>| c.round_parameters().iter().any(|r| r.ood_samples > 0 && r.pow_bits > 0);
-        let shapes: Vec<Params> = grid(&mut rng, 60)
-            .into_iter()
-            .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
-            .filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| plays_heads(&c)))
-            .take(4)
-            .collect();
-        assert!(!shapes.is_empty(), "no shape of the grid plays a round head");
+        let shapes = shapes_where(&mut rng, 60, 4, "plays a round head", plays_heads);
         let (mut used, mut answers_played, mut grinds_played) = (0, 0, 0);
         for p in shapes {
             let (challenger, times) = prove_grinding_on_the_gpu(&steps, &grinder, &p, &mut rng);
@@ -240,16 +248,7 @@ fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
         options.tuning.merkle_fused_levels = Some(0);
         let Some(ctx) = common::open_with(options) else { return };
         let (steps, grinder) = steps_and_grinder(&ctx);
-        let plays = |c: &p3_whir::parameters::WhirConfig<_, _, _>| {
-            c.round_parameters().iter().any(|r| r.ood_samples > 0 && r.pow_bits > 0) && (c.starting_folding_pow_bits() > 0 || c.round_parameters().iter().any(|r| r.folding_pow_bits > 0))
-        };
-        let shapes: Vec<Params> = grid(&mut rng, 80)
-            .into_iter()
-            .map(|p| Params { pow_bits: 8, security_bits: 100, ..p })
-            .filter(|p| p.config::<GpuChallenger>().is_ok_and(|c| plays(&c)))
-            .take(3)
-            .collect();
-        assert!(!shapes.is_empty(), "no shape of the grid plays round heads and grinds in its sumcheck rounds");
+        let shapes = shapes_where(&mut rng, 80, 3, "plays round heads and grinds in its sumcheck rounds", |c| plays_heads(c) && grinds_in_sumcheck(c));
         let (mut used, mut heads) = (0, 0);
         for p in shapes {
             let (challenger, times) = prove_grinding_on_the_gpu(&steps, &grinder, &p, &mut rng);

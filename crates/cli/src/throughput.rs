@@ -74,9 +74,7 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
             let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..env.clone() };
             let opened = match queues {
                 None => GpuBackend::open(options).map(|b| vec![b]).map_err(anyhow::Error::from),
-                Some(q) => whir_gpu::GpuContext::on_queues(options, q)
-                    .map(|contexts| contexts.into_iter().map(|c| GpuBackend::over(std::sync::Arc::new(c))).collect())
-                    .map_err(anyhow::Error::from),
+                Some(q) => GpuBackend::open_queues(options, q).map_err(anyhow::Error::from),
             };
             let opened = opened.with_context(|| format!("--devices: opening adapter {i} ({}){}", adapters[i], queues.map_or(String::new(), |q| format!(" with {q} queues"))))?;
             eprintln!("GPU [{i}]: {}", opened[0].context().summary());
@@ -96,9 +94,8 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
 /// adapter (`GpuContext::on_queues`), timed together.
 pub fn queue_sets(default: &GpuBackend, queues: usize) -> Result<Vec<DeviceSet>> {
     let options = whir_gpu::GpuOptions::from_env()?;
-    let contexts = whir_gpu::GpuContext::on_queues(options, queues).with_context(|| format!("--queues {queues}"))?;
     let driver = default.driver_options();
-    let backends: Vec<GpuBackend> = contexts.into_iter().map(|c| GpuBackend::over(std::sync::Arc::new(c)).with_driver_options(driver)).collect();
+    let backends: Vec<GpuBackend> = GpuBackend::open_queues(options, queues).with_context(|| format!("--queues {queues}"))?.into_iter().map(|b| b.with_driver_options(driver)).collect();
     eprintln!("GPU, {queues} queues of one device: {}", backends[0].context().summary());
     Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }, DeviceSet { label: format!("{queues} queues"), backends }])
 }

@@ -248,6 +248,12 @@ impl GpuBackend {
     pub fn open(options: whir_gpu::GpuOptions) -> Result<Self, ProverError> {
         Ok(Self::new(Arc::new(GpuContext::new(options)?)))
     }
+
+    /// A backend on each of `queues` queues of one device of the adapter `options` names
+    /// ([`GpuContext::on_queues`]: the budget shared out between them).
+    pub fn open_queues(options: whir_gpu::GpuOptions, queues: usize) -> Result<Vec<Self>, ProverError> {
+        Ok(GpuContext::on_queues(options, queues)?.into_iter().map(|c| Self::new(Arc::new(c))).collect())
+    }
 }
 
 impl<F: ProverField> GpuBackend<F> {

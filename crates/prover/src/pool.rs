@@ -45,8 +45,7 @@ pub const DEFAULT_QUEUES: usize = 4;
 
 /// A backend with `driver`'s settings on each of `queues` queues of the device `options` names.
 fn queue_backends(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions) -> Result<Vec<GpuBackend>, ProverError> {
-    let contexts = whir_gpu::GpuContext::on_queues(options, queues)?;
-    Ok(contexts.into_iter().map(|c| GpuBackend::new(std::sync::Arc::new(c)).with_driver_options(driver)).collect())
+    Ok(GpuBackend::open_queues(options, queues)?.into_iter().map(|b| b.with_driver_options(driver)).collect())
 }
 
 /// The most jobs a pool keeps in flight on one context (a thread each).
