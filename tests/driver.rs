@@ -569,6 +569,9 @@ impl CodewordSteps for CorruptedSteps {
     fn leaf_sponge(&self) -> whir_wgpu::prover::LeafSponge {
         self.inner.leaf_sponge()
     }
+    fn mmcs(&self) -> whir_wgpu::verifier::hash::CpuMmcs {
+        self.inner.mmcs()
+    }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
         let (root, committed) = self.inner.commit(message, width, log_inv_rate)?;

@@ -109,7 +109,8 @@ pub struct BenchArgs {
     queues: Option<usize>,
     /// With --concurrency: Plonky3 proofs run in parallel on the host, each count measured (the
     /// best is the comparison).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4", requires = "concurrency",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_PLONKY3_PARALLEL as u64))]
     plonky3_parallel: Vec<usize>,
     /// With --concurrency: GPU timestamps around every submission of the timed proofs, to
     /// report how busy the device's queue was (its share of the time from the first
@@ -121,6 +122,9 @@ pub struct BenchArgs {
 }
 
 const MAX_WARMUP_MS: u64 = 600_000;
+/// Most Plonky3 proofs `--plonky3-parallel` runs at once (each on a thread of its own, each
+/// with a CPU proof's memory: the level is also checked against the machine's memory).
+pub const MAX_PLONKY3_PARALLEL: usize = 256;
 
 /// `values` without repeats, in their order, saying on stderr which repeats were dropped.
 fn distinct(flag: &str, values: &[usize]) -> Vec<usize> {
@@ -239,6 +243,10 @@ impl BenchArgs {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    // Every WHIR_* value is checked before any work, as `prove` and `info` check them: a bad
+    // one is an error naming the variable, not a silent run without the GPU.
+    whir_gpu::GpuOptions::from_env()?;
+    whir_prover::DriverOptions::from_env()?;
     if args.extension != 4 && (!args.concurrency.is_empty() || args.plot.is_some()) {
         bail!("--extension {} times proofs one at a time (Plonky3's prover and the GPU's); drop --concurrency and --plot", args.extension);
     }
@@ -358,7 +366,7 @@ where
     println!("| n | fold | rate | extension | Plonky3 ms | GPU ms | speedup | GPU peak MiB (pools kept / live) |");
     println!("|---|---|---|---|---|---|---|---|");
     for p in grid {
-        if let Err(e) = p.config_over::<E, whir_gpu::GpuChallenger<F>>() {
+        if let Err(e) = p.config_over::<E, whir_gpu::GpuChallenger<F>>().map(|_| ()).map_err(anyhow::Error::from).and_then(|()| Ok(crate::host_memory::machine().check::<F, E>(p, None)?)) {
             println!("| {} | {} | {} | {} | skipped: {e} | | | |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
             cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "skipped": e.to_string()}));
             if let Some(out) = &json_out {
@@ -468,6 +476,13 @@ where
                 // A flag no cell can take (e.g. --pow-bits 40): stop before any proof.
                 return Err(e.into());
             }
+            cell.skipped = Some(e.to_string());
+            bar.inc(runs_per_cell as u64);
+            cells.push(cell);
+            continue;
+        }
+        // Plonky3 and our CPU backend prove every cell: one they cannot hold is skipped.
+        if let Err(e) = crate::host_memory::machine().check::<F, whir_prover::EF<F>>(p, None) {
             cell.skipped = Some(e.to_string());
             bar.inc(runs_per_cell as u64);
             cells.push(cell);
@@ -702,6 +717,10 @@ where
     use whir_prover::Workload;
     let workload = Workload::parse(spec)?;
     let soundness = Soundness::parse(&args.security.soundness)?;
+    // A fold no cell can take stops before any layout is planned (the tables set n).
+    if let Some(&fold) = args.fold.iter().find(|&&f| f == 0 || f > whir_prover::MAX_VARS) {
+        bail!("--fold {fold} is out of range for tables: proofs fold 1 to {} variables a round; use --fold 4, for example", whir_prover::MAX_VARS);
+    }
     let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
     if args.plot.is_some() {
         bail!("--plot charts the single-polynomial grid; drop it with --tables");
@@ -740,7 +759,10 @@ where
                 gpu_rounds_ms: None,
                 gpu_open_breakdown: None,
             };
-            let config = match p.config_over::<E, whir_gpu::GpuChallenger<F>>() {
+            let config = match p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables).map_err(anyhow::Error::from).and_then(|c| {
+                crate::host_memory::machine().check::<F, E>(&p, Some(&workload))?;
+                Ok(c)
+            }) {
                 Ok(c) => c,
                 Err(e) => {
                     cell.skipped = Some(e.to_string());

@@ -3,6 +3,7 @@
 //! our CPU and GPU backends over a grid).
 
 mod bench;
+mod host_memory;
 mod output;
 mod throughput;
 
@@ -201,6 +202,18 @@ struct ProveArgs {
     /// cap). A proof estimated not to fit is refused before any work starts.
     #[arg(long = "gpu-memory", value_name = "MIB")]
     gpu_memory: Option<u64>,
+    /// Most host memory a proof made on the CPU may use, in MiB (default: what the machine has
+    /// available and this process's limits leave). A CPU proof estimated not to fit is refused
+    /// before its input is made; the message gives the estimate.
+    #[arg(long = "memory", value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
+    memory: Option<u64>,
+}
+
+impl ProveArgs {
+    /// Whether this request proves on the CPU whatever adapters there are.
+    fn cpu_for_sure(&self, num_vars: usize) -> bool {
+        self.backend == BackendChoice::Cpu || (self.backend == BackendChoice::Auto && num_vars < AUTO_GPU_MIN_VARS)
+    }
 }
 
 /// The parameters a verifier expects; each defaults to `whir prove`'s default.
@@ -419,10 +432,14 @@ where
     if args.backend == BackendChoice::GpuPieces {
         bail!("--backend gpu-pieces runs Plonky3's prover with our GPU pieces over degree-4 extensions; over {} use --backend gpu, cpu or auto", E::NAME);
     }
+    let memory = host_memory::host_memory(args.memory);
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
         params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
         if args.gpu_memory == Some(0) {
             bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
+        }
+        if args.cpu_for_sure(params.num_vars) {
+            memory.check::<F, E>(params, None)?;
         }
         Ok(())
     })?;
@@ -430,12 +447,18 @@ where
         eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much", E::NAME, params.security_bits);
     }
     let (gpu, why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
+    let gpu = gpu.map(|g| g.with_fallback_memory(memory.clone()));
     let start = Instant::now();
-    // On the GPU, a failure proves on the CPU (with a warning); a proof over the caller's memory
+    // `--backend gpu` proves on the GPU or fails; `auto` proves on the CPU after a GPU failure
+    // (with a warning) where the CPU's estimate fits; a proof over the caller's GPU memory
     // budget stays refused, as asked.
     let output = match &gpu {
+        Some(g) if args.backend == BackendChoice::Gpu => g.prove_resident_over::<E>(&params, &evals).context("--backend gpu")?,
         Some(g) => g.prove_over::<E>(&params, &evals)?,
-        None => CpuBackend.prove_over::<F, E>(&params, &evals)?,
+        None => {
+            memory.check::<F, E>(&params, None)?;
+            CpuBackend.prove_over::<F, E>(&params, &evals)?
+        }
     };
     let (backend, peak) = (output.path, output.peak_gpu_bytes);
     let prove_time = start.elapsed();
@@ -546,10 +569,14 @@ where
     GpuBackend<F>: Backend<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
+    let memory = host_memory::host_memory(args.memory);
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
         params.config::<whir_gpu::GpuChallenger<F>>()?;
         if args.gpu_memory == Some(0) {
             bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
+        }
+        if args.cpu_for_sure(params.num_vars) {
+            memory.check::<F, whir_prover::EF<F>>(params, None)?;
         }
         Ok(())
     })?;
@@ -584,11 +611,18 @@ where
         },
     };
     // One-shot proofs are profiled: the per-round breakdown with GPU time is what they report.
-    let gpu = gpu.map(|g| g.with_profile(true));
+    let gpu = gpu.map(|g| g.with_profile(true).with_fallback_memory(memory.clone()));
     let start = Instant::now();
+    // `--backend gpu` and `gpu-pieces` prove on the GPU or fail (a size over the adapter's
+    // limits names the limit); `auto` proves on the CPU after a GPU failure, with a warning,
+    // where the CPU's estimate fits.
     let output = match &gpu {
+        Some(g) if args.backend != BackendChoice::Auto => g.prove_on_gpu(&params, &evals).context(format!("--backend {}", g.name()))?,
         Some(g) => run_prove(g, &params, &evals)?,
-        None => run_prove(&CpuBackend, &params, &evals)?,
+        None => {
+            memory.check::<F, whir_prover::EF<F>>(&params, None)?;
+            run_prove(&CpuBackend, &params, &evals)?
+        }
     };
     let name = output.path;
     let prove_time = start.elapsed();
@@ -736,28 +770,38 @@ where
         points: 1,
         leaf: args.security.leaf,
     };
-    let params = workload.params(&base);
-    let config = params.config_over::<E, whir_gpu::GpuChallenger<F>>()?;
+    // The fold is checked before any layout is planned; the tables set n and the points.
+    let params = workload.params_checked(&base)?;
+    let config = params.config_over_from::<E, whir_gpu::GpuChallenger<F>>(whir_prover::ParamSource::Tables)?;
     if args.gpu_memory == Some(0) {
         bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
     }
     if args.backend == BackendChoice::GpuPieces {
         bail!("--backend gpu-pieces proves one polynomial; with --tables use gpu, cpu or auto");
     }
+    let memory = host_memory::host_memory(args.memory);
+    if args.cpu_for_sure(params.num_vars) {
+        memory.check::<F, E>(&params, Some(&workload))?;
+    }
     let out = OutputFile::prepare(&args.out, "--out", args.force, &[])?;
     for warning in params.warnings() {
         eprintln!("warning: {warning}");
     }
+    let (gpu, mut why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
+    if gpu.is_none() {
+        memory.check::<F, E>(&params, Some(&workload))?;
+    }
     let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
     let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
-    let (gpu, mut why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
     let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(params.leaf)) };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
         let pcs = g.pcs_hashing_leaves::<whir_prover::ProverLayout<F, E>, E>(config.clone(), params.leaf)?;
         let mut challenger = g.challenger();
+        // The table list (padded to the fold) is the instance: bound before the commitment.
+        workload.observe(args.fold, &mut challenger);
         let t = Instant::now();
         let (root, data) = pcs.commit(Witness::new(tables.clone(), args.fold), &mut challenger)?;
         let commit = t.elapsed();
@@ -769,11 +813,13 @@ where
         Some(Err(e)) if args.backend == BackendChoice::Gpu => return Err(e.context("--backend gpu")),
         other => {
             if let Some(Err(e)) = other {
+                memory.check::<F, E>(&params, Some(&workload)).map_err(|refused| anyhow::anyhow!("the GPU PCS failed ({e:#}), and the CPU cannot prove this either: {refused}"))?;
                 eprintln!("warning: the GPU PCS failed ({e:#}); proving on the CPU instead");
                 why = format!("the GPU PCS failed ({e:#})");
             }
             let pcs = stock();
             let mut challenger = Backend::<F>::challenger(&CpuBackend);
+            workload.observe(args.fold, &mut challenger);
             let t = Instant::now();
             let (root, data) = pcs.stock().commit(Witness::new(tables, args.fold), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
             let commit = t.elapsed();
@@ -858,7 +904,7 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
         (proof.params, format!("verified with the file's own parameters (--accept-file-params, at least {} bits{tables})", args.min_security))
     } else {
         let d = Params::defaults();
-        let expected = Params {
+        let base = Params {
             num_vars: args.vars.unwrap_or(d.num_vars),
             fold: args.fold.unwrap_or(d.fold),
             log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
@@ -868,15 +914,18 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
             points: args.points.unwrap_or(d.points),
             leaf: args.leaf.unwrap_or(d.leaf),
         };
-        expected.validate(whir_prover::ParamSource::Flags)?;
         match args.tables.as_deref().map(Workload::parse).transpose()? {
             Some(tables) => {
-                let expected = tables.params(&expected);
+                // The tables set n and the points: the fold is checked against them, not the
+                // default n.
+                let expected = tables.params_checked(&base)?;
                 let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify_tables(&expected, &tables).context(what)?;
                 (expected, format!("verified ({} tables: {})", tables.tables.len(), tables.spec()))
             }
             None => {
+                let expected = base;
+                expected.validate(whir_prover::ParamSource::Flags)?;
                 let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify(&expected).context(what)?;
                 (expected, "verified".to_string())
@@ -985,14 +1034,18 @@ fn report_output_failures() {
     }));
 }
 
+/// Whether the command line is `prove ... --json`, whose errors are also JSON objects.
+fn wants_json() -> bool {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    args.first().is_some_and(|a| a == "prove") && args.iter().any(|a| a == "--json")
+}
+
 /// A command line clap refuses: its message as usual, and for `prove --json` also as the JSON
 /// error object its help promises ("also on error"), with clap's exit status.
 fn usage_error(e: clap::Error) -> std::process::ExitCode {
     use clap::error::ErrorKind;
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let wants_json = args.first().is_some_and(|a| a == "prove") && args.iter().any(|a| a == "--json");
     let informational = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
-    if wants_json && !informational {
+    if wants_json() && !informational {
         let message = e.render().to_string();
         let message = message.trim().strip_prefix("error: ").unwrap_or(message.trim());
         println!("{}", json!({ "error": message, "usage": true, "verified": false }));
@@ -1002,16 +1055,27 @@ fn usage_error(e: clap::Error) -> std::process::ExitCode {
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
+/// WHIR_LOG's filter (warnings when unset), or an error naming the variable, as every other
+/// WHIR_* value that does not parse is.
+fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
+    match std::env::var("WHIR_LOG") {
+        Err(std::env::VarError::NotPresent) => Ok(tracing_subscriber::EnvFilter::new("warn")),
+        Err(std::env::VarError::NotUnicode(v)) => Err(format!("WHIR_LOG={v:?} is not valid UTF-8; use a filter such as WHIR_LOG=whir_gpu=debug")),
+        Ok(v) => tracing_subscriber::EnvFilter::try_new(&v)
+            .map_err(|e| format!("WHIR_LOG={v:?} is not a log filter ({e}); use a level (error, warn, info, debug, trace) or TARGET=LEVEL, e.g. WHIR_LOG=whir_gpu=debug")),
+    }
+}
+
 /// Diagnostics on stderr (WHIR_LOG), and with the `timeline` feature a per-thread timeline of
 /// spans written to WHIR_TIMELINE's file (Chrome's trace format) until the guard drops.
-fn init_tracing() -> Option<Box<dyn std::any::Any>> {
+fn init_tracing(filter: tracing_subscriber::EnvFilter) -> Option<Box<dyn std::any::Any>> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(tracing_subscriber::EnvFilter::try_from_env("WHIR_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")));
+        .with_filter(filter);
     let timeline_file = std::env::var_os("WHIR_TIMELINE");
     #[cfg(feature = "timeline")]
     if let Some(path) = timeline_file {
@@ -1049,7 +1113,17 @@ fn main() -> std::process::ExitCode {
     }
     // Diagnostics on stderr, off unless asked for: WHIR_LOG=whir_gpu=debug shows each transfer,
     // Merkle commit and pipeline build with its time; warnings (e.g. a GPU fallback) always.
-    let _timeline = init_tracing();
+    let filter = match log_filter() {
+        Ok(f) => f,
+        Err(e) => {
+            if wants_json() {
+                println!("{}", json!({ "error": e, "verified": false }));
+            }
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let _timeline = init_tracing(filter);
     report_output_failures();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

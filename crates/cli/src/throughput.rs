@@ -221,7 +221,7 @@ fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) 
     let latencies: Result<Vec<f64>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..k)
             .map(|_| {
-                scope.spawn(|| -> Result<Vec<f64>> {
+                std::thread::Builder::new().spawn_scoped(scope, || -> Result<Vec<f64>> {
                     let mut times = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -232,7 +232,8 @@ fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) 
                     }
                 })
             })
-            .collect();
+            .collect::<std::io::Result<Vec<_>>>()
+            .with_context(|| format!("starting {k} Plonky3 prover threads failed; give a smaller --plonky3-parallel"))?;
         let mut all = Vec::new();
         for w in workers {
             all.extend(w.join().map_err(|_| anyhow::anyhow!("a Plonky3 prover thread panicked"))??);
@@ -269,6 +270,18 @@ pub fn run(
         let mut plonky3 = Vec::new();
         prove_stock(p, &inputs[0])?;
         for &k in plonky3_parallel.iter() {
+            // K proofs at once hold K proofs' memory.
+            let memory = crate::host_memory::machine();
+            let one = whir_prover::estimated_cpu_bytes::<BabyBear, whir_prover::EF>(p, None)?;
+            if one.saturating_mul(k as u64) > memory.bytes {
+                bail!(
+                    "--plonky3-parallel {k} at n = {}: {k} CPU proofs at once need an estimated {} MiB, over the {} MiB {}; give a smaller --plonky3-parallel",
+                    p.num_vars,
+                    one.saturating_mul(k as u64) >> 20,
+                    memory.bytes >> 20,
+                    memory.source
+                );
+            }
             // A quarter as many as the GPU's levels (each takes tens of times longer), and at
             // least two rounds of the K in parallel.
             let level = plonky3_level(p, &inputs, k, (proofs / 4).max(2 * k))?;

@@ -213,6 +213,67 @@ pub fn estimated_gpu_bytes_over(params: &Params, tuning: &GpuTuning, driver: &Dr
     }
 }
 
+/// Host memory a CPU proof of `params` holds at its peak: Plonky3's `WhirProver` (the CPU
+/// backend's, and the PCS's on the CPU) over the extension `E`, with the proof file written and
+/// verified before it is kept; `tables` for a multi-table witness. An upper bound fitted to peaks
+/// measured with `/usr/bin/time` (n = 12 to 20, fold 1 to 14, rate 1 and 3, degrees 4, 5 and 8;
+/// docs/benchmarks-history.md, "CPU prover memory"), with a quarter more for headroom. Its terms:
+/// - the first codeword (4 bytes x 2^(n + rate)) times 2.5, and the later rounds' codewords,
+///   extension-valued, times 14 / fold at degree 4 (fewer, larger folds commit less);
+/// - the sumcheck's extension-valued tables, 2 / fold times 2^n extension elements;
+/// - the first round's small-value sumcheck, whose grids hold about six times 3^fold extension
+///   elements (this term makes large folds infeasible: 3^16 elements are 0.8 GB at degree 4);
+/// - the proof, at most [`ProofFileOf::max_bytes`], held as a proof, its bytes and a file, and
+///   verified in 8 MiB + 8 times the file's bytes.
+pub fn estimated_cpu_bytes<F: ProverField, E: crate::WhirExtension<F>>(params: &Params, tables: Option<&crate::Workload>) -> Result<u64, ProverError> {
+    let proof = match tables {
+        Some(t) => ProofFileOf::<F, E>::max_bytes_tables(params, t)?,
+        None => ProofFileOf::<F, E>::max_bytes(params)?,
+    } as f64;
+    let ef = (E::DIMENSION * 4) as f64;
+    let (n, rate, fold) = (params.num_vars as i32, params.log_inv_rate as i32, params.fold as i32);
+    let codeword = 4.0 * 2f64.powi(n + rate);
+    let later_rounds = 14.0 / fold as f64 * ef / 16.0;
+    let sumcheck = 2.0 / fold as f64 * 2f64.powi(n) * ef;
+    let small_value_grids = 6.0 * 3f64.powi(fold) * ef;
+    let runtime = 24.0 * (1u64 << 20) as f64;
+    let bytes = 1.25 * (runtime + (2.5 + later_rounds) * codeword + sumcheck + small_value_grids + 12.0 * proof + (8u64 << 20) as f64);
+    Ok(if bytes >= u64::MAX as f64 { u64::MAX } else { bytes as u64 })
+}
+
+/// Host memory CPU proofs may take: a budget in bytes, and where it came from (a flag, what
+/// the machine has), for messages. The caller decides it (`whir` reads the machine at its edge);
+/// [`check`](Self::check) refuses a CPU proof estimated not to fit, before anything is allocated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostMemory {
+    pub bytes: u64,
+    /// What the budget is, as the message says it: "budget (--memory 4096)", ...
+    pub source: String,
+}
+
+impl HostMemory {
+    /// An error unless a CPU proof of `params` over `E` (of `tables`, where given) fits:
+    /// [`estimated_cpu_bytes`] against the budget.
+    pub fn check<F: ProverField, E: crate::WhirExtension<F>>(&self, params: &Params, tables: Option<&crate::Workload>) -> Result<(), ProverError> {
+        let needed = estimated_cpu_bytes::<F, E>(params, tables)?;
+        if needed <= self.bytes {
+            return Ok(());
+        }
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        let what = match tables {
+            Some(t) => format!("a CPU proof of {} tables at fold {}, rate 2^-{} (stacked to n = {})", t.tables.len(), params.fold, params.log_inv_rate, params.num_vars),
+            None => format!("a CPU proof at n = {}, fold {}, rate 2^-{}", params.num_vars, params.fold, params.log_inv_rate),
+        };
+        // Past fold 12 the first round's sumcheck grids (3^fold) are most of it.
+        let hint = if params.fold > 12 {
+            "use a smaller --fold (the CPU prover's first round holds about 6 x 3^fold extension elements), prove on a GPU, or give a larger --memory if the machine has more"
+        } else {
+            "use fewer variables or a lower --rate, prove on a GPU (--backend gpu), or give a larger --memory if the machine has more"
+        };
+        Err(ProverError::OverMemory { what, needed_mib: mib(needed), budget_mib: mib(self.bytes), budget: self.source.clone(), hint: hint.into() })
+    }
+}
+
 /// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
 #[derive(Clone)]
 pub struct GpuBackend<F: ProverField = BabyBear> {
@@ -229,6 +290,8 @@ pub struct GpuBackend<F: ProverField = BabyBear> {
     /// Each proof starts the context's memory high-water mark afresh (its own peak); off for a
     /// [`worker`](Self::worker), whose proofs share the context with others in flight.
     own_peak: bool,
+    /// The host memory a proof made on the CPU after a GPU failure may take (none: not checked).
+    fallback_memory: Option<HostMemory>,
 }
 
 impl GpuBackend {
@@ -270,6 +333,7 @@ impl<F: ProverField> GpuBackend<F> {
             profile: false,
             driver: DriverOptions::default(),
             own_peak: true,
+            fallback_memory: None,
         }
     }
 
@@ -286,6 +350,18 @@ impl<F: ProverField> GpuBackend<F> {
     pub fn with_profile(mut self, profile: bool) -> Self {
         self.profile = profile;
         self
+    }
+
+    /// A proof the GPU cannot make is proved on the CPU only if its estimate fits `memory`
+    /// ([`HostMemory::check`]); otherwise that error is returned, with the GPU's failure.
+    pub fn with_fallback_memory(mut self, memory: HostMemory) -> Self {
+        self.fallback_memory = Some(memory);
+        self
+    }
+
+    /// The host memory a CPU fallback may take, where set.
+    pub fn fallback_memory(&self) -> Option<&HostMemory> {
+        self.fallback_memory.as_ref()
     }
 
     /// The same GPU, proving the given way.
@@ -490,7 +566,7 @@ where
     /// the result is always a proof the verifier accepts, or an error.
     fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         let result = self.prove_on_gpu(params, evals);
-        cpu_unless_refused(result, params, evals)
+        cpu_unless_refused(result, params, evals, self.fallback_memory.as_ref())
     }
 }
 
@@ -498,21 +574,25 @@ impl<F: ProverField> GpuBackend<F> {
     /// [`Backend::prove`] with the challenges in the extension `E` (degree 4, 5 or 8): the resident
     /// driver, and after a GPU failure the CPU's proof over `E` (with a warning).
     pub fn prove_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-        cpu_unless_refused_over::<F, E>(self.prove_resident_over::<E>(params, evals), params, evals)
+        cpu_unless_refused_over::<F, E>(self.prove_resident_over::<E>(params, evals), params, evals, self.fallback_memory.as_ref())
     }
 }
 
 /// A GPU proof's result, or after a GPU failure the CPU's proof (with a warning); a proof over
 /// the caller's memory budget stays refused, as asked.
-pub(crate) fn cpu_unless_refused<F: ProverField>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-    cpu_unless_refused_over::<F, EF<F>>(result, params, evals)
+/// A fallback that `memory` does not hold is refused, naming the GPU's failure too.
+pub(crate) fn cpu_unless_refused<F: ProverField>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F], memory: Option<&HostMemory>) -> Result<ProverOutput<F>, ProverError> {
+    cpu_unless_refused_over::<F, EF<F>>(result, params, evals, memory)
 }
 
 /// [`cpu_unless_refused`] with the challenges in `E`.
-fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F], memory: Option<&HostMemory>) -> Result<ProverOutput<F>, ProverError> {
     match result {
         Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
         Err(ProverError::Gpu(e)) => {
+            if let Some(Err(refused)) = memory.map(|m| m.check::<F, E>(params, None)) {
+                return Err(ProverError::Params(format!("the GPU cannot make this proof ({e}), and the CPU cannot either: {refused}")));
+            }
             tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
             let out = CpuBackend.prove_over::<F, E>(params, evals)?;
             Ok(ProverOutput { path: "cpu (fallback)", ..out })

@@ -92,6 +92,10 @@ impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSte
         self.candidate.leaf_sponge()
     }
 
+    fn mmcs(&self) -> whir_verifier::hash::CpuMmcs<F> {
+        self.candidate.mmcs()
+    }
+
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let (a_root, a) = self.reference.commit(message, width, log_inv_rate)?;
         let (b_root, b) = self.candidate.commit(message, width, log_inv_rate)?;

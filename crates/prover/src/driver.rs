@@ -60,6 +60,10 @@ pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> 
     /// How the commitments hash Merkle leaves (a proof's `Params::leaf` must be the same).
     fn leaf_sponge(&self) -> LeafSponge;
 
+    /// Plonky3's MMCS hashing as these steps hash (their Poseidon2 constants, their leaf
+    /// sponge): what their proofs verify with.
+    fn mmcs(&self) -> CpuMmcs<F>;
+
     /// Encodes `message` (rows of `width` words, a power-of-two number of them) at rate
     /// 2^-log_inv_rate and commits to the codeword's rows.
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError>;
@@ -171,6 +175,9 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<
     fn leaf_sponge(&self) -> LeafSponge {
         (**self).leaf_sponge()
     }
+    fn mmcs(&self) -> CpuMmcs<F> {
+        (**self).mmcs()
+    }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit(message, width, log_inv_rate)
@@ -227,9 +234,18 @@ impl<F: ProverField, E: WhirExtension<F>> Default for CpuCodewords<F, E> {
 }
 
 impl<F: ProverField, E: WhirExtension<F>> CpuCodewords<F, E> {
-    /// The twin with leaves hashed by `leaf` (the default: width 16).
+    /// The twin with leaves hashed by `leaf` (the default: width 16), over Plonky3's default
+    /// Poseidon2 constants.
     pub fn hashing_leaves(leaf: LeafSponge) -> Self {
         Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs_with::<F>(0, leaf), leaf, extension: std::marker::PhantomData }
+    }
+
+    /// The twin over any Poseidon2 constants: nodes (and width-16 leaves) hashed with `perm`,
+    /// leaves with `wide` where given (width 24), as the GPU steps built from the same
+    /// constants hash them.
+    pub fn with_permutations(perm: whir_verifier::hash::Perm<F>, wide: Option<whir_verifier::hash::Perm24<F>>) -> Self {
+        let leaf = if wide.is_some() { LeafSponge::Width24 } else { LeafSponge::Width16 };
+        Self { dft: Radix2DFTSmallBatch::default(), mmcs: whir_verifier::hash::cpu_mmcs_over::<F>(perm, wide, 0), leaf, extension: std::marker::PhantomData }
     }
 }
 
@@ -239,6 +255,10 @@ impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F
 
     fn leaf_sponge(&self) -> LeafSponge {
         self.leaf
+    }
+
+    fn mmcs(&self) -> CpuMmcs<F> {
+        self.mmcs.clone()
     }
 
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
@@ -302,6 +322,12 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
 
     fn leaf_sponge(&self) -> LeafSponge {
         self.merkle().leaf_sponge()
+    }
+
+    /// Over the constants the GPU permutations hold.
+    fn mmcs(&self) -> CpuMmcs<F> {
+        let merkle = self.merkle();
+        whir_verifier::hash::cpu_mmcs_over::<F>(merkle.poseidon2().constants().to_cpu(), merkle.wide_leaves().map(|w| w.constants().to_cpu()), 0)
     }
 
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.

@@ -19,6 +19,10 @@ pub enum ProverError {
     /// (`ComparingSteps`): the first step, in the proof's order, whose outputs differ.
     #[error("the backends differ at {step}: {detail}")]
     Mismatch { step: String, detail: String },
+    /// A CPU proof whose estimated peak ([`estimated_cpu_bytes`](crate::estimated_cpu_bytes))
+    /// is over the host memory it may use: refused before anything is allocated.
+    #[error("{what} needs an estimated {needed_mib:.0} MiB of host memory, over the {budget_mib:.0} MiB {budget}; {hint}")]
+    OverMemory { what: String, needed_mib: f64, budget_mib: f64, budget: String, hint: String },
     /// A job of a [`ProofPool`](crate::ProofPool) panicked; the other jobs ran on.
     #[error("job {job} panicked: {message}")]
     Panicked { job: usize, message: String },

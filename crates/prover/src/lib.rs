@@ -22,7 +22,7 @@ mod sumcheck;
 mod timing;
 mod workload;
 
-pub use backend::{estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
+pub use backend::{estimated_cpu_bytes, HostMemory, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
 pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
@@ -34,7 +34,7 @@ pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use whir_verifier::{
-    opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, LeafSponge, WhirField, EF, F, KNOWN_HASHES,
+    opening_protocol, MAX_TABLES, MAX_WIDTH, MAX_COLUMNS, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, LeafSponge, WhirField, EF, F, KNOWN_HASHES,
     FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
 };
 pub use stock::{prove_stock, prove_stock_over};
@@ -45,8 +45,13 @@ pub type ProverLayout<B = p3_baby_bear::BabyBear, E = EF<B>> = whir_verifier::Ta
 /// A field this crate proves over on both backends: a [`WhirField`] (its hash, its degree-4
 /// extension) whose kernels and MMCS whir-gpu provides ([`whir_gpu::MmcsField`]): BabyBear or
 /// KoalaBear.
-pub trait ProverField: WhirField + whir_gpu::MmcsField {}
-impl<T: WhirField + whir_gpu::MmcsField> ProverField for T {}
+/// Its Poseidon2 types are whir-gpu's (the same Plonky3 types), so an MMCS over the constants a
+/// GPU permutation holds is the verifier's `CpuMmcs`.
+pub trait ProverField:
+    WhirField<Perm = <Self as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <Self as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
+{
+}
+impl<T> ProverField for T where T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField {}
 pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 

@@ -52,10 +52,10 @@ pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>> = WhirPcs<CpuCode
 
 impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> WhirPcs<S, L, F, E> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
-    /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, its leaves hashed as
-    /// the steps hash them: [`CodewordSteps::leaf_sponge`]).
+    /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the steps
+    /// hash: [`CodewordSteps::mmcs`], their constants and leaf sponge, which `verify` checks with).
     pub fn new(config: WhirConfig<E, F, GpuChallenger<F>>, steps: S) -> Self {
-        let stock = StockPcs::<L, F, E>::new(config.clone(), Radix2DFTSmallBatch::default(), whir_verifier::hash::cpu_mmcs_with::<F>(0, steps.leaf_sponge()));
+        let stock = StockPcs::<L, F, E>::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs());
         Self { config, steps, options: DriverOptions::default(), stock }
     }
 

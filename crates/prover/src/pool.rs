@@ -212,7 +212,7 @@ impl ProofPool {
     pub fn prove_many(&self, jobs: impl IntoIterator<Item = ProofJob, IntoIter: Send>) -> Vec<Result<ProverOutput, ProverError>> {
         let driver = self.backend().driver_options();
         let estimate = |job: &ProofJob| self.lanes.iter().map(|l| estimated_gpu_bytes(&job.params, l.backend.context().tuning(), &driver)).max().unwrap_or(0);
-        let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals);
+        let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals, self.backend().fallback_memory());
         let mut out = Vec::new();
         self.run_with(jobs, &estimate, &|backend: &GpuBackend, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| out.push(r));
         out

@@ -224,10 +224,19 @@ pub fn cpu_mmcs<F: WhirField>(cap_height: usize) -> CpuMmcs<F> {
 
 /// [`cpu_mmcs`] with leaves hashed by `leaf`.
 pub fn cpu_mmcs_with<F: WhirField>(cap_height: usize, leaf: LeafSponge) -> CpuMmcs<F> {
-    let perm = F::permutation();
-    let hash = match leaf {
-        LeafSponge::Width16 => LeafHash::<F>::new(perm.clone()),
-        LeafSponge::Width24 => LeafHash::<F>::wide(F::permutation24()),
+    let wide = match leaf {
+        LeafSponge::Width16 => None,
+        LeafSponge::Width24 => Some(F::permutation24()),
+    };
+    cpu_mmcs_over::<F>(F::permutation(), wide, cap_height)
+}
+
+/// The MMCS over any Poseidon2 constants: nodes compressed with `perm`, leaves hashed with
+/// `wide` (width 24) where given, else with `perm` (width 16).
+pub fn cpu_mmcs_over<F: WhirField>(perm: Perm<F>, wide: Option<Perm24<F>>, cap_height: usize) -> CpuMmcs<F> {
+    let hash = match wide {
+        None => LeafHash::<F>::new(perm.clone()),
+        Some(wide) => LeafHash::<F>::wide(wide),
     };
     CpuMmcs::<F>::new(hash, NodeCompress::<F>::new(perm), cap_height)
 }

@@ -96,6 +96,10 @@ impl Soundness {
 pub enum ParamSource {
     /// Command-line flags or API arguments chosen by the caller.
     Flags,
+    /// The caller's flags with a table list (`--tables`), which sets the variables (the
+    /// tables stacked) and the points (one a table): a way out never names `--vars` or
+    /// `--points`.
+    Tables,
     /// The header of a proof file being verified.
     ProofFile,
 }
@@ -155,20 +159,31 @@ impl fmt::Display for Params {
 struct Namer(ParamSource);
 
 impl Namer {
-    /// `--vars 40` or `the proof file's header says vars = 40`.
+    /// `--vars 40` or `the proof file's header says vars = 40`; with tables, the variables and
+    /// points are the table list's.
     fn name(&self, flag: &str, value: impl fmt::Display) -> String {
-        match self.0 {
-            ParamSource::Flags => format!("--{flag} {value}"),
-            ParamSource::ProofFile => format!("the proof file's header says {flag} = {value}"),
+        match (self.0, flag) {
+            (ParamSource::Tables, "vars") => format!("--tables, stacked to n = {value} variables,"),
+            (ParamSource::Tables, "points") => format!("--tables, of {value} tables,"),
+            (ParamSource::Flags | ParamSource::Tables, _) => format!("--{flag} {value}"),
+            (ParamSource::ProofFile, _) => format!("the proof file's header says {flag} = {value}"),
         }
     }
 
-    /// The way out: a suggestion for flags; for a file, that no compatible prover writes it.
-    fn fix(&self, hint: impl fmt::Display) -> String {
+    /// The way out: a suggestion for flags (`tables` where a table list sets the flag the
+    /// suggestion would change); for a file, that no compatible prover writes it.
+    fn fix_or(&self, hint: impl fmt::Display, tables: impl fmt::Display) -> String {
         match self.0 {
             ParamSource::Flags => format!("; {hint}"),
+            ParamSource::Tables => format!("; {tables}"),
             ParamSource::ProofFile => "; no whir-wgpu prover writes such a file: it is corrupted or forged".into(),
         }
+    }
+
+    /// [`fix_or`](Self::fix_or) of a hint that holds with tables too.
+    fn fix(&self, hint: impl fmt::Display) -> String {
+        let hint = hint.to_string();
+        self.fix_or(&hint, &hint)
     }
 }
 
@@ -245,11 +260,14 @@ impl Params {
             return bad(format!(
                 "{} is out of range: proofs take 1..={MAX_VARS} variables{}",
                 n.name("vars", self.num_vars),
-                n.fix("use --vars 20 (2^20 evaluations), for example")
+                n.fix_or(
+                    "use --vars 20 (2^20 evaluations), for example",
+                    format!("use fewer or smaller tables, or a smaller --fold (tables below 2^fold rows are padded to 2^fold; at most {MAX_VARS} variables stacked)")
+                )
             ));
         }
         if self.fold == 0 {
-            return bad(format!("{} folds nothing{}", n.name("fold", self.fold), n.fix("use --fold 4 (1 to --vars)")));
+            return bad(format!("{} folds nothing{}", n.name("fold", self.fold), n.fix_or("use --fold 4 (1 to --vars)", "use --fold 4, for example")));
         }
         if self.fold > self.num_vars {
             return bad(format!(
@@ -257,11 +275,14 @@ impl Params {
                 n.name("fold", self.fold),
                 self.num_vars,
                 // More variables fix it only where the fold is a size proofs take.
-                n.fix(if self.fold <= MAX_VARS {
-                    format!("use --fold {} or less, or --vars {} or more", self.num_vars, self.fold)
-                } else {
-                    format!("use --fold {} or less (at most {MAX_VARS} with --vars {MAX_VARS})", self.num_vars)
-                })
+                n.fix_or(
+                    if self.fold <= MAX_VARS {
+                        format!("use --fold {} or less, or --vars {} or more", self.num_vars, self.fold)
+                    } else {
+                        format!("use --fold {} or less (at most {MAX_VARS} with --vars {MAX_VARS})", self.num_vars)
+                    },
+                    format!("use --fold {} or less", self.num_vars)
+                )
             ));
         }
         if self.log_inv_rate == 0 {
@@ -322,7 +343,7 @@ impl Params {
             return bad(format!(
                 "{} is out of range (1..={MAX_POINTS} opening points){}",
                 n.name("points", self.points),
-                n.fix("use --points 1")
+                n.fix_or("use --points 1", format!("use at most {MAX_POINTS} tables"))
             ));
         }
         Ok(())
@@ -390,7 +411,8 @@ impl Params {
 
     /// Changes of one flag each that make these parameters feasible, tried one by one, so every
     /// suggestion names a value that works.
-    fn suggestions<B: WhirField, E: WhirExtension<B>>(&self, e: &WhirConfigError) -> Vec<String> {
+    /// (With `source` [`ParamSource::Tables`], no `--points`: the tables set it.)
+    fn suggestions<B: WhirField, E: WhirExtension<B>>(&self, e: &WhirConfigError, source: ParamSource) -> Vec<String> {
         let mut out = Vec::new();
         let mut try_one = |flag: &str, value: String, p: Params| {
             if p.feasible::<B, E>() {
@@ -410,7 +432,7 @@ impl Params {
                 try_one("soundness", soundness.flag_value().into(), Params { soundness, ..self.clone() });
             }
         }
-        if let Some(k) = (1..self.points).rev().find(|&k| Params { points: k, ..self.clone() }.feasible::<B, E>()) {
+        if let Some(k) = (1..self.points).rev().filter(|_| source != ParamSource::Tables).find(|&k| Params { points: k, ..self.clone() }.feasible::<B, E>()) {
             try_one("points", k.to_string(), Params { points: k, ..self.clone() });
         }
         if let Some(r) = (1..=8).map(|d| self.log_inv_rate + d).find(|&r| Params { log_inv_rate: r, ..self.clone() }.feasible::<B, E>()) {
@@ -424,14 +446,16 @@ impl Params {
     }
 
     fn explain<B: WhirField, E: WhirExtension<B>>(&self, e: &WhirConfigError, source: ParamSource) -> String {
-        let suggestions = self.suggestions::<B, E>(e);
+        let suggestions = self.suggestions::<B, E>(e, source);
         let hint = if suggestions.is_empty() {
-            format!("no single flag fixes this; try the defaults ({})", Params::defaults().to_flags())
+            let defaults = Params::defaults();
+            let flags: Vec<String> = defaults.fields().iter().filter(|(k, _)| source != ParamSource::Tables || (*k != "vars" && *k != "points")).map(|(k, v)| format!("--{k} {v}")).collect();
+            format!("no single flag fixes this; try the defaults ({})", flags.join(" "))
         } else {
             format!("use {}", suggestions.join(", or "))
         };
         let what = match source {
-            ParamSource::Flags => "infeasible parameters",
+            ParamSource::Flags | ParamSource::Tables => "infeasible parameters",
             ParamSource::ProofFile => "the proof file's header holds infeasible parameters",
         };
         let values: Vec<String> = self.fields().iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -1,7 +1,9 @@
 //! Proof files: a small versioned header (parameters, commitment) and Plonky3's `PcsProof`,
 //! serialized with postcard. Verification uses the stock p3-whir verifier and challenger.
-//! Version 1 holds one polynomial; version 2 a multi-table witness, whose tables the header
-//! names (a [`Workload`]: the verifier rebuilds the opening protocol from them).
+//! Version 1 holds one polynomial; version 3 a multi-table witness, whose tables the header
+//! names (a [`Workload`], padded to the first fold: the verifier rebuilds the opening protocol
+//! from them), bound to the proof by the transcript (the prover observes the list before the
+//! commitment, [`Workload::observe`]). Version 2 (tables not bound) is no longer read.
 //!
 //! A proof file is untrusted input. Reading it is bounded twice: by the largest proof the
 //! expected parameters allow, and by an absolute [`ReadLimits`] (64 MiB by default) that holds
@@ -28,9 +30,12 @@ use p3_baby_bear::BabyBear;
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
 /// Bumped on any change of the layout below: the newest version, written for multi-table
 /// proofs. Single-polynomial proofs are still written, and read, as version 1.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// The version of single-polynomial files (no table list).
 const SINGLE_POLYNOMIAL_VERSION: u16 = 1;
+/// Multi-table files whose table list the transcript did not bind: a height below the fold
+/// could be rewritten and the proof still verified. Refused with a message that says so.
+const UNBOUND_TABLES_VERSION: u16 = 2;
 /// The hash id of BabyBear^4 proofs (the default); each extension's is
 /// [`WhirExtension::FILE_ID`].
 pub const HASH_ID: &str = <BabyBear as WhirField>::HASH_ID;
@@ -162,8 +167,8 @@ pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
     /// The hash id as read (or made by `new`); `to_bytes` writes the id of `params.leaf`, so a
     /// file always names the leaf sponge its parameters say.
     pub hash: String,
-    /// The committed tables, each opened as [`Workload::protocol`] says (version 2); None for one
-    /// polynomial (version 1). Untrusted, as the parameters.
+    /// The committed tables padded to the fold, each opened as [`Workload::protocol`] says
+    /// (version 3); None for one polynomial (version 1). Untrusted, as the parameters.
     pub tables: Option<Workload>,
     pub commitment: Commitment<F>,
     /// postcard-serialized `PcsProof<F, E, MerkleTreeMmcs>`.
@@ -183,12 +188,13 @@ struct BodyV1<P, S, C, B> {
 /// A v1 body as read.
 type DecodedBodyV1<F> = BodyV1<Params, String, Commitment<F>, Vec<u8>>;
 
-/// A v2 body as read: the tables as (variables, columns) pairs, checked after decoding.
-type DecodedBodyV2<F> = BodyV2<Params, String, Vec<(u8, u32)>, Commitment<F>, Vec<u8>>;
+/// A tables body as read: the tables as (variables, columns) pairs, checked after decoding.
+type DecodedTablesBody<F> = TablesBody<Params, String, Vec<(u8, u32)>, Commitment<F>, Vec<u8>>;
 
-/// The body after the header, version 2: the tables as (variables, columns) after the hash.
+/// The body after the header, version 3 (laid out as version 2's was): the tables as
+/// (variables, columns) after the hash.
 #[derive(Serialize, Deserialize)]
-struct BodyV2<P, S, T, C, B> {
+struct TablesBody<P, S, T, C, B> {
     params: P,
     hash: S,
     tables: T,
@@ -218,6 +224,12 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
         .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {})", decode_error(&e))))?;
     if header.magic != MAGIC {
         return Err(rejected("not a whir-wgpu proof file (it does not start with the WHIRWGPU magic)"));
+    }
+    if header.version == UNBOUND_TABLES_VERSION {
+        return Err(rejected(format!(
+            "format version {UNBOUND_TABLES_VERSION} (a multi-table proof whose table list its transcript does not bind) is no longer read; \
+             prove the tables again with this build (format {FORMAT_VERSION})"
+        )));
     }
     if header.version != SINGLE_POLYNOMIAL_VERSION && header.version != FORMAT_VERSION {
         return Err(rejected(format!(
@@ -405,6 +417,25 @@ fn decode_error(e: &postcard::Error) -> String {
     }
 }
 
+/// Checks that a multi-table proof holds one opening batch per table with each table's
+/// evaluations (every column, the successor views of half of them), in time linear in the list:
+/// a forged list fails here, before the verifier builds its protocol.
+fn check_openings<F: WhirField, E: WhirExtension<F>>(proof: &Proof<F, E>, tables: &Workload) -> Result<(), ProofError> {
+    if proof.evals.len() != tables.tables.len() {
+        return Err(rejected(format!("its proof opens {} batches, but its header names {} tables (one batch a table)", proof.evals.len(), tables.tables.len())));
+    }
+    for (i, (batch, &(_, width))) in proof.evals.iter().zip(&tables.tables).enumerate() {
+        let (current, next) = (batch.current().len(), batch.next().len());
+        if current != width || next != width.div_ceil(2) {
+            return Err(rejected(format!(
+                "its proof's batch {i} holds {current} + {next} evaluations, but table {i} of the header has {width} columns ({width} + {} expected)",
+                width.div_ceil(2)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Verifier failures in words: what failed, and where in the proof.
 fn describe(e: &VerifierError) -> String {
     use VerifierError as V;
@@ -429,9 +460,12 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: None, commitment, proof, extension: std::marker::PhantomData }
     }
 
-    /// A file for a multi-table proof made with `params` (sized by
-    /// [`Workload::params`]): the tables' commitment and the postcard-serialized `PcsProof`.
+    /// A file for a multi-table proof made with `params` (sized by [`Workload::params`]) of
+    /// `tables`, whose list the prover observed before the commitment ([`Workload::observe`]):
+    /// the tables' commitment and the
+    /// postcard-serialized `PcsProof`. The file names the padded list.
     pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
+        let tables = tables.padded(params.fold);
         Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
     }
 
@@ -443,7 +477,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             None => postcard::to_allocvec(&BodyV1 { params: &self.params, hash: &hash, commitment: &self.commitment, proof: &self.proof }),
             Some(w) => {
                 let tables: Vec<(u8, u32)> = w.tables.iter().map(|&(v, c)| (v as u8, c as u32)).collect();
-                postcard::to_allocvec(&BodyV2 { params: &self.params, hash: &hash, tables, commitment: &self.commitment, proof: &self.proof })
+                postcard::to_allocvec(&TablesBody { params: &self.params, hash: &hash, tables, commitment: &self.commitment, proof: &self.proof })
             }
         };
         out.extend(body.expect("proof file serializes"));
@@ -534,9 +568,26 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             let (b, tail): (DecodedBodyV1<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             (ProofFileOf { params: Params { leaf: params.leaf, ..b.params }, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
         } else {
-            let (b, tail): (DecodedBodyV2<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (DecodedTablesBody<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
+            // Everything checked in time linear in the list, before any layout is planned: its
+            // bounds, that the file holds every evaluation it names, and its canonical form.
             tables.check().map_err(|e| rejected(format!("its header names {e}")))?;
+            let evaluation_bytes = tables.num_evaluations().saturating_mul(E::DIMENSION * F_BYTES);
+            if evaluation_bytes > bytes.len() {
+                return Err(rejected(format!(
+                    "its header names {} tables of {} columns whose openings alone take {evaluation_bytes} bytes, but the file holds {}",
+                    tables.tables.len(),
+                    tables.columns(),
+                    bytes.len()
+                )));
+            }
+            if let Some((i, v)) = tables.first_unpadded(b.params.fold) {
+                return Err(rejected(format!(
+                    "its header names table {i} with 2^{v} rows, below the first fold's 2^{} (a file names its tables padded to the fold, as they are proved): it is corrupted or forged",
+                    b.params.fold
+                )));
+            }
             if tables.tables.len() != b.params.points || tables.num_variables(b.params.fold) != b.params.num_vars {
                 return Err(rejected(format!(
                     "its header names {} tables stacking to {} variables, but parameters for {} batches of {} variables",
@@ -558,7 +609,10 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         if file.commitment.roots().len() != 1 {
             return Err(rejected(format!("the commitment holds {} roots; a proof file has one", file.commitment.roots().len())));
         }
-        file.decode_body()?;
+        let proof = file.decode_body()?;
+        if let Some(tables) = &file.tables {
+            check_openings(&proof, tables)?;
+        }
         if file.to_bytes() != bytes {
             return Err(rejected(
                 "it is not in canonical form (it re-encodes to different bytes: an overlong number or a re-encoded field); every proof has exactly one byte form",
@@ -654,8 +708,14 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     pub fn verify_tables(&self, expected: &Params, tables: &Workload) -> Result<(), ProofError> {
         match &self.tables {
             None => return Err(ProofError::ParamsMismatch("the file proves one polynomial, not tables; verify it without a table list".into())),
-            Some(w) if w != tables => {
-                return Err(ProofError::ParamsMismatch(format!("the file proves the tables {}, not the {} expected", w.spec(), tables.spec())));
+            Some(w) if *w != tables.padded(expected.fold) => {
+                return Err(ProofError::ParamsMismatch(format!(
+                    "the file proves the tables {}, not the {} expected (padded to fold {}: {})",
+                    w.spec(),
+                    tables.spec(),
+                    expected.fold,
+                    tables.padded(expected.fold).spec()
+                )));
             }
             Some(_) => {}
         }
@@ -693,7 +753,13 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         let pcs = StockPcs::<F, E>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, params.leaf));
         let mut challenger = StockChallenger::<F>::new(F::permutation());
         let protocol = match &self.tables {
-            Some(w) => w.protocol(params.fold),
+            Some(w) => {
+                // The openings' shape before the protocol is built, and the list bound first, as
+                // the prover bound it.
+                check_openings(&proof, w)?;
+                w.observe(params.fold, &mut challenger);
+                w.protocol(params.fold)
+            }
             None => opening_protocol(params),
         };
         pcs.verify(&self.commitment, &proof, &mut challenger, protocol)

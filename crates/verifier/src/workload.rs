@@ -1,24 +1,38 @@
 //! Multi-table workloads: tables of given heights and widths, opened as a STARK's outer
 //! protocol opens its trace (every column at one transcript point per table, and the successor
 //! views of half of them), from a spec or a preset shaped like a zkVM trace. A multi-table proof
-//! file names its tables; the verifier rebuilds the opening protocol from them.
+//! file names its tables, padded to the first fold (what the proof proves), and the prover
+//! observes that list in the transcript before the commitment (as a Plonky3 STARK observes
+//! its instance's shapes), so a file whose list was rewritten fails verification; the verifier
+//! rebuilds the opening protocol from the list.
+//!
+//! A table list read from a file is untrusted: every bound below is checked before anything is
+//! built from it, and the bounds keep what a verifier builds (p3-sumcheck's table specs check a
+//! batch's columns pairwise, so a table costs the verifier its width squared) small whatever a
+//! header claims.
 
+use p3_challenger::FieldChallenger;
+use p3_field::Field;
 use p3_sumcheck::layout::plan_stacked_layout;
 use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 
 use crate::error::ProofError;
-use crate::Params;
+use crate::{Params, MAX_POINTS};
 
 /// A zkVM-shaped trace of 2^24 cells: 20 tables, heights 2^10 to 2^22, widths 1 to 64.
 pub const ZKVM_PRESET: &str = "22x2,21x1,20x2,19x3,18x4,17x4,2*16x3,2*15x4,2*14x5,3*13x4,4*12x4,10x64";
 /// The same shape at 2^16 cells (tables under the first fold are padded to it).
 pub const ZKVM_SMALL_PRESET: &str = "14x2,13x1,12x2,11x3,10x4,9x4,2*8x3,2*7x4,2*6x5,3*5x4,4*4x4,2x64";
 
-/// Most tables, and most columns of one table, a spec may ask for.
-const MAX_TABLES: usize = 4096;
-const MAX_WIDTH: usize = 1 << 16;
+/// Most tables a list may name: each is opened at a point of its own, and a proof opens at most
+/// [`MAX_POINTS`].
+pub const MAX_TABLES: usize = MAX_POINTS;
+/// Most columns of one table (a wide AIR such as Keccak-f's has some 2,600).
+pub const MAX_WIDTH: usize = 1 << 12;
+/// Most columns of all tables together.
+pub const MAX_COLUMNS: usize = 1 << 16;
 /// Most variables of one table.
-const MAX_TABLE_VARS: usize = 28;
+const MAX_TABLE_VARS: usize = crate::MAX_VARS;
 
 /// Tables as (variables, columns).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +46,8 @@ impl Workload {
     pub const MAX_EVALUATIONS_PER_TABLE: usize = MAX_WIDTH + MAX_WIDTH / 2;
 
     /// `zkvm`, `zkvm-small`, or a comma-separated list of tables `VARSxCOLUMNS` (2^VARS rows),
-    /// each optionally repeated as `COUNT*VARSxCOLUMNS`: e.g. `22x2,3*12x20`.
+    /// each optionally repeated as `COUNT*VARSxCOLUMNS`: e.g. `22x2,3*12x20`. Every bound of
+    /// [`check`](Self::check) holds of what it returns; nothing is allocated past them.
     pub fn parse(spec: &str) -> Result<Self, ProofError> {
         let spec = match spec.trim() {
             "zkvm" => ZKVM_PRESET,
@@ -41,6 +56,7 @@ impl Workload {
         };
         let bad = |what: &str, why: String| ProofError::Params(format!("table spec {what:?}: {why} (expected e.g. `22x2,3*12x20`: VARSxCOLUMNS, optionally COUNT*, or a preset: zkvm, zkvm-small)"));
         let mut tables = Vec::new();
+        let mut columns = 0usize;
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (count, table) = match item.split_once('*') {
                 Some((c, t)) => (c.trim().parse::<usize>().map_err(|e| bad(item, format!("count: {e}")))?, t.trim()),
@@ -52,8 +68,13 @@ impl Workload {
             if vars > MAX_TABLE_VARS || width == 0 || width > MAX_WIDTH || count == 0 {
                 return Err(bad(item, format!("need 1 to {MAX_WIDTH} columns, at most {MAX_TABLE_VARS} variables and a count of at least 1")));
             }
-            if tables.len() + count > MAX_TABLES {
-                return Err(bad(item, format!("more than {MAX_TABLES} tables")));
+            // (Compared before anything is added or allocated: a count may be any usize.)
+            if count > MAX_TABLES - tables.len() {
+                return Err(bad(item, format!("more than {MAX_TABLES} tables (a proof opens at most {MAX_POINTS} points, one a table)")));
+            }
+            columns += count * width;
+            if columns > MAX_COLUMNS {
+                return Err(bad(item, format!("more than {MAX_COLUMNS} columns in all")));
             }
             tables.extend(std::iter::repeat_n((vars, width), count));
         }
@@ -68,8 +89,9 @@ impl Workload {
     }
 
     /// Checks tables that did not come from [`parse`](Self::parse) (a proof file's) against
-    /// the same bounds: 1 to 4096 tables, 1 to 2^16 columns and at most 28 variables each, at
-    /// most 2^28 cells.
+    /// the same bounds: 1 to [`MAX_TABLES`] tables, 1 to [`MAX_WIDTH`] columns and at most 28
+    /// variables each, at most [`MAX_COLUMNS`] columns and 2^28 cells in all. Time linear in
+    /// the list, nothing allocated.
     pub fn check(&self) -> Result<(), ProofError> {
         let bad = |why: String| Err(ProofError::Params(format!("a table list {why}")));
         if self.tables.is_empty() || self.tables.len() > MAX_TABLES {
@@ -77,6 +99,9 @@ impl Workload {
         }
         if let Some((i, &(v, w))) = self.tables.iter().enumerate().find(|(_, &(v, w))| v > MAX_TABLE_VARS || w == 0 || w > MAX_WIDTH) {
             return bad(format!("whose table {i} has {w} columns of 2^{v} rows (1 to {MAX_WIDTH} columns and at most {MAX_TABLE_VARS} variables are allowed)"));
+        }
+        if self.columns() > MAX_COLUMNS {
+            return bad(format!("of {} columns (at most {MAX_COLUMNS} are allowed)", self.columns()));
         }
         if self.cells() > 1 << crate::MAX_VARS {
             return bad(format!("of {} cells (at most 2^{} are allowed)", self.cells(), crate::MAX_VARS));
@@ -97,10 +122,47 @@ impl Workload {
         items.iter().map(|&(c, (v, w))| if c == 1 { format!("{v}x{w}") } else { format!("{c}*{v}x{w}") }).collect::<Vec<_>>().join(",")
     }
 
+    /// The same tables with every height below 2^fold raised to it: what a proof at that fold
+    /// commits to and opens (the witness pads such tables with zero rows, and their openings
+    /// are of the padded table), and so what a proof file names.
+    pub fn padded(&self, fold: usize) -> Self {
+        Self { tables: self.tables.iter().map(|&(v, w)| (v.max(fold), w)).collect() }
+    }
+
+    /// The first table (index, variables) below 2^fold rows, if any: a list that is not
+    /// [`padded`](Self::padded) to `fold`.
+    pub fn first_unpadded(&self, fold: usize) -> Option<(usize, usize)> {
+        self.tables.iter().enumerate().find(|(_, &(v, _))| v < fold).map(|(i, &(v, _))| (i, v))
+    }
+
+    /// Observes the list [`padded`](Self::padded) to `fold` on `challenger`: the number of
+    /// tables, then each table's variables and columns. The outer protocol's binding of its
+    /// instance before the commitment is observed (as Plonky3's STARKs observe their tables'
+    /// sizes): a multi-table proof file's prover calls this before `commit`, and the verifier
+    /// before `verify`, so no rewrite of a height, a width or the order verifies.
+    pub fn observe<F: Field, C: FieldChallenger<F>>(&self, fold: usize, challenger: &mut C) {
+        challenger.observe(F::from_usize(self.tables.len()));
+        for &(v, w) in &self.padded(fold).tables {
+            challenger.observe(F::from_usize(v));
+            challenger.observe(F::from_usize(w));
+        }
+    }
+
     /// Evaluations one opening of this workload returns: every column and the successor views
     /// of half of them, per table.
     pub fn num_evaluations(&self) -> usize {
-        self.tables.iter().map(|&(_, w)| w + w.div_ceil(2)).sum()
+        self.tables.iter().map(|&(_, w)| Self::evaluations_of(w)).sum()
+    }
+
+    /// Evaluations of one table of `width` columns: each column, and the successor views of
+    /// half of them (rounded up).
+    pub fn evaluations_of(width: usize) -> usize {
+        width + width.div_ceil(2)
+    }
+
+    /// Columns of all tables.
+    pub fn columns(&self) -> usize {
+        self.tables.iter().map(|&(_, w)| w).sum()
     }
 
     /// The tables' shapes once the witness pads them to the first fold.
@@ -108,14 +170,15 @@ impl Workload {
         self.tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect()
     }
 
-    /// Variables of the stacked polynomial.
+    /// Variables of the stacked polynomial; `fold` must be at most 28 (a [`Params`] that
+    /// validates).
     pub fn num_variables(&self, fold: usize) -> usize {
         plan_stacked_layout(&self.shapes(fold)).0
     }
 
     /// Cells of the tables (before padding).
     pub fn cells(&self) -> u64 {
-        self.tables.iter().map(|&(v, w)| (w as u64) << v).sum()
+        self.tables.iter().map(|&(v, w)| (w as u64) << v.min(63)).sum()
     }
 
     /// One batch per table at a transcript point: every column, and the successor views of the
@@ -130,9 +193,26 @@ impl Workload {
     }
 
     /// `base` (fold, rate, security) sized for this workload: its stacked variables, one
-    /// opening batch per table.
+    /// opening batch per table. `base.fold` must be at most 28; [`params_checked`](Self::params_checked)
+    /// checks it.
     pub fn params(&self, base: &Params) -> Params {
         Params { num_vars: self.num_variables(base.fold), points: self.tables.len(), ..base.clone() }
+    }
+
+    /// [`params`](Self::params), with the fold checked first (a table list sets the variables,
+    /// so a fold past 28 is refused here, before any layout is planned) and the result
+    /// validated as parameters from `--tables`.
+    pub fn params_checked(&self, base: &Params) -> Result<Params, ProofError> {
+        if base.fold == 0 || base.fold > crate::MAX_VARS {
+            return Err(ProofError::Params(format!(
+                "--fold {} is out of range for tables: proofs fold 1 to {} variables a round; use --fold 4, for example",
+                base.fold,
+                crate::MAX_VARS
+            )));
+        }
+        let params = self.params(base);
+        params.validate(crate::ParamSource::Tables)?;
+        Ok(params)
     }
 }
 
