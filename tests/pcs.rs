@@ -119,13 +119,15 @@ where
 }
 
 /// [`prove`] from the prover's challenger `challenger` (e.g. one that grinds on the GPU, which
-/// lets the driver play each round's head and the final grind where f lies).
+/// lets the driver play each round's head and the final grind where f lies); the verifier
+/// starts from a copy of it (its permutation's constants too).
 fn prove_with<P>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], mut challenger: GpuChallenger) -> Result<(Vec<u8>, Vec<u8>), String>
 where
     P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
     P::ProverError: Debug,
     P::Error: Debug,
 {
+    let mut verifier = challenger.clone();
     challenger.observe_slice(prefix);
     let witness = case.witness(tables);
     let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| format!("commit: {e:?}"))?;
@@ -137,7 +139,6 @@ where
     }
     .map_err(|e| format!("open: {e:?}"))?;
 
-    let mut verifier = GpuChallenger::new(permutation(), None);
     verifier.observe_slice(prefix);
     if case.prescribed {
         pcs.observe_commitment(&commitment, &mut verifier);
@@ -401,4 +402,65 @@ fn a_witness_over_the_binding_limit_is_refused_clearly() {
     };
     let err = err.to_string();
     assert!(err.contains("binding") || err.contains("limit"), "{err}");
+}
+
+/// Issue 48, 5: the PCS verifies with the hash its steps prove with. Under other Poseidon2
+/// constants (drawn from a seed as p3-whir's tests draw theirs) in the steps, the challenger and
+/// the grinder, the twin and the GPU give the bytes of p3-whir's `WhirProver` over an MMCS of
+/// those constants, and each PCS's own `verify` accepts them (width-16 and width-24 leaves,
+/// both layouts); a PCS over the default constants rejects them.
+#[test]
+fn other_poseidon2_constants_verify_with_the_pcs_itself() {
+    use rand::SeedableRng;
+    use whir_wgpu::prover::LeafSponge;
+    let mut rng = common::rng();
+    let seed: u64 = rng.random();
+    let constants = Poseidon2Constants::<F>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
+    let wide = Poseidon2Constants::<F, 24>::new_from_rng_128(&mut StdRng::seed_from_u64(seed.wrapping_add(1)));
+    let mut all = cases(&mut rng, 2);
+    all.extend(all.clone().into_iter().map(|c| Case { prefix: !c.prefix, ..c }));
+    for case in all {
+        for leaf in LeafSponge::ALL {
+            if case.prefix {
+                custom_constants_in::<PrefixProver<F, EF>>(&case, leaf, &constants, &wide, &mut rng);
+            } else {
+                custom_constants_in::<SuffixProver<F, EF>>(&case, leaf, &constants, &wide, &mut rng);
+            }
+        }
+    }
+}
+
+fn custom_constants_in<L: Layout<F, EF>>(case: &Case, leaf: whir_wgpu::prover::LeafSponge, constants: &Poseidon2Constants<F>, wide: &Poseidon2Constants<F, 24>, rng: &mut StdRng) {
+    use whir_wgpu::prover::LeafSponge;
+    let config = case.params().config::<GpuChallenger>().unwrap();
+    let (tables, prefix) = (tables(case, rng), outer_prefix(rng));
+    let wide_cpu = (leaf == LeafSponge::Width24).then(|| wide.to_cpu());
+    let twin = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::with_permutations(constants.to_cpu(), wide_cpu));
+    let start = || GpuChallenger::new(constants.to_cpu(), None);
+    let what = format!("{case:?}, leaves {leaf:?}");
+    // `stock()` is p3-whir's `WhirProver` over the twin's MMCS: the reference bytes.
+    let expected = prove_with(twin.stock(), case, tables.clone(), &prefix, start()).unwrap_or_else(|e| panic!("{what}: Plonky3: {e}"));
+    let ours = prove_with(&twin, case, tables.clone(), &prefix, start()).unwrap_or_else(|e| panic!("{what}: the twin: {e}"));
+    assert!(ours == expected, "{what}: the twin's proof differs from Plonky3's");
+    // A PCS over the default constants does not accept them: the check above can fail.
+    let (commitment, proof): (Commitment, WhirPcsProof) = (postcard::from_bytes(&expected.0).unwrap(), postcard::from_bytes(&expected.1).unwrap());
+    if !case.prescribed {
+        let default = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::hashing_leaves(leaf));
+        let mut verifier = start();
+        verifier.observe_slice(&prefix);
+        assert!(default.verify(&commitment, &proof, &mut verifier, case.protocol()).is_err(), "{what}: the default constants accepted another hash's proof");
+    }
+    for ctx in common::contexts() {
+        let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), constants.clone()));
+        let mut merkle = GpuMerkle::new(poseidon2.clone());
+        if leaf == LeafSponge::Width24 {
+            merkle = merkle.with_wide_leaves(std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), wide.clone()))).unwrap();
+        }
+        let steps = GpuCodewords::new(std::sync::Arc::new(GpuNtt::new(ctx.clone())), std::sync::Arc::new(merkle)).unwrap();
+        let grinder = std::sync::Arc::new(GpuGrinder::new(poseidon2));
+        let pcs = GpuWhirPcs::<L>::new(config.clone(), steps);
+        let challenger = GpuChallenger::new(constants.to_cpu(), Some(grinder)).with_gpu_min_bits(1);
+        let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger).unwrap_or_else(|e| panic!("{what} ({:?}): {e}", ctx.mul_variant()));
+        assert!(ours == expected, "{what} ({:?}): the GPU proof differs from Plonky3's", ctx.mul_variant());
+    }
 }

@@ -72,7 +72,7 @@ fn pcs_commits_and_openings_in_flight_are_the_lone_ones() {
             let tables = random_tables(&workload, &mut StdRng::seed_from_u64(*seed));
             let pcs = backend.pcs(config.clone())?;
             let mut challenger = backend.challenger();
-            workload.observe(base.fold, &mut challenger);
+            workload.observe(&mut challenger);
             let (root, data) = pcs.commit(Witness::new(tables, base.fold), &mut challenger)?;
             let proof = pcs.open(data, workload.protocol(base.fold), &mut challenger)?;
             Ok(ProofFile::new_tables(&p, workload.clone(), root, postcard::to_allocvec(&proof).unwrap()).to_bytes())

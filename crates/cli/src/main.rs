@@ -177,8 +177,8 @@ struct ProveArgs {
     /// Prove a multi-table witness through the PCS instead of one polynomial: a preset (zkvm:
     /// 20 tables, 2^24 cells; zkvm-small: 2^16) or tables `VARSxCOLUMNS`, optionally `COUNT*`
     /// (e.g. `22x2,3*12x20`), of random values from --seed, each opened at one transcript point
-    /// (every column and the successor views of half of them). The file (format version 2)
-    /// names the tables.
+    /// (every column and the successor views of half of them). The file (format version 3)
+    /// names the tables, whose list the transcript binds before the commitment.
     #[arg(long, conflicts_with_all = ["vars", "points", "input"])]
     tables: Option<String>,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
@@ -801,7 +801,7 @@ where
         let pcs = g.pcs_hashing_leaves::<whir_prover::ProverLayout<F, E>, E>(config.clone(), params.leaf)?;
         let mut challenger = g.challenger();
         // The table list (padded to the fold) is the instance: bound before the commitment.
-        workload.observe(args.fold, &mut challenger);
+        workload.observe(&mut challenger);
         let t = Instant::now();
         let (root, data) = pcs.commit(Witness::new(tables.clone(), args.fold), &mut challenger)?;
         let commit = t.elapsed();
@@ -819,7 +819,7 @@ where
             }
             let pcs = stock();
             let mut challenger = Backend::<F>::challenger(&CpuBackend);
-            workload.observe(args.fold, &mut challenger);
+            workload.observe(&mut challenger);
             let t = Instant::now();
             let (root, data) = pcs.stock().commit(Witness::new(tables, args.fold), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
             let commit = t.elapsed();

@@ -196,7 +196,7 @@ fn bench_kernel_profile_reports_gpu_time_per_kernel() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `prove --tables` writes a multi-table proof file (format version 2) that `verify --tables`
+/// `prove --tables` writes a multi-table proof file (format version 3) that `verify --tables`
 /// accepts for those tables and refuses, naming what differs, for other tables, for one
 /// polynomial, or for other parameters; the CPU and the GPU write the same file.
 #[test]

@@ -1,9 +1,9 @@
 //! Proof files: a small versioned header (parameters, commitment) and Plonky3's `PcsProof`,
 //! serialized with postcard. Verification uses the stock p3-whir verifier and challenger.
 //! Version 1 holds one polynomial; version 3 a multi-table witness, whose tables the header
-//! names (a [`Workload`], padded to the first fold: the verifier rebuilds the opening protocol
-//! from them), bound to the proof by the transcript (the prover observes the list before the
-//! commitment, [`Workload::observe`]). Version 2 (tables not bound) is no longer read.
+//! names (a [`Workload`]: the verifier rebuilds the opening protocol from them), bound to the
+//! proof by the transcript (the prover observes the list before the commitment,
+//! [`Workload::observe`]). Version 2 (tables not bound) is no longer read.
 //!
 //! A proof file is untrusted input. Reading it is bounded twice: by the largest proof the
 //! expected parameters allow, and by an absolute [`ReadLimits`] (64 MiB by default) that holds
@@ -34,7 +34,8 @@ pub const FORMAT_VERSION: u16 = 3;
 /// The version of single-polynomial files (no table list).
 const SINGLE_POLYNOMIAL_VERSION: u16 = 1;
 /// Multi-table files whose table list the transcript did not bind: a height below the fold
-/// could be rewritten and the proof still verified. Refused with a message that says so.
+/// could be rewritten (the PCS pads it to the fold either way) and the proof still verified.
+/// Refused with a message that says so.
 const UNBOUND_TABLES_VERSION: u16 = 2;
 /// The hash id of BabyBear^4 proofs (the default); each extension's is
 /// [`WhirExtension::FILE_ID`].
@@ -167,8 +168,8 @@ pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
     /// The hash id as read (or made by `new`); `to_bytes` writes the id of `params.leaf`, so a
     /// file always names the leaf sponge its parameters say.
     pub hash: String,
-    /// The committed tables padded to the fold, each opened as [`Workload::protocol`] says
-    /// (version 3); None for one polynomial (version 1). Untrusted, as the parameters.
+    /// The committed tables, each opened as [`Workload::protocol`] says (version 3); None for
+    /// one polynomial (version 1). Untrusted, as the parameters.
     pub tables: Option<Workload>,
     pub commitment: Commitment<F>,
     /// postcard-serialized `PcsProof<F, E, MerkleTreeMmcs>`.
@@ -462,10 +463,8 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
 
     /// A file for a multi-table proof made with `params` (sized by [`Workload::params`]) of
     /// `tables`, whose list the prover observed before the commitment ([`Workload::observe`]):
-    /// the tables' commitment and the
-    /// postcard-serialized `PcsProof`. The file names the padded list.
+    /// the tables' commitment and the postcard-serialized `PcsProof`.
     pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        let tables = tables.padded(params.fold);
         Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
     }
 
@@ -571,7 +570,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             let (b, tail): (DecodedTablesBody<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
             // Everything checked in time linear in the list, before any layout is planned: its
-            // bounds, that the file holds every evaluation it names, and its canonical form.
+            // bounds, and that the file holds every evaluation it names.
             tables.check().map_err(|e| rejected(format!("its header names {e}")))?;
             let evaluation_bytes = tables.num_evaluations().saturating_mul(E::DIMENSION * F_BYTES);
             if evaluation_bytes > bytes.len() {
@@ -580,12 +579,6 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
                     tables.tables.len(),
                     tables.columns(),
                     bytes.len()
-                )));
-            }
-            if let Some((i, v)) = tables.first_unpadded(b.params.fold) {
-                return Err(rejected(format!(
-                    "its header names table {i} with 2^{v} rows, below the first fold's 2^{} (a file names its tables padded to the fold, as they are proved): it is corrupted or forged",
-                    b.params.fold
                 )));
             }
             if tables.tables.len() != b.params.points || tables.num_variables(b.params.fold) != b.params.num_vars {
@@ -708,14 +701,8 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     pub fn verify_tables(&self, expected: &Params, tables: &Workload) -> Result<(), ProofError> {
         match &self.tables {
             None => return Err(ProofError::ParamsMismatch("the file proves one polynomial, not tables; verify it without a table list".into())),
-            Some(w) if *w != tables.padded(expected.fold) => {
-                return Err(ProofError::ParamsMismatch(format!(
-                    "the file proves the tables {}, not the {} expected (padded to fold {}: {})",
-                    w.spec(),
-                    tables.spec(),
-                    expected.fold,
-                    tables.padded(expected.fold).spec()
-                )));
+            Some(w) if w != tables => {
+                return Err(ProofError::ParamsMismatch(format!("the file proves the tables {}, not the {} expected", w.spec(), tables.spec())));
             }
             Some(_) => {}
         }
@@ -757,7 +744,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
                 // The openings' shape before the protocol is built, and the list bound first, as
                 // the prover bound it.
                 check_openings(&proof, w)?;
-                w.observe(params.fold, &mut challenger);
+                w.observe(&mut challenger);
                 w.protocol(params.fold)
             }
             None => opening_protocol(params),

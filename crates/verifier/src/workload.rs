@@ -1,10 +1,11 @@
 //! Multi-table workloads: tables of given heights and widths, opened as a STARK's outer
 //! protocol opens its trace (every column at one transcript point per table, and the successor
 //! views of half of them), from a spec or a preset shaped like a zkVM trace. A multi-table proof
-//! file names its tables, padded to the first fold (what the proof proves), and the prover
-//! observes that list in the transcript before the commitment (as a Plonky3 STARK observes
-//! its instance's shapes), so a file whose list was rewritten fails verification; the verifier
-//! rebuilds the opening protocol from the list.
+//! file names its tables as declared, and the prover observes that list in the transcript
+//! before the commitment (as a Plonky3 STARK observes its instance's trace heights before its
+//! commitment: the PCS pads tables below the first fold, so the padded shapes alone would not
+//! tell a 2^3-row table from a 2^4-row one), so a file whose list was rewritten fails
+//! verification; the verifier rebuilds the opening protocol from the list.
 //!
 //! A table list read from a file is untrusted: every bound below is checked before anything is
 //! built from it, and the bounds keep what a verifier builds (p3-sumcheck's table specs check a
@@ -122,27 +123,15 @@ impl Workload {
         items.iter().map(|&(c, (v, w))| if c == 1 { format!("{v}x{w}") } else { format!("{c}*{v}x{w}") }).collect::<Vec<_>>().join(",")
     }
 
-    /// The same tables with every height below 2^fold raised to it: what a proof at that fold
-    /// commits to and opens (the witness pads such tables with zero rows, and their openings
-    /// are of the padded table), and so what a proof file names.
-    pub fn padded(&self, fold: usize) -> Self {
-        Self { tables: self.tables.iter().map(|&(v, w)| (v.max(fold), w)).collect() }
-    }
-
-    /// The first table (index, variables) below 2^fold rows, if any: a list that is not
-    /// [`padded`](Self::padded) to `fold`.
-    pub fn first_unpadded(&self, fold: usize) -> Option<(usize, usize)> {
-        self.tables.iter().enumerate().find(|(_, &(v, _))| v < fold).map(|(i, &(v, _))| (i, v))
-    }
-
-    /// Observes the list [`padded`](Self::padded) to `fold` on `challenger`: the number of
-    /// tables, then each table's variables and columns. The outer protocol's binding of its
-    /// instance before the commitment is observed (as Plonky3's STARKs observe their tables'
-    /// sizes): a multi-table proof file's prover calls this before `commit`, and the verifier
-    /// before `verify`, so no rewrite of a height, a width or the order verifies.
-    pub fn observe<F: Field, C: FieldChallenger<F>>(&self, fold: usize, challenger: &mut C) {
+    /// Observes the list on `challenger`: the number of tables, then each table's variables
+    /// (as declared, before the witness pads it to the first fold) and columns. The outer
+    /// protocol's binding of its instance before the commitment is observed, as Plonky3's
+    /// STARKs observe their traces' heights: a multi-table proof file's prover calls this
+    /// before `commit`, and the verifier before `verify`, so no rewrite of a height, a width or
+    /// the order verifies.
+    pub fn observe<F: Field, C: FieldChallenger<F>>(&self, challenger: &mut C) {
         challenger.observe(F::from_usize(self.tables.len()));
-        for &(v, w) in &self.padded(fold).tables {
+        for &(v, w) in &self.tables {
             challenger.observe(F::from_usize(v));
             challenger.observe(F::from_usize(w));
         }
@@ -237,7 +226,15 @@ mod tests {
         let zkvm = Workload::parse("zkvm").unwrap();
         assert_eq!(Workload::parse(&zkvm.spec()).unwrap(), zkvm);
         assert!(zkvm.check().is_ok());
-        for (tables, says) in [(vec![], "of 0 tables"), (vec![(29, 1)], "table 0 has 1 columns of 2^29"), (vec![(4, 0)], "0 columns"), (vec![(28, 2)], "cells")] {
+        for (tables, says) in [
+            (vec![], "of 0 tables"),
+            (vec![(29, 1)], "table 0 has 1 columns of 2^29"),
+            (vec![(4, 0)], "0 columns"),
+            (vec![(28, 2)], "cells"),
+            (vec![(0, 65536); 256], "65536 columns"),
+            (vec![(2, 1); 257], "of 257 tables"),
+            (vec![(2, 4096); 17], "69632 columns"),
+        ] {
             let err = Workload { tables }.check().unwrap_err().to_string();
             assert!(err.contains(says), "{err}");
         }
@@ -249,11 +246,37 @@ mod tests {
             ("0*4x2", "count"),
             ("29x1", "at most 28 variables"),
             ("4x0", "1 to"),
-            ("5000*2x1", "more than 4096 tables"),
-            ("4096*28x65536", "cells"),
+            ("5000*2x1", "more than 256 tables"),
+            ("257*2x1", "more than 256 tables"),
+            ("1x1,18446744073709551615*2x1", "more than 256 tables"),
+            ("99999999999999999999*2x1", "count"),
+            ("2x4097", "1 to 4096"),
+            ("17*4x4096", "more than 65536 columns"),
+            ("16*28x4096", "cells"),
         ] {
             let err = Workload::parse(spec).unwrap_err().to_string();
             assert!(err.contains(says) && err.contains("expected e.g."), "{spec:?}: {err}");
+        }
+    }
+
+    /// The observed list is the declared one: heights the PCS pads alike, widths and orders
+    /// give other transcripts.
+    #[test]
+    fn the_observed_list_tells_every_shape_apart() {
+        use p3_baby_bear::BabyBear;
+        use p3_challenger::{CanSample, DuplexChallenger};
+        let draw = |spec: &str| {
+            let mut c = DuplexChallenger::<BabyBear, crate::hash::Perm, 16, 8>::new(crate::permutation());
+            Workload::parse(spec).unwrap().observe(&mut c);
+            CanSample::<BabyBear>::sample(&mut c)
+        };
+        let specs = ["6x2,3*4x3", "6x2,3x3,2*4x3", "6x2,0x3,2*4x3", "6x2,4x3,4x3,4x4", "4x3,6x2,2*4x3", "6x2,2*4x3"];
+        let draws: Vec<_> = specs.iter().map(|s| draw(s)).collect();
+        for i in 0..specs.len() {
+            assert_eq!(draws[i], draw(specs[i]));
+            for j in 0..i {
+                assert_ne!(draws[i], draws[j], "{} and {}", specs[i], specs[j]);
+            }
         }
     }
 }
