@@ -475,6 +475,7 @@ where
             "extension": E::NAME,
             "prove_ms": ms(prove_time),
             "peak_gpu_bytes": peak,
+            "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, E>(&params, None).ok(),
         }).with(check.json()));
         println!("{summary}");
     } else {
@@ -653,6 +654,7 @@ where
             "gpu_bytes_down": output.transfers.map(|t| t.bytes_down),
             "gpu_submissions": output.transfers.map(|t| t.submissions),
             "peak_gpu_bytes": output.peak_gpu_bytes,
+            "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, whir_prover::EF<F>>(&params, None).ok(),
             "rounds": output.breakdown.as_ref().map(breakdown_json),
             "sumcheck_other_ms": ms(output.sumcheck_and_other()),
         }).with(check.json()));
@@ -845,6 +847,7 @@ where
             "prove_ms": ms(prove_time),
             "commit_ms": ms(commit_time),
             "open_ms": ms(open_time),
+            "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, E>(&params, Some(&workload)).ok(),
         }).with(check.json()));
         println!("{summary}");
     } else {
