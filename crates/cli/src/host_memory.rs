@@ -39,6 +39,8 @@ pub fn machine() -> HostMemory {
             // SAFETY: getrlimit writes one rlimit through a valid pointer.
             let known = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
             if known && limit.rlim_cur != libc::RLIM_INFINITY {
+                // (rlim_t is u64 on Linux and macOS, not on every unix.)
+                #[allow(clippy::unnecessary_cast)]
                 consider((limit.rlim_cur as u64).saturating_sub(used.unwrap_or(0)), source);
             }
         }

@@ -609,6 +609,7 @@ fn forged_table_lists_are_rejected_at_once() {
         let started = Instant::now();
         let out = shell(&format!("ulimit -v 1048576; exec '{}' verify '{}' --accept-file-params --max-proof-mib 1", env!("CARGO_BIN_EXE_whir"), s(&forged)));
         let err = assert_clean_error(&out, &format!("{} tables of {:?}", list.len(), list[0]));
+        eprintln!("{} tables of {:?}: rejected in {:?}", list.len(), list[0], started.elapsed());
         assert!(started.elapsed() < Duration::from_secs(5), "{} tables of {:?}: {:?}", list.len(), list[0], started.elapsed());
         assert!(err.contains("forged") || err.contains("holds") || err.contains("table list") || err.contains("tables"), "{err}");
     }

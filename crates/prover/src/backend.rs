@@ -261,7 +261,14 @@ impl HostMemory {
         }
         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         let what = match tables {
-            Some(t) => format!("a CPU proof of {} tables at fold {}, rate 2^-{} (stacked to n = {})", t.tables.len(), params.fold, params.log_inv_rate, params.num_vars),
+            Some(t) => format!(
+                "a CPU proof of {} table{} at fold {}, rate 2^-{} (stacked to n = {})",
+                t.tables.len(),
+                if t.tables.len() == 1 { "" } else { "s" },
+                params.fold,
+                params.log_inv_rate,
+                params.num_vars
+            ),
             None => format!("a CPU proof at n = {}, fold {}, rate 2^-{}", params.num_vars, params.fold, params.log_inv_rate),
         };
         // Past fold 12 the first round's sumcheck grids (3^fold) are most of it.
