@@ -179,7 +179,7 @@ fn prove_grinding_on_the_gpu(
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (_, expected) = reference(p, &evals);
     let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
-    let (commitment, proof, times) = prove_with_steps::<_, whir_wgpu::gpu::Ext4, _>(steps, p, &evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let (commitment, proof, times) = prove_with_steps::<_, whir_wgpu::gpu::Ext4, _, _>(steps, p, &evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
     assert!(ours == expected, "{p:?} ({:?}): the proofs differ", steps.context().mul_variant());
     assert_eq!(challenger.gpu_fallbacks(), 0, "{p:?}: GPU grinds redone on the CPU");

@@ -185,7 +185,7 @@ where
             let what = format!("{} {p:?} ({:?}, lazy {:?})", E8::NAME, ctx.mul_variant(), options.lazy_first_weights);
             for gpu_grinds in [false, true] {
                 let mut ch = if gpu_grinds { GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), Some(grinder.clone())).with_gpu_min_bits(1) } else { challenger::<F>() };
-                let (commitment, proof, _) = prove_with_steps::<F, E8, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (commitment, proof, _) = prove_with_steps::<F, E8, _, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{what} (GPU grinds {gpu_grinds}): the GPU proof differs from Plonky3's");
                 if gpu_grinds {

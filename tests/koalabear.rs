@@ -88,7 +88,7 @@ fn resident_gpu_matches_plonky3_over_koalabear() {
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{p:?} ({:?}, lazy {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
                 let mut on_gpu = challenger(Some(grinder.clone())).with_gpu_min_bits(1);
-                let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _>(&steps, &p, &evals, &mut on_gpu, options).unwrap_or_else(|e| panic!("{p:?} ({:?}, GPU grinds): {e}", ctx.mul_variant()));
+                let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut on_gpu, options).unwrap_or_else(|e| panic!("{p:?} ({:?}, GPU grinds): {e}", ctx.mul_variant()));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{p:?} ({:?}, GPU grinds, lazy {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
             }
@@ -145,7 +145,7 @@ fn koalabear_proofs_split_over_small_bindings_match_plonky3() {
         assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
         let evals = random_k(&mut rng, 1 << n);
         let (expected, _) = reference(&p, &evals);
-        let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _>(&steps, &p, &evals, &mut challenger(None), DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut challenger(None), DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
         let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
         assert!(ours == expected, "{p:?} under a {binding}-byte binding: the proofs differ");
     }

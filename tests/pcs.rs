@@ -95,7 +95,7 @@ fn outer_prefix(rng: &mut StdRng) -> Vec<F> {
 /// The outer protocol's steps after the commitment, where it picks the points (`verify` binds
 /// the commitment itself, so with sampled points nothing comes between): a challenge sampled and
 /// observed back, then each batch's point sampled from the transcript.
-fn outer_between(case: &Case, challenger: &mut GpuChallenger) -> Vec<Point<EF>> {
+fn outer_between<C: FieldChallenger<F>>(case: &Case, challenger: &mut C) -> Vec<Point<EF>> {
     if !case.prescribed {
         return Vec::new();
     }
@@ -121,9 +121,10 @@ where
 /// [`prove`] from the prover's challenger `challenger` (e.g. one that grinds on the GPU, which
 /// lets the driver play each round's head and the final grind where f lies); the verifier
 /// starts from a copy of it (its permutation's constants too).
-fn prove_with<P>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], mut challenger: GpuChallenger) -> Result<(Vec<u8>, Vec<u8>), String>
+fn prove_with<P, C>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], mut challenger: C) -> Result<(Vec<u8>, Vec<u8>), String>
 where
-    P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
+    C: whir_wgpu::prover::WhirChallenger<F>,
+    P: PrescribedPointPcs<EF, C, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
     P::ProverError: Debug,
     P::Error: Debug,
 {
@@ -462,5 +463,67 @@ fn custom_constants_in<L: Layout<F, EF>>(case: &Case, leaf: whir_wgpu::prover::L
         let challenger = GpuChallenger::new(constants.to_cpu(), Some(grinder)).with_gpu_min_bits(1);
         let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger).unwrap_or_else(|e| panic!("{what} ({:?}): {e}", ctx.mul_variant()));
         assert!(ours == expected, "{what} ({:?}): the GPU proof differs from Plonky3's", ctx.mul_variant());
+    }
+}
+
+/// Issue 49, 2: the PCS over Plonky3's own `DuplexChallenger`, configured as `WhirProver` is
+/// (`WhirConfig<EF, F, DuplexChallenger<..>>`), so a stack keeps its challenger and its
+/// configuration and changes only the PCS type. Byte-identical to `WhirProver` over the same
+/// challenger where nothing is ground (Plonky3's duplex grinder returns any passing witness
+/// when it searches in parallel, so a grinding proof of `WhirProver`'s own differs from run to
+/// run), and accepted by `WhirProver`'s verifier where it grinds; both layouts, the twin and
+/// every GPU context.
+#[test]
+fn the_pcs_runs_over_plonky3s_own_challenger() {
+    type Duplex = p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>;
+    let mut rng = common::rng();
+    let mut all = awkward();
+    // The same shapes grinding nothing, so that the bytes are comparable.
+    all.extend(awkward().into_iter().map(|c| Case { pow_bits: 0, ..c }));
+    all.extend(cases(&mut rng, 6));
+    let mut compared = 0;
+    for case in all {
+        let Ok(config) = case.params().config::<Duplex>() else { continue };
+        compared += usize::from(case.pow_bits == 0);
+        let (tables, prefix) = (tables(&case, &mut rng), outer_prefix(&mut rng));
+        let start = || Duplex::new(permutation());
+        if case.prefix {
+            duplex_case::<PrefixProver<F, EF>>(&case, config, &tables, &prefix, &start);
+        } else {
+            duplex_case::<SuffixProver<F, EF>>(&case, config, &tables, &prefix, &start);
+        }
+    }
+    assert!(compared >= 8, "only {compared} cases ground nothing (their bytes are the ones compared)");
+}
+
+fn duplex_case<L: Layout<F, EF>>(
+    case: &Case,
+    config: p3_whir::parameters::WhirConfig<EF, F, p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>>,
+    tables: &[Table<F>],
+    prefix: &[F],
+    start: &dyn Fn() -> p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>,
+) {
+    type Duplex = p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>;
+    let twin = CpuWhirPcs::<L, F, EF, Duplex>::new(config.clone(), CpuCodewords::default());
+    let deterministic = case.pow_bits == 0;
+    let expected = prove_with(twin.stock(), case, tables.to_vec(), prefix, start()).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
+    let mut ours = vec![("the twin", prove_with(&twin, case, tables.to_vec(), prefix, start()))];
+    for ctx in common::contexts() {
+        let pcs = GpuWhirPcs::<L, F, Duplex>::new(config.clone(), gpu_steps(&ctx));
+        ours.push(("the GPU", prove_with(&pcs, case, tables.to_vec(), prefix, start())));
+    }
+    for (who, proof) in ours {
+        // `prove_with` has verified each with the PCS's own verify (p3-whir's, over the duplex).
+        let proof = proof.unwrap_or_else(|e| panic!("{case:?}: {who}: {e}"));
+        if deterministic {
+            assert!(proof == expected, "{case:?}: {who}'s proof over the duplex challenger differs from Plonky3's");
+        }
+        // Plonky3's own verifier, from a fresh duplex.
+        if !case.prescribed {
+            let (commitment, body): (Commitment, WhirPcsProof) = (postcard::from_bytes(&proof.0).unwrap(), postcard::from_bytes(&proof.1).unwrap());
+            let mut verifier = start();
+            verifier.observe_slice(prefix);
+            twin.stock().verify(&commitment, &body, &mut verifier, case.protocol()).unwrap_or_else(|e| panic!("{case:?}: {who}: Plonky3's verifier: {e:?}"));
+        }
     }
 }

@@ -455,7 +455,7 @@ impl<F: ProverField> GpuBackend<F> {
             ctx.memory().reset_peak_buffer_bytes();
         }
         let started = Instant::now();
-        let proved = prove_with_steps::<F, E, _>(&steps, params, evals, &mut challenger, self.driver);
+        let proved = prove_with_steps::<F, E, _, _>(&steps, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
         // (Before the profile's own readback.)
         let transfers = ctx.transfer_counts() - before;

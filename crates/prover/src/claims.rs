@@ -12,7 +12,7 @@ use p3_sumcheck::constraints::{Constraint, Statements};
 use p3_sumcheck::layout::{plan_stacked_layout, Layout, LayoutStrategy, TablePlacement, Verifier};
 use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
-use whir_gpu::{GpuChallenger, InnerChallenger};
+
 
 use crate::error::ProverError;
 use crate::sumcheck::{powers_from, SlotSet, SumcheckSteps};
@@ -151,13 +151,13 @@ fn shape_pairs(shapes: &[TableShape]) -> Vec<(usize, usize)> {
 
 /// The claim phase: `ood_samples` out-of-domain claims of the stacked f, then each batch of
 /// `protocol` (checked by [`check_protocol`]) at its point, each value computed by `sumcheck`.
-pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
+pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: crate::WhirChallenger<F>>(
     sumcheck: &mut S,
     stacking: &Stacking,
     protocol: &OpeningProtocol,
     points: Points<'_, E>,
     ood_samples: usize,
-    challenger: &mut GpuChallenger<F>,
+    challenger: &mut C,
 ) -> Result<Claims<F, E>, ProverError> {
     let begun = std::time::Instant::now();
     let mut registry = ClaimRegistry::new(stacking.shapes(), stacking.strategy);
@@ -202,7 +202,7 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<
             Points::Given(points) => points[i].clone(),
             Points::Drawn => {
                 // A trial run on a copy draws the point; the real run below draws it again.
-                let mut trial = SampleSpy { inner: challenger.inner().clone(), samples: Vec::new() };
+                let mut trial = SampleSpy { inner: challenger.trial(), samples: Vec::new() };
                 let zeros = OpeningEvals::new(vec![E::ZERO; batch.current().len()], vec![E::ZERO; batch.next().len()]);
                 trial_registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
                 let Some(z) = E::from_basis_coefficients_slice(&trial.samples) else {
@@ -328,9 +328,9 @@ fn claim_points<F: ProverField, E: WhirExtension<F>>(registry: &ClaimRegistry<F,
 
 /// The point the next out-of-domain claim will sample: the step is played on copies of the
 /// registry and the challenger (with any value), and the point it added is read back.
-fn new_virtual_point<F: ProverField, E: WhirExtension<F>>(registry: &ClaimRegistry<F, E>, challenger: &GpuChallenger<F>) -> Result<Point<E>, ProverError> {
+fn new_virtual_point<F: ProverField, E: WhirExtension<F>, C: crate::WhirChallenger<F>>(registry: &ClaimRegistry<F, E>, challenger: &C) -> Result<Point<E>, ProverError> {
     let before = claim_points(registry);
-    let (mut trial, mut ch) = (registry.clone(), challenger.clone());
+    let (mut trial, mut ch) = (registry.clone(), challenger.trial());
     trial.add_virtual_eval(E::ZERO, &mut ch);
     let after = claim_points(&trial);
     let at = (0..after.len()).find(|&i| before.get(i) != Some(&after[i]));
@@ -343,18 +343,18 @@ fn new_virtual_point<F: ProverField, E: WhirExtension<F>>(registry: &ClaimRegist
 
 /// A copy of the transcript that keeps what it samples (a trial run's point is read off it).
 #[derive(Clone)]
-struct SampleSpy<F: ProverField> {
-    inner: InnerChallenger<F>,
+struct SampleSpy<F: ProverField, C> {
+    inner: C,
     samples: Vec<F>,
 }
 
-impl<F: ProverField> CanObserve<F> for SampleSpy<F> {
+impl<F: ProverField, C: FieldChallenger<F>> CanObserve<F> for SampleSpy<F, C> {
     fn observe(&mut self, value: F) {
         self.inner.observe(value);
     }
 }
 
-impl<F: ProverField> CanSample<F> for SampleSpy<F> {
+impl<F: ProverField, C: FieldChallenger<F>> CanSample<F> for SampleSpy<F, C> {
     fn sample(&mut self) -> F {
         let v = self.inner.sample();
         self.samples.push(v);
@@ -362,15 +362,15 @@ impl<F: ProverField> CanSample<F> for SampleSpy<F> {
     }
 }
 
-impl<F: ProverField> CanSampleBits<usize> for SampleSpy<F> {
+impl<F: ProverField, C: FieldChallenger<F>> CanSampleBits<usize> for SampleSpy<F, C> {
     fn sample_bits(&mut self, bits: usize) -> usize {
         self.inner.sample_bits(bits)
     }
 }
 
-impl<F: ProverField> FieldChallenger<F> for SampleSpy<F> {}
+impl<F: ProverField, C: FieldChallenger<F> + Sync> FieldChallenger<F> for SampleSpy<F, C> {}
 
-impl<F: ProverField> GrindingChallenger for SampleSpy<F> {
+impl<F: ProverField, C: FieldChallenger<F> + GrindingChallenger<Witness = F>> GrindingChallenger for SampleSpy<F, C> {
     type Witness = F;
 
     fn grind(&mut self, bits: usize) -> F {

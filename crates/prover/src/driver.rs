@@ -29,7 +29,8 @@ use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::parameters::WhirConfig;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
-use whir_gpu::{CommittedCodeword, GpuChallenger, GpuCodewords, GpuSumcheck, MessageLayout, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
+use crate::lookahead::WhirChallenger;
+use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
 use crate::claims::{check_protocol, play_claims, Points, Stacking};
 
@@ -541,13 +542,14 @@ fn parse_label(label: &str) -> Option<(usize, Step)> {
 pub(crate) struct StepClock {
     breakdown: RoundBreakdown,
     open: Option<(usize, Step, Instant, Duration)>,
-    pow_clock: PowClock,
+    /// The challenger's grinding clock, where it keeps one (grinds then count as `Pow`).
+    pow_clock: Option<PowClock>,
     /// The open step as a tracing span (for a timeline of the proof's threads).
     span: Option<tracing::span::EnteredSpan>,
 }
 
 impl StepClock {
-    pub(crate) fn new<F: ProverField>(challenger: &GpuChallenger<F>) -> Self {
+    pub(crate) fn new<F: ProverField, C: WhirChallenger<F>>(challenger: &C) -> Self {
         Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock(), span: None }
     }
 
@@ -555,7 +557,7 @@ impl StepClock {
         self.close();
         steps.enter_step(round, step);
         self.span = Some(tracing::info_span!("step", round, step = step.name()).entered());
-        self.open = Some((round, step, Instant::now(), self.pow_clock.elapsed()));
+        self.open = Some((round, step, Instant::now(), self.pow_elapsed()));
     }
 
     fn add(&mut self, round: usize, step: Step, wall: Duration) {
@@ -569,11 +571,15 @@ impl StepClock {
         }
     }
 
+    fn pow_elapsed(&self) -> Duration {
+        self.pow_clock.as_ref().map_or(Duration::ZERO, PowClock::elapsed)
+    }
+
     fn close(&mut self) {
         self.span = None;
         if let Some((round, step, at, pow_at)) = self.open.take() {
             let wall = at.elapsed();
-            let pow = self.pow_clock.elapsed().saturating_sub(pow_at).min(wall);
+            let pow = self.pow_elapsed().saturating_sub(pow_at).min(wall);
             if step != Step::Pow && !pow.is_zero() {
                 self.add(round, Step::Pow, pow);
             }
@@ -668,10 +674,10 @@ fn query_var<F: ProverField>(log_folded_domain_size: usize, num_variables: usize
 /// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
 /// submission for the batch) and the transcript here replays them, checking each challenge;
 /// else each round's grind runs in the round's own submission where the GPU grinds.
-fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
+fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: WhirChallenger<F>>(
     sumcheck: &mut S,
     data: &mut SumcheckData<F, E>,
-    challenger: &mut GpuChallenger<F>,
+    challenger: &mut C,
     rounds: usize,
     pow_bits: usize,
     on_device: bool,
@@ -689,15 +695,15 @@ fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
     played
 }
 
-fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>>(
+fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: WhirChallenger<F>>(
     sumcheck: &mut S,
     data: &mut SumcheckData<F, E>,
-    challenger: &mut GpuChallenger<F>,
+    challenger: &mut C,
     rounds: usize,
     pow_bits: usize,
     link: Option<&whir_gpu::GrindAhead<F>>,
 ) -> Result<Point<E>, ProverError> {
-    let mut transcript = ProverTranscript::<GpuChallenger<F>, F, E>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
+    let mut transcript = ProverTranscript::<C, F, E>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
     let mut challenges: Vec<E> = Vec::with_capacity(rounds);
     // A challenge drawn but not yet bound by a fold.
     let mut unfolded: Option<E> = None;
@@ -754,14 +760,14 @@ pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes)
 /// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
 /// field's degree-4 extension on the GPU steps; any [`WhirExtension`] on the CPU twin): returns
 /// the commitment, the proof and where the time went.
-pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(
+pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>>(
     steps: &S,
     params: &Params,
     evals: &[F],
-    challenger: &mut GpuChallenger<F>,
+    challenger: &mut C,
     options: DriverOptions,
 ) -> Result<Proved<F, E>, ProverError> {
-    let config = params.config_over::<E, GpuChallenger<F>>()?;
+    let config = params.config_over::<E, C>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
@@ -797,13 +803,13 @@ pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: CodewordSte
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(
+pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>>(
     steps: &S,
-    config: &WhirConfig<E, F, GpuChallenger<F>>,
+    config: &WhirConfig<E, F, C>,
     opened: Opened<'_, F, E, S>,
     protocol: &OpeningProtocol,
     points: Points<'_, E>,
-    challenger: &mut GpuChallenger<F>,
+    challenger: &mut C,
     options: DriverOptions,
     clock: &mut StepClock,
 ) -> Result<(Proof<F, E>, (usize, usize)), ProverError> {
@@ -836,12 +842,12 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
     // played where f lies, before the commit's wait, from the transcript state published here;
     // the transcript below replays them and checks each point drawn.
     let head_link = if options.round_heads { challenger.track_state_throughout() } else { None };
-    let gpu_min_bits = challenger.gpu_min_bits();
+    let gpu_min_bits = challenger.device_min_bits();
     let (mut head_answers, mut head_grinds) = (0, 0);
 
     // The WHIR run (`WhirProver::prove`).
     let shape = WhirShape::new(config, protocol.num_openings());
-    let mut transcript = WhirProverTranscript::<GpuChallenger<F>, F, E>::new(challenger, shape);
+    let mut transcript = WhirProverTranscript::<C, F, E>::new(challenger, shape);
     // Everything between here and `finish` plays the transcript; a step that fails (a GPU error)
     // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
     // forgotten instead (a few small allocations) and the error returned.

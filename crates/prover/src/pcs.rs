@@ -24,38 +24,42 @@ use crate::driver::{open_with_steps, CodewordSteps, CpuCodewords, DriverTimes, O
 use crate::error::ProverError;
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckSteps;
-use crate::{Commitment, ProverField, ProverLayout, WhirExtension, EF};
+use crate::{Commitment, ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
-/// p3-whir's own prover over the CPU pieces, in layout `L`: the verifier side of [`WhirPcs`].
-pub type StockPcs<L = ProverLayout, F = BabyBear, E = EF<F>> = WhirProver<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, L>;
+/// p3-whir's own prover over the CPU pieces, in layout `L`, over the challenger `C`: the
+/// verifier side of [`WhirPcs`].
+pub type StockPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirProver<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, C, L>;
 
 /// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
 pub type WhirPcsProof<F = BabyBear, E = EF<F>> = PcsProof<F, E, CpuMmcs<F>>;
 
 /// WHIR over p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`) of any number of
-/// tables, with the driver's steps `S`. In the prefix layout the stacked polynomial is held at
+/// tables, with the driver's steps `S`, over the challenger `C` (any [`WhirChallenger`]: the
+/// GPU's by default, whose transcript steps the driver plays ahead on the device; Plonky3's own
+/// `DuplexChallenger`, every step on the host; configured with `WhirConfig<E, F, C>` as
+/// `WhirProver` is). In the prefix layout the stacked polynomial is held at
 /// bit-reversed indices (the steps' `with_reversed_indices`), so that the rounds, which bind
 /// the table's last variable, bind its first.
-pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
-    config: WhirConfig<E, F, GpuChallenger<F>>,
+pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>> {
+    config: WhirConfig<E, F, C>,
     steps: S,
     options: DriverOptions,
-    stock: StockPcs<L, F, E>,
+    stock: StockPcs<L, F, E, C>,
 }
 
-/// The GPU PCS: every step where the stacked polynomial lies.
-pub type GpuWhirPcs<L = ProverLayout, F = BabyBear> = WhirPcs<GpuCodewords<F>, L, F>;
+/// The GPU PCS: every step where the stacked polynomial lies (over the challenger `C`).
+pub type GpuWhirPcs<L = ProverLayout, F = BabyBear, C = GpuChallenger<F>> = WhirPcs<GpuCodewords<F>, L, F, EF<F>, C>;
 
 /// The same protocol with the plain-Rust steps (the reference twin).
-pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>> = WhirPcs<CpuCodewords<F, E>, L, F, E>;
+pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirPcs<CpuCodewords<F, E>, L, F, E, C>;
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> WhirPcs<S, L, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the steps
     /// hash: [`CodewordSteps::mmcs`], their constants and leaf sponge, which `verify` checks with).
-    pub fn new(config: WhirConfig<E, F, GpuChallenger<F>>, steps: S) -> Self {
-        let stock = StockPcs::<L, F, E>::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs());
+    pub fn new(config: WhirConfig<E, F, C>, steps: S) -> Self {
+        let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs());
         Self { config, steps, options: DriverOptions::default(), stock }
     }
 
@@ -65,7 +69,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
         self
     }
 
-    pub fn config(&self) -> &WhirConfig<E, F, GpuChallenger<F>> {
+    pub fn config(&self) -> &WhirConfig<E, F, C> {
         &self.config
     }
 
@@ -74,7 +78,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
     }
 
     /// p3-whir's own prover and verifier for the same configuration and layout.
-    pub fn stock(&self) -> &StockPcs<L, F, E> {
+    pub fn stock(&self) -> &StockPcs<L, F, E, C> {
         &self.stock
     }
 
@@ -85,7 +89,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
         data: WhirPcsData<S, F, E>,
         protocol: &OpeningProtocol,
         points: Option<&[Point<E>]>,
-        challenger: &mut GpuChallenger<F>,
+        challenger: &mut C,
     ) -> Result<(WhirPcsProof<F, E>, DriverTimes), ProverError> {
         let started = std::time::Instant::now();
         let mut clock = StepClock::new(challenger);
@@ -122,7 +126,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> WhirPcsData<S,
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> MultilinearPcs<E, GpuChallenger<F>> for WhirPcs<S, L, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> MultilinearPcs<E, C> for WhirPcs<S, L, F, E, C> {
     type Val = F;
     type Commitment = Commitment<F>;
     type ProverData = WhirPcsData<S, F, E>;
@@ -143,7 +147,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
     /// and committed; the root is observed, and nothing else. A witness of either constructor
     /// (`Witness::new` or `new_interleaved`) is committed in this PCS's layout: only its tables
     /// are read.
-    fn commit(&self, witness: Witness<F>, challenger: &mut GpuChallenger<F>) -> Result<(Commitment<F>, WhirPcsData<S, F, E>), ProverError> {
+    fn commit(&self, witness: Witness<F>, challenger: &mut C) -> Result<(Commitment<F>, WhirPcsData<S, F, E>), ProverError> {
         let n = self.config.num_variables();
         if witness.num_variables() != n {
             return Err(ProverError::Input(format!(
@@ -193,25 +197,25 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
     }
 
-    fn observe_commitment(&self, commitment: &Commitment<F>, challenger: &mut GpuChallenger<F>) {
+    fn observe_commitment(&self, commitment: &Commitment<F>, challenger: &mut C) {
         observe_commitment::<F, _, _>(challenger, commitment.clone());
     }
 
-    fn open(&self, data: WhirPcsData<S, F, E>, protocol: OpeningProtocol, challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F, E>, ProverError> {
+    fn open(&self, data: WhirPcsData<S, F, E>, protocol: OpeningProtocol, challenger: &mut C) -> Result<WhirPcsProof<F, E>, ProverError> {
         self.open_timed(data, &protocol, None, challenger).map(|(proof, _)| proof)
     }
 
-    fn verify(&self, commitment: &Commitment<F>, proof: &WhirPcsProof<F, E>, challenger: &mut GpuChallenger<F>, protocol: OpeningProtocol) -> Result<(), Self::Error> {
+    fn verify(&self, commitment: &Commitment<F>, proof: &WhirPcsProof<F, E>, challenger: &mut C, protocol: OpeningProtocol) -> Result<(), Self::Error> {
         self.stock.verify(commitment, proof, challenger, protocol)
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>> PrescribedPointPcs<E, GpuChallenger<F>> for WhirPcs<S, L, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> PrescribedPointPcs<E, C> for WhirPcs<S, L, F, E, C> {
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }
 
-    fn open_at(&self, data: WhirPcsData<S, F, E>, protocol: &OpeningProtocol, points: &[Point<E>], challenger: &mut GpuChallenger<F>) -> Result<WhirPcsProof<F, E>, ProverError> {
+    fn open_at(&self, data: WhirPcsData<S, F, E>, protocol: &OpeningProtocol, points: &[Point<E>], challenger: &mut C) -> Result<WhirPcsProof<F, E>, ProverError> {
         self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
     }
 
@@ -221,7 +225,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
         proof: &WhirPcsProof<F, E>,
         protocol: &OpeningProtocol,
         points: &[Point<E>],
-        challenger: &mut GpuChallenger<F>,
+        challenger: &mut C,
     ) -> Result<Vec<OpeningEvals<E>>, Self::Error> {
         self.stock.verify_at(commitment, proof, protocol, points, challenger)
     }
