@@ -313,7 +313,7 @@ fn the_gpu_pcs_with_wide_leaves_matches_p3_whirs_benchmark_prover() {
         let (protocol, p) = common::table_protocol(&tables, &[(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])], fold);
         let config = p.config_over::<E, GpuChallenger<KoalaBear>>().unwrap();
         let values: Vec<Table<KoalaBear>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new(random(&mut rng, w << v), 1 << v))).collect();
-        let gpu = GpuBackend::<KoalaBear>::over(ctx.clone()).pcs_hashing_leaves::<SuffixProver<KoalaBear, E>, E>(config.clone(), LeafSponge::Width24).unwrap();
+        let gpu = GpuBackend::<KoalaBear>::over(ctx.clone()).pcs_hashing_leaves::<SuffixProver<KoalaBear, E>, E, _>(config.clone(), LeafSponge::Width24).unwrap();
         let mmcs = Plonky3Mmcs::<KoalaBear>::new(
             PaddingFreeSponge::new(Poseidon2Constants::<KoalaBear, 24>::plonky3_default().to_cpu()),
             TruncatedPermutation::new(Poseidon2Constants::<KoalaBear>::plonky3_default().to_cpu()),

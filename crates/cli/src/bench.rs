@@ -833,7 +833,7 @@ where
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
             if let Some(gpu) = gpu {
-                let pcs = gpu.pcs_hashing_leaves::<L, E>(config.clone(), p.leaf)?;
+                let pcs = gpu.pcs_hashing_leaves::<L, E, _>(config.clone(), p.leaf)?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
                 type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value);

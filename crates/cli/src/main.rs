@@ -800,7 +800,7 @@ where
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
-        let pcs = g.pcs_hashing_leaves::<whir_prover::ProverLayout<F, E>, E>(config.clone(), params.leaf)?;
+        let pcs = g.pcs_hashing_leaves::<whir_prover::ProverLayout<F, E>, E, _>(config.clone(), params.leaf)?;
         let mut challenger = g.challenger();
         // The table list (padded to the fold) is the instance: bound before the commitment.
         workload.observe(&mut challenger);

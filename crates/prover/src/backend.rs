@@ -513,33 +513,36 @@ impl<F: ProverField> GpuBackend<F> {
     }
 
     /// WHIR as a Plonky3 PCS on this GPU for `config` (any layout of tables; see
-    /// [`GpuWhirPcs`]), playing the transcript as this backend's driver options say.
-    pub fn pcs(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, GpuChallenger<F>>) -> Result<GpuWhirPcs<ProverLayout<F>, F>, ProverError> {
+    /// [`GpuWhirPcs`]), over the challenger `config` names (`WhirConfig<EF, F, C>`, as
+    /// `WhirProver` is configured: the GPU's [`GpuChallenger`], whose transcript steps are played
+    /// ahead on the device, or Plonky3's own `DuplexChallenger`), playing the transcript as this
+    /// backend's driver options say.
+    pub fn pcs<C: crate::WhirChallenger<F>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, C>) -> Result<GpuWhirPcs<ProverLayout<F>, F, C>, ProverError> {
         self.pcs_in(config)
     }
 
     /// [`pcs`](Self::pcs) in p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`).
-    pub fn pcs_in<L: Layout<F, EF<F>>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, GpuChallenger<F>>) -> Result<GpuWhirPcs<L, F>, ProverError> {
-        self.pcs_over::<L, EF<F>>(config)
+    pub fn pcs_in<L: Layout<F, EF<F>>, C: crate::WhirChallenger<F>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, C>) -> Result<GpuWhirPcs<L, F, C>, ProverError> {
+        self.pcs_over::<L, EF<F>, C>(config)
     }
 
     /// [`pcs_in`](Self::pcs_in) with the challenges in the extension `E` (degree 4, 5 or 8).
-    pub fn pcs_over<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+    pub fn pcs_over<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: crate::WhirChallenger<F>>(
         &self,
-        config: p3_whir::parameters::WhirConfig<E, F, GpuChallenger<F>>,
-    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E>, ProverError> {
-        self.pcs_hashing_leaves::<L, E>(config, LeafSponge::Width16)
+        config: p3_whir::parameters::WhirConfig<E, F, C>,
+    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E, C>, ProverError> {
+        self.pcs_hashing_leaves::<L, E, C>(config, LeafSponge::Width16)
     }
 
     /// [`pcs_over`](Self::pcs_over) with Merkle leaves hashed by `leaf` (width 24: p3-whir's
     /// KoalaBear benchmark's `PaddingFreeSponge<Poseidon2KoalaBear<24>, 24, 16, 8>`).
-    pub fn pcs_hashing_leaves<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+    pub fn pcs_hashing_leaves<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: crate::WhirChallenger<F>>(
         &self,
-        config: p3_whir::parameters::WhirConfig<E, F, GpuChallenger<F>>,
+        config: p3_whir::parameters::WhirConfig<E, F, C>,
         leaf: LeafSponge,
-    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E>, ProverError> {
+    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E, C>, ProverError> {
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
-        Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E>::new(config, steps).with_options(self.driver))
+        Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E, C>::new(config, steps).with_options(self.driver))
     }
 }
 
