@@ -14,10 +14,8 @@ use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{cpu_grind, GpuContext, GpuGrinder, GpuOptions, GpuPoseidon2, GrindState, MulVariant, Poseidon2Constants};
 
 fn main() {
-    let bits_list: Vec<usize> = std::env::var("WHIR_BENCH_BITS")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![16, 20, 24]);
+    let bits_list: Vec<usize> =
+        std::env::var("WHIR_BENCH_BITS").ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect()).unwrap_or_else(|| vec![16, 20, 24]);
     let constants = Poseidon2Constants::default_babybear();
     let perm = constants.to_cpu();
     let grinders: Vec<(MulVariant, GpuGrinder)> = MulVariant::ALL
@@ -36,7 +34,8 @@ fn main() {
             c
         })
         .collect();
-    let states: Vec<GrindState> = transcripts.iter().map(|c| GrindState::new(&c.sponge_state, &c.input_buffer).expect("a challenger holds under a rate of input")).collect();
+    let states: Vec<GrindState> =
+        transcripts.iter().map(|c| GrindState::new(&c.sponge_state, &c.input_buffer).expect("a challenger holds under a rate of input")).collect();
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("grind");

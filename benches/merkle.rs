@@ -12,13 +12,13 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use p3_baby_bear::BabyBear;
 use p3_commit::Mmcs;
+use p3_koala_bear::KoalaBear;
 use p3_matrix::dense::RowMajorMatrix;
+use p3_symmetric::TruncatedPermutation;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::{CpuMmcsOf, GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants};
-use p3_koala_bear::KoalaBear;
-use p3_symmetric::TruncatedPermutation;
 use whir_wgpu::verifier::hash::LeafHasher;
 
 fn wide_leaves() -> bool {
@@ -28,12 +28,7 @@ fn wide_leaves() -> bool {
 fn shapes() -> Vec<(usize, usize)> {
     std::env::var("WHIR_BENCH_MERKLE")
         .ok()
-        .map(|s| {
-            s.split(',')
-                .filter_map(|p| p.split_once(':'))
-                .filter_map(|(h, w)| Some((h.trim().parse().ok()?, w.trim().parse().ok()?)))
-                .collect()
-        })
+        .map(|s| s.split(',').filter_map(|p| p.split_once(':')).filter_map(|(h, w)| Some((h.trim().parse().ok()?, w.trim().parse().ok()?))).collect())
         .unwrap_or_else(|| vec![(22, 16), (20, 64)])
 }
 

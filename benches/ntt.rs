@@ -18,14 +18,14 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use p3_baby_bear::BabyBear;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
+use p3_koala_bear::KoalaBear;
 use p3_matrix::dense::RowMajorMatrix;
+use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::wgpu;
 use whir_wgpu::gpu::{GpuContext, GpuDft, GpuField, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
-use p3_koala_bear::KoalaBear;
-use rand::distr::{Distribution, StandardUniform};
 
 fn list(name: &str) -> Option<Vec<usize>> {
     std::env::var(name).ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
@@ -77,10 +77,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Median GPU time of each kernel `record` puts into an encoder, over 9 runs after 3 warm-ups.
-fn time_kernels(
-    ctx: &GpuContext,
-    mut record: impl FnMut(&mut wgpu::CommandEncoder, &mut KernelTimer),
-) -> Option<Vec<(&'static str, f64)>> {
+fn time_kernels(ctx: &GpuContext, mut record: impl FnMut(&mut wgpu::CommandEncoder, &mut KernelTimer)) -> Option<Vec<(&'static str, f64)>> {
     let mut runs: Vec<Vec<(&str, f64)>> = Vec::new();
     for rep in 0..12 {
         let mut timer = KernelTimer::new(ctx, 16).expect("16 kernels fit a timer")?;
@@ -129,9 +126,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
             })
             .expect("timer");
             let dst = ctx.storage("copy dst", words);
-            let copy = time_kernels(ctx, |enc, t| ntt.record_copy(enc, &src, &dst, words, Some(t)).expect("copy"))
-                .expect("timer")[0]
-                .1;
+            let copy = time_kernels(ctx, |enc, t| ntt.record_copy(enc, &src, &dst, words, Some(t)).expect("copy")).expect("timer")[0].1;
             let total: f64 = full.iter().map(|k| k.1).sum();
             let mem_total: f64 = mem.iter().map(|k| k.1).sum();
             let bytes = (2 * words * 4) as f64;

@@ -46,16 +46,10 @@ macro_rules! bench_field {
         }
         let perm = constants.to_cpu();
         let width = Packed::WIDTH;
-        let packed: Vec<[Packed; $width]> = values
-            .chunks_exact($width * width)
-            .map(|chunk| core::array::from_fn(|j| Packed::from_fn(|lane| chunk[lane * $width + j])))
-            .collect();
+        let packed: Vec<[Packed; $width]> =
+            values.chunks_exact($width * width).map(|chunk| core::array::from_fn(|j| Packed::from_fn(|lane| chunk[lane * $width + j]))).collect();
         $group.bench_function(format!("{}cpu_plonky3_{}_threads_{}_lanes", $prefix, rayon::current_num_threads(), width), |b| {
-            b.iter_batched(
-                || packed.clone(),
-                |mut s| s.par_iter_mut().for_each(|st| perm.permute_mut(st)),
-                criterion::BatchSize::LargeInput,
-            )
+            b.iter_batched(|| packed.clone(), |mut s| s.par_iter_mut().for_each(|st| perm.permute_mut(st)), criterion::BatchSize::LargeInput)
         });
     }};
 }

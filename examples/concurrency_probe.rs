@@ -43,7 +43,9 @@ fn main() {
     let run = |perm: &GpuPoseidon2, reps: usize| {
         let ctx = perm.context();
         let (a, b) = (ctx.storage("probe a", states * 16), ctx.storage("probe b", states * 16));
-        let pairs: Vec<_> = (0..if mode == "independent" { dispatches } else { 0 }).map(|_| (ctx.storage("probe in", states * 16), ctx.storage("probe out", states * 16))).collect();
+        let pairs: Vec<_> = (0..if mode == "independent" { dispatches } else { 0 })
+            .map(|_| (ctx.storage("probe in", states * 16), ctx.storage("probe out", states * 16)))
+            .collect();
         for _ in 0..reps {
             let mut encoder = ctx.encoder("probe");
             let steps = if mode == "roundtrip" { 1 } else { dispatches };

@@ -49,7 +49,11 @@ fn main() {
         let sxx: f64 = points.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
         let mut sorted: Vec<f64> = points.iter().map(|p| p.1).collect();
         sorted.sort_by(f64::total_cmp);
-        let summary = format!("bits {bits:2}: {states} states, mean witness {:.2} x 2^bits, mean {my:.3} ms, median {:.3} ms", mx / (1u64 << bits) as f64, sorted[sorted.len() / 2]);
+        let summary = format!(
+            "bits {bits:2}: {states} states, mean witness {:.2} x 2^bits, mean {my:.3} ms, median {:.3} ms",
+            mx / (1u64 << bits) as f64,
+            sorted[sorted.len() / 2]
+        );
         // A line needs witnesses that differ, and a cost per candidate above the noise.
         let slope = sxy / sxx;
         if sxx > 0.0 && slope > 0.0 {

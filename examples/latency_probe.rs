@@ -117,8 +117,12 @@ fn main() {
         let r: EF = rng.random();
         let mut s = GpuSumcheck::new(ntt.clone(), &f, &w).unwrap();
         let reps = if m > 20 { 10 } else { 50 };
-        let round = per_op(reps, || { let _ = s.round_coefficients().unwrap(); });
-        let eval = per_op(reps, || { let _ = s.eval(&point).unwrap(); });
+        let round = per_op(reps, || {
+            let _ = s.round_coefficients().unwrap();
+        });
+        let eval = per_op(reps, || {
+            let _ = s.eval(&point).unwrap();
+        });
         let eq = per_op(reps, || {
             s.add_eq_weights(std::slice::from_ref(&point), &[r]).unwrap();
             ctx.submit_and_wait(ctx.encoder("probe")).unwrap();

@@ -20,14 +20,17 @@ fn main() {
     println!("initial sumcheck: {fold0} rounds at {} bits", config.starting_folding_pow_bits());
     let mut expected = (fold0 as f64) * 2f64.powi(config.starting_folding_pow_bits() as i32);
     for (i, r) in config.round_parameters().iter().enumerate() {
-        println!(
-            "round {i}: query PoW {} bits ({} queries), {} sumcheck rounds at {} bits",
-            r.pow_bits, r.num_queries, r.folding_factor, r.folding_pow_bits
-        );
+        println!("round {i}: query PoW {} bits ({} queries), {} sumcheck rounds at {} bits", r.pow_bits, r.num_queries, r.folding_factor, r.folding_pow_bits);
         expected += 2f64.powi(r.pow_bits as i32) + (r.folding_factor as f64) * 2f64.powi(r.folding_pow_bits as i32);
     }
     let last = config.final_round_config();
-    println!("final round: query PoW {} bits ({} queries), {} sumcheck rounds at {} bits", last.pow_bits, last.num_queries, config.final_sumcheck_rounds(), config.final_folding_pow_bits());
+    println!(
+        "final round: query PoW {} bits ({} queries), {} sumcheck rounds at {} bits",
+        last.pow_bits,
+        last.num_queries,
+        config.final_sumcheck_rounds(),
+        config.final_folding_pow_bits()
+    );
     expected += 2f64.powi(last.pow_bits as i32) + (config.final_sumcheck_rounds() as f64) * 2f64.powi(config.final_folding_pow_bits() as i32);
     println!("expected Poseidon2 permutations for all grinds: {:.1} M", expected / 1e6);
 }

@@ -79,7 +79,9 @@ fn main() {
         for (round, steps) in breakdown.rounds.iter().enumerate() {
             let cells: Vec<String> = steps
                 .iter()
-                .map(|(step, t)| format!("{} {:.2} ({})", step.name(), t.wall.as_secs_f64() * 1e3, t.gpu.map_or("-".into(), |g| format!("{:.2}", g.as_secs_f64() * 1e3))))
+                .map(|(step, t)| {
+                    format!("{} {:.2} ({})", step.name(), t.wall.as_secs_f64() * 1e3, t.gpu.map_or("-".into(), |g| format!("{:.2}", g.as_secs_f64() * 1e3)))
+                })
                 .collect();
             println!("  {round}: {}", cells.join(", "));
         }

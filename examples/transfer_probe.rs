@@ -53,7 +53,9 @@ fn main() {
             drop(huge);
             // The same copies with streaming stores (what transfers use).
             let stream = |dst: &mut [u32]| {
-                dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| unsafe { whir_wgpu::gpu::transfer::copy_streaming(s.as_ptr().cast(), d.as_mut_ptr().cast(), s.len() * 4) })
+                dst.par_chunks_mut(PIECE)
+                    .zip(src.par_chunks(PIECE))
+                    .for_each(|(d, s)| unsafe { whir_wgpu::gpu::transfer::copy_streaming(s.as_ptr().cast(), d.as_mut_ptr().cast(), s.len() * 4) })
             };
             let mut touched2 = vec![1u32; words];
             let t = Instant::now();
@@ -69,7 +71,9 @@ fn main() {
             println!("streaming stores: into touched {t_stream_touched:.1} ms, into fresh + huge pages {t_stream_huge:.1} ms");
             let t = Instant::now();
             let fresh = vec![0u32; words];
-            fresh.par_chunks(PIECE).for_each(|c| { std::hint::black_box(c.iter().fold(0u32, |a, &x| a ^ x)); });
+            fresh.par_chunks(PIECE).for_each(|c| {
+                std::hint::black_box(c.iter().fold(0u32, |a, &x| a ^ x));
+            });
             let t_read_zero = ms(t);
             let t = Instant::now();
             let sum = touched.par_chunks(PIECE).map(|c| c.iter().fold(0u32, |a, &x| a ^ x)).reduce(|| 0, |a, b| a ^ b);
@@ -156,7 +160,11 @@ fn main() {
                     }
                     let gpu: f64 = kernels.iter().map(|k| k.1).sum::<f64>() / 1e6;
                     let each: Vec<String> = kernels.iter().map(|(l, t)| format!("{l} {:.2}", t / 1e6)).collect();
-                    println!("2^{log_n} x 16 timed, {}: wall {wall:.1} ms, kernels {gpu:.2} ms ({})", if in_place { "in place" } else { "two buffers" }, each.join(", "));
+                    println!(
+                        "2^{log_n} x 16 timed, {}: wall {wall:.1} ms, kernels {gpu:.2} ms ({})",
+                        if in_place { "in place" } else { "two buffers" },
+                        each.join(", ")
+                    );
                 }
                 let t = Instant::now();
                 let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut back);
@@ -166,7 +174,10 @@ fn main() {
                 let t_down = ms(t);
                 ntt.recycle(out);
                 nctx.recycle_storage(buf);
-                println!("2^{log_n} x 16 one step at a time: upload {t_up:.1} | transform {t_ntt:.1} | readback {t_down:.1} | sum {:.1}", t_up + t_ntt + t_down);
+                println!(
+                    "2^{log_n} x 16 one step at a time: upload {t_up:.1} | transform {t_ntt:.1} | readback {t_down:.1} | sum {:.1}",
+                    t_up + t_ntt + t_down
+                );
             }
         }
     }
@@ -204,11 +215,7 @@ fn main() {
             drop(copy);
 
             let t = Instant::now();
-            let fresh = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("init"),
-                contents: bytes,
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+            let fresh = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("init"), contents: bytes, usage: wgpu::BufferUsages::STORAGE });
             queue.submit([]);
             wait();
             let t_init = ms(t);

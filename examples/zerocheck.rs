@@ -23,7 +23,7 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape,
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::GpuChallenger;
-use whir_wgpu::prover::{permutation, Backend, Commitment, CpuCodewords, CpuWhirPcs, GpuBackend, Params, WhirPcsProof, Soundness, Workload, EF, F};
+use whir_wgpu::prover::{permutation, Backend, Commitment, CpuCodewords, CpuWhirPcs, GpuBackend, Params, Soundness, WhirPcsProof, Workload, EF, F};
 
 /// The outer proof: the zerocheck's round polynomials (each at 0, 1, 2, 3) and the PCS proof.
 struct OuterProof {
@@ -32,8 +32,15 @@ struct OuterProof {
 }
 
 /// The PCS the outer protocol is written against: any of Plonky3's `WhirProver`s, or ours.
-trait Pcs: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof> {}
-impl<P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>> Pcs for P {}
+trait Pcs:
+    PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>
+{
+}
+impl<
+        P: PrescribedPointPcs<EF, GpuChallenger, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
+    > Pcs for P
+{
+}
 
 fn protocol(log_rows: usize, fold: usize) -> OpeningProtocol {
     OpeningProtocol::new(vec![
@@ -105,7 +112,14 @@ where
 
     let rows = 1usize << log_rows;
     let next = |c: &[EF]| -> Vec<EF> { (0..rows).map(|i| c[(i + 1).min(rows - 1)]).collect() };
-    let mut tabs = [columns[0].clone(), columns[1].clone(), next(&columns[0]), next(&columns[1]), eq_table(&tau), (0..rows).map(|i| if i == rows - 1 { EF::ZERO } else { EF::ONE }).collect()];
+    let mut tabs = [
+        columns[0].clone(),
+        columns[1].clone(),
+        next(&columns[0]),
+        next(&columns[1]),
+        eq_table(&tau),
+        (0..rows).map(|i| if i == rows - 1 { EF::ZERO } else { EF::ONE }).collect(),
+    ];
     let mut rounds = Vec::with_capacity(log_rows);
     let mut r = Vec::with_capacity(log_rows);
     for _ in 0..log_rows {
@@ -177,7 +191,16 @@ pub fn run(log_rows: usize, gpu: Option<&GpuBackend>) -> Result<(), String> {
     let tables = witness_tables(log_rows, &mut rng);
     // The stacked polynomial's size, for the configuration (one opening batch per table).
     let shapes = Workload { tables: vec![(log_rows, 2), (log_rows - 2, 3)] };
-    let params = shapes.params(&Params { num_vars: 0, fold, log_inv_rate: 1, security_bits: 100, pow_bits: 16, soundness: Soundness::Johnson, points: 0, leaf: Default::default() });
+    let params = shapes.params(&Params {
+        num_vars: 0,
+        fold,
+        log_inv_rate: 1,
+        security_bits: 100,
+        pow_bits: 16,
+        soundness: Soundness::Johnson,
+        points: 0,
+        leaf: Default::default(),
+    });
     let config = params.config::<GpuChallenger>().map_err(|e| e.to_string())?;
     let public = [F::ONE, F::ONE];
 

@@ -160,11 +160,20 @@ fn every_kernel_compiles_in_dawn_at_webgpu_default_limits() {
         .filter(|r| r["ok"] != true)
         .map(|r| {
             let file = Path::new(r["file"].as_str().unwrap_or("?")).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            let messages: Vec<String> = r["messages"].as_array().into_iter().flatten().map(|m| format!("{} at {}:{}: {}", m["type"], m["line"], m["column"], m["message"])).collect();
+            let messages: Vec<String> =
+                r["messages"].as_array().into_iter().flatten().map(|m| format!("{} at {}:{}: {}", m["type"], m["line"], m["column"], m["message"])).collect();
             format!("{file}: {}; pipeline: {}", messages.join("; "), r["pipelineError"])
         })
         .collect();
-    assert!(failures.is_empty() && status.success(), "Dawn ({}) rejects {} of {} kernels (status {status}; device lost: {}):\n{}", report["adapter"], failures.len(), kernels.len(), report["lost"], failures.join("\n"));
+    assert!(
+        failures.is_empty() && status.success(),
+        "Dawn ({}) rejects {} of {} kernels (status {status}; device lost: {}):\n{}",
+        report["adapter"],
+        failures.len(),
+        kernels.len(),
+        report["lost"],
+        failures.join("\n")
+    );
     eprintln!("Dawn ({}) compiled all {} kernels with no error or warning", report["adapter"], kernels.len());
 }
 
@@ -200,7 +209,8 @@ fn trace_as_json(dir: &Path) {
     use wgpu_core::command::PointerReferences;
     use wgpu_core::device::trace::Action;
     let text = std::fs::read_to_string(dir.join("trace.ron")).expect("wgpu wrote a trace");
-    let actions: Vec<Action<'static, PointerReferences>> = ron::from_str(&text).unwrap_or_else(|e| panic!("wgpu's trace in {} does not parse: {e}", dir.display()));
+    let actions: Vec<Action<'static, PointerReferences>> =
+        ron::from_str(&text).unwrap_or_else(|e| panic!("wgpu's trace in {} does not parse: {e}", dir.display()));
     std::fs::write(dir.join("actions.json"), serde_json::to_vec(&actions).unwrap()).unwrap();
 }
 
@@ -269,7 +279,6 @@ fn ntt_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Vec<
 /// and pruned paths read together on the GPU), against Plonky3's permutation and
 /// `MerkleTreeMmcs` (cap height 1).
 fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Vec<u32>)> {
-    use std::sync::Arc;
     use p3_baby_bear::{BabyBear, Poseidon2BabyBear};
     use p3_commit::Mmcs;
     use p3_field::Field;
@@ -277,6 +286,7 @@ fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<
     use p3_merkle_tree::MerkleTreeMmcs;
     use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
     use rand::RngExt;
+    use std::sync::Arc;
     use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants, TreeSpec};
     type Perm = Poseidon2BabyBear<16>;
     type Packed = <BabyBear as Field>::Packing;
@@ -316,11 +326,11 @@ fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<
 
 /// Grinding: the smallest witness, as the CPU's search finds it, at a few difficulties.
 fn grind_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Vec<u32>)> {
-    use std::sync::Arc;
     use p3_baby_bear::BabyBear;
     use p3_challenger::{CanObserve, DuplexChallenger, GrindingChallenger};
     use p3_field::PrimeField32;
     use rand::RngExt;
+    use std::sync::Arc;
     use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
     let mut rng = common::rng();
     let constants = Poseidon2Constants::default_babybear();
@@ -349,10 +359,10 @@ fn grind_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Ve
 /// kernel's rounds: its duplex steps (observe the round, grind, sample the challenge) and folds
 /// on the GPU, against the CPU twin and a stock challenger.
 fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Vec<u32>)> {
-    use std::sync::Arc;
     use p3_baby_bear::BabyBear;
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
     use rand::RngExt;
+    use std::sync::Arc;
     use whir_wgpu::gpu::{cpu_grind, Ext4, GpuGrinder, GpuNtt, GpuPoseidon2, GpuSumcheck, Poseidon2Constants};
     use whir_wgpu::prover::{CpuSumcheck, SumcheckSteps};
     let mut rng = common::rng();
@@ -416,15 +426,11 @@ fn main_kernels_run_in_dawn_with_plonky3s_answers() {
         return;
     }
     let Some(dawn) = dawn_ready() else { return };
-    let runs: Vec<TracedRun> = [
-        traced("ntt", ntt_run),
-        traced("poseidon2 and merkle", poseidon2_merkle_run),
-        traced("grind", grind_run),
-        traced("sumcheck and chain", sumcheck_run),
-    ]
-    .into_iter()
-    .collect::<Option<_>>()
-    .expect("a strict-profile context for every run");
+    let runs: Vec<TracedRun> =
+        [traced("ntt", ntt_run), traced("poseidon2 and merkle", poseidon2_merkle_run), traced("grind", grind_run), traced("sumcheck and chain", sumcheck_run)]
+            .into_iter()
+            .collect::<Option<_>>()
+            .expect("a strict-profile context for every run");
     let manifest: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {

@@ -83,11 +83,7 @@ fn coset_dft_and_coset_lde_match_plonky3() {
             let m = matrix(&mut rng, log_h, w);
             let shift: BabyBear = rng.random();
             let v = variant(&gpu);
-            assert_eq!(
-                gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(),
-                cpu.coset_dft_batch(m.clone(), shift),
-                "coset dft 2^{log_h} x {w} {v}"
-            );
+            assert_eq!(gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(), cpu.coset_dft_batch(m.clone(), shift), "coset dft 2^{log_h} x {w} {v}");
             let added = 1 + (log_h + w) % 3;
             if log_h + added <= 17 {
                 assert_eq!(
@@ -109,12 +105,7 @@ fn dft_algebra_matches_plonky3() {
         for_each_shape(0..=14, &[1, 2, 4, 16], MAX_VALUES, |log_h, w| {
             let values: Vec<Ext> = (0..(1 << log_h) * w).map(|_| rng.random()).collect();
             let m = RowMajorMatrix::new(values, w);
-            assert_eq!(
-                gpu.dft_algebra_batch(m.clone()),
-                cpu.dft_algebra_batch(m),
-                "dft_algebra 2^{log_h} x {w} {}",
-                variant(&gpu)
-            );
+            assert_eq!(gpu.dft_algebra_batch(m.clone()), cpu.dft_algebra_batch(m), "dft_algebra 2^{log_h} x {w} {}", variant(&gpu));
         });
     }
 }
@@ -161,7 +152,9 @@ fn gpu_thresholds_grow_with_the_width() {
 fn transforms_over_the_binding_limit_run_by_column_blocks() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     // Transfers in chunks of 16 KiB: results of that size or more have their pages touched
     // ahead on threads of their own, and come back in several chunks.
     ctx.set_transfer_chunk_bytes(16 << 10);
@@ -180,10 +173,8 @@ fn transforms_over_the_binding_limit_run_by_column_blocks() {
     }
     // The encoder (a zero-tail transform) takes the same path.
     let message = matrix(&mut rng, 10, 24);
-    let want = Radix2DFTSmallBatch::<BabyBear>::default().dft_batch(RowMajorMatrix::new(
-        message.values.iter().copied().chain(std::iter::repeat_n(BabyBear::ZERO, message.values.len())).collect(),
-        24,
-    ));
+    let want = Radix2DFTSmallBatch::<BabyBear>::default()
+        .dft_batch(RowMajorMatrix::new(message.values.iter().copied().chain(std::iter::repeat_n(BabyBear::ZERO, message.values.len())).collect(), 24));
     let before = ctx.transfer_counts().bytes_up;
     assert_eq!(gpu.encoder().encode_batch(message, 1), want, "encode 2^10 x 24 at rate 1/2");
     assert!(ctx.transfer_counts().bytes_up > before, "the GPU ran it");
@@ -215,9 +206,17 @@ fn evaluations_are_stored_bit_reversed_as_radix2_dit_parallel_stores_them() {
             let m = matrix(&mut rng, log_h, w);
             let shift: BabyBear = rng.random();
             let v = variant(&gpu);
-            assert_eq!(gpu.coset_lde_batch(m.clone(), 2, shift).bit_reverse_rows(), dit.coset_lde_batch(m.clone(), 2, shift).bit_reverse_rows(), "lde 2^{log_h} x {w} {v}");
+            assert_eq!(
+                gpu.coset_lde_batch(m.clone(), 2, shift).bit_reverse_rows(),
+                dit.coset_lde_batch(m.clone(), 2, shift).bit_reverse_rows(),
+                "lde 2^{log_h} x {w} {v}"
+            );
             assert_eq!(gpu.dft_batch(m.clone()).bit_reverse_rows(), dit.dft_batch(m.clone()).bit_reverse_rows(), "dft 2^{log_h} x {w} {v}");
-            assert_eq!(gpu.coset_dft_batch(m.clone(), shift).bit_reverse_rows(), dit.coset_dft_batch(m, shift).bit_reverse_rows(), "coset dft 2^{log_h} x {w} {v}");
+            assert_eq!(
+                gpu.coset_dft_batch(m.clone(), shift).bit_reverse_rows(),
+                dit.coset_dft_batch(m, shift).bit_reverse_rows(),
+                "coset dft 2^{log_h} x {w} {v}"
+            );
         });
     }
 }
@@ -295,7 +294,12 @@ fn in_place_transforms_match_the_two_buffer_ones() {
                 // zero-padded.
                 if log_n >= 1 {
                     specs.push(NttSpec { bit_reversed_output: true, ..NttSpec::forward(log_n, w) });
-                    specs.push(NttSpec { valid_rows: 1 << (log_n - 1), coset_shift: Some(BabyBear::from_u32(7)), bit_reversed_output: true, ..NttSpec::forward(log_n, w) });
+                    specs.push(NttSpec {
+                        valid_rows: 1 << (log_n - 1),
+                        coset_shift: Some(BabyBear::from_u32(7)),
+                        bit_reversed_output: true,
+                        ..NttSpec::forward(log_n, w)
+                    });
                 }
                 for spec in specs {
                     let input: Vec<BabyBear> = common::random_vec(&mut rng, spec.valid_rows * w);
@@ -311,7 +315,13 @@ fn in_place_transforms_match_the_two_buffer_ones() {
                         from_words(ctx.submit_and_read(encoder, &out, w << log_n).unwrap()).unwrap()
                     };
                     let want = run(0);
-                    let what = format!("2^{log_n} x {w}, {} valid rows, shift {:?}, scale {:?} ({:?})", spec.valid_rows, spec.coset_shift, spec.scale, ctx.mul_variant());
+                    let what = format!(
+                        "2^{log_n} x {w}, {} valid rows, shift {:?}, scale {:?} ({:?})",
+                        spec.valid_rows,
+                        spec.coset_shift,
+                        spec.scale,
+                        ctx.mul_variant()
+                    );
                     assert!(run(1) == want, "in place: {what}");
                     assert!(run(2) == want, "consuming: {what}");
                 }
@@ -355,7 +365,11 @@ fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
                     _ => assert_eq!(kernels, ntt.plan(log_h, w).len() as u64, "dft {what}: no split"),
                 }
                 assert_eq!(gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(), cpu.coset_dft_batch(m.clone(), shift), "coset dft {what}");
-                assert_eq!(gpu.coset_lde_batch(m.clone(), 1 + log_h % 2, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 1 + log_h % 2, shift), "lde {what}");
+                assert_eq!(
+                    gpu.coset_lde_batch(m.clone(), 1 + log_h % 2, shift).to_row_major_matrix(),
+                    cpu.coset_lde_batch(m, 1 + log_h % 2, shift),
+                    "lde {what}"
+                );
             }
         }
         assert!(splits >= 5, "only {splits} transforms split");
@@ -381,7 +395,8 @@ fn gpu_row_checksums_are_the_hosts() {
             let matrix = ctx.upload("matrix", &words);
             let sums = ctx.storage("sums", n * 4);
             let mut encoder = ctx.encoder("checksum");
-            RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 0, width, width), &sums, false).unwrap();
+            RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 0, width, width), &sums, false)
+                .unwrap();
             assert_eq!(RowChecksum::from_words(&ctx.submit_and_read(encoder, &sums, n * 4).unwrap()), host, "whole {what}");
             // Blocks of 8 columns (the last shorter), each in a buffer of its own, added up.
             for first in (0..width).step_by(8) {
@@ -389,14 +404,28 @@ fn gpu_row_checksums_are_the_hosts() {
                 let block: Vec<u32> = (0..height).flat_map(|r| words[r * width + first..r * width + first + cols].to_vec()).collect();
                 let block = ctx.upload("block", &block);
                 let mut encoder = ctx.encoder("checksum");
-                RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&block, (height * cols * 4) as u64), height, (cols, first, cols, width), &sums, first != 0).unwrap();
+                RowChecksum::record(
+                    &ctx,
+                    &mut encoder,
+                    &key_buffer,
+                    (&block, (height * cols * 4) as u64),
+                    height,
+                    (cols, first, cols, width),
+                    &sums,
+                    first != 0,
+                )
+                .unwrap();
                 ctx.submit(encoder).unwrap();
             }
             assert_eq!(RowChecksum::from_words(&ctx.submit_and_read(ctx.encoder("read"), &sums, n * 4).unwrap()), host, "by blocks {what}");
             // A block starting at an odd column would split pairs: refused.
             let mut encoder = ctx.encoder("checksum");
             if width > 2 {
-                assert!(RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 1, 2, width), &sums, true).is_err(), "odd first column {what}");
+                assert!(
+                    RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 1, 2, width), &sums, true)
+                        .is_err(),
+                    "odd first column {what}"
+                );
             }
         }
     }
@@ -534,7 +563,9 @@ fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
     use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
     let mut rng = common::rng();
     let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     // Readbacks in chunks of 8 KiB: each block's last passes run chunk by chunk, and its
     // leaves are absorbed once the block is read back.
     ctx.set_transfer_chunk_bytes(8 << 10);
@@ -590,7 +621,11 @@ fn koalabear_dft_lde_and_encoder_match_plonky3() {
             assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "KoalaBear dft 2^{log_h} x {w} {v}");
             assert_eq!(gpu.idft_batch(m.clone()), cpu.idft_batch(m.clone()), "KoalaBear idft 2^{log_h} x {w} {v}");
             let shift: KoalaBear = rng.random();
-            assert_eq!(gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(), cpu.coset_dft_batch(m.clone(), shift), "KoalaBear coset dft 2^{log_h} x {w} {v}");
+            assert_eq!(
+                gpu.coset_dft_batch(m.clone(), shift).to_row_major_matrix(),
+                cpu.coset_dft_batch(m.clone(), shift),
+                "KoalaBear coset dft 2^{log_h} x {w} {v}"
+            );
             let added = 1 + (log_h + w) % 3;
             assert_eq!(
                 gpu.coset_lde_batch(m.clone(), added, shift).to_row_major_matrix(),

@@ -11,8 +11,8 @@ use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    permutation, prove_with_steps, Backend, CodewordSteps, ComparingSteps, CpuBackend, CpuCodewords, CpuSumcheck, DriverOptions, Params, ProofFile, ProverError, ProverOutput,
-    Soundness, SumcheckSteps, EF, F,
+    permutation, prove_with_steps, Backend, CodewordSteps, ComparingSteps, CpuBackend, CpuCodewords, CpuSumcheck, DriverOptions, Params, ProofFile,
+    ProverError, ProverOutput, Soundness, SumcheckSteps, EF, F,
 };
 
 fn drive<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
@@ -38,7 +38,13 @@ fn drive_matches_plonky3_and_verifies<S: CodewordSteps>(steps: &S, p: &Params, r
     drive_matches_plonky3_and_verifies_with(steps, p, rng, variant, DriverOptions::default())
 }
 
-fn drive_matches_plonky3_and_verifies_with<S: CodewordSteps>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant, options: DriverOptions) {
+fn drive_matches_plonky3_and_verifies_with<S: CodewordSteps>(
+    steps: &S,
+    p: &Params,
+    rng: &mut rand::rngs::StdRng,
+    variant: whir_wgpu::gpu::MulVariant,
+    options: DriverOptions,
+) {
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (out, expected) = reference(p, &evals);
     let ours = drive_with(&ComparingSteps::new(CpuCodewords::default(), steps), p, &evals, options).unwrap_or_else(|e| panic!("{p:?} ({variant:?}): {e}"));
@@ -110,7 +116,18 @@ fn memory_lean_settings_give_the_same_proofs() {
     for ctx in common::contexts() {
         let steps = steps_and_grinder(&ctx).0.with_trimmed_trees_from(1);
         let lazy = DriverOptions { lazy_first_weights: Some(true), ..DriverOptions::default() };
-        let mut shapes: Vec<Params> = (1..=2).map(|fold| Params { num_vars: rng.random_range(10..=13), fold, log_inv_rate: rng.random_range(1..=2), security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() }).collect();
+        let mut shapes: Vec<Params> = (1..=2)
+            .map(|fold| Params {
+                num_vars: rng.random_range(10..=13),
+                fold,
+                log_inv_rate: rng.random_range(1..=2),
+                security_bits: 60,
+                pow_bits: 5,
+                soundness: Soundness::Johnson,
+                points: 1,
+                leaf: Default::default(),
+            })
+            .collect();
         shapes.extend(grid(&mut rng, 3));
         for p in shapes {
             drive_matches_plonky3_and_verifies_with(&steps, &p, &mut rng, ctx.mul_variant(), lazy);
@@ -179,7 +196,8 @@ fn prove_grinding_on_the_gpu(
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (_, expected) = reference(p, &evals);
     let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
-    let (commitment, proof, times) = prove_with_steps::<_, whir_wgpu::gpu::Ext4, _, _>(steps, p, &evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let (commitment, proof, times) =
+        prove_with_steps::<_, whir_wgpu::gpu::Ext4, _, _>(steps, p, &evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
     assert!(ours == expected, "{p:?} ({:?}): the proofs differ", steps.context().mul_variant());
     assert_eq!(challenger.gpu_fallbacks(), 0, "{p:?}: GPU grinds redone on the CPU");
@@ -228,7 +246,11 @@ fn round_heads_played_on_the_gpu_give_the_same_proofs() {
             used += challenger.grinds_ahead_used();
             (answers_played, grinds_played) = (answers_played + times.head_answers, grinds_played + times.head_grinds);
         }
-        assert!(used > 0 && answers_played > 0 && grinds_played > 0, "heads played {answers_played} answers and {grinds_played} grinds ({:?})", ctx.mul_variant());
+        assert!(
+            used > 0 && answers_played > 0 && grinds_played > 0,
+            "heads played {answers_played} answers and {grinds_played} grinds ({:?})",
+            ctx.mul_variant()
+        );
     }
 }
 
@@ -255,7 +277,11 @@ fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
             used += challenger.grinds_ahead_used();
             heads += times.head_answers;
         }
-        assert!(used > 0 && heads > 0, "transcripts on the GPU: {used} grinds taken, {heads} out-of-domain answers ({variant:?}, transcript lanes {})", !ctx.tuning().transcript_lanes);
+        assert!(
+            used > 0 && heads > 0,
+            "transcripts on the GPU: {used} grinds taken, {heads} out-of-domain answers ({variant:?}, transcript lanes {})",
+            !ctx.tuning().transcript_lanes
+        );
     }
 }
 
@@ -270,8 +296,26 @@ fn resident_proofs_never_read_a_codeword_back() {
     for ctx in common::fresh_contexts() {
         let gpu = GpuBackend::new(ctx.clone());
         for p in [
-            Params { num_vars: 14, fold: 1, log_inv_rate: 2, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 1, leaf: Default::default() },
-            Params { num_vars: 15, fold: 4, log_inv_rate: 2, security_bits: 60, pow_bits: 5, soundness: Soundness::Unique, points: 2, leaf: Default::default() },
+            Params {
+                num_vars: 14,
+                fold: 1,
+                log_inv_rate: 2,
+                security_bits: 60,
+                pow_bits: 8,
+                soundness: Soundness::Johnson,
+                points: 1,
+                leaf: Default::default(),
+            },
+            Params {
+                num_vars: 15,
+                fold: 4,
+                log_inv_rate: 2,
+                security_bits: 60,
+                pow_bits: 5,
+                soundness: Soundness::Unique,
+                points: 2,
+                leaf: Default::default(),
+            },
         ] {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
             // Twiddle tables are uploaded once per context and size; a first proof makes them.
@@ -307,7 +351,16 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         // PoW of 16 bits: GPU grinding (from 14 bits), whose submissions count as PoW.
-        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 16, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
+        let p = Params {
+            num_vars: 12,
+            fold: 2,
+            log_inv_rate: 1,
+            security_bits: 60,
+            pow_bits: 16,
+            soundness: Soundness::Johnson,
+            points: 2,
+            leaf: Default::default(),
+        };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let plain = GpuBackend::new(ctx.clone()).prove(&p, &evals).unwrap();
         assert!(plain.breakdown.as_ref().unwrap().rounds.iter().flatten().all(|(_, t)| t.gpu.is_none()), "unprofiled proofs carry no GPU times");
@@ -352,7 +405,16 @@ fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changi
     use whir_wgpu::prover::GpuBackend;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 16, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+        let p = Params {
+            num_vars: 12,
+            fold: 2,
+            log_inv_rate: 1,
+            security_bits: 60,
+            pow_bits: 16,
+            soundness: Soundness::Johnson,
+            points: 1,
+            leaf: Default::default(),
+        };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let gpu = GpuBackend::new(ctx.clone());
         let plain = gpu.prove(&p, &evals).unwrap();
@@ -382,7 +444,11 @@ fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changi
             let again = gpu.prove(&p, &evals).unwrap();
             let (_, queue) = profiler.end_with_occupancy().unwrap().expect("a profile ran");
             assert!(again.proof == plain.proof);
-            assert_eq!(queue.submissions as u64, ctx.transfer_counts().submissions - submissions - 1, "each of the proof's submissions (not the profile's own readback)");
+            assert_eq!(
+                queue.submissions as u64,
+                ctx.transfer_counts().submissions - submissions - 1,
+                "each of the proof's submissions (not the profile's own readback)"
+            );
             assert!(queue.busy > std::time::Duration::ZERO && queue.busy <= queue.window && queue.busy <= queue.summed, "{queue:?}");
             assert!(queue.busy_share() > 0.0 && queue.busy_share() <= 1.0);
         }
@@ -396,7 +462,16 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         let gpu = GpuBackend::new(ctx.clone());
-        let p = Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+        let p = Params {
+            num_vars: 12,
+            fold: 2,
+            log_inv_rate: 1,
+            security_bits: 60,
+            pow_bits: 5,
+            soundness: Soundness::Johnson,
+            points: 1,
+            leaf: Default::default(),
+        };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let expected = CpuBackend.prove(&p, &evals).unwrap();
         // Each readback in turn fails, the first commit's root to the openings' (the last,
@@ -437,14 +512,28 @@ fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
     let s = ctx.summary();
     assert_eq!(s.profile, LimitsProfile::AppleM1);
     assert!(s.max_compute_workgroup_storage_size <= 32 << 10 && s.max_compute_invocations_per_workgroup <= 1024, "{s:?}");
-    assert!(s.max_compute_workgroups_per_dimension <= 0xFFFF && s.max_buffer_size <= APPLE_M1_MAX_BUFFER_BYTES && s.max_storage_buffer_binding_size <= APPLE_M1_MAX_BUFFER_BYTES, "{s:?}");
+    assert!(
+        s.max_compute_workgroups_per_dimension <= 0xFFFF
+            && s.max_buffer_size <= APPLE_M1_MAX_BUFFER_BYTES
+            && s.max_storage_buffer_binding_size <= APPLE_M1_MAX_BUFFER_BYTES,
+        "{s:?}"
+    );
     assert!(!s.timestamp_inside_encoders && !ctx.profiler().available(), "an M1 has no timestamps inside encoders");
     assert_eq!((s.subgroup_min_size, s.subgroup_max_size), (4, 64), "wgpu's Metal subgroup range");
     assert_eq!(ctx.mul_variant() == MulVariant::U64, s.shader_int64, "the u64 multiply where the adapter has SHADER_INT64, as an M1 does");
     let limits = ctx.limits();
     assert!(limits.max_storage_buffers_per_shader_stage <= 29 && limits.min_storage_buffer_offset_alignment >= 32, "{limits:?}");
     for (n, fold, rate) in [(12, 2, 1), (13, 4, 2)] {
-        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 8, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
+        let p = Params {
+            num_vars: n,
+            fold,
+            log_inv_rate: rate,
+            security_bits: 60,
+            pow_bits: 8,
+            soundness: Soundness::Johnson,
+            points: 2,
+            leaf: Default::default(),
+        };
         let evals = common::random_vec(&mut rng, 1 << n);
         let (_, expected) = reference(&p, &evals);
         for profile in [false, true] {
@@ -467,11 +556,22 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
     use whir_wgpu::prover::GpuBackend;
     let mut rng = common::rng();
     let binding = 64u64 << 10;
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else {
+        return;
+    };
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
     for (n, fold, rate) in [(13, 1, 1), (13, 2, 2), (14, 4, 1), (14, 2, 1), (13, 4, 2)] {
-        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
+        let p = Params {
+            num_vars: n,
+            fold,
+            log_inv_rate: rate,
+            security_bits: 60,
+            pow_bits: 5,
+            soundness: Soundness::Johnson,
+            points: 2,
+            leaf: Default::default(),
+        };
         // The weights (16 bytes per entry) and the first folded codeword (16 bytes per entry of
         // 2^(n + rate - 1)) exceed the binding.
         assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
@@ -482,7 +582,8 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
         let file = ProofFile::new(&p, out.commitment, ours.1);
         ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(&p).expect("stock verifier accepts");
     }
-    let p = Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    let p =
+        Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let Err(err) = GpuBackend::new(ctx).prove_resident(&p, &common::random_vec(&mut rng, 1 << 14)) else { panic!("{p:?} was not refused") };
     let err = err.to_string();
     assert!(err.contains("folded in the first round") && err.contains("limit"), "{err}");
@@ -589,13 +690,23 @@ impl CodewordSteps for CorruptedSteps {
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<whir_wgpu::prover::OpenedRows>, ProverError> {
         self.inner.read_openings(openings)
     }
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(
+        &self,
+        message: &[F],
+        width: usize,
+        log_inv_rate: usize,
+    ) -> Result<(whir_wgpu::prover::Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         let (root, committed) = self.commit(message, width, log_inv_rate)?;
         let f: Vec<EF> = message.iter().copied().map(EF::from).collect();
         let sumcheck = CpuSumcheck::new(f, EF::zero_vec(message.len()))?;
         Ok((root, committed, CorruptedSumcheck { inner: sumcheck, corrupt: self.corrupt, at: self.at, calls: 0 }))
     }
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
+    fn commit_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
         self.commit(&EF::flatten_to_base(sumcheck.inner.evals()?), 4 << fold, log_inv_rate)
     }
 }
@@ -604,7 +715,8 @@ impl CodewordSteps for CorruptedSteps {
 /// test backend (the CPU twin) made wrong at one step on purpose, compared with the CPU twin.
 #[test]
 fn the_comparing_backend_names_a_corrupted_step() {
-    let p = Params { num_vars: 10, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    let p =
+        Params { num_vars: 10, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let evals = common::random_vec(&mut common::rng(), 1 << p.num_vars);
     let rounds = p.config::<GpuChallenger>().unwrap().n_rounds();
     for (corrupt, at, expected) in [
@@ -622,10 +734,15 @@ fn the_comparing_backend_names_a_corrupted_step() {
         assert!(drive_with(&corrupted, &p, &evals, DriverOptions::default()).is_ok(), "{corrupt:?} {at}");
         let corrupted = CorruptedSteps { commits: Default::default(), ..corrupted };
         match drive_with(&ComparingSteps::new(CpuCodewords::default(), &corrupted), &p, &evals, DriverOptions::default()) {
-            Err(ProverError::Mismatch { step, detail }) => assert!(step.starts_with(&expected), "{corrupt:?} {at}: reported at {step:?} ({detail}), expected {expected:?}"),
+            Err(ProverError::Mismatch { step, detail }) => {
+                assert!(step.starts_with(&expected), "{corrupt:?} {at}: reported at {step:?} ({detail}), expected {expected:?}")
+            }
             other => panic!("{corrupt:?} {at}: expected a mismatch at {expected:?}, got {:?}", other.map(|_| ())),
         }
     }
     // Compared with itself, the CPU twin agrees at every step.
-    assert_eq!(drive_with(&ComparingSteps::new(CpuCodewords::default(), CpuCodewords::default()), &p, &evals, DriverOptions::default()).unwrap(), reference(&p, &evals).1);
+    assert_eq!(
+        drive_with(&ComparingSteps::new(CpuCodewords::default(), CpuCodewords::default()), &p, &evals, DriverOptions::default()).unwrap(),
+        reference(&p, &evals).1
+    );
 }

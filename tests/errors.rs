@@ -50,11 +50,7 @@ fn unknown_adapter_names_list_the_available_ones() {
     if common::contexts().is_empty() {
         return;
     }
-    let err = GpuContext::new(GpuOptions {
-        adapter: AdapterSelector::Name("no-such-gpu-xyz".into()),
-        ..Default::default()
-    })
-    .unwrap_err();
+    let err = GpuContext::new(GpuOptions { adapter: AdapterSelector::Name("no-such-gpu-xyz".into()), ..Default::default() }).unwrap_err();
     assert!(matches!(err, GpuError::AdapterNotFound { .. }), "{err}");
     assert!(err.to_string().contains("available: [0]"), "{err}");
     let _ = Arc::new(());
@@ -130,14 +126,15 @@ fn recording_errors_outside_scoped_calls_are_returned() {
 fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
     use p3_commit::Mmcs;
     use p3_matrix::dense::RowMajorMatrix;
-    use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
     use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, GpuProverData, Poseidon2Constants};
+    use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         let merkle = Arc::new(GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
         let gpu = GpuMmcs::new(merkle, 0);
         let perm = Poseidon2Constants::default_babybear().to_cpu();
-        let cpu = CpuMmcs::<p3_baby_bear::BabyBear>::new(LeafHash::<p3_baby_bear::BabyBear>::new(perm.clone()), NodeCompress::<p3_baby_bear::BabyBear>::new(perm), 0);
+        let cpu =
+            CpuMmcs::<p3_baby_bear::BabyBear>::new(LeafHash::<p3_baby_bear::BabyBear>::new(perm.clone()), NodeCompress::<p3_baby_bear::BabyBear>::new(perm), 0);
         let m = RowMajorMatrix::new(common::random_vec(&mut rng, 256 * 8), 8);
         let (gcap, gdata) = gpu.commit(vec![m.clone()]);
         let (ccap, cdata) = cpu.commit(vec![m]);

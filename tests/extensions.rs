@@ -45,13 +45,17 @@ where
     for p in grid::<F, E>(rng, 4).into_iter().chain([at_128]) {
         let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
         let config = p.config_over::<E, GpuChallenger<F>>().unwrap();
-        let stock = WhirProver::<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, SuffixProver<F, E>>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs::<F>(0));
+        let stock = WhirProver::<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, SuffixProver<F, E>>::new(
+            config,
+            Radix2DFTSmallBatch::default(),
+            cpu_mmcs::<F>(0),
+        );
         let witness = SuffixProver::<F, E>::new_witness(vec![Table::new(RowMajorMatrix::new(evals.clone(), evals.len()))], p.fold);
         let mut ch = challenger::<F>();
         let (root, data) = stock.commit(witness, &mut ch).unwrap();
         let expected = stock.open(data, opening_protocol(&p), &mut ch).unwrap();
-        let (commitment, proof, _) =
-            prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger::<F>(), DriverOptions::default()).unwrap_or_else(|e| panic!("{} {p:?}: {e}", E::NAME));
+        let (commitment, proof, _) = prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger::<F>(), DriverOptions::default())
+            .unwrap_or_else(|e| panic!("{} {p:?}: {e}", E::NAME));
         assert!(commitment == root, "{} {p:?}: the commitments differ", E::NAME);
         let bytes = postcard::to_allocvec(&proof).unwrap();
         assert!(bytes == postcard::to_allocvec(&expected).unwrap(), "{} {p:?}: the twin's proof differs from Plonky3's", E::NAME);
@@ -80,7 +84,16 @@ fn koalabear_quintic_and_degree_8_match_plonky3() {
 /// The named 128-bit configurations are feasible where p3-whir says so, and say why where not.
 #[test]
 fn configurations_at_128_bits() {
-    let at = |fold, soundness, pow_bits| Params { num_vars: 24, fold, log_inv_rate: 1, security_bits: 128, pow_bits, soundness, points: 1, leaf: Default::default() };
+    let at = |fold, soundness, pow_bits| Params {
+        num_vars: 24,
+        fold,
+        log_inv_rate: 1,
+        security_bits: 128,
+        pow_bits,
+        soundness,
+        points: 1,
+        leaf: Default::default(),
+    };
     // KoalaBear^8, capacity bound, fold 4, rate 1: p3-whir's own KoalaBear benchmark.
     at(4, Soundness::Capacity, 20).config_over::<BinomialExtensionField<KoalaBear, 8>, GpuChallenger<KoalaBear>>().expect("KoalaBear^8 at 128 bits (capacity)");
     // BabyBear^8 under the Johnson bound.
@@ -93,8 +106,10 @@ fn configurations_at_128_bits() {
 /// The PCS over the 128-bit extensions: two tables with successor views, in both layouts, with
 /// drawn and prescribed points, our twin against `WhirProver` (its `stock()`), byte for byte,
 /// accepted by `verify` / `verify_at`.
-fn check_pcs<F: ProverField, E: WhirExtension<F>, L: Layout<F, E>>(rng: &mut StdRng, new_witness: impl Fn(Vec<Table<F>>, usize) -> p3_sumcheck::layout::Witness<F>)
-where
+fn check_pcs<F: ProverField, E: WhirExtension<F>, L: Layout<F, E>>(
+    rng: &mut StdRng,
+    new_witness: impl Fn(Vec<Table<F>>, usize) -> p3_sumcheck::layout::Witness<F>,
+) where
     StandardUniform: Distribution<F>,
 {
     use whir_wgpu::prover::CpuWhirPcs;
@@ -114,9 +129,21 @@ where
 /// Commits `witness` with `pcs` after an outer protocol's observation, draws the points
 /// (prescribed: the outer protocol samples them after the commitment), opens, and checks the
 /// proof with `pcs`'s own verifier on the same transcript: the proof's bytes.
-fn prove_pcs<F: ProverField, E: WhirExtension<F>, P>(pcs: &P, witness: p3_sumcheck::layout::Witness<F>, protocol: &p3_sumcheck::OpeningProtocol, prescribed: bool) -> Vec<u8>
+fn prove_pcs<F: ProverField, E: WhirExtension<F>, P>(
+    pcs: &P,
+    witness: p3_sumcheck::layout::Witness<F>,
+    protocol: &p3_sumcheck::OpeningProtocol,
+    prescribed: bool,
+) -> Vec<u8>
 where
-    P: p3_sumcheck::PrescribedPointPcs<E, GpuChallenger<F>, Val = F, Witness = p3_sumcheck::layout::Witness<F>, OpeningProtocol = p3_sumcheck::OpeningProtocol, Commitment = whir_wgpu::prover::Commitment<F>>,
+    P: p3_sumcheck::PrescribedPointPcs<
+        E,
+        GpuChallenger<F>,
+        Val = F,
+        Witness = p3_sumcheck::layout::Witness<F>,
+        OpeningProtocol = p3_sumcheck::OpeningProtocol,
+        Commitment = whir_wgpu::prover::Commitment<F>,
+    >,
     P: p3_sumcheck::PrescribedPointPcs<E, GpuChallenger<F>, Proof = whir_wgpu::prover::WhirPcsProof<F, E>>,
     P::ProverError: std::fmt::Debug,
     P::Error: std::fmt::Debug,
@@ -168,7 +195,9 @@ where
     use whir_wgpu::gpu::{GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2};
     let at_128 = [Soundness::Johnson, Soundness::Capacity, Soundness::Unique]
         .into_iter()
-        .flat_map(|soundness| [4, 2].map(|fold| Params { num_vars: 12, fold, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1, leaf: Default::default() }))
+        .flat_map(|soundness| {
+            [4, 2].map(|fold| Params { num_vars: 12, fold, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness, points: 1, leaf: Default::default() })
+        })
         .find(|p| p.config_over::<E8, GpuChallenger<F>>().is_ok())
         .unwrap_or_else(|| panic!("no 128-bit regime over {} at n = 12", E8::NAME));
     let shapes: Vec<Params> = grid::<F, E8>(rng, 4).into_iter().chain([at_128]).collect();
@@ -184,7 +213,11 @@ where
             let options = DriverOptions { lazy_first_weights: Some(k % 2 == 0), ..DriverOptions::default() };
             let what = format!("{} {p:?} ({:?}, lazy {:?})", E8::NAME, ctx.mul_variant(), options.lazy_first_weights);
             for gpu_grinds in [false, true] {
-                let mut ch = if gpu_grinds { GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), Some(grinder.clone())).with_gpu_min_bits(1) } else { challenger::<F>() };
+                let mut ch = if gpu_grinds {
+                    GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), Some(grinder.clone())).with_gpu_min_bits(1)
+                } else {
+                    challenger::<F>()
+                };
                 let (commitment, proof, _) = prove_with_steps::<F, E8, _, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{what} (GPU grinds {gpu_grinds}): the GPU proof differs from Plonky3's");

@@ -69,9 +69,12 @@ struct ExtOps {
     ops: [FieldOp; 6],
 }
 
-const EXT4: ExtOps = ExtOps { name: "^4", ops: [FieldOp::Ext4Add, FieldOp::Ext4Sub, FieldOp::Ext4Mul, FieldOp::Ext4Neg, FieldOp::Ext4Square, FieldOp::Ext4Inverse] };
-const EXT5: ExtOps = ExtOps { name: "^5", ops: [FieldOp::Ext5Add, FieldOp::Ext5Sub, FieldOp::Ext5Mul, FieldOp::Ext5Neg, FieldOp::Ext5Square, FieldOp::Ext5Inverse] };
-const EXT8: ExtOps = ExtOps { name: "^8", ops: [FieldOp::Ext8Add, FieldOp::Ext8Sub, FieldOp::Ext8Mul, FieldOp::Ext8Neg, FieldOp::Ext8Square, FieldOp::Ext8Inverse] };
+const EXT4: ExtOps =
+    ExtOps { name: "^4", ops: [FieldOp::Ext4Add, FieldOp::Ext4Sub, FieldOp::Ext4Mul, FieldOp::Ext4Neg, FieldOp::Ext4Square, FieldOp::Ext4Inverse] };
+const EXT5: ExtOps =
+    ExtOps { name: "^5", ops: [FieldOp::Ext5Add, FieldOp::Ext5Sub, FieldOp::Ext5Mul, FieldOp::Ext5Neg, FieldOp::Ext5Square, FieldOp::Ext5Inverse] };
+const EXT8: ExtOps =
+    ExtOps { name: "^8", ops: [FieldOp::Ext8Add, FieldOp::Ext8Sub, FieldOp::Ext8Mul, FieldOp::Ext8Neg, FieldOp::Ext8Square, FieldOp::Ext8Inverse] };
 
 /// Every routine of `ext` over `E` (an extension of F of the degree `ext` works in) against
 /// Plonky3's, on edge values and fresh random ones.

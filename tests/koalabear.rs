@@ -17,8 +17,8 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    proof_file_field, prove_with_steps, Backend, ComparingSteps, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params, ProofFile,
-    ProofFileOf, Soundness, WhirField, EF,
+    proof_file_field, prove_with_steps, Backend, ComparingSteps, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params,
+    ProofFile, ProofFileOf, Soundness, WhirField, EF,
 };
 
 type K = KoalaBear;
@@ -83,12 +83,13 @@ fn resident_gpu_matches_plonky3_over_koalabear() {
             for lazy in [false, true] {
                 let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
                 let compared = ComparingSteps::new(CpuCodewords::<K>::default(), &steps);
-                let (commitment, proof, _) =
-                    prove_with_steps(&compared, &p, &evals, &mut challenger(None), options).unwrap_or_else(|e| panic!("{p:?} ({:?}, lazy {lazy}): {e}", ctx.mul_variant()));
+                let (commitment, proof, _) = prove_with_steps(&compared, &p, &evals, &mut challenger(None), options)
+                    .unwrap_or_else(|e| panic!("{p:?} ({:?}, lazy {lazy}): {e}", ctx.mul_variant()));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{p:?} ({:?}, lazy {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
                 let mut on_gpu = challenger(Some(grinder.clone())).with_gpu_min_bits(1);
-                let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut on_gpu, options).unwrap_or_else(|e| panic!("{p:?} ({:?}, GPU grinds): {e}", ctx.mul_variant()));
+                let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut on_gpu, options)
+                    .unwrap_or_else(|e| panic!("{p:?} ({:?}, GPU grinds): {e}", ctx.mul_variant()));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{p:?} ({:?}, GPU grinds, lazy {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
             }
@@ -138,14 +139,27 @@ fn koalabear_proofs_split_over_small_bindings_match_plonky3() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
     let binding = 64u64 << 10;
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else {
+        return;
+    };
     let steps = gpu_steps(&ctx);
     for (n, fold, rate) in [(13, 1, 1), (14, 4, 1), (13, 2, 2)] {
-        let p = Params { num_vars: n, fold, log_inv_rate: rate, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 2, leaf: Default::default() };
+        let p = Params {
+            num_vars: n,
+            fold,
+            log_inv_rate: rate,
+            security_bits: 60,
+            pow_bits: 5,
+            soundness: Soundness::Johnson,
+            points: 2,
+            leaf: Default::default(),
+        };
         assert!(16u64 << n > binding && 16u64 << (n + rate - 1) > binding);
         let evals = random_k(&mut rng, 1 << n);
         let (expected, _) = reference(&p, &evals);
-        let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut challenger(None), DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        let (commitment, proof, _) =
+            prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut challenger(None), DriverOptions::default())
+                .unwrap_or_else(|e| panic!("{p:?}: {e}"));
         let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
         assert!(ours == expected, "{p:?} under a {binding}-byte binding: the proofs differ");
     }
@@ -170,7 +184,8 @@ fn the_transcript_permutation_is_plonky3s_default() {
 #[test]
 fn proof_files_name_their_field() {
     let mut rng = common::rng();
-    let p = Params { num_vars: 8, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    let p =
+        Params { num_vars: 8, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let (_, koala) = reference(&p, &random_k(&mut rng, 1 << 8));
     let koala = koala.to_bytes();
     assert_eq!(proof_file_field(&koala).unwrap(), "koalabear");
@@ -197,7 +212,8 @@ fn proof_files_name_their_field() {
 /// way out, where BabyBear (2^27) takes it.
 #[test]
 fn koalabear_domains_past_2_24_are_refused() {
-    let p = Params { num_vars: 25, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    let p =
+        Params { num_vars: 25, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let err = p.config::<GpuChallenger<K>>().map(|_| ()).unwrap_err().to_string();
     assert!(err.contains("koalabear's 2^24") && err.contains("--fold 2"), "{err}");
     p.config::<GpuChallenger>().expect("BabyBear's domain holds it");
@@ -222,7 +238,15 @@ type Witness = p3_sumcheck::layout::Witness<K>;
 /// `pcs`'s own verifier; returns the commitment and proof bytes.
 fn prove_pcs<P>(pcs: &P, witness: Witness, protocol: &OpeningProtocol, outer: &[K], prescribed: bool) -> (Vec<u8>, Vec<u8>)
 where
-    P: PrescribedPointPcs<EK, GpuChallenger<K>, Val = K, Witness = Witness, OpeningProtocol = OpeningProtocol, Commitment = whir_wgpu::prover::Commitment<K>, Proof = whir_wgpu::prover::WhirPcsProof<K>>,
+    P: PrescribedPointPcs<
+        EK,
+        GpuChallenger<K>,
+        Val = K,
+        Witness = Witness,
+        OpeningProtocol = OpeningProtocol,
+        Commitment = whir_wgpu::prover::Commitment<K>,
+        Proof = whir_wgpu::prover::WhirPcsProof<K>,
+    >,
     P::ProverError: std::fmt::Debug,
     P::Error: std::fmt::Debug,
 {
@@ -264,7 +288,10 @@ fn check_pcs<L: Layout<K, EK>>(rng: &mut StdRng, prescribed: bool, new_witness: 
     let outer = random_k(rng, 3);
     let stock = CpuWhirPcs::<L, K>::new(config.clone(), CpuCodewords::default());
     let expected = prove_pcs(stock.stock(), new_witness(values.clone(), fold), &protocol, &outer, prescribed);
-    assert!(prove_pcs(&stock, new_witness(values.clone(), fold), &protocol, &outer, prescribed) == expected, "{params:?}: the twin's proof differs from Plonky3's");
+    assert!(
+        prove_pcs(&stock, new_witness(values.clone(), fold), &protocol, &outer, prescribed) == expected,
+        "{params:?}: the twin's proof differs from Plonky3's"
+    );
     for ctx in common::contexts() {
         // The initial weights stored, and formed where the rounds use them (lazy slot weights).
         for lazy in [false, true] {

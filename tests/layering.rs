@@ -51,7 +51,13 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         for (at, _) in code.match_indices("crate::") {
             let rest = &code[at + "crate::".len()..];
             let targets: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
-                group.split('}').next().unwrap().split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).map(|t| t.split("::").next().unwrap()).collect()
+                group
+                    .split('}')
+                    .next()
+                    .unwrap()
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .map(|t| t.split("::").next().unwrap())
+                    .collect()
             } else {
                 vec![rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap()]
             };
@@ -150,7 +156,8 @@ fn whir_gpu_names_no_whir_protocol_step() {
     }
     assert!(wgsl.len() >= 30, "only {} WGSL files found", wgsl.len());
     files.extend(wgsl);
-    let banned = ["ood", "out-of-domain", "out of domain", "round head", "round's head", "query grind", "query pow", "whir transcript", "whir's", "whir round", "stir"];
+    let banned =
+        ["ood", "out-of-domain", "out of domain", "round head", "round's head", "query grind", "query pow", "whir transcript", "whir's", "whir round", "stir"];
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap().to_lowercase();
         for (i, line) in text.lines().enumerate() {

@@ -18,15 +18,12 @@ fn every_kernel_validates_and_cross_compiles() {
         for variant in MulVariant::ALL {
             let name = format!("{} ({}, {}, {variant:?})", kernel.source_name(), field.name(), ext.name());
             let src = compose_kernel(field, ext, kernel, variant, kernel.default_consts()).unwrap();
-            let module = naga::front::wgsl::parse_str(&src)
-                .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
             let caps = match variant {
                 MulVariant::U64 => Capabilities::SHADER_INT64,
                 MulVariant::Emulated => Capabilities::empty(),
             } | Capabilities::SUBGROUP;
-            let info = Validator::new(ValidationFlags::all(), caps)
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+            let info = Validator::new(ValidationFlags::all(), caps).validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
             // The emulated variant must not need 64-bit integers anywhere.
             if variant == MulVariant::Emulated {
                 Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP)
@@ -36,8 +33,7 @@ fn every_kernel_validates_and_cross_compiles() {
 
             let msl_opts = msl::Options { lang_version: (2, 3), ..Default::default() };
             let msl_pipe = msl::PipelineOptions::default();
-            msl::write_string(&module, &info, &msl_opts, &msl_pipe)
-                .unwrap_or_else(|e| panic!("{name} -> MSL: {e}"));
+            msl::write_string(&module, &info, &msl_opts, &msl_pipe).unwrap_or_else(|e| panic!("{name} -> MSL: {e}"));
 
             let hlsl_opts = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
             let mut hlsl_out = String::new();
@@ -58,8 +54,7 @@ fn every_kernel_validates_and_cross_compiles() {
 #[test]
 fn every_kernel_fits_webgpu_default_limits() {
     for (kernel, field, ext) in instances() {
-        let consts: Vec<(&str, u32)> =
-            kernel.default_consts().iter().map(|&(k, v)| if k == "NTT_TILE" { (k, 4096) } else { (k, v) }).collect();
+        let consts: Vec<(&str, u32)> = kernel.default_consts().iter().map(|&(k, v)| if k == "NTT_TILE" { (k, 4096) } else { (k, v) }).collect();
         let name = format!("{} ({}, {}, strict)", kernel.source_name(), field.name(), ext.name());
         let src = compose_kernel(field, ext, kernel, MulVariant::Emulated, &consts).unwrap();
         let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
@@ -68,12 +63,8 @@ fn every_kernel_fits_webgpu_default_limits() {
             .unwrap_or_else(|e| panic!("{name} needs an optional capability: {}", e.emit_to_string(&src)));
         let mut layouter = naga::proc::Layouter::default();
         layouter.update(module.to_ctx()).expect("layout");
-        let workgroup_bytes: u32 = module
-            .global_variables
-            .iter()
-            .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
-            .map(|(_, v)| layouter[v.ty].size)
-            .sum();
+        let workgroup_bytes: u32 =
+            module.global_variables.iter().filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup).map(|(_, v)| layouter[v.ty].size).sum();
         assert!(workgroup_bytes <= 16384, "{name}: {workgroup_bytes} bytes of workgroup memory");
         for ep in &module.entry_points {
             let invocations: u32 = ep.workgroup_size.iter().product();

@@ -19,7 +19,8 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    permutation, ComparingSteps, CpuCodewords, DriverOptions, CpuWhirPcs, Commitment, GpuWhirPcs, Params, WhirPcsProof, ProverError, Soundness, Stacking, WhirPcs, EF, F,
+    permutation, Commitment, ComparingSteps, CpuCodewords, CpuWhirPcs, DriverOptions, GpuWhirPcs, Params, ProverError, Soundness, Stacking, WhirPcs,
+    WhirPcsProof, EF, F,
 };
 
 /// A workload: tables (variables, columns), batches (table, direct columns, successor columns).
@@ -133,12 +134,8 @@ where
     let witness = case.witness(tables);
     let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| format!("commit: {e:?}"))?;
     let points = outer_between(case, &mut challenger);
-    let proof = if case.prescribed {
-        pcs.open_at(data, &case.protocol(), &points, &mut challenger)
-    } else {
-        pcs.open(data, case.protocol(), &mut challenger)
-    }
-    .map_err(|e| format!("open: {e:?}"))?;
+    let proof = if case.prescribed { pcs.open_at(data, &case.protocol(), &points, &mut challenger) } else { pcs.open(data, case.protocol(), &mut challenger) }
+        .map_err(|e| format!("open: {e:?}"))?;
 
     verifier.observe_slice(prefix);
     if case.prescribed {
@@ -158,7 +155,8 @@ where
 fn cases(rng: &mut StdRng, count: usize) -> Vec<Case> {
     let mut out = Vec::new();
     while out.len() < count {
-        let tables: Vec<(usize, usize)> = (0..rng.random_range(1..=5)).map(|_| (rng.random_range(0..=9), [1, 1, 2, 3, 5, 17][rng.random_range(0..6)])).collect();
+        let tables: Vec<(usize, usize)> =
+            (0..rng.random_range(1..=5)).map(|_| (rng.random_range(0..=9), [1, 1, 2, 3, 5, 17][rng.random_range(0..6)])).collect();
         let mut batches = Vec::new();
         for _ in 0..rng.random_range(1..=5) {
             let t = rng.random_range(0..tables.len());
@@ -201,7 +199,12 @@ fn awkward() -> Vec<Case> {
     let suffix = vec![
         Case { tables: vec![(0, 1), (10, 1)], batches: vec![(0, vec![0], vec![]), (1, vec![0], vec![0])], ..base.clone() },
         Case { tables: vec![(10, 3), (0, 17)], batches: vec![(1, vec![16, 0], vec![3]), (0, vec![2], vec![1])], prescribed: true, ..base.clone() },
-        Case { tables: vec![(4, 64), (2, 1), (6, 3)], batches: vec![(0, vec![63, 0, 7], vec![]), (2, vec![], vec![2, 0]), (0, vec![5], vec![5])], fold: 3, ..base.clone() },
+        Case {
+            tables: vec![(4, 64), (2, 1), (6, 3)],
+            batches: vec![(0, vec![63, 0, 7], vec![]), (2, vec![], vec![2, 0]), (0, vec![5], vec![5])],
+            fold: 3,
+            ..base.clone()
+        },
         Case { tables: vec![(8, 1)], batches: vec![(0, vec![0], vec![0]), (0, vec![0], vec![])], prescribed: true, fold: 4, ..base.clone() },
     ];
     // Each again in the prefix layout.
@@ -248,7 +251,8 @@ fn check_case_in<L: Layout<F, EF>>(case: &Case, rng: &mut StdRng) {
             let challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
             let pcs = GpuWhirPcs::<L>::new(config.clone(), steps.clone()).with_options(options);
-            let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger).unwrap_or_else(|e| panic!("{case:?} ({:?}, GPU grinding, lazy weights {lazy}): {e}", ctx.mul_variant()));
+            let ours = prove_with(&pcs, case, tables.clone(), &prefix, challenger)
+                .unwrap_or_else(|e| panic!("{case:?} ({:?}, GPU grinding, lazy weights {lazy}): {e}", ctx.mul_variant()));
             assert!(ours == expected, "{case:?} ({:?}, GPU grinding, lazy weights {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
         }
     }
@@ -315,8 +319,7 @@ fn hostile_use_is_an_error() {
     let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
     let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
     fn body<S: whir_wgpu::prover::CodewordSteps>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
-        Box::new(
-        move |witness, protocol, points| {
+        Box::new(move |witness, protocol, points| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let (_, data) = pcs.commit(witness, &mut challenger)?;
             match points {
@@ -342,7 +345,8 @@ fn hostile_use_is_an_error() {
         // Points of the wrong dimension, or too few.
         let points: Vec<Point<EF>> = case.batches.iter().map(|_| Point::new(vec![EF::default(); k + 1])).collect();
         run(body, "a point of the wrong dimension", good(), case.protocol(), Some(points.clone()), "coordinates");
-        let fitting: Vec<Point<EF>> = case.protocol().iter_openings().map(|(t, _)| Point::new(vec![EF::default(); case.protocol().table_shapes()[t].num_variables()])).collect();
+        let fitting: Vec<Point<EF>> =
+            case.protocol().iter_openings().map(|(t, _)| Point::new(vec![EF::default(); case.protocol().table_shapes()[t].num_variables()])).collect();
         run(body, "too few points", good(), case.protocol(), Some(fitting[..1].to_vec()), "points given");
     }
 }
@@ -381,7 +385,12 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
         prove(&mut rng);
         let (commit, open, proof) = prove(&mut rng);
         let cells = 4u64 << case.num_vars();
-        assert!(commit.bytes_up >= cells && commit.bytes_up <= cells + (16 << 10), "{:?}: the commit uploaded {} bytes for {cells} of cells", ctx.mul_variant(), commit.bytes_up);
+        assert!(
+            commit.bytes_up >= cells && commit.bytes_up <= cells + (16 << 10),
+            "{:?}: the commit uploaded {} bytes for {cells} of cells",
+            ctx.mul_variant(),
+            commit.bytes_up
+        );
         assert!(open.bytes_down <= 2 * proof + 4096, "{:?}: the opening read {} bytes back for a proof of {proof}", ctx.mul_variant(), open.bytes_down);
     }
 }
@@ -392,9 +401,20 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
 fn a_witness_over_the_binding_limit_is_refused_clearly() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
-    let case = Case { tables: vec![(14, 1), (13, 2)], batches: vec![(0, vec![0], vec![0]), (1, vec![1], vec![])], prescribed: false, fold: 2, log_inv_rate: 1, soundness: Soundness::Unique, pow_bits: 5, prefix: false };
+    let case = Case {
+        tables: vec![(14, 1), (13, 2)],
+        batches: vec![(0, vec![0], vec![0]), (1, vec![1], vec![])],
+        prescribed: false,
+        fold: 2,
+        log_inv_rate: 1,
+        soundness: Soundness::Unique,
+        pow_bits: 5,
+        prefix: false,
+    };
     let config = case.params().config::<GpuChallenger>().unwrap();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else {
+        return;
+    };
     let pcs: GpuWhirPcs = GpuWhirPcs::new(config, gpu_steps(&ctx));
     let mut challenger = GpuChallenger::new(permutation(), None);
     let err = match pcs.commit(Witness::new(tables(&case, &mut rng), case.fold), &mut challenger) {
@@ -431,7 +451,13 @@ fn other_poseidon2_constants_verify_with_the_pcs_itself() {
     }
 }
 
-fn custom_constants_in<L: Layout<F, EF>>(case: &Case, leaf: whir_wgpu::prover::LeafSponge, constants: &Poseidon2Constants<F>, wide: &Poseidon2Constants<F, 24>, rng: &mut StdRng) {
+fn custom_constants_in<L: Layout<F, EF>>(
+    case: &Case,
+    leaf: whir_wgpu::prover::LeafSponge,
+    constants: &Poseidon2Constants<F>,
+    wide: &Poseidon2Constants<F, 24>,
+    rng: &mut StdRng,
+) {
     use whir_wgpu::prover::LeafSponge;
     let config = case.params().config::<GpuChallenger>().unwrap();
     let (tables, prefix) = (tables(case, rng), outer_prefix(rng));

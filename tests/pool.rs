@@ -15,7 +15,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuError, GpuOptions};
 use whir_wgpu::prover::{
-    estimated_gpu_bytes, random_tables, Backend, DriverOptions, GpuBackend, Params, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness, Workload,
+    estimated_gpu_bytes, random_tables, Backend, DriverOptions, GpuBackend, Params, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness,
+    Workload,
 };
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize) -> Params {
@@ -425,7 +426,8 @@ fn a_pool_over_queues_of_one_device_makes_the_lone_proofs() {
     let jobs = jobs(&mut rng, 6);
     let lone = alone(&GpuBackend::new(first.clone()), &jobs);
     // Each context submits to a queue of its own.
-    let queues: Vec<String> = contexts.iter().filter_map(|c| unsafe { c.queue().as_hal::<whir_wgpu::gpu::wgpu::hal::api::Vulkan>() }.map(|q| format!("{:?}", q.as_raw()))).collect();
+    let queues: Vec<String> =
+        contexts.iter().filter_map(|c| unsafe { c.queue().as_hal::<whir_wgpu::gpu::wgpu::hal::api::Vulkan>() }.map(|q| format!("{:?}", q.as_raw()))).collect();
     let distinct: std::collections::HashSet<&String> = queues.iter().collect();
     assert_eq!(distinct.len(), queues.len(), "contexts share a queue: {queues:?}");
     let backends: Vec<GpuBackend> = contexts.into_iter().map(|c| GpuBackend::new(Arc::new(c))).collect();

@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use p3_baby_bear::{default_babybear_poseidon2_16, BabyBear, Poseidon2BabyBear};
-use p3_field::PrimeCharacteristicRing;
-use p3_koala_bear::{default_koalabear_poseidon2_16, KoalaBear, Poseidon2KoalaBear};
 use p3_commit::Mmcs;
 use p3_field::Field;
+use p3_field::PrimeCharacteristicRing;
+use p3_koala_bear::{default_koalabear_poseidon2_16, KoalaBear, Poseidon2KoalaBear};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::MerkleTreeMmcs;
 use p3_poseidon2::ExternalLayerConstants;
@@ -44,7 +44,9 @@ fn check_permutation(gpu: &GpuPoseidon2, cpu: &Perm, rng: &mut StdRng, what: &st
 fn batches_over_the_binding_limit_are_permuted_in_ranges() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     let constants = Poseidon2Constants::default_babybear();
     let cpu = constants.to_cpu();
     let gpu = GpuPoseidon2::new(ctx, constants);
@@ -111,8 +113,11 @@ fn koalabear_permutation_matches_plonky3_for_every_constructor() {
         check(&GpuPoseidon2::new(ctx.clone(), constants), &cpu, &mut rng, "explicit constants");
     }
     // KoalaBear's kernel runs 20 internal rounds; BabyBear's 13 are refused for it.
-    let err = Poseidon2Constants::<KoalaBear>::new(ExternalLayerConstants::new(vec![[KoalaBear::default(); 16]; 4], vec![[KoalaBear::default(); 16]; 4]), vec![KoalaBear::default(); 13])
-        .unwrap_err();
+    let err = Poseidon2Constants::<KoalaBear>::new(
+        ExternalLayerConstants::new(vec![[KoalaBear::default(); 16]; 4], vec![[KoalaBear::default(); 16]; 4]),
+        vec![KoalaBear::default(); 13],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("over KoalaBear runs 4 + 20 + 4 rounds"), "{err}");
 }
 
@@ -178,15 +183,21 @@ fn width_24_matches_plonky3_over_both_fields() {
             check(&bb_gpu, &bb_cpu, &mut rng, n, &format!("{n} states over 64 KiB bindings"));
         }
     }
-    let err = Poseidon2Constants::<BabyBear, 24>::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 24]; 4], vec![[BabyBear::default(); 24]; 4]), vec![BabyBear::default(); 13])
-        .unwrap_err();
+    let err = Poseidon2Constants::<BabyBear, 24>::new(
+        ExternalLayerConstants::new(vec![[BabyBear::default(); 24]; 4], vec![[BabyBear::default(); 24]; 4]),
+        vec![BabyBear::default(); 13],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("width 24 over BabyBear runs 4 + 21 + 4 rounds"), "{err}");
 }
 
 #[test]
 fn wrong_round_counts_are_errors() {
-    let err = Poseidon2Constants::new(ExternalLayerConstants::new(vec![[BabyBear::default(); 16]; 3], vec![[BabyBear::default(); 16]; 3]), vec![BabyBear::default(); 13])
-        .unwrap_err();
+    let err = Poseidon2Constants::new(
+        ExternalLayerConstants::new(vec![[BabyBear::default(); 16]; 3], vec![[BabyBear::default(); 16]; 3]),
+        vec![BabyBear::default(); 13],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("4 + 13 + 4 rounds"), "{err}");
 }
 
@@ -220,8 +231,8 @@ fn merkle_roots_match_merkle_tree_mmcs() {
 mod mmcs {
     use super::*;
     use p3_commit::{BatchOpeningRef, ExtensionMmcs};
-    use p3_field::PrimeCharacteristicRing;
     use p3_field::extension::BinomialExtensionField;
+    use p3_field::PrimeCharacteristicRing;
     use p3_matrix::Matrix;
     use whir_wgpu::gpu::{GpuMmcs, GpuProverData};
 
@@ -376,10 +387,13 @@ mod mmcs {
         for i in (1..heights.len()).rev() {
             heights.swap(i, rng.random_range(0..=i));
         }
-        heights.into_iter().map(|h| {
-            let w = rng.random_range(1..=70usize);
-            RowMajorMatrix::new(common::random_vec(rng, h * w), w)
-        }).collect()
+        heights
+            .into_iter()
+            .map(|h| {
+                let w = rng.random_range(1..=70usize);
+                RowMajorMatrix::new(common::random_vec(rng, h * w), w)
+            })
+            .collect()
     }
 
     /// Commitments, single and pruned multi-openings of random batches (mixed and
@@ -436,7 +450,10 @@ mod mmcs {
     fn batches_over_the_binding_limit_are_split_and_match() {
         use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
         let mut rng = common::rng();
-        let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+        let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() })
+        else {
+            return;
+        };
         assert_eq!(ctx.max_binding_bytes(), 64 << 10);
         let mut split = 0;
         for round in 0..10 {
@@ -546,7 +563,9 @@ fn trees_without_leaf_digests_open_the_same() {
 fn single_matrices_over_the_binding_limit_are_committed_in_chunks() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     check_trees_with_and_without_leaves(&ctx, &mut rng, &[(12, 8), (13, 2), (11, 16), (10, 33), (14, 1)]);
 }
 
@@ -561,7 +580,8 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
         let commit = |keep: bool| merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
         let (full, trimmed) = (commit(true), commit(false));
         assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
-        let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
+        let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
+            .commit_matrix(RowMajorMatrix::new(values.clone(), width));
         assert_eq!(root.roots()[0], full.root, "2^{log_h} x {width}: Plonky3's root");
         assert_eq!(trimmed.leaves_kept(), log_h == 0, "a one-row tree keeps its leaf (its root)");
         assert!(log_h == 0 || trimmed.layers[0].size() <= 32, "2^{log_h} x {width}: the leaf digests were kept");
@@ -595,14 +615,28 @@ fn trees_keeping_only_upper_layers_open_the_same() {
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_chunked_leaves_from(64);
         // (Layer 1 up over rows of 16 words or more: leaves hashed in chunks from 64 rows.)
-        for (log_h, width, lowest) in [(1usize, 3usize, 4usize), (2, 2, 2), (5, 2, 6), (8, 8, 4), (9, 1, 7), (10, 16, 3), (7, 33, 2), (12, 4, 5), (3, 2, 3), (9, 16, 1), (6, 40, 1), (5, 16, 1)] {
+        for (log_h, width, lowest) in [
+            (1usize, 3usize, 4usize),
+            (2, 2, 2),
+            (5, 2, 6),
+            (8, 8, 4),
+            (9, 1, 7),
+            (10, 16, 3),
+            (7, 33, 2),
+            (12, 4, 5),
+            (3, 2, 3),
+            (9, 16, 1),
+            (6, 40, 1),
+            (5, 16, 1),
+        ] {
             let h = 1usize << log_h;
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
             let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
             let full = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
             let trimmed = merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
-            let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(RowMajorMatrix::new(values.clone(), width));
+            let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
+                .commit_matrix(RowMajorMatrix::new(values.clone(), width));
             assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
             let kept_from = lowest.min(log_h);
             assert_eq!(trimmed.lowest_kept, kept_from, "{what}: layers kept (the root always)");
@@ -643,7 +677,20 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_chunked_leaves_from(64);
-        for (log_h, width, lowest) in [(0usize, 5usize, 0usize), (1, 3, 1), (2, 2, 2), (5, 2, 6), (8, 8, 4), (9, 1, 7), (10, 16, 3), (7, 33, 2), (9, 16, 1), (6, 40, 1), (8, 64, 0), (11, 4, 5)] {
+        for (log_h, width, lowest) in [
+            (0usize, 5usize, 0usize),
+            (1, 3, 1),
+            (2, 2, 2),
+            (5, 2, 6),
+            (8, 8, 4),
+            (9, 1, 7),
+            (10, 16, 3),
+            (7, 33, 2),
+            (9, 16, 1),
+            (6, 40, 1),
+            (8, 64, 0),
+            (11, 4, 5),
+        ] {
             let h = 1usize << log_h;
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
@@ -685,7 +732,8 @@ fn row_chunk_trees_without_leaf_digests_match() {
         for (height, width, chunk) in [(256usize, 4usize, 64usize), (38, 6, 16), (150, 16, 32), (2, 3, 2), (40, 2, 8)] {
             let values = common::random_vec(&mut rng, height * width);
             let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.upload("rows", whir_wgpu::gpu::field::as_words(c))).collect();
-            let chunks: Vec<RowChunk<'_>> = buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
+            let chunks: Vec<RowChunk<'_>> =
+                buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
             let group = || [RowGroup { chunks: chunks.clone(), height, width }];
             let kept = merkle.commit_groups(&group()).unwrap();
             let trimmed = merkle.commit_groups_with(&group(), false).unwrap();
@@ -751,7 +799,8 @@ fn lane_permutations_and_levels_match_plonky3() {
                 }
             }
             if profiled {
-                let kernels: Vec<&str> = merkle.poseidon2().context().profiler().end_dispatches().unwrap().expect("a dispatch profile").iter().map(|k| k.kernel).collect();
+                let kernels: Vec<&str> =
+                    merkle.poseidon2().context().profiler().end_dispatches().unwrap().expect("a dispatch profile").iter().map(|k| k.kernel).collect();
                 assert!(kernels.contains(&"compress_pairs_lanes"), "{kernels:?}");
                 assert_eq!(kernels.contains(&"compress_pairs"), max_nodes == 4, "{kernels:?}");
             }

@@ -150,7 +150,16 @@ fn a_forged_header_cannot_raise_the_read_limit() {
     let p = params(10, 2, 1, 1);
     let bytes = proof_bytes(&p, &mut rng);
     let mut forged = ProofFile::from_bytes(&bytes).unwrap();
-    forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    forged.params = Params {
+        num_vars: 28,
+        fold: 28,
+        log_inv_rate: 1,
+        security_bits: 100,
+        pow_bits: 20,
+        soundness: Soundness::Johnson,
+        points: 1,
+        leaf: Default::default(),
+    };
     let claimed = ProofFile::max_bytes(&forged.params).unwrap();
     assert!(claimed > 1 << 32, "the forged parameters allow {claimed} bytes");
     let limit = ReadLimits::DEFAULT_MAX_FILE_BYTES;

@@ -39,7 +39,8 @@ fn backends_make_identical_proofs_the_stock_verifier_accepts() {
 
 #[test]
 fn bad_parameters_and_inputs_are_explained() {
-    let p = Params { num_vars: 24, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    let p =
+        Params { num_vars: 24, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
     let err = CpuBackend.prove(&p, &[] as &[p3_baby_bear::BabyBear]).unwrap_err().to_string();
     assert!(err.contains("use --pow-bits 22"), "{err}");
 

@@ -26,7 +26,10 @@ fn keccak_stark_on_gpu_pieces_matches_the_cpu_prover_and_verifies() {
         // committed while still there, not uploaded again.
         let up = ctx.transfer_counts().bytes_up - before.bytes_up;
         let trace_bytes = (trace.values.len() * 4) as u64;
-        assert!(up >= trace_bytes && up < 2 * trace_bytes, "{up} bytes uploaded for a {trace_bytes}-byte trace: the GPU pieces were not used, or the LDE went up again");
+        assert!(
+            up >= trace_bytes && up < 2 * trace_bytes,
+            "{up} bytes uploaded for a {trace_bytes}-byte trace: the GPU pieces were not used, or the LDE went up again"
+        );
         let ours = postcard::to_allocvec(&proof).unwrap();
         let cpu = config::cpu_config(queries, pow);
         let reference = postcard::to_allocvec(&p3_uni_stark::prove(&cpu, &air, trace, &[]).expect("CPU proof")).unwrap();
@@ -58,7 +61,14 @@ fn keccak_stark_over_koalabear_on_gpu_pieces_matches_the_cpu_prover_and_verifies
     type Val = KoalaBear;
     type Challenge = BinomialExtensionField<Val, 4>;
     type Packed = <Val as p3_field::Field>::Packing;
-    type Cpu = p3_merkle_tree::MerkleTreeMmcs<Packed, Packed, PaddingFreeSponge<Poseidon2KoalaBear<16>, 16, 8, 8>, TruncatedPermutation<Poseidon2KoalaBear<16>, 2, 8, 16>, 2, 8>;
+    type Cpu = p3_merkle_tree::MerkleTreeMmcs<
+        Packed,
+        Packed,
+        PaddingFreeSponge<Poseidon2KoalaBear<16>, 16, 8, 8>,
+        TruncatedPermutation<Poseidon2KoalaBear<16>, 2, 8, 16>,
+        2,
+        8,
+    >;
     type GpuPcs = TwoAdicFriPcs<Val, GpuDft<Val>, GpuMmcs<Val>, ExtensionMmcs<Val, Challenge, GpuMmcs<Val>>>;
     type CpuPcs = TwoAdicFriPcs<Val, Radix2DitParallel<Val>, Cpu, ExtensionMmcs<Val, Challenge, Cpu>>;
     type Stock = StarkConfig<CpuPcs, Challenge, DuplexChallenger<Val, Poseidon2KoalaBear<16>, 16, 8>>;

@@ -45,7 +45,9 @@ fn gpu_sumcheck_steps_match_the_cpu_twin() {
 fn tables_over_the_binding_limit_are_split_into_segments() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     for m in [12usize, 13, 14] {
         check_steps(&ctx, m, &mut rng, m == 14);
         check_base(&ctx, m, &mut rng);
@@ -65,12 +67,17 @@ fn check_steps(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::
 }
 
 /// [`check_steps`] over the field `F` and its extension `E` (degree 4, 5 or 8).
-fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, m: usize, rng: &mut rand::rngs::StdRng, reversed: bool)
-where
+fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
+    ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+    m: usize,
+    rng: &mut rand::rngs::StdRng,
+    reversed: bool,
+) where
     StandardUniform: Distribution<F> + Distribution<E>,
 {
     let (f, w): (Vec<E>, Vec<E>) = (rand_vec(rng, 1 << m), rand_vec(rng, 1 << m));
-    let (mut cpu, mut gpu) = (CpuSumcheck::<F, E>::new(f.clone(), w.clone()).unwrap(), GpuSumcheck::<F, E>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap());
+    let (mut cpu, mut gpu) =
+        (CpuSumcheck::<F, E>::new(f.clone(), w.clone()).unwrap(), GpuSumcheck::<F, E>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap());
     if reversed {
         (cpu, gpu) = (cpu.with_reversed_indices(), gpu.with_reversed_indices());
     }
@@ -160,7 +167,9 @@ fn degree_8_steps_match_the_twin() {
         assert!(err.contains("degree-4") && err.contains("degree 8"), "{err}");
         assert!(SumcheckSteps::play_chain(&mut gpu, 2, &[BabyBear::ZERO; 16], &[], 0, &grinder).is_none(), "the prover plays degree-8 rounds on the host");
     }
-    let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     for m in [11usize, 12] {
         check_steps_over::<KoalaBear, K8>(&small, m, &mut rng, m == 12);
         check_base_over::<BabyBear, B8>(&small, m, &mut rng);
@@ -190,7 +199,10 @@ fn degree_5_steps_match_the_twin() {
         lazy_rounds_over::<BabyBear, B5>(&ctx, &mut rng, 8, 3);
         lazy_rounds_over::<KoalaBear, K5>(&ctx, &mut rng, 9, 2);
     }
-    let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else { return };
+    let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() })
+    else {
+        return;
+    };
     check_steps_over::<KoalaBear, K5>(&small, 12, &mut rng, true);
     check_base_over::<BabyBear, B5>(&small, 12, &mut rng);
     lazy_rounds_over::<KoalaBear, K5>(&small, &mut rng, 12, 3);
@@ -280,7 +292,12 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
                 let point = Point::new(ext_vec(&mut rng, m));
                 assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what(&format!("{kind} eval")));
                 let y: Ext4 = rng.random();
-                assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what(&format!("{kind} univariate eval")));
+                assert_eq!(
+                    SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(),
+                    cpu.eval_univariate(y).unwrap(),
+                    "{}",
+                    what(&format!("{kind} univariate eval"))
+                );
             }
         }
     }
@@ -302,9 +319,22 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
     for ctx in common::contexts().into_iter().chain(common::other_transcript_contexts()) {
         let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        let cases = [(6, 4, 0, 0, None), (9, 4, 6, 3, None), (5, 5, 4, 7, None), (8, 2, 0, 5, None), (7, 3, 8, 2, Some(1u32)), (6, 3, 5, 1, None), (7, 2, 0, 4, None), (8, 3, 6, 6, None)];
+        let cases = [
+            (6, 4, 0, 0, None),
+            (9, 4, 6, 3, None),
+            (5, 5, 4, 7, None),
+            (8, 2, 0, 5, None),
+            (7, 3, 8, 2, Some(1u32)),
+            (6, 3, 5, 1, None),
+            (7, 2, 0, 4, None),
+            (8, 3, 6, 6, None),
+        ];
         for (m, rounds, bits, pending, range) in cases {
-            let what = format!("m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})", ctx.mul_variant(), ctx.tuning().transcript_lanes);
+            let what = format!(
+                "m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})",
+                ctx.mul_variant(),
+                ctx.tuning().transcript_lanes
+            );
             let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
             let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
             let mut gpu = GpuSumcheck::new(ntt.clone(), &f, &w).unwrap();
@@ -387,7 +417,15 @@ fn lazy_equality_weights_match_the_twin() {
             vec![(14, 4, 2, None), (14, 3, 3, Some((0, None)))]
         } else {
             // m = 20: 2^19 pairs, several a thread, sharing their low index.
-            vec![(10, 4, 3, None), (9, 4, 2, Some((0, None))), (8, 3, 1, Some((6, Some(1)))), (6, 6, 2, None), (5, 1, 4, None), (7, 5, 2, Some((4, None))), (20, 3, 2, Some((0, None)))]
+            vec![
+                (10, 4, 3, None),
+                (9, 4, 2, Some((0, None))),
+                (8, 3, 1, Some((6, Some(1)))),
+                (6, 6, 2, None),
+                (5, 1, 4, None),
+                (7, 5, 2, Some((4, None))),
+                (20, 3, 2, Some((0, None))),
+            ]
         };
         for (m, rounds, count, chain) in cases {
             let what = format!("m = {m}, {rounds} lazy rounds, {count} points, chain {chain:?} ({:?}, small binding: {small})", ctx.mul_variant());
@@ -482,7 +520,7 @@ fn round_heads_match_the_host_transcript() {
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger};
     use p3_field::PrimeField32;
     use whir_wgpu::gpu::{cpu_grind, GrindState};
-    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, SpongeScript, LimitsProfile, Poseidon2Constants, MAX_SCRIPT_SAMPLES};
+    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, SpongeScript, MAX_SCRIPT_SAMPLES};
     let mut rng = common::rng();
     let perm = whir_wgpu::prover::permutation();
     let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::other_transcript_contexts()).map(|c| (c, false)).collect();
@@ -515,7 +553,10 @@ fn round_heads_match_the_host_transcript() {
             let (mut gpu, mut cpu) = if base {
                 let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
                 let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
-                (GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap(), CpuSumcheck::new(f.into_iter().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap())
+                (
+                    GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap(),
+                    CpuSumcheck::new(f.into_iter().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap(),
+                )
             } else {
                 let f = ext_vec(&mut rng, 1 << m);
                 (GpuSumcheck::new(ntt.clone(), &f, &f).unwrap(), CpuSumcheck::new(f.clone(), f).unwrap())
@@ -675,7 +716,14 @@ fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec
 /// A committed base-field f of 2^m random entries (the rounds after the first fold an extension
 /// one) on the GPU with random slot sets as lazy slot weights for `rounds` rounds, and the twin
 /// with the same weights stored.
-fn lazy_slot_sumchecks(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng, m: usize, rounds: usize, k_min: usize, what: &str) -> (GpuSumcheck, CpuSumcheck) {
+fn lazy_slot_sumchecks(
+    ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+    rng: &mut rand::rngs::StdRng,
+    m: usize,
+    rounds: usize,
+    k_min: usize,
+    what: &str,
+) -> (GpuSumcheck, CpuSumcheck) {
     let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
     let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
     let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
@@ -709,7 +757,11 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
             &[(6, 2, 2, 0, 2, 0, false), (8, 4, 4, 0, 4, 3, false), (10, 3, 5, 1, 2, 0, false), (11, 4, 6, 1, 4, 2, false), (9, 2, 3, 0, 2, 8, true)]
         };
         for &(m, rounds, k_min, host, chained, bits, stop) in cases {
-            let what = format!("m = {m}, {rounds} lazy rounds from 2^{k_min}, {host} on the host, a chain of {chained} grinding {bits} (stopped: {stop}), {:?}, binding {} B", ctx.mul_variant(), ctx.max_binding_bytes());
+            let what = format!(
+                "m = {m}, {rounds} lazy rounds from 2^{k_min}, {host} on the host, a chain of {chained} grinding {bits} (stopped: {stop}), {:?}, binding {} B",
+                ctx.mul_variant(),
+                ctx.max_binding_bytes()
+            );
             let (mut gpu, mut cpu) = lazy_slot_sumchecks(&ctx, &mut rng, m, rounds, k_min, &what);
             for t in 0..host {
                 assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
@@ -816,8 +868,12 @@ fn degree_8_lazy_weights_match_the_twin() {
 
 /// Lazy equality weights, then lazy slot weights, over a committed base-field f of 2^m random
 /// entries, each for `rounds` host rounds against the twin.
-fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng, m: usize, rounds: usize)
-where
+fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
+    ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+    rng: &mut rand::rngs::StdRng,
+    m: usize,
+    rounds: usize,
+) where
     StandardUniform: Distribution<F> + Distribution<E>,
 {
     use whir_wgpu::prover::SlotSet;

@@ -127,9 +127,7 @@ fn buffers_in_unsubmitted_work_stay_with_their_thread() {
         let words = 12_345;
         let from_another_thread = |ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>| {
             let ctx = ctx.clone();
-            std::thread::spawn(move || ctx.pooled_storage("other thread", words))
-            .join()
-            .unwrap()
+            std::thread::spawn(move || ctx.pooled_storage("other thread", words)).join().unwrap()
         };
         let held = ctx.storage("held", words);
         ctx.recycle_after_submit(held.clone());
@@ -239,7 +237,11 @@ fn batches_give_their_buffers_back_on_every_path() {
             let scratch = batch.scratch("scratch", words);
             batch.encoder().copy_buffer_to_buffer(&src, 0, &scratch, 0, (words * 4) as u64);
             assert!(end(&ctx, batch), "{what}: the batch failed");
-            assert!(pooled(&ctx) >= before + (words * 4) as u64, "{what}: the scratch buffer is not back in the pool ({} bytes pooled, {before} before)", pooled(&ctx));
+            assert!(
+                pooled(&ctx) >= before + (words * 4) as u64,
+                "{what}: the scratch buffer is not back in the pool ({} bytes pooled, {before} before)",
+                pooled(&ctx)
+            );
         }
         // A batch whose read is refused gives its buffers back too, and nothing ran.
         ctx.memory().trim_pools();

@@ -91,7 +91,16 @@ fn a_forged_header_is_held_to_the_absolute_limit() {
     let p = params(10, 2, 1, 1);
     let evals = common::random_vec(&mut rng, 1 << p.num_vars);
     let mut forged = ProofFile::from_bytes(&CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes()).unwrap();
-    forged.params = Params { num_vars: 28, fold: 28, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    forged.params = Params {
+        num_vars: 28,
+        fold: 28,
+        log_inv_rate: 1,
+        security_bits: 100,
+        pow_bits: 20,
+        soundness: Soundness::Johnson,
+        points: 1,
+        leaf: Default::default(),
+    };
     let header = forged.to_bytes();
     for limits in [ReadLimits::default(), ReadLimits::new(3 << 20)] {
         for expected in [None, Some(&forged.params)] {

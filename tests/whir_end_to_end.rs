@@ -18,9 +18,9 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 use p3_whir::{FoldingFactor, PcsProof, ProtocolParameters, SecurityAssumption, WhirConfig, WhirProver};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::verifier::hash::CpuMmcs;
 use whir_wgpu::gpu::{GpuChallenger, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::GpuWhirDomain;
+use whir_wgpu::verifier::hash::CpuMmcs;
 
 type F = BabyBear;
 type EF = BinomialExtensionField<F, 4>;
@@ -42,8 +42,7 @@ fn params(fold: usize, pow_bits: usize) -> ProtocolParameters {
 }
 
 fn protocol(n: usize, fold: usize) -> OpeningProtocol {
-    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(n, 1), vec![OpeningBatch::new(vec![0], Default::default())])])
-        .pad_to_min_num_variables(fold)
+    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(n, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold)
 }
 
 fn witness(values: &[F], fold: usize) -> p3_sumcheck::layout::Witness<F> {
@@ -64,11 +63,15 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             let values = common::random_vec(&mut rng, 1 << n);
             let config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
 
-            let cpu_pcs = CpuPcs::new(config.clone(), Radix2DFTSmallBatch::default(), CpuMmcs::<BabyBear>::new(
-                whir_wgpu::verifier::hash::LeafHash::<BabyBear>::new(perm.clone()),
-                whir_wgpu::verifier::hash::NodeCompress::<BabyBear>::new(perm.clone()),
-                0,
-            ));
+            let cpu_pcs = CpuPcs::new(
+                config.clone(),
+                Radix2DFTSmallBatch::default(),
+                CpuMmcs::<BabyBear>::new(
+                    whir_wgpu::verifier::hash::LeafHash::<BabyBear>::new(perm.clone()),
+                    whir_wgpu::verifier::hash::NodeCompress::<BabyBear>::new(perm.clone()),
+                    0,
+                ),
+            );
             let domain = GpuWhirDomain::new(GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0).encoder());
             let gpu_pcs = GpuPcs::new(config.clone(), domain, GpuMmcs::new(merkle.clone(), 0));
 
@@ -91,16 +94,18 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
 
             // The stock verifier, with the stock challenger, on the deserialized GPU proof.
             let stock_config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
-            let stock = StockPcs::new(stock_config, Radix2DFTSmallBatch::default(), CpuMmcs::<BabyBear>::new(
-                whir_wgpu::verifier::hash::LeafHash::<BabyBear>::new(perm.clone()),
-                whir_wgpu::verifier::hash::NodeCompress::<BabyBear>::new(perm.clone()),
-                0,
-            ));
+            let stock = StockPcs::new(
+                stock_config,
+                Radix2DFTSmallBatch::default(),
+                CpuMmcs::<BabyBear>::new(
+                    whir_wgpu::verifier::hash::LeafHash::<BabyBear>::new(perm.clone()),
+                    whir_wgpu::verifier::hash::NodeCompress::<BabyBear>::new(perm.clone()),
+                    0,
+                ),
+            );
             let proof: PcsProof<F, EF, CpuMmcs> = postcard::from_bytes(&gpu_bytes).unwrap();
             let mut verifier_challenger = DuplexChallenger::new(perm.clone());
-            stock
-                .verify(&gpu_commitment, &proof, &mut verifier_challenger, protocol(n, fold))
-                .expect("the stock verifier accepts the GPU-backed proof");
+            stock.verify(&gpu_commitment, &proof, &mut verifier_challenger, protocol(n, fold)).expect("the stock verifier accepts the GPU-backed proof");
 
             // A flipped byte is rejected (or fails to parse).
             let mut bad = gpu_bytes.clone();

@@ -23,7 +23,10 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
-use whir_wgpu::gpu::{GpuContext, GpuDft, GpuMerkle, GpuMmcs, GpuNtt, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, Poseidon2Field, RowChunk, RowGroup, RowOrder, TreeSpec};
+use whir_wgpu::gpu::{
+    GpuContext, GpuDft, GpuMerkle, GpuMmcs, GpuNtt, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, Poseidon2Field, RowChunk, RowGroup, RowOrder,
+    TreeSpec,
+};
 use whir_wgpu::verifier::hash::LeafSponge;
 
 /// Plonky3's MMCS with width-24 leaves, as p3-whir's benches/whir_pcs.rs declares it.
@@ -67,7 +70,9 @@ where
     let (merkle, cpu) = pair::<F>(ctx, rng, 0);
     let merkle = merkle.with_chunked_leaves_from(64);
     // Widths below, at and across the rate of 16 (and the fused kernel's narrow and wide rows).
-    for (log_h, width, lowest) in [(0usize, 1usize, 0usize), (1, 3, 1), (2, 16, 2), (5, 17, 3), (8, 8, 4), (9, 33, 1), (11, 15, 2), (7, 64, 1), (6, 128, 3), (12, 24, 5), (10, 16, 1)] {
+    for (log_h, width, lowest) in
+        [(0usize, 1usize, 0usize), (1, 3, 1), (2, 16, 2), (5, 17, 3), (8, 8, 4), (9, 33, 1), (11, 15, 2), (7, 64, 1), (6, 128, 3), (12, 24, 5), (10, 16, 1)]
+    {
         let h = 1usize << log_h;
         let what = format!("{} 2^{log_h} x {width} from layer {lowest} ({:?})", F::ID.name(), ctx.mul_variant());
         let values: Vec<F> = random(rng, h * width);
@@ -119,7 +124,13 @@ fn mmcs_batches_of_mixed_heights_match_plonky3() {
         for cap in [0usize, 2] {
             let (merkle, cpu) = pair::<KoalaBear>(&ctx, &mut rng, cap);
             let gpu = GpuMmcs::new(Arc::new(merkle), cap);
-            let batches: Vec<Vec<(usize, usize)>> = vec![vec![(1 << 9, 16)], vec![(1 << 7, 5), (1 << 7, 11)], vec![(256, 24), (64, 40), (16, 3)], vec![(200, 7), (100, 16), (13, 33)], vec![(1 << 10, 2), (1 << 9, 17), (1 << 5, 1)]];
+            let batches: Vec<Vec<(usize, usize)>> = vec![
+                vec![(1 << 9, 16)],
+                vec![(1 << 7, 5), (1 << 7, 11)],
+                vec![(256, 24), (64, 40), (16, 3)],
+                vec![(200, 7), (100, 16), (13, 33)],
+                vec![(1 << 10, 2), (1 << 9, 17), (1 << 5, 1)],
+            ];
             for shapes in batches {
                 let what = format!("batch {shapes:?}, cap {cap} ({:?})", ctx.mul_variant());
                 let matrices: Vec<RowMajorMatrix<KoalaBear>> = shapes.iter().map(|&(h, w)| RowMajorMatrix::new(random(&mut rng, h * w), w)).collect();
@@ -151,7 +162,9 @@ fn mmcs_batches_of_mixed_heights_match_plonky3() {
 #[test]
 fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
     let mut rng = common::rng();
-    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else { return };
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
+        return;
+    };
     let (merkle, cpu) = pair::<KoalaBear>(&ctx, &mut rng, 0);
     for (log_h, width) in [(12usize, 8usize), (11, 16), (10, 33), (14, 1)] {
         let h = 1usize << log_h;
@@ -173,7 +186,8 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
     let values: Vec<KoalaBear> = random(&mut rng, height * width);
     let (root, _) = cpu.commit_matrix(RowMajorMatrix::new(values.clone(), width));
     let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.upload("rows", as_words(c))).collect();
-    let chunks: Vec<RowChunk<'_>> = buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
+    let chunks: Vec<RowChunk<'_>> =
+        buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
     let group = [RowGroup { chunks: chunks.clone(), height, width }];
     let (kept, trimmed) = (merkle.commit_groups(&group).unwrap(), merkle.commit_groups_with(&group, false).unwrap());
     assert_eq!((kept.root, trimmed.root), (root.roots()[0], root.roots()[0]), "row chunks: Plonky3's root");
@@ -218,14 +232,8 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
 
 /// p3-whir's `WhirProver` as its benches/whir_pcs.rs builds it (width-24 leaves, width-16
 /// nodes, Plonky3's default constants), with the smallest-witness challenger our proofs use.
-type BenchProver<F, E> = p3_whir::WhirProver<
-    E,
-    F,
-    Radix2DFTSmallBatch<F>,
-    Plonky3Mmcs<F>,
-    whir_wgpu::gpu::GpuChallenger<F>,
-    p3_sumcheck::layout::SuffixProver<F, E>,
->;
+type BenchProver<F, E> =
+    p3_whir::WhirProver<E, F, Radix2DFTSmallBatch<F>, Plonky3Mmcs<F>, whir_wgpu::gpu::GpuChallenger<F>, p3_sumcheck::layout::SuffixProver<F, E>>;
 
 /// Resident GPU proofs and the CPU twin's with `Params::leaf` = width 24, over KoalaBear^8 (the
 /// named `koalabear8-128` configuration's extension), KoalaBear^4 and BabyBear^4 (whose rounds
@@ -245,7 +253,16 @@ where
     let wide = |p: Params| Params { leaf: LeafSponge::Width24, ..p };
     let mut shapes: Vec<Params> = common::random_params(rng, 3, 7..=11, |p| p.config_over::<E, GpuChallenger<F>>().is_ok()).into_iter().map(wide).collect();
     if at_128 {
-        shapes.push(Params { num_vars: 12, fold: 4, log_inv_rate: 1, security_bits: 128, pow_bits: 20, soundness: Soundness::Capacity, points: 1, leaf: LeafSponge::Width24 });
+        shapes.push(Params {
+            num_vars: 12,
+            fold: 4,
+            log_inv_rate: 1,
+            security_bits: 128,
+            pow_bits: 20,
+            soundness: Soundness::Capacity,
+            points: 1,
+            leaf: LeafSponge::Width24,
+        });
     }
     let gpu = GpuBackend::<F>::over(ctx.clone());
     let challenger = || GpuChallenger::<F>::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), None);
@@ -261,7 +278,8 @@ where
         let (root, data) = stock.commit(witness, &mut ch).unwrap();
         let expected = postcard::to_allocvec(&stock.open(data, opening_protocol(&p), &mut ch).unwrap()).unwrap();
 
-        let (twin_root, twin_proof, _) = prove_with_steps(&CpuCodewords::<F, E>::hashing_leaves(LeafSponge::Width24), &p, &evals, &mut challenger(), DriverOptions::default()).unwrap();
+        let (twin_root, twin_proof, _) =
+            prove_with_steps(&CpuCodewords::<F, E>::hashing_leaves(LeafSponge::Width24), &p, &evals, &mut challenger(), DriverOptions::default()).unwrap();
         assert!(twin_root == root && postcard::to_allocvec(&twin_proof).unwrap() == expected, "{what}: the twin's proof differs from p3-whir's");
         let out = gpu.prove_resident_over::<E>(&p, &evals).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(out.commitment == root && out.proof == expected, "{what}: the GPU proof differs from p3-whir's");
@@ -277,7 +295,8 @@ where
         let err = ProofFileOf::<F, E>::from_bytes(&relabelled).unwrap().verify(&Params { leaf: LeafSponge::Width16, ..p.clone() }).unwrap_err();
         assert!(matches!(err, whir_wgpu::prover::ProofError::Verify(_)), "{what}: {err}");
         // Steps hashing the other way are refused before any work.
-        let err = prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger(), DriverOptions::default()).map(|_| ()).unwrap_err().to_string();
+        let err =
+            prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger(), DriverOptions::default()).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("width 24") && err.contains("width 16"), "{what}: {err}");
     }
 }
@@ -313,7 +332,8 @@ fn the_gpu_pcs_with_wide_leaves_matches_p3_whirs_benchmark_prover() {
         let (protocol, p) = common::table_protocol(&tables, &[(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])], fold);
         let config = p.config_over::<E, GpuChallenger<KoalaBear>>().unwrap();
         let values: Vec<Table<KoalaBear>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new(random(&mut rng, w << v), 1 << v))).collect();
-        let gpu = GpuBackend::<KoalaBear>::over(ctx.clone()).pcs_hashing_leaves::<SuffixProver<KoalaBear, E>, E, _>(config.clone(), LeafSponge::Width24).unwrap();
+        let gpu =
+            GpuBackend::<KoalaBear>::over(ctx.clone()).pcs_hashing_leaves::<SuffixProver<KoalaBear, E>, E, _>(config.clone(), LeafSponge::Width24).unwrap();
         let mmcs = Plonky3Mmcs::<KoalaBear>::new(
             PaddingFreeSponge::new(Poseidon2Constants::<KoalaBear, 24>::plonky3_default().to_cpu()),
             TruncatedPermutation::new(Poseidon2Constants::<KoalaBear>::plonky3_default().to_cpu()),

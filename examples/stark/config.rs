@@ -14,8 +14,8 @@ use p3_dft::Radix2DitParallel;
 use p3_field::extension::BinomialExtensionField;
 use p3_fri::{FriParameters, TwoAdicFriPcs};
 use p3_uni_stark::StarkConfig;
-use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 use whir_wgpu::gpu::{GpuChallenger, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
 
 pub type Val = BabyBear;
 pub type Challenge = BinomialExtensionField<Val, 4>;

@@ -87,9 +87,9 @@ fn main() {
     }
     let spans = SpanTimes::default();
     // WHIR_LOG=whir_gpu=debug also prints our crates' diagnostics (transfers, fallbacks).
-    let log = std::env::var("WHIR_LOG").ok().map(|f| {
-        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(tracing_subscriber::EnvFilter::new(f))
-    });
+    let log = std::env::var("WHIR_LOG")
+        .ok()
+        .map(|f| tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(tracing_subscriber::EnvFilter::new(f)));
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()).with(log)).expect("one subscriber");
     let ctx = Arc::new(GpuContext::new_default().expect("a GPU adapter (set WHIR_ADAPTER to choose one)"));
     println!("GPU: {}; CPU threads: {}", ctx.summary(), rayon::current_num_threads());

@@ -115,10 +115,7 @@ pub fn other_transcript_contexts() -> Vec<Arc<GpuContext>> {
 /// output, so a failing test shows them.
 pub fn rng() -> StdRng {
     let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter(tracing_subscriber::EnvFilter::new("warn")).try_init();
-    let seed = std::env::var("WHIR_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| rand::rng().random::<u64>());
+    let seed = std::env::var("WHIR_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::rng().random::<u64>());
     eprintln!("WHIR_TEST_SEED={seed}");
     StdRng::seed_from_u64(seed)
 }
@@ -126,7 +123,12 @@ pub fn rng() -> StdRng {
 /// `count` random parameter shapes that `feasible` accepts, drawn as the proof grids draw them:
 /// n in `vars`, fold 1..=4, rate 1..=3, 60-bit security, PoW 0 / 5 / 8, Johnson or unique
 /// decoding, 1..=3 points.
-pub fn random_params(rng: &mut StdRng, count: usize, vars: std::ops::RangeInclusive<usize>, feasible: impl Fn(&whir_wgpu::prover::Params) -> bool) -> Vec<whir_wgpu::prover::Params> {
+pub fn random_params(
+    rng: &mut StdRng,
+    count: usize,
+    vars: std::ops::RangeInclusive<usize>,
+    feasible: impl Fn(&whir_wgpu::prover::Params) -> bool,
+) -> Vec<whir_wgpu::prover::Params> {
     use whir_wgpu::prover::{Params, Soundness};
     let mut out = Vec::new();
     while out.len() < count {
@@ -150,17 +152,32 @@ pub fn random_params(rng: &mut StdRng, count: usize, vars: std::ops::RangeInclus
 /// An opening protocol over tables of `(variables, columns)`, opened by `batches` of (table,
 /// columns, successor columns), padded to `fold`, with the parameters of its stacked
 /// polynomial (60 bits, rate 1, PoW 5, Johnson; the variables the stacking gives).
-pub fn table_protocol(tables: &[(usize, usize)], batches: &[(usize, Vec<usize>, Vec<usize>)], fold: usize) -> (p3_sumcheck::OpeningProtocol, whir_wgpu::prover::Params) {
+pub fn table_protocol(
+    tables: &[(usize, usize)],
+    batches: &[(usize, Vec<usize>, Vec<usize>)],
+    fold: usize,
+) -> (p3_sumcheck::OpeningProtocol, whir_wgpu::prover::Params) {
     use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
     use whir_wgpu::prover::{Params, Soundness, Stacking};
     let specs = tables
         .iter()
         .enumerate()
-        .map(|(t, &(v, w))| TableSpec::new(TableShape::new(v, w), batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect()))
+        .map(|(t, &(v, w))| {
+            TableSpec::new(TableShape::new(v, w), batches.iter().filter(|b| b.0 == t).map(|(_, c, n)| OpeningBatch::new(c.clone(), n.clone())).collect())
+        })
         .collect();
     let protocol = OpeningProtocol::new(specs).pad_to_min_num_variables(fold);
     let shapes: Vec<TableShape> = tables.iter().map(|&(v, w)| TableShape::new(v.max(fold), w)).collect();
-    let params = Params { num_vars: Stacking::new(shapes).num_variables(), fold, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: batches.len(), leaf: Default::default() };
+    let params = Params {
+        num_vars: Stacking::new(shapes).num_variables(),
+        fold,
+        log_inv_rate: 1,
+        security_bits: 60,
+        pow_bits: 5,
+        soundness: Soundness::Johnson,
+        points: batches.len(),
+        leaf: Default::default(),
+    };
     (protocol, params)
 }
 

@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use p3_baby_bear::BabyBear;
+use p3_koala_bear::KoalaBear;
 use plotters::prelude::*;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
-use p3_koala_bear::KoalaBear;
 use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, Step};
 
 use crate::FieldChoice;
@@ -344,7 +344,16 @@ fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
     for &num_vars in &vars {
         for &fold in &folds {
             for &log_inv_rate in &rates {
-                grid.push(Params { num_vars, fold, log_inv_rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1, leaf: args.security.leaf });
+                grid.push(Params {
+                    num_vars,
+                    fold,
+                    log_inv_rate,
+                    security_bits: args.security.security,
+                    pow_bits: args.security.pow_bits,
+                    soundness,
+                    points: 1,
+                    leaf: args.security.leaf,
+                });
             }
         }
     }
@@ -355,7 +364,12 @@ fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
 /// any-witness grinder, as `whir bench` times it for degree 4), and where there is a GPU its
 /// resident driver beside it, warmed up first: the medians of the
 /// repetitions, the ratio, the GPU's peak memory; or why a shape is infeasible.
-fn run_extension_grid<F: ProverField, E: crate::GpuProvable<F>>(args: &BenchArgs, grid: &[Params], gpu: Option<GpuBackend<F>>, json_out: Option<OutputFile>) -> Result<()>
+fn run_extension_grid<F: ProverField, E: crate::GpuProvable<F>>(
+    args: &BenchArgs,
+    grid: &[Params],
+    gpu: Option<GpuBackend<F>>,
+    json_out: Option<OutputFile>,
+) -> Result<()>
 where
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
@@ -366,7 +380,12 @@ where
     println!("| n | fold | rate | extension | Plonky3 ms | GPU ms | speedup | GPU peak MiB (pools kept / live) |");
     println!("|---|---|---|---|---|---|---|---|");
     for p in grid {
-        if let Err(e) = p.config_over::<E, whir_gpu::GpuChallenger<F>>().map(|_| ()).map_err(anyhow::Error::from).and_then(|()| Ok(crate::host_memory::machine().check::<F, E>(p, None)?)) {
+        if let Err(e) = p
+            .config_over::<E, whir_gpu::GpuChallenger<F>>()
+            .map(|_| ())
+            .map_err(anyhow::Error::from)
+            .and_then(|()| Ok(crate::host_memory::machine().check::<F, E>(p, None)?))
+        {
             println!("| {} | {} | {} | {} | skipped: {e} | | | |", p.num_vars, p.fold, p.log_inv_rate, E::NAME);
             cells.push(json!({"vars": p.num_vars, "fold": p.fold, "rate": p.log_inv_rate, "field": F::NAME, "extension": E::NAME, "skipped": e.to_string()}));
             if let Some(out) = &json_out {
@@ -422,7 +441,13 @@ where
 
 /// Times Plonky3, our CPU backend and the GPU paths over `F` at every shape of `grid`, and
 /// reports them.
-fn run_grid<F: ProverField>(args: &BenchArgs, grid: &[Params], gpu: Option<GpuBackend<F>>, json_out: Option<OutputFile>, plot_out: Option<OutputFile>) -> Result<()>
+fn run_grid<F: ProverField>(
+    args: &BenchArgs,
+    grid: &[Params],
+    gpu: Option<GpuBackend<F>>,
+    json_out: Option<OutputFile>,
+    plot_out: Option<OutputFile>,
+) -> Result<()>
 where
     GpuBackend<F>: Backend<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
@@ -545,10 +570,8 @@ where
             // submission), with the GPU as warm as they left it.
             let profiled = gpu.clone().with_profile(true).prove(p, &evals)?;
             if let Some(b) = &profiled.breakdown {
-                let steps: serde_json::Map<_, _> = Step::ALL
-                    .iter()
-                    .map(|&s| (s.name().to_string(), json!({"wall_ms": ms(b.total(s).wall), "gpu_ms": b.total(s).gpu.map(ms)})))
-                    .collect();
+                let steps: serde_json::Map<_, _> =
+                    Step::ALL.iter().map(|&s| (s.name().to_string(), json!({"wall_ms": ms(b.total(s).wall), "gpu_ms": b.total(s).gpu.map(ms)}))).collect();
                 cell.gpu_profile_steps = Some(steps.into());
                 cell.gpu_profile_wall_ms = Some(ms(profiled.total()));
                 let busy: Vec<f64> = Step::ALL.iter().filter_map(|&s| b.total(s).gpu.map(ms)).collect();
@@ -615,12 +638,28 @@ where
         };
         println!(
             "| {} | {} | {} | {} | {} | {} ({} + {}) | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} / {} | {} ({}) | {} |",
-            c.vars, c.fold, c.rate, f(c.stock_ms), f(c.cpu_ms), f(c.gpu_ms), f(c.gpu_commit_ms), f(c.gpu_open_ms),
+            c.vars,
+            c.fold,
+            c.rate,
+            f(c.stock_ms),
+            f(c.cpu_ms),
+            f(c.gpu_ms),
+            f(c.gpu_commit_ms),
+            f(c.gpu_open_ms),
             ratio(c.stock_ms, c.gpu_ms),
-            f(c.gpu_codewords_ms), f(c.gpu_pow_ms), f(c.gpu_sumcheck_other_ms),
-            f(c.gpu_mib_up), f(c.gpu_kib_down), c.gpu_submissions.map_or("-".into(), |s| s.to_string()),
-            f(c.gpu_profile_wall_ms), f(c.gpu_profile_busy_ms), f(c.gpu_peak_mib), f(c.gpu_peak_live_mib),
-            f(c.pieces_ms), f(c.pieces_codewords_ms), ratio(c.stock_ms, c.pieces_ms)
+            f(c.gpu_codewords_ms),
+            f(c.gpu_pow_ms),
+            f(c.gpu_sumcheck_other_ms),
+            f(c.gpu_mib_up),
+            f(c.gpu_kib_down),
+            c.gpu_submissions.map_or("-".into(), |s| s.to_string()),
+            f(c.gpu_profile_wall_ms),
+            f(c.gpu_profile_busy_ms),
+            f(c.gpu_peak_mib),
+            f(c.gpu_peak_live_mib),
+            f(c.pieces_ms),
+            f(c.pieces_codewords_ms),
+            ratio(c.stock_ms, c.pieces_ms)
         );
     }
     if let Some(out) = &json_out {
@@ -640,10 +679,7 @@ where
 
 /// Speedup of the GPU backend over the stock Plonky3 prover against n, one line per (fold, rate).
 fn plot(path: &Path, cells: &[Cell]) -> Result<()> {
-    let points: Vec<(usize, usize, usize, f64)> = cells
-        .iter()
-        .filter_map(|c| Some((c.fold, c.rate, c.vars, c.stock_ms? / c.gpu_ms?)))
-        .collect();
+    let points: Vec<(usize, usize, usize, f64)> = cells.iter().filter_map(|c| Some((c.fold, c.rate, c.vars, c.stock_ms? / c.gpu_ms?))).collect();
     let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let (min_n, max_n) = points.iter().fold((usize::MAX, 0), |(a, b), p| (a.min(p.2), b.max(p.2)));
@@ -727,14 +763,27 @@ where
     }
     eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
     eprintln!("{} tables, {} cells, over {}", workload.tables.len(), workload.cells(), E::NAME);
-    let gpu = if args.no_gpu { None } else { Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?)) };
+    let gpu = if args.no_gpu {
+        None
+    } else {
+        Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?))
+    };
     if let Some(g) = &gpu {
         eprintln!("GPU: {}", g.context().summary());
     }
     let mut cells = Vec::new();
     for &fold in &distinct("--fold", &args.fold) {
         for &rate in &distinct("--rate", &args.rate) {
-            let base = Params { num_vars: 0, fold, log_inv_rate: rate, security_bits: args.security.security, pow_bits: args.security.pow_bits, soundness, points: 1, leaf: args.security.leaf };
+            let base = Params {
+                num_vars: 0,
+                fold,
+                log_inv_rate: rate,
+                security_bits: args.security.security,
+                pow_bits: args.security.pow_bits,
+                soundness,
+                points: 1,
+                leaf: args.security.leaf,
+            };
             let p = workload.params(&base);
             let mut cell = TablesCell {
                 tables: workload.tables.len(),
@@ -775,8 +824,12 @@ where
             let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
             let protocol = workload.protocol(fold);
             match args.layout {
-                crate::TableLayout::Suffix => measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
-                crate::TableLayout::Prefix => measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?,
+                crate::TableLayout::Suffix => {
+                    measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?
+                }
+                crate::TableLayout::Prefix => {
+                    measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?
+                }
             }
             cells.push(cell);
         }
@@ -828,7 +881,9 @@ where
             let (expected, root) = expected.expect("at least one repetition");
             // Accepted by p3-whir's own verifier.
             let proof: whir_prover::WhirPcsProof<F, E> = postcard::from_bytes(&expected)?;
-            stock.verify(&root, &proof, &mut Backend::<F>::challenger(&CpuBackend), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
+            stock
+                .verify(&root, &proof, &mut Backend::<F>::challenger(&CpuBackend), protocol.clone())
+                .map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
             cell.stock_commit_ms = Some(median(sc));
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
@@ -848,7 +903,8 @@ where
                     let (proof, times) = pcs.open_timed(data, protocol, None, ch)?;
                     let open = started.elapsed();
                     let t2 = ctx.transfer_counts();
-                    let initial = |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
+                    let initial =
+                        |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
                     let (claims, weights, fold) = (initial(Step::Claims), initial(Step::Weights), initial(Step::Sumcheck));
                     let steps = [claims, weights, fold, open.saturating_sub(claims + weights + fold)];
                     Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1], steps, crate::breakdown_json(&times.breakdown)))
@@ -883,7 +939,8 @@ where
                 cell.gpu_commit_ms = Some(median(gc));
                 cell.gpu_open_ms = Some(median(go));
                 let [cl, w, fo, r] = steps;
-                (cell.gpu_claims_ms, cell.gpu_initial_weights_ms, cell.gpu_initial_fold_ms, cell.gpu_rounds_ms) = (Some(median(cl)), Some(median(w)), Some(median(fo)), Some(median(r)));
+                (cell.gpu_claims_ms, cell.gpu_initial_weights_ms, cell.gpu_initial_fold_ms, cell.gpu_rounds_ms) =
+                    (Some(median(cl)), Some(median(w)), Some(median(fo)), Some(median(r)));
             }
         }
     }
@@ -908,9 +965,27 @@ fn report_tables(_args: &BenchArgs, _spec: &str, _workload: &whir_prover::Worklo
         let ratio = stock.zip(gpu).map_or("-".into(), |(s, g)| format!("{:.2}x", s / g));
         println!(
             "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} / {} / {} / {} | {} | {} / {} | {} | {} / {} |",
-            c.tables, c.vars, c.fold, c.rate, f(stock), f(c.stock_commit_ms), f(c.stock_open_ms), f(gpu), f(c.gpu_commit_ms), f(c.gpu_open_ms), ratio,
-            f(c.gpu_claims_ms), f(c.gpu_initial_weights_ms), f(c.gpu_initial_fold_ms), f(c.gpu_rounds_ms),
-            f(c.gpu_commit_mib_up), f(c.gpu_open_kib_up), f(c.gpu_open_kib_down), f(c.proof_kib), f(c.gpu_peak_mib), f(c.gpu_peak_live_mib)
+            c.tables,
+            c.vars,
+            c.fold,
+            c.rate,
+            f(stock),
+            f(c.stock_commit_ms),
+            f(c.stock_open_ms),
+            f(gpu),
+            f(c.gpu_commit_ms),
+            f(c.gpu_open_ms),
+            ratio,
+            f(c.gpu_claims_ms),
+            f(c.gpu_initial_weights_ms),
+            f(c.gpu_initial_fold_ms),
+            f(c.gpu_rounds_ms),
+            f(c.gpu_commit_mib_up),
+            f(c.gpu_open_kib_up),
+            f(c.gpu_open_kib_down),
+            f(c.proof_kib),
+            f(c.gpu_peak_mib),
+            f(c.gpu_peak_live_mib)
         );
     }
     if cells.iter().all(|c| c.skipped.is_some()) {

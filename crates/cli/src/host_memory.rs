@@ -34,7 +34,9 @@ pub fn machine() -> HostMemory {
             sys.refresh_processes_specifics(ProcessesToUpdate::Some(&[pid]), false, ProcessRefreshKind::nothing().with_memory());
             sys.process(pid).map(|p| p.virtual_memory())
         });
-        for (resource, source) in [(libc::RLIMIT_AS, "the address-space limit (ulimit -v) leaves"), (libc::RLIMIT_DATA, "the data-size limit (ulimit -d) leaves")] {
+        for (resource, source) in
+            [(libc::RLIMIT_AS, "the address-space limit (ulimit -v) leaves"), (libc::RLIMIT_DATA, "the data-size limit (ulimit -d) leaves")]
+        {
             let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
             // SAFETY: getrlimit writes one rlimit through a valid pointer.
             let known = unsafe { libc::getrlimit(resource, &mut limit) } == 0;

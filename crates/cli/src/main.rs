@@ -14,14 +14,14 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use p3_baby_bear::BabyBear;
+use p3_koala_bear::KoalaBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
-use p3_koala_bear::KoalaBear;
 use whir_prover::{
-    Backend, CpuBackend, DriverOptions, Workload, FileParamsFloor, GpuBackend, GpuMode, LeafSponge, Params, ProofFileOf, ProverField, ProverOutput, ReadLimits, RoundBreakdown, Soundness,
-    Step, StepTime, WhirField, WEAK_SECURITY_BITS,
+    Backend, CpuBackend, DriverOptions, FileParamsFloor, GpuBackend, GpuMode, LeafSponge, Params, ProofFileOf, ProverField, ProverOutput, ReadLimits,
+    RoundBreakdown, Soundness, Step, StepTime, WhirField, Workload, WEAK_SECURITY_BITS,
 };
 
 use crate::output::OutputFile;
@@ -360,7 +360,12 @@ struct Checked<'a> {
 impl<'a> Checked<'a> {
     /// Runs `verify` on a proof file just made (`bytes`) and writes it to `out` only if it
     /// verified: a proof that fails its own check never reaches disk.
-    fn verify_then_write(bytes: &[u8], out: &OutputFile, path: &'a Path, verify: impl FnOnce() -> Result<(), whir_prover::ProofError>) -> Result<(Self, Result<(), whir_prover::ProofError>)> {
+    fn verify_then_write(
+        bytes: &[u8],
+        out: &OutputFile,
+        path: &'a Path,
+        verify: impl FnOnce() -> Result<(), whir_prover::ProofError>,
+    ) -> Result<(Self, Result<(), whir_prover::ProofError>)> {
         let start = Instant::now();
         let verified = verify();
         let check = Checked { verify_time: start.elapsed(), bytes: bytes.len(), out: path, verified: verified.is_ok() };
@@ -444,7 +449,11 @@ where
         Ok(())
     })?;
     if params.security_bits < 128 {
-        eprintln!("warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much", E::NAME, params.security_bits);
+        eprintln!(
+            "warning: {} is for 128-bit security; --security {} is within a degree-4 extension's reach (about 100 bits), which costs half as much",
+            E::NAME,
+            params.security_bits
+        );
     }
     let (gpu, why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
     let gpu = gpu.map(|g| g.with_fallback_memory(memory.clone()));
@@ -467,16 +476,20 @@ where
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let adapter = gpu.as_ref().map(|g| g.context().summary().to_string());
-        let summary = with_params(&params, json!({
-            "backend": backend,
-            "why": why,
-            "adapter": adapter,
-            "field": F::NAME,
-            "extension": E::NAME,
-            "prove_ms": ms(prove_time),
-            "peak_gpu_bytes": peak,
-            "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, E>(&params, None).ok(),
-        }).with(check.json()));
+        let summary = with_params(
+            &params,
+            json!({
+                "backend": backend,
+                "why": why,
+                "adapter": adapter,
+                "field": F::NAME,
+                "extension": E::NAME,
+                "prove_ms": ms(prove_time),
+                "peak_gpu_bytes": peak,
+                "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, E>(&params, None).ok(),
+            })
+            .with(check.json()),
+        );
         println!("{summary}");
     } else {
         println!("backend: {backend} ({why})");
@@ -512,7 +525,9 @@ fn resident_backend<F: ProverField>(backend: BackendChoice, gpu_memory: Option<u
         }
         BackendChoice::Auto if num_vars < AUTO_GPU_MIN_VARS => (None, format!("n = {num_vars} is below {AUTO_GPU_MIN_VARS}, where the CPU is faster")),
         BackendChoice::Auto => match open_gpu::<F>(gpu_options).map(|g| g.with_driver_options(driver_options)) {
-            Ok(g) if g.context().summary().is_software() => (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters()))),
+            Ok(g) if g.context().summary().is_software() => {
+                (None, format!("no hardware GPU: {}; the CPU prover is faster", software_adapters_note(&list_adapters())))
+            }
             Ok(g) => {
                 let why = format!("GPU found: {}", g.context().summary());
                 (Some(g), why)
@@ -540,12 +555,36 @@ macro_rules! with_extension {
         use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
         use $crate::FieldChoice;
         match $choice {
-            (FieldChoice::Babybear, 5) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 5>; $body }
-            (FieldChoice::Babybear, 8) => { type $f = BabyBear; type $e = BinomialExtensionField<BabyBear, 8>; $body }
-            (FieldChoice::Koalabear, 5) => { type $f = KoalaBear; type $e = QuinticTrinomialExtensionField<KoalaBear>; $body }
-            (FieldChoice::Koalabear, 8) => { type $f = KoalaBear; type $e = BinomialExtensionField<KoalaBear, 8>; $body }
-            (FieldChoice::Babybear, 4) => { type $f = BabyBear; type $e = whir_prover::EF<BabyBear>; $body }
-            (FieldChoice::Koalabear, 4) => { type $f = KoalaBear; type $e = whir_prover::EF<KoalaBear>; $body }
+            (FieldChoice::Babybear, 5) => {
+                type $f = BabyBear;
+                type $e = BinomialExtensionField<BabyBear, 5>;
+                $body
+            }
+            (FieldChoice::Babybear, 8) => {
+                type $f = BabyBear;
+                type $e = BinomialExtensionField<BabyBear, 8>;
+                $body
+            }
+            (FieldChoice::Koalabear, 5) => {
+                type $f = KoalaBear;
+                type $e = QuinticTrinomialExtensionField<KoalaBear>;
+                $body
+            }
+            (FieldChoice::Koalabear, 8) => {
+                type $f = KoalaBear;
+                type $e = BinomialExtensionField<KoalaBear, 8>;
+                $body
+            }
+            (FieldChoice::Babybear, 4) => {
+                type $f = BabyBear;
+                type $e = whir_prover::EF<BabyBear>;
+                $body
+            }
+            (FieldChoice::Koalabear, 4) => {
+                type $f = KoalaBear;
+                type $e = whir_prover::EF<KoalaBear>;
+                $body
+            }
             (field, degree) => anyhow::bail!("{}^{degree} is not an extension this build proves over (degrees 4, 5 and 8)", field.name()),
         }
     }};
@@ -589,7 +628,10 @@ where
         BackendChoice::Cpu => (None, "--backend cpu".to_string()),
         BackendChoice::Gpu | BackendChoice::GpuPieces => {
             let mode = if args.backend == BackendChoice::Gpu { GpuMode::Resident } else { GpuMode::Pieces };
-            let g = open_gpu::<F>(gpu_options.clone()).context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?.with_mode(mode).with_driver_options(driver_options);
+            let g = open_gpu::<F>(gpu_options.clone())
+                .context(format!("--backend {}", if mode == GpuMode::Resident { "gpu" } else { "gpu-pieces" }))?
+                .with_mode(mode)
+                .with_driver_options(driver_options);
             let s = g.context().summary();
             let why = if s.is_software() {
                 eprintln!("note: {} is a software adapter: its \"GPU\" work runs on this machine's CPU, slower than --backend cpu", s.name);
@@ -633,31 +675,35 @@ where
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let adapter = gpu.as_ref().map(|g| g.context().summary().to_string());
-        let summary = with_params(&params, json!({
-            "backend": name,
-            "why": why,
-            "adapter": adapter,
-            "field": F::NAME,
-            "extension": <whir_prover::EF<F> as whir_prover::WhirExtension<F>>::NAME,
-            "prove_ms": ms(prove_time),
-            "commit_ms": ms(output.commit_time),
-            "open_ms": ms(output.open_time),
-            "encode_ms": ms(output.phases.encode),
-            "merkle_ms": ms(output.phases.merkle),
-            "commit_encode_merkle_ms": ms(output.phases.commit),
-            "openings_ms": ms(output.phases.open),
-            "claims_initial_fold_ms": ms(output.phases.claims),
-            "round_sumcheck_ms": ms(output.phases.sumcheck),
-            "ood_ms": ms(output.phases.ood),
-            "pow_ms": ms(output.phases.pow),
-            "gpu_bytes_up": output.transfers.map(|t| t.bytes_up),
-            "gpu_bytes_down": output.transfers.map(|t| t.bytes_down),
-            "gpu_submissions": output.transfers.map(|t| t.submissions),
-            "peak_gpu_bytes": output.peak_gpu_bytes,
-            "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, whir_prover::EF<F>>(&params, None).ok(),
-            "rounds": output.breakdown.as_ref().map(breakdown_json),
-            "sumcheck_other_ms": ms(output.sumcheck_and_other()),
-        }).with(check.json()));
+        let summary = with_params(
+            &params,
+            json!({
+                "backend": name,
+                "why": why,
+                "adapter": adapter,
+                "field": F::NAME,
+                "extension": <whir_prover::EF<F> as whir_prover::WhirExtension<F>>::NAME,
+                "prove_ms": ms(prove_time),
+                "commit_ms": ms(output.commit_time),
+                "open_ms": ms(output.open_time),
+                "encode_ms": ms(output.phases.encode),
+                "merkle_ms": ms(output.phases.merkle),
+                "commit_encode_merkle_ms": ms(output.phases.commit),
+                "openings_ms": ms(output.phases.open),
+                "claims_initial_fold_ms": ms(output.phases.claims),
+                "round_sumcheck_ms": ms(output.phases.sumcheck),
+                "ood_ms": ms(output.phases.ood),
+                "pow_ms": ms(output.phases.pow),
+                "gpu_bytes_up": output.transfers.map(|t| t.bytes_up),
+                "gpu_bytes_down": output.transfers.map(|t| t.bytes_down),
+                "gpu_submissions": output.transfers.map(|t| t.submissions),
+                "peak_gpu_bytes": output.peak_gpu_bytes,
+                "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, whir_prover::EF<F>>(&params, None).ok(),
+                "rounds": output.breakdown.as_ref().map(breakdown_json),
+                "sumcheck_other_ms": ms(output.sumcheck_and_other()),
+            })
+            .with(check.json()),
+        );
         println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
@@ -796,7 +842,9 @@ where
     let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
     let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
-    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> { whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(params.leaf)) };
+    let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> {
+        whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(params.leaf))
+    };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
     let gpu_proof = gpu.as_ref().map(|g| -> Result<_> {
@@ -815,7 +863,9 @@ where
         Some(Err(e)) if args.backend == BackendChoice::Gpu => return Err(e.context("--backend gpu")),
         other => {
             if let Some(Err(e)) = other {
-                memory.check::<F, E>(&params, Some(&workload)).map_err(|refused| anyhow::anyhow!("the GPU PCS failed ({e:#}), and the CPU cannot prove this either: {refused}"))?;
+                memory
+                    .check::<F, E>(&params, Some(&workload))
+                    .map_err(|refused| anyhow::anyhow!("the GPU PCS failed ({e:#}), and the CPU cannot prove this either: {refused}"))?;
                 eprintln!("warning: the GPU PCS failed ({e:#}); proving on the CPU instead");
                 why = format!("the GPU PCS failed ({e:#})");
             }
@@ -823,7 +873,8 @@ where
             let mut challenger = Backend::<F>::challenger(&CpuBackend);
             workload.observe(&mut challenger);
             let t = Instant::now();
-            let (root, data) = pcs.stock().commit(Witness::new(tables, args.fold), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
+            let (root, data) =
+                pcs.stock().commit(Witness::new(tables, args.fold), &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's commit failed: {e:?}"))?;
             let commit = t.elapsed();
             let proof = pcs.stock().open(data, protocol, &mut challenger).map_err(|e| anyhow::anyhow!("Plonky3's opening failed: {e:?}"))?;
             ("cpu (Plonky3's WhirProver)", root, postcard::to_allocvec(&proof)?, commit, t.elapsed() - commit)
@@ -832,23 +883,28 @@ where
     let prove_time = start.elapsed();
     let bytes = ProofFileOf::<F, E>::new_tables(&params, workload.clone(), root, proof).to_bytes();
     // Verified before anything is written, as one polynomial's proof is.
-    let (check, verified) = Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload)))?;
+    let (check, verified) =
+        Checked::verify_then_write(&bytes, &out, &args.out, || ProofFileOf::<F, E>::from_bytes(&bytes).and_then(|f| f.verify_tables(&params, &workload)))?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
-        let summary = with_params(&params, json!({
-            "backend": name,
-            "why": why,
-            "adapter": gpu.as_ref().map(|g| g.context().summary().to_string()),
-            "tables": workload.spec(),
-            "field": F::NAME,
-            "extension": E::NAME,
-            "table_count": workload.tables.len(),
-            "cells": workload.cells(),
-            "prove_ms": ms(prove_time),
-            "commit_ms": ms(commit_time),
-            "open_ms": ms(open_time),
-            "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, E>(&params, Some(&workload)).ok(),
-        }).with(check.json()));
+        let summary = with_params(
+            &params,
+            json!({
+                "backend": name,
+                "why": why,
+                "adapter": gpu.as_ref().map(|g| g.context().summary().to_string()),
+                "tables": workload.spec(),
+                "field": F::NAME,
+                "extension": E::NAME,
+                "table_count": workload.tables.len(),
+                "cells": workload.cells(),
+                "prove_ms": ms(prove_time),
+                "commit_ms": ms(commit_time),
+                "open_ms": ms(open_time),
+                "estimated_cpu_bytes": whir_prover::estimated_cpu_bytes::<F, E>(&params, Some(&workload)).ok(),
+            })
+            .with(check.json()),
+        );
         println!("{summary}");
     } else {
         println!("backend: {name} ({why})");
@@ -882,7 +938,8 @@ fn verify(args: VerifyArgs) -> Result<()> {
     let want = (args.field, args.extension);
     if let Some((field, degree)) = named {
         if want.0.is_some_and(|f| f != field) || want.1.is_some_and(|d| d != degree) {
-            let asked: Vec<String> = [want.0.map(|f| format!("--field {}", f.name())), want.1.map(|d| format!("--extension {d}"))].into_iter().flatten().collect();
+            let asked: Vec<String> =
+                [want.0.map(|f| format!("--field {}", f.name())), want.1.map(|d| format!("--extension {d}"))].into_iter().flatten().collect();
             bail!(
                 "proof file {} is a proof over {}^{degree}, not what {} asks for; drop them to verify it as the proof it is",
                 args.file.display(),
@@ -945,7 +1002,10 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
 
 fn print_limits(s: &AdapterSummary) {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    println!("  features:  {}", if s.feature_names().is_empty() { "none of SHADER_INT64, SUBGROUP, TIMESTAMP_QUERY".into() } else { s.feature_names().join(", ") });
+    println!(
+        "  features:  {}",
+        if s.feature_names().is_empty() { "none of SHADER_INT64, SUBGROUP, TIMESTAMP_QUERY".into() } else { s.feature_names().join(", ") }
+    );
     println!("  subgroup size: {}..={}", s.subgroup_min_size, s.subgroup_max_size);
     if !s.timestamp_inside_encoders {
         println!("  GPU profiling: off (no timestamps inside encoders)");
@@ -1064,8 +1124,9 @@ fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
     match std::env::var("WHIR_LOG") {
         Err(std::env::VarError::NotPresent) => Ok(tracing_subscriber::EnvFilter::new("warn")),
         Err(std::env::VarError::NotUnicode(v)) => Err(format!("WHIR_LOG={v:?} is not valid UTF-8; use a filter such as WHIR_LOG=whir_gpu=debug")),
-        Ok(v) => tracing_subscriber::EnvFilter::try_new(&v)
-            .map_err(|e| format!("WHIR_LOG={v:?} is not a log filter ({e}); use a level (error, warn, info, debug, trace) or TARGET=LEVEL, e.g. WHIR_LOG=whir_gpu=debug")),
+        Ok(v) => tracing_subscriber::EnvFilter::try_new(&v).map_err(|e| {
+            format!("WHIR_LOG={v:?} is not a log filter ({e}); use a level (error, warn, info, debug, trace) or TARGET=LEVEL, e.g. WHIR_LOG=whir_gpu=debug")
+        }),
     }
 }
 
@@ -1075,10 +1136,7 @@ fn init_tracing(filter: tracing_subscriber::EnvFilter) -> Option<Box<dyn std::an
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
-    let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(filter);
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_filter(filter);
     let timeline_file = std::env::var_os("WHIR_TIMELINE");
     #[cfg(feature = "timeline")]
     if let Some(path) = timeline_file {

@@ -126,7 +126,13 @@ impl OutputFile {
     fn temp_file(&self) -> std::io::Result<tempfile::NamedTempFile> {
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         // Keep the temporary name within NAME_MAX when the target's name is near it.
-        let stem: String = name.chars().scan(0, |len, c| { *len += c.len_utf8(); (*len <= 120).then_some(c) }).collect();
+        let stem: String = name
+            .chars()
+            .scan(0, |len, c| {
+                *len += c.len_utf8();
+                (*len <= 120).then_some(c)
+            })
+            .collect();
         let prefix = format!(".{stem}.");
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".partial");

@@ -54,7 +54,10 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
     } else {
         spec.split(',')
             .map(|t| {
-                let i: usize = t.trim().parse().map_err(|_| anyhow::anyhow!("--devices {spec}: {t:?} is not an adapter index; give `all` or indices from `whir info`, e.g. 0,1"))?;
+                let i: usize = t
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--devices {spec}: {t:?} is not an adapter index; give `all` or indices from `whir info`, e.g. 0,1"))?;
                 if i >= adapters.len() {
                     bail!("--devices {spec}: there is no adapter {i} (`whir info` lists {})", adapters.len());
                 }
@@ -76,7 +79,9 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
                 None => GpuBackend::open(options).map(|b| vec![b]).map_err(anyhow::Error::from),
                 Some(q) => GpuBackend::open_queues(options, q).map_err(anyhow::Error::from),
             };
-            let opened = opened.with_context(|| format!("--devices: opening adapter {i} ({}){}", adapters[i], queues.map_or(String::new(), |q| format!(" with {q} queues"))))?;
+            let opened = opened.with_context(|| {
+                format!("--devices: opening adapter {i} ({}){}", adapters[i], queues.map_or(String::new(), |q| format!(" with {q} queues")))
+            })?;
             eprintln!("GPU [{i}]: {}", opened[0].context().summary());
             Ok(opened.into_iter().map(|b| b.with_driver_options(driver)).collect())
         })
@@ -95,7 +100,8 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
 pub fn queue_sets(default: &GpuBackend, queues: usize) -> Result<Vec<DeviceSet>> {
     let options = whir_gpu::GpuOptions::from_env()?;
     let driver = default.driver_options();
-    let backends: Vec<GpuBackend> = GpuBackend::open_queues(options, queues).with_context(|| format!("--queues {queues}"))?.into_iter().map(|b| b.with_driver_options(driver)).collect();
+    let backends: Vec<GpuBackend> =
+        GpuBackend::open_queues(options, queues).with_context(|| format!("--queues {queues}"))?.into_iter().map(|b| b.with_driver_options(driver)).collect();
     eprintln!("GPU, {queues} queues of one device: {}", backends[0].context().summary());
     Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }, DeviceSet { label: format!("{queues} queues"), backends }])
 }
@@ -243,13 +249,7 @@ fn plonky3_level(p: &Params, inputs: &[Vec<BabyBear>], k: usize, proofs: usize) 
     Ok(level("host", k, proofs, started.elapsed(), latencies?, None, None))
 }
 
-pub fn run(
-    grid: &[Params],
-    concurrency: &[usize],
-    options: &ThroughputOptions,
-    sets: &[DeviceSet],
-    json_out: Option<&OutputFile>,
-) -> Result<()> {
+pub fn run(grid: &[Params], concurrency: &[usize], options: &ThroughputOptions, sets: &[DeviceSet], json_out: Option<&OutputFile>) -> Result<()> {
     let ThroughputOptions { proofs, ref plonky3_parallel, warmup_ms, queue_profile } = *options;
     let mut cells = Vec::new();
     for p in grid {

@@ -63,7 +63,24 @@ fn prove_verify_and_reject() {
     let mut words: Vec<u8> = (0u32..256).flat_map(|v| v.to_le_bytes()).collect();
     words[4 * 17..4 * 18].copy_from_slice(&0x7800_0001u32.to_le_bytes());
     std::fs::write(&input, &words).unwrap();
-    let out = whir(&["prove", "--vars", "8", "--fold", "2", "--security", "60", "--pow-bits", "10", "--backend", "cpu", "--input", input.to_str().unwrap(), "--out", proof_s, "--force"]);
+    let out = whir(&[
+        "prove",
+        "--vars",
+        "8",
+        "--fold",
+        "2",
+        "--security",
+        "60",
+        "--pow-bits",
+        "10",
+        "--backend",
+        "cpu",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        proof_s,
+        "--force",
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("byte offset 68"), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();
@@ -104,7 +121,8 @@ fn gpu_proofs_report_rounds_gpu_time_and_peak_memory() {
 /// compares the bytes (it fails if they differ) and reports both; a bad spec is a clear error.
 #[test]
 fn bench_tables_compares_the_gpu_pcs_with_plonky3() {
-    let args = ["bench", "--tables", "6x3,2*5x2,3x17", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--reps", "1", "--gpu-warmup-ms", "0"];
+    let args =
+        ["bench", "--tables", "6x3,2*5x2,3x17", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--reps", "1", "--gpu-warmup-ms", "0"];
     let Some(stdout) = gpu_run(&args) else { return };
     let row = stdout.lines().find(|l| l.starts_with("| 4 |")).unwrap_or_else(|| panic!("a row for 4 tables: {stdout}"));
     assert!(row.contains('x') && !row.contains("skipped"), "{row}");
@@ -122,7 +140,31 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     let dir = std::env::temp_dir().join(format!("whir-cli-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("t.json");
-    let args = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "1,3", "--proofs", "6", "--plonky3-parallel", "1,2", "--gpu-warmup-ms", "0", "--queue-profile", "--json", json.to_str().unwrap(), "--force"];
+    let args = [
+        "bench",
+        "--vars",
+        "9",
+        "--fold",
+        "2",
+        "--rate",
+        "1",
+        "--security",
+        "60",
+        "--pow-bits",
+        "8",
+        "--concurrency",
+        "1,3",
+        "--proofs",
+        "6",
+        "--plonky3-parallel",
+        "1,2",
+        "--gpu-warmup-ms",
+        "0",
+        "--queue-profile",
+        "--json",
+        json.to_str().unwrap(),
+        "--force",
+    ];
     let Some(stdout) = gpu_run(&args) else { return };
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
     assert_eq!(rows.len(), 2, "a row per level: {stdout}");
@@ -142,7 +184,29 @@ fn bench_concurrency_reports_throughput_beside_plonky3() {
     }
 
     // Two contexts of adapter 0 (as two GPUs): each level on the first alone and on both.
-    let two = ["bench", "--vars", "9", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "8", "--concurrency", "2", "--proofs", "6", "--plonky3-parallel", "1", "--gpu-warmup-ms", "0", "--devices", "0,0"];
+    let two = [
+        "bench",
+        "--vars",
+        "9",
+        "--fold",
+        "2",
+        "--rate",
+        "1",
+        "--security",
+        "60",
+        "--pow-bits",
+        "8",
+        "--concurrency",
+        "2",
+        "--proofs",
+        "6",
+        "--plonky3-parallel",
+        "1",
+        "--gpu-warmup-ms",
+        "0",
+        "--devices",
+        "0,0",
+    ];
     let stdout = gpu_run(&two).expect("the GPU ran above");
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| 9 | 2 | 1 |")).collect();
     assert_eq!(rows.len(), 2, "the first GPU alone, then both: {stdout}");
@@ -182,7 +246,28 @@ fn bench_kernel_profile_reports_gpu_time_per_kernel() {
     let dir = std::env::temp_dir().join(format!("whir-cli-kernels-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("k.json");
-    let args = ["bench", "--vars", "10", "--fold", "2", "--rate", "1", "--security", "60", "--pow-bits", "16", "--reps", "1", "--gpu-warmup-ms", "0", "--no-pieces", "--kernel-profile", "--json", json.to_str().unwrap(), "--force"];
+    let args = [
+        "bench",
+        "--vars",
+        "10",
+        "--fold",
+        "2",
+        "--rate",
+        "1",
+        "--security",
+        "60",
+        "--pow-bits",
+        "16",
+        "--reps",
+        "1",
+        "--gpu-warmup-ms",
+        "0",
+        "--no-pieces",
+        "--kernel-profile",
+        "--json",
+        json.to_str().unwrap(),
+        "--force",
+    ];
     let Some(_) = gpu_run(&args) else { return };
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     // Every adapter these tests run on (llvmpipe, the H200) has timestamp queries.
@@ -304,15 +389,39 @@ fn extensions_of_degree_5_and_8_prove_and_verify() {
     }
     for (field, degree) in [("babybear", "8"), ("koalabear", "8"), ("babybear", "5"), ("koalabear", "5")] {
         let gpu_path = dir.join(format!("{field}{degree}-gpu.whir"));
-        if let Some(stdout) = gpu_run(&[&["prove", "--field", field, "--extension", degree, "--backend", "gpu", "--force", "--out", gpu_path.to_str().unwrap()][..], &shape[..]].concat()) {
+        if let Some(stdout) = gpu_run(
+            &[&["prove", "--field", field, "--extension", degree, "--backend", "gpu", "--force", "--out", gpu_path.to_str().unwrap()][..], &shape[..]].concat(),
+        ) {
             assert!(stdout.contains("backend: gpu") && stdout.contains("verified"), "{stdout}");
-            assert_eq!(std::fs::read(&gpu_path).unwrap(), std::fs::read(dir.join(format!("{field}{degree}.whir"))).unwrap(), "{field}^{degree}: the GPU's file differs from the CPU's");
+            assert_eq!(
+                std::fs::read(&gpu_path).unwrap(),
+                std::fs::read(dir.join(format!("{field}{degree}.whir"))).unwrap(),
+                "{field}^{degree}: the GPU's file differs from the CPU's"
+            );
         }
     }
     let out = whir(&["prove", "--extension", "6"]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not an extension degree"));
     // The bench times Plonky3 over them (and the GPU over degree 8 where there is one).
-    let out = whir(&["bench", "--field", "koalabear", "--extension", "8", "--vars", "10", "--fold", "2", "--rate", "1", "--reps", "1", "--security", "60", "--pow-bits", "8"]);
+    let out = whir(&[
+        "bench",
+        "--field",
+        "koalabear",
+        "--extension",
+        "8",
+        "--vars",
+        "10",
+        "--fold",
+        "2",
+        "--rate",
+        "1",
+        "--reps",
+        "1",
+        "--security",
+        "60",
+        "--pow-bits",
+        "8",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("| 10 | 2 | 1 | koalabear^8 |"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
@@ -334,7 +443,12 @@ fn named_configurations_prove_and_verify() {
         let out = whir(&["prove", "--config", c.name, "--vars", "12", "--fold", "4", "--backend", "cpu", "--out", file, "--force"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{}: {stdout}{}", c.name, String::from_utf8_lossy(&out.stderr));
-        assert!(stdout.contains(&format!("over {}", c.extension())) && stdout.contains(&format!("{}-bit security ({} soundness)", c.security_bits, c.soundness.flag_value())), "{}: {stdout}", c.name);
+        assert!(
+            stdout.contains(&format!("over {}", c.extension()))
+                && stdout.contains(&format!("{}-bit security ({} soundness)", c.security_bits, c.soundness.flag_value())),
+            "{}: {stdout}",
+            c.name
+        );
         let out = whir(&["verify", file, "--config", c.name, "--vars", "12", "--fold", "4"]);
         assert!(out.status.success(), "{}: {}", c.name, String::from_utf8_lossy(&out.stderr));
     }
@@ -344,7 +458,9 @@ fn named_configurations_prove_and_verify() {
     let kb8 = dir.join("koalabear8-128.whir");
     let kb8 = kb8.to_str().unwrap();
     let kb8_gpu = dir.join("koalabear8-128-gpu.whir");
-    if gpu_run(&["prove", "--config", "koalabear8-128", "--vars", "12", "--fold", "4", "--backend", "gpu", "--out", kb8_gpu.to_str().unwrap(), "--force"]).is_some() {
+    if gpu_run(&["prove", "--config", "koalabear8-128", "--vars", "12", "--fold", "4", "--backend", "gpu", "--out", kb8_gpu.to_str().unwrap(), "--force"])
+        .is_some()
+    {
         assert_eq!(std::fs::read(&kb8_gpu).unwrap(), std::fs::read(kb8).unwrap(), "the GPU's koalabear8-128 file differs from the CPU's");
     }
     let flags = ["--field", "koalabear", "--extension", "8", "--security", "128", "--soundness", "capacity", "--pow-bits", "20", "--vars", "12", "--fold", "4"];

@@ -71,11 +71,7 @@ fn shell(script: &str) -> Output {
 
 /// Names of temporary files in `dir` (ours are `.<name>.<random>.partial`).
 fn leftovers(dir: &TempDir) -> Vec<String> {
-    std::fs::read_dir(&dir.0)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect()
+    std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect()
 }
 
 fn prove_small(out: &Path, extra: &[&str]) -> Output {
@@ -122,7 +118,10 @@ fn impossible_budgets_and_counts_are_refused_up_front() {
         assert!(err.contains(&format!("{} {}", args[0], args[1])), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10), "{args:?} took {:?}", started.elapsed());
     }
-    let err = assert_clean_error(&whir(&["bench", "--vars", "10", "--fold", "2", "--rate", "1", "--pow-bits", "40", "--no-gpu", "--reps", "1"]), "bench --pow-bits 40");
+    let err = assert_clean_error(
+        &whir(&["bench", "--vars", "10", "--fold", "2", "--rate", "1", "--pow-bits", "40", "--no-gpu", "--reps", "1"]),
+        "bench --pow-bits 40",
+    );
     assert!(err.contains("--pow-bits 40 is over the 30 bits"), "{err}");
 }
 
@@ -174,7 +173,8 @@ fn hostile_proof_files_are_rejected_in_words() {
 fn endless_inputs_are_read_with_a_bound() {
     let dir = TempDir::new("endless");
     let started = Instant::now();
-    let err = assert_clean_error(&whir(&["prove", "--vars", "12", "--input", "/dev/zero", "--backend", "cpu", "--out", s(&dir.file("z.whir"))]), "--input /dev/zero");
+    let err =
+        assert_clean_error(&whir(&["prove", "--vars", "12", "--input", "/dev/zero", "--backend", "cpu", "--out", s(&dir.file("z.whir"))]), "--input /dev/zero");
     assert!(err.contains("holds more than 16384 bytes"), "{err}");
     let err = assert_clean_error(&whir(&["verify", "/dev/zero"]), "verify /dev/zero");
     assert!(err.contains("not a whir-wgpu proof file"), "{err}");
@@ -513,7 +513,23 @@ fn verify_says_how_strong_what_it_verified_is() {
     assert!(stderr(&out).contains("warning: 60 bits of security is below 80"), "{}", stderr(&out));
 
     let conjectured = dir.file("capacity.whir");
-    let out = whir(&["prove", "--vars", "10", "--fold", "2", "--security", "90", "--pow-bits", "10", "--soundness", "capacity", "--backend", "cpu", "--out", s(&conjectured)]);
+    let out = whir(&[
+        "prove",
+        "--vars",
+        "10",
+        "--fold",
+        "2",
+        "--security",
+        "90",
+        "--pow-bits",
+        "10",
+        "--soundness",
+        "capacity",
+        "--backend",
+        "cpu",
+        "--out",
+        s(&conjectured),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("capacity bound (a conjecture"), "prove says so too: {}", stderr(&out));
     let err = assert_clean_error(&whir(&["verify", s(&conjectured), "--accept-file-params"]), "a conjectured level from the file");
@@ -593,13 +609,7 @@ fn forged_table_lists_are_rejected_at_once() {
     let dir = TempDir::new("forged-tables");
     let (path, file) = prove_tables_small(&dir, "6x2,3*4x3");
     let forged = dir.file("forged.whir");
-    let lists = [
-        vec![(0, 65536); 256],
-        vec![(4, 256); 256],
-        vec![(12, 4096); 16],
-        vec![(2, 1); 257],
-        vec![(28, 1); 2],
-    ];
+    let lists = [vec![(0, 65536); 256], vec![(4, 256); 256], vec![(12, 4096); 16], vec![(2, 1); 257], vec![(28, 1); 2]];
     for list in lists {
         let mut f = file.clone();
         f.params.points = list.len();
@@ -631,7 +641,10 @@ fn cpu_proofs_that_cannot_fit_are_refused_with_the_estimate() {
     let dir = TempDir::new("cpu-memory");
     let out_path = dir.file("p.whir");
     let started = Instant::now();
-    let err = assert_clean_error(&whir(&["prove", "--tables", "0x1", "--fold", "21", "--pow-bits", "20", "--backend", "cpu", "--out", s(&out_path)]), "fold 21 on the CPU");
+    let err = assert_clean_error(
+        &whir(&["prove", "--tables", "0x1", "--fold", "21", "--pow-bits", "20", "--backend", "cpu", "--out", s(&out_path)]),
+        "fold 21 on the CPU",
+    );
     assert!(err.contains("needs an estimated") && err.contains("MiB of host memory") && err.contains("--fold"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     for fold in ["16", "18"] {
@@ -649,7 +662,8 @@ fn cpu_proofs_that_cannot_fit_are_refused_with_the_estimate() {
         s(&out_path)
     ));
     assert!(assert_clean_error(&out, "28x1 under 3 GiB").contains("needs an estimated"));
-    let err = assert_clean_error(&whir(&["prove", "--vars", "16", "--fold", "16", "--backend", "cpu", "--memory", "1024", "--out", s(&out_path)]), "--memory 1024");
+    let err =
+        assert_clean_error(&whir(&["prove", "--vars", "16", "--fold", "16", "--backend", "cpu", "--memory", "1024", "--out", s(&out_path)]), "--memory 1024");
     assert!(err.contains("--memory 1024") && err.contains("needs an estimated"), "{err}");
     assert!(!out_path.exists(), "nothing written");
 
@@ -664,7 +678,27 @@ fn cpu_proofs_that_cannot_fit_are_refused_with_the_estimate() {
         let estimate = whir_prover::estimated_cpu_bytes::<p3_baby_bear::BabyBear, whir_prover::EF>(&p, None).unwrap();
         let (v, f, r) = (vars.to_string(), fold.to_string(), rate.to_string());
         let measure = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
-        let args = ["-c", measure, env!("CARGO_BIN_EXE_whir"), "prove", "--vars", &v, "--fold", &f, "--rate", &r, "--security", "80", "--pow-bits", "10", "--backend", "cpu", "--force", "--out", s(&out_path)];
+        let args = [
+            "-c",
+            measure,
+            env!("CARGO_BIN_EXE_whir"),
+            "prove",
+            "--vars",
+            &v,
+            "--fold",
+            &f,
+            "--rate",
+            &r,
+            "--security",
+            "80",
+            "--pow-bits",
+            "10",
+            "--backend",
+            "cpu",
+            "--force",
+            "--out",
+            s(&out_path),
+        ];
         let out = Command::new("python3").args(args).env("XDG_RUNTIME_DIR", std::env::temp_dir()).output().unwrap();
         let peak = stdout(&out).trim().parse::<u64>().unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out))) * 1024;
         assert!(peak > 1 << 20, "n = {vars} fold {fold}: a peak of {peak} bytes was not measured");
@@ -680,7 +714,10 @@ fn table_flags_are_checked_before_any_layout() {
     let dir = TempDir::new("table-flags");
     let out_path = dir.file("p.whir");
     for fold in ["62", "64", "29"] {
-        for command in [&["prove", "--tables", "2x5", "--fold", fold, "--backend", "cpu", "--out", s(&out_path)][..], &["bench", "--tables", "2x5", "--fold", fold, "--no-gpu", "--reps", "1"][..]] {
+        for command in [
+            &["prove", "--tables", "2x5", "--fold", fold, "--backend", "cpu", "--out", s(&out_path)][..],
+            &["bench", "--tables", "2x5", "--fold", fold, "--no-gpu", "--reps", "1"][..],
+        ] {
             let err = assert_clean_error(&whir(command), &format!("{command:?}"));
             assert!(err.contains(&format!("--fold {fold}")), "{err}");
         }
@@ -718,7 +755,10 @@ fn bench_and_the_environment_are_checked_as_prove_checks_them() {
     let dir = TempDir::new("binding");
     let out_path = dir.file("x.whir");
     for (var, value) in [("WHIR_GPU_MEMORY_MIB", "abc"), ("WHIR_TRANSCRIPT_LANES", "yes"), ("WHIR_LOG", "whir_gpu=loud")] {
-        for args in [&["bench", "--vars", "10", "--fold", "2", "--reps", "1"][..], &["prove", "--vars", "10", "--fold", "2", "--pow-bits", "8", "--backend", "cpu", "--out", s(&out_path)][..]] {
+        for args in [
+            &["bench", "--vars", "10", "--fold", "2", "--reps", "1"][..],
+            &["prove", "--vars", "10", "--fold", "2", "--pow-bits", "8", "--backend", "cpu", "--out", s(&out_path)][..],
+        ] {
             let err = assert_clean_error(&whir_env(args, &[(var, value)]), &format!("{var}={value} {args:?}"));
             assert!(err.contains(var), "{var}: {err}");
             assert!(!out_path.exists());

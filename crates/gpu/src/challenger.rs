@@ -8,10 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use p3_baby_bear::BabyBear;
-use p3_challenger::{
-    CanObserve, CanSample, CanSampleBits, CanSampleUniformBits, DuplexChallenger, FieldChallenger,
-    GrindingChallenger,
-};
+use p3_challenger::{CanObserve, CanSample, CanSampleBits, CanSampleUniformBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
 use p3_field::BasedVectorSpace;
 use p3_symmetric::{Hash, MerkleCap};
 
@@ -135,7 +132,14 @@ impl<F: Poseidon2Field> GpuChallenger<F> {
     pub fn new(perm: F::Permutation16, grinder: Option<Arc<GpuGrinder<F>>>) -> Self {
         // The threshold and grinding ahead are the grinder's context's tuning.
         let gpu_min_bits = grinder.as_ref().map_or(DEFAULT_GPU_MIN_BITS, |g| g.poseidon2().context().tuning().gpu_min_bits);
-        Self { inner: DuplexChallenger::new(perm), grinder, gpu_min_bits, pow_nanos: Arc::default(), gpu_fallbacks: Arc::default(), ahead: GrindAhead::default() }
+        Self {
+            inner: DuplexChallenger::new(perm),
+            grinder,
+            gpu_min_bits,
+            pow_nanos: Arc::default(),
+            gpu_fallbacks: Arc::default(),
+            ahead: GrindAhead::default(),
+        }
     }
 
     /// Starts grinding ahead at `bits` (see [`GrindAhead`]) and returns the link to hand to
@@ -185,7 +189,13 @@ impl<F: Poseidon2Field> GpuChallenger<F> {
     pub fn stop_grinding_ahead(&mut self) {
         if let Ok(mut slot) = self.ahead.0.lock() {
             let keep = slot.persistent;
-            *slot = AheadSlot { used: slot.used, tracking: slot.tracking.take().filter(|_| keep), state: slot.state.take().filter(|_| keep), persistent: keep, ..AheadSlot::default() };
+            *slot = AheadSlot {
+                used: slot.used,
+                tracking: slot.tracking.take().filter(|_| keep),
+                state: slot.state.take().filter(|_| keep),
+                persistent: keep,
+                ..AheadSlot::default()
+            };
         }
     }
 

@@ -10,11 +10,11 @@ use p3_baby_bear::BabyBear;
 use crate::context::{Batch, Dispatch, Readback};
 use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, GpuField};
-use crate::poseidon2::Poseidon2Field;
 use crate::field::matrix_bytes;
+use crate::field::{as_words, GpuField};
 use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec, DIGEST_ELEMS};
 use crate::ntt::{GpuNtt, NttSource, NttSpec};
+use crate::poseidon2::Poseidon2Field;
 use crate::reorder::{reverse_bits_dispatch, MessageLayout};
 use crate::shaders::Kernel;
 use crate::sumcheck::{GpuSumcheck, SpongeScript, SpongeScriptValues};
@@ -197,10 +197,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// more work on it.
     pub fn commit_keep(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!(
-                "a message of {} values is not a power-of-two number of rows of width {width}",
-                message.len()
-            )));
+            return Err(GpuError::InvalidInput(format!("a message of {} values is not a power-of-two number of rows of width {width}", message.len())));
         }
         let ctx = self.ntt.context().clone();
         let input = ctx.pooled_for_upload("codeword message", message.len());
@@ -210,7 +207,14 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
 
     /// [`commit_buffer`](Self::commit_buffer) of an uploaded message, returned with the
     /// commitment (or back to the pool on an error).
-    fn commit_kept(&self, input: wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
+    fn commit_kept(
+        &self,
+        input: wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        layout: MessageLayout,
+    ) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         match self.commit_buffer_as(&input, rows, width, log_inv_rate, layout) {
             Ok(committed) => Ok((committed, input)),
             Err(e) => {
@@ -235,7 +239,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     ) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         let words = blocks.checked_mul(block_words).unwrap_or(0);
         if width == 0 || words == 0 || !words.is_multiple_of(width) || !(words / width).is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!("a message of {blocks} blocks of {block_words} words is not a power-of-two number of rows of width {width}")));
+            return Err(GpuError::InvalidInput(format!(
+                "a message of {blocks} blocks of {block_words} words is not a power-of-two number of rows of width {width}"
+            )));
         }
         let input = self.ntt.context().upload_rows("codeword message", blocks, block_words, block)?;
         self.commit_kept(input, words / width, width, log_inv_rate, layout)
@@ -249,7 +255,14 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
 
     /// [`commit_buffer`](Self::commit_buffer) of a message that lies in `message` as `layout`
     /// says.
-    pub fn commit_buffer_as(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<CommittedCodeword<F>> {
+    pub fn commit_buffer_as(
+        &self,
+        message: &wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        layout: MessageLayout,
+    ) -> Result<CommittedCodeword<F>> {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit");
@@ -270,12 +283,22 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
 
     /// [`record_commit`](Self::record_commit) of a message that lies in `message` as `layout`
     /// says: reordered into a transient copy first where it is not row-major.
-    pub fn record_commit_as(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<RecordedCodeword<F>> {
+    pub fn record_commit_as(
+        &self,
+        batch: &mut Batch<'_>,
+        message: &wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        layout: MessageLayout,
+    ) -> Result<RecordedCodeword<F>> {
         let MessageLayout::ReversedIndices { words } = layout else {
             return self.record_rows(batch, message, rows, width, log_inv_rate);
         };
         if words == 0 || !width.is_multiple_of(words) || !(width / words).is_power_of_two() || !rows.is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!("a message of {rows} rows of {width} words in elements of {words} words, at bit-reversed indices (need powers of two)")));
+            return Err(GpuError::InvalidInput(format!(
+                "a message of {rows} rows of {width} words in elements of {words} words, at bit-reversed indices (need powers of two)"
+            )));
         }
         let ctx = self.ntt.context().clone();
         let reordered = ctx.pooled_storage("codeword message, reordered", rows * width);
@@ -334,7 +357,14 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// where it could not be recorded, or for a codeword over one binding: the caller plays
     /// those steps itself).
     #[allow(clippy::type_complexity)]
-    pub fn commit_then_script<E: crate::field::GpuExtension<F>>(&self, sumcheck: &GpuSumcheck<F, E>, rows: usize, width: usize, log_inv_rate: usize, script: &SpongeScript<F>) -> Result<(CommittedCodeword<F>, Option<SpongeScriptValues<F, E>>)> {
+    pub fn commit_then_script<E: crate::field::GpuExtension<F>>(
+        &self,
+        sumcheck: &GpuSumcheck<F, E>,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        script: &SpongeScript<F>,
+    ) -> Result<(CommittedCodeword<F>, Option<SpongeScriptValues<F, E>>)> {
         if E::ID != crate::field::ExtensionId::Degree4 {
             // (The sponge-script kernels play degree-4 transcripts: the caller plays the steps.)
             return Ok((self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None));
@@ -398,7 +428,11 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let mut blocks = 1;
         while matrix_bytes(codeword_rows, width / blocks)? > binding {
             if !width.is_multiple_of(blocks * 2) {
-                return Err(GpuError::TooLarge { what: format!("a column block of a {codeword_rows} x {width} codeword"), needed: matrix_bytes(codeword_rows, width / blocks)?, limit: binding });
+                return Err(GpuError::TooLarge {
+                    what: format!("a column block of a {codeword_rows} x {width} codeword"),
+                    needed: matrix_bytes(codeword_rows, width / blocks)?,
+                    limit: binding,
+                });
             }
             blocks *= 2;
         }
@@ -408,7 +442,11 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let level1 = matrix_bytes(codeword_rows, DIGEST_ELEMS / 2)?;
         let max_buffer = ctx.limits().max_buffer_size;
         if level1 > max_buffer {
-            return Err(GpuError::TooLarge { what: format!("level 1 of the Merkle tree over a {codeword_rows}-row codeword"), needed: level1, limit: max_buffer });
+            return Err(GpuError::TooLarge {
+                what: format!("level 1 of the Merkle tree over a {codeword_rows}-row codeword"),
+                needed: level1,
+                limit: max_buffer,
+            });
         }
         let chunk_rows = {
             let fit = self.merkle.rows_per_chunk(width)?;
@@ -428,7 +466,16 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
             let mut encoder = ctx.encoder("codeword column blocks");
             for b in 0..blocks {
                 let block_message = ctx.pooled_storage("codeword block message", rows * cols);
-                let take = BlockParams { rows: rows as u32, cols: cols as u32, src_width: width as u32, src_row: 0, src_col: (b * cols) as u32, dst_width: cols as u32, dst_col: 0, _pad: 0 };
+                let take = BlockParams {
+                    rows: rows as u32,
+                    cols: cols as u32,
+                    src_width: width as u32,
+                    src_row: 0,
+                    src_col: (b * cols) as u32,
+                    dst_width: cols as u32,
+                    dst_col: 0,
+                    _pad: 0,
+                };
                 ctx.record_dispatches(&mut encoder, "column block", &[copy(take, message, &block_message)]);
                 let block = self.ntt.record_with(&mut encoder, NttSource::OneBuffer(&block_message), &spec, None);
                 // Reuse of either buffer is recorded after the work reading it (in order).
@@ -438,7 +485,16 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
                     .iter()
                     .enumerate()
                     .map(|(c, chunk)| {
-                        let put = BlockParams { rows: chunk_rows as u32, cols: cols as u32, src_width: cols as u32, src_row: (c * chunk_rows) as u32, src_col: 0, dst_width: width as u32, dst_col: (b * cols) as u32, _pad: 0 };
+                        let put = BlockParams {
+                            rows: chunk_rows as u32,
+                            cols: cols as u32,
+                            src_width: cols as u32,
+                            src_row: (c * chunk_rows) as u32,
+                            src_col: 0,
+                            dst_width: width as u32,
+                            dst_col: (b * cols) as u32,
+                            _pad: 0,
+                        };
                         copy(put, &block, chunk)
                     })
                     .collect();
@@ -453,7 +509,14 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         });
         match tree {
             Ok(tree) => {
-                tracing::debug!(rows = codeword_rows, width, blocks, chunks = chunks.len(), ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoded in column blocks and committed");
+                tracing::debug!(
+                    rows = codeword_rows,
+                    width,
+                    blocks,
+                    chunks = chunks.len(),
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    "codeword encoded in column blocks and committed"
+                );
                 Ok(CommittedCodeword { codeword: Some(Stored::Chunks { buffers: chunks, rows: chunk_rows }), tree, ntt: self.ntt.clone() })
             }
             Err(e) => {
@@ -479,7 +542,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     pub fn open_deferred(&self, committed: &CommittedCodeword<F>, indices: &[usize]) -> Result<PendingRows> {
         match committed.codeword.as_ref().expect("present until drop") {
             Stored::One(b) => self.merkle.open_rows_deferred(&committed.tree, b, indices, 0),
-            Stored::Chunks { buffers, rows } => self.merkle.open_row_chunks_deferred(&committed.tree, &CommittedCodeword::<F>::row_chunks(buffers, *rows), indices, 0),
+            Stored::Chunks { buffers, rows } => {
+                self.merkle.open_row_chunks_deferred(&committed.tree, &CommittedCodeword::<F>::row_chunks(buffers, *rows), indices, 0)
+            }
         }
     }
 
@@ -501,6 +566,5 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
 
 /// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
 #[cfg(test)]
-pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
-    crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col }),
-];
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] =
+    &[crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col })];

@@ -79,7 +79,16 @@ pub(crate) trait AheadSink: Send + Sync {
     fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize);
     fn column_block_multiple(&self, height: usize) -> usize;
     #[allow(clippy::too_many_arguments)]
-    fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize);
+    fn absorb(
+        &self,
+        progress: &ColumnProgress,
+        encoder: &mut wgpu::CommandEncoder,
+        buffer: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        first_col: usize,
+        cols: usize,
+    );
     fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize);
 }
 
@@ -122,7 +131,16 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
     /// of every row) into the rows' leaves, and its checksum sums, into `encoder`. A failure
     /// drops them.
     #[allow(clippy::too_many_arguments)]
-    fn absorb(&self, progress: &ColumnProgress, encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
+    fn absorb(
+        &self,
+        progress: &ColumnProgress,
+        encoder: &mut wgpu::CommandEncoder,
+        buffer: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        first_col: usize,
+        cols: usize,
+    ) {
         let mut state = progress.lock();
         if first_col != 0 && state.is_none() {
             // An earlier block failed.

@@ -7,19 +7,19 @@
 use std::sync::{Arc, OnceLock};
 
 use p3_baby_bear::BabyBear;
-use p3_koala_bear::KoalaBear;
 use p3_commit::Encoder;
 use p3_dft::{Radix2DFTSmallBatch, Radix2DitParallel, TwoAdicSubgroupDft};
+use p3_koala_bear::KoalaBear;
 use p3_matrix::bitrev::{BitReversalPerm, BitReversedMatrixView};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_util::log2_strict_usize;
 
 use crate::commit_ahead::{AheadSink, ColumnProgress, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
-use crate::mmcs::GpuMmcs;
 use crate::context::GpuContext;
 use crate::error::{GpuError, Result};
 use crate::field::GpuField;
+use crate::mmcs::GpuMmcs;
 use crate::ntt::{Direction, GpuNtt, InPlaceError, NttSpec, ResultHooks};
 
 /// Below this many field elements a one-column transform runs on the CPU by default: the GPU's
@@ -208,12 +208,7 @@ impl<F: GpuField> TwoAdicSubgroupDft<F> for GpuDft<F> {
         self.dit.coset_dft_batch(mat, shift)
     }
 
-    fn coset_lde_batch(
-        &self,
-        mut mat: RowMajorMatrix<F>,
-        added_bits: usize,
-        shift: F,
-    ) -> Self::Evaluations {
+    fn coset_lde_batch(&self, mut mat: RowMajorMatrix<F>, added_bits: usize, shift: F) -> Self::Evaluations {
         let (h, w) = (mat.height(), mat.width());
         let log_h = log2_strict_usize(h);
         let log_lde = log_h.saturating_add(added_bits);
@@ -241,15 +236,8 @@ impl<F: GpuField> TwoAdicSubgroupDft<F> for GpuDft<F> {
         let hooks = ahead.map(|a| ResultHooks { whole: &whole, block_multiple: a.column_block_multiple(rows), block: &block, blocks_done: &blocks_done });
         // Interpolate on the GPU, then evaluate the zero-padded coefficients on shift·K; the
         // padding is never materialised.
-        let specs = [
-            NttSpec::inverse(log_h, w),
-            NttSpec {
-                valid_rows: h,
-                coset_shift: Some(shift),
-                bit_reversed_output: log_lde > 0,
-                ..NttSpec::forward(log_lde, w)
-            },
-        ];
+        let specs =
+            [NttSpec::inverse(log_h, w), NttSpec { valid_rows: h, coset_shift: Some(shift), bit_reversed_output: log_lde > 0, ..NttSpec::forward(log_lde, w) }];
         if self.inner.run_in_place(&mut mat.values, &specs, hooks) {
             return bit_reversed(mat.values, w);
         }
@@ -283,10 +271,7 @@ impl<F: GpuField> GpuEncoder<F> {
 
     /// The spec that encodes `2^log_message_rows` message rows at rate 2^-log_inv_rate.
     pub fn spec(log_message_rows: usize, width: usize, log_inv_rate: usize) -> NttSpec<F> {
-        NttSpec {
-            valid_rows: 1 << log_message_rows,
-            ..NttSpec::forward(log_message_rows.saturating_add(log_inv_rate), width)
-        }
+        NttSpec { valid_rows: 1 << log_message_rows, ..NttSpec::forward(log_message_rows.saturating_add(log_inv_rate), width) }
     }
 
     fn encode_rows(&self, message: &[F], rows: usize, width: usize, log_inv_rate: usize) -> Option<Vec<F>> {
@@ -323,7 +308,6 @@ impl<F: GpuField> GpuEncoder<F> {
         })
     }
 }
-
 
 impl<F: GpuField> GpuEncoder<F> {
     /// `Encoder::encode_batch_padded`: the message's first 2^-log_inv_rate of rows, encoded.
@@ -369,8 +353,12 @@ impl<F: crate::mmcs::MmcsField> GpuDft<F> {
     /// warning) when this DFT or `mmcs` has no GPU, or they are on different contexts.
     pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs<F>) -> Self {
         match (mmcs.commit_ahead(), self.ntt()) {
-            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => self.ahead = Some(ahead.clone() as Arc<dyn AheadSink>),
-            _ => tracing::warn!("GpuDft::committing_ahead_for: this DFT or the MMCS has no GPU, or they are on different GPU contexts; LDEs are not committed ahead"),
+            (Some(ahead), Some(ntt)) if Arc::ptr_eq(ahead.merkle().poseidon2().context(), ntt.context()) => {
+                self.ahead = Some(ahead.clone() as Arc<dyn AheadSink>)
+            }
+            _ => tracing::warn!(
+                "GpuDft::committing_ahead_for: this DFT or the MMCS has no GPU, or they are on different GPU contexts; LDEs are not committed ahead"
+            ),
         }
         self
     }

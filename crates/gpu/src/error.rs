@@ -6,7 +6,9 @@ pub enum GpuError {
     #[error("no GPU adapter found{0}; install a Vulkan, Metal or DX12 driver (on Debian/Ubuntu: `apt-get install mesa-vulkan-drivers` for a software one) or use the CPU path")]
     NoAdapter(String),
 
-    #[error("no adapter matches {selector} (WHIR_ADAPTER or the adapter selector); available: {available}; pick one by backend, `index:N` or part of its name")]
+    #[error(
+        "no adapter matches {selector} (WHIR_ADAPTER or the adapter selector); available: {available}; pick one by backend, `index:N` or part of its name"
+    )]
     AdapterNotFound { selector: String, available: String },
 
     #[error("could not open a device on adapter {adapter}: {reason}")]

@@ -33,7 +33,6 @@ impl FieldId {
         }
     }
 
-
     /// The WGSL file of the field's constants (the virtual import `field/constants`).
     pub(crate) fn constants_source(self) -> &'static str {
         match self {
@@ -231,16 +230,9 @@ pub fn from_words(words: Vec<u32>) -> Result<Vec<BabyBear>> {
 pub fn words_to<F: GpuField>(words: Vec<u32>) -> Result<Vec<F>> {
     let p = F::ORDER_U32;
     // Checked on all cores for large outputs: this pass runs on every readback.
-    let bad = if words.len() >= 1 << 18 {
-        words.par_iter().position_any(|&w| w >= p)
-    } else {
-        words.iter().position(|&w| w >= p)
-    };
+    let bad = if words.len() >= 1 << 18 { words.par_iter().position_any(|&w| w >= p) } else { words.iter().position(|&w| w >= p) };
     if let Some(pos) = bad {
-        return Err(GpuError::Device(format!(
-            "GPU returned a non-canonical field word {:#x} at offset {pos}",
-            words[pos]
-        )));
+        return Err(GpuError::Device(format!("GPU returned a non-canonical field word {:#x} at offset {pos}", words[pos])));
     }
     let mut words = std::mem::ManuallyDrop::new(words);
     // SAFETY: same layout as u32 and every word is < p, i.e. a valid Montgomery value.

@@ -15,7 +15,6 @@ use crate::field::{as_words, words_to, FieldId};
 use crate::poseidon2::{GpuPoseidon2, Poseidon2Field};
 use crate::shaders::{Kernel, GRIND_GROUP};
 
-
 /// Sponge width and rate of the challenger.
 pub const WIDTH: usize = 16;
 pub const RATE: usize = 8;
@@ -47,10 +46,7 @@ impl<F: Poseidon2Field> GrindState<F> {
     pub fn new(sponge_state: &[F; WIDTH], input_buffer: &[F]) -> Result<Self> {
         let slot = input_buffer.len();
         if slot >= RATE {
-            return Err(GpuError::InvalidInput(format!(
-                "{slot} pending inputs given; a duplex challenger of rate {RATE} holds at most {}",
-                RATE - 1
-            )));
+            return Err(GpuError::InvalidInput(format!("{slot} pending inputs given; a duplex challenger of rate {RATE} holds at most {}", RATE - 1)));
         }
         let mut base = *sponge_state;
         base[..RATE].fill(F::ZERO);
@@ -102,7 +98,11 @@ pub fn cpu_grind<F: Poseidon2Field>(perm: &F::Permutation16, state: &GrindState<
             // Lanes past `end` hold p - 1 and are ignored below.
             let witnesses = Packed::<F>::from_fn(|l| {
                 let c = first + l as u32;
-                if c < end { F::from_u32(c) } else { F::NEG_ONE }
+                if c < end {
+                    F::from_u32(c)
+                } else {
+                    F::NEG_ONE
+                }
             });
             let mut s = base;
             s[state.witness_slot] = witnesses;
@@ -298,7 +298,12 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
         let prepare = ctx.pipeline_for(F::ID, Kernel::GrindPrepare, &ctx.tuning().transcript_consts())?;
         let grind = grind_pipeline(ctx, F::ID)?;
         let end = range_for(bits).min(F::ORDER_U32 as u64) as u32;
-        let mut input = PrepareInput { sponge: [0; WIDTH], pending: [0; RATE], counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask], range: [end, 0, 0, 0] };
+        let mut input = PrepareInput {
+            sponge: [0; WIDTH],
+            pending: [0; RATE],
+            counts: [input_buffer.len() as u32, first_word as u32, words as u32, mask],
+            range: [end, 0, 0, 0],
+        };
         input.sponge.copy_from_slice(as_words(sponge_state));
         input.pending[..input_buffer.len()].copy_from_slice(as_words(input_buffer));
         let input = ctx.uniform_once("grind-ahead input", &input);
@@ -320,7 +325,13 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
             return Err(GpuError::InvalidInput(format!("no grind at {bits} bits over 0..{end}")));
         }
         let ctx = self.poseidon2.context();
-        Ok(GrindAheadRecord { params: ctx.pooled_storage("chain grind params", PARAMS_WORDS), best: ctx.pooled_storage("chain grind best", 1), bits, end, field: std::marker::PhantomData })
+        Ok(GrindAheadRecord {
+            params: ctx.pooled_storage("chain grind params", PARAMS_WORDS),
+            best: ctx.pooled_storage("chain grind best", 1),
+            bits,
+            end,
+            field: std::marker::PhantomData,
+        })
     }
 
     /// Records the search of a [`device_grind`](Self::device_grind).

@@ -39,7 +39,15 @@ struct LeafParams {
 impl LeafParams {
     /// Leaves of `rows` rows of `width` words, stored in order.
     fn new(rows: usize, width: usize, fused_levels: usize, store_leaves: bool) -> Self {
-        Self { rows: rows as u32, width: width as u32, fused_levels: fused_levels as u32, store_leaves: u32::from(store_leaves), row_bits: 0, row_offset: 0, _pad: [0; 2] }
+        Self {
+            rows: rows as u32,
+            width: width as u32,
+            fused_levels: fused_levels as u32,
+            store_leaves: u32::from(store_leaves),
+            row_bits: 0,
+            row_offset: 0,
+            _pad: [0; 2],
+        }
     }
 
     /// Leaf i read from row `order.physical(row_offset + i)` of a matrix of `height` rows
@@ -125,7 +133,11 @@ const RANGE_ALIGN: usize = 8;
 
 /// Plonky3's padded length of a digest layer at arity 2: even, except a lone root.
 pub fn padded_layer_len(raw: usize) -> usize {
-    if raw <= 1 { raw } else { raw.div_ceil(2) * 2 }
+    if raw <= 1 {
+        raw
+    } else {
+        raw.div_ceil(2) * 2
+    }
 }
 
 /// Trees of wide rows (two digests or more) that keep no leaves hash them in chunks from this
@@ -139,7 +151,6 @@ const FUSED_LEVELS: usize = 6;
 /// costs the kernel occupancy (measured: see `record_commit_with`); small trees are bound by
 /// dispatch overhead instead, where saving five dispatches should win (not measured).
 const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
-
 
 /// Openings whose readback was submitted by [`GpuMerkle::start_reading`].
 pub struct ReadingRows {
@@ -198,7 +209,9 @@ impl<F: GpuField> RecordedTree<F> {
     /// The tree, with the root its batch read back.
     pub fn finish(mut self, readback: &Readback) -> Result<GpuMerkleTree<F>> {
         if let Some(slot) = self.root {
-            self.tree.root = words_to::<F>(readback.get(slot)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+            self.tree.root = words_to::<F>(readback.get(slot)?.to_vec())?
+                .try_into()
+                .map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
         }
         Ok(self.tree)
     }
@@ -476,13 +489,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// row-major; e.g. an NTT's output buffer) into `encoder`: leaf hashing, then one dispatch
     /// per level. Returns the digest layers, leaves first, root last; they come from the
     /// context's buffer pool, and `GpuContext::recycle_storage` takes them back.
-    pub fn record_commit(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        matrix: &wgpu::Buffer,
-        height: usize,
-        width: usize,
-    ) -> Result<Vec<wgpu::Buffer>> {
+    pub fn record_commit(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize) -> Result<Vec<wgpu::Buffer>> {
         self.record_commit_with(encoder, matrix, height, width, true, RowOrder::Natural)
     }
 
@@ -559,7 +566,15 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// buffers of the chunk's size (reused chunk after chunk), its nodes of layer `lowest`
     /// written into the kept layer. Returns the layers (stand-ins below `lowest`) and the
     /// transient buffers, to go back to the pool once the encoder is submitted.
-    fn record_commit_trimmed(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, lowest: usize, order: RowOrder) -> Result<(Vec<wgpu::Buffer>, Vec<wgpu::Buffer>)> {
+    fn record_commit_trimmed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        matrix: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        lowest: usize,
+        order: RowOrder,
+    ) -> Result<(Vec<wgpu::Buffer>, Vec<wgpu::Buffer>)> {
         let log_h = height.trailing_zeros() as usize;
         let wide = width >= 2 * DIGEST_ELEMS;
         if !height.is_power_of_two() || width == 0 || lowest < 2 - usize::from(wide) || lowest > log_h {
@@ -611,7 +626,9 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 let nodes = rows >> k;
                 let params = ctx.uniform("inject params", &InjectParams { nodes: nodes as u32, width: 0, inject_rows: 0, _pad: 0 });
                 let parent = if k == lowest { (&kept, (c * nodes) as u64 * digest, Some(nodes as u64 * digest)) } else { (&transient[k - fused], 0, None) };
-                let bind = self.poseidon2.bind_ranges(&inject_pipeline, &[(&params, 0, None), (&transient[k - 1 - fused], 0, None), (&self.placeholders[0], 0, None), parent]);
+                let bind = self
+                    .poseidon2
+                    .bind_ranges(&inject_pipeline, &[(&params, 0, None), (&transient[k - 1 - fused], 0, None), (&self.placeholders[0], 0, None), parent]);
                 dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(nodes)? });
             }
         }
@@ -633,7 +650,14 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// The layers 0..=`levels` of a tree over `height` x `width` rows in `matrix` (side by side
     /// subtrees of 2^levels rows, for openings): up to six levels in the leaf kernel's one
     /// dispatch, the whole tree by `record_commit_with` otherwise.
-    fn record_subtrees(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize, levels: usize) -> Result<Vec<wgpu::Buffer>> {
+    fn record_subtrees(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        matrix: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        levels: usize,
+    ) -> Result<Vec<wgpu::Buffer>> {
         if levels > FUSED_LEVELS || !height.is_power_of_two() || height < 1 << levels || width == 0 {
             return self.record_commit_with(encoder, matrix, height, width, true, RowOrder::Natural);
         }
@@ -759,7 +783,15 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             idx.extend(self.record_gather_into(&mut encoder, tree, Some(rows), &sub_rows, &[], &matrix, 0)?.0);
             let layers = self.record_subtrees(&mut encoder, &matrix, height, tree.width, low)?;
             // (Its layers go back to the pool on drop: kept until the reads are submitted.)
-            let tree_over = rebuilt.insert(GpuMerkleTree { height, width: tree.width, layers, lowest_kept: 0, root: [F::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx: ctx.clone() });
+            let tree_over = rebuilt.insert(GpuMerkleTree {
+                height,
+                width: tree.width,
+                layers,
+                lowest_kept: 0,
+                root: [F::default(); DIGEST_ELEMS],
+                row_order: RowOrder::Natural,
+                ctx: ctx.clone(),
+            });
             idx.extend(self.record_gather_into(&mut encoder, tree_over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)?.0);
             idx.extend(self.record_gather_into(&mut encoder, tree, None, &[], &positions[split..], &out, near_words)?.0);
             Ok(())
@@ -794,10 +826,13 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     pub fn start_reading(&self, pending: Vec<PendingRows>) -> Result<ReadingRows> {
         let ctx = self.poseidon2.context();
         let mut batch = ctx.batch("merkle openings readback");
-        let pending: Vec<(PendingRows, ReadSlot)> = pending.into_iter().map(|p| {
-            let slot = batch.read(&p.out, 0, p.words);
-            (p, slot)
-        }).collect();
+        let pending: Vec<(PendingRows, ReadSlot)> = pending
+            .into_iter()
+            .map(|p| {
+                let slot = batch.read(&p.out, 0, p.words);
+                (p, slot)
+            })
+            .collect();
         let read = ctx.submit_batch(batch)?;
         Ok(ReadingRows { read, pending })
     }
@@ -814,7 +849,13 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
 
     /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
     /// reads it back (one submission), with the rows' order where they came grouped by segment.
-    fn gather(&self, tree: &GpuMerkleTree<F>, matrix: Option<RowSource<'_>>, indices: &[usize], positions: &[(usize, usize)]) -> Result<(Vec<F>, Option<Vec<usize>>)> {
+    fn gather(
+        &self,
+        tree: &GpuMerkleTree<F>,
+        matrix: Option<RowSource<'_>>,
+        indices: &[usize],
+        positions: &[(usize, usize)],
+    ) -> Result<(Vec<F>, Option<Vec<usize>>)> {
         let ctx = self.poseidon2.context();
         let mut encoder = ctx.encoder("merkle openings");
         let Gathered { out, words, idx, order } = self.record_gather(&mut encoder, tree, matrix, indices, positions)?;
@@ -841,7 +882,11 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 let window = 1usize << (binding / row_bytes).max(1).ilog2();
                 let bytes = window as u64 * row_bytes;
                 if !bytes.is_multiple_of(256) {
-                    return Err(GpuError::TooLarge { what: format!("a window of whole rows of {width} words at 256-byte offsets"), needed: bytes.next_multiple_of(256), limit: binding });
+                    return Err(GpuError::TooLarge {
+                        what: format!("a window of whole rows of {width} words at 256-byte offsets"),
+                        needed: bytes.next_multiple_of(256),
+                        limit: binding,
+                    });
                 }
                 Ok((0..height.div_ceil(window))
                     .map(|w| {
@@ -1056,7 +1101,9 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let layer_bytes = matrix_bytes(height, if keep_leaves || width >= 2 * DIGEST_ELEMS { DIGEST_ELEMS } else { DIGEST_ELEMS / 2 })?;
         if height.is_power_of_two() && width > 0 && matrix_bytes(height, width)?.max(layer_bytes) > ctx.max_binding_bytes() {
             if order != RowOrder::Natural {
-                return Err(GpuError::InvalidInput(format!("a {height} x {width} matrix over one binding is committed in row chunks, which take rows in order")));
+                return Err(GpuError::InvalidInput(format!(
+                    "a {height} x {width} matrix over one binding is committed in row chunks, which take rows in order"
+                )));
             }
             batch.flush()?;
             let tree = self.commit_in_chunks(ctx.encoder("merkle row chunks"), input, height, width, keep_leaves)?;
@@ -1083,7 +1130,14 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// The tree of a matrix over one binding ([`record_tree`](Self::record_tree)): its
     /// rows copied into chunks of one binding (after the work already in `encoder`), the tree
     /// built over the chunks, the chunks given back.
-    fn commit_in_chunks(&self, encoder: wgpu::CommandEncoder, input: &wgpu::Buffer, height: usize, width: usize, keep_leaves: bool) -> Result<GpuMerkleTree<F>> {
+    fn commit_in_chunks(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        input: &wgpu::Buffer,
+        height: usize,
+        width: usize,
+        keep_leaves: bool,
+    ) -> Result<GpuMerkleTree<F>> {
         let ctx = self.poseidon2.context().clone();
         let bytes = matrix_bytes(height, width)?;
         if input.size() < bytes {
@@ -1174,7 +1228,8 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         if block.size() < matrix_bytes(leaves.height, cols)? {
             return Err(GpuError::InvalidInput(format!("a column block holds fewer than {} x {cols} words", leaves.height)));
         }
-        let params = AbsorbParams { rows: leaves.height as u32, width: cols as u32, first: u32::from(leaves.absorbed == 0), last: u32::from(end == leaves.width) };
+        let params =
+            AbsorbParams { rows: leaves.height as u32, width: cols as u32, first: u32::from(leaves.absorbed == 0), last: u32::from(end == leaves.width) };
         let uniform = self.poseidon2.context().uniform("absorb params", &params);
         let dispatch = self.prepare_leaf(Kernel::AbsorbRows, &[&uniform, block, &leaves.states, &leaves.leaves], leaves.height)?;
         self.poseidon2.context().record_dispatches(encoder, "merkle absorb", &[dispatch]);
@@ -1225,7 +1280,8 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     pub fn finish_tree(&self, pending: PendingTree<F>) -> Result<GpuMerkleTree<F>> {
         let PendingTree { mut tree, read, root } = pending;
         let readback = self.poseidon2.context().finish_batch(read)?;
-        tree.root = words_to::<F>(readback.get(root)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+        tree.root =
+            words_to::<F>(readback.get(root)?.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
         Ok(tree)
     }
 
@@ -1239,7 +1295,11 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let per_row = (width.max(1) * 4).max(2 * DIGEST_ELEMS * 4);
         let rows = binding / per_row / RANGE_ALIGN * RANGE_ALIGN;
         if rows == 0 {
-            return Err(GpuError::TooLarge { what: format!("{RANGE_ALIGN} Merkle rows of {width} words"), needed: (RANGE_ALIGN * per_row) as u64, limit: binding as u64 });
+            return Err(GpuError::TooLarge {
+                what: format!("{RANGE_ALIGN} Merkle rows of {width} words"),
+                needed: (RANGE_ALIGN * per_row) as u64,
+                limit: binding as u64,
+            });
         }
         Ok(rows)
     }
@@ -1273,7 +1333,12 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 let bytes = matrix_bytes(c.count, g.width)?;
                 ctx.check_binding_size("Merkle rows of one chunk", bytes)?;
                 if c.first != next || c.count == 0 || c.rows.size() < bytes || (c.first % RANGE_ALIGN != 0) {
-                    return Err(GpuError::InvalidInput(format!("row chunk {}..{} of a {}-row group is out of order, empty, misaligned or short", c.first, c.first + c.count, g.height)));
+                    return Err(GpuError::InvalidInput(format!(
+                        "row chunk {}..{} of a {}-row group is out of order, empty, misaligned or short",
+                        c.first,
+                        c.first + c.count,
+                        g.height
+                    )));
                 }
                 next += c.count;
             }
@@ -1308,7 +1373,8 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         };
         // (Level-1 ranges start at first / 2 digests: 256-byte offsets need chunks at multiples
         // of 16 rows; otherwise the leaves are kept.)
-        let transient = !keep_leaves && groups.len() == 1 && tallest.height >= 2 && tallest.chunks.iter().all(|c| c.count % 2 == 0 && c.first % (2 * RANGE_ALIGN) == 0);
+        let transient =
+            !keep_leaves && groups.len() == 1 && tallest.height >= 2 && tallest.chunks.iter().all(|c| c.count % 2 == 0 && c.first % (2 * RANGE_ALIGN) == 0);
         let mut chunk_leaves = Vec::new();
         let mut prev_len = padded_layer_len(tallest.height);
         if transient {
@@ -1322,7 +1388,12 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width: 0, inject_rows: 0, _pad: 0 });
                 let bind = self.poseidon2.bind_ranges(
                     &inject_pipeline,
-                    &[(&params, 0, None), (&leaves, 0, None), (&self.placeholders[0], 0, None), (&level1, (c.first / 2) as u64 * digest, Some(count as u64 * digest))],
+                    &[
+                        (&params, 0, None),
+                        (&leaves, 0, None),
+                        (&self.placeholders[0], 0, None),
+                        (&level1, (c.first / 2) as u64 * digest, Some(count as u64 * digest)),
+                    ],
                 );
                 dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
                 // Back to the pool once the dispatches reading it are recorded (the clears of
@@ -1380,7 +1451,12 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 };
                 let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width, inject_rows, _pad: 0 });
                 let matrix = rows.map_or(&self.placeholders[0], |c| c.rows);
-                let ranges = [(&params, 0, None), (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)), (matrix, 0, None), (&parents, first as u64 * digest, Some(count as u64 * digest))];
+                let ranges = [
+                    (&params, 0, None),
+                    (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)),
+                    (matrix, 0, None),
+                    (&parents, first as u64 * digest, Some(count as u64 * digest)),
+                ];
                 let (pipeline, bind) = if width > 0 {
                     (&joining_pipeline, self.bind_leaf(joining_kernel, &joining_pipeline, &ranges))
                 } else {
@@ -1402,7 +1478,15 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             ctx.recycle_after_submit(leaves);
         }
         let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree { height: tallest.height, width: tallest.width, layers, lowest_kept: usize::from(transient), root: [F::default(); DIGEST_ELEMS], row_order: RowOrder::Natural, ctx };
+        let mut tree = GpuMerkleTree {
+            height: tallest.height,
+            width: tallest.width,
+            layers,
+            lowest_kept: usize::from(transient),
+            root: [F::default(); DIGEST_ELEMS],
+            row_order: RowOrder::Natural,
+            ctx,
+        };
         tree.root = words_to::<F>(root_words?)?.try_into().expect("a digest is 8 words");
         Ok(tree)
     }

@@ -85,24 +85,12 @@ pub struct NttSpec<F = BabyBear> {
 
 impl<F: GpuField> NttSpec<F> {
     pub fn forward(log_n: usize, width: usize) -> Self {
-        Self {
-            log_n,
-            width,
-            direction: Direction::Forward,
-            valid_rows: 1 << log_n,
-            coset_shift: None,
-            scale: None,
-            bit_reversed_output: false,
-        }
+        Self { log_n, width, direction: Direction::Forward, valid_rows: 1 << log_n, coset_shift: None, scale: None, bit_reversed_output: false }
     }
 
     /// The inverse DFT, 1/n included.
     pub fn inverse(log_n: usize, width: usize) -> Self {
-        Self {
-            direction: Direction::Inverse,
-            scale: Some(F::from_usize(1 << log_n).inverse()),
-            ..Self::forward(log_n, width)
-        }
+        Self { direction: Direction::Inverse, scale: Some(F::from_usize(1 << log_n).inverse()), ..Self::forward(log_n, width) }
     }
 
     pub fn rows(&self) -> usize {
@@ -114,28 +102,16 @@ impl<F: GpuField> NttSpec<F> {
             return Err(GpuError::InvalidInput("NTT width must be at least 1".into()));
         }
         if self.log_n > F::TWO_ADICITY {
-            return Err(GpuError::InvalidInput(format!(
-                "NTT of 2^{} rows exceeds {}'s two-adicity 2^{}",
-                self.log_n,
-                F::ID.name(),
-                F::TWO_ADICITY
-            )));
+            return Err(GpuError::InvalidInput(format!("NTT of 2^{} rows exceeds {}'s two-adicity 2^{}", self.log_n, F::ID.name(), F::TWO_ADICITY)));
         }
         if self.valid_rows > self.rows() {
-            return Err(GpuError::InvalidInput(format!(
-                "{} valid rows exceed the transform height {}",
-                self.valid_rows,
-                self.rows()
-            )));
+            return Err(GpuError::InvalidInput(format!("{} valid rows exceed the transform height {}", self.valid_rows, self.rows())));
         }
         if self.bit_reversed_output && self.scale.is_some_and(|s| s != F::ONE) {
             return Err(GpuError::InvalidInput("a scaled NTT cannot leave its output bit-reversed (the reversal applies the scale)".into()));
         }
         if self.rows().checked_mul(self.width).is_none_or(|n| n > u32::MAX as usize / 2) {
-            return Err(GpuError::InvalidInput(format!(
-                "NTT of 2^{} rows x {} columns does not fit 32-bit indexing",
-                self.log_n, self.width
-            )));
+            return Err(GpuError::InvalidInput(format!("NTT of 2^{} rows x {} columns does not fit 32-bit indexing", self.log_n, self.width)));
         }
         Ok(())
     }
@@ -229,7 +205,10 @@ enum Layout {
     TwoBuffers,
     /// `chunk_rows`: the result is read back in chunks of that many rows, and the passes that
     /// can run chunk by chunk are left to [`ChunkPasses`] (bit-reversed output only).
-    OneBuffer { reuse_src: bool, chunk_rows: Option<usize> },
+    OneBuffer {
+        reuse_src: bool,
+        chunk_rows: Option<usize>,
+    },
 }
 
 /// The passes of a split transform (`plan_split`) that run chunk by chunk: recorded for chunk i
@@ -262,7 +241,16 @@ impl ChunkPasses {
             .passes
             .iter()
             .map(|(params, groups)| {
-                let bind = ntt.ctx.bind_ranges(&self.pipeline, &[(params, 0, None), (&ntt.empty, 0, None), (&self.buffer, offset, Some(self.chunk_bytes)), (&self.twiddles, 0, None), (&ntt.empty, 0, None)]);
+                let bind = ntt.ctx.bind_ranges(
+                    &self.pipeline,
+                    &[
+                        (params, 0, None),
+                        (&ntt.empty, 0, None),
+                        (&self.buffer, offset, Some(self.chunk_bytes)),
+                        (&self.twiddles, 0, None),
+                        (&ntt.empty, 0, None),
+                    ],
+                );
                 Dispatch { pipeline: (*self.pipeline).clone(), bind, groups: *groups }
             })
             .collect();
@@ -397,11 +385,7 @@ impl GpuNtt {
             .ok_or_else(|| GpuError::InvalidInput(format!("copy of {words} words: a multiple of 4 that fits 32 bits is needed")))?;
         let bytes = words as u64 * 4;
         if src.size() < bytes || dst.size() < bytes {
-            return Err(GpuError::InvalidInput(format!(
-                "copy of {words} words between buffers of {} and {} bytes",
-                src.size(),
-                dst.size()
-            )));
+            return Err(GpuError::InvalidInput(format!("copy of {words} words between buffers of {} and {} bytes", src.size(), dst.size())));
         }
         self.ctx.check_binding_size("copy", bytes)?;
         let pipeline = self.ctx.pipeline(Kernel::Copy, &[])?;
@@ -464,7 +448,13 @@ impl GpuNtt {
 
     /// [`record`](Self::record) with the buffers `source` chooses, and a GPU timestamp pair
     /// around each kernel when `timer` is given.
-    pub fn record_with<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, source: NttSource<'_>, spec: &NttSpec<F>, timer: Option<&mut KernelTimer>) -> Result<wgpu::Buffer> {
+    pub fn record_with<F: GpuField>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        source: NttSource<'_>,
+        spec: &NttSpec<F>,
+        timer: Option<&mut KernelTimer>,
+    ) -> Result<wgpu::Buffer> {
         match source {
             NttSource::TwoBuffers(src) => self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers),
             NttSource::OneBuffer(src) => self.record_inner(encoder, src, spec, timer, Layout::OneBuffer { reuse_src: false, chunk_rows: None }),
@@ -472,7 +462,14 @@ impl GpuNtt {
         }
     }
 
-    fn record_inner<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec<F>, timer: Option<&mut KernelTimer>, layout: Layout) -> Result<wgpu::Buffer> {
+    fn record_inner<F: GpuField>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        spec: &NttSpec<F>,
+        timer: Option<&mut KernelTimer>,
+        layout: Layout,
+    ) -> Result<wgpu::Buffer> {
         self.record_spec(encoder, src, spec, timer, layout).map(|(result, _)| result)
     }
 
@@ -490,12 +487,7 @@ impl GpuNtt {
         let total = spec.rows() * spec.width;
         self.ctx.check_binding_size("NTT buffer", (total * 4) as u64)?;
         if src.size() < (spec.valid_rows * spec.width * 4) as u64 {
-            return Err(GpuError::InvalidInput(format!(
-                "NTT source holds {} bytes, fewer than {} rows x {} columns",
-                src.size(),
-                spec.valid_rows,
-                spec.width
-            )));
+            return Err(GpuError::InvalidInput(format!("NTT source holds {} bytes, fewer than {} rows x {} columns", src.size(), spec.valid_rows, spec.width)));
         }
         let log_n = spec.log_n as u32;
         let passes = self.plan(spec.log_n, spec.width);
@@ -511,7 +503,9 @@ impl GpuNtt {
             let target = if reuse_src && whole { src.clone() } else { self.work_buffer("ntt work", total) };
             let in_src = reuse_src && whole;
             // Chunk by chunk only for output in the passes' own order, untimed.
-            let split = chunk_rows.filter(|_| spec.bit_reversed_output && timer.is_none()).and_then(|rows| plan_split(log_n, spec.width, self.tile_log, rows).map(|(plan, at)| (plan, at, rows)));
+            let split = chunk_rows
+                .filter(|_| spec.bit_reversed_output && timer.is_none())
+                .and_then(|rows| plan_split(log_n, spec.width, self.tile_log, rows).map(|(plan, at)| (plan, at, rows)));
             let (up_front, chunked): (&[DifPassPlan], Option<(&[DifPassPlan], usize)>) = match &split {
                 Some((plan, at, rows)) => (&plan[..*at], Some((&plan[*at..], *rows))),
                 None => (&passes, None),
@@ -584,11 +578,8 @@ impl GpuNtt {
             let k = bit_reverse_tile_log(log_n, spec.width);
             let params = bit_reverse_params(spec, k, copied_rows);
             let uniform = self.ctx.uniform("bit reverse params", &params);
-            let (kernel, groups) = if k > 0 {
-                (Kernel::BitReverseTiled, params.num_groups)
-            } else {
-                (Kernel::BitReverseRows, params.total.div_ceil(WORKGROUP))
-            };
+            let (kernel, groups) =
+                if k > 0 { (Kernel::BitReverseTiled, params.num_groups) } else { (Kernel::BitReverseRows, params.total.div_ceil(WORKGROUP)) };
             let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
             match timer {
@@ -642,11 +633,8 @@ impl GpuNtt {
         }
         let k = bit_reverse_tile_log_in_place(spec.log_n as u32, spec.width);
         let params = bit_reverse_params(spec, k, spec.rows());
-        let (kernel, groups) = if k > 0 {
-            (Kernel::BitReverseTiledInPlace, params.num_groups)
-        } else {
-            (Kernel::BitReverseRowsInPlace, params.total.div_ceil(WORKGROUP))
-        };
+        let (kernel, groups) =
+            if k > 0 { (Kernel::BitReverseTiledInPlace, params.num_groups) } else { (Kernel::BitReverseRowsInPlace, params.total.div_ceil(WORKGROUP)) };
         let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let uniform = self.ctx.uniform("bit reverse params", &params);
         let bind = self.bind(&pipeline, &[&uniform, &self.empty, &target]);
@@ -671,7 +659,11 @@ impl GpuNtt {
 
     fn dif_pipeline(&self, field: FieldId, in_place: bool) -> Result<Arc<wgpu::ComputePipeline>> {
         let skip = u32::from(self.skip_butterflies.load(Ordering::Relaxed));
-        self.ctx.pipeline_for(field, Kernel::DifPass, &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place))])
+        self.ctx.pipeline_for(
+            field,
+            Kernel::DifPass,
+            &[("NTT_TILE", 1 << self.tile_log), ("NTT_SKIP_BUTTERFLIES", skip), ("NTT_IN_PLACE", u32::from(in_place))],
+        )
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
@@ -719,7 +711,12 @@ impl GpuNtt {
     /// Fresh memory a readback will write, `bytes` from `ptr`: advised to huge pages, and, a
     /// transfer chunk or more, its pages touched on threads of `scope` (join the handles before
     /// anything else writes it; `transfer::prefault`).
-    fn touch_ahead<'scope>(&self, scope: &'scope std::thread::Scope<'scope, '_>, ptr: crate::transfer::SendPtr<u8>, bytes: usize) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
+    fn touch_ahead<'scope>(
+        &self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        ptr: crate::transfer::SendPtr<u8>,
+        bytes: usize,
+    ) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
         if bytes == 0 {
             return Vec::new();
         }
@@ -753,7 +750,12 @@ impl GpuNtt {
     /// through (for `recycle` once the result is read), and with `chunk_rows` the last
     /// transform's passes left to run chunk by chunk, if any.
     #[allow(clippy::type_complexity)]
-    fn record_chain_from<F: GpuField>(&self, values: &[F], specs: &[NttSpec<F>], chunk_rows: Option<usize>) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
+    fn record_chain_from<F: GpuField>(
+        &self,
+        values: &[F],
+        specs: &[NttSpec<F>],
+        chunk_rows: Option<usize>,
+    ) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
         self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
         let buffer = self.ctx.pooled_for_upload("ntt input", values.len());
         self.ctx.write(&buffer, as_words(values));
@@ -764,7 +766,13 @@ impl GpuNtt {
 
     /// Records `specs` one after another starting from `input`: the result buffer, the buffers
     /// before it, and the last transform's passes left to run in chunks of `chunk_rows` rows.
-    fn record_specs<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, mut buffer: wgpu::Buffer, specs: &[NttSpec<F>], chunk_rows: Option<usize>) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
+    fn record_specs<F: GpuField>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        mut buffer: wgpu::Buffer,
+        specs: &[NttSpec<F>],
+        chunk_rows: Option<usize>,
+    ) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
         let mut used = Vec::new();
         let mut tail = None;
         for (i, spec) in specs.iter().enumerate() {
@@ -851,7 +859,12 @@ impl GpuNtt {
     /// `hooks` while it is on the GPU, before its buffers go back to the pool: `whole` with the
     /// one buffer that holds it, or, larger than one binding, `block` for each column block
     /// and then `blocks_done`. Not called on an error.
-    pub fn transform_chain_in_place_then<F: GpuField>(&self, values: &mut Vec<F>, specs: &[NttSpec<F>], hooks: Option<ResultHooks<'_>>) -> std::result::Result<(), InPlaceError> {
+    pub fn transform_chain_in_place_then<F: GpuField>(
+        &self,
+        values: &mut Vec<F>,
+        specs: &[NttSpec<F>],
+        hooks: Option<ResultHooks<'_>>,
+    ) -> std::result::Result<(), InPlaceError> {
         let kept = |error: GpuError| InPlaceError { error, input_lost: false };
         let last = check_chain(values.len(), specs).map_err(kept)?;
         if !self.fits_one_binding(values.len(), last) {
@@ -975,9 +988,9 @@ impl GpuNtt {
                 let cols = block.min(width - first_col);
                 let sub: Vec<NttSpec<F>> = specs.iter().map(|s| NttSpec { width: cols, ..*s }).collect();
                 self.ctx.scoped("NTT column block", || {
-                    let input = self.ctx.upload_rows("ntt columns", rows_in, cols, |r, write| {
-                        write(as_words(&values[r * width + first_col..r * width + first_col + cols]))
-                    })?;
+                    let input = self
+                        .ctx
+                        .upload_rows("ntt columns", rows_in, cols, |r, write| write(as_words(&values[r * width + first_col..r * width + first_col + cols])))?;
                     let mut encoder = self.ctx.encoder("ntt columns");
                     let last = sub.last().expect("a spec");
                     let chunk_rows = self.readback_chunk_rows(last);
@@ -1038,11 +1051,8 @@ impl KernelTimer {
         if !ctx.device().features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(None);
         }
-        let queries = ctx.device().create_query_set(&wgpu::QuerySetDescriptor {
-            label: Some("kernel timer"),
-            ty: wgpu::QueryType::Timestamp,
-            count: 2 * kernels,
-        });
+        let queries =
+            ctx.device().create_query_set(&wgpu::QuerySetDescriptor { label: Some("kernel timer"), ty: wgpu::QueryType::Timestamp, count: 2 * kernels });
         Ok(Some(Self { queries, labels: Vec::new(), capacity: kernels }))
     }
 
@@ -1077,12 +1087,7 @@ impl KernelTimer {
         let words = ctx.submit_and_read(encoder, &resolve, 4 * n as usize)?;
         let period = ctx.queue().get_timestamp_period() as f64;
         let ticks: Vec<u64> = words.chunks(2).map(|c| c[0] as u64 | ((c[1] as u64) << 32)).collect();
-        Ok(self
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (*l, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period))
-            .collect())
+        Ok(self.labels.iter().enumerate().map(|(i, l)| (*l, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period)).collect())
     }
 }
 

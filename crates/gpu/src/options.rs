@@ -279,7 +279,12 @@ mod tests {
 
     #[test]
     fn limits_profiles_parse_and_print_back() {
-        for profile in [LimitsProfile::Adapter, LimitsProfile::WebGpu { max_binding_bytes: None }, LimitsProfile::WebGpu { max_binding_bytes: Some(1 << 20) }, LimitsProfile::AppleM1] {
+        for profile in [
+            LimitsProfile::Adapter,
+            LimitsProfile::WebGpu { max_binding_bytes: None },
+            LimitsProfile::WebGpu { max_binding_bytes: Some(1 << 20) },
+            LimitsProfile::AppleM1,
+        ] {
             assert_eq!(LimitsProfile::parse(&profile.to_string()).unwrap(), profile);
         }
         assert_eq!(LimitsProfile::parse(" Apple-M1 ").unwrap(), LimitsProfile::AppleM1);

@@ -6,17 +6,15 @@
 use std::sync::Arc;
 
 use p3_baby_bear::{
-    BabyBear, Poseidon2BabyBear, BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
-    BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL, BABYBEAR_POSEIDON2_RC_24_EXTERNAL_FINAL,
-    BABYBEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_24_INTERNAL, BABYBEAR_S_BOX_DEGREE,
+    BabyBear, Poseidon2BabyBear, BABYBEAR_POSEIDON2_RC_16_EXTERNAL_FINAL, BABYBEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_16_INTERNAL,
+    BABYBEAR_POSEIDON2_RC_24_EXTERNAL_FINAL, BABYBEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL, BABYBEAR_POSEIDON2_RC_24_INTERNAL, BABYBEAR_S_BOX_DEGREE,
 };
+use p3_field::Field;
 use p3_koala_bear::{
-    KoalaBear, Poseidon2KoalaBear, KOALABEAR_POSEIDON2_RC_16_EXTERNAL_FINAL,
-    KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_16_INTERNAL, KOALABEAR_POSEIDON2_RC_24_EXTERNAL_FINAL,
-    KOALABEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_24_INTERNAL, KOALABEAR_S_BOX_DEGREE,
+    KoalaBear, Poseidon2KoalaBear, KOALABEAR_POSEIDON2_RC_16_EXTERNAL_FINAL, KOALABEAR_POSEIDON2_RC_16_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_16_INTERNAL,
+    KOALABEAR_POSEIDON2_RC_24_EXTERNAL_FINAL, KOALABEAR_POSEIDON2_RC_24_EXTERNAL_INITIAL, KOALABEAR_POSEIDON2_RC_24_INTERNAL, KOALABEAR_S_BOX_DEGREE,
 };
 use p3_poseidon2::{poseidon2_round_numbers_128, ExternalLayerConstants};
-use p3_field::Field;
 use p3_symmetric::CryptographicPermutation;
 use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, RngExt};
@@ -166,11 +164,7 @@ impl<F: Poseidon2Width<W>, const W: usize> Poseidon2Constants<F, W> {
     /// Explicit constants; the GPU kernel is built for 4 + the width's internal rounds + 4.
     pub fn new(external: ExternalLayerConstants<F, W>, internal: Vec<F>) -> Result<Self> {
         let partial = <F as Poseidon2Width<W>>::PARTIAL_ROUNDS;
-        let c = Self {
-            initial: external.get_initial_constants().to_vec(),
-            terminal: external.get_terminal_constants().to_vec(),
-            internal,
-        };
+        let c = Self { initial: external.get_initial_constants().to_vec(), terminal: external.get_terminal_constants().to_vec(), internal };
         if c.initial.len() != HALF_FULL_ROUNDS || c.terminal.len() != HALF_FULL_ROUNDS || c.internal.len() != partial {
             return Err(GpuError::InvalidInput(format!(
                 "GPU Poseidon2 of width {W} over {} runs {HALF_FULL_ROUNDS} + {partial} + {HALF_FULL_ROUNDS} rounds; got {} + {} + {} round constants",
@@ -189,8 +183,8 @@ impl<F: Poseidon2Width<W>, const W: usize> Poseidon2Constants<F, W> {
     where
         StandardUniform: Distribution<F>,
     {
-        let (rounds_f, rounds_p) = poseidon2_round_numbers_128::<F>(W, F::SBOX_DEGREE)
-            .expect("Plonky3 defines Poseidon2 round numbers for widths 16 and 24 over this field");
+        let (rounds_f, rounds_p) =
+            poseidon2_round_numbers_128::<F>(W, F::SBOX_DEGREE).expect("Plonky3 defines Poseidon2 round numbers for widths 16 and 24 over this field");
         let external = ExternalLayerConstants::<F, W>::new_from_rng(rounds_f, rng);
         let internal: Vec<F> = rng.sample_iter(StandardUniform).take(rounds_p).collect();
         Self::new(external, internal).expect("Plonky3's round numbers are the kernel's")
@@ -260,18 +254,20 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
     /// Records the permutation of `count` states in `input` into `output` (`W` words each).
     /// More states than one binding holds are permuted range by range, each dispatch binding
     /// its part of both buffers.
-    pub fn record_permute(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        input: &wgpu::Buffer,
-        output: &wgpu::Buffer,
-        count: usize,
-    ) -> Result<()> {
+    pub fn record_permute(&self, encoder: &mut wgpu::CommandEncoder, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
         self.record_batch(encoder, <F as Poseidon2Width<W>>::BATCH_KERNEL, 1, input, output, count)
     }
 
     /// `record_permute` through `kernel`, `threads_per_state` invocations a state.
-    fn record_batch(&self, encoder: &mut wgpu::CommandEncoder, kernel: Kernel, threads_per_state: usize, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
+    fn record_batch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        kernel: Kernel,
+        threads_per_state: usize,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        count: usize,
+    ) -> Result<()> {
         let bytes = crate::field::matrix_bytes(count, W)?;
         if input.size() < bytes || output.size() < bytes {
             return Err(GpuError::InvalidInput(format!("buffers hold fewer than {count} states")));
@@ -312,10 +308,7 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
             let mut encoder = self.ctx.encoder("poseidon2");
             self.record_batch(&mut encoder, kernel, threads_per_state, &input, &output, states.len())?;
             let words = self.ctx.submit_and_read(encoder, &output, flat.len())?;
-            Ok(words_to::<F>(words)?
-                .chunks_exact(W)
-                .map(|c| c.try_into().expect("chunks of W"))
-                .collect())
+            Ok(words_to::<F>(words)?.chunks_exact(W).map(|c| c.try_into().expect("chunks of W")).collect())
         })
     }
 }
@@ -367,5 +360,9 @@ pub(crate) fn workgroups_of_64(threads: usize) -> Result<u32> {
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }

@@ -32,7 +32,14 @@ pub enum MessageLayout {
 
 /// A dispatch that copies `src` (2^(row_bits + col_bits) elements of `words` words) into `dst`
 /// with its row and column indices each bit-reversed (wgsl/util/reverse_bits.wgsl).
-pub(crate) fn reverse_bits_dispatch(ctx: &GpuContext, src: &wgpu::Buffer, dst: &wgpu::Buffer, row_bits: usize, col_bits: usize, words: usize) -> Result<Dispatch> {
+pub(crate) fn reverse_bits_dispatch(
+    ctx: &GpuContext,
+    src: &wgpu::Buffer,
+    dst: &wgpu::Buffer,
+    row_bits: usize,
+    col_bits: usize,
+    words: usize,
+) -> Result<Dispatch> {
     let count = 1usize.checked_shl((row_bits + col_bits) as u32).filter(|&c| c <= u32::MAX as usize && c * words <= u32::MAX as usize);
     let Some(count) = count else {
         return Err(GpuError::InvalidInput(format!("a table of 2^{} elements of {words} words to reorder", row_bits + col_bits)));
@@ -42,11 +49,13 @@ pub(crate) fn reverse_bits_dispatch(ctx: &GpuContext, src: &wgpu::Buffer, dst: &
         return Err(GpuError::InvalidInput(format!("buffers of {} and {} bytes for a reordered table of {needed}", src.size(), dst.size())));
     }
     let pipeline = ctx.pipeline(Kernel::ReverseIndexBits, &[])?;
-    let params = ctx.uniform("reverse bits params", &ReverseBitsParams { row_bits: row_bits as u32, col_bits: col_bits as u32, words: words as u32, count: count as u32 });
+    let params = ctx
+        .uniform("reverse bits params", &ReverseBitsParams { row_bits: row_bits as u32, col_bits: col_bits as u32, words: words as u32, count: count as u32 });
     let bind = ctx.bind_buffers(&pipeline, &[&params, src, dst]);
     Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups: count.div_ceil(256) as u32 })
 }
 
 /// The WGSL twin of this file's parameter struct, checked by `shaders::tests`.
 #[cfg(test)]
-pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[crate::shaders::twin_layout!(ReverseBitsParams as "ReverseBitsParams" in "util/reverse_bits" { row_bits, col_bits, words, count })];
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] =
+    &[crate::shaders::twin_layout!(ReverseBitsParams as "ReverseBitsParams" in "util/reverse_bits" { row_bits, col_bits, words, count })];

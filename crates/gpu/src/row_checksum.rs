@@ -130,9 +130,17 @@ impl RowChecksum {
         accumulate: bool,
     ) -> Result<()> {
         let groups = groups(rows, width);
-        let fits = first_col + cols <= width && cols <= stride && (first_col.is_multiple_of(2) || cols == 0) && (first_col + cols == width || cols.is_multiple_of(2));
+        let fits =
+            first_col + cols <= width && cols <= stride && (first_col.is_multiple_of(2) || cols == 0) && (first_col + cols == width || cols.is_multiple_of(2));
         let needed = (rows.saturating_sub(1) * stride + cols) as u64 * 4;
-        if !fits || cols == 0 || rows == 0 || matrix_bytes < needed || matrix_bytes > matrix.size() || sums.size() < groups as u64 * 16 || key.size() < (group_rows(width) * width_even(width) + 2) as u64 * 4 {
+        if !fits
+            || cols == 0
+            || rows == 0
+            || matrix_bytes < needed
+            || matrix_bytes > matrix.size()
+            || sums.size() < groups as u64 * 16
+            || key.size() < (group_rows(width) * width_even(width) + 2) as u64 * 4
+        {
             return Err(GpuError::InvalidInput(format!(
                 "a checksum of columns {first_col}..{} of {rows} rows of {width} words ({stride} a row in the buffer)",
                 first_col + cols

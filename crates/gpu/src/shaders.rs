@@ -230,8 +230,23 @@ impl Kernel {
     pub fn extensions(self) -> &'static [ExtensionId] {
         use Kernel::*;
         match self {
-            SumcheckRound | SumPartials | SumcheckFold | FoldSingle | AddEqWeights | AddSelectWeights | ScatterScales | AddTablePrefix | RoundBase | FoldBase | EvalPartials
-            | AddSplitSelectWeights | LazyRound | LazyRoundBase | EvalSlotPartials | SumSlotPartials | AddSlotWeights => &ExtensionId::ALL,
+            SumcheckRound
+            | SumPartials
+            | SumcheckFold
+            | FoldSingle
+            | AddEqWeights
+            | AddSelectWeights
+            | ScatterScales
+            | AddTablePrefix
+            | RoundBase
+            | FoldBase
+            | EvalPartials
+            | AddSplitSelectWeights
+            | LazyRound
+            | LazyRoundBase
+            | EvalSlotPartials
+            | SumSlotPartials
+            | AddSlotWeights => &ExtensionId::ALL,
             _ => &[ExtensionId::Degree4],
         }
     }
@@ -270,10 +285,11 @@ impl Kernel {
 }
 
 fn source(name: &str) -> Result<&'static str> {
-    SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).ok_or_else(|| GpuError::Shader {
-        kernel: name.to_string(),
-        reason: format!("unknown WGSL source {name:?}"),
-    })
+    SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .ok_or_else(|| GpuError::Shader { kernel: name.to_string(), reason: format!("unknown WGSL source {name:?}") })
 }
 
 fn imports(text: &str) -> impl Iterator<Item = &str> {
@@ -306,22 +322,13 @@ impl Resolve {
     }
 }
 
-fn append(
-    name: &str,
-    resolve: Resolve,
-    seen: &mut HashSet<String>,
-    stack: &mut Vec<String>,
-    out: &mut String,
-) -> Result<()> {
+fn append(name: &str, resolve: Resolve, seen: &mut HashSet<String>, stack: &mut Vec<String>, out: &mut String) -> Result<()> {
     let name = resolve.source_name(name);
     if seen.contains(name) {
         return Ok(());
     }
     if stack.iter().any(|s| s == name) {
-        return Err(GpuError::Shader {
-            kernel: name.to_string(),
-            reason: format!("import cycle: {} -> {name}", stack.join(" -> ")),
-        });
+        return Err(GpuError::Shader { kernel: name.to_string(), reason: format!("import cycle: {} -> {name}", stack.join(" -> ")) });
     }
     let text = source(name)?;
     stack.push(name.to_string());
@@ -408,11 +415,17 @@ mod tests {
     #[test]
     fn the_inventory_covers_every_source() {
         let mut used: HashSet<&str> = HashSet::new();
-        let combinations = Kernel::ALL.into_iter().flat_map(|k| MulVariant::ALL.into_iter().flat_map(move |v| FieldId::ALL.into_iter().flat_map(move |f| k.extensions().iter().map(move |&e| (k, v, f, e)))));
+        let combinations = Kernel::ALL.into_iter().flat_map(|k| {
+            MulVariant::ALL.into_iter().flat_map(move |v| FieldId::ALL.into_iter().flat_map(move |f| k.extensions().iter().map(move |&e| (k, v, f, e))))
+        });
         for (kernel, variant, field, ext) in combinations {
             let text = compose_kernel(field, ext, kernel, variant, kernel.default_consts()).unwrap();
             assert!(text.contains(&format!("fn {}(", kernel.entry_point())), "{kernel:?}: no entry point {} in {}", kernel.entry_point(), kernel.source_name());
-            used.extend(text.lines().filter_map(|l| l.strip_prefix("// ---- ").and_then(|l| l.strip_suffix(".wgsl ----"))).filter_map(|n| SOURCES.iter().find(|(s, _)| *s == n).map(|(s, _)| *s)));
+            used.extend(
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("// ---- ").and_then(|l| l.strip_suffix(".wgsl ----")))
+                    .filter_map(|n| SOURCES.iter().find(|(s, _)| *s == n).map(|(s, _)| *s)),
+            );
         }
         for (name, _) in SOURCES {
             assert!(used.contains(name), "wgsl/{name}.wgsl is in SOURCES but no kernel uses it");
@@ -444,11 +457,8 @@ mod tests {
             });
             let (members, span) = found.unwrap_or_else(|| panic!("no struct {} in wgsl/{}.wgsl", twin.wgsl, twin.source));
             assert_eq!(span as usize, twin.size, "{} is {} bytes, its WGSL twin {} {span}", twin.rust, twin.size, twin.wgsl);
-            let wgsl: Vec<(String, usize)> = members
-                .iter()
-                .filter_map(|m| m.name.clone().map(|n| (n, m.offset as usize)))
-                .filter(|(n, _)| !n.starts_with('_'))
-                .collect();
+            let wgsl: Vec<(String, usize)> =
+                members.iter().filter_map(|m| m.name.clone().map(|n| (n, m.offset as usize))).filter(|(n, _)| !n.starts_with('_')).collect();
             let rust: Vec<(String, usize)> = twin.fields.iter().map(|(n, o)| (n.to_string(), *o)).collect();
             assert_eq!(rust, wgsl, "{} against {} in wgsl/{}.wgsl: (field, offset) differ", twin.rust, twin.wgsl, twin.source);
             checked += 1;

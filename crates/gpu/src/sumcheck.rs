@@ -15,12 +15,12 @@ use p3_field::Field;
 
 use crate::challenger::GrindAhead;
 use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
-use crate::merkle::DIGEST_ELEMS;
-use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, RATE, WIDTH};
-use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::error::{GpuError, Result};
-pub use crate::field::Ext4;
 use crate::field::words_to;
+pub use crate::field::Ext4;
+use crate::grind::{pow_mask, range_end, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, RATE, WIDTH};
+use crate::merkle::DIGEST_ELEMS;
+use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::shaders::Kernel;
 
 mod lazy_slots;
@@ -545,7 +545,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let entries = ctx.max_binding_bytes() / Self::BYTES;
         // Segments of at least 256 entries keep every range offset a multiple of 256 bytes.
         if entries < 256 {
-            return Err(GpuError::TooLarge { what: "a sumcheck table segment of 256 entries".into(), needed: 256 * Self::BYTES, limit: ctx.max_binding_bytes() });
+            return Err(GpuError::TooLarge {
+                what: "a sumcheck table segment of 256 entries".into(),
+                needed: 256 * Self::BYTES,
+                limit: ctx.max_binding_bytes(),
+            });
         }
         Ok(entries.ilog2() as usize)
     }
@@ -656,7 +660,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         values
     }
 
-
     /// What a round needs of w: lazy weights, or a table (zeros if no weights were added).
     fn ensure_weights_for_rounds(&mut self) -> Result<()> {
         if self.lazy.is_some() || self.lazy_slots.is_some() {
@@ -711,9 +714,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let stride = (1usize << hi_bits) + (0..rounds).map(|t| 1usize << (vars - t - 1 - hi_bits)).sum::<usize>();
         // Each point's high table, then its low table for each round; built on all cores (at
         // n = 24, 32K entries for two points: 0.24 ms on one core of a build machine).
-        let ranges: Vec<(usize, std::ops::Range<usize>)> = (0..points.len())
-            .flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t))))
-            .collect();
+        let ranges: Vec<(usize, std::ops::Range<usize>)> =
+            (0..points.len()).flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t)))).collect();
         let tables: Vec<E> = {
             use rayon::prelude::*;
             ranges.par_iter().map(|(j, r)| eq_table(&points[*j][r.clone()], E::ONE)).collect::<Vec<_>>().concat()
@@ -744,7 +746,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     fn materialize_weights(&mut self) -> Result<()> {
         if let Some(lazy) = self.lazy_slots.as_ref() {
             let sets = lazy.weight_sets();
-            let sets: Vec<(Slots<'_, E>, &[E])> = sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
+            let sets: Vec<(Slots<'_, E>, &[E])> =
+                sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
             let written = self.ensure_weights().and_then(|()| self.write_slot_weights(&sets));
             if let Err(e) = written {
                 for b in std::mem::take(&mut self.w.buffers) {
@@ -981,7 +984,9 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                     stride: lazy.stride as u32,
                 };
                 let params = self.ctx.uniform("lazy round params", &params);
-                let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&lazy.tables, 0, None), (&lazy.coeffs, 0, None), (&partials, 0, None)]);
+                let bind = self
+                    .ctx
+                    .bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (&lazy.tables, 0, None), (&lazy.coeffs, 0, None), (&partials, 0, None)]);
                 dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
             }
             return Ok((partials, groups * segments));
@@ -1026,7 +1031,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.record_fold_with(dispatches, FoldChallenge::Value(r))
     }
 
-
     /// [`record_fold`](Self::record_fold) at a challenge given or drawn on the GPU (a chain's);
     /// returns the old tables instead of recycling them.
     fn record_fold_with(&mut self, dispatches: &mut Vec<Dispatch>, challenge: FoldChallenge<'_, E>) -> Result<(Table, Table)> {
@@ -1038,7 +1042,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let per_segment = self.f.segment_len() / 2;
         let out_seg_log = (self.vars - 1).min(self.max_seg_log);
         let out_segments = 1usize << (self.vars - 1 - out_seg_log);
-        let fresh = |label: &str| Table { buffers: (0..out_segments).map(|_| self.ctx.pooled_storage(label, E::WORDS << out_seg_log)).collect(), seg_log: out_seg_log, words: E::WORDS };
+        let fresh = |label: &str| Table {
+            buffers: (0..out_segments).map(|_| self.ctx.pooled_storage(label, E::WORDS << out_seg_log)).collect(),
+            seg_log: out_seg_log,
+            words: E::WORDS,
+        };
         // Lazy weights have no table to fold (their folds scale the coefficients).
         let f_only = self.w.buffers.is_empty();
         let f_out = fresh("sumcheck f");
@@ -1064,26 +1072,41 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let base_params = self.fold_uniform(&BaseParams { r: r_words, r_hi, count: per_segment as u32, groups: 0, first: 0, _pad: 0 }, chain.is_some());
             let params = self.fold_uniform(&FoldParams { r: r_words, r_hi, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
-                let bind = self.ctx.bind_ranges(&base, &with_chain(vec![whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)], chain));
+                let bind = self.ctx.bind_ranges(
+                    &base,
+                    &with_chain(vec![whole(&base_params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment)], chain),
+                );
                 dispatches.push(Dispatch { pipeline: (*base).clone(), bind, groups });
                 if f_only {
                     continue;
                 }
-                let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)], chain));
+                let bind = self.ctx.bind_ranges(
+                    &single,
+                    &with_chain(vec![whole(&params), self.w.range(j), whole(&self.placeholder), out_range(&w_out, j, per_segment), whole(&self.spare)], chain),
+                );
                 dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else if f_only {
             let single = kernel(Kernel::FoldSingle, Kernel::FoldSingleChained)?;
             let params = self.fold_uniform(&FoldParams { r: r_words, r_hi, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
-                let bind = self.ctx.bind_ranges(&single, &with_chain(vec![whole(&params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment), whole(&self.spare)], chain));
+                let bind = self.ctx.bind_ranges(
+                    &single,
+                    &with_chain(vec![whole(&params), self.f.range(j), whole(&self.placeholder), out_range(&f_out, j, per_segment), whole(&self.spare)], chain),
+                );
                 dispatches.push(Dispatch { pipeline: (*single).clone(), bind, groups });
             }
         } else {
             let pipeline = kernel(Kernel::SumcheckFold, Kernel::FoldPairsChained)?;
             let params = self.fold_uniform(&FoldParams { r: r_words, r_hi, half: per_segment as u32, _pad: [0; 3] }, chain.is_some());
             for j in 0..self.segments() {
-                let bind = self.ctx.bind_ranges(&pipeline, &with_chain(vec![whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)], chain));
+                let bind = self.ctx.bind_ranges(
+                    &pipeline,
+                    &with_chain(
+                        vec![whole(&params), self.f.range(j), self.w.range(j), out_range(&f_out, j, per_segment), out_range(&w_out, j, per_segment)],
+                        chain,
+                    ),
+                );
                 dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
             }
         }
@@ -1291,7 +1314,13 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     }
 
     /// The rounds a chain played, from its readback.
-    fn parse_chain(&self, readback: &Readback, rounds: usize, reads: &[(ReadSlot, ReadSlot, Option<GrindRead<F>>)], info: ReadSlot) -> Result<Vec<ChainedRound<F, E>>> {
+    fn parse_chain(
+        &self,
+        readback: &Readback,
+        rounds: usize,
+        reads: &[(ReadSlot, ReadSlot, Option<GrindRead<F>>)],
+        info: ReadSlot,
+    ) -> Result<Vec<ChainedRound<F, E>>> {
         let info = readback.get(info)?;
         let (stopped, played) = (info[1] != 0, info[2] as usize);
         if played > rounds || stopped == (played == rounds) || reads.len() != rounds {
@@ -1450,7 +1479,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         }
         // At reversed indices a slot's plain value is its entries at the reversed point; its
         // successor view is read through the reversed indices (the kernel's `reversed`).
-        let points: Vec<std::borrow::Cow<'_, [E]>> = sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
+        let points: Vec<std::borrow::Cow<'_, [E]>> =
+            sets.iter().map(|s| if s.successor { std::borrow::Cow::Borrowed(s.point) } else { self.table_point(s.point) }).collect();
         let reads: Vec<SlotRead<'_, E>> = sets
             .iter()
             .zip(&points)
@@ -1538,10 +1568,14 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 _pad: [0; 3],
             };
             let params = ctx.uniform("slot eval params", &params);
-            let bind = ctx.bind_ranges(&eval, &[(&params, 0, None), self.f.range(j), (&tables_buffer, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), (&partials, 0, None)]);
+            let bind = ctx.bind_ranges(
+                &eval,
+                &[(&params, 0, None), self.f.range(j), (&tables_buffer, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), (&partials, 0, None)],
+            );
             dispatches.push(Dispatch { pipeline: (*eval).clone(), bind, groups: total_groups as u32 });
         }
-        let params = ctx.uniform("slot sum params", &SlotSumParams { count: total as u32, total_groups: total_groups as u32, segments: self.segments() as u32, _pad: 0 });
+        let params = ctx
+            .uniform("slot sum params", &SlotSumParams { count: total as u32, total_groups: total_groups as u32, segments: self.segments() as u32, _pad: 0 });
         let bind = ctx.bind_ranges(&sum, &[(&params, 0, None), (&partials, 0, None), (&slot_words, 0, None), (&values, 0, None)]);
         dispatches.push(Dispatch { pipeline: (*sum).clone(), bind, groups: total as u32 });
         tracing::debug!(dispatches = dispatches.len() - first, tables = placed, slots = total, "slot reads recorded");
@@ -1605,7 +1639,13 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let read = started.elapsed();
         let out = lazy.round(&values);
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        tracing::debug!(reads = sets.len(), slots = sets.iter().map(|s| s.offsets.len()).sum::<usize>(), read_ms = ms(read), combine_ms = ms(started.elapsed() - read), "lazy slot round");
+        tracing::debug!(
+            reads = sets.len(),
+            slots = sets.iter().map(|s| s.offsets.len()).sum::<usize>(),
+            read_ms = ms(read),
+            combine_ms = ms(started.elapsed() - read),
+            "lazy slot round"
+        );
         Ok(out)
     }
 
@@ -1613,7 +1653,14 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// workgroup (wgsl/sumcheck/lazy_slot_round.wgsl) that binds the terms' coefficients
     /// `coeffs` to the challenge the chain drew last (from its second round) and combines the
     /// values into h(0), h(∞). Returns the pair's buffer (pooled; the caller lends it).
-    fn record_lazy_slot_round(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, k: usize, coeffs: &wgpu::Buffer, chain: &wgpu::Buffer) -> Result<wgpu::Buffer> {
+    fn record_lazy_slot_round(
+        &self,
+        batch: &mut Batch<'_>,
+        dispatches: &mut Vec<Dispatch>,
+        k: usize,
+        coeffs: &wgpu::Buffer,
+        chain: &wgpu::Buffer,
+    ) -> Result<wgpu::Buffer> {
         let lazy = self.lazy_slots.as_ref().expect("called with lazy slot weights");
         let t = lazy.bound + k;
         let plan = lazy.plan_at(t);
@@ -1655,7 +1702,9 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let groups = (size >> 11).max(1);
             for (&start, &scale) in set.offsets.iter().zip(scales.iter()) {
                 let end = start + size;
-                let free = |taken: &BTreeMap<usize, usize>| taken.range(..=start).next_back().is_none_or(|(_, &e)| e <= start) && taken.range(start..end).next().is_none();
+                let free = |taken: &BTreeMap<usize, usize>| {
+                    taken.range(..=start).next_back().is_none_or(|(_, &e)| e <= start) && taken.range(start..end).next().is_none()
+                };
                 let layer = match layers.iter().position(|(taken, _, _)| free(taken)) {
                     Some(l) => l,
                     None => {
@@ -1694,7 +1743,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                     let segment = self.w.segment_len();
                     let params = SlotWeightParams { seg_offset: (j * segment) as u32, seg_size: segment as u32, total_groups: owners.len() as u32, _pad: 0 };
                     let params = ctx.uniform("slot weight params", &params);
-                    let bind = ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&tables, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), self.w.range(j)]);
+                    let bind =
+                        ctx.bind_ranges(&pipeline, &[(&params, 0, None), (&tables, 0, None), (&slot_words, 0, None), (&owner_words, 0, None), self.w.range(j)]);
                     dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: owners.len() as u32 });
                 }
             }
@@ -1784,14 +1834,21 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             // the last value, so it is not observed here).
             for k in 0..samples + usize::from(grind.is_some()) {
                 let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], 4) };
-                let step = SpongeStep { observe: [0, words, u32::from(k < samples), k as u32], grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))] , _pad: [0; 2] };
+                let step = SpongeStep {
+                    observe: [0, words, u32::from(k < samples), k as u32],
+                    grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))],
+                    _pad: [0; 2],
+                };
                 let step = ctx.uniform("sponge script step", &step);
                 let bind = script.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, &params, &best]);
                 dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
                 if k == samples {
                     break;
                 }
-                let cfg = ctx.uniform("sponge script tables params", &PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), _pad: 0 });
+                let cfg = ctx.uniform(
+                    "sponge script tables params",
+                    &PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), _pad: 0 },
+                );
                 let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
                 dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
                 let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
@@ -1942,7 +1999,15 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 };
                 let (points, scales) = (cut(points), cut(scales));
                 let recorded = (0..self.segments()).try_for_each(|j| {
-                    let at = WeightParams { size: segment as u32, vars: vars as u32, count: n as u32, groups: groups as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
+                    let at = WeightParams {
+                        size: segment as u32,
+                        vars: vars as u32,
+                        count: n as u32,
+                        groups: groups as u32,
+                        offset: (j * segment) as u32,
+                        total: self.size() as u32,
+                        _pad: [0; 2],
+                    };
                     self.record_kernel(recording.encoder(), kernel, &points, &scales, at, self.w.range(j))
                 });
                 recording.lend(points);
@@ -2024,7 +2089,15 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             batch.lend(sums_buf.clone());
             batch.lend(zero.clone());
             batch.encoder().clear_buffer(&table, 0, None);
-            let scatter = WeightParams { size: 1 << log_domain, vars: 0, count: sums.len() as u32, groups: sums.len().div_ceil(THREADS) as u32, offset: 0, total: 1 << log_domain, _pad: [0; 2] };
+            let scatter = WeightParams {
+                size: 1 << log_domain,
+                vars: 0,
+                count: sums.len() as u32,
+                groups: sums.len().div_ceil(THREADS) as u32,
+                offset: 0,
+                total: 1 << log_domain,
+                _pad: [0; 2],
+            };
             if let Err(e) = self.record_kernel(batch.encoder(), Kernel::ScatterScales, &points, &sums_buf, scatter, (&table, 0, None)) {
                 batch.lend(table);
                 return Err(e);
@@ -2038,7 +2111,15 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             batch.lend(transformed.clone());
             let segment = self.w.segment_len();
             (0..self.segments()).try_for_each(|j| {
-                let add = WeightParams { size: segment as u32, vars: stride_log, count: 0, groups: segment.div_ceil(THREADS) as u32, offset: (j * segment) as u32, total: self.size() as u32, _pad: [0; 2] };
+                let add = WeightParams {
+                    size: segment as u32,
+                    vars: stride_log,
+                    count: 0,
+                    groups: segment.div_ceil(THREADS) as u32,
+                    offset: (j * segment) as u32,
+                    total: self.size() as u32,
+                    _pad: [0; 2],
+                };
                 self.record_kernel(batch.encoder(), Kernel::AddTablePrefix, &transformed, &zero, add, self.w.range(j))
             })?;
             self.ctx.send(batch)

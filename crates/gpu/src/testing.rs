@@ -78,4 +78,5 @@ pub fn run_field_op_in(ctx: &GpuContext, field: FieldId, op: FieldOp, lhs: &[u32
 
 /// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
 #[cfg(test)]
-pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[crate::shaders::twin_layout!(FieldOpParams as "FieldOpParams" in "test/field_ops" { op, count, exponent })];
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] =
+    &[crate::shaders::twin_layout!(FieldOpParams as "FieldOpParams" in "test/field_ops" { op, count, exponent })];

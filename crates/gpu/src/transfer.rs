@@ -232,11 +232,7 @@ pub(crate) type RowSource<'a> = dyn Fn(usize, &mut dyn FnMut(&[u8])) + Sync + 'a
 
 /// Writes `rows` rows of `row_bytes` bytes each, row r handed out by `row(r, write)`; every row
 /// must hand exactly `row_bytes` bytes. Returns false if one did not.
-pub(crate) fn par_write_rows(
-    dst: wgpu::WriteOnly<'_, [u8]>,
-    row_bytes: usize,
-    row: &RowSource<'_>,
-) -> bool {
+pub(crate) fn par_write_rows(dst: wgpu::WriteOnly<'_, [u8]>, row_bytes: usize, row: &RowSource<'_>) -> bool {
     pieces(dst, row_bytes)
         .into_par_iter()
         .map(|Piece { mut dst, first }| {
@@ -334,7 +330,12 @@ pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
 /// waits on other work: first writes into fresh memory ran at a third of the speed of writes
 /// into memory already touched on the H200's host. Join the handles before anything else
 /// writes that memory.
-pub(crate) fn prefault<'scope>(scope: &'scope std::thread::Scope<'scope, '_>, ptr: SendPtr<u8>, bytes: usize, threads: usize) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
+pub(crate) fn prefault<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    ptr: SendPtr<u8>,
+    bytes: usize,
+    threads: usize,
+) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
     const PAGE: usize = 4096;
     let per = bytes.div_ceil(threads.max(1)).next_multiple_of(PAGE);
     (0..threads)

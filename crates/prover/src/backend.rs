@@ -7,26 +7,24 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use p3_baby_bear::BabyBear;
 use p3_commit::{Mmcs, MultilinearPcs};
 use p3_dft::Radix2DFTSmallBatch;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
-use whir_verifier::hash::{CpuMmcs, LeafSponge};
-use p3_baby_bear::BabyBear;
 use whir_gpu::{
-    GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning,
-    Poseidon2Constants, TransferCounts,
+    GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning, Poseidon2Constants, TransferCounts,
 };
+use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
-use crate::error::ProverError;
 use crate::driver::{prove_with_steps, RoundBreakdown};
+use crate::error::ProverError;
 use crate::options::DriverOptions;
-use crate::Params;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
+use crate::Params;
 use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf, ProverField, ProverLayout, EF};
-
 
 /// What a prove call returns.
 #[derive(Clone, Debug)]
@@ -68,7 +66,6 @@ impl<F: ProverField> ProverOutput<F> {
     }
 }
 
-
 /// The prover's heavy operations and the state they keep, over the field `F`.
 pub trait Backend<F: ProverField = BabyBear> {
     /// The Reed–Solomon code and query map.
@@ -100,7 +97,14 @@ pub fn prove_with_pieces<F: ProverField, B: Backend<F>>(backend: &B, params: &Pa
 
 /// Plonky3's `WhirProver` over `F` with its challenges in `E`, from a domain, an MMCS and a
 /// challenger, timed per phase; `path` names it in the output.
-fn prove_with_parts<F, E, D, M>(domain: D, mmcs: M, mut challenger: GpuChallenger<F>, path: &'static str, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
+fn prove_with_parts<F, E, D, M>(
+    domain: D,
+    mmcs: M,
+    mut challenger: GpuChallenger<F>,
+    path: &'static str,
+    params: &Params,
+    evals: &[F],
+) -> Result<ProverOutput<F>, ProverError>
 where
     F: ProverField,
     E: crate::WhirExtension<F>,
@@ -140,7 +144,14 @@ pub struct CpuBackend;
 impl CpuBackend {
     /// [`Backend::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
     pub fn prove_over<F: ProverField, E: crate::WhirExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-        prove_with_parts::<F, E, _, _>(Radix2DFTSmallBatch::<F>::default(), whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf), new_challenger::<F>(None), "cpu", params, evals)
+        prove_with_parts::<F, E, _, _>(
+            Radix2DFTSmallBatch::<F>::default(),
+            whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf),
+            new_challenger::<F>(None),
+            "cpu",
+            params,
+            evals,
+        )
     }
 }
 
@@ -444,7 +455,11 @@ impl<F: ProverField> GpuBackend<F> {
     /// [`prove_resident`](Self::prove_resident) with the challenges in the extension `E` (the
     /// field's degree-4 or degree-8 one; the proof is `WhirProver`'s over `E`). Over degree 8
     /// the sumcheck rounds' transcript is played on the host, round by round.
-    pub fn prove_resident_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+    pub fn prove_resident_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+        &self,
+        params: &Params,
+        evals: &[F],
+    ) -> Result<ProverOutput<F>, ProverError> {
         self.check_resident_fits(params, E::WORDS)?;
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(params.leaf).clone())?;
         let ctx = self.context();
@@ -517,12 +532,18 @@ impl<F: ProverField> GpuBackend<F> {
     /// `WhirProver` is configured: the GPU's [`GpuChallenger`], whose transcript steps are played
     /// ahead on the device, or Plonky3's own `DuplexChallenger`), playing the transcript as this
     /// backend's driver options say.
-    pub fn pcs<C: crate::WhirChallenger<F>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, C>) -> Result<GpuWhirPcs<ProverLayout<F>, F, C>, ProverError> {
+    pub fn pcs<C: crate::WhirChallenger<F>>(
+        &self,
+        config: p3_whir::parameters::WhirConfig<EF<F>, F, C>,
+    ) -> Result<GpuWhirPcs<ProverLayout<F>, F, C>, ProverError> {
         self.pcs_in(config)
     }
 
     /// [`pcs`](Self::pcs) in p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`).
-    pub fn pcs_in<L: Layout<F, EF<F>>, C: crate::WhirChallenger<F>>(&self, config: p3_whir::parameters::WhirConfig<EF<F>, F, C>) -> Result<GpuWhirPcs<L, F, C>, ProverError> {
+    pub fn pcs_in<L: Layout<F, EF<F>>, C: crate::WhirChallenger<F>>(
+        &self,
+        config: p3_whir::parameters::WhirConfig<EF<F>, F, C>,
+    ) -> Result<GpuWhirPcs<L, F, C>, ProverError> {
         self.pcs_over::<L, EF<F>, C>(config)
     }
 
@@ -591,12 +612,22 @@ impl<F: ProverField> GpuBackend<F> {
 /// A GPU proof's result, or after a GPU failure the CPU's proof (with a warning); a proof over
 /// the caller's memory budget stays refused, as asked.
 /// A fallback that `memory` does not hold is refused, naming the GPU's failure too.
-pub(crate) fn cpu_unless_refused<F: ProverField>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F], memory: Option<&HostMemory>) -> Result<ProverOutput<F>, ProverError> {
+pub(crate) fn cpu_unless_refused<F: ProverField>(
+    result: Result<ProverOutput<F>, ProverError>,
+    params: &Params,
+    evals: &[F],
+    memory: Option<&HostMemory>,
+) -> Result<ProverOutput<F>, ProverError> {
     cpu_unless_refused_over::<F, EF<F>>(result, params, evals, memory)
 }
 
 /// [`cpu_unless_refused`] with the challenges in `E`.
-fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(result: Result<ProverOutput<F>, ProverError>, params: &Params, evals: &[F], memory: Option<&HostMemory>) -> Result<ProverOutput<F>, ProverError> {
+fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(
+    result: Result<ProverOutput<F>, ProverError>,
+    params: &Params,
+    evals: &[F],
+    memory: Option<&HostMemory>,
+) -> Result<ProverOutput<F>, ProverError> {
     match result {
         Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
         Err(ProverError::Gpu(e)) => {

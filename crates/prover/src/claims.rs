@@ -13,10 +13,9 @@ use p3_sumcheck::layout::{plan_stacked_layout, Layout, LayoutStrategy, TablePlac
 use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
 
-
 use crate::error::ProverError;
 use crate::sumcheck::{powers_from, SlotSet, SumcheckSteps};
-use crate::{ProverField, WhirExtension, ProverLayout, EF};
+use crate::{ProverField, ProverLayout, WhirExtension, EF};
 
 /// p3-sumcheck's verifier-side claim registry, which the prover drives.
 pub(crate) type ClaimRegistry<F, E> = Verifier<F, E>;
@@ -68,14 +67,16 @@ impl Stacking {
 
     /// The first entries of `columns`' slots in table `table`.
     pub(crate) fn offsets(&self, table: usize, columns: &[usize]) -> Result<Vec<usize>, ProverError> {
-        let shape = self.shapes.get(table).ok_or_else(|| ProverError::Input(format!("the protocol opens table {table}; the witness has {}", self.shapes.len())))?;
+        let shape =
+            self.shapes.get(table).ok_or_else(|| ProverError::Input(format!("the protocol opens table {table}; the witness has {}", self.shapes.len())))?;
         let placement = self.placements.iter().find(|p| p.idx() == table).expect("the planner places every table");
         columns
             .iter()
             .map(|&c| {
-                let selector = placement.selectors().get(c).ok_or_else(|| {
-                    ProverError::Input(format!("the protocol opens column {c} of table {table}, which has {} columns", shape.width()))
-                })?;
+                let selector = placement
+                    .selectors()
+                    .get(c)
+                    .ok_or_else(|| ProverError::Input(format!("the protocol opens column {c} of table {table}, which has {} columns", shape.width())))?;
                 Ok(selector.index() << shape.num_variables())
             })
             .collect()
@@ -114,7 +115,11 @@ pub enum Points<'a, E = EF> {
 
 /// Checks `protocol` against the committed `stacking` and the configuration's claim budget, and
 /// `points` against it: every problem is an error naming it (where the layout would panic).
-pub(crate) fn check_protocol<F: ProverField, E: WhirExtension<F>>(stacking: &Stacking, protocol: &OpeningProtocol, points: Points<'_, E>) -> Result<(), ProverError> {
+pub(crate) fn check_protocol<F: ProverField, E: WhirExtension<F>>(
+    stacking: &Stacking,
+    protocol: &OpeningProtocol,
+    points: Points<'_, E>,
+) -> Result<(), ProverError> {
     if protocol.table_shapes() != stacking.shapes() {
         return Err(ProverError::Input(format!(
             "the opening protocol's tables {:?} are not the committed witness's {:?} (as (variables, columns), after padding to the first fold: use `OpeningProtocol::pad_to_min_num_variables`)",
@@ -132,7 +137,12 @@ pub(crate) fn check_protocol<F: ProverField, E: WhirExtension<F>>(stacking: &Sta
             let k = stacking.shapes()[table].num_variables();
             match points.get(i) {
                 Some(p) if p.num_variables() == k => {}
-                Some(p) => return Err(ProverError::Input(format!("the point of opening batch {i} has {} coordinates; table {table} has {k} variables", p.num_variables()))),
+                Some(p) => {
+                    return Err(ProverError::Input(format!(
+                        "the point of opening batch {i} has {} coordinates; table {table} has {k} variables",
+                        p.num_variables()
+                    )))
+                }
                 None => return Err(ProverError::Input(format!("{} points given for {} opening batches", points.len(), protocol.num_openings()))),
             }
         }
@@ -206,7 +216,11 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<
                 let zeros = OpeningEvals::new(vec![E::ZERO; batch.current().len()], vec![E::ZERO; batch.next().len()]);
                 trial_registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
                 let Some(z) = E::from_basis_coefficients_slice(&trial.samples) else {
-                    return Err(ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element of {} expected)", trial.samples.len(), E::DIMENSION)));
+                    return Err(ProverError::Params(format!(
+                        "a claim-phase step drew {} base elements (one extension element of {} expected)",
+                        trial.samples.len(),
+                        E::DIMENSION
+                    )));
                 };
                 Point::expand_from_univariate(z, k)
             }
@@ -220,8 +234,12 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<
             // The polynomial itself at the point: the plain evaluation.
             (vec![sumcheck.eval(&point)?], Vec::new())
         } else {
-            let sets = [SlotSet { point: point.clone(), offsets: current.clone(), successor: false }, SlotSet { point: point.clone(), offsets: next.clone(), successor: true }];
-            let [now, after]: [Vec<E>; 2] = sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
+            let sets = [
+                SlotSet { point: point.clone(), offsets: current.clone(), successor: false },
+                SlotSet { point: point.clone(), offsets: next.clone(), successor: true },
+            ];
+            let [now, after]: [Vec<E>; 2] =
+                sumcheck.eval_slots(&sets)?.try_into().map_err(|_| ProverError::Input("slot evaluations of the wrong count".into()))?;
             (now, after)
         };
         let values = OpeningEvals::new(now, after);
@@ -237,7 +255,15 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<
         evals.push(values);
     }
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    tracing::debug!(batches = batches.len(), ood_ms = ms(started - begun), ms = ms(started.elapsed()), draw_ms = ms(draw), evaluate_ms = ms(evaluate), bind_ms = ms(bind), "claim phase's openings");
+    tracing::debug!(
+        batches = batches.len(),
+        ood_ms = ms(started - begun),
+        ms = ms(started.elapsed()),
+        draw_ms = ms(draw),
+        evaluate_ms = ms(evaluate),
+        bind_ms = ms(bind),
+        "claim phase's openings"
+    );
     Ok(Claims { registry, stacking: stacking.clone(), batches, virtual_points, ood_answers, evals })
 }
 
@@ -328,7 +354,10 @@ fn claim_points<F: ProverField, E: WhirExtension<F>>(registry: &ClaimRegistry<F,
 
 /// The point the next out-of-domain claim will sample: the step is played on copies of the
 /// registry and the challenger (with any value), and the point it added is read back.
-fn new_virtual_point<F: ProverField, E: WhirExtension<F>, C: crate::WhirChallenger<F>>(registry: &ClaimRegistry<F, E>, challenger: &C) -> Result<Point<E>, ProverError> {
+fn new_virtual_point<F: ProverField, E: WhirExtension<F>, C: crate::WhirChallenger<F>>(
+    registry: &ClaimRegistry<F, E>,
+    challenger: &C,
+) -> Result<Point<E>, ProverError> {
     let before = claim_points(registry);
     let (mut trial, mut ch) = (registry.clone(), challenger.trial());
     trial.add_virtual_eval(E::ZERO, &mut ch);
@@ -339,7 +368,6 @@ fn new_virtual_point<F: ProverField, E: WhirExtension<F>, C: crate::WhirChalleng
         _ => Err(ProverError::Params("an out-of-domain claim did not add exactly one equality claim".into())),
     }
 }
-
 
 /// A copy of the transcript that keeps what it samples (a trial run's point is read off it).
 #[derive(Clone)]

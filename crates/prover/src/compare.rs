@@ -12,10 +12,10 @@ use p3_multilinear_util::point::Point;
 use whir_gpu::{ChainedRound, GpuGrinder, GrindAhead, GrindOffer, SpongeScript, SpongeScriptValues};
 
 use crate::driver::{CodewordSteps, OpenedRows, Step};
-use whir_verifier::hash::LeafSponge;
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckSteps};
 use crate::{Commitment, ProverField, WhirExtension};
+use whir_verifier::hash::LeafSponge;
 
 /// The round and step the driver is in, shared by the codeword and sumcheck sides.
 #[derive(Clone, Default)]
@@ -41,7 +41,10 @@ impl Position {
         if reference == candidate {
             return Ok(());
         }
-        Err(ProverError::Mismatch { step: self.name(operation), detail: format!("the reference gives {}, the candidate {}", short(reference), short(candidate)) })
+        Err(ProverError::Mismatch {
+            step: self.name(operation),
+            detail: format!("the reference gives {}, the candidate {}", short(reference), short(candidate)),
+        })
     }
 }
 
@@ -70,7 +73,6 @@ impl<A, B> ComparingSteps<A, B> {
     pub fn candidate(&self) -> &B {
         &self.candidate
     }
-
 
     fn compare_openings<F: ProverField>(&self, reference: &[OpenedRows<F>], candidate: &[OpenedRows<F>]) -> Result<(), ProverError> {
         self.at.check("openings: count", &reference.len(), &candidate.len())?;
@@ -157,7 +159,13 @@ impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSte
 
     /// The candidate plays the script; the values it found are checked against the reference's
     /// f at the points it drew (the driver checks the points against the transcript's).
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+    fn commit_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<&SpongeScript<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b, played) = self.candidate.commit_folded_with_head(&mut sumcheck.candidate, fold, log_inv_rate, head)?;
         self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
@@ -283,13 +291,21 @@ impl<F: ProverField, E: WhirExtension<F>, A: SumcheckSteps<F, E>, B: SumcheckSte
 
     /// The candidate plays the chain; the reference replays its rounds at the challenges the
     /// candidate drew (the driver checks those against the transcript's).
-    fn play_chain(&mut self, rounds: usize, sponge: &[F; 16], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Option<Result<Vec<ChainedRound<F, E>>, ProverError>> {
+    fn play_chain(
+        &mut self,
+        rounds: usize,
+        sponge: &[F; 16],
+        pending: &[F],
+        bits: usize,
+        grinder: &GpuGrinder<F>,
+    ) -> Option<Result<Vec<ChainedRound<F, E>>, ProverError>> {
         let chain = match self.candidate.play_chain(rounds, sponge, pending, bits, grinder)? {
             Ok(chain) => chain,
             Err(e) => return Some(Err(e)),
         };
         for (k, c) in chain.iter().enumerate() {
-            let replayed = self.reference.round_coefficients().and_then(|a| self.at.check(&format!("chained sumcheck round {k}: h(0), h(inf)"), &a, &(c.c0, c.c_inf)));
+            let replayed =
+                self.reference.round_coefficients().and_then(|a| self.at.check(&format!("chained sumcheck round {k}: h(0), h(inf)"), &a, &(c.c0, c.c_inf)));
             if let Err(e) = replayed.and_then(|()| c.r.map_or(Ok(()), |r| self.reference.fold(r))) {
                 return Some(Err(e));
             }

@@ -3,13 +3,13 @@
 //! verifier accepts them.
 
 use p3_baby_bear::BabyBear;
-use whir_gpu::GpuField;
 use p3_commit::Encoder;
 use p3_field::{ExtensionField, PrimeCharacteristicRing, TwoAdicField};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use p3_whir::{SecurityAssumption, WhirDomain, WhirQueryPoint};
 use whir_gpu::GpuEncoder;
+use whir_gpu::GpuField;
 
 /// `WhirDomain<F, EF>` backed by [`GpuEncoder`]; extension-field rows are encoded as
 /// `DIMENSION·width` base columns in one GPU transform.

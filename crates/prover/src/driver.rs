@@ -14,31 +14,31 @@
 
 use std::time::{Duration, Instant};
 
+use crate::lookahead::WhirChallenger;
 use p3_commit::Mmcs;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
+use p3_sumcheck::layout::observe_commitment;
 use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
-use p3_sumcheck::layout::observe_commitment;
 use p3_sumcheck::OpeningProtocol;
 use p3_sumcheck::SumcheckData;
-use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::parameters::WhirConfig;
+use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
+use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, PowClock, SpongeScript, SpongeScriptValues};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
-use crate::lookahead::WhirChallenger;
-use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, SpongeScript, SpongeScriptValues, PendingRows, PowClock};
 
 use crate::claims::{check_protocol, play_claims, Points, Stacking};
 
-use crate::options::DriverOptions;
-use crate::opening_protocol;
 use crate::error::ProverError;
-use crate::Params;
+use crate::opening_protocol;
+use crate::options::DriverOptions;
 use crate::sumcheck::{powers_from, reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
+use crate::Params;
 use crate::{Commitment, ProverField, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
@@ -131,7 +131,13 @@ pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> 
     /// that `head` describes played where f lies: the values they found, or None where these
     /// steps do not play them (the default; the caller plays them itself).
     #[allow(clippy::type_complexity)]
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+    fn commit_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<&SpongeScript<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -210,7 +216,13 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<
     fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit_folded(sumcheck, fold, log_inv_rate)
     }
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+    fn commit_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<&SpongeScript<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         (**self).commit_folded_with_head(sumcheck, fold, log_inv_rate, head)
     }
     fn enter_step(&self, round: usize, step: Step) {
@@ -354,7 +366,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
             VariableOrder::Suffix => MessageLayout::Rows,
             VariableOrder::Prefix => MessageLayout::ReversedIndices { words: 1 },
         };
-        let (committed, buffer) = self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, layout, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
+        let (committed, buffer) =
+            self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, layout, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
         let sumcheck = if order == VariableOrder::Prefix { sumcheck.with_reversed_indices() } else { sumcheck };
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
@@ -367,7 +380,13 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
 
     /// The commit and, before its wait, the root observed, the out-of-domain answers and the
     /// query grind (`GpuCodewords::commit_then_script`): one round trip instead of three or more.
-    fn commit_folded_with_head(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize, head: Option<&SpongeScript<F>>) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+    fn commit_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<&SpongeScript<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -398,24 +417,24 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
     fn enter_step(&self, round: usize, step: Step) {
         let ctx = self.ntt().context();
         ctx.profiler().label(&step_label(round, step));
-        tracing::trace!(round, step = step.name(), buffer_kib = ctx.memory().buffer_bytes() >> 10, peak_kib = ctx.memory().peak_buffer_bytes().unwrap_or(0) >> 10, pooled_kib = ctx.memory().pooled_bytes() >> 10, "GPU memory at step");
+        tracing::trace!(
+            round,
+            step = step.name(),
+            buffer_kib = ctx.memory().buffer_bytes() >> 10,
+            peak_kib = ctx.memory().peak_buffer_bytes().unwrap_or(0) >> 10,
+            pooled_kib = ctx.memory().pooled_bytes() >> 10,
+            "GPU memory at step"
+        );
     }
 
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
-        Ok(GpuCodewords::read_openings(self, openings)?
-            .into_iter()
-            .map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
-            .collect())
+        Ok(GpuCodewords::read_openings(self, openings)?.into_iter().map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings })).collect())
     }
 
     fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
         let reading = self.start_reading_openings(openings)?;
         Ok(Box::new(move || {
-            Ok(self
-                .finish_reading_openings(reading)?
-                .into_iter()
-                .map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
-                .collect())
+            Ok(self.finish_reading_openings(reading)?.into_iter().map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings })).collect())
         }))
     }
 }
@@ -721,7 +740,9 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: W
                     match c.r {
                         Some(gpu) if gpu == r => {}
                         Some(gpu) => {
-                            return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!("the GPU drew sumcheck challenge {gpu:?} where the transcript draws {r:?}"))));
+                            return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
+                                "the GPU drew sumcheck challenge {gpu:?} where the transcript draws {r:?}"
+                            ))));
                         }
                         // The chain stopped at this round's grind: on from here round by round.
                         None => unfolded = Some(r),
@@ -911,7 +932,9 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
                         answer
                     }
                     Some((Some(drawn), _)) => {
-                        return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!("the GPU drew out-of-domain point {drawn:?} where the transcript draws {z:?}"))));
+                        return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
+                            "the GPU drew out-of-domain point {drawn:?} where the transcript draws {z:?}"
+                        ))));
                     }
                     _ => sumcheck.eval(&point)?,
                 };
@@ -945,13 +968,15 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
             let select_scales = powers_from(gamma, 1 + ood_points.len(), indices.len());
             sumcheck.add_eq_weights(&ood_points, &eq_scales)?;
             // The query points are ω^index of the folded domain (Plonky3's two-adic domain).
-            debug_assert_eq!(query_var::<F>(round_params.log_folded_domain_size, round_params.num_variables, 1), <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size));
+            debug_assert_eq!(
+                query_var::<F>(round_params.log_folded_domain_size, round_params.num_variables, 1),
+                <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size)
+            );
             sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
             clock.enter(steps, round + 1, Step::Sumcheck);
             let mut sumcheck_data = SumcheckData::default();
-            let _folding_randomness = transcript.delegate_round_fold(|ch| {
-                run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits, options.device_rounds)
-            })?;
+            let _folding_randomness = transcript
+                .delegate_round_fold(|ch| run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits, options.device_rounds))?;
             base_round = false;
             rounds.push((next_root, ood_answers, pow_witness, sumcheck_data));
         }
@@ -963,12 +988,10 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
         // state is the one searched); that submission is then mostly the grind's, so it counts
         // as PoW (the steps may still read f alone, e.g. f split over bindings).
         let final_bits = transcript.shape().final_pow_bits;
-        let grind_from = head_link
-            .as_ref()
-            .and_then(|l| l.transcript_state())
-            .filter(|_| final_bits > 0 && final_bits >= gpu_min_bits);
+        let grind_from = head_link.as_ref().and_then(|l| l.transcript_state()).filter(|_| final_bits > 0 && final_bits >= gpu_min_bits);
         clock.enter(steps, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });
-        let (evals, final_offer) = sumcheck.evals_then_grind(grind_from.as_ref().map(|(grinder, sponge, pending)| (grinder.as_ref(), final_bits, sponge, pending.as_slice())))?;
+        let (evals, final_offer) =
+            sumcheck.evals_then_grind(grind_from.as_ref().map(|(grinder, sponge, pending)| (grinder.as_ref(), final_bits, sponge, pending.as_slice())))?;
         let final_poly = Poly::new(evals);
         transcript.final_poly(final_poly.as_slice());
         clock.enter(steps, final_round + 1, Step::Pow);
@@ -994,11 +1017,7 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
 
         // The openings, and the round proofs assembled.
         clock.enter(steps, final_round + 1, Step::Readback);
-        let mut openings: Vec<_> = opened()?
-            .into_iter()
-            .zip(bases)
-            .map(|((rows, proof), base)| query_openings(rows, proof, base))
-            .collect();
+        let mut openings: Vec<_> = opened()?.into_iter().zip(bases).map(|((rows, proof), base)| query_openings(rows, proof, base)).collect();
         let final_openings = openings.pop().expect("the final round's opening");
         let rounds = rounds
             .into_iter()
@@ -1025,14 +1044,6 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
             return Err(e);
         }
     };
-    let whir = WhirProof {
-        initial_ood_answers,
-        initial_sumcheck,
-        rounds,
-        final_poly: Some(final_poly),
-        final_pow_witness,
-        final_openings,
-        final_sumcheck,
-    };
+    let whir = WhirProof { initial_ood_answers, initial_sumcheck, rounds, final_poly: Some(final_poly), final_pow_witness, final_openings, final_sumcheck };
     Ok((PcsProof { whir, evals: opening_evals }, (head_answers, head_grinds)))
 }

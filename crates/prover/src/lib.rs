@@ -13,8 +13,8 @@ mod claims;
 mod compare;
 mod domain;
 mod driver;
-mod lookahead;
 mod error;
+mod lookahead;
 mod options;
 mod pcs;
 mod pool;
@@ -23,23 +23,26 @@ mod sumcheck;
 mod timing;
 mod workload;
 
-pub use backend::{estimated_cpu_bytes, HostMemory, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, ProverOutput};
+pub use backend::{
+    estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, HostMemory, ProverOutput,
+};
+pub use claims::Stacking;
 pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
 pub use driver::{prove_with_steps, step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use lookahead::WhirChallenger;
-pub use claims::Stacking;
-pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
-pub use pcs::{CpuWhirPcs, GpuWhirPcs, WhirPcsProof, StockPcs, WhirPcs, WhirPcsData};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
+pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
+pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
-pub use whir_verifier::{
-    opening_protocol, MAX_TABLES, MAX_WIDTH, MAX_COLUMNS, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, PREFIX_BYTES, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension, LeafSponge, WhirField, EF, F, KNOWN_HASHES,
-    FORMAT_VERSION, HASH_ID, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS,
-};
 pub use stock::{prove_stock, prove_stock_over};
+pub use whir_verifier::{
+    opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, LeafSponge, ParamSource, Params, ProofError, ProofFile,
+    ProofFileOf, ReadLimits, Soundness, WhirExtension, WhirField, EF, F, FORMAT_VERSION, HASH_ID, KNOWN_HASHES, MAX_COLUMNS, MAX_POINTS, MAX_POW_BITS,
+    MAX_SECURITY_BITS, MAX_TABLES, MAX_VARS, MAX_WIDTH, PREFIX_BYTES, WEAK_SECURITY_BITS,
+};
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
 pub type ProverLayout<B = p3_baby_bear::BabyBear, E = EF<B>> = whir_verifier::TableLayout<B, E>;
@@ -53,7 +56,10 @@ pub trait ProverField:
     WhirField<Perm = <Self as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <Self as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
 {
 }
-impl<T> ProverField for T where T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField {}
+impl<T> ProverField for T where
+    T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
+{
+}
 pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckSteps};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 

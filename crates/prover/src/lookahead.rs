@@ -18,7 +18,9 @@ use crate::{Commitment, ProverField};
 /// A challenger the protocol runs over: what p3-whir's `WhirProver` accepts (observe and sample
 /// field elements, grind, sample bits, observe a commitment), cloned for trial runs, with what
 /// it can play ahead of the transcript (nothing, by default).
-pub trait WhirChallenger<F: ProverField>: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone {
+pub trait WhirChallenger<F: ProverField>:
+    FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone
+{
     /// A copy of the transcript for trial runs (a claim's point read off a run on the copy),
     /// sharing nothing with this challenger's speculation.
     type Trial: FieldChallenger<F> + GrindingChallenger<Witness = F> + Clone;

@@ -191,7 +191,8 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
                 _ => write(&zeros),
             }
         };
-        let (root, codeword, sumcheck) = self.steps.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
+        let (root, codeword, sumcheck) =
+            self.steps.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
         drop(layout);
         self.observe_commitment(&root, challenger);
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
@@ -215,7 +216,13 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
         self.stock.prescribed_security(protocol)
     }
 
-    fn open_at(&self, data: WhirPcsData<S, F, E>, protocol: &OpeningProtocol, points: &[Point<E>], challenger: &mut C) -> Result<WhirPcsProof<F, E>, ProverError> {
+    fn open_at(
+        &self,
+        data: WhirPcsData<S, F, E>,
+        protocol: &OpeningProtocol,
+        points: &[Point<E>],
+        challenger: &mut C,
+    ) -> Result<WhirPcsProof<F, E>, ProverError> {
         self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
     }
 

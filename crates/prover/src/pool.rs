@@ -123,23 +123,37 @@ impl ProofPool {
     /// index twice for two devices on one adapter), with `queues` queues on each as
     /// [`on_queues`](Self::on_queues) opens them, `options` for each but its adapter. A job
     /// that fails on one GPU moves to the others, then to the CPU (see [`over`](Self::over)).
-    pub fn on_host(options: whir_gpu::GpuOptions, adapters: Option<&[usize]>, queues: usize, driver: crate::DriverOptions, pool: PoolOptions) -> Result<Self, ProverError> {
+    pub fn on_host(
+        options: whir_gpu::GpuOptions,
+        adapters: Option<&[usize]>,
+        queues: usize,
+        driver: crate::DriverOptions,
+        pool: PoolOptions,
+    ) -> Result<Self, ProverError> {
         let listed = whir_gpu::list_adapters();
         let indices = match adapters {
             Some(given) => given.to_vec(),
             None => whir_gpu::pool_adapters(&listed),
         };
         if indices.is_empty() {
-            let what = if adapters.is_some() { "no adapters given".to_string() } else { format!("no hardware GPU adapter here ({} adapters listed, none of them hardware)", listed.len()) };
+            let what = if adapters.is_some() {
+                "no adapters given".to_string()
+            } else {
+                format!("no hardware GPU adapter here ({} adapters listed, none of them hardware)", listed.len())
+            };
             return Err(ProverError::Input(format!("a pool over the host's GPUs: {what}; name adapters by index (whir info lists them)")));
         }
         let mut backends = Vec::new();
         for &i in &indices {
             let Some(summary) = listed.get(i) else {
-                return Err(ProverError::Input(format!("a pool over the host's GPUs: there is no adapter {i} ({} listed; whir info lists them)", listed.len())));
+                return Err(ProverError::Input(format!(
+                    "a pool over the host's GPUs: there is no adapter {i} ({} listed; whir info lists them)",
+                    listed.len()
+                )));
             };
             let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..options.clone() };
-            let opened = queue_backends(options, queues, driver).map_err(|e| ProverError::Input(format!("a pool over the host's GPUs: adapter {i} ({summary}) with {queues} queues: {e}")))?;
+            let opened = queue_backends(options, queues, driver)
+                .map_err(|e| ProverError::Input(format!("a pool over the host's GPUs: adapter {i} ({summary}) with {queues} queues: {e}")))?;
             backends.extend(opened);
         }
         Self::over_queues(backends, queues, pool)
@@ -167,13 +181,17 @@ impl ProofPool {
         }
         match options.in_flight {
             Some(0) => return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into())),
-            Some(n) if n > MAX_IN_FLIGHT => return Err(ProverError::Input(format!("{n} jobs in flight on each GPU is more than the {MAX_IN_FLIGHT} a pool runs (a thread each)"))),
+            Some(n) if n > MAX_IN_FLIGHT => {
+                return Err(ProverError::Input(format!("{n} jobs in flight on each GPU is more than the {MAX_IN_FLIGHT} a pool runs (a thread each)")))
+            }
             _ => {}
         }
         // Each context's budget is counted by one lane: a context given twice would be filled twice over.
         for (i, b) in backends.iter().enumerate() {
             if let Some(j) = backends[..i].iter().position(|a| std::sync::Arc::ptr_eq(a.context(), b.context())) {
-                return Err(ProverError::Input(format!("backends {j} and {i} of the proof pool share one context; give each its own (GpuBackend::open per GPU), or raise in_flight")));
+                return Err(ProverError::Input(format!(
+                    "backends {j} and {i} of the proof pool share one context; give each its own (GpuBackend::open per GPU), or raise in_flight"
+                )));
             }
         }
         let lanes = backends
@@ -214,7 +232,9 @@ impl ProofPool {
         let estimate = |job: &ProofJob| self.lanes.iter().map(|l| estimated_gpu_bytes(&job.params, l.backend.context().tuning(), &driver)).max().unwrap_or(0);
         let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals, self.backend().fallback_memory());
         let mut out = Vec::new();
-        self.run_with(jobs, &estimate, &|backend: &GpuBackend, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| out.push(r));
+        self.run_with(jobs, &estimate, &|backend: &GpuBackend, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| {
+            out.push(r)
+        });
         out
     }
 
@@ -422,7 +442,14 @@ impl Lane {
 
     /// `work` on `job` once admitted here (a panic caught as its error), and run again alone if
     /// the budget refused it while others held memory.
-    fn run_admitted<J, R>(&self, backend: &GpuBackend, index: usize, job: &J, bytes: u64, work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync)) -> Result<R, ProverError> {
+    fn run_admitted<J, R>(
+        &self,
+        backend: &GpuBackend,
+        index: usize,
+        job: &J,
+        bytes: u64,
+        work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+    ) -> Result<R, ProverError> {
         let run = || caught(index, || work(backend, job));
         let admitted = tracing::info_span!("pool admission").entered();
         let ticket = self.admission.admit(index, bytes)?;
@@ -496,7 +523,11 @@ impl Admission {
     /// once for a job that could never fit the budget.
     fn admit(&self, job: usize, bytes: u64) -> Result<Ticket<'_>, ProverError> {
         if let Some(budget) = self.budget.filter(|&b| bytes > b) {
-            return Err(ProverError::Gpu(GpuError::OverBudget { what: format!("job {job} of the proof pool (estimated peak)"), needed_mib: mib(bytes), budget_mib: mib(budget) }));
+            return Err(ProverError::Gpu(GpuError::OverBudget {
+                what: format!("job {job} of the proof pool (estimated peak)"),
+                needed_mib: mib(bytes),
+                budget_mib: mib(budget),
+            }));
         }
         // Without a budget jobs are admitted by count alone, and hold no bytes.
         let (budget, bytes) = self.budget.map_or((u64::MAX, 0), |b| (b, bytes));

@@ -12,10 +12,10 @@ use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::WhirProver;
 use whir_verifier::hash::{cpu_mmcs_with, CpuMmcs};
 
-use crate::{opening_protocol, ProverLayout, WhirExtension, WhirField};
 use crate::error::ProverError;
 use crate::Params;
 use crate::EF;
+use crate::{opening_protocol, ProverLayout, WhirExtension, WhirField};
 
 type StockChallenger<F> = DuplexChallenger<F, <F as WhirField>::Perm, 16, 8>;
 

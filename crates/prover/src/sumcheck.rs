@@ -31,7 +31,11 @@ impl<E: p3_field::Field> SlotSet<E> {
         }
         let last = (1usize << z.len()) - 1;
         let before = if i >= 1 { eq_at(z, i - 1) } else { E::ZERO };
-        if i == last { before + eq_at(z, last) } else { before }
+        if i == last {
+            before + eq_at(z, last)
+        } else {
+            before
+        }
     }
 
     fn check(&self, vars: usize) -> Result<(), ProverError> {
@@ -331,7 +335,6 @@ pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: 
     gamma.powers().take(count).map(|p| p * first).collect()
 }
 
-
 /// The GPU's sumcheck over the degree-4, 5 and 8 extensions; the rounds' transcript is
 /// played on the GPU (`play_chain`) over degree 4 only, the host plays it otherwise.
 impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSteps<F, E> for whir_gpu::GpuSumcheck<F, E> {
@@ -373,19 +376,24 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
     }
 
     fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
-        let sets: Vec<whir_gpu::Slots<'_, E>> = sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
+        let sets: Vec<whir_gpu::Slots<'_, E>> =
+            sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
         Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
     }
 
     fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> =
-            sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
+        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> = sets
+            .iter()
+            .map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
+            .collect();
         Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
     }
 
     fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], rounds: usize) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> =
-            sets.iter().map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice())).collect();
+        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> = sets
+            .iter()
+            .map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
+            .collect();
         Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
     }
 

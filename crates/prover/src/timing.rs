@@ -116,13 +116,26 @@ impl<F: Field, M: Mmcs<F>> Mmcs<F> for TimedMmcs<M> {
     fn get_matrices<'a, X: Matrix<F>>(&self, prover_data: &'a Self::ProverData<X>) -> Vec<&'a X> {
         self.inner.get_matrices(prover_data)
     }
-    fn verify_batch(&self, commit: &Self::Commitment, dimensions: &[Dimensions], index: usize, batch_opening: BatchOpeningRef<'_, F, Self>) -> Result<(), Self::Error> {
+    fn verify_batch(
+        &self,
+        commit: &Self::Commitment,
+        dimensions: &[Dimensions],
+        index: usize,
+        batch_opening: BatchOpeningRef<'_, F, Self>,
+    ) -> Result<(), Self::Error> {
         self.inner.verify_batch(commit, dimensions, index, BatchOpeningRef::new(batch_opening.opened_values, batch_opening.opening_proof))
     }
     fn open_multi_batch<X: Matrix<F>>(&self, indices: &[usize], prover_data: &Self::ProverData<X>) -> (Vec<Vec<Vec<F>>>, Self::MultiProof) {
         self.clock.time(|t| &mut t.merkle, || self.inner.open_multi_batch(indices, prover_data))
     }
-    fn verify_multi_batch<R: AsRef<[F]> + PartialEq>(&self, commit: &Self::Commitment, dimensions: &[Dimensions], indices: &[usize], opened_values: &[Vec<R>], proof: &Self::MultiProof) -> Result<(), Self::Error> {
+    fn verify_multi_batch<R: AsRef<[F]> + PartialEq>(
+        &self,
+        commit: &Self::Commitment,
+        dimensions: &[Dimensions],
+        indices: &[usize],
+        opened_values: &[Vec<R>],
+        proof: &Self::MultiProof,
+    ) -> Result<(), Self::Error> {
         self.inner.verify_multi_batch(commit, dimensions, indices, opened_values, proof)
     }
 }

@@ -1,9 +1,9 @@
 //! The PCS's multi-table workloads ([`Workload`], from the verifier crate, which rebuilds their
 //! opening protocol from a proof file) and their random tables.
 
+use p3_field::Field;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_sumcheck::layout::Table;
-use p3_field::Field;
 use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, RngExt};
 pub use whir_verifier::{Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};

@@ -19,9 +19,15 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 
 pub use error::ProofError;
 pub use hash::{permutation, LeafSponge, WhirExtension, WhirField};
-pub use params::{named_config, NamedConfig, ParamSource, Params, Soundness, NAMED_CONFIGS, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, WEAK_SECURITY_BITS};
+pub use params::{
+    named_config, NamedConfig, ParamSource, Params, Soundness, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, NAMED_CONFIGS,
+    WEAK_SECURITY_BITS,
+};
+pub use proof_file::{
+    proof_file_extension, proof_file_field, FileParamsFloor, ProofFile, ProofFileOf, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID, KNOWN_HASHES,
+    PREFIX_BYTES,
+};
 pub use workload::{Workload, MAX_COLUMNS, MAX_TABLES, MAX_WIDTH, ZKVM_PRESET, ZKVM_SMALL_PRESET};
-pub use proof_file::{proof_file_extension, proof_file_field, FileParamsFloor, PREFIX_BYTES, ProofFile, ProofFileOf, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID, KNOWN_HASHES};
 
 /// The default base field.
 pub type F = BabyBear;

@@ -198,17 +198,10 @@ impl Params {
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.security_bits < WEAK_SECURITY_BITS {
-            out.push(format!(
-                "{} bits of security is below {WEAK_SECURITY_BITS}: a proof this weak can be forged; use it for tests only",
-                self.security_bits
-            ));
+            out.push(format!("{} bits of security is below {WEAK_SECURITY_BITS}: a proof this weak can be forged; use it for tests only", self.security_bits));
         }
         if !self.soundness.is_proven() {
-            out.push(format!(
-                "the {} bits of security rest on {}; use --soundness johnson for a proven level",
-                self.security_bits,
-                self.soundness.basis()
-            ));
+            out.push(format!("the {} bits of security rest on {}; use --soundness johnson for a proven level", self.security_bits, self.soundness.basis()));
         }
         out
     }
@@ -449,7 +442,12 @@ impl Params {
         let suggestions = self.suggestions::<B, E>(e, source);
         let hint = if suggestions.is_empty() {
             let defaults = Params::defaults();
-            let flags: Vec<String> = defaults.fields().iter().filter(|(k, _)| source != ParamSource::Tables || (*k != "vars" && *k != "points")).map(|(k, v)| format!("--{k} {v}")).collect();
+            let flags: Vec<String> = defaults
+                .fields()
+                .iter()
+                .filter(|(k, _)| source != ParamSource::Tables || (*k != "vars" && *k != "points"))
+                .map(|(k, v)| format!("--{k} {v}"))
+                .collect();
             format!("no single flag fixes this; try the defaults ({})", flags.join(" "))
         } else {
             format!("use {}", suggestions.join(", or "))
@@ -459,11 +457,7 @@ impl Params {
             ParamSource::ProofFile => "the proof file's header holds infeasible parameters",
         };
         let values: Vec<String> = self.fields().iter().map(|(k, v)| format!("{k}={v}")).collect();
-        format!(
-            "{what} {}: {e}{}",
-            values.join(" "),
-            Namer(source).fix(hint)
-        )
+        format!("{what} {}: {e}{}", values.join(" "), Namer(source).fix(hint))
     }
 }
 
@@ -490,12 +484,66 @@ pub struct NamedConfig {
 
 /// The named configurations, the default first.
 pub const NAMED_CONFIGS: &[NamedConfig] = &[
-    NamedConfig { name: "babybear4", field: "babybear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, leaf: LeafSponge::Width16, about: "the default; OpenVM's and RISC Zero's field" },
-    NamedConfig { name: "koalabear4", field: "koalabear", degree: 4, soundness: Soundness::Johnson, security_bits: 100, pow_bits: 20, leaf: LeafSponge::Width16, about: "SP1 Hypercube's field and extension" },
-    NamedConfig { name: "koalabear8-128", field: "koalabear", degree: 8, soundness: Soundness::Capacity, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width24, about: "p3-whir's own KoalaBear benchmark (benches/whir_pcs.rs: Poseidon2-24 leaves, Poseidon2-16 nodes, the capacity bound; fold 4, rate 1)" },
-    NamedConfig { name: "babybear8-128", field: "babybear", degree: 8, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits under a proven bound over BabyBear" },
-    NamedConfig { name: "babybear5-128", field: "babybear", degree: 5, soundness: Soundness::Unique, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "128 bits by unique decoding over BabyBear's quintic extension" },
-    NamedConfig { name: "koalabear5-128", field: "koalabear", degree: 5, soundness: Soundness::Johnson, security_bits: 128, pow_bits: 20, leaf: LeafSponge::Width16, about: "KoalaBear's quintic trinomial extension at its best proven level (leanMultisig's extension)" },
+    NamedConfig {
+        name: "babybear4",
+        field: "babybear",
+        degree: 4,
+        soundness: Soundness::Johnson,
+        security_bits: 100,
+        pow_bits: 20,
+        leaf: LeafSponge::Width16,
+        about: "the default; OpenVM's and RISC Zero's field",
+    },
+    NamedConfig {
+        name: "koalabear4",
+        field: "koalabear",
+        degree: 4,
+        soundness: Soundness::Johnson,
+        security_bits: 100,
+        pow_bits: 20,
+        leaf: LeafSponge::Width16,
+        about: "SP1 Hypercube's field and extension",
+    },
+    NamedConfig {
+        name: "koalabear8-128",
+        field: "koalabear",
+        degree: 8,
+        soundness: Soundness::Capacity,
+        security_bits: 128,
+        pow_bits: 20,
+        leaf: LeafSponge::Width24,
+        about: "p3-whir's own KoalaBear benchmark (benches/whir_pcs.rs: Poseidon2-24 leaves, Poseidon2-16 nodes, the capacity bound; fold 4, rate 1)",
+    },
+    NamedConfig {
+        name: "babybear8-128",
+        field: "babybear",
+        degree: 8,
+        soundness: Soundness::Johnson,
+        security_bits: 128,
+        pow_bits: 20,
+        leaf: LeafSponge::Width16,
+        about: "128 bits under a proven bound over BabyBear",
+    },
+    NamedConfig {
+        name: "babybear5-128",
+        field: "babybear",
+        degree: 5,
+        soundness: Soundness::Unique,
+        security_bits: 128,
+        pow_bits: 20,
+        leaf: LeafSponge::Width16,
+        about: "128 bits by unique decoding over BabyBear's quintic extension",
+    },
+    NamedConfig {
+        name: "koalabear5-128",
+        field: "koalabear",
+        degree: 5,
+        soundness: Soundness::Johnson,
+        security_bits: 128,
+        pow_bits: 20,
+        leaf: LeafSponge::Width16,
+        about: "KoalaBear's quintic trinomial extension at its best proven level (leanMultisig's extension)",
+    },
 ];
 
 /// The named configuration `name`, or an error listing them.

@@ -134,8 +134,12 @@ impl FileBound {
 fn ensure_memory(bytes: usize, what: impl FnOnce() -> String) -> Result<(), ProofError> {
     let mut probe: Vec<u8> = Vec::new();
     probe.try_reserve_exact(bytes).map_err(|_| {
-        rejected(format!("{} needs up to {bytes} bytes ({}) of memory, which this process cannot allocate; \
-             free memory, raise the process's memory limit, or lower the read limit", what(), mib(bytes)))
+        rejected(format!(
+            "{} needs up to {bytes} bytes ({}) of memory, which this process cannot allocate; \
+             free memory, raise the process's memory limit, or lower the read limit",
+            what(),
+            mib(bytes)
+        ))
     })
 }
 
@@ -225,8 +229,8 @@ fn rejected(what: impl Into<String>) -> ProofError {
 /// The header and parameters at the start of a file, checked: its version, parameters and
 /// the bytes after the header.
 fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
-    let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes)
-        .map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {})", decode_error(&e))))?;
+    let (header, rest): (Header, &[u8]) =
+        postcard::take_from_bytes(bytes).map_err(|e| rejected(format!("not a whir-wgpu proof file (the header is unreadable: {})", decode_error(&e))))?;
     if header.magic != MAGIC {
         return Err(rejected("not a whir-wgpu proof file (it does not start with the WHIRWGPU magic)"));
     }
@@ -245,9 +249,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
     let (params, _): (Params, &[u8]) = postcard::take_from_bytes(rest).map_err(|e| {
         // The parameters hold numbers and one enum: a value serde rejects is the soundness tag.
         let why = match e {
-            postcard::Error::SerdeDeCustom | postcard::Error::DeserializeBadEnum => {
-                "the soundness tag is not one of johnson, capacity, unique".to_string()
-            }
+            postcard::Error::SerdeDeCustom | postcard::Error::DeserializeBadEnum => "the soundness tag is not one of johnson, capacity, unique".to_string(),
             e => decode_error(&e),
         };
         rejected(format!("the parameters in the header are unreadable: {why}"))
@@ -427,7 +429,11 @@ fn decode_error(e: &postcard::Error) -> String {
 /// a forged list fails here, before the verifier builds its protocol.
 fn check_openings<F: WhirField, E: WhirExtension<F>>(proof: &Proof<F, E>, tables: &Workload) -> Result<(), ProofError> {
     if proof.evals.len() != tables.tables.len() {
-        return Err(rejected(format!("its proof opens {} batches, but its header names {} tables (one batch a table)", proof.evals.len(), tables.tables.len())));
+        return Err(rejected(format!(
+            "its proof opens {} batches, but its header names {} tables (one batch a table)",
+            proof.evals.len(),
+            tables.tables.len()
+        )));
     }
     for (i, (batch, &(_, width))) in proof.evals.iter().zip(&tables.tables).enumerate() {
         let (current, next) = (batch.current().len(), batch.next().len());
@@ -569,7 +575,17 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
             let (b, tail): (DecodedBodyV1<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
-            (ProofFileOf { params: Params { leaf: params.leaf, ..b.params }, hash: b.hash, tables: None, commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
+            (
+                ProofFileOf {
+                    params: Params { leaf: params.leaf, ..b.params },
+                    hash: b.hash,
+                    tables: None,
+                    commitment: b.commitment,
+                    proof: b.proof,
+                    extension: std::marker::PhantomData,
+                },
+                tail,
+            )
         } else {
             let (b, tail): (DecodedTablesBody<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
@@ -598,7 +614,17 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             if bytes.len() > exact.bytes() {
                 return Err(exact.exceeded(&format!("it holds {} bytes,", bytes.len())));
             }
-            (ProofFileOf { params: Params { leaf: params.leaf, ..b.params }, hash: b.hash, tables: Some(tables), commitment: b.commitment, proof: b.proof, extension: std::marker::PhantomData }, tail)
+            (
+                ProofFileOf {
+                    params: Params { leaf: params.leaf, ..b.params },
+                    hash: b.hash,
+                    tables: Some(tables),
+                    commitment: b.commitment,
+                    proof: b.proof,
+                    extension: std::marker::PhantomData,
+                },
+                tail,
+            )
         };
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
@@ -628,10 +654,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     /// [`read`](Self::read) under `limits`: raise them only for a large proof you trust.
     pub fn read_with(mut reader: impl Read, expected: Option<&Params>, limits: ReadLimits) -> Result<Self, ProofError> {
         let mut bytes = Vec::new();
-        (&mut reader)
-            .take(PREFIX_BYTES as u64)
-            .read_to_end(&mut bytes)
-            .map_err(|e| rejected(format!("reading it failed: {e}")))?;
+        (&mut reader).take(PREFIX_BYTES as u64).read_to_end(&mut bytes).map_err(|e| rejected(format!("reading it failed: {e}")))?;
         let (version, mut params, rest) = parse_prefix(&bytes)?;
         params.leaf = check_hash::<F, E>(rest)?;
         // (A multi-table file's exact bound needs its table list: it is checked once read.)
@@ -672,8 +695,8 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
     fn decode_body(&self) -> Result<Proof<F, E>, ProofError> {
-        let (proof, tail): (Proof<F, E>, &[u8]) = postcard::take_from_bytes(&self.proof)
-            .map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
+        let (proof, tail): (Proof<F, E>, &[u8]) =
+            postcard::take_from_bytes(&self.proof).map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
         }
@@ -753,7 +776,6 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             }
             None => opening_protocol(params),
         };
-        pcs.verify(&self.commitment, &proof, &mut challenger, protocol)
-            .map_err(|e| ProofError::Verify(describe(&e)))
+        pcs.verify(&self.commitment, &proof, &mut challenger, protocol).map_err(|e| ProofError::Verify(describe(&e)))
     }
 }

@@ -55,7 +55,11 @@ impl Workload {
             "zkvm-small" => ZKVM_SMALL_PRESET,
             other => other,
         };
-        let bad = |what: &str, why: String| ProofError::Params(format!("table spec {what:?}: {why} (expected e.g. `22x2,3*12x20`: VARSxCOLUMNS, optionally COUNT*, or a preset: zkvm, zkvm-small)"));
+        let bad = |what: &str, why: String| {
+            ProofError::Params(format!(
+                "table spec {what:?}: {why} (expected e.g. `22x2,3*12x20`: VARSxCOLUMNS, optionally COUNT*, or a preset: zkvm, zkvm-small)"
+            ))
+        };
         let mut tables = Vec::new();
         let mut columns = 0usize;
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {

@@ -2,7 +2,6 @@
 
 use std::fmt;
 
-
 use crate::error::{GpuError, Result};
 use crate::options::{AdapterSelector, LimitsProfile};
 
@@ -122,10 +121,7 @@ pub(super) fn instance() -> wgpu::Instance {
 /// All adapters wgpu can see on this machine.
 pub fn list_adapters() -> Vec<AdapterSummary> {
     let inst = instance();
-    pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()))
-        .iter()
-        .map(AdapterSummary::of)
-        .collect()
+    pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all())).iter().map(AdapterSummary::of).collect()
 }
 
 /// The adapters a pool over "every GPU of the host" uses, by index into `adapters`
@@ -147,12 +143,7 @@ pub(super) fn describe(adapters: &[wgpu::Adapter]) -> String {
     if adapters.is_empty() {
         return "none".into();
     }
-    adapters
-        .iter()
-        .enumerate()
-        .map(|(i, a)| format!("[{i}] {}", AdapterSummary::of(a)))
-        .collect::<Vec<_>>()
-        .join("; ")
+    adapters.iter().enumerate().map(|(i, a)| format!("[{i}] {}", AdapterSummary::of(a))).collect::<Vec<_>>().join("; ")
 }
 
 pub(super) fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) -> Result<wgpu::Adapter> {
@@ -161,28 +152,16 @@ pub(super) fn choose_adapter(inst: &wgpu::Instance, selector: &AdapterSelector) 
         s => s.clone(),
     };
     let all = pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()));
-    let not_found = |all: &[wgpu::Adapter]| GpuError::AdapterNotFound {
-        selector: selector.to_string(),
-        available: describe(all),
-    };
+    let not_found = |all: &[wgpu::Adapter]| GpuError::AdapterNotFound { selector: selector.to_string(), available: describe(all) };
     match &selector {
         AdapterSelector::Auto | AdapterSelector::HighPerformance => {
-            let opts = wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                ..Default::default()
-            };
-            pollster::block_on(inst.request_adapter(&opts))
-                .map_err(|e| GpuError::NoAdapter(format!(" ({e})")))
+            let opts = wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() };
+            pollster::block_on(inst.request_adapter(&opts)).map_err(|e| GpuError::NoAdapter(format!(" ({e})")))
         }
-        AdapterSelector::Backend(b) => {
-            all.iter().find(|a| a.get_info().backend == *b).cloned().ok_or_else(|| not_found(&all))
-        }
+        AdapterSelector::Backend(b) => all.iter().find(|a| a.get_info().backend == *b).cloned().ok_or_else(|| not_found(&all)),
         AdapterSelector::Name(n) => {
             let n = n.to_lowercase();
-            all.iter()
-                .find(|a| a.get_info().name.to_lowercase().contains(&n))
-                .cloned()
-                .ok_or_else(|| not_found(&all))
+            all.iter().find(|a| a.get_info().name.to_lowercase().contains(&n)).cloned().ok_or_else(|| not_found(&all))
         }
         AdapterSelector::Index(i) => all.get(*i).cloned().ok_or_else(|| not_found(&all)),
     }

@@ -36,7 +36,9 @@ impl Readback {
     /// The words of `slot`; an error (not a panic) for a slot of another batch that lies past
     /// this readback's end.
     pub fn get(&self, slot: ReadSlot) -> Result<&[u32]> {
-        self.words.get(slot.at..slot.at + slot.words).ok_or_else(|| GpuError::Device(format!("read slot {}..{} of a {}-word readback", slot.at, slot.at + slot.words, self.words.len())))
+        self.words
+            .get(slot.at..slot.at + slot.words)
+            .ok_or_else(|| GpuError::Device(format!("read slot {}..{} of a {}-word readback", slot.at, slot.at + slot.words, self.words.len())))
     }
 }
 

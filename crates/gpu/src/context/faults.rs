@@ -3,10 +3,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-
 use super::*;
 use crate::error::{GpuError, Result};
-
 
 /// Readbacks still to pass, then to fail, on purpose: on any thread, and on one thread alone
 /// (one proof among several in flight).

@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-
 use super::*;
 use crate::error::{GpuError, Result};
 use crate::transfer::{BufferPool, StagingPool};
@@ -281,7 +280,11 @@ impl GpuMemory<'_> {
         self.trim_pools();
         let now = self.buffer_bytes();
         if now + bytes > budget {
-            return Err(GpuError::OverBudget { what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)), needed_mib: mib(now + bytes), budget_mib: mib(budget) });
+            return Err(GpuError::OverBudget {
+                what: format!("{what} ({:.1} MiB with {:.1} MiB already allocated)", mib(bytes), mib(now)),
+                needed_mib: mib(now + bytes),
+                budget_mib: mib(budget),
+            });
         }
         Ok(())
     }

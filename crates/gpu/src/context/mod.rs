@@ -16,24 +16,23 @@ mod profile;
 mod queues;
 mod transfers;
 
+use adapter::*;
 pub use adapter::{list_adapters, pool_adapters, AdapterSummary};
 pub use batch::{Batch, InFlight, ReadSlot, Readback};
-pub use memory::GpuMemory;
-pub use profile::GpuProfiler;
-pub use pipelines::Dispatch;
-pub use profile::{KernelSpan, ProfileLabelGuard, ProfileSpan, QueueOccupancy};
-pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
-use adapter::*;
 use faults::FaultInjection;
+pub use memory::GpuMemory;
 use memory::*;
+pub use pipelines::Dispatch;
 use pipelines::*;
+pub use profile::GpuProfiler;
 use profile::*;
+pub use profile::{KernelSpan, ProfileLabelGuard, ProfileSpan, QueueOccupancy};
 use transfers::*;
+pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
 
 use crate::error::{GpuError, Result};
 use crate::options::{GpuOptions, GpuTuning, LimitsProfile};
@@ -76,17 +75,13 @@ impl DevicePlan {
             summary.shader_int64 = false;
         }
         let mul_variant = match options.mul_variant {
-            Some(MulVariant::U64) if !summary.shader_int64 => {
-                return Err(GpuError::Int64Unsupported(summary.name.clone()))
-            }
+            Some(MulVariant::U64) if !summary.shader_int64 => return Err(GpuError::Int64Unsupported(summary.name.clone())),
             Some(v) => v,
             None if summary.shader_int64 => MulVariant::U64,
             None => MulVariant::Emulated,
         };
-        let wanted = wgpu::Features::SHADER_INT64
-            | wgpu::Features::SUBGROUP
-            | wgpu::Features::TIMESTAMP_QUERY
-            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        let wanted =
+            wgpu::Features::SHADER_INT64 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
         // Ask for everything the adapter offers (wgpu's defaults cap storage bindings at 128 MiB);
         // in the strict profile exactly WebGPU's defaults and no optional feature; in the Apple
         // profile what an M1 has, as far as this adapter has it.
@@ -210,9 +205,8 @@ impl GpuContext {
     pub fn new(options: GpuOptions) -> Result<Self> {
         let plan = DevicePlan::new(&options)?;
         let desc = plan.descriptor(&options)?;
-        let (device, queue) = pollster::block_on(plan.adapter.request_device(&desc)).map_err(|e| {
-            GpuError::RequestDevice { adapter: plan.summary.to_string(), reason: e.to_string() }
-        })?;
+        let (device, queue) = pollster::block_on(plan.adapter.request_device(&desc))
+            .map_err(|e| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason: e.to_string() })?;
         Ok(Self::on_device(plan, device, queue, &options))
     }
 
@@ -231,14 +225,17 @@ impl GpuContext {
             return Err(GpuError::InvalidInput(format!("{count} queues asked for; give 1 to {MAX_QUEUES}")));
         }
         if count > 1 && options.trace_dir.is_some() {
-            return Err(GpuError::InvalidInput(format!("a wgpu trace records one device; {count} queues would write {count} traces over each other in one directory: trace one queue")));
+            return Err(GpuError::InvalidInput(format!(
+                "a wgpu trace records one device; {count} queues would write {count} traces over each other in one directory: trace one queue"
+            )));
         }
         let share = count as u64;
         options.memory_mib = options.memory_mib.map(|m| m / share);
         options.pool_mib = Some(options.pool_mib.unwrap_or(DEFAULT_POOL_BYTES >> 20) / share);
         let plan = DevicePlan::new(&options)?;
         let desc = plan.descriptor(&options)?;
-        let opened = queues::open_queues(&plan.adapter, &desc, count, options.tuning.compute_only_queues).map_err(|reason| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason })?;
+        let opened = queues::open_queues(&plan.adapter, &desc, count, options.tuning.compute_only_queues)
+            .map_err(|reason| GpuError::RequestDevice { adapter: plan.summary.to_string(), reason })?;
         Ok(opened.into_iter().map(|(device, queue)| Self::on_device(plan.clone(), device, queue, &options)).collect())
     }
 

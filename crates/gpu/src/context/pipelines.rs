@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-
 use super::*;
 use crate::error::Result;
 use crate::field::{ExtensionId, FieldId};
@@ -43,36 +42,24 @@ pub(super) struct Pipelines {
 impl GpuContext {
     /// The compute pipeline for `kernel` over BabyBear with these composition constants, built
     /// once.
-    pub fn pipeline(
-        &self,
-        kernel: Kernel,
-        consts: &[(&'static str, u32)],
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub fn pipeline(&self, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
         self.pipeline_for(FieldId::BabyBear, kernel, consts)
     }
 
     /// The compute pipeline for `kernel` over `field` with these composition constants, built
     /// once (a context serves every field; each has pipelines of its own).
-    pub fn pipeline_for(
-        &self,
-        field: FieldId,
-        kernel: Kernel,
-        consts: &[(&'static str, u32)],
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub fn pipeline_for(&self, field: FieldId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
         self.pipeline_over(field, ExtensionId::Degree4, kernel, consts)
     }
 
     /// [`pipeline_for`](Self::pipeline_for) a field-generic kernel composed over the extension
     /// `ext` (one of [`Kernel::extensions`]).
-    pub fn pipeline_over(
-        &self,
-        field: FieldId,
-        ext: ExtensionId,
-        kernel: Kernel,
-        consts: &[(&'static str, u32)],
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub fn pipeline_over(&self, field: FieldId, ext: ExtensionId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
         if !kernel.extensions().contains(&ext) {
-            return Err(crate::error::GpuError::Shader { kernel: kernel.entry_point().to_string(), reason: format!("not composed over the {} extension", ext.name()) });
+            return Err(crate::error::GpuError::Shader {
+                kernel: kernel.entry_point().to_string(),
+                reason: format!("not composed over the {} extension", ext.name()),
+            });
         }
         let key = (field, ext, kernel, consts.to_vec());
         if let Some(p) = self.pipelines.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -81,10 +68,7 @@ impl GpuContext {
         let started = std::time::Instant::now();
         let source = shaders::compose_kernel(field, ext, kernel, self.mul_variant, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
-            let desc = wgpu::ShaderModuleDescriptor {
-                label: Some(kernel.source_name()),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            };
+            let desc = wgpu::ShaderModuleDescriptor { label: Some(kernel.source_name()), source: wgpu::ShaderSource::Wgsl(source.into()) };
             // SAFETY: our loops terminate (see `runtime_checks`); bounds checks, which keep
             // memory safe, stay on.
             let module = unsafe { self.device.create_shader_module_trusted(desc, runtime_checks()) };
@@ -102,7 +86,14 @@ impl GpuContext {
                 cache: None,
             }))
         })?;
-        tracing::debug!(kernel = kernel.entry_point(), field = field.name(), ext = ext.name(), ?consts, ms = started.elapsed().as_secs_f64() * 1e3, "pipeline built");
+        tracing::debug!(
+            kernel = kernel.entry_point(),
+            field = field.name(),
+            ext = ext.name(),
+            ?consts,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "pipeline built"
+        );
         // Two threads may both have missed the cache and built this pipeline: the first one
         // stored is the one every caller gets. A bind group made against an automatic layout
         // fits only its own pipeline, so a caller keeping bind groups (the grinder) must never
@@ -154,7 +145,8 @@ impl GpuContext {
         // range is then refused): the buffer comes back unwritten, and the work using it fails
         // with the device's error.
         let size = (bytes.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::UNIFORM, mapped_at_creation: true });
+        let buffer =
+            self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::UNIFORM, mapped_at_creation: true });
         let written = match buffer.get_mapped_range_mut(..) {
             Ok(mut view) => {
                 view.slice(..bytes.len()).copy_from_slice(bytes);
@@ -177,7 +169,8 @@ impl GpuContext {
     /// adapter's storage offset alignment (256 bytes on every WebGPU adapter); a kernel then
     /// sees the range as its whole array, which is how work larger than one binding is split.
     pub fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
-        let numbered: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> = ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32, b, offset, size)).collect();
+        let numbered: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> =
+            ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32, b, offset, size)).collect();
         self.bind_at(pipeline, &numbered)
     }
 
@@ -215,7 +208,15 @@ impl GpuContext {
     }
 
     /// A compute pass of one dispatch.
-    fn one_pass(&self, encoder: &mut wgpu::CommandEncoder, label: &str, pipeline: &wgpu::ComputePipeline, bind: &wgpu::BindGroup, groups: u32, timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>) {
+    fn one_pass(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
         let (x, y) = self.grid(groups);
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
         pass.set_pipeline(pipeline);

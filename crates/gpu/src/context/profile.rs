@@ -3,7 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 
-
 use super::*;
 use crate::error::Result;
 
@@ -142,7 +141,11 @@ impl GpuContext {
 pub(super) fn timestamp_pair<'s>(device: &wgpu::Device, sets: &'s mut Vec<wgpu::QuerySet>, i: usize, label: &str) -> (&'s wgpu::QuerySet, u32) {
     let i = i as u32;
     if i.is_multiple_of(PROFILE_SET_SUBMISSIONS) {
-        sets.push(device.create_query_set(&wgpu::QuerySetDescriptor { label: Some(label), ty: wgpu::QueryType::Timestamp, count: 2 * PROFILE_SET_SUBMISSIONS }));
+        sets.push(device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some(label),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * PROFILE_SET_SUBMISSIONS,
+        }));
     }
     // Pair 0 of each set adds it, so the last set holds pair i.
     (sets.last().expect("pair 0 added the first set"), 2 * (i % PROFILE_SET_SUBMISSIONS))
@@ -153,8 +156,6 @@ impl GpuContext {
     pub fn profiler(&self) -> GpuProfiler<'_> {
         GpuProfiler(self)
     }
-
-
 }
 
 /// GPU timestamps around a context's submissions, by label, or around its dispatches, by
@@ -169,7 +170,8 @@ impl<'a> GpuProfiler<'a> {
         if !self.available() {
             return false;
         }
-        *self.0.profile_state.current.lock().expect("profile poisoned") = Some(SubmissionProfile { sets: Vec::new(), labels: Vec::new(), label: Arc::from("") });
+        *self.0.profile_state.current.lock().expect("profile poisoned") =
+            Some(SubmissionProfile { sets: Vec::new(), labels: Vec::new(), label: Arc::from("") });
         true
     }
 

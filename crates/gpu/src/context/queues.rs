@@ -9,13 +9,21 @@
 /// `count` queues of `adapter`'s device, a wgpu device each: several only on Vulkan; one
 /// elsewhere, through wgpu's own device request. `compute_only`: in a queue family without
 /// graphics where the adapter has one (Vulkan only; elsewhere and without one, as usual).
-pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize, compute_only: bool) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
+pub(super) fn open_queues(
+    adapter: &wgpu::Adapter,
+    desc: &wgpu::DeviceDescriptor<'static>,
+    count: usize,
+    compute_only: bool,
+) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
     #[cfg(any(windows, target_os = "linux", target_os = "android"))]
     if let Some(opened) = vulkan::open_queues(adapter, desc, count, compute_only) {
         return opened;
     }
     if count != 1 {
-        return Err(format!("{count} queues need a Vulkan adapter, and this one is {:?}; use one context per proof stream instead", adapter.get_info().backend));
+        return Err(format!(
+            "{count} queues need a Vulkan adapter, and this one is {:?}; use one context per proof stream instead",
+            adapter.get_info().backend
+        ));
     }
     pollster::block_on(adapter.request_device(desc)).map(|dq| vec![dq]).map_err(|e| e.to_string())
 }
@@ -41,13 +49,24 @@ mod vulkan {
     }
 
     /// The queues on one `VkDevice` we open; None where `adapter` is not a Vulkan one.
-    pub(super) fn open_queues(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize, compute_only: bool) -> Option<Result<Vec<(wgpu::Device, wgpu::Queue)>, String>> {
+    pub(super) fn open_queues(
+        adapter: &wgpu::Adapter,
+        desc: &wgpu::DeviceDescriptor<'static>,
+        count: usize,
+        compute_only: bool,
+    ) -> Option<Result<Vec<(wgpu::Device, wgpu::Queue)>, String>> {
         // SAFETY: the hal adapter is only read here, and outlives this call with `adapter`.
         let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
         Some(open_on(&hal, adapter, desc, count, compute_only))
     }
 
-    fn open_on(hal: &wgpu::hal::vulkan::Adapter, adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'static>, count: usize, compute_only: bool) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
+    fn open_on(
+        hal: &wgpu::hal::vulkan::Adapter,
+        adapter: &wgpu::Adapter,
+        desc: &wgpu::DeviceDescriptor<'static>,
+        count: usize,
+        compute_only: bool,
+    ) -> Result<Vec<(wgpu::Device, wgpu::Queue)>, String> {
         let instance = hal.shared_instance().raw_instance();
         let physical = hal.raw_physical_device();
         // SAFETY: `physical` is this instance's.
@@ -64,10 +83,15 @@ mod vulkan {
         let main_bits = families.first().map_or(0, ts_bits);
         let nvidia = adapter.get_info().vendor == 0x10de;
         let compute_family = families.iter().position(|f| {
-            f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS) && f.queue_count as usize >= count && ts_bits(f) >= main_bits
+            f.queue_flags.contains(vk::QueueFlags::COMPUTE)
+                && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS)
+                && f.queue_count as usize >= count
+                && ts_bits(f) >= main_bits
         });
         let chosen = compute_family.filter(|_| compute_only && nvidia).unwrap_or(0);
-        let fewer = families.iter().find(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS) && (f.queue_count as usize) < count);
+        let fewer = families
+            .iter()
+            .find(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS) && (f.queue_count as usize) < count);
         if let (Some(f), true, 0) = (fewer, compute_only && nvidia, chosen) {
             tracing::warn!("{count} queues asked for and the compute-only queue family offers {}: opening them in the graphics family, whose queues ran one at a time on the H200 (ask for at most {})", f.queue_count, f.queue_count);
         }
@@ -96,7 +120,16 @@ mod vulkan {
             // SAFETY: `raw` was created from this adapter with `family`, wgpu-hal's required
             // extensions and features; `keep` holds it until wgpu-hal drops this device.
             let open = unsafe {
-                hal.device_from_raw(raw.clone(), Some(Box::new(move || drop(keep))), &extensions, features, &desc.required_limits, &desc.memory_hints, family, queue as u32)
+                hal.device_from_raw(
+                    raw.clone(),
+                    Some(Box::new(move || drop(keep))),
+                    &extensions,
+                    features,
+                    &desc.required_limits,
+                    &desc.memory_hints,
+                    family,
+                    queue as u32,
+                )
             }
             .map_err(|e| format!("wrapping queue {queue} of {count}: {e}"))?;
             // SAFETY: `open` was made from this adapter's hal adapter, with `desc`'s features.

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-
 use super::*;
 use crate::error::{GpuError, Result};
 use crate::transfer::{self, STAGED_MIN_BYTES};
@@ -321,13 +320,7 @@ impl GpuContext {
     /// A storage buffer of `rows` rows of `row_words` words; `row(r, write)` hands row r to
     /// `write` in one or more pieces. Rows are written straight into staging memory, on all
     /// cores, with no host copy of the whole matrix. Fails if a row is not `row_words` long.
-    pub fn upload_rows(
-        &self,
-        label: &str,
-        rows: usize,
-        row_words: usize,
-        row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
-    ) -> Result<wgpu::Buffer> {
+    pub fn upload_rows(&self, label: &str, rows: usize, row_words: usize, row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync) -> Result<wgpu::Buffer> {
         let buffer = self.pooled_for_upload(label, rows * row_words);
         let bytes = rows * row_words * 4;
         if bytes == 0 {
@@ -375,7 +368,11 @@ impl GpuContext {
                 Err(std::sync::mpsc::TryRecvError::Empty) => {}
             }
             // Spin while it is short, as other waits do, then block on that submission.
-            let poll = if started.elapsed() < self.spin { wgpu::PollType::Poll } else { wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: None } };
+            let poll = if started.elapsed() < self.spin {
+                wgpu::PollType::Poll
+            } else {
+                wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: None }
+            };
             self.device.poll(poll).map_err(|e| GpuError::Device(e.to_string()))?;
         }
     }
@@ -391,7 +388,13 @@ impl GpuContext {
     /// all cores while the ones before it cross the bus, so a large upload costs about the
     /// slower of the host copy and the bus rather than their sum, and the staging stays a few
     /// chunks (no fresh gigabyte of pinned memory, which the driver takes ~0.5 s to make).
-    pub(super) fn upload_chunked_with(&self, dst: &wgpu::Buffer, total: usize, unit: usize, fill: impl Fn(std::ops::Range<usize>, wgpu::WriteOnly<'_, [u8]>) -> bool) -> Result<()> {
+    pub(super) fn upload_chunked_with(
+        &self,
+        dst: &wgpu::Buffer,
+        total: usize,
+        unit: usize,
+        fill: impl Fn(std::ops::Range<usize>, wgpu::WriteOnly<'_, [u8]>) -> bool,
+    ) -> Result<()> {
         if total as u64 > dst.size() || unit == 0 || !total.is_multiple_of(unit) {
             return Err(GpuError::InvalidInput(format!("uploading {total} bytes in units of {unit} into a buffer of {} bytes", dst.size())));
         }
@@ -476,7 +479,8 @@ impl GpuContext {
         below: Option<u32>,
     ) -> std::result::Result<(), (GpuError, bool)> {
         let mut written = false;
-        self.read_chunks(encoder, src, transfer::SendPtr(dst.as_mut_ptr().cast::<u8>()), dst.len(), below, ReadChunks::default(), &mut written).map_err(|e| (e, written))
+        self.read_chunks(encoder, src, transfer::SendPtr(dst.as_mut_ptr().cast::<u8>()), dst.len(), below, ReadChunks::default(), &mut written)
+            .map_err(|e| (e, written))
     }
 
     /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into) into `len` bytes at
@@ -548,7 +552,10 @@ impl GpuContext {
     ) -> Result<()> {
         let last_end = (rows.max(1) - 1).checked_mul(stride).and_then(|x| x.checked_add(offset)).and_then(|x| x.checked_add(row_words));
         if rows > 0 && (offset.checked_add(row_words).is_none_or(|e| e > stride) || last_end.is_none_or(|e| e > dst.len())) {
-            return Err(GpuError::InvalidInput(format!("{rows} rows of {row_words} words at offset {offset} do not fit a {}-word destination of stride {stride}", dst.len())));
+            return Err(GpuError::InvalidInput(format!(
+                "{rows} rows of {row_words} words at offset {offset} do not fit a {}-word destination of stride {stride}",
+                dst.len()
+            )));
         }
         let base = transfer::SendPtr(dst.as_mut_ptr());
         let row_bytes = row_words * 4;
@@ -578,7 +585,11 @@ impl GpuContext {
         written: &mut bool,
         sink: &(dyn Fn(std::ops::Range<usize>, &[u8]) + Sync),
     ) -> Result<()> {
-        if !len.is_multiple_of(4) || !len.is_multiple_of(unit) || len as u64 > src.size() || how.chunk_bytes.is_some_and(|per| per == 0 || !per.is_multiple_of(unit)) {
+        if !len.is_multiple_of(4)
+            || !len.is_multiple_of(unit)
+            || len as u64 > src.size()
+            || how.chunk_bytes.is_some_and(|per| per == 0 || !per.is_multiple_of(unit))
+        {
             return Err(GpuError::InvalidInput(format!("reading {len} bytes in units of {unit} from a buffer of {} bytes", src.size())));
         }
         self.injected_failure()?;
@@ -641,19 +652,21 @@ impl GpuContext {
             }
         }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        tracing::debug!(bytes = len, chunks = ranges.len(), until_first_chunk_ms = first_wait.map_or(0.0, ms), copy_out_ms = sink_ns as f64 / 1e6, ms = ms(started.elapsed()), "chunked readback");
+        tracing::debug!(
+            bytes = len,
+            chunks = ranges.len(),
+            until_first_chunk_ms = first_wait.map_or(0.0, ms),
+            copy_out_ms = sink_ns as f64 / 1e6,
+            ms = ms(started.elapsed()),
+            "chunked readback"
+        );
         result
     }
 
     /// Submits `encoder` after copying `words` words of `src` into a staging buffer, waits, and
     /// returns them. Validation errors in anything recorded into `encoder` (wgpu reports them
     /// when the encoder is finished) are returned, not only logged.
-    pub fn submit_and_read(
-        &self,
-        encoder: wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        words: usize,
-    ) -> Result<Vec<u32>> {
+    pub fn submit_and_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<Vec<u32>> {
         let bytes = Self::read_bytes(src, words)?;
         if self.chunked(bytes as usize) {
             // Large: through a few pooled chunks, drained while the next ones cross the bus.
@@ -723,7 +736,9 @@ impl GpuContext {
         match read {
             PendingRead::Ready(words) => Ok(words),
             // A failure injected for tests strikes at the wait, after the work in between.
-            PendingRead::Mapping { staging, bytes, words, index, rx } => self.injected_failure().and_then(|()| self.complete_read(staging, bytes, words, index, &rx)),
+            PendingRead::Mapping { staging, bytes, words, index, rx } => {
+                self.injected_failure().and_then(|()| self.complete_read(staging, bytes, words, index, &rx))
+            }
         }
     }
 
