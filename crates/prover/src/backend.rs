@@ -19,9 +19,10 @@ use whir_gpu::{
 };
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
-use crate::driver::{prove_with_steps, RoundBreakdown};
+use crate::driver::RoundBreakdown;
 use crate::error::ProverError;
 use crate::options::DriverOptions;
+use crate::protocol::prove_with_steps;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::Params;
 use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf, ProverField, ProverLayout, EF};

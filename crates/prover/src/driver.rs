@@ -20,33 +20,25 @@ use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_multilinear_util::point::Point;
-use p3_multilinear_util::poly::Poly;
-use p3_sumcheck::layout::observe_commitment;
 use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
-use p3_sumcheck::OpeningProtocol;
 use p3_sumcheck::SumcheckData;
-use p3_whir::parameters::WhirConfig;
-use p3_whir::transcript::WhirProverTranscript;
-use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirProof, WhirQueryPoint, WhirRoundProof, WhirShape};
+use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
 use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, PowClock, SpongeScript, SpongeScriptValues};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
-use crate::claims::{check_protocol, play_claims, Points, Stacking};
+use crate::claims::Stacking;
 
 use crate::error::ProverError;
-use crate::opening_protocol;
-use crate::options::DriverOptions;
-use crate::sumcheck::{powers_from, reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
-use crate::Params;
+use crate::sumcheck::{reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
 use crate::{Commitment, ProverField, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
-type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
+pub(crate) type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
 /// A message given block by block: `blocks(b, write)` hands block b to `write` in one or more
 /// pieces ([`CodewordSteps::commit_message_blocks`]).
 pub type Blocks<'a, F = BabyBear> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
-type Paths<F> = PrunedMerklePaths<F, 8>;
+pub(crate) type Paths<F> = PrunedMerklePaths<F, 8>;
 /// Opened rows (base-field words) with their pruned multi-proof.
 pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 
@@ -667,7 +659,7 @@ impl DriverTimes {
 
 /// An opening in the proof's form: base-field rows for the first codeword, extension-field
 /// rows (from their base words) for the folded ones.
-fn query_openings<F: ProverField, E: WhirExtension<F>>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool) -> QueryOpenings<F, E, Paths<F>> {
+pub(crate) fn query_openings<F: ProverField, E: WhirExtension<F>>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool) -> QueryOpenings<F, E, Paths<F>> {
     if base {
         QueryOpenings::Base(SharedProofOpening { rows, proof })
     } else {
@@ -681,7 +673,7 @@ fn ext_rows<F: ProverField, E: WhirExtension<F>>(rows: Vec<Vec<F>>) -> Vec<Vec<E
 }
 
 /// The point a query index stands for: ω^index in the folded domain (p3-whir's two-adic domain).
-fn query_var<F: ProverField>(log_folded_domain_size: usize, num_variables: usize, index: usize) -> F {
+pub(crate) fn query_var<F: ProverField>(log_folded_domain_size: usize, num_variables: usize, index: usize) -> F {
     match <Radix2DFTSmallBatch<F> as WhirDomain<F, EF<F>>>::query_point(&Radix2DFTSmallBatch::default(), log_folded_domain_size, num_variables, index) {
         WhirQueryPoint::Univariate(v) => v,
         WhirQueryPoint::Multilinear(_) => unreachable!("the two-adic domain queries univariate points"),
@@ -693,7 +685,7 @@ fn query_var<F: ProverField>(log_folded_domain_size: usize, num_variables: usize
 /// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
 /// submission for the batch) and the transcript here replays them, checking each challenge;
 /// else each round's grind runs in the round's own submission where the GPU grinds.
-fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: WhirChallenger<F>>(
+pub(crate) fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: WhirChallenger<F>>(
     sumcheck: &mut S,
     data: &mut SumcheckData<F, E>,
     challenger: &mut C,
@@ -774,276 +766,10 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: W
     Ok(Point::new(challenges))
 }
 
-/// What [`prove_with_steps`] returns: the commitment, the proof and where the time went.
-pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes);
-
-/// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
-/// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
-/// field's degree-4 extension on the GPU steps; any [`WhirExtension`] on the CPU twin): returns
-/// the commitment, the proof and where the time went.
-pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>>(
-    steps: &S,
-    params: &Params,
-    evals: &[F],
-    challenger: &mut C,
-    options: DriverOptions,
-) -> Result<Proved<F, E>, ProverError> {
-    let config = params.config_over::<E, C>()?;
-    if evals.len() != 1usize << params.num_vars {
-        return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
-    }
-    check_leaf_sponge(steps.leaf_sponge(), params.leaf)?;
-    let started = Instant::now();
-    let mut clock = StepClock::new(challenger);
-
-    // Commit (the PCS adapter's `commit`): the layout's message, encoded and committed.
-    // The suffix layout of one table of one column commits the evaluations as they are (rows of
-    // 2^fold consecutive values; p3-sumcheck's `write_stacked_slots`), so they are the message.
-    clock.enter(steps, 0, Step::Commit);
-    let (root, committed, sumcheck) = steps.commit_message(evals, 1 << config.round_folding_factor(0), params.log_inv_rate)?;
-    observe_commitment::<F, _, _>(challenger, root.clone());
-    let commit_phase = started.elapsed();
-
-    let protocol = opening_protocol(params);
-    let stacking = Stacking::new(protocol.table_shapes());
-    let opened = Opened { codeword: std::sync::Arc::new(committed), sumcheck, stacking: &stacking };
-    let (proof, counts) = open_with_steps(steps, &config, opened, &protocol, Points::Drawn, challenger, options, &mut clock)?;
-    Ok((root, proof, DriverTimes::from_breakdown(clock.finish(), commit_phase, started.elapsed(), counts)))
-}
-
 /// What an opening starts from: the committed codeword and the stacked polynomial as the
 /// sumcheck's f (w = 0), with where the tables lie in it.
 pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> {
     pub codeword: std::sync::Arc<S::Committed>,
     pub sumcheck: S::Sumcheck,
     pub stacking: &'a Stacking,
-}
-
-/// The PCS adapter's `open` (or `open_at`, with `points` given) after `commit`: the claim phase,
-/// then the WHIR run (`WhirProver::prove`), as Plonky3 plays them with a smallest-witness
-/// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
-/// where f lies.
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>>(
-    steps: &S,
-    config: &WhirConfig<E, F, C>,
-    opened: Opened<'_, F, E, S>,
-    protocol: &OpeningProtocol,
-    points: Points<'_, E>,
-    challenger: &mut C,
-    options: DriverOptions,
-    clock: &mut StepClock,
-) -> Result<(Proof<F, E>, (usize, usize)), ProverError> {
-    let Opened { codeword: mut committed, mut sumcheck, stacking } = opened;
-    let num_vars = stacking.num_variables();
-    if num_vars != config.num_variables() || sumcheck.num_variables() != num_vars {
-        return Err(ProverError::Input(format!(
-            "a committed polynomial of {} variables opened under a configuration of {}",
-            sumcheck.num_variables(),
-            config.num_variables()
-        )));
-    }
-    let fold0 = config.round_folding_factor(0);
-
-    // Claim phase (the adapter's `open`): commitment OOD claims, then the opening claims. The
-    // layout's prover-side claim transcripts are private to p3-sumcheck; its verifier-side
-    // registry plays the same transcript given the values, so each point is read from a trial run
-    // on copies, the value computed where f lies, and the real step played with it.
-    clock.enter(steps, 0, Step::Claims);
-    check_protocol(stacking, protocol, points)?;
-    let claims = protocol.checked_num_claims().and_then(|n| n.checked_add(config.commitment_ood_samples()));
-    config
-        .validate_initial_claims(claims.ok_or_else(|| ProverError::Params("too many opening claims".into()))?)
-        .map_err(|e| ProverError::Params(e.to_string()))?;
-    let claims = play_claims(&mut sumcheck, stacking, protocol, points, config.commitment_ood_samples(), challenger)?;
-    let initial_ood_answers = claims.ood_answers.clone();
-    let opening_evals = claims.evals.clone();
-
-    // Where the steps can, each round's commitment, out-of-domain answers and query grind are
-    // played where f lies, before the commit's wait, from the transcript state published here;
-    // the transcript below replays them and checks each point drawn.
-    let head_link = if options.round_heads { challenger.track_state_throughout() } else { None };
-    let gpu_min_bits = challenger.device_min_bits();
-    let (mut head_answers, mut head_grinds) = (0, 0);
-
-    // The WHIR run (`WhirProver::prove`).
-    let shape = WhirShape::new(config, protocol.num_openings());
-    let mut transcript = WhirProverTranscript::<C, F, E>::new(challenger, shape);
-    // Everything between here and `finish` plays the transcript; a step that fails (a GPU error)
-    // leaves it unfinished, and p3's transcript panics when dropped unfinished, so it is
-    // forgotten instead (a few small allocations) and the error returned.
-    let played = (|| -> Result<_, ProverError> {
-        // Initial fold: the batching challenge α, then w = Σ α^i eq(z_i, ·) over every claim
-        // (the registry's own batched constraint) and the first fold's sumcheck rounds.
-        let mut initial_sumcheck = SumcheckData::default();
-        transcript.delegate_initial_fold(|ch| -> Result<(), ProverError> {
-            clock.enter(steps, 0, Step::Weights);
-            let alpha = claims.registry.batching_challenge(ch);
-            // Formed where used in the initial fold's rounds, not stored (the largest table),
-            // from the size the options say and where the steps can.
-            // From 2^24 cells up, for one polynomial as for a stacked witness: a stacked
-            // witness's lazy slot weights halve its live peak at fold 4 (H200, zkVM witness:
-            // 952 -> 480-505 MiB, the single polynomial's) for ~3 ms of its open (the chained
-            // rounds' slot reads and the weights written at the folded size).
-            let lazy = options.lazy_first_weights_at(num_vars);
-            let lazy = lazy.then_some(fold0);
-            claims.add_initial_weights(&mut sumcheck, alpha, lazy)?;
-            clock.enter(steps, 0, Step::Sumcheck);
-            run_rounds(&mut sumcheck, &mut initial_sumcheck, ch, fold0, config.starting_folding_pow_bits(), options.device_rounds).map(|_| ())
-        })?;
-
-        let mut rounds = Vec::with_capacity(config.n_rounds());
-        // Openings, read back at the end (their values feed no transcript step).
-        let mut pending = Vec::with_capacity(config.n_rounds() + 1);
-        let mut base_round = true;
-        for round in 0..config.n_rounds() {
-            let num_variables = num_vars - config.total_folded_through(round);
-            let round_params = &config.round_parameters()[round];
-            let fold_next = config.round_folding_factor(round + 1);
-
-            // Commit to the folded polynomial (`commit_extension`, suffix order: as is).
-            clock.enter(steps, round + 1, Step::Commit);
-            let query_bits = transcript.shape().rounds[round].query_pow_bits;
-            let head = head_link.as_ref().and_then(|l| l.transcript_state()).map(|(grinder, sponge, pending)| SpongeScript {
-                grinder,
-                sponge,
-                pending,
-                // The round's out-of-domain samples, then its query grind.
-                samples: round_params.ood_samples,
-                // Below the GPU's threshold the challenger grinds on the CPU.
-                grind_bits: if query_bits >= gpu_min_bits { query_bits } else { 0 },
-            });
-            let head = head.filter(|h| h.samples > 0 || h.grind_bits > 0);
-            let (next_root, next_committed, played) = steps.commit_folded_with_head(&mut sumcheck, fold_next, round_params.log_inv_rate, head.as_ref())?;
-            // The GPU expanded its points over f's variables: those must be the round's.
-            let played = played.filter(|_| sumcheck.num_variables() == num_variables);
-            transcript.commitment(next_root.clone());
-
-            // Out-of-domain samples of the folded polynomial.
-            clock.enter(steps, round + 1, Step::Ood);
-            let mut ood_points = Vec::with_capacity(round_params.ood_samples);
-            let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
-            for i in 0..round_params.ood_samples {
-                let z = transcript.ood_point();
-                let point = Point::expand_from_univariate(z, num_variables);
-                let eval = match played.as_ref().map(|p| (p.points.get(i), p.answers.get(i))) {
-                    Some((Some(&drawn), Some(&answer))) if drawn == z => {
-                        head_answers += 1;
-                        answer
-                    }
-                    Some((Some(drawn), _)) => {
-                        return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
-                            "the GPU drew out-of-domain point {drawn:?} where the transcript draws {z:?}"
-                        ))));
-                    }
-                    _ => sumcheck.eval(&point)?,
-                };
-                transcript.ood_answer(eval);
-                ood_answers.push(eval);
-                ood_points.push(point);
-            }
-
-            clock.enter(steps, round + 1, Step::Pow);
-            // The grind played with the head, taken only if the transcript is where it searched.
-            if let (Some(link), Some(offer)) = (head_link.as_ref(), played.and_then(|p| p.offer)) {
-                head_grinds += 1;
-                link.queue([offer]);
-            }
-            let pow_witness = transcript.query_pow(round);
-            let indices = transcript.query_indices(round);
-
-            // STIR openings of the previous codeword. (Upstream folds each row at the folding
-            // randomness; those values only update the claimed sum, which no message carries.)
-            clock.enter(steps, round + 1, Step::Open);
-            pending.push((steps.open(&committed, &indices)?, base_round));
-            // The previous codeword is done with once its openings are gathered: its memory
-            // goes back before this round's weights and sumcheck.
-            committed = std::sync::Arc::new(next_committed);
-
-            // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
-            // STIR claims the powers after them), then this round's sumcheck.
-            clock.enter(steps, round + 1, Step::Weights);
-            let gamma = transcript.round_batching();
-            let eq_scales = powers_from(gamma, 1, ood_points.len());
-            let select_scales = powers_from(gamma, 1 + ood_points.len(), indices.len());
-            sumcheck.add_eq_weights(&ood_points, &eq_scales)?;
-            // The query points are ω^index of the folded domain (Plonky3's two-adic domain).
-            debug_assert_eq!(
-                query_var::<F>(round_params.log_folded_domain_size, round_params.num_variables, 1),
-                <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size)
-            );
-            sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
-            clock.enter(steps, round + 1, Step::Sumcheck);
-            let mut sumcheck_data = SumcheckData::default();
-            let _folding_randomness = transcript
-                .delegate_round_fold(|ch| run_rounds(&mut sumcheck, &mut sumcheck_data, ch, fold_next, round_params.folding_pow_bits, options.device_rounds))?;
-            base_round = false;
-            rounds.push((next_root, ood_answers, pow_witness, sumcheck_data));
-        }
-
-        // Final round: the polynomial in the clear, the last queries, the closing sumcheck.
-        let final_round = config.n_rounds();
-        // The final polynomial comes back with the query grind that follows observing it, run
-        // ahead on the GPU from the transcript's state here (taken only if the challenger's
-        // state is the one searched); that submission is then mostly the grind's, so it counts
-        // as PoW (the steps may still read f alone, e.g. f split over bindings).
-        let final_bits = transcript.shape().final_pow_bits;
-        let grind_from = head_link.as_ref().and_then(|l| l.transcript_state()).filter(|_| final_bits > 0 && final_bits >= gpu_min_bits);
-        clock.enter(steps, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });
-        let (evals, final_offer) =
-            sumcheck.evals_then_grind(grind_from.as_ref().map(|(grinder, sponge, pending)| (grinder.as_ref(), final_bits, sponge, pending.as_slice())))?;
-        let final_poly = Poly::new(evals);
-        transcript.final_poly(final_poly.as_slice());
-        clock.enter(steps, final_round + 1, Step::Pow);
-        if let (Some(link), Some(offer)) = (head_link.as_ref(), final_offer) {
-            head_grinds += 1;
-            link.queue([offer]);
-        }
-        let final_pow_witness = transcript.query_pow(final_round);
-        let indices = transcript.query_indices(final_round);
-        clock.enter(steps, final_round + 1, Step::Open);
-        pending.push((steps.open(&committed, &indices)?, base_round));
-        // Every opening comes back in one transfer, under way while the closing sumcheck runs.
-        clock.enter(steps, final_round + 1, Step::Readback);
-        let (openings, bases): (Vec<_>, Vec<bool>) = pending.into_iter().unzip();
-        let opened = steps.begin_reading_openings(openings)?;
-        clock.enter(steps, final_round + 1, Step::Sumcheck);
-        let final_sumcheck = transcript
-            .delegate_final_fold(|ch| {
-                let mut data = SumcheckData::default();
-                run_rounds(&mut sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits(), options.device_rounds).map(|_| data)
-            })
-            .transpose()?;
-
-        // The openings, and the round proofs assembled.
-        clock.enter(steps, final_round + 1, Step::Readback);
-        let mut openings: Vec<_> = opened()?.into_iter().zip(bases).map(|((rows, proof), base)| query_openings(rows, proof, base)).collect();
-        let final_openings = openings.pop().expect("the final round's opening");
-        let rounds = rounds
-            .into_iter()
-            .zip(openings)
-            .map(|((root, ood_answers, pow_witness, sumcheck), openings)| WhirRoundProof {
-                commitment: Some(root),
-                ood_answers,
-                pow_witness,
-                openings,
-                sumcheck,
-            })
-            .collect();
-        Ok((initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck))
-    })();
-    let (initial_sumcheck, rounds, final_poly, final_pow_witness, final_openings, final_sumcheck) = match played {
-        Ok(played) => {
-            transcript.finish();
-            challenger.stop_tracking();
-            played
-        }
-        Err(e) => {
-            std::mem::forget(transcript);
-            challenger.stop_tracking();
-            return Err(e);
-        }
-    };
-    let whir = WhirProof { initial_ood_answers, initial_sumcheck, rounds, final_poly: Some(final_poly), final_pow_witness, final_openings, final_sumcheck };
-    Ok((PcsProof { whir, evals: opening_evals }, (head_answers, head_grinds)))
 }

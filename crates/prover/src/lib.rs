@@ -18,6 +18,7 @@ mod lookahead;
 mod options;
 mod pcs;
 mod pool;
+mod protocol;
 mod stock;
 mod sumcheck;
 mod timing;
@@ -29,12 +30,13 @@ pub use backend::{
 pub use claims::Stacking;
 pub use compare::{ComparingSteps, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
-pub use driver::{prove_with_steps, step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
+pub use driver::{step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
 pub use error::ProverError;
 pub use lookahead::WhirChallenger;
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
+pub use protocol::{prove_with_steps, Proved};
 pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
 pub use stock::{prove_stock, prove_stock_over};

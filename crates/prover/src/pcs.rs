@@ -20,9 +20,10 @@ use whir_gpu::{GpuChallenger, GpuCodewords};
 use whir_verifier::hash::CpuMmcs;
 
 use crate::claims::{Points, Stacking};
-use crate::driver::{open_with_steps, CodewordSteps, CpuCodewords, DriverTimes, Opened, StepClock};
+use crate::driver::{CodewordSteps, CpuCodewords, DriverTimes, Opened, StepClock};
 use crate::error::ProverError;
 use crate::options::DriverOptions;
+use crate::protocol::open_with_steps;
 use crate::sumcheck::SumcheckSteps;
 use crate::{Commitment, ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
