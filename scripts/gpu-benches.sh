@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs the benchmark set behind BENCHMARKS.md on a GPU machine, from the .gpu/ folder that
 # scripts/pack-gpu.sh fills (carry it along). Outputs go to $OUT (default ./bench-out).
-# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm]   (each part fits one 10-minute call)
+# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm|ab]   (each part fits one 10-minute call)
 # `levers` measures the throughput levers against their other forms: Poseidon2 over 16 lanes for
 # latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES sets the
 # level bound tried, default 4096) and contexts on 4 queues of one device, of the graphics or
 # the compute-only family (WHIR_COMPUTE_ONLY_QUEUES). `throughput` is BENCHMARKS.md's throughput
-# table; `confirm` alternates lone proofs with the lane permutations on and off.
+# table; `confirm` alternates lone proofs with the lane permutations on and off. `ab` alternates
+# .gpu/whir_before (a build of the commit before a refactor, packed by hand) with .gpu/whir on
+# issue 49's shapes, twice, and compares their proof files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench-out}
@@ -95,6 +97,23 @@ if [[ $part == confirm ]]; then
         --plonky3-parallel 4 --json "$OUT/queues8_n22.json" > "$OUT/queues.txt" 2>&1
     timeout 120 .gpu/whir bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --concurrency 1,2 --queues 2 --proofs 64 \
         --plonky3-parallel 4 --json "$OUT/queues2_n24.json" >> "$OUT/queues.txt" 2>&1
+fi
+if [[ $part == ab ]]; then
+    # A refactor before and after: n = 24 fold 1, 2 and 4 and n = 20 fold 4 (BabyBear^4), the
+    # zkVM tables at fold 4, KoalaBear^8 at fold 4; the binaries alternated, twice.
+    for run in 1 2; do
+        for bin in whir_before whir; do
+            echo "== $bin run $run"
+            timeout 100 .gpu/$bin bench --vars 24 --fold 1,2,4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/ab_${bin}_n24_run$run.json"
+            timeout 40 .gpu/$bin bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/ab_${bin}_n20_run$run.json"
+            timeout 60 .gpu/$bin bench --tables zkvm --fold 4 --rate 1 --reps 3 --json "$OUT/ab_${bin}_zkvm_run$run.json"
+            timeout 60 .gpu/$bin bench --config koalabear8-128 --vars 24 --fold 4 --rate 1 --reps 3 --json "$OUT/ab_${bin}_kb8_run$run.json"
+        done
+    done > "$OUT/ab.txt" 2>&1
+    for bin in whir_before whir; do
+        timeout 60 .gpu/$bin prove --vars 22 --fold 4 --pow-bits 22 --seed 7 --out "/tmp/$bin.proof" --force
+    done >> "$OUT/ab.txt" 2>&1
+    cmp /tmp/whir_before.proof /tmp/whir.proof >> "$OUT/ab.txt" 2>&1 && echo "proof files byte-identical" >> "$OUT/ab.txt"
 fi
 grep -hE 'time:|^\| |dispatches/s|^==|GPU time|identical' "$OUT"/*.txt | tail -100
 # The device returns at most 8 files: more go back as one archive.
