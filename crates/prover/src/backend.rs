@@ -30,6 +30,7 @@ use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf
 /// What a prove call returns.
 #[derive(Clone, Debug)]
 pub struct ProverOutput<F: ProverField = BabyBear> {
+    /// The Merkle root of the committed codeword.
     pub commitment: Commitment<F>,
     /// postcard-serialized `p3_whir::PcsProof`.
     pub proof: Vec<u8>,
@@ -52,6 +53,7 @@ pub struct ProverOutput<F: ProverField = BabyBear> {
 }
 
 impl<F: ProverField> ProverOutput<F> {
+    /// Commit and open together.
     pub fn total(&self) -> Duration {
         self.commit_time + self.open_time
     }
@@ -74,7 +76,9 @@ pub trait Backend<F: ProverField = BabyBear> {
     /// The Merkle commitment scheme (proofs in Plonky3's `MerkleTreeMmcs` format).
     type Mmcs: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync;
 
+    /// The backend's name, as outputs give it (`cpu`, `gpu`, `gpu-pieces`).
     fn name(&self) -> &'static str;
+    /// The code Plonky3's prover encodes with.
     fn domain(&self) -> Self::Domain;
     /// The MMCS, its leaves hashed by `leaf` (a proof's `Params::leaf`).
     fn mmcs(&self, leaf: LeafSponge) -> Self::Mmcs;
@@ -258,6 +262,7 @@ pub fn estimated_cpu_bytes<F: ProverField, E: crate::WhirExtension<F>>(params: &
 /// [`check`](Self::check) refuses a CPU proof estimated not to fit, before anything is allocated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostMemory {
+    /// The budget.
     pub bytes: u64,
     /// What the budget is, as the message says it: "budget (--memory 4096)", ...
     pub source: String,
@@ -389,6 +394,7 @@ impl<F: ProverField> GpuBackend<F> {
         self
     }
 
+    /// How this backend proves.
     pub fn mode(&self) -> GpuMode {
         self.mode
     }
@@ -502,6 +508,7 @@ impl<F: ProverField> GpuBackend<F> {
         })
     }
 
+    /// The GPU context this backend proves on.
     pub fn context(&self) -> &Arc<GpuContext> {
         self.ntt.context()
     }

@@ -52,10 +52,12 @@ impl Stacking {
         self.strategy.variable_order
     }
 
+    /// The tables' shapes, padded to the first fold.
     pub fn shapes(&self) -> &[TableShape] {
         &self.shapes
     }
 
+    /// Variables of the stacked polynomial.
     pub fn num_variables(&self) -> usize {
         self.num_variables
     }

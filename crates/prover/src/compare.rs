@@ -66,10 +66,12 @@ pub struct ComparingSteps<A, B> {
 }
 
 impl<A, B> ComparingSteps<A, B> {
+    /// `candidate`'s outputs checked against `reference`'s at every step.
     pub fn new(reference: A, candidate: B) -> Self {
         Self { reference, candidate, at: Position::default() }
     }
 
+    /// The side whose outputs are used.
     pub fn candidate(&self) -> &B {
         &self.candidate
     }

@@ -15,6 +15,7 @@ use whir_gpu::GpuField;
 /// `DIMENSION·width` base columns in one GPU transform.
 #[derive(Clone)]
 pub struct GpuWhirDomain<F: GpuField = BabyBear> {
+    /// The GPU encoder it encodes with.
     pub encoder: GpuEncoder<F>,
 }
 
@@ -25,6 +26,7 @@ impl<F: GpuField> Default for GpuWhirDomain<F> {
 }
 
 impl<F: GpuField> GpuWhirDomain<F> {
+    /// The domain encoding with `encoder`.
     pub fn new(encoder: GpuEncoder<F>) -> Self {
         Self { encoder }
     }

@@ -453,8 +453,10 @@ pub enum Step {
 }
 
 impl Step {
+    /// Every step, in the order a round enters them.
     pub const ALL: [Step; 8] = [Step::Commit, Step::Claims, Step::Ood, Step::Pow, Step::Open, Step::Weights, Step::Sumcheck, Step::Readback];
 
+    /// The step's name in tables and JSON.
     pub fn name(self) -> &'static str {
         match self {
             Step::Commit => "commit",
@@ -478,8 +480,11 @@ pub fn step_label(round: usize, step: Step) -> String {
 /// submissions' timestamps) where the adapter has timestamp queries.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StepTime {
+    /// Wall time on the host.
     pub wall: Duration,
+    /// GPU time of the step's submissions, where profiled.
     pub gpu: Option<Duration>,
+    /// Submissions the step made.
     pub submissions: u32,
 }
 
@@ -487,6 +492,7 @@ pub struct StepTime {
 /// initial fold; rounds 1..=R are WHIR's rounds; the last is the final round.
 #[derive(Clone, Debug, Default)]
 pub struct RoundBreakdown {
+    /// Each round's steps, in the order entered.
     pub rounds: Vec<Vec<(Step, StepTime)>>,
 }
 

@@ -8,6 +8,8 @@
 //!
 //! Knows nothing of wgpu: GPU work goes through whir-gpu's Plonky3 adapters.
 
+#![warn(missing_docs)]
+
 mod backend;
 mod claims;
 mod compare;

@@ -70,10 +70,12 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
         self
     }
 
+    /// The configuration it proves with.
     pub fn config(&self) -> &WhirConfig<E, F, C> {
         &self.config
     }
 
+    /// The steps it proves with.
     pub fn steps(&self) -> &S {
         &self.steps
     }

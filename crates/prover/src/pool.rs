@@ -62,7 +62,9 @@ pub struct PoolOptions {
 /// One proof for [`ProofPool::prove_many`]: its parameters and its 2^n evaluations.
 #[derive(Clone, Debug)]
 pub struct ProofJob {
+    /// The proof's parameters.
     pub params: Params,
+    /// The polynomial's 2^n evaluations.
     pub evals: Vec<F>,
 }
 

@@ -16,8 +16,11 @@ use crate::{ProverField, WhirExtension, EF};
 /// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlotSet<E = EF> {
+    /// The point each slot is read at.
     pub point: Point<E>,
+    /// Where each slot starts in the stacked polynomial.
     pub offsets: Vec<usize>,
+    /// Read each slot as its successor view.
     pub successor: bool,
 }
 

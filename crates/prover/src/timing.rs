@@ -19,6 +19,7 @@ pub struct PhaseTimes {
     pub encode: Duration,
     /// Merkle commits and openings through the MMCS (pieces path).
     pub merkle: Duration,
+    /// Proof-of-work grinding.
     pub pow: Duration,
     /// Encode + Merkle tree with one wait, with the message upload (resident driver).
     pub commit: Duration,
@@ -27,7 +28,9 @@ pub struct PhaseTimes {
     /// Resident driver, informational (inside "sumcheck + other"): claim phase and initial fold;
     /// the rounds' weights and sumcheck; OOD answers.
     pub claims: Duration,
+    /// The rounds' weights and sumchecks (resident driver, informational).
     pub sumcheck: Duration,
+    /// Out-of-domain answers (resident driver, informational).
     pub ood: Duration,
 }
 
@@ -43,6 +46,7 @@ impl PhaseTimes {
 pub struct PhaseClock(Arc<Mutex<PhaseTimes>>);
 
 impl PhaseClock {
+    /// The times added so far.
     pub fn times(&self) -> PhaseTimes {
         self.0.lock().expect("phase clock poisoned").clone()
     }
@@ -58,7 +62,9 @@ impl PhaseClock {
 /// A `WhirDomain` whose encodes are timed.
 #[derive(Clone)]
 pub struct TimedDomain<D> {
+    /// The domain timed.
     pub inner: D,
+    /// Where its encodes' time goes.
     pub clock: PhaseClock,
 }
 
@@ -95,7 +101,9 @@ impl<F: TwoAdicField, EF: ExtensionField<F> + TwoAdicField, D: WhirDomain<F, EF>
 /// An `Mmcs` whose commits and openings are timed.
 #[derive(Clone)]
 pub struct TimedMmcs<M> {
+    /// The MMCS timed.
     pub inner: M,
+    /// Where its commits' and openings' time goes.
     pub clock: PhaseClock,
 }
 

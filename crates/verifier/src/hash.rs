@@ -120,12 +120,15 @@ pub type Perm24<F = BabyBear> = <F as WhirField>::Perm24;
 /// them). Nodes compress with width 16 either way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LeafSponge {
+    /// `PaddingFreeSponge<Poseidon2<16>, 16, 8, 8>` (the default).
     #[default]
     Width16,
+    /// `PaddingFreeSponge<Poseidon2<24>, 24, 16, 8>`.
     Width24,
 }
 
 impl LeafSponge {
+    /// Both sponges, width 16 first.
     pub const ALL: [LeafSponge; 2] = [LeafSponge::Width16, LeafSponge::Width24];
 
     /// The permutation's width (`--leaf-width`).
@@ -164,7 +167,9 @@ impl LeafSponge {
 /// over a field is one type whichever sponge a proof uses. Hashes exactly as the sponge it holds.
 #[derive(Clone)]
 pub enum LeafHasher<P16, P24> {
+    /// Over Poseidon2 of width 16, rate 8.
     Width16(PaddingFreeSponge<P16, 16, 8, 8>),
+    /// Over Poseidon2 of width 24, rate 16.
     Width24(PaddingFreeSponge<P24, 24, 16, 8>),
 }
 
@@ -179,6 +184,7 @@ impl<P16, P24> LeafHasher<P16, P24> {
         LeafHasher::Width24(PaddingFreeSponge::new(perm))
     }
 
+    /// Which sponge this is.
     pub fn sponge(&self) -> LeafSponge {
         match self {
             LeafHasher::Width16(_) => LeafSponge::Width16,

@@ -6,6 +6,8 @@
 //! hash and Merkle types every proof uses ([`hash`]). The prover (whir-prover) and the GPU
 //! runtime (whir-gpu) build on this crate; nothing here depends on them.
 
+#![warn(missing_docs)]
+
 mod error;
 pub mod hash;
 mod params;

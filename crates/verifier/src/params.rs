@@ -41,12 +41,16 @@ pub type ConfigFor<C> = WhirConfig<EF<<C as GrindingChallenger>::Witness>, <C as
 /// Reed–Solomon soundness regime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Soundness {
+    /// Up to the Johnson bound (list decoding; proven).
     Johnson,
+    /// Up to capacity (a conjecture).
     Capacity,
+    /// Unique decoding (proven; more queries).
     Unique,
 }
 
 impl Soundness {
+    /// p3-whir's name for the regime.
     pub fn assumption(self) -> SecurityAssumption {
         match self {
             Soundness::Johnson => SecurityAssumption::JohnsonBound,
@@ -55,6 +59,7 @@ impl Soundness {
         }
     }
 
+    /// `johnson` (`jb`), `capacity` (`cb`) or `unique` (`ud`), in any case.
     pub fn parse(s: &str) -> Result<Self, ProofError> {
         match s.to_ascii_lowercase().as_str() {
             "johnson" | "jb" => Ok(Soundness::Johnson),
@@ -118,6 +123,7 @@ pub struct Params {
     pub security_bits: usize,
     /// Proof-of-work budget in bits.
     pub pow_bits: usize,
+    /// The Reed–Solomon soundness regime the security rests on.
     pub soundness: Soundness,
     /// Opening points (each sampled from the transcript).
     pub points: usize,
@@ -342,6 +348,7 @@ impl Params {
         Ok(())
     }
 
+    /// p3-whir's protocol parameters for these (a constant fold, the round rates p3-whir picks).
     pub fn protocol_parameters(&self) -> ProtocolParameters {
         ProtocolParameters {
             starting_log_inv_rate: self.log_inv_rate,
@@ -468,13 +475,17 @@ impl Params {
 /// hash with width 16 or, as p3-whir's KoalaBear benchmark, 24 (`leaf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NamedConfig {
+    /// What `--config` takes.
     pub name: &'static str,
     /// The field's name (`babybear`, `koalabear`: `WhirField::NAME`).
     pub field: &'static str,
     /// The extension's degree (4, 5 or 8).
     pub degree: usize,
+    /// The soundness regime.
     pub soundness: Soundness,
+    /// The security level, in bits.
     pub security_bits: usize,
+    /// The proof-of-work budget, in bits.
     pub pow_bits: usize,
     /// How its Merkle leaves are hashed.
     pub leaf: LeafSponge,

@@ -82,6 +82,7 @@ pub struct ReadLimits {
 }
 
 impl ReadLimits {
+    /// 64 MiB: far above any honest proof this crate accepts.
     pub const DEFAULT_MAX_FILE_BYTES: usize = 64 << 20;
 
     /// A limit of `max_file_bytes`: raise it only for a large proof from a prover you trust.
@@ -179,6 +180,7 @@ pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
     /// The committed tables, each opened as [`Workload::protocol`] says (version 3); None for
     /// one polynomial (version 1). Untrusted, as the parameters.
     pub tables: Option<Workload>,
+    /// The Merkle root the proof opens.
     pub commitment: Commitment<F>,
     /// postcard-serialized `PcsProof<F, E, MerkleTreeMmcs>`.
     pub proof: Vec<u8>,
@@ -478,6 +480,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
     }
 
+    /// The file's one canonical byte form (version 1 for one polynomial, 3 for tables).
     pub fn to_bytes(&self) -> Vec<u8> {
         let version = if self.tables.is_some() { FORMAT_VERSION } else { SINGLE_POLYNOMIAL_VERSION };
         let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version }).expect("header serializes");

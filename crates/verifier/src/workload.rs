@@ -38,6 +38,7 @@ const MAX_TABLE_VARS: usize = crate::MAX_VARS;
 /// Tables as (variables, columns).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Workload {
+    /// Each table's variables (2^v rows) and columns, in the order they are committed and opened.
     pub tables: Vec<(usize, usize)>,
 }
 
