@@ -113,3 +113,30 @@ fn a_forged_header_is_held_to_the_absolute_limit() {
         }
     }
 }
+
+/// A multi-table file's list costs the verifier memory per column (the stacked layout's claims
+/// and selectors): verifying table files of many columns stays within the bound too.
+#[test]
+fn table_files_are_verified_within_the_bound() {
+    use p3_commit::MultilinearPcs;
+    use p3_sumcheck::layout::Witness;
+    use whir_wgpu::gpu::GpuChallenger;
+    use whir_wgpu::prover::{permutation, random_tables, CpuCodewords, CpuWhirPcs, Workload};
+    let _one = SERIAL.lock().unwrap();
+    let mut rng = common::rng();
+    for (spec, fold) in [("4*4x1024", 4), ("2x4,3*3x200,9x3", 2), ("64*2x1024", 2)] {
+        let workload = Workload::parse(spec).unwrap();
+        let p = workload.params(&params(0, fold, 1, 1));
+        let pcs = CpuWhirPcs::<whir_wgpu::prover::ProverLayout>::new(p.config::<GpuChallenger>().unwrap(), CpuCodewords::default());
+        let mut challenger = GpuChallenger::new(permutation(), None);
+        workload.observe(&mut challenger);
+        let (root, data) = pcs.commit(Witness::new(random_tables(&workload, &mut rng), fold), &mut challenger).unwrap();
+        let proof = pcs.open(data, workload.protocol(fold), &mut challenger).unwrap();
+        let bytes = ProofFile::new_tables(&p, workload.clone(), root, postcard::to_allocvec(&proof).unwrap()).to_bytes();
+        let bound = ProofFile::max_verify_memory(&p).unwrap();
+        let (verdict, peak) = peak_during(|| ProofFile::read(std::io::Cursor::new(&bytes), Some(&p)).and_then(|f| f.verify_tables(&p, &workload)));
+        verdict.expect("valid proof");
+        eprintln!("{spec}: {} columns, file {} bytes, peak {peak} bytes, bound {bound}", workload.columns(), bytes.len());
+        assert!(peak <= bound, "{spec}: verifying took {peak} bytes, over the bound {bound}");
+    }
+}

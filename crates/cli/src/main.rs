@@ -263,8 +263,8 @@ struct VerifyArgs {
     #[arg(long, requires = "accept_file_params")]
     allow_conjecture: bool,
     /// Most MiB read from the proof file, whatever its header claims (honest proofs are a few
-    /// MiB at most); reading and verifying hold at most 8 MiB + 8x this. Raise it only for a
-    /// large proof you trust.
+    /// MiB at most); reading and verifying hold at most 8 MiB + 8x this (and 1 KiB a column of
+    /// a multi-table file's list). Raise it only for a large proof you trust.
     #[arg(long = "max-proof-mib", value_name = "MIB", default_value_t = (ReadLimits::DEFAULT_MAX_FILE_BYTES >> 20) as u64,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_proof_mib: u64,

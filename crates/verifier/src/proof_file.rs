@@ -65,6 +65,9 @@ const DIGEST_BYTES: usize = 32;
 /// Verification memory: this much, plus a multiple of the largest file (see `max_verify_memory`).
 const VERIFY_FIXED_BYTES: usize = 8 << 20;
 const VERIFY_BYTES_PER_FILE_BYTE: usize = 8;
+/// And per column of a multi-table file's list: the stacked layout's claims and selectors in
+/// p3-sumcheck's and p3-whir's verifier (about 0.7-0.9 KiB measured, tests/verify_memory.rs).
+const VERIFY_BYTES_PER_COLUMN: usize = 1 << 10;
 /// Bytes asked of the reader at a time; the read buffer grows by doubling, never past the bound.
 const READ_CHUNK_BYTES: usize = 64 << 10;
 
@@ -77,7 +80,8 @@ const READ_CHUNK_BYTES: usize = 64 << 10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadLimits {
     /// Most bytes read from one proof file; a larger file is refused without reading on.
-    /// Reading and verifying then hold at most `8 MiB + 8 x` this many bytes of heap.
+    /// Reading and verifying then hold at most `8 MiB + 8 x` this many bytes of heap, plus
+    /// 1 KiB for each column of a multi-table file's list (at most 64 MiB: 65,536 columns).
     pub max_file_bytes: usize,
 }
 
@@ -522,7 +526,15 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     /// [`max_verify_memory`](Self::max_verify_memory) under `limits`.
     pub fn max_verify_memory_with(params: &Params, limits: ReadLimits) -> Result<usize, ProofError> {
         let file = FileBound { params_bytes: Self::max_bytes_from(params, ParamSource::Flags, Openings::AnyTables)?, limits }.bytes();
-        Ok(VERIFY_FIXED_BYTES.saturating_add(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(file)))
+        Ok(VERIFY_FIXED_BYTES.saturating_add(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(file)).saturating_add(Self::column_memory(file, params.points)))
+    }
+
+    /// What the columns of a table list a file of `file` bytes for `points` batches can name
+    /// cost the verifier: each column needs an evaluation in the file, and a list holds at most
+    /// [`MAX_COLUMNS`](crate::MAX_COLUMNS) ([`MAX_WIDTH`](crate::MAX_WIDTH) a table).
+    fn column_memory(file: usize, points: usize) -> usize {
+        let columns = (file / (E::DIMENSION * F_BYTES)).min(crate::MAX_COLUMNS).min(points.saturating_mul(crate::MAX_WIDTH));
+        VERIFY_BYTES_PER_COLUMN * columns
     }
 
     fn max_bytes_from(params: &Params, source: ParamSource, evals: Openings<'_>) -> Result<usize, ProofError> {
@@ -595,6 +607,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             // Everything checked in time linear in the list, before any layout is planned: its
             // bounds, and that the file holds every evaluation it names.
             tables.check().map_err(|e| rejected(format!("its header names {e}")))?;
+            ensure_memory(VERIFY_BYTES_PER_COLUMN * tables.columns(), || format!("verifying a list of {} columns", tables.columns()))?;
             let evaluation_bytes = tables.num_evaluations().saturating_mul(E::DIMENSION * F_BYTES);
             if evaluation_bytes > bytes.len() {
                 return Err(rejected(format!(
