@@ -114,6 +114,12 @@ if [[ $part == ab ]]; then
         timeout 60 .gpu/$bin prove --vars 22 --fold 4 --pow-bits 22 --seed 7 --out "/tmp/$bin.proof" --force
     done >> "$OUT/ab.txt" 2>&1
     cmp /tmp/whir_before.proof /tmp/whir.proof >> "$OUT/ab.txt" 2>&1 && echo "proof files byte-identical" >> "$OUT/ab.txt"
+    # What each challenger costs: the PCS over Plonky3's own duplex (every transcript step on
+    # the host) beside the GPU's, zkVM tables at folds 2 and 4.
+    for challenger in plonky3 gpu; do
+        echo "== challenger $challenger"
+        timeout 90 .gpu/whir bench --tables zkvm --fold 2,4 --rate 1 --reps 3 --challenger $challenger --json "$OUT/challenger_$challenger.json"
+    done >> "$OUT/ab.txt" 2>&1
 fi
 grep -hE 'time:|^\| |dispatches/s|^==|GPU time|identical' "$OUT"/*.txt | tail -100
 # The device returns at most 8 files: more go back as one archive.

@@ -85,6 +85,12 @@ pub struct BenchArgs {
     /// prefix (`PrefixProver`, `Witness::new_interleaved`).
     #[arg(long, value_enum, default_value_t = crate::TableLayout::Suffix, requires = "tables")]
     layout: crate::TableLayout,
+    /// The challenger the --tables PCS runs over, Plonky3's and ours alike: gpu (`GpuChallenger`:
+    /// round heads, sumcheck chains and grinds played on the device) or plonky3 (Plonky3's own
+    /// `DuplexChallenger`: every transcript step on the host). Plonky3's duplex grinder returns
+    /// any passing witness, so over it the proofs are compared by verification, not bytes.
+    #[arg(long, value_enum, default_value_t = ChallengerChoice::Gpu, requires = "tables")]
+    challenger: ChallengerChoice,
     /// Throughput instead of latency: for each shape, proofs per second with each of these
     /// numbers of proofs in flight on the GPU (a proof pool sharing one context), their
     /// latencies and GPU memory, beside Plonky3 proving several at once on the host's cores.
@@ -122,6 +128,15 @@ pub struct BenchArgs {
 }
 
 const MAX_WARMUP_MS: u64 = 600_000;
+
+/// The challenger `whir bench --tables` runs the PCS over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChallengerChoice {
+    /// `GpuChallenger`: the fast transcript.
+    Gpu,
+    /// Plonky3's `DuplexChallenger<F, Poseidon2, 16, 8>`.
+    Plonky3,
+}
 /// Most Plonky3 proofs `--plonky3-parallel` runs at once (each on a thread of its own, each
 /// with a CPU proof's memory: the level is also checked against the machine's memory).
 pub const MAX_PLONKY3_PARALLEL: usize = 256;
@@ -808,27 +823,35 @@ where
                 gpu_rounds_ms: None,
                 gpu_open_breakdown: None,
             };
-            let config = match p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables).map_err(anyhow::Error::from).and_then(|c| {
+            if let Err(e) = p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables).map_err(anyhow::Error::from).and_then(|_| {
                 crate::host_memory::machine().check::<F, E>(&p, Some(&workload))?;
-                Ok(c)
+                Ok(())
             }) {
-                Ok(c) => c,
-                Err(e) => {
-                    cell.skipped = Some(e.to_string());
-                    cells.push(cell);
-                    continue;
-                }
-            };
+                cell.skipped = Some(e.to_string());
+                cells.push(cell);
+                continue;
+            }
             eprintln!("n = {}, fold {fold}, rate {rate}", p.num_vars);
             let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
             let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
             let protocol = workload.protocol(fold);
-            match args.layout {
-                crate::TableLayout::Suffix => {
-                    measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?
+            let cell_data = TablesCellData { tables: &tables, protocol: &protocol, params: &p };
+            match args.challenger {
+                ChallengerChoice::Gpu => {
+                    let config = p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables)?;
+                    let host = || Backend::<F>::challenger(&CpuBackend);
+                    let device = |g: &GpuBackend<F>| g.challenger();
+                    measure_tables_in::<F, E, _>(args, gpu.as_ref(), &config, &cell_data, &host, &device, true, &mut cell)?
                 }
-                crate::TableLayout::Prefix => {
-                    measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>>(args, gpu.as_ref(), &config, &tables, &protocol, &p, &mut cell)?
+                ChallengerChoice::Plonky3 => {
+                    type Duplex<F> = p3_challenger::DuplexChallenger<F, whir_verifier::hash::Perm<F>, 16, 8>;
+                    let config = p.config_over_from::<E, Duplex<F>>(ParamSource::Tables)?;
+                    let host = || Duplex::<F>::new(<F as whir_prover::WhirField>::permutation());
+                    let device = |_: &GpuBackend<F>| Duplex::<F>::new(<F as whir_prover::WhirField>::permutation());
+                    // Bytes compare only where nothing is ground (the duplex grinder returns any
+                    // passing witness).
+                    let exact = p.pow_bits == 0;
+                    measure_tables_in::<F, E, _>(args, gpu.as_ref(), &config, &cell_data, &host, &device, exact, &mut cell)?
                 }
             }
             cells.push(cell);
@@ -837,17 +860,60 @@ where
     report_tables(args, spec, &workload, cells, json_out)
 }
 
-/// One cell of `whir bench --tables` in layout `L`: Plonky3's `WhirProver` (commit and open
-/// times, verified), then the GPU PCS (its proof equal to Plonky3's, peak memory with pools kept
-/// and without, then the timed repetitions with their traffic and the open's steps).
-#[allow(clippy::type_complexity)]
-fn measure_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, L: p3_sumcheck::layout::Layout<F, E>>(
+/// One cell's witness, protocol and parameters.
+struct TablesCellData<'a, F: p3_field::Field> {
+    tables: &'a [p3_sumcheck::layout::Table<F>],
+    protocol: &'a p3_sumcheck::OpeningProtocol,
+    params: &'a Params,
+}
+
+/// [`measure_tables`] in the layout `--layout` names.
+#[allow(clippy::too_many_arguments)]
+fn measure_tables_in<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: whir_prover::WhirChallenger<F>>(
     args: &BenchArgs,
     gpu: Option<&GpuBackend<F>>,
-    config: &p3_whir::parameters::WhirConfig<E, F, whir_gpu::GpuChallenger<F>>,
+    config: &p3_whir::parameters::WhirConfig<E, F, C>,
+    data: &TablesCellData<'_, F>,
+    host: &dyn Fn() -> C,
+    device: &dyn Fn(&GpuBackend<F>) -> C,
+    exact: bool,
+    cell: &mut TablesCell,
+) -> Result<()>
+where
+    GpuBackend<F>: Backend<F>,
+{
+    let TablesCellData { tables, protocol, params } = *data;
+    match args.layout {
+        crate::TableLayout::Suffix => {
+            measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>, C>(args, gpu, config, tables, protocol, params, host, device, exact, cell)
+        }
+        crate::TableLayout::Prefix => {
+            measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>, C>(args, gpu, config, tables, protocol, params, host, device, exact, cell)
+        }
+    }
+}
+
+/// One cell of `whir bench --tables` in layout `L` over the challenger `C` (`host` makes
+/// Plonky3's, `device` the GPU PCS's): Plonky3's `WhirProver` (commit and open times,
+/// verified), then the GPU PCS (its proof equal to Plonky3's where `exact`, else verified by
+/// Plonky3's verifier; peak memory with pools kept and without, then the timed repetitions with
+/// their traffic and the open's steps).
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn measure_tables<
+    F: ProverField,
+    E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>,
+    L: p3_sumcheck::layout::Layout<F, E>,
+    C: whir_prover::WhirChallenger<F>,
+>(
+    args: &BenchArgs,
+    gpu: Option<&GpuBackend<F>>,
+    config: &p3_whir::parameters::WhirConfig<E, F, C>,
     tables: &[p3_sumcheck::layout::Table<F>],
     protocol: &p3_sumcheck::OpeningProtocol,
     p: &Params,
+    host: &dyn Fn() -> C,
+    device: &dyn Fn(&GpuBackend<F>) -> C,
+    exact: bool,
     cell: &mut TablesCell,
 ) -> Result<()>
 where
@@ -858,10 +924,10 @@ where
     let witness = || L::new_witness(tables.to_vec(), fold);
     {
         {
-            let twin: whir_prover::CpuWhirPcs<L, F, E> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(p.leaf));
+            let twin: whir_prover::CpuWhirPcs<L, F, E, C> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(p.leaf));
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
-            let stock_run = |ch: &mut whir_gpu::GpuChallenger<F>| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
+            let stock_run = |ch: &mut C| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
                 let witness = witness();
                 let started = std::time::Instant::now();
                 let (root, data) = stock.commit(witness, ch).map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -873,7 +939,7 @@ where
             let (mut sc, mut so) = (Vec::new(), Vec::new());
             let mut expected = None;
             for _ in 0..args.reps {
-                let (c, o, bytes, root) = stock_run(&mut Backend::<F>::challenger(&CpuBackend))?;
+                let (c, o, bytes, root) = stock_run(&mut host())?;
                 sc.push(ms(c));
                 so.push(ms(o));
                 expected = Some((bytes, root));
@@ -881,22 +947,34 @@ where
             let (expected, root) = expected.expect("at least one repetition");
             // Accepted by p3-whir's own verifier.
             let proof: whir_prover::WhirPcsProof<F, E> = postcard::from_bytes(&expected)?;
-            stock
-                .verify(&root, &proof, &mut Backend::<F>::challenger(&CpuBackend), protocol.clone())
-                .map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
+            stock.verify(&root, &proof, &mut host(), protocol.clone()).map_err(|e| anyhow::anyhow!("Plonky3's verifier rejects Plonky3's proof: {e:?}"))?;
+            // Ours: equal to Plonky3's where the bytes are deterministic, else accepted by its
+            // verifier.
+            let check = |bytes: &[u8], root: &whir_prover::Commitment<F>, what: &str| -> Result<()> {
+                if exact {
+                    if bytes != expected.as_slice() {
+                        bail!("n = {}, fold {fold}, rate {rate}: {what} differs from Plonky3's", p.num_vars);
+                    }
+                    return Ok(());
+                }
+                let proof: whir_prover::WhirPcsProof<F, E> = postcard::from_bytes(bytes)?;
+                stock
+                    .verify(root, &proof, &mut host(), protocol.clone())
+                    .map_err(|e| anyhow::anyhow!("n = {}, fold {fold}, rate {rate}: Plonky3's verifier rejects {what}: {e:?}", p.num_vars))
+            };
             cell.stock_commit_ms = Some(median(sc));
             cell.stock_open_ms = Some(median(so));
             cell.proof_kib = Some(expected.len() as f64 / 1024.0);
             if let Some(gpu) = gpu {
-                let pcs = gpu.pcs_hashing_leaves::<L, E, _>(config.clone(), p.leaf)?;
+                let pcs = gpu.pcs_hashing_leaves::<L, E, C>(config.clone(), p.leaf)?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
-                type GpuRun = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value);
-                let gpu_run = |ch: &mut whir_gpu::GpuChallenger<F>| -> Result<GpuRun> {
+                type GpuRun<F> = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value, whir_prover::Commitment<F>);
+                let gpu_run = |ch: &mut C| -> Result<GpuRun<F>> {
                     let witness = witness();
                     let t0 = ctx.transfer_counts();
                     let started = std::time::Instant::now();
-                    let (_, data) = pcs.commit(witness, ch)?;
+                    let (root, data) = pcs.commit(witness, ch)?;
                     let commit = started.elapsed();
                     let t1 = ctx.transfer_counts();
                     let started = std::time::Instant::now();
@@ -907,29 +985,25 @@ where
                         |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
                     let (claims, weights, fold) = (initial(Step::Claims), initial(Step::Weights), initial(Step::Sumcheck));
                     let steps = [claims, weights, fold, open.saturating_sub(claims + weights + fold)];
-                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1], steps, crate::breakdown_json(&times.breakdown)))
+                    Ok((commit, open, postcard::to_allocvec(&proof)?, [t1 - t0, t2 - t1], steps, crate::breakdown_json(&times.breakdown), root))
                 };
                 ctx.memory().trim_pools();
                 ctx.memory().reset_peak_buffer_bytes();
-                let (_, _, first, _, _, _) = gpu_run(&mut gpu.challenger())?;
+                let (_, _, first, _, _, _, root) = gpu_run(&mut device(gpu))?;
                 cell.gpu_peak_mib = ctx.memory().peak_buffer_bytes().map(mib);
-                if first != expected {
-                    bail!("n = {}, fold {fold}, rate {rate}: the GPU PCS's proof differs from Plonky3's", p.num_vars);
-                }
-                without_pools(ctx, || gpu_run(&mut gpu.challenger()))?;
+                check(&first, &root, "the GPU PCS's proof")?;
+                without_pools(ctx, || gpu_run(&mut device(gpu)))?;
                 cell.gpu_peak_live_mib = ctx.memory().peak_buffer_bytes().map(mib);
-                busy_for(args.gpu_warmup_ms, || gpu_run(&mut gpu.challenger()).map(|_| ()))?;
+                busy_for(args.gpu_warmup_ms, || gpu_run(&mut device(gpu)).map(|_| ()))?;
                 let (mut gc, mut go) = (Vec::new(), Vec::new());
                 let mut steps: [Vec<f64>; 4] = Default::default();
                 for _ in 0..args.reps {
-                    let (c, o, bytes, [up, down], parts, breakdown) = gpu_run(&mut gpu.challenger())?;
+                    let (c, o, bytes, [up, down], parts, breakdown, root) = gpu_run(&mut device(gpu))?;
                     cell.gpu_open_breakdown = Some(breakdown);
                     for (acc, d) in steps.iter_mut().zip(parts) {
                         acc.push(ms(d));
                     }
-                    if bytes != expected {
-                        bail!("n = {}, fold {fold}, rate {rate}: a GPU PCS proof differs from Plonky3's", p.num_vars);
-                    }
+                    check(&bytes, &root, "a GPU PCS proof")?;
                     gc.push(ms(c));
                     go.push(ms(o));
                     cell.gpu_commit_mib_up = Some(mib(up.bytes_up));

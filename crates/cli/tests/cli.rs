@@ -126,6 +126,16 @@ fn bench_tables_compares_the_gpu_pcs_with_plonky3() {
     let Some(stdout) = gpu_run(&args) else { return };
     let row = stdout.lines().find(|l| l.starts_with("| 4 |")).unwrap_or_else(|| panic!("a row for 4 tables: {stdout}"));
     assert!(row.contains('x') && !row.contains("skipped"), "{row}");
+    // Over Plonky3's own challenger (proofs checked by its verifier where they grind, by bytes
+    // where they do not).
+    for pow in ["8", "0"] {
+        let security = if pow == "0" { "40" } else { "60" };
+        let over_duplex =
+            [&args[..7], &["--security", security, "--pow-bits", pow, "--reps", "1", "--gpu-warmup-ms", "0", "--challenger", "plonky3"][..]].concat();
+        let stdout = gpu_run(&over_duplex).expect("the GPU ran above");
+        let row = stdout.lines().find(|l| l.starts_with("| 4 |")).unwrap_or_else(|| panic!("a row for 4 tables: {stdout}"));
+        assert!(row.contains('x') && !row.contains("skipped"), "{row}");
+    }
     let bad = whir(&["bench", "--tables", "6x0", "--no-gpu"]);
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
