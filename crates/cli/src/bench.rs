@@ -835,23 +835,23 @@ where
             let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
             let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
             let protocol = workload.protocol(fold);
-            let cell_data = TablesCellData { tables: &tables, protocol: &protocol, params: &p };
+            let gpu = gpu.as_ref();
             match args.challenger {
                 ChallengerChoice::Gpu => {
                     let config = p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables)?;
-                    let host = || Backend::<F>::challenger(&CpuBackend);
-                    let device = |g: &GpuBackend<F>| g.challenger();
-                    measure_tables_in::<F, E, _>(args, gpu.as_ref(), &config, &cell_data, &host, &device, true, &mut cell)?
+                    let (host, device) = (|| Backend::<F>::challenger(&CpuBackend), |g: &GpuBackend<F>| g.challenger());
+                    TablesRun { args, gpu, config, tables: &tables, protocol: &protocol, params: &p, host: &host, device: &device, exact: true }
+                        .measure(&mut cell)?
                 }
                 ChallengerChoice::Plonky3 => {
                     type Duplex<F> = p3_challenger::DuplexChallenger<F, whir_verifier::hash::Perm<F>, 16, 8>;
                     let config = p.config_over_from::<E, Duplex<F>>(ParamSource::Tables)?;
                     let host = || Duplex::<F>::new(<F as whir_prover::WhirField>::permutation());
-                    let device = |_: &GpuBackend<F>| Duplex::<F>::new(<F as whir_prover::WhirField>::permutation());
+                    let device = |_: &GpuBackend<F>| host();
                     // Bytes compare only where nothing is ground (the duplex grinder returns any
                     // passing witness).
                     let exact = p.pow_bits == 0;
-                    measure_tables_in::<F, E, _>(args, gpu.as_ref(), &config, &cell_data, &host, &device, exact, &mut cell)?
+                    TablesRun { args, gpu, config, tables: &tables, protocol: &protocol, params: &p, host: &host, device: &device, exact }.measure(&mut cell)?
                 }
             }
             cells.push(cell);
@@ -860,65 +860,52 @@ where
     report_tables(args, spec, &workload, cells, json_out)
 }
 
-/// One cell's witness, protocol and parameters.
-struct TablesCellData<'a, F: p3_field::Field> {
+/// One cell of `whir bench --tables`: what it proves, over which challenger `C` (`host` makes
+/// Plonky3's, `device` the GPU PCS's), and whether the proofs compare by bytes (`exact`) or by
+/// Plonky3's verifier.
+struct TablesRun<'a, F: ProverField, E: whir_prover::WhirExtension<F>, C> {
+    args: &'a BenchArgs,
+    gpu: Option<&'a GpuBackend<F>>,
+    config: p3_whir::parameters::WhirConfig<E, F, C>,
     tables: &'a [p3_sumcheck::layout::Table<F>],
     protocol: &'a p3_sumcheck::OpeningProtocol,
     params: &'a Params,
+    host: &'a dyn Fn() -> C,
+    device: &'a dyn Fn(&GpuBackend<F>) -> C,
+    exact: bool,
 }
 
-/// [`measure_tables`] in the layout `--layout` names.
-#[allow(clippy::too_many_arguments)]
-fn measure_tables_in<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: whir_prover::WhirChallenger<F>>(
-    args: &BenchArgs,
-    gpu: Option<&GpuBackend<F>>,
-    config: &p3_whir::parameters::WhirConfig<E, F, C>,
-    data: &TablesCellData<'_, F>,
-    host: &dyn Fn() -> C,
-    device: &dyn Fn(&GpuBackend<F>) -> C,
-    exact: bool,
-    cell: &mut TablesCell,
-) -> Result<()>
+impl<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: whir_prover::WhirChallenger<F>> TablesRun<'_, F, E, C>
 where
     GpuBackend<F>: Backend<F>,
 {
-    let TablesCellData { tables, protocol, params } = *data;
-    match args.layout {
-        crate::TableLayout::Suffix => {
-            measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>, C>(args, gpu, config, tables, protocol, params, host, device, exact, cell)
-        }
-        crate::TableLayout::Prefix => {
-            measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>, C>(args, gpu, config, tables, protocol, params, host, device, exact, cell)
+    /// [`measure_tables`] in the layout `--layout` names.
+    fn measure(&self, cell: &mut TablesCell) -> Result<()> {
+        match self.args.layout {
+            crate::TableLayout::Suffix => measure_tables::<F, E, p3_sumcheck::layout::SuffixProver<F, E>, C>(self, cell),
+            crate::TableLayout::Prefix => measure_tables::<F, E, p3_sumcheck::layout::PrefixProver<F, E>, C>(self, cell),
         }
     }
 }
 
-/// One cell of `whir bench --tables` in layout `L` over the challenger `C` (`host` makes
-/// Plonky3's, `device` the GPU PCS's): Plonky3's `WhirProver` (commit and open times,
-/// verified), then the GPU PCS (its proof equal to Plonky3's where `exact`, else verified by
-/// Plonky3's verifier; peak memory with pools kept and without, then the timed repetitions with
-/// their traffic and the open's steps).
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+/// One cell of `whir bench --tables` in layout `L`: Plonky3's `WhirProver` (commit and open
+/// times, verified), then the GPU PCS (its proof equal to Plonky3's where the run is `exact`,
+/// else verified by Plonky3's verifier; peak memory with pools kept and without, then the timed
+/// repetitions with their traffic and the open's steps).
+#[allow(clippy::type_complexity)]
 fn measure_tables<
     F: ProverField,
     E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>,
     L: p3_sumcheck::layout::Layout<F, E>,
     C: whir_prover::WhirChallenger<F>,
 >(
-    args: &BenchArgs,
-    gpu: Option<&GpuBackend<F>>,
-    config: &p3_whir::parameters::WhirConfig<E, F, C>,
-    tables: &[p3_sumcheck::layout::Table<F>],
-    protocol: &p3_sumcheck::OpeningProtocol,
-    p: &Params,
-    host: &dyn Fn() -> C,
-    device: &dyn Fn(&GpuBackend<F>) -> C,
-    exact: bool,
+    run: &TablesRun<'_, F, E, C>,
     cell: &mut TablesCell,
 ) -> Result<()>
 where
     GpuBackend<F>: Backend<F>,
 {
+    let TablesRun { args, gpu, ref config, tables, protocol, params: p, host, device, exact } = *run;
     use p3_commit::MultilinearPcs;
     let (fold, rate) = (cell.fold, cell.rate);
     let witness = || L::new_witness(tables.to_vec(), fold);
