@@ -1,0 +1,159 @@
+//! `whir verify`: a proof file against the parameters (and tables) the verifier expects, or
+//! the file's own above a floor, with the stock Plonky3 verifier.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use p3_baby_bear::BabyBear;
+use p3_koala_bear::KoalaBear;
+use whir_prover::{FileParamsFloor, LeafSponge, Params, ProofFileOf, ReadLimits, Soundness, WhirField, Workload, WEAK_SECURITY_BITS};
+
+use crate::{parse_degree, parse_leaf_width, FieldChoice};
+
+/// The parameters a verifier expects; each defaults to `whir prove`'s default.
+#[derive(clap::Args)]
+pub(crate) struct VerifyArgs {
+    file: PathBuf,
+    /// The field the proof must be over (default: the one the file names).
+    #[arg(long, value_enum)]
+    field: Option<FieldChoice>,
+    /// The degree of the extension the proof's challenges must live in: 4, 5 or 8 (default: the
+    /// one the file names).
+    #[arg(long, value_parser = parse_degree)]
+    extension: Option<usize>,
+    /// The named configuration the proof must have been made with (field, extension,
+    /// soundness, security, PoW budget and leaf width; as `whir prove --config`).
+    #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf", "accept_file_params"])]
+    config: Option<&'static whir_verifier::NamedConfig>,
+    #[arg(long)]
+    vars: Option<usize>,
+    #[arg(long)]
+    fold: Option<usize>,
+    #[arg(long)]
+    rate: Option<usize>,
+    #[arg(long)]
+    security: Option<usize>,
+    #[arg(long = "pow-bits")]
+    pow_bits: Option<usize>,
+    #[arg(long)]
+    soundness: Option<String>,
+    #[arg(long)]
+    points: Option<usize>,
+    /// The Poseidon2 width the proof's Merkle leaves must hash with (16, the default, or 24).
+    #[arg(long = "leaf-width", value_parser = parse_leaf_width)]
+    leaf: Option<LeafSponge>,
+    /// The tables a multi-table proof file must prove (as `whir prove --tables`).
+    #[arg(long, conflicts_with_all = ["vars", "points"])]
+    tables: Option<String>,
+    /// Accept whatever parameters (and tables) the file's header names (printed), at
+    /// --min-security or more, instead of checking them against yours.
+    #[arg(long, conflicts_with_all = ["vars", "fold", "rate", "security", "pow_bits", "soundness", "points", "leaf", "tables"])]
+    accept_file_params: bool,
+    /// With --accept-file-params: the least security accepted, in bits.
+    #[arg(long, default_value_t = WEAK_SECURITY_BITS, requires = "accept_file_params")]
+    min_security: usize,
+    /// With --accept-file-params: also accept a level resting on the capacity bound, a
+    /// conjecture (by default only proven bounds: johnson, unique).
+    #[arg(long, requires = "accept_file_params")]
+    allow_conjecture: bool,
+    /// Most MiB read from the proof file, whatever its header claims (honest proofs are a few
+    /// MiB at most); reading and verifying hold at most 8 MiB + 8x this (and 1 KiB a column of
+    /// a multi-table file's list). Raise it only for a large proof you trust.
+    #[arg(long = "max-proof-mib", value_name = "MIB", default_value_t = (ReadLimits::DEFAULT_MAX_FILE_BYTES >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_proof_mib: u64,
+}
+
+/// `whir verify`: a named configuration's values applied, then [`verify`].
+pub(crate) fn run(mut args: VerifyArgs) -> Result<()> {
+    if let Some(c) = args.config {
+        (args.field, args.extension) = (FieldChoice::parse(c.field), Some(c.degree));
+        (args.security, args.pow_bits, args.soundness) = (Some(c.security_bits), Some(c.pow_bits), Some(c.soundness.flag_value().to_string()));
+        args.leaf = Some(c.leaf);
+    }
+    verify(args)
+}
+
+fn verify(args: VerifyArgs) -> Result<()> {
+    let file = std::fs::File::open(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        bail!("{} is a directory, not a proof file", args.file.display());
+    }
+    let limits = usize::try_from(args.max_proof_mib << 20)
+        .map(ReadLimits::new)
+        .map_err(|_| anyhow::anyhow!("--max-proof-mib {} does not fit this machine's address space", args.max_proof_mib))?;
+    // The field the file names, from its first bytes (a file too short or malformed to say is
+    // read as BabyBear's, whose reader names what is wrong with it).
+    let mut prefix = Vec::new();
+    let mut file = file;
+    (&mut file).take(whir_prover::PREFIX_BYTES as u64).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
+    // (field, degree) as the file names them: "koalabear^8".
+    let named = whir_prover::proof_file_extension(&prefix).ok().and_then(|name| {
+        let (field, degree) = name.split_once('^')?;
+        Some((FieldChoice::parse(field)?, degree.parse::<usize>().ok()?))
+    });
+    let want = (args.field, args.extension);
+    if let Some((field, degree)) = named {
+        if want.0.is_some_and(|f| f != field) || want.1.is_some_and(|d| d != degree) {
+            let asked: Vec<String> =
+                [want.0.map(|f| format!("--field {}", f.name())), want.1.map(|d| format!("--extension {d}"))].into_iter().flatten().collect();
+            bail!(
+                "proof file {} is a proof over {}^{degree}, not what {} asks for; drop them to verify it as the proof it is",
+                args.file.display(),
+                field.name(),
+                asked.join(" ")
+            );
+        }
+    }
+    let reader = std::io::Cursor::new(prefix).chain(file);
+    let (field, degree) = named.unwrap_or((want.0.unwrap_or(FieldChoice::Babybear), want.1.unwrap_or(4)));
+    crate::with_extension!((field, degree), |F, E| verify_over::<F, E>(args, reader, limits))
+}
+
+/// `whir verify` of a proof file over `F` with challenges in `E`.
+fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()> {
+    let what = format!("proof file {}", args.file.display());
+    let (params, how) = if args.accept_file_params {
+        let proof = ProofFileOf::<F, E>::read_with(file, None, limits).context(what.clone())?;
+        let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
+        proof.verify_file_params(floor).context(what)?;
+        let tables = proof.tables.as_ref().map_or(String::new(), |t| format!(", {} tables: {}", t.tables.len(), t.spec()));
+        (proof.params, format!("verified with the file's own parameters (--accept-file-params, at least {} bits{tables})", args.min_security))
+    } else {
+        let d = Params::defaults();
+        let base = Params {
+            num_vars: args.vars.unwrap_or(d.num_vars),
+            fold: args.fold.unwrap_or(d.fold),
+            log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
+            security_bits: args.security.unwrap_or(d.security_bits),
+            pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
+            soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
+            points: args.points.unwrap_or(d.points),
+            leaf: args.leaf.unwrap_or(d.leaf),
+        };
+        match args.tables.as_deref().map(Workload::parse).transpose()? {
+            Some(tables) => {
+                // The tables set n and the points: the fold is checked against them, not the
+                // default n.
+                let expected = tables.params_checked(&base)?;
+                let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
+                proof.verify_tables(&expected, &tables).context(what)?;
+                (expected, format!("verified ({} tables: {})", tables.tables.len(), tables.spec()))
+            }
+            None => {
+                let expected = base;
+                expected.validate(whir_prover::ParamSource::Flags)?;
+                let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
+                proof.verify(&expected).context(what)?;
+                (expected, "verified".to_string())
+            }
+        }
+    };
+    // As `prove` does: a weak or conjectured level is verified, and said to be so.
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    println!("{how}: {params}, over {}; the security rests on {}", E::NAME, params.soundness.basis());
+    Ok(())
+}
