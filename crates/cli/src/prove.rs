@@ -298,7 +298,9 @@ where
         Some(g) if args.backend == BackendChoice::Gpu => g.prove_resident_over::<E>(&params, &evals).context("--backend gpu")?,
         Some(g) => g.prove_over::<E>(&params, &evals)?,
         None => {
-            memory.check::<F, E>(&params, None)?;
+            if !args.cpu_for_sure(params.num_vars) {
+                memory.check::<F, E>(&params, None)?;
+            }
             CpuBackend.prove_over::<F, E>(&params, &evals)?
         }
     };
@@ -467,7 +469,10 @@ where
         Some(g) if args.backend != BackendChoice::Auto => g.prove_on_gpu(&params, &evals).context(format!("--backend {}", g.name()))?,
         Some(g) => run_prove(g, &params, &evals)?,
         None => {
-            memory.check::<F, whir_prover::EF<F>>(&params, None)?;
+            // (Checked before the input was made where the CPU was certain.)
+            if !args.cpu_for_sure(params.num_vars) {
+                memory.check::<F, whir_prover::EF<F>>(&params, None)?;
+            }
             run_prove(&CpuBackend, &params, &evals)?
         }
     };
@@ -640,7 +645,8 @@ where
         eprintln!("warning: {warning}");
     }
     let (gpu, mut why) = resident_backend::<F>(args.backend, args.gpu_memory, params.num_vars)?;
-    if gpu.is_none() {
+    // (Checked above where the CPU was certain; here where `auto` found no GPU.)
+    if gpu.is_none() && !args.cpu_for_sure(params.num_vars) {
         memory.check::<F, E>(&params, Some(&workload))?;
     }
     let mut rng = StdRng::seed_from_u64(args.seed.unwrap_or(1));
