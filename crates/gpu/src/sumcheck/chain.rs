@@ -1,0 +1,186 @@
+//! Rounds chained on the device: each round's coefficients observed, its grind and challenge drawn, and the fold, from a published transcript state, in one submission.
+
+use super::*;
+
+impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
+    /// Plays `rounds` sumcheck rounds with one wait, their transcript on the GPU (each round is
+    /// submitted once recorded, see `GpuContext::early_submits`): each
+    /// round's h(0), h(∞) are observed by a duplex challenger starting from `sponge` with
+    /// `pending` inputs (Plonky3's `DuplexChallenger` state), a `bits`-bit grind follows where
+    /// `bits` > 0 (the smallest witness in one range), the challenge is drawn and the tables are
+    /// folded at it (wgsl/sumcheck/chain.wgsl) — what p3-sumcheck's `ProverTranscript::round`
+    /// does, so the host replays the rounds from what comes back and checks each challenge.
+    /// Returns the rounds played: all of them, or up to the one whose grind found no witness
+    /// (its `r` is None, its fold not done; the caller goes on round by round). `grinder`
+    /// provides the Poseidon2 instance of the transcript. After an error the tables are those
+    /// from before the chain, unless writing lazy weights out after it failed: then the
+    /// sumcheck is unusable (a proof in progress fails).
+    pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F, E>>> {
+        Self::check_transcript_extension("a chain of sumcheck rounds")?;
+        if rounds == 0 || rounds > self.vars {
+            return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
+        }
+        if pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", pending.len(), RATE - 1)));
+        }
+        if !Arc::ptr_eq(grinder.poseidon2().context(), &self.ctx) {
+            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
+        }
+        let mask = if bits > 0 { pow_mask(bits)? } else { 0 };
+        // Lazy weights must cover the chain's rounds; otherwise w is written out first.
+        if self.lazy.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) {
+            self.materialize_weights()?;
+        }
+        self.ensure_weights_for_rounds()?;
+        let lazy_start = self.lazy.as_ref().map(|l| l.bound);
+        let ctx = self.ctx.clone();
+        let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 4], range: [0; 4] };
+        state.sponge.copy_from_slice(crate::field::as_words(sponge));
+        state.pending[..pending.len()].copy_from_slice(crate::field::as_words(pending));
+        if bits > 0 {
+            state.range[0] = self.chain_range.unwrap_or_else(|| range_end(bits));
+        }
+        let vars = self.vars;
+        ctx.scoped("sumcheck chain", || {
+            let mut batch = ctx.batch("sumcheck chain");
+            let chain = batch.upload("sumcheck chain", bytemuck::cast_slice(&[state]));
+            // Bound where a round does not grind (the kernels' layout has the grind's buffers).
+            let unused = [batch.scratch("chain grind params", WIDTH + 4), batch.scratch("chain grind best", 1)];
+            // Lazy slot terms' coefficients as they are now, for the GPU to bind round by round.
+            let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_as_words::<F, E>(&l.coefficients())));
+            let lanes = ctx.tuning().transcript_consts();
+            let observe = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainObserve, &lanes)?;
+            let sample = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainSample, &lanes)?;
+            // Per round played: where its pair, its challenge and its grind come back.
+            let (mut reads, mut retired) = (Vec::with_capacity(rounds), Vec::new());
+            let mut recorded = Ok(());
+            for k in 0..=rounds {
+                let mut dispatches = Vec::new();
+                if k > 0 {
+                    match self.record_fold_with(&mut dispatches, FoldChallenge::Chain(&chain)) {
+                        Ok(old) => retired.push(old),
+                        Err(e) => {
+                            recorded = Err(e);
+                            break;
+                        }
+                    }
+                }
+                if k == rounds {
+                    batch.record(&dispatches);
+                    break;
+                }
+                let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord<F>>)> {
+                    let pair = match &slot_coeffs {
+                        Some(coeffs) => self.record_lazy_slot_round(&mut batch, &mut dispatches, k, coeffs, &chain)?,
+                        None => {
+                            let (partials, groups) = self.record_round(&mut dispatches)?;
+                            let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
+                            used.into_iter().for_each(|b| batch.lend(b));
+                            pair
+                        }
+                    };
+                    let record = if bits > 0 { Some(grinder.device_grind(bits, state.range[0])?) } else { None };
+                    let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
+                    let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
+                    dispatches.push(Dispatch { pipeline: (*observe).clone(), bind, groups: 1 });
+                    if let Some(r) = &record {
+                        grinder.record_device_grind(&mut dispatches, r)?;
+                    }
+                    let bind = grinder.poseidon2().bind(&sample, &[&chain, &pair, params, best]);
+                    dispatches.push(Dispatch { pipeline: (*sample).clone(), bind, groups: 1 });
+                    Ok((pair, record))
+                })();
+                let (pair, record) = match round {
+                    Ok(r) => r,
+                    Err(e) => {
+                        recorded = Err(e);
+                        break;
+                    }
+                };
+                batch.record(&dispatches);
+                // The pair and the grind's buffers are this round's alone; the chain state's
+                // challenge changes every round, so it is copied now.
+                let pair_slot = batch.read(&pair, 0, 8);
+                let r_slot = batch.snapshot(&chain, (CHAIN_R_AT / 4) as usize, 4);
+                reads.push((pair_slot, r_slot, record.map(|r| r.read_in(&mut batch))));
+                batch.lend(pair);
+                // Each round goes to the GPU once recorded, so the GPU runs it while the next
+                // one is recorded (a round's dispatches and bind groups take the host ~0.1 ms).
+                if k + 1 < rounds {
+                    if let Err(e) = batch.submit_part() {
+                        recorded = Err(e);
+                        break;
+                    }
+                }
+            }
+            let info = batch.read(&chain, (CHAIN_INFO_AT / 4) as usize, 4);
+            // (A batch that failed to record is dropped unrun: its buffers go back.)
+            let read = recorded.and_then(|()| ctx.run(batch));
+            let parsed = read.and_then(|readback| self.parse_chain(&readback, rounds, &reads, info));
+            if let Ok(p) = &parsed {
+                tracing::debug!(rounds, bits, played = p.iter().filter(|c| c.r.is_some()).count(), "sumcheck rounds played on the GPU");
+            }
+            // The tables after the rounds played: every fold's output is kept until now, as a
+            // chain that stopped early leaves its later folds undone.
+            let played = parsed.as_ref().map_or(0, |p| p.iter().filter(|c| c.r.is_some()).count());
+            if played < retired.len() {
+                let (f, w) = retired.swap_remove(played);
+                for b in std::mem::replace(&mut self.f, f).buffers.into_iter().chain(std::mem::replace(&mut self.w, w).buffers) {
+                    ctx.recycle_storage(b);
+                }
+            }
+            self.vars = vars - played;
+            for (f, w) in retired {
+                for b in f.buffers.into_iter().chain(w.buffers) {
+                    ctx.recycle_storage(b);
+                }
+            }
+            // Lazy weights: the host's coefficients follow the challenges played (the GPU's
+            // stopped where the chain did); after an error they are written back as they were.
+            if let (Some(lazy), Some(start)) = (self.lazy.as_mut(), lazy_start) {
+                lazy.bound = start;
+                match &parsed {
+                    Ok(p) => p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r)),
+                    Err(_) => ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words())),
+                }
+            }
+            if let (Some(lazy), Ok(p)) = (self.lazy_slots.as_mut(), &parsed) {
+                p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r));
+            }
+            if self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds) {
+                self.materialize_weights()?;
+            }
+            parsed
+        })
+    }
+
+    /// Tests: chained grinds search `0..end` (None: the usual range), so a chain can be made
+    /// to stop.
+    #[doc(hidden)]
+    pub fn set_chain_range(&mut self, end: Option<u32>) {
+        self.chain_range = end;
+    }
+
+    /// The rounds a chain played, from its readback.
+    pub(super) fn parse_chain(
+        &self,
+        readback: &Readback,
+        rounds: usize,
+        reads: &[(ReadSlot, ReadSlot, Option<GrindRead<F>>)],
+        info: ReadSlot,
+    ) -> Result<Vec<ChainedRound<F, E>>> {
+        let info = readback.get(info)?;
+        let (stopped, played) = (info[1] != 0, info[2] as usize);
+        if played > rounds || stopped == (played == rounds) || reads.len() != rounds {
+            return Err(GpuError::Device(format!("a sumcheck chain of {rounds} rounds reports {played} played (stopped: {stopped})")));
+        }
+        let mut out = Vec::with_capacity(played + 1);
+        for (k, (pair, r, grind)) in reads.iter().enumerate().take(played.min(rounds - 1) + 1) {
+            let pair = ext_from_words::<F, E>(readback.get(*pair)?.to_vec())?;
+            let r = if k < played { Some(ext_from_words::<F, E>(readback.get(*r)?.to_vec())?[0]) } else { None };
+            let offer = grind.as_ref().map(|g| g.offer(readback)).transpose()?;
+            out.push(ChainedRound { c0: pair[0], c_inf: pair[1], r, offer });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,217 @@
+//! Evaluations read back, a sponge script played on the device from a published state (a
+//! root observed, points sampled and f evaluated at them, a grind), and the final polynomial
+//! with the grind after it.
+
+use super::*;
+
+impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
+    /// Records the evaluation kernel over f against `chunks` chunk tables of 256 entries in
+    /// `tables` (eval.wgsl), one dispatch per segment: returns the partial pairs (value, 0) and
+    /// how many.
+    pub(super) fn record_eval(&self, dispatches: &mut Vec<Dispatch>, tables: &wgpu::Buffer, chunks: usize) -> Result<(wgpu::Buffer, usize)> {
+        let segment = self.f.segment_len();
+        // Rows of 256 entries, whole rows per workgroup (wgsl/sumcheck/eval.wgsl).
+        let rows = (segment >> EVAL_CHUNK_BITS).max(1);
+        if segment < 1 << EVAL_CHUNK_BITS && self.segments() > 1 {
+            return Err(GpuError::InvalidInput(format!("an evaluation over segments of {segment} entries (need 256 or more)")));
+        }
+        // Enough workgroups to fill the GPU, each over up to 256 rows.
+        let rows_per_group = (rows / MAX_REDUCE_GROUPS).clamp(1, 1 << EVAL_CHUNK_BITS);
+        let groups = rows / rows_per_group;
+        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::EvalPartials, &[])?;
+        let partials = self.ctx.pooled_storage("sumcheck partials", 2 * E::WORDS * groups * self.segments());
+        for j in 0..self.segments() {
+            let params = EvalParams {
+                size: segment as u32,
+                groups: groups as u32,
+                chunks: chunks as u32,
+                base: u32::from(self.is_base()),
+                offset: (j * segment) as u32,
+                first: (j * groups) as u32,
+                rows: rows_per_group as u32,
+                _pad: 0,
+            };
+            let params = self.ctx.uniform("eval params", &params);
+            let bind = self.ctx.bind_ranges(&pipeline, &[(&params, 0, None), self.f.range(j), (tables, 0, None), (&partials, 0, None)]);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 });
+        }
+        Ok((partials, groups * self.segments()))
+    }
+
+    /// Records into `batch`, after work that leaves a Merkle root's 8 words at the start of
+    /// `root`, the sponge script `script` (wgsl/sumcheck/sponge_step.wgsl): a duplex challenger
+    /// in the state it gives observes the root, draws each point z and observes f's value at
+    /// `expand_from_univariate(z, m)` (computed here: sumcheck/power_tables, then the
+    /// evaluation), then grinds `script.grind_bits` bits (none at 0) over one range. Once the
+    /// batch has run, [`finish_sponge_script`](Self::finish_sponge_script) gives what it found.
+    /// Records nothing and reads nothing when it returns an error.
+    pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript<F>) -> Result<SpongeScriptRecord<F>> {
+        Self::check_transcript_extension("a sponge script")?;
+        if script.pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
+        }
+        if script.samples > MAX_SCRIPT_SAMPLES {
+            return Err(GpuError::InvalidInput(format!("{} points in one sponge script (at most {MAX_SCRIPT_SAMPLES})", script.samples)));
+        }
+        if !Arc::ptr_eq(script.grinder.poseidon2().context(), &self.ctx) {
+            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
+        }
+        if root.size() < (DIGEST_ELEMS * 4) as u64 {
+            return Err(GpuError::InvalidInput(format!("a root buffer of {} bytes", root.size())));
+        }
+        let mask = if script.grind_bits > 0 { pow_mask(script.grind_bits)? } else { 0 };
+        let ctx = &self.ctx;
+        let samples = script.samples;
+        let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
+        let step_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::SpongeStep, &ctx.tuning().transcript_consts())?;
+        let tables_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::PowerTables, &[])?;
+        let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
+        let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
+        state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
+        state.pending[..script.pending.len()].copy_from_slice(crate::field::as_words(&script.pending));
+        let state = batch.upload("sponge script state", bytemuck::cast_slice(&[state]));
+        let points = batch.scratch("sponge script points", 4 * samples.max(1));
+        let tables = batch.scratch("sponge script tables", (4 * chunks) << EVAL_CHUNK_BITS);
+        // Bound where the script does not grind (the kernel's layout has the grind's buffers).
+        let (params, best) = match &grind {
+            Some(g) => (g.params().clone(), g.best().clone()),
+            None => (batch.scratch("sponge script grind params", WIDTH + 4), batch.scratch("sponge script grind best", 1)),
+        };
+        let mut values = Vec::with_capacity(samples);
+        let recorded = (|| -> Result<Vec<Dispatch>> {
+            let mut dispatches = Vec::new();
+            // Observe what the last step left (the root; then each value), then draw a point
+            // (k < samples) or set up the grind (k = samples; without a grind nothing follows
+            // the last value, so it is not observed here).
+            for k in 0..samples + usize::from(grind.is_some()) {
+                let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], 4) };
+                let step = SpongeStep {
+                    observe: [0, words, u32::from(k < samples), k as u32],
+                    grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))],
+                    _pad: [0; 2],
+                };
+                let step = ctx.uniform("sponge script step", &step);
+                let bind = script.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, &params, &best]);
+                dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
+                if k == samples {
+                    break;
+                }
+                let cfg = ctx.uniform(
+                    "sponge script tables params",
+                    &PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), _pad: 0 },
+                );
+                let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
+                dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
+                let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
+                let (value, used) = self.record_reduction(&mut dispatches, partials, groups)?;
+                values.push(value);
+                used.into_iter().for_each(|b| batch.lend(b));
+            }
+            if let Some(g) = &grind {
+                script.grinder.record_device_grind(&mut dispatches, g)?;
+            }
+            Ok(dispatches)
+        })();
+        let dispatches = match recorded {
+            Ok(d) => d,
+            Err(e) => {
+                values.into_iter().for_each(|b| batch.lend(b));
+                if let Some(g) = grind {
+                    g.lend_to(batch);
+                }
+                return Err(e);
+            }
+        };
+        batch.record(&dispatches);
+        let samples = values.iter().enumerate().map(|(k, value)| (batch.read(&points, 4 * k, 4), batch.read(value, 0, 4))).collect();
+        values.into_iter().for_each(|b| batch.lend(b));
+        Ok(SpongeScriptRecord { samples, grind: grind.map(|g| g.read_in(batch)) })
+    }
+
+    /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its batch's
+    /// readback.
+    pub fn finish_sponge_script(&self, record: SpongeScriptRecord<F>, readback: &Readback) -> Result<SpongeScriptValues<F, E>> {
+        let mut points = Vec::with_capacity(record.samples.len());
+        let mut answers = Vec::with_capacity(record.samples.len());
+        for (point, value) in record.samples {
+            points.push(ext_from_words::<F, E>(readback.get(point)?.to_vec())?[0]);
+            answers.push(ext_from_words::<F, E>(readback.get(value)?.to_vec())?[0]);
+        }
+        let offer = record.grind.map(|g| g.offer(readback)).transpose()?;
+        Ok(SpongeScriptValues { points, answers, offer })
+    }
+
+    /// A table's 2^m entries, read back segment by segment.
+    pub(super) fn read_table(&self, table: &Table) -> Result<Vec<u32>> {
+        let words = table.words << self.vars;
+        if let [one] = table.buffers.as_slice() {
+            return self.ctx.submit_and_read(self.ctx.encoder("sumcheck table"), one, words);
+        }
+        let mut out = Vec::with_capacity(words);
+        for b in &table.buffers {
+            out.extend(self.ctx.submit_and_read(self.ctx.encoder("sumcheck table"), b, table.words << table.seg_log)?);
+        }
+        Ok(out)
+    }
+
+    /// f's table (a base-field f lifted into the extension).
+    pub fn evals(&self) -> Result<Vec<E>> {
+        let words = self.read_table(&self.f)?;
+        if self.is_base() {
+            return Ok(self.polynomial_order(words_to::<F>(words)?.into_iter().map(E::from).collect()));
+        }
+        Ok(self.polynomial_order(ext_from_words::<F, E>(words)?))
+    }
+
+    /// f's table, and in the same submission a grind run ahead of a transcript that observes
+    /// f next and then grinds: `ahead` is the grinder, the
+    /// grind's bits and the challenger state before f is observed. The grind is left out (None)
+    /// where f is not one extension buffer or cannot be recorded; the caller's challenger takes
+    /// the offer only if its state is the one searched.
+    #[allow(clippy::type_complexity)]
+    pub fn evals_then_grind(&self, ahead: Option<GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<GrindOffer<F>>)> {
+        let (Some((grinder, bits, sponge, pending)), false, [f]) = (ahead, self.is_base(), self.f.buffers.as_slice()) else {
+            return Ok((self.evals()?, None));
+        };
+        let words = self.f.words << self.vars;
+        let mut dispatches = Vec::new();
+        // At reversed indices the transcript observes f in the polynomial's order: a reordered
+        // copy is ground over and read.
+        let reordered = match self.reversed {
+            true => {
+                let copy = self.ctx.pooled_storage("f in the polynomial's order", words);
+                match crate::reorder::reverse_bits_dispatch(&self.ctx, f, &copy, self.vars, 0, self.f.words) {
+                    Ok(d) => dispatches.push(d),
+                    Err(e) => {
+                        self.ctx.recycle_storage(copy);
+                        return Err(e);
+                    }
+                }
+                Some(copy)
+            }
+            false => None,
+        };
+        let f = reordered.as_ref().unwrap_or(f);
+        let record = match grinder.record_after_observing(&mut dispatches, sponge, pending, f, 0, words, bits) {
+            Ok(record) => record,
+            Err(e) => {
+                tracing::debug!("the final polynomial's grind runs on its own: {e}");
+                if let Some(copy) = reordered {
+                    self.ctx.recycle_storage(copy);
+                }
+                return Ok((self.evals()?, None));
+            }
+        };
+        let mut batch = self.ctx.batch("f, then a grind");
+        if let Some(copy) = reordered.clone() {
+            batch.lend(copy);
+        }
+        batch.record(&dispatches);
+        let evals = batch.read(f, 0, words);
+        let grind = record.read_in(&mut batch);
+        let readback = self.ctx.run(batch)?;
+        // A malformed offer is left out: the challenger then grinds on its own.
+        let offer = grind.offer(&readback).map_err(|e| tracing::warn!("ignoring a malformed grind-ahead result: {e}")).ok();
+        Ok((ext_from_words::<F, E>(readback.get(evals)?.to_vec())?, offer))
+    }
+}
