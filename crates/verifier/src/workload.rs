@@ -193,17 +193,23 @@ impl Workload {
         Params { num_vars: self.num_variables(base.fold), points: self.tables.len(), ..base.clone() }
     }
 
+    /// An error unless a table list can be laid out at `fold` (1 to 28): checked before any
+    /// layout is planned, since the tables, not the flags, set the variables.
+    pub fn check_fold(fold: usize) -> Result<(), ProofError> {
+        if fold == 0 || fold > crate::MAX_VARS {
+            return Err(ProofError::Params(format!(
+                "--fold {fold} is out of range for tables: proofs fold 1 to {} variables a round; use --fold 4, for example",
+                crate::MAX_VARS
+            )));
+        }
+        Ok(())
+    }
+
     /// [`params`](Self::params), with the fold checked first (a table list sets the variables,
     /// so a fold past 28 is refused here, before any layout is planned) and the result
     /// validated as parameters from `--tables`.
     pub fn params_checked(&self, base: &Params) -> Result<Params, ProofError> {
-        if base.fold == 0 || base.fold > crate::MAX_VARS {
-            return Err(ProofError::Params(format!(
-                "--fold {} is out of range for tables: proofs fold 1 to {} variables a round; use --fold 4, for example",
-                base.fold,
-                crate::MAX_VARS
-            )));
-        }
+        Self::check_fold(base.fold)?;
         let params = self.params(base);
         params.validate(crate::ParamSource::Tables)?;
         Ok(params)

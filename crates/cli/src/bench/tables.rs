@@ -58,8 +58,8 @@ where
     let workload = Workload::parse(spec)?;
     let soundness = Soundness::parse(&args.security.soundness)?;
     // A fold no cell can take stops before any layout is planned (the tables set n).
-    if let Some(&fold) = args.fold.iter().find(|&&f| f == 0 || f > whir_prover::MAX_VARS) {
-        bail!("--fold {fold} is out of range for tables: proofs fold 1 to {} variables a round; use --fold 4, for example", whir_prover::MAX_VARS);
+    for &fold in &args.fold {
+        Workload::check_fold(fold)?;
     }
     let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
     if args.plot.is_some() {
