@@ -15,7 +15,7 @@ use std::time::Instant;
 use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::prover::{Backend, GpuBackend, Params};
+use whir_wgpu::prover::{GpuBackend, Params, WhirPieces};
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();

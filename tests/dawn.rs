@@ -364,7 +364,7 @@ fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String,
     use rand::RngExt;
     use std::sync::Arc;
     use whir_wgpu::gpu::{cpu_grind, Ext4, GpuGrinder, GpuNtt, GpuPoseidon2, GpuSumcheck, Poseidon2Constants};
-    use whir_wgpu::prover::{CpuSumcheck, SumcheckSteps};
+    use whir_wgpu::prover::{CpuSumcheck, SumcheckState};
     let mut rng = common::rng();
     let ext = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<Ext4> { (0..n).map(|_| rng.random()).collect() };
     let ntt = Arc::new(GpuNtt::new(ctx.clone()));
@@ -373,18 +373,18 @@ fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String,
     let m = 7;
     let (f, w) = (ext(&mut rng, 1 << m), ext(&mut rng, 1 << m));
     let (mut cpu, mut gpu) = (CpuSumcheck::new(f.clone(), w.clone()).unwrap(), GpuSumcheck::new(ntt.clone(), &f, &w).unwrap());
-    let c = SumcheckSteps::round_coefficients(&mut gpu).unwrap();
+    let c = SumcheckState::round_coefficients(&mut gpu).unwrap();
     assert_eq!(c, cpu.round_coefficients().unwrap(), "round 0");
     answers.push(("sumcheck round 0".into(), words_of_ext(&[c.0, c.1])));
     let r: Ext4 = rng.random();
     cpu.fold(r).unwrap();
-    let c = SumcheckSteps::fold_then_round(&mut gpu, r).unwrap();
+    let c = SumcheckState::fold_then_round(&mut gpu, r).unwrap();
     assert_eq!(c, cpu.round_coefficients().unwrap(), "round 1 after a fold");
     answers.push(("sumcheck round 1 with the fold before it".into(), words_of_ext(&[c.0, c.1])));
     let r: Ext4 = rng.random();
     cpu.fold(r).unwrap();
-    SumcheckSteps::fold(&mut gpu, r).unwrap();
-    let folded = SumcheckSteps::evals(&mut gpu).unwrap();
+    SumcheckState::fold(&mut gpu, r).unwrap();
+    let folded = SumcheckState::evals(&mut gpu).unwrap();
     assert_eq!(folded, cpu.evals().unwrap(), "f folded twice");
     answers.push(("f folded twice".into(), words_of_ext(&folded)));
 
@@ -414,7 +414,7 @@ fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String,
         answers.push((format!("chained round {i}: h(0), h(inf)"), words_of_ext(&[c.c0, c.c_inf])));
         answers.push((format!("chained round {i}: challenge"), words_of_ext(&[r])));
     }
-    let folded = SumcheckSteps::evals(&mut gpu).unwrap();
+    let folded = SumcheckState::evals(&mut gpu).unwrap();
     assert_eq!(folded, cpu.evals().unwrap(), "f after the chain");
     answers.push(("f after the chain".into(), words_of_ext(&folded)));
     answers

@@ -11,15 +11,15 @@ use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    permutation, prove_with_steps, Backend, CodewordSteps, ComparingSteps, CpuBackend, CpuCodewords, CpuSumcheck, DriverOptions, Params, ProofFile,
-    ProverError, ProverOutput, Soundness, SumcheckSteps, EF, F,
+    permutation, prove_with_steps, ComparingBackend, CpuBackend, CpuCodewords, CpuSumcheck, DriverOptions, Params, ProofFile, ProverError, ProverOutput,
+    Soundness, SumcheckState, WhirBackend, WhirPieces, EF, F,
 };
 
-fn drive<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
+fn drive<S: WhirBackend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
     drive_with(steps, p, evals, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"))
 }
 
-fn drive_with<S: CodewordSteps>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear], options: DriverOptions) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
+fn drive_with<S: WhirBackend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear], options: DriverOptions) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
     let mut challenger = GpuChallenger::new(permutation(), None);
     let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger, options)?;
     Ok((postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap()))
@@ -34,11 +34,11 @@ fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Ve
 /// The proof of fresh evaluations by `steps` run beside the CPU twin (a comparing backend, which
 /// names the first step whose outputs differ): byte for byte Plonky3's, and accepted by the
 /// stock verifier through a proof file.
-fn drive_matches_plonky3_and_verifies<S: CodewordSteps>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
+fn drive_matches_plonky3_and_verifies<S: WhirBackend>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
     drive_matches_plonky3_and_verifies_with(steps, p, rng, variant, DriverOptions::default())
 }
 
-fn drive_matches_plonky3_and_verifies_with<S: CodewordSteps>(
+fn drive_matches_plonky3_and_verifies_with<S: WhirBackend>(
     steps: &S,
     p: &Params,
     rng: &mut rand::rngs::StdRng,
@@ -47,7 +47,7 @@ fn drive_matches_plonky3_and_verifies_with<S: CodewordSteps>(
 ) {
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (out, expected) = reference(p, &evals);
-    let ours = drive_with(&ComparingSteps::new(CpuCodewords::default(), steps), p, &evals, options).unwrap_or_else(|e| panic!("{p:?} ({variant:?}): {e}"));
+    let ours = drive_with(&ComparingBackend::new(CpuCodewords::default(), steps), p, &evals, options).unwrap_or_else(|e| panic!("{p:?} ({variant:?}): {e}"));
     assert!(ours == expected, "{p:?} ({variant:?}): the proofs differ");
     let file = ProofFile::new(p, out.commitment, ours.1);
     ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(p).expect("stock verifier accepts");
@@ -623,7 +623,7 @@ impl CorruptedSumcheck {
     }
 }
 
-impl SumcheckSteps for CorruptedSumcheck {
+impl SumcheckState for CorruptedSumcheck {
     fn num_variables(&self) -> usize {
         self.inner.num_variables()
     }
@@ -662,9 +662,9 @@ impl SumcheckSteps for CorruptedSumcheck {
     }
 }
 
-impl CodewordSteps for CorruptedSteps {
-    type Committed = <CpuCodewords as CodewordSteps>::Committed;
-    type Opening = <CpuCodewords as CodewordSteps>::Opening;
+impl WhirBackend for CorruptedSteps {
+    type Committed = <CpuCodewords as WhirBackend>::Committed;
+    type Opening = <CpuCodewords as WhirBackend>::Opening;
     type Sumcheck = CorruptedSumcheck;
 
     fn leaf_sponge(&self) -> whir_wgpu::prover::LeafSponge {
@@ -733,7 +733,7 @@ fn the_comparing_backend_names_a_corrupted_step() {
         // Alone, the corrupted backend makes a proof without noticing.
         assert!(drive_with(&corrupted, &p, &evals, DriverOptions::default()).is_ok(), "{corrupt:?} {at}");
         let corrupted = CorruptedSteps { commits: Default::default(), ..corrupted };
-        match drive_with(&ComparingSteps::new(CpuCodewords::default(), &corrupted), &p, &evals, DriverOptions::default()) {
+        match drive_with(&ComparingBackend::new(CpuCodewords::default(), &corrupted), &p, &evals, DriverOptions::default()) {
             Err(ProverError::Mismatch { step, detail }) => {
                 assert!(step.starts_with(&expected), "{corrupt:?} {at}: reported at {step:?} ({detail}), expected {expected:?}")
             }
@@ -742,7 +742,7 @@ fn the_comparing_backend_names_a_corrupted_step() {
     }
     // Compared with itself, the CPU twin agrees at every step.
     assert_eq!(
-        drive_with(&ComparingSteps::new(CpuCodewords::default(), CpuCodewords::default()), &p, &evals, DriverOptions::default()).unwrap(),
+        drive_with(&ComparingBackend::new(CpuCodewords::default(), CpuCodewords::default()), &p, &evals, DriverOptions::default()).unwrap(),
         reference(&p, &evals).1
     );
 }

@@ -17,8 +17,8 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    proof_file_field, prove_with_steps, Backend, ComparingSteps, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params,
-    ProofFile, ProofFileOf, Soundness, WhirField, EF,
+    proof_file_field, prove_with_steps, ComparingBackend, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params,
+    ProofFile, ProofFileOf, Soundness, WhirField, WhirPieces, EF,
 };
 
 type K = KoalaBear;
@@ -82,7 +82,7 @@ fn resident_gpu_matches_plonky3_over_koalabear() {
             let (expected, _) = reference(&p, &evals);
             for lazy in [false, true] {
                 let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-                let compared = ComparingSteps::new(CpuCodewords::<K>::default(), &steps);
+                let compared = ComparingBackend::new(CpuCodewords::<K>::default(), &steps);
                 let (commitment, proof, _) = prove_with_steps(&compared, &p, &evals, &mut challenger(None), options)
                     .unwrap_or_else(|e| panic!("{p:?} ({:?}, lazy {lazy}): {e}", ctx.mul_variant()));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());

@@ -19,7 +19,7 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::{
-    permutation, Commitment, ComparingSteps, CpuCodewords, CpuWhirPcs, DriverOptions, GpuWhirPcs, Params, ProverError, Soundness, Stacking, WhirPcs,
+    permutation, Commitment, ComparingBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuWhirPcs, Params, ProverError, Soundness, Stacking, WhirPcs,
     WhirPcsProof, EF, F,
 };
 
@@ -239,7 +239,7 @@ fn check_case_in<L: Layout<F, EF>>(case: &Case, rng: &mut StdRng) {
         // The initial weights stored, and formed where the rounds use them.
         for lazy in [false, true] {
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-            let pcs = WhirPcs::<_, L>::new(config.clone(), ComparingSteps::new(CpuCodewords::default(), &steps)).with_options(options);
+            let pcs = WhirPcs::<_, L>::new(config.clone(), ComparingBackend::new(CpuCodewords::default(), &steps)).with_options(options);
             let ours = prove(&pcs, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?} ({:?}, lazy weights {lazy}): {e}", ctx.mul_variant()));
             assert!(ours == expected, "{case:?} ({:?}, lazy weights {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
         }
@@ -318,7 +318,7 @@ fn hostile_use_is_an_error() {
     };
     let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
     let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
-    fn body<S: whir_wgpu::prover::CodewordSteps>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
+    fn body<S: whir_wgpu::prover::WhirBackend>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
         Box::new(move |witness, protocol, points| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let (_, data) = pcs.commit(witness, &mut challenger)?;

@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuError, GpuOptions};
 use whir_wgpu::prover::{
-    estimated_gpu_bytes, random_tables, Backend, DriverOptions, GpuBackend, Params, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness,
+    estimated_gpu_bytes, random_tables, DriverOptions, GpuBackend, Params, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness, WhirPieces,
     Workload,
 };
 

@@ -9,7 +9,7 @@ use std::io::Read;
 
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::prover::{Backend, CpuBackend, FileParamsFloor, Params, ProofError, ProofFile, ReadLimits, Soundness};
+use whir_wgpu::prover::{CpuBackend, FileParamsFloor, Params, ProofError, ProofFile, ReadLimits, Soundness, WhirPieces};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points, leaf: Default::default() }

@@ -5,7 +5,7 @@
 mod common;
 
 use rand::RngExt;
-use whir_wgpu::prover::{Backend, CpuBackend, GpuBackend, Params, ProofFile, Soundness};
+use whir_wgpu::prover::{CpuBackend, GpuBackend, Params, ProofFile, Soundness, WhirPieces};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     // Small sizes keep CI fast; 60-bit security with a 10-bit PoW budget is feasible for them.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rand::distr::{Distribution, StandardUniform};
 use whir_wgpu::gpu::{Ext4, GpuExtension, GpuNtt, GpuSumcheck};
-use whir_wgpu::prover::{CpuSumcheck, ProverField, SumcheckSteps, WhirExtension};
+use whir_wgpu::prover::{CpuSumcheck, ProverField, SumcheckState, WhirExtension};
 
 fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
     rand_vec(rng, n)
@@ -87,11 +87,11 @@ fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     let points: Vec<Point<E>> = (0..rng.random_range(0..4)).map(|_| Point::new(rand_vec::<E>(rng, m))).collect();
     let scales = rand_vec::<E>(rng, points.len());
     cpu.add_eq_weights(&points, &scales).unwrap();
-    SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
+    SumcheckState::add_eq_weights(&mut gpu, &points, &scales).unwrap();
     let vars: Vec<F> = (0..rng.random_range(1..150)).map(|_| rng.random()).collect();
     let scales = rand_vec::<E>(rng, vars.len());
     cpu.add_select_weights(&vars, &scales).unwrap();
-    SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
+    SumcheckState::add_select_weights(&mut gpu, &vars, &scales).unwrap();
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
 
     // Select weights of domain points ω^index, few (per entry) and many (a transform),
@@ -101,26 +101,26 @@ fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
         indices.push(indices[0]);
         let scales = rand_vec::<E>(rng, indices.len());
         cpu.add_select_weights_at(log_domain, &indices, &scales).unwrap();
-        SumcheckSteps::add_select_weights_at(&mut gpu, log_domain, &indices, &scales).unwrap();
+        SumcheckState::add_select_weights_at(&mut gpu, log_domain, &indices, &scales).unwrap();
         assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what(&format!("{count} select weights in 2^{log_domain}")));
     }
 
     let point = Point::new(rand_vec::<E>(rng, m));
-    assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+    assert_eq!(SumcheckState::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
     let y: E = rng.random();
-    assert_eq!(SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
+    assert_eq!(SumcheckState::eval_univariate(&mut gpu, y).unwrap(), cpu.eval_univariate(y).unwrap(), "{}", what("eval at powers"));
 
     // Rounds alternate between a fold on its own and a fold recorded with the next
     // round's coefficients (the driver's way).
     let mut pending: Option<E> = None;
     for round in 0..m {
         let c = match pending.take() {
-            Some(r) if round % 2 == 0 => SumcheckSteps::fold_then_round(&mut gpu, r).unwrap(),
+            Some(r) if round % 2 == 0 => SumcheckState::fold_then_round(&mut gpu, r).unwrap(),
             Some(r) => {
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
-                SumcheckSteps::round_coefficients(&mut gpu).unwrap()
+                SumcheckState::fold(&mut gpu, r).unwrap();
+                SumcheckState::round_coefficients(&mut gpu).unwrap()
             }
-            None => SumcheckSteps::round_coefficients(&mut gpu).unwrap(),
+            None => SumcheckState::round_coefficients(&mut gpu).unwrap(),
         };
         assert_eq!(c, cpu.round_coefficients().unwrap(), "{}", what(&format!("round {round}")));
         let r: E = rng.random();
@@ -128,11 +128,11 @@ fn check_steps_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
         pending = Some(r);
     }
     if let Some(r) = pending {
-        SumcheckSteps::fold(&mut gpu, r).unwrap();
+        SumcheckState::fold(&mut gpu, r).unwrap();
     }
-    assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
+    assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
-    assert!(SumcheckSteps::round_coefficients(&mut gpu).is_err(), "no variable left");
+    assert!(SumcheckState::round_coefficients(&mut gpu).is_err(), "no variable left");
 }
 
 /// The steps over the degree-8 extensions (BabyBear^8, KoalaBear^8): extension and base-field
@@ -160,12 +160,13 @@ fn degree_8_steps_match_the_twin() {
     // the prover plays those rounds on the host.
     if let Some(ctx) = common::contexts().first() {
         use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
-        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
         let f: Vec<B8> = rand_vec(&mut rng, 1 << 4);
         let mut gpu = GpuSumcheck::<BabyBear, B8>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &f).unwrap();
         let err = gpu.play_chain(2, &[BabyBear::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
         assert!(err.contains("degree-4") && err.contains("degree 8"), "{err}");
-        assert!(SumcheckSteps::play_chain(&mut gpu, 2, &[BabyBear::ZERO; 16], &[], 0, &grinder).is_none(), "the prover plays degree-8 rounds on the host");
+        let state = whir_wgpu::prover::TranscriptState::new(grinder, [BabyBear::ZERO; 16], Vec::new());
+        assert!(SumcheckState::play_chain(&mut gpu, 2, &state, 0).is_none(), "the prover plays degree-8 rounds on the host");
     }
     let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
         return;
@@ -254,18 +255,18 @@ where
     let what = |step: &str| format!("{step} at m = {m} ({}, {:?})", E::NAME, ctx.mul_variant());
 
     let point = Point::new(rand_vec::<E>(rng, m));
-    assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
+    assert_eq!(SumcheckState::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what("eval"));
     let points: Vec<Point<E>> = (0..3).map(|_| Point::new(rand_vec::<E>(rng, m))).collect();
     let scales = rand_vec::<E>(rng, 3);
     cpu.add_eq_weights(&points, &scales).unwrap();
-    SumcheckSteps::add_eq_weights(&mut gpu, &points, &scales).unwrap();
+    SumcheckState::add_eq_weights(&mut gpu, &points, &scales).unwrap();
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("weights"));
-    assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{}", what("base round"));
+    assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{}", what("base round"));
     let r: E = rng.random();
-    SumcheckSteps::fold(&mut gpu, r).unwrap();
+    SumcheckState::fold(&mut gpu, r).unwrap();
     cpu.fold(r).unwrap();
     assert!(!gpu.is_base());
-    assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
+    assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{}", what("folded f"));
     assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{}", what("folded w"));
 }
 
@@ -290,10 +291,10 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
             ];
             for (mut gpu, mut cpu, kind) in gpus {
                 let point = Point::new(ext_vec(&mut rng, m));
-                assert_eq!(SumcheckSteps::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what(&format!("{kind} eval")));
+                assert_eq!(SumcheckState::eval(&mut gpu, &point).unwrap(), cpu.eval(&point).unwrap(), "{}", what(&format!("{kind} eval")));
                 let y: Ext4 = rng.random();
                 assert_eq!(
-                    SumcheckSteps::eval_univariate(&mut gpu, y).unwrap(),
+                    SumcheckState::eval_univariate(&mut gpu, y).unwrap(),
                     cpu.eval_univariate(y).unwrap(),
                     "{}",
                     what(&format!("{kind} univariate eval"))
@@ -371,7 +372,7 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
                 cpu.fold(r).unwrap();
             }
             assert_eq!(gpu.num_variables(), m - played, "{what}");
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
+            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
             assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w after the rounds");
         }
     }
@@ -390,7 +391,7 @@ fn split_select_weights_match_the_twin() {
         let vars: Vec<BabyBear> = (0..6).map(|_| rng.random()).collect();
         let scales = ext_vec(&mut rng, vars.len());
         cpu.add_select_weights(&vars, &scales).unwrap();
-        SumcheckSteps::add_select_weights(&mut gpu, &vars, &scales).unwrap();
+        SumcheckState::add_select_weights(&mut gpu, &vars, &scales).unwrap();
         assert!(gpu.weights().unwrap() == cpu.weights(), "split select weights at m = {m} ({:?})", ctx.mul_variant());
     }
 }
@@ -435,7 +436,7 @@ fn lazy_equality_weights_match_the_twin() {
             let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
             let points: Vec<Point<Ext4>> = (0..count).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
             let scales = ext_vec(&mut rng, count);
-            SumcheckSteps::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
+            SumcheckState::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
             cpu.add_eq_weights(&points, &scales).unwrap();
             assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
             let mut played = 0;
@@ -455,14 +456,14 @@ fn lazy_equality_weights_match_the_twin() {
             // The rest round by round, folds alone and with the next round.
             play_host_rounds(&mut gpu, &mut cpu, played..rounds, &mut rng, &what);
             assert_eq!(gpu.num_variables(), m - rounds, "{what}");
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
+            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
             assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
             if m > rounds {
                 let vars: Vec<BabyBear> = (0..3).map(|_| rng.random()).collect();
                 let sel = ext_vec(&mut rng, 3);
-                SumcheckSteps::add_select_weights(&mut gpu, &vars, &sel).unwrap();
+                SumcheckState::add_select_weights(&mut gpu, &vars, &sel).unwrap();
                 cpu.add_select_weights(&vars, &sel).unwrap();
-                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+                assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
             }
         }
     }
@@ -487,12 +488,12 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
             let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
             let points: Vec<Point<Ext4>> = (0..2).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
             let scales = ext_vec(&mut rng, 2);
-            SumcheckSteps::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
+            SumcheckState::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
             cpu.add_eq_weights(&points, &scales).unwrap();
             for t in 0..host {
-                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
+                assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
                 let r: Ext4 = rng.random();
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                SumcheckState::fold(&mut gpu, r).unwrap();
                 cpu.fold(r).unwrap();
             }
             let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
@@ -500,8 +501,8 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
                 assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {k}");
                 cpu.fold(c.r.expect("no grinding: every round plays")).unwrap();
             }
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f");
-            assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: the round after");
+            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f");
+            assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: the round after");
             if host + chained >= rounds {
                 assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out");
             }
@@ -601,7 +602,7 @@ fn round_heads_match_the_host_transcript() {
                 (offer, _) => panic!("{what}: offer {offer:?}"),
             }
             // f is as it was.
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after");
+            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after");
         }
 
         // Requests the GPU does not play.
@@ -660,9 +661,9 @@ fn slot_evaluations_and_weights_match_the_twin() {
                         SlotSet { point: Point::new(ext_vec(&mut rng, k)), offsets, successor: rng.random() }
                     })
                     .collect();
-                assert_eq!(SumcheckSteps::eval_slots(&mut gpu, &sets).unwrap(), cpu.eval_slots(&sets).unwrap(), "slot evaluations, {what}");
+                assert_eq!(SumcheckState::eval_slots(&mut gpu, &sets).unwrap(), cpu.eval_slots(&sets).unwrap(), "slot evaluations, {what}");
                 let weighted: Vec<(SlotSet, Vec<Ext4>)> = sets.iter().map(|s| (s.clone(), ext_vec(&mut rng, s.offsets.len()))).collect();
-                SumcheckSteps::add_slot_weights(&mut gpu, &weighted).unwrap();
+                SumcheckState::add_slot_weights(&mut gpu, &weighted).unwrap();
                 cpu.add_slot_weights(&weighted).unwrap();
                 assert_eq!(gpu.weights().unwrap(), cpu.weights(), "slot weights, {what}");
                 // Σ f·w under a slot's weights is its value.
@@ -685,7 +686,7 @@ fn slot_evaluations_and_weights_match_the_twin() {
                 // A slot past the end is an error, not a read out of bounds.
                 let bad = SlotSet { point: Point::new(ext_vec(&mut rng, m.min(2))), offsets: vec![(1 << m) - 1 + usize::from(m == 0)], successor: false };
                 if m >= 1 {
-                    assert!(SumcheckSteps::eval_slots(&mut gpu, std::slice::from_ref(&bad)).is_err(), "{what}");
+                    assert!(SumcheckState::eval_slots(&mut gpu, std::slice::from_ref(&bad)).is_err(), "{what}");
                 }
             }
         }
@@ -729,7 +730,7 @@ fn lazy_slot_sumchecks(
     let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
     let mut gpu = GpuSumcheck::from_base(Arc::new(GpuNtt::new(ctx.clone())), buffer, m).unwrap();
     let sets = random_slot_sets(rng, m, k_min);
-    SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
+    SumcheckState::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
     cpu.add_slot_weights(&sets).unwrap();
     assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
     (gpu, cpu)
@@ -764,9 +765,9 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
             );
             let (mut gpu, mut cpu) = lazy_slot_sumchecks(&ctx, &mut rng, m, rounds, k_min, &what);
             for t in 0..host {
-                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
+                assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: host round {t}");
                 let r: Ext4 = rng.random();
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                SumcheckState::fold(&mut gpu, r).unwrap();
                 cpu.fold(r).unwrap();
             }
             if stop {
@@ -788,21 +789,21 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
                 // (With the range 0..1, the first grind stops the chain but for 1 in 2^bits.)
                 // On round by round from the round whose grind found nothing.
                 let r: Ext4 = rng.random();
-                SumcheckSteps::fold(&mut gpu, r).unwrap();
+                SumcheckState::fold(&mut gpu, r).unwrap();
                 cpu.fold(r).unwrap();
                 while gpu.num_variables() > m - host - chained {
-                    assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a host round after the stop");
+                    assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a host round after the stop");
                     let r: Ext4 = rng.random();
-                    SumcheckSteps::fold(&mut gpu, r).unwrap();
+                    SumcheckState::fold(&mut gpu, r).unwrap();
                     cpu.fold(r).unwrap();
                 }
             }
             assert_eq!(gpu.num_variables(), m - host - chained, "{what}");
-            assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the chain");
+            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the chain");
             if host + chained >= rounds {
                 assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out");
             }
-            assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+            assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
         }
     }
 }
@@ -829,9 +830,9 @@ fn lazy_slot_weights_match_the_twin() {
                 let (mut gpu, mut cpu) = lazy_slot_sumchecks(&ctx, &mut rng, m, rounds, k_min, &what);
                 play_host_rounds(&mut gpu, &mut cpu, 0..rounds, &mut rng, &what);
                 assert_eq!(gpu.num_variables(), m - rounds, "{what}");
-                assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
+                assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
                 assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
-                assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+                assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
             }
         }
     }
@@ -840,7 +841,7 @@ fn lazy_slot_weights_match_the_twin() {
         let f = ext_vec(&mut rng, 1 << 6);
         let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &vec![Ext4::ZERO; 1 << 6]).unwrap();
         let unaligned = vec![(SlotSet { point: Point::new(ext_vec(&mut rng, 3)), offsets: vec![4], successor: false }, ext_vec(&mut rng, 1))];
-        SumcheckSteps::set_lazy_slot_weights(&mut gpu, &unaligned, 2).unwrap();
+        SumcheckState::set_lazy_slot_weights(&mut gpu, &unaligned, 2).unwrap();
         assert!(gpu.weights().is_ok(), "an unaligned slot is written at once");
     }
 }
@@ -896,19 +897,19 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
                 }
             }
             sets.push((SlotSet { point: Point::new(rand_vec::<E>(rng, m)), offsets: vec![0], successor: false }, rand_vec::<E>(rng, 1)));
-            SumcheckSteps::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
+            SumcheckState::set_lazy_slot_weights(&mut gpu, &sets, rounds).unwrap();
             cpu.add_slot_weights(&sets).unwrap();
         } else {
             let points: Vec<Point<E>> = (0..3).map(|_| Point::new(rand_vec::<E>(rng, m))).collect();
             let scales = rand_vec::<E>(rng, 3);
-            SumcheckSteps::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
+            SumcheckState::set_lazy_eq_weights(&mut gpu, &points, &scales, rounds).unwrap();
             cpu.add_eq_weights(&points, &scales).unwrap();
         }
         assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
         play_host_rounds(&mut gpu, &mut cpu, 0..rounds, rng, &what);
-        assert_eq!(SumcheckSteps::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
+        assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
         assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
-        assert_eq!(SumcheckSteps::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
+        assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
     }
 }
 
@@ -927,19 +928,19 @@ fn play_host_rounds<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     let mut pending: Option<E> = None;
     for played in rounds {
         let values = match pending.take() {
-            Some(r) => SumcheckSteps::fold_then_round(gpu, r).unwrap(),
-            None => SumcheckSteps::round_coefficients(gpu).unwrap(),
+            Some(r) => SumcheckState::fold_then_round(gpu, r).unwrap(),
+            None => SumcheckState::round_coefficients(gpu).unwrap(),
         };
         assert_eq!(values, cpu.round_coefficients().unwrap(), "{what}: round {played}");
         let r: E = rng.random();
         cpu.fold(r).unwrap();
         if played % 2 == 0 {
-            SumcheckSteps::fold(gpu, r).unwrap();
+            SumcheckState::fold(gpu, r).unwrap();
         } else {
             pending = Some(r);
         }
     }
     if let Some(r) = pending {
-        SumcheckSteps::fold(gpu, r).unwrap();
+        SumcheckState::fold(gpu, r).unwrap();
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use std::io::Read;
 
-use whir_wgpu::prover::{Backend, CpuBackend, Params, ProofFile, ReadLimits, Soundness};
+use whir_wgpu::prover::{CpuBackend, Params, ProofFile, ReadLimits, Soundness, WhirPieces};
 
 /// Counts live heap bytes and their high-water mark.
 struct Counting;

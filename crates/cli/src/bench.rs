@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
-use whir_prover::{prove_stock, Backend, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, Step};
+use whir_prover::{prove_stock, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, Step, WhirPieces};
 
 use crate::FieldChoice;
 
@@ -210,7 +210,7 @@ struct Cell {
 /// Proves until `ms` milliseconds have passed since the call (untimed).
 fn warm_up<F: ProverField>(gpu: &GpuBackend<F>, p: &Params, evals: &[F], ms: u64) -> Result<()>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
 {
     busy_for(ms, || gpu.prove(p, evals).map(|_| ()).map_err(Into::into))
 }
@@ -466,7 +466,7 @@ fn run_grid<F: ProverField>(
     plot_out: Option<OutputFile>,
 ) -> Result<()>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     eprintln!("field: {}^4", F::NAME);

@@ -14,8 +14,8 @@ use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSummary, GpuOptions};
 use whir_prover::{
-    Backend, CpuBackend, DriverOptions, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, RoundBreakdown, Soundness, Step, StepTime,
-    WhirField, Workload,
+    CpuBackend, DriverOptions, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, RoundBreakdown, Soundness, Step, StepTime, WhirField,
+    WhirPieces, Workload,
 };
 
 use crate::output::OutputFile;
@@ -139,7 +139,7 @@ fn read_input<F: WhirField>(path: &Path, vars: usize) -> Result<Vec<F>> {
         .collect()
 }
 
-fn run_prove<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>> {
+fn run_prove<F: ProverField, B: WhirPieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>> {
     Ok(backend.prove(params, evals)?)
 }
 
@@ -412,7 +412,7 @@ fn prove(args: ProveArgs) -> Result<()> {
 /// `whir prove` of one polynomial over `F`.
 fn prove_one<F: ProverField>(args: ProveArgs) -> Result<()>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     let memory = host_memory::host_memory(args.memory);
@@ -611,7 +611,7 @@ fn print_breakdown(b: &RoundBreakdown) {
 /// CPU, with a warning, where the GPU fails), the proof verified before the file is written.
 fn prove_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>>(args: ProveArgs, spec: &str) -> Result<()>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     use p3_commit::MultilinearPcs;
@@ -680,7 +680,7 @@ where
                 why = format!("the GPU PCS failed ({e:#})");
             }
             let pcs = stock();
-            let mut challenger = Backend::<F>::challenger(&CpuBackend);
+            let mut challenger = WhirPieces::<F>::challenger(&CpuBackend);
             workload.observe(&mut challenger);
             let t = Instant::now();
             let (root, data) =

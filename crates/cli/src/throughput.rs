@@ -12,7 +12,7 @@ use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use whir_prover::{estimated_gpu_bytes, prove_stock, Backend, GpuBackend, Params, PoolOptions, ProofPool};
+use whir_prover::{estimated_gpu_bytes, prove_stock, GpuBackend, Params, PoolOptions, ProofPool, WhirPieces};
 
 use crate::output::OutputFile;
 

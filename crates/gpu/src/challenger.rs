@@ -25,6 +25,9 @@ pub type InnerChallenger<F = BabyBear> = DuplexChallenger<F, <F as Poseidon2Fiel
 /// 14 bits the GPU won, 0.166 against 0.260 ms (13 bits not measured).
 pub const DEFAULT_GPU_MIN_BITS: usize = 14;
 
+/// Plonky3's duplex challenger over `F` (every observe and sample is [`InnerChallenger`]'s) whose
+/// `grind` searches on the GPU from `gpu_min_bits` bits up (by default the context's tuning) and on
+/// all CPU cores below, or when it has no GPU grinder. Clones share the grinder and the counters.
 #[derive(Clone)]
 pub struct GpuChallenger<F: Poseidon2Field = BabyBear> {
     inner: InnerChallenger<F>,

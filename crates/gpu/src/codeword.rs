@@ -48,12 +48,15 @@ pub struct CommittedCodeword<F: GpuField = BabyBear> {
 }
 
 impl<F: GpuField> CommittedCodeword<F> {
+    /// The Merkle root of the codeword's rows.
     pub fn root(&self) -> [F; DIGEST_ELEMS] {
         self.tree.root
     }
+    /// Rows of the codeword (the message's rows times the inverse rate).
     pub fn height(&self) -> usize {
         self.tree.height
     }
+    /// Words per row.
     pub fn width(&self) -> usize {
         self.tree.width
     }
@@ -170,6 +173,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         self
     }
 
+    /// The NTT that encodes the messages.
     pub fn ntt(&self) -> &Arc<GpuNtt> {
         &self.ntt
     }
@@ -179,6 +183,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         &self.merkle
     }
 
+    /// The GPU context the NTT and the tree builder share.
     pub fn context(&self) -> &Arc<crate::GpuContext> {
         self.ntt.context()
     }
@@ -548,6 +553,8 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         }
     }
 
+    /// Reads back the openings from [`open_deferred`](Self::open_deferred) in one transfer, in the
+    /// order given.
     pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows<F>>> {
         self.merkle.read_pending(pending)
     }

@@ -196,6 +196,7 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
 pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 32 << 20;
 
 impl<F: Poseidon2Field> CommitAhead<F> {
+    /// A hand-off whose trees are built with `merkle`, holding no tree yet.
     pub fn new(merkle: Arc<GpuMerkle<F>>) -> Self {
         Self { merkle, checksum: RowChecksum::new(), key: Mutex::new(None), slot: Mutex::new(None) }
     }
@@ -212,6 +213,7 @@ impl<F: Poseidon2Field> CommitAhead<F> {
         (words, buffer)
     }
 
+    /// The tree builder the trees committed ahead are built with.
     pub fn merkle(&self) -> &Arc<GpuMerkle<F>> {
         &self.merkle
     }

@@ -136,6 +136,8 @@ impl<F: GpuField> Default for GpuDft<F> {
 }
 
 impl<F: GpuField> GpuDft<F> {
+    /// Transforms on `gpu` from the default size threshold up (by width), on the CPU below it or
+    /// without a GPU.
     pub fn new(gpu: Option<Arc<GpuNtt>>) -> Self {
         Self { inner: Dispatcher::new(gpu), dit: Radix2DitParallel::default(), ahead: None, ahead_min_bytes: DEFAULT_COMMIT_AHEAD_MIN_BYTES }
     }
@@ -158,6 +160,7 @@ impl<F: GpuField> GpuDft<F> {
         self
     }
 
+    /// The GPU NTT, if there is one.
     pub fn ntt(&self) -> Option<&Arc<GpuNtt>> {
         self.inner.gpu.as_ref()
     }
@@ -265,6 +268,7 @@ impl<F: GpuField> From<GpuDft<F>> for GpuEncoder<F> {
 }
 
 impl<F: GpuField> GpuEncoder<F> {
+    /// The GPU NTT, if there is one.
     pub fn ntt(&self) -> Option<&Arc<GpuNtt>> {
         self.inner.gpu.as_ref()
     }

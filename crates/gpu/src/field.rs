@@ -19,13 +19,17 @@ const _: () = assert!(std::mem::size_of::<BabyBear>() == 4 && std::mem::align_of
 /// The prime fields the kernels are composed for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FieldId {
+    /// BabyBear, p = 15 * 2^27 + 1.
     BabyBear,
+    /// KoalaBear, p = 2^31 - 2^24 + 1.
     KoalaBear,
 }
 
 impl FieldId {
+    /// Every field.
     pub const ALL: [FieldId; 2] = [FieldId::BabyBear, FieldId::KoalaBear];
 
+    /// The field's name, as Plonky3 spells it.
     pub fn name(self) -> &'static str {
         match self {
             FieldId::BabyBear => "BabyBear",
@@ -81,6 +85,7 @@ pub enum ExtensionId {
 }
 
 impl ExtensionId {
+    /// Every extension.
     pub const ALL: [ExtensionId; 3] = [ExtensionId::Degree4, ExtensionId::Degree8, ExtensionId::Degree5];
 
     /// Base-field words per element.
@@ -92,6 +97,7 @@ impl ExtensionId {
         }
     }
 
+    /// The extension's name in messages: "degree 4", "degree 8" or "degree 5".
     pub fn name(self) -> &'static str {
         match self {
             ExtensionId::Degree4 => "degree 4",
@@ -124,6 +130,7 @@ mod sealed {
 /// `#[repr(transparent)]` Montgomery `u32` words (checked below), so slices of them are the
 /// GPU's buffers as they are. Sealed: the layout is what makes the word casts sound.
 pub trait GpuField: PrimeField32 + TwoAdicField + BinomiallyExtendable<4> + sealed::Sealed {
+    /// Which field this is.
     const ID: FieldId;
 }
 
@@ -153,6 +160,7 @@ const _: () = assert!(std::mem::size_of::<Ext8<KoalaBear>>() == 32 && std::mem::
 /// BabyBear's binomial quintic extension and KoalaBear's trinomial one, `#[repr(transparent)]`
 /// over `[F; 5]` as [`Ext4`] is over four.
 pub type Ext5BabyBear = p3_field::extension::BinomialExtensionField<BabyBear, 5>;
+/// KoalaBear's trinomial quintic extension (see [`Ext5BabyBear`]).
 pub type Ext5KoalaBear = p3_field::extension::QuinticTrinomialExtensionField<KoalaBear>;
 const _: () = assert!(std::mem::size_of::<Ext5BabyBear>() == 20 && std::mem::align_of::<Ext5BabyBear>() == 4);
 const _: () = assert!(std::mem::size_of::<Ext5KoalaBear>() == 20 && std::mem::align_of::<Ext5KoalaBear>() == 4);
@@ -162,6 +170,7 @@ const _: () = assert!(std::mem::size_of::<Ext5KoalaBear>() == 20 && std::mem::al
 /// above), so slices of them are the GPU's buffers as they are (`D` Montgomery words per
 /// element, X^0 first). Sealed: the layout is what makes the word casts sound.
 pub trait GpuExtension<F: GpuField>: p3_field::ExtensionField<F> + p3_field::BasedVectorSpace<F> + Copy + Send + Sync + sealed::Sealed + 'static {
+    /// Which extension this is.
     const ID: ExtensionId;
     /// Base-field words per element.
     const WORDS: usize = Self::ID.words();

@@ -36,6 +36,7 @@ fn grind_pipeline(ctx: &GpuContext, field: FieldId) -> Result<Arc<wgpu::ComputeP
 pub struct GrindState<F = BabyBear> {
     /// Sponge state with pending inputs, zero padding and the tagged capacity (slot left 0).
     pub base: [F; WIDTH],
+    /// The slot of `base` the witness goes in (the number of pending inputs).
     pub witness_slot: usize,
 }
 
@@ -173,9 +174,13 @@ pub struct GrindAheadRecord<F = BabyBear> {
 /// only when its own state is `state` (and checks the witness).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrindOffer<F = BabyBear> {
+    /// The state searched, as the GPU reached it.
     pub state: GrindState<F>,
+    /// The difficulty searched at, in bits.
     pub bits: usize,
+    /// The smallest passing witness in `0..searched_end`; None if there is none.
     pub witness: Option<F>,
+    /// End of the range searched (from 0).
     pub searched_end: u32,
 }
 
@@ -262,10 +267,12 @@ struct GrindBuffers {
 }
 
 impl<F: Poseidon2Field> GpuGrinder<F> {
+    /// A grinder that permutes with `poseidon2`.
     pub fn new(poseidon2: Arc<GpuPoseidon2<F>>) -> Self {
         Self { poseidon2, kept: std::sync::Mutex::new(None) }
     }
 
+    /// The Poseidon2 instance the witnesses are tried with.
     pub fn poseidon2(&self) -> &Arc<GpuPoseidon2<F>> {
         &self.poseidon2
     }

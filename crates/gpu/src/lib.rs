@@ -17,6 +17,8 @@
 //!
 //! Knows nothing of WHIR: protocol code lives in `whir-prover`.
 
+#![warn(missing_docs)]
+
 mod challenger;
 mod codeword;
 mod commit_ahead;

@@ -46,7 +46,16 @@ pub type CpuMmcsOf<F> = MerkleTreeMmcs<
 /// Prover data: the GPU tree with its matrices (in commit order), or Plonky3's tree when the
 /// CPU committed.
 pub enum GpuProverData<M, F = BabyBear> {
-    Gpu { matrices: Vec<M>, tree: GpuMerkleTree<F>, cap_height: usize },
+    /// Committed on the GPU.
+    Gpu {
+        /// The matrices committed, in commit order.
+        matrices: Vec<M>,
+        /// Their tree, resident on the GPU.
+        tree: GpuMerkleTree<F>,
+        /// The cap height, fitted to the tree's depth.
+        cap_height: usize,
+    },
+    /// Committed by Plonky3's MMCS on the CPU.
     Cpu(MerkleTree<F, F, M, 2, DIGEST_ELEMS>),
 }
 
@@ -75,7 +84,10 @@ pub enum BatchError {
     /// The cap layer of a tree over non-power-of-two heights has a length Plonky3's
     /// `MerkleCap` does not take (choose a smaller cap height or power-of-two heights).
     #[error("a Merkle cap holds a power-of-two number of roots, got {roots}")]
-    CapRoots { roots: usize },
+    CapRoots {
+        /// Roots the cap layer would hold.
+        roots: usize,
+    },
 }
 
 /// Roots in the cap Plonky3 takes of a tree whose tallest matrix has `max_height` rows, at
@@ -97,6 +109,8 @@ fn reduced_row(index: usize, max_height: usize, height: usize) -> usize {
     index >> (log2_ceil_usize(max_height) - log2_ceil_usize(height))
 }
 
+/// A `p3_commit::Mmcs<F>` identical to [`CpuMmcsOf`] that commits on the GPU (see the module docs),
+/// falling back to that CPU MMCS without a GPU or for batches over its limits.
 #[derive(Clone)]
 pub struct GpuMmcs<F: Poseidon2Field = BabyBear> {
     gpu: Option<Arc<GpuMerkle<F>>>,

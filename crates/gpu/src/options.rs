@@ -67,7 +67,10 @@ pub enum LimitsProfile {
     /// workgroup, 65,535 workgroups per dimension, 8 storage buffers per stage), so the emulated
     /// multiply. `max_binding_bytes` lowers the binding limit further (tests cross it at small
     /// sizes).
-    WebGpu { max_binding_bytes: Option<u64> },
+    WebGpu {
+        /// A storage binding limit below WebGPU's default, in bytes; None keeps the default.
+        max_binding_bytes: Option<u64>,
+    },
     /// What wgpu's Metal backend gives on an Apple M1 (macOS, Apple7 GPU family; wgpu-hal's
     /// `metal/adapter.rs`), capped by what this adapter has: SHADER_INT64, SUBGROUP and
     /// TIMESTAMP_QUERY but no timestamps inside encoders or passes (Apple GPUs sample counters
@@ -120,6 +123,7 @@ impl fmt::Display for LimitsProfile {
 /// with nothing read from the environment.
 #[derive(Clone, Debug, Default)]
 pub struct GpuOptions {
+    /// Which adapter to open.
     pub adapter: AdapterSelector,
     /// Field-multiply variant; `None` picks u64 where the adapter has SHADER_INT64.
     pub mul_variant: Option<MulVariant>,

@@ -47,9 +47,11 @@ pub trait Poseidon2Field: GpuField {
     const PARTIAL_ROUNDS_24: usize;
     /// Plonky3's default round constants: initial, terminal, internal.
     fn default_constants() -> (Vec<[Self; WIDTH]>, Vec<[Self; WIDTH]>, Vec<Self>);
+    /// Plonky3's width-16 permutation with these constants.
     fn permutation(external: ExternalLayerConstants<Self, WIDTH>, internal: Vec<Self>) -> Self::Permutation16;
     /// The same at width 24.
     fn default_constants_24() -> (Vec<[Self; WIDE]>, Vec<[Self; WIDE]>, Vec<Self>);
+    /// Plonky3's width-24 permutation with these constants.
     fn permutation_24(external: ExternalLayerConstants<Self, WIDE>, internal: Vec<Self>) -> Self::Permutation24;
 }
 
@@ -97,7 +99,9 @@ impl Poseidon2Field for KoalaBear {
 /// of the same constants, the internal rounds its WGSL runs (poseidon2/<field><W>.wgsl), the
 /// default constants and the batch kernel.
 pub trait Poseidon2Width<const W: usize>: Poseidon2Field {
+    /// Plonky3's permutation of width `W`.
     type Permutation: CryptographicPermutation<[Self; W]> + Clone + Send + Sync;
+    /// Internal rounds at width `W`.
     const PARTIAL_ROUNDS: usize;
     /// One thread a state, `W` words each.
     const BATCH_KERNEL: Kernel;
@@ -106,6 +110,7 @@ pub trait Poseidon2Width<const W: usize>: Poseidon2Field {
     const CONSTANTS_BINDING: u32;
     /// Plonky3's default round constants: initial, terminal, internal.
     fn default_constants() -> (Vec<[Self; W]>, Vec<[Self; W]>, Vec<Self>);
+    /// Plonky3's permutation of width `W` with these constants.
     fn permutation(external: ExternalLayerConstants<Self, W>, internal: Vec<Self>) -> Self::Permutation;
 }
 
@@ -141,8 +146,11 @@ impl<F: Poseidon2Field> Poseidon2Width<WIDE> for F {
 /// The round constants of one Poseidon2 instance of width `W` over `F`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Poseidon2Constants<F = BabyBear, const W: usize = WIDTH> {
+    /// Round constants of the external rounds before the internal ones, a state each.
     pub initial: Vec<[F; W]>,
+    /// Round constants of the external rounds after the internal ones, a state each.
     pub terminal: Vec<[F; W]>,
+    /// One round constant per internal round.
     pub internal: Vec<F>,
 }
 
@@ -218,6 +226,7 @@ pub struct GpuPoseidon2<F = BabyBear, const W: usize = WIDTH> {
 }
 
 impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
+    /// The permutation with `constants` on `ctx`, the constants uploaded once.
     pub fn new(ctx: Arc<GpuContext>, constants: Poseidon2Constants<F, W>) -> Self {
         let words = constants.words();
         let uniform = ctx.device().create_buffer(&wgpu::BufferDescriptor {
@@ -230,10 +239,12 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
         Self { ctx, constants, uniform }
     }
 
+    /// The GPU context it runs on.
     pub fn context(&self) -> &Arc<GpuContext> {
         &self.ctx
     }
 
+    /// Its round constants.
     pub fn constants(&self) -> &Poseidon2Constants<F, W> {
         &self.constants
     }

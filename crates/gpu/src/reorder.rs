@@ -27,7 +27,10 @@ pub enum MessageLayout {
     /// ([`GpuSumcheck::with_reversed_indices`](crate::GpuSumcheck::with_reversed_indices)), whose message is then the layout that
     /// transposes its 2^fold blocks. Reordered on the GPU before the encoding (one pass, a
     /// transient copy of the message).
-    ReversedIndices { words: usize },
+    ReversedIndices {
+        /// Words per element.
+        words: usize,
+    },
 }
 
 /// A dispatch that copies `src` (2^(row_bits + col_bits) elements of `words` words) into `dst`

@@ -24,6 +24,7 @@ pub enum MulVariant {
 }
 
 impl MulVariant {
+    /// Both variants.
     pub const ALL: [MulVariant; 2] = [MulVariant::U64, MulVariant::Emulated];
 
     fn source_name(self) -> &'static str {
@@ -123,6 +124,7 @@ macro_rules! kernels {
         }
 
         impl Kernel {
+            /// Every kernel.
             pub const ALL: [Kernel; [$(stringify!($name)),*].len()] = [$(Kernel::$name),*];
 
             /// The WGSL file, under `wgsl/` without the extension.
@@ -132,6 +134,7 @@ macro_rules! kernels {
                 }
             }
 
+            /// The kernel's entry point in its WGSL file.
             pub fn entry_point(self) -> &'static str {
                 match self {
                     $(Kernel::$name => $entry,)*
@@ -152,26 +155,40 @@ macro_rules! kernels {
 }
 
 kernels! {
+    /// One pass of a radix-2 decimation-in-frequency column NTT, output in bit-reversed row order
+    /// (wgsl/ntt/dif_pass.wgsl).
     DifPass => ("ntt/dif_pass", "dif_pass", consts: &[("NTT_TILE", 8192), ("NTT_SKIP_BUTTERFLIES", 0), ("NTT_IN_PLACE", 0)]),
+    /// Row bit-reversal, out of place, through workgroup-memory tiles (wgsl/ntt/bit_reverse.wgsl).
     BitReverseTiled => ("ntt/bit_reverse", "bit_reverse_tiled"),
+    /// Row bit-reversal, out of place, one thread an element (very wide rows, tiny heights).
     BitReverseRows => ("ntt/bit_reverse", "bit_reverse_rows"),
+    /// `BitReverseTiled` in place.
     BitReverseTiledInPlace => ("ntt/bit_reverse", "bit_reverse_tiled_in_place"),
+    /// `BitReverseRows` in place.
     BitReverseRowsInPlace => ("ntt/bit_reverse", "bit_reverse_rows_in_place"),
+    /// Plain device copy, four words a thread (wgsl/util/copy.wgsl).
     Copy => ("util/copy", "copy_words"),
+    /// Width-16 permutations, one thread a state (wgsl/poseidon2/permute_batch.wgsl).
     Poseidon2Batch => ("poseidon2/permute_batch", "permute_batch"),
     /// Width-24 permutations, one thread a state (wgsl/poseidon2/permute_batch24.wgsl).
     Poseidon2Batch24 => ("poseidon2/permute_batch24", "permute_batch24"),
+    /// Leaf digests of a matrix's rows, fused with the tree's first levels (wgsl/merkle/hash_leaves.wgsl).
     HashLeaves => ("merkle/hash_leaves", "hash_leaves"),
     /// Leaf sponges absorbing a block of columns (wgsl/merkle/absorb_rows.wgsl).
     AbsorbRows => ("merkle/absorb_rows", "absorb_rows"),
     /// Keyed checksums of groups of rows (wgsl/util/row_checksum.wgsl).
     RowChecksum => ("util/row_checksum", "row_checksum"),
+    /// Leaf digests of chosen rows, for openings of a tree without its leaf layer
+    /// (wgsl/merkle/hash_rows.wgsl).
     HashRows => ("merkle/hash_rows", "hash_rows"),
+    /// One Merkle level: node i compresses children 2i and 2i + 1 (wgsl/poseidon2/permute_batch.wgsl).
     CompressLevel => ("poseidon2/permute_batch", "compress_pairs"),
     /// Width-16 permutations with a state spread over 16 invocations (wgsl/poseidon2/lanes.wgsl).
     Poseidon2Lanes => ("poseidon2/permute_lanes", "permute_lanes"),
     /// `CompressLevel` with a node's permutation spread over 16 invocations.
     CompressLevelLanes => ("poseidon2/permute_lanes", "compress_pairs_lanes"),
+    /// One level of a tree over matrices of several heights, compressing in the leaf digests of the
+    /// shorter matrices that join there (wgsl/merkle/compress_inject.wgsl).
     CompressInject => ("merkle/compress_inject", "compress_inject"),
     /// `HashLeaves` over trees whose leaves hash with Poseidon2 of width 24 (merkle/sponge24.wgsl
     /// behind `merkle/leaf`; nodes still compress with width 16).
@@ -182,31 +199,61 @@ kernels! {
     HashRows24 => ("merkle/hash_rows", "hash_rows"),
     /// `CompressInject` with width-24 leaves.
     CompressInject24 => ("merkle/compress_inject", "compress_inject"),
+    /// Proof-of-work search for the smallest witness over a range (wgsl/pow/grind.wgsl).
     Grind => ("pow/grind", "grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),
+    /// Sets up a grind on the GPU from observed words, in the submission that made them
+    /// (wgsl/pow/prepare.wgsl).
     GrindPrepare => ("pow/prepare", "grind_prepare", consts: &[("TRANSCRIPT_LANES", 16)]),
+    /// Partial sums of a sumcheck round's h(0) and h(inf), one pair a workgroup
+    /// (wgsl/sumcheck/round.wgsl).
     SumcheckRound => ("sumcheck/round", "round_partials"),
+    /// Reduces partial pairs into one pair a workgroup (wgsl/sumcheck/round.wgsl).
     SumPartials => ("sumcheck/round", "sum_partials"),
+    /// Binds the last variable of f and w to a challenge, into fresh tables (wgsl/sumcheck/fold.wgsl).
     SumcheckFold => ("sumcheck/fold", "fold_pairs"),
+    /// Adds scaled equality weights to a weight table (wgsl/sumcheck/weights.wgsl).
     AddEqWeights => ("sumcheck/weights", "add_eq_weights"),
+    /// Adds scaled select (power) weights to a weight table (wgsl/sumcheck/weights.wgsl).
     AddSelectWeights => ("sumcheck/weights", "add_select_weights"),
+    /// `SumcheckFold` of f alone (the passes of a multilinear evaluation).
     FoldSingle => ("sumcheck/fold", "fold_single"),
+    /// Writes select weights' scales into a zeroed table at their points' indices, for an NTT
+    /// (wgsl/sumcheck/weights.wgsl).
     ScatterScales => ("sumcheck/weights", "scatter_scales"),
+    /// Adds the first entries of a transformed table to a weight table (wgsl/sumcheck/weights.wgsl).
     AddTablePrefix => ("sumcheck/weights", "add_table_prefix"),
+    /// `SumcheckRound` over a base-field f (the first round; wgsl/sumcheck/base.wgsl).
     RoundBase => ("sumcheck/base", "round_partials_base"),
+    /// Folds a base-field f into the extension (wgsl/sumcheck/base.wgsl).
     FoldBase => ("sumcheck/base", "fold_base"),
+    /// Partial sums of a table's evaluation against a weight that factors over 8-bit index chunks
+    /// (wgsl/sumcheck/eval.wgsl).
     EvalPartials => ("sumcheck/eval", "eval_partials"),
+    /// Gathers items of `width` words by index in one dispatch (wgsl/util/gather.wgsl).
     Gather => ("util/gather", "gather_words"),
+    /// Copies a block of words between row-major matrices of different widths
+    /// (wgsl/util/copy_block.wgsl).
     CopyBlock => ("util/copy_block", "copy_block"),
     /// A table copied with its row and column indices bit-reversed (wgsl/util/reverse_bits.wgsl).
     ReverseIndexBits => ("util/reverse_bits", "reverse_index_bits"),
+    /// Absorbs a round's two values into the GPU transcript and sets up its grind
+    /// (wgsl/sumcheck/chain.wgsl).
     ChainObserve => ("sumcheck/chain", "chain_observe", consts: &[("TRANSCRIPT_LANES", 16)]),
+    /// Takes the round's witness and draws its challenge on the GPU (wgsl/sumcheck/chain.wgsl).
     ChainSample => ("sumcheck/chain", "chain_sample", consts: &[("TRANSCRIPT_LANES", 16)]),
+    /// `SumcheckFold` with the challenge drawn on the GPU.
     FoldPairsChained => ("sumcheck/fold", "fold_pairs_chained"),
+    /// `FoldSingle` with the challenge drawn on the GPU.
     FoldSingleChained => ("sumcheck/fold", "fold_single_chained"),
+    /// `FoldBase` with the challenge drawn on the GPU.
     FoldBaseChained => ("sumcheck/base", "fold_base_chained"),
+    /// `AddSelectWeights` from split power tables (wgsl/sumcheck/weights.wgsl).
     AddSplitSelectWeights => ("sumcheck/weights", "add_split_select_weights"),
+    /// `SumcheckRound` with the weights formed on the fly (wgsl/sumcheck/lazy_round.wgsl).
     LazyRound => ("sumcheck/lazy_round", "lazy_round"),
+    /// `RoundBase` with the weights formed on the fly (wgsl/sumcheck/lazy_base.wgsl).
     LazyRoundBase => ("sumcheck/lazy_base", "lazy_round_base"),
+    /// Updates the lazy weights' coefficients after a chained fold (wgsl/sumcheck/lazy_coeffs.wgsl).
     LazyCoeffs => ("sumcheck/lazy_coeffs", "lazy_coeffs"),
     /// One step of a duplex-sponge script run after a Merkle root (wgsl/sumcheck/sponge_step.wgsl).
     SpongeStep => ("sumcheck/sponge_step", "sponge_step", consts: &[("TRANSCRIPT_LANES", 16)]),
@@ -214,11 +261,13 @@ kernels! {
     PowerTables => ("sumcheck/power_tables", "power_tables"),
     /// Evaluations of slots of a table at one point, in partial sums (wgsl/sumcheck/slot_eval.wgsl).
     EvalSlotPartials => ("sumcheck/slot_eval", "eval_slot_partials"),
+    /// Adds each slot's partial sums from `EvalSlotPartials` (wgsl/sumcheck/slot_sum.wgsl).
     SumSlotPartials => ("sumcheck/slot_sum", "sum_slot_partials"),
     /// A chained round of lazy slot weights: its terms bound and combined (wgsl/sumcheck/lazy_slot_round.wgsl).
     LazySlotRound => ("sumcheck/lazy_slot_round", "lazy_slot_round"),
     /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
     AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
+    /// Test kernel: one field operation over arrays of operands (wgsl/test/field_ops.wgsl).
     FieldOpsTest => ("test/field_ops", "field_op"),
 }
 

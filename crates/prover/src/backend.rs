@@ -1,8 +1,9 @@
-//! The `Backend` trait: the prover's heavy steps behind one seam, with a Plonky3 CPU backend and
-//! a whir-gpu backend. Callers only use `Backend::prove`; today its default runs Plonky3's
-//! `WhirProver` with the backend's code, MMCS and challenger, and a GPU-resident driver (sumcheck,
-//! folding and commitments without host round trips) will override `prove` without changing any
-//! caller.
+//! The backends a proof of one polynomial is asked of: [`CpuBackend`] (Plonky3 on the host) and
+//! [`GpuBackend`] (one GPU context, its pieces, its resident driver and its PCS), and
+//! [`WhirPieces`], what both hand out for Plonky3's own `WhirProver` (a code, an MMCS, a
+//! challenger). `WhirPieces::prove` runs `WhirProver` over those pieces by default; the GPU
+//! backend overrides it with the resident driver (the protocol in `protocol.rs` over the
+//! [`WhirBackend`](crate::WhirBackend) steps of `GpuCodewords`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,8 +70,9 @@ impl<F: ProverField> ProverOutput<F> {
     }
 }
 
-/// The prover's heavy operations and the state they keep, over the field `F`.
-pub trait Backend<F: ProverField = BabyBear> {
+/// The pieces Plonky3's `WhirProver` proves with — its code, its MMCS, its challenger — and a
+/// proof of one polynomial (by default `WhirProver` over those pieces), over the field `F`.
+pub trait WhirPieces<F: ProverField = BabyBear> {
     /// The Reed–Solomon code and query map.
     type Domain: WhirDomain<F, EF<F>>;
     /// The Merkle commitment scheme (proofs in Plonky3's `MerkleTreeMmcs` format).
@@ -96,7 +98,7 @@ pub trait Backend<F: ProverField = BabyBear> {
 }
 
 /// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
-pub fn prove_with_pieces<F: ProverField, B: Backend<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+pub fn prove_with_pieces<F: ProverField, B: WhirPieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
     prove_with_parts::<F, EF<F>, _, _>(backend.domain(), backend.mmcs(params.leaf), backend.challenger(), backend.name(), params, evals)
 }
 
@@ -147,7 +149,7 @@ pub(crate) fn new_challenger<F: ProverField>(grinder: Option<Arc<GpuGrinder<F>>>
 pub struct CpuBackend;
 
 impl CpuBackend {
-    /// [`Backend::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
+    /// [`WhirPieces::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
     pub fn prove_over<F: ProverField, E: crate::WhirExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         prove_with_parts::<F, E, _, _>(
             Radix2DFTSmallBatch::<F>::default(),
@@ -160,7 +162,7 @@ impl CpuBackend {
     }
 }
 
-impl<F: ProverField> Backend<F> for CpuBackend {
+impl<F: ProverField> WhirPieces<F> for CpuBackend {
     type Domain = Radix2DFTSmallBatch<F>;
     type Mmcs = CpuMmcs<F>;
 
@@ -513,11 +515,11 @@ impl<F: ProverField> GpuBackend<F> {
         self.ntt.context()
     }
 
-    /// [`Backend::prove`] on this GPU alone: a GPU failure is returned, not proved again on the
+    /// [`WhirPieces::prove`] on this GPU alone: a GPU failure is returned, not proved again on the
     /// CPU (a [`ProofPool`](crate::ProofPool) over several GPUs moves it to another first).
     pub fn prove_on_gpu(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
     where
-        Self: Backend<F>,
+        Self: WhirPieces<F>,
     {
         let before = self.context().transfer_counts();
         match self.mode {
@@ -575,7 +577,7 @@ impl<F: ProverField> GpuBackend<F> {
     }
 }
 
-impl<F: ProverField> Backend<F> for GpuBackend<F>
+impl<F: ProverField> WhirPieces<F> for GpuBackend<F>
 where
     GpuWhirDomain<F>: WhirDomain<F, EF<F>>,
     GpuMmcs<F>: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync,
@@ -610,7 +612,7 @@ where
 }
 
 impl<F: ProverField> GpuBackend<F> {
-    /// [`Backend::prove`] with the challenges in the extension `E` (degree 4, 5 or 8): the resident
+    /// [`WhirPieces::prove`] with the challenges in the extension `E` (degree 4, 5 or 8): the resident
     /// driver, and after a GPU failure the CPU's proof over `E` (with a warning).
     pub fn prove_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         cpu_unless_refused_over::<F, E>(self.prove_resident_over::<E>(params, evals), params, evals, self.fallback_memory.as_ref())

@@ -14,7 +14,7 @@ use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
 
 use crate::error::ProverError;
-use crate::sumcheck::{powers_from, SlotSet, SumcheckSteps};
+use crate::sumcheck::{powers_from, SlotSet, SumcheckState};
 use crate::{ProverField, ProverLayout, WhirExtension, EF};
 
 /// p3-sumcheck's verifier-side claim registry, which the prover drives.
@@ -163,7 +163,7 @@ fn shape_pairs(shapes: &[TableShape]) -> Vec<(usize, usize)> {
 
 /// The claim phase: `ood_samples` out-of-domain claims of the stacked f, then each batch of
 /// `protocol` (checked by [`check_protocol`]) at its point, each value computed by `sumcheck`.
-pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: crate::WhirChallenger<F>>(
+pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>, C: crate::WhirChallenger<F>>(
     sumcheck: &mut S,
     stacking: &Stacking,
     protocol: &OpeningProtocol,
@@ -275,7 +275,7 @@ impl<F: ProverField, E: WhirExtension<F>> Claims<F, E> {
     /// the out-of-domain claims after them. With `lazy_rounds`, the weights are formed where the
     /// next rounds use them instead of stored (where the steps can): a single-column
     /// polynomial's as equality weights, a stacked table's as slot weights.
-    pub fn add_initial_weights<S: SumcheckSteps<F, E>>(&self, sumcheck: &mut S, alpha: E, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
+    pub fn add_initial_weights<S: SumcheckState<F, E>>(&self, sumcheck: &mut S, alpha: E, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
         if self.stacking.is_one_column() && self.batches.iter().all(|b| b.next.is_empty()) {
             // Every claim an equality of f itself: the registry's own batched constraint.
             let (points, scales) = eq_claims(&self.registry.constraint(alpha))?;

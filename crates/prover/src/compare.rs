@@ -1,4 +1,4 @@
-//! A comparing backend: [`ComparingSteps`] runs every step on a reference (the CPU twin) and on
+//! A comparing backend: [`ComparingBackend`] runs every step on a reference (the CPU twin) and on
 //! a candidate (the GPU's steps, or a test's), hands the candidate's results on, and stops the
 //! proof at the first step whose outputs differ, naming it (round, step, operation) in
 //! [`ProverError::Mismatch`]. Steps without outputs of their own (a fold, added weights) are
@@ -8,12 +8,12 @@
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
+use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState};
 use p3_multilinear_util::point::Point;
-use whir_gpu::{ChainedRound, GpuGrinder, GrindAhead, GrindOffer, SpongeScript, SpongeScriptValues};
 
-use crate::driver::{CodewordSteps, OpenedRows, Step};
+use crate::driver::{OpenedRows, Step, WhirBackend};
 use crate::error::ProverError;
-use crate::sumcheck::{SlotSet, SumcheckSteps};
+use crate::sumcheck::{SlotSet, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension};
 use whir_verifier::hash::LeafSponge;
 
@@ -59,13 +59,13 @@ fn short<T: Debug>(value: &T) -> String {
 
 /// Runs `reference` and `candidate` side by side (see the module docs). The proof is the
 /// candidate's; the reference is only compared with.
-pub struct ComparingSteps<A, B> {
+pub struct ComparingBackend<A, B> {
     reference: A,
     candidate: B,
     at: Position,
 }
 
-impl<A, B> ComparingSteps<A, B> {
+impl<A, B> ComparingBackend<A, B> {
     /// `candidate`'s outputs checked against `reference`'s at every step.
     pub fn new(reference: A, candidate: B) -> Self {
         Self { reference, candidate, at: Position::default() }
@@ -86,7 +86,7 @@ impl<A, B> ComparingSteps<A, B> {
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSteps<F, E>> CodewordSteps<F, E> for ComparingSteps<A, B> {
+impl<F: ProverField, E: WhirExtension<F>, A: WhirBackend<F, E>, B: WhirBackend<F, E>> WhirBackend<F, E> for ComparingBackend<A, B> {
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
@@ -166,8 +166,8 @@ impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSte
         sumcheck: &mut Self::Sumcheck,
         fold: usize,
         log_inv_rate: usize,
-        head: Option<&SpongeScript<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+        head: Option<&RoundHead<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let (a_root, a) = self.reference.commit_folded(&mut sumcheck.reference, fold, log_inv_rate)?;
         let (b_root, b, played) = self.candidate.commit_folded_with_head(&mut sumcheck.candidate, fold, log_inv_rate, head)?;
         self.at.check("commit: root of the folded polynomial", &a_root, &b_root)?;
@@ -187,14 +187,14 @@ impl<F: ProverField, E: WhirExtension<F>, A: CodewordSteps<F, E>, B: CodewordSte
     }
 }
 
-/// The sumcheck side of [`ComparingSteps`].
+/// The sumcheck side of [`ComparingBackend`].
 pub struct ComparingSumcheck<A, B> {
     reference: A,
     candidate: B,
     at: Position,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, A: SumcheckSteps<F, E>, B: SumcheckSteps<F, E>> SumcheckSteps<F, E> for ComparingSumcheck<A, B> {
+impl<F: ProverField, E: WhirExtension<F>, A: SumcheckState<F, E>, B: SumcheckState<F, E>> SumcheckState<F, E> for ComparingSumcheck<A, B> {
     fn num_variables(&self) -> usize {
         self.candidate.num_variables()
     }
@@ -280,28 +280,21 @@ impl<F: ProverField, E: WhirExtension<F>, A: SumcheckSteps<F, E>, B: SumcheckSte
         self.candidate.set_lazy_slot_weights(sets, rounds)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<(&TranscriptState<F>, usize)>) -> Result<(Vec<E>, Option<PlayedGrind<F>>), ProverError> {
         let a = self.reference.evals()?;
         let (b, offer) = self.candidate.evals_then_grind(grind)?;
         self.at.check("f's evaluation table (with the grind after it)", &a, &b)?;
         Ok((b, offer))
     }
 
-    fn set_grind_ahead(&mut self, ahead: Option<GrindAhead<F>>) {
+    fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
         self.candidate.set_grind_ahead(ahead)
     }
 
     /// The candidate plays the chain; the reference replays its rounds at the challenges the
     /// candidate drew (the driver checks those against the transcript's).
-    fn play_chain(
-        &mut self,
-        rounds: usize,
-        sponge: &[F; 16],
-        pending: &[F],
-        bits: usize,
-        grinder: &GpuGrinder<F>,
-    ) -> Option<Result<Vec<ChainedRound<F, E>>, ProverError>> {
-        let chain = match self.candidate.play_chain(rounds, sponge, pending, bits, grinder)? {
+    fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        let chain = match self.candidate.play_chain(rounds, state, bits)? {
             Ok(chain) => chain,
             Err(e) => return Some(Err(e)),
         };

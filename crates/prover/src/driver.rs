@@ -1,7 +1,7 @@
 //! Our own WHIR driver: p3-whir 0.8's protocol, step by step as its PCS adapter (`commit`, the
 //! claim phase of `open`) and `WhirProver::{prove, round, final_round}` play it, with every step
-//! that touches a codeword behind [`CodewordSteps`] and every sumcheck step behind
-//! [`SumcheckSteps`]. On the GPU the input is uploaded once: it is encoded and committed, then
+//! that touches a codeword behind [`WhirBackend`] and every sumcheck step behind
+//! [`SumcheckState`]. On the GPU the input is uploaded once: it is encoded and committed, then
 //! stays as the sumcheck's f; the claim phase evaluates it there, the initial fold folds it there,
 //! each folded f is encoded where it lies, and only roots, round coefficients, claim and OOD
 //! answers, opened rows with sibling digests, PoW witnesses and the final polynomial come back.
@@ -15,6 +15,7 @@
 use std::time::{Duration, Instant};
 
 use crate::lookahead::WhirChallenger;
+use crate::lookahead::{GrindClock, Lookahead, PlayedGrind, PlayedHead, RoundHead};
 use p3_commit::Mmcs;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_matrix::dense::RowMajorMatrix;
@@ -24,29 +25,38 @@ use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::SumcheckData;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
-use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, PowClock, SpongeScript, SpongeScriptValues};
+use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, SpongeScript};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
 use crate::claims::Stacking;
 
 use crate::error::ProverError;
-use crate::sumcheck::{reverse_rows_and_columns, CpuSumcheck, SumcheckSteps};
+use crate::sumcheck::{reverse_rows_and_columns, CpuSumcheck, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
 pub(crate) type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
 /// A message given block by block: `blocks(b, write)` hands block b to `write` in one or more
-/// pieces ([`CodewordSteps::commit_message_blocks`]).
+/// pieces ([`WhirBackend::commit_message_blocks`]).
 pub type Blocks<'a, F = BabyBear> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
 pub(crate) type Paths<F> = PrunedMerklePaths<F, 8>;
 /// Opened rows (base-field words) with their pruned multi-proof.
 pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 
-/// The codeword steps of a WHIR proof: encode a message and commit to the codeword's rows, and
-/// open rows with Plonky3's pruned multi-proof. Messages are row-major base-field words; an
-/// extension-field message is given as its base coefficients (D words per element), which is
-/// how `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it.
-pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+/// The one backend trait of the WHIR protocol: its coarse steps, with what a backend keeps as
+/// associated types — a committed codeword ([`Committed`](Self::Committed)), an opening not yet
+/// read ([`Opening`](Self::Opening)), the sumcheck's tables ([`Sumcheck`](Self::Sumcheck), whose
+/// steps are [`SumcheckState`]'s). The CPU twin ([`CpuCodewords`]), the GPU
+/// (`whir_gpu::GpuCodewords`) and the comparing backend ([`ComparingBackend`](crate::ComparingBackend))
+/// implement it; the protocol ([`prove_with_steps`](crate::prove_with_steps), the PCS) runs over it.
+///
+/// Codeword steps encode a message and commit to the codeword's rows, and open rows with
+/// Plonky3's pruned multi-proof. Messages are row-major base-field words; an extension-field
+/// message is given as its base coefficients (D words per element), which is how
+/// `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it. Steps that play the
+/// transcript ahead where the data lies do so through the [`lookahead`](crate::Lookahead) types,
+/// offered by the challenger; by default a backend plays nothing ahead.
+pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// A committed codeword and whatever its openings need.
     type Committed;
 
@@ -82,7 +92,7 @@ pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> 
     }
 
     /// The sumcheck state: f, then its folds, and the weights w.
-    type Sumcheck: SumcheckSteps<F, E>;
+    type Sumcheck: SumcheckState<F, E>;
 
     /// [`commit`](Self::commit) of the first message, which then becomes the sumcheck's f
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
@@ -128,8 +138,8 @@ pub trait CodewordSteps<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> 
         sumcheck: &mut Self::Sumcheck,
         fold: usize,
         log_inv_rate: usize,
-        head: Option<&SpongeScript<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+        head: Option<&RoundHead<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -166,7 +176,7 @@ pub(crate) fn check_leaf_sponge(steps: LeafSponge, params: LeafSponge) -> Result
 }
 
 /// Steps by reference (a comparing backend over steps a test keeps).
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<F, E> for &S {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> WhirBackend<F, E> for &S {
     type Committed = S::Committed;
     type Opening = S::Opening;
     type Sumcheck = S::Sumcheck;
@@ -213,8 +223,8 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> CodewordSteps<
         sumcheck: &mut Self::Sumcheck,
         fold: usize,
         log_inv_rate: usize,
-        head: Option<&SpongeScript<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+        head: Option<&RoundHead<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         (**self).commit_folded_with_head(sumcheck, fold, log_inv_rate, head)
     }
     fn enter_step(&self, round: usize, step: Step) {
@@ -254,7 +264,7 @@ impl<F: ProverField, E: WhirExtension<F>> CpuCodewords<F, E> {
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F, E> {
+impl<F: ProverField, E: WhirExtension<F>> WhirBackend<F, E> for CpuCodewords<F, E> {
     type Committed = <CpuMmcs<F> as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
     type Sumcheck = CpuSumcheck<F, E>;
 
@@ -321,7 +331,7 @@ impl<F: ProverField, E: WhirExtension<F>> CodewordSteps<F, E> for CpuCodewords<F
 
 /// The GPU's codewords over the degree-4, 5 and 8 extensions (`E` decides the sumcheck's
 /// tables and the width of a folded codeword's rows).
-impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSteps<F, E> for GpuCodewords<F> {
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBackend<F, E> for GpuCodewords<F> {
     type Committed = CommittedCodeword<F>;
     type Sumcheck = GpuSumcheck<F, E>;
 
@@ -377,8 +387,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
         sumcheck: &mut Self::Sumcheck,
         fold: usize,
         log_inv_rate: usize,
-        head: Option<&SpongeScript<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<SpongeScriptValues<F, E>>), ProverError> {
+        head: Option<&RoundHead<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -386,10 +396,20 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> CodewordSt
         let (rows, width) = (1 << (m - fold), E::WORDS << fold);
         // (Over degree 8 `commit_then_script` commits alone: the caller plays the head.)
         let (committed, values) = match head {
-            Some(head) => self.commit_then_script(sumcheck, rows, width, log_inv_rate, head)?,
+            Some(head) => {
+                let script = SpongeScript {
+                    grinder: head.state.grinder.clone(),
+                    sponge: head.state.sponge,
+                    pending: head.state.pending.clone(),
+                    samples: head.samples,
+                    grind_bits: head.grind_bits,
+                };
+                self.commit_then_script(sumcheck, rows, width, log_inv_rate, &script)?
+            }
             None => (self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
-        Ok((Commitment::new(vec![committed.root()]), committed, values))
+        let played = values.map(|v| PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) });
+        Ok((Commitment::new(vec![committed.root()]), committed, played))
     }
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
@@ -560,7 +580,7 @@ pub(crate) struct StepClock {
     breakdown: RoundBreakdown,
     open: Option<(usize, Step, Instant, Duration)>,
     /// The challenger's grinding clock, where it keeps one (grinds then count as `Pow`).
-    pow_clock: Option<PowClock>,
+    pow_clock: Option<GrindClock>,
     /// The open step as a tracing span (for a timeline of the proof's threads).
     span: Option<tracing::span::EnteredSpan>,
 }
@@ -570,7 +590,7 @@ impl StepClock {
         Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock(), span: None }
     }
 
-    pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>>(&mut self, steps: &S, round: usize, step: Step) {
+    pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>>(&mut self, steps: &S, round: usize, step: Step) {
         self.close();
         steps.enter_step(round, step);
         self.span = Some(tracing::info_span!("step", round, step = step.name()).entered());
@@ -589,7 +609,7 @@ impl StepClock {
     }
 
     fn pow_elapsed(&self) -> Duration {
-        self.pow_clock.as_ref().map_or(Duration::ZERO, PowClock::elapsed)
+        self.pow_clock.as_ref().map_or(Duration::ZERO, GrindClock::elapsed)
     }
 
     fn close(&mut self) {
@@ -691,7 +711,7 @@ pub(crate) fn query_var<F: ProverField>(log_folded_domain_size: usize, num_varia
 /// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
 /// submission for the batch) and the transcript here replays them, checking each challenge;
 /// else each round's grind runs in the round's own submission where the GPU grinds.
-pub(crate) fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: WhirChallenger<F>>(
+pub(crate) fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>, C: WhirChallenger<F>>(
     sumcheck: &mut S,
     data: &mut SumcheckData<F, E>,
     challenger: &mut C,
@@ -712,13 +732,13 @@ pub(crate) fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F
     played
 }
 
-fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: WhirChallenger<F>>(
+fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>, C: WhirChallenger<F>>(
     sumcheck: &mut S,
     data: &mut SumcheckData<F, E>,
     challenger: &mut C,
     rounds: usize,
     pow_bits: usize,
-    link: Option<&whir_gpu::GrindAhead<F>>,
+    link: Option<&Lookahead<F>>,
 ) -> Result<Point<E>, ProverError> {
     let mut transcript = ProverTranscript::<C, F, E>::new(challenger, SumcheckShape::new(rounds, pow_bits, Basis::Evaluation));
     let mut challenges: Vec<E> = Vec::with_capacity(rounds);
@@ -726,11 +746,11 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: W
     let mut unfolded: Option<E> = None;
     let mut step = || -> Result<(), ProverError> {
         // The transcript's state once it is seeded: where rounds on the device start.
-        if let Some((grinder, sponge, pending)) = link.and_then(|l| l.transcript_state()) {
-            if let Some(chained) = sumcheck.play_chain(rounds, &sponge, &pending, pow_bits, &grinder) {
+        if let Some(state) = link.and_then(Lookahead::state) {
+            if let Some(chained) = sumcheck.play_chain(rounds, &state, pow_bits) {
                 let chained = chained?;
                 if let Some(l) = link {
-                    l.queue(chained.iter().filter_map(|c| c.offer.clone()));
+                    l.queue(chained.iter().filter_map(|c| c.grind.clone()));
                 }
                 for c in chained {
                     let r = data.observe_and_sample(&mut transcript, c.c0, c.c_inf);
@@ -774,7 +794,7 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckSteps<F, E>, C: W
 
 /// What an opening starts from: the committed codeword and the stacked polynomial as the
 /// sumcheck's f (w = 0), with where the tables lie in it.
-pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> {
+pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
     pub codeword: std::sync::Arc<S::Committed>,
     pub sumcheck: S::Sumcheck,
     pub stacking: &'a Stacking,

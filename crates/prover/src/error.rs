@@ -17,7 +17,7 @@ pub enum ProverError {
     #[error(transparent)]
     Proof(#[from] whir_verifier::ProofError),
     /// A comparing backend's two sides gave different outputs at `step`
-    /// (`ComparingSteps`): the first step, in the proof's order, whose outputs differ.
+    /// (`ComparingBackend`): the first step, in the proof's order, whose outputs differ.
     #[error("the backends differ at {step}: {detail}")]
     Mismatch {
         /// The step, as the proof's order names it.

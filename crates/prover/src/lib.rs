@@ -27,14 +27,15 @@ mod timing;
 mod workload;
 
 pub use backend::{
-    estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, Backend, CpuBackend, GpuBackend, GpuMode, HostMemory, ProverOutput,
+    estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, CpuBackend, GpuBackend, GpuMode, HostMemory, ProverOutput,
+    WhirPieces,
 };
 pub use claims::Stacking;
-pub use compare::{ComparingSteps, ComparingSumcheck};
+pub use compare::{ComparingBackend, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
-pub use driver::{step_label, Blocks, CodewordSteps, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime};
+pub use driver::{step_label, Blocks, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime, WhirBackend};
 pub use error::ProverError;
-pub use lookahead::WhirChallenger;
+pub use lookahead::{GrindClock, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState, WhirChallenger, SPONGE_WIDTH};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
@@ -64,7 +65,7 @@ impl<T> ProverField for T where
     T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
 {
 }
-pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckSteps};
+pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
 pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 
 #[cfg(test)]

@@ -8,12 +8,112 @@
 //! protocol play every step on the host. The protocol checks every value played ahead against
 //! the transcript it replays.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use p3_challenger::{CanObserve, CanSampleUniformBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
 use p3_field::Field;
 use p3_symmetric::CryptographicPermutation;
-use whir_gpu::{GpuChallenger, GrindAhead, InnerChallenger, PowClock};
+use whir_gpu::{GpuChallenger, GpuGrinder, GrindAhead, GrindOffer, InnerChallenger, PowClock};
 
 use crate::{Commitment, ProverField};
+
+/// Width of the duplex sponge the transcript runs on (Poseidon2 of width 16, rate 8).
+pub const SPONGE_WIDTH: usize = 16;
+
+/// A link from a challenger that plays ahead to the steps that play with it: the transcript's
+/// state as the challenger last published it, and a queue the steps hand grinds played ahead
+/// back through. Made by the challenger ([`WhirChallenger::track_state`],
+/// [`WhirChallenger::grind_ahead`]); steps that cannot play ahead never see one.
+#[derive(Clone)]
+pub struct Lookahead<F: ProverField>(pub(crate) GrindAhead<F>);
+
+impl<F: ProverField> Lookahead<F> {
+    /// The transcript's state as last published, where the challenger publishes it now.
+    pub fn state(&self) -> Option<TranscriptState<F>> {
+        self.0.transcript_state().map(|(grinder, sponge, pending)| TranscriptState { grinder, sponge, pending })
+    }
+
+    /// Hands grinds played ahead to the challenger, in the order its grinds come: it takes each
+    /// only where its own state is the one searched, and checks the witness.
+    pub fn queue(&self, grinds: impl IntoIterator<Item = PlayedGrind<F>>) {
+        self.0.queue(grinds.into_iter().map(|g| g.0))
+    }
+}
+
+/// The transcript at one point, as steps that play ahead start from it: the duplex sponge's
+/// state and its pending inputs, and the device grinder the challenger grinds with.
+#[derive(Clone)]
+pub struct TranscriptState<F: ProverField> {
+    pub(crate) grinder: Arc<GpuGrinder<F>>,
+    /// The sponge's state.
+    pub sponge: [F; SPONGE_WIDTH],
+    /// Inputs observed since the last permutation.
+    pub pending: Vec<F>,
+}
+
+impl<F: ProverField> TranscriptState<F> {
+    /// The transcript at `sponge` with `pending` inputs, played ahead with `grinder` (how a
+    /// challenger publishes it; for tests of steps that play ahead).
+    pub fn new(grinder: Arc<GpuGrinder<F>>, sponge: [F; SPONGE_WIDTH], pending: Vec<F>) -> Self {
+        Self { grinder, sponge, pending }
+    }
+}
+
+/// A grind played ahead of the transcript: the state it searched, its difficulty and the
+/// smallest witness found in its range. Opaque: the steps make it, the challenger takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlayedGrind<F>(pub(crate) GrindOffer<F>);
+
+/// The transcript steps after a round's commitment, to be played where f lies: the root
+/// observed, `samples` out-of-domain points drawn with f evaluated at each, then a grind of
+/// `grind_bits` (0: none).
+#[derive(Clone)]
+pub struct RoundHead<F: ProverField> {
+    /// Where the transcript is before the root is observed.
+    pub state: TranscriptState<F>,
+    /// Out-of-domain samples.
+    pub samples: usize,
+    /// The query grind's difficulty (0: the challenger grinds itself).
+    pub grind_bits: usize,
+}
+
+/// What a [`RoundHead`] played: each point drawn and f's value there, and the grind. The
+/// protocol draws the points with its own challenger and checks each before using its value.
+#[derive(Clone, Debug)]
+pub struct PlayedHead<F, E> {
+    /// The out-of-domain points drawn, in order.
+    pub points: Vec<E>,
+    /// f at each point's expansion.
+    pub answers: Vec<E>,
+    /// The query grind, where one was played.
+    pub grind: Option<PlayedGrind<F>>,
+}
+
+/// A sumcheck round played with its transcript where the tables lie.
+#[derive(Clone, Debug)]
+pub struct PlayedRound<F, E> {
+    /// The round polynomial's h(0).
+    pub c0: E,
+    /// The round polynomial's leading coefficient h(∞).
+    pub c_inf: E,
+    /// The challenge drawn, already bound by a fold; None where the round's grind found no
+    /// witness in its range: the chain stopped there, before the round's fold.
+    pub r: Option<E>,
+    /// The round's grind (rounds with proof of work).
+    pub grind: Option<PlayedGrind<F>>,
+}
+
+/// A challenger's running grinding time.
+#[derive(Clone)]
+pub struct GrindClock(pub(crate) PowClock);
+
+impl GrindClock {
+    /// Wall time spent grinding so far.
+    pub fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
 
 /// A challenger the protocol runs over: what p3-whir's `WhirProver` accepts (observe and sample
 /// field elements, grind, sample bits, observe a commitment), cloned for trial runs, with what
@@ -31,19 +131,19 @@ pub trait WhirChallenger<F: ProverField>:
     /// Publishes the transcript state after every operation until [`stop_tracking`](Self::stop_tracking),
     /// for steps that play the transcript where the data lies (sumcheck chains). None: this
     /// challenger cannot.
-    fn track_state(&mut self) -> Option<GrindAhead<F>> {
+    fn track_state(&mut self) -> Option<Lookahead<F>> {
         None
     }
 
     /// [`track_state`](Self::track_state) through a whole opening (round heads and the final
     /// grind read it between rounds).
-    fn track_state_throughout(&mut self) -> Option<GrindAhead<F>> {
+    fn track_state_throughout(&mut self) -> Option<Lookahead<F>> {
         None
     }
 
     /// Grinds of `bits` played ahead from the published state, each taken by the grind whose
     /// state it searched. None: this challenger cannot.
-    fn grind_ahead(&mut self, bits: usize) -> Option<GrindAhead<F>> {
+    fn grind_ahead(&mut self, bits: usize) -> Option<Lookahead<F>> {
         let _ = bits;
         None
     }
@@ -61,7 +161,7 @@ pub trait WhirChallenger<F: ProverField>:
 
     /// The time this challenger has spent grinding, where it keeps one (for the per-step
     /// breakdown).
-    fn pow_clock(&self) -> Option<PowClock> {
+    fn pow_clock(&self) -> Option<GrindClock> {
         None
     }
 }
@@ -78,14 +178,14 @@ where
     fn trial(&self) -> InnerChallenger<F> {
         self.inner().clone()
     }
-    fn track_state(&mut self) -> Option<GrindAhead<F>> {
-        GpuChallenger::track_state(self)
+    fn track_state(&mut self) -> Option<Lookahead<F>> {
+        GpuChallenger::track_state(self).map(Lookahead)
     }
-    fn track_state_throughout(&mut self) -> Option<GrindAhead<F>> {
-        GpuChallenger::track_state_throughout(self)
+    fn track_state_throughout(&mut self) -> Option<Lookahead<F>> {
+        GpuChallenger::track_state_throughout(self).map(Lookahead)
     }
-    fn grind_ahead(&mut self, bits: usize) -> Option<GrindAhead<F>> {
-        GpuChallenger::grind_ahead(self, bits)
+    fn grind_ahead(&mut self, bits: usize) -> Option<Lookahead<F>> {
+        GpuChallenger::grind_ahead(self, bits).map(Lookahead)
     }
     fn stop_grinding_ahead(&mut self) {
         GpuChallenger::stop_grinding_ahead(self)
@@ -96,8 +196,8 @@ where
     fn device_min_bits(&self) -> usize {
         GpuChallenger::gpu_min_bits(self)
     }
-    fn pow_clock(&self) -> Option<PowClock> {
-        Some(GpuChallenger::pow_clock(self))
+    fn pow_clock(&self) -> Option<GrindClock> {
+        Some(GrindClock(GpuChallenger::pow_clock(self)))
     }
 }
 

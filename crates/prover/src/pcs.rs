@@ -20,11 +20,11 @@ use whir_gpu::{GpuChallenger, GpuCodewords};
 use whir_verifier::hash::CpuMmcs;
 
 use crate::claims::{Points, Stacking};
-use crate::driver::{CodewordSteps, CpuCodewords, DriverTimes, Opened, StepClock};
+use crate::driver::{CpuCodewords, DriverTimes, Opened, StepClock, WhirBackend};
 use crate::error::ProverError;
 use crate::options::DriverOptions;
 use crate::protocol::open_with_steps;
-use crate::sumcheck::SumcheckSteps;
+use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
@@ -55,10 +55,10 @@ pub type GpuWhirPcs<L = ProverLayout, F = BabyBear, C = GpuChallenger<F>> = Whir
 /// The same protocol with the plain-Rust steps (the reference twin).
 pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirPcs<CpuCodewords<F, E>, L, F, E, C>;
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the steps
-    /// hash: [`CodewordSteps::mmcs`], their constants and leaf sponge, which `verify` checks with).
+    /// hash: [`WhirBackend::mmcs`], their constants and leaf sponge, which `verify` checks with).
     pub fn new(config: WhirConfig<E, F, C>, steps: S) -> Self {
         let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs());
         Self { config, steps, options: DriverOptions::default(), stock }
@@ -110,26 +110,26 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
 /// polynomial as the sumcheck's f (resident on the GPU for [`GpuWhirPcs`]), with where the tables
 /// lie in it. A clone shares them (no re-encoding; an opening of a shared one folds a copy of f);
 /// the memory goes back when the last one is dropped or opened.
-pub struct WhirPcsData<S: CodewordSteps<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+pub struct WhirPcsData<S: WhirBackend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     codeword: Arc<S::Committed>,
     sumcheck: Arc<S::Sumcheck>,
     stacking: Arc<Stacking>,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> Clone for WhirPcsData<S, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> Clone for WhirPcsData<S, F, E> {
     fn clone(&self) -> Self {
         Self { codeword: self.codeword.clone(), sumcheck: self.sumcheck.clone(), stacking: self.stacking.clone() }
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>> WhirPcsData<S, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> WhirPcsData<S, F, E> {
     /// Where the committed tables lie in the stacked polynomial.
     pub fn stacking(&self) -> &Stacking {
         &self.stacking
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> MultilinearPcs<E, C> for WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> MultilinearPcs<E, C> for WhirPcs<S, L, F, E, C> {
     type Val = F;
     type Commitment = Commitment<F>;
     type ProverData = WhirPcsData<S, F, E>;
@@ -214,7 +214,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> PrescribedPointPcs<E, C> for WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> PrescribedPointPcs<E, C> for WhirPcs<S, L, F, E, C> {
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }

@@ -1,19 +1,19 @@
 //! The protocol as p3-whir reads it: a single polynomial committed and opened
 //! ([`prove_with_steps`]), and the opening: the claim phase, the initial fold, the rounds (commit, OOD,
 //! query PoW, queries, openings, combined constraint, sumcheck) and the final round, each a
-//! method of its own over [`CodewordSteps`] and any [`WhirChallenger`]. What the challenger can
+//! method of its own over [`WhirBackend`] and any [`WhirChallenger`]. What the challenger can
 //! play ahead (each round's head and the final grind played where f lies) is offered through the
 //! challenger, and every value it offers is checked against the transcript replayed here.
 
 use std::sync::Arc;
 
+use crate::lookahead::{Lookahead, RoundHead};
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
 use p3_sumcheck::{OpeningProtocol, SumcheckData};
 use p3_whir::parameters::WhirConfig;
 use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, WhirProof, WhirRoundProof, WhirShape};
-use whir_gpu::{GrindAhead, SpongeScript};
 
 use crate::claims::{check_protocol, play_claims, Claims, Points};
 use std::time::Instant;
@@ -22,11 +22,11 @@ use p3_sumcheck::layout::observe_commitment;
 use whir_verifier::hash::CpuMmcs;
 
 use crate::claims::Stacking;
-use crate::driver::{check_leaf_sponge, query_openings, query_var, run_rounds, CodewordSteps, DriverTimes, Opened, Paths, Proof, Step, StepClock};
+use crate::driver::{check_leaf_sponge, query_openings, query_var, run_rounds, DriverTimes, Opened, Paths, Proof, Step, StepClock, WhirBackend};
 use crate::error::ProverError;
 use crate::lookahead::WhirChallenger;
 use crate::options::DriverOptions;
-use crate::sumcheck::{powers_from, SumcheckSteps};
+use crate::sumcheck::{powers_from, SumcheckState};
 use crate::{opening_protocol, Params};
 use crate::{Commitment, ProverField, WhirExtension};
 
@@ -37,7 +37,7 @@ pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes)
 /// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
 /// field's degree-4 extension on the GPU steps; any [`WhirExtension`] on the CPU twin): returns
 /// the commitment, the proof and where the time went.
-pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>>(
+pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>>(
     steps: &S,
     params: &Params,
     evals: &[F],
@@ -80,7 +80,7 @@ type FinalParts<F, E> = (Poly<E>, F, Option<SumcheckData<F, E>>, Vec<QueryOpenin
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>>(
+pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>>(
     steps: &S,
     config: &WhirConfig<E, F, C>,
     opened: Opened<'_, F, E, S>,
@@ -162,7 +162,7 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: CodewordSt
 
 /// One WHIR run after the claim phase: the transcript, f and its weights, the codeword the next
 /// queries open, the openings not yet read back, and what the challenger plays ahead.
-struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>> {
+struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>> {
     steps: &'a S,
     config: &'a WhirConfig<E, F, C>,
     options: DriverOptions,
@@ -176,7 +176,7 @@ struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, 
     pending: Vec<(S::Opening, bool)>,
     base_round: bool,
     /// The published transcript state the challenger plays ahead from, if it does.
-    head: Option<GrindAhead<F>>,
+    head: Option<Lookahead<F>>,
     /// The least grind played ahead (below it the challenger grinds itself).
     device_min_bits: usize,
     /// Out-of-domain answers and grinds played ahead and taken.
@@ -184,7 +184,7 @@ struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, 
     num_vars: usize,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallenger<F>> WhirRun<'_, '_, F, E, S, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>> WhirRun<'_, '_, F, E, S, C> {
     /// The initial fold, every round, the final round, and the proof assembled (its initial
     /// out-of-domain answers are the caller's).
     fn play(&mut self, claims: &Claims<F, E>) -> Result<WhirProof<F, E, whir_verifier::hash::CpuMmcs<F>>, ProverError> {
@@ -251,10 +251,8 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallen
         // round's head played where f lies where the challenger offers its state.
         self.clock.enter(steps, round + 1, Step::Commit);
         let query_bits = self.transcript.shape().rounds[round].query_pow_bits;
-        let head = self.head.as_ref().and_then(|l| l.transcript_state()).map(|(grinder, sponge, pending)| SpongeScript {
-            grinder,
-            sponge,
-            pending,
+        let head = self.head.as_ref().and_then(Lookahead::state).map(|state| RoundHead {
+            state,
             // The round's out-of-domain samples, then its query grind.
             samples: round_params.ood_samples,
             // Below the device's threshold the challenger grinds on the CPU.
@@ -292,7 +290,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallen
 
         self.clock.enter(steps, round + 1, Step::Pow);
         // The grind played with the head, taken only if the transcript is where it searched.
-        if let (Some(link), Some(offer)) = (self.head.as_ref(), played.and_then(|p| p.offer)) {
+        if let (Some(link), Some(offer)) = (self.head.as_ref(), played.and_then(|p| p.grind)) {
             self.played_ahead.1 += 1;
             link.queue([offer]);
         }
@@ -340,10 +338,9 @@ impl<F: ProverField, E: WhirExtension<F>, S: CodewordSteps<F, E>, C: WhirChallen
         // state is the one searched); that submission is then mostly the grind's, so it counts
         // as PoW (the steps may still read f alone, e.g. f split over bindings).
         let final_bits = self.transcript.shape().final_pow_bits;
-        let grind_from = self.head.as_ref().and_then(|l| l.transcript_state()).filter(|_| final_bits > 0 && final_bits >= self.device_min_bits);
+        let grind_from = self.head.as_ref().and_then(Lookahead::state).filter(|_| final_bits > 0 && final_bits >= self.device_min_bits);
         self.clock.enter(steps, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });
-        let (evals, final_offer) =
-            self.sumcheck.evals_then_grind(grind_from.as_ref().map(|(grinder, sponge, pending)| (grinder.as_ref(), final_bits, sponge, pending.as_slice())))?;
+        let (evals, final_offer) = self.sumcheck.evals_then_grind(grind_from.as_ref().map(|state| (state, final_bits)))?;
         let final_poly = Poly::new(evals);
         self.transcript.final_poly(final_poly.as_slice());
         self.clock.enter(steps, final_round + 1, Step::Pow);

@@ -8,6 +8,7 @@
 use p3_multilinear_util::point::Point;
 
 use crate::error::ProverError;
+use crate::lookahead::{Lookahead, PlayedGrind, PlayedRound, TranscriptState};
 use crate::{ProverField, WhirExtension, EF};
 
 /// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
@@ -50,8 +51,9 @@ impl<E: p3_field::Field> SlotSet<E> {
     }
 }
 
-/// The steps a WHIR round asks of its sumcheck state.
-pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtension<F> = EF<F>> {
+/// The sumcheck state a [`WhirBackend`](crate::WhirBackend) keeps (its `Sumcheck`), and the
+/// steps a WHIR round asks of it.
+pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtension<F> = EF<F>> {
     /// Variables m still free (f and w have 2^m entries).
     fn num_variables(&self) -> usize;
 
@@ -121,31 +123,28 @@ pub trait SumcheckSteps<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
         self.add_slot_weights(sets)
     }
 
-    /// `evals`, and where the steps can, the grind that follows observing them, run ahead of
-    /// the transcript (the GPU's: in the same submission; see `GpuSumcheck::evals_then_grind`)
-    /// from the challenger state `sponge` with `pending` inputs; its offer goes to the
-    /// challenger, which checks it. None where the steps grind nothing.
+    /// `evals`, and where the steps can, the grind of `bits` that follows observing them, run
+    /// ahead of the transcript from `state` (the GPU's: in the same submission; see
+    /// `GpuSumcheck::evals_then_grind`); what it found goes to the challenger, which checks it.
+    /// None where the steps grind nothing.
     #[allow(clippy::type_complexity)]
-    fn evals_then_grind(&mut self, _grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
+    fn evals_then_grind(&mut self, grind: Option<(&TranscriptState<F>, usize)>) -> Result<(Vec<E>, Option<PlayedGrind<F>>), ProverError> {
+        let _ = grind;
         Ok((self.evals()?, None))
     }
 
     /// Grind ahead of the transcript after each round, where the steps can (the GPU's run the
-    /// grind in the round's own submission); None stops it.
-    fn set_grind_ahead(&mut self, _ahead: Option<whir_gpu::GrindAhead<F>>) {}
+    /// grind in the round's own submission, from the state `ahead` publishes); None stops it.
+    fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
+        let _ = ahead;
+    }
 
     /// Plays `rounds` rounds with their transcript where the steps live (the GPU: one
-    /// submission; see `GpuSumcheck::play_chain`), from the challenger state `sponge` with
-    /// `pending` inputs, grinding `bits` after each; the driver replays the transcript and
-    /// checks every challenge. None where the steps cannot (the driver plays round by round).
-    fn play_chain(
-        &mut self,
-        _rounds: usize,
-        _sponge: &[F; 16],
-        _pending: &[F],
-        _bits: usize,
-        _grinder: &whir_gpu::GpuGrinder<F>,
-    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F, E>>, ProverError>> {
+    /// submission; see `GpuSumcheck::play_chain`), from the transcript at `state`, grinding
+    /// `bits` after each; the protocol replays the transcript and checks every challenge. None
+    /// where the steps cannot (the protocol plays round by round).
+    fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        let _ = (rounds, state, bits);
         None
     }
 }
@@ -242,7 +241,7 @@ fn fold_table<F: ProverField, E: WhirExtension<F>>(g: &mut Vec<E>, r: E) {
     g.truncate(half);
 }
 
-impl<F: ProverField, E: WhirExtension<F>> SumcheckSteps<F, E> for CpuSumcheck<F, E> {
+impl<F: ProverField, E: WhirExtension<F>> SumcheckState<F, E> for CpuSumcheck<F, E> {
     fn num_variables(&self) -> usize {
         self.f.len().trailing_zeros() as usize
     }
@@ -340,7 +339,7 @@ pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: 
 
 /// The GPU's sumcheck over the degree-4, 5 and 8 extensions; the rounds' transcript is
 /// played on the GPU (`play_chain`) over degree 4 only, the host plays it otherwise.
-impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSteps<F, E> for whir_gpu::GpuSumcheck<F, E> {
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckState<F, E> for whir_gpu::GpuSumcheck<F, E> {
     fn num_variables(&self) -> usize {
         whir_gpu::GpuSumcheck::num_variables(self)
     }
@@ -400,26 +399,26 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
         Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
     }
 
-    fn evals_then_grind(&mut self, grind: Option<whir_gpu::GrindFrom<'_, F>>) -> Result<(Vec<E>, Option<whir_gpu::GrindOffer<F>>), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?)
+    fn evals_then_grind(&mut self, grind: Option<(&TranscriptState<F>, usize)>) -> Result<(Vec<E>, Option<PlayedGrind<F>>), ProverError> {
+        let grind = grind.map(|(state, bits)| (state.grinder.as_ref(), bits, &state.sponge, state.pending.as_slice()));
+        let (evals, offer) = whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?;
+        Ok((evals, offer.map(PlayedGrind)))
     }
 
-    fn set_grind_ahead(&mut self, ahead: Option<whir_gpu::GrindAhead<F>>) {
-        whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead)
+    fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
+        whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead.map(|a| a.0))
     }
 
-    fn play_chain(
-        &mut self,
-        rounds: usize,
-        sponge: &[F; 16],
-        pending: &[F],
-        bits: usize,
-        grinder: &whir_gpu::GpuGrinder<F>,
-    ) -> Option<Result<Vec<whir_gpu::ChainedRound<F, E>>, ProverError>> {
+    fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
         if E::ID != whir_gpu::ExtensionId::Degree4 {
             return None;
         }
-        Some(whir_gpu::GpuSumcheck::play_chain(self, rounds, sponge, pending, bits, grinder).map_err(ProverError::from))
+        let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &state.grinder);
+        Some(
+            chained
+                .map_err(ProverError::from)
+                .map(|rounds| rounds.into_iter().map(|c| PlayedRound { c0: c.c0, c_inf: c.c_inf, r: c.r, grind: c.offer.map(PlayedGrind) }).collect()),
+        )
     }
 }
 

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
-use whir_prover::{Backend, CpuBackend, GpuBackend, ParamSource, Params, ProverField, Soundness, Step};
+use whir_prover::{CpuBackend, GpuBackend, ParamSource, Params, ProverField, Soundness, Step, WhirPieces};
 
 use super::{busy_for, distinct, median, mib, ms, without_pools, BenchArgs, ChallengerChoice};
 use crate::output::OutputFile;
@@ -51,7 +51,7 @@ struct TablesCell {
 /// (fold, rate), commit and open timed apart, the proofs compared byte for byte and verified.
 pub(super) fn run_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>>(args: &BenchArgs, spec: &str) -> Result<()>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     use whir_prover::Workload;
@@ -128,7 +128,7 @@ where
             match args.challenger {
                 ChallengerChoice::Gpu => {
                     let config = p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables)?;
-                    let (host, device) = (|| Backend::<F>::challenger(&CpuBackend), |g: &GpuBackend<F>| g.challenger());
+                    let (host, device) = (|| WhirPieces::<F>::challenger(&CpuBackend), |g: &GpuBackend<F>| g.challenger());
                     TablesRun { args, gpu, config, tables: &tables, protocol: &protocol, params: &p, host: &host, device: &device, exact: true }
                         .measure(&mut cell)?
                 }
@@ -166,7 +166,7 @@ struct TablesRun<'a, F: ProverField, E: whir_prover::WhirExtension<F>, C> {
 
 impl<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: whir_prover::WhirChallenger<F>> TablesRun<'_, F, E, C>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
 {
     /// [`measure_tables`] in the layout `--layout` names.
     fn measure(&self, cell: &mut TablesCell) -> Result<()> {
@@ -192,7 +192,7 @@ fn measure_tables<
     cell: &mut TablesCell,
 ) -> Result<()>
 where
-    GpuBackend<F>: Backend<F>,
+    GpuBackend<F>: WhirPieces<F>,
 {
     let TablesRun { args, gpu, ref config, tables, protocol, params: p, host, device, exact } = *run;
     use p3_commit::MultilinearPcs;

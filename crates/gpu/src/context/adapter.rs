@@ -8,22 +8,37 @@ use crate::options::{AdapterSelector, LimitsProfile};
 /// What an adapter is and what it can do.
 #[derive(Clone, Debug)]
 pub struct AdapterSummary {
+    /// The adapter's name as the driver reports it.
     pub name: String,
+    /// The graphics API wgpu reaches the adapter through.
     pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual, CPU or other.
     pub device_type: wgpu::DeviceType,
+    /// The driver's name (may be empty).
     pub driver: String,
+    /// The driver's version or other details (may be empty).
     pub driver_info: String,
+    /// Whether shaders may use 64-bit integers (`SHADER_INT64`).
     pub shader_int64: bool,
+    /// Whether shaders may use subgroup operations (`SUBGROUP`).
     pub subgroup: bool,
+    /// Whether timestamp queries are supported (`TIMESTAMP_QUERY`).
     pub timestamp_query: bool,
     /// Timestamps inside command encoders: what GPU profiling needs (Apple GPUs lack them).
     pub timestamp_inside_encoders: bool,
+    /// Smallest subgroup size the adapter may run with.
     pub subgroup_min_size: u32,
+    /// Largest subgroup size the adapter may run with.
     pub subgroup_max_size: u32,
+    /// Largest storage buffer binding, in bytes.
     pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer, in bytes.
     pub max_buffer_size: u64,
+    /// Workgroup memory per workgroup, in bytes.
     pub max_compute_workgroup_storage_size: u32,
+    /// Invocations per workgroup, at most.
     pub max_compute_invocations_per_workgroup: u32,
+    /// Workgroups per dispatch dimension, at most.
     pub max_compute_workgroups_per_dimension: u32,
     /// The limits profile the context asked for (the fields above are what it got).
     pub profile: LimitsProfile,

@@ -202,6 +202,7 @@ impl GpuContext {
         Self::new(GpuOptions::from_env()?)
     }
 
+    /// Opens a context on the adapter `options` selects, with its limits profile and tuning.
     pub fn new(options: GpuOptions) -> Result<Self> {
         let plan = DevicePlan::new(&options)?;
         let desc = plan.descriptor(&options)?;
@@ -304,26 +305,32 @@ impl GpuContext {
         }
     }
 
+    /// The wgpu device.
     pub fn device(&self) -> &wgpu::Device {
         &self.device
     }
 
+    /// The queue this context submits to.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
     }
 
+    /// The adapter the device was opened on.
     pub fn adapter(&self) -> &wgpu::Adapter {
         &self.adapter
     }
 
+    /// What the adapter is, with the device's features and limits.
     pub fn summary(&self) -> &AdapterSummary {
         &self.summary
     }
 
+    /// How the kernels multiply field elements on this device.
     pub fn mul_variant(&self) -> MulVariant {
         self.mul_variant
     }
 
+    /// The device's limits.
     pub fn limits(&self) -> wgpu::Limits {
         self.device.limits()
     }

@@ -24,7 +24,9 @@ pub(super) const UNIFORM_CACHE_ENTRIES: usize = 4096;
 
 /// One dispatch for [`GpuContext::record_dispatches`].
 pub struct Dispatch {
+    /// The compute pipeline to run.
     pub pipeline: wgpu::ComputePipeline,
+    /// Its bind group (group 0).
     pub bind: wgpu::BindGroup,
     /// Workgroups (laid out by [`GpuContext::grid`]).
     pub groups: u32,
@@ -251,6 +253,7 @@ impl GpuContext {
         }
     }
 
+    /// A fresh command encoder labelled `label`.
     pub fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
         self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
     }

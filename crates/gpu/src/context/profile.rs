@@ -35,9 +35,11 @@ pub(super) const PROFILE_SET_SUBMISSIONS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
 /// GPU time of the submissions made under one profile label.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfileSpan {
+    /// The profile label the submissions were made under.
     pub label: Arc<str>,
     /// Sum over the label's submissions of (end - start) on the GPU's clock.
     pub gpu: std::time::Duration,
+    /// Submissions made under the label.
     pub submissions: u32,
 }
 /// How busy the GPU's queue was over a profile: the window from the first profiled
@@ -47,9 +49,13 @@ pub struct ProfileSpan {
 /// each submission's own cost on the device outside its timestamps.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueueOccupancy {
+    /// From the first profiled submission's start to the last one's end.
     pub window: std::time::Duration,
+    /// Time inside at least one submission.
     pub busy: std::time::Duration,
+    /// Sum of the submissions' own times.
     pub summed: std::time::Duration,
+    /// Submissions profiled.
     pub submissions: u32,
 }
 
@@ -116,6 +122,7 @@ pub struct KernelSpan {
     pub kernel: &'static str,
     /// Sum over its dispatches of (end - start) on the GPU's clock.
     pub gpu: std::time::Duration,
+    /// Dispatches of the kernel profiled.
     pub dispatches: u32,
 }
 

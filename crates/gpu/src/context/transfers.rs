@@ -63,6 +63,7 @@ pub struct HostCosts {
     /// costs the driver an allocation (~100 ms per GiB on NVIDIA), so in steady state a proof
     /// should make few.
     pub fresh_buffers: u64,
+    /// Bytes of the buffers counted in `fresh_buffers`.
     pub fresh_buffer_bytes: u64,
     /// Time inside `queue.submit`.
     pub submit: std::time::Duration,

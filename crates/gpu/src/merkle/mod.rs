@@ -71,8 +71,10 @@ impl LeafParams {
 /// (digests, proofs, positions) is in the tree's own order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RowOrder {
+    /// Row i of the tree at row i.
     #[default]
     Natural,
+    /// Row i of the tree at row bitrev(i) over log2(height) bits.
     BitReversed,
 }
 
@@ -112,16 +114,22 @@ struct InjectParams {
 /// The rows may be split over several buffers (`chunks`, in row order), each within one
 /// binding; [`GpuMerkle::rows_per_chunk`] says how many rows a chunk may hold.
 pub struct RowGroup<'a> {
+    /// The chunks holding the rows, in row order.
     pub chunks: Vec<RowChunk<'a>>,
+    /// Rows in the group (the matrices' common height).
     pub height: usize,
+    /// Words per concatenated row.
     pub width: usize,
 }
 
 /// Rows `first..first + count` of a [`RowGroup`], in one buffer.
 #[derive(Clone, Copy)]
 pub struct RowChunk<'a> {
+    /// The buffer holding the rows, the first of them at word 0.
     pub rows: &'a wgpu::Buffer,
+    /// Index of the chunk's first row in the group.
     pub first: usize,
+    /// Rows in the chunk.
     pub count: usize,
 }
 
@@ -166,7 +174,9 @@ pub struct ReadingRows {
 /// The matrix a tree is built over, and what the tree keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TreeSpec {
+    /// Rows of the matrix (a power of two).
     pub height: usize,
+    /// Words per row.
     pub width: usize,
     /// The lowest layer kept: 0 all, 1 all but the leaves (half a tree's memory), k the layers
     /// from k up (about 2^(6 - k) bytes a row; openings rebuild the 2^k-row subtrees they need
@@ -224,7 +234,9 @@ impl<F: GpuField> RecordedTree<F> {
 /// A committed matrix: every digest layer on the GPU (leaves first), and the root. Dropping it
 /// hands the layers back to the context's buffer pool.
 pub struct GpuMerkleTree<F = BabyBear> {
+    /// Rows (leaves) of the committed matrix.
     pub height: usize,
+    /// Words per row of the committed matrix.
     pub width: usize,
     /// Layer k holds height >> k digests of 8 words; layers below `lowest_kept` are empty
     /// stand-ins.
@@ -233,6 +245,7 @@ pub struct GpuMerkleTree<F = BabyBear> {
     /// tree's memory) openings rehash the sibling rows they need from the matrix; without the
     /// layers below k they rebuild the 2^k-row subtrees holding the opened rows.
     pub lowest_kept: usize,
+    /// The root digest.
     pub root: [F; DIGEST_ELEMS],
     /// How the matrix the tree was built over holds its rows (openings read them through it).
     pub row_order: RowOrder,
@@ -406,6 +419,7 @@ pub struct GpuMerkle<F: Poseidon2Field = BabyBear> {
 }
 
 impl<F: Poseidon2Field> GpuMerkle<F> {
+    /// A builder whose leaves and nodes hash with `poseidon2` (width 16).
     pub fn new(poseidon2: Arc<GpuPoseidon2<F>>) -> Self {
         let placeholders = (0..FUSED_LEVELS).map(|_| poseidon2.context().storage("merkle level placeholder", DIGEST_ELEMS)).collect();
         Self { poseidon2, wide_leaves: None, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
@@ -485,6 +499,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         self
     }
 
+    /// The width-16 permutation nodes compress with (and leaves hash with, unless wide).
     pub fn poseidon2(&self) -> &Arc<GpuPoseidon2<F>> {
         &self.poseidon2
     }

@@ -6,6 +6,7 @@ use super::*;
 /// Why [`GpuNtt::transform_chain_in_place`] failed, and whether its input survived.
 #[derive(Debug)]
 pub struct InPlaceError {
+    /// What went wrong.
     pub error: GpuError,
     /// The input was partly overwritten (the readback failed midway): it cannot be used to
     /// compute the result another way.

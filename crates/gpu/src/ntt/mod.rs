@@ -47,6 +47,8 @@ pub struct GpuNtt {
 }
 
 impl GpuNtt {
+    /// NTTs on `ctx` with the largest DIF tile its workgroup memory allows (see
+    /// [`with_tile_log`](Self::with_tile_log)).
     pub fn new(ctx: Arc<GpuContext>) -> Self {
         let words = ctx.summary().max_compute_workgroup_storage_size / 4;
         let tile_log = (u32::BITS - 1 - words.max(1).leading_zeros()).min(MAX_TILE_LOG);
@@ -63,6 +65,7 @@ impl GpuNtt {
         Self { ctx, tile_log, twiddles: Mutex::new(HashMap::new()), empty, poison: AtomicBool::new(false), skip_butterflies: AtomicBool::new(false) }
     }
 
+    /// The GPU context the transforms run on.
     pub fn context(&self) -> &Arc<GpuContext> {
         &self.ctx
     }

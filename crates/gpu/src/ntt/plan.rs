@@ -50,7 +50,9 @@ pub(super) struct BitReverseParams {
 /// Forward (evaluate) or inverse (interpolate, without the 1/n factor unless asked) transform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// Evaluates: coefficients to values over the subgroup.
     Forward,
+    /// Interpolates: values to coefficients (scaled by 1/n only where the spec asks).
     Inverse,
 }
 
@@ -61,6 +63,7 @@ pub struct NttSpec<F = BabyBear> {
     pub log_n: usize,
     /// Number of columns (independent transforms), at least 1.
     pub width: usize,
+    /// Forward or inverse.
     pub direction: Direction,
     /// Rows present in the source buffer; rows from here to 2^log_n are zero and are not read.
     pub valid_rows: usize,
@@ -74,6 +77,8 @@ pub struct NttSpec<F = BabyBear> {
 }
 
 impl<F: GpuField> NttSpec<F> {
+    /// The forward DFT of 2^log_n rows of `width` columns: every row present, no coset shift, no
+    /// scale, output in natural order.
     pub fn forward(log_n: usize, width: usize) -> Self {
         Self { log_n, width, direction: Direction::Forward, valid_rows: 1 << log_n, coset_shift: None, scale: None, bit_reversed_output: false }
     }
@@ -83,6 +88,7 @@ impl<F: GpuField> NttSpec<F> {
         Self { direction: Direction::Inverse, scale: Some(F::from_usize(1 << log_n).inverse()), ..Self::forward(log_n, width) }
     }
 
+    /// Rows transformed: 2^log_n.
     pub fn rows(&self) -> usize {
         1 << self.log_n
     }
@@ -110,8 +116,11 @@ impl<F: GpuField> NttSpec<F> {
 /// One DIF pass of a plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DifPassPlan {
+    /// The first DIF stage the pass runs.
     pub stage0: u32,
+    /// log2 of the stages it runs (sub-problems of 2^log_t elements).
     pub log_t: u32,
+    /// log2 of the neighbouring sub-problems one workgroup takes.
     pub log_p: u32,
 }
 

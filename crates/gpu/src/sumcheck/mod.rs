@@ -160,8 +160,11 @@ struct SlotWeightParams {
 /// min(i + 1, 2^k − 1): the column shifted by one row, its last row repeated).
 #[derive(Clone, Copy, Debug)]
 pub struct Slots<'a, E = Ext4> {
+    /// The point (k coordinates) every slot is read at.
     pub point: &'a [E],
+    /// Each slot's first entry in the table.
     pub offsets: &'a [usize],
+    /// Whether the slots are read as their successor views.
     pub successor: bool,
 }
 
@@ -241,10 +244,15 @@ pub const MAX_SCRIPT_SAMPLES: usize = 16;
 /// element z and observe f's value at z's univariate expansion; then grind `grind_bits` bits
 /// (0: no grind) from the state reached.
 pub struct SpongeScript<F: Poseidon2Field = BabyBear> {
+    /// The grinder whose Poseidon2 plays the script (and grinds).
     pub grinder: Arc<GpuGrinder<F>>,
+    /// The challenger's sponge state before the script.
     pub sponge: [F; WIDTH],
+    /// The challenger's pending inputs (fewer than its rate).
     pub pending: Vec<F>,
+    /// Points drawn and evaluated, at most [`MAX_SCRIPT_SAMPLES`].
     pub samples: usize,
+    /// Proof-of-work bits ground after the samples (0: no grind).
     pub grind_bits: usize,
 }
 
@@ -261,8 +269,11 @@ pub struct SpongeScriptRecord<F: Poseidon2Field = BabyBear> {
 /// checks each against the one drawn here before using its value.
 #[derive(Clone, Debug)]
 pub struct SpongeScriptValues<F: Poseidon2Field = BabyBear, E = Ext4<F>> {
+    /// The points drawn, in order.
     pub points: Vec<E>,
+    /// f's value at each point's univariate expansion, in the same order.
     pub answers: Vec<E>,
+    /// The grind, as an offer for the challenger; None without one.
     pub offer: Option<GrindOffer<F>>,
 }
 
@@ -453,6 +464,7 @@ const CHAIN_R_AT: u64 = CHAIN_INFO_AT + 16;
 pub struct ChainedRound<F: Poseidon2Field = BabyBear, E = Ext4<F>> {
     /// The round polynomial's h(0) and h(∞).
     pub c0: E,
+    /// The round polynomial's h(∞).
     pub c_inf: E,
     /// The challenge drawn on the GPU, already bound by a fold; None where the round's grind
     /// found no witness in its range: the chain stopped there, before the round's fold.
@@ -781,6 +793,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         Ok(())
     }
 
+    /// The GPU context the tables live on.
     pub fn context(&self) -> &Arc<GpuContext> {
         &self.ctx
     }
