@@ -156,18 +156,6 @@ fn degree_8_steps_match_the_twin() {
             check_base_over::<KoalaBear, K8>(&ctx, m, &mut rng);
         }
     }
-    // The GPU's transcript kernels play degree-4 rounds: over degree 8 a chain is refused, and
-    // the prover plays those rounds on the host.
-    if let Some(ctx) = common::contexts().first() {
-        use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
-        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
-        let f: Vec<B8> = rand_vec(&mut rng, 1 << 4);
-        let mut gpu = GpuSumcheck::<BabyBear, B8>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &f).unwrap();
-        let err = gpu.play_chain(2, &[BabyBear::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
-        assert!(err.contains("degree-4") && err.contains("degree 8"), "{err}");
-        let state = whir_wgpu::prover::TranscriptState::new(grinder, [BabyBear::ZERO; 16], Vec::new());
-        assert!(SumcheckState::play_chain(&mut gpu, 2, &state, 0).is_none(), "the prover plays degree-8 rounds on the host");
-    }
     let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
         return;
     };
@@ -943,4 +931,157 @@ fn play_host_rounds<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     if let Some(r) = pending {
         SumcheckState::fold(gpu, r).unwrap();
     }
+}
+
+/// The device transcript over degrees 5 and 8 (BabyBear's and KoalaBear's quintic and octic
+/// extensions; degree 4 through the same body): chained rounds and round heads against Plonky3's `DuplexChallenger` over the
+/// field, as the degree-4 tests above check them — the values, every point and challenge drawn
+/// (more samples than a rate holds over degree 8), grinds found and a chain that stops.
+#[test]
+fn degree_5_and_8_transcripts_match_the_host() {
+    use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
+    use p3_koala_bear::KoalaBear;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        transcripts_over::<BabyBear, Ext4>(&ctx, &mut rng);
+        transcripts_over::<BabyBear, BinomialExtensionField<BabyBear, 5>>(&ctx, &mut rng);
+        transcripts_over::<KoalaBear, QuinticTrinomialExtensionField<KoalaBear>>(&ctx, &mut rng);
+        transcripts_over::<BabyBear, BinomialExtensionField<BabyBear, 8>>(&ctx, &mut rng);
+        transcripts_over::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&ctx, &mut rng);
+    }
+    // The transcript kernels' other form (a permutation over 16 invocations, or over one).
+    for ctx in common::other_transcript_contexts() {
+        transcripts_over::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&ctx, &mut rng);
+    }
+}
+
+fn transcripts_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
+    use p3_field::PrimeField32;
+    use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, SpongeScript};
+    let perm = <F as whir_wgpu::verifier::WhirField>::permutation();
+    let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));
+    let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+    let new_challenger = |rng: &mut rand::rngs::StdRng, pending: usize| {
+        let mut ch = DuplexChallenger::<F, _, 16, 8>::new(perm.clone());
+        for _ in 0..8 + pending {
+            ch.observe(rng.random::<F>());
+        }
+        ch
+    };
+
+    // Chains: (m, rounds, bits, pending inputs, grind range).
+    for (m, rounds, bits, pending, range) in [(6, 4, 0, 0, None), (7, 3, 5, 3, None), (5, 5, 0, 7, None), (7, 3, 8, 2, Some(1u32)), (8, 2, 4, 6, None)] {
+        let what = format!("{} chain: m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?})", std::any::type_name::<E>(), ctx.mul_variant());
+        let (f, w): (Vec<E>, Vec<E>) = (rand_vec(rng, 1 << m), rand_vec(rng, 1 << m));
+        let mut cpu = CpuSumcheck::<F, E>::new(f.clone(), w.clone()).unwrap();
+        let mut gpu = GpuSumcheck::<F, E>::new(ntt.clone(), &f, &w).unwrap();
+        gpu.set_chain_range(range);
+        let mut ch = new_challenger(rng, pending);
+        let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
+        let played = chained.iter().filter(|c| c.r.is_some()).count();
+        assert!(chained.len() == rounds || (range.is_some() && chained.len() == played + 1), "{what}: {} rounds back", chained.len());
+        for c in &chained {
+            assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: round values");
+            ch.observe_algebra_element(c.c0);
+            ch.observe_algebra_element(c.c_inf);
+            if bits > 0 {
+                let offer = c.offer.as_ref().expect("an offer per grinding round");
+                assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
+                let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
+                match c.r {
+                    Some(_) => assert_eq!(offer.witness, Some(smallest), "{what}: witness"),
+                    None => {
+                        assert!(offer.witness.is_none() && smallest.as_canonical_u32() >= offer.searched_end, "{what}: a stop with a witness in range");
+                        break;
+                    }
+                }
+                assert!(ch.check_witness(bits, smallest));
+            }
+            let r: E = ch.sample_algebra_element();
+            assert_eq!(c.r, Some(r), "{what}: challenge");
+            cpu.fold(r).unwrap();
+        }
+        assert_eq!(gpu.num_variables(), m - played, "{what}");
+        assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
+    }
+
+    // Round heads: (m, samples, bits, pending inputs, base-field f, reversed indices).
+    for (m, samples, bits, pending, base, reversed) in [
+        (6, 1, 0, 0, false, false),
+        (9, 3, 6, 3, false, false),
+        (10, 2, 4, 5, true, false),
+        (8, 2, 5, 7, false, false),
+        (8, 2, 5, 3, false, true),
+        (8, 1, 0, 3, false, true),
+        (0, 1, 0, 2, false, false),
+    ] {
+        let what = format!(
+            "{} head: m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?})",
+            std::any::type_name::<E>(),
+            ctx.mul_variant()
+        );
+        let (mut gpu, mut cpu) = if base {
+            let f: Vec<F> = rand_vec(rng, 1 << m);
+            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+            (
+                GpuSumcheck::<F, E>::from_base(ntt.clone(), buffer, m).unwrap(),
+                CpuSumcheck::<F, E>::new(f.into_iter().map(E::from).collect(), vec![E::default(); 1 << m]).unwrap(),
+            )
+        } else {
+            let f: Vec<E> = rand_vec(rng, 1 << m);
+            (GpuSumcheck::<F, E>::new(ntt.clone(), &f, &f).unwrap(), CpuSumcheck::<F, E>::new(f.clone(), f).unwrap())
+        };
+        if reversed {
+            (gpu, cpu) = (gpu.with_reversed_indices(), cpu.with_reversed_indices());
+        }
+        let mut ch = new_challenger(rng, pending);
+        let root_words: [F; 8] = std::array::from_fn(|_| rng.random());
+        let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
+        let request = SpongeScript { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
+        let mut batch = ctx.batch("sponge script test");
+        let record = gpu.record_sponge_script(&mut batch, &root, &request).unwrap();
+        let readback = ctx.run(batch).unwrap();
+        let values = gpu.finish_sponge_script(record, &readback).unwrap();
+        ch.observe(root_words);
+        assert_eq!(values.points.len(), samples, "{what}");
+        for i in 0..samples {
+            let z: E = ch.sample_algebra_element();
+            assert_eq!(values.points[i], z, "{what}: point {i}");
+            let eval = cpu.eval(&Point::expand_from_univariate(z, m)).unwrap();
+            assert_eq!(values.answers[i], eval, "{what}: value {i}");
+            ch.observe_algebra_element(eval);
+        }
+        match (&values.offer, bits) {
+            (None, 0) => {}
+            (Some(offer), bits) if bits > 0 => {
+                assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
+                let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
+                match offer.witness {
+                    Some(w) => assert_eq!(w, smallest, "{what}: witness"),
+                    None => assert!(smallest.as_canonical_u32() >= offer.searched_end, "{what}: a witness in range was missed"),
+                }
+            }
+            (offer, _) => panic!("{what}: offer {offer:?}"),
+        }
+    }
+
+    // Lazy weights bind their coefficients with degree-4 kernels: over this degree a chain is
+    // refused while they last (the prover plays those rounds on the host).
+    let m = 6;
+    let f: Vec<F> = rand_vec(rng, 1 << m);
+    let mut gpu = GpuSumcheck::<F, E>::from_base(ntt.clone(), ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
+    SumcheckState::set_lazy_eq_weights(&mut gpu, &[Point::<E>::rand(rng, m)], &[E::ONE], 2).unwrap();
+    let degree_4 = E::ID == whir_wgpu::gpu::ExtensionId::Degree4;
+    assert_eq!(gpu.can_chain(), degree_4, "lazy weights over {}", std::any::type_name::<E>());
+    if degree_4 {
+        return;
+    }
+    let state = whir_wgpu::prover::TranscriptState::new(grinder.clone(), [F::ZERO; 16], Vec::new());
+    assert!(SumcheckState::play_chain(&mut gpu, 2, &state, 0).is_none(), "the prover plays rounds under lazy weights on the host");
+    let err = gpu.play_chain(2, &[F::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
+    assert!(err.contains("lazy weights"), "{err}");
 }

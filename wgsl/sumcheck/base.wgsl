@@ -80,5 +80,5 @@ fn fold_base_chained(
     if (i >= params.count || chain.info.y != 0u) {
         return;
     }
-    fold_base_at(i, ext_from_halves(chain.r, vec4<u32>(0u)));
+    fold_base_at(i, ext_from_halves(chain.r[0], chain.r[1]));
 }

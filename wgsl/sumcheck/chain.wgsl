@@ -1,16 +1,18 @@
 // #import pow/duplex_lanes
+// #import field/ext
 // #import sumcheck/chain_state
 
 // The transcript of sumcheck rounds played on the GPU, so a batch of rounds is one submission:
-// after each round's reduction `chain_observe` absorbs its two values (h(0), h(inf): 8 words) and
-// sets up the round's grind (pow/grind.wgsl, same params layout); after the grind `chain_sample`
-// takes the smallest witness, plays `check_witness` (observe the witness, sample the PoW bits)
-// and draws the round's challenge (4 samples), which the chained fold binds next. Exactly what
-// p3-sumcheck's `ProverTranscript::round` does with a DuplexChallenger; the host replays the
-// transcript from the values read back and checks every challenge. A grind that finds no
-// witness in its range stops the chain (status 1): later observes, grinds, samples and folds
-// return at once (the later rounds' reductions still run, and are ignored), and the host goes
-// on round by round from there. One workgroup of TRANSCRIPT_LANES invocations
+// after each round's reduction `chain_observe` absorbs its two values (h(0), h(inf): 2 x
+// EXT_WORDS words) and sets up the round's grind (pow/grind.wgsl, same params layout); after the
+// grind `chain_sample` takes the smallest witness, plays `check_witness` (observe the witness,
+// sample the PoW bits) and draws the round's challenge (EXT_WORDS samples), which the chained
+// fold binds next. Exactly what p3-sumcheck's `ProverTranscript::round` does with a
+// DuplexChallenger, over the extension the kernel is composed for (degree 4, 5 or 8); the host
+// replays the transcript from the values read back and checks every challenge. A grind that
+// finds no witness in its range stops the chain (status 1): later observes, grinds, samples and
+// folds return at once (the later rounds' reductions still run, and are ignored), and the host
+// goes on round by round from there. One workgroup of TRANSCRIPT_LANES invocations
 // (pow/duplex_lanes.wgsl).
 
 @group(0) @binding(1) var<storage, read_write> chain: ChainState;
@@ -39,24 +41,28 @@ fn chain_observe(@builtin(local_invocation_index) lane: u32) {
         }
         return;
     }
-    // With L < 8 inputs pending, the first 8 - L values complete the rate, which is absorbed
-    // (count 8 added to the first capacity slot) and permuted; the last L values are pending.
-    let len = info.x;
+    // Each value joins the pending inputs; a full rate is absorbed (the count added to the
+    // first capacity slot) and permuted. What is left pending after the pair stays pending.
     var state = words_of(chain.sponge);
-    let pending = pending_of(chain.pending, len);
-    for (var i = 0u; i < SPONGE_RATE; i++) {
-        state[i] = select(observed[(i + SPONGE_RATE - len) % SPONGE_RATE], pending[i], i < len);
+    var pending = pending_of(chain.pending, info.x);
+    var len = info.x;
+    for (var k = 0u; k < 2u * EXT_WORDS; k++) {
+        pending[len] = observed[k];
+        len += 1u;
+        if (len == SPONGE_RATE) {
+            state = transcript_permute(absorbing(state, pending, len), lane);
+            len = 0u;
+        }
     }
-    state[SPONGE_RATE] = fp_add(state[SPONGE_RATE], fp_mul(SPONGE_RATE, FP_R2));
-    state = transcript_permute(state, lane);
     var left: array<u32, 8>;
     for (var i = 0u; i < SPONGE_RATE; i++) {
-        left[i] = select(0u, observed[(SPONGE_RATE - len + i) % SPONGE_RATE], i < len);
+        left[i] = select(0u, pending[i], i < len);
     }
     storageBarrier();
     if (lane == 0u) {
         chain.sponge = vec4s_of(state);
         chain.pending = pending_vec4s(left);
+        chain.info.x = len;
         if (info.w != 0u) {
             params = grind_params_of(state, left, len, info.w, chain.range.x);
             best = 0xffffffffu;
@@ -72,7 +78,11 @@ fn chain_sample(@builtin(local_invocation_index) lane: u32) {
     if (info.y != 0u) {
         return;
     }
-    var r: vec4<u32>;
+    var state: array<u32, 16>;
+    var pending: array<u32, 8>;
+    var len = 0u;
+    // Words left in the output buffer, which samples pop from its end.
+    var outputs = 0u;
     if (info.w != 0u) {
         if (lane == 0u) {
             shared_best = best;
@@ -85,34 +95,39 @@ fn chain_sample(@builtin(local_invocation_index) lane: u32) {
             return;
         }
         // check_witness: the witness joins the pending inputs and a sample absorbs them all
-        // (the grind's base state), popping output 7 for the PoW check; the challenge pops 6..3.
-        var state = words_of(params.base);
+        // (the grind's base state), popping output 7 for the PoW check.
+        state = words_of(params.base);
         state[params.search.x] = fp_mul(w, FP_R2);
         state = transcript_permute(state, lane);
-        storageBarrier();
-        if (lane == 0u) {
-            chain.sponge = vec4s_of(state);
-            chain.pending[0] = vec4<u32>(0u);
-            chain.pending[1] = vec4<u32>(0u);
-            chain.info.x = 0u;
-        }
-        r = vec4<u32>(state[6], state[5], state[4], state[3]);
-    } else if (info.x == 0u) {
-        // The observe that filled the rate left its output buffer full: pop 7..4.
-        r = vec4<u32>(chain.sponge[1].w, chain.sponge[1].z, chain.sponge[1].y, chain.sponge[1].x);
-        storageBarrier();
+        outputs = SPONGE_RATE - 1u;
     } else {
-        // A sample with pending inputs absorbs them first.
-        let state = transcript_permute(absorbing(words_of(chain.sponge), pending_of(chain.pending, info.x), info.x), lane);
-        storageBarrier();
-        if (lane == 0u) {
-            chain.sponge = vec4s_of(state);
-            chain.info.x = 0u;
-        }
-        r = vec4<u32>(state[7], state[6], state[5], state[4]);
+        // An observe that ended on a full rate left the output buffer full; one that left
+        // inputs pending emptied it (a sample absorbs them first).
+        state = words_of(chain.sponge);
+        len = info.x;
+        pending = pending_of(chain.pending, len);
+        outputs = select(0u, SPONGE_RATE, len == 0u);
     }
+    // The challenge: EXT_WORDS samples, coefficient c the c-th popped; an empty output buffer
+    // (or pending inputs) is refilled by a permutation first.
+    var r: array<u32, 8>;
+    for (var c = 0u; c < EXT_WORDS; c++) {
+        if (len > 0u || outputs == 0u) {
+            state = transcript_permute(absorbing(state, pending, len), lane);
+            len = 0u;
+            outputs = SPONGE_RATE;
+        }
+        r[c] = state[outputs - 1u];
+        outputs -= 1u;
+    }
+    storageBarrier();
     if (lane == 0u) {
-        chain.r = r;
+        chain.sponge = vec4s_of(state);
+        chain.pending[0] = vec4<u32>(0u);
+        chain.pending[1] = vec4<u32>(0u);
+        chain.info.x = 0u;
+        chain.r[0] = vec4<u32>(r[0], r[1], r[2], r[3]);
+        chain.r[1] = vec4<u32>(r[4], r[5], r[6], r[7]);
         chain.info.z = info.z + 1u;
     }
 }

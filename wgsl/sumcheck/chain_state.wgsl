@@ -7,8 +7,9 @@ struct ChainState {
     // x: pending inputs; y: status (0: playing, 1: a grind found no witness in its range, and
     // nothing after it ran); z: rounds played; w: PoW mask (0: rounds do not grind)
     info: vec4<u32>,
-    // The last challenge drawn (BabyBear^4, Montgomery words): what the next fold binds.
-    r: vec4<u32>,
+    // The last challenge drawn (its EXT_WORDS Montgomery words, X^0..X^3 then X^4..X^7, zeros
+    // past the degree): what the next fold binds.
+    r: array<vec4<u32>, 2>,
     // x: end of each grind's candidate range (from 0)
     range: vec4<u32>,
 }

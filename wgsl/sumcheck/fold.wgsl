@@ -68,7 +68,7 @@ fn fold_single(
 }
 
 // The same folds with the challenge drawn on the GPU (sumcheck/chain.wgsl), skipped once the
-// chain has stopped. Chains play degree-4 transcripts only (the chain holds one vec4).
+// chain has stopped.
 @group(0) @binding(5) var<storage, read> chain: ChainState;
 
 @compute @workgroup_size(256)
@@ -81,7 +81,7 @@ fn fold_pairs_chained(
     if (i >= params.half || chain.info.y != 0u) {
         return;
     }
-    fold_pair_at(i, ext_from_halves(chain.r, vec4<u32>(0u)));
+    fold_pair_at(i, ext_from_halves(chain.r[0], chain.r[1]));
 }
 
 @compute @workgroup_size(256)
@@ -96,5 +96,5 @@ fn fold_single_chained(
     if (i >= params.half || chain.info.y != 0u) {
         return;
     }
-    fold_f_at(i, ext_from_halves(chain.r, vec4<u32>(0u)));
+    fold_f_at(i, ext_from_halves(chain.r[0], chain.r[1]));
 }

@@ -28,7 +28,7 @@ fn lazy_coeffs() {
     if (chain.info.y != 0u) {
         return;
     }
-    let r = chain.r;
+    let r = chain.r[0];
     let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
     for (var j = 0u; j < params.points; j++) {
         let z = coords[j * params.rounds_plus_one + params.t];

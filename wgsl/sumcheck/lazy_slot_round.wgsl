@@ -37,7 +37,7 @@ struct LazySlotParams {
 fn lazy_slot_round(@builtin(local_invocation_index) lid: u32) {
     let live = chain.info.y == 0u;
     let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
-    let r = chain.r;
+    let r = chain.r[0];
     var h0 = vec4<u32>(0u);
     var h_inf = vec4<u32>(0u);
     if (live) {

@@ -1,6 +1,6 @@
 // #import field/mul
 // #import field/prime
-// #import field/ext4
+// #import field/ext
 
 // The chunk tables sumcheck/eval reads to evaluate f at Plonky3's `expand_from_univariate(z, m)`
 // = (z^(2^(m-1)), ..., z^2, z), for a point z drawn on the GPU (sumcheck/sponge_step): index bit
@@ -21,8 +21,21 @@ struct PowerTablesParams {
 }
 
 @group(0) @binding(0) var<uniform> cfg: PowerTablesParams;
+// Point p at entries 2p and 2p + 1 (X^0..X^3, X^4..X^7; sumcheck/sponge_step).
 @group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read_write> tables: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> tables: array<Ext>;
+
+// y where the bit is set, 1 - y where it is not (`select` takes no structs).
+fn factor(y: Ext, bit_set: bool) -> Ext {
+    if (bit_set) {
+        return y;
+    }
+    return ext_sub(ext_from_base(FP_ONE), y);
+}
+
+fn point_at(p: u32) -> Ext {
+    return ext_from_halves(points[2u * p], points[2u * p + 1u]);
+}
 
 @compute @workgroup_size(256)
 fn power_tables(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -30,30 +43,30 @@ fn power_tables(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) 
     let first = min(8u * c, cfg.vars);
     let bits = min(cfg.vars - first, 8u);
     if (t >= (1u << bits)) {
-        tables[c * 256u + t] = vec4<u32>(0u);
+        tables[c * 256u + t] = ext_zero();
         return;
     }
-    let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
+    let one = ext_from_base(FP_ONE);
     var acc = one;
     if (cfg.reversed == 1u) {
         // Bit first + i pairs with z^(2^(m-1-first-i)): each its own squarings (m at most 28).
         for (var i = 0u; i < bits; i++) {
-            var y = points[cfg.point];
+            var y = point_at(cfg.point);
             for (var k = 0u; k < cfg.vars - 1u - first - i; k++) {
-                y = ext4_mul(y, y);
+                y = ext_mul(y, y);
             }
-            acc = ext4_mul(acc, select(ext4_sub(one, y), y, ((t >> i) & 1u) == 1u));
+            acc = ext_mul(acc, factor(y, ((t >> i) & 1u) == 1u));
         }
         tables[c * 256u + t] = acc;
         return;
     }
-    var y = points[cfg.point];
+    var y = point_at(cfg.point);
     for (var k = 0u; k < first; k++) {
-        y = ext4_mul(y, y);
+        y = ext_mul(y, y);
     }
     for (var i = 0u; i < bits; i++) {
-        acc = ext4_mul(acc, select(ext4_sub(one, y), y, ((t >> i) & 1u) == 1u));
-        y = ext4_mul(y, y);
+        acc = ext_mul(acc, factor(y, ((t >> i) & 1u) == 1u));
+        y = ext_mul(y, y);
     }
     tables[c * 256u + t] = acc;
 }

@@ -1,8 +1,10 @@
 // #import pow/duplex_lanes
+// #import field/ext
 
 // A duplex-sponge script run on the GPU after work that leaves words to observe (a Merkle root,
 // in the same submission as the tree): observe them, then for each of `samples` points draw an
-// extension element z (4 samples) and, once f's value at z's univariate expansion is computed
+// extension element z (EXT_WORDS samples; points are stored two vec4 apart, zeros past the
+// degree) and, once f's value at z's univariate expansion is computed
 // (sumcheck/power_tables, then eval), observe the value; last, set up a grind (pow/grind) from
 // the state reached. Each dispatch of this one-thread kernel observes `step.observe.y` words and
 // then either draws one point or sets up the grind; it runs as one workgroup of
@@ -60,8 +62,8 @@ fn sponge_step(@builtin(local_invocation_index) lane: u32) {
         outputs = select(0u, SPONGE_RATE, len == 0u);
     }
     if (step.observe.z == 1u) {
-        var z = vec4<u32>(0u);
-        for (var c = 0u; c < 4u; c++) {
+        var z: array<u32, 8>;
+        for (var c = 0u; c < EXT_WORDS; c++) {
             if (len > 0u || outputs == 0u) {
                 state = transcript_permute(absorbing(state, pending, len), lane);
                 len = 0u;
@@ -71,7 +73,8 @@ fn sponge_step(@builtin(local_invocation_index) lane: u32) {
             outputs -= 1u;
         }
         if (lane == 0u) {
-            points[step.observe.w] = z;
+            points[2u * step.observe.w] = vec4<u32>(z[0], z[1], z[2], z[3]);
+            points[2u * step.observe.w + 1u] = vec4<u32>(z[4], z[5], z[6], z[7]);
         }
     } else if (step.grind.x != 0u && lane == 0u) {
         params = grind_params_of(state, pending, len, step.grind.x, step.grind.y);

@@ -21,6 +21,7 @@ use crate::FieldChoice;
 use crate::output::OutputFile;
 
 mod tables;
+mod zk;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -83,6 +84,12 @@ pub struct BenchArgs {
     /// and --rate, not --vars.
     #[arg(long)]
     tables: Option<String>,
+    /// Time Plonky3's hiding PCS (`HidingWhirPcs`, zero-knowledge WHIR: ell_zk 4, masks at rate
+    /// 1/2) on one polynomial per (n, fold, rate) at one point, over Plonky3's CPU pieces and over
+    /// the GPU's (DFT, Merkle trees, grinder) in one process: the proofs byte-identical for one
+    /// generator seed, and verified.
+    #[arg(long, conflicts_with_all = ["tables", "concurrency", "plot", "kernel_profile"])]
+    zk: bool,
     /// p3-sumcheck's layout of the --tables witness: suffix (`SuffixProver`, `Witness::new`) or
     /// prefix (`PrefixProver`, `Witness::new_interleaved`).
     #[arg(long, value_enum, default_value_t = crate::TableLayout::Suffix, requires = "tables")]
@@ -269,6 +276,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
+    }
+    if args.zk {
+        return crate::with_extension!((args.field, args.extension), |F, E| zk::run_zk::<F, E>(&args));
     }
     if let Some(spec) = &args.tables {
         return crate::with_extension!((args.field, args.extension), |F, E| tables::run_tables::<F, E>(&args, spec));

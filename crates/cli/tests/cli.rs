@@ -142,6 +142,23 @@ fn bench_tables_compares_the_gpu_pcs_with_plonky3() {
     assert!(err.starts_with("error: ") && err.contains("6x0") && err.contains("columns"), "{err}");
 }
 
+/// `bench --zk` times Plonky3's hiding PCS over its CPU pieces and over the GPU's, with the
+/// proofs compared byte for byte and verified (an error otherwise); an infeasible hiding shape
+/// is a skipped cell with the reason, and flags it cannot combine with are refused.
+#[test]
+fn bench_zk_times_the_hiding_pcs_on_both_pieces() {
+    let args = ["bench", "--zk", "--vars", "8,16", "--fold", "4", "--rate", "1", "--security", "40", "--pow-bits", "0", "--reps", "1", "--gpu-warmup-ms", "0"];
+    let Some(stdout) = gpu_run(&args) else { return };
+    let row = stdout.lines().find(|l| l.starts_with("| 16 | 4 | 1 |")).unwrap_or_else(|| panic!("a row for n = 16: {stdout}"));
+    assert!(row.contains('x') && !row.contains("skipped"), "{row}");
+    let small = stdout.lines().find(|l| l.starts_with("| 8 | 4 | 1 |")).unwrap_or_else(|| panic!("a row for n = 8: {stdout}"));
+    assert!(small.contains("skipped: no hiding configuration for n = 8") && small.contains("--rate"), "{small}");
+    let bad = whir(&["bench", "--zk", "--tables", "zkvm-small", "--no-gpu"]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("--zk") && err.contains("--tables"), "{err}");
+}
+
 /// `bench --concurrency` proves through a proof pool at each level, checks every proof against
 /// the same input's proof at the first level, and reports proofs/s beside Plonky3's; a level of
 /// 0 and a flag it cannot combine with are refused.

@@ -370,10 +370,6 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         log_inv_rate: usize,
         script: &SpongeScript<F>,
     ) -> Result<(CommittedCodeword<F>, Option<SpongeScriptValues<F, E>>)> {
-        if E::ID != crate::field::ExtensionId::Degree4 {
-            // (The sponge-script kernels play degree-4 transcripts: the caller plays the steps.)
-            return Ok((self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None));
-        }
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit and sponge script");

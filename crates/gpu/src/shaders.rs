@@ -295,7 +295,14 @@ impl Kernel {
             | LazyRoundBase
             | EvalSlotPartials
             | SumSlotPartials
-            | AddSlotWeights => &ExtensionId::ALL,
+            | AddSlotWeights
+            | ChainObserve
+            | ChainSample
+            | FoldPairsChained
+            | FoldSingleChained
+            | FoldBaseChained
+            | SpongeStep
+            | PowerTables => &ExtensionId::ALL,
             _ => &[ExtensionId::Degree4],
         }
     }

@@ -20,7 +20,7 @@ use whir_gpu::{
 };
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
-use crate::driver::RoundBreakdown;
+use crate::breakdown::RoundBreakdown;
 use crate::error::ProverError;
 use crate::options::DriverOptions;
 use crate::protocol::prove_with_steps;
@@ -462,8 +462,9 @@ impl<F: ProverField> GpuBackend<F> {
     }
 
     /// [`prove_resident`](Self::prove_resident) with the challenges in the extension `E` (the
-    /// field's degree-4 or degree-8 one; the proof is `WhirProver`'s over `E`). Over degree 8
-    /// the sumcheck rounds' transcript is played on the host, round by round.
+    /// field's degree-4, 5 or 8 one; the proof is `WhirProver`'s over `E`). Over degrees 5 and
+    /// 8 the rounds under lazy weights (the first fold's, from 2^24 cells) are played on the
+    /// host, round by round; every other transcript step is played on the GPU as over degree 4.
     pub fn prove_resident_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(
         &self,
         params: &Params,

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState};
 use p3_multilinear_util::point::Point;
 
-use crate::driver::{OpenedRows, Step, WhirBackend};
+use crate::breakdown::Step;
+use crate::driver::{OpenedRows, WhirBackend};
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension};

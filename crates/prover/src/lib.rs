@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod breakdown;
 mod claims;
 mod compare;
 mod domain;
@@ -30,10 +31,11 @@ pub use backend::{
     estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, CpuBackend, GpuBackend, GpuMode, HostMemory, ProverOutput,
     WhirPieces,
 };
+pub use breakdown::{step_label, DriverTimes, RoundBreakdown, Step, StepTime};
 pub use claims::Stacking;
 pub use compare::{ComparingBackend, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
-pub use driver::{step_label, Blocks, CpuCodewords, DriverTimes, OpenedRows, RoundBreakdown, Step, StepTime, WhirBackend};
+pub use driver::{Blocks, CpuCodewords, OpenedRows, WhirBackend};
 pub use error::ProverError;
 pub use lookahead::{GrindClock, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState, WhirChallenger, SPONGE_WIDTH};
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};

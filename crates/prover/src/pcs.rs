@@ -19,11 +19,12 @@ use p3_whir::{PcsProof, WhirProver};
 use whir_gpu::{GpuChallenger, GpuCodewords};
 use whir_verifier::hash::CpuMmcs;
 
+use crate::breakdown::DriverTimes;
 use crate::claims::{Points, Stacking};
-use crate::driver::{CpuCodewords, DriverTimes, Opened, StepClock, WhirBackend};
+use crate::driver::{CpuCodewords, Opened, WhirBackend};
 use crate::error::ProverError;
 use crate::options::DriverOptions;
-use crate::protocol::open_with_steps;
+use crate::protocol::{open_with_steps, StepClock};
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;

@@ -16,14 +16,16 @@ use p3_whir::transcript::WhirProverTranscript;
 use p3_whir::{PcsProof, QueryOpenings, WhirProof, WhirRoundProof, WhirShape};
 
 use crate::claims::{check_protocol, play_claims, Claims, Points};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use p3_sumcheck::layout::observe_commitment;
 use whir_verifier::hash::CpuMmcs;
 
+use crate::breakdown::{DriverTimes, RoundBreakdown, Step, StepTime};
 use crate::claims::Stacking;
-use crate::driver::{check_leaf_sponge, query_openings, query_var, run_rounds, DriverTimes, Opened, Paths, Proof, Step, StepClock, WhirBackend};
+use crate::driver::{check_leaf_sponge, query_openings, query_var, run_rounds, Opened, Paths, Proof, WhirBackend};
 use crate::error::ProverError;
+use crate::lookahead::GrindClock;
 use crate::lookahead::WhirChallenger;
 use crate::options::DriverOptions;
 use crate::sumcheck::{powers_from, SumcheckState};
@@ -368,5 +370,61 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
         self.clock.enter(steps, final_round + 1, Step::Readback);
         let openings = opened()?.into_iter().zip(bases).map(|((rows, proof), base)| query_openings(rows, proof, base)).collect();
         Ok((final_poly, final_pow_witness, final_sumcheck, openings))
+    }
+}
+
+/// Wall-clock recorder of the breakdown: each `enter` closes the step before it, so the
+/// steps cover the proof end to end. Grinding inside a sumcheck is moved to `Pow`.
+pub(crate) struct StepClock {
+    breakdown: RoundBreakdown,
+    open: Option<(usize, Step, Instant, Duration)>,
+    /// The challenger's grinding clock, where it keeps one (grinds then count as `Pow`).
+    pow_clock: Option<GrindClock>,
+    /// The open step as a tracing span (for a timeline of the proof's threads).
+    span: Option<tracing::span::EnteredSpan>,
+}
+
+impl StepClock {
+    pub(crate) fn new<F: ProverField, C: WhirChallenger<F>>(challenger: &C) -> Self {
+        Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock(), span: None }
+    }
+
+    pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>>(&mut self, steps: &S, round: usize, step: Step) {
+        self.close();
+        steps.enter_step(round, step);
+        self.span = Some(tracing::info_span!("step", round, step = step.name()).entered());
+        self.open = Some((round, step, Instant::now(), self.pow_elapsed()));
+    }
+
+    fn add(&mut self, round: usize, step: Step, wall: Duration) {
+        if self.breakdown.rounds.len() <= round {
+            self.breakdown.rounds.resize(round + 1, Vec::new());
+        }
+        let steps = &mut self.breakdown.rounds[round];
+        match steps.iter_mut().find(|(s, _)| *s == step) {
+            Some((_, t)) => t.wall += wall,
+            None => steps.push((step, StepTime { wall, ..StepTime::default() })),
+        }
+    }
+
+    fn pow_elapsed(&self) -> Duration {
+        self.pow_clock.as_ref().map_or(Duration::ZERO, GrindClock::elapsed)
+    }
+
+    fn close(&mut self) {
+        self.span = None;
+        if let Some((round, step, at, pow_at)) = self.open.take() {
+            let wall = at.elapsed();
+            let pow = self.pow_elapsed().saturating_sub(pow_at).min(wall);
+            if step != Step::Pow && !pow.is_zero() {
+                self.add(round, Step::Pow, pow);
+            }
+            self.add(round, step, if step == Step::Pow { wall } else { wall - pow });
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> RoundBreakdown {
+        self.close();
+        self.breakdown
     }
 }

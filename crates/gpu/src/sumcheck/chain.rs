@@ -16,7 +16,12 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// from before the chain, unless writing lazy weights out after it failed: then the
     /// sumcheck is unusable (a proof in progress fails).
     pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F, E>>> {
-        Self::check_transcript_extension("a chain of sumcheck rounds")?;
+        if !self.can_chain() {
+            return Err(GpuError::InvalidInput(format!(
+                "a chain of sumcheck rounds with lazy weights on the GPU plays degree-4 transcripts; this sumcheck is over the {} extension",
+                E::ID.name()
+            )));
+        }
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
         }
@@ -34,7 +39,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.ensure_weights_for_rounds()?;
         let lazy_start = self.lazy.as_ref().map(|l| l.bound);
         let ctx = self.ctx.clone();
-        let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 4], range: [0; 4] };
+        let mut state = ChainState { sponge: [0; WIDTH], pending: [0; RATE], info: [pending.len() as u32, 0, 0, mask], r: [0; 8], range: [0; 4] };
         state.sponge.copy_from_slice(crate::field::as_words(sponge));
         state.pending[..pending.len()].copy_from_slice(crate::field::as_words(pending));
         if bits > 0 {
@@ -100,8 +105,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 batch.record(&dispatches);
                 // The pair and the grind's buffers are this round's alone; the chain state's
                 // challenge changes every round, so it is copied now.
-                let pair_slot = batch.read(&pair, 0, 8);
-                let r_slot = batch.snapshot(&chain, (CHAIN_R_AT / 4) as usize, 4);
+                let pair_slot = batch.read(&pair, 0, 2 * E::WORDS);
+                let r_slot = batch.snapshot(&chain, (CHAIN_R_AT / 4) as usize, E::WORDS);
                 reads.push((pair_slot, r_slot, record.map(|r| r.read_in(&mut batch))));
                 batch.lend(pair);
                 // Each round goes to the GPU once recorded, so the GPU runs it while the next

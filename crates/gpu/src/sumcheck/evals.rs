@@ -46,7 +46,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// batch has run, [`finish_sponge_script`](Self::finish_sponge_script) gives what it found.
     /// Records nothing and reads nothing when it returns an error.
     pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript<F>) -> Result<SpongeScriptRecord<F>> {
-        Self::check_transcript_extension("a sponge script")?;
         if script.pending.len() >= RATE {
             return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
         }
@@ -70,8 +69,9 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
         state.pending[..script.pending.len()].copy_from_slice(crate::field::as_words(&script.pending));
         let state = batch.upload("sponge script state", bytemuck::cast_slice(&[state]));
-        let points = batch.scratch("sponge script points", 4 * samples.max(1));
-        let tables = batch.scratch("sponge script tables", (4 * chunks) << EVAL_CHUNK_BITS);
+        // Two vec4 a point (sumcheck/sponge_step.wgsl).
+        let points = batch.scratch("sponge script points", 8 * samples.max(1));
+        let tables = batch.scratch("sponge script tables", (E::WORDS * chunks) << EVAL_CHUNK_BITS);
         // Bound where the script does not grind (the kernel's layout has the grind's buffers).
         let (params, best) = match &grind {
             Some(g) => (g.params().clone(), g.best().clone()),
@@ -84,7 +84,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             // (k < samples) or set up the grind (k = samples; without a grind nothing follows
             // the last value, so it is not observed here).
             for k in 0..samples + usize::from(grind.is_some()) {
-                let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], 4) };
+                let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], E::WORDS as u32) };
                 let step = SpongeStep {
                     observe: [0, words, u32::from(k < samples), k as u32],
                     grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))],
@@ -123,7 +123,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             }
         };
         batch.record(&dispatches);
-        let samples = values.iter().enumerate().map(|(k, value)| (batch.read(&points, 4 * k, 4), batch.read(value, 0, 4))).collect();
+        let samples = values.iter().enumerate().map(|(k, value)| (batch.read(&points, 8 * k, E::WORDS), batch.read(value, 0, E::WORDS))).collect();
         values.into_iter().for_each(|b| batch.lend(b));
         Ok(SpongeScriptRecord { samples, grind: grind.map(|g| g.read_in(batch)) })
     }

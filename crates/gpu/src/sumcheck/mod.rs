@@ -26,10 +26,14 @@ use crate::shaders::Kernel;
 mod chain;
 mod evals;
 mod lazy_slots;
+mod params;
 mod rounds;
 mod slots;
 mod weights;
 use lazy_slots::LazySlots;
+#[cfg(test)]
+pub(crate) use params::WGSL_TWINS;
+use params::*;
 
 const THREADS: usize = 256;
 /// Most workgroups a reduction launches (a grid-stride loop covers the rest).
@@ -37,122 +41,6 @@ const MAX_REDUCE_GROUPS: usize = 1024;
 /// Largest table: 2^28 entries (n = 28 proofs' first table), indexed with 32-bit integers; tables
 /// over one binding are split into segments.
 const MAX_VARS: usize = 28;
-
-/// Rust twin of `RoundParams` in wgsl/sumcheck/round.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct RoundParams {
-    count: u32,
-    groups: u32,
-    first: u32,
-    _pad: u32,
-}
-
-/// Rust twin of `FoldParams` in wgsl/sumcheck/fold.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct FoldParams {
-    r: [u32; 4],
-    r_hi: [u32; 4],
-    half: u32,
-    _pad: [u32; 3],
-}
-
-/// Rust twin of `WeightParams` in wgsl/sumcheck/weights.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct WeightParams {
-    size: u32,
-    vars: u32,
-    count: u32,
-    groups: u32,
-    offset: u32,
-    total: u32,
-    _pad: [u32; 2],
-}
-
-/// Rust twin of `EvalParams` in wgsl/sumcheck/eval.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct EvalParams {
-    size: u32,
-    groups: u32,
-    chunks: u32,
-    base: u32,
-    offset: u32,
-    first: u32,
-    rows: u32,
-    _pad: u32,
-}
-
-/// Rust twin of `SpongeState` in wgsl/sumcheck/sponge_step.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SpongeState {
-    sponge: [u32; WIDTH],
-    pending: [u32; RATE],
-    info: [u32; 4],
-}
-
-/// Rust twin of `SpongeStep` in wgsl/sumcheck/sponge_step.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SpongeStep {
-    observe: [u32; 4],
-    grind: [u32; 2],
-    _pad: [u32; 2],
-}
-
-/// Rust twin of `PowerTablesParams` in wgsl/sumcheck/power_tables.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct PowerTablesParams {
-    vars: u32,
-    point: u32,
-    reversed: u32,
-    _pad: u32,
-}
-
-/// Rust twin of `SlotEvalParams` in wgsl/sumcheck/slot_eval.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SlotEvalParams {
-    base: u32,
-    seg_offset: u32,
-    seg_size: u32,
-    segment: u32,
-    total_groups: u32,
-    _pad: [u32; 3],
-}
-
-/// Rust twin of `SlotSumParams` in wgsl/sumcheck/slot_sum.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SlotSumParams {
-    count: u32,
-    total_groups: u32,
-    segments: u32,
-    _pad: u32,
-}
-
-/// Rust twin of `LazySlotParams` in wgsl/sumcheck/lazy_slot_round.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct LazySlotParams {
-    terms: u32,
-    bind: u32,
-    _pad: [u32; 2],
-}
-
-/// Rust twin of `SlotWeightParams` in wgsl/sumcheck/slot_weights.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SlotWeightParams {
-    seg_offset: u32,
-    seg_size: u32,
-    total_groups: u32,
-    _pad: u32,
-}
 
 /// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
 /// point's coordinates), read as a multilinear polynomial over {0,1}^k — one column of a stacked
@@ -275,30 +163,6 @@ pub struct SpongeScriptValues<F: Poseidon2Field = BabyBear, E = Ext4<F>> {
     pub answers: Vec<E>,
     /// The grind, as an offer for the challenger; None without one.
     pub offer: Option<GrindOffer<F>>,
-}
-
-/// Rust twin of `LazyParams` in wgsl/sumcheck/lazy_weights.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct LazyParams {
-    count: u32,
-    groups: u32,
-    first: u32,
-    offset: u32,
-    points: u32,
-    lo_bits: u32,
-    lo_at: u32,
-    stride: u32,
-}
-
-/// Rust twin of `LazyCoeffParams` in wgsl/sumcheck/lazy_coeffs.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct LazyCoeffParams {
-    points: u32,
-    t: u32,
-    rounds_plus_one: u32,
-    _pad: u32,
 }
 
 /// Equality weights w = Σ_j c_j·eq(z_j, ·) not written into a table: the first rounds after
@@ -444,21 +308,6 @@ impl Table {
     }
 }
 
-/// Rust twin of `ChainState` in wgsl/sumcheck/chain_state.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ChainState {
-    sponge: [u32; WIDTH],
-    pending: [u32; RATE],
-    info: [u32; 4],
-    r: [u32; 4],
-    range: [u32; 4],
-}
-
-/// Byte offsets of `ChainState::info` and `ChainState::r`.
-const CHAIN_INFO_AT: u64 = ((WIDTH + RATE) * 4) as u64;
-const CHAIN_R_AT: u64 = CHAIN_INFO_AT + 16;
-
 /// A sumcheck round played on the GPU by [`GpuSumcheck::play_chain`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainedRound<F: Poseidon2Field = BabyBear, E = Ext4<F>> {
@@ -512,18 +361,6 @@ pub struct GpuSumcheck<F: Poseidon2Field = BabyBear, E: GpuExtension<F> = Ext4<F
     reversed: bool,
 }
 
-/// Rust twin of `BaseParams` in wgsl/sumcheck/base.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct BaseParams {
-    r: [u32; 4],
-    r_hi: [u32; 4],
-    count: u32,
-    groups: u32,
-    first: u32,
-    _pad: u32,
-}
-
 impl<F: Poseidon2Field, E: GpuExtension<F>> Drop for GpuSumcheck<F, E> {
     fn drop(&mut self) {
         for b in self.f.buffers.drain(..).chain(self.w.buffers.drain(..)) {
@@ -549,12 +386,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         ([words[0], words[1], words[2], words[3]], [words[4], words[5], words[6], words[7]])
     }
 
-    /// An error unless the extension is the one the transcript kernels play (degree 4).
-    fn check_transcript_extension(what: &str) -> Result<()> {
-        if E::ID != crate::field::ExtensionId::Degree4 {
-            return Err(GpuError::InvalidInput(format!("{what} on the GPU plays degree-4 transcripts; this sumcheck is over the {} extension", E::ID.name())));
-        }
-        Ok(())
+    /// Whether [`play_chain`](Self::play_chain) can play rounds now: over any extension
+    /// without lazy weights; with lazy weights over degree 4 only (the kernels that bind their
+    /// coefficients to the chain's challenges are composed for degree 4).
+    pub fn can_chain(&self) -> bool {
+        E::ID == crate::field::ExtensionId::Degree4 || (self.lazy.is_none() && self.lazy_slots.is_none())
     }
 
     /// log2 of the most extension entries one binding holds on `ctx`'s adapter.
@@ -868,23 +704,3 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         }
     }
 }
-
-/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
-#[cfg(test)]
-pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
-    crate::shaders::twin_layout!(RoundParams as "RoundParams" in "sumcheck/round" { count, groups, first }),
-    crate::shaders::twin_layout!(FoldParams as "FoldParams" in "sumcheck/fold" { r, r_hi, half }),
-    crate::shaders::twin_layout!(WeightParams as "WeightParams" in "sumcheck/weights" { size, vars, count, groups, offset, total }),
-    crate::shaders::twin_layout!(EvalParams as "EvalParams" in "sumcheck/eval" { size, groups, chunks, base, offset, first, rows }),
-    crate::shaders::twin_layout!(SpongeState as "SpongeState" in "sumcheck/sponge_step" { sponge, pending, info }),
-    crate::shaders::twin_layout!(SpongeStep as "SpongeStep" in "sumcheck/sponge_step" { observe, grind }),
-    crate::shaders::twin_layout!(PowerTablesParams as "PowerTablesParams" in "sumcheck/power_tables" { vars, point, reversed }),
-    crate::shaders::twin_layout!(LazyParams as "LazyParams" in "sumcheck/lazy_weights" { count, groups, first, offset, points, lo_bits, lo_at, stride }),
-    crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
-    crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
-    crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, r_hi, count, groups, first }),
-    crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { base, seg_offset, seg_size, segment, total_groups }),
-    crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, total_groups, segments }),
-    crate::shaders::twin_layout!(SlotWeightParams as "SlotWeightParams" in "sumcheck/slot_weights" { seg_offset, seg_size, total_groups }),
-    crate::shaders::twin_layout!(LazySlotParams as "LazySlotParams" in "sumcheck/lazy_slot_round" { terms, bind }),
-];

@@ -1,0 +1,239 @@
+//! `whir bench --zk`: Plonky3's hiding PCS (`HidingWhirPcs`, HVZK-WHIR; `ZkParameters` with
+//! ell_zk = 4 and masks at rate 1/2) on one polynomial per (n, fold, rate), over Plonky3's CPU
+//! pieces and over ours (`GpuDft` for every encoding, `GpuMmcs` for every base-field tree, the
+//! GPU grinder) in one process: commit and open timed apart, the proofs compared byte for byte
+//! (one generator seed for both, the smallest witness ground on both sides) and the GPU pieces'
+//! proof, read back from its bytes, accepted by p3-whir's verifier. The reference a resident
+//! hiding prover is measured against, and its fallback.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use p3_commit::MultilinearPcs;
+use p3_dft::Radix2DFTSmallBatch;
+use p3_multilinear_util::point::Point;
+use p3_multilinear_util::poly::Poly;
+use p3_whir::{HidingWhirPcs, ZkParameters, ZkWhirConfig, ZkWhirProof};
+use rand::distr::{Distribution, StandardUniform};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::Serialize;
+use whir_gpu::{GpuChallenger, GpuDft};
+use whir_prover::{CpuBackend, GpuBackend, Params, ProverField, Soundness, WhirExtension, WhirPieces};
+use whir_verifier::hash::CpuMmcs;
+
+use super::{busy_for, distinct, median, ms, BenchArgs};
+use crate::output::OutputFile;
+
+/// The mask parameters of every hiding proof `whir bench --zk` times (p3-whir's own tests').
+const ZK_PARAMETERS: ZkParameters = ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 };
+
+#[derive(Serialize)]
+struct ZkCell {
+    vars: usize,
+    fold: usize,
+    rate: usize,
+    points: usize,
+    skipped: Option<String>,
+    /// `HidingWhirPcs` over Plonky3's CPU pieces, medians: commit, open.
+    stock_commit_ms: Option<f64>,
+    stock_open_ms: Option<f64>,
+    /// `HidingWhirPcs` over our GPU pieces, medians.
+    gpu_pieces_commit_ms: Option<f64>,
+    gpu_pieces_open_ms: Option<f64>,
+    proof_kib: Option<f64>,
+}
+
+type StockHiding<F, E> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
+/// Over our pieces: the GPU backend's MMCS (`GpuMmcs`) and a `GpuDft` on its context.
+type PiecesHiding<F, E> = HidingWhirPcs<E, F, GpuDft<F>, <GpuBackend<F> as WhirPieces<F>>::Mmcs, GpuChallenger<F>, StdRng>;
+
+/// `whir bench --zk` over the field `F` with the challenges in `E`.
+pub(super) fn run_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField>(args: &BenchArgs) -> Result<()>
+where
+    GpuBackend<F>: WhirPieces<F>,
+    StandardUniform: Distribution<F> + Distribution<E>,
+{
+    let soundness = Soundness::parse(&args.security.soundness)?;
+    if args.plot.is_some() {
+        bail!("--plot charts the plain grid; drop it with --zk");
+    }
+    let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
+    eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
+    let gpu = if args.no_gpu { None } else { Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?) };
+    if let Some(g) = &gpu {
+        eprintln!("GPU: {}", g.context().summary());
+    }
+    let mut cells = Vec::new();
+    for &vars in &distinct("--vars", &args.vars) {
+        for &fold in &distinct("--fold", &args.fold) {
+            for &rate in &distinct("--rate", &args.rate) {
+                let p = Params {
+                    num_vars: vars,
+                    fold,
+                    log_inv_rate: rate,
+                    security_bits: args.security.security,
+                    pow_bits: args.security.pow_bits,
+                    soundness,
+                    points: 1,
+                    leaf: args.security.leaf,
+                };
+                let mut cell = ZkCell {
+                    vars,
+                    fold,
+                    rate,
+                    points: p.points,
+                    skipped: None,
+                    stock_commit_ms: None,
+                    stock_open_ms: None,
+                    gpu_pieces_commit_ms: None,
+                    gpu_pieces_open_ms: None,
+                    proof_kib: None,
+                };
+                let config = p.config_over::<E, GpuChallenger<F>>().map_err(anyhow::Error::from).and_then(|_| {
+                    ZkWhirConfig::<E, F, GpuChallenger<F>>::new(vars, p.protocol_parameters(), ZK_PARAMETERS).map_err(|e| {
+                        anyhow!(
+                            "no hiding configuration for n = {vars}, fold {fold}, rate {rate} ({e:?}): the masks' randomness must fit each \
+                                 code's slack; try more variables, a larger --rate or a smaller --fold"
+                        )
+                    })
+                });
+                let config = match config.and_then(|c| crate::host_memory::machine().check::<F, E>(&p, None).map(|()| c).map_err(Into::into)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        cell.skipped = Some(e.to_string());
+                        cells.push(cell);
+                        continue;
+                    }
+                };
+                eprintln!("n = {vars}, fold {fold}, rate {rate}");
+                measure_zk::<F, E>(args, gpu.as_ref(), &p, &config, &mut cell)?;
+                cells.push(cell);
+            }
+        }
+    }
+    report_zk(cells, json_out)
+}
+
+/// One cell: the stock hiding PCS's proofs (timed, verified), then the GPU pieces' (the same
+/// bytes; timed after a warm-up).
+fn measure_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField>(
+    args: &BenchArgs,
+    gpu: Option<&GpuBackend<F>>,
+    p: &Params,
+    config: &ZkWhirConfig<E, F, GpuChallenger<F>>,
+    cell: &mut ZkCell,
+) -> Result<()>
+where
+    GpuBackend<F>: WhirPieces<F>,
+    StandardUniform: Distribution<F> + Distribution<E>,
+{
+    let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
+    let witness = Poly::new((0..1usize << p.num_vars).map(|_| rng.random::<F>()).collect::<Vec<F>>());
+    let points: Vec<Point<E>> = (0..p.points).map(|_| Point::rand(&mut rng, p.num_vars)).collect();
+    // One generator seed for every proof of the cell: the same masks, so the same bytes.
+    let seed = rng.random::<u64>();
+    let stock = |seed| {
+        StockHiding::<F, E>::new(
+            config.clone(),
+            Radix2DFTSmallBatch::default(),
+            whir_verifier::hash::cpu_mmcs_with::<F>(0, p.leaf),
+            StdRng::seed_from_u64(seed),
+        )
+    };
+    let host = || WhirPieces::<F>::challenger(&CpuBackend);
+    let stock_run = || -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
+        let (pcs, mut ch) = (stock(seed), host());
+        let started = Instant::now();
+        let (root, data) = pcs.commit(witness.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
+        let commit = started.elapsed();
+        let started = Instant::now();
+        let proof = pcs.open(data, points.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
+        Ok((commit, started.elapsed(), postcard::to_allocvec(&proof)?, root))
+    };
+    let (mut sc, mut so, mut expected) = (Vec::new(), Vec::new(), None);
+    for _ in 0..args.reps {
+        let (c, o, bytes, root) = stock_run()?;
+        sc.push(ms(c));
+        so.push(ms(o));
+        expected = Some((bytes, root));
+    }
+    let (expected, root) = expected.expect("at least one repetition");
+    let verify = |bytes: &[u8], what: &str| -> Result<()> {
+        let proof: ZkWhirProof<F, E, CpuMmcs<F>> = postcard::from_bytes(bytes)?;
+        stock(seed).verify(&root, &proof, &mut host(), points.clone()).map_err(|e| anyhow!("n = {}: p3-whir's verifier rejects {what}: {e:?}", p.num_vars))
+    };
+    verify(&expected, "Plonky3's hiding proof")?;
+    (cell.stock_commit_ms, cell.stock_open_ms, cell.proof_kib) = (Some(median(sc)), Some(median(so)), Some(expected.len() as f64 / 1024.0));
+    let Some(gpu) = gpu else {
+        return Ok(());
+    };
+    let pieces_run = || -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
+        let dft = GpuDft::<F>::on(gpu.context().clone());
+        let pcs = PiecesHiding::<F, E>::new(config.clone(), dft, gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
+        let mut ch = gpu.challenger();
+        let started = Instant::now();
+        let (root, data) = pcs.commit(witness.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
+        let commit = started.elapsed();
+        let started = Instant::now();
+        let proof = pcs.open(data, points.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
+        Ok((commit, started.elapsed(), postcard::to_allocvec(&proof)?, root))
+    };
+    let check = |bytes: &[u8], ours: &whir_prover::Commitment<F>| -> Result<()> {
+        if ours != &root || bytes != expected.as_slice() {
+            bail!("n = {}, fold {}, rate {}: the GPU pieces' hiding proof differs from Plonky3's", p.num_vars, p.fold, p.log_inv_rate);
+        }
+        Ok(())
+    };
+    let (_, _, first, first_root) = pieces_run()?;
+    check(&first, &first_root)?;
+    verify(&first, "the GPU pieces' hiding proof")?;
+    busy_for(args.gpu_warmup_ms, || pieces_run().map(|_| ()))?;
+    let (mut gc, mut go) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        let (c, o, bytes, root) = pieces_run()?;
+        check(&bytes, &root)?;
+        gc.push(ms(c));
+        go.push(ms(o));
+    }
+    (cell.gpu_pieces_commit_ms, cell.gpu_pieces_open_ms) = (Some(median(gc)), Some(median(go)));
+    Ok(())
+}
+
+/// The `whir bench --zk` table (and JSON) of `cells`.
+fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
+    if let Some(out) = &json_out {
+        out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
+    }
+    println!("| n | fold | rate | points | HidingWhirPcs, Plonky3's pieces: ms (commit + open) | HidingWhirPcs, GPU pieces: ms (commit + open) | ratio | proof KiB |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for c in &cells {
+        if let Some(why) = &c.skipped {
+            println!("| {} | {} | {} | {} | skipped: {why} | | | |", c.vars, c.fold, c.rate, c.points);
+            continue;
+        }
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
+        let (stock, pieces) = (sum(c.stock_commit_ms, c.stock_open_ms), sum(c.gpu_pieces_commit_ms, c.gpu_pieces_open_ms));
+        let ratio = stock.zip(pieces).map_or("-".into(), |(s, g)| format!("{:.2}x", s / g));
+        println!(
+            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} |",
+            c.vars,
+            c.fold,
+            c.rate,
+            c.points,
+            f(stock),
+            f(c.stock_commit_ms),
+            f(c.stock_open_ms),
+            f(pieces),
+            f(c.gpu_pieces_commit_ms),
+            f(c.gpu_pieces_open_ms),
+            ratio,
+            f(c.proof_kib)
+        );
+    }
+    if cells.iter().all(|c| c.skipped.is_some()) {
+        bail!("every cell was skipped (above: why)");
+    }
+    Ok(())
+}
