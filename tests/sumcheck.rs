@@ -960,7 +960,6 @@ where
     StandardUniform: Distribution<E> + Distribution<F>,
 {
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
-    use p3_field::PrimeField32;
     use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, SpongeScript};
     let perm = <F as whir_wgpu::verifier::WhirField>::permutation();
     let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));

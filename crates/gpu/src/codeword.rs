@@ -17,7 +17,6 @@ use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::poseidon2::Poseidon2Field;
 use crate::reorder::{reverse_bits_dispatch, MessageLayout};
 use crate::shaders::Kernel;
-use crate::sumcheck::{GpuSumcheck, SpongeScript, SpongeScriptValues};
 
 /// Rust twin of `BlockParams` in wgsl/util/copy_block.wgsl.
 #[repr(C)]
@@ -130,17 +129,6 @@ impl<F: GpuField> Drop for RecordedCodeword<F> {
         if let Some(b) = self.codeword.take() {
             self.ntt.recycle(b);
         }
-    }
-}
-
-/// Logs, once per process, that a sponge script could not be recorded (a failure that repeats,
-/// a kernel this adapter cannot build, would otherwise warn every round).
-fn warn_once_script_left_out(e: &GpuError) {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        tracing::warn!("a sponge script after a Merkle root could not be recorded ({e}); its steps run on their own");
-    } else {
-        tracing::debug!("no sponge script after this Merkle root: {e}");
     }
 }
 
@@ -353,47 +341,6 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         recorded.tree = Some(self.merkle.record_tree(batch, codeword, TreeSpec::new(spec.rows(), width).keeping_from(lowest).with_order(order))?);
         tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoding and tree recorded");
         Ok(recorded)
-    }
-
-    /// Commits the first `rows` x `width` words of the sumcheck's f (as
-    /// [`commit_buffer`](Self::commit_buffer)) and, before the same wait, runs the sponge
-    /// script `script` from the root ([`GpuSumcheck::record_sponge_script`]: the root observed,
-    /// points drawn and f evaluated there, a grind). Its results come back with the root (None
-    /// where it could not be recorded, or for a codeword over one binding: the caller plays
-    /// those steps itself).
-    #[allow(clippy::type_complexity)]
-    pub fn commit_then_script<E: crate::field::GpuExtension<F>>(
-        &self,
-        sumcheck: &GpuSumcheck<F, E>,
-        rows: usize,
-        width: usize,
-        log_inv_rate: usize,
-        script: &SpongeScript<F>,
-    ) -> Result<(CommittedCodeword<F>, Option<SpongeScriptValues<F, E>>)> {
-        let ctx = self.ntt.context().clone();
-        ctx.scoped("codeword commit", || {
-            let mut batch = ctx.batch("codeword commit and sponge script");
-            let recorded = self.record_commit_as(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
-            let script = match recorded.root_buffer().cloned() {
-                Some(root) => {
-                    // The tree goes to the GPU while the script is recorded.
-                    batch.submit_part()?;
-                    sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_script_left_out(&e)).ok()
-                }
-                None => None,
-            };
-            let readback = ctx.run(batch)?;
-            let committed = recorded.finish(&readback)?;
-            let values = script.and_then(|s| match sumcheck.finish_sponge_script(s, &readback) {
-                Ok(values) => Some(values),
-                // The commit stands; the caller plays those steps itself.
-                Err(e) => {
-                    tracing::warn!("a sponge script played on the GPU came back malformed ({e}); the caller plays it on the host");
-                    None
-                }
-            });
-            Ok((committed, values))
-        })
     }
 
     /// The lowest Merkle layer a one-buffer codeword's tree keeps. Without its leaves a tree takes

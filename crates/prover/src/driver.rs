@@ -378,8 +378,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         self.commit_folded_with_head(sumcheck, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
     }
 
-    /// The commit and, before its wait, the root observed, the out-of-domain answers and the
-    /// query grind (`GpuCodewords::commit_then_script`): one round trip instead of three or more.
+    /// The commit and, before its wait, the round's head played from its root (`commit_with_head`):
+    /// one round trip instead of three or more.
     fn commit_folded_with_head(
         &self,
         sumcheck: &mut Self::Sumcheck,
@@ -401,7 +401,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
                     samples: head.samples,
                     grind_bits: head.grind_bits,
                 };
-                self.commit_then_script(sumcheck, rows, width, log_inv_rate, &script)?
+                commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?
             }
             None => (self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
@@ -445,6 +445,58 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         Ok(Box::new(move || {
             Ok(self.finish_reading_openings(reading)?.into_iter().map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings })).collect())
         }))
+    }
+}
+
+/// The round head composed on the GPU: f committed (`GpuCodewords::record_commit_as`) and, in
+/// the same wait, `script` played from the root the tree leaves on the device
+/// (`GpuSumcheck::record_sponge_script`: the root observed, each out-of-domain point drawn and f
+/// evaluated there, the query grind). The values come back with the root; None where the script
+/// could not be recorded (a codeword over one binding, whose root is not one buffer) or came
+/// back malformed: the protocol then plays those steps itself.
+#[allow(clippy::type_complexity)]
+fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+    codewords: &GpuCodewords<F>,
+    sumcheck: &GpuSumcheck<F, E>,
+    rows: usize,
+    width: usize,
+    log_inv_rate: usize,
+    script: &SpongeScript<F>,
+) -> Result<(CommittedCodeword<F>, Option<whir_gpu::SpongeScriptValues<F, E>>), ProverError> {
+    let ctx = codewords.ntt().context().clone();
+    Ok(ctx.scoped("codeword commit", || {
+        let mut batch = ctx.batch("codeword commit and round head");
+        let recorded = codewords.record_commit_as(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
+        let script = match recorded.root_buffer().cloned() {
+            Some(root) => {
+                // The tree goes to the GPU while the script is recorded.
+                batch.submit_part()?;
+                sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_head_left_out(&e)).ok()
+            }
+            None => None,
+        };
+        let readback = ctx.run(batch)?;
+        let committed = recorded.finish(&readback)?;
+        let values = script.and_then(|s| match sumcheck.finish_sponge_script(s, &readback) {
+            Ok(values) => Some(values),
+            // The commit stands; the protocol plays those steps itself.
+            Err(e) => {
+                tracing::warn!("a round head played on the GPU came back malformed ({e}); the host plays it");
+                None
+            }
+        });
+        Ok((committed, values))
+    })?)
+}
+
+/// Warns once per process that a round head could not be recorded after its root (later ones at
+/// debug level): the protocol plays those steps on the host.
+fn warn_once_head_left_out(e: &whir_gpu::GpuError) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("a round head after a Merkle root could not be recorded ({e}); its steps run on their own");
+    } else {
+        tracing::debug!("no round head after this Merkle root: {e}");
     }
 }
 
