@@ -28,6 +28,19 @@ fn transcript_permute(words: array<u32, 16>, lane: u32) -> array<u32, 16> {
     return out;
 }
 
+// DuplexChallenger::sample: pops the output buffer's last word, after a permutation where inputs
+// are pending or the buffer is empty. `len` (pending inputs) and `outputs` (words left in the
+// output buffer) stay uniform: they decide when to permute.
+fn duplex_sample(state: ptr<function, array<u32, 16>>, pending: array<u32, 8>, len: ptr<function, u32>, outputs: ptr<function, u32>, lane: u32) -> u32 {
+    if (*len > 0u || *outputs == 0u) {
+        *state = transcript_permute(absorbing(*state, pending, *len), lane);
+        *len = 0u;
+        *outputs = SPONGE_RATE;
+    }
+    *outputs -= 1u;
+    return (*state)[*outputs];
+}
+
 fn words_of(v: array<vec4<u32>, 4>) -> array<u32, 16> {
     var out: array<u32, 16>;
     for (var i = 0u; i < 16u; i++) {

@@ -112,13 +112,7 @@ fn chain_sample(@builtin(local_invocation_index) lane: u32) {
     // (or pending inputs) is refilled by a permutation first.
     var r: array<u32, 8>;
     for (var c = 0u; c < EXT_WORDS; c++) {
-        if (len > 0u || outputs == 0u) {
-            state = transcript_permute(absorbing(state, pending, len), lane);
-            len = 0u;
-            outputs = SPONGE_RATE;
-        }
-        r[c] = state[outputs - 1u];
-        outputs -= 1u;
+        r[c] = duplex_sample(&state, pending, &len, &outputs, lane);
     }
     storageBarrier();
     if (lane == 0u) {

@@ -64,13 +64,7 @@ fn sponge_step(@builtin(local_invocation_index) lane: u32) {
     if (step.observe.z == 1u) {
         var z: array<u32, 8>;
         for (var c = 0u; c < EXT_WORDS; c++) {
-            if (len > 0u || outputs == 0u) {
-                state = transcript_permute(absorbing(state, pending, len), lane);
-                len = 0u;
-                outputs = SPONGE_RATE;
-            }
-            z[c] = state[outputs - 1u];
-            outputs -= 1u;
+            z[c] = duplex_sample(&state, pending, &len, &outputs, lane);
         }
         if (lane == 0u) {
             points[2u * step.observe.w] = vec4<u32>(z[0], z[1], z[2], z[3]);

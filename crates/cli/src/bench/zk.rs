@@ -142,15 +142,7 @@ where
         )
     };
     let host = || WhirPieces::<F>::challenger(&CpuBackend);
-    let stock_run = || -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
-        let (pcs, mut ch) = (stock(seed), host());
-        let started = Instant::now();
-        let (root, data) = pcs.commit(witness.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
-        let commit = started.elapsed();
-        let started = Instant::now();
-        let proof = pcs.open(data, points.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
-        Ok((commit, started.elapsed(), postcard::to_allocvec(&proof)?, root))
-    };
+    let stock_run = || timed_proof(&stock(seed), &witness, &points, &mut host());
     let (mut sc, mut so, mut expected) = (Vec::new(), Vec::new(), None);
     for _ in 0..args.reps {
         let (c, o, bytes, root) = stock_run()?;
@@ -168,16 +160,9 @@ where
     let Some(gpu) = gpu else {
         return Ok(());
     };
-    let pieces_run = || -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
-        let dft = GpuDft::<F>::on(gpu.context().clone());
-        let pcs = PiecesHiding::<F, E>::new(config.clone(), dft, gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
-        let mut ch = gpu.challenger();
-        let started = Instant::now();
-        let (root, data) = pcs.commit(witness.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
-        let commit = started.elapsed();
-        let started = Instant::now();
-        let proof = pcs.open(data, points.clone(), &mut ch).map_err(|e| anyhow!("{e:?}"))?;
-        Ok((commit, started.elapsed(), postcard::to_allocvec(&proof)?, root))
+    let pieces_run = || {
+        let pcs = PiecesHiding::<F, E>::new(config.clone(), GpuDft::<F>::on(gpu.context().clone()), gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
+        timed_proof(&pcs, &witness, &points, &mut gpu.challenger())
     };
     let check = |bytes: &[u8], ours: &whir_prover::Commitment<F>| -> Result<()> {
         if ours != &root || bytes != expected.as_slice() {
@@ -198,6 +183,26 @@ where
     }
     (cell.gpu_pieces_commit_ms, cell.gpu_pieces_open_ms) = (Some(median(gc)), Some(median(go)));
     Ok(())
+}
+
+/// One hiding proof of `witness` at `points` with `pcs`: commit and open times, the proof's
+/// bytes and the commitment.
+fn timed_proof<F: ProverField, E: WhirExtension<F>, P>(
+    pcs: &P,
+    witness: &Poly<F>,
+    points: &[Point<E>],
+    challenger: &mut GpuChallenger<F>,
+) -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)>
+where
+    P: MultilinearPcs<E, GpuChallenger<F>, Val = F, Witness = Poly<F>, OpeningProtocol = Vec<Point<E>>, Commitment = whir_prover::Commitment<F>>,
+    P::Proof: Serialize,
+{
+    let started = Instant::now();
+    let (root, data) = pcs.commit(witness.clone(), challenger).map_err(|e| anyhow!("{e:?}"))?;
+    let commit = started.elapsed();
+    let started = Instant::now();
+    let proof = pcs.open(data, points.to_vec(), challenger).map_err(|e| anyhow!("{e:?}"))?;
+    Ok((commit, started.elapsed(), postcard::to_allocvec(&proof)?, root))
 }
 
 /// The `whir bench --zk` table (and JSON) of `cells`.
