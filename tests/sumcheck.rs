@@ -299,16 +299,9 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
 /// in its range stops at that round, its values still right and the tables folded up to it.
 #[test]
 fn chained_rounds_match_the_twin_and_the_host_transcript() {
-    use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
-    use p3_field::PrimeField32;
-    use whir_wgpu::gpu::{cpu_grind, GrindState};
-    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
-    let perm = whir_wgpu::prover::permutation();
     for ctx in common::contexts().into_iter().chain(common::other_transcript_contexts()) {
-        let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
-        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        let cases = [
+        for case in [
             (6, 4, 0, 0, None),
             (9, 4, 6, 3, None),
             (5, 5, 4, 7, None),
@@ -317,51 +310,8 @@ fn chained_rounds_match_the_twin_and_the_host_transcript() {
             (6, 3, 5, 1, None),
             (7, 2, 0, 4, None),
             (8, 3, 6, 6, None),
-        ];
-        for (m, rounds, bits, pending, range) in cases {
-            let what = format!(
-                "m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})",
-                ctx.mul_variant(),
-                ctx.tuning().transcript_lanes
-            );
-            let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
-            let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
-            let mut gpu = GpuSumcheck::new(ntt.clone(), &f, &w).unwrap();
-            gpu.set_chain_range(range);
-            let mut ch = DuplexChallenger::<BabyBear, _, 16, 8>::new(perm.clone());
-            for _ in 0..8 + pending {
-                ch.observe(rng.random::<BabyBear>());
-            }
-            assert_eq!(ch.input_buffer.len(), pending);
-            let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
-            let played = chained.iter().filter(|c| c.r.is_some()).count();
-            assert!(chained.len() == rounds || (range.is_some() && chained.len() == played + 1), "{what}: {} rounds back", chained.len());
-            for c in &chained {
-                assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: round values");
-                ch.observe_algebra_element(c.c0);
-                ch.observe_algebra_element(c.c_inf);
-                if bits > 0 {
-                    let offer = c.offer.as_ref().expect("an offer per grinding round");
-                    assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
-                    let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
-                    match c.r {
-                        Some(_) => assert_eq!(offer.witness, Some(smallest), "{what}: witness"),
-                        None => {
-                            assert!(offer.witness.is_none() && smallest.as_canonical_u32() >= offer.searched_end, "{what}: a stop with a witness in range");
-                            break;
-                        }
-                    }
-                    assert!(ch.check_witness(bits, smallest));
-                } else {
-                    assert!(c.offer.is_none());
-                }
-                let r: Ext4 = ch.sample_algebra_element();
-                assert_eq!(c.r, Some(r), "{what}: challenge");
-                cpu.fold(r).unwrap();
-            }
-            assert_eq!(gpu.num_variables(), m - played, "{what}");
-            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
-            assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w after the rounds");
+        ] {
+            check_chain::<BabyBear, Ext4>(&ctx, &mut rng, case);
         }
     }
 }
@@ -506,21 +456,14 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
 /// binding; both multiply variants. Too many samples or pending inputs are errors.
 #[test]
 fn round_heads_match_the_host_transcript() {
-    use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger};
-    use p3_field::PrimeField32;
-    use whir_wgpu::gpu::{cpu_grind, GrindState};
     use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, SpongeScript, MAX_SCRIPT_SAMPLES};
     let mut rng = common::rng();
-    let perm = whir_wgpu::prover::permutation();
     let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::other_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
         contexts.push((small, true));
     }
     for (ctx, small) in contexts {
-        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
-        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-        // (m, samples, bits, pending, base-field f, tables at reversed indices)
-        let cases: Vec<(usize, usize, usize, usize, bool, bool)> = if small {
+        let cases: Vec<HeadCase> = if small {
             vec![(13, 2, 6, 3, false, false), (15, 1, 0, 0, true, false)]
         } else {
             vec![
@@ -537,61 +480,11 @@ fn round_heads_match_the_host_transcript() {
                 (7, 2, 5, 4, false, false),
             ]
         };
-        for (m, samples, bits, pending, base, reversed) in cases {
-            let what = format!("m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, small binding: {small}, transcript lanes {})", ctx.mul_variant(), ctx.tuning().transcript_lanes);
-            let (mut gpu, mut cpu) = if base {
-                let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
-                let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
-                (
-                    GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap(),
-                    CpuSumcheck::new(f.into_iter().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap(),
-                )
-            } else {
-                let f = ext_vec(&mut rng, 1 << m);
-                (GpuSumcheck::new(ntt.clone(), &f, &f).unwrap(), CpuSumcheck::new(f.clone(), f).unwrap())
-            };
-            if reversed {
-                (gpu, cpu) = (gpu.with_reversed_indices(), cpu.with_reversed_indices());
-            }
-            let mut ch = DuplexChallenger::<BabyBear, _, 16, 8>::new(perm.clone());
-            for _ in 0..8 + pending {
-                ch.observe(rng.random::<BabyBear>());
-            }
-            let root_words: [BabyBear; 8] = std::array::from_fn(|_| rng.random());
-            let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
-            let request = SpongeScript { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
-            let mut batch = ctx.batch("sponge script test");
-            let root_slot = batch.read(&root, 0, 8);
-            let record = gpu.record_sponge_script(&mut batch, &root, &request).unwrap();
-            let readback = ctx.run(batch).unwrap();
-            assert_eq!(readback.get(root_slot).unwrap(), whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
-            let values = gpu.finish_sponge_script(record, &readback).unwrap();
-
-            // The host's transcript.
-            ch.observe(root_words);
-            assert_eq!(values.points.len(), samples, "{what}");
-            for i in 0..samples {
-                let z: Ext4 = ch.sample_algebra_element();
-                assert_eq!(values.points[i], z, "{what}: point {i}");
-                let eval = cpu.eval(&Point::expand_from_univariate(z, m)).unwrap();
-                assert_eq!(values.answers[i], eval, "{what}: value {i}");
-                ch.observe_algebra_element(eval);
-            }
-            match (&values.offer, bits) {
-                (None, 0) => {}
-                (Some(offer), bits) if bits > 0 => {
-                    assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
-                    let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
-                    match offer.witness {
-                        Some(w) => assert_eq!(w, smallest, "{what}: witness"),
-                        None => assert!(smallest.as_canonical_u32() >= offer.searched_end, "{what}: a witness in range was missed"),
-                    }
-                }
-                (offer, _) => panic!("{what}: offer {offer:?}"),
-            }
-            // f is as it was.
-            assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after");
+        for case in cases {
+            check_head::<BabyBear, Ext4>(&ctx, &mut rng, case, if small { "small binding" } else { "" });
         }
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
+        let ntt = Arc::new(GpuNtt::new(ctx.clone()));
 
         // Requests the GPU does not play.
         let f = ext_vec(&mut rng, 1 << 4);
@@ -959,120 +852,27 @@ fn transcripts_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: 
 where
     StandardUniform: Distribution<E> + Distribution<F>,
 {
-    use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
-    use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, SpongeScript};
-    let perm = <F as whir_wgpu::verifier::WhirField>::permutation();
-    let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));
-    let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-    let new_challenger = |rng: &mut rand::rngs::StdRng, pending: usize| {
-        let mut ch = DuplexChallenger::<F, _, 16, 8>::new(perm.clone());
-        for _ in 0..8 + pending {
-            ch.observe(rng.random::<F>());
-        }
-        ch
-    };
-
-    // Chains: (m, rounds, bits, pending inputs, grind range).
-    for (m, rounds, bits, pending, range) in [(6, 4, 0, 0, None), (7, 3, 5, 3, None), (5, 5, 0, 7, None), (7, 3, 8, 2, Some(1u32)), (8, 2, 4, 6, None)] {
-        let what = format!("{} chain: m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?})", std::any::type_name::<E>(), ctx.mul_variant());
-        let (f, w): (Vec<E>, Vec<E>) = (rand_vec(rng, 1 << m), rand_vec(rng, 1 << m));
-        let mut cpu = CpuSumcheck::<F, E>::new(f.clone(), w.clone()).unwrap();
-        let mut gpu = GpuSumcheck::<F, E>::new(ntt.clone(), &f, &w).unwrap();
-        gpu.set_chain_range(range);
-        let mut ch = new_challenger(rng, pending);
-        let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
-        let played = chained.iter().filter(|c| c.r.is_some()).count();
-        assert!(chained.len() == rounds || (range.is_some() && chained.len() == played + 1), "{what}: {} rounds back", chained.len());
-        for c in &chained {
-            assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: round values");
-            ch.observe_algebra_element(c.c0);
-            ch.observe_algebra_element(c.c_inf);
-            if bits > 0 {
-                let offer = c.offer.as_ref().expect("an offer per grinding round");
-                assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
-                let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
-                match c.r {
-                    Some(_) => assert_eq!(offer.witness, Some(smallest), "{what}: witness"),
-                    None => {
-                        assert!(offer.witness.is_none() && smallest.as_canonical_u32() >= offer.searched_end, "{what}: a stop with a witness in range");
-                        break;
-                    }
-                }
-                assert!(ch.check_witness(bits, smallest));
-            }
-            let r: E = ch.sample_algebra_element();
-            assert_eq!(c.r, Some(r), "{what}: challenge");
-            cpu.fold(r).unwrap();
-        }
-        assert_eq!(gpu.num_variables(), m - played, "{what}");
-        assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
+    for case in [(6, 4, 0, 0, None), (7, 3, 5, 3, None), (5, 5, 0, 7, None), (7, 3, 8, 2, Some(1u32)), (8, 2, 4, 6, None)] {
+        check_chain::<F, E>(ctx, rng, case);
     }
-
-    // Round heads: (m, samples, bits, pending inputs, base-field f, reversed indices).
-    for (m, samples, bits, pending, base, reversed) in [
+    for case in [
         (6, 1, 0, 0, false, false),
         (9, 3, 6, 3, false, false),
         (10, 2, 4, 5, true, false),
         (8, 2, 5, 7, false, false),
         (8, 2, 5, 3, false, true),
-        (8, 1, 0, 3, false, true),
         (0, 1, 0, 2, false, false),
     ] {
-        let what = format!(
-            "{} head: m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?})",
-            std::any::type_name::<E>(),
-            ctx.mul_variant()
-        );
-        let (mut gpu, mut cpu) = if base {
-            let f: Vec<F> = rand_vec(rng, 1 << m);
-            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
-            (
-                GpuSumcheck::<F, E>::from_base(ntt.clone(), buffer, m).unwrap(),
-                CpuSumcheck::<F, E>::new(f.into_iter().map(E::from).collect(), vec![E::default(); 1 << m]).unwrap(),
-            )
-        } else {
-            let f: Vec<E> = rand_vec(rng, 1 << m);
-            (GpuSumcheck::<F, E>::new(ntt.clone(), &f, &f).unwrap(), CpuSumcheck::<F, E>::new(f.clone(), f).unwrap())
-        };
-        if reversed {
-            (gpu, cpu) = (gpu.with_reversed_indices(), cpu.with_reversed_indices());
-        }
-        let mut ch = new_challenger(rng, pending);
-        let root_words: [F; 8] = std::array::from_fn(|_| rng.random());
-        let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
-        let request = SpongeScript { grinder: grinder.clone(), sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
-        let mut batch = ctx.batch("sponge script test");
-        let record = gpu.record_sponge_script(&mut batch, &root, &request).unwrap();
-        let readback = ctx.run(batch).unwrap();
-        let values = gpu.finish_sponge_script(record, &readback).unwrap();
-        ch.observe(root_words);
-        assert_eq!(values.points.len(), samples, "{what}");
-        for i in 0..samples {
-            let z: E = ch.sample_algebra_element();
-            assert_eq!(values.points[i], z, "{what}: point {i}");
-            let eval = cpu.eval(&Point::expand_from_univariate(z, m)).unwrap();
-            assert_eq!(values.answers[i], eval, "{what}: value {i}");
-            ch.observe_algebra_element(eval);
-        }
-        match (&values.offer, bits) {
-            (None, 0) => {}
-            (Some(offer), bits) if bits > 0 => {
-                assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
-                let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
-                match offer.witness {
-                    Some(w) => assert_eq!(w, smallest, "{what}: witness"),
-                    None => assert!(smallest.as_canonical_u32() >= offer.searched_end, "{what}: a witness in range was missed"),
-                }
-            }
-            (offer, _) => panic!("{what}: offer {offer:?}"),
-        }
+        check_head::<F, E>(ctx, rng, case, "");
     }
 
-    // Lazy weights bind their coefficients with degree-4 kernels: over this degree a chain is
-    // refused while they last (the prover plays those rounds on the host).
+    // Lazy weights bind their coefficients with degree-4 kernels: over another degree a chain
+    // is refused while they last (the prover plays those rounds on the host).
+    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
+    let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));
     let m = 6;
     let f: Vec<F> = rand_vec(rng, 1 << m);
-    let mut gpu = GpuSumcheck::<F, E>::from_base(ntt.clone(), ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
+    let mut gpu = GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
     SumcheckState::set_lazy_eq_weights(&mut gpu, &[Point::<E>::rand(rng, m)], &[E::ONE], 2).unwrap();
     let degree_4 = E::ID == whir_wgpu::gpu::ExtensionId::Degree4;
     assert_eq!(gpu.can_chain(), degree_4, "lazy weights over {}", std::any::type_name::<E>());
@@ -1083,4 +883,152 @@ where
     assert!(SumcheckState::play_chain(&mut gpu, 2, &state, 0).is_none(), "the prover plays rounds under lazy weights on the host");
     let err = gpu.play_chain(2, &[F::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
     assert!(err.contains("lazy weights"), "{err}");
+}
+
+/// A chain case: (m, rounds, grind bits, pending inputs, grind range).
+type ChainCase = (usize, usize, usize, usize, Option<u32>);
+/// A round-head case: (m, samples, grind bits, pending inputs, base-field f, reversed indices).
+type HeadCase = (usize, usize, usize, usize, bool, bool);
+
+/// Plonky3's duplex challenger over F after 8 + `pending` random observations: a rate absorbed
+/// and `pending` inputs left.
+fn host_challenger<F: ProverField>(
+    rng: &mut rand::rngs::StdRng,
+    pending: usize,
+) -> p3_challenger::DuplexChallenger<F, <F as whir_wgpu::verifier::WhirField>::Perm, 16, 8>
+where
+    StandardUniform: Distribution<F>,
+{
+    use p3_challenger::CanObserve;
+    let mut ch = p3_challenger::DuplexChallenger::new(<F as whir_wgpu::verifier::WhirField>::permutation());
+    for _ in 0..8 + pending {
+        ch.observe(rng.random::<F>());
+    }
+    assert_eq!(ch.input_buffer.len(), pending);
+    ch
+}
+
+/// A chain played on the GPU against the twin's rounds and Plonky3's duplex challenger over F:
+/// each round's values, grind (its state, the smallest witness, or a stop with none in range)
+/// and challenge, then f and w after the rounds.
+fn check_chain<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng, case: ChainCase)
+where
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    use p3_challenger::{FieldChallenger, GrindingChallenger};
+    use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
+    let (m, rounds, bits, pending, range) = case;
+    let what = format!(
+        "{} chain: m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})",
+        std::any::type_name::<E>(),
+        ctx.mul_variant(),
+        ctx.tuning().transcript_lanes
+    );
+    let perm = <F as whir_wgpu::verifier::WhirField>::permutation();
+    let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default())));
+    let (f, w): (Vec<E>, Vec<E>) = (rand_vec(rng, 1 << m), rand_vec(rng, 1 << m));
+    let mut cpu = CpuSumcheck::<F, E>::new(f.clone(), w.clone()).unwrap();
+    let mut gpu = GpuSumcheck::<F, E>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
+    gpu.set_chain_range(range);
+    let mut ch = host_challenger::<F>(rng, pending);
+    let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
+    let played = chained.iter().filter(|c| c.r.is_some()).count();
+    assert!(chained.len() == rounds || (range.is_some() && chained.len() == played + 1), "{what}: {} rounds back", chained.len());
+    for c in &chained {
+        assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: round values");
+        ch.observe_algebra_element(c.c0);
+        ch.observe_algebra_element(c.c_inf);
+        if bits > 0 {
+            let offer = c.offer.as_ref().expect("an offer per grinding round");
+            assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
+            let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
+            match c.r {
+                Some(_) => assert_eq!(offer.witness, Some(smallest), "{what}: witness"),
+                None => {
+                    assert!(offer.witness.is_none() && smallest.as_canonical_u32() >= offer.searched_end, "{what}: a stop with a witness in range");
+                    break;
+                }
+            }
+            assert!(ch.check_witness(bits, smallest));
+        } else {
+            assert!(c.offer.is_none(), "{what}");
+        }
+        let r: E = ch.sample_algebra_element();
+        assert_eq!(c.r, Some(r), "{what}: challenge");
+        cpu.fold(r).unwrap();
+    }
+    assert_eq!(gpu.num_variables(), m - played, "{what}");
+    assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the rounds");
+    assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w after the rounds");
+}
+
+/// A round head played on the GPU after a root against Plonky3's duplex challenger over F: the
+/// root read back, each point drawn and f's value there, the grind, and f left as it was.
+fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
+    ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+    rng: &mut rand::rngs::StdRng,
+    case: HeadCase,
+    label: &str,
+) where
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    use p3_challenger::{CanObserve, FieldChallenger};
+    use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, SpongeScript};
+    let (m, samples, bits, pending, base, reversed) = case;
+    let what = format!(
+        "{} head: m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, transcript lanes {}) {label}",
+        std::any::type_name::<E>(),
+        ctx.mul_variant(),
+        ctx.tuning().transcript_lanes
+    );
+    let perm = <F as whir_wgpu::verifier::WhirField>::permutation();
+    let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));
+    let ntt = Arc::new(GpuNtt::new(ctx.clone()));
+    let (mut gpu, mut cpu) = if base {
+        let f: Vec<F> = rand_vec(rng, 1 << m);
+        let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+        (
+            GpuSumcheck::<F, E>::from_base(ntt, buffer, m).unwrap(),
+            CpuSumcheck::<F, E>::new(f.into_iter().map(E::from).collect(), vec![E::default(); 1 << m]).unwrap(),
+        )
+    } else {
+        let f: Vec<E> = rand_vec(rng, 1 << m);
+        (GpuSumcheck::<F, E>::new(ntt, &f, &f).unwrap(), CpuSumcheck::<F, E>::new(f.clone(), f).unwrap())
+    };
+    if reversed {
+        (gpu, cpu) = (gpu.with_reversed_indices(), cpu.with_reversed_indices());
+    }
+    let mut ch = host_challenger::<F>(rng, pending);
+    let root_words: [F; 8] = std::array::from_fn(|_| rng.random());
+    let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
+    let request = SpongeScript { grinder, sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
+    let mut batch = ctx.batch("sponge script test");
+    let root_slot = batch.read(&root, 0, 8);
+    let record = gpu.record_sponge_script(&mut batch, &root, &request).unwrap();
+    let readback = ctx.run(batch).unwrap();
+    assert_eq!(readback.get(root_slot).unwrap(), whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
+    let values = gpu.finish_sponge_script(record, &readback).unwrap();
+    ch.observe(root_words);
+    assert_eq!(values.points.len(), samples, "{what}");
+    for i in 0..samples {
+        let z: E = ch.sample_algebra_element();
+        assert_eq!(values.points[i], z, "{what}: point {i}");
+        let eval = cpu.eval(&Point::expand_from_univariate(z, m)).unwrap();
+        assert_eq!(values.answers[i], eval, "{what}: value {i}");
+        ch.observe_algebra_element(eval);
+    }
+    match (&values.offer, bits) {
+        (None, 0) => {}
+        (Some(offer), bits) if bits > 0 => {
+            assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
+            let smallest = cpu_grind(&perm, &offer.state, bits).unwrap();
+            match offer.witness {
+                Some(w) => assert_eq!(w, smallest, "{what}: witness"),
+                None => assert!(smallest.as_canonical_u32() >= offer.searched_end, "{what}: a witness in range was missed"),
+            }
+        }
+        (offer, _) => panic!("{what}: offer {offer:?}"),
+    }
+    // f is as it was.
+    assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after");
 }
