@@ -253,6 +253,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// A time in ms with one decimal, "-" where it was not measured.
+fn fmt_ms(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.1}"))
+}
+
+/// Commit + open, where both were measured.
+fn total_ms(commit: Option<f64>, open: Option<f64>) -> Option<f64> {
+    commit.zip(open).map(|(c, o)| c + o)
+}
+
+/// `reference / ours` as "N.NNx", "-" where either is missing.
+fn speedup(reference: Option<f64>, ours: Option<f64>) -> String {
+    reference.zip(ours).map_or("-".into(), |(r, o)| format!("{:.2}x", r / o))
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }

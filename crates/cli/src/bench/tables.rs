@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 use whir_prover::{CpuBackend, GpuBackend, ParamSource, Params, ProverField, Soundness, Step, WhirPieces};
 
-use super::{busy_for, distinct, median, mib, ms, without_pools, BenchArgs, ChallengerChoice};
+use super::{busy_for, distinct, fmt_ms, median, mib, ms, speedup, total_ms, without_pools, BenchArgs, ChallengerChoice};
 use crate::output::OutputFile;
 
 #[derive(Serialize)]
@@ -309,10 +309,9 @@ fn report_tables(_args: &BenchArgs, _spec: &str, _workload: &whir_prover::Worklo
             println!("| {} | {} | {} | {} | skipped: {why} | | | | | | | |", c.tables, c.vars, c.fold, c.rate);
             continue;
         }
-        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
-        let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
-        let (stock, gpu) = (sum(c.stock_commit_ms, c.stock_open_ms), sum(c.gpu_commit_ms, c.gpu_open_ms));
-        let ratio = stock.zip(gpu).map_or("-".into(), |(s, g)| format!("{:.2}x", s / g));
+        let f = fmt_ms;
+        let (stock, gpu) = (total_ms(c.stock_commit_ms, c.stock_open_ms), total_ms(c.gpu_commit_ms, c.gpu_open_ms));
+        let ratio = speedup(stock, gpu);
         println!(
             "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} / {} / {} / {} | {} | {} / {} | {} | {} / {} |",
             c.tables,

@@ -22,7 +22,7 @@ use whir_gpu::{GpuChallenger, GpuDft};
 use whir_prover::{CpuBackend, GpuBackend, Params, ProverField, Soundness, WhirExtension, WhirPieces};
 use whir_verifier::hash::CpuMmcs;
 
-use super::{busy_for, distinct, median, ms, BenchArgs};
+use super::{busy_for, distinct, fmt_ms, median, ms, speedup, total_ms, BenchArgs};
 use crate::output::OutputFile;
 
 /// The mask parameters of every hiding proof `whir bench --zk` times (p3-whir's own tests').
@@ -217,10 +217,9 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
             println!("| {} | {} | {} | {} | skipped: {why} | | | |", c.vars, c.fold, c.rate, c.points);
             continue;
         }
-        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
-        let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
-        let (stock, pieces) = (sum(c.stock_commit_ms, c.stock_open_ms), sum(c.gpu_pieces_commit_ms, c.gpu_pieces_open_ms));
-        let ratio = stock.zip(pieces).map_or("-".into(), |(s, g)| format!("{:.2}x", s / g));
+        let f = fmt_ms;
+        let (stock, pieces) = (total_ms(c.stock_commit_ms, c.stock_open_ms), total_ms(c.gpu_pieces_commit_ms, c.gpu_pieces_open_ms));
+        let ratio = speedup(stock, pieces);
         println!(
             "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} |",
             c.vars,
