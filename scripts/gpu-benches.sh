@@ -107,7 +107,7 @@ if [[ $part == ab ]]; then
             echo "== $bin run $run"
             timeout 100 .gpu/$bin bench --vars 24 --fold 1,2,4 --rate 1 --pow-bits 22 --reps 3 --no-pieces --json "$OUT/ab_${bin}_n24_run$run.json"
             timeout 40 .gpu/$bin bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/ab_${bin}_n20_run$run.json"
-            timeout 60 .gpu/$bin bench --tables zkvm --fold 4 --rate 1 --reps 3 --json "$OUT/ab_${bin}_zkvm_run$run.json"
+            timeout 60 .gpu/$bin bench --tables zkvm --fold 4 --rate 1 --pow-bits 22 --reps 3 --json "$OUT/ab_${bin}_zkvm_run$run.json"
             timeout 60 .gpu/$bin bench --config koalabear8-128 --vars 24 --fold 4 --rate 1 --reps 3 --no-pieces --json "$OUT/ab_${bin}_kb8_run$run.json"
             timeout 60 .gpu/$bin bench --config koalabear5-128 --vars 24 --fold 4 --rate 1 --reps 3 --no-pieces --json "$OUT/ab_${bin}_kb5_run$run.json"
         done
@@ -119,10 +119,10 @@ if [[ $part == ab ]]; then
         cmp /tmp/whir_before.proof /tmp/whir.proof >> "$OUT/ab.txt" 2>&1 && echo "$config: proof files byte-identical" >> "$OUT/ab.txt"
     done
     # What each challenger costs: the PCS over Plonky3's own duplex (every transcript step on
-    # the host) beside the GPU's, zkVM tables at folds 2 and 4.
+    # the host) beside the GPU's, zkVM tables at fold 2 (PoW 20).
     for challenger in plonky3 gpu; do
         echo "== challenger $challenger"
-        timeout 90 .gpu/whir bench --tables zkvm --fold 2,4 --rate 1 --reps 3 --challenger $challenger --json "$OUT/challenger_$challenger.json"
+        timeout 90 .gpu/whir bench --tables zkvm --fold 2 --rate 1 --reps 3 --challenger $challenger --json "$OUT/challenger_$challenger.json"
     done >> "$OUT/ab.txt" 2>&1
 fi
 if [[ $part == zk ]]; then

@@ -28,8 +28,12 @@ for b in ntt poseidon2 merkle grind; do
     f=$(ls -t "$BIN"/deps/"$b"-* | grep -E "/$b-[0-9a-f]{16}$" | head -1)
     strip -o ".gpu/${b}_bench" "$f"
 done
+# The Vulkan loader, and the GL dispatch libraries NVIDIA's Vulkan driver loads (without them
+# wgpu finds no adapter: "vulkan drivers/libraries could not be loaded").
 if ! ls .gpu/libvulkan1_*.deb >/dev/null 2>&1; then
-    cp ../shared/vulkan-loader/*.deb .gpu/ 2>/dev/null || true
-    (cd .gpu && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+    cp ../shared/vulkan-loader/*.deb .gpu/ 2>/dev/null || (cd .gpu && apt-get download libvulkan1)
+fi
+if ! ls .gpu/libglvnd0_*.deb >/dev/null 2>&1; then
+    (cd .gpu && apt-get download libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 fi
 du -sh .gpu
