@@ -41,6 +41,9 @@ struct ZkCell {
     /// `HidingWhirPcs` over our GPU pieces, medians.
     gpu_pieces_commit_ms: Option<f64>,
     gpu_pieces_open_ms: Option<f64>,
+    /// Our resident plain (not hiding) prover at the same parameters, median: what a resident
+    /// hiding prover is held to (at most 1.5x).
+    plain_gpu_ms: Option<f64>,
     proof_kib: Option<f64>,
 }
 
@@ -49,7 +52,7 @@ type StockHiding<F, E> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>,
 type PiecesHiding<F, E> = HidingWhirPcs<E, F, GpuDft<F>, <GpuBackend<F> as WhirPieces<F>>::Mmcs, GpuChallenger<F>, StdRng>;
 
 /// `whir bench --zk` over the field `F` with the challenges in `E`.
-pub(super) fn run_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField>(args: &BenchArgs) -> Result<()>
+pub(super) fn run_zk<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField>(args: &BenchArgs) -> Result<()>
 where
     GpuBackend<F>: WhirPieces<F>,
     StandardUniform: Distribution<F> + Distribution<E>,
@@ -88,6 +91,7 @@ where
                     stock_open_ms: None,
                     gpu_pieces_commit_ms: None,
                     gpu_pieces_open_ms: None,
+                    plain_gpu_ms: None,
                     proof_kib: None,
                 };
                 let config = p.config_over::<E, GpuChallenger<F>>().map_err(anyhow::Error::from).and_then(|_| {
@@ -117,7 +121,7 @@ where
 
 /// One cell: the stock hiding PCS's proofs (timed, verified), then the GPU pieces' (the same
 /// bytes; timed after a warm-up).
-fn measure_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField>(
+fn measure_zk<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField>(
     args: &BenchArgs,
     gpu: Option<&GpuBackend<F>>,
     p: &Params,
@@ -182,6 +186,12 @@ where
         go.push(ms(o));
     }
     (cell.gpu_pieces_commit_ms, cell.gpu_pieces_open_ms) = (Some(median(gc)), Some(median(go)));
+    // The plain resident prover on the same polynomial and parameters (its point drawn from the
+    // transcript), after its own warm-up.
+    let plain = || gpu.prove_resident_over::<E>(p, witness.as_slice()).map(|out| ms(out.commit_time + out.open_time));
+    busy_for(args.gpu_warmup_ms, || plain().map(|_| ()).map_err(Into::into))?;
+    let times = (0..args.reps).map(|_| plain()).collect::<Result<Vec<f64>, _>>()?;
+    cell.plain_gpu_ms = Some(median(times));
     Ok(())
 }
 
@@ -210,18 +220,21 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
     if let Some(out) = &json_out {
         out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
     }
-    println!("| n | fold | rate | points | HidingWhirPcs, Plonky3's pieces: ms (commit + open) | HidingWhirPcs, GPU pieces: ms (commit + open) | ratio | proof KiB |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| n | fold | rate | points | HidingWhirPcs, Plonky3's pieces: ms (commit + open) | HidingWhirPcs, GPU pieces: ms (commit + open) | ratio | our plain GPU prover ms | hiding (GPU pieces) / plain GPU | proof KiB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
-            println!("| {} | {} | {} | {} | skipped: {why} | | | |", c.vars, c.fold, c.rate, c.points);
+            println!("| {} | {} | {} | {} | skipped: {why} | | | | | |", c.vars, c.fold, c.rate, c.points);
             continue;
         }
         let f = fmt_ms;
         let (stock, pieces) = (total_ms(c.stock_commit_ms, c.stock_open_ms), total_ms(c.gpu_pieces_commit_ms, c.gpu_pieces_open_ms));
         let ratio = speedup(stock, pieces);
+        let overhead = speedup(pieces, c.plain_gpu_ms);
         println!(
-            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} |",
+            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} | {} | {} |",
             c.vars,
             c.fold,
             c.rate,
@@ -233,6 +246,8 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
             f(c.gpu_pieces_commit_ms),
             f(c.gpu_pieces_open_ms),
             ratio,
+            f(c.plain_gpu_ms),
+            overhead,
             f(c.proof_kib)
         );
     }
