@@ -23,7 +23,8 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape,
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::GpuChallenger;
-use whir_wgpu::prover::{permutation, Commitment, CpuCodewords, CpuWhirPcs, GpuBackend, Params, Soundness, WhirPcsProof, WhirPieces, Workload, EF, F};
+use whir_wgpu::prover::steps::CpuCodewords;
+use whir_wgpu::prover::{permutation, Commitment, CpuWhirPcs, GpuBackend, Params, Soundness, WhirPcsProof, WhirPieces, Workload, EF, F};
 
 /// The outer proof: the zerocheck's round polynomials (each at 0, 1, 2, 3) and the PCS proof.
 struct OuterProof {

@@ -10,10 +10,8 @@ use std::sync::Arc;
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::{
-    permutation, prove_with_steps, ComparingBackend, CpuBackend, CpuCodewords, CpuSumcheck, DriverOptions, Params, ProofFile, ProverError, ProverOutput,
-    Soundness, SumcheckState, WhirBackend, WhirPieces, EF, F,
-};
+use whir_wgpu::prover::steps::{prove_with_steps, ComparingBackend, CpuCodewords, CpuSumcheck, SumcheckState, WhirBackend};
+use whir_wgpu::prover::{permutation, CpuBackend, DriverOptions, Params, ProofFile, ProverError, ProverOutput, Soundness, WhirPieces, EF, F};
 
 fn drive<S: WhirBackend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
     drive_with(steps, p, evals, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"))
@@ -192,7 +190,7 @@ fn prove_grinding_on_the_gpu(
     grinder: &Arc<whir_wgpu::gpu::GpuGrinder>,
     p: &Params,
     rng: &mut rand::rngs::StdRng,
-) -> (GpuChallenger, whir_wgpu::prover::DriverTimes) {
+) -> (GpuChallenger, whir_wgpu::prover::times::DriverTimes) {
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (_, expected) = reference(p, &evals);
     let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
@@ -347,7 +345,8 @@ fn resident_proofs_never_read_a_codeword_back() {
 /// buffer memory holds at least the first codeword.
 #[test]
 fn profiled_proofs_account_for_every_submission_by_round_and_step() {
-    use whir_wgpu::prover::{GpuBackend, Step};
+    use whir_wgpu::prover::times::Step;
+    use whir_wgpu::prover::GpuBackend;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         // PoW of 16 bits: GPU grinding (from 14 bits), whose submissions count as PoW.
@@ -506,7 +505,8 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
 #[test]
 fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile, MulVariant, APPLE_M1_MAX_BUFFER_BYTES};
-    use whir_wgpu::prover::{GpuBackend, Step};
+    use whir_wgpu::prover::times::Step;
+    use whir_wgpu::prover::GpuBackend;
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::AppleM1), ..Default::default() }) else { return };
     let s = ctx.summary();
@@ -654,10 +654,10 @@ impl SumcheckState for CorruptedSumcheck {
         }
         Ok(evals)
     }
-    fn eval_slots(&mut self, sets: &[whir_wgpu::prover::SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+    fn eval_slots(&mut self, sets: &[whir_wgpu::prover::steps::SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
         self.inner.eval_slots(sets)
     }
-    fn add_slot_weights(&mut self, sets: &[(whir_wgpu::prover::SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+    fn add_slot_weights(&mut self, sets: &[(whir_wgpu::prover::steps::SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
         self.inner.add_slot_weights(sets)
     }
 }
@@ -687,7 +687,7 @@ impl WhirBackend for CorruptedSteps {
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
         self.inner.open(committed, indices)
     }
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<whir_wgpu::prover::OpenedRows>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<whir_wgpu::prover::steps::OpenedRows>, ProverError> {
         self.inner.read_openings(openings)
     }
     fn commit_message(

@@ -18,8 +18,10 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, Poseidon2Constants};
-use whir_wgpu::prover::{opening_protocol, prove_with_steps, CpuCodewords, DriverOptions, Params, ProofFileOf, ProverField, Soundness, WhirExtension};
+use whir_wgpu::prover::steps::{prove_with_steps, CpuCodewords};
+use whir_wgpu::prover::{DriverOptions, Params, ProofFileOf, ProverField, Soundness, WhirExtension};
 use whir_wgpu::verifier::hash::{cpu_mmcs, CpuMmcs};
+use whir_wgpu::verifier::opening_protocol;
 
 fn challenger<F: ProverField>() -> GpuChallenger<F> {
     GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), None)
@@ -60,7 +62,7 @@ where
         let bytes = postcard::to_allocvec(&proof).unwrap();
         assert!(bytes == postcard::to_allocvec(&expected).unwrap(), "{} {p:?}: the twin's proof differs from Plonky3's", E::NAME);
         let file = ProofFileOf::<F, E>::new(&p, commitment, bytes).to_bytes();
-        assert_eq!(whir_wgpu::prover::proof_file_extension(&file).unwrap(), E::NAME);
+        assert_eq!(whir_wgpu::verifier::proof_file_extension(&file).unwrap(), E::NAME);
         ProofFileOf::<F, E>::from_bytes(&file).unwrap().verify(&p).unwrap_or_else(|e| panic!("{} {p:?}: {e}", E::NAME));
         let err = ProofFileOf::<F>::from_bytes(&file).unwrap_err().to_string();
         assert!(err.contains(&format!("over {}", E::NAME)), "{err}");

@@ -16,10 +16,11 @@ use p3_sumcheck::{OpeningProtocol, PrescribedPointPcs};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::steps::{prove_with_steps, ComparingBackend, CpuCodewords};
 use whir_wgpu::prover::{
-    proof_file_field, prove_with_steps, ComparingBackend, CpuBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params,
-    ProofFile, ProofFileOf, Soundness, WhirField, WhirPieces, EF,
+    CpuBackend, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params, ProofFile, ProofFileOf, Soundness, WhirField, WhirPieces, EF,
 };
+use whir_wgpu::verifier::proof_file_field;
 
 type K = KoalaBear;
 type EK = EF<K>;

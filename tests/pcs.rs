@@ -18,10 +18,8 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape,
 use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::{
-    permutation, Commitment, ComparingBackend, CpuCodewords, CpuWhirPcs, DriverOptions, GpuWhirPcs, Params, ProverError, Soundness, Stacking, WhirPcs,
-    WhirPcsProof, EF, F,
-};
+use whir_wgpu::prover::steps::{ComparingBackend, CpuCodewords, Stacking};
+use whir_wgpu::prover::{permutation, Commitment, CpuWhirPcs, DriverOptions, GpuWhirPcs, Params, ProverError, Soundness, WhirPcs, WhirPcsProof, EF, F};
 
 /// A workload: tables (variables, columns), batches (table, direct columns, successor columns).
 #[derive(Clone, Debug)]
@@ -318,7 +316,7 @@ fn hostile_use_is_an_error() {
     };
     let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
     let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
-    fn body<S: whir_wgpu::prover::WhirBackend>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
+    fn body<S: whir_wgpu::prover::steps::WhirBackend>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
         Box::new(move |witness, protocol, points| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let (_, data) = pcs.commit(witness, &mut challenger)?;

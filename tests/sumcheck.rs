@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use rand::distr::{Distribution, StandardUniform};
 use whir_wgpu::gpu::{Ext4, GpuExtension, GpuNtt, GpuSumcheck};
-use whir_wgpu::prover::{CpuSumcheck, ProverField, SumcheckState, WhirExtension};
+use whir_wgpu::prover::steps::{CpuSumcheck, SumcheckState};
+use whir_wgpu::prover::{ProverField, WhirExtension};
 
 fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
     rand_vec(rng, n)
@@ -507,7 +508,7 @@ fn round_heads_match_the_host_transcript() {
 #[test]
 fn slot_evaluations_and_weights_match_the_twin() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
-    use whir_wgpu::prover::SlotSet;
+    use whir_wgpu::prover::steps::SlotSet;
     let mut rng = common::rng();
     let mut contexts = common::contexts();
     contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
@@ -577,8 +578,8 @@ fn slot_evaluations_and_weights_match_the_twin() {
 /// Batches over stacked tables of 2^k rows in a table of 2^m entries: aligned slots, some in
 /// both a direct and a successor set, a whole-table slot (an out-of-domain claim) and successor
 /// slots of the fewest variables, each with random scales.
-fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec<(whir_wgpu::prover::SlotSet, Vec<Ext4>)> {
-    use whir_wgpu::prover::SlotSet;
+fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec<(whir_wgpu::prover::steps::SlotSet, Vec<Ext4>)> {
+    use whir_wgpu::prover::steps::SlotSet;
     let mut sets: Vec<(SlotSet, Vec<Ext4>)> = Vec::new();
     for _ in 0..5 {
         let k = rng.random_range(k_min..=m - 1);
@@ -697,7 +698,7 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
 #[test]
 fn lazy_slot_weights_match_the_twin() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
-    use whir_wgpu::prover::SlotSet;
+    use whir_wgpu::prover::steps::SlotSet;
     let mut rng = common::rng();
     let mut contexts = common::contexts();
     contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
@@ -758,7 +759,7 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
 ) where
     StandardUniform: Distribution<F> + Distribution<E>,
 {
-    use whir_wgpu::prover::SlotSet;
+    use whir_wgpu::prover::steps::SlotSet;
     for slots in [false, true] {
         let what = format!("{}, m = {m}, {rounds} lazy rounds, slots {slots}, {:?}, binding {} B", E::NAME, ctx.mul_variant(), ctx.max_binding_bytes());
         let f: Vec<F> = rand_vec(rng, 1 << m);
@@ -879,7 +880,7 @@ where
     if degree_4 {
         return;
     }
-    let state = whir_wgpu::prover::TranscriptState::new(grinder.clone(), [F::ZERO; 16], Vec::new());
+    let state = whir_wgpu::prover::steps::TranscriptState::new(grinder.clone(), [F::ZERO; 16], Vec::new());
     assert!(SumcheckState::play_chain(&mut gpu, 2, &state, 0).is_none(), "the prover plays rounds under lazy weights on the host");
     let err = gpu.play_chain(2, &[F::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
     assert!(err.contains("lazy weights"), "{err}");

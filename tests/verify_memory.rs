@@ -121,7 +121,8 @@ fn table_files_are_verified_within_the_bound() {
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::Witness;
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::{permutation, random_tables, CpuCodewords, CpuWhirPcs, Workload};
+    use whir_wgpu::prover::steps::CpuCodewords;
+    use whir_wgpu::prover::{permutation, random_tables, CpuWhirPcs, Workload};
     let _one = SERIAL.lock().unwrap();
     let mut rng = common::rng();
     for (spec, fold) in [("4*4x1024", 4), ("2x4,3*3x200,9x3", 2), ("64*2x1024", 2)] {

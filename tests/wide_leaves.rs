@@ -249,7 +249,9 @@ where
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::{Layout, SuffixProver, Table};
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::{opening_protocol, prove_with_steps, CpuCodewords, DriverOptions, GpuBackend, Params, ProofFileOf, Soundness};
+    use whir_wgpu::prover::steps::{prove_with_steps, CpuCodewords};
+    use whir_wgpu::prover::{DriverOptions, GpuBackend, Params, ProofFileOf, Soundness};
+    use whir_wgpu::verifier::opening_protocol;
     let wide = |p: Params| Params { leaf: LeafSponge::Width24, ..p };
     let mut shapes: Vec<Params> = common::random_params(rng, 3, 7..=11, |p| p.config_over::<E, GpuChallenger<F>>().is_ok()).into_iter().map(wide).collect();
     if at_128 {

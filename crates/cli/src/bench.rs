@@ -14,7 +14,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
-use whir_prover::{prove_stock, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, Step, WhirPieces};
+use whir_prover::times::Step;
+use whir_prover::{prove_stock, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, WhirPieces};
 
 use crate::FieldChoice;
 

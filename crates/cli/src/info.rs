@@ -35,7 +35,7 @@ pub(crate) fn info(adapter: Option<String>) -> Result<()> {
         "Fields (--field): {} (the default) and {}, with Plonky3's default Poseidon2 (width 16 for nodes and the transcript; leaves of width 16 or 24, --leaf-width); extensions (--extension): {} (degree 4: about 100 bits; 5 and 8: 128 bits; all on the GPU)",
         FieldChoice::Babybear.name(),
         FieldChoice::Koalabear.name(),
-        whir_prover::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")
+        whir_verifier::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")
     );
     println!("Named configurations (--config; Poseidon2-16 nodes):");
     for c in whir_verifier::NAMED_CONFIGS {

@@ -13,10 +13,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSummary, GpuOptions};
-use whir_prover::{
-    CpuBackend, DriverOptions, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, RoundBreakdown, Soundness, Step, StepTime, WhirField,
-    WhirPieces, Workload,
-};
+use whir_prover::times::{RoundBreakdown, Step, StepTime};
+use whir_prover::{CpuBackend, DriverOptions, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, Soundness, WhirField, WhirPieces, Workload};
 
 use crate::output::OutputFile;
 use crate::{host_memory, open_gpu, parse_degree, FieldChoice, SecurityArgs};
@@ -653,7 +651,7 @@ where
     let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
     let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> {
-        whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(params.leaf))
+        whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::steps::CpuCodewords::hashing_leaves(params.leaf))
     };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use p3_baby_bear::BabyBear;
 use p3_koala_bear::KoalaBear;
-use whir_prover::{FileParamsFloor, LeafSponge, Params, ProofFileOf, ReadLimits, Soundness, WhirField, Workload, WEAK_SECURITY_BITS};
+use whir_prover::{FileParamsFloor, LeafSponge, Params, ProofFileOf, ReadLimits, Soundness, WhirField, Workload};
+use whir_verifier::WEAK_SECURITY_BITS;
 
 use crate::{parse_degree, parse_leaf_width, FieldChoice};
 
@@ -87,9 +88,9 @@ fn verify(args: VerifyArgs) -> Result<()> {
     // read as BabyBear's, whose reader names what is wrong with it).
     let mut prefix = Vec::new();
     let mut file = file;
-    (&mut file).take(whir_prover::PREFIX_BYTES as u64).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
+    (&mut file).take(whir_verifier::PREFIX_BYTES as u64).read_to_end(&mut prefix).with_context(|| format!("reading {}", args.file.display()))?;
     // (field, degree) as the file names them: "koalabear^8".
-    let named = whir_prover::proof_file_extension(&prefix).ok().and_then(|name| {
+    let named = whir_verifier::proof_file_extension(&prefix).ok().and_then(|name| {
         let (field, degree) = name.split_once('^')?;
         Some((FieldChoice::parse(field)?, degree.parse::<usize>().ok()?))
     });

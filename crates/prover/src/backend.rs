@@ -3,7 +3,7 @@
 //! [`WhirPieces`], what both hand out for Plonky3's own `WhirProver` (a code, an MMCS, a
 //! challenger). `WhirPieces::prove` runs `WhirProver` over those pieces by default; the GPU
 //! backend overrides it with the resident driver (the protocol in `protocol.rs` over the
-//! [`WhirBackend`](crate::WhirBackend) steps of `GpuCodewords`).
+//! [`WhirBackend`](crate::steps::WhirBackend) steps of `GpuCodewords`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +26,8 @@ use crate::options::DriverOptions;
 use crate::protocol::prove_with_steps;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::Params;
-use crate::{opening_protocol, Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf, ProverField, ProverLayout, EF};
+use crate::{Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf, ProverField, ProverLayout, EF};
+use whir_verifier::opening_protocol;
 
 /// What a prove call returns.
 #[derive(Clone, Debug)]

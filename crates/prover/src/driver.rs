@@ -45,14 +45,14 @@ pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 /// associated types — a committed codeword ([`Committed`](Self::Committed)), an opening not yet
 /// read ([`Opening`](Self::Opening)), the sumcheck's tables ([`Sumcheck`](Self::Sumcheck), whose
 /// steps are [`SumcheckState`]'s). The CPU twin ([`CpuCodewords`]), the GPU
-/// (`whir_gpu::GpuCodewords`) and the comparing backend ([`ComparingBackend`](crate::ComparingBackend))
-/// implement it; the protocol ([`prove_with_steps`](crate::prove_with_steps), the PCS) runs over it.
+/// (`whir_gpu::GpuCodewords`) and the comparing backend ([`ComparingBackend`](crate::steps::ComparingBackend))
+/// implement it; the protocol ([`prove_with_steps`](crate::steps::prove_with_steps), the PCS) runs over it.
 ///
 /// Codeword steps encode a message and commit to the codeword's rows, and open rows with
 /// Plonky3's pruned multi-proof. Messages are row-major base-field words; an extension-field
 /// message is given as its base coefficients (D words per element), which is how
 /// `ExtensionMmcs` hashes its rows and how a base-field DFT encodes it. Steps that play the
-/// transcript ahead where the data lies do so through the [`lookahead`](crate::Lookahead) types,
+/// transcript ahead where the data lies do so through the [`lookahead`](crate::steps::Lookahead) types,
 /// offered by the challenger; by default a backend plays nothing ahead.
 pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// A committed codeword and whatever its openings need.

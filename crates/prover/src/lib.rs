@@ -31,25 +31,41 @@ pub use backend::{
     estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, CpuBackend, GpuBackend, GpuMode, HostMemory, ProverOutput,
     WhirPieces,
 };
-pub use breakdown::{step_label, DriverTimes, RoundBreakdown, Step, StepTime};
-pub use claims::Stacking;
-pub use compare::{ComparingBackend, ComparingSumcheck};
 pub use domain::GpuWhirDomain;
-pub use driver::{Blocks, CpuCodewords, OpenedRows, WhirBackend};
 pub use error::ProverError;
-pub use lookahead::{GrindClock, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState, WhirChallenger, SPONGE_WIDTH};
+pub use lookahead::WhirChallenger;
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
 pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
-pub use protocol::{prove_with_steps, Proved};
 pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
-// The verifier side, which this crate builds on: parameters, proof files, the stock verifier.
+// The verifier side, which this crate builds on: parameters, proof files, the stock verifier
+// (its bounds and format constants are whir-verifier's).
 pub use stock::{prove_stock, prove_stock_over};
 pub use whir_verifier::{
-    opening_protocol, permutation, proof_file_extension, proof_file_field, Commitment, FileParamsFloor, LeafSponge, ParamSource, Params, ProofError, ProofFile,
-    ProofFileOf, ReadLimits, Soundness, WhirExtension, WhirField, EF, F, FORMAT_VERSION, HASH_ID, KNOWN_HASHES, MAX_COLUMNS, MAX_POINTS, MAX_POW_BITS,
-    MAX_SECURITY_BITS, MAX_TABLES, MAX_VARS, MAX_WIDTH, PREFIX_BYTES, WEAK_SECURITY_BITS,
+    permutation, Commitment, FileParamsFloor, LeafSponge, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension,
+    WhirField, EF, F,
 };
+
+/// The protocol's seams, for those who implement a backend (or a challenger that plays ahead) or
+/// drive the protocol step by step: the backend trait and its sumcheck state, the CPU twin, the
+/// comparing backend, the driver over any backend, and what the challenger and the steps play
+/// ahead with.
+pub mod steps {
+    pub use crate::claims::Stacking;
+    pub use crate::compare::{ComparingBackend, ComparingSumcheck};
+    pub use crate::driver::{Blocks, CpuCodewords, OpenedRows, WhirBackend};
+    pub use crate::lookahead::{GrindClock, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState, SPONGE_WIDTH};
+    pub use crate::protocol::{prove_with_steps, Proved};
+    pub use crate::sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
+}
+
+/// Where a proof spent its time: per round and step ([`Step`](times::Step),
+/// [`RoundBreakdown`](times::RoundBreakdown)), per phase of Plonky3's prover
+/// ([`PhaseTimes`](times::PhaseTimes)).
+pub mod times {
+    pub use crate::breakdown::{step_label, DriverTimes, RoundBreakdown, Step, StepTime};
+    pub use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
+}
 
 /// Sumcheck layout of the committed table (Plonky3's suffix layout).
 pub type ProverLayout<B = p3_baby_bear::BabyBear, E = EF<B>> = whir_verifier::TableLayout<B, E>;
@@ -67,14 +83,12 @@ impl<T> ProverField for T where
     T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
 {
 }
-pub use sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
-pub use timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 
 #[cfg(test)]
 mod tests {
     /// The verifier's PoW ceiling is the GPU grinder's: 2^bits stays below BabyBear's p.
     #[test]
     fn pow_ceilings_agree() {
-        assert_eq!(crate::MAX_POW_BITS, whir_gpu::MAX_GRIND_BITS);
+        assert_eq!(whir_verifier::MAX_POW_BITS, whir_gpu::MAX_GRIND_BITS);
     }
 }

@@ -29,8 +29,9 @@ use crate::lookahead::GrindClock;
 use crate::lookahead::WhirChallenger;
 use crate::options::DriverOptions;
 use crate::sumcheck::{powers_from, SumcheckState};
-use crate::{opening_protocol, Params};
+use crate::Params;
 use crate::{Commitment, ProverField, WhirExtension};
+use whir_verifier::opening_protocol;
 
 /// What [`prove_with_steps`] returns: the commitment, the proof and where the time went.
 pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes);

@@ -15,7 +15,8 @@ use whir_verifier::hash::{cpu_mmcs_with, CpuMmcs};
 use crate::error::ProverError;
 use crate::Params;
 use crate::EF;
-use crate::{opening_protocol, ProverLayout, WhirExtension, WhirField};
+use crate::{ProverLayout, WhirExtension, WhirField};
+use whir_verifier::opening_protocol;
 
 type StockChallenger<F> = DuplexChallenger<F, <F as WhirField>::Perm, 16, 8>;
 

@@ -51,7 +51,7 @@ impl<E: p3_field::Field> SlotSet<E> {
     }
 }
 
-/// The sumcheck state a [`WhirBackend`](crate::WhirBackend) keeps (its `Sumcheck`), and the
+/// The sumcheck state a [`WhirBackend`](crate::steps::WhirBackend) keeps (its `Sumcheck`), and the
 /// steps a WHIR round asks of it.
 pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtension<F> = EF<F>> {
     /// Variables m still free (f and w have 2^m entries).

@@ -7,7 +7,8 @@ use anyhow::{bail, Result};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
-use whir_prover::{CpuBackend, GpuBackend, ParamSource, Params, ProverField, Soundness, Step, WhirPieces};
+use whir_prover::times::Step;
+use whir_prover::{CpuBackend, GpuBackend, ParamSource, Params, ProverField, Soundness, WhirPieces};
 
 use super::{busy_for, distinct, fmt_ms, median, mib, ms, speedup, total_ms, without_pools, BenchArgs, ChallengerChoice};
 use crate::output::OutputFile;
@@ -200,7 +201,8 @@ where
     let witness = || L::new_witness(tables.to_vec(), fold);
     {
         {
-            let twin: whir_prover::CpuWhirPcs<L, F, E, C> = whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::CpuCodewords::hashing_leaves(p.leaf));
+            let twin: whir_prover::CpuWhirPcs<L, F, E, C> =
+                whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::steps::CpuCodewords::hashing_leaves(p.leaf));
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut C| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {
