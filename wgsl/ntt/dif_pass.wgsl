@@ -170,7 +170,7 @@ fn dif_pass(
 
     // Loads go four at a time into scalars before any is stored, so several loads per thread
     // are in flight (one load-then-store per iteration is latency bound; sixteen at a time
-    // measured no faster on the H200).
+    // measured no faster: docs/benchmarks-history.md).
     for (var j = j_first; j < t_count; j += 4u * lanes) {
         let v0 = load_element(j, t_count, in_range, base, stride_flat, row_base, srl);
         let v1 = load_element(j + lanes, t_count, in_range, base, stride_flat, row_base, srl);

@@ -2,7 +2,7 @@
 // holds element `lane`, and the linear layers exchange elements through workgroup memory. The
 // same permutation as poseidon2/permutation.wgsl (Plonky3's `Poseidon2BabyBear<16>` /
 // `Poseidon2KoalaBear<16>`), for work with few states: one thread's permutation is a chain of
-// some 800 dependent multiplies (13-17 us on an H200), 16 lanes' is a few S-boxes deep per
+// some 800 dependent multiplies (docs/benchmarks-history.md), 16 lanes' is a few S-boxes deep per
 // round. It does more work in all than one thread a state, so batches of many states keep
 // poseidon2/permute_batch.wgsl.
 //

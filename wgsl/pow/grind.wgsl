@@ -15,12 +15,11 @@
 // first hit plus one wave, and the rest of the range only the early returns. Any candidate below
 // the final `best` sits in a workgroup whose first candidate is below it too, so it was tried
 // whatever order the workgroups ran in: `best` ends as the smallest passing candidate.
-// (Persistent threads looping over the range measured slower at 24 bits on the H200, 33 against
-// 20.8 ms for full batches; most likely because threads beyond what the GPU holds at once only
+// (Persistent threads looping over the range measured slower for full batches,
+// docs/benchmarks-history.md; most likely because threads beyond what the GPU holds at once only
 // start when others finish, which breaks the increasing search order and multiplies the work.)
-// Workgroups of 128: the ones past the hit cost about the same each as workgroups of 64 (~1.4 ns
-// on the H200), so half as many halve that tail (0.26 -> 0.16 ms at 22 bits); 256 slowed the
-// permutations themselves by ~8%.
+// Workgroups of 128: the ones past the hit cost about the same each as workgroups of 64, so half
+// as many halve that tail; 256 slowed the permutations themselves (docs/benchmarks-history.md).
 //
 // Composed with: const GRIND_GROUP: u32, the workgroup size (`GRIND_GROUP` in
 // crates/gpu/src/grind.rs, which also sizes the dispatches).

@@ -574,7 +574,7 @@ where
             }
         }
         // Each prover's repetitions run back to back: a GPU left idle while CPU provers run
-        // drops its clocks (seen on the H200), which interleaving would charge to the GPU.
+        // drops its clocks (docs/benchmarks-history.md), which interleaving would charge to the GPU.
         for _ in 0..reps {
             stock.push(ms(prove_stock(p, &evals)?));
             bar.inc(1);

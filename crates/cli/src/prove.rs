@@ -102,8 +102,8 @@ impl ProveArgs {
 }
 
 /// Below this many variables `auto` proves on the CPU: the GPU's fixed costs dominate. Measured
-/// on an H200 against 16-core Plonky3 (docs/benchmarks-history.md): at n = 20 the GPU backend took 0.35-1.23x
-/// Plonky3's time depending on fold and rate, at n = 22 and 24 it was faster in every cell.
+/// against Plonky3 on the host's cores (docs/benchmarks-history.md): at n = 20 the GPU backend was
+/// faster or slower depending on fold and rate, at n = 22 and 24 faster in every cell.
 const AUTO_GPU_MIN_VARS: usize = 20;
 
 /// Reads exactly 2^vars canonical values: the size is checked before reading, and reading

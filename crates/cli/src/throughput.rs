@@ -124,7 +124,7 @@ struct Level {
     /// of the GPU whatever the scheduling.
     grind_mperm_per_proof: Option<f64>,
     /// Buffers the timed proofs created afresh (not from the pools), MiB a proof: near 0 in
-    /// steady state; each GiB costs the driver ~100 ms.
+    /// steady state; each fresh GiB costs the driver time (docs/benchmarks-history.md).
     fresh_mib_per_proof: Option<f64>,
     /// Host time blocked waiting for the GPU, ms a proof (over every thread).
     wait_ms_per_proof: Option<f64>,
@@ -305,8 +305,8 @@ pub fn run(grid: &[Params], concurrency: &[usize], options: &ThroughputOptions, 
                 let pool = ProofPool::over(set.backends.clone(), PoolOptions { in_flight: Some(n) })?;
                 // Untimed first: 2N proofs a GPU from empty pools, whose high-water mark is the
                 // level's memory, and which leave the pools holding what the level reuses (a
-                // fresh buffer costs ~100 ms per GiB on NVIDIA); the timed proofs are the
-                // steady state.
+                // fresh buffer is slow to allocate, docs/benchmarks-history.md); the timed proofs
+                // are the steady state.
                 for b in &set.backends {
                     b.context().memory().trim_pools();
                     b.context().memory().reset_peak_buffer_bytes();

@@ -20,9 +20,8 @@ use crate::poseidon2::Poseidon2Field;
 pub type InnerChallenger<F = BabyBear> = DuplexChallenger<F, <F as Poseidon2Field>::Permutation16, WIDTH, RATE>;
 
 /// Below this many bits `grind` searches on the CPU (a GPU submission costs more than the
-/// search). Measured on the H200 with its 16-core host (docs/benchmarks-history.md, `cargo bench --bench
-/// grind`, 2026-11-30): at 12 bits our CPU grinder took 0.109 ms against the GPU's 0.130 ms, at
-/// 14 bits the GPU won, 0.166 against 0.260 ms (13 bits not measured).
+/// search). Measured against the host's cores (docs/benchmarks-history.md, `cargo bench --bench
+/// grind`): at 12 bits our CPU grinder won, at 14 bits the GPU (13 bits not measured).
 pub const DEFAULT_GPU_MIN_BITS: usize = 14;
 
 /// Plonky3's duplex challenger over `F` (every observe and sample is [`InnerChallenger`]'s) whose

@@ -324,8 +324,8 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let started = std::time::Instant::now();
         // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
         // largest allocation. Its rows stay in the transform's bit-reversed order (no
-        // reversal pass, a fifth of the encoding's GPU time on the H200): the tree's leaves
-        // and the openings read them through that order.
+        // reversal pass, a good share of the encoding's GPU time; docs/benchmarks-history.md):
+        // the tree's leaves and the openings read them through that order.
         let spec = NttSpec { bit_reversed_output: spec.log_n > 0, ..spec };
         let order = if spec.bit_reversed_output { RowOrder::BitReversed } else { RowOrder::Natural };
         let codeword = self.ntt.record_with(batch.encoder(), NttSource::OneBuffer(message), &spec, None)?;
@@ -349,7 +349,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// (64 MiB of digests and up; `with_trimmed_trees_from`) keep layers from the smallest k (at
     /// most 6) at which the kept layers, about 2^(6 - k) bytes a row, take at most an eighth of
     /// the codeword. An opening then rebuilds 2^k rows per queried subtree, a few more
-    /// dispatches (~0.25 ms of GPU time per opening on the H200), so smaller or wider trees,
+    /// dispatches (GPU time per opening; docs/benchmarks-history.md), so smaller or wider trees,
     /// which do not decide a proof's peak memory, keep layers from 1 up.
     /// `WHIR_CODEWORD_TREE_LOWEST` fixes k (1: only the leaves dropped).
     fn lowest_kept_layer(&self, width: usize, rows: usize) -> usize {

@@ -190,9 +190,9 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
     }
 }
 
-/// A `GpuDft` commits ahead results from 32 MiB up: below that the upload it saves is about a
-/// millisecond, and LDEs that are committed as a batch of several (a STARK's quotient chunks:
-/// 4 MiB each at 2^17 Keccak rows) never have their tree taken.
+/// A `GpuDft` commits ahead results from 32 MiB up: below that the upload it saves is small
+/// (docs/benchmarks-history.md), and LDEs that are committed as a batch of several (a STARK's
+/// quotient chunks: 4 MiB each at 2^17 Keccak rows) never have their tree taken.
 pub const DEFAULT_COMMIT_AHEAD_MIN_BYTES: usize = 32 << 20;
 
 impl<F: Poseidon2Field> CommitAhead<F> {

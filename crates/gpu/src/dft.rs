@@ -28,11 +28,10 @@ pub const DEFAULT_CPU_THRESHOLD: usize = 1 << 14;
 
 /// Output elements from which the GPU's host-to-host transform beats Plonky3's on all cores,
 /// by width: Plonky3's DFT parallelises over columns, so the wider the matrix the larger the
-/// transform must be before the GPU's transfers pay off. Measured on the H200 with its 16-core
-/// host (docs/benchmarks-history.md, "CPU threshold"): one column from 2^14 elements (4x-9x Plonky3 from 2^20
-/// rows), 16 columns from 2^25 (at 2^20 rows the GPU took 7.4-9.3 ms against 7.2-7.7; 1.3x at
-/// 2^22 and 2^24 rows), 2633 columns at 2^15 rows well past it; widths between 1 and 16 are
-/// interpolated (2^14 · width^2.75).
+/// transform must be before the GPU's transfers pay off. Measured against the host's cores
+/// (docs/benchmarks-history.md, "CPU threshold"): one column from 2^14 elements, 16 columns from
+/// 2^25 (about even at 2^20 rows), 2633 columns at 2^15 rows well past it; widths between 1 and
+/// 16 are interpolated (2^14 · width^2.75).
 pub fn default_gpu_min_elements(width: usize) -> usize {
     let w = width.clamp(1, 16) as f64;
     ((DEFAULT_CPU_THRESHOLD as f64) * w.powf(2.75)).round().min((1u64 << 25) as f64) as usize

@@ -132,8 +132,8 @@ pub struct GpuOptions {
     pub spin_us: Option<u64>,
     /// Most MiB of idle device buffers kept for reuse (and of staging buffers per direction, at
     /// most 4 GiB); `None`: 32 GiB (given back if an allocation runs out of memory).
-    /// Kept buffers save allocations (ms per 256 MiB) at the cost of memory: 0 holds only what
-    /// the work has live at once.
+    /// Kept buffers save allocations (slow: docs/benchmarks-history.md) at the cost of memory:
+    /// 0 holds only what the work has live at once.
     pub pool_mib: Option<u64>,
     /// Which limits and features to ask the adapter for; `None`: the adapter's own.
     pub limits: Option<LimitsProfile>,
@@ -151,7 +151,7 @@ pub struct GpuOptions {
 }
 
 /// Choices that stay tunable so they can be measured on other hardware (each default is the
-/// best measured on the H200; docs/benchmarks-history.md). None of them changes a result, only its cost.
+/// best measured; docs/benchmarks-history.md). None of them changes a result, only its cost.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuTuning {
     /// Tree levels the Merkle leaf kernel builds with the leaves (0-6); `None`: chosen per tree.
@@ -197,14 +197,13 @@ impl Default for GpuTuning {
             grind_ahead: true,
             early_submits: true,
             codeword_tree_lowest: None,
-            // On the H200 a chain of dependent level dispatches takes 16.4 us of GPU time a
-            // dispatch over 16 lanes against 24.0 over one thread up to 1,024 nodes, 19.3
-            // against 24.1 at 4,096, and 41.4 against 24.5 at 16,384 (BENCHMARKS.md).
+            // A chain of dependent level dispatches takes less GPU time a dispatch over 16 lanes
+            // than over one thread up to 4,096 nodes, and more past it (BENCHMARKS.md).
             lane_level_max_nodes: 4096,
-            // 15.4 against 25.6 us of GPU time a chain_observe dispatch on the H200.
+            // Lanes take less GPU time a chain_observe dispatch (BENCHMARKS.md).
             transcript_lanes: true,
-            // On the H200 four compute-only queues ran 1,660 chains of dependent dispatches a
-            // second, four of the graphics family 540 and one context 601.
+            // Compute-only queues overlap their chains of dependent dispatches; queues of the
+            // graphics family ran no faster than one context (BENCHMARKS.md, "Throughput").
             compute_only_queues: true,
         }
     }

@@ -1,11 +1,11 @@
 //! Host <-> GPU transfers that run at memory speed.
 //!
-//! Measured on the H200 host (`examples/transfer_probe.rs`, docs/benchmarks-history.md): for 256 MiB,
-//! `create_buffer_init` took ~100 ms and `queue.write_buffer` ~65 ms (a fresh staging allocation
-//! every call), a single-threaded copy out of a mapped readback buffer into a fresh `Vec` ~210 ms
-//! (page faults on one core), while the copies themselves (DMA) took 1-6 ms. So uploads go
-//! through pooled, persistently allocated MAP_WRITE staging buffers filled by all cores, and
-//! readbacks through pooled MAP_READ buffers copied out by all cores.
+//! Measured with `examples/transfer_probe.rs` (docs/benchmarks-history.md): `create_buffer_init`
+//! and `queue.write_buffer` (a fresh staging allocation every call), and a single-threaded copy
+//! out of a mapped readback buffer into a fresh `Vec` (page faults on one core), each took many
+//! times as long as the copies themselves (DMA). So uploads go through pooled, persistently
+//! allocated MAP_WRITE staging buffers filled by all cores, and readbacks through pooled
+//! MAP_READ buffers copied out by all cores.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -91,7 +91,7 @@ pub(crate) const STAGING_POOL_BYTES: u64 = 4 << 30;
 impl StagingPool {
     pub(crate) fn new(usage: wgpu::BufferUsages, max_bytes: u64) -> Self {
         // Four per size: a chunked transfer keeps three chunks in flight, and a fresh pinned
-        // 64 MiB staging buffer costs the driver ~20 ms (measured on the H200).
+        // 64 MiB staging buffer is slow for the driver to make (docs/benchmarks-history.md).
         Self { usage, pool: BufferPool::new(4, max_bytes.min(STAGING_POOL_BYTES)) }
     }
 
@@ -134,8 +134,8 @@ impl StagingPool {
 
 /// Writes row `r` of `matrix` to `write` element by element through a stack buffer. Plonky3's
 /// `row_slice` allocates a Vec per row for views such as the `FlatMatrixView` that
-/// `ExtensionMmcs` hands an MMCS: ~4.6 us a row on the H200 host (4.8 s for a 2^20 x 64 commit),
-/// against milliseconds for the whole matrix this way.
+/// `ExtensionMmcs` hands an MMCS, which for a large commit cost far more than the whole matrix
+/// takes this way (docs/benchmarks-history.md).
 pub fn write_matrix_row<F: crate::field::GpuField, M: Matrix<F>>(matrix: &M, r: usize, write: &mut dyn FnMut(&[u32])) {
     let mut chunk = [0u32; 64];
     let mut n = 0;
@@ -305,7 +305,8 @@ pub(crate) fn par_read(dst: &mut [u8], src: &[u8]) {
 /// Asks the kernel to back the fresh memory `bytes` from `ptr` with transparent huge pages
 /// (Linux; a hint that does nothing where THP is off, and nothing on other systems). A result
 /// read back into new memory otherwise takes a page fault per 4 KiB on first touch: ~170k
-/// for the 690 MB a STARK trace's LDE grows by, which held its readback to ~15 GB/s.
+/// for the 690 MB a STARK trace's LDE grows by, which slowed its readback
+/// (docs/benchmarks-history.md).
 pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     #[cfg(target_os = "linux")]
     {
@@ -327,9 +328,9 @@ pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
 
 /// Touches every page of the `bytes` of fresh memory from `ptr` on `threads` threads of
 /// `scope`, so that its page faults (the kernel zeroing each page) are taken while the caller
-/// waits on other work: first writes into fresh memory ran at a third of the speed of writes
-/// into memory already touched on the H200's host. Join the handles before anything else
-/// writes that memory.
+/// waits on other work: first writes into fresh memory ran far slower than writes into memory
+/// already touched (docs/benchmarks-history.md). Join the handles before anything else writes
+/// that memory.
 pub(crate) fn prefault<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     ptr: SendPtr<u8>,

@@ -195,11 +195,10 @@ pub enum GpuMode {
 }
 
 /// GPU memory a resident proof of `params` holds at its peak (live buffers, idle pools not
-/// counted): the first codeword's bytes times a factor by fold, from the peaks measured on the
-/// H200, rounded up, plus 16 MiB of tables and small buffers. From n = 24 to 26 (lazy first
-/// weights, trimmed narrow trees; docs/benchmarks-history.md, "Memory-lean resident proofs": 7.8x at fold 1,
-/// 5.2-6.0x at fold 2, 3.9x at fold 4, rate 1); elsewhere the earlier peaks (14x, 10x, 6.1x at
-/// n = 24 before; split codewords from n = 27 keep whole trees).
+/// counted): the first codeword's bytes times a factor by fold, from the measured peaks rounded
+/// up, plus 16 MiB of tables and small buffers. From n = 24 to 26 the lean peaks (lazy first
+/// weights, trimmed narrow trees; docs/benchmarks-history.md, "Memory-lean resident proofs");
+/// elsewhere the earlier peaks (split codewords from n = 27 keep whole trees).
 /// `tuning` is the context's and `driver` the driver's: the lean figures hold with their
 /// memory-lean defaults (lazy first weights, trimmed narrow trees).
 pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverOptions) -> u64 {
@@ -208,9 +207,8 @@ pub fn estimated_gpu_bytes(params: &Params, tuning: &GpuTuning, driver: &DriverO
 
 /// [`estimated_gpu_bytes`] with the challenges in an extension of `ext_words` words (4, 5 or 8).
 /// Degree 8 doubles the extension-valued buffers (the sumcheck's tables, the later codewords)
-/// and leaves the base-field ones: twice the degree-4 estimate bounds it (at n = 24, fold 4 on
-/// the H200 the high-water marks were 1,330 against 843 MiB, docs/benchmarks-history.md,
-/// seventeenth session).
+/// and leaves the base-field ones: twice the degree-4 estimate bounds it (the high-water marks:
+/// docs/benchmarks-history.md, seventeenth session).
 pub fn estimated_gpu_bytes_over(params: &Params, tuning: &GpuTuning, driver: &DriverOptions, ext_words: usize) -> u64 {
     let codeword = 4u64.checked_shl((params.num_vars + params.log_inv_rate) as u32).unwrap_or(u64::MAX);
     let lean_defaults = driver.lazy_first_weights != Some(false) && tuning.codeword_tree_lowest.is_none();

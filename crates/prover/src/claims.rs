@@ -183,7 +183,7 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckState<
     }
     // Trials draw each batch's point on a copy of the registry as it is before the first batch:
     // the point depends on the transcript alone, and a copy of the registry with every batch
-    // recorded before costs more with each batch (~0.07 ms a batch at 20 batches).
+    // recorded before costs more with each batch (BENCHMARKS.md).
     let trial_registry = registry.clone();
     let mut batches = Vec::with_capacity(protocol.num_openings());
     let mut evals = Vec::with_capacity(protocol.num_openings());

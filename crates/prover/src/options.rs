@@ -6,7 +6,7 @@ use whir_gpu::env_switch;
 use crate::error::ProverError;
 
 /// How the driver plays the transcript. Neither choice changes a proof byte; both default on
-/// (measured on the H200: docs/benchmarks-history.md), and turning one off measures what it saves.
+/// (measured: docs/benchmarks-history.md), and turning one off measures what it saves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DriverOptions {
     /// Batches of sumcheck rounds run where the tables are, transcript included, with one wait
@@ -17,16 +17,16 @@ pub struct DriverOptions {
     pub round_heads: bool,
     /// Form the first sumcheck weight table where it is used instead of storing it: `None`
     /// from 2^24 evaluations ([`LAZY_WEIGHTS_MIN_VARS`]), for one polynomial and a stacked
-    /// multi-table witness alike (its peak memory then one polynomial's; its open ~3 ms
-    /// slower at 2^24, fold 4), `Some(true)` always, `Some(false)` never (where the steps can;
+    /// multi-table witness alike (its peak memory then one polynomial's; its open somewhat
+    /// slower, BENCHMARKS.md), `Some(true)` always, `Some(false)` never (where the steps can;
     /// the CPU's always store it).
     pub lazy_first_weights: Option<bool>,
 }
 
 /// The first weight table is formed where used from 2^24 entries (256 MiB): below, memory is not
-/// what limits a proof, and the stored table is faster to use (measured at n = 24 fold 4 on the
-/// H200: forming it costs ~0.35 ms more GPU time in the first rounds and saves 0.6 ms of
-/// building it, and the largest table).
+/// what limits a proof, and the stored table is faster to use (at 2^24, forming it costs a little
+/// GPU time in the first rounds and saves building it, and the largest table;
+/// docs/benchmarks-history.md).
 pub const LAZY_WEIGHTS_MIN_VARS: usize = 24;
 
 impl Default for DriverOptions {

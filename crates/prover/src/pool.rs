@@ -4,11 +4,11 @@
 //! context's budget beside the jobs already running there, moves a job that fails on one GPU to
 //! the others, and hands the results back in the order the jobs came.
 //!
-//! What it buys (measured on the H200, BENCHMARKS.md): a proof's host work and round trips are
-//! covered by the other proofs' GPU work, so the device's queue stays busy. One queue runs the
-//! proofs' kernels one after another, so on one context the gain stops where the queue is full
-//! (1.3-1.6x one stream). [`ProofPool::on_queues`] opens several queues of one device (Vulkan's
-//! compute-only family), whose work overlaps: 1.5-2.3x one stream on the H200.
+//! What it buys (BENCHMARKS.md, "Throughput"): a proof's host work and round trips are covered
+//! by the other proofs' GPU work, so the device's queue stays busy. One queue runs the proofs'
+//! kernels one after another, so on one context the gain stops where the queue is full.
+//! [`ProofPool::on_queues`] opens several queues of one device (Vulkan's compute-only family),
+//! whose work overlaps, so it gains more.
 
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
@@ -19,9 +19,8 @@ use crate::backend::{cpu_unless_refused, estimated_gpu_bytes, GpuBackend, Prover
 use crate::error::ProverError;
 use crate::{Params, F};
 
-/// Proofs in flight at once on a hardware adapter when the caller does not say: on the H200,
-/// eight in flight gave 2% more proofs per second than four at n = 20 and 22 (0-20% at n = 24,
-/// over two runs) for twice the latency.
+/// Proofs in flight at once on a hardware adapter when the caller does not say: eight in flight
+/// gave few more proofs per second than four for twice the latency (docs/benchmarks-history.md).
 pub const DEFAULT_IN_FLIGHT: usize = 4;
 
 /// Proofs in flight by default on `adapter`: one on a software renderer (its "GPU" is the host's
@@ -34,13 +33,13 @@ pub fn default_in_flight(adapter: &AdapterSummary) -> usize {
     }
 }
 
-/// Jobs in flight on each queue of [`ProofPool::on_queues`] when the caller does not say: on
-/// the H200, two on each of 4-8 queues gave the most proofs per second at n = 20 and 24, and
-/// within 1.2% of four at n = 22 fold 2 (more only lengthened the latency).
+/// Jobs in flight on each queue of [`ProofPool::on_queues`] when the caller does not say: two
+/// gave the most proofs per second, or close to it; more only lengthened the latency
+/// (BENCHMARKS.md, "Throughput").
 pub const DEFAULT_IN_FLIGHT_PER_QUEUE: usize = 2;
 
 /// Queues a throughput pool opens when the caller has no better count: 4 compute-only queues
-/// reached 95-98% of 8's proofs per second on the H200 with half the threads.
+/// came close to 8's proofs per second with half the threads (BENCHMARKS.md, "Throughput").
 pub const DEFAULT_QUEUES: usize = 4;
 
 /// A backend with `driver`'s settings on each of `queues` queues of the device `options` names.

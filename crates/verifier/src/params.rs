@@ -22,7 +22,7 @@ use crate::{EF, F};
 pub const MAX_DOMAIN_LOG: usize = F::TWO_ADICITY;
 /// Largest number of variables: 28 (with n + rate - fold <= 27, so fold 2 or more at rate 1, as
 /// p3-whir takes it), the largest
-/// size proved and tested here (on the H200: 2^28 evaluations, 1 GiB).
+/// size proved and tested here (2^28 evaluations, 1 GiB).
 pub const MAX_VARS: usize = F::TWO_ADICITY + 1;
 /// Largest proof-of-work budget: a witness of either field can clear at most 30 bits (2^bits < p).
 pub const MAX_POW_BITS: usize = 30;

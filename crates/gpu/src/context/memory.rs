@@ -13,9 +13,9 @@ pub(super) fn pool_bytes(asked: Option<u64>) -> u64 {
     asked.map_or(DEFAULT_POOL_BYTES, |mib: u64| mib.saturating_mul(1 << 20))
 }
 
-/// Large, because allocating is slow (~100 ms per GiB measured on the H200: an n = 28 proof took
-/// 1,070 ms with 8 GiB pooled and 686 ms with all its buffers pooled) and because the pools give
-/// their buffers back when an allocation runs out of memory (`storage`).
+/// Large, because allocating is slow (a large proof ran much faster with all its buffers pooled
+/// than with 8 GiB; docs/benchmarks-history.md) and because the pools give their buffers back
+/// when an allocation runs out of memory (`storage`).
 pub(super) const DEFAULT_POOL_BYTES: u64 = 32 << 30;
 
 /// Idle device buffers kept per size. A split proof holds many buffers of one size at once
@@ -37,7 +37,7 @@ pub(super) struct Pools {
     pub(super) upload_pool: StagingPool,
     pub(super) readback_pool: StagingPool,
     /// Device buffers handed back with `recycle_storage`, by exact size, and their total bytes:
-    /// a fresh large buffer costs an allocation and a first-use clear (ms at 2^25 words).
+    /// a fresh large buffer costs an allocation and a first-use clear (docs/benchmarks-history.md).
     pub(super) device_pool: BufferPool,
     /// Buffers handed back by a thread while work it recorded with them was not yet submitted:
     /// they join the pool after that thread's next submission (`recycle_after_submit`).

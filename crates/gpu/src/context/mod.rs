@@ -38,9 +38,9 @@ use crate::error::{GpuError, Result};
 use crate::options::{GpuOptions, GpuTuning, LimitsProfile};
 use crate::shaders::MulVariant;
 
-/// How long a wait for the GPU spins on `poll` before blocking: a blocked thread is woken tens
-/// of microseconds after the GPU finishes (H200: a 32-byte readback 61 us blocking, 32 us
-/// spinning), and a resident proof waits a hundred times on work that takes about as long.
+/// How long a wait for the GPU spins on `poll` before blocking: a blocked thread is woken well
+/// after the GPU finishes (docs/benchmarks-history.md), and a resident proof waits a hundred
+/// times on work that takes about as long as that delay.
 /// Software adapters run on the host's cores, which a spinning thread would take from them.
 /// `GpuOptions::spin_us` overrides it (0: always block).
 fn spin_before_blocking(software: bool, asked: Option<u64>) -> std::time::Duration {
@@ -153,8 +153,8 @@ fn apple_m1_limits(adapter: wgpu::Limits) -> wgpu::Limits {
     }
 }
 
-/// Spin before blocking on hardware adapters (measured on the H200: n = 20 fold 4 proofs 21.0
-/// -> 17.6 ms with 1,000 us).
+/// Spin before blocking on hardware adapters (it shortened small proofs:
+/// docs/benchmarks-history.md).
 const DEFAULT_SPIN_US: u64 = 1000;
 
 /// One adapter, one device, its queue and every pipeline built on it. Cheap to share
@@ -246,8 +246,8 @@ impl GpuContext {
         // wgpu stages every small `write_buffer` (and buffer mapped at creation) in a
         // host-visible buffer of its own. With no long-lived allocation in the allocator's first
         // host-visible block, a pooled 64 MiB staging chunk could fill it, and each small
-        // staging then opened and freed a block of its own: 75-80 ms a proof at n = 24 on the
-        // H200 in wgpu-core's `StagingBuffer::new` and the trackers' drop (BENCHMARKS.md).
+        // staging then opened and freed a block of its own, a large share of a proof's time in
+        // wgpu-core's `StagingBuffer::new` and the trackers' drop (docs/benchmarks-history.md, "Throughput on one queue").
         let staging_keeper = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("staging block keeper"),
             size: 256,

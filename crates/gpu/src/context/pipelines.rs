@@ -12,7 +12,7 @@ use crate::shaders::{self, Kernel};
 
 /// Runtime checks wgpu adds to our shaders: bounds checks on (memory safety), loop bounding
 /// off: every loop in wgsl/ is a counted loop over uniform bounds that the host validates, and
-/// the added loop counters cost ~10% of NTT time on the H200.
+/// the added loop counters cost NTT time (docs/benchmarks-history.md).
 pub(super) fn runtime_checks() -> wgpu::ShaderRuntimeChecks {
     wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() }
 }
@@ -115,7 +115,7 @@ impl GpuContext {
 
     /// A uniform buffer holding `value`. Uniforms are never written after creation, so equal
     /// contents share one buffer: kernels' size parameters repeat every round and every proof,
-    /// and a fresh buffer costs ~5 us of host time.
+    /// and a fresh buffer costs host time (docs/benchmarks-history.md).
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         let bytes = bytemuck::bytes_of(value);
         let mut cache = self.pipelines.uniforms.lock().unwrap_or_else(|p| p.into_inner());

@@ -72,8 +72,8 @@ mod vulkan {
         // SAFETY: `physical` is this instance's.
         let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
         // wgpu-hal opens its queue in family 0 (graphics and compute). A family with compute
-        // but not graphics is preferred where asked for: on the H200 its queues overlap each
-        // other's work, while those of family 0 run one at a time. Only on NVIDIA's driver,
+        // but not graphics is preferred where asked for: its queues overlap each other's work,
+        // while those of family 0 run one at a time (BENCHMARKS.md). Only on NVIDIA's driver,
         // where it was measured: wgpu-hal assumes a graphics family, and its buffer barriers
         // name vertex and fragment stages, which NVIDIA accepts on a compute-only queue (the
         // Vulkan spec does not promise that). And only where that family has the queues asked

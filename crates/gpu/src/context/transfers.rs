@@ -60,8 +60,8 @@ pub struct HostCosts {
     /// Writes small enough for `queue.write_buffer` (each a staging allocation inside wgpu).
     pub small_writes: u64,
     /// Device and staging buffers created afresh (not taken from a pool), and their bytes: each
-    /// costs the driver an allocation (~100 ms per GiB on NVIDIA), so in steady state a proof
-    /// should make few.
+    /// costs the driver a slow allocation (docs/benchmarks-history.md), so in steady state a
+    /// proof should make few.
     pub fresh_buffers: u64,
     /// Bytes of the buffers counted in `fresh_buffers`.
     pub fresh_buffer_bytes: u64,
@@ -257,7 +257,7 @@ impl GpuContext {
 
     /// For a buffer that is most likely idle (pooled staging, its last copy long done): its map
     /// resolves at the next poll, so this polls without blocking for a moment before waiting
-    /// for the whole queue. Kernels queued since (a column block's leaf absorb, ~30 ms at 2^17
+    /// for the whole queue. Kernels queued since (a column block's leaf absorb, long at 2^17
     /// Keccak rows) then run while the host fills the upload instead of holding it back.
     pub(super) fn wait_for_idle_map<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> Result<T> {
         let _span = tracing::info_span!("gpu wait for staging").entered();
@@ -285,7 +285,7 @@ impl GpuContext {
 
     /// [`upload`](Self::upload) into a buffer from the pool: hand it back with
     /// `recycle_storage` once the work that reads it is submitted (a small fresh buffer costs a
-    /// driver allocation and free, ~10 us each on the H200).
+    /// driver allocation and free; docs/benchmarks-history.md).
     pub fn upload_pooled(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
         let buffer = self.pooled_for_upload(label, words.len());
         self.write(&buffer, words);
@@ -388,7 +388,8 @@ impl GpuContext {
     /// `unit`s, e.g. rows; false means its input was the wrong size). Each chunk is filled on
     /// all cores while the ones before it cross the bus, so a large upload costs about the
     /// slower of the host copy and the bus rather than their sum, and the staging stays a few
-    /// chunks (no fresh gigabyte of pinned memory, which the driver takes ~0.5 s to make).
+    /// chunks (no fresh gigabyte of pinned memory, which the driver is slow to make;
+    /// docs/benchmarks-history.md).
     pub(super) fn upload_chunked_with(
         &self,
         dst: &wgpu::Buffer,
@@ -746,7 +747,8 @@ impl GpuContext {
     /// Waits for a `start_read`'s map and copies the words out.
     pub(super) fn complete_read(&self, staging: wgpu::Buffer, bytes: u64, words: usize, index: wgpu::SubmissionIndex, rx: &MapAnswer) -> Result<Vec<u32>> {
         self.wait_for_map(index, rx)?.map_err(|e| GpuError::Map(e.to_string()))?;
-        // Copied out on all cores: one core page-faulting a fresh Vec runs at ~1 GB/s.
+        // Copied out on all cores: one core page-faulting a fresh Vec is slow
+        // (docs/benchmarks-history.md).
         let _span = tracing::info_span!("readback copy", words).entered();
         let mut out = vec![0u32; words];
         {

@@ -43,12 +43,11 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         // dispatch per remaining level.
         let log_h = height.trailing_zeros() as usize;
         // Tall trees hash leaves alone and build every level with the lane-dense level kernel
-        // (measured on the H200, 2^22 x 16 resident: 5.45 ms u64 / 10.65 ms emulated unfused,
-        // 6.53 / 16.98 with level 1 fused: the fused kernel's second permutation site costs
-        // occupancy, the emulated multiply most). Trees that keep no leaf digests store them
-        // for the level kernel and drop them once it is recorded where rows are wide (the
-        // leaves are at most half the matrix: the transient costs little memory); narrow rows
-        // fuse level 1 instead, so their leaves are never stored.
+        // (faster than fusing level 1, docs/benchmarks-history.md: the fused kernel's second
+        // permutation site costs occupancy, the emulated multiply most). Trees that keep no
+        // leaf digests store them for the level kernel and drop them once it is recorded where
+        // rows are wide (the leaves are at most half the matrix: the transient costs little
+        // memory); narrow rows fuse level 1 instead, so their leaves are never stored.
         let transient_leaves = !keep_leaves && width >= 2 * DIGEST_ELEMS;
         let fused = match ctx.tuning().merkle_fused_levels {
             Some(k) => log_h.min(k).min(FUSED_LEVELS),

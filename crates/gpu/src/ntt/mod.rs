@@ -499,9 +499,10 @@ impl GpuNtt {
         let mut tail = None;
         for (i, spec) in specs.iter().enumerate() {
             // One buffer: a full-size input is transformed where it lies (a third of the
-            // memory of two work buffers, and the same speed or better on the H200); a shorter
-            // one is read into a buffer of the result's size. (With poisoned outputs, testing,
-            // always the latter, so that a word a kernel fails to write shows.)
+            // memory of two work buffers, and the same speed or better;
+            // docs/benchmarks-history.md); a shorter one is read into a buffer of the result's
+            // size. (With poisoned outputs, testing, always the latter, so that a word a kernel
+            // fails to write shows.)
             let reuse_src = !self.poison.load(Ordering::Relaxed);
             let chunk_rows = chunk_rows.filter(|_| i + 1 == specs.len());
             let next = match self.record_spec(encoder, &buffer, spec, None, Layout::OneBuffer { reuse_src, chunk_rows }) {

@@ -5,9 +5,9 @@ use super::*;
 
 /// Threads per workgroup in ntt/*.wgsl.
 pub(super) const WORKGROUP: u32 = 256;
-/// Largest tile the DIF kernel uses (words): 16 KiB of workgroup memory. Measured on the H200:
-/// 2x faster than 32 KiB tiles (twice the workgroups per SM hide more memory latency), and it
-/// fits WebGPU's default limit.
+/// Largest tile the DIF kernel uses (words): 16 KiB of workgroup memory. Measured faster than
+/// 32 KiB tiles (twice the workgroups per SM hide more memory latency;
+/// docs/benchmarks-history.md), and it fits WebGPU's default limit.
 pub(super) const MAX_TILE_LOG: u32 = 12;
 /// Sub-problems per tile in all but the last pass: 32 neighbours make 128-byte runs.
 pub(super) const SPREAD_LOG: u32 = 5;

@@ -110,7 +110,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 reads.push((pair_slot, r_slot, record.map(|r| r.read_in(&mut batch))));
                 batch.lend(pair);
                 // Each round goes to the GPU once recorded, so the GPU runs it while the next
-                // one is recorded (a round's dispatches and bind groups take the host ~0.1 ms).
+                // one is recorded (recording a round's dispatches and bind groups takes host
+                // time; docs/benchmarks-history.md).
                 if k + 1 < rounds {
                     if let Err(e) = batch.submit_part() {
                         recorded = Err(e);

@@ -236,7 +236,7 @@ fn bound_coordinate<E: Field>(point: &[E], t: usize) -> E {
 /// Select weights of at least this many variables over tables of at least 2^this-many entries
 /// take the split-power kernel. Its tables are built on the host and uploaded, 2^(m/2 + 1)
 /// extension elements per variable (m = 26: 256 KiB, against 26 squares), so only large tables,
-/// whose GPU time it cuts most (n = 28, round 1: 87 -> 33 ms), take it.
+/// whose GPU time it cuts most (docs/benchmarks-history.md), take it.
 const SPLIT_SELECT_MIN_VARS: usize = 4;
 const SPLIT_SELECT_MIN_LOG: usize = 20;
 
@@ -566,7 +566,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let hi_bits = (vars - rounds) / 2;
         let stride = (1usize << hi_bits) + (0..rounds).map(|t| 1usize << (vars - t - 1 - hi_bits)).sum::<usize>();
         // Each point's high table, then its low table for each round; built on all cores (at
-        // n = 24, 32K entries for two points: 0.24 ms on one core of a build machine).
+        // n = 24, 32K entries for two points; docs/benchmarks-history.md).
         let ranges: Vec<(usize, std::ops::Range<usize>)> =
             (0..points.len()).flat_map(|j| std::iter::once((j, 0..hi_bits)).chain((0..rounds).map(move |t| (j, hi_bits..vars - 1 - t)))).collect();
         let tables: Vec<E> = {

@@ -32,8 +32,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         // eq(p, x) = eq(p_hi, x_hi) · eq(p_lo, x_lo), split at the low `low` bits: the two
         // small tables per point are built here (2^(m-low) + 2^low entries), the kernel does
         // one product per entry and point. Split in half, the host builds ~2^(m/2 + 1) entries
-        // per point (at m = 24 a fixed 8-bit low table left 2^16 for the high one: ~2.5 ms of
-        // host time per point on the H200's host, measured as round 0's weights step).
+        // per point (at m = 24 a fixed 8-bit low table left 2^16 for the high one, which showed
+        // in round 0's weights step; docs/benchmarks-history.md).
         let low = self.vars.div_ceil(2);
         let (mut highs, mut lows) = (Vec::new(), Vec::new());
         for (p, &s) in points.iter().zip(scales) {
@@ -208,9 +208,9 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let omega = <F as p3_field::TwoAdicField>::two_adic_generator(log_domain);
         // Per entry and point the direct kernel spends ~7.5 multiplications (a power step and
         // a scale by an extension element); the transform ~2 per element and level over its 4
-        // columns. Both ran at ~7e11 multiplications/s on the H200 (direct: 10.2 ms at m = 23 in
-        // a 2^24 domain; the NTT 2^24 x 16 in 16.7 ms), so weigh them 4 : 1. The transform's
-        // table must fit one binding.
+        // columns. Both ran at about the same multiplications a second
+        // (docs/benchmarks-history.md), so weigh them 4 : 1. The transform's table must fit
+        // one binding.
         let direct_cost = indices.len().saturating_mul(4) << self.vars;
         let transform_cost = (1usize << log_domain) * log_domain.max(1);
         if log_domain < self.vars || direct_cost <= transform_cost || (Self::BYTES << log_domain) > self.ctx.max_binding_bytes() {
