@@ -18,7 +18,7 @@ use p3_symmetric::TruncatedPermutation;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
-use whir_wgpu::gpu::{CpuMmcsOf, GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants};
+use whir_wgpu::gpu::{CpuMmcsOf, GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants, TreeRows, TreeSpec};
 use whir_wgpu::verifier::hash::LeafHasher;
 
 fn wide_leaves() -> bool {
@@ -66,13 +66,10 @@ macro_rules! bench_field {
                 let input = ctx.upload("matrix", as_words(&m.values));
                 $group.bench_function(BenchmarkId::new(format!("{}gpu_resident_{v}", $prefix), &id), |b| {
                     b.iter(|| {
-                        let mut enc = ctx.encoder("bench");
-                        let layers = merkle.record_commit(&mut enc, &input, h, width).expect("record");
-                        ctx.submit_and_wait(enc).expect("submit");
-                        // Hand the layers back, as a dropped GpuMerkleTree does.
-                        for layer in layers {
-                            ctx.recycle_storage(layer);
-                        }
+                        let mut batch = ctx.batch("bench");
+                        let tree = merkle.record_tree(&mut batch, TreeRows::Matrix(&input), TreeSpec::new(h, width)).expect("record");
+                        // The tree hands its layers back when dropped.
+                        tree.finish(&ctx.run(batch).expect("run")).expect("root")
                     })
                 });
             }

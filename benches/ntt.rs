@@ -24,8 +24,7 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
-use whir_wgpu::gpu::wgpu;
-use whir_wgpu::gpu::{GpuContext, GpuDft, GpuField, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
+use whir_wgpu::gpu::{Batch, GpuContext, GpuDft, GpuField, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
 
 fn list(name: &str) -> Option<Vec<usize>> {
     std::env::var(name).ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
@@ -77,13 +76,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Median GPU time of each kernel `record` puts into an encoder, over 9 runs after 3 warm-ups.
-fn time_kernels(ctx: &GpuContext, mut record: impl FnMut(&mut wgpu::CommandEncoder, &mut KernelTimer)) -> Option<Vec<(&'static str, f64)>> {
+fn time_kernels(ctx: &GpuContext, mut record: impl FnMut(&mut Batch<'_>)) -> Option<Vec<(&'static str, f64)>> {
     let mut runs: Vec<Vec<(&str, f64)>> = Vec::new();
     for rep in 0..12 {
-        let mut timer = KernelTimer::new(ctx, 16).expect("16 kernels fit a timer")?;
-        let mut enc = ctx.encoder("profile");
-        record(&mut enc, &mut timer);
-        let t = timer.finish(ctx, enc).expect("timestamps");
+        let timer = KernelTimer::new(ctx, 16).expect("16 kernels fit a timer")?;
+        let mut batch = ctx.batch("profile").timed(timer);
+        record(&mut batch);
+        let t = ctx.run(batch).expect("timestamps").kernel_times().to_vec();
         if rep >= 3 {
             runs.push(t);
         }
@@ -115,18 +114,20 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
             let words = values.len();
             let src = ctx.upload("bench input", as_words(&values));
             let spec = NttSpec::<BabyBear>::forward(log_n, w);
-            let Some(full) = time_kernels(ctx, |enc, t| {
-                ntt.recycle(ntt.record_with(enc, NttSource::TwoBuffers(&src), &spec, Some(t)).expect("record"));
+            let Some(full) = time_kernels(ctx, |batch| {
+                let out = ntt.record(batch, NttSource::TwoBuffers(&src), &spec).expect("record");
+                batch.lend(out);
             }) else {
                 println!("(adapter has no TIMESTAMP_QUERY: no kernel profile)");
                 return;
             };
-            let mem = time_kernels(ctx, |enc, t| {
-                memory_only.recycle(memory_only.record_with(enc, NttSource::TwoBuffers(&src), &spec, Some(t)).expect("record"));
+            let mem = time_kernels(ctx, |batch| {
+                let out = memory_only.record(batch, NttSource::TwoBuffers(&src), &spec).expect("record");
+                batch.lend(out);
             })
             .expect("timer");
             let dst = ctx.storage("copy dst", words);
-            let copy = time_kernels(ctx, |enc, t| ntt.record_copy(enc, &src, &dst, words, Some(t)).expect("copy")).expect("timer")[0].1;
+            let copy = time_kernels(ctx, |batch| ntt.record_copy(batch, &src, &dst, words).expect("copy")).expect("timer")[0].1;
             let total: f64 = full.iter().map(|k| k.1).sum();
             let mem_total: f64 = mem.iter().map(|k| k.1).sum();
             let bytes = (2 * words * 4) as f64;
@@ -155,14 +156,15 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
         let values = input::<BabyBear>(log_m, w);
         let src = ctx.upload("bench message", as_words(&values));
         let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::<BabyBear>::forward(log_n, w) };
-        let full = time_kernels(ctx, |enc, t| {
-            ntt.recycle(ntt.record_with(enc, NttSource::OneBuffer(&src), &spec, Some(t)).expect("record"));
+        let full = time_kernels(ctx, |batch| {
+            let out = ntt.record(batch, NttSource::OneBuffer(&src), &spec).expect("record");
+            batch.lend(out);
         })
         .expect("timer");
         let words = (1usize << log_n) * w;
         let a = ctx.storage("copy src", words);
         let b = ctx.storage("copy dst", words);
-        let copy = time_kernels(ctx, |enc, t| ntt.record_copy(enc, &a, &b, words, Some(t)).expect("copy")).expect("timer")[0].1;
+        let copy = time_kernels(ctx, |batch| ntt.record_copy(batch, &a, &b, words).expect("copy")).expect("timer")[0].1;
         let total: f64 = full.iter().map(|k| k.1).sum();
         let names: Vec<String> = full.iter().map(|(l, t)| format!("{} {:.1}", l, t / 1e3)).collect();
         println!("| {log_n} | {w} | {log_m} | {} | {:.1} | {:.1} |", names.join(", "), total / 1e3, copy / 1e3);
@@ -189,11 +191,11 @@ where
                 let spec = NttSpec::<F>::forward(log_n, w);
                 group.bench_function(BenchmarkId::new(format!("gpu_resident_{v}"), log_n), |b| {
                     b.iter(|| {
-                        let mut enc = ctx.encoder("bench");
-                        let out = ntt.record(&mut enc, &src, &spec).expect("record");
-                        ctx.submit_and_wait(enc).expect("submit");
-                        // Hand the output back as a device-resident caller would once done.
-                        ntt.recycle(out);
+                        let mut batch = ctx.batch("bench");
+                        let out = ntt.record(&mut batch, NttSource::TwoBuffers(&src), &spec).expect("record");
+                        // Back to the pool with the batch, as a device-resident caller would hand it back once done.
+                        batch.lend(out);
+                        ctx.run(batch).expect("run");
                     })
                 });
                 let dft = GpuDft::<F>::new(Some(ntt.clone())).with_cpu_threshold(0);
@@ -228,9 +230,10 @@ fn main() {
         let src = ntt.context().upload("warm-up", as_words(&values));
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_secs(2) {
-            let mut enc = ntt.context().encoder("warm-up");
-            ntt.record(&mut enc, &src, &NttSpec::<BabyBear>::forward(20, 16)).expect("record");
-            ntt.context().submit_and_wait(enc).expect("submit");
+            let mut batch = ntt.context().batch("warm-up");
+            let out = ntt.record(&mut batch, NttSource::TwoBuffers(&src), &NttSpec::<BabyBear>::forward(20, 16)).expect("record");
+            batch.lend(out);
+            ntt.context().run(batch).expect("run");
         }
         if std::env::var("WHIR_BENCH_SKIP_PROFILE").is_ok_and(|v| v == "1") {
             continue;

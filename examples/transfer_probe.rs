@@ -127,37 +127,34 @@ fn main() {
                 nctx.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
                 let t_up = ms(t);
                 let t = Instant::now();
-                let mut enc = nctx.encoder("probe ntt");
-                let out = ntt.record(&mut enc, &buf, &spec).expect("record");
-                nctx.submit_and_wait(enc).expect("ntt");
+                let mut batch = nctx.batch("probe ntt");
+                let out = ntt.record(&mut batch, NttSource::TwoBuffers(&buf), &spec).expect("record");
+                nctx.run(batch).expect("ntt");
                 let t_ntt = ms(t);
                 // Again at once (the GPU busy just before), and again after 40 ms idle.
                 let again = |sleep_ms: u64| {
                     std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
                     let t = Instant::now();
-                    let mut enc = nctx.encoder("probe ntt");
-                    let out = ntt.record(&mut enc, &buf, &spec).expect("record");
-                    nctx.submit_and_wait(enc).expect("ntt");
-                    ntt.recycle(out);
+                    let mut batch = nctx.batch("probe ntt");
+                    let out = ntt.record(&mut batch, NttSource::TwoBuffers(&buf), &spec).expect("record");
+                    batch.lend(out);
+                    nctx.run(batch).expect("ntt");
                     ms(t)
                 };
                 let (t_hot, t_idle) = (again(0), again(40));
                 println!("2^{log_n} x 16 transform alone: {t_ntt:.1}, at once again {t_hot:.1}, after 40 ms idle {t_idle:.1}");
                 // Wall time against the kernels' GPU time, two buffers and in place.
                 for in_place in [false, true] {
-                    let Some(mut timer) = whir_wgpu::gpu::KernelTimer::new(&nctx, 16).expect("timer") else { break };
+                    let Some(timer) = whir_wgpu::gpu::KernelTimer::new(&nctx, 16).expect("timer") else { break };
                     let t = Instant::now();
-                    let mut enc = nctx.encoder("probe timed ntt");
-                    let out = if in_place {
-                        ntt.record_with(&mut enc, NttSource::GivenUp(buf.clone()), &spec, Some(&mut timer)).expect("record")
-                    } else {
-                        ntt.record_with(&mut enc, NttSource::TwoBuffers(&buf), &spec, Some(&mut timer)).expect("record")
-                    };
-                    let kernels = timer.finish(&nctx, enc).expect("timestamps");
-                    let wall = ms(t);
+                    let mut batch = nctx.batch("probe timed ntt").timed(timer);
+                    let source = if in_place { NttSource::GivenUp(buf.clone()) } else { NttSource::TwoBuffers(&buf) };
+                    let timed_out = ntt.record(&mut batch, source, &spec).expect("record");
                     if !in_place {
-                        ntt.recycle(out);
+                        batch.lend(timed_out);
                     }
+                    let kernels = nctx.run(batch).expect("timestamps").kernel_times().to_vec();
+                    let wall = ms(t);
                     let gpu: f64 = kernels.iter().map(|k| k.1).sum::<f64>() / 1e6;
                     let each: Vec<String> = kernels.iter().map(|(l, t)| format!("{l} {:.2}", t / 1e6)).collect();
                     println!(
@@ -172,7 +169,7 @@ fn main() {
                 let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), dst.len()) };
                 nctx.submit_and_read_chunked_into(nctx.encoder("probe read"), &out, dst, None).map_err(|(e, _)| e).expect("read");
                 let t_down = ms(t);
-                ntt.recycle(out);
+                nctx.recycle_storage(out);
                 nctx.recycle_storage(buf);
                 println!(
                     "2^{log_n} x 16 one step at a time: upload {t_up:.1} | transform {t_ntt:.1} | readback {t_down:.1} | sum {:.1}",

@@ -287,7 +287,7 @@ fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<
     use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
     use rand::RngExt;
     use std::sync::Arc;
-    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants, TreeSpec};
+    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants, RowSource, TreeRows, TreeSpec};
     type Perm = Poseidon2BabyBear<16>;
     type Packed = <BabyBear as Field>::Packing;
     type CpuMmcs = MerkleTreeMmcs<Packed, Packed, PaddingFreeSponge<Perm, 16, 8, 8>, TruncatedPermutation<Perm, 2, 8, 16>, 2, 8>;
@@ -309,13 +309,13 @@ fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<
     let (log_h, width) = (9usize, 7usize);
     let values = common::random_vec(&mut rng, (1 << log_h) * width);
     let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-    let tree = merkle.commit_buffer(&matrix, TreeSpec::new(1 << log_h, width)).unwrap();
+    let tree = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(1 << log_h, width)).unwrap();
     let (cap, data) = cpu.commit_matrix(RowMajorMatrix::new(values, width));
     let layer_one: Vec<[BabyBear; 8]> = merkle.read_nodes(&tree, &[(log_h - 1, 0), (log_h - 1, 1)]).unwrap();
     assert_eq!(layer_one, cap.roots(), "Merkle cap (height 1) of 2^9 x 7");
     answers.push(("Merkle root of 2^9 x 7".into(), words_of(&tree.root)));
     let indices: Vec<usize> = (0..5).map(|_| rng.random_range(0..1 << log_h)).collect();
-    let opened = merkle.open_rows(&tree, &matrix, &indices, 1).unwrap();
+    let opened = merkle.open_rows(&tree, RowSource::One(&matrix), &indices, 1).unwrap();
     let (rows, proof) = cpu.open_multi_batch(&indices, &data);
     assert_eq!(opened.rows, rows.into_iter().map(|mut r| r.remove(0)).collect::<Vec<_>>(), "opened rows");
     assert_eq!(opened.siblings, proof.sibling_hashes, "pruned paths");

@@ -305,14 +305,15 @@ fn in_place_transforms_match_the_two_buffer_ones() {
                     let input: Vec<BabyBear> = common::random_vec(&mut rng, spec.valid_rows * w);
                     let run = |how: u8| {
                         let src = ctx.upload("ntt source", as_words(&input));
-                        let mut encoder = ctx.encoder("ntt");
-                        let out = match how {
-                            0 => ntt.record(&mut encoder, &src, &spec),
-                            1 => ntt.record_with(&mut encoder, NttSource::OneBuffer(&src), &spec, None),
-                            _ => ntt.record_with(&mut encoder, NttSource::GivenUp(src.clone()), &spec, None),
-                        }
-                        .unwrap();
-                        from_words(ctx.submit_and_read(encoder, &out, w << log_n).unwrap()).unwrap()
+                        let mut batch = ctx.batch("ntt");
+                        let source = match how {
+                            0 => NttSource::TwoBuffers(&src),
+                            1 => NttSource::OneBuffer(&src),
+                            _ => NttSource::GivenUp(src.clone()),
+                        };
+                        let out = ntt.record(&mut batch, source, &spec).unwrap();
+                        let slot = batch.read(&out, 0, w << log_n);
+                        from_words(ctx.run(batch).unwrap().into_words(slot).unwrap()).unwrap()
                     };
                     let want = run(0);
                     let what = format!(

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
-use whir_wgpu::gpu::{AdapterSelector, GpuContext, GpuError, GpuNtt, GpuOptions, NttSpec};
+use whir_wgpu::gpu::{AdapterSelector, GpuContext, GpuError, GpuNtt, GpuOptions, NttSource, NttSpec};
 
 #[test]
 fn bad_transform_shapes_are_errors() {
@@ -33,9 +33,9 @@ fn sizes_over_the_adapter_limit_fail_loudly_before_allocating() {
         let ntt = GpuNtt::new(ctx);
         // 2^27 rows x 8 columns = 4 GiB: over every adapter's single-binding limit.
         let spec = NttSpec::<BabyBear>::forward(27, 8);
-        let mut enc = ntt.context().encoder("too large");
+        let mut batch = ntt.context().batch("too large");
         let src = ntt.context().storage("tiny", 1);
-        match ntt.record(&mut enc, &src, &spec) {
+        match ntt.record(&mut batch, NttSource::TwoBuffers(&src), &spec) {
             Err(GpuError::TooLarge { needed, limit: l, .. }) => {
                 assert_eq!(l, limit);
                 assert_eq!(needed, 4 << 30);
@@ -58,29 +58,29 @@ fn unknown_adapter_names_list_the_available_ones() {
 
 #[test]
 fn sizes_that_would_overflow_are_errors() {
-    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, KernelTimer, Poseidon2Constants};
+    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, KernelTimer, Poseidon2Constants, TreeRows, TreeSpec};
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         // 2^63 x 2 wraps to 0 in usize: must not be taken for the empty input.
+        let tiny = ctx.storage("tiny", 8);
         for (h, w) in [(1usize << 63, 2usize), (1 << 33, 1)] {
-            match merkle.commit_values(&[], h, w) {
+            match merkle.commit(TreeRows::Matrix(&tiny), TreeSpec::new(h, w)) {
                 Err(GpuError::InvalidInput(_)) => {}
                 Err(e) => panic!("{h} x {w}: {e}"),
                 Ok(_) => panic!("{h} x {w}: committed"),
             }
         }
-        let mut enc = ctx.encoder("too tall");
-        let tiny = ctx.storage("tiny", 8);
-        let err = merkle.record_commit(&mut enc, &tiny, 1 << 32, 1).unwrap_err();
+        let mut batch = ctx.batch("too tall");
+        let err = merkle.record_tree(&mut batch, TreeRows::Matrix(&tiny), TreeSpec::new(1 << 32, 1)).err().expect("refused");
         assert!(err.to_string().contains("32-bit row indexing"), "{err}");
 
         let ntt = GpuNtt::new(ctx.clone());
         let (a, b) = (ctx.storage("a", 64), ctx.storage("b", 64));
         for words in [(1usize << 32) + 4, 6, 128] {
-            let err = ntt.record_copy(&mut enc, &a, &b, words, None).unwrap_err();
+            let err = ntt.record_copy(&mut batch, &a, &b, words).unwrap_err();
             assert!(matches!(err, GpuError::InvalidInput(_)), "{words}: {err}");
         }
-        ntt.record_copy(&mut enc, &a, &b, 64, None).unwrap();
+        ntt.record_copy(&mut batch, &a, &b, 64).unwrap();
 
         for kernels in [0, 2049, u32::MAX / 2 + 1, u32::MAX] {
             assert!(matches!(KernelTimer::new(&ctx, kernels), Err(GpuError::InvalidInput(_))), "{kernels}");

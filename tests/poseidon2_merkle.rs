@@ -17,7 +17,7 @@ use p3_poseidon2::ExternalLayerConstants;
 use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants, TreeSpec};
+use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, NttSource, Poseidon2Constants, RowSource, TreeRows, TreeSpec};
 
 type Perm = Poseidon2BabyBear<16>;
 type Hash = PaddingFreeSponge<Perm, 16, 8, 8>;
@@ -535,12 +535,12 @@ fn encode_then_commit_in_one_submission() {
 
             let spec = GpuEncoder::<BabyBear>::spec(log_msg, width, rate);
             let src = ctx.upload("message", whir_wgpu::gpu::field::as_words(&message.values));
-            let mut encoder = ctx.encoder("encode + commit");
-            let encoded = ntt.record(&mut encoder, &src, &spec).unwrap();
-            let layers = merkle.record_commit(&mut encoder, &encoded, spec.rows(), width).unwrap();
-            let root = ctx.submit_and_read(encoder, layers.last().unwrap(), 8).unwrap();
-            let root = whir_wgpu::gpu::field::from_words(root).unwrap();
-            assert_eq!(root.as_slice(), want.as_ref()[0].as_slice(), "2^{log_msg} x {width} rate {rate}");
+            let mut batch = ctx.batch("encode + commit");
+            let encoded = ntt.record(&mut batch, NttSource::TwoBuffers(&src), &spec).unwrap();
+            let tree = merkle.record_tree(&mut batch, TreeRows::Matrix(&encoded), TreeSpec::new(spec.rows(), width)).unwrap();
+            batch.lend(encoded);
+            let tree = tree.finish(&ctx.run(batch).unwrap()).unwrap();
+            assert_eq!(tree.root.as_slice(), want.as_ref()[0].as_slice(), "2^{log_msg} x {width} rate {rate}");
         }
     }
 }
@@ -577,7 +577,7 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
         let h = 1usize << log_h;
         let values = common::random_vec(rng, h * width);
         let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-        let commit = |keep: bool| merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
+        let commit = |keep: bool| merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
         let (full, trimmed) = (commit(true), commit(false));
         assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
         let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
@@ -592,12 +592,11 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
             let pair = (h / 2) & !1;
             indices.extend([pair, pair + 1]);
         }
-        let want = merkle.open_rows(&full, &matrix, &indices, 0).unwrap();
+        let want = merkle.open_rows(&full, RowSource::One(&matrix), &indices, 0).unwrap();
         assert!(want.rows.iter().zip(&indices).all(|(r, &i)| r[..] == values[i * width..(i + 1) * width]), "2^{log_h} x {width}: opened rows");
-        assert!(merkle.open_rows(&trimmed, &matrix, &indices, 0).unwrap() == want, "2^{log_h} x {width}: openings differ");
-        let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, 1.min(log_h)).unwrap();
-        let deferred = merkle.read_pending(vec![pending]).unwrap();
-        assert!(deferred[0] == merkle.open_rows(&full, &matrix, &indices, 1.min(log_h)).unwrap(), "2^{log_h} x {width}: deferred openings differ");
+        assert!(merkle.open_rows(&trimmed, RowSource::One(&matrix), &indices, 0).unwrap() == want, "2^{log_h} x {width}: openings differ");
+        let deferred = common::open_deferred(&merkle, &trimmed, RowSource::One(&matrix), &indices, 1.min(log_h)).unwrap();
+        assert!(deferred == merkle.open_rows(&full, RowSource::One(&matrix), &indices, 1.min(log_h)).unwrap(), "2^{log_h} x {width}: deferred openings differ");
         if log_h > 0 {
             assert!(merkle.read_nodes(&trimmed, &[(0, 0)]).is_err(), "leaf digests not kept");
             assert_eq!(merkle.read_nodes(&trimmed, &[(1, 0)]).unwrap(), merkle.read_nodes(&full, &[(1, 0)]).unwrap());
@@ -633,8 +632,8 @@ fn trees_keeping_only_upper_layers_open_the_same() {
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
             let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-            let full = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
-            let trimmed = merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
+            let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
+            let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
                 .commit_matrix(RowMajorMatrix::new(values.clone(), width));
             assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
@@ -652,11 +651,15 @@ fn trees_keeping_only_upper_layers_open_the_same() {
             ];
             for indices in row_sets {
                 for cap in 0..=2.min(log_h) {
-                    let want = merkle.open_rows(&full, &matrix, &indices, cap).unwrap();
+                    let want = merkle.open_rows(&full, RowSource::One(&matrix), &indices, cap).unwrap();
                     assert!(want.rows.iter().zip(&indices).all(|(r, &i)| r[..] == values[i * width..(i + 1) * width]), "{what}: opened rows");
-                    assert!(merkle.open_rows(&trimmed, &matrix, &indices, cap).unwrap() == want, "{what}, cap {cap}, {} rows: openings differ", indices.len());
-                    let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, cap).unwrap();
-                    assert!(merkle.read_pending(vec![pending]).unwrap()[0] == want, "{what}, cap {cap}: deferred openings differ");
+                    assert!(
+                        merkle.open_rows(&trimmed, RowSource::One(&matrix), &indices, cap).unwrap() == want,
+                        "{what}, cap {cap}, {} rows: openings differ",
+                        indices.len()
+                    );
+                    let deferred = common::open_deferred(&merkle, &trimmed, RowSource::One(&matrix), &indices, cap).unwrap();
+                    assert!(deferred == want, "{what}, cap {cap}: deferred openings differ");
                 }
             }
             if kept_from > 1 {
@@ -697,8 +700,8 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
             let reversed: Vec<BabyBear> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
             let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
             let stored = ctx.upload("bit-reversed matrix", whir_wgpu::gpu::field::as_words(&reversed));
-            let full = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
-            let tree = merkle.commit_buffer(&stored, TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
+            let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
+            let tree = merkle.commit(TreeRows::Matrix(&stored), TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
             assert_eq!(tree.root, full.root, "{what}: root");
             assert_eq!(tree.row_order, RowOrder::BitReversed);
             let row_sets: Vec<Vec<usize>> = vec![
@@ -708,18 +711,22 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
             ];
             for indices in row_sets {
                 for cap in 0..=1.min(log_h) {
-                    let want = merkle.open_rows(&full, &matrix, &indices, cap).unwrap();
-                    assert!(merkle.open_rows(&tree, &stored, &indices, cap).unwrap() == want, "{what}, cap {cap}, {} rows: openings differ", indices.len());
-                    let pending = merkle.open_rows_deferred(&tree, &stored, &indices, cap).unwrap();
-                    assert!(merkle.read_pending(vec![pending]).unwrap()[0] == want, "{what}, cap {cap}: deferred openings differ");
+                    let want = merkle.open_rows(&full, RowSource::One(&matrix), &indices, cap).unwrap();
+                    assert!(
+                        merkle.open_rows(&tree, RowSource::One(&stored), &indices, cap).unwrap() == want,
+                        "{what}, cap {cap}, {} rows: openings differ",
+                        indices.len()
+                    );
+                    let deferred = common::open_deferred(&merkle, &tree, RowSource::One(&stored), &indices, cap).unwrap();
+                    assert!(deferred == want, "{what}, cap {cap}: deferred openings differ");
                 }
             }
         }
     }
 }
 
-/// A matrix in row chunks, committed without keeping leaf digests (`commit_groups_with(..,
-/// false)`, the split codewords' tree): the root of the one-matrix tree, power-of-two heights or
+/// A matrix in row chunks, committed without keeping leaf digests (`TreeRows::Groups` keeping
+/// layers from 1, the split codewords' tree): the root of the one-matrix tree, power-of-two heights or
 /// not (odd layers padded after recycled chunk buffers), chunks of 16 rows or more, and
 /// openings rehashed chunk by chunk equal to those of the tree that keeps its leaves. Chunks
 /// at offsets that are not multiples of 16 rows keep their leaves.
@@ -735,8 +742,8 @@ fn row_chunk_trees_without_leaf_digests_match() {
             let chunks: Vec<RowChunk<'_>> =
                 buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
             let group = || [RowGroup { chunks: chunks.clone(), height, width }];
-            let kept = merkle.commit_groups(&group()).unwrap();
-            let trimmed = merkle.commit_groups_with(&group(), false).unwrap();
+            let kept = merkle.commit(TreeRows::Groups(&group()), TreeSpec::new(height, width)).unwrap();
+            let trimmed = merkle.commit(TreeRows::Groups(&group()), TreeSpec::new(height, width).keeping_from(1)).unwrap();
             let what = format!("{height} x {width} in chunks of {chunk}");
             assert_eq!(trimmed.root, kept.root, "{what}: roots");
             let one = RowMajorMatrix::new(values.clone(), width);
@@ -745,7 +752,7 @@ fn row_chunk_trees_without_leaf_digests_match() {
             assert_eq!(trimmed.leaves_kept(), chunks.iter().any(|c| c.first % 16 != 0 || c.count % 2 != 0), "{what}: leaves kept");
             let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..height)).collect();
             indices.extend([0, height - 1, indices[0]]);
-            let open = |tree| merkle.read_pending(vec![merkle.open_row_chunks_deferred(tree, &chunks, &indices, 0).unwrap()]).unwrap();
+            let open = |tree| common::open_deferred(&merkle, tree, RowSource::Chunks(&chunks), &indices, 0).unwrap();
             assert!(open(&trimmed) == open(&kept), "{what}: openings differ");
         }
     }

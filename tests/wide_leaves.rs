@@ -25,7 +25,7 @@ use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::{
     GpuContext, GpuDft, GpuMerkle, GpuMmcs, GpuNtt, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, Poseidon2Field, RowChunk, RowGroup, RowOrder,
-    TreeSpec,
+    RowSource, TreeRows, TreeSpec,
 };
 use whir_wgpu::verifier::hash::LeafSponge;
 
@@ -79,27 +79,30 @@ where
         let m = RowMajorMatrix::new(values.clone(), width);
         let (root, data) = cpu.commit_matrix(m.clone());
         let matrix = ctx.upload("matrix", as_words(&values));
-        let full = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
+        let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
         assert_eq!(full.root, root.roots()[0], "{what}: Plonky3's root");
-        let trimmed = merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
+        let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
         assert_eq!(trimmed.root, full.root, "{what}: root of the trimmed tree");
         let reversed: Vec<F> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
         let stored = ctx.upload("bit-reversed matrix", as_words(&reversed));
-        let bit_reversed = merkle.commit_buffer(&stored, TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
+        let bit_reversed = merkle.commit(TreeRows::Matrix(&stored), TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
         assert_eq!(bit_reversed.root, full.root, "{what}: root of the bit-reversed rows");
         let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..h)).collect();
         indices.extend([0, h - 1, indices[0]]);
         let (values_p3, proof_p3) = cpu.open_multi_batch(&indices, &data);
-        let want = merkle.open_rows(&full, &matrix, &indices, 0).unwrap();
+        let want = merkle.open_rows(&full, RowSource::One(&matrix), &indices, 0).unwrap();
         assert!(want.rows.iter().zip(&values_p3).all(|(ours, theirs)| ours[..] == theirs[0][..]), "{what}: opened rows");
         assert_eq!(want.siblings, proof_p3.sibling_hashes, "{what}: Plonky3's pruned proof");
         cpu.verify_multi_batch(&root, &[m.dimensions()], &indices, &values_p3, &proof_p3).expect("Plonky3 accepts its own proof");
         for cap in 0..=1.min(log_h) {
-            let want = merkle.open_rows(&full, &matrix, &indices, cap).unwrap();
-            assert!(merkle.open_rows(&trimmed, &matrix, &indices, cap).unwrap() == want, "{what}, cap {cap}: trimmed openings differ");
-            let pending = merkle.open_rows_deferred(&trimmed, &matrix, &indices, cap).unwrap();
-            assert!(merkle.read_pending(vec![pending]).unwrap()[0] == want, "{what}, cap {cap}: deferred openings differ");
-            assert!(merkle.open_rows(&bit_reversed, &stored, &indices, cap).unwrap() == want, "{what}, cap {cap}: bit-reversed openings differ");
+            let want = merkle.open_rows(&full, RowSource::One(&matrix), &indices, cap).unwrap();
+            assert!(merkle.open_rows(&trimmed, RowSource::One(&matrix), &indices, cap).unwrap() == want, "{what}, cap {cap}: trimmed openings differ");
+            let deferred = common::open_deferred(&merkle, &trimmed, RowSource::One(&matrix), &indices, cap).unwrap();
+            assert!(deferred == want, "{what}, cap {cap}: deferred openings differ");
+            assert!(
+                merkle.open_rows(&bit_reversed, RowSource::One(&stored), &indices, cap).unwrap() == want,
+                "{what}, cap {cap}: bit-reversed openings differ"
+            );
         }
     }
 }
@@ -172,13 +175,13 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
         let values: Vec<KoalaBear> = random(&mut rng, h * width);
         let (root, data) = cpu.commit_matrix(RowMajorMatrix::new(values.clone(), width));
         let matrix = ctx.upload("matrix", as_words(&values));
-        let kept = merkle.commit_buffer(&matrix, TreeSpec::new(h, width)).unwrap();
-        let trimmed = merkle.commit_buffer(&matrix, TreeSpec::new(h, width).keeping_from(1)).unwrap();
+        let kept = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
+        let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(1)).unwrap();
         assert_eq!((kept.root, trimmed.root), (root.roots()[0], root.roots()[0]), "{what}: Plonky3's root");
         let indices: Vec<usize> = (0..20).map(|_| rng.random_range(0..h)).chain([0, h - 1]).collect();
         let (_, proof) = cpu.open_multi_batch(&indices, &data);
         for tree in [&kept, &trimmed] {
-            assert_eq!(merkle.open_rows(tree, &matrix, &indices, 0).unwrap().siblings, proof.sibling_hashes, "{what}: Plonky3's pruned proof");
+            assert_eq!(merkle.open_rows(tree, RowSource::One(&matrix), &indices, 0).unwrap().siblings, proof.sibling_hashes, "{what}: Plonky3's pruned proof");
         }
     }
     // Row chunks of the caller's, leaves kept and not.
@@ -189,21 +192,22 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
     let chunks: Vec<RowChunk<'_>> =
         buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
     let group = [RowGroup { chunks: chunks.clone(), height, width }];
-    let (kept, trimmed) = (merkle.commit_groups(&group).unwrap(), merkle.commit_groups_with(&group, false).unwrap());
+    let spec = TreeSpec::new(height, width);
+    let (kept, trimmed) = (merkle.commit(TreeRows::Groups(&group), spec).unwrap(), merkle.commit(TreeRows::Groups(&group), spec.keeping_from(1)).unwrap());
     assert_eq!((kept.root, trimmed.root), (root.roots()[0], root.roots()[0]), "row chunks: Plonky3's root");
     let indices: Vec<usize> = (0..25).map(|_| rng.random_range(0..height)).collect();
-    let open = |tree| merkle.read_pending(vec![merkle.open_row_chunks_deferred(tree, &chunks, &indices, 0).unwrap()]).unwrap();
+    let open = |tree| common::open_deferred(&merkle, tree, RowSource::Chunks(&chunks), &indices, 0).unwrap();
     assert!(open(&trimmed) == open(&kept), "row chunks: openings differ");
 
     // Column blocks before the last take a multiple of the width-24 sponge's rate, 16.
     assert_eq!(merkle.leaf_rate(), 16);
     let mut leaves = merkle.column_leaves(64, 40).unwrap();
     let block = ctx.storage("column block", 64 * 16);
-    let mut encoder = ctx.encoder("absorb");
-    let err = merkle.record_absorb(&mut encoder, &mut leaves, &block, 8).unwrap_err().to_string();
+    let mut batch = ctx.batch("absorb");
+    let err = merkle.record_absorb(&mut batch, &mut leaves, &block, 8).unwrap_err().to_string();
     assert!(err.contains("multiple of 16"), "{err}");
-    merkle.record_absorb(&mut encoder, &mut leaves, &block, 16).unwrap();
-    drop(encoder);
+    merkle.record_absorb(&mut batch, &mut leaves, &block, 16).unwrap();
+    drop(batch);
 
     // Column blocks: 2^9-row LDEs of 40 and 70 columns exceed a binding; their sponge states
     // (96 bytes a row) fit one.

@@ -185,3 +185,22 @@ pub fn table_protocol(
 pub fn random_vec(rng: &mut StdRng, n: usize) -> Vec<BabyBear> {
     (0..n).map(|_| rng.random()).collect()
 }
+
+/// Opens rows as the prover does: the gather recorded and sent in one batch, read back in
+/// another.
+pub fn open_deferred<F: whir_wgpu::gpu::Poseidon2Field>(
+    merkle: &whir_wgpu::gpu::GpuMerkle<F>,
+    tree: &whir_wgpu::gpu::GpuMerkleTree<F>,
+    rows: whir_wgpu::gpu::RowSource<'_>,
+    indices: &[usize],
+    cap_height: usize,
+) -> whir_wgpu::gpu::Result<whir_wgpu::gpu::OpenedRows<F>> {
+    let ctx = merkle.poseidon2().context();
+    let mut batch = ctx.batch("openings");
+    let pending = merkle.record_openings(&mut batch, tree, rows, indices, cap_height)?;
+    ctx.send(batch)?;
+    let mut read = ctx.batch("openings readback");
+    let slot = pending.read(&mut read);
+    let readback = ctx.run(read)?;
+    slot.finish(&readback)
+}

@@ -12,7 +12,9 @@ use crate::dft::GpuEncoder;
 use crate::error::{GpuError, Result};
 use crate::field::matrix_bytes;
 use crate::field::{as_words, GpuField};
-use crate::merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec, DIGEST_ELEMS};
+use crate::merkle::{
+    GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RecordedTree, RowChunk, RowGroup, RowOrder, RowSource, TreeRows, TreeSpec, DIGEST_ELEMS,
+};
 use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::poseidon2::Poseidon2Field;
 use crate::reorder::{reverse_bits_dispatch, MessageLayout};
@@ -86,12 +88,20 @@ impl<F: GpuField> CommittedCodeword<F> {
     }
 }
 
+impl Stored {
+    /// The buffers, back to `ctx`'s pool.
+    fn give_back(self, ctx: &crate::GpuContext) {
+        match self {
+            Stored::One(b) => ctx.recycle_storage(b),
+            Stored::Chunks { buffers, .. } => buffers.into_iter().for_each(|b| ctx.recycle_storage(b)),
+        }
+    }
+}
+
 impl<F: GpuField> Drop for CommittedCodeword<F> {
     fn drop(&mut self) {
-        match self.codeword.take() {
-            Some(Stored::One(b)) => self.ntt.recycle(b),
-            Some(Stored::Chunks { buffers, .. }) => buffers.into_iter().for_each(|b| self.ntt.recycle(b)),
-            None => {}
+        if let Some(stored) = self.codeword.take() {
+            stored.give_back(self.ntt.context());
         }
     }
 }
@@ -99,35 +109,29 @@ impl<F: GpuField> Drop for CommittedCodeword<F> {
 /// A codeword recorded into a batch ([`GpuCodewords::record_commit`]), its root not read yet.
 /// Dropped, it gives its buffers back (the batch must then not run).
 pub struct RecordedCodeword<F: GpuField = BabyBear> {
-    codeword: Option<wgpu::Buffer>,
+    codeword: Option<Stored>,
     tree: Option<RecordedTree<F>>,
-    /// A codeword over one binding, committed at once.
-    built: Option<CommittedCodeword<F>>,
     ntt: Arc<GpuNtt>,
 }
 
 impl<F: GpuField> RecordedCodeword<F> {
     /// The buffer whose first 8 words hold the root once the batch's work runs, for work
-    /// recorded after the commit; None for a split codeword, committed at once.
-    pub fn root_buffer(&self) -> Option<&wgpu::Buffer> {
-        self.tree.as_ref().and_then(RecordedTree::root_buffer)
+    /// recorded after the commit.
+    pub fn root_buffer(&self) -> &wgpu::Buffer {
+        self.tree.as_ref().expect("present until finished").root_buffer()
     }
 
     /// The committed codeword, with the root its batch read back.
     pub fn finish(mut self, readback: &Readback) -> Result<CommittedCodeword<F>> {
-        if let Some(built) = self.built.take() {
-            return Ok(built);
-        }
-        let tree = self.tree.take().ok_or_else(|| GpuError::InvalidInput("a codeword record without its tree".into()))?.finish(readback)?;
-        let codeword = self.codeword.take().map(Stored::One);
-        Ok(CommittedCodeword { codeword, tree, ntt: self.ntt.clone() })
+        let tree = self.tree.take().expect("present until finished").finish(readback)?;
+        Ok(CommittedCodeword { codeword: self.codeword.take(), tree, ntt: self.ntt.clone() })
     }
 }
 
 impl<F: GpuField> Drop for RecordedCodeword<F> {
     fn drop(&mut self) {
-        if let Some(b) = self.codeword.take() {
-            self.ntt.recycle(b);
+        if let Some(stored) = self.codeword.take() {
+            stored.give_back(self.ntt.context());
         }
     }
 }
@@ -181,9 +185,17 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// stored — and commits to the codeword's rows. One upload, one wait, one readback (the
     /// root).
     pub fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
-        let (committed, input) = self.commit_keep(message, width, log_inv_rate)?;
-        self.ntt.context().recycle_storage(input);
-        Ok(committed)
+        if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
+            return Err(GpuError::InvalidInput(format!("a message of {} values is not a power-of-two number of rows of width {width}", message.len())));
+        }
+        let ctx = self.ntt.context().clone();
+        ctx.scoped("codeword commit", || {
+            let mut batch = ctx.batch("codeword commit");
+            let input = batch.upload("codeword message", as_words(message));
+            let recorded = self.record_commit(&mut batch, &input, message.len() / width, width, log_inv_rate)?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
+        })
     }
 
     /// [`commit`](Self::commit) that also returns the uploaded message (a pooled buffer), for
@@ -269,7 +281,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// `batch` (the encoding is handed to the GPU while the tree is recorded, where the tuning
     /// asks for early submits); the root is read when the batch runs
     /// ([`RecordedCodeword::finish`]). A codeword or a stored digest layer larger than one
-    /// binding is encoded and committed at once, split (`commit_blocked`).
+    /// binding is encoded by column blocks into row chunks (`record_blocked`).
     pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
         self.record_commit_as(batch, message, rows, width, log_inv_rate, MessageLayout::Rows)
     }
@@ -317,9 +329,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         // half a digest per row, is its largest layer) and transient ones for wider rows.
         let largest_layer = if width >= 2 * DIGEST_ELEMS { matrix_bytes(spec.rows(), DIGEST_ELEMS)? } else { matrix_bytes(spec.rows(), DIGEST_ELEMS / 2)? };
         if matrix_bytes(spec.rows(), width)?.max(largest_layer) > ctx.max_binding_bytes() {
-            batch.flush()?;
-            let built = self.commit_blocked(message, rows, width, log_inv_rate)?;
-            return Ok(RecordedCodeword { codeword: None, tree: None, built: Some(built), ntt: self.ntt.clone() });
+            return self.record_blocked(batch, message, rows, width, log_inv_rate);
         }
         let started = std::time::Instant::now();
         // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
@@ -328,17 +338,18 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         // the tree's leaves and the openings read them through that order.
         let spec = NttSpec { bit_reversed_output: spec.log_n > 0, ..spec };
         let order = if spec.bit_reversed_output { RowOrder::BitReversed } else { RowOrder::Natural };
-        let codeword = self.ntt.record_with(batch.encoder(), NttSource::OneBuffer(message), &spec, None)?;
+        let codeword = self.ntt.record(batch, NttSource::OneBuffer(message), &spec)?;
         // From here the record owns the codeword: it goes back to the pool on any error.
-        let mut recorded = RecordedCodeword { codeword: Some(codeword), tree: None, built: None, ntt: self.ntt.clone() };
+        let mut recorded = RecordedCodeword { codeword: Some(Stored::One(codeword)), tree: None, ntt: self.ntt.clone() };
         // The encoding goes to the GPU at once and runs while the tree is recorded.
         batch.submit_part()?;
         // The lowest layers are not kept (the leaves alone are half the tree's memory): an
         // opening rebuilds the few small subtrees it needs from the codeword, which stays
         // resident anyway.
         let lowest = self.lowest_kept_layer(width, spec.rows());
-        let codeword = recorded.codeword.as_ref().expect("the codeword");
-        recorded.tree = Some(self.merkle.record_tree(batch, codeword, TreeSpec::new(spec.rows(), width).keeping_from(lowest).with_order(order))?);
+        let Some(Stored::One(codeword)) = recorded.codeword.as_ref() else { unreachable!("one buffer") };
+        let tree_spec = TreeSpec::new(spec.rows(), width).keeping_from(lowest).with_order(order);
+        recorded.tree = Some(self.merkle.record_tree(batch, TreeRows::Matrix(codeword), tree_spec)?);
         tracing::debug!(rows = spec.rows(), width, ms = started.elapsed().as_secs_f64() * 1e3, "codeword encoding and tree recorded");
         Ok(recorded)
     }
@@ -360,7 +371,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         k.min(rows.max(2).ilog2() as usize - 1).max(1)
     }
 
-    /// [`commit_buffer`](Self::commit_buffer) of a codeword (or its leaf digests) larger than
+    /// [`record_commit`](Self::record_commit) of a codeword (or its leaf digests) larger than
     /// one binding: the message's columns in blocks, each block encoded alone (the transform
     /// acts on columns), the transformed blocks put back together as row chunks within one
     /// binding each, and the tree built over the chunks (Plonky3's tree over the one matrix:
@@ -368,7 +379,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// rehash the rows they need, chunk by chunk); digest layers larger than one binding are
     /// built and read in ranges. Needs the message and one column of the codeword each within
     /// one binding, and the tree's level 1 within one buffer.
-    fn commit_blocked(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
+    fn record_blocked(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
         let ctx = self.ntt.context().clone();
         let binding = ctx.max_binding_bytes();
         let codeword_rows = rows << log_inv_rate;
@@ -403,114 +414,82 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let spec = GpuEncoder::<F>::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
         let started = std::time::Instant::now();
         let chunks: Vec<wgpu::Buffer> = (0..codeword_rows / chunk_rows).map(|_| ctx.pooled_storage("codeword rows", chunk_rows * width)).collect();
-        let recorded = ctx.scoped("codeword column blocks", || {
-            let pipeline = ctx.pipeline_for(F::ID, Kernel::CopyBlock, &[])?;
-            let copy = |params: BlockParams, src: &wgpu::Buffer, dst: &wgpu::Buffer| {
-                let groups = (params.rows as usize * params.cols as usize).div_ceil(256) as u32;
-                let params = ctx.uniform("block params", &params);
-                let bind = ctx.bind_buffers(&pipeline, &[&params, src, dst]);
-                Dispatch { pipeline: (*pipeline).clone(), bind, groups }
+        // From here the record owns the chunks: they go back to the pool on any error.
+        let mut recorded = RecordedCodeword { codeword: Some(Stored::Chunks { buffers: chunks, rows: chunk_rows }), tree: None, ntt: self.ntt.clone() };
+        let Some(Stored::Chunks { buffers: chunks, .. }) = recorded.codeword.as_ref() else { unreachable!("row chunks") };
+        let pipeline = ctx.pipeline_for(F::ID, Kernel::CopyBlock, &[])?;
+        let copy = |params: BlockParams, src: &wgpu::Buffer, dst: &wgpu::Buffer| {
+            let groups = (params.rows as usize * params.cols as usize).div_ceil(256) as u32;
+            let params = ctx.uniform("block params", &params);
+            let bind = ctx.bind_buffers(&pipeline, &[&params, src, dst]);
+            Dispatch { pipeline: (*pipeline).clone(), bind, groups }
+        };
+        for b in 0..blocks {
+            let block_message = ctx.pooled_storage("codeword block message", rows * cols);
+            let take = BlockParams {
+                rows: rows as u32,
+                cols: cols as u32,
+                src_width: width as u32,
+                src_row: 0,
+                src_col: (b * cols) as u32,
+                dst_width: cols as u32,
+                dst_col: 0,
+                _pad: 0,
             };
-            let mut encoder = ctx.encoder("codeword column blocks");
-            for b in 0..blocks {
-                let block_message = ctx.pooled_storage("codeword block message", rows * cols);
-                let take = BlockParams {
-                    rows: rows as u32,
-                    cols: cols as u32,
-                    src_width: width as u32,
-                    src_row: 0,
-                    src_col: (b * cols) as u32,
-                    dst_width: cols as u32,
-                    dst_col: 0,
-                    _pad: 0,
-                };
-                ctx.record_dispatches(&mut encoder, "column block", &[copy(take, message, &block_message)]);
-                let block = self.ntt.record_with(&mut encoder, NttSource::OneBuffer(&block_message), &spec, None);
-                // Reuse of either buffer is recorded after the work reading it (in order).
-                ctx.recycle_storage(block_message);
-                let block = block?;
-                let puts: Vec<Dispatch> = chunks
-                    .iter()
-                    .enumerate()
-                    .map(|(c, chunk)| {
-                        let put = BlockParams {
-                            rows: chunk_rows as u32,
-                            cols: cols as u32,
-                            src_width: cols as u32,
-                            src_row: (c * chunk_rows) as u32,
-                            src_col: 0,
-                            dst_width: width as u32,
-                            dst_col: (b * cols) as u32,
-                            _pad: 0,
-                        };
-                        copy(put, &block, chunk)
-                    })
-                    .collect();
-                ctx.record_dispatches(&mut encoder, "row chunks", &puts);
-                self.ntt.recycle(block);
-            }
-            ctx.submit(encoder)
-        });
-        let tree = recorded.and_then(|()| {
-            let row_chunks = CommittedCodeword::<F>::row_chunks(&chunks, chunk_rows);
-            self.merkle.commit_groups_with(&[RowGroup { chunks: row_chunks, height: codeword_rows, width }], false)
-        });
-        match tree {
-            Ok(tree) => {
-                tracing::debug!(
-                    rows = codeword_rows,
-                    width,
-                    blocks,
-                    chunks = chunks.len(),
-                    ms = started.elapsed().as_secs_f64() * 1e3,
-                    "codeword encoded in column blocks and committed"
-                );
-                Ok(CommittedCodeword { codeword: Some(Stored::Chunks { buffers: chunks, rows: chunk_rows }), tree, ntt: self.ntt.clone() })
-            }
-            Err(e) => {
-                chunks.into_iter().for_each(|b| ctx.recycle_storage(b));
-                Err(e)
-            }
+            batch.record_as("column block", &[copy(take, message, &block_message)]);
+            let block = self.ntt.record(batch, NttSource::OneBuffer(&block_message), &spec);
+            // Reuse of either buffer is recorded after the work reading it (in order).
+            batch.reuse(block_message);
+            let block = block?;
+            let puts: Vec<Dispatch> = chunks
+                .iter()
+                .enumerate()
+                .map(|(c, chunk)| {
+                    let put = BlockParams {
+                        rows: chunk_rows as u32,
+                        cols: cols as u32,
+                        src_width: cols as u32,
+                        src_row: (c * chunk_rows) as u32,
+                        src_col: 0,
+                        dst_width: width as u32,
+                        dst_col: (b * cols) as u32,
+                        _pad: 0,
+                    };
+                    copy(put, &block, chunk)
+                })
+                .collect();
+            batch.record_as("row chunks", &puts);
+            batch.reuse(block);
         }
+        let group = [RowGroup { chunks: CommittedCodeword::<F>::row_chunks(chunks, chunk_rows), height: codeword_rows, width }];
+        let tree = self.merkle.record_tree(batch, TreeRows::Groups(&group), TreeSpec::new(codeword_rows, width).keeping_from(1))?;
+        recorded.tree = Some(tree);
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(rows = codeword_rows, width, blocks, chunks = codeword_rows / chunk_rows, ms, "codeword recorded in column blocks");
+        Ok(recorded)
     }
 
-    /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0).
+    /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0):
+    /// one submission, one readback.
     pub fn open(&self, committed: &CommittedCodeword<F>, indices: &[usize]) -> Result<OpenedRows<F>> {
-        match committed.codeword.as_ref().expect("present until drop") {
-            Stored::One(b) => self.merkle.open_rows(&committed.tree, b, indices, 0),
-            Stored::Chunks { .. } => {
-                let pending = self.open_deferred(committed, indices)?;
-                Ok(self.read_openings(vec![pending])?.pop().expect("one opening"))
-            }
-        }
+        let ctx = self.ntt.context();
+        let mut batch = ctx.batch("codeword openings");
+        let slot = self.record_open(&mut batch, committed, indices)?.read(&mut batch);
+        let readback = ctx.run(batch)?;
+        slot.finish(&readback)
     }
 
-    /// [`open`](Self::open) without waiting; [`read_openings`](Self::read_openings) reads any
-    /// number of them back in one transfer. The codeword may be dropped in between.
-    pub fn open_deferred(&self, committed: &CommittedCodeword<F>, indices: &[usize]) -> Result<PendingRows> {
+    /// Records the opening of rows `indices` of a committed codeword into `batch`
+    /// ([`GpuMerkle::record_openings`]): read it back with [`PendingRows::read`], in this batch
+    /// or a later one. The codeword may be dropped once the batch is submitted.
+    pub fn record_open(&self, batch: &mut Batch<'_>, committed: &CommittedCodeword<F>, indices: &[usize]) -> Result<PendingRows> {
         match committed.codeword.as_ref().expect("present until drop") {
-            Stored::One(b) => self.merkle.open_rows_deferred(&committed.tree, b, indices, 0),
+            Stored::One(b) => self.merkle.record_openings(batch, &committed.tree, RowSource::One(b), indices, 0),
             Stored::Chunks { buffers, rows } => {
-                self.merkle.open_row_chunks_deferred(&committed.tree, &CommittedCodeword::<F>::row_chunks(buffers, *rows), indices, 0)
+                let chunks = CommittedCodeword::<F>::row_chunks(buffers, *rows);
+                self.merkle.record_openings(batch, &committed.tree, RowSource::Chunks(&chunks), indices, 0)
             }
         }
-    }
-
-    /// Reads back the openings from [`open_deferred`](Self::open_deferred) in one transfer, in the
-    /// order given.
-    pub fn read_openings(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows<F>>> {
-        self.merkle.read_pending(pending)
-    }
-
-    /// [`read_openings`](Self::read_openings) in two halves: the readback is submitted here and
-    /// waited for in [`GpuMerkle::finish_reading`], after other work.
-    pub fn start_reading_openings(&self, pending: Vec<PendingRows>) -> Result<ReadingRows> {
-        self.merkle.start_reading(pending)
-    }
-
-    /// The second half of [`start_reading_openings`](Self::start_reading_openings).
-    pub fn finish_reading_openings(&self, reading: ReadingRows) -> Result<Vec<OpenedRows<F>>> {
-        self.merkle.finish_reading(reading)
     }
 }
 

@@ -29,19 +29,20 @@ use crate::field::GpuField;
 use crate::poseidon2::Poseidon2Field;
 use p3_matrix::Matrix;
 
-use crate::context::{InFlight, ReadSlot};
+use crate::context::{Batch, InFlight, ReadSlot};
 use crate::error::Result;
 use crate::field::as_words;
-use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, PendingTree};
+use crate::merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, RecordedTree, TreeRows, TreeSpec};
 use crate::row_checksum::{self, RowChecksum};
 
-/// A tree on its way, and the checksum sums of the rows it is built from.
+/// A tree on its way, and the checksum sums of the rows it is built from: one batch, submitted.
 struct Ahead<F: GpuField> {
     height: usize,
     width: usize,
-    /// The checksum's readback, and where its sums lie in it.
-    sums: (InFlight, ReadSlot),
-    tree: PendingTree<F>,
+    read: InFlight,
+    /// Where the checksum sums lie in the readback.
+    sums: ReadSlot,
+    tree: RecordedTree<F>,
 }
 
 /// The hand-off between a DFT and an MMCS on one GPU (see the module docs).
@@ -79,16 +80,7 @@ pub(crate) trait AheadSink: Send + Sync {
     fn offer(&self, buffer: &wgpu::Buffer, height: usize, width: usize);
     fn column_block_multiple(&self, height: usize) -> usize;
     #[allow(clippy::too_many_arguments)]
-    fn absorb(
-        &self,
-        progress: &ColumnProgress,
-        encoder: &mut wgpu::CommandEncoder,
-        buffer: &wgpu::Buffer,
-        height: usize,
-        width: usize,
-        first_col: usize,
-        cols: usize,
-    );
+    fn absorb(&self, progress: &ColumnProgress, batch: &mut Batch<'_>, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize);
     fn offer_columns(&self, progress: &ColumnProgress, height: usize, width: usize);
 }
 
@@ -104,13 +96,13 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
             let bytes = crate::field::matrix_bytes(height, width)?;
             let (_, key) = self.key(width);
             let groups = row_checksum::groups(height, width);
-            let mut batch = ctx.batch("row checksums");
+            let mut batch = ctx.batch("merkle commit ahead");
             let sums = batch.scratch("row checksums", groups * 4);
             RowChecksum::record(&ctx, batch.encoder(), &key, (buffer, bytes), height, (width, 0, width, width), &sums, false)?;
-            let slot = batch.read(&sums, 0, groups * 4);
-            let sums = (ctx.submit_batch(batch)?, slot);
-            let tree = self.merkle.submit_tree(ctx.encoder("merkle commit ahead"), buffer, height, width)?;
-            Ok(Ahead { height, width, sums, tree })
+            let sums = batch.read(&sums, 0, groups * 4);
+            ctx.check_binding_size("Merkle leaves", crate::field::matrix_bytes(height, crate::merkle::DIGEST_ELEMS)?)?;
+            let tree = self.merkle.record_tree(&mut batch, TreeRows::Matrix(buffer), TreeSpec::new(height, width))?;
+            Ok(Ahead { height, width, read: ctx.submit_batch(batch)?, sums, tree })
         });
         self.store(ahead, height, width);
     }
@@ -128,26 +120,17 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
 
     /// The DFT's side for a `height` x `width` result computed a block of columns at a time:
     /// records the absorption of the block in `buffer` (columns `first_col..first_col + cols`
-    /// of every row) into the rows' leaves, and its checksum sums, into `encoder`. A failure
+    /// of every row) into the rows' leaves, and its checksum sums, into `batch`. A failure
     /// drops them.
     #[allow(clippy::too_many_arguments)]
-    fn absorb(
-        &self,
-        progress: &ColumnProgress,
-        encoder: &mut wgpu::CommandEncoder,
-        buffer: &wgpu::Buffer,
-        height: usize,
-        width: usize,
-        first_col: usize,
-        cols: usize,
-    ) {
+    fn absorb(&self, progress: &ColumnProgress, batch: &mut Batch<'_>, buffer: &wgpu::Buffer, height: usize, width: usize, first_col: usize, cols: usize) {
         let mut state = progress.lock();
         if first_col != 0 && state.is_none() {
             // An earlier block failed.
             return;
         }
         // In its own error scope: a failure here (memory, a pipeline) drops the leaves. (The
-        // encoder is the transform's hook encoder, submitted in a scope of its own: work left
+        // batch is the transform's hook batch, sent in a scope of its own: work left
         // in it that then fails validation fails nothing else, and a block whose absorb or sums
         // went missing cannot match the host's sums.)
         let ctx = self.ctx().clone();
@@ -159,9 +142,9 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
                 *state = Some((leaves, sums, key));
             }
             let (leaves, sums, key) = state.as_mut().expect("made at the first block");
-            self.merkle.record_absorb(encoder, leaves, buffer, cols)?;
+            self.merkle.record_absorb(batch, leaves, buffer, cols)?;
             let bytes = crate::field::matrix_bytes(height, cols)?;
-            RowChecksum::record(&ctx, encoder, key, (buffer, bytes), height, (cols, first_col, cols, width), sums, first_col != 0)
+            RowChecksum::record(&ctx, batch.encoder(), key, (buffer, bytes), height, (cols, first_col, cols, width), sums, first_col != 0)
         });
         if let Err(e) = absorbed {
             tracing::debug!("no tree committed ahead for a {height} x {width} result: {e}");
@@ -179,12 +162,11 @@ impl<F: Poseidon2Field> AheadSink for CommitAhead<F> {
         };
         let ctx = self.ctx().clone();
         let ahead = ctx.scoped("Merkle commit ahead", || {
-            let mut batch = ctx.batch("row checksums");
+            let mut batch = ctx.batch("merkle levels");
             let slot = batch.read(&sums, 0, row_checksum::groups(height, width) * 4);
             batch.lend(sums);
-            let sums = (ctx.submit_batch(batch)?, slot);
-            let tree = self.merkle.submit_column_tree(ctx.encoder("merkle levels"), leaves)?;
-            Ok(Ahead { height, width, sums, tree })
+            let tree = self.merkle.record_tree(&mut batch, TreeRows::Columns(leaves), TreeSpec::new(height, width))?;
+            Ok(Ahead { height, width, read: ctx.submit_batch(batch)?, sums: slot, tree })
         });
         self.store(ahead, height, width);
     }
@@ -245,9 +227,9 @@ impl<F: Poseidon2Field> CommitAhead<F> {
         let sums = RowChecksum::host_sums(&key, height, width, |r| RowWords(matrix.row_slice(r).expect("row in range")));
         let summed = started.elapsed();
         let ctx = self.ctx();
-        let (read, slot) = ahead.sums;
-        let taken = ctx.finish_batch(read).and_then(|r| Ok(RowChecksum::from_words(r.get(slot)?) == sums)).and_then(|same| match same {
-            true => self.merkle.finish_tree(ahead.tree).map(Some),
+        let Ahead { read, sums: slot, tree, .. } = ahead;
+        let taken = ctx.finish_batch(read).and_then(|r| match RowChecksum::from_words(r.get(slot)?) == sums {
+            true => tree.finish(&r).map(Some),
             false => Ok(None),
         });
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;

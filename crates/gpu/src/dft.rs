@@ -225,9 +225,9 @@ impl<F: GpuField> TwoAdicSubgroupDft<F> for GpuDft<F> {
                 a.offer(buffer, rows, w);
             }
         };
-        let block = |encoder: &mut wgpu::CommandEncoder, buffer: &wgpu::Buffer, first_col: usize, cols: usize| {
+        let block = |batch: &mut crate::context::Batch<'_>, buffer: &wgpu::Buffer, first_col: usize, cols: usize| {
             if let Some(a) = ahead {
-                a.absorb(&progress, encoder, buffer, rows, w, first_col, cols);
+                a.absorb(&progress, batch, buffer, rows, w, first_col, cols);
             }
         };
         let blocks_done = || {

@@ -44,16 +44,18 @@ pub use challenger::{GpuChallenger, GrindAhead, InnerChallenger, PowClock, DEFAU
 pub use codeword::{CommittedCodeword, GpuCodewords, RecordedCodeword};
 pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
 pub use context::{
-    list_adapters, pool_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, GpuProfiler, HostCosts, InFlight, KernelSpan, ProfileLabelGuard,
-    ProfileSpan, QueueOccupancy, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts, MAX_QUEUES,
+    list_adapters, pool_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, GpuProfiler, HostCosts, InFlight, KernelSpan, KernelTimer,
+    ProfileLabelGuard, ProfileSpan, QueueOccupancy, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts, MAX_QUEUES,
 };
 pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
 pub use error::{GpuError, Result};
 pub use field::{Ext8, ExtensionId, FieldId, GpuExtension, GpuField};
 pub use grind::{cpu_grind, pow_mask, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
-pub use merkle::{ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, ReadingRows, RecordedTree, RowChunk, RowGroup, RowOrder, TreeSpec};
+pub use merkle::{
+    ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RecordedTree, RowChunk, RowGroup, RowOrder, RowSource, RowsSlot, TreeRows, TreeSpec,
+};
 pub use mmcs::{BatchError, CpuMmcsOf, GpuMmcs, GpuProverData, MmcsField};
-pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, KernelTimer, NttSource, NttSpec, ResultHooks};
+pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, NttSource, NttSpec, ResultHooks};
 pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
 pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field, Poseidon2Width};
 pub use reorder::MessageLayout;

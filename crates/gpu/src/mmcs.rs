@@ -26,7 +26,7 @@ use whir_verifier::hash::LeafHasher;
 
 use crate::commit_ahead::CommitAhead;
 use crate::error::{GpuError, Result};
-use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowChunk, RowGroup, DIGEST_ELEMS};
+use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree, RowChunk, RowGroup, TreeRows, TreeSpec, DIGEST_ELEMS};
 use crate::poseidon2::Poseidon2Field;
 use crate::transfer::write_matrix_row;
 
@@ -154,13 +154,10 @@ macro_rules! gpu_mmcs_for {
                 }
                 ctx.scoped("Merkle commit", || {
                     let started = std::time::Instant::now();
-                    // Each group's rows in chunks of at most one binding (one chunk where it fits).
+                    let mut batch = ctx.batch("merkle commit");
+                    // Each group's rows in chunks of at most one binding (one chunk where it fits),
+                    // back to the pool with the batch.
                     let mut uploads: Vec<Vec<(wgpu::Buffer, usize, usize)>> = Vec::with_capacity(groups.len());
-                    let recycle = |uploads: Vec<Vec<(wgpu::Buffer, usize, usize)>>| {
-                        for (b, _, _) in uploads.into_iter().flatten() {
-                            ctx.recycle_storage(b);
-                        }
-                    };
                     for (g, &(h, w, per_chunk)) in groups.iter().zip(&plans) {
                         let mut chunks = Vec::new();
                         for first in (0..h).step_by(per_chunk) {
@@ -170,24 +167,17 @@ macro_rules! gpu_mmcs_for {
                                 for &i in g {
                                     write_matrix_row(&matrices[i], first + r, write);
                                 }
-                            });
-                            match rows {
-                                Ok(rows) => chunks.push((rows, first, count)),
-                                Err(e) => {
-                                    uploads.push(chunks);
-                                    recycle(uploads);
-                                    return Err(e);
-                                }
-                            }
+                            })?;
+                            batch.lend(rows.clone());
+                            chunks.push((rows, first, count));
                         }
                         uploads.push(chunks);
                     }
                     let uploaded = started.elapsed();
-                    let tree = match uploads.as_slice() {
+                    let spec = TreeSpec::new(plans[0].0, plans[0].1);
+                    let recorded = match uploads.as_slice() {
                         // One matrix of power-of-two height in one buffer: the fused leaf-level kernel.
-                        [one] if one.len() == 1 && plans[0].0.is_power_of_two() => {
-                            gpu.commit_buffer(&one[0].0, crate::merkle::TreeSpec::new(plans[0].0, plans[0].1))
-                        }
+                        [one] if one.len() == 1 && plans[0].0.is_power_of_two() => gpu.record_tree(&mut batch, TreeRows::Matrix(&one[0].0), spec)?,
                         _ => {
                             let groups: Vec<RowGroup<'_>> = uploads
                                 .iter()
@@ -198,17 +188,17 @@ macro_rules! gpu_mmcs_for {
                                     width,
                                 })
                                 .collect();
-                            gpu.commit_groups(&groups)
+                            gpu.record_tree(&mut batch, TreeRows::Groups(&groups), spec)?
                         }
                     };
-                    recycle(uploads);
+                    let readback = ctx.run(batch)?;
                     tracing::debug!(
                         matrices = matrices.len(),
                         upload_ms = uploaded.as_secs_f64() * 1e3,
                         total_ms = started.elapsed().as_secs_f64() * 1e3,
                         "GPU Merkle commit"
                     );
-                    tree
+                    recorded.finish(&readback)
                 })
             }
 

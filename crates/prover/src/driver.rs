@@ -23,7 +23,7 @@ use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::SumcheckData;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
-use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, SpongeScript};
+use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, RowsSlot, SpongeScript};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
 use crate::claims::Stacking;
@@ -419,7 +419,11 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
     type Opening = PendingRows;
 
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
-        Ok(self.open_deferred(committed, indices)?)
+        let ctx = self.context();
+        let mut batch = ctx.batch("codeword openings");
+        let pending = self.record_open(&mut batch, committed, indices)?;
+        ctx.send(batch)?;
+        Ok(pending)
     }
 
     /// Tags the GPU work that follows for the context's profile (`GpuProfiler::begin`).
@@ -437,13 +441,24 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
     }
 
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
-        Ok(GpuCodewords::read_openings(self, openings)?.into_iter().map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings })).collect())
+        <Self as WhirBackend<F, E>>::begin_reading_openings(self, openings)?()
     }
 
+    /// One batch reads every opening; submitted here, waited for when the rows are asked for.
     fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
-        let reading = self.start_reading_openings(openings)?;
+        let ctx = self.context();
+        let mut batch = ctx.batch("codeword openings readback");
+        let slots: Vec<RowsSlot> = openings.into_iter().map(|o| o.read(&mut batch)).collect();
+        let in_flight = ctx.submit_batch(batch)?;
         Ok(Box::new(move || {
-            Ok(self.finish_reading_openings(reading)?.into_iter().map(|o| (o.rows, PrunedMerklePaths { sibling_hashes: o.siblings })).collect())
+            let readback = ctx.finish_batch(in_flight)?;
+            slots
+                .into_iter()
+                .map(|slot| {
+                    let o = slot.finish::<F>(&readback)?;
+                    Ok((o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
+                })
+                .collect()
         }))
     }
 }
@@ -452,8 +467,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
 /// the same wait, `script` played from the root the tree leaves on the device
 /// (`GpuSumcheck::record_sponge_script`: the root observed, each out-of-domain point drawn and f
 /// evaluated there, the query grind). The values come back with the root; None where the script
-/// could not be recorded (a codeword over one binding, whose root is not one buffer) or came
-/// back malformed: the protocol then plays those steps itself.
+/// could not be recorded or came back malformed: the protocol then plays those steps itself.
 #[allow(clippy::type_complexity)]
 fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>>(
     codewords: &GpuCodewords<F>,
@@ -467,14 +481,10 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
     Ok(ctx.scoped("codeword commit", || {
         let mut batch = ctx.batch("codeword commit and round head");
         let recorded = codewords.record_commit_as(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
-        let script = match recorded.root_buffer().cloned() {
-            Some(root) => {
-                // The tree goes to the GPU while the script is recorded.
-                batch.submit_part()?;
-                sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_head_left_out(&e)).ok()
-            }
-            None => None,
-        };
+        let root = recorded.root_buffer().clone();
+        // The tree goes to the GPU while the script is recorded.
+        batch.submit_part()?;
+        let script = sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_head_left_out(&e)).ok();
         let readback = ctx.run(batch)?;
         let committed = recorded.finish(&readback)?;
         let values = script.and_then(|s| match sumcheck.finish_sponge_script(s, &readback) {

@@ -10,6 +10,7 @@
 mod adapter;
 mod batch;
 mod faults;
+mod kernel_timer;
 mod memory;
 mod pipelines;
 mod profile;
@@ -20,6 +21,7 @@ use adapter::*;
 pub use adapter::{list_adapters, pool_adapters, AdapterSummary};
 pub use batch::{Batch, InFlight, ReadSlot, Readback};
 use faults::FaultInjection;
+pub use kernel_timer::KernelTimer;
 pub use memory::GpuMemory;
 use memory::*;
 pub use pipelines::Dispatch;

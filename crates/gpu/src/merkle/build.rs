@@ -1,24 +1,18 @@
-//! Building trees: a matrix's leaves hashed and its levels compressed, recorded into a batch
-//! (or an encoder) or committed with one wait, whole, trimmed to the levels kept, or in chunks
-//! over matrices past one binding.
+//! Building trees: [`GpuMerkle::record_tree`] records any tree into a batch — over one matrix
+//! (whole, trimmed to the levels kept, or copied into row chunks past one binding), over row
+//! groups of several heights, or over leaves absorbed by column blocks; `commit` and
+//! `commit_matrix` run one with a single wait.
 
 use super::*;
 
 impl<F: Poseidon2Field> GpuMerkle<F> {
-    /// Records the whole tree over a matrix already on the GPU (`height` x `width` words,
-    /// row-major; e.g. an NTT's output buffer) into `encoder`: leaf hashing, then one dispatch
-    /// per level. Returns the digest layers, leaves first, root last; they come from the
-    /// context's buffer pool, and `GpuContext::recycle_storage` takes them back.
-    pub fn record_commit(&self, encoder: &mut wgpu::CommandEncoder, matrix: &wgpu::Buffer, height: usize, width: usize) -> Result<Vec<wgpu::Buffer>> {
-        self.record_commit_with(encoder, matrix, height, width, true, RowOrder::Natural)
-    }
-
-    /// [`record_commit`](Self::record_commit) of a matrix holding its rows in `order`; with
-    /// `keep_leaves` false (and two or more rows) the leaf digests are hashed but not stored, and
-    /// layer 0 is an empty stand-in.
-    pub fn record_commit_with(
+    /// The whole tree over a matrix already on the GPU (`height` x `width` words, holding its
+    /// rows in `order`), recorded into `batch`: leaf hashing, then one dispatch per level. Returns
+    /// the digest layers, leaves first, root last. With `keep_leaves` false (and two or more
+    /// rows) the leaf digests are hashed but not stored, and layer 0 is an empty stand-in.
+    pub(super) fn record_layers(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         matrix: &wgpu::Buffer,
         height: usize,
         width: usize,
@@ -69,16 +63,16 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         bindings.extend(self.placeholders[fused..].iter());
         let mut dispatches = vec![self.prepare_leaf(Kernel::HashLeaves, &bindings, height)?];
         self.push_levels(&mut layers, height, &mut dispatches)?;
-        ctx.record_dispatches(encoder, "merkle tree", &dispatches);
+        batch.record_as("merkle tree", &dispatches);
         if !keep_leaves && fused == 0 && height > 1 {
-            // Recorded reads of the leaves run before anything recorded later reuses them.
+            // Back to the pool with the batch, after the recorded reads of the leaves.
             let leaves = std::mem::replace(&mut layers[0], ctx.pooled_storage("merkle layer", DIGEST_ELEMS));
-            ctx.recycle_after_submit(leaves);
+            batch.lend(leaves);
         }
         Ok(layers)
     }
 
-    /// The tree of [`record_commit_with`](Self::record_commit_with) keeping only its layers
+    /// The tree of [`record_layers`](Self::record_layers) keeping only its layers
     /// from `lowest` (2..=log2 height, or 1 for rows of two digests or more, whose leaves are
     /// hashed alone) up, built without ever holding a lower layer whole: the
     /// rows go in up to four chunks, each chunk's leaves and levels below `lowest` in transient
@@ -168,17 +162,17 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
 
     /// The layers 0..=`levels` of a tree over `height` x `width` rows in `matrix` (side by side
     /// subtrees of 2^levels rows, for openings): up to six levels in the leaf kernel's one
-    /// dispatch, the whole tree by `record_commit_with` otherwise.
+    /// dispatch, the whole tree by `record_layers` otherwise.
     pub(super) fn record_subtrees(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         matrix: &wgpu::Buffer,
         height: usize,
         width: usize,
         levels: usize,
     ) -> Result<Vec<wgpu::Buffer>> {
         if levels > FUSED_LEVELS || !height.is_power_of_two() || height < 1 << levels || width == 0 {
-            return self.record_commit_with(encoder, matrix, height, width, true, RowOrder::Natural);
+            return self.record_layers(batch, matrix, height, width, true, RowOrder::Natural);
         }
         let ctx = self.poseidon2.context();
         let bytes = matrix_bytes(height, width)?;
@@ -189,51 +183,76 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         bindings.extend(layers.iter());
         bindings.extend(self.placeholders[levels..].iter());
         let dispatch = self.prepare_leaf(Kernel::HashLeaves, &bindings, height)?;
-        ctx.record_dispatches(encoder, "merkle subtrees", &[dispatch]);
+        batch.record_as("merkle subtrees", &[dispatch]);
         Ok(layers)
     }
 
-    /// Commits to a host matrix: upload, hash, build, read back the root.
+    /// Commits to a host matrix: upload, hash, build, read back the root (one wait).
     pub fn commit_matrix(&self, matrix: &RowMajorMatrix<F>) -> Result<GpuMerkleTree<F>> {
-        self.commit_values(&matrix.values, matrix.height(), matrix.width())
-    }
-
-    /// Commits to `height` x `width` row-major values.
-    pub fn commit_values(&self, values: &[F], height: usize, width: usize) -> Result<GpuMerkleTree<F>> {
-        if height.checked_mul(width) != Some(values.len()) {
-            return Err(GpuError::InvalidInput(format!("{} values given for {height} x {width}", values.len())));
-        }
-        let ctx = self.poseidon2.context().clone();
+        let ctx = self.poseidon2.context();
         ctx.scoped("Merkle commit", || {
-            let input = ctx.upload("merkle matrix", as_words(values));
-            let tree = self.commit_buffer(&input, TreeSpec::new(height, width));
-            ctx.recycle_storage(input);
-            tree
+            let mut batch = ctx.batch("merkle commit");
+            let input = batch.upload("merkle matrix", as_words(&matrix.values));
+            let recorded = self.record_tree(&mut batch, TreeRows::Matrix(&input), TreeSpec::new(matrix.height(), matrix.width()))?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
         })
     }
 
-    /// Commits to the matrix `spec` describes, already in `input`: one wait, only the root read
-    /// back.
-    pub fn commit_buffer(&self, input: &wgpu::Buffer, spec: TreeSpec) -> Result<GpuMerkleTree<F>> {
+    /// The tree over `rows` that `spec` describes, with one wait: only the root read back.
+    pub fn commit(&self, rows: TreeRows<'_>, spec: TreeSpec) -> Result<GpuMerkleTree<F>> {
         let ctx = self.poseidon2.context();
-        let mut batch = ctx.batch("merkle commit");
-        let recorded = self.record_tree(&mut batch, input, spec)?;
-        let readback = ctx.run(batch)?;
-        recorded.finish(&readback)
+        ctx.scoped("Merkle commit", || {
+            let mut batch = ctx.batch("merkle commit");
+            let recorded = self.record_tree(&mut batch, rows, spec)?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
+        })
     }
 
-    /// Records the tree over the matrix `spec` describes (in `input`) into `batch`, after the
-    /// work already there (e.g. the NTT that fills `input`); the root is read when the batch
-    /// runs ([`RecordedTree::finish`]). Work recorded after this call and before the run may
-    /// read the root from [`RecordedTree::root_buffer`]. A matrix or a stored digest layer
-    /// larger than one binding is copied into row chunks and committed with
-    /// [`commit_groups_with`](Self::commit_groups_with) at once (the same tree, keeping layers
-    /// from 1 up at most; the batch's earlier work is submitted first); its openings read the
-    /// one buffer in windows.
-    pub fn record_tree(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, spec: TreeSpec) -> Result<RecordedTree<F>> {
+    /// Records the tree over `rows` that `spec` describes into `batch`, after the work already
+    /// there (e.g. the NTT that fills the matrix); the root is read when the batch runs
+    /// ([`RecordedTree::finish`]), and work recorded after this call may read it from
+    /// [`RecordedTree::root_buffer`]. The tree over one matrix is any [`TreeSpec`]; a matrix
+    /// or a stored digest layer larger than one binding is copied into row chunks first (the
+    /// same tree, keeping layers from 1 up at most; its openings read the one buffer in
+    /// windows). Trees over row groups keep their layers from 0 or 1 (`spec.lowest`), rows in
+    /// order; trees over column leaves keep every layer.
+    pub fn record_tree(&self, batch: &mut Batch<'_>, rows: TreeRows<'_>, spec: TreeSpec) -> Result<RecordedTree<F>> {
+        let TreeSpec { height, width, lowest, order } = spec;
+        let (layers, lowest_kept) = match rows {
+            TreeRows::Matrix(input) => self.record_matrix(batch, input, spec)?,
+            TreeRows::Groups(groups) => {
+                let tallest = groups.first().map(|g| (g.height, g.width));
+                if tallest != Some((height, width)) || lowest > 1 || order != RowOrder::Natural {
+                    return Err(GpuError::InvalidInput(format!(
+                        "a tree over row groups (tallest {tallest:?}) for a {height} x {width} spec keeping layers from {lowest}, rows {order:?} (the tallest group's shape, layers from 0 or 1, rows in order)"
+                    )));
+                }
+                self.record_groups(batch, groups, lowest == 0)?
+            }
+            TreeRows::Columns(leaves) => {
+                if (leaves.height, leaves.width) != (height, width) || lowest != 0 || order != RowOrder::Natural {
+                    return Err(GpuError::InvalidInput(format!(
+                        "column leaves of a {} x {} matrix for a {height} x {width} spec keeping layers from {lowest}, rows {order:?}",
+                        leaves.height, leaves.width
+                    )));
+                }
+                (self.record_column_levels(batch, leaves)?, 0)
+            }
+        };
+        let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
+        // The tree owns the layers from here, so they go back to the pool on any error.
+        let ctx = self.poseidon2.context().clone();
+        let tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [F::default(); DIGEST_ELEMS], row_order: order, ctx };
+        Ok(RecordedTree { tree, root })
+    }
+
+    /// [`record_tree`](Self::record_tree) over one matrix: its layers and the lowest kept.
+    fn record_matrix(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, spec: TreeSpec) -> Result<(Vec<wgpu::Buffer>, usize)> {
         let TreeSpec { height, width, lowest, order } = spec;
         let keep_leaves = lowest == 0;
-        let ctx = self.poseidon2.context().clone();
+        let ctx = self.poseidon2.context();
         // The one-buffer tree stores leaf digests when kept or for rows of two digests or more
         // (transiently); otherwise level 1 is its largest layer.
         let layer_bytes = matrix_bytes(height, if keep_leaves || width >= 2 * DIGEST_ELEMS { DIGEST_ELEMS } else { DIGEST_ELEMS / 2 })?;
@@ -243,62 +262,64 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                     "a {height} x {width} matrix over one binding is committed in row chunks, which take rows in order"
                 )));
             }
-            batch.flush()?;
-            let tree = self.commit_in_chunks(ctx.encoder("merkle row chunks"), input, height, width, keep_leaves)?;
-            return Ok(RecordedTree { tree, root: None });
+            return self.record_in_chunks(batch, input, height, width, keep_leaves);
         }
         // The root is always kept.
         let lowest_kept = lowest.min(height.trailing_zeros() as usize);
         // Wide rows' transient leaf layer goes in chunks too once it would take 32 MiB.
         let chunked_leaves = lowest_kept == 1 && width >= 2 * DIGEST_ELEMS && height >= self.chunked_leaves_from;
-        let (layers, trimmed) = if lowest_kept >= 2 || chunked_leaves {
-            self.record_commit_trimmed(batch.encoder(), input, height, width, lowest_kept, order)?
-        } else {
-            (self.record_commit_with(batch.encoder(), input, height, width, keep_leaves, order)?, Vec::new())
-        };
-        for b in trimmed {
-            batch.lend(b);
+        if lowest_kept >= 2 || chunked_leaves {
+            let (layers, transient) = self.record_commit_trimmed(batch.encoder(), input, height, width, lowest_kept, order)?;
+            transient.into_iter().for_each(|b| batch.lend(b));
+            return Ok((layers, lowest_kept));
         }
-        let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
-        // The tree owns the layers from here, so they go back to the pool on any error.
-        let tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [F::default(); DIGEST_ELEMS], row_order: order, ctx };
-        Ok(RecordedTree { tree, root: Some(root) })
+        Ok((self.record_layers(batch, input, height, width, keep_leaves, order)?, lowest_kept))
     }
 
-    /// The tree of a matrix over one binding ([`record_tree`](Self::record_tree)): its
-    /// rows copied into chunks of one binding (after the work already in `encoder`), the tree
-    /// built over the chunks, the chunks given back.
-    pub(super) fn commit_in_chunks(
+    /// The tree of a matrix over one binding ([`record_tree`](Self::record_tree)): its rows
+    /// copied into chunks of one binding (after the work already in the batch; the chunks go
+    /// back to the pool with it), the tree recorded over the chunks.
+    fn record_in_chunks(
         &self,
-        encoder: wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         input: &wgpu::Buffer,
         height: usize,
         width: usize,
         keep_leaves: bool,
-    ) -> Result<GpuMerkleTree<F>> {
-        let ctx = self.poseidon2.context().clone();
+    ) -> Result<(Vec<wgpu::Buffer>, usize)> {
         let bytes = matrix_bytes(height, width)?;
         if input.size() < bytes {
             return Err(GpuError::InvalidInput(format!("matrix buffer holds fewer than {height} x {width} words")));
         }
         let rows = (1usize << self.rows_per_chunk(width)?.ilog2()).min(height);
         let chunk_bytes = matrix_bytes(rows, width)?;
-        let buffers: Vec<wgpu::Buffer> = (0..height / rows).map(|_| ctx.pooled_storage("merkle row chunk", rows * width)).collect();
-        let copied = ctx.scoped("merkle row chunks", || {
-            let mut encoder = encoder;
-            for (c, b) in buffers.iter().enumerate() {
-                encoder.copy_buffer_to_buffer(input, c as u64 * chunk_bytes, b, 0, chunk_bytes);
-            }
-            ctx.submit(encoder)
-        });
-        let tree = copied.and_then(|()| {
-            let chunks: Vec<RowChunk<'_>> = buffers.iter().enumerate().map(|(c, b)| RowChunk { rows: b, first: c * rows, count: rows }).collect();
-            self.commit_groups_with(&[RowGroup { chunks, height, width }], keep_leaves)
-        });
-        for b in buffers {
-            ctx.recycle_storage(b);
+        let buffers: Vec<wgpu::Buffer> = (0..height / rows).map(|_| batch.scratch("merkle row chunk", rows * width)).collect();
+        for (c, b) in buffers.iter().enumerate() {
+            batch.encoder().copy_buffer_to_buffer(input, c as u64 * chunk_bytes, b, 0, chunk_bytes);
         }
-        tree
+        let chunks: Vec<RowChunk<'_>> = buffers.iter().enumerate().map(|(c, b)| RowChunk { rows: b, first: c * rows, count: rows }).collect();
+        self.record_groups(batch, &[RowGroup { chunks, height, width }], keep_leaves)
+    }
+
+    /// The levels of a tree over complete column `leaves` (their sponge states go back to the
+    /// pool with the batch).
+    fn record_column_levels(&self, batch: &mut Batch<'_>, leaves: ColumnLeaves) -> Result<Vec<wgpu::Buffer>> {
+        if !leaves.complete() {
+            let (absorbed, width) = (leaves.absorbed, leaves.width);
+            batch.lend(leaves.states);
+            batch.lend(leaves.leaves);
+            return Err(GpuError::InvalidInput(format!("{absorbed} of {width} columns absorbed")));
+        }
+        let ColumnLeaves { height, states, leaves, .. } = leaves;
+        batch.lend(states);
+        let mut layers = vec![leaves];
+        let mut dispatches = Vec::new();
+        if let Err(e) = self.push_levels(&mut layers, height, &mut dispatches) {
+            layers.into_iter().for_each(|b| batch.lend(b));
+            return Err(e);
+        }
+        batch.record_as("merkle tree", &dispatches);
+        Ok(layers)
     }
 
     /// The levels above `layers` (of a tree over `height` rows; `layers` holds its lowest

@@ -23,22 +23,17 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     }
 
     /// The tree Plonky3's `MerkleTree::new` builds over a batch of matrices of several heights
-    /// (arity 2), every layer kept on the GPU: `groups` holds the matrices of each height,
-    /// tallest first, heights strictly decreasing and each on Plonky3's ladder (the height
-    /// ceil(max / 2^k) joins at level k). Layers have Plonky3's lengths: an odd layer gets a
-    /// default (zero) digest to pair with. Rows split over chunks and layers larger than one
-    /// binding are hashed range by range (each dispatch binds its part). One submission; only
-    /// the root is read back.
-    pub fn commit_groups(&self, groups: &[RowGroup<'_>]) -> Result<GpuMerkleTree<F>> {
-        self.commit_groups_with(groups, true)
-    }
-
-    /// [`commit_groups`](Self::commit_groups); with `keep_leaves` false and one matrix of two or
-    /// more rows, each row chunk's leaf digests are hashed into a transient buffer of the chunk's
-    /// size and compressed into level 1 at once, so no leaf layer is ever allocated (a resident
-    /// codeword's leaves can exceed the largest buffer an adapter allows); openings rehash the
-    /// leaves they need from the rows.
-    pub fn commit_groups_with(&self, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<GpuMerkleTree<F>> {
+    /// (arity 2), recorded into `batch` ([`TreeRows::Groups`]): `groups` holds the matrices of
+    /// each height, tallest first, heights strictly decreasing and each on Plonky3's ladder (the
+    /// height ceil(max / 2^k) joins at level k). Layers have Plonky3's lengths: an odd layer
+    /// gets a default (zero) digest to pair with. Rows split over chunks and layers larger than
+    /// one binding are hashed range by range (each dispatch binds its part). With `keep_leaves`
+    /// false and one matrix of two or more rows, each row chunk's leaf digests are hashed into
+    /// a transient buffer of the chunk's size and compressed into level 1 at once, so no leaf
+    /// layer is ever allocated (a resident codeword's leaves can exceed the largest buffer an
+    /// adapter allows); openings rehash the leaves they need from the rows. Returns the layers
+    /// and the lowest kept.
+    pub(super) fn record_groups(&self, batch: &mut Batch<'_>, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<(Vec<wgpu::Buffer>, usize)> {
         let ctx = self.poseidon2.context().clone();
         let Some(tallest) = groups.first() else {
             return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
@@ -70,14 +65,15 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
         let (joining_kernel, joining_pipeline) = self.leaf_pipeline(Kernel::CompressInject)?;
         let digest = (DIGEST_ELEMS * 4) as u64;
-        let mut encoder = ctx.encoder("merkle batch commit");
         let mut dispatches = Vec::new();
         let mut layers: Vec<wgpu::Buffer> = Vec::new();
+        // Padding to clear (buffer, first byte), recorded before every dispatch.
+        let mut clears: Vec<(wgpu::Buffer, u64)> = Vec::new();
         // A fresh layer of `len` digests whose padding past `real` is the default digest.
-        let layer = |encoder: &mut wgpu::CommandEncoder, real: usize, len: usize| {
+        let mut layer = |real: usize, len: usize| {
             let buffer = ctx.pooled_storage("merkle layer", len * DIGEST_ELEMS);
             if len > real {
-                encoder.clear_buffer(&buffer, real as u64 * digest, None);
+                clears.push((buffer.clone(), real as u64 * digest));
             }
             buffer
         };
@@ -98,7 +94,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         if transient {
             // Level 1 straight from each chunk's leaves (a chunk's rows pair among themselves).
             let nodes = tallest.height / 2;
-            let level1 = layer(&mut encoder, nodes, padded_layer_len(nodes));
+            let level1 = layer(nodes, padded_layer_len(nodes));
             for c in &tallest.chunks {
                 let leaves = ctx.pooled_storage("merkle chunk leaves", c.count * DIGEST_ELEMS);
                 dispatches.push(leaf_dispatch(c, (&leaves, 0, None))?);
@@ -114,15 +110,14 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                     ],
                 );
                 dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(count)? });
-                // Back to the pool once the dispatches reading it are recorded (the clears of
-                // padded layers go into the encoder at once, and must not reuse it before).
+                // Back to the pool with the batch.
                 chunk_leaves.push(leaves);
             }
             layers.push(ctx.pooled_storage("merkle layer", DIGEST_ELEMS));
             layers.push(level1);
             prev_len = padded_layer_len(nodes);
         } else {
-            let leaves = layer(&mut encoder, tallest.height, padded_layer_len(tallest.height));
+            let leaves = layer(tallest.height, padded_layer_len(tallest.height));
             for c in &tallest.chunks {
                 dispatches.push(leaf_dispatch(c, (&leaves, c.first as u64 * digest, Some(c.count as u64 * digest)))?);
             }
@@ -140,7 +135,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 }
             }
             let len = padded_layer_len(nodes);
-            let parents = layer(&mut encoder, nodes, len);
+            let parents = layer(nodes, len);
             // (first node, end node, the rows injected into them and how many are real).
             let mut ranges: Vec<(usize, usize, Option<&RowChunk<'_>>)> = Vec::new();
             let mut start = 0;
@@ -185,27 +180,17 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             layers.push(parents);
             prev_len = len;
         }
+        drop(layer);
+        chunk_leaves.into_iter().for_each(|b| batch.lend(b));
         if let Some(g) = shorter.next() {
-            for l in layers {
-                ctx.recycle_storage(l);
-            }
+            layers.into_iter().for_each(|b| batch.lend(b));
             return Err(GpuError::InvalidInput(format!("matrices of height {} have no level in a tree of height {}", g.height, tallest.height)));
         }
-        ctx.record_dispatches(&mut encoder, "merkle batch tree", &dispatches);
-        for leaves in chunk_leaves {
-            ctx.recycle_after_submit(leaves);
+        let encoder = batch.encoder();
+        for (buffer, from) in clears {
+            encoder.clear_buffer(&buffer, from, None);
         }
-        let root_words = ctx.submit_and_read(encoder, layers.last().expect("root"), DIGEST_ELEMS);
-        let mut tree = GpuMerkleTree {
-            height: tallest.height,
-            width: tallest.width,
-            layers,
-            lowest_kept: usize::from(transient),
-            root: [F::default(); DIGEST_ELEMS],
-            row_order: RowOrder::Natural,
-            ctx,
-        };
-        tree.root = words_to::<F>(root_words?)?.try_into().expect("a digest is 8 words");
-        Ok(tree)
+        batch.record_as("merkle batch tree", &dispatches);
+        Ok((layers, usize::from(transient)))
     }
 }

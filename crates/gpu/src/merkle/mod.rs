@@ -18,7 +18,7 @@ use p3_baby_bear::BabyBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 
-use crate::context::{Batch, Dispatch, GpuContext, InFlight, ReadSlot, Readback};
+use crate::context::{Batch, Dispatch, GpuContext, ReadSlot, Readback};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, matrix_bytes, words_to, GpuField};
 use crate::poseidon2::{GpuPoseidon2, Poseidon2Field, WIDE};
@@ -165,11 +165,16 @@ const FUSED_LEVELS: usize = 6;
 /// dispatch overhead instead, where saving five dispatches should win (not measured).
 const FUSE_ALL_MAX_LOG_HEIGHT: usize = 12;
 
-/// Openings whose readback was submitted by [`GpuMerkle::start_reading`].
-pub struct ReadingRows {
-    read: InFlight,
-    /// The openings, each with where its words come back.
-    pending: Vec<(PendingRows, ReadSlot)>,
+/// The rows a tree is built over ([`GpuMerkle::record_tree`]).
+pub enum TreeRows<'a> {
+    /// One buffer of `height` x `width` words, row-major (e.g. an NTT's output); a matrix larger
+    /// than one binding is copied into row chunks as the tree is recorded.
+    Matrix(&'a wgpu::Buffer),
+    /// Matrices of several heights, each in row chunks (Plonky3's mixed-height batches; see
+    /// [`RowGroup`]): the tallest first, heights strictly decreasing, each on Plonky3's ladder.
+    Groups(&'a [RowGroup<'a>]),
+    /// Leaves absorbed a block of columns at a time ([`GpuMerkle::record_absorb`]), complete.
+    Columns(ColumnLeaves),
 }
 
 /// The matrix a tree is built over, and what the tree keeps.
@@ -181,8 +186,9 @@ pub struct TreeSpec {
     pub width: usize,
     /// The lowest layer kept: 0 all, 1 all but the leaves (half a tree's memory), k the layers
     /// from k up (about 2^(6 - k) bytes a row; openings rebuild the 2^k-row subtrees they need
-    /// from the matrix, [`GpuMerkle::open_rows_deferred`]). Layers below are built and handed
-    /// back to the pool as the tree is recorded.
+    /// from the matrix, [`GpuMerkle::record_openings`]). Layers below are built and handed
+    /// back to the pool as the tree is recorded. Trees over row groups keep layers from 0 or
+    /// 1, trees over column leaves from 0.
     pub lowest: usize,
     /// How the buffer holds its rows (bit-reversed: an NTT's output left in its own order); the
     /// tree, its root and its openings are those of the rows in order either way.
@@ -210,24 +216,22 @@ impl TreeSpec {
 /// it gives its layers back (the batch must then not run).
 pub struct RecordedTree<F = BabyBear> {
     tree: GpuMerkleTree<F>,
-    /// Where the root comes back; None for a tree already built (row chunks).
-    root: Option<ReadSlot>,
+    /// Where the root comes back.
+    root: ReadSlot,
 }
 
 impl<F: GpuField> RecordedTree<F> {
     /// The buffer whose first 8 words hold the root once the batch's work runs, for work
-    /// recorded after the tree; None for a tree built at once over row chunks.
-    pub fn root_buffer(&self) -> Option<&wgpu::Buffer> {
-        self.root.and(self.tree.layers.last())
+    /// recorded after the tree.
+    pub fn root_buffer(&self) -> &wgpu::Buffer {
+        self.tree.layers.last().expect("a tree has a root layer")
     }
 
     /// The tree, with the root its batch read back.
     pub fn finish(mut self, readback: &Readback) -> Result<GpuMerkleTree<F>> {
-        if let Some(slot) = self.root {
-            self.tree.root = words_to::<F>(readback.get(slot)?.to_vec())?
-                .try_into()
-                .map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
-        }
+        self.tree.root = words_to::<F>(readback.get(self.root)?.to_vec())?
+            .try_into()
+            .map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
         Ok(self.tree)
     }
 }
@@ -282,8 +286,8 @@ struct AbsorbParams {
 
 /// The leaves of a tree over a matrix that exists a block of columns at a time (an NTT over
 /// one binding, run by column blocks): each row's leaf sponge state, carried from block to
-/// block ([`GpuMerkle::record_absorb`]), then the leaf digests
-/// ([`GpuMerkle::submit_column_tree`]).
+/// block ([`GpuMerkle::record_absorb`]), then the leaf digests of the tree
+/// ([`TreeRows::Columns`]).
 pub struct ColumnLeaves {
     height: usize,
     width: usize,
@@ -298,15 +302,6 @@ impl ColumnLeaves {
     pub fn complete(&self) -> bool {
         self.absorbed == self.width
     }
-}
-
-/// A tree submitted to the GPU whose root is still on its way back
-/// ([`GpuMerkle::submit_tree`]); [`GpuMerkle::finish_tree`] waits for it. Dropped, its layers go
-/// back to the pool.
-pub struct PendingTree<F = BabyBear> {
-    tree: GpuMerkleTree<F>,
-    read: InFlight,
-    root: ReadSlot,
 }
 
 impl<F> Drop for GpuMerkleTree<F> {
@@ -380,7 +375,9 @@ impl<F: GpuField> OpenedRows<F> {
     }
 }
 
-/// An opening gathered on the GPU and not yet read back (see `GpuMerkle::open_rows_deferred`).
+/// An opening recorded into a batch ([`GpuMerkle::record_openings`]): the rows and digests
+/// gathered into a buffer of its own, which stays on the GPU until [`read`](Self::read) (in
+/// that batch or a later one).
 pub struct PendingRows {
     out: wgpu::Buffer,
     words: usize,
@@ -391,21 +388,40 @@ pub struct PendingRows {
     order: Option<Vec<usize>>,
 }
 
+impl PendingRows {
+    /// Reads the opening back with `batch` (after the batch's other work).
+    pub fn read(self, batch: &mut Batch<'_>) -> RowsSlot {
+        let slot = batch.read(&self.out, 0, self.words);
+        RowsSlot { slot, rows: self.rows, width: self.width, order: self.order }
+    }
+}
+
+/// Where an opening comes back in its batch's [`Readback`] ([`PendingRows::read`]).
+pub struct RowsSlot {
+    slot: ReadSlot,
+    rows: usize,
+    width: usize,
+    order: Option<Vec<usize>>,
+}
+
+impl RowsSlot {
+    /// The opened rows and their sibling digests, from the batch's readback.
+    pub fn finish<F: GpuField>(self, readback: &Readback) -> Result<OpenedRows<F>> {
+        let words = words_to::<F>(readback.get(self.slot)?.to_vec())?;
+        Ok(OpenedRows::from_gathered(&words, self.rows, self.width, self.order.as_deref()))
+    }
+}
+
 /// Where opened rows are read from: one matrix buffer, or a matrix split into row chunks (one
 /// buffer each, in row order).
 #[derive(Clone, Copy)]
 pub enum RowSource<'a> {
+    /// The matrix in one buffer (the `height` x `width` words the tree was built over; larger
+    /// than one binding, read in windows).
     One(&'a wgpu::Buffer),
+    /// The matrix in row chunks, in row order (the tree built over them as a
+    /// [`TreeRows::Groups`] of one group).
     Chunks(&'a [RowChunk<'a>]),
-}
-
-/// A recorded gather: the output buffer and its words, the pooled index buffer (recycled once
-/// the encoder is submitted) and the row order (rows from chunks).
-struct Gathered {
-    out: wgpu::Buffer,
-    words: usize,
-    idx: Option<wgpu::Buffer>,
-    order: Option<Vec<usize>>,
 }
 
 /// Builds Merkle trees with one Poseidon2 instance (and a width-24 one where leaves hash with it).

@@ -1,79 +1,81 @@
-//! Openings: rows and their pruned Merkle paths gathered on the GPU, read back in one transfer (deferred, or started early), from a kept tree or one rebuilt from its lowest kept layer.
+//! Openings: rows and their pruned Merkle paths gathered on the GPU into a batch, read back in
+//! one transfer (in that batch or a later one), from a kept tree or one rebuilt from its lowest
+//! kept layer.
 
 use super::*;
 
 impl<F: Poseidon2Field> GpuMerkle<F> {
     /// Reads the digests at (layer, index) positions of `tree` in one transfer.
     pub fn read_nodes(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<[F; DIGEST_ELEMS]>> {
-        let (words, _) = self.gather(tree, None, &[], positions)?;
-        Ok(words.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect())
+        let ctx = self.poseidon2.context();
+        let mut batch = ctx.batch("merkle nodes");
+        let slot = self.record_gather(&mut batch, tree, None, &[], positions)?.read(&mut batch);
+        let readback = ctx.run(batch)?;
+        Ok(slot.finish::<F>(&readback)?.siblings)
     }
 
-    /// Opens rows `indices` of `matrix` (the `tree.height` x `tree.width` buffer `tree` was
-    /// built over) with Plonky3's pruned multi-proof below a cap of `cap_height`: one
-    /// submission, one readback of just the rows and digests.
-    pub fn open_rows(&self, tree: &GpuMerkleTree<F>, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<OpenedRows<F>> {
-        if tree.lowest_kept >= 2 {
-            let pending = self.open_rows_deferred(tree, matrix, indices, cap_height)?;
-            return Ok(self.read_pending(vec![pending])?.pop().expect("one opening"));
-        }
-        let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
-        let (words, order) = self.gather(tree, Some(RowSource::One(matrix)), indices, &positions)?;
-        Ok(OpenedRows::from_gathered(&words, indices.len(), tree.width, order.as_deref()))
+    /// Opens rows `indices` of the matrix `tree` was built over (held as `rows` says) with
+    /// Plonky3's pruned multi-proof below a cap of `cap_height`: one submission, one readback of
+    /// just the rows and digests.
+    pub fn open_rows(&self, tree: &GpuMerkleTree<F>, rows: RowSource<'_>, indices: &[usize], cap_height: usize) -> Result<OpenedRows<F>> {
+        let ctx = self.poseidon2.context();
+        let mut batch = ctx.batch("merkle openings");
+        let slot = self.record_openings(&mut batch, tree, rows, indices, cap_height)?.read(&mut batch);
+        let readback = ctx.run(batch)?;
+        slot.finish(&readback)
     }
 
-    /// [`open_rows`](Self::open_rows) without waiting: the gather is submitted, and
-    /// [`read_pending`](Self::read_pending) reads any number of such openings back in one
-    /// transfer later. The tree and matrix may be dropped once this returns (the queue runs in
-    /// order).
-    pub fn open_rows_deferred(&self, tree: &GpuMerkleTree<F>, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<PendingRows> {
-        let positions = Self::opening_positions(tree, matrix, indices, cap_height)?;
-        self.submit_gather(tree, RowSource::One(matrix), indices, &positions)
-    }
-
-    /// [`open_rows_deferred`](Self::open_rows_deferred) of a matrix held in row chunks (the
-    /// tree built over them by [`commit_groups_with`](Self::commit_groups_with)): leaf digests
-    /// not kept are rehashed from the rows, chunk by chunk.
-    pub fn open_row_chunks_deferred(&self, tree: &GpuMerkleTree<F>, chunks: &[RowChunk<'_>], indices: &[usize], cap_height: usize) -> Result<PendingRows> {
+    /// Records the opening of rows `indices` of the matrix `tree` was built over (held as `rows`
+    /// says: the one buffer, or the row chunks of a tree over one row group) with Plonky3's
+    /// pruned multi-proof below a cap of `cap_height` into `batch`: the rows and sibling digests
+    /// gathered into a buffer of the opening's own, read back with [`PendingRows::read`] in this
+    /// batch or a later one (any number of openings in one transfer). Leaf digests the tree does
+    /// not keep are rehashed from the rows; a tree keeping no layers below k >= 2 has the
+    /// 2^k-row subtrees holding the opened rows rebuilt.
+    pub fn record_openings(
+        &self,
+        batch: &mut Batch<'_>,
+        tree: &GpuMerkleTree<F>,
+        rows: RowSource<'_>,
+        indices: &[usize],
+        cap_height: usize,
+    ) -> Result<PendingRows> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
             return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
         }
-        let mut next = 0;
-        for c in chunks {
-            if c.first != next || c.rows.size() < matrix_bytes(c.count, tree.width)? {
-                return Err(GpuError::InvalidInput(format!("row chunk {}..{} is out of order or short", c.first, c.first + c.count)));
+        match rows {
+            RowSource::One(matrix) => {
+                if matrix.size() < matrix_bytes(tree.height, tree.width)? {
+                    return Err(GpuError::InvalidInput("the matrix buffer is smaller than the committed matrix".into()));
+                }
             }
-            next += c.count;
-        }
-        if next != tree.height {
-            return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", tree.height)));
+            RowSource::Chunks(chunks) => {
+                let mut next = 0;
+                for c in chunks {
+                    if c.first != next || c.rows.size() < matrix_bytes(c.count, tree.width)? {
+                        return Err(GpuError::InvalidInput(format!("row chunk {}..{} is out of order or short", c.first, c.first + c.count)));
+                    }
+                    next += c.count;
+                }
+                if next != tree.height {
+                    return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", tree.height)));
+                }
+            }
         }
         let positions = pruned_positions(indices, proof_levels(tree.layers.len() - 1, cap_height));
-        self.submit_gather(tree, RowSource::Chunks(chunks), indices, &positions)
-    }
-
-    pub(super) fn submit_gather(&self, tree: &GpuMerkleTree<F>, rows: RowSource<'_>, indices: &[usize], positions: &[(usize, usize)]) -> Result<PendingRows> {
-        let ctx = self.poseidon2.context();
-        ctx.scoped("merkle openings", || {
-            if tree.lowest_kept >= 2 {
-                return self.submit_rebuilt_gather(tree, rows, indices, positions);
-            }
-            let mut encoder = ctx.encoder("merkle openings");
-            let gathered = self.record_gather(&mut encoder, tree, Some(rows), indices, positions)?;
-            let submitted = ctx.submit(encoder);
-            gathered.idx.into_iter().for_each(|b| ctx.recycle_storage(b));
-            submitted?;
-            Ok(PendingRows { out: gathered.out, words: gathered.words, rows: indices.len(), width: tree.width, order: gathered.order })
-        })
+        if tree.lowest_kept >= 2 {
+            return self.record_rebuilt_gather(batch, tree, rows, indices, &positions);
+        }
+        self.record_gather(batch, tree, Some(rows), indices, &positions)
     }
 
     /// The openings of a tree that keeps no layers below `k = lowest_kept` >= 2: the 2^k-row
     /// subtrees holding the opened rows are gathered into a small matrix and a tree is built
     /// over it, every layer kept (its layers below k are the subtrees' own, side by side); the
-    /// rows and the sibling digests below k are read there, those from k up from the tree. One
-    /// submission.
-    pub(super) fn submit_rebuilt_gather(
+    /// rows and the sibling digests below k are read there, those from k up from the tree.
+    fn record_rebuilt_gather(
         &self,
+        batch: &mut Batch<'_>,
         tree: &GpuMerkleTree<F>,
         rows: RowSource<'_>,
         indices: &[usize],
@@ -104,103 +106,31 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let near_rows: Vec<usize> = indices.iter().map(|&i| local(0, i)).collect();
 
         let height = padded << low;
-        let mut encoder = ctx.encoder("merkle openings");
         // The subtrees' rows, gathered in ascending order (so in request order whatever the
         // segments), then the opened rows and digests below `low` from the tree over them and
         // those from `low` up from `tree`, into one output.
-        let matrix = ctx.pooled_storage("merkle subtree rows", height * tree.width);
+        let matrix = batch.scratch("merkle subtree rows", height * tree.width);
         let near_words = Self::gathered_words(tree, true, &near_rows, &near_positions);
         let words = near_words + Self::gathered_words(tree, false, &[], &positions[split..]);
         let out = ctx.storage("merkle openings", words);
-        let mut idx: Vec<wgpu::Buffer> = Vec::new();
-        let mut rebuilt = None;
-        let mut recorded = || -> Result<()> {
-            idx.extend(self.record_gather_into(&mut encoder, tree, Some(rows), &sub_rows, &[], &matrix, 0)?.0);
-            let layers = self.record_subtrees(&mut encoder, &matrix, height, tree.width, low)?;
-            // (Its layers go back to the pool on drop: kept until the reads are submitted.)
-            let tree_over = rebuilt.insert(GpuMerkleTree {
-                height,
-                width: tree.width,
-                layers,
-                lowest_kept: 0,
-                root: [F::default(); DIGEST_ELEMS],
-                row_order: RowOrder::Natural,
-                ctx: ctx.clone(),
-            });
-            idx.extend(self.record_gather_into(&mut encoder, tree_over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)?.0);
-            idx.extend(self.record_gather_into(&mut encoder, tree, None, &[], &positions[split..], &out, near_words)?.0);
-            Ok(())
+        self.record_gather_into(batch, tree, Some(rows), &sub_rows, &[], &matrix, 0)?;
+        let layers = self.record_subtrees(batch, &matrix, height, tree.width, low)?;
+        let mut over = GpuMerkleTree {
+            height,
+            width: tree.width,
+            layers,
+            lowest_kept: 0,
+            root: [F::default(); DIGEST_ELEMS],
+            row_order: RowOrder::Natural,
+            ctx: ctx.clone(),
         };
-        let submitted = recorded().and_then(|()| ctx.submit(encoder));
-        idx.into_iter().chain([matrix]).for_each(|b| ctx.recycle_storage(b));
-        drop(rebuilt);
-        submitted?;
+        let recorded = self
+            .record_gather_into(batch, &over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)
+            .and_then(|_| self.record_gather_into(batch, tree, None, &[], &positions[split..], &out, near_words));
+        // The rebuilt tree's layers go back to the pool with the batch.
+        std::mem::take(&mut over.layers).into_iter().for_each(|b| batch.lend(b));
+        recorded?;
         Ok(PendingRows { out, words, rows: indices.len(), width: tree.width, order: None })
-    }
-
-    /// Checks an opening request and returns the sibling positions of its pruned multi-proof.
-    pub(super) fn opening_positions(tree: &GpuMerkleTree<F>, matrix: &wgpu::Buffer, indices: &[usize], cap_height: usize) -> Result<Vec<(usize, usize)>> {
-        if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
-            return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
-        }
-        if matrix.size() < matrix_bytes(tree.height, tree.width)? {
-            return Err(GpuError::InvalidInput("the matrix buffer is smaller than the committed matrix".into()));
-        }
-        Ok(pruned_positions(indices, proof_levels(tree.layers.len() - 1, cap_height)))
-    }
-
-    /// Reads back openings made by [`open_rows_deferred`](Self::open_rows_deferred), in order,
-    /// with one submission and one readback.
-    pub fn read_pending(&self, pending: Vec<PendingRows>) -> Result<Vec<OpenedRows<F>>> {
-        let started = self.start_reading(pending)?;
-        self.finish_reading(started)
-    }
-
-    /// [`read_pending`](Self::read_pending) up to its wait: the copy is submitted, and work
-    /// submitted and waited for before [`finish_reading`](Self::finish_reading) covers the round trip.
-    pub fn start_reading(&self, pending: Vec<PendingRows>) -> Result<ReadingRows> {
-        let ctx = self.poseidon2.context();
-        let mut batch = ctx.batch("merkle openings readback");
-        let pending: Vec<(PendingRows, ReadSlot)> = pending
-            .into_iter()
-            .map(|p| {
-                let slot = batch.read(&p.out, 0, p.words);
-                (p, slot)
-            })
-            .collect();
-        let read = ctx.submit_batch(batch)?;
-        Ok(ReadingRows { read, pending })
-    }
-
-    /// The openings a [`start_reading`](Self::start_reading) read back, in order.
-    pub fn finish_reading(&self, reading: ReadingRows) -> Result<Vec<OpenedRows<F>>> {
-        let ReadingRows { read, pending } = reading;
-        let readback = self.poseidon2.context().finish_batch(read)?;
-        pending
-            .iter()
-            .map(|(p, slot)| Ok(OpenedRows::from_gathered(&words_to::<F>(readback.get(*slot)?.to_vec())?, p.rows, p.width, p.order.as_deref())))
-            .collect()
-    }
-
-    /// Copies rows `indices` of `matrix`, then the digests at `positions`, into one buffer and
-    /// reads it back (one submission), with the rows' order where they came grouped by segment.
-    pub(super) fn gather(
-        &self,
-        tree: &GpuMerkleTree<F>,
-        matrix: Option<RowSource<'_>>,
-        indices: &[usize],
-        positions: &[(usize, usize)],
-    ) -> Result<(Vec<F>, Option<Vec<usize>>)> {
-        let ctx = self.poseidon2.context();
-        let mut encoder = ctx.encoder("merkle openings");
-        let Gathered { out, words, idx, order } = self.record_gather(&mut encoder, tree, matrix, indices, positions)?;
-        if words == 0 {
-            idx.into_iter().for_each(|b| ctx.recycle_storage(b));
-            return Ok((Vec::new(), order));
-        }
-        let read = ctx.submit_and_read(encoder, &out, words);
-        idx.into_iter().for_each(|b| ctx.recycle_storage(b));
-        Ok((words_to::<F>(read?)?, order))
     }
 
     /// The matrix a tree was built over as segments of one binding each: its row chunks, or
@@ -233,22 +163,21 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         }
     }
 
-    /// Records into `encoder` the gather of rows `indices` of `matrix`, then the digests at
+    /// Records into `batch` the gather of rows `indices` of `matrix`, then the digests at
     /// `positions`, into a fresh buffer: one dispatch for the rows (one per chunk holding some)
-    /// and one per tree layer (positions come grouped by layer). The pooled index buffer is to
-    /// be recycled once the encoder is submitted.
+    /// and one per tree layer (positions come grouped by layer).
     pub(super) fn record_gather(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         tree: &GpuMerkleTree<F>,
         matrix: Option<RowSource<'_>>,
         indices: &[usize],
         positions: &[(usize, usize)],
-    ) -> Result<Gathered> {
+    ) -> Result<PendingRows> {
         let words = Self::gathered_words(tree, matrix.is_some(), indices, positions);
         let out = self.poseidon2.context().storage("merkle openings", words);
-        let (idx, order) = self.record_gather_into(encoder, tree, matrix, indices, positions, &out, 0)?;
-        Ok(Gathered { out, words, idx, order })
+        let order = self.record_gather_into(batch, tree, matrix, indices, positions, &out, 0)?;
+        Ok(PendingRows { out, words, rows: if matrix.is_some() { indices.len() } else { 0 }, width: tree.width, order })
     }
 
     /// Words a gather writes: the rows (with a matrix), then the digests.
@@ -257,24 +186,24 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         rows + positions.len() * DIGEST_ELEMS
     }
 
-    /// [`record_gather`](Self::record_gather) into `out` from word `base` on; returns the pooled
-    /// index buffer (None when nothing is gathered) and the rows' order.
+    /// [`record_gather`](Self::record_gather) into `out` from word `base` on; returns the rows'
+    /// order (rows from several segments).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn record_gather_into(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         tree: &GpuMerkleTree<F>,
         matrix: Option<RowSource<'_>>,
         indices: &[usize],
         positions: &[(usize, usize)],
         out: &wgpu::Buffer,
         base: usize,
-    ) -> Result<(Option<wgpu::Buffer>, Option<Vec<usize>>)> {
+    ) -> Result<Option<Vec<usize>>> {
         let ctx = self.poseidon2.context();
         let row_items = if matrix.is_some() { indices.len() } else { 0 };
         let words = Self::gathered_words(tree, matrix.is_some(), indices, positions);
         if words == 0 {
-            return Ok((None, None));
+            return Ok(None);
         }
         let too_wide = || GpuError::InvalidInput("an opening larger than 32-bit indexing".into());
         let width = u32::try_from(tree.width).map_err(|_| too_wide())?;
@@ -357,7 +286,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             }
             start = end;
         }
-        let idx_buf = ctx.upload_pooled("gather indices", &idx);
+        let idx_buf = batch.upload("gather indices", &idx);
         let pipeline = ctx.pipeline_for(F::ID, Kernel::Gather, &[])?;
         let params = |count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
             ctx.uniform(
@@ -386,7 +315,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             let dst = row_items * tree.width + start * DIGEST_ELEMS;
             dispatches.push(copy((&tree.layers[layer], offset, size), end - start, DIGEST_ELEMS as u32, row_items + start, dst));
         }
-        ctx.record_dispatches(encoder, "gather", &dispatches);
-        Ok((Some(idx_buf), order))
+        batch.record_as("gather", &dispatches);
+        Ok(order)
     }
 }

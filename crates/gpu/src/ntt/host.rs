@@ -64,8 +64,10 @@ impl GpuNtt {
                     }
                 }
             };
-            let recorded = self.ctx.scoped("NTT", || self.record_chain_from(values, specs, chunk_rows));
-            let (encoder, buffer, used, tail) = recorded.map_err(kept)?;
+            let mut batch = self.ctx.batch("ntt");
+            let recorded = self.ctx.scoped("NTT", || self.record_chain_from(&mut batch, values, specs, chunk_rows));
+            let (buffer, tail) = recorded.map_err(kept)?;
+            let encoder = batch.take_encoder();
             values.clear();
             // No reference to the result's memory is made here: the prefault threads write the
             // grown part until the readback's `before_write` joins them.
@@ -88,9 +90,8 @@ impl GpuNtt {
             if let (Some(hooks), true) = (hooks, read.is_ok()) {
                 (hooks.whole)(&buffer);
             }
-            for b in used.into_iter().chain([buffer]) {
-                self.recycle(b);
-            }
+            batch.lend(buffer);
+            drop(batch);
             if let Err((error, input_lost)) = read {
                 if !input_lost {
                     // SAFETY: nothing was written; the first old_len words are the input, kept by
@@ -160,10 +161,11 @@ impl GpuNtt {
                     let input = self
                         .ctx
                         .upload_rows("ntt columns", rows_in, cols, |r, write| write(as_words(&values[r * width + first_col..r * width + first_col + cols])))?;
-                    let mut encoder = self.ctx.encoder("ntt columns");
+                    let mut batch = self.ctx.batch("ntt columns");
                     let last = sub.last().expect("a spec");
                     let chunk_rows = self.readback_chunk_rows(last);
-                    let (buffer, used, tail) = self.record_specs(&mut encoder, input, &sub, chunk_rows)?;
+                    let (buffer, tail) = self.record_specs(&mut batch, input, &sub, chunk_rows)?;
+                    let encoder = batch.take_encoder();
                     let record_chunk = ChunkPasses::recorder(self, &tail);
                     let how = ReadChunks { chunk_bytes: tail.as_ref().map(|t| t.chunk_bytes as usize), before_copy: Some(&record_chunk), before_write: None };
                     for handle in prefaulting.drain(..) {
@@ -176,18 +178,17 @@ impl GpuNtt {
                     // its work while the host fills the next block's upload (recorded in the
                     // last chunk's encoder, it would hold that chunk's copy back instead).
                     if let (Some(hooks), true) = (hooks, read.is_ok()) {
-                        let mut after = self.ctx.encoder("ntt column block hook");
+                        let mut after = self.ctx.batch("ntt column block hook");
                         (hooks.block)(&mut after, &buffer, first_col, cols);
                         // In its own error scope: work the hook recorded that fails (it was
                         // told of its own recording errors) fails the hook's, not the block
                         // that was read back.
-                        if let Err(e) = self.ctx.scoped("NTT column block hook", || self.ctx.submit(after)) {
+                        if let Err(e) = self.ctx.scoped("NTT column block hook", || self.ctx.send(after)) {
                             tracing::debug!("a column block hook's work failed: {e}");
                         }
                     }
-                    for b in used.into_iter().chain([buffer]) {
-                        self.recycle(b);
-                    }
+                    batch.lend(buffer);
+                    drop(batch);
                     read
                 })?;
             }

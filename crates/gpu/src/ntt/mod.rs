@@ -8,20 +8,18 @@ use std::sync::{Arc, Mutex};
 
 use p3_baby_bear::BabyBear;
 
-use crate::context::{Dispatch, GpuContext, ReadChunks};
+use crate::context::{Batch, Dispatch, GpuContext, ReadChunks};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, to_word, words_to, FieldId, GpuField};
 use crate::shaders::Kernel;
 
 mod host;
 mod plan;
-mod timer;
 
 pub use host::*;
 pub use plan::*;
-pub use timer::*;
 
-/// Where an NTT reads its input and works ([`GpuNtt::record_with`]).
+/// Where an NTT reads its input and works ([`GpuNtt::record`]).
 pub enum NttSource<'a> {
     /// `src` is left as it is; the passes ping-pong between two work buffers.
     TwoBuffers(&'a wgpu::Buffer),
@@ -93,14 +91,7 @@ impl GpuNtt {
 
     /// Records a plain copy of `words` words (a multiple of 4) from `src` to `dst`: the
     /// bandwidth reference for profiles.
-    pub fn record_copy(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        dst: &wgpu::Buffer,
-        words: usize,
-        timer: Option<&mut KernelTimer>,
-    ) -> Result<()> {
+    pub fn record_copy(&self, batch: &mut Batch<'_>, src: &wgpu::Buffer, dst: &wgpu::Buffer, words: usize) -> Result<()> {
         let count = u32::try_from(words)
             .ok()
             .filter(|w| w % 4 == 0)
@@ -113,15 +104,8 @@ impl GpuNtt {
         let pipeline = self.ctx.pipeline(Kernel::Copy, &[])?;
         let uniform = self.ctx.uniform("copy params", &[count, 0, 0, 0]);
         let bind = self.bind(&pipeline, &[&uniform, src, dst]);
-        self.dispatch(encoder, "copy", &pipeline, &bind, (count / 4).div_ceil(WORKGROUP), timer);
+        batch.record_as("copy", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: (count / 4).div_ceil(WORKGROUP) }]);
         Ok(())
-    }
-
-    /// Hands a buffer from [`record`](Self::record) back for reuse by later transforms. Only
-    /// call this once no later command reads it (work already submitted is fine: the queue
-    /// runs in order).
-    pub fn recycle(&self, buffer: wgpu::Buffer) {
-        self.ctx.recycle_storage(buffer);
     }
 
     /// The passes a transform of this shape runs.
@@ -160,49 +144,28 @@ impl GpuNtt {
         self.ctx.upload("ntt coset powers", &words)
     }
 
-    /// Records the transform of `src` (spec.valid_rows x spec.width words, row-major) into
-    /// `encoder` and returns the buffer that will hold the 2^log_n x width result in natural
-    /// row order. Nothing is submitted; chain further kernels on the result before submitting.
-    /// (In two work buffers, `src` left as it is; [`record_with`](Self::record_with) chooses.)
-    pub fn record<F: GpuField>(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, spec: &NttSpec<F>) -> Result<wgpu::Buffer> {
-        self.record_with(encoder, NttSource::TwoBuffers(src), spec, None)
+    /// Records the transform of the spec.valid_rows x spec.width words (row-major) `source`
+    /// names into `batch`, in the buffers it chooses, and returns the buffer that will hold the
+    /// 2^log_n x width result (rows in natural order, or in the passes' bit-reversed order
+    /// where the spec asks). The result is the caller's: hand it to the batch
+    /// ([`Batch::lend`]) or keep it; any other work buffer goes back to the pool when the batch
+    /// ends. Nothing is submitted: record further work on the result before the batch runs.
+    pub fn record<F: GpuField>(&self, batch: &mut Batch<'_>, source: NttSource<'_>, spec: &NttSpec<F>) -> Result<wgpu::Buffer> {
+        let (result, _) = match source {
+            NttSource::TwoBuffers(src) => self.record_spec(batch, src, spec, Layout::TwoBuffers),
+            NttSource::OneBuffer(src) => self.record_spec(batch, src, spec, Layout::OneBuffer { reuse_src: false, chunk_rows: None }),
+            NttSource::GivenUp(src) => self.record_spec(batch, &src, spec, Layout::OneBuffer { reuse_src: true, chunk_rows: None }),
+        }?;
+        Ok(result)
     }
 
-    /// [`record`](Self::record) with the buffers `source` chooses, and a GPU timestamp pair
-    /// around each kernel when `timer` is given.
-    pub fn record_with<F: GpuField>(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        source: NttSource<'_>,
-        spec: &NttSpec<F>,
-        timer: Option<&mut KernelTimer>,
-    ) -> Result<wgpu::Buffer> {
-        match source {
-            NttSource::TwoBuffers(src) => self.record_inner(encoder, src, spec, timer, Layout::TwoBuffers),
-            NttSource::OneBuffer(src) => self.record_inner(encoder, src, spec, timer, Layout::OneBuffer { reuse_src: false, chunk_rows: None }),
-            NttSource::GivenUp(src) => self.record_inner(encoder, &src, spec, timer, Layout::OneBuffer { reuse_src: true, chunk_rows: None }),
-        }
-    }
-
-    fn record_inner<F: GpuField>(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        spec: &NttSpec<F>,
-        timer: Option<&mut KernelTimer>,
-        layout: Layout,
-    ) -> Result<wgpu::Buffer> {
-        self.record_spec(encoder, src, spec, timer, layout).map(|(result, _)| result)
-    }
-
-    /// [`record_inner`](Self::record_inner), with the passes left to run chunk by chunk where
-    /// the layout asks for them.
+    /// [`record`](Self::record), with the passes left to run chunk by chunk where the layout
+    /// asks for them.
     fn record_spec<F: GpuField>(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         src: &wgpu::Buffer,
         spec: &NttSpec<F>,
-        mut timer: Option<&mut KernelTimer>,
         layout: Layout,
     ) -> Result<(wgpu::Buffer, Option<ChunkPasses>)> {
         spec.validate()?;
@@ -226,13 +189,13 @@ impl GpuNtt {
             let in_src = reuse_src && whole;
             // Chunk by chunk only for output in the passes' own order, untimed.
             let split = chunk_rows
-                .filter(|_| spec.bit_reversed_output && timer.is_none())
+                .filter(|_| spec.bit_reversed_output && !batch.is_timed())
                 .and_then(|rows| plan_split(log_n, spec.width, self.tile_log, rows).map(|(plan, at)| (plan, at, rows)));
             let (up_front, chunked): (&[DifPassPlan], Option<(&[DifPassPlan], usize)>) = match &split {
                 Some((plan, at, rows)) => (&plan[..*at], Some((&plan[*at..], *rows))),
                 None => (&passes, None),
             };
-            let result = self.record_one_buffer(encoder, src, target, in_src, spec, up_front, &twiddles, shift_table.as_ref(), timer)?;
+            let result = self.record_one_buffer(batch, src, target, in_src, spec, up_front, &twiddles, shift_table.as_ref())?;
             let tail = match chunked {
                 Some((rest, rows)) => Some(ChunkPasses {
                     buffer: result.clone(),
@@ -257,8 +220,7 @@ impl GpuNtt {
 
         // Which buffer holds the data before the next step: None means `src`.
         let mut current: Option<usize> = None;
-        // Untimed, every kernel goes into one compute pass at the end.
-        let mut pending: Vec<Dispatch> = Vec::new();
+        let mut kernels: Vec<(&'static str, Dispatch)> = Vec::new();
         for (i, pass) in passes.iter().enumerate() {
             let first = i == 0;
             let params = dif_params(spec, pass, first, shift_table.is_some());
@@ -270,11 +232,7 @@ impl GpuNtt {
             };
             let uniform = self.ctx.uniform("dif params", &params);
             let bind = self.bind(&dif, &[&uniform, input, &work[out], &twiddles, shifts]);
-            let groups = params_groups(spec, pass);
-            match timer.as_deref_mut() {
-                Some(t) => self.dispatch(encoder, "dif pass", &dif, &bind, groups, Some(t)),
-                None => pending.push(Dispatch { pipeline: (*dif).clone(), bind, groups }),
-            }
+            kernels.push(("dif pass", Dispatch { pipeline: (*dif).clone(), bind, groups: params_groups(spec, pass) }));
             current = Some(out);
         }
         // Without passes (a single row) the source is copied through the reversal kernel; the
@@ -282,18 +240,15 @@ impl GpuNtt {
         let out = current.map_or(0, |c| 1 - c);
         let input = current.map_or(src, |c| &work[c]);
         if current.is_none() && spec.valid_rows < spec.rows() {
-            encoder.clear_buffer(&work[out], 0, None);
+            batch.encoder().clear_buffer(&work[out], 0, None);
         }
         let copied_rows = if current.is_none() { spec.valid_rows } else { spec.rows() };
         if spec.bit_reversed_output {
             // The DIF passes leave rows bit-reversed: the last pass's buffer is the result.
-            self.ctx.record_dispatches(encoder, "ntt", &pending);
+            self.record_kernels(batch, kernels);
             let [a, b] = work;
             let (result, spare) = if current == Some(0) { (a, b) } else { (b, a) };
-            if !self.poison.load(Ordering::Relaxed) {
-                // Recorded, not yet submitted.
-                self.ctx.recycle_after_submit(spare);
-            }
+            self.give_back(batch, spare);
             return Ok((result, None));
         }
         if copied_rows > 0 {
@@ -304,19 +259,34 @@ impl GpuNtt {
                 if k > 0 { (Kernel::BitReverseTiled, params.num_groups) } else { (Kernel::BitReverseRows, params.total.div_ceil(WORKGROUP)) };
             let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
             let bind = self.bind(&pipeline, &[&uniform, input, &work[out]]);
-            match timer {
-                Some(t) => self.dispatch(encoder, "bit reverse", &pipeline, &bind, groups, Some(t)),
-                None => pending.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups }),
-            }
+            kernels.push(("bit reverse", Dispatch { pipeline: (*pipeline).clone(), bind, groups }));
         }
-        self.ctx.record_dispatches(encoder, "ntt", &pending);
+        self.record_kernels(batch, kernels);
         let [a, b] = work;
         let (result, spare) = if out == 0 { (a, b) } else { (b, a) };
-        if !self.poison.load(Ordering::Relaxed) {
-            // Recorded, not yet submitted.
-            self.ctx.recycle_after_submit(spare);
-        }
+        self.give_back(batch, spare);
         Ok((result, None))
+    }
+
+    /// A work buffer the transform no longer needs, back to the pool when the batch ends (with
+    /// poisoned outputs, testing, dropped: a fresh poisoned one each time).
+    fn give_back(&self, batch: &mut Batch<'_>, spare: wgpu::Buffer) {
+        if !self.poison.load(Ordering::Relaxed) {
+            batch.lend(spare);
+        }
+    }
+
+    /// Records a transform's kernels: one compute pass, or in a timed batch a pass each under
+    /// its own label.
+    fn record_kernels(&self, batch: &mut Batch<'_>, kernels: Vec<(&'static str, Dispatch)>) {
+        if batch.is_timed() {
+            for (label, d) in kernels {
+                batch.record_as(label, &[d]);
+            }
+        } else {
+            let dispatches: Vec<Dispatch> = kernels.into_iter().map(|(_, d)| d).collect();
+            batch.record_as("ntt", &dispatches);
+        }
     }
 
     /// The transform in `target` alone: the first pass reads `src` into it (or, `in_src`,
@@ -324,7 +294,7 @@ impl GpuNtt {
     #[allow(clippy::too_many_arguments)]
     fn record_one_buffer<F: GpuField>(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         src: &wgpu::Buffer,
         target: wgpu::Buffer,
         in_src: bool,
@@ -332,7 +302,6 @@ impl GpuNtt {
         passes: &[DifPassPlan],
         twiddles: &wgpu::Buffer,
         shift_table: Option<&wgpu::Buffer>,
-        timer: Option<&mut KernelTimer>,
     ) -> Result<wgpu::Buffer> {
         let (copy_in, in_place) = (self.dif_pipeline(F::ID, false)?, self.dif_pipeline(F::ID, true)?);
         let mut dispatches = Vec::with_capacity(passes.len() + 1);
@@ -346,11 +315,11 @@ impl GpuNtt {
             } else {
                 (&in_place, self.bind(&in_place, &[&params, &self.empty, &target, twiddles, shifts]))
             };
-            dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups });
+            dispatches.push(("dif pass", Dispatch { pipeline: (**pipeline).clone(), bind, groups }));
         }
         if spec.bit_reversed_output {
             // The DIF passes' own order is the result.
-            self.record_timed_dispatches(encoder, &dispatches, false, timer);
+            self.record_kernels(batch, dispatches);
             return Ok(target);
         }
         let k = bit_reverse_tile_log_in_place(spec.log_n as u32, spec.width);
@@ -360,23 +329,9 @@ impl GpuNtt {
         let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;
         let uniform = self.ctx.uniform("bit reverse params", &params);
         let bind = self.bind(&pipeline, &[&uniform, &self.empty, &target]);
-        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
-        self.record_timed_dispatches(encoder, &dispatches, true, timer);
+        dispatches.push(("bit reverse", Dispatch { pipeline: (*pipeline).clone(), bind, groups }));
+        self.record_kernels(batch, dispatches);
         Ok(target)
-    }
-
-    /// Records a one-buffer transform's kernels, each timed when `timer` is given: DIF passes,
-    /// and last the bit reversal when `reversal`.
-    fn record_timed_dispatches(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch], reversal: bool, timer: Option<&mut KernelTimer>) {
-        match timer {
-            Some(t) => {
-                for (i, d) in dispatches.iter().enumerate() {
-                    let label = if reversal && i + 1 == dispatches.len() { "bit reverse" } else { "dif pass" };
-                    self.dispatch(encoder, label, &d.pipeline, &d.bind, d.groups, Some(&mut *t));
-                }
-            }
-            None => self.ctx.record_dispatches(encoder, "ntt", dispatches),
-        }
     }
 
     fn dif_pipeline(&self, field: FieldId, in_place: bool) -> Result<Arc<wgpu::ComputePipeline>> {
@@ -390,19 +345,6 @@ impl GpuNtt {
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
         self.ctx.bind_buffers(pipeline, buffers)
-    }
-
-    fn dispatch(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        label: &'static str,
-        pipeline: &wgpu::ComputePipeline,
-        bind: &wgpu::BindGroup,
-        groups: u32,
-        timer: Option<&mut KernelTimer>,
-    ) {
-        let timestamp_writes = timer.and_then(|t| t.next(label));
-        self.ctx.record_dispatch(encoder, label, pipeline, bind, groups, timestamp_writes);
     }
 
     /// Host to host: uploads `values` (spec.valid_rows x spec.width), transforms, reads back.
@@ -421,12 +363,12 @@ impl GpuNtt {
             return self.transform_columns(values, last.width, specs);
         }
         self.ctx.scoped("NTT", || {
-            let (encoder, buffer, used, _) = self.record_chain_from(values, specs, None)?;
-            let words = self.ctx.submit_and_read(encoder, &buffer, last.rows() * last.width);
-            for b in used.into_iter().chain([buffer]) {
-                self.recycle(b);
-            }
-            words_to::<F>(words?)
+            let mut batch = self.ctx.batch("ntt");
+            let (buffer, _) = self.record_chain_from(&mut batch, values, specs, None)?;
+            let slot = batch.read(&buffer, 0, last.rows() * last.width);
+            batch.lend(buffer);
+            let readback = self.ctx.run(batch)?;
+            words_to::<F>(readback.into_words(slot)?)
         })
     }
 
@@ -468,34 +410,31 @@ impl GpuNtt {
     }
 
     /// Uploads `values` into a pooled buffer (no fresh device allocation per call) and records
-    /// `specs` one after another: the encoder, the result buffer, the buffers the chain went
-    /// through (for `recycle` once the result is read), and with `chunk_rows` the last
-    /// transform's passes left to run chunk by chunk, if any.
-    #[allow(clippy::type_complexity)]
+    /// `specs` one after another into `batch`: the result buffer (the caller's), and with
+    /// `chunk_rows` the last transform's passes left to run chunk by chunk, if any.
     fn record_chain_from<F: GpuField>(
         &self,
+        batch: &mut Batch<'_>,
         values: &[F],
         specs: &[NttSpec<F>],
         chunk_rows: Option<usize>,
-    ) -> Result<(wgpu::CommandEncoder, wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
+    ) -> Result<(wgpu::Buffer, Option<ChunkPasses>)> {
         self.ctx.check_binding_size("NTT input", (values.len() * 4) as u64)?;
         let buffer = self.ctx.pooled_for_upload("ntt input", values.len());
         self.ctx.write(&buffer, as_words(values));
-        let mut encoder = self.ctx.encoder("ntt");
-        let (result, used, tail) = self.record_specs(&mut encoder, buffer, specs, chunk_rows)?;
-        Ok((encoder, result, used, tail))
+        self.record_specs(batch, buffer, specs, chunk_rows)
     }
 
-    /// Records `specs` one after another starting from `input`: the result buffer, the buffers
-    /// before it, and the last transform's passes left to run in chunks of `chunk_rows` rows.
+    /// Records `specs` one after another starting from `input`: the result buffer (the
+    /// caller's; the buffers before it go back to the pool with the batch), and the last
+    /// transform's passes left to run in chunks of `chunk_rows` rows.
     fn record_specs<F: GpuField>(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         mut buffer: wgpu::Buffer,
         specs: &[NttSpec<F>],
         chunk_rows: Option<usize>,
-    ) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>, Option<ChunkPasses>)> {
-        let mut used = Vec::new();
+    ) -> Result<(wgpu::Buffer, Option<ChunkPasses>)> {
         let mut tail = None;
         for (i, spec) in specs.iter().enumerate() {
             // One buffer: a full-size input is transformed where it lies (a third of the
@@ -505,25 +444,23 @@ impl GpuNtt {
             // fails to write shows.)
             let reuse_src = !self.poison.load(Ordering::Relaxed);
             let chunk_rows = chunk_rows.filter(|_| i + 1 == specs.len());
-            let next = match self.record_spec(encoder, &buffer, spec, None, Layout::OneBuffer { reuse_src, chunk_rows }) {
+            let next = match self.record_spec(batch, &buffer, spec, Layout::OneBuffer { reuse_src, chunk_rows }) {
                 Ok((next, last_tail)) => {
                     tail = last_tail;
                     next
                 }
                 Err(e) => {
-                    for b in used.into_iter().chain([buffer]) {
-                        self.recycle(b);
-                    }
+                    batch.lend(buffer);
                     return Err(e);
                 }
             };
             // The result is the input itself where the transform ran in it.
             let before = std::mem::replace(&mut buffer, next);
             if before != buffer {
-                used.push(before);
+                batch.lend(before);
             }
         }
-        Ok((buffer, used, tail))
+        Ok((buffer, tail))
     }
 }
 
@@ -550,9 +487,9 @@ pub struct ResultHooks<'a> {
     /// of this many columns (all but the last) where the binding allows it.
     pub block_multiple: usize,
     /// Each block's buffer (its columns of every row, rows as the result holds them), its
-    /// first column and width, once the block is read back, with an encoder submitted right
-    /// after: record work on it there.
-    pub block: &'a dyn Fn(&mut wgpu::CommandEncoder, &wgpu::Buffer, usize, usize),
+    /// first column and width, once the block is read back, with a batch sent right after:
+    /// record work on it there.
+    pub block: &'a dyn Fn(&mut Batch<'_>, &wgpu::Buffer, usize, usize),
     /// After the last block (also when no block of the multiple fitted and `block` was never
     /// called).
     pub blocks_done: &'a dyn Fn(),

@@ -251,7 +251,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             // bit-reversed output holds at i·2^(log_domain - m): read at that stride.
             let spec = NttSpec { bit_reversed_output: self.reversed && log_domain > 0, ..NttSpec::<F>::forward(log_domain, E::WORDS) };
             let stride_log = if self.reversed { (log_domain - self.vars) as u32 } else { 0 };
-            let transformed = self.ntt.record_with(batch.encoder(), NttSource::GivenUp(table), &spec, None)?;
+            let transformed = self.ntt.record(&mut batch, NttSource::GivenUp(table), &spec)?;
             batch.lend(transformed.clone());
             let segment = self.w.segment_len();
             (0..self.segments()).try_for_each(|j| {

@@ -1,11 +1,13 @@
-//! GPU timestamps around each recorded kernel, for profiles.
+//! GPU timestamps around each kernel a batch records, for profiles ([`Batch::timed`]).
 
 use super::*;
+use crate::error::{GpuError, Result};
 
 /// Most kernels one [`KernelTimer`] times: wgpu's query sets hold 4096 timestamps.
 pub const MAX_TIMED_KERNELS: u32 = wgpu::QUERY_SET_MAX_QUERIES / 2;
 
-/// GPU timestamps around each recorded kernel (adapters with TIMESTAMP_QUERY), for profiles.
+/// GPU timestamps around each kernel a batch records (adapters with TIMESTAMP_QUERY), for
+/// profiles: give it to [`Batch::timed`]; the batch's [`Readback::kernel_times`] holds the times.
 pub struct KernelTimer {
     queries: wgpu::QuerySet,
     labels: Vec<&'static str>,
@@ -30,7 +32,7 @@ impl KernelTimer {
         Ok(Some(Self { queries, labels: Vec::new(), capacity: kernels }))
     }
 
-    pub(super) fn next(&mut self, label: &'static str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+    pub(crate) fn next(&mut self, label: &'static str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
         let i = self.labels.len() as u32;
         if i >= self.capacity {
             return None;
@@ -43,24 +45,32 @@ impl KernelTimer {
         })
     }
 
-    /// Records the query resolution into `encoder`, submits it and returns each kernel's
-    /// label and GPU time in nanoseconds, in recording order.
-    pub fn finish(self, ctx: &GpuContext, mut encoder: wgpu::CommandEncoder) -> Result<Vec<(&'static str, f64)>> {
+    /// Kernels timed so far.
+    pub(crate) fn kernels(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Records the resolution of the timestamps written so far into `encoder`, into a buffer
+    /// of 4 words a kernel (read it back after the encoder runs).
+    pub(crate) fn resolve(&self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder) -> wgpu::Buffer {
         let n = self.labels.len() as u32;
-        if n == 0 {
-            ctx.submit_and_wait(encoder)?;
-            return Ok(Vec::new());
-        }
         let resolve = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("timestamps"),
-            size: 16 * n as u64,
+            size: 16 * u64::from(n.max(1)),
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        encoder.resolve_query_set(&self.queries, 0..2 * n, &resolve, 0);
-        let words = ctx.submit_and_read(encoder, &resolve, 4 * n as usize)?;
-        let period = ctx.queue().get_timestamp_period() as f64;
-        let ticks: Vec<u64> = words.chunks(2).map(|c| c[0] as u64 | ((c[1] as u64) << 32)).collect();
-        Ok(self.labels.iter().enumerate().map(|(i, l)| (*l, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period)).collect())
+        if n > 0 {
+            encoder.resolve_query_set(&self.queries, 0..2 * n, &resolve, 0);
+        }
+        resolve
+    }
+
+    /// Each kernel's label and GPU time in nanoseconds, in recording order, from the words
+    /// [`resolve`](Self::resolve) wrote.
+    pub(crate) fn times(self, ctx: &GpuContext, words: &[u32]) -> Vec<(&'static str, f64)> {
+        let period = f64::from(ctx.queue().get_timestamp_period());
+        let ticks: Vec<u64> = words.chunks_exact(2).map(|c| u64::from(c[0]) | (u64::from(c[1]) << 32)).collect();
+        self.labels.iter().enumerate().map(|(i, l)| (*l, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period)).collect()
     }
 }
