@@ -1,6 +1,6 @@
 //! Merkle commitment of a 2^22 x 16 and a 2^20 x 64 matrix: `GpuMmcs::commit_matrix` (host to
 //! host: upload, hash, tree, cap readback), the GPU tree over a matrix already on the GPU
-//! (`GpuMerkle::record_commit`), and Plonky3's `MerkleTreeMmcs` on all CPU threads, in one process.
+//! (`GpuMerkle::record_tree`, root read back), and Plonky3's `MerkleTreeMmcs` on all CPU threads, in one process.
 //! `cargo bench --bench merkle`; WHIR_BENCH_MERKLE=log_h:width,... overrides the shapes;
 //! WHIR_BENCH_KOALABEAR=1 adds the same entries over KoalaBear (names prefixed `koalabear_`);
 //! WHIR_BENCH_LEAF_WIDTH=24 hashes leaves with Poseidon2 of width 24 on both sides (p3-whir's

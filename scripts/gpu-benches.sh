@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs the benchmark set behind BENCHMARKS.md on a GPU machine, from the .gpu/ folder that
 # scripts/pack-gpu.sh fills (carry it along). Outputs go to $OUT (default ./bench-out).
-# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm|ab|zk]   (each part fits one 10-minute call)
+# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm|ab|challengers|zk]   (each part fits one 10-minute call)
 # `levers` measures the throughput levers against their other forms: Poseidon2 over 16 lanes for
 # latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES sets the
 # level bound tried, default 4096) and contexts on 4 queues of one device, of the graphics or
 # the compute-only family (WHIR_COMPUTE_ONLY_QUEUES). `throughput` is BENCHMARKS.md's throughput
 # table; `confirm` alternates lone proofs with the lane permutations on and off. `ab` alternates
 # .gpu/whir_before (a build of the commit before a refactor, packed by hand) with .gpu/whir on
-# issue 49's shapes, twice, and compares their proof files. `zk` times Plonky3's hiding PCS over
+# issue 49's shapes, twice, and compares their proof files; `challengers` times the PCS over
+# Plonky3's DuplexChallenger and over GpuChallenger. `zk` times Plonky3's hiding PCS over
 # its CPU pieces and over ours (whir bench --zk), BabyBear^4 at 100 bits and KoalaBear^8 at 128.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -101,7 +102,7 @@ if [[ $part == confirm ]]; then
 fi
 if [[ $part == ab ]]; then
     # A refactor before and after: n = 24 fold 1, 2 and 4 and n = 20 fold 4 (BabyBear^4), the
-    # zkVM tables at fold 4, KoalaBear^8 and KoalaBear^5 at fold 4; the binaries alternated, twice.
+    # zkVM tables at fold 4, KoalaBear^8 at fold 4; the binaries alternated, twice.
     for run in 1 2; do
         for bin in whir_before whir; do
             echo "== $bin run $run"
@@ -109,7 +110,6 @@ if [[ $part == ab ]]; then
             timeout 40 .gpu/$bin bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/ab_${bin}_n20_run$run.json"
             timeout 60 .gpu/$bin bench --tables zkvm --fold 4 --rate 1 --pow-bits 22 --reps 3 --json "$OUT/ab_${bin}_zkvm_run$run.json"
             timeout 60 .gpu/$bin bench --config koalabear8-128 --vars 24 --fold 4 --rate 1 --reps 3 --no-pieces --json "$OUT/ab_${bin}_kb8_run$run.json"
-            timeout 60 .gpu/$bin bench --config koalabear5-128 --vars 24 --fold 4 --rate 1 --reps 3 --no-pieces --json "$OUT/ab_${bin}_kb5_run$run.json"
         done
     done > "$OUT/ab.txt" 2>&1
     for config in babybear4 koalabear8-128 koalabear5-128; do
@@ -118,17 +118,24 @@ if [[ $part == ab ]]; then
         done >> "$OUT/ab.txt" 2>&1
         cmp /tmp/whir_before.proof /tmp/whir.proof >> "$OUT/ab.txt" 2>&1 && echo "$config: proof files byte-identical" >> "$OUT/ab.txt"
     done
+    # Codewords over one binding (16 MiB bindings: encoded by column blocks into row chunks).
+    for bin in whir_before whir; do
+        WHIR_LIMITS=webgpu:16777216 timeout 60 .gpu/$bin prove --vars 22 --fold 4 --seed 7 --out "/tmp/$bin.proof" --force
+    done >> "$OUT/ab.txt" 2>&1
+    cmp /tmp/whir_before.proof /tmp/whir.proof >> "$OUT/ab.txt" 2>&1 && echo "babybear4 over 16 MiB bindings: proof files byte-identical" >> "$OUT/ab.txt"
+fi
+if [[ $part == challengers ]]; then
     # What each challenger costs: the PCS over Plonky3's own duplex (every transcript step on
     # the host) beside the GPU's, zkVM tables at fold 2 (PoW 20).
     for challenger in plonky3 gpu; do
         echo "== challenger $challenger"
         timeout 90 .gpu/whir bench --tables zkvm --fold 2 --rate 1 --reps 3 --challenger $challenger --json "$OUT/challenger_$challenger.json"
-    done >> "$OUT/ab.txt" 2>&1
+    done > "$OUT/challengers.txt" 2>&1
 fi
 if [[ $part == zk ]]; then
     # Plonky3's HidingWhirPcs over its pieces and over ours, n = 20 and 24, folds 2 and 4,
     # rate 1; then KoalaBear^8 at 128 bits, fold 4 (issue 50's shapes).
-    timeout 240 .gpu/whir bench --zk --vars 20,24 --fold 2,4 --rate 1 --reps 3 --gpu-warmup-ms 2000 --json "$OUT/zk_babybear4.json" > "$OUT/zk.txt" 2>&1
+    timeout 240 .gpu/whir bench --zk --vars 20,24 --fold 2,4 --rate 1 --pow-bits 22 --reps 3 --gpu-warmup-ms 2000 --json "$OUT/zk_babybear4.json" > "$OUT/zk.txt" 2>&1
     timeout 200 .gpu/whir bench --zk --config koalabear8-128 --vars 20,24 --fold 4 --rate 1 --reps 3 --gpu-warmup-ms 2000 --json "$OUT/zk_koalabear8.json" >> "$OUT/zk.txt" 2>&1
 fi
 grep -hE 'time:|^\| |dispatches/s|^==|GPU time|identical' "$OUT"/*.txt | tail -100

@@ -192,7 +192,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit");
             let input = batch.upload("codeword message", as_words(message));
-            let recorded = self.record_commit(&mut batch, &input, message.len() / width, width, log_inv_rate)?;
+            let recorded = self.record_commit(&mut batch, &input, message.len() / width, width, log_inv_rate, MessageLayout::Rows)?;
             let readback = ctx.run(batch)?;
             recorded.finish(&readback)
         })
@@ -220,7 +220,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         log_inv_rate: usize,
         layout: MessageLayout,
     ) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
-        match self.commit_buffer_as(&input, rows, width, log_inv_rate, layout) {
+        match self.commit_buffer(&input, rows, width, log_inv_rate, layout) {
             Ok(committed) => Ok((committed, input)),
             Err(e) => {
                 self.ntt.context().recycle_storage(input);
@@ -253,42 +253,25 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     }
 
     /// [`commit`](Self::commit) of a message already on the GPU: the first `rows` x `width`
-    /// words of `message` (e.g. a folded polynomial a sumcheck left there). Nothing is uploaded.
-    pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
-        self.commit_buffer_as(message, rows, width, log_inv_rate, MessageLayout::Rows)
-    }
-
-    /// [`commit_buffer`](Self::commit_buffer) of a message that lies in `message` as `layout`
-    /// says.
-    pub fn commit_buffer_as(
-        &self,
-        message: &wgpu::Buffer,
-        rows: usize,
-        width: usize,
-        log_inv_rate: usize,
-        layout: MessageLayout,
-    ) -> Result<CommittedCodeword<F>> {
+    /// words of `message` (e.g. a folded polynomial a sumcheck left there), lying there as
+    /// `layout` says. Nothing is uploaded; one wait.
+    pub fn commit_buffer(&self, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize, layout: MessageLayout) -> Result<CommittedCodeword<F>> {
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit");
-            let recorded = self.record_commit_as(&mut batch, message, rows, width, log_inv_rate, layout)?;
+            let recorded = self.record_commit(&mut batch, message, rows, width, log_inv_rate, layout)?;
             let readback = ctx.run(batch)?;
             recorded.finish(&readback)
         })
     }
 
-    /// Records the encoding of the first `rows` x `width` words of `message` and its tree into
-    /// `batch` (the encoding is handed to the GPU while the tree is recorded, where the tuning
-    /// asks for early submits); the root is read when the batch runs
+    /// Records the encoding of the first `rows` x `width` words of `message` (lying there as
+    /// `layout` says: reordered into a transient copy first where it is not row-major) and its
+    /// tree into `batch` (the encoding is handed to the GPU while the tree is recorded, where
+    /// the tuning asks for early submits); the root is read when the batch runs
     /// ([`RecordedCodeword::finish`]). A codeword or a stored digest layer larger than one
     /// binding is encoded by column blocks into row chunks (`record_blocked`).
-    pub fn record_commit(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
-        self.record_commit_as(batch, message, rows, width, log_inv_rate, MessageLayout::Rows)
-    }
-
-    /// [`record_commit`](Self::record_commit) of a message that lies in `message` as `layout`
-    /// says: reordered into a transient copy first where it is not row-major.
-    pub fn record_commit_as(
+    pub fn record_commit(
         &self,
         batch: &mut Batch<'_>,
         message: &wgpu::Buffer,

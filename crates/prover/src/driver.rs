@@ -403,7 +403,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
                 };
                 commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?
             }
-            None => (self.commit_buffer_as(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
+            None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
         let played = values.map(|v| PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) });
         Ok((Commitment::new(vec![committed.root()]), committed, played))
@@ -463,7 +463,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
     }
 }
 
-/// The round head composed on the GPU: f committed (`GpuCodewords::record_commit_as`) and, in
+/// The round head composed on the GPU: f committed (`GpuCodewords::record_commit`) and, in
 /// the same wait, `script` played from the root the tree leaves on the device
 /// (`GpuSumcheck::record_sponge_script`: the root observed, each out-of-domain point drawn and f
 /// evaluated there, the query grind). The values come back with the root; None where the script
@@ -480,7 +480,7 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
     let ctx = codewords.ntt().context().clone();
     Ok(ctx.scoped("codeword commit", || {
         let mut batch = ctx.batch("codeword commit and round head");
-        let recorded = codewords.record_commit_as(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
+        let recorded = codewords.record_commit(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
         let root = recorded.root_buffer().clone();
         // The tree goes to the GPU while the script is recorded.
         batch.submit_part()?;

@@ -3,9 +3,11 @@
 //! `PaddingFreeSponge<Poseidon2-24, 24, 16, 8>`), nodes `TruncatedPermutation<Poseidon2, 2, 8,
 //! 16>`, arity 2, 8-word digests. Digest layers stay on the GPU; only the root is read back.
 //!
-//! One matrix of power-of-two height per tree (`record_commit`, fused leaf levels, the resident
-//! prover's codewords), or a batch of matrices of several heights as Plonky3's `MerkleTree`
-//! takes them (`commit_groups`).
+//! One way to record a tree, [`GpuMerkle::record_tree`], over the rows as they lie
+//! ([`TreeRows`]): one matrix of power-of-two height (fused leaf levels, the resident prover's
+//! codewords), a batch of matrices of several heights as Plonky3's `MerkleTree` takes them, or
+//! leaves absorbed by column blocks; and one way to record openings,
+//! [`GpuMerkle::record_openings`], read back in that batch or a later one.
 
 mod build;
 mod columns;
