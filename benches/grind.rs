@@ -11,7 +11,7 @@ use p3_baby_bear::BabyBear;
 use p3_challenger::{CanObserve, DuplexChallenger, GrindingChallenger};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{cpu_grind, GpuContext, GpuGrinder, GpuOptions, GpuPoseidon2, GrindState, MulVariant, Poseidon2Constants};
+use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, GpuContext, GpuGrinder, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants};
 
 fn main() {
     let bits_list: Vec<usize> =

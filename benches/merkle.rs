@@ -18,7 +18,9 @@ use p3_symmetric::TruncatedPermutation;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
-use whir_wgpu::gpu::{CpuMmcsOf, GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants, TreeRows, TreeSpec};
+use whir_wgpu::gpu::{
+    plumbing::CpuMmcsOf, record::TreeRows, record::TreeSpec, GpuContext, GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, MulVariant, Poseidon2Constants,
+};
 use whir_wgpu::verifier::hash::LeafHasher;
 
 fn wide_leaves() -> bool {

@@ -24,7 +24,7 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
-use whir_wgpu::gpu::{Batch, GpuContext, GpuDft, GpuField, GpuNtt, GpuOptions, KernelTimer, MulVariant, NttSource, NttSpec};
+use whir_wgpu::gpu::{record::Batch, record::KernelTimer, record::NttSource, GpuContext, GpuDft, GpuField, GpuNtt, GpuOptions, MulVariant, NttSpec};
 
 fn list(name: &str) -> Option<Vec<usize>> {
     std::env::var(name).ok().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use whir_wgpu::gpu::{Dispatch, GpuContext, GpuOptions, GpuPoseidon2, Kernel, Poseidon2Constants};
+use whir_wgpu::gpu::{record::Dispatch, shaders::Kernel, GpuContext, GpuOptions, GpuPoseidon2, Poseidon2Constants};
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

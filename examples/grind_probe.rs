@@ -12,7 +12,7 @@ use p3_challenger::{CanObserve, DuplexChallenger};
 use p3_field::PrimeField32;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuContext, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
+use whir_wgpu::gpu::{transcript::GrindState, GpuContext, GpuGrinder, GpuPoseidon2, Poseidon2Constants};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

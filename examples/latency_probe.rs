@@ -10,7 +10,7 @@ use p3_baby_bear::BabyBear;
 use p3_field::extension::BinomialExtensionField;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{wgpu, GpuContext, GpuNtt, GpuSumcheck, Kernel};
+use whir_wgpu::gpu::{shaders::Kernel, wgpu, GpuContext, GpuNtt, GpuSumcheck};
 
 type EF = BinomialExtensionField<BabyBear, 4>;
 

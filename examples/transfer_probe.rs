@@ -13,7 +13,7 @@ use p3_matrix::Matrix;
 use whir_wgpu::gpu::transfer::write_matrix_row;
 use whir_wgpu::gpu::wgpu;
 use whir_wgpu::gpu::wgpu::util::DeviceExt;
-use whir_wgpu::gpu::{GpuContext, NttSource};
+use whir_wgpu::gpu::{record::NttSource, GpuContext};
 
 type EF = BinomialExtensionField<BabyBear, 4>;
 
@@ -145,7 +145,7 @@ fn main() {
                 println!("2^{log_n} x 16 transform alone: {t_ntt:.1}, at once again {t_hot:.1}, after 40 ms idle {t_idle:.1}");
                 // Wall time against the kernels' GPU time, two buffers and in place.
                 for in_place in [false, true] {
-                    let Some(timer) = whir_wgpu::gpu::KernelTimer::new(&nctx, 16).expect("timer") else { break };
+                    let Some(timer) = whir_wgpu::gpu::record::KernelTimer::new(&nctx, 16).expect("timer") else { break };
                     let t = Instant::now();
                     let mut batch = nctx.batch("probe timed ntt").timed(timer);
                     let source = if in_place { NttSource::GivenUp(buf.clone()) } else { NttSource::TwoBuffers(&buf) };

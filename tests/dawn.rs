@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use whir_wgpu::gpu::shaders::{compose_kernel, Kernel, MulVariant};
-use whir_wgpu::gpu::{ExtensionId, FieldId};
+use whir_wgpu::gpu::{field::ExtensionId, field::FieldId};
 
 /// Where the test command installed Dawn for Node and SwiftShader, if it did.
 fn dawn_dir() -> Option<PathBuf> {
@@ -287,7 +287,7 @@ fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<
     use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
     use rand::RngExt;
     use std::sync::Arc;
-    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, Poseidon2Constants, RowSource, TreeRows, TreeSpec};
+    use whir_wgpu::gpu::{record::RowSource, record::TreeRows, record::TreeSpec, GpuMerkle, GpuPoseidon2, Poseidon2Constants};
     type Perm = Poseidon2BabyBear<16>;
     type Packed = <BabyBear as Field>::Packing;
     type CpuMmcs = MerkleTreeMmcs<Packed, Packed, PaddingFreeSponge<Perm, 16, 8, 8>, TruncatedPermutation<Perm, 2, 8, 16>, 2, 8>;
@@ -331,7 +331,7 @@ fn grind_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Ve
     use p3_field::PrimeField32;
     use rand::RngExt;
     use std::sync::Arc;
-    use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
+    use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, GpuChallenger, GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
     let constants = Poseidon2Constants::default_babybear();
     let perm = constants.to_cpu();
@@ -363,7 +363,7 @@ fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String,
     use p3_challenger::{CanObserve, DuplexChallenger, FieldChallenger, GrindingChallenger};
     use rand::RngExt;
     use std::sync::Arc;
-    use whir_wgpu::gpu::{cpu_grind, Ext4, GpuGrinder, GpuNtt, GpuPoseidon2, GpuSumcheck, Poseidon2Constants};
+    use whir_wgpu::gpu::{transcript::cpu_grind, Ext4, GpuGrinder, GpuNtt, GpuPoseidon2, GpuSumcheck, Poseidon2Constants};
     use whir_wgpu::prover::steps::{CpuSumcheck, SumcheckState};
     let mut rng = common::rng();
     let ext = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<Ext4> { (0..n).map(|_| rng.random()).collect() };

@@ -15,7 +15,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuDft, GpuEncoder, GpuNtt, NttSource};
+use whir_wgpu::gpu::{record::NttSource, GpuDft, GpuEncoder, GpuNtt};
 
 type Ext = BinomialExtensionField<BabyBear, 4>;
 
@@ -135,7 +135,7 @@ fn encoder_matches_plonky3_and_skips_the_zero_tail() {
 /// never falling as the width grows.
 #[test]
 fn gpu_thresholds_grow_with_the_width() {
-    use whir_wgpu::gpu::default_gpu_min_elements;
+    use whir_wgpu::gpu::plumbing::default_gpu_min_elements;
     assert_eq!(default_gpu_min_elements(1), 1 << 14);
     assert_eq!(default_gpu_min_elements(16), 1 << 25);
     assert_eq!(default_gpu_min_elements(2633), 1 << 25);

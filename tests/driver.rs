@@ -504,7 +504,7 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
 /// profiled or not, are Plonky3's byte for byte.
 #[test]
 fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
-    use whir_wgpu::gpu::{GpuOptions, LimitsProfile, MulVariant, APPLE_M1_MAX_BUFFER_BYTES};
+    use whir_wgpu::gpu::{plumbing::APPLE_M1_MAX_BUFFER_BYTES, GpuOptions, LimitsProfile, MulVariant};
     use whir_wgpu::prover::times::Step;
     use whir_wgpu::prover::GpuBackend;
     let mut rng = common::rng();

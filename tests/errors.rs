@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use p3_baby_bear::BabyBear;
-use whir_wgpu::gpu::{AdapterSelector, GpuContext, GpuError, GpuNtt, GpuOptions, NttSource, NttSpec};
+use whir_wgpu::gpu::{record::NttSource, AdapterSelector, GpuContext, GpuError, GpuNtt, GpuOptions, NttSpec};
 
 #[test]
 fn bad_transform_shapes_are_errors() {
@@ -58,7 +58,7 @@ fn unknown_adapter_names_list_the_available_ones() {
 
 #[test]
 fn sizes_that_would_overflow_are_errors() {
-    use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, KernelTimer, Poseidon2Constants, TreeRows, TreeSpec};
+    use whir_wgpu::gpu::{record::KernelTimer, record::TreeRows, record::TreeSpec, GpuMerkle, GpuPoseidon2, Poseidon2Constants};
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         // 2^63 x 2 wraps to 0 in usize: must not be taken for the empty input.
@@ -126,7 +126,7 @@ fn recording_errors_outside_scoped_calls_are_returned() {
 fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
     use p3_commit::Mmcs;
     use p3_matrix::dense::RowMajorMatrix;
-    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, GpuProverData, Poseidon2Constants};
+    use whir_wgpu::gpu::{plumbing::GpuProverData, GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
     use whir_wgpu::verifier::hash::{CpuMmcs, LeafHash, NodeCompress};
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {

@@ -13,8 +13,8 @@ use p3_koala_bear::KoalaBear;
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::pow_mask;
-use whir_wgpu::gpu::{cpu_grind, GpuChallenger, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, Poseidon2Field};
+use whir_wgpu::gpu::transcript::pow_mask;
+use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, GpuChallenger, GpuGrinder, GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
 
 type Stock = StockOf<BabyBear>;
 

@@ -17,7 +17,7 @@ use p3_poseidon2::ExternalLayerConstants;
 use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuMerkle, GpuPoseidon2, NttSource, Poseidon2Constants, RowSource, TreeRows, TreeSpec};
+use whir_wgpu::gpu::{record::NttSource, record::RowSource, record::TreeRows, record::TreeSpec, GpuMerkle, GpuPoseidon2, Poseidon2Constants};
 
 type Perm = Poseidon2BabyBear<16>;
 type Hash = PaddingFreeSponge<Perm, 16, 8, 8>;
@@ -128,7 +128,7 @@ fn koalabear_permutation_matches_plonky3_for_every_constructor() {
 fn width_24_matches_plonky3_over_both_fields() {
     use p3_baby_bear::default_babybear_poseidon2_24;
     use p3_koala_bear::default_koalabear_poseidon2_24;
-    use whir_wgpu::gpu::{GpuOptions, LimitsProfile, Poseidon2Width};
+    use whir_wgpu::gpu::{plumbing::Poseidon2Width, GpuOptions, LimitsProfile};
 
     fn check<F>(gpu: &GpuPoseidon2<F, 24>, cpu: &<F as Poseidon2Width<24>>::Permutation, rng: &mut StdRng, count: usize, what: &str)
     where
@@ -234,7 +234,7 @@ mod mmcs {
     use p3_field::extension::BinomialExtensionField;
     use p3_field::PrimeCharacteristicRing;
     use p3_matrix::Matrix;
-    use whir_wgpu::gpu::{GpuMmcs, GpuProverData};
+    use whir_wgpu::gpu::{plumbing::GpuProverData, GpuMmcs};
 
     type Ext = BinomialExtensionField<BabyBear, 4>;
 
@@ -417,7 +417,7 @@ mod mmcs {
                         // Only a cap Plonky3 cannot hold either (non-power-of-two layers).
                         let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch))).expect_err("Plonky3 refuses it too");
                         assert_eq!(Some(&e.to_string()), theirs.downcast_ref::<String>(), "{what}");
-                        assert!(matches!(e, whir_wgpu::gpu::BatchError::CapRoots { .. }), "{what}: {e}");
+                        assert!(matches!(e, whir_wgpu::gpu::plumbing::BatchError::CapRoots { .. }), "{what}: {e}");
                         continue;
                     }
                 };
@@ -508,7 +508,9 @@ mod mmcs {
             let ours_panic = ours_panic.downcast_ref::<String>().cloned().or_else(|| ours_panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
             assert_eq!(ours_panic, theirs, "{what}: panic message");
             match ours {
-                whir_wgpu::gpu::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => assert_eq!(theirs, "all matrices have height 0", "{what}"),
+                whir_wgpu::gpu::plumbing::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => {
+                    assert_eq!(theirs, "all matrices have height 0", "{what}")
+                }
                 e => assert_eq!(e.to_string(), theirs, "{what}"),
             }
         }
@@ -676,7 +678,7 @@ fn trees_keeping_only_upper_layers_open_the_same() {
 /// in chunks or not) equal to those of the in-order matrix's tree; over both multiply variants.
 #[test]
 fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
-    use whir_wgpu::gpu::RowOrder;
+    use whir_wgpu::gpu::record::RowOrder;
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_chunked_leaves_from(64);
@@ -732,7 +734,7 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
 /// at offsets that are not multiples of 16 rows keep their leaves.
 #[test]
 fn row_chunk_trees_without_leaf_digests_match() {
-    use whir_wgpu::gpu::{RowChunk, RowGroup};
+    use whir_wgpu::gpu::{record::RowChunk, record::RowGroup};
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));

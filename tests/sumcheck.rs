@@ -457,7 +457,7 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
 /// binding; both multiply variants. Too many samples or pending inputs are errors.
 #[test]
 fn round_heads_match_the_host_transcript() {
-    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, SpongeScript, MAX_SCRIPT_SAMPLES};
+    use whir_wgpu::gpu::{transcript::SpongeScript, transcript::MAX_SCRIPT_SAMPLES, GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
     let mut rng = common::rng();
     let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::other_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
@@ -875,7 +875,7 @@ where
     let f: Vec<F> = rand_vec(rng, 1 << m);
     let mut gpu = GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
     SumcheckState::set_lazy_eq_weights(&mut gpu, &[Point::<E>::rand(rng, m)], &[E::ONE], 2).unwrap();
-    let degree_4 = E::ID == whir_wgpu::gpu::ExtensionId::Degree4;
+    let degree_4 = E::ID == whir_wgpu::gpu::field::ExtensionId::Degree4;
     assert_eq!(gpu.can_chain(), degree_4, "lazy weights over {}", std::any::type_name::<E>());
     if degree_4 {
         return;
@@ -917,7 +917,7 @@ where
     StandardUniform: Distribution<E> + Distribution<F>,
 {
     use p3_challenger::{FieldChallenger, GrindingChallenger};
-    use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants};
+    use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let (m, rounds, bits, pending, range) = case;
     let what = format!(
         "{} chain: m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})",
@@ -974,7 +974,7 @@ fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     StandardUniform: Distribution<E> + Distribution<F>,
 {
     use p3_challenger::{CanObserve, FieldChallenger};
-    use whir_wgpu::gpu::{cpu_grind, GpuGrinder, GpuPoseidon2, GrindState, Poseidon2Constants, SpongeScript};
+    use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, transcript::SpongeScript, GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let (m, samples, bits, pending, base, reversed) = case;
     let what = format!(
         "{} head: m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, transcript lanes {}) {label}",

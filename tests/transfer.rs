@@ -220,7 +220,7 @@ fn batches_give_their_buffers_back_on_every_path() {
         let words = 1 << 16;
         let src = ctx.upload("source", &(0..words as u32).collect::<Vec<_>>());
         let pooled = |ctx: &whir_wgpu::gpu::GpuContext| ctx.memory().pooled_bytes();
-        type EndsBatch = fn(&whir_wgpu::gpu::GpuContext, whir_wgpu::gpu::Batch<'_>) -> bool;
+        type EndsBatch = fn(&whir_wgpu::gpu::GpuContext, whir_wgpu::gpu::record::Batch<'_>) -> bool;
         let cases: [(&str, EndsBatch); 4] = [
             ("run", |ctx, batch| ctx.run(batch).is_ok()),
             ("sent", |ctx, batch| ctx.send(batch).is_ok()),

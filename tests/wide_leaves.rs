@@ -24,8 +24,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::field::as_words;
 use whir_wgpu::gpu::{
-    GpuContext, GpuDft, GpuMerkle, GpuMmcs, GpuNtt, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, Poseidon2Field, RowChunk, RowGroup, RowOrder,
-    RowSource, TreeRows, TreeSpec,
+    record::RowChunk, record::RowGroup, record::RowOrder, record::RowSource, record::TreeRows, record::TreeSpec, GpuContext, GpuDft, GpuMerkle, GpuMmcs,
+    GpuNtt, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, Poseidon2Field,
 };
 use whir_wgpu::verifier::hash::LeafSponge;
 

@@ -191,7 +191,7 @@ pub fn random_vec(rng: &mut StdRng, n: usize) -> Vec<BabyBear> {
 pub fn open_deferred<F: whir_wgpu::gpu::Poseidon2Field>(
     merkle: &whir_wgpu::gpu::GpuMerkle<F>,
     tree: &whir_wgpu::gpu::GpuMerkleTree<F>,
-    rows: whir_wgpu::gpu::RowSource<'_>,
+    rows: whir_wgpu::gpu::record::RowSource<'_>,
     indices: &[usize],
     cap_height: usize,
 ) -> whir_wgpu::gpu::Result<whir_wgpu::gpu::OpenedRows<F>> {

@@ -2,7 +2,7 @@
 //! use, with its features and limits.
 
 use anyhow::{Context, Result};
-use whir_gpu::{list_adapters, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
+use whir_gpu::{list_adapters, plumbing::APPLE_M1_MAX_BUFFER_BYTES, AdapterSelector, AdapterSummary, GpuContext, GpuOptions, LimitsProfile};
 
 use crate::FieldChoice;
 

@@ -208,7 +208,7 @@ fn queue_occupancy(set: &DeviceSet, proofs: usize) -> Result<QueueLevel> {
         all.push(q);
     }
     let per_proof = |d: Duration| d.as_secs_f64() * 1e3 / proofs as f64;
-    let sum = |f: fn(&whir_gpu::QueueOccupancy) -> Duration| all.iter().map(f).sum::<Duration>();
+    let sum = |f: fn(&whir_gpu::profile::QueueOccupancy) -> Duration| all.iter().map(f).sum::<Duration>();
     let (window, busy) = (sum(|q| q.window), sum(|q| q.busy));
     Ok(QueueLevel {
         busy_share: if window.is_zero() { 0.0 } else { busy.as_secs_f64() / window.as_secs_f64() },

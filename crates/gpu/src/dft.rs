@@ -351,7 +351,7 @@ impl<F: crate::mmcs::MmcsField> GpuDft<F> {
     /// computed a block of columns at a time, has its leaves absorbed block by block); when
     /// `TwoAdicFriPcs` then
     /// hands `mmcs` that matrix to commit, `mmcs` checks that the rows are unchanged (a
-    /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`]).
+    /// checksum) and takes the tree instead of uploading the matrix again ([`CommitAhead`](crate::plumbing::CommitAhead)).
     /// Commitments, openings and proofs are the same either way. Without effect (and a
     /// warning) when this DFT or `mmcs` has no GPU, or they are on different contexts.
     pub fn committing_ahead_for(mut self, mmcs: &GpuMmcs<F>) -> Self {

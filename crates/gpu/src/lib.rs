@@ -8,7 +8,7 @@
 //! - [`GpuDft`]: a `p3_dft::TwoAdicSubgroupDft<BabyBear>`; [`GpuEncoder`]: a
 //!   `p3_commit::Encoder<BabyBear>`. Output identical to Plonky3's. A `GpuDft` built
 //!   [`committing_ahead_for`](GpuDft::committing_ahead_for) a [`GpuMmcs`] hands its LDEs' trees
-//!   to that MMCS ([`CommitAhead`]), so a FRI commitment never uploads an LDE it computed.
+//!   to that MMCS ([`CommitAhead`](plumbing::CommitAhead)), so a FRI commitment never uploads an LDE it computed.
 //! - [`GpuPoseidon2`], [`GpuMerkle`]: Poseidon2 (width 16) and Merkle roots identical to
 //!   Plonky3's `Poseidon2BabyBear<16>` and `MerkleTreeMmcs`; [`GpuMmcs`], a `p3_commit::Mmcs`.
 //! - [`GpuCodewords`]: encode + commit with one wait, codeword and tree resident, rows opened
@@ -40,27 +40,60 @@ mod sumcheck;
 pub mod testing;
 pub mod transfer;
 
-pub use challenger::{GpuChallenger, GrindAhead, InnerChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
-pub use codeword::{CommittedCodeword, GpuCodewords, RecordedCodeword};
-pub use commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
-pub use context::{
-    list_adapters, pool_adapters, AdapterSummary, Batch, Dispatch, GpuContext, GpuMemory, GpuProfiler, HostCosts, InFlight, KernelSpan, KernelTimer,
-    ProfileLabelGuard, ProfileSpan, QueueOccupancy, ReadChunks, ReadSlot, Readback, RecordBeforeCopy, TransferCounts, MAX_QUEUES,
-};
-pub use dft::{default_gpu_min_elements, default_ntt, GpuDft, GpuEncoder, DEFAULT_CPU_THRESHOLD};
+// What a user calls: the context and its options, the kernels' owners, the Plonky3 adapters.
+pub use challenger::GpuChallenger;
+pub use codeword::{CommittedCodeword, GpuCodewords};
+pub use context::{list_adapters, pool_adapters, AdapterSummary, GpuContext, MAX_QUEUES};
+pub use dft::{GpuDft, GpuEncoder};
 pub use error::{GpuError, Result};
-pub use field::{Ext8, ExtensionId, FieldId, GpuExtension, GpuField};
-pub use grind::{cpu_grind, pow_mask, GpuGrinder, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
-pub use merkle::{
-    ColumnLeaves, GpuMerkle, GpuMerkleTree, OpenedRows, PendingRows, RecordedTree, RowChunk, RowGroup, RowOrder, RowSource, RowsSlot, TreeRows, TreeSpec,
-};
-pub use mmcs::{BatchError, CpuMmcsOf, GpuMmcs, GpuProverData, MmcsField};
-pub use ntt::{plan_passes, plan_split, DifPassPlan, Direction, GpuNtt, InPlaceError, NttSource, NttSpec, ResultHooks};
-pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProfile, APPLE_M1_MAX_BUFFER_BYTES};
-pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field, Poseidon2Width};
-pub use reorder::MessageLayout;
-pub use shaders::{Kernel, MulVariant};
-pub use sumcheck::{ChainedRound, Ext4, GpuSumcheck, GrindFrom, Slots, SpongeScript, SpongeScriptRecord, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
+pub use field::{Ext8, GpuExtension, GpuField};
+pub use grind::GpuGrinder;
+pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows};
+pub use mmcs::GpuMmcs;
+pub use ntt::{GpuNtt, NttSpec};
+pub use options::{env_switch, AdapterSelector, GpuOptions, GpuTuning, LimitsProfile};
+pub use poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
+pub use shaders::MulVariant;
+pub use sumcheck::{Ext4, GpuSumcheck};
+
+/// Recording GPU work: a [`Batch`](record::Batch) is the work for one wait; the NTT, the Merkle
+/// trees and openings and the codewords record into one and return a handle
+/// (`RecordedTree`, `PendingRows`, `RecordedCodeword`) that the batch's readback finishes.
+pub mod record {
+    pub use crate::codeword::RecordedCodeword;
+    pub use crate::context::{Batch, Dispatch, InFlight, KernelTimer, ReadSlot, Readback};
+    pub use crate::merkle::{ColumnLeaves, PendingRows, RecordedTree, RowChunk, RowGroup, RowOrder, RowSource, RowsSlot, TreeRows, TreeSpec};
+    pub use crate::ntt::NttSource;
+    pub use crate::reorder::MessageLayout;
+}
+
+/// The device transcript: proof-of-work grinds offered ahead, sponge scripts (a round head's
+/// transcript steps played from a published state), chained sumcheck rounds, and the slots of
+/// the weights they draw.
+pub mod transcript {
+    pub use crate::challenger::{GrindAhead, InnerChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
+    pub use crate::grind::{cpu_grind, pow_mask, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
+    pub use crate::sumcheck::{ChainedRound, GrindFrom, Slots, SpongeScript, SpongeScriptRecord, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
+}
+
+/// What the GPU spent: per-label and per-kernel GPU time, queue occupancy, transfers and the
+/// host's share of them, device memory.
+pub mod profile {
+    pub use crate::context::{GpuMemory, GpuProfiler, HostCosts, KernelSpan, ProfileLabelGuard, ProfileSpan, QueueOccupancy, TransferCounts};
+}
+
+/// The pieces under the adapters, for tuning and tests: NTT plans, host transfer hooks, the
+/// commit-ahead hand-off between a DFT and an MMCS, the MMCS's prover data and errors.
+pub mod plumbing {
+    pub use crate::commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
+    pub use crate::context::{ReadChunks, RecordBeforeCopy};
+    pub use crate::dft::{default_gpu_min_elements, default_ntt, DEFAULT_CPU_THRESHOLD};
+    pub use crate::mmcs::{BatchError, CpuMmcsOf, GpuProverData, MmcsField};
+    pub use crate::ntt::{plan_passes, plan_split, DifPassPlan, Direction, InPlaceError, ResultHooks};
+    pub use crate::options::APPLE_M1_MAX_BUFFER_BYTES;
+    pub use crate::poseidon2::Poseidon2Width;
+}
+
 pub use wgpu;
 
 /// Threads Plonky3's CPU routines (and our CPU fallbacks) run on: rayon's pool with the

@@ -140,7 +140,7 @@ pub struct GpuOptions {
     /// Most MiB of GPU buffer memory the context may hold (live buffers and pools); `None`: no
     /// cap. Pools are trimmed to stay under it; work that still goes over it fails with
     /// [`GpuError::OverBudget`] (callers that can estimate their need check
-    /// [`GpuMemory::check`](crate::GpuMemory::check) before starting).
+    /// [`GpuMemory::check`](crate::profile::GpuMemory::check) before starting).
     pub memory_mib: Option<u64>,
     /// Choices kept tunable for measurement; the defaults are the measured best.
     pub tuning: GpuTuning,
@@ -193,7 +193,7 @@ impl Default for GpuTuning {
     fn default() -> Self {
         Self {
             merkle_fused_levels: None,
-            gpu_min_bits: crate::DEFAULT_GPU_MIN_BITS,
+            gpu_min_bits: crate::transcript::DEFAULT_GPU_MIN_BITS,
             grind_ahead: true,
             early_submits: true,
             codeword_tree_lowest: None,

@@ -32,8 +32,8 @@ pub const HALF_FULL_ROUNDS: usize = 4;
 pub const PARTIAL_ROUNDS: usize = 13;
 
 /// A field whose Poseidon2 of width 16 and 24 the GPU runs: its S-box is in
-/// wgsl/poseidon2/<field>.wgsl, its internal rounds and diagonal in wgsl/poseidon2/<field>16.wgsl
-/// and <field>24.wgsl; round constants are uploaded.
+/// `wgsl/poseidon2/<field>.wgsl`, its internal rounds and diagonal in `wgsl/poseidon2/<field>16.wgsl`
+/// and `<field>24.wgsl`; round constants are uploaded.
 pub trait Poseidon2Field: GpuField {
     /// Plonky3's permutation of the same constants.
     type Permutation16: CryptographicPermutation<[Self; WIDTH]> + CryptographicPermutation<[<Self as Field>::Packing; WIDTH]> + Clone + Send + Sync;
@@ -96,7 +96,7 @@ impl Poseidon2Field for KoalaBear {
 }
 
 /// Poseidon2 of width `W` (16 or 24) over a field, as the GPU runs it: Plonky3's permutation
-/// of the same constants, the internal rounds its WGSL runs (poseidon2/<field><W>.wgsl), the
+/// of the same constants, the internal rounds its WGSL runs (`poseidon2/<field><W>.wgsl`), the
 /// default constants and the batch kernel.
 pub trait Poseidon2Width<const W: usize>: Poseidon2Field {
     /// Plonky3's permutation of width `W`.

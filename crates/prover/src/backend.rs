@@ -16,7 +16,8 @@ use p3_merkle_tree::PrunedMerklePaths;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
 use whir_gpu::{
-    GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning, Poseidon2Constants, TransferCounts,
+    profile::TransferCounts, GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning,
+    Poseidon2Constants,
 };
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
@@ -593,7 +594,7 @@ where
     }
     fn domain(&self) -> Self::Domain {
         // The reference path encodes on the GPU from the one-column threshold, as it always has.
-        GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).with_cpu_threshold(whir_gpu::DEFAULT_CPU_THRESHOLD).encoder())
+        GpuWhirDomain::new(GpuDft::new(Some(self.ntt.clone())).with_cpu_threshold(whir_gpu::plumbing::DEFAULT_CPU_THRESHOLD).encoder())
     }
     fn mmcs(&self, leaf: LeafSponge) -> Self::Mmcs {
         GpuMmcs::new(self.merkle_for(leaf).clone(), 0)

@@ -87,7 +87,7 @@ impl RoundBreakdown {
 
     /// Fills in GPU times from a context profile labelled by [`step_label`]; a label with a
     /// "/pow" suffix (GPU grinding inside a step, e.g. a sumcheck's) counts as that round's PoW.
-    pub fn add_gpu(&mut self, spans: &[whir_gpu::ProfileSpan]) {
+    pub fn add_gpu(&mut self, spans: &[whir_gpu::profile::ProfileSpan]) {
         for (_, time) in self.rounds.iter_mut().flatten() {
             time.gpu = Some(Duration::ZERO);
             time.submissions = 0;

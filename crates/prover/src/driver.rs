@@ -23,7 +23,7 @@ use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::SumcheckData;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
-use whir_gpu::{CommittedCodeword, GpuCodewords, GpuSumcheck, MessageLayout, PendingRows, RowsSlot, SpongeScript};
+use whir_gpu::{record::MessageLayout, record::PendingRows, record::RowsSlot, transcript::SpongeScript, CommittedCodeword, GpuCodewords, GpuSumcheck};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
 use crate::claims::Stacking;
@@ -476,7 +476,7 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
     width: usize,
     log_inv_rate: usize,
     script: &SpongeScript<F>,
-) -> Result<(CommittedCodeword<F>, Option<whir_gpu::SpongeScriptValues<F, E>>), ProverError> {
+) -> Result<(CommittedCodeword<F>, Option<whir_gpu::transcript::SpongeScriptValues<F, E>>), ProverError> {
     let ctx = codewords.ntt().context().clone();
     Ok(ctx.scoped("codeword commit", || {
         let mut batch = ctx.batch("codeword commit and round head");

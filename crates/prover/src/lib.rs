@@ -71,16 +71,17 @@ pub mod times {
 pub type ProverLayout<B = p3_baby_bear::BabyBear, E = EF<B>> = whir_verifier::TableLayout<B, E>;
 
 /// A field this crate proves over on both backends: a [`WhirField`] (its hash, its degree-4
-/// extension) whose kernels and MMCS whir-gpu provides ([`whir_gpu::MmcsField`]): BabyBear or
+/// extension) whose kernels and MMCS whir-gpu provides ([`whir_gpu::plumbing::MmcsField`]): BabyBear or
 /// KoalaBear.
 /// Its Poseidon2 types are whir-gpu's (the same Plonky3 types), so an MMCS over the constants a
 /// GPU permutation holds is the verifier's `CpuMmcs`.
 pub trait ProverField:
-    WhirField<Perm = <Self as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <Self as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
+    WhirField<Perm = <Self as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <Self as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::plumbing::MmcsField
 {
 }
 impl<T> ProverField for T where
-    T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24> + whir_gpu::MmcsField
+    T: WhirField<Perm = <T as whir_gpu::Poseidon2Field>::Permutation16, Perm24 = <T as whir_gpu::Poseidon2Field>::Permutation24>
+        + whir_gpu::plumbing::MmcsField
 {
 }
 
@@ -89,6 +90,6 @@ mod tests {
     /// The verifier's PoW ceiling is the GPU grinder's: 2^bits stays below BabyBear's p.
     #[test]
     fn pow_ceilings_agree() {
-        assert_eq!(whir_verifier::MAX_POW_BITS, whir_gpu::MAX_GRIND_BITS);
+        assert_eq!(whir_verifier::MAX_POW_BITS, whir_gpu::transcript::MAX_GRIND_BITS);
     }
 }

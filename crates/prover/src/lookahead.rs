@@ -14,7 +14,7 @@ use std::time::Duration;
 use p3_challenger::{CanObserve, CanSampleUniformBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
 use p3_field::Field;
 use p3_symmetric::CryptographicPermutation;
-use whir_gpu::{GpuChallenger, GpuGrinder, GrindAhead, GrindOffer, InnerChallenger, PowClock};
+use whir_gpu::{transcript::GrindAhead, transcript::GrindOffer, transcript::InnerChallenger, transcript::PowClock, GpuChallenger, GpuGrinder};
 
 use crate::{Commitment, ProverField};
 

@@ -379,23 +379,23 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
     }
 
     fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
-        let sets: Vec<whir_gpu::Slots<'_, E>> =
-            sets.iter().map(|s| whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
+        let sets: Vec<whir_gpu::transcript::Slots<'_, E>> =
+            sets.iter().map(|s| whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
         Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
     }
 
     fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> = sets
+        let sets: Vec<(whir_gpu::transcript::Slots<'_, E>, &[E])> = sets
             .iter()
-            .map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
+            .map(|(s, scales)| (whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
             .collect();
         Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
     }
 
     fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], rounds: usize) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::Slots<'_, E>, &[E])> = sets
+        let sets: Vec<(whir_gpu::transcript::Slots<'_, E>, &[E])> = sets
             .iter()
-            .map(|(s, scales)| (whir_gpu::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
+            .map(|(s, scales)| (whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
             .collect();
         Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
     }

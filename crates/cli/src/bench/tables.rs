@@ -247,7 +247,8 @@ where
                 let pcs = gpu.pcs_hashing_leaves::<L, E, C>(config.clone(), p.leaf)?;
                 let ctx = gpu.context();
                 // Commit and open times, proof bytes, the two phases' traffic, the open's steps.
-                type GpuRun<F> = (Duration, Duration, Vec<u8>, [whir_gpu::TransferCounts; 2], [Duration; 4], serde_json::Value, whir_prover::Commitment<F>);
+                type GpuRun<F> =
+                    (Duration, Duration, Vec<u8>, [whir_gpu::profile::TransferCounts; 2], [Duration; 4], serde_json::Value, whir_prover::Commitment<F>);
                 let gpu_run = |ch: &mut C| -> Result<GpuRun<F>> {
                     let witness = witness();
                     let t0 = ctx.transfer_counts();
