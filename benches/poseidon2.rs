@@ -38,9 +38,9 @@ macro_rules! bench_field {
             let output = ctx.storage("out", values.len());
             $group.bench_function(format!("{}gpu_resident_{variant:?}", $prefix), |b| {
                 b.iter(|| {
-                    let mut enc = ctx.encoder("bench");
-                    p2.record_permute(&mut enc, &input, &output, states).expect("record");
-                    ctx.submit_and_wait(enc).expect("submit");
+                    let mut batch = ctx.batch("bench");
+                    p2.record_permute(&mut batch, &input, &output, states).expect("record");
+                    ctx.run(batch).expect("run");
                 })
             });
         }

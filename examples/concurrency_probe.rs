@@ -47,7 +47,7 @@ fn main() {
             .map(|_| (ctx.storage("probe in", states * 16), ctx.storage("probe out", states * 16)))
             .collect();
         for _ in 0..reps {
-            let mut encoder = ctx.encoder("probe");
+            let mut batch = ctx.batch("probe");
             let steps = if mode == "roundtrip" { 1 } else { dispatches };
             for step in 0..steps {
                 let (from, to) = match pairs.get(step) {
@@ -60,14 +60,15 @@ fn main() {
                     let pipeline = ctx.pipeline(Kernel::Copy, &[]).expect("copy pipeline");
                     let params = ctx.uniform("probe copy", &[words as u32, 0, 0, 0]);
                     let bind = ctx.bind_buffers(&pipeline, &[&params, from, to]);
-                    ctx.record_dispatches(&mut encoder, "probe copy", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: words.div_ceil(1024) as u32 }]);
+                    batch.record_as("probe copy", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: words.div_ceil(1024) as u32 }]);
                 } else if lanes {
-                    perm.record_permute_lanes(&mut encoder, from, to, states).expect("record");
+                    perm.record_permute_lanes(&mut batch, from, to, states).expect("record");
                 } else {
-                    perm.record_permute(&mut encoder, from, to, states).expect("record");
+                    perm.record_permute(&mut batch, from, to, states).expect("record");
                 }
             }
-            ctx.submit_and_read(encoder, &a, 8).expect("read back");
+            batch.read(&a, 0, 8);
+            ctx.run(batch).expect("read back");
         }
     };
     // Warm up every context (pipelines built, clocks up).

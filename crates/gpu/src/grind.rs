@@ -387,9 +387,10 @@ impl<F: Poseidon2Field> GpuGrinder<F> {
                 let params = GrindParams { base, search: [state.witness_slot as u32, mask, start, end] };
                 ctx.queue().write_buffer(params_buf, 0, bytemuck::bytes_of(&params));
                 ctx.write(best, &[u32::MAX]);
-                let mut encoder = ctx.encoder("grind");
-                ctx.record_dispatch(&mut encoder, "grind", &pipeline, bind, grind_groups((end - start) as u64), None);
-                let found = ctx.submit_and_read(encoder, best, 1)?[0];
+                let mut batch = ctx.batch("grind");
+                batch.record(&[Dispatch { pipeline: (*pipeline).clone(), bind: bind.clone(), groups: grind_groups((end - start) as u64) }]);
+                let slot = batch.read(best, 0, 1);
+                let found = ctx.run(batch)?.get(slot)?[0];
                 if found != u32::MAX {
                     // A word outside the range searched would be a kernel bug; reduced mod p it
                     // could pass the check without being the smallest witness.

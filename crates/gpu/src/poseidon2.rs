@@ -19,7 +19,7 @@ use p3_symmetric::CryptographicPermutation;
 use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, RngExt};
 
-use crate::context::{Dispatch, GpuContext};
+use crate::context::{Batch, Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, words_to, GpuField};
 use crate::shaders::Kernel;
@@ -265,14 +265,14 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
     /// Records the permutation of `count` states in `input` into `output` (`W` words each).
     /// More states than one binding holds are permuted range by range, each dispatch binding
     /// its part of both buffers.
-    pub fn record_permute(&self, encoder: &mut wgpu::CommandEncoder, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
-        self.record_batch(encoder, <F as Poseidon2Width<W>>::BATCH_KERNEL, 1, input, output, count)
+    pub fn record_permute(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
+        self.record_batch(batch, <F as Poseidon2Width<W>>::BATCH_KERNEL, 1, input, output, count)
     }
 
     /// `record_permute` through `kernel`, `threads_per_state` invocations a state.
     fn record_batch(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        batch: &mut Batch<'_>,
         kernel: Kernel,
         threads_per_state: usize,
         input: &wgpu::Buffer,
@@ -299,7 +299,7 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
             let groups = workgroups_of_64(n.saturating_mul(threads_per_state))?;
             dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
         }
-        self.ctx.record_dispatches(encoder, "poseidon2", &dispatches);
+        batch.record_as("poseidon2", &dispatches);
         Ok(())
     }
 
@@ -314,11 +314,12 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
         }
         let flat: Vec<F> = states.iter().flatten().copied().collect();
         self.ctx.scoped("Poseidon2 batch", || {
-            let input = self.ctx.upload("poseidon2 in", as_words(&flat));
-            let output = self.ctx.storage("poseidon2 out", flat.len());
-            let mut encoder = self.ctx.encoder("poseidon2");
-            self.record_batch(&mut encoder, kernel, threads_per_state, &input, &output, states.len())?;
-            let words = self.ctx.submit_and_read(encoder, &output, flat.len())?;
+            let mut batch = self.ctx.batch("poseidon2");
+            let input = batch.upload("poseidon2 in", as_words(&flat));
+            let output = batch.scratch("poseidon2 out", flat.len());
+            self.record_batch(&mut batch, kernel, threads_per_state, &input, &output, states.len())?;
+            let slot = batch.read(&output, 0, flat.len());
+            let words = self.ctx.run(batch)?.into_words(slot)?;
             Ok(words_to::<F>(words)?.chunks_exact(W).map(|c| c.try_into().expect("chunks of W")).collect())
         })
     }
@@ -328,8 +329,8 @@ impl<F: Poseidon2Width<W>, const W: usize> GpuPoseidon2<F, W> {
 /// permutation at a fraction of one thread's latency, for few states at a time.
 impl<F: Poseidon2Field> GpuPoseidon2<F, WIDTH> {
     /// [`record_permute`](Self::record_permute) with a state's permutation over 16 invocations.
-    pub fn record_permute_lanes(&self, encoder: &mut wgpu::CommandEncoder, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
-        self.record_batch(encoder, Kernel::Poseidon2Lanes, WIDTH, input, output, count)
+    pub fn record_permute_lanes(&self, batch: &mut Batch<'_>, input: &wgpu::Buffer, output: &wgpu::Buffer, count: usize) -> Result<()> {
+        self.record_batch(batch, Kernel::Poseidon2Lanes, WIDTH, input, output, count)
     }
 
     /// Host to host, a state's permutation over 16 invocations.

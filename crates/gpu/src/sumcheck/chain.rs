@@ -131,15 +131,13 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let played = parsed.as_ref().map_or(0, |p| p.iter().filter(|c| c.r.is_some()).count());
             if played < retired.len() {
                 let (f, w) = retired.swap_remove(played);
-                for b in std::mem::replace(&mut self.f, f).buffers.into_iter().chain(std::mem::replace(&mut self.w, w).buffers) {
-                    ctx.recycle_storage(b);
-                }
+                std::mem::replace(&mut self.f, f).give_back(&ctx);
+                std::mem::replace(&mut self.w, w).give_back(&ctx);
             }
             self.vars = vars - played;
             for (f, w) in retired {
-                for b in f.buffers.into_iter().chain(w.buffers) {
-                    ctx.recycle_storage(b);
-                }
+                f.give_back(&ctx);
+                w.give_back(&ctx);
             }
             // Lazy weights: the host's coefficients follow the challenges played (the GPU's
             // stopped where the chain did); after an error they are written back as they were.

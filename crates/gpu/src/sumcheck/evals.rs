@@ -144,12 +144,18 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// A table's 2^m entries, read back segment by segment.
     pub(super) fn read_table(&self, table: &Table) -> Result<Vec<u32>> {
         let words = table.words << self.vars;
+        let read = |buffer: &wgpu::Buffer, words: usize| {
+            let mut batch = self.ctx.batch("sumcheck table");
+            let slot = batch.read(buffer, 0, words);
+            self.ctx.run(batch)?.into_words(slot)
+        };
         if let [one] = table.buffers.as_slice() {
-            return self.ctx.submit_and_read(self.ctx.encoder("sumcheck table"), one, words);
+            return read(one, words);
         }
+        // A segment a transfer: no copy of the whole table on the device.
         let mut out = Vec::with_capacity(words);
         for b in &table.buffers {
-            out.extend(self.ctx.submit_and_read(self.ctx.encoder("sumcheck table"), b, table.words << table.seg_log)?);
+            out.extend(read(b, table.words << table.seg_log)?);
         }
         Ok(out)
     }
@@ -175,18 +181,13 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         };
         let words = self.f.words << self.vars;
         let mut dispatches = Vec::new();
+        let mut batch = self.ctx.batch("f, then a grind");
         // At reversed indices the transcript observes f in the polynomial's order: a reordered
         // copy is ground over and read.
         let reordered = match self.reversed {
             true => {
-                let copy = self.ctx.pooled_storage("f in the polynomial's order", words);
-                match crate::reorder::reverse_bits_dispatch(&self.ctx, f, &copy, self.vars, 0, self.f.words) {
-                    Ok(d) => dispatches.push(d),
-                    Err(e) => {
-                        self.ctx.recycle_storage(copy);
-                        return Err(e);
-                    }
-                }
+                let copy = batch.scratch("f in the polynomial's order", words);
+                dispatches.push(crate::reorder::reverse_bits_dispatch(&self.ctx, f, &copy, self.vars, 0, self.f.words)?);
                 Some(copy)
             }
             false => None,
@@ -196,16 +197,10 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             Ok(record) => record,
             Err(e) => {
                 tracing::debug!("the final polynomial's grind runs on its own: {e}");
-                if let Some(copy) = reordered {
-                    self.ctx.recycle_storage(copy);
-                }
+                drop(batch);
                 return Ok((self.evals()?, None));
             }
         };
-        let mut batch = self.ctx.batch("f, then a grind");
-        if let Some(copy) = reordered.clone() {
-            batch.lend(copy);
-        }
         batch.record(&dispatches);
         let evals = batch.read(f, 0, words);
         let grind = record.read_in(&mut batch);

@@ -195,6 +195,11 @@ struct LazyEq<E: Field> {
 }
 
 impl<E: Field> LazyEq<E> {
+    /// The tables' buffers, back to `ctx`'s pool.
+    fn give_back(self, ctx: &GpuContext) {
+        [self.tables, self.coords, self.coeffs].into_iter().for_each(|b| ctx.recycle_storage(b));
+    }
+
     fn lo_bits(&self) -> usize {
         self.vars - self.bound - 1 - self.hi_bits
     }
@@ -282,6 +287,7 @@ fn eq_table<E: Field>(coords: &[E], scale: E) -> Vec<E> {
 /// first weight table of a large proof) is worked on segment by segment. Either one buffer per
 /// segment, or one buffer holding them all (a base-field table handed over as one buffer), whose
 /// segments are ranges of it.
+#[derive(Default)]
 struct Table {
     buffers: Vec<wgpu::Buffer>,
     seg_log: usize,
@@ -290,6 +296,11 @@ struct Table {
 }
 
 impl Table {
+    /// The table's buffers, back to `ctx`'s pool (the table owns them).
+    fn give_back(self, ctx: &GpuContext) {
+        self.buffers.into_iter().for_each(|b| ctx.recycle_storage(b));
+    }
+
     fn segment_bytes(&self) -> u64 {
         ((self.words * 4) as u64) << self.seg_log
     }
@@ -363,13 +374,10 @@ pub struct GpuSumcheck<F: Poseidon2Field = BabyBear, E: GpuExtension<F> = Ext4<F
 
 impl<F: Poseidon2Field, E: GpuExtension<F>> Drop for GpuSumcheck<F, E> {
     fn drop(&mut self) {
-        for b in self.f.buffers.drain(..).chain(self.w.buffers.drain(..)) {
-            self.ctx.recycle_storage(b);
-        }
+        std::mem::take(&mut self.f).give_back(&self.ctx);
+        std::mem::take(&mut self.w).give_back(&self.ctx);
         if let Some(lazy) = self.lazy.take() {
-            for b in [lazy.tables, lazy.coords, lazy.coeffs] {
-                self.ctx.recycle_storage(b);
-            }
+            lazy.give_back(&self.ctx);
         }
     }
 }
@@ -532,11 +540,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let ctx = self.ctx.clone();
         let buffers: Vec<wgpu::Buffer> = (0..1usize << (self.vars - seg_log)).map(|_| ctx.pooled_storage("sumcheck w", E::WORDS << seg_log)).collect();
         let cleared = ctx.scoped("sumcheck weights", || {
-            let mut encoder = ctx.encoder("clear weights");
+            let mut batch = ctx.batch("clear weights");
             for b in &buffers {
-                encoder.clear_buffer(b, 0, None);
+                batch.encoder().clear_buffer(b, 0, None);
             }
-            ctx.submit(encoder)
+            ctx.send(batch)
         });
         self.w = Table { buffers, seg_log, words: E::WORDS };
         cleared
@@ -603,9 +611,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 sets.iter().map(|s| (Slots { point: &s.point, offsets: &s.offsets, successor: s.successor }, s.scales.as_slice())).collect();
             let written = self.ensure_weights().and_then(|()| self.write_slot_weights(&sets));
             if let Err(e) = written {
-                for b in std::mem::take(&mut self.w.buffers) {
-                    self.ctx.recycle_storage(b);
-                }
+                std::mem::take(&mut self.w).give_back(&self.ctx);
                 return Err(e);
             }
             self.lazy_slots = None;
@@ -617,15 +623,10 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let scales = lazy.scales.clone();
         let written = self.ensure_weights().and_then(|()| self.write_eq_weights(&points, &scales));
         if let Err(e) = written {
-            for b in std::mem::take(&mut self.w.buffers) {
-                self.ctx.recycle_storage(b);
-            }
+            std::mem::take(&mut self.w).give_back(&self.ctx);
             return Err(e);
         }
-        let lazy = self.lazy.take().expect("checked above");
-        for b in [lazy.tables, lazy.coords, lazy.coeffs] {
-            self.ctx.recycle_storage(b);
-        }
+        self.lazy.take().expect("checked above").give_back(&self.ctx);
         Ok(())
     }
 
@@ -643,14 +644,14 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let ctx = self.ctx.clone();
         let bytes: u64 = self.f.buffers.iter().chain(&self.w.buffers).map(|b| b.size()).sum();
         ctx.memory().try_reserve("a copy of the sumcheck tables", bytes)?;
-        let mut encoder = ctx.encoder("copy sumcheck tables");
+        let mut batch = ctx.batch("copy sumcheck tables");
         let mut copy = |table: &Table, label: &str| Table {
             buffers: table
                 .buffers
                 .iter()
                 .map(|b| {
                     let copy = ctx.pooled_storage(label, (b.size() / 4) as usize);
-                    encoder.copy_buffer_to_buffer(b, 0, &copy, 0, b.size());
+                    batch.encoder().copy_buffer_to_buffer(b, 0, &copy, 0, b.size());
                     copy
                 })
                 .collect(),
@@ -673,7 +674,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             lazy_slots: None,
             reversed: self.reversed,
         };
-        ctx.submit(encoder)?;
+        ctx.send(batch)?;
         Ok(copied)
     }
 
