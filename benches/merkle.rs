@@ -65,7 +65,7 @@ macro_rules! bench_field {
                 $group.bench_function(BenchmarkId::new(format!("{}gpu_host_{v}", $prefix), &id), |b| {
                     b.iter_batched(|| m.clone(), |m| mmcs.commit_matrix(m).0, criterion::BatchSize::LargeInput)
                 });
-                let input = ctx.upload("matrix", as_words(&m.values));
+                let input = ctx.transfers().upload("matrix", as_words(&m.values));
                 $group.bench_function(BenchmarkId::new(format!("{}gpu_resident_{v}", $prefix), &id), |b| {
                     b.iter(|| {
                         let mut batch = ctx.batch("bench");

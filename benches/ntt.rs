@@ -112,7 +112,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
         for w in widths() {
             let values = input::<BabyBear>(log_n, w);
             let words = values.len();
-            let src = ctx.upload("bench input", as_words(&values));
+            let src = ctx.transfers().upload("bench input", as_words(&values));
             let spec = NttSpec::<BabyBear>::forward(log_n, w);
             let Some(full) = time_kernels(ctx, |batch| {
                 let out = ntt.record(batch, NttSource::TwoBuffers(&src), &spec).expect("record");
@@ -126,7 +126,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
                 batch.lend(out);
             })
             .expect("timer");
-            let dst = ctx.storage("copy dst", words);
+            let dst = ctx.memory().storage("copy dst", words);
             let copy = time_kernels(ctx, |batch| ntt.record_copy(batch, &src, &dst, words).expect("copy")).expect("timer")[0].1;
             let total: f64 = full.iter().map(|k| k.1).sum();
             let mem_total: f64 = mem.iter().map(|k| k.1).sum();
@@ -154,7 +154,7 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
     println!("|---|---|---|---|---|---|");
     for (log_n, w, log_m) in shapes {
         let values = input::<BabyBear>(log_m, w);
-        let src = ctx.upload("bench message", as_words(&values));
+        let src = ctx.transfers().upload("bench message", as_words(&values));
         let spec = NttSpec { valid_rows: 1 << log_m, ..NttSpec::<BabyBear>::forward(log_n, w) };
         let full = time_kernels(ctx, |batch| {
             let out = ntt.record(batch, NttSource::OneBuffer(&src), &spec).expect("record");
@@ -162,8 +162,8 @@ fn profile(ntt: &GpuNtt, tile_log: Option<u32>) {
         })
         .expect("timer");
         let words = (1usize << log_n) * w;
-        let a = ctx.storage("copy src", words);
-        let b = ctx.storage("copy dst", words);
+        let a = ctx.memory().storage("copy src", words);
+        let b = ctx.memory().storage("copy dst", words);
         let copy = time_kernels(ctx, |batch| ntt.record_copy(batch, &a, &b, words).expect("copy")).expect("timer")[0].1;
         let total: f64 = full.iter().map(|k| k.1).sum();
         let names: Vec<String> = full.iter().map(|(l, t)| format!("{} {:.1}", l, t / 1e3)).collect();
@@ -187,7 +187,7 @@ where
             for ntt in gpus {
                 let ctx = ntt.context().clone();
                 let v = format!("{:?}", ctx.mul_variant());
-                let src = ctx.upload("bench input", as_words(&values));
+                let src = ctx.transfers().upload("bench input", as_words(&values));
                 let spec = NttSpec::<F>::forward(log_n, w);
                 group.bench_function(BenchmarkId::new(format!("gpu_resident_{v}"), log_n), |b| {
                     b.iter(|| {
@@ -227,7 +227,7 @@ fn main() {
     for ntt in &gpus {
         // Warm the GPU up so its clocks are up before anything is timed.
         let values = input::<BabyBear>(20, 16);
-        let src = ntt.context().upload("warm-up", as_words(&values));
+        let src = ntt.context().transfers().upload("warm-up", as_words(&values));
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_secs(2) {
             let mut batch = ntt.context().batch("warm-up");

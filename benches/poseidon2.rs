@@ -34,8 +34,8 @@ macro_rules! bench_field {
             };
             let ctx = Arc::new(ctx);
             let p2 = GpuPoseidon2::new(ctx.clone(), constants.clone());
-            let input = ctx.upload("states", as_words(&values));
-            let output = ctx.storage("out", values.len());
+            let input = ctx.transfers().upload("states", as_words(&values));
+            let output = ctx.memory().storage("out", values.len());
             $group.bench_function(format!("{}gpu_resident_{variant:?}", $prefix), |b| {
                 b.iter(|| {
                     let mut batch = ctx.batch("bench");

@@ -42,9 +42,9 @@ fn main() {
     let perms: Vec<Arc<GpuPoseidon2>> = opened.into_iter().map(|c| Arc::new(GpuPoseidon2::new(Arc::new(c), Poseidon2Constants::default_babybear()))).collect();
     let run = |perm: &GpuPoseidon2, reps: usize| {
         let ctx = perm.context();
-        let (a, b) = (ctx.storage("probe a", states * 16), ctx.storage("probe b", states * 16));
+        let (a, b) = (ctx.memory().storage("probe a", states * 16), ctx.memory().storage("probe b", states * 16));
         let pairs: Vec<_> = (0..if mode == "independent" { dispatches } else { 0 })
-            .map(|_| (ctx.storage("probe in", states * 16), ctx.storage("probe out", states * 16)))
+            .map(|_| (ctx.memory().storage("probe in", states * 16), ctx.memory().storage("probe out", states * 16)))
             .collect();
         for _ in 0..reps {
             let mut batch = ctx.batch("probe");
@@ -57,9 +57,9 @@ fn main() {
                 };
                 if copy {
                     let words = states * 16;
-                    let pipeline = ctx.pipeline(Kernel::Copy, &[]).expect("copy pipeline");
-                    let params = ctx.uniform("probe copy", &[words as u32, 0, 0, 0]);
-                    let bind = ctx.bind_buffers(&pipeline, &[&params, from, to]);
+                    let pipeline = ctx.pipelines().pipeline(Kernel::Copy, &[]).expect("copy pipeline");
+                    let params = ctx.pipelines().uniform("probe copy", &[words as u32, 0, 0, 0]);
+                    let bind = ctx.pipelines().bind_buffers(&pipeline, &[&params, from, to]);
                     batch.record_as("probe copy", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: words.div_ceil(1024) as u32 }]);
                 } else if lanes {
                     perm.record_permute_lanes(&mut batch, from, to, states).expect("record");

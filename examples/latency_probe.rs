@@ -26,41 +26,41 @@ fn per_op(reps: usize, mut f: impl FnMut()) -> f64 {
 fn main() {
     let ctx = Arc::new(GpuContext::new_default().expect("GPU"));
     println!("{}", ctx.summary());
-    let buf = ctx.storage("probe", 1024);
+    let buf = ctx.memory().storage("probe", 1024);
     let reps = 200;
-    println!("empty submit + wait      {:8.1} us", per_op(reps, || ctx.submit_and_wait(ctx.encoder("probe")).unwrap()));
-    println!("submit + read 8 words    {:8.1} us", per_op(reps, || drop(ctx.submit_and_read(ctx.encoder("probe"), &buf, 8).unwrap())));
-    println!("submit (no wait)         {:8.1} us", per_op(reps, || ctx.submit(ctx.encoder("probe")).unwrap()));
-    println!("uniform buffer           {:8.1} us", per_op(reps, || drop(ctx.uniform("probe", &[0u32; 4]))));
+    println!("empty submit + wait      {:8.1} us", per_op(reps, || ctx.transfers().submit_and_wait(ctx.pipelines().encoder("probe")).unwrap()));
+    println!("submit + read 8 words    {:8.1} us", per_op(reps, || drop(ctx.transfers().submit_and_read(ctx.pipelines().encoder("probe"), &buf, 8).unwrap())));
+    println!("submit (no wait)         {:8.1} us", per_op(reps, || ctx.transfers().submit(ctx.pipelines().encoder("probe")).unwrap()));
+    println!("uniform buffer           {:8.1} us", per_op(reps, || drop(ctx.pipelines().uniform("probe", &[0u32; 4]))));
     println!("error scope (empty)      {:8.1} us", per_op(reps, || ctx.scoped("probe", || Ok(())).unwrap()));
-    println!("pooled storage 4 KiB     {:8.1} us", per_op(reps, || ctx.recycle_storage(ctx.pooled_storage("probe", 1024))));
+    println!("pooled storage 4 KiB     {:8.1} us", per_op(reps, || ctx.memory().recycle_storage(ctx.memory().pooled_storage("probe", 1024))));
     // Recording costs: a bind group, a small write, a dispatch with its own uniform and bind
     // group; and a readback waited for by spinning on `poll` instead of blocking.
-    let pipeline = ctx.pipeline(Kernel::SumcheckRound, &[]).expect("pipeline");
-    let (f, w, out) = (ctx.storage("probe f", 1 << 12), ctx.storage("probe w", 1 << 12), ctx.storage("probe out", 1 << 10));
-    let params = ctx.uniform("probe", &[0u32; 8]);
-    println!("bind group (4 buffers)   {:8.1} us", per_op(reps, || drop(ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]))));
-    println!("small write (64 B)       {:8.1} us", per_op(reps, || ctx.write(&buf, &[1u32; 16])));
+    let pipeline = ctx.pipelines().pipeline(Kernel::SumcheckRound, &[]).expect("pipeline");
+    let (f, w, out) = (ctx.memory().storage("probe f", 1 << 12), ctx.memory().storage("probe w", 1 << 12), ctx.memory().storage("probe out", 1 << 10));
+    let params = ctx.pipelines().uniform("probe", &[0u32; 8]);
+    println!("bind group (4 buffers)   {:8.1} us", per_op(reps, || drop(ctx.pipelines().bind_buffers(&pipeline, &[&params, &f, &w, &out]))));
+    println!("small write (64 B)       {:8.1} us", per_op(reps, || ctx.transfers().write(&buf, &[1u32; 16])));
     let record = |dispatches: usize| {
-        let mut encoder = ctx.encoder("probe");
+        let mut encoder = ctx.pipelines().encoder("probe");
         for _ in 0..dispatches {
-            let params = ctx.uniform("probe", &[0u32; 8]);
-            let bind = ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]);
-            ctx.record_dispatch(&mut encoder, "probe", &pipeline, &bind, 1, None);
+            let params = ctx.pipelines().uniform("probe", &[0u32; 8]);
+            let bind = ctx.pipelines().bind_buffers(&pipeline, &[&params, &f, &w, &out]);
+            ctx.pipelines().record_dispatch(&mut encoder, "probe", &pipeline, &bind, 1, None);
         }
         encoder
     };
     // Where a dispatch's recording cost goes: its uniform and bind group, or its compute pass.
     let record_one_pass = |dispatches: usize, fresh: bool| {
-        let mut encoder = ctx.encoder("probe");
-        let shared = ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]);
+        let mut encoder = ctx.pipelines().encoder("probe");
+        let shared = ctx.pipelines().bind_buffers(&pipeline, &[&params, &f, &w, &out]);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
             pass.set_pipeline(&pipeline);
             for _ in 0..dispatches {
                 if fresh {
-                    let params = ctx.uniform("probe", &[0u32; 8]);
-                    pass.set_bind_group(0, &ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]), &[]);
+                    let params = ctx.pipelines().uniform("probe", &[0u32; 8]);
+                    pass.set_bind_group(0, &ctx.pipelines().bind_buffers(&pipeline, &[&params, &f, &w, &out]), &[]);
                 } else {
                     pass.set_bind_group(0, &shared, &[]);
                 }
@@ -70,10 +70,10 @@ fn main() {
         encoder
     };
     let record_shared = |dispatches: usize| {
-        let mut encoder = ctx.encoder("probe");
-        let shared = ctx.bind_buffers(&pipeline, &[&params, &f, &w, &out]);
+        let mut encoder = ctx.pipelines().encoder("probe");
+        let shared = ctx.pipelines().bind_buffers(&pipeline, &[&params, &f, &w, &out]);
         for _ in 0..dispatches {
-            ctx.record_dispatch(&mut encoder, "probe", &pipeline, &shared, 1, None);
+            ctx.pipelines().record_dispatch(&mut encoder, "probe", &pipeline, &shared, 1, None);
         }
         encoder
     };
@@ -82,7 +82,7 @@ fn main() {
     println!("20 passes, shared bg     {:8.1} us", per_op(reps, || drop(record_shared(20).finish())));
     println!("record 1 dispatch+finish {:8.1} us", per_op(reps, || drop(record(1).finish())));
     println!("record 20 dispatches+fin {:8.1} us", per_op(reps, || drop(record(20).finish())));
-    println!("20 dispatches submit+wait{:8.1} us", per_op(reps, || ctx.submit_and_wait(record(20)).unwrap()));
+    println!("20 dispatches submit+wait{:8.1} us", per_op(reps, || ctx.transfers().submit_and_wait(record(20)).unwrap()));
     let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
         label: Some("probe staging"),
         size: 32,
@@ -90,7 +90,7 @@ fn main() {
         mapped_at_creation: false,
     });
     let read_with = |spin: bool| {
-        let mut encoder = ctx.encoder("probe");
+        let mut encoder = ctx.pipelines().encoder("probe");
         encoder.copy_buffer_to_buffer(&buf, 0, &staging, 0, 32);
         ctx.queue().submit([encoder.finish()]);
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -125,11 +125,11 @@ fn main() {
         });
         let eq = per_op(reps, || {
             s.add_eq_weights(std::slice::from_ref(&point), &[r]).unwrap();
-            ctx.submit_and_wait(ctx.encoder("probe")).unwrap();
+            ctx.transfers().submit_and_wait(ctx.pipelines().encoder("probe")).unwrap();
         });
         let fold = per_op(1, || {
             s.fold(r).unwrap();
-            ctx.submit_and_wait(ctx.encoder("probe")).unwrap();
+            ctx.transfers().submit_and_wait(ctx.pipelines().encoder("probe")).unwrap();
         });
         println!("m = {m:2}: round coefficients {round:9.1} us, eval {eval:9.1} us, eq weights + wait {eq:9.1} us, fold + wait {fold:9.1} us");
     }

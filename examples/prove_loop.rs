@@ -29,7 +29,7 @@ fn main() {
     let gpu = GpuBackend::open_default().expect("GPU backend").with_profile(profile);
     if let Some(kib) = std::env::var("PROVE_LOOP_CHUNK_KIB").ok().and_then(|v| v.parse::<u64>().ok()) {
         // Tuning: bytes per staging chunk of large uploads and readbacks.
-        gpu.context().set_transfer_chunk_bytes(kib << 10);
+        gpu.context().transfers().set_transfer_chunk_bytes(kib << 10);
     }
     let threads: usize = std::env::var("PROVE_LOOP_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     gpu.prove(&params, &evals).expect("warm-up proof");
@@ -39,7 +39,7 @@ fn main() {
     }
     let mut last = None;
     let ctx = gpu.context().clone();
-    let (costs, transfers) = (ctx.host_costs(), ctx.transfer_counts());
+    let (costs, transfers) = (ctx.transfers().host_costs(), ctx.transfers().transfer_counts());
     let mut times = Vec::new();
     for _ in 0..reps {
         // Fresh evaluations each proof (so fresh challenges), made outside the timing; the same
@@ -50,7 +50,7 @@ fn main() {
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let total: f64 = times.iter().sum();
-    let (costs, transfers) = (ctx.host_costs() - costs, ctx.transfer_counts() - transfers);
+    let (costs, transfers) = (ctx.transfers().host_costs() - costs, ctx.transfers().transfer_counts() - transfers);
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let per = |x: u64| x as f64 / reps as f64;
     let per_ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / reps as f64;

@@ -1,5 +1,5 @@
 //! Host <-> GPU transfers through wgpu on the default adapter: what wgpu's own paths cost beside
-//! ours (`GpuContext::write`, `upload_rows`, `submit_and_read`: pooled staging, all cores).
+//! ours (`GpuTransfers::write`, `upload_rows`, `submit_and_read`: pooled staging, all cores).
 //! `cargo run --release --example transfer_probe [MiB...]`; times in ms, after one warm-up round.
 
 use std::time::Instant;
@@ -122,8 +122,8 @@ fn main() {
             let mut back = vec![0u32; words.len()];
             for _ in 0..3 {
                 let t = Instant::now();
-                let buf = nctx.pooled_for_upload("probe input", words.len());
-                nctx.write(&buf, &words);
+                let buf = nctx.memory().pooled_for_upload("probe input", words.len());
+                nctx.transfers().write(&buf, &words);
                 nctx.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
                 let t_up = ms(t);
                 let t = Instant::now();
@@ -167,10 +167,10 @@ fn main() {
                 let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut back);
                 // SAFETY: u8 and MaybeUninit<u8> have the same layout.
                 let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), dst.len()) };
-                nctx.submit_and_read_chunked_into(nctx.encoder("probe read"), &out, dst, None).map_err(|(e, _)| e).expect("read");
+                nctx.transfers().submit_and_read_chunked_into(nctx.pipelines().encoder("probe read"), &out, dst, None).map_err(|(e, _)| e).expect("read");
                 let t_down = ms(t);
-                nctx.recycle_storage(out);
-                nctx.recycle_storage(buf);
+                nctx.memory().recycle_storage(out);
+                nctx.memory().recycle_storage(buf);
                 println!(
                     "2^{log_n} x 16 one step at a time: upload {t_up:.1} | transform {t_ntt:.1} | readback {t_down:.1} | sum {:.1}",
                     t_up + t_ntt + t_down
@@ -200,7 +200,7 @@ fn main() {
         let words = (mib << 20) / 4;
         let host: Vec<u32> = (0..words as u32).map(|i| i.wrapping_mul(7)).collect();
         let bytes: &[u8] = bytemuck::cast_slice(&host);
-        let dst = ctx.storage("dst", words);
+        let dst = ctx.memory().storage("dst", words);
         // Rows of an extension-field matrix seen as base-field rows, as `ExtensionMmcs` hands
         // them to `GpuMmcs`.
         let ef_rows = words / 64;
@@ -225,15 +225,15 @@ fn main() {
             let t_write_buffer = ms(t);
 
             let t = Instant::now();
-            ctx.write(&dst, &host);
+            ctx.transfers().write(&dst, &host);
             wait();
             let t_ours = ms(t);
 
             let t = Instant::now();
-            let rows = ctx.upload_rows("flat", flat.height(), flat.width(), |r, write| write_matrix_row(&flat, r, write)).expect("upload");
+            let rows = ctx.transfers().upload_rows("flat", flat.height(), flat.width(), |r, write| write_matrix_row(&flat, r, write)).expect("upload");
             wait();
             let t_flat = ms(t);
-            ctx.recycle_storage(rows);
+            ctx.memory().recycle_storage(rows);
 
             // Readback: a MAP_READ buffer copied out by one core, then ours.
             let staging = dev.create_buffer(&wgpu::BufferDescriptor {
@@ -243,7 +243,7 @@ fn main() {
                 mapped_at_creation: false,
             });
             let t = Instant::now();
-            let mut enc = ctx.encoder("read");
+            let mut enc = ctx.pipelines().encoder("read");
             enc.copy_buffer_to_buffer(&dst, 0, &staging, 0, (words * 4) as u64);
             queue.submit([enc.finish()]);
             staging.slice(..).map_async(wgpu::MapMode::Read, |r| r.expect("map"));
@@ -289,7 +289,7 @@ fn main() {
             let t_one_core = ms(t);
             staging.unmap();
             let t = Instant::now();
-            let read = ctx.submit_and_read(ctx.encoder("read"), &dst, words).expect("read");
+            let read = ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &dst, words).expect("read");
             let t_read_ours = ms(t);
             assert_eq!(read, host);
             assert_eq!(bytemuck::cast_slice::<u8, u32>(&one_core), &host[..]);

@@ -308,7 +308,7 @@ fn poseidon2_merkle_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<
     let merkle = GpuMerkle::new(poseidon2);
     let (log_h, width) = (9usize, 7usize);
     let values = common::random_vec(&mut rng, (1 << log_h) * width);
-    let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+    let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
     let tree = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(1 << log_h, width)).unwrap();
     let (cap, data) = cpu.commit_matrix(RowMajorMatrix::new(values, width));
     let layer_one: Vec<[BabyBear; 8]> = merkle.read_nodes(&tree, &[(log_h - 1, 0), (log_h - 1, 1)]).unwrap();

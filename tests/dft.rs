@@ -157,7 +157,7 @@ fn transforms_over_the_binding_limit_run_by_column_blocks() {
     };
     // Transfers in chunks of 16 KiB: results of that size or more have their pages touched
     // ahead on threads of their own, and come back in several chunks.
-    ctx.set_transfer_chunk_bytes(16 << 10);
+    ctx.transfers().set_transfer_chunk_bytes(16 << 10);
     let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
     ntt.set_poison_outputs(true);
     let gpu = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0);
@@ -166,18 +166,18 @@ fn transforms_over_the_binding_limit_run_by_column_blocks() {
         let m = matrix(&mut rng, log_h, w);
         let shift: BabyBear = rng.random();
         assert!(ntt.columns_per_pass(1 << log_h, 2 << log_h, w).unwrap() < w, "2^{log_h} x {w} fits one binding");
-        let before = ctx.transfer_counts().bytes_up;
+        let before = ctx.transfers().transfer_counts().bytes_up;
         assert_eq!(gpu.coset_lde_batch(m.clone(), 1, shift).to_row_major_matrix(), cpu.coset_lde_batch(m.clone(), 1, shift), "lde 2^{log_h} x {w}");
-        assert!(ctx.transfer_counts().bytes_up > before, "the GPU ran it");
+        assert!(ctx.transfers().transfer_counts().bytes_up > before, "the GPU ran it");
         assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m), "dft 2^{log_h} x {w}");
     }
     // The encoder (a zero-tail transform) takes the same path.
     let message = matrix(&mut rng, 10, 24);
     let want = Radix2DFTSmallBatch::<BabyBear>::default()
         .dft_batch(RowMajorMatrix::new(message.values.iter().copied().chain(std::iter::repeat_n(BabyBear::ZERO, message.values.len())).collect(), 24));
-    let before = ctx.transfer_counts().bytes_up;
+    let before = ctx.transfers().transfer_counts().bytes_up;
     assert_eq!(gpu.encoder().encode_batch(message, 1), want, "encode 2^10 x 24 at rate 1/2");
-    assert!(ctx.transfer_counts().bytes_up > before, "the GPU ran it");
+    assert!(ctx.transfers().transfer_counts().bytes_up > before, "the GPU ran it");
     // One column of 2^15 rows is 128 KiB: the CPU computes it.
     let m = matrix(&mut rng, 15, 1);
     assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m));
@@ -304,7 +304,7 @@ fn in_place_transforms_match_the_two_buffer_ones() {
                 for spec in specs {
                     let input: Vec<BabyBear> = common::random_vec(&mut rng, spec.valid_rows * w);
                     let run = |how: u8| {
-                        let src = ctx.upload("ntt source", as_words(&input));
+                        let src = ctx.transfers().upload("ntt source", as_words(&input));
                         let mut batch = ctx.batch("ntt");
                         let source = match how {
                             0 => NttSource::TwoBuffers(&src),
@@ -344,14 +344,14 @@ fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
         let gpu = GpuDft::new(Some(ntt.clone())).with_cpu_threshold(0);
         let mut splits = 0;
         for chunk in [1u64 << 10, 12 << 10, 64 << 10] {
-            ctx.set_transfer_chunk_bytes(chunk);
+            ctx.transfers().set_transfer_chunk_bytes(chunk);
             for (log_h, w) in [(12usize, 1usize), (15, 1), (10, 16), (13, 16), (9, 64), (11, 5), (8, 70), (13, 3)] {
                 let m = matrix(&mut rng, log_h, w);
                 let shift: BabyBear = rng.random();
                 let what = format!("2^{log_h} x {w}, chunks of {chunk} bytes ({:?})", ctx.mul_variant());
-                let before = ctx.host_costs().dispatches;
+                let before = ctx.transfers().host_costs().dispatches;
                 assert_eq!(gpu.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft {what}");
-                let kernels = ctx.host_costs().dispatches - before;
+                let kernels = ctx.transfers().host_costs().dispatches - before;
                 // Chunks of the most rows, a power of two, that fit (aligned for power-of-two
                 // widths): the passes up front once, the rest once per chunk.
                 // Chunks must start at storage-offset-aligned bytes (else no split).
@@ -392,19 +392,19 @@ fn gpu_row_checksums_are_the_hosts() {
             let key = checksum.key(width);
             let host = RowChecksum::host_sums(&key, height, width, |r| &words[r * width..(r + 1) * width]);
             let n = groups(height, width);
-            let key_buffer = ctx.upload("key", &key);
-            let matrix = ctx.upload("matrix", &words);
-            let sums = ctx.storage("sums", n * 4);
-            let mut encoder = ctx.encoder("checksum");
+            let key_buffer = ctx.transfers().upload("key", &key);
+            let matrix = ctx.transfers().upload("matrix", &words);
+            let sums = ctx.memory().storage("sums", n * 4);
+            let mut encoder = ctx.pipelines().encoder("checksum");
             RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 0, width, width), &sums, false)
                 .unwrap();
-            assert_eq!(RowChecksum::from_words(&ctx.submit_and_read(encoder, &sums, n * 4).unwrap()), host, "whole {what}");
+            assert_eq!(RowChecksum::from_words(&ctx.transfers().submit_and_read(encoder, &sums, n * 4).unwrap()), host, "whole {what}");
             // Blocks of 8 columns (the last shorter), each in a buffer of its own, added up.
             for first in (0..width).step_by(8) {
                 let cols = 8.min(width - first);
                 let block: Vec<u32> = (0..height).flat_map(|r| words[r * width + first..r * width + first + cols].to_vec()).collect();
-                let block = ctx.upload("block", &block);
-                let mut encoder = ctx.encoder("checksum");
+                let block = ctx.transfers().upload("block", &block);
+                let mut encoder = ctx.pipelines().encoder("checksum");
                 RowChecksum::record(
                     &ctx,
                     &mut encoder,
@@ -416,11 +416,15 @@ fn gpu_row_checksums_are_the_hosts() {
                     first != 0,
                 )
                 .unwrap();
-                ctx.submit(encoder).unwrap();
+                ctx.transfers().submit(encoder).unwrap();
             }
-            assert_eq!(RowChecksum::from_words(&ctx.submit_and_read(ctx.encoder("read"), &sums, n * 4).unwrap()), host, "by blocks {what}");
+            assert_eq!(
+                RowChecksum::from_words(&ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &sums, n * 4).unwrap()),
+                host,
+                "by blocks {what}"
+            );
             // A block starting at an odd column would split pairs: refused.
-            let mut encoder = ctx.encoder("checksum");
+            let mut encoder = ctx.pipelines().encoder("checksum");
             if width > 2 {
                 assert!(
                     RowChecksum::record(&ctx, &mut encoder, &key_buffer, (&matrix, (height * width * 4) as u64), height, (width, 1, 2, width), &sums, true)
@@ -451,9 +455,9 @@ fn koalabear_lde_trees_committed_ahead_are_plonky3s() {
             let what = format!("2^{log_h} x {w} ({:?})", ctx.mul_variant());
             let lde = dft.coset_lde_batch(m.clone(), 1, shift).bit_reverse_rows().to_row_major_matrix();
             assert_eq!(lde, cpu_dft.coset_lde_batch(m.clone(), 1, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
-            let before = ctx.transfer_counts().bytes_up;
+            let before = ctx.transfers().transfer_counts().bytes_up;
             let (root, data) = mmcs.commit(vec![lde.clone()]);
-            assert!(ctx.transfer_counts().bytes_up - before < 64, "{what}: the LDE went up again");
+            assert!(ctx.transfers().transfer_counts().bytes_up - before < 64, "{what}: the LDE went up again");
             let (cpu_root, cpu_data) = mmcs.cpu().commit(vec![lde.clone()]);
             assert_eq!(root, cpu_root, "root {what}");
             let index = rng.random_range(0..2 << log_h);
@@ -479,9 +483,9 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
     for ctx in common::fresh_contexts() {
         let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
         // With readback chunks of 4 KiB as well (the last passes run chunk by chunk).
-        let default_chunk = ctx.transfer_chunk_bytes();
+        let default_chunk = ctx.transfers().transfer_chunk_bytes();
         for (cap_height, chunk) in [(0, None), (2, None), (1, Some(4 << 10))] {
-            ctx.set_transfer_chunk_bytes(chunk.unwrap_or(default_chunk));
+            ctx.transfers().set_transfer_chunk_bytes(chunk.unwrap_or(default_chunk));
             let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2.clone())), cap_height);
             let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
             for (log_h, w, added) in [(6usize, 5usize, 1usize), (9, 33, 1), (8, 16, 2)] {
@@ -492,9 +496,9 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
                 assert_eq!(lde, cpu_dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
                 // Unchanged: the tree committed ahead; no rows uploaded (a cap's node indices
                 // may go up).
-                let before = ctx.transfer_counts().bytes_up;
+                let before = ctx.transfers().transfer_counts().bytes_up;
                 let (root, data) = mmcs.commit(vec![lde.clone()]);
-                let up = ctx.transfer_counts().bytes_up - before;
+                let up = ctx.transfers().transfer_counts().bytes_up - before;
                 assert!(up < 64, "{what}: {up} bytes went up: the LDE again");
                 let (cpu_root, cpu_data) = mmcs.cpu().commit(vec![lde.clone()]);
                 assert_eq!(root, cpu_root, "root {what}");
@@ -503,9 +507,9 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
                     assert_eq!((ours.opened_values, ours.opening_proof), (theirs.opened_values, theirs.opening_proof), "opening {index} {what}");
                 }
                 // The tree is taken once: the same matrix again is committed from its rows.
-                let before = ctx.transfer_counts().bytes_up;
+                let before = ctx.transfers().transfer_counts().bytes_up;
                 assert_eq!(mmcs.commit(vec![lde.clone()]).0, cpu_root, "second commit {what}");
-                assert!(ctx.transfer_counts().bytes_up > before, "{what}: a tree taken twice");
+                assert!(ctx.transfers().transfer_counts().bytes_up > before, "{what}: a tree taken twice");
                 // One word changed after the DFT: the tree ahead is not used.
                 let mut changed = dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix();
                 let at = rng.random_range(0..changed.values.len());
@@ -519,12 +523,12 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
                 let half = matrix(&mut rng, log_h + added - 1, 3);
                 assert_eq!(mmcs.commit(vec![lde.clone(), half.clone()]).0, mmcs.cpu().commit(vec![lde.clone(), half]).0, "batch {what}");
                 // That commit dropped the tree: the LDE alone now goes up.
-                let before = ctx.transfer_counts().bytes_up;
+                let before = ctx.transfers().transfer_counts().bytes_up;
                 assert_eq!(mmcs.commit(vec![lde.clone()]).0, cpu_root, "after a batch {what}");
-                assert!(ctx.transfer_counts().bytes_up > before, "{what}: a tree kept past another commit");
+                assert!(ctx.transfers().transfer_counts().bytes_up > before, "{what}: a tree kept past another commit");
             }
         }
-        ctx.set_transfer_chunk_bytes(default_chunk);
+        ctx.transfers().set_transfer_chunk_bytes(default_chunk);
         let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2.clone())), 1);
         let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
         // Rows of 33 words over 2 MiB: a word changed in one of the last checksum groups (124
@@ -537,20 +541,20 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
         assert_eq!(mmcs.commit(vec![changed.clone()]).0, mmcs.cpu().commit(vec![changed]).0, "a word changed near the end");
         // A failure inside the commit ahead (the readback of its checksum, awaited by the
         // MMCS) leaves the MMCS to commit the rows itself.
-        ctx.fail_readbacks(1, 1);
+        ctx.faults().fail_readbacks(1, 1);
         let lde = dft.coset_lde_batch(m, 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
-        let before = ctx.transfer_counts().bytes_up;
+        let before = ctx.transfers().transfer_counts().bytes_up;
         assert_eq!(mmcs.commit(vec![lde.clone()]).0, mmcs.cpu().commit(vec![lde]).0, "after a failed commit ahead");
-        assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck");
-        assert!(ctx.transfer_counts().bytes_up > before, "the rows went up");
+        assert_eq!(ctx.faults().injected_failures_left(), 0, "the injected failure struck");
+        assert!(ctx.transfers().transfer_counts().bytes_up > before, "the rows went up");
         // The same with the tree's root failing to come back (after the checksum's readback).
-        ctx.fail_readbacks(2, 1);
+        ctx.faults().fail_readbacks(2, 1);
         let m = matrix(&mut rng, 13, 33);
         let lde = dft.coset_lde_batch(m, 1, BabyBear::ONE).bit_reverse_rows().to_row_major_matrix();
-        let before = ctx.transfer_counts().bytes_up;
+        let before = ctx.transfers().transfer_counts().bytes_up;
         assert_eq!(mmcs.commit(vec![lde.clone()]).0, mmcs.cpu().commit(vec![lde]).0, "after a failed root readback");
-        assert_eq!(ctx.injected_failures_left(), 0, "the injected failure struck the root");
-        assert!(ctx.transfer_counts().bytes_up > before, "the rows went up after a failed root readback");
+        assert_eq!(ctx.faults().injected_failures_left(), 0, "the injected failure struck the root");
+        assert!(ctx.transfers().transfer_counts().bytes_up > before, "the rows went up after a failed root readback");
     }
 }
 
@@ -569,7 +573,7 @@ fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
     };
     // Readbacks in chunks of 8 KiB: each block's last passes run chunk by chunk, and its
     // leaves are absorbed once the block is read back.
-    ctx.set_transfer_chunk_bytes(8 << 10);
+    ctx.transfers().set_transfer_chunk_bytes(8 << 10);
     let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let mmcs = GpuMmcs::new(std::sync::Arc::new(GpuMerkle::new(poseidon2)), 1);
     let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
@@ -584,9 +588,9 @@ fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
         let what = format!("2^{log_h} x {w} +{added} ({:?})", ctx.mul_variant());
         let lde = dft.coset_lde_batch(m.clone(), added, shift).bit_reverse_rows().to_row_major_matrix();
         assert_eq!(lde, cpu_dft.coset_lde_batch(m, added, shift).bit_reverse_rows().to_row_major_matrix(), "lde {what}");
-        let before = ctx.transfer_counts().bytes_up;
+        let before = ctx.transfers().transfer_counts().bytes_up;
         let (root, data) = mmcs.commit(vec![lde.clone()]);
-        let up = ctx.transfer_counts().bytes_up - before;
+        let up = ctx.transfers().transfer_counts().bytes_up - before;
         assert_eq!(up < 64, ahead, "{what}: {up} bytes went up");
         let (cpu_root, cpu_data) = mmcs.cpu().commit(vec![lde]);
         assert_eq!(root, cpu_root, "root {what}");
@@ -607,7 +611,7 @@ fn koalabear_dft_lde_and_encoder_match_plonky3() {
     let cpu = Radix2DFTSmallBatch::<KoalaBear>::default();
     // Contexts of this test's own: the dispatch count below must not see other tests' work.
     for ctx in common::fresh_contexts() {
-        let dispatches = ctx.host_costs().dispatches;
+        let dispatches = ctx.transfers().host_costs().dispatches;
         let ntt = std::sync::Arc::new(GpuNtt::new(ctx.clone()));
         ntt.set_poison_outputs(true);
         let gpu = GpuDft::<KoalaBear>::new(Some(ntt)).with_cpu_threshold(0);
@@ -645,7 +649,7 @@ fn koalabear_dft_lde_and_encoder_match_plonky3() {
         let err = enc.try_encode_batch(RowMajorMatrix::new(vec![KoalaBear::ZERO; 1 << 4], 1), 21).unwrap_err();
         assert!(err.to_string().contains("KoalaBear's 2^24"), "{err}");
         // The transforms ran on the GPU, not the CPU fallback (which would warn and match too).
-        let ran = ctx.host_costs().dispatches - dispatches;
+        let ran = ctx.transfers().host_costs().dispatches - dispatches;
         assert!(ran > 300, "the KoalaBear transforms did not run on the GPU ({ran} dispatches)");
     }
 }

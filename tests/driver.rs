@@ -144,9 +144,9 @@ fn spinning_waits_give_the_same_proofs() {
         for p in grid(&mut rng, 3) {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
             let (_, expected) = reference(&p, &evals);
-            let before = ctx.host_costs();
+            let before = ctx.transfers().host_costs();
             assert!(drive(&steps, &p, &evals) == expected, "{p:?} ({:?}): the proofs differ", ctx.mul_variant());
-            assert!(ctx.host_costs().wait > before.wait, "the proof waited for the GPU");
+            assert!(ctx.transfers().host_costs().wait > before.wait, "the proof waited for the GPU");
         }
     }
 }
@@ -164,12 +164,12 @@ fn early_submits_give_the_same_proofs() {
             let (_, expected) = reference(&p, &evals);
             let mut submissions = Vec::new();
             for early in [true, false] {
-                ctx.set_early_submits(early);
-                let before = ctx.transfer_counts();
+                ctx.transfers().set_early_submits(early);
+                let before = ctx.transfers().transfer_counts();
                 assert!(drive(&steps, &p, &evals) == expected, "{p:?} ({:?}, early submits {early}): the proofs differ", ctx.mul_variant());
-                submissions.push((ctx.transfer_counts() - before).submissions);
+                submissions.push((ctx.transfers().transfer_counts() - before).submissions);
             }
-            ctx.set_early_submits(true);
+            ctx.transfers().set_early_submits(true);
             assert!(submissions[0] > submissions[1], "{p:?}: early submits made {} submissions, one per step {}", submissions[0], submissions[1]);
         }
     }
@@ -422,11 +422,11 @@ fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changi
             assert!(!profiler.begin_dispatches(), "no dispatch profile without timestamp queries");
             continue;
         }
-        let before = ctx.host_costs().dispatches;
+        let before = ctx.transfers().host_costs().dispatches;
         assert!(profiler.begin_dispatches());
         let profiled = gpu.prove(&p, &evals).unwrap();
         let kernels = profiler.end_dispatches().unwrap().expect("a dispatch profile ran");
-        let dispatched = ctx.host_costs().dispatches - before;
+        let dispatched = ctx.transfers().host_costs().dispatches - before;
         assert!(profiled.proof == plain.proof, "a pass per dispatch changed the proof");
         assert_eq!(kernels.iter().map(|k| k.dispatches as u64).sum::<u64>(), dispatched, "every dispatch is timed once");
         assert!(kernels.iter().all(|k| k.kernel != "unnamed"), "every pipeline is named: {kernels:?}");
@@ -438,14 +438,14 @@ fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changi
         assert!(gpu.prove(&p, &evals).unwrap().proof == plain.proof);
 
         if profiler.available() {
-            let submissions = ctx.transfer_counts().submissions;
+            let submissions = ctx.transfers().transfer_counts().submissions;
             assert!(profiler.begin());
             let again = gpu.prove(&p, &evals).unwrap();
             let (_, queue) = profiler.end_with_occupancy().unwrap().expect("a profile ran");
             assert!(again.proof == plain.proof);
             assert_eq!(
                 queue.submissions as u64,
-                ctx.transfer_counts().submissions - submissions - 1,
+                ctx.transfers().transfer_counts().submissions - submissions - 1,
                 "each of the proof's submissions (not the profile's own readback)"
             );
             assert!(queue.busy > std::time::Duration::ZERO && queue.busy <= queue.window && queue.busy <= queue.summed, "{queue:?}");
@@ -478,10 +478,10 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
         // the last one, the proof is the GPU's.
         let mut skip = 0;
         loop {
-            ctx.fail_readbacks(skip, 1);
+            ctx.faults().fail_readbacks(skip, 1);
             let out = gpu.prove(&p, &evals).unwrap();
-            let struck = ctx.injected_failures_left() == 0;
-            ctx.fail_readbacks(0, 0);
+            let struck = ctx.faults().injected_failures_left() == 0;
+            ctx.faults().fail_readbacks(0, 0);
             assert!(out.proof == expected.proof, "failure after {skip} readbacks: the proofs differ");
             ProofFile::from_bytes(&out.proof_file(&p).to_bytes()).unwrap().verify(&p).unwrap();
             if out.path == "gpu" {

@@ -34,7 +34,7 @@ fn sizes_over_the_adapter_limit_fail_loudly_before_allocating() {
         // 2^27 rows x 8 columns = 4 GiB: over every adapter's single-binding limit.
         let spec = NttSpec::<BabyBear>::forward(27, 8);
         let mut batch = ntt.context().batch("too large");
-        let src = ntt.context().storage("tiny", 1);
+        let src = ntt.context().memory().storage("tiny", 1);
         match ntt.record(&mut batch, NttSource::TwoBuffers(&src), &spec) {
             Err(GpuError::TooLarge { needed, limit: l, .. }) => {
                 assert_eq!(l, limit);
@@ -62,7 +62,7 @@ fn sizes_that_would_overflow_are_errors() {
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         // 2^63 x 2 wraps to 0 in usize: must not be taken for the empty input.
-        let tiny = ctx.storage("tiny", 8);
+        let tiny = ctx.memory().storage("tiny", 8);
         for (h, w) in [(1usize << 63, 2usize), (1 << 33, 1)] {
             match merkle.commit(TreeRows::Matrix(&tiny), TreeSpec::new(h, w)) {
                 Err(GpuError::InvalidInput(_)) => {}
@@ -75,7 +75,7 @@ fn sizes_that_would_overflow_are_errors() {
         assert!(err.to_string().contains("32-bit row indexing"), "{err}");
 
         let ntt = GpuNtt::new(ctx.clone());
-        let (a, b) = (ctx.storage("a", 64), ctx.storage("b", 64));
+        let (a, b) = (ctx.memory().storage("a", 64), ctx.memory().storage("b", 64));
         for words in [(1usize << 32) + 4, 6, 128] {
             let err = ntt.record_copy(&mut batch, &a, &b, words).unwrap_err();
             assert!(matches!(err, GpuError::InvalidInput(_)), "{words}: {err}");
@@ -104,21 +104,21 @@ fn recording_errors_outside_scoped_calls_are_returned() {
     for ctx in common::contexts() {
         // A copy past the end of its source is a validation error wgpu raises when the encoder
         // is finished: submit_and_read must return it, not log it and return garbage.
-        let (small, dst) = (ctx.storage("small", 4), ctx.storage("dst", 64));
-        let mut enc = ctx.encoder("bad copy");
+        let (small, dst) = (ctx.memory().storage("small", 4), ctx.memory().storage("dst", 64));
+        let mut enc = ctx.pipelines().encoder("bad copy");
         enc.copy_buffer_to_buffer(&small, 0, &dst, 0, 256);
-        let err = ctx.submit_and_read(enc, &dst, 4).unwrap_err();
+        let err = ctx.transfers().submit_and_read(enc, &dst, 4).unwrap_err();
         assert!(matches!(err, GpuError::Validation { .. }), "{err}");
-        let mut enc = ctx.encoder("bad copy");
+        let mut enc = ctx.pipelines().encoder("bad copy");
         enc.copy_buffer_to_buffer(&small, 0, &dst, 0, 256);
-        assert!(matches!(ctx.submit_and_wait(enc), Err(GpuError::Validation { .. })));
+        assert!(matches!(ctx.transfers().submit_and_wait(enc), Err(GpuError::Validation { .. })));
         // Reading more than the buffer holds is refused up front.
-        let err = ctx.submit_and_read(ctx.encoder("over-read"), &small, 5).unwrap_err();
+        let err = ctx.transfers().submit_and_read(ctx.pipelines().encoder("over-read"), &small, 5).unwrap_err();
         assert!(matches!(err, GpuError::InvalidInput(_)), "{err}");
         // The context still works afterwards.
-        ctx.write(&dst, &[7; 16]);
-        assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &dst, 16).unwrap(), vec![7; 16]);
-        assert_eq!(ctx.take_uncaptured_error(), None);
+        ctx.transfers().write(&dst, &[7; 16]);
+        assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &dst, 16).unwrap(), vec![7; 16]);
+        assert_eq!(ctx.faults().take_uncaptured_error(), None);
     }
 }
 
@@ -141,14 +141,14 @@ fn failed_merkle_readbacks_fall_back_to_the_cpu_tree() {
         assert_eq!(gcap, ccap);
         assert!(matches!(gdata, GpuProverData::Gpu { .. }));
         let indices = [3, 200, 3, 77];
-        ctx.fail_next_readbacks(1);
+        ctx.faults().fail_next_readbacks(1);
         let ((gv, gp), (cv, cp)) = (gpu.open_multi_batch(&indices, &gdata), cpu.open_multi_batch(&indices, &cdata));
         assert_eq!((gv, gp.sibling_hashes), (cv, cp.sibling_hashes), "multi-opening after a failed readback");
-        ctx.fail_next_readbacks(1);
+        ctx.faults().fail_next_readbacks(1);
         let (g, c) = (gpu.open_batch(77, &gdata), cpu.open_batch(77, &cdata));
         assert_eq!((g.opened_values, g.opening_proof), (c.opened_values, c.opening_proof), "opening after a failed readback");
         // A failed commit readback commits on the CPU, with the same cap.
-        ctx.fail_next_readbacks(1);
+        ctx.faults().fail_next_readbacks(1);
         let (cap, data) = gpu.commit(vec![RowMajorMatrix::new(common::random_vec(&mut rng, 64 * 8), 8)]);
         assert!(matches!(data, GpuProverData::Cpu(_)));
         assert_eq!(cap.roots().len(), 1);
@@ -170,12 +170,12 @@ fn failed_dft_readbacks_fall_back_to_the_cpu_with_the_input_intact() {
         // Also in transfer chunks of 4 KiB: the last passes split by chunk, and an LDE's grown
         // memory touched ahead by threads that the failed readback must still join.
         for (log_h, w, chunk) in [(10usize, 4usize, None), (6, 33, None), (10, 4, Some(4u64 << 10)), (9, 16, Some(4 << 10))] {
-            ctx.set_transfer_chunk_bytes(chunk.unwrap_or(64 << 20));
+            ctx.transfers().set_transfer_chunk_bytes(chunk.unwrap_or(64 << 20));
             let m = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_h) * w), w);
             let shift = p3_baby_bear::BabyBear::new(31);
-            ctx.fail_next_readbacks(1);
+            ctx.faults().fail_next_readbacks(1);
             assert_eq!(dft.dft_batch(m.clone()).to_row_major_matrix(), cpu.dft_batch(m.clone()), "dft after a failed readback");
-            ctx.fail_next_readbacks(1);
+            ctx.faults().fail_next_readbacks(1);
             assert_eq!(dft.coset_lde_batch(m.clone(), 1, shift).to_row_major_matrix(), cpu.coset_lde_batch(m.clone(), 1, shift), "lde after a failed readback");
             // And the GPU path itself, afterwards.
             assert_eq!(dft.coset_lde_batch(m.clone(), 2, shift).to_row_major_matrix(), cpu.coset_lde_batch(m, 2, shift));

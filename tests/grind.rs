@@ -179,8 +179,8 @@ where
             // Words the "kernel" left: some padding, then what the transcript observes next.
             let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));
             let words: Vec<F> = (0..skip + count).map(|_| rng.random()).collect();
-            let observed = ctx.storage("observed", words.len());
-            ctx.write(&observed, whir_wgpu::gpu::field::as_words(&words));
+            let observed = ctx.memory().storage("observed", words.len());
+            ctx.transfers().write(&observed, whir_wgpu::gpu::field::as_words(&words));
             let (g, b, sponge, pending) = ahead.target().expect("the challenger published its state");
             assert_eq!(b, bits);
             let mut dispatches = Vec::new();

@@ -373,11 +373,11 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
         let pcs: GpuWhirPcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
         let prove = |rng: &mut StdRng| {
             let mut challenger = GpuChallenger::new(permutation(), None);
-            let t0 = ctx.transfer_counts();
+            let t0 = ctx.transfers().transfer_counts();
             let (_, data) = pcs.commit(Witness::new(tables(case, rng), case.fold), &mut challenger).unwrap();
-            let t1 = ctx.transfer_counts();
+            let t1 = ctx.transfers().transfer_counts();
             let proof = pcs.open(data, case.protocol(), &mut challenger).unwrap();
-            (t1 - t0, ctx.transfer_counts() - t1, postcard::to_allocvec(&proof).unwrap().len() as u64)
+            (t1 - t0, ctx.transfers().transfer_counts() - t1, postcard::to_allocvec(&proof).unwrap().len() as u64)
         };
         // (The first proof on a context also uploads its NTT tables.)
         prove(&mut rng);

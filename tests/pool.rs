@@ -123,9 +123,9 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
         |backend, (job, fate)| match fate {
             Fate::Prove => backend.prove(&job.params, &job.evals),
             Fate::DeviceFails => {
-                backend.context().fail_readbacks_on_this_thread(1, 1_000);
+                backend.context().faults().fail_readbacks_on_this_thread(1, 1_000);
                 let out = backend.prove(&job.params, &job.evals);
-                backend.context().fail_readbacks_on_this_thread(0, 0);
+                backend.context().faults().fail_readbacks_on_this_thread(0, 0);
                 out
             }
             Fate::BadInput => backend.prove(&job.params, &job.evals[1..]),
@@ -157,7 +157,7 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
             (fate, out) => panic!("job {i} ({fate:?}): unexpected {:?}", out.map(|o| o.path)),
         }
     }
-    assert_eq!(ctx.injected_failures_left(), 0, "no fault was left over for other threads");
+    assert_eq!(ctx.faults().injected_failures_left(), 0, "no fault was left over for other threads");
 }
 
 #[test]

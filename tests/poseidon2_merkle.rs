@@ -536,7 +536,7 @@ fn encode_then_commit_in_one_submission() {
             let (want, _) = cpu_mmcs.commit_matrix(codeword);
 
             let spec = GpuEncoder::<BabyBear>::spec(log_msg, width, rate);
-            let src = ctx.upload("message", whir_wgpu::gpu::field::as_words(&message.values));
+            let src = ctx.transfers().upload("message", whir_wgpu::gpu::field::as_words(&message.values));
             let mut batch = ctx.batch("encode + commit");
             let encoded = ntt.record(&mut batch, NttSource::TwoBuffers(&src), &spec).unwrap();
             let tree = merkle.record_tree(&mut batch, TreeRows::Matrix(&encoded), TreeSpec::new(spec.rows(), width)).unwrap();
@@ -578,7 +578,7 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rn
     for &(log_h, width) in shapes {
         let h = 1usize << log_h;
         let values = common::random_vec(rng, h * width);
-        let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+        let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
         let commit = |keep: bool| merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
         let (full, trimmed) = (commit(true), commit(false));
         assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
@@ -633,7 +633,7 @@ fn trees_keeping_only_upper_layers_open_the_same() {
             let h = 1usize << log_h;
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
-            let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+            let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
             let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
             let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
@@ -700,8 +700,8 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
             let reversed: Vec<BabyBear> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
-            let matrix = ctx.upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-            let stored = ctx.upload("bit-reversed matrix", whir_wgpu::gpu::field::as_words(&reversed));
+            let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+            let stored = ctx.transfers().upload("bit-reversed matrix", whir_wgpu::gpu::field::as_words(&reversed));
             let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
             let tree = merkle.commit(TreeRows::Matrix(&stored), TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
             assert_eq!(tree.root, full.root, "{what}: root");
@@ -740,7 +740,7 @@ fn row_chunk_trees_without_leaf_digests_match() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         for (height, width, chunk) in [(256usize, 4usize, 64usize), (38, 6, 16), (150, 16, 32), (2, 3, 2), (40, 2, 8)] {
             let values = common::random_vec(&mut rng, height * width);
-            let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.upload("rows", whir_wgpu::gpu::field::as_words(c))).collect();
+            let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.transfers().upload("rows", whir_wgpu::gpu::field::as_words(c))).collect();
             let chunks: Vec<RowChunk<'_>> =
                 buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
             let group = || [RowGroup { chunks: chunks.clone(), height, width }];

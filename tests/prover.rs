@@ -79,7 +79,7 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
         Err(ProverError::Gpu(GpuError::OverBudget { budget_mib, .. })) => assert_eq!(budget_mib, (estimate_mib - 1) as f64),
         other => panic!("expected a refusal naming the budget, got {:?}", other.map(|o| o.path)),
     }
-    assert_eq!(tight.transfer_counts().submissions, 0, "refused before any work");
+    assert_eq!(tight.transfers().transfer_counts().submissions, 0, "refused before any work");
 
     let roomy = common::open_with(GpuOptions { memory_mib: Some(estimate_mib + 64), ..common::env_options() }).expect("context");
     let out = GpuBackend::new(roomy.clone()).prove(&p, &evals).expect("fits");
@@ -93,7 +93,7 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
     // backend counts buffer memory; wgpu's Vulkan backend does).
     if roomy.memory().buffer_bytes() > 0 {
         let err = roomy.scoped("test step", || {
-            let _big = roomy.storage("too big", ((estimate_mib + 65) << 20) as usize / 4);
+            let _big = roomy.memory().storage("too big", ((estimate_mib + 65) << 20) as usize / 4);
             Ok(())
         });
         assert!(matches!(err, Err(GpuError::OverBudget { .. })), "{err:?}");

@@ -20,11 +20,11 @@ fn keccak_stark_on_gpu_pieces_matches_the_cpu_prover_and_verifies() {
         let (queries, pow) = (20, 8);
         // Every transform on the GPU (at this size the default would keep the CPU).
         let gpu = config::gpu_config(ctx.clone(), queries, pow, Some(0));
-        let before = ctx.transfer_counts();
+        let before = ctx.transfers().transfer_counts();
         let proof = p3_uni_stark::prove(&gpu, &air, trace.clone(), &[]).expect("GPU proof");
         // The GPU did the work: the trace went up to the DFT, and its LDE (twice the trace) was
         // committed while still there, not uploaded again.
-        let up = ctx.transfer_counts().bytes_up - before.bytes_up;
+        let up = ctx.transfers().transfer_counts().bytes_up - before.bytes_up;
         let trace_bytes = (trace.values.len() * 4) as u64;
         assert!(
             up >= trace_bytes && up < 2 * trace_bytes,
@@ -96,9 +96,9 @@ fn keccak_stark_over_koalabear_on_gpu_pieces_matches_the_cpu_prover_and_verifies
         let dft = GpuDft::<Val>::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).with_cpu_threshold(0).committing_ahead_for(&mmcs).with_commit_ahead_from(0);
         let pcs = GpuPcs::new(dft, mmcs.clone(), config::fri_params(ExtensionMmcs::new(mmcs), queries, pow));
         let gpu = StarkConfig::new(pcs, GpuChallenger::new(constants.to_cpu(), Some(Arc::new(GpuGrinder::new(poseidon2)))).with_gpu_min_bits(0));
-        let before = ctx.transfer_counts();
+        let before = ctx.transfers().transfer_counts();
         let proof = p3_uni_stark::prove(&gpu, &air, trace.clone(), &[]).expect("GPU proof");
-        let up = ctx.transfer_counts().bytes_up - before.bytes_up;
+        let up = ctx.transfers().transfer_counts().bytes_up - before.bytes_up;
         let trace_bytes = (trace.values.len() * 4) as u64;
         assert!(up >= trace_bytes, "{up} bytes uploaded for a {trace_bytes}-byte trace: the GPU pieces were not used");
         let ours = postcard::to_allocvec(&proof).unwrap();

@@ -237,7 +237,7 @@ where
 {
     let f: Vec<F> = (0..1 << m).map(|_| rng.random()).collect();
     let ntt = Arc::new(GpuNtt::new(ctx.clone()));
-    let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+    let buffer = ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&f));
     let mut gpu = GpuSumcheck::<F, E>::from_base(ntt, buffer, m).unwrap();
     assert!(gpu.is_base());
     let mut cpu = CpuSumcheck::<F, E>::new(f.iter().copied().map(E::from).collect(), vec![E::ZERO; 1 << m]).unwrap();
@@ -273,7 +273,7 @@ fn evaluations_match_the_twin_across_chunk_boundaries() {
             let lifted: Vec<Ext4> = base.iter().copied().map(Ext4::from).collect();
             let ext = ext_vec(&mut rng, 1 << m);
             let zero = vec![Ext4::default(); 1 << m];
-            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&base));
+            let buffer = ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&base));
             let gpus = [
                 (GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap(), CpuSumcheck::new(lifted, zero.clone()).unwrap(), "base"),
                 (GpuSumcheck::new(ntt.clone(), &ext, &zero).unwrap(), CpuSumcheck::new(ext, zero).unwrap(), "ext"),
@@ -370,7 +370,7 @@ fn lazy_equality_weights_match_the_twin() {
         for (m, rounds, count, chain) in cases {
             let what = format!("m = {m}, {rounds} lazy rounds, {count} points, chain {chain:?} ({:?}, small binding: {small})", ctx.mul_variant());
             let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
-            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+            let buffer = ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&f));
             let mut gpu = GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap();
             let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
             let points: Vec<Point<Ext4>> = (0..count).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
@@ -422,7 +422,7 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
         for (m, rounds, host, chained) in [(10usize, 4usize, 1usize, 3usize), (9, 2, 0, 4), (8, 3, 2, 3)] {
             let what = format!("m = {m}, {rounds} lazy rounds, {host} on the host, then a chain of {chained} ({:?})", ctx.mul_variant());
             let f: Vec<BabyBear> = (0..1 << m).map(|_| rng.random()).collect();
-            let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+            let buffer = ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&f));
             let mut gpu = GpuSumcheck::from_base(ntt.clone(), buffer, m).unwrap();
             let mut cpu = CpuSumcheck::new(f.iter().copied().map(Ext4::from).collect(), vec![Ext4::default(); 1 << m]).unwrap();
             let points: Vec<Point<Ext4>> = (0..2).map(|_| Point::new(ext_vec(&mut rng, m))).collect();
@@ -490,7 +490,7 @@ fn round_heads_match_the_host_transcript() {
         // Requests the GPU does not play.
         let f = ext_vec(&mut rng, 1 << 4);
         let gpu = GpuSumcheck::new(ntt.clone(), &f, &f).unwrap();
-        let root = ctx.upload("root", &[0u32; 8]);
+        let root = ctx.transfers().upload("root", &[0u32; 8]);
         let sponge = [BabyBear::default(); 16];
         for (samples, pending, needle) in [(MAX_SCRIPT_SAMPLES + 1, 0, "points in one sponge script"), (1, 8, "pending inputs")] {
             let request = SpongeScript { grinder: grinder.clone(), sponge, pending: vec![BabyBear::default(); pending], samples, grind_bits: 0 };
@@ -520,7 +520,7 @@ fn slot_evaluations_and_weights_match_the_twin() {
                 let ntt = Arc::new(GpuNtt::new(ctx.clone()));
                 let (mut cpu, mut gpu) = if base {
                     let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
-                    let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+                    let buffer = ctx.transfers().upload("f", whir_wgpu::gpu::field::as_words(&f));
                     let cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
                     (cpu, GpuSumcheck::from_base(ntt, buffer, m).unwrap())
                 } else {
@@ -608,7 +608,7 @@ fn lazy_slot_sumchecks(
     what: &str,
 ) -> (GpuSumcheck, CpuSumcheck) {
     let f: Vec<BabyBear> = (0..1usize << m).map(|_| rng.random()).collect();
-    let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+    let buffer = ctx.transfers().upload("f", whir_wgpu::gpu::field::as_words(&f));
     let mut cpu = CpuSumcheck::new(f.iter().map(|&v| Ext4::from(v)).collect(), vec![Ext4::ZERO; 1 << m]).unwrap();
     let mut gpu = GpuSumcheck::from_base(Arc::new(GpuNtt::new(ctx.clone())), buffer, m).unwrap();
     let sets = random_slot_sets(rng, m, k_min);
@@ -763,7 +763,7 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     for slots in [false, true] {
         let what = format!("{}, m = {m}, {rounds} lazy rounds, slots {slots}, {:?}, binding {} B", E::NAME, ctx.mul_variant(), ctx.max_binding_bytes());
         let f: Vec<F> = rand_vec(rng, 1 << m);
-        let buffer = ctx.upload("f", whir_wgpu::gpu::field::as_words(&f));
+        let buffer = ctx.transfers().upload("f", whir_wgpu::gpu::field::as_words(&f));
         let mut gpu = GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), buffer, m).unwrap();
         let mut cpu = CpuSumcheck::<F, E>::new(f.iter().map(|&v| E::from(v)).collect(), vec![E::ZERO; 1 << m]).unwrap();
         if slots {
@@ -873,7 +873,8 @@ where
     let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));
     let m = 6;
     let f: Vec<F> = rand_vec(rng, 1 << m);
-    let mut gpu = GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
+    let mut gpu =
+        GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
     SumcheckState::set_lazy_eq_weights(&mut gpu, &[Point::<E>::rand(rng, m)], &[E::ONE], 2).unwrap();
     let degree_4 = E::ID == whir_wgpu::gpu::field::ExtensionId::Degree4;
     assert_eq!(gpu.can_chain(), degree_4, "lazy weights over {}", std::any::type_name::<E>());
@@ -987,7 +988,7 @@ fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     let ntt = Arc::new(GpuNtt::new(ctx.clone()));
     let (mut gpu, mut cpu) = if base {
         let f: Vec<F> = rand_vec(rng, 1 << m);
-        let buffer = ctx.upload("base f", whir_wgpu::gpu::field::as_words(&f));
+        let buffer = ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&f));
         (
             GpuSumcheck::<F, E>::from_base(ntt, buffer, m).unwrap(),
             CpuSumcheck::<F, E>::new(f.into_iter().map(E::from).collect(), vec![E::default(); 1 << m]).unwrap(),
@@ -1001,7 +1002,7 @@ fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     }
     let mut ch = host_challenger::<F>(rng, pending);
     let root_words: [F; 8] = std::array::from_fn(|_| rng.random());
-    let root = ctx.upload("root", whir_wgpu::gpu::field::as_words(&root_words));
+    let root = ctx.transfers().upload("root", whir_wgpu::gpu::field::as_words(&root_words));
     let request = SpongeScript { grinder, sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
     let mut batch = ctx.batch("sponge script test");
     let root_slot = batch.read(&root, 0, 8);

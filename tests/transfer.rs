@@ -20,12 +20,12 @@ fn uploads_and_readbacks_round_trip() {
     for ctx in common::contexts() {
         for words in SIZES {
             let data = random_words(&mut rng, words);
-            let buffer = ctx.upload("round trip", &data);
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, words).unwrap(), data, "{words} words");
+            let buffer = ctx.transfers().upload("round trip", &data);
+            assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &buffer, words).unwrap(), data, "{words} words");
             // A second write into the same buffer reuses pooled staging memory.
             let again = random_words(&mut rng, words);
-            ctx.write(&buffer, &again);
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, words).unwrap(), again, "rewrite of {words} words");
+            ctx.transfers().write(&buffer, &again);
+            assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &buffer, words).unwrap(), again, "rewrite of {words} words");
         }
     }
 }
@@ -38,6 +38,7 @@ fn row_uploads_match_the_rows_in_any_pieces() {
             let data = random_words(&mut rng, rows * width);
             // Each row handed over in two pieces, split at a row-dependent point.
             let buffer = ctx
+                .transfers()
                 .upload_rows("rows", rows, width, |r, write| {
                     let row = &data[r * width..(r + 1) * width];
                     let cut = r % (width + 1);
@@ -45,8 +46,8 @@ fn row_uploads_match_the_rows_in_any_pieces() {
                     write(&row[cut..]);
                 })
                 .unwrap();
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, rows * width).unwrap(), data, "{rows} x {width}");
-            ctx.recycle_storage(buffer);
+            assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &buffer, rows * width).unwrap(), data, "{rows} x {width}");
+            ctx.memory().recycle_storage(buffer);
         }
     }
 }
@@ -55,12 +56,12 @@ fn row_uploads_match_the_rows_in_any_pieces() {
 fn rows_of_the_wrong_length_are_an_error() {
     for ctx in common::contexts() {
         for (rows, width) in [(4, 8), (1 << 16, 8)] {
-            let short = ctx.upload_rows("short rows", rows, width, |r, write| {
+            let short = ctx.transfers().upload_rows("short rows", rows, width, |r, write| {
                 let row = vec![r as u32; if r == rows / 2 { width - 1 } else { width }];
                 write(&row);
             });
             assert!(matches!(short, Err(GpuError::InvalidInput(ref m)) if m.contains("did not fill")), "short row accepted: {short:?}");
-            let long = ctx.upload_rows("long rows", rows, width, |_, write| write(&vec![1u32; width + 1]));
+            let long = ctx.transfers().upload_rows("long rows", rows, width, |_, write| write(&vec![1u32; width + 1]));
             assert!(matches!(long, Err(GpuError::InvalidInput(_))), "long row accepted: {long:?}");
         }
     }
@@ -72,14 +73,14 @@ fn pooled_buffers_hold_what_was_last_written() {
     for ctx in common::contexts() {
         let words = (1 << 18) + 3;
         let first = random_words(&mut rng, words);
-        let a = ctx.pooled_storage("pooled", words);
-        ctx.write(&a, &first);
-        assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &a, words).unwrap(), first);
-        ctx.recycle_storage(a);
+        let a = ctx.memory().pooled_storage("pooled", words);
+        ctx.transfers().write(&a, &first);
+        assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &a, words).unwrap(), first);
+        ctx.memory().recycle_storage(a);
         let second = random_words(&mut rng, words);
-        let b = ctx.pooled_storage("pooled", words);
-        ctx.write(&b, &second);
-        assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &b, words).unwrap(), second);
+        let b = ctx.memory().pooled_storage("pooled", words);
+        ctx.transfers().write(&b, &second);
+        assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &b, words).unwrap(), second);
     }
 }
 
@@ -94,19 +95,19 @@ fn chunked_transfers_round_trip() {
     use whir_wgpu::gpu::GpuDft;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        ctx.set_transfer_chunk_bytes(12 << 10);
+        ctx.transfers().set_transfer_chunk_bytes(12 << 10);
         for words in [3 << 10, (3 << 10) + 1, 7 << 10, 100_000, 1 << 18, (1 << 18) + 13] {
             let data = random_words(&mut rng, words);
-            let buffer = ctx.upload("chunked", &data);
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, words).unwrap(), data, "{words} words");
+            let buffer = ctx.transfers().upload("chunked", &data);
+            assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &buffer, words).unwrap(), data, "{words} words");
             let again = random_words(&mut rng, words);
-            ctx.write(&buffer, &again);
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, words).unwrap(), again, "rewrite of {words} words");
+            ctx.transfers().write(&buffer, &again);
+            assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &buffer, words).unwrap(), again, "rewrite of {words} words");
         }
         for (rows, width) in [(5000usize, 7usize), (3, 4000), (1 << 12, 16)] {
             let data = random_words(&mut rng, rows * width);
-            let buffer = ctx.upload_rows("chunked rows", rows, width, |r, write| write(&data[r * width..(r + 1) * width])).unwrap();
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read"), &buffer, rows * width).unwrap(), data, "{rows} rows of {width}");
+            let buffer = ctx.transfers().upload_rows("chunked rows", rows, width, |r, write| write(&data[r * width..(r + 1) * width])).unwrap();
+            assert_eq!(ctx.transfers().submit_and_read(ctx.pipelines().encoder("read"), &buffer, rows * width).unwrap(), data, "{rows} rows of {width}");
         }
         let dft = GpuDft::on(ctx.clone()).with_cpu_threshold(0);
         for (log_h, w) in [(12usize, 16usize), (10, 9)] {
@@ -127,15 +128,15 @@ fn buffers_in_unsubmitted_work_stay_with_their_thread() {
         let words = 12_345;
         let from_another_thread = |ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>| {
             let ctx = ctx.clone();
-            std::thread::spawn(move || ctx.pooled_storage("other thread", words)).join().unwrap()
+            std::thread::spawn(move || ctx.memory().pooled_storage("other thread", words)).join().unwrap()
         };
-        let held = ctx.storage("held", words);
-        ctx.recycle_after_submit(held.clone());
+        let held = ctx.memory().storage("held", words);
+        ctx.memory().recycle_after_submit(held.clone());
         assert!(from_another_thread(&ctx) != held, "another thread took a buffer that unsubmitted work uses");
-        let again = ctx.pooled_storage("same thread", words);
+        let again = ctx.memory().pooled_storage("same thread", words);
         assert!(again == held, "the recording thread does not get its own buffer back");
-        ctx.recycle_after_submit(again);
-        ctx.submit(ctx.encoder("release")).unwrap();
+        ctx.memory().recycle_after_submit(again);
+        ctx.transfers().submit(ctx.pipelines().encoder("release")).unwrap();
         assert!(from_another_thread(&ctx) == held, "the buffer did not join the pool after the submission");
     }
 }
@@ -149,7 +150,7 @@ fn readbacks_finished_later_hold_what_was_there_when_submitted() {
     for ctx in common::contexts() {
         for words in [0, 1, 1000, (1 << 18) + 3, (16 << 20) + 7] {
             let first = random_words(&mut rng, words);
-            let buffer = ctx.upload("read later", &first);
+            let buffer = ctx.transfers().upload("read later", &first);
             let mut batch = ctx.batch("read later");
             let whole = batch.read(&buffer, 0, words);
             let tail = batch.read(&buffer, words / 3, words - words / 3);
@@ -158,8 +159,12 @@ fn readbacks_finished_later_hold_what_was_there_when_submitted() {
             let alone_slot = alone.read(&buffer, 0, words);
             let alone = ctx.submit_batch(alone).unwrap();
             let second = random_words(&mut rng, words);
-            ctx.write(&buffer, &second);
-            assert_eq!(ctx.submit_and_read(ctx.encoder("read now"), &buffer, words).unwrap(), second, "{words} words: the second write");
+            ctx.transfers().write(&buffer, &second);
+            assert_eq!(
+                ctx.transfers().submit_and_read(ctx.pipelines().encoder("read now"), &buffer, words).unwrap(),
+                second,
+                "{words} words: the second write"
+            );
             let readback = ctx.finish_batch(pending).unwrap();
             assert_eq!(readback.get(whole).unwrap(), &first[..], "{words} words: the readback submitted first");
             assert_eq!(readback.get(tail).unwrap(), &first[words / 3..], "{words} words: the second region");
@@ -167,10 +172,10 @@ fn readbacks_finished_later_hold_what_was_there_when_submitted() {
         }
         for (first, words) in [(0, 5), (3, 2), (usize::MAX, 2)] {
             let mut batch = ctx.batch("too many");
-            batch.read(&ctx.storage("small", 4), first, words);
+            batch.read(&ctx.memory().storage("small", 4), first, words);
             assert!(ctx.submit_batch(batch).is_err(), "reading words {first}.. of a 4-word buffer is an error");
             let mut batch = ctx.batch("too many");
-            batch.read(&ctx.storage("small", 4), first, words);
+            batch.read(&ctx.memory().storage("small", 4), first, words);
             assert!(ctx.run(batch).is_err(), "reading words {first}.. of a 4-word buffer is an error");
         }
     }
@@ -184,14 +189,14 @@ fn checked_readbacks_report_the_first_word_out_of_range() {
     const P: u32 = 0x7800_0001;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        ctx.set_transfer_chunk_bytes(12 << 10);
+        ctx.transfers().set_transfer_chunk_bytes(12 << 10);
         let words = 100_000;
         let read = |data: &[u32], below: Option<u32>| {
-            let buffer = ctx.upload("checked", data);
+            let buffer = ctx.transfers().upload("checked", data);
             let mut out = vec![0u32; data.len()];
             // SAFETY: initialised words seen as possibly uninitialised bytes, only written to.
             let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), data.len() * 4) };
-            ctx.submit_and_read_chunked_into(ctx.encoder("checked read"), &buffer, dst, below).map(|()| out)
+            ctx.transfers().submit_and_read_chunked_into(ctx.pipelines().encoder("checked read"), &buffer, dst, below).map(|()| out)
         };
         let mut data: Vec<u32> = random_words(&mut rng, words).into_iter().map(|w| w % P).collect();
         assert_eq!(read(&data, Some(P)).expect("all canonical"), data);
@@ -218,7 +223,7 @@ fn checked_readbacks_report_the_first_word_out_of_range() {
 fn batches_give_their_buffers_back_on_every_path() {
     for ctx in common::fresh_contexts() {
         let words = 1 << 16;
-        let src = ctx.upload("source", &(0..words as u32).collect::<Vec<_>>());
+        let src = ctx.transfers().upload("source", &(0..words as u32).collect::<Vec<_>>());
         let pooled = |ctx: &whir_wgpu::gpu::GpuContext| ctx.memory().pooled_bytes();
         type EndsBatch = fn(&whir_wgpu::gpu::GpuContext, whir_wgpu::gpu::record::Batch<'_>) -> bool;
         let cases: [(&str, EndsBatch); 4] = [

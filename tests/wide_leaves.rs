@@ -78,13 +78,13 @@ where
         let values: Vec<F> = random(rng, h * width);
         let m = RowMajorMatrix::new(values.clone(), width);
         let (root, data) = cpu.commit_matrix(m.clone());
-        let matrix = ctx.upload("matrix", as_words(&values));
+        let matrix = ctx.transfers().upload("matrix", as_words(&values));
         let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
         assert_eq!(full.root, root.roots()[0], "{what}: Plonky3's root");
         let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
         assert_eq!(trimmed.root, full.root, "{what}: root of the trimmed tree");
         let reversed: Vec<F> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
-        let stored = ctx.upload("bit-reversed matrix", as_words(&reversed));
+        let stored = ctx.transfers().upload("bit-reversed matrix", as_words(&reversed));
         let bit_reversed = merkle.commit(TreeRows::Matrix(&stored), TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
         assert_eq!(bit_reversed.root, full.root, "{what}: root of the bit-reversed rows");
         let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..h)).collect();
@@ -174,7 +174,7 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
         let what = format!("2^{log_h} x {width} over 64 KiB bindings");
         let values: Vec<KoalaBear> = random(&mut rng, h * width);
         let (root, data) = cpu.commit_matrix(RowMajorMatrix::new(values.clone(), width));
-        let matrix = ctx.upload("matrix", as_words(&values));
+        let matrix = ctx.transfers().upload("matrix", as_words(&values));
         let kept = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
         let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(1)).unwrap();
         assert_eq!((kept.root, trimmed.root), (root.roots()[0], root.roots()[0]), "{what}: Plonky3's root");
@@ -188,7 +188,7 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
     let (height, width, chunk) = (600usize, 24usize, 128usize);
     let values: Vec<KoalaBear> = random(&mut rng, height * width);
     let (root, _) = cpu.commit_matrix(RowMajorMatrix::new(values.clone(), width));
-    let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.upload("rows", as_words(c))).collect();
+    let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.transfers().upload("rows", as_words(c))).collect();
     let chunks: Vec<RowChunk<'_>> =
         buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
     let group = [RowGroup { chunks: chunks.clone(), height, width }];
@@ -202,7 +202,7 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
     // Column blocks before the last take a multiple of the width-24 sponge's rate, 16.
     assert_eq!(merkle.leaf_rate(), 16);
     let mut leaves = merkle.column_leaves(64, 40).unwrap();
-    let block = ctx.storage("column block", 64 * 16);
+    let block = ctx.memory().storage("column block", 64 * 16);
     let mut batch = ctx.batch("absorb");
     let err = merkle.record_absorb(&mut batch, &mut leaves, &block, 8).unwrap_err().to_string();
     assert!(err.contains("multiple of 16"), "{err}");
@@ -222,9 +222,9 @@ fn trees_over_the_binding_limit_and_column_blocks_match_plonky3() {
         let what = format!("column blocks 2^{log_h} x {w}");
         let lde = dft.coset_lde_batch(m.clone(), 1, shift).bit_reverse_rows().to_row_major_matrix();
         assert_eq!(lde, cpu_dft.coset_lde_batch(m, 1, shift).bit_reverse_rows().to_row_major_matrix(), "{what}: LDE");
-        let before = ctx.transfer_counts().bytes_up;
+        let before = ctx.transfers().transfer_counts().bytes_up;
         let (root, data) = mmcs.commit(vec![lde.clone()]);
-        assert!(ctx.transfer_counts().bytes_up - before < 64, "{what}: the LDE went up again (no tree committed ahead)");
+        assert!(ctx.transfers().transfer_counts().bytes_up - before < 64, "{what}: the LDE went up again (no tree committed ahead)");
         let (cpu_root, cpu_data) = cpu.commit(vec![lde]);
         assert_eq!(root, cpu_root, "{what}: Plonky3's root");
         for index in [0, 7, (2 << log_h) - 1] {

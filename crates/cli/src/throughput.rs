@@ -318,13 +318,13 @@ pub fn run(grid: &[Params], concurrency: &[usize], options: &ThroughputOptions, 
                 // Per proof in flight over every GPU (several contexts of one adapter each count
                 // their own buffers).
                 let peak = peaks.map(|p| p.iter().sum::<u64>() / set.backends.len() as u64);
-                let costs: Vec<_> = set.backends.iter().map(|b| b.context().host_costs()).collect();
+                let costs: Vec<_> = set.backends.iter().map(|b| b.context().transfers().host_costs()).collect();
                 let profiled = queue_profile && begin_queue_profiles(set);
                 let started = Instant::now();
                 let outputs = prove_all(&pool, proofs);
                 let wall = started.elapsed();
                 let (fresh, wait) = set.backends.iter().zip(&costs).fold((0u64, 0f64), |(f, w), (b, before)| {
-                    let d = b.context().host_costs() - *before;
+                    let d = b.context().transfers().host_costs() - *before;
                     (f + d.fresh_buffer_bytes, w + d.wait.as_secs_f64())
                 });
                 // After the host costs: the profile's own readback is not the proofs'.

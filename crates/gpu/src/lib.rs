@@ -86,7 +86,7 @@ pub mod profile {
 /// commit-ahead hand-off between a DFT and an MMCS, the MMCS's prover data and errors.
 pub mod plumbing {
     pub use crate::commit_ahead::{CommitAhead, DEFAULT_COMMIT_AHEAD_MIN_BYTES};
-    pub use crate::context::{ReadChunks, RecordBeforeCopy};
+    pub use crate::context::{GpuFaults, GpuPipelines, GpuTransfers, ReadChunks, RecordBeforeCopy};
     pub use crate::dft::{default_gpu_min_elements, default_ntt, DEFAULT_CPU_THRESHOLD};
     pub use crate::mmcs::{BatchError, CpuMmcsOf, GpuProverData, MmcsField};
     pub use crate::ntt::{plan_passes, plan_split, DifPassPlan, Direction, InPlaceError, ResultHooks};

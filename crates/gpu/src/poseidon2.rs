@@ -349,7 +349,7 @@ impl<F: Poseidon2Field> GpuPoseidon2<F, WIDTH> {
         self.ctx.bind_buffers(pipeline, &all)
     }
 
-    /// [`bind`](Self::bind) with byte ranges (see `GpuContext::bind_ranges`).
+    /// [`bind`](Self::bind) with byte ranges (see `GpuPipelines::bind_ranges`).
     pub(crate) fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
         let all: Vec<(&wgpu::Buffer, u64, Option<u64>)> = std::iter::once((&self.uniform, 0, None)).chain(ranges.iter().copied()).collect();
         self.ctx.bind_ranges(pipeline, &all)
@@ -357,7 +357,7 @@ impl<F: Poseidon2Field> GpuPoseidon2<F, WIDTH> {
 
     /// One dispatch of `kernel` over `threads` threads (64 per workgroup), `buffers` at bindings
     /// 1, 2, ... (its params uniform first), to be recorded with others in one pass
-    /// (`GpuContext::record_dispatches`).
+    /// (`GpuPipelines::record_dispatches`).
     pub(crate) fn prepare(&self, kernel: Kernel, buffers: &[&wgpu::Buffer], threads: usize) -> Result<Dispatch> {
         let groups = workgroups_of_64(threads)?;
         let pipeline = self.ctx.pipeline_for(F::ID, kernel, &[])?;

@@ -473,7 +473,7 @@ impl<F: ProverField> GpuBackend<F> {
         self.check_resident_fits(params, E::WORDS)?;
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(params.leaf).clone())?;
         let ctx = self.context();
-        let before = ctx.transfer_counts();
+        let before = ctx.transfers().transfer_counts();
         let mut challenger = new_challenger(Some(self.grinder.clone()));
         let profiling = self.profile && ctx.profiler().begin();
         if self.own_peak {
@@ -483,7 +483,7 @@ impl<F: ProverField> GpuBackend<F> {
         let proved = prove_with_steps::<F, E, _, _>(&steps, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
         // (Before the profile's own readback.)
-        let transfers = ctx.transfer_counts() - before;
+        let transfers = ctx.transfers().transfer_counts() - before;
         let spans = if profiling { ctx.profiler().end() } else { Ok(None) };
         let (commitment, proof, mut times) = proved?;
         if let Some(spans) = spans? {
@@ -522,7 +522,7 @@ impl<F: ProverField> GpuBackend<F> {
     where
         Self: WhirPieces<F>,
     {
-        let before = self.context().transfer_counts();
+        let before = self.context().transfers().transfer_counts();
         match self.mode {
             GpuMode::Resident => self.prove_resident(params, evals),
             GpuMode::Pieces => {
@@ -530,7 +530,7 @@ impl<F: ProverField> GpuBackend<F> {
                     self.context().memory().reset_peak_buffer_bytes();
                 }
                 prove_with_pieces(self, params, evals).map(|out| ProverOutput {
-                    transfers: Some(self.context().transfer_counts() - before),
+                    transfers: Some(self.context().transfers().transfer_counts() - before),
                     peak_gpu_bytes: self.context().memory().peak_buffer_bytes(),
                     ..out
                 })

@@ -104,7 +104,7 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// polynomial at bit-reversed indices, kept so as f (its rounds then bind the polynomial's
     /// first variable: `with_reversed_indices`), and the message is the polynomial with its
     /// 2^fold blocks transposed (p3-sumcheck's `write_stacked_message` in prefix order, i.e.
-    /// [`reverse_rows_and_columns`] of the table). By default (suffix order only) gathered
+    /// `reverse_rows_and_columns` of the table). By default (suffix order only) gathered
     /// into one message; the GPU's are written straight into staging memory.
     #[allow(clippy::type_complexity)]
     fn commit_message_blocks(

@@ -251,15 +251,15 @@ where
                     (Duration, Duration, Vec<u8>, [whir_gpu::profile::TransferCounts; 2], [Duration; 4], serde_json::Value, whir_prover::Commitment<F>);
                 let gpu_run = |ch: &mut C| -> Result<GpuRun<F>> {
                     let witness = witness();
-                    let t0 = ctx.transfer_counts();
+                    let t0 = ctx.transfers().transfer_counts();
                     let started = std::time::Instant::now();
                     let (root, data) = pcs.commit(witness, ch)?;
                     let commit = started.elapsed();
-                    let t1 = ctx.transfer_counts();
+                    let t1 = ctx.transfers().transfer_counts();
                     let started = std::time::Instant::now();
                     let (proof, times) = pcs.open_timed(data, protocol, None, ch)?;
                     let open = started.elapsed();
-                    let t2 = ctx.transfer_counts();
+                    let t2 = ctx.transfers().transfer_counts();
                     let initial =
                         |step| times.breakdown.rounds.first().and_then(|r| r.iter().find(|(s, _)| *s == step)).map_or(Duration::ZERO, |(_, t)| t.wall);
                     let (claims, weights, fold) = (initial(Step::Claims), initial(Step::Weights), initial(Step::Sumcheck));

@@ -204,13 +204,6 @@ impl GpuContext {
         Batch { ctx: self, label, encoder: None, borrowed: Vec::new(), reads: Vec::new(), read_words: 0, timer: None }
     }
 
-    /// A batch that goes on from work already recorded into `encoder`.
-    pub fn batch_from(&self, label: &'static str, encoder: wgpu::CommandEncoder) -> Batch<'_> {
-        let mut batch = self.batch(label);
-        batch.encoder = Some(encoder);
-        batch
-    }
-
     /// Submits `batch` without waiting (a batch with nothing to read back), and gives its
     /// borrowed buffers back after the submission: later work runs after it.
     pub fn send(&self, mut batch: Batch<'_>) -> Result<()> {

@@ -20,13 +20,13 @@ impl GpuContext {
     /// Testing fault injection: the next `count` readbacks fail as a lost device would, so
     /// callers' fallbacks can be exercised on any adapter.
     #[cfg(feature = "fault-injection")]
-    pub fn fail_next_readbacks(&self, count: u32) {
+    pub(crate) fn fail_next_readbacks(&self, count: u32) {
         self.fail_readbacks(0, count);
     }
 
     /// Testing fault injection: `skip` readbacks succeed, then `count` fail.
     #[cfg(feature = "fault-injection")]
-    pub fn fail_readbacks(&self, skip: u32, count: u32) {
+    pub(crate) fn fail_readbacks(&self, skip: u32, count: u32) {
         self.faults.passing.store(skip, Ordering::SeqCst);
         self.faults.failing.store(count, Ordering::SeqCst);
     }
@@ -34,7 +34,7 @@ impl GpuContext {
     /// Testing fault injection: on the calling thread alone, `skip` readbacks succeed, then
     /// `count` fail (other threads proving on the context are not touched).
     #[cfg(feature = "fault-injection")]
-    pub fn fail_readbacks_on_this_thread(&self, skip: u32, count: u32) {
+    pub(crate) fn fail_readbacks_on_this_thread(&self, skip: u32, count: u32) {
         let here = std::thread::current().id();
         let mut per_thread = self.faults.per_thread.lock().expect("fault injection poisoned");
         per_thread.retain(|(t, _, _)| *t != here);
@@ -45,7 +45,7 @@ impl GpuContext {
 
     /// Testing fault injection: the injected failures not struck yet.
     #[cfg(feature = "fault-injection")]
-    pub fn injected_failures_left(&self) -> u32 {
+    pub(crate) fn injected_failures_left(&self) -> u32 {
         self.faults.failing.load(Ordering::SeqCst)
     }
 
@@ -76,5 +76,50 @@ impl GpuContext {
             return Err(GpuError::Device("injected readback failure (testing)".into()));
         }
         Ok(())
+    }
+}
+
+/// Readback failures on purpose (the test-only `fault-injection` feature) and uncaptured device errors ([`GpuContext::faults`]).
+pub struct GpuFaults<'a>(&'a GpuContext);
+
+impl GpuContext {
+    /// Readback failures on purpose.
+    pub fn faults(&self) -> GpuFaults<'_> {
+        GpuFaults(self)
+    }
+}
+
+impl GpuFaults<'_> {
+    /// Testing fault injection: the next `count` readbacks fail as a lost device would, so
+    /// callers' fallbacks can be exercised on any adapter.
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_next_readbacks(&self, count: u32) {
+        self.0.fail_next_readbacks(count)
+    }
+
+    /// Testing fault injection: `skip` readbacks succeed, then `count` fail.
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_readbacks(&self, skip: u32, count: u32) {
+        self.0.fail_readbacks(skip, count)
+    }
+
+    /// Testing fault injection: on the calling thread alone, `skip` readbacks succeed, then
+    /// `count` fail (other threads proving on the context are not touched).
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_readbacks_on_this_thread(&self, skip: u32, count: u32) {
+        self.0.fail_readbacks_on_this_thread(skip, count)
+    }
+
+    /// Testing fault injection: the injected failures not struck yet.
+    #[cfg(feature = "fault-injection")]
+    pub fn injected_failures_left(&self) -> u32 {
+        self.0.injected_failures_left()
+    }
+
+    /// The first wgpu error raised outside any of this crate's calls (e.g. by work the caller
+    /// recorded and submitted itself), if one happened since the last call. Errors inside our
+    /// calls are returned by those calls.
+    pub fn take_uncaptured_error(&self) -> Option<String> {
+        self.0.take_uncaptured_error()
     }
 }

@@ -28,7 +28,7 @@ pub(super) fn mib(bytes: u64) -> f64 {
 }
 
 /// Fresh storage buffers from this size on are made after wgpu has freed what finished work
-/// left dropped (`GpuContext::storage`).
+/// left dropped (`GpuMemory::storage`).
 pub(super) const RETIRE_BEFORE_BYTES: usize = 8 << 20;
 /// Where a context's buffer memory goes: pools of idle buffers, buffers waiting for their
 /// submission, the budget and the high-water mark.
@@ -91,7 +91,7 @@ impl GpuContext {
     }
 
     /// An uninitialised storage buffer of `words` u32 words (at least one).
-    pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+    pub(crate) fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         if words * 4 >= RETIRE_BEFORE_BYTES {
             // Buffers dropped while submitted work still used them are freed only when wgpu
             // next sees that work done: let it look before a large allocation, so that memory
@@ -134,7 +134,7 @@ impl GpuContext {
 
     /// A storage buffer of exactly `words` words (at least one) from the pool of recycled ones,
     /// or a fresh one. Its contents are whatever the last user left.
-    pub fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+    pub(crate) fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
         let bytes = (words.max(1) * 4) as u64;
         // First what this thread handed back before submitting: work it records from here on
         // runs after the work that used it, so it may reuse it at once.
@@ -150,7 +150,7 @@ impl GpuContext {
 
     /// A pooled storage buffer for the host to write into (`write`, an upload): never one that
     /// recorded, unsubmitted work still uses, since a write lands before the next submission.
-    pub fn pooled_for_upload(&self, label: &str, words: usize) -> wgpu::Buffer {
+    pub(crate) fn pooled_for_upload(&self, label: &str, words: usize) -> wgpu::Buffer {
         let bytes = (words.max(1) * 4) as u64;
         self.pools.device_pool.take(bytes).unwrap_or_else(|| self.storage(label, words))
     }
@@ -166,7 +166,7 @@ impl GpuContext {
     /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under its
     /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size). Only for a
     /// buffer whose uses are all submitted; see [`recycle_after_submit`](Self::recycle_after_submit).
-    pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
+    pub(crate) fn recycle_storage(&self, buffer: wgpu::Buffer) {
         self.pools.device_pool.give(buffer);
     }
 
@@ -176,7 +176,7 @@ impl GpuContext {
     /// takes it), and it joins the shared pool after this thread's next submission, which must
     /// be the one carrying that work. Given straight to the pool, another thread sharing the
     /// context could take it and submit writes to it before that work is submitted.
-    pub fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
+    pub(crate) fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
         self.pools.deferred.lock().expect("deferred buffers poisoned").push((std::thread::current().id(), buffer));
     }
 
@@ -287,5 +287,42 @@ impl GpuMemory<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// Buffers from the pools and back ([`GpuContext::memory`]).
+impl GpuMemory<'_> {
+    /// An uninitialised storage buffer of `words` u32 words (at least one).
+    pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+        self.0.storage(label, words)
+    }
+
+    /// A storage buffer of exactly `words` words (at least one) from the pool of recycled ones,
+    /// or a fresh one. Its contents are whatever the last user left.
+    pub fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
+        self.0.pooled_storage(label, words)
+    }
+
+    /// A pooled storage buffer for the host to write into (`write`, an upload): never one that
+    /// recorded, unsubmitted work still uses, since a write lands before the next submission.
+    pub fn pooled_for_upload(&self, label: &str, words: usize) -> wgpu::Buffer {
+        self.0.pooled_for_upload(label, words)
+    }
+
+    /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under its
+    /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size). Only for a
+    /// buffer whose uses are all submitted; see [`recycle_after_submit`](Self::recycle_after_submit).
+    pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
+        self.0.recycle_storage(buffer)
+    }
+
+    /// Hands back a buffer that work recorded on this thread but not yet submitted still uses:
+    /// this thread's `pooled_storage` may take it again at once for work it records after
+    /// (kernels recorded later run later; host writes would not, so `pooled_for_upload` never
+    /// takes it), and it joins the shared pool after this thread's next submission, which must
+    /// be the one carrying that work. Given straight to the pool, another thread sharing the
+    /// context could take it and submit writes to it before that work is submitted.
+    pub fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
+        self.0.recycle_after_submit(buffer)
     }
 }

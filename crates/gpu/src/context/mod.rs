@@ -21,16 +21,17 @@ use adapter::*;
 pub use adapter::{list_adapters, pool_adapters, AdapterSummary};
 pub use batch::{Batch, InFlight, ReadSlot, Readback};
 use faults::FaultInjection;
+pub use faults::GpuFaults;
 pub use kernel_timer::KernelTimer;
 pub use memory::GpuMemory;
 use memory::*;
-pub use pipelines::Dispatch;
 use pipelines::*;
+pub use pipelines::{Dispatch, GpuPipelines};
 pub use profile::GpuProfiler;
 use profile::*;
 pub use profile::{KernelSpan, ProfileLabelGuard, ProfileSpan, QueueOccupancy};
 use transfers::*;
-pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
+pub use transfers::{GpuTransfers, HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -172,7 +173,7 @@ pub struct GpuContext {
     /// How long a wait spins before it blocks (see `spin_before_blocking`).
     spin: std::time::Duration,
     /// The first wgpu error no error scope caught (work submitted outside our calls), kept
-    /// for [`GpuContext::take_uncaptured_error`].
+    /// for [`GpuFaults::take_uncaptured_error`](crate::plumbing::GpuFaults::take_uncaptured_error).
     uncaptured: Arc<Mutex<Option<String>>>,
     /// Why the device was lost, once it is (wgpu's device-lost callback).
     lost: Arc<Mutex<Option<String>>>,
@@ -356,7 +357,7 @@ impl GpuContext {
     /// The first wgpu error raised outside any of this crate's calls (e.g. by work the caller
     /// recorded and submitted itself), if one happened since the last call. Errors inside our
     /// calls are returned by those calls.
-    pub fn take_uncaptured_error(&self) -> Option<String> {
+    pub(crate) fn take_uncaptured_error(&self) -> Option<String> {
         self.uncaptured.lock().ok().and_then(|mut s| s.take())
     }
 
@@ -413,13 +414,13 @@ impl GpuContext {
     /// it while the rest is recorded (a codeword's encoding before its tree, the tree before the
     /// sponge script that follows it, each sumcheck round of a chain). On by default
     /// (`GpuTuning::early_submits`); off records each step in one submission, to measure it.
-    pub fn early_submits(&self) -> bool {
+    pub(crate) fn early_submits(&self) -> bool {
         self.traffic.early_submits.load(Ordering::Relaxed)
     }
 
     /// Tests and measurements: turns early submits on or off for this context.
     #[doc(hidden)]
-    pub fn set_early_submits(&self, on: bool) {
+    pub(crate) fn set_early_submits(&self, on: bool) {
         self.traffic.early_submits.store(on, Ordering::Relaxed);
     }
 }

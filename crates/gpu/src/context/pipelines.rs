@@ -22,13 +22,13 @@ pub(super) type PipelineKey = (FieldId, ExtensionId, Kernel, Vec<(&'static str, 
 /// Uniform buffers kept for reuse by contents (a few hundred bytes each at most).
 pub(super) const UNIFORM_CACHE_ENTRIES: usize = 4096;
 
-/// One dispatch for [`GpuContext::record_dispatches`].
+/// One dispatch for [`GpuPipelines::record_dispatches`](crate::plumbing::GpuPipelines::record_dispatches).
 pub struct Dispatch {
     /// The compute pipeline to run.
     pub pipeline: wgpu::ComputePipeline,
     /// Its bind group (group 0).
     pub bind: wgpu::BindGroup,
-    /// Workgroups (laid out by [`GpuContext::grid`]).
+    /// Workgroups (laid out by [`GpuPipelines::grid`](crate::plumbing::GpuPipelines::grid)).
     pub groups: u32,
 }
 /// The pipelines built on a context and its uniform buffers by contents.
@@ -37,26 +37,26 @@ pub(super) struct Pipelines {
     pub(super) cache: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
     /// Each cached pipeline's kernel (its entry point), for the dispatch profile.
     pub(super) kernels: Mutex<HashMap<wgpu::ComputePipeline, &'static str>>,
-    /// Uniform buffers by contents (see [`GpuContext::uniform`]).
+    /// Uniform buffers by contents (see [`GpuPipelines::uniform`](crate::plumbing::GpuPipelines::uniform)).
     pub(super) uniforms: Mutex<HashMap<Vec<u8>, wgpu::Buffer>>,
 }
 
 impl GpuContext {
     /// The compute pipeline for `kernel` over BabyBear with these composition constants, built
     /// once.
-    pub fn pipeline(&self, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub(crate) fn pipeline(&self, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
         self.pipeline_for(FieldId::BabyBear, kernel, consts)
     }
 
     /// The compute pipeline for `kernel` over `field` with these composition constants, built
     /// once (a context serves every field; each has pipelines of its own).
-    pub fn pipeline_for(&self, field: FieldId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub(crate) fn pipeline_for(&self, field: FieldId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
         self.pipeline_over(field, ExtensionId::Degree4, kernel, consts)
     }
 
     /// [`pipeline_for`](Self::pipeline_for) a field-generic kernel composed over the extension
     /// `ext` (one of [`Kernel::extensions`]).
-    pub fn pipeline_over(&self, field: FieldId, ext: ExtensionId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub(crate) fn pipeline_over(&self, field: FieldId, ext: ExtensionId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
         if !kernel.extensions().contains(&ext) {
             return Err(crate::error::GpuError::Shader {
                 kernel: kernel.entry_point().to_string(),
@@ -116,7 +116,7 @@ impl GpuContext {
     /// A uniform buffer holding `value`. Uniforms are never written after creation, so equal
     /// contents share one buffer: kernels' size parameters repeat every round and every proof,
     /// and a fresh buffer costs host time (docs/benchmarks-history.md).
-    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+    pub(crate) fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         let bytes = bytemuck::bytes_of(value);
         let mut cache = self.pipelines.uniforms.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(buffer) = cache.get(bytes) {
@@ -136,7 +136,7 @@ impl GpuContext {
     }
 
     /// A uniform buffer for contents that will not repeat (a challenge): made fresh, not cached.
-    pub fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+    pub(crate) fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         self.create_uniform(label, bytemuck::bytes_of(value)).0
     }
 
@@ -161,7 +161,7 @@ impl GpuContext {
     }
 
     /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
-    pub fn bind_buffers(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+    pub(crate) fn bind_buffers(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
         let whole: Vec<(&wgpu::Buffer, u64, Option<u64>)> = buffers.iter().map(|&b| (b, 0, None)).collect();
         self.bind_ranges(pipeline, &whole)
     }
@@ -170,7 +170,7 @@ impl GpuContext {
     /// size)`, size `None` for the rest of the buffer. Offsets must be multiples of the
     /// adapter's storage offset alignment (256 bytes on every WebGPU adapter); a kernel then
     /// sees the range as its whole array, which is how work larger than one binding is split.
-    pub fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+    pub(crate) fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
         let numbered: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> =
             ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32, b, offset, size)).collect();
         self.bind_at(pipeline, &numbered)
@@ -179,7 +179,7 @@ impl GpuContext {
     /// [`bind_ranges`](Self::bind_ranges) at the given binding numbers: `(binding, buffer,
     /// offset, size)`, for kernels whose bindings are not 0, 1, 2, ... (a kernel's layout holds
     /// only the bindings its entry point uses).
-    pub fn bind_at(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(u32, &wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+    pub(crate) fn bind_at(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(u32, &wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = ranges
             .iter()
             .map(|&(binding, b, offset, size)| wgpu::BindGroupEntry {
@@ -194,7 +194,7 @@ impl GpuContext {
 
     /// Records one compute pass running `pipeline` over `groups` workgroups (laid out by `grid`),
     /// with optional GPU timestamps around it.
-    pub fn record_dispatch(
+    pub(crate) fn record_dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         label: &str,
@@ -230,7 +230,7 @@ impl GpuContext {
     /// usage scope, so a dispatch sees what the ones before it wrote, as with a pass each; one
     /// pass saves the host a pass's setup and teardown per dispatch (most of a small dispatch's
     /// recording cost; `examples/latency_probe`).
-    pub fn record_dispatches(&self, encoder: &mut wgpu::CommandEncoder, label: &str, dispatches: &[Dispatch]) {
+    pub(crate) fn record_dispatches(&self, encoder: &mut wgpu::CommandEncoder, label: &str, dispatches: &[Dispatch]) {
         if dispatches.is_empty() {
             return;
         }
@@ -254,12 +254,12 @@ impl GpuContext {
     }
 
     /// A fresh command encoder labelled `label`.
-    pub fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
+    pub(crate) fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
         self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
     }
 
     /// Workgroup grid for `groups` workgroups: x up to the per-dimension limit, the rest in y.
-    pub fn grid(&self, groups: u32) -> (u32, u32) {
+    pub(crate) fn grid(&self, groups: u32) -> (u32, u32) {
         let max = self.summary.max_compute_workgroups_per_dimension.max(1);
         if groups <= max {
             (groups.max(1), 1)
@@ -272,4 +272,98 @@ impl GpuContext {
 /// Timestamps at a pass's start and end, in slots `at` and `at + 1` of `set`.
 fn pass_timestamps(set: &wgpu::QuerySet, at: u32) -> wgpu::ComputePassTimestampWrites<'_> {
     wgpu::ComputePassTimestampWrites { query_set: set, beginning_of_pass_write_index: Some(at), end_of_pass_write_index: Some(at + 1) }
+}
+
+/// Pipelines, uniforms, bind groups and dispatch recording ([`GpuContext::pipelines`]).
+pub struct GpuPipelines<'a>(&'a GpuContext);
+
+impl GpuContext {
+    /// Pipelines, uniforms, bind groups and dispatch recording.
+    pub fn pipelines(&self) -> GpuPipelines<'_> {
+        GpuPipelines(self)
+    }
+}
+
+impl GpuPipelines<'_> {
+    /// The compute pipeline for `kernel` over BabyBear with these composition constants, built
+    /// once.
+    pub fn pipeline(&self, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.0.pipeline(kernel, consts)
+    }
+
+    /// The compute pipeline for `kernel` over `field` with these composition constants, built
+    /// once (a context serves every field; each has pipelines of its own).
+    pub fn pipeline_for(&self, field: FieldId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.0.pipeline_for(field, kernel, consts)
+    }
+
+    /// [`pipeline_for`](Self::pipeline_for) a field-generic kernel composed over the extension
+    /// `ext` (one of [`Kernel::extensions`]).
+    pub fn pipeline_over(&self, field: FieldId, ext: ExtensionId, kernel: Kernel, consts: &[(&'static str, u32)]) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.0.pipeline_over(field, ext, kernel, consts)
+    }
+
+    /// A uniform buffer holding `value`. Uniforms are never written after creation, so equal
+    /// contents share one buffer: kernels' size parameters repeat every round and every proof,
+    /// and a fresh buffer costs host time (docs/benchmarks-history.md).
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.0.uniform(label, value)
+    }
+
+    /// A uniform buffer for contents that will not repeat (a challenge): made fresh, not cached.
+    pub fn uniform_once<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.0.uniform_once(label, value)
+    }
+
+    /// A bind group for `pipeline` with `buffers` at bindings 0, 1, 2, ... of group 0.
+    pub fn bind_buffers(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        self.0.bind_buffers(pipeline, buffers)
+    }
+
+    /// [`bind_buffers`](Self::bind_buffers) with a byte range of each buffer: `(buffer, offset,
+    /// size)`, size `None` for the rest of the buffer. Offsets must be multiples of the
+    /// adapter's storage offset alignment (256 bytes on every WebGPU adapter); a kernel then
+    /// sees the range as its whole array, which is how work larger than one binding is split.
+    pub fn bind_ranges(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        self.0.bind_ranges(pipeline, ranges)
+    }
+
+    /// [`bind_ranges`](Self::bind_ranges) at the given binding numbers: `(binding, buffer,
+    /// offset, size)`, for kernels whose bindings are not 0, 1, 2, ... (a kernel's layout holds
+    /// only the bindings its entry point uses).
+    pub fn bind_at(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(u32, &wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        self.0.bind_at(pipeline, ranges)
+    }
+
+    /// Records one compute pass running `pipeline` over `groups` workgroups (laid out by `grid`),
+    /// with optional GPU timestamps around it.
+    pub fn record_dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        self.0.record_dispatch(encoder, label, pipeline, bind, groups, timestamp_writes)
+    }
+
+    /// Records `dispatches` in order inside one compute pass. WebGPU makes each dispatch its own
+    /// usage scope, so a dispatch sees what the ones before it wrote, as with a pass each; one
+    /// pass saves the host a pass's setup and teardown per dispatch (most of a small dispatch's
+    /// recording cost; `examples/latency_probe`).
+    pub fn record_dispatches(&self, encoder: &mut wgpu::CommandEncoder, label: &str, dispatches: &[Dispatch]) {
+        self.0.record_dispatches(encoder, label, dispatches)
+    }
+
+    /// Workgroup grid for `groups` workgroups: x up to the per-dimension limit, the rest in y.
+    pub fn grid(&self, groups: u32) -> (u32, u32) {
+        self.0.grid(groups)
+    }
+
+    /// A fresh command encoder labelled `label`.
+    pub fn encoder(&self, label: &str) -> wgpu::CommandEncoder {
+        self.0.encoder(label)
+    }
 }

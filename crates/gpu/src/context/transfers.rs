@@ -49,13 +49,13 @@ pub(super) struct TransferCounters {
 /// readings): the fixed costs that dominate small resident steps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostCosts {
-    /// Dispatches recorded through [`GpuContext::record_dispatch`] and
-    /// [`GpuContext::record_dispatches`].
+    /// Dispatches recorded through [`GpuPipelines::record_dispatch`](crate::plumbing::GpuPipelines::record_dispatch) and
+    /// [`GpuPipelines::record_dispatches`](crate::plumbing::GpuPipelines::record_dispatches).
     pub dispatches: u64,
-    /// Bind groups made through [`GpuContext::bind_buffers`].
+    /// Bind groups made through [`GpuPipelines::bind_buffers`](crate::plumbing::GpuPipelines::bind_buffers).
     pub bind_groups: u64,
-    /// Uniform buffers created (by [`GpuContext::uniform`] when no equal one is kept, and by
-    /// [`GpuContext::uniform_once`]).
+    /// Uniform buffers created (by [`GpuPipelines::uniform`](crate::plumbing::GpuPipelines::uniform) when no equal one is kept, and by
+    /// [`GpuPipelines::uniform_once`](crate::plumbing::GpuPipelines::uniform_once)).
     pub uniforms: u64,
     /// Writes small enough for `queue.write_buffer` (each a staging allocation inside wgpu).
     pub small_writes: u64,
@@ -102,7 +102,7 @@ pub(super) enum PendingRead {
 /// Records work for chunk i into the encoder that copies it ([`ReadChunks::before_copy`]).
 pub type RecordBeforeCopy<'a> = dyn Fn(&mut wgpu::CommandEncoder, usize) + 'a;
 
-/// Hooks of a chunked readback ([`GpuContext::submit_and_read_chunked_into_raw`]).
+/// Hooks of a chunked readback (`submit_and_read_chunked_into_raw`, inside the crate).
 #[derive(Default, Clone, Copy)]
 pub struct ReadChunks<'a> {
     /// Chunks of this many bytes (a multiple of the readback's unit, 4 bytes here; the last
@@ -128,7 +128,7 @@ pub(super) struct Traffic {
     pub(super) counters: TransferCounters,
     /// Bytes per staging chunk of a chunked transfer.
     pub(super) transfer_chunk: AtomicU64,
-    /// See [`GpuContext::early_submits`].
+    /// See [`GpuTransfers::early_submits`](crate::plumbing::GpuTransfers::early_submits).
     pub(super) early_submits: AtomicBool,
 }
 
@@ -164,7 +164,7 @@ impl GpuContext {
     }
 
     /// Bytes up, bytes down and submissions through this context so far.
-    pub fn transfer_counts(&self) -> TransferCounts {
+    pub(crate) fn transfer_counts(&self) -> TransferCounts {
         TransferCounts {
             bytes_up: self.traffic.counters.bytes_up.load(Ordering::Relaxed),
             bytes_down: self.traffic.counters.bytes_down.load(Ordering::Relaxed),
@@ -173,7 +173,7 @@ impl GpuContext {
     }
 
     /// Host-side costs of GPU work so far (see [`HostCosts`]).
-    pub fn host_costs(&self) -> HostCosts {
+    pub(crate) fn host_costs(&self) -> HostCosts {
         let c = &self.traffic.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         HostCosts {
@@ -277,7 +277,7 @@ impl GpuContext {
     }
 
     /// A storage buffer holding `words`.
-    pub fn upload(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
+    pub(crate) fn upload(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
         let buffer = self.storage(label, words.len());
         self.write(&buffer, words);
         buffer
@@ -286,7 +286,7 @@ impl GpuContext {
     /// [`upload`](Self::upload) into a buffer from the pool: hand it back with
     /// `recycle_storage` once the work that reads it is submitted (a small fresh buffer costs a
     /// driver allocation and free; docs/benchmarks-history.md).
-    pub fn upload_pooled(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
+    pub(crate) fn upload_pooled(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
         let buffer = self.pooled_for_upload(label, words.len());
         self.write(&buffer, words);
         buffer
@@ -295,7 +295,7 @@ impl GpuContext {
     /// Copies `words` into the start of `dst` (a COPY_DST buffer); it lands before the next
     /// submitted command buffer runs. Large writes go through pooled staging memory filled on
     /// all cores (see `transfer`).
-    pub fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
+    pub(crate) fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
         let _span = tracing::info_span!("upload", words = words.len()).entered();
         let bytes: &[u8] = bytemuck::cast_slice(words);
         self.traffic.counters.bytes_up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -321,7 +321,7 @@ impl GpuContext {
     /// A storage buffer of `rows` rows of `row_words` words; `row(r, write)` hands row r to
     /// `write` in one or more pieces. Rows are written straight into staging memory, on all
     /// cores, with no host copy of the whole matrix. Fails if a row is not `row_words` long.
-    pub fn upload_rows(&self, label: &str, rows: usize, row_words: usize, row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync) -> Result<wgpu::Buffer> {
+    pub(crate) fn upload_rows(&self, label: &str, rows: usize, row_words: usize, row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync) -> Result<wgpu::Buffer> {
         let buffer = self.pooled_for_upload(label, rows * row_words);
         let bytes = rows * row_words * 4;
         if bytes == 0 {
@@ -342,14 +342,14 @@ impl GpuContext {
     }
 
     /// Bytes per staging chunk of chunked transfers.
-    pub fn transfer_chunk_bytes(&self) -> u64 {
+    pub(crate) fn transfer_chunk_bytes(&self) -> u64 {
         self.traffic.transfer_chunk.load(Ordering::Relaxed)
     }
 
     /// Testing and tuning: bytes per staging chunk of chunked transfers (a multiple of 4, at
     /// least 4).
     #[doc(hidden)]
-    pub fn set_transfer_chunk_bytes(&self, bytes: u64) {
+    pub(crate) fn set_transfer_chunk_bytes(&self, bytes: u64) {
         self.traffic.transfer_chunk.store(bytes.max(4) / 4 * 4, Ordering::Relaxed);
     }
 
@@ -473,7 +473,7 @@ impl GpuContext {
     /// a word past it is a device fault, reported with its offset). On error, also says whether
     /// any of `dst` was written (a caller reusing its input's memory can then no longer fall
     /// back on it).
-    pub fn submit_and_read_chunked_into(
+    pub(crate) fn submit_and_read_chunked_into(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
@@ -493,7 +493,7 @@ impl GpuContext {
     /// # Safety
     /// `dst .. dst + len` must be memory the caller owns, valid for writes for the whole call,
     /// that nothing reads or writes during the call except as said above.
-    pub unsafe fn submit_and_read_chunked_into_raw(
+    pub(crate) unsafe fn submit_and_read_chunked_into_raw(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
@@ -541,7 +541,7 @@ impl GpuContext {
     /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into), rows copied on all
     /// cores.
     #[allow(clippy::too_many_arguments)]
-    pub fn submit_and_read_rows_into(
+    pub(crate) fn submit_and_read_rows_into(
         &self,
         encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
@@ -668,7 +668,7 @@ impl GpuContext {
     /// Submits `encoder` after copying `words` words of `src` into a staging buffer, waits, and
     /// returns them. Validation errors in anything recorded into `encoder` (wgpu reports them
     /// when the encoder is finished) are returned, not only logged.
-    pub fn submit_and_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<Vec<u32>> {
+    pub(crate) fn submit_and_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<Vec<u32>> {
         let bytes = Self::read_bytes(src, words)?;
         if self.chunked(bytes as usize) {
             // Large: through a few pooled chunks, drained while the next ones cross the bus.
@@ -762,15 +762,144 @@ impl GpuContext {
 
     /// Submits without waiting (the queue runs submissions in order). Call inside
     /// [`scoped`](Self::scoped) to have recording errors returned.
-    pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+    pub(crate) fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         self.queue_submit(encoder.finish());
         Ok(())
     }
 
     /// Submits and blocks until the GPU is done; recording errors are returned as in
     /// [`submit_and_read`](Self::submit_and_read).
-    pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+    pub(crate) fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         let index = self.scoped("submit", || Ok(self.queue_submit(encoder.finish())))?;
         self.wait_for(Some(index))
+    }
+}
+
+/// Uploads, writes, submissions and readbacks through pooled staging, and what they cost ([`GpuContext::transfers`]).
+pub struct GpuTransfers<'a>(&'a GpuContext);
+
+impl GpuContext {
+    /// Uploads, writes, submissions and readbacks through pooled staging, and what they cost.
+    pub fn transfers(&self) -> GpuTransfers<'_> {
+        GpuTransfers(self)
+    }
+}
+
+impl GpuTransfers<'_> {
+    /// A storage buffer holding `words`.
+    pub fn upload(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
+        self.0.upload(label, words)
+    }
+
+    /// [`upload`](Self::upload) into a buffer from the pool: hand it back with
+    /// `recycle_storage` once the work that reads it is submitted (a small fresh buffer costs a
+    /// driver allocation and free; docs/benchmarks-history.md).
+    pub fn upload_pooled(&self, label: &str, words: &[u32]) -> wgpu::Buffer {
+        self.0.upload_pooled(label, words)
+    }
+
+    /// Copies `words` into the start of `dst` (a COPY_DST buffer); it lands before the next
+    /// submitted command buffer runs. Large writes go through pooled staging memory filled on
+    /// all cores (see `transfer`).
+    pub fn write(&self, dst: &wgpu::Buffer, words: &[u32]) {
+        self.0.write(dst, words)
+    }
+
+    /// A storage buffer of `rows` rows of `row_words` words; `row(r, write)` hands row r to
+    /// `write` in one or more pieces. Rows are written straight into staging memory, on all
+    /// cores, with no host copy of the whole matrix. Fails if a row is not `row_words` long.
+    pub fn upload_rows(&self, label: &str, rows: usize, row_words: usize, row: impl Fn(usize, &mut dyn FnMut(&[u32])) + Sync) -> Result<wgpu::Buffer> {
+        self.0.upload_rows(label, rows, row_words, row)
+    }
+
+    /// Bytes per staging chunk of chunked transfers.
+    pub fn transfer_chunk_bytes(&self) -> u64 {
+        self.0.transfer_chunk_bytes()
+    }
+
+    /// Testing and tuning: bytes per staging chunk of chunked transfers (a multiple of 4, at
+    /// least 4).
+    #[doc(hidden)]
+    pub fn set_transfer_chunk_bytes(&self, bytes: u64) {
+        self.0.set_transfer_chunk_bytes(bytes)
+    }
+
+    /// Submits `encoder`, then copies the first `dst.len()` bytes of `src` into `dst` (memory
+    /// that may not be initialised yet, e.g. a Vec's spare capacity) through pooled staging
+    /// chunks, each drained on all cores while the next ones cross the bus. With `below`, every
+    /// word is checked to be less than it as it is copied (a field element's canonical form:
+    /// a word past it is a device fault, reported with its offset). On error, also says whether
+    /// any of `dst` was written (a caller reusing its input's memory can then no longer fall
+    /// back on it).
+    pub fn submit_and_read_chunked_into(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        dst: &mut [std::mem::MaybeUninit<u8>],
+        below: Option<u32>,
+    ) -> std::result::Result<(), (GpuError, bool)> {
+        self.0.submit_and_read_chunked_into(encoder, src, dst, below)
+    }
+
+    /// Submits `encoder`, then reads `rows` rows of `row_words` words from `src` into `dst`, row r
+    /// at words `r * stride + offset ..`: a column block of a wider row-major matrix. Chunked as
+    /// [`submit_and_read_chunked_into`](Self::submit_and_read_chunked_into), rows copied on all
+    /// cores.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_and_read_rows_into(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        rows: usize,
+        row_words: usize,
+        dst: &mut [u32],
+        stride: usize,
+        offset: usize,
+        how: ReadChunks<'_>,
+    ) -> Result<()> {
+        self.0.submit_and_read_rows_into(encoder, src, rows, row_words, dst, stride, offset, how)
+    }
+
+    /// Submits `encoder` after copying `words` words of `src` into a staging buffer, waits, and
+    /// returns them. Validation errors in anything recorded into `encoder` (wgpu reports them
+    /// when the encoder is finished) are returned, not only logged.
+    pub fn submit_and_read(&self, encoder: wgpu::CommandEncoder, src: &wgpu::Buffer, words: usize) -> Result<Vec<u32>> {
+        self.0.submit_and_read(encoder, src, words)
+    }
+
+    /// Submits without waiting (the queue runs submissions in order). Call inside
+    /// [`scoped`](GpuContext::scoped) to have recording errors returned.
+    pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+        self.0.submit(encoder)
+    }
+
+    /// Submits and blocks until the GPU is done; recording errors are returned as in
+    /// [`submit_and_read`](Self::submit_and_read).
+    pub fn submit_and_wait(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+        self.0.submit_and_wait(encoder)
+    }
+
+    /// Bytes up, bytes down and submissions through this context so far.
+    pub fn transfer_counts(&self) -> TransferCounts {
+        self.0.transfer_counts()
+    }
+
+    /// Host-side costs of GPU work so far (see [`HostCosts`]).
+    pub fn host_costs(&self) -> HostCosts {
+        self.0.host_costs()
+    }
+
+    /// Whether a long step submits its first part as soon as it is recorded, so the GPU runs
+    /// it while the rest is recorded (a codeword's encoding before its tree, the tree before the
+    /// sponge script that follows it, each sumcheck round of a chain). On by default
+    /// (`GpuTuning::early_submits`); off records each step in one submission, to measure it.
+    pub fn early_submits(&self) -> bool {
+        self.0.early_submits()
+    }
+
+    /// Tests and measurements: turns early submits on or off for this context.
+    #[doc(hidden)]
+    pub fn set_early_submits(&self, on: bool) {
+        self.0.set_early_submits(on)
     }
 }

@@ -4,7 +4,7 @@ use super::*;
 
 impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// Plays `rounds` sumcheck rounds with one wait, their transcript on the GPU (each round is
-    /// submitted once recorded, see `GpuContext::early_submits`): each
+    /// submitted once recorded, see `GpuTransfers::early_submits`): each
     /// round's h(0), h(∞) are observed by a duplex challenger starting from `sponge` with
     /// `pending` inputs (Plonky3's `DuplexChallenger` state), a `bits`-bit grind follows where
     /// `bits` > 0 (the smallest witness in one range), the challenge is drawn and the tables are
