@@ -728,10 +728,10 @@ fn lazy_slot_weights_match_the_twin() {
     }
 }
 
-/// Lazy weights over the degree-8 extensions (the rounds' transcript on the host there):
-/// equality weights and slot weights (direct and successor slots of a stacked layout) against
-/// the twin with w stored, round by round (fold, fold_then_round), then f and w after and a
-/// round past the lazy ones; tables in segments under a 64 KiB binding too.
+/// Lazy weights over the degree-8 extensions: equality weights and slot weights (direct and
+/// successor slots of a stacked layout) against the twin with w stored, round by round (fold,
+/// fold_then_round) and in a chain with its transcript on the device (grinding 2 bits), then f
+/// and w after and a round past the lazy ones; tables in segments under a 64 KiB binding too.
 #[test]
 fn degree_8_lazy_weights_match_the_twin() {
     use p3_field::extension::BinomialExtensionField;
@@ -750,7 +750,8 @@ fn degree_8_lazy_weights_match_the_twin() {
 }
 
 /// Lazy equality weights, then lazy slot weights, over a committed base-field f of 2^m random
-/// entries, each for `rounds` host rounds against the twin.
+/// entries, each for `rounds` rounds against the twin: played by the host, then chained on the
+/// device (`play_chain`, its transcript there, grinding 2 bits).
 fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     ctx: &Arc<whir_wgpu::gpu::GpuContext>,
     rng: &mut rand::rngs::StdRng,
@@ -759,9 +760,16 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
 ) where
     StandardUniform: Distribution<F> + Distribution<E>,
 {
+    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     use whir_wgpu::prover::steps::SlotSet;
-    for slots in [false, true] {
-        let what = format!("{}, m = {m}, {rounds} lazy rounds, slots {slots}, {:?}, binding {} B", E::NAME, ctx.mul_variant(), ctx.max_binding_bytes());
+    let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default())));
+    for (slots, chained) in [(false, false), (true, false), (false, true), (true, true)] {
+        let what = format!(
+            "{}, m = {m}, {rounds} lazy rounds, slots {slots}, chained {chained}, {:?}, binding {} B",
+            E::NAME,
+            ctx.mul_variant(),
+            ctx.max_binding_bytes()
+        );
         let f: Vec<F> = rand_vec(rng, 1 << m);
         let buffer = ctx.transfers().upload("f", whir_wgpu::gpu::field::as_words(&f));
         let mut gpu = GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), buffer, m).unwrap();
@@ -788,7 +796,16 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
             cpu.add_eq_weights(&points, &scales).unwrap();
         }
         assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
-        play_host_rounds(&mut gpu, &mut cpu, 0..rounds, rng, &what);
+        if chained {
+            let sponge: [F; 16] = std::array::from_fn(|_| rng.random());
+            for (k, c) in gpu.play_chain(rounds, &sponge, &[], 2, &grinder).unwrap().into_iter().enumerate() {
+                assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {k}");
+                cpu.fold(c.r.expect("a full grind range finds a witness")).unwrap();
+            }
+        } else {
+            play_host_rounds(&mut gpu, &mut cpu, 0..rounds, rng, &what);
+        }
+        assert_eq!(gpu.num_variables(), m - rounds, "{what}");
         assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after the lazy rounds");
         assert_eq!(gpu.weights().unwrap(), cpu.weights(), "{what}: w written out after the lazy rounds");
         assert_eq!(SumcheckState::round_coefficients(&mut gpu).unwrap(), cpu.round_coefficients().unwrap(), "{what}: a round after");
@@ -867,24 +884,8 @@ where
         check_head::<F, E>(ctx, rng, case, "");
     }
 
-    // Lazy weights bind their coefficients with degree-4 kernels: over another degree a chain
-    // is refused while they last (the prover plays those rounds on the host).
-    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
-    let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))));
-    let m = 6;
-    let f: Vec<F> = rand_vec(rng, 1 << m);
-    let mut gpu =
-        GpuSumcheck::<F, E>::from_base(Arc::new(GpuNtt::new(ctx.clone())), ctx.transfers().upload("base f", whir_wgpu::gpu::field::as_words(&f)), m).unwrap();
-    SumcheckState::set_lazy_eq_weights(&mut gpu, &[Point::<E>::rand(rng, m)], &[E::ONE], 2).unwrap();
-    let degree_4 = E::ID == whir_wgpu::gpu::field::ExtensionId::Degree4;
-    assert_eq!(gpu.can_chain(), degree_4, "lazy weights over {}", std::any::type_name::<E>());
-    if degree_4 {
-        return;
-    }
-    let state = whir_wgpu::prover::steps::TranscriptState::new(grinder.clone(), [F::ZERO; 16], Vec::new());
-    assert!(SumcheckState::play_chain(&mut gpu, 2, &state, 0).is_none(), "the prover plays rounds under lazy weights on the host");
-    let err = gpu.play_chain(2, &[F::ZERO; 16], &[], 0, &grinder).unwrap_err().to_string();
-    assert!(err.contains("lazy weights"), "{err}");
+    // Lazy weights (equality and slot) chained on the device over this extension too.
+    lazy_rounds_over::<F, E>(ctx, rng, 7, 3);
 }
 
 /// A chain case: (m, rounds, grind bits, pending inputs, grind range).

@@ -1,6 +1,6 @@
 // #import field/mul
 // #import field/prime
-// #import field/ext4
+// #import field/ext
 // #import sumcheck/reduce
 // #import sumcheck/chain_state
 
@@ -12,7 +12,8 @@
 // (slot_eval.wgsl, slot_sum.wgsl), with this round's coordinate ζ and E'(last):
 //   h(0) += B(1 − ζ)S0 + Aζ(T0 − E'(last)e1)
 //   h(∞) += B(2ζ − 1)(S1 − S0) + A((1 − ζ)(S1 − S0) − ζ(T1 − T0)) + C(e1 − e0)
-// One workgroup; nothing once the chain has stopped. Rust twin of the params: `LazySlotParams`
+// One workgroup; nothing once the chain has stopped. Over any extension (field/ext: degree 4, 5
+// or 8). Rust twin of the params: `LazySlotParams`
 // in crates/gpu/src/sumcheck.rs.
 
 struct LazySlotParams {
@@ -23,23 +24,23 @@ struct LazySlotParams {
 }
 
 @group(0) @binding(0) var<uniform> params: LazySlotParams;
-@group(0) @binding(1) var<storage, read> values: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> values: array<Ext>;
 // Per term: (S0, S1, T0, T1) and (e0, e1, group, 0) as indices into `values`.
 @group(0) @binding(2) var<storage, read> terms: array<vec4<u32>>;
 // Per group: ζ, E'(last), the previous round's coordinate.
-@group(0) @binding(3) var<storage, read> constants: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> constants: array<Ext>;
 // Per term: A, B, C.
-@group(0) @binding(4) var<storage, read_write> coeffs: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read_write> pair: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> coeffs: array<Ext>;
+@group(0) @binding(5) var<storage, read_write> pair: array<Ext>;
 @group(0) @binding(6) var<storage, read> chain: ChainState;
 
 @compute @workgroup_size(256)
 fn lazy_slot_round(@builtin(local_invocation_index) lid: u32) {
     let live = chain.info.y == 0u;
-    let one = vec4<u32>(FP_ONE, 0u, 0u, 0u);
-    let r = chain.r[0];
-    var h0 = vec4<u32>(0u);
-    var h_inf = vec4<u32>(0u);
+    let one = ext_from_base(FP_ONE);
+    let r = ext_from_halves(chain.r[0], chain.r[1]);
+    var h0 = ext_zero();
+    var h_inf = ext_zero();
     if (live) {
         for (var i = lid; i < params.terms; i += REDUCE_THREADS) {
             let at = terms[2u * i];
@@ -50,10 +51,10 @@ fn lazy_slot_round(@builtin(local_invocation_index) lid: u32) {
             var c = coeffs[3u * i + 2u];
             if (params.bind != 0u) {
                 let z = constants[3u * g + 2u];
-                let e = ext4_add(ext4_mul(ext4_sub(one, z), ext4_sub(one, r)), ext4_mul(z, r));
-                b = ext4_add(ext4_mul(b, e), ext4_mul(ext4_mul(a, r), ext4_sub(one, z)));
-                a = ext4_mul(a, ext4_mul(ext4_sub(one, r), z));
-                c = ext4_mul(c, r);
+                let e = ext_add(ext_mul(ext_sub(one, z), ext_sub(one, r)), ext_mul(z, r));
+                b = ext_add(ext_mul(b, e), ext_mul(ext_mul(a, r), ext_sub(one, z)));
+                a = ext_mul(a, ext_mul(ext_sub(one, r), z));
+                c = ext_mul(c, r);
                 coeffs[3u * i] = a;
                 coeffs[3u * i + 1u] = b;
                 coeffs[3u * i + 2u] = c;
@@ -61,16 +62,16 @@ fn lazy_slot_round(@builtin(local_invocation_index) lid: u32) {
             let zeta = constants[3u * g];
             let last = constants[3u * g + 1u];
             let s0 = values[at.x];
-            let ds = ext4_sub(values[at.y], s0);
+            let ds = ext_sub(values[at.y], s0);
             let e0 = values[rest.x];
             let e1 = values[rest.y];
-            let v0 = ext4_sub(values[at.z], ext4_mul(last, e1));
-            let dv = ext4_sub(values[at.w], values[at.z]);
-            let one_minus = ext4_sub(one, zeta);
-            let two_zeta_minus = ext4_sub(ext4_add(zeta, zeta), one);
-            h0 = ext4_add(h0, ext4_add(ext4_mul(b, ext4_mul(one_minus, s0)), ext4_mul(a, ext4_mul(zeta, v0))));
-            let with_a = ext4_sub(ext4_mul(one_minus, ds), ext4_mul(zeta, dv));
-            h_inf = ext4_add(h_inf, ext4_add(ext4_add(ext4_mul(b, ext4_mul(two_zeta_minus, ds)), ext4_mul(a, with_a)), ext4_mul(c, ext4_sub(e1, e0))));
+            let v0 = ext_sub(values[at.z], ext_mul(last, e1));
+            let dv = ext_sub(values[at.w], values[at.z]);
+            let one_minus = ext_sub(one, zeta);
+            let two_zeta_minus = ext_sub(ext_add(zeta, zeta), one);
+            h0 = ext_add(h0, ext_add(ext_mul(b, ext_mul(one_minus, s0)), ext_mul(a, ext_mul(zeta, v0))));
+            let with_a = ext_sub(ext_mul(one_minus, ds), ext_mul(zeta, dv));
+            h_inf = ext_add(h_inf, ext_add(ext_add(ext_mul(b, ext_mul(two_zeta_minus, ds)), ext_mul(a, with_a)), ext_mul(c, ext_sub(e1, e0))));
         }
     }
     let total = workgroup_sum_pair(lid, h0, h_inf);

@@ -302,7 +302,9 @@ impl Kernel {
             | FoldSingleChained
             | FoldBaseChained
             | SpongeStep
-            | PowerTables => &ExtensionId::ALL,
+            | PowerTables
+            | LazyCoeffs
+            | LazySlotRound => &ExtensionId::ALL,
             _ => &[ExtensionId::Degree4],
         }
     }

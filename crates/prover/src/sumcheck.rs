@@ -338,8 +338,7 @@ pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: 
 }
 
 /// The GPU's sumcheck over the degree-4, 5 and 8 extensions; the rounds' transcript is
-/// played on the GPU (`play_chain`) where `GpuSumcheck::can_chain` says so (everywhere but
-/// rounds under lazy weights over degrees 5 and 8), the host plays it otherwise.
+/// played on the GPU (`play_chain`), lazy weights included.
 impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckState<F, E> for whir_gpu::GpuSumcheck<F, E> {
     fn num_variables(&self) -> usize {
         whir_gpu::GpuSumcheck::num_variables(self)
@@ -411,9 +410,6 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
     }
 
     fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
-        if !self.can_chain() {
-            return None;
-        }
         let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &state.grinder);
         Some(
             chained

@@ -16,12 +16,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// from before the chain, unless writing lazy weights out after it failed: then the
     /// sumcheck is unusable (a proof in progress fails).
     pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F, E>>> {
-        if !self.can_chain() {
-            return Err(GpuError::InvalidInput(format!(
-                "a chain of sumcheck rounds with lazy weights on the GPU plays degree-4 transcripts; this sumcheck is over the {} extension",
-                E::ID.name()
-            )));
-        }
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
         }

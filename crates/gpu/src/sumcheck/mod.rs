@@ -394,13 +394,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         ([words[0], words[1], words[2], words[3]], [words[4], words[5], words[6], words[7]])
     }
 
-    /// Whether [`play_chain`](Self::play_chain) can play rounds now: over any extension
-    /// without lazy weights; with lazy weights over degree 4 only (the kernels that bind their
-    /// coefficients to the chain's challenges are composed for degree 4).
-    pub fn can_chain(&self) -> bool {
-        E::ID == crate::field::ExtensionId::Degree4 || (self.lazy.is_none() && self.lazy_slots.is_none())
-    }
-
     /// log2 of the most extension entries one binding holds on `ctx`'s adapter.
     fn max_segment_log(ctx: &GpuContext) -> Result<usize> {
         let entries = ctx.max_binding_bytes() / Self::BYTES;

@@ -232,7 +232,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let constants = batch.upload("lazy slot round constants", ext_as_words::<F, E>(&lazy.round_constants(t)));
         let params = LazySlotParams { terms: lazy.terms() as u32, bind: u32::from(k > 0), _pad: [0; 2] };
         let params = self.ctx.uniform("lazy slot round params", &params);
-        let pair = self.ctx.pooled_storage("lazy slot round pair", 8);
+        let pair = self.ctx.pooled_storage("lazy slot round pair", 2 * E::WORDS);
         let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::LazySlotRound, &[])?;
         let bind = self.ctx.bind_buffers(&pipeline, &[&params, &values, &terms, &constants, coeffs, &pair, chain]);
         dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
