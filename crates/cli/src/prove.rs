@@ -17,6 +17,8 @@ use whir_prover::times::{RoundBreakdown, Step, StepTime};
 use whir_prover::{CpuBackend, DriverOptions, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, Soundness, WhirField, WhirPieces, Workload};
 
 use crate::output::OutputFile;
+
+mod hiding;
 use crate::{host_memory, open_gpu, parse_degree, FieldChoice, SecurityArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -80,6 +82,17 @@ pub(crate) struct ProveArgs {
     /// Replace an existing --out file.
     #[arg(long)]
     force: bool,
+    /// A zero-knowledge proof: Plonky3's hiding PCS (`HidingWhirPcs`, HVZK-WHIR; ell_zk 4, masks
+    /// at rate 1/2), over the GPU's DFT, Merkle trees and grinder where there is a GPU. Its
+    /// sumcheck messages, answers, openings and final polynomial reveal nothing of the
+    /// polynomial beyond its values at the points its commitment fixes. One polynomial only.
+    /// The file (format version 4) says it is hiding and names the mask parameters.
+    #[arg(long)]
+    zk: bool,
+    /// With --zk: seed the masks' generator instead of the operating system's, for tests only
+    /// (whoever knows the seed can remove the masks).
+    #[arg(long = "mask-seed", requires = "zk")]
+    mask_seed: Option<u64>,
     /// Print a JSON summary instead of text (also on error).
     #[arg(long)]
     json: bool,
@@ -395,6 +408,15 @@ pub(crate) fn run(mut args: ProveArgs) -> Result<()> {
 }
 
 fn prove(args: ProveArgs) -> Result<()> {
+    if args.zk {
+        if args.tables.is_some() {
+            bail!(
+                "--zk proves one polynomial: Plonky3's hiding PCS (HidingWhirPcs) takes a single multilinear polynomial, not a table list; \
+                 drop --tables for a hiding proof, or --zk for a multi-table proof (which does not hide)"
+            );
+        }
+        return crate::with_extension!((args.field, args.extension), |F, E| hiding::prove_zk::<F, E>(args));
+    }
     if let Some(spec) = args.tables.clone() {
         return crate::with_extension!((args.field, args.extension), |F, E| prove_tables::<F, E>(args, &spec));
     }

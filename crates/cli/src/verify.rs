@@ -64,6 +64,16 @@ pub(crate) struct VerifyArgs {
     #[arg(long = "max-proof-mib", value_name = "MIB", default_value_t = (ReadLimits::DEFAULT_MAX_FILE_BYTES >> 20) as u64,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_proof_mib: u64,
+    /// Demand a hiding (zero-knowledge) proof, `whir prove --zk`'s: a file that does not hide
+    /// is refused. A hiding file is verified as one either way.
+    #[arg(long)]
+    zk: bool,
+    /// The mask code length `ell_zk` a hiding proof must have been made with.
+    #[arg(long = "zk-ell", default_value_t = whir_verifier::ZkMasks::DEFAULT.ell_zk)]
+    zk_ell: u32,
+    /// log2 of the inverse rate of the masks a hiding proof must have been made with.
+    #[arg(long = "zk-mask-rate", default_value_t = whir_verifier::ZkMasks::DEFAULT.mask_log_inv_rate)]
+    zk_mask_rate: u32,
 }
 
 /// `whir verify`: a named configuration's values applied, then [`verify`].
@@ -107,9 +117,59 @@ fn verify(args: VerifyArgs) -> Result<()> {
             );
         }
     }
-    let reader = std::io::Cursor::new(prefix).chain(file);
+    let reader = std::io::Cursor::new(prefix.clone()).chain(file);
     let (field, degree) = named.unwrap_or((want.0.unwrap_or(FieldChoice::Babybear), want.1.unwrap_or(4)));
+    if whir_verifier::proof_file_is_hiding(&prefix) {
+        return crate::with_extension!((field, degree), |F, E| verify_hiding::<F, E>(args, reader, limits));
+    }
+    if args.zk {
+        bail!("proof file {} is a proof that does not hide (not `whir prove --zk`'s), and --zk demands a hiding one", args.file.display());
+    }
     crate::with_extension!((field, degree), |F, E| verify_over::<F, E>(args, reader, limits))
+}
+
+/// The parameters the flags expect of one polynomial (each defaulting to `whir prove`'s).
+fn expected_params(args: &VerifyArgs) -> Result<Params> {
+    let d = Params::defaults();
+    Ok(Params {
+        num_vars: args.vars.unwrap_or(d.num_vars),
+        fold: args.fold.unwrap_or(d.fold),
+        log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
+        security_bits: args.security.unwrap_or(d.security_bits),
+        pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
+        soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
+        points: args.points.unwrap_or(d.points),
+        leaf: args.leaf.unwrap_or(d.leaf),
+    })
+}
+
+/// `whir verify` of a hiding proof file over `F` with challenges in `E`: against the
+/// parameters and masks the flags expect, or the file's own above a floor.
+fn verify_hiding<F: WhirField, E: whir_prover::WhirExtension<F> + p3_field::TwoAdicField>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()>
+where
+    rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
+{
+    let what = format!("hiding proof file {}", args.file.display());
+    if args.tables.is_some() {
+        bail!("{what} proves one polynomial (hiding proofs take no table list); drop --tables");
+    }
+    let proof = whir_verifier::HidingProofFileOf::<F, E>::read_with(file, limits).context(what.clone())?;
+    let masks = whir_verifier::ZkMasks { ell_zk: args.zk_ell, mask_log_inv_rate: args.zk_mask_rate };
+    let (params, how) = if args.accept_file_params {
+        let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
+        proof.verify_file_params(floor).context(what)?;
+        (proof.params.clone(), format!("verified with the file's own parameters and masks (--accept-file-params, at least {} bits)", args.min_security))
+    } else {
+        let expected = expected_params(&args)?;
+        expected.validate(whir_prover::ParamSource::Flags)?;
+        proof.verify(&expected, masks).context(what)?;
+        (expected, "verified".to_string())
+    };
+    for warning in params.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    println!("{how}: a hiding proof ({}), {params}, over {}; the security rests on {}", proof.masks, E::NAME, params.soundness.basis());
+    Ok(())
 }
 
 /// `whir verify` of a proof file over `F` with challenges in `E`.
@@ -122,17 +182,7 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
         let tables = proof.tables.as_ref().map_or(String::new(), |t| format!(", {} tables: {}", t.tables.len(), t.spec()));
         (proof.params, format!("verified with the file's own parameters (--accept-file-params, at least {} bits{tables})", args.min_security))
     } else {
-        let d = Params::defaults();
-        let base = Params {
-            num_vars: args.vars.unwrap_or(d.num_vars),
-            fold: args.fold.unwrap_or(d.fold),
-            log_inv_rate: args.rate.unwrap_or(d.log_inv_rate),
-            security_bits: args.security.unwrap_or(d.security_bits),
-            pow_bits: args.pow_bits.unwrap_or(d.pow_bits),
-            soundness: args.soundness.as_deref().map_or(Ok(d.soundness), Soundness::parse)?,
-            points: args.points.unwrap_or(d.points),
-            leaf: args.leaf.unwrap_or(d.leaf),
-        };
+        let base = expected_params(&args)?;
         match args.tables.as_deref().map(Workload::parse).transpose()? {
             Some(tables) => {
                 // The tables set n and the points: the fold is checked against them, not the

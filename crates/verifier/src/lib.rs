@@ -26,8 +26,8 @@ pub use params::{
     WEAK_SECURITY_BITS,
 };
 pub use proof_file::{
-    proof_file_extension, proof_file_field, FileParamsFloor, ProofFile, ProofFileOf, ReadLimits, StockChallenger, FORMAT_VERSION, HASH_ID, KNOWN_HASHES,
-    PREFIX_BYTES,
+    hiding_points, proof_file_extension, proof_file_field, proof_file_is_hiding, zk_config, FileParamsFloor, HidingProofFileOf, ProofFile, ProofFileOf,
+    ReadLimits, StockChallenger, ZkMasks, FORMAT_VERSION, HASH_ID, HIDING_VERSION, KNOWN_HASHES, PREFIX_BYTES,
 };
 pub use workload::{Workload, MAX_COLUMNS, MAX_TABLES, MAX_WIDTH, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 

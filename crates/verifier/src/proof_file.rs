@@ -19,6 +19,9 @@
 
 use std::io::Read;
 
+mod hiding;
+pub use hiding::{hiding_points, proof_file_is_hiding, zk_config, HidingProofFileOf, ZkMasks, HIDING_VERSION};
+
 use p3_challenger::DuplexChallenger;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
@@ -228,6 +231,16 @@ enum Openings<'a> {
     AnyTables,
 }
 
+/// A hiding file read as a plain one: refused, naming the reader that takes it.
+fn refuse_hiding(version: u16) -> Result<(), ProofError> {
+    if version == HIDING_VERSION {
+        return Err(rejected(format!(
+            "format version {HIDING_VERSION} is a hiding (zero-knowledge) proof; read it as a `HidingProofFile` (`whir verify` reads either)"
+        )));
+    }
+    Ok(())
+}
+
 fn rejected(what: impl Into<String>) -> ProofError {
     ProofError::ProofFile(what.into())
 }
@@ -246,9 +259,9 @@ fn parse_prefix(bytes: &[u8]) -> Result<(u16, Params, &[u8]), ProofError> {
              prove the tables again with this build (format {FORMAT_VERSION})"
         )));
     }
-    if header.version != SINGLE_POLYNOMIAL_VERSION && header.version != FORMAT_VERSION {
+    if header.version != SINGLE_POLYNOMIAL_VERSION && header.version != FORMAT_VERSION && header.version != HIDING_VERSION {
         return Err(rejected(format!(
-            "format version {} is not supported (this build reads versions {SINGLE_POLYNOMIAL_VERSION} and {FORMAT_VERSION})",
+            "format version {} is not supported (this build reads versions {SINGLE_POLYNOMIAL_VERSION}, {FORMAT_VERSION} and {HIDING_VERSION}, hiding)",
             header.version
         )));
     }
@@ -580,6 +593,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     /// [`from_bytes`](Self::from_bytes) under `limits`.
     pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
         let (version, mut params, rest) = parse_prefix(bytes)?;
+        refuse_hiding(version)?;
         params.leaf = check_hash::<F, E>(rest)?;
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?, limits };
@@ -672,6 +686,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         let mut bytes = Vec::new();
         (&mut reader).take(PREFIX_BYTES as u64).read_to_end(&mut bytes).map_err(|e| rejected(format!("reading it failed: {e}")))?;
         let (version, mut params, rest) = parse_prefix(&bytes)?;
+        refuse_hiding(version)?;
         params.leaf = check_hash::<F, E>(rest)?;
         // (A multi-table file's exact bound needs its table list: it is checked once read.)
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };

@@ -180,7 +180,6 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             layers.push(parents);
             prev_len = len;
         }
-        drop(layer);
         chunk_leaves.into_iter().for_each(|b| batch.lend(b));
         if let Some(g) = shorter.next() {
             layers.into_iter().for_each(|b| batch.lend(b));
