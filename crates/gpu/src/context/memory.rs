@@ -200,7 +200,7 @@ impl GpuContext {
 
 /// A context's buffer memory: what the device holds now and at its peak, the pools of idle
 /// buffers and the budget ([`GpuContext::memory`]).
-pub struct GpuMemory<'a>(&'a GpuContext);
+pub struct GpuMemory<'a>(pub(super) &'a GpuContext);
 
 impl GpuMemory<'_> {
     /// Buffer memory the device has allocated now (wgpu's counter; 0 where the backend does
@@ -287,42 +287,5 @@ impl GpuMemory<'_> {
             });
         }
         Ok(())
-    }
-}
-
-/// Buffers from the pools and back ([`GpuContext::memory`]).
-impl GpuMemory<'_> {
-    /// An uninitialised storage buffer of `words` u32 words (at least one).
-    pub fn storage(&self, label: &str, words: usize) -> wgpu::Buffer {
-        self.0.storage(label, words)
-    }
-
-    /// A storage buffer of exactly `words` words (at least one) from the pool of recycled ones,
-    /// or a fresh one. Its contents are whatever the last user left.
-    pub fn pooled_storage(&self, label: &str, words: usize) -> wgpu::Buffer {
-        self.0.pooled_storage(label, words)
-    }
-
-    /// A pooled storage buffer for the host to write into (`write`, an upload): never one that
-    /// recorded, unsubmitted work still uses, since a write lands before the next submission.
-    pub fn pooled_for_upload(&self, label: &str, words: usize) -> wgpu::Buffer {
-        self.0.pooled_for_upload(label, words)
-    }
-
-    /// Hands a storage buffer back for `pooled_storage` (kept while the pool holds under its
-    /// budget, 32 GiB by default, and at most `DEVICE_POOL_PER_SIZE` of its size). Only for a
-    /// buffer whose uses are all submitted; see [`recycle_after_submit`](Self::recycle_after_submit).
-    pub fn recycle_storage(&self, buffer: wgpu::Buffer) {
-        self.0.recycle_storage(buffer)
-    }
-
-    /// Hands back a buffer that work recorded on this thread but not yet submitted still uses:
-    /// this thread's `pooled_storage` may take it again at once for work it records after
-    /// (kernels recorded later run later; host writes would not, so `pooled_for_upload` never
-    /// takes it), and it joins the shared pool after this thread's next submission, which must
-    /// be the one carrying that work. Given straight to the pool, another thread sharing the
-    /// context could take it and submit writes to it before that work is submitted.
-    pub fn recycle_after_submit(&self, buffer: wgpu::Buffer) {
-        self.0.recycle_after_submit(buffer)
     }
 }

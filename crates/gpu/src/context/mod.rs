@@ -16,22 +16,23 @@ mod pipelines;
 mod profile;
 mod queues;
 mod transfers;
+mod views;
 
 use adapter::*;
 pub use adapter::{list_adapters, pool_adapters, AdapterSummary};
 pub use batch::{Batch, InFlight, ReadSlot, Readback};
 use faults::FaultInjection;
-pub use faults::GpuFaults;
 pub use kernel_timer::KernelTimer;
 pub use memory::GpuMemory;
 use memory::*;
+pub use pipelines::Dispatch;
 use pipelines::*;
-pub use pipelines::{Dispatch, GpuPipelines};
 pub use profile::GpuProfiler;
 use profile::*;
 pub use profile::{KernelSpan, ProfileLabelGuard, ProfileSpan, QueueOccupancy};
 use transfers::*;
-pub use transfers::{GpuTransfers, HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
+pub use transfers::{HostCosts, ReadChunks, RecordBeforeCopy, TransferCounts, TRANSFER_CHUNK_BYTES};
+pub use views::{GpuFaults, GpuPipelines, GpuTransfers};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
