@@ -20,6 +20,7 @@
 use std::io::Read;
 
 mod hiding;
+use hiding::refuse_hiding;
 pub use hiding::{hiding_points, proof_file_is_hiding, zk_config, HidingProofFileOf, ZkMasks, HIDING_VERSION};
 
 use p3_challenger::DuplexChallenger;
@@ -229,16 +230,6 @@ enum Openings<'a> {
     Tables(&'a Workload),
     /// One batch per table of tables not known yet.
     AnyTables,
-}
-
-/// A hiding file read as a plain one: refused, naming the reader that takes it.
-fn refuse_hiding(version: u16) -> Result<(), ProofError> {
-    if version == HIDING_VERSION {
-        return Err(rejected(format!(
-            "format version {HIDING_VERSION} is a hiding (zero-knowledge) proof; read it as a `HidingProofFile` (`whir verify` reads either)"
-        )));
-    }
-    Ok(())
 }
 
 fn rejected(what: impl Into<String>) -> ProofError {

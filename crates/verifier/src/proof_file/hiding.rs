@@ -267,6 +267,16 @@ fn too_large(bytes: usize, limits: ReadLimits) -> ProofError {
     ))
 }
 
+/// A hiding file read as a plain one: refused, naming the reader that takes it.
+pub(super) fn refuse_hiding(version: u16) -> Result<(), ProofError> {
+    if version == HIDING_VERSION {
+        return Err(rejected(format!(
+            "format version {HIDING_VERSION} is a hiding (zero-knowledge) proof; read it as a `HidingProofFile` (`whir verify` reads either)"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether a file's first bytes are a hiding proof file's header.
 pub fn proof_file_is_hiding(prefix: &[u8]) -> bool {
     parse_prefix(prefix).is_ok_and(|(version, _, _)| version == HIDING_VERSION)
