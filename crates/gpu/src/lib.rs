@@ -67,9 +67,9 @@ pub mod record {
     pub use crate::reorder::MessageLayout;
 }
 
-/// The device transcript: proof-of-work grinds offered ahead, sponge scripts (a round head's
-/// transcript steps played from a published state), chained sumcheck rounds, and the slots of
-/// the weights they draw.
+/// The device transcript: proof-of-work grinds offered ahead, sponge scripts (duplex steps —
+/// observe, sample, grind — played from a published state), chained sumcheck rounds, and the
+/// slots of the weights they draw.
 pub mod transcript {
     pub use crate::challenger::{GrindAhead, InnerChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
     pub use crate::grind::{cpu_grind, pow_mask, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
