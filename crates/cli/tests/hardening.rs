@@ -8,57 +8,11 @@ use std::time::{Duration, Instant};
 
 use whir_prover::ProofFile;
 
+mod common;
+use common::{assert_clean_error, stderr, stdout, whir, whir_env, TempDir};
+
 const SMALL: [&str; 10] = ["--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "10", "--backend", "cpu"];
 const SMALL_VERIFY: [&str; 8] = ["--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "10"];
-
-fn whir_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_whir"));
-    cmd.args(args).env("XDG_RUNTIME_DIR", std::env::temp_dir()).env_remove("WHIR_ADAPTER");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run whir")
-}
-
-fn whir(args: &[&str]) -> Output {
-    whir_env(args, &[])
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Exit status 1 with an `error:` line: a handled error, not a panic (101) or a crash.
-fn assert_clean_error(o: &Output, what: &str) -> String {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "{what}: {err}");
-    assert!(err.contains("error: ") && !err.contains("panicked"), "{what}: {err}");
-    err
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("whir-hardening-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

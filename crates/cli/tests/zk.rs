@@ -3,53 +3,24 @@
 //! pieces for one mask seed, masks that change with the seed (and with the operating system's
 //! generator by default), and every hostile or mismatched file refused with one clear error.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use whir_prover::ProofFile;
 use whir_verifier::{HidingProofFileOf, ReadLimits};
 
+mod common;
+use common::{stderr, stdout, whir, TempDir};
+
 /// A hiding run small enough for a software adapter: the masks' randomness fits the codes'
 /// slack at rate 1/4.
 const SHAPE: [&str; 10] = ["--vars", "10", "--fold", "2", "--rate", "2", "--security", "40", "--pow-bits", "0"];
-
-fn whir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_whir")).args(args).env("XDG_RUNTIME_DIR", std::env::temp_dir()).env_remove("WHIR_ADAPTER").output().expect("run whir")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Exit status 1 with an `error:` line that contains `says`: a handled error, not a panic.
 fn assert_refused(o: &Output, says: &str, what: &str) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(1), "{what}: {err}");
     assert!(err.contains("error: ") && !err.contains("panicked") && err.contains(says), "{what}: {err}");
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("whir-zk-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// `whir prove --zk` of SHAPE into `out` with `extra` flags; panics unless it succeeded.

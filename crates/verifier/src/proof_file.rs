@@ -175,6 +175,41 @@ impl Default for FileParamsFloor {
     }
 }
 
+impl FileParamsFloor {
+    /// An error unless a file's own `params` are valid and clear this floor.
+    fn check(&self, params: &Params) -> Result<(), ProofError> {
+        params.validate(ParamSource::ProofFile)?;
+        if params.security_bits < self.min_security_bits {
+            return Err(ProofError::ParamsMismatch(format!(
+                "the proof file's header says security = {} bits, below the {} bits accepted",
+                params.security_bits, self.min_security_bits
+            )));
+        }
+        if !params.soundness.is_proven() && !self.allow_conjectured {
+            return Err(ProofError::ParamsMismatch(format!(
+                "the proof file's header claims {} bits resting on {}; accept that explicitly (`--allow-conjecture`, \
+                 `FileParamsFloor::allow_conjectured`) or verify with parameters you choose",
+                params.security_bits,
+                params.soundness.basis()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `bytes` decoded as a `T`, all of them, in the one canonical form (`what` names it in errors).
+fn decode_canonical<T: Serialize + serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, ProofError> {
+    let (value, tail): (T, &[u8]) =
+        postcard::take_from_bytes(bytes).map_err(|e| rejected(format!("{what} is truncated or corrupted: {}", decode_error(&e))))?;
+    if !tail.is_empty() {
+        return Err(rejected(format!("{} unexpected bytes after {what}", tail.len())));
+    }
+    if postcard::to_allocvec(&value).map_err(|e| rejected(e.to_string()))? != bytes {
+        return Err(rejected(format!("{what} is not in canonical form (it re-encodes to different bytes)")));
+    }
+    Ok(value)
+}
+
 /// A proof over `F` (BabyBear or KoalaBear) with its challenges in `E` (the field's degree-4
 /// extension by default; the header's hash id names both) with what the verifier needs to
 /// check it. [`ProofFile`] is BabyBear^4's.
@@ -717,15 +752,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
     fn decode_body(&self) -> Result<Proof<F, E>, ProofError> {
-        let (proof, tail): (Proof<F, E>, &[u8]) =
-            postcard::take_from_bytes(&self.proof).map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
-        if !tail.is_empty() {
-            return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
-        }
-        if postcard::to_allocvec(&proof).map_err(|e| rejected(e.to_string()))? != self.proof {
-            return Err(rejected("the proof body is not in canonical form (it re-encodes to different bytes)"));
-        }
-        Ok(proof)
+        decode_canonical(&self.proof, "the proof body")
     }
 
     /// Checks the proof against the parameters the verifier expects, with Plonky3's own
@@ -765,21 +792,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     /// they clear `floor`. Use [`verify`](Self::verify) where the verifier knows what it
     /// expects: a file's parameters are the prover's choice.
     pub fn verify_file_params(&self, floor: FileParamsFloor) -> Result<(), ProofError> {
-        self.params.validate(ParamSource::ProofFile)?;
-        if self.params.security_bits < floor.min_security_bits {
-            return Err(ProofError::ParamsMismatch(format!(
-                "the proof file's header says security = {} bits, below the {} bits accepted",
-                self.params.security_bits, floor.min_security_bits
-            )));
-        }
-        if !self.params.soundness.is_proven() && !floor.allow_conjectured {
-            return Err(ProofError::ParamsMismatch(format!(
-                "the proof file's header claims {} bits resting on {}; accept that explicitly (`--allow-conjecture`, \
-                 `FileParamsFloor::allow_conjectured`) or verify with parameters you choose",
-                self.params.security_bits,
-                self.params.soundness.basis()
-            )));
-        }
+        floor.check(&self.params)?;
         self.verify_as(&self.params, ParamSource::ProofFile)
     }
 

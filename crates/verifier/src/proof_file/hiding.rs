@@ -190,15 +190,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
 
     /// The `ZkWhirProof` in the body, decoded and checked to be canonical.
     fn decode_body(&self) -> Result<HidingProof<F, E>, ProofError> {
-        let (proof, tail): (HidingProof<F, E>, &[u8]) =
-            postcard::take_from_bytes(&self.proof).map_err(|e| rejected(format!("the proof body is truncated or corrupted: {}", decode_error(&e))))?;
-        if !tail.is_empty() {
-            return Err(rejected(format!("{} unexpected bytes after the proof body", tail.len())));
-        }
-        if postcard::to_allocvec(&proof).map_err(|e| rejected(e.to_string()))? != self.proof {
-            return Err(rejected("the proof body is not in canonical form (it re-encodes to different bytes)"));
-        }
-        Ok(proof)
+        decode_canonical(&self.proof, "the proof body")
     }
 
     /// The evaluations the proof claims, one per point of [`hiding_points`] (decoding only).
@@ -225,20 +217,7 @@ where
     /// Checks the proof against the parameters and masks its own header names, accepting them
     /// only if they clear `floor` (as [`ProofFileOf::verify_file_params`]).
     pub fn verify_file_params(&self, floor: FileParamsFloor) -> Result<(), ProofError> {
-        self.params.validate(ParamSource::ProofFile)?;
-        if self.params.security_bits < floor.min_security_bits {
-            return Err(ProofError::ParamsMismatch(format!(
-                "the proof file's header says security = {} bits, below the {} bits accepted",
-                self.params.security_bits, floor.min_security_bits
-            )));
-        }
-        if !self.params.soundness.is_proven() && !floor.allow_conjectured {
-            return Err(ProofError::ParamsMismatch(format!(
-                "the proof file's header claims {} bits resting on {}; accept that explicitly or verify with parameters you choose",
-                self.params.security_bits,
-                self.params.soundness.basis()
-            )));
-        }
+        floor.check(&self.params)?;
         self.verify_as(&self.params, ParamSource::ProofFile)
     }
 
