@@ -36,7 +36,7 @@ fn verify(file: &Path, extra: &[&str]) -> Output {
 
 /// A hiding proof verifies against the verifier's parameters and masks, says it hides and with
 /// which masks, and one for other parameters or masks is refused naming the difference; over
-/// BabyBear^4 and KoalaBear^8.
+/// BabyBear^4 and KoalaBear^8, and at several points.
 #[test]
 fn hiding_proofs_verify_and_name_their_masks() {
     let dir = TempDir::new("verify");
@@ -57,6 +57,12 @@ fn hiding_proofs_verify_and_name_their_masks() {
         let own = whir(&["verify", file.to_str().unwrap(), "--accept-file-params", "--min-security", "40"]);
         assert!(own.status.success() && stdout(&own).contains("hiding proof"), "{}", stderr(&own));
     }
+    // Several points, each fixed by the commitment.
+    let file = dir.file("points.whir");
+    prove_zk(&file, &["--backend", "cpu", "--points", "3"]);
+    let ok = verify(&file, &["--points", "3"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert_refused(&verify(&file, &[]), "points 3 (expected 1)", "the points");
 }
 
 /// For one mask seed the GPU's pieces (`--backend gpu`) write Plonky3's CPU pieces' bytes.
