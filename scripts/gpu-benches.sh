@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs the benchmark set behind BENCHMARKS.md on a GPU machine, from the .gpu/ folder that
 # scripts/pack-gpu.sh fills (carry it along). Outputs go to $OUT (default ./bench-out).
-# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm|ab|challengers|zk]   (each part fits one 10-minute call)
+# Usage: scripts/gpu-benches.sh [benches|grid|all|levers|throughput|confirm|ab|ab2|challengers|zk]   (each part fits one 10-minute call)
 # `levers` measures the throughput levers against their other forms: Poseidon2 over 16 lanes for
 # latency-bound steps (WHIR_TRANSCRIPT_LANES, WHIR_LANE_LEVEL_MAX_NODES; LANE_NODES sets the
 # level bound tried, default 4096) and contexts on 4 queues of one device, of the graphics or
 # the compute-only family (WHIR_COMPUTE_ONLY_QUEUES). `throughput` is BENCHMARKS.md's throughput
 # table; `confirm` alternates lone proofs with the lane permutations on and off. `ab` alternates
 # .gpu/whir_before (a build of the commit before a refactor, packed by hand) with .gpu/whir on
-# issue 49's shapes, twice, and compares their proof files; `challengers` times the PCS over
+# issue 49's shapes, twice (`ab`: n = 24 and 20; `ab2`: the zkVM tables and KoalaBear^8, and the
+# proof files compared); `challengers` times the PCS over
 # Plonky3's DuplexChallenger and over GpuChallenger. `zk` times Plonky3's hiding PCS over
 # its CPU pieces and over ours (whir bench --zk), BabyBear^4 at 100 bits and KoalaBear^8 at 128.
 set -uo pipefail
@@ -101,13 +102,22 @@ if [[ $part == confirm ]]; then
         --plonky3-parallel 4 --json "$OUT/queues2_n24.json" >> "$OUT/queues.txt" 2>&1
 fi
 if [[ $part == ab ]]; then
-    # A refactor before and after: n = 24 fold 1, 2 and 4 and n = 20 fold 4 (BabyBear^4), the
-    # zkVM tables at fold 4, KoalaBear^8 at fold 4; the binaries alternated, twice.
+    # A refactor before and after: n = 24 fold 1, 2 and 4 and n = 20 fold 4 (BabyBear^4); the
+    # binaries alternated, twice (the zkVM tables and KoalaBear^8: `ab2`).
     for run in 1 2; do
         for bin in whir_before whir; do
             echo "== $bin run $run"
             timeout 100 .gpu/$bin bench --vars 24 --fold 1,2,4 --rate 1 --pow-bits 22 --reps 3 --no-pieces --json "$OUT/ab_${bin}_n24_run$run.json"
             timeout 40 .gpu/$bin bench --vars 20 --fold 4 --rate 1 --pow-bits 22 --reps 5 --no-pieces --json "$OUT/ab_${bin}_n20_run$run.json"
+        done
+    done > "$OUT/ab.txt" 2>&1
+fi
+if [[ $part == ab2 ]]; then
+    # The second half of `ab` (one 10-minute call each): the zkVM tables and KoalaBear^8 at fold
+    # 4 alternated twice, then the proof files compared.
+    for run in 1 2; do
+        for bin in whir_before whir; do
+            echo "== $bin run $run"
             timeout 60 .gpu/$bin bench --tables zkvm --fold 4 --rate 1 --pow-bits 22 --reps 3 --json "$OUT/ab_${bin}_zkvm_run$run.json"
             timeout 60 .gpu/$bin bench --config koalabear8-128 --vars 24 --fold 4 --rate 1 --reps 3 --no-pieces --json "$OUT/ab_${bin}_kb8_run$run.json"
         done
