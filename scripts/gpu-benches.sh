@@ -128,7 +128,12 @@ if [[ $part == ab2 ]]; then
         done >> "$OUT/ab.txt" 2>&1
         cmp /tmp/whir_before.proof /tmp/whir.proof >> "$OUT/ab.txt" 2>&1 && echo "$config: proof files byte-identical" >> "$OUT/ab.txt"
     done
-    # Codewords over one binding (16 MiB bindings: encoded by column blocks into row chunks).
+    # Codewords over one binding (16 MiB bindings: encoded by column blocks into row chunks),
+    # timed in WebGPU's default limits at n = 24, then their proof files compared.
+    for bin in whir_before whir; do
+        echo "== $bin, WHIR_LIMITS=webgpu"
+        WHIR_LIMITS=webgpu timeout 60 .gpu/$bin bench --vars 24 --fold 4 --rate 1 --pow-bits 22 --reps 3 --no-pieces --json "$OUT/ab_${bin}_webgpu.json"
+    done >> "$OUT/ab.txt" 2>&1
     for bin in whir_before whir; do
         WHIR_LIMITS=webgpu:16777216 timeout 60 .gpu/$bin prove --vars 22 --fold 4 --seed 7 --out "/tmp/$bin.proof" --force
     done >> "$OUT/ab.txt" 2>&1
