@@ -1,7 +1,7 @@
 //! Test support: runs single WGSL field operations over arrays, so the field library can be
 //! compared with Plonky3 word for word. Not part of the stable API.
 
-use crate::context::GpuContext;
+use crate::context::{Dispatch, GpuContext};
 use crate::error::Result;
 use crate::field::FieldId;
 use crate::shaders::Kernel;
@@ -70,9 +70,10 @@ pub fn run_field_op_in(ctx: &GpuContext, field: FieldId, op: FieldOp, lhs: &[u32
         let b = ctx.upload("rhs", if rhs.is_empty() { lhs } else { rhs });
         let out = ctx.upload("out", &vec![u32::MAX; lhs.len()]);
         let bind = ctx.bind_buffers(&pipeline, &[&params, &a, &b, &out]);
-        let mut encoder = ctx.encoder("field op test");
-        ctx.record_dispatch(&mut encoder, "field op test", &pipeline, &bind, (count as u32).div_ceil(64), None);
-        ctx.submit_and_read(encoder, &out, lhs.len())
+        let mut batch = ctx.batch("field op test");
+        batch.record(&[Dispatch { pipeline: (*pipeline).clone(), bind, groups: (count as u32).div_ceil(64) }]);
+        let slot = batch.read(&out, 0, lhs.len());
+        ctx.run(batch)?.into_words(slot)
     })
 }
 
