@@ -117,9 +117,10 @@ fn verify(args: VerifyArgs) -> Result<()> {
             );
         }
     }
-    let reader = std::io::Cursor::new(prefix.clone()).chain(file);
+    let hiding = whir_verifier::proof_file_is_hiding(&prefix);
+    let reader = std::io::Cursor::new(prefix).chain(file);
     let (field, degree) = named.unwrap_or((want.0.unwrap_or(FieldChoice::Babybear), want.1.unwrap_or(4)));
-    if whir_verifier::proof_file_is_hiding(&prefix) {
+    if hiding {
         return crate::with_extension!((field, degree), |F, E| verify_hiding::<F, E>(args, reader, limits));
     }
     if args.zk {

@@ -185,14 +185,12 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// stored — and commits to the codeword's rows. One upload, one wait, one readback (the
     /// root).
     pub fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<CommittedCodeword<F>> {
-        if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!("a message of {} values is not a power-of-two number of rows of width {width}", message.len())));
-        }
+        let rows = message_rows(message.len(), width)?;
         let ctx = self.ntt.context().clone();
         ctx.scoped("codeword commit", || {
             let mut batch = ctx.batch("codeword commit");
             let input = batch.upload("codeword message", as_words(message));
-            let recorded = self.record_commit(&mut batch, &input, message.len() / width, width, log_inv_rate, MessageLayout::Rows)?;
+            let recorded = self.record_commit(&mut batch, &input, rows, width, log_inv_rate, MessageLayout::Rows)?;
             let readback = ctx.run(batch)?;
             recorded.finish(&readback)
         })
@@ -201,13 +199,11 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// [`commit`](Self::commit) that also returns the uploaded message (a pooled buffer), for
     /// more work on it.
     pub fn commit_keep(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
-        if width == 0 || message.is_empty() || !message.len().is_multiple_of(width) || !(message.len() / width).is_power_of_two() {
-            return Err(GpuError::InvalidInput(format!("a message of {} values is not a power-of-two number of rows of width {width}", message.len())));
-        }
+        let rows = message_rows(message.len(), width)?;
         let ctx = self.ntt.context().clone();
         let input = ctx.pooled_for_upload("codeword message", message.len());
         ctx.write(&input, as_words(message));
-        self.commit_kept(input, message.len() / width, width, log_inv_rate, MessageLayout::Rows)
+        self.commit_kept(input, rows, width, log_inv_rate, MessageLayout::Rows)
     }
 
     /// [`commit_buffer`](Self::commit_buffer) of an uploaded message, returned with the
@@ -474,6 +470,15 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
             }
         }
     }
+}
+
+/// The rows of a message of `len` values in rows of `width`: an error unless they are a
+/// power of two (and there are some).
+fn message_rows(len: usize, width: usize) -> Result<usize> {
+    if width == 0 || len == 0 || !len.is_multiple_of(width) || !(len / width).is_power_of_two() {
+        return Err(GpuError::InvalidInput(format!("a message of {len} values is not a power-of-two number of rows of width {width}")));
+    }
+    Ok(len / width)
 }
 
 /// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.

@@ -27,14 +27,15 @@ where
 {
     let masks = ZkMasks::DEFAULT;
     let memory = host_memory::host_memory(args.memory);
+    let mut config = None;
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
-        zk_config::<F, E, GpuChallenger<F>>(params, masks, ParamSource::Flags)?;
+        config = Some(zk_config::<F, E, GpuChallenger<F>>(params, masks, ParamSource::Flags)?);
         if args.cpu_for_sure(params.num_vars) {
             memory.check::<F, E>(params, None)?;
         }
         Ok(())
     })?;
-    let config = zk_config::<F, E, GpuChallenger<F>>(&params, masks, ParamSource::Flags)?;
+    let config = config.expect("made by the check");
     let (rng, randomness) = match args.mask_seed {
         Some(seed) => {
             eprintln!(
@@ -75,9 +76,6 @@ where
         .context("the hiding proof just made did not verify; nothing was written")?;
     let verify_time = started.elapsed();
     out.write(&bytes)?;
-    for warning in params.warnings() {
-        eprintln!("warning: {warning}");
-    }
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     if args.json {
         let summary = json!({
