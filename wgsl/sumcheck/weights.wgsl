@@ -8,6 +8,7 @@
 // - add_select_weights: w[x] += sum_j scale_j * v_j^x        (v_j in the base field)
 // - add_split_select_weights: the same from split power tables
 // - scatter_scales / add_table_prefix: the same select weights through an NTT (below).
+// - scale_table:        w[x] *= scales[0]
 // Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
 
 struct WeightParams {
@@ -179,4 +180,20 @@ fn add_table_prefix(
     }
     // (`vars`: log2 of the stride the transform's entries are read at; 0 for a prefix.)
     table[x] = ext_add(table[x], points[(params.offset + x) << params.vars]);
+}
+
+// w[x] *= s, s = scales[0] (a hiding sumcheck's batch scales its weights by its challenge).
+@compute @workgroup_size(256)
+fn scale_table(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    _ = partials[0];
+    _ = points[0];
+    let x = linear_workgroup_id(wid, num_wgs) * 256u + lid;
+    if (x >= params.size) {
+        return;
+    }
+    table[x] = ext_mul(table[x], scales[0]);
 }

@@ -296,6 +296,110 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         recorded
     }
 
+    /// Commits a hiding codeword of the polynomial `poly` (2^m values in their natural
+    /// order) folded `fold` variables at a time in prefix order (row r, column b of the
+    /// message is poly[b·2^(m-fold) + r]), with `randomness` rows after it
+    /// ([`record_commit_hiding`](Self::record_commit_hiding)). Returns the commitment and the
+    /// polynomial held at bit-reversed indices (a pooled buffer of 2^m words: the table a
+    /// prefix-order sumcheck binds, `GpuSumcheck::with_reversed_indices`). One upload, one wait.
+    pub fn commit_hiding_polynomial(&self, poly: &[F], fold: usize, randomness: &[F], log_inv_rate: usize) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
+        if !poly.len().is_power_of_two() || fold > poly.len().ilog2() as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "a polynomial of {} values folded {fold} variables at a time (need 2^m values, m >= the fold)",
+                poly.len()
+            )));
+        }
+        let m = poly.len().ilog2() as usize;
+        let ctx = self.ntt.context().clone();
+        ctx.memory().try_reserve("a hiding polynomial", 4 * poly.len() as u64)?;
+        let reversed = ctx.pooled_storage("hiding polynomial, bit-reversed", poly.len());
+        let committed = ctx.scoped("hiding codeword commit", || {
+            let mut batch = ctx.batch("hiding codeword commit");
+            let natural = batch.upload("hiding polynomial", as_words(poly));
+            batch.record(&[reverse_bits_dispatch(&ctx, &natural, &reversed, m, 0, 1)?]);
+            let recorded = self.record_commit_hiding(
+                &mut batch,
+                &reversed,
+                1 << (m - fold),
+                1 << fold,
+                MessageLayout::ReversedIndices { words: 1 },
+                randomness,
+                log_inv_rate,
+            )?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
+        });
+        match committed {
+            Ok(committed) => Ok((committed, reversed)),
+            Err(e) => {
+                ctx.recycle_storage(reversed);
+                Err(e)
+            }
+        }
+    }
+
+    /// Records the commitment of a hiding (zero-knowledge) codeword: the transform of the
+    /// first `rows` x `width` words of `message` (lying there as `layout` says) followed by
+    /// the rows of `randomness` (row-major, `width` words a row) and zero rows, at rate
+    /// 2^-log_inv_rate of the message's rows — Plonky3's interleaved ZK Reed–Solomon encoding,
+    /// whose domain is the plain codeword's. The message, randomness rows and padding are laid
+    /// out in one transient buffer (the next power of two of their rows) and encoded as
+    /// [`record_commit`](Self::record_commit) encodes a message.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_commit_hiding(
+        &self,
+        batch: &mut Batch<'_>,
+        message: &wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        layout: MessageLayout,
+        randomness: &[F],
+        log_inv_rate: usize,
+    ) -> Result<RecordedCodeword<F>> {
+        if width == 0 || !rows.is_power_of_two() || !randomness.len().is_multiple_of(width) {
+            return Err(GpuError::InvalidInput(format!(
+                "a hiding message of {rows} rows of {width} words with {} randomness words (need a power-of-two number of rows and whole randomness rows)",
+                randomness.len()
+            )));
+        }
+        let extra = randomness.len() / width;
+        let padded = (rows + extra).next_power_of_two();
+        let domain = rows.checked_shl(log_inv_rate as u32).filter(|&d| d >= padded);
+        let Some(domain) = domain else {
+            return Err(GpuError::InvalidInput(format!("{extra} randomness rows do not fit a codeword of {rows} message rows at rate 2^-{log_inv_rate}")));
+        };
+        let rate = (domain / padded).ilog2() as usize;
+        let ctx = self.ntt.context().clone();
+        let words = matrix_bytes(padded, width)? / 4;
+        let laid = ctx.pooled_storage("hiding message", words as usize);
+        let (message_bytes, randomness_bytes) = (4 * (rows * width) as u64, 4 * randomness.len() as u64);
+        // Zero rows first (the pool's buffers hold old data), then the message and its
+        // randomness rows, in recording order.
+        batch.encoder().clear_buffer(&laid, message_bytes + randomness_bytes, None);
+        let placed = match layout {
+            MessageLayout::Rows => {
+                batch.encoder().copy_buffer_to_buffer(message, 0, &laid, 0, message_bytes);
+                Ok(())
+            }
+            MessageLayout::ReversedIndices { words } => {
+                if words == 0 || !width.is_multiple_of(words) || !(width / words).is_power_of_two() {
+                    Err(GpuError::InvalidInput(format!("rows of {width} words in elements of {words} words (need a power of two of them)")))
+                } else {
+                    reverse_bits_dispatch(&ctx, message, &laid, rows.ilog2() as usize, (width / words).ilog2() as usize, words).map(|d| batch.record(&[d]))
+                }
+            }
+        };
+        let recorded = placed.and_then(|()| {
+            if !randomness.is_empty() {
+                let source = batch.upload("hiding randomness rows", as_words(randomness));
+                batch.encoder().copy_buffer_to_buffer(&source, 0, &laid, message_bytes, randomness_bytes);
+            }
+            self.record_rows(batch, &laid, padded, width, rate)
+        });
+        batch.lend(laid);
+        recorded
+    }
+
     /// [`record_commit`](Self::record_commit)'s body.
     fn record_rows(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
         if width == 0 || !rows.is_power_of_two() {

@@ -222,6 +222,8 @@ kernels! {
     ScatterScales => ("sumcheck/weights", "scatter_scales"),
     /// Adds the first entries of a transformed table to a weight table (wgsl/sumcheck/weights.wgsl).
     AddTablePrefix => ("sumcheck/weights", "add_table_prefix"),
+    /// Multiplies a weight table by one extension element (wgsl/sumcheck/weights.wgsl).
+    ScaleTable => ("sumcheck/weights", "scale_table"),
     /// `SumcheckRound` over a base-field f (the first round; wgsl/sumcheck/base.wgsl).
     RoundBase => ("sumcheck/base", "round_partials_base"),
     /// Folds a base-field f into the extension (wgsl/sumcheck/base.wgsl).
@@ -287,6 +289,7 @@ impl Kernel {
             | AddSelectWeights
             | ScatterScales
             | AddTablePrefix
+            | ScaleTable
             | RoundBase
             | FoldBase
             | EvalPartials

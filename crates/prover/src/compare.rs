@@ -257,6 +257,30 @@ impl<F: ProverField, E: WhirExtension<F>, A: SumcheckState<F, E>, B: SumcheckSta
         Ok(b)
     }
 
+    fn weights_table(&mut self) -> Result<Vec<E>, ProverError> {
+        let a = self.reference.weights_table()?;
+        let b = self.candidate.weights_table()?;
+        self.at.check("the weights w", &a, &b)?;
+        Ok(b)
+    }
+
+    fn scale_weights(&mut self, s: E) -> Result<(), ProverError> {
+        self.reference.scale_weights(s)?;
+        self.candidate.scale_weights(s)
+    }
+
+    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError> {
+        self.reference.add_power_weights(vars, scales)?;
+        self.candidate.add_power_weights(vars, scales)
+    }
+
+    fn eval_powers(&mut self, y: E) -> Result<E, ProverError> {
+        let a = self.reference.eval_powers(y)?;
+        let b = self.candidate.eval_powers(y)?;
+        self.at.check("f's coefficients evaluated at a point", &a, &b)?;
+        Ok(b)
+    }
+
     fn evals(&mut self) -> Result<Vec<E>, ProverError> {
         let a = self.reference.evals()?;
         let b = self.candidate.evals()?;

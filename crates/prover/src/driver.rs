@@ -145,6 +145,60 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
 
     /// The driver enters `step` of round `round` (for profiles; nothing by default).
     fn enter_step(&self, _round: usize, _step: Step) {}
+
+    /// Commits the first oracle of a hiding proof: `poly` (2^n values in their natural
+    /// order) folded `fold` variables at a time in prefix order, with `randomness` (Plonky3's
+    /// limb-major order: t values per column b at `randomness[b·t..]`) as t rows after the
+    /// message, at rate 2^-log_inv_rate of the message's rows (p3-whir's `zk_padded_matrix`
+    /// and `dft_batch`). The sumcheck's f is then `poly` held at bit-reversed indices, w = 0.
+    #[allow(clippy::type_complexity)]
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        let _ = (poly, randomness, fold, log_inv_rate);
+        Err(ProverError::Input("these codeword steps do not commit hiding codewords".into()))
+    }
+
+    /// Commits the sumcheck's current f as a hiding round's oracle: rows of 2^fold extension
+    /// elements in prefix order, `randomness` (limb-major, extension elements) as rows after
+    /// them, at rate 2^-log_inv_rate of the message's rows (`dft_algebra_batch`).
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        let _ = (sumcheck, randomness, fold, log_inv_rate);
+        Err(ProverError::Input("these codeword steps do not commit hiding codewords".into()))
+    }
+}
+
+/// Plonky3's limb-major randomness (t values per column, column b's at `randomness[b·t..]`)
+/// as t rows of `width` columns.
+pub(crate) fn randomness_rows<T: Copy>(randomness: &[T], width: usize) -> Result<Vec<T>, ProverError> {
+    if width == 0 || !randomness.len().is_multiple_of(width) {
+        return Err(ProverError::Input(format!("{} randomness values over {width} columns", randomness.len())));
+    }
+    let t = randomness.len() / width;
+    Ok((0..t).flat_map(|j| (0..width).map(move |b| randomness[b * t + j])).collect())
+}
+
+/// A hiding codeword's message padded to `height` rows: `message` (row-major, `width` a row),
+/// then the randomness rows, then zeros.
+fn hiding_padded<T: Copy + Default>(message: &[T], randomness_rows: &[T], width: usize, height: usize) -> Result<Vec<T>, ProverError> {
+    let total = message.len() + randomness_rows.len();
+    if width == 0 || height.checked_mul(width).is_none_or(|cells| cells < total) {
+        return Err(ProverError::Input(format!("{total} message and randomness values do not fit {height} rows of {width}")));
+    }
+    let mut padded = vec![T::default(); height * width];
+    padded[..message.len()].copy_from_slice(message);
+    padded[message.len()..total].copy_from_slice(randomness_rows);
+    Ok(padded)
 }
 
 /// The table of `blocks` blocks of `block_len` values that `block` hands out, in one vector.
@@ -262,6 +316,14 @@ impl<F: ProverField, E: WhirExtension<F>> CpuCodewords<F, E> {
     }
 }
 
+impl<F: ProverField, E: WhirExtension<F>> CpuCodewords<F, E> {
+    /// The transform of `padded` (rows of `width` words, the codeword's height) committed.
+    fn commit_padded(&self, padded: Vec<F>, width: usize) -> (Commitment<F>, <CpuMmcs<F> as Mmcs<F>>::ProverData<RowMajorMatrix<F>>) {
+        let codeword = self.dft.dft_batch(RowMajorMatrix::new(padded, width));
+        self.mmcs.commit_matrix(codeword)
+    }
+}
+
 impl<F: ProverField, E: WhirExtension<F>> WhirBackend<F, E> for CpuCodewords<F, E> {
     type Committed = <CpuMmcs<F> as Mmcs<F>>::ProverData<RowMajorMatrix<F>>;
     type Sumcheck = CpuSumcheck<F, E>;
@@ -311,8 +373,40 @@ impl<F: ProverField, E: WhirExtension<F>> WhirBackend<F, E> for CpuCodewords<F, 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let mut padded = F::zero_vec(message.len() << log_inv_rate);
         padded[..message.len()].copy_from_slice(message);
-        let codeword = self.dft.dft_batch(RowMajorMatrix::new(padded, width));
-        Ok(self.mmcs.commit_matrix(codeword))
+        Ok(self.commit_padded(padded, width))
+    }
+
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        if !poly.len().is_power_of_two() || fold > poly.len().trailing_zeros() as usize {
+            return Err(ProverError::Input(format!("a polynomial of {} values folded {fold} variables at a time", poly.len())));
+        }
+        let (width, rows) = (1usize << fold, poly.len() >> fold);
+        // Row r, column b: poly[b·rows + r] (the message's 2^fold chunks side by side).
+        let message: Vec<F> = (0..rows).flat_map(|r| (0..width).map(move |b| poly[b * rows + r])).collect();
+        let padded = hiding_padded(&message, &randomness_rows(randomness, width)?, width, rows << log_inv_rate)?;
+        let (root, committed) = self.commit_padded(padded, width);
+        let mut table = poly.iter().copied().map(E::from).collect::<Vec<E>>();
+        p3_util::reverse_slice_index_bits(&mut table);
+        Ok((root, committed, CpuSumcheck::new(table, E::zero_vec(poly.len()))?.with_reversed_indices()))
+    }
+
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        let message = sumcheck.message(fold)?;
+        let rows = message.len() >> fold;
+        let padded = hiding_padded(&message, &randomness_rows(randomness, 1 << fold)?, 1 << fold, rows << log_inv_rate)?;
+        Ok(self.commit_padded(E::flatten_to_base(padded), E::DIMENSION << fold))
     }
 
     type Opening = OpenedRows<F>;
@@ -411,6 +505,53 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
 
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         let committed = GpuCodewords::commit(self, message, width, log_inv_rate)?;
+        Ok((Commitment::new(vec![committed.root()]), committed))
+    }
+
+    /// The polynomial is uploaded once: reordered, laid out with its randomness rows, encoded
+    /// and committed, and kept (at bit-reversed indices) as the sumcheck's f.
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        let vars = poly.len().trailing_zeros() as usize;
+        let (committed, reversed) = self.commit_hiding_polynomial(poly, fold, &randomness_rows(randomness, 1 << fold)?, log_inv_rate)?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), reversed, vars)?.with_reversed_indices();
+        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+    }
+
+    /// f encoded where the sumcheck left it, its randomness rows uploaded beside it.
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        let m = sumcheck.num_variables();
+        if fold > m {
+            return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
+        }
+        let rows = randomness_rows(randomness, 1 << fold)?;
+        let words = E::flatten_to_base(rows);
+        let ctx = self.context().clone();
+        let committed = ctx.scoped("hiding codeword commit", || {
+            let mut batch = ctx.batch("hiding codeword commit");
+            let recorded = self.record_commit_hiding(
+                &mut batch,
+                sumcheck.f_buffer()?,
+                1 << (m - fold),
+                E::WORDS << fold,
+                sumcheck.message_layout(),
+                &words,
+                log_inv_rate,
+            )?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
+        })?;
         Ok((Commitment::new(vec![committed.root()]), committed))
     }
 

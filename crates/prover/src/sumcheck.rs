@@ -108,6 +108,20 @@ pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
     /// f's evaluation table.
     fn evals(&mut self) -> Result<Vec<E>, ProverError>;
 
+    /// w's table, in the polynomial's order.
+    fn weights_table(&mut self) -> Result<Vec<E>, ProverError>;
+
+    /// `w(x) *= s` (a hiding sumcheck batch scales its weights by its challenge ε).
+    fn scale_weights(&mut self, s: E) -> Result<(), ProverError>;
+
+    /// `w(x) += Σ_j scales[j]·vars[j]^x` with variables in the extension, x the index in the
+    /// polynomial's order (a hiding round's out-of-domain constraints).
+    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError>;
+
+    /// `Σ_x f(x)·y^x`, x the index in the polynomial's order: f read as the coefficients of a
+    /// univariate polynomial (a hiding round's out-of-domain answer).
+    fn eval_powers(&mut self, y: E) -> Result<E, ProverError>;
+
     /// Each set's slots of f evaluated at its point ([`SlotSet`]): Σ_i f[offset + i]·eq(point,
     /// i), or the successor view's value.
     fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError>;
@@ -300,6 +314,42 @@ impl<F: ProverField, E: WhirExtension<F>> SumcheckState<F, E> for CpuSumcheck<F,
         Ok(self.polynomial_order(self.f.clone()))
     }
 
+    fn weights_table(&mut self) -> Result<Vec<E>, ProverError> {
+        Ok(self.weights())
+    }
+
+    fn scale_weights(&mut self, s: E) -> Result<(), ProverError> {
+        self.w.iter_mut().for_each(|w| *w *= s);
+        Ok(())
+    }
+
+    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError> {
+        if vars.len() != scales.len() {
+            return Err(ProverError::Input(format!("{} power variables with {} scales", vars.len(), scales.len())));
+        }
+        let m = self.num_variables();
+        for (&v, &s) in vars.iter().zip(scales) {
+            let mut power = s;
+            for x in 0..self.w.len() {
+                let at = self.slot_index(x, m);
+                self.w[at] += power;
+                power *= v;
+            }
+        }
+        Ok(())
+    }
+
+    fn eval_powers(&mut self, y: E) -> Result<E, ProverError> {
+        let m = self.num_variables();
+        let mut power = E::ONE;
+        let mut sum = E::ZERO;
+        for x in 0..self.f.len() {
+            sum += self.f[self.slot_index(x, m)] * power;
+            power *= y;
+        }
+        Ok(sum)
+    }
+
     fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
         let vars = self.num_variables();
         sets.iter()
@@ -375,6 +425,22 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
 
     fn evals(&mut self) -> Result<Vec<E>, ProverError> {
         Ok(whir_gpu::GpuSumcheck::evals(self)?)
+    }
+
+    fn weights_table(&mut self) -> Result<Vec<E>, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::weights(self)?)
+    }
+
+    fn scale_weights(&mut self, s: E) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::scale_weights(self, s)?)
+    }
+
+    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::add_power_weights(self, vars, scales)?)
+    }
+
+    fn eval_powers(&mut self, y: E) -> Result<E, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::eval_powers(self, y)?)
     }
 
     fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {

@@ -7,7 +7,34 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// tables (eval.wgsl), one submission, one readback of the value.
     pub fn eval(&self, point: &[E]) -> Result<E> {
         self.check_point(point)?;
-        let tables = eq_chunk_tables(&self.table_point(point));
+        self.eval_against(eq_chunk_tables(&self.table_point(point)))
+    }
+
+    /// `Σ_b f(b)·y^b`, b the index in the polynomial's order (read through bit-reversed
+    /// indices where the table is held so): f's coefficients evaluated at y as a univariate
+    /// polynomial, as a hiding proof's out-of-domain answers read its message. The same pass
+    /// as [`eval`](Self::eval), against power tables.
+    pub fn eval_powers(&self, y: E) -> Result<E> {
+        let m = self.vars;
+        // Index bit i of the table weighs y^(2^i), or y^(2^(m-1-i)) at bit-reversed indices.
+        let factor = |i: usize| y.exp_power_of_2(if self.reversed { m - 1 - i } else { i });
+        let chunks = m.div_ceil(EVAL_CHUNK_BITS).max(1);
+        let mut tables = Vec::with_capacity(chunks << EVAL_CHUNK_BITS);
+        for c in 0..chunks {
+            let bits = (m - (c * EVAL_CHUNK_BITS).min(m)).min(EVAL_CHUNK_BITS);
+            let factors: Vec<E> = (0..bits).map(|i| factor(c * EVAL_CHUNK_BITS + i)).collect();
+            tables.extend((0..1usize << EVAL_CHUNK_BITS).map(|k| {
+                if k >> bits != 0 {
+                    return E::ZERO;
+                }
+                factors.iter().enumerate().filter(|&(i, _)| (k >> i) & 1 == 1).map(|(_, &v)| v).product()
+            }));
+        }
+        self.eval_against(tables)
+    }
+
+    /// Σ_x f[x]·Π_c T_c[chunk c of x], the chunk tables `tables` (256 entries each).
+    fn eval_against(&self, tables: Vec<E>) -> Result<E> {
         self.ctx.scoped("sumcheck eval", || {
             let chunks = tables.len() >> EVAL_CHUNK_BITS;
             let mut batch = self.ctx.batch("sumcheck eval");

@@ -108,6 +108,51 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, vars.len(), 4, per_var)
     }
 
+    /// `w[x] += Σ_j scales[j]·vars[j]^x` for variables in the extension (a hiding proof's
+    /// out-of-domain points), x the index in the polynomial's order: split power tables (built
+    /// here, 2^(m/2 + 1) entries per variable) and the split-product kernel.
+    pub fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<()> {
+        if vars.len() != scales.len() {
+            return Err(GpuError::InvalidInput(format!("{} power variables with {} scales", vars.len(), scales.len())));
+        }
+        if vars.is_empty() {
+            return Ok(());
+        }
+        self.materialize_weights()?;
+        self.ensure_weights()?;
+        let m = self.vars;
+        let low = m.div_ceil(2);
+        let (hi_len, lo_len) = (1usize << (m - low), 1usize << low);
+        let mut highs = vec![E::ZERO; hi_len * vars.len()];
+        let mut lows = vec![E::ZERO; lo_len * vars.len()];
+        for ((hi, lo), (&v, &s)) in highs.chunks_mut(hi_len).zip(lows.chunks_mut(lo_len)).zip(vars.iter().zip(scales)) {
+            if self.reversed {
+                // Entry x = x_hi 2^L + x_lo weighs v^rev(x), rev(x) = rev_L(x_lo) 2^(m-L) + rev(x_hi).
+                for (x, p) in v.powers().take(hi_len).enumerate() {
+                    hi[reverse_low_bits(x, m - low)] = p;
+                }
+                for (x, p) in v.exp_power_of_2(m - low).powers().take(lo_len).enumerate() {
+                    lo[reverse_low_bits(x, low)] = s * p;
+                }
+            } else {
+                for (slot, p) in hi.iter_mut().zip(v.exp_power_of_2(low).powers()) {
+                    *slot = p;
+                }
+                for (slot, p) in lo.iter_mut().zip(v.powers()) {
+                    *slot = s * p;
+                }
+            }
+        }
+        self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, vars.len(), 1, low)
+    }
+
+    /// `w[x] *= s` over the whole table (a hiding sumcheck batch's closing scale).
+    pub fn scale_weights(&mut self, s: E) -> Result<()> {
+        self.materialize_weights()?;
+        self.ensure_weights()?;
+        self.dispatch_weights(Kernel::ScaleTable, &[E::ZERO], &[s], 1, 1, 0)
+    }
+
     /// Whether f is still the base-field table it started as.
     pub fn is_base(&self) -> bool {
         self.f.words == 1

@@ -1,0 +1,146 @@
+//! The masked base case that closes a hiding run (p3-whir's `BaseCaseZkProver`): a fresh
+//! codeword and fresh mask blinds are committed, the masked claim bound, and the hidden
+//! message, randomness and masks revealed one-time padded by them; spot checks open the last
+//! oracle (folded where the data lies), the fresh codeword and each mask group with its blind.
+//! Everything here is the size of the last fold and the masks.
+
+use p3_dft::Radix2DFTSmallBatch;
+use p3_field::{dot_product, TwoAdicField};
+use p3_whir::transcript::zk::{ZkBaseCaseProverTranscript, ZkBaseCaseShape};
+use p3_whir::{BaseCaseZkProof, BlindedMask, MaskOpeningPair, QueryOpenings, SharedProofOpening, ZkWhirConfig};
+use p3_zk_codes::{ZkEncoding, ZkEncodingWithRandomness};
+use rand::distr::{Distribution, StandardUniform};
+use rand::{CryptoRng, RngExt};
+
+use super::batch::Masks;
+use super::{ExtMmcs, HidingChallenger, MaskData};
+use crate::driver::Paths;
+use crate::error::ProverError;
+use crate::{ProverField, WhirExtension};
+use p3_commit::Mmcs;
+
+/// Rows of a one-matrix extension-field commitment at `indices`, with their multi-proof.
+fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices: &[usize], data: &MaskData<F, E>) -> SharedProofOpening<E, Paths<F>> {
+    let (values, proof) = mmcs.open_multi_batch(indices, data);
+    SharedProofOpening { rows: values.into_iter().map(|mut per_matrix| per_matrix.swap_remove(0)).collect(), proof }
+}
+
+/// The base case's proof over the CPU MMCS's types.
+type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>>;
+
+/// Proves the base case with its own transcript driver on `challenger`: `source_*` are the last
+/// fold's message, its folded randomness and its weights; `open_source` opens the last oracle
+/// at the spot-check positions (folded).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn prove_base_case<F, E, C, R>(
+    config: &ZkWhirConfig<E, F, C>,
+    mmcs: &ExtMmcs<F, E>,
+    source_message: &[E],
+    source_randomness: &[E],
+    source_covector: &[E],
+    masks: &Masks<F, E>,
+    open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
+    challenger: &mut C,
+    rng: &mut R,
+) -> Result<BaseCaseProof<F, E>, ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    C: HidingChallenger<F>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E>,
+{
+    let base = config.base_case_config();
+    let code = &base.code;
+    if source_message.len() != code.message_len || source_randomness.len() != code.randomness_len || source_covector.len() != code.message_len {
+        return Err(ProverError::Input(format!(
+            "a base case of {} message values, {} randomness values and {} weights, for a code of {} and {}",
+            source_message.len(),
+            source_randomness.len(),
+            source_covector.len(),
+            code.message_len,
+            code.randomness_len
+        )));
+    }
+    let widths: Vec<usize> = masks.groups.iter().map(|(w, _)| *w).collect();
+    let expected: Vec<usize> = base.mask_groups.iter().map(|g| g.width).collect();
+    if widths != expected {
+        return Err(ProverError::Input(format!("mask groups of widths {widths:?}, the configuration's {expected:?}")));
+    }
+    let mut transcript = ZkBaseCaseProverTranscript::<C, F, E>::new(challenger, ZkBaseCaseShape::new(&base));
+    let played = (|| {
+        let fresh_message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
+        let fresh_randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
+        let codeword = code.encode_column(&Radix2DFTSmallBatch::<F>::default(), &fresh_message, &fresh_randomness);
+        let (fresh_main_commitment, fresh_main_data) = mmcs.commit_matrix(codeword);
+        transcript.fresh_commitment(fresh_main_commitment.clone());
+
+        // Per group, a blind per member: message then randomness, interleaved.
+        let mut blinds: Vec<(Vec<Vec<E>>, Vec<Vec<E>>, MaskData<F, E>)> = Vec::with_capacity(base.mask_groups.len());
+        let mut fresh_mask_commitments = Vec::with_capacity(base.mask_groups.len());
+        for group in &base.mask_groups {
+            let encoding = group.shape.encoding::<E>();
+            let (mut messages, mut randomness) = (Vec::with_capacity(group.width), Vec::with_capacity(group.width));
+            for _ in 0..group.width {
+                messages.push(encoding.sample_message(rng));
+                randomness.push(encoding.sample_randomness(rng));
+            }
+            let (commitment, data) = mmcs.commit_matrix(encoding.encode_batch_with_randomness(&messages, &randomness));
+            transcript.blind_commitment(commitment.clone());
+            fresh_mask_commitments.push(commitment);
+            blinds.push((messages, randomness, data));
+        }
+
+        // μ_g = ⟨g̃, W⟩ + Σ ⟨s̃'_i, u_i⟩, the blinds in the masks' order.
+        let mut masked_claim = dot_product::<E, _, _>(fresh_message.iter().copied(), source_covector.iter().copied());
+        for (message, covector) in blinds.iter().flat_map(|(messages, _, _)| messages).zip(&masks.covectors) {
+            masked_claim += dot_product::<E, _, _>(message.iter().copied(), covector.iter().copied());
+        }
+        transcript.claim(masked_claim);
+        let gamma: E = transcript.gamma();
+
+        let blind = |fresh: &[E], hidden: &[E]| -> Vec<E> { fresh.iter().zip(hidden).map(|(&f, &h)| f + gamma * h).collect() };
+        let blinded_message = blind(&fresh_message, source_message);
+        let blinded_randomness = blind(&fresh_randomness, source_randomness);
+        transcript.reveal(&blinded_message, &blinded_randomness);
+        let mut blinded_masks = Vec::with_capacity(masks.messages.len());
+        let members = blinds.iter().flat_map(|(messages, randomness, _)| messages.iter().zip(randomness));
+        for ((message, randomness), (hidden_message, hidden_randomness)) in members.zip(masks.messages.iter().zip(&masks.randomness)) {
+            let blinded = BlindedMask { message: blind(message, hidden_message), randomness: blind(randomness, hidden_randomness) };
+            transcript.reveal(&blinded.message, &blinded.randomness);
+            blinded_masks.push(blinded);
+        }
+
+        let pow_witness = transcript.spot_check_pow();
+        let positions = transcript.source_queries();
+        let source_openings = open_source(&positions)?;
+        let fresh_main_openings = open_mask(mmcs, &positions, &fresh_main_data);
+        let mut mask_openings = Vec::with_capacity(blinds.len());
+        for (group, ((_, _, fresh), (_, carried))) in blinds.iter().zip(&masks.groups).enumerate() {
+            let positions = transcript.mask_queries(group);
+            mask_openings.push(MaskOpeningPair { carried: open_mask(mmcs, &positions, carried), fresh: open_mask(mmcs, &positions, fresh) });
+        }
+        Ok(BaseCaseZkProof {
+            fresh_main_commitment,
+            fresh_mask_commitments,
+            masked_claim,
+            blinded_message,
+            blinded_randomness,
+            blinded_masks,
+            pow_witness,
+            source_openings,
+            fresh_main_openings,
+            mask_openings,
+        })
+    })();
+    match played {
+        Ok(proof) => {
+            transcript.finish();
+            Ok(proof)
+        }
+        Err(e) => {
+            std::mem::forget(transcript);
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! A masked sumcheck batch (p3-sumcheck's `into_zk_sumcheck`, Construction 6.3 of eprint
+//! 2026/391) over the protocol's sumcheck steps, and the mask state a hiding run carries from
+//! batch to batch (p3-whir's `ProverMasks`): the plain rounds' (h(0), h(∞)) come from where f
+//! and w lie; the masks, their oracle and the wire polynomials are small and stay on the host.
+
+use p3_challenger::{CanObserve, FieldChallenger, GrindingChallenger};
+use p3_commit::Mmcs;
+use p3_field::TwoAdicField;
+use p3_field::{dot_product, Field, HornerIter};
+use p3_matrix::dense::RowMajorMatrix;
+use p3_sumcheck::zk::{ZkProverTranscript, ZkSumcheckData, ZkSumcheckShape};
+use p3_zk_codes::{ZkEncoding, ZkEncodingWithRandomness};
+use rand::distr::{Distribution, StandardUniform};
+use rand::CryptoRng;
+
+use super::{ExtMmcs, MaskData, MaskEncoding};
+use crate::error::ProverError;
+use crate::sumcheck::SumcheckState;
+use crate::{Commitment, ProverField, WhirExtension};
+
+/// What a masked batch leaves: its challenges γ, its combining challenge ε, its masks and
+/// their oracle, and its proof data.
+pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>> {
+    pub gammas: Vec<E>,
+    pub eps: E,
+    pub masks: Vec<Vec<E>>,
+    pub mask_randomness: Vec<Vec<E>>,
+    pub oracle: (Commitment<F>, MaskData<F, E>),
+    pub data: ZkSumcheckData<F, E>,
+}
+
+/// h(γ) for the quadratic h with h(0) = c0, h(1) = c1 and leading coefficient c∞.
+fn extrapolate<E: Field>(c0: E, c1: E, c_inf: E, gamma: E) -> E {
+    c0 + (c1 - c0 - c_inf) * gamma + c_inf * gamma.square()
+}
+
+/// Plays one masked batch of `folding` rounds over `state` (f and w, Σ f·w = `sum`) with its
+/// own transcript driver on `challenger`: binds `sum + aux`, draws the masks from `rng`,
+/// commits them, and per round sends the masked wire polynomial and binds f's first variable
+/// to the challenge. On return w and `sum` are scaled by ε, as p3-sumcheck leaves them.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn masked_batch<F, E, S, C, R>(
+    state: &mut S,
+    sum: &mut E,
+    encoding: &MaskEncoding<E>,
+    mmcs: &ExtMmcs<F, E>,
+    folding: usize,
+    pow_bits: usize,
+    aux: E,
+    challenger: &mut C,
+    rng: &mut R,
+) -> Result<MaskedBatch<F, E>, ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: SumcheckState<F, E>,
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E>,
+{
+    let ell_zk = encoding.message_len();
+    let shape = ZkSumcheckShape::new_inherited(folding, ell_zk, pow_bits);
+    shape.validate::<F>().map_err(|e| ProverError::Params(format!("a masked sumcheck batch of {folding} rounds: {e:?}")))?;
+    if folding == 0 || folding > state.num_variables() {
+        return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {} variables", state.num_variables())));
+    }
+    let mut transcript = ZkProverTranscript::<C, F, E>::new(challenger, shape);
+    match play_batch(&mut transcript, state, sum, encoding, mmcs, folding, aux, rng) {
+        Ok(batch) => {
+            transcript.finish();
+            Ok(batch)
+        }
+        Err(e) => {
+            // An unfinished driver panics when dropped; the error is what the caller gets.
+            std::mem::forget(transcript);
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn play_batch<F, E, S, C, R>(
+    transcript: &mut ZkProverTranscript<'_, C, F, E>,
+    state: &mut S,
+    sum: &mut E,
+    encoding: &MaskEncoding<E>,
+    mmcs: &ExtMmcs<F, E>,
+    folding: usize,
+    aux: E,
+    rng: &mut R,
+) -> Result<MaskedBatch<F, E>, ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: SumcheckState<F, E>,
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E>,
+{
+    let ell_zk = encoding.message_len();
+    transcript.bind_claim(*sum + aux);
+
+    // Every mask's message, then every mask's randomness (p3-sumcheck's `sample_masks`).
+    let masks: Vec<Vec<E>> = (0..folding).map(|_| encoding.sample_message(rng)).collect();
+    let mask_randomness: Vec<Vec<E>> = masks.iter().map(|_| encoding.sample_randomness(rng)).collect();
+    let codeword: RowMajorMatrix<E> = encoding.encode_batch_with_randomness(&masks, &mask_randomness);
+    let (root, oracle) = mmcs.commit_matrix(codeword);
+
+    // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
+    let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
+    let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
+    let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * future;
+    let mut data = ZkSumcheckData { mu_tilde, ..ZkSumcheckData::default() };
+    let eps: E = transcript.masks(root.clone(), mu_tilde);
+
+    let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
+    let half = E::TWO.inverse();
+    let h_len = ell_zk.max(3);
+    let mut past: Vec<E> = Vec::with_capacity(folding);
+    let mut gammas = Vec::with_capacity(folding);
+    let mut aux_carry = aux;
+    let (mut c0, mut c_inf) = state.round_coefficients()?;
+    for j in 1..=folding {
+        aux_carry *= half;
+        let mask = &masks[j - 1];
+        future -= endpoints(mask);
+        // h_j = 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε·plain.
+        let live = pow2[folding - j];
+        let mut h = E::zero_vec(h_len);
+        for (hi, &c) in h.iter_mut().zip(mask) {
+            *hi += live * c;
+        }
+        h[0] += live * past.iter().copied().sum::<E>();
+        if j < folding {
+            h[0] += pow2[folding - j - 1] * future;
+        }
+        h[0] += eps * (c0 + aux_carry);
+        h[2] += eps * c_inf;
+        // The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
+        let wire: Vec<E> = std::iter::once(h[0]).chain(h[2..].iter().copied()).collect();
+        let (gamma, witness) = transcript.round(&wire);
+        data.round_coefficients.push(wire);
+        data.pow_witnesses.extend(witness);
+        past.push(mask.iter().copied().horner(gamma));
+
+        // The plain sum advances with the plain round (the aux carry reaches the wire only).
+        *sum = extrapolate(c0, *sum - c0, c_inf, gamma);
+        if j < folding {
+            (c0, c_inf) = state.fold_then_round(gamma)?;
+        } else {
+            state.fold(gamma)?;
+        }
+        gammas.push(gamma);
+    }
+    state.scale_weights(eps)?;
+    *sum *= eps;
+    Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data })
+}
+
+/// The masks a hiding run has committed so far, their claims' covectors and the running total
+/// Σ ⟨covector, message⟩ (p3-whir's `ProverMasks`), grouped as they were committed.
+pub(super) struct Masks<F: ProverField, E: WhirExtension<F>> {
+    pub messages: Vec<Vec<E>>,
+    pub randomness: Vec<Vec<E>>,
+    pub covectors: Vec<Vec<E>>,
+    pub groups: Vec<(usize, MaskData<F, E>)>,
+    pub aux: E,
+}
+
+impl<F: ProverField, E: WhirExtension<F>> Masks<F, E> {
+    pub fn new() -> Self {
+        Self { messages: Vec::new(), randomness: Vec::new(), covectors: Vec::new(), groups: Vec::new(), aux: E::ZERO }
+    }
+
+    /// Takes in a finished batch: its proof data and mask root go to the proof, older
+    /// covectors (and the total) are scaled by ε/2^k, and each new mask's covector (powers of
+    /// its γ) joins them. Returns the batch's challenges.
+    pub fn record_batch(
+        &mut self,
+        batch: MaskedBatch<F, E>,
+        sumchecks: &mut Vec<ZkSumcheckData<F, E>>,
+        roots: &mut Vec<Commitment<F>>,
+        ell_zk: usize,
+    ) -> Vec<E> {
+        let folding = batch.gammas.len();
+        sumchecks.push(batch.data);
+        roots.push(batch.oracle.0.clone());
+        let scale = batch.eps * E::TWO.exp_u64(folding as u64).inverse();
+        for covector in &mut self.covectors {
+            covector.iter_mut().for_each(|c| *c *= scale);
+        }
+        self.aux *= scale;
+        for (gamma, message) in batch.gammas.iter().zip(&batch.masks) {
+            let covector: Vec<E> = gamma.powers().collect_n(ell_zk);
+            self.aux += dot_product::<E, _, _>(covector.iter().copied(), message.iter().copied());
+            self.covectors.push(covector);
+        }
+        self.messages.extend(batch.masks);
+        self.randomness.extend(batch.mask_randomness);
+        self.groups.push((folding, batch.oracle.1));
+        batch.gammas
+    }
+
+    /// Takes in a code-switching round's mask.
+    pub fn push_switch_mask(&mut self, covector: Vec<E>, message: Vec<E>, randomness: Vec<E>, data: MaskData<F, E>) {
+        self.aux += dot_product::<E, _, _>(covector.iter().copied(), message.iter().copied());
+        self.covectors.push(covector);
+        self.messages.push(message);
+        self.randomness.push(randomness);
+        self.groups.push((1, data));
+    }
+}

@@ -1,0 +1,318 @@
+//! Zero-knowledge WHIR: p3-whir's hiding PCS (`HidingWhirPcs`, HVZK-WHIR of eprint 2026/391)
+//! over the protocol's steps ([`WhirBackend`]), so the witness's oracle, its folds, the masked
+//! sumchecks' plain rounds, the out-of-domain answers and the power constraints run where the
+//! data lies (on the GPU with `GpuCodewords`), and the masks, their small oracles, the wire
+//! polynomials and the masked base case on the host. For the same generator, witness, points
+//! and challenger state its proof is `HidingWhirPcs`'s, byte for byte ([`HidingPcs`]).
+//!
+//! ```text
+//!     commit: randomness rows drawn, [message | randomness | 0] encoded and committed
+//!     open:   masked sumcheck batch -> code-switching rounds (each a masked batch) -> masked base case
+//! ```
+
+mod base_case;
+mod batch;
+mod pcs;
+
+pub use pcs::{CpuHidingPcs, GpuHidingPcs, HidingPcs, HidingProverData, StockHidingPcs};
+
+use p3_challenger::{CanObserve, CanSampleUniformBits, FieldChallenger, GrindingChallenger};
+use p3_commit::{ExtensionMmcs, Mmcs};
+use p3_dft::Radix2Dit;
+use p3_field::{dot_product, HornerIter, TwoAdicField};
+use p3_matrix::dense::RowMajorMatrix;
+use p3_multilinear_util::point::Point;
+use p3_multilinear_util::poly::Poly;
+use p3_whir::transcript::zk::{ZkWhirProverTranscript, ZkWhirShape};
+use p3_whir::{QueryOpenings, SharedProofOpening, ZkRoundProof, ZkWhirConfig, ZkWhirProof};
+use p3_zk_codes::{ReedSolomonZkEncoding, ZkEncodingWithRandomness};
+use rand::distr::{Distribution, StandardUniform};
+use rand::{CryptoRng, RngExt};
+use whir_verifier::hash::CpuMmcs;
+
+use self::base_case::prove_base_case;
+use self::batch::{masked_batch, Masks};
+use crate::driver::{query_openings, Paths, WhirBackend};
+use crate::error::ProverError;
+use crate::sumcheck::SumcheckState;
+use crate::{Commitment, ProverField, WhirExtension};
+
+/// A hiding proof: p3-whir's `ZkWhirProof` over the CPU MMCS's types (the bytes
+/// `HidingWhirPcs` writes).
+pub type ZkProof<F, E> = ZkWhirProof<F, E, CpuMmcs<F>>;
+
+/// The extension-field MMCS the masks and folded oracles are committed with.
+type ExtMmcs<F, E> = ExtensionMmcs<F, E, CpuMmcs<F>>;
+/// A mask oracle kept for its openings.
+type MaskData<F, E> = <ExtMmcs<F, E> as Mmcs<E>>::ProverData<RowMajorMatrix<E>>;
+/// The mask codes' encoding (p3-whir's `MaskCodeShape::encoding`).
+type MaskEncoding<E> = ReedSolomonZkEncoding<E, Radix2Dit<E>>;
+
+/// The challenger a hiding run needs.
+pub trait HidingChallenger<F: ProverField>:
+    FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone
+{
+}
+impl<F: ProverField, C> HidingChallenger<F> for C where
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone
+{
+}
+
+/// The oracle a round opens: the witness's (base-field rows) or a fold's (extension rows).
+struct Oracle<C> {
+    committed: C,
+    base: bool,
+}
+
+/// Commits `poly` as `HidingWhirProver::commit` does, drawing its randomness from `rng`.
+pub(crate) fn commit_hiding<F, E, S, C, R>(
+    steps: &S,
+    config: &ZkWhirConfig<E, F, C>,
+    poly: &[F],
+    rng: &mut R,
+) -> Result<(Commitment<F>, S::Committed, S::Sumcheck, Vec<F>), ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F>,
+    S: WhirBackend<F, E>,
+    C: HidingChallenger<F>,
+    R: CryptoRng,
+    StandardUniform: Distribution<F>,
+{
+    let folding = config.round_folding_factor(0);
+    let randomness: Vec<F> = (0..config.oracle_randomness()[0] << folding).map(|_| rng.random()).collect();
+    let (root, committed, sumcheck) = steps.commit_hiding_message(poly, &randomness, folding, config.starting_log_inv_rate)?;
+    Ok((root, committed, sumcheck, randomness))
+}
+
+/// What an open needs of a commitment: the oracle, the sumcheck holding the witness, and the
+/// randomness rows' values.
+pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+    pub committed: S::Committed,
+    pub sumcheck: S::Sumcheck,
+    pub randomness: Vec<F>,
+}
+
+/// Runs the hiding opening (`HidingWhirProver::prove`) for `claims`, already bound to the
+/// transcript, over the committed witness: its driver on `challenger`, masks from `rng`.
+pub(crate) fn prove_hiding<F, E, S, C, R>(
+    steps: &S,
+    config: &ZkWhirConfig<E, F, C>,
+    data: Committed<F, E, S>,
+    claims: &[(Point<E>, E)],
+    challenger: &mut C,
+    rng: &mut R,
+) -> Result<ZkProof<F, E>, ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    C: HidingChallenger<F>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
+    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()) };
+    match run.play(&mut transcript, data, claims, rng) {
+        Ok(proof) => {
+            transcript.finish();
+            Ok(proof)
+        }
+        Err(e) => {
+            // An unfinished driver panics when dropped; the error is what the caller gets.
+            std::mem::forget(transcript);
+            Err(e)
+        }
+    }
+}
+
+struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
+    steps: &'a S,
+    config: &'a ZkWhirConfig<E, F, C>,
+    mmcs: ExtMmcs<F, E>,
+}
+
+impl<F, E, S, C> HidingRun<'_, F, E, S, C>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    C: HidingChallenger<F>,
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    fn play<R: CryptoRng>(
+        &self,
+        transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
+        data: Committed<F, E, S>,
+        claims: &[(Point<E>, E)],
+        rng: &mut R,
+    ) -> Result<ZkProof<F, E>, ProverError> {
+        let config = self.config;
+        let ell_zk = config.zk().ell_zk;
+        let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
+        let Committed { committed, mut sumcheck, randomness } = data;
+
+        // Initial relation: W = Σ α^i eq(z_i, ·), claim Σ α^i v_i.
+        let alpha: E = transcript.initial_batching();
+        let coeffs: Vec<E> = alpha.powers().collect_n(claims.len());
+        let points: Vec<Point<E>> = claims.iter().map(|(p, _)| p.clone()).collect();
+        let mut sum: E = claims.iter().zip(&coeffs).map(|((_, v), &c)| c * *v).sum();
+        sumcheck.add_eq_weights(&points, &coeffs)?;
+
+        let mut masks = Masks::<F, E>::new();
+        let (mut sumchecks, mut mask_roots) = (Vec::new(), Vec::new());
+        let mut rounds = Vec::with_capacity(config.n_rounds());
+        let batch = transcript.delegate_initial_fold(|ch| {
+            masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, config.round_folding_factor(0), config.starting_folding_pow_bits(), E::ZERO, ch, rng)
+        })?;
+        let mut gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
+        // The randomness folds with the message (mixed field: base chunks, extension weights).
+        let mut oracle_randomness: Vec<E> = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &gammas);
+        let mut oracle = Oracle { committed, base: true };
+
+        for round in 0..config.n_rounds() {
+            let params = &config.round_parameters()[round];
+            let folding_next = config.round_folding_factor(round + 1);
+            let next_randomness_len = config.oracle_randomness()[round + 1];
+            let message_vars = sumcheck.num_variables();
+            let message_len = 1usize << message_vars;
+
+            // The folded message as the next interleaved ZK oracle.
+            let fresh: Vec<E> = (0..next_randomness_len << folding_next).map(|_| rng.random()).collect();
+            let (root, committed) = self.steps.commit_hiding_folded(&mut sumcheck, &fresh, folding_next, config.inv_rate(round).trailing_zeros() as usize)?;
+            transcript.oracle_commitment(root.clone());
+
+            // The code-switch mask: the old oracle's folded randomness, then a pad.
+            let mask_shape = &config.switch_masks()[round];
+            let mask_encoding: MaskEncoding<E> = mask_shape.encoding::<E>();
+            let pad: Vec<E> = (0..params.ood_samples).map(|_| rng.random()).collect();
+            let mut mask_message = oracle_randomness.clone();
+            mask_message.extend_from_slice(&pad);
+            let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
+            let (mask_root, mask_data) = self.mmcs.commit_matrix(mask_encoding.encode_with_randomness(&mask_message, &mask_randomness));
+            transcript.switch_mask_commitment(mask_root.clone());
+
+            // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
+            let mut rhos = Vec::with_capacity(params.ood_samples);
+            let mut ood_answers = Vec::with_capacity(params.ood_samples);
+            for _ in 0..params.ood_samples {
+                let rho: E = transcript.ood_point();
+                let tail: E = mask_message.iter().copied().horner(rho);
+                let answer = sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len as u64);
+                transcript.ood_answer(answer);
+                rhos.push(rho);
+                ood_answers.push(answer);
+            }
+
+            let pow_witness = transcript.query_pow(round);
+            let indices = transcript.query_indices(round);
+            let (openings, folded) = self.open_and_fold(&oracle, &indices, &gammas)?;
+            let generator = F::two_adic_generator(params.log_folded_domain_size);
+            let query_points: Vec<E> = indices.iter().map(|&i| E::from(generator.exp_u64(i as u64))).collect();
+
+            // Carried claim (coefficient 1), OOD answers γ^(1+i), query openings γ^(1+t+q).
+            let combination: E = transcript.round_batching();
+            let coeffs: Vec<E> = combination.shifted_powers(combination).collect_n(rhos.len() + indices.len());
+            let (ood_coeffs, query_coeffs) = coeffs.split_at(rhos.len());
+            let carried = sum + masks.aux;
+            let joint = carried
+                + dot_product::<E, _, _>(ood_coeffs.iter().copied(), ood_answers.iter().copied())
+                + dot_product::<E, _, _>(query_coeffs.iter().copied(), folded.iter().copied());
+
+            // Source side: the fresh constraints as power covectors on f's weights.
+            sumcheck.add_select_weights_at(params.log_folded_domain_size, &indices, query_coeffs)?;
+            sumcheck.add_power_weights(&rhos, ood_coeffs)?;
+            // Mask side: the switch mask's covector; the identity fixes the source's increment.
+            let covector = switch_mask_covector(message_len, oracle_randomness.len(), pad.len(), &rhos, ood_coeffs, &query_points, query_coeffs);
+            sum += joint - carried - dot_product::<E, _, _>(covector.iter().copied(), mask_message.iter().copied());
+            masks.push_switch_mask(covector, mask_message, mask_randomness, mask_data);
+            rounds.push(ZkRoundProof { commitment: root, mask_commitment: mask_root, ood_answers, pow_witness, openings });
+
+            // The next masked batch, the mask total riding as its auxiliary constant.
+            let aux = masks.aux;
+            let batch = transcript
+                .delegate_round_fold(|ch| masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng))?;
+            gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
+            oracle_randomness = fold_limb_chunks(&fresh, next_randomness_len, &gammas);
+            oracle = Oracle { committed, base: false };
+        }
+
+        // The masked base case over the virtual folded oracle.
+        let source_message = sumcheck.evals()?;
+        let source_covector = sumcheck.weights_table()?;
+        let base_case = transcript.delegate_base_case(|ch| {
+            prove_base_case(
+                config,
+                &self.mmcs,
+                &source_message,
+                &oracle_randomness,
+                &source_covector,
+                &masks,
+                |positions| self.open_and_fold(&oracle, positions, &gammas).map(|(o, _)| o),
+                ch,
+                rng,
+            )
+        })?;
+        Ok(ZkWhirProof { evals: claims.iter().map(|(_, v)| *v).collect(), sumchecks, sumcheck_mask_commitments: mask_roots, rounds, base_case })
+    }
+
+    /// Opens `oracle` at `indices` in one multiproof and folds each row at `gammas`.
+    #[allow(clippy::type_complexity)]
+    fn open_and_fold(&self, oracle: &Oracle<S::Committed>, indices: &[usize], gammas: &[E]) -> Result<(QueryOpenings<F, E, Paths<F>>, Vec<E>), ProverError> {
+        let opening = self.steps.open(&oracle.committed, indices)?;
+        let (rows, proof) = self.steps.read_openings(vec![opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
+        let point = Point::new(gammas.to_vec());
+        let openings = query_openings::<F, E>(rows, proof, oracle.base);
+        let folded = match &openings {
+            QueryOpenings::Base(SharedProofOpening { rows, .. }) => rows.iter().map(|row| Poly::new(row.clone()).eval_base(&point)).collect(),
+            QueryOpenings::Extension(SharedProofOpening { rows, .. }) => rows.iter().map(|row| Poly::new(row.clone()).eval_ext::<F>(&point)).collect(),
+        };
+        Ok((openings, folded))
+    }
+}
+
+/// Σ_b eq(b, γ)·chunk_b over the 2^k chunks of `chunk` values: randomness folded with the
+/// message it pads (p3-whir's `fold_limb_chunks`).
+fn fold_limb_chunks<F: ProverField, A: Copy + Into<E>, E: WhirExtension<F>>(values: &[A], chunk: usize, gammas: &[E]) -> Vec<E>
+where
+    E: p3_field::Algebra<A>,
+{
+    let eq = Poly::new_from_point(gammas, E::ONE);
+    let mut out = E::zero_vec(chunk);
+    for (b, &weight) in eq.as_slice().iter().enumerate() {
+        for (dst, &src) in out.iter_mut().zip(&values[b * chunk..(b + 1) * chunk]) {
+            *dst += weight * src;
+        }
+    }
+    out
+}
+
+/// The switch mask's covector (p3-whir's `switch_mask_covector`): each OOD point ρ weighs
+/// randomness and pad entry s by c·ρ^(|message| + s), each query point x the randomness by
+/// c·x^(|message| + s).
+fn switch_mask_covector<E: p3_field::Field>(
+    message_len: usize,
+    randomness_len: usize,
+    pad_len: usize,
+    rhos: &[E],
+    ood_coeffs: &[E],
+    query_points: &[E],
+    query_coeffs: &[E],
+) -> Vec<E> {
+    let mut covector = E::zero_vec(randomness_len + pad_len);
+    for (&rho, &c) in rhos.iter().zip(ood_coeffs) {
+        let mut term = c * rho.exp_u64(message_len as u64);
+        for dst in &mut covector {
+            *dst += term;
+            term *= rho;
+        }
+    }
+    for (&x, &c) in query_points.iter().zip(query_coeffs) {
+        let mut term = c * x.exp_u64(message_len as u64);
+        for dst in covector.iter_mut().take(randomness_len) {
+            *dst += term;
+            term *= x;
+        }
+    }
+    covector
+}

@@ -1,0 +1,169 @@
+//! The hiding PCS: `p3_commit::MultilinearPcs` with the types and semantics of p3-whir's
+//! `HidingWhirPcs` over the protocol's steps.
+
+use std::sync::Mutex;
+
+use p3_commit::MultilinearPcs;
+use p3_dft::Radix2DFTSmallBatch;
+use p3_field::TwoAdicField;
+use p3_multilinear_util::point::Point;
+use p3_multilinear_util::poly::Poly;
+use p3_whir::transcript::zk::{observe_claims, observe_commitment};
+use p3_whir::{HidingWhirPcs, ZkVerifierError, ZkWhirConfig};
+use rand::distr::{Distribution, StandardUniform};
+use rand::rngs::StdRng;
+use rand::{CryptoRng, SeedableRng};
+use whir_gpu::{GpuChallenger, GpuCodewords};
+use whir_verifier::hash::CpuMmcs;
+
+use super::{commit_hiding, prove_hiding, Committed, HidingChallenger, ZkProof};
+use crate::driver::{CpuCodewords, WhirBackend};
+use crate::error::ProverError;
+use crate::sumcheck::SumcheckState;
+use crate::{Commitment, ProverField, WhirExtension, EF};
+use p3_baby_bear::BabyBear;
+
+/// p3-whir's own hiding PCS over the CPU pieces: the verifier side of [`HidingPcs`], and the
+/// reference its proofs equal.
+pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, C, R>;
+
+/// Zero-knowledge WHIR over the steps `S` (p3-whir's `HidingWhirPcs`, HVZK-WHIR): commits a
+/// polynomial with randomness rows under its oracle, and opens it at the caller's points with
+/// masked sumchecks, code-switching rounds and a masked base case, so the proof reveals nothing
+/// of the polynomial beyond the claimed values. Built from a `ZkWhirConfig` and a generator as
+/// `HidingWhirPcs::new` is, with its randomness discipline: each `commit` and each `open`
+/// forks a `StdRng` from the caller's generator, and a call refused (a point of the wrong
+/// arity, too many points for the budget) leaves the challenger and the generator untouched.
+/// For the same generator, witness, points and challenger state its proof is
+/// `HidingWhirPcs`'s, byte for byte, and p3-whir's verifier accepts it.
+pub struct HidingPcs<S, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>, R = StdRng> {
+    config: ZkWhirConfig<E, F, C>,
+    steps: S,
+    rng: Mutex<R>,
+    stock: StockHidingPcs<F, E, C, StdRng>,
+}
+
+/// The hiding PCS with every large step where the polynomial lies, on the GPU.
+pub type GpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<GpuCodewords<F>, F, E, C, R>;
+
+/// The same protocol over the plain-Rust steps (the reference twin).
+pub type CpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<CpuCodewords<F, E>, F, E, C, R>;
+
+/// What a hiding commitment keeps until it is opened: the oracle, the polynomial as the
+/// sumcheck's f (on the GPU for [`GpuHidingPcs`]) and its randomness rows.
+pub struct HidingProverData<S: WhirBackend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+    inner: Committed<F, E, S>,
+}
+
+impl<S, F, E, C, R> HidingPcs<S, F, E, C, R>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    C: HidingChallenger<F>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    /// As `HidingWhirPcs::new(config, dft, mmcs, rng)`: the configuration, the steps in place
+    /// of the DFT and the MMCS (proofs hashed as the steps hash, [`WhirBackend::mmcs`]), and
+    /// the generator every commit and open forks its masks from.
+    pub fn new(config: ZkWhirConfig<E, F, C>, steps: S, rng: R) -> Self {
+        // The verifier side draws nothing; its generator is never used.
+        let stock = StockHidingPcs::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs(), StdRng::seed_from_u64(0));
+        Self { config, steps, rng: Mutex::new(rng), stock }
+    }
+
+    /// The configuration it proves with.
+    pub fn config(&self) -> &ZkWhirConfig<E, F, C> {
+        &self.config
+    }
+
+    /// The steps it proves with.
+    pub fn steps(&self) -> &S {
+        &self.steps
+    }
+
+    /// p3-whir's own hiding PCS for the same configuration, hashing as the steps do.
+    pub fn stock(&self) -> &StockHidingPcs<F, E, C, StdRng> {
+        &self.stock
+    }
+
+    /// A fresh `StdRng` forked from the caller's generator (32 bytes of it), as
+    /// `HidingWhirPcs` forks one per call.
+    fn fork(&self) -> Result<StdRng, ProverError> {
+        let mut rng = self.rng.lock().map_err(|_| ProverError::Input("the hiding PCS's generator was poisoned by a panic in another thread".into()))?;
+        Ok(StdRng::from_rng(&mut *rng))
+    }
+
+    /// Checks an opening before anything is drawn or observed: how many points the
+    /// configuration's budget allows, each point's arity, and the configuration's grinding.
+    fn check_points(&self, points: &[Point<E>]) -> Result<(), ProverError> {
+        self.config
+            .validate_initial_claims(points.len())
+            .map_err(|e| ProverError::Params(format!("{} opening points: {e} (open fewer points, or raise the security budget)", points.len())))?;
+        let n = self.config.num_variables();
+        if let Some((i, p)) = points.iter().enumerate().find(|(_, p)| p.num_variables() != n) {
+            return Err(ProverError::Input(format!("opening point {i} has {} coordinates; the committed polynomial has {n} variables", p.num_variables())));
+        }
+        let pow_bits = self.config.max_pow_bits().max(self.config.base_case_config().pow_bits);
+        if pow_bits > whir_verifier::MAX_POW_BITS {
+            return Err(ProverError::Params(format!(
+                "the configuration grinds {pow_bits} bits of proof of work, over the {} a witness can clear (lower the security level or raise the rate)",
+                whir_verifier::MAX_POW_BITS
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl<S, F, E, C, R> MultilinearPcs<E, C> for HidingPcs<S, F, E, C, R>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    C: HidingChallenger<F>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
+    type Commitment = Commitment<F>;
+    type Val = F;
+    type ProverData = HidingProverData<S, F, E>;
+    type Proof = ZkProof<F, E>;
+    type Error = ZkVerifierError;
+    type ProverError = ProverError;
+    type Witness = Poly<F>;
+    type OpeningProtocol = Vec<Point<E>>;
+
+    fn num_vars(&self) -> usize {
+        self.config.num_variables()
+    }
+
+    fn commit(&self, witness: Self::Witness, challenger: &mut C) -> Result<(Self::Commitment, Self::ProverData), Self::ProverError> {
+        let n = self.config.num_variables();
+        if witness.num_variables() != n {
+            return Err(ProverError::Input(format!("a witness of {} variables for a configuration of {n}", witness.num_variables())));
+        }
+        let mut rng = self.fork()?;
+        let (root, committed, sumcheck, randomness) = commit_hiding(&self.steps, &self.config, witness.as_slice(), &mut rng)?;
+        self.observe_commitment(&root, challenger);
+        Ok((root, HidingProverData { inner: Committed { committed, sumcheck, randomness } }))
+    }
+
+    fn observe_commitment(&self, commitment: &Self::Commitment, challenger: &mut C) {
+        observe_commitment::<F, _, _>(challenger, commitment.clone());
+    }
+
+    fn open(&self, prover_data: Self::ProverData, protocol: Self::OpeningProtocol, challenger: &mut C) -> Result<Self::Proof, Self::ProverError> {
+        self.check_points(&protocol)?;
+        let mut data = prover_data.inner;
+        // The claimed values, where the polynomial lies; nothing is observed or drawn yet.
+        let claims: Vec<(Point<E>, E)> = protocol.into_iter().map(|p| data.sumcheck.eval(&p).map(|v| (p, v))).collect::<Result<_, _>>()?;
+        observe_claims::<F, E, _>(challenger, &claims, self.config.num_variables());
+        let mut rng = self.fork()?;
+        prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng)
+    }
+
+    fn verify(&self, commitment: &Self::Commitment, proof: &Self::Proof, challenger: &mut C, protocol: Self::OpeningProtocol) -> Result<(), Self::Error> {
+        self.stock.verify(commitment, proof, challenger, protocol)
+    }
+}

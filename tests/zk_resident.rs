@@ -1,0 +1,187 @@
+//! The resident hiding PCS ([`GpuHidingPcs`]: HVZK-WHIR with the witness, its folds, the
+//! masked sumchecks' plain rounds, out-of-domain answers and power constraints on the GPU) and
+//! its CPU twin against Plonky3's own `HidingWhirPcs` over the CPU pieces: for the same
+//! generator seed, witness, points and challenger state, the same commitment and proof bytes,
+//! accepted by p3-whir's verifier; refused calls leave the challenger and the generator as they
+//! were. Both field-multiply variants, fresh seeds (WHIR_TEST_SEED replays one).
+
+mod common;
+
+use std::sync::Arc;
+
+use p3_challenger::FieldChallenger;
+use p3_commit::MultilinearPcs;
+use p3_dft::Radix2DFTSmallBatch;
+use p3_field::PrimeCharacteristicRing;
+use p3_multilinear_util::point::Point;
+use p3_multilinear_util::poly::Poly;
+use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, SecurityAssumption, ZkParameters, ZkWhirConfig};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::steps::CpuCodewords;
+use whir_wgpu::prover::{CpuHidingPcs, GpuHidingPcs, ProverError, EF, F};
+use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
+
+type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
+
+/// One shape of the hiding PCS.
+#[derive(Clone, Debug)]
+struct Shape {
+    vars: usize,
+    fold: FoldingFactor,
+    rate: usize,
+    soundness: SecurityAssumption,
+    pow_bits: usize,
+    points: usize,
+}
+
+impl Shape {
+    fn config(&self) -> ZkWhirConfig<EF, F, GpuChallenger<F>> {
+        let protocol = ProtocolParameters {
+            security_level: 32,
+            pow_bits: self.pow_bits,
+            round_log_inv_rates: vec![],
+            folding_factor: self.fold.clone(),
+            soundness_type: self.soundness,
+            starting_log_inv_rate: self.rate,
+        };
+        ZkWhirConfig::new(self.vars, protocol, ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 }).expect("a feasible hiding configuration")
+    }
+}
+
+/// The grid: p3-whir's own zk fixtures (rate 1/4, 32 bits) and more rounds with grinding.
+fn shapes() -> Vec<Shape> {
+    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points };
+    let shapes = vec![
+        // One round, two points.
+        shape(12, FoldingFactor::Constant(4), SecurityAssumption::CapacityBound, 0, 2),
+        // No rounds; no claims.
+        shape(9, FoldingFactor::Constant(3), SecurityAssumption::CapacityBound, 0, 0),
+        // A partial final fold (8, then 7).
+        shape(15, FoldingFactor::Constant(8), SecurityAssumption::CapacityBound, 0, 1),
+        // Unique decoding (no out-of-domain samples); the Johnson bound with grinding.
+        shape(12, FoldingFactor::Constant(4), SecurityAssumption::UniqueDecoding, 0, 2),
+        shape(12, FoldingFactor::Constant(3), SecurityAssumption::JohnsonBound, 5, 3),
+        // Two rounds or more, grinding, several points.
+        shape(14, FoldingFactor::ConstantFromSecondRound(4, 3), SecurityAssumption::CapacityBound, 5, 3),
+    ];
+    assert!(shapes[5].config().n_rounds() >= 2, "the last shape must play two rounds or more");
+    shapes
+}
+
+/// A fresh transcript over Plonky3's Poseidon2 constants, grinding on `grinder` where given
+/// (every side grinds the smallest witness, so the transcripts agree at any PoW).
+fn challenger(grinder: Option<Arc<GpuGrinder<F>>>) -> GpuChallenger<F> {
+    GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), grinder)
+}
+
+fn gpu_steps(ctx: &Arc<GpuContext>) -> (GpuCodewords<F>, Arc<GpuGrinder<F>>) {
+    let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
+    let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
+    (steps, Arc::new(GpuGrinder::new(poseidon2)))
+}
+
+/// Commits to `witness` and opens it at `points` with `pcs` from a fresh challenger; returns
+/// the root and the proof's bytes.
+fn prove<P>(pcs: &P, witness: &Poly<F>, points: &[Point<EF>], mut challenger: GpuChallenger<F>) -> (P::Commitment, Vec<u8>)
+where
+    P: MultilinearPcs<EF, GpuChallenger<F>, Val = F, Witness = Poly<F>, OpeningProtocol = Vec<Point<EF>>>,
+    P::ProverError: std::fmt::Debug,
+{
+    let (root, data) = pcs.commit(witness.clone(), &mut challenger).unwrap();
+    let proof = pcs.open(data, points.to_vec(), &mut challenger).unwrap();
+    (root, postcard::to_allocvec(&proof).unwrap())
+}
+
+#[test]
+fn resident_hiding_pcs_is_plonky3s() {
+    let mut rng = common::rng();
+    let contexts = common::contexts();
+    for shape in shapes() {
+        let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+        let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+        let seed = rng.random::<u64>();
+        let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+        let (root, expected) = prove(&stock, &witness, &points, challenger(None));
+
+        let twin: CpuHidingPcs = CpuHidingPcs::new(shape.config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+        let (twin_root, twin_bytes) = prove(&twin, &witness, &points, challenger(None));
+        assert_eq!(root, twin_root, "the twin's commitment, {shape:?}");
+        assert!(twin_bytes == expected, "the twin's proof bytes differ from HidingWhirPcs's, {shape:?}");
+
+        for ctx in &contexts {
+            let what = format!("{shape:?} seed {seed} ({:?})", ctx.mul_variant());
+            let (steps, grinder) = gpu_steps(ctx);
+            let gpu: GpuHidingPcs = GpuHidingPcs::new(shape.config(), steps, StdRng::seed_from_u64(seed));
+            let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, challenger(Some(grinder)));
+            assert_eq!(root, gpu_root, "the GPU's commitment, {what}");
+            assert!(gpu_bytes == expected, "the GPU's proof bytes differ from HidingWhirPcs's, {what}");
+            let received = postcard::from_bytes(&gpu_bytes).unwrap();
+            gpu.verify(&gpu_root, &received, &mut challenger(None), points.clone())
+                .unwrap_or_else(|e| panic!("p3-whir rejects the GPU's proof, {what}: {e:?}"));
+        }
+    }
+}
+
+/// A refused open — a point of the wrong arity, more points than the security budget allows
+/// — is an error that leaves the challenger and the generator where they were: commit, refused
+/// open, commit gives the transcript and the root that commit, commit gives.
+#[test]
+fn refused_openings_leave_the_transcript_and_generator_untouched() {
+    let mut rng = common::rng();
+    // p3-whir's budget fixture: 100 bits with 32 bits of grinding refuses 2^14 points.
+    let shape = shapes()[0].clone();
+    let config = || {
+        let protocol = ProtocolParameters {
+            security_level: 100,
+            pow_bits: 32,
+            round_log_inv_rates: vec![],
+            folding_factor: shape.fold.clone(),
+            soundness_type: shape.soundness,
+            starting_log_inv_rate: shape.rate,
+        };
+        ZkWhirConfig::<EF, F, GpuChallenger<F>>::new(shape.vars, protocol, ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 }).expect("the budget fixture")
+    };
+    assert!(config().validate_initial_claims(1 << 14).is_err(), "the budget fixture must refuse 2^14 points");
+    let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+    let point = Point::rand(&mut rng, shape.vars);
+    let seed = rng.random::<u64>();
+    let refusals: [(&str, Vec<Point<EF>>); 2] =
+        [("coordinates", vec![point.clone(), Point::new(vec![EF::ONE; shape.vars - 1])]), ("opening points", vec![point; 1 << 14])];
+
+    // The reference: commit, commit.
+    let stock = Stock::new(config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+    let mut ch = challenger(None);
+    let _ = stock.commit(witness.clone(), &mut ch).unwrap();
+    let (expected_root, _) = stock.commit(witness.clone(), &mut ch).unwrap();
+    let expected_next: EF = ch.sample_algebra_element();
+
+    for (says, refused) in &refusals {
+        let twin = CpuHidingPcs::new(config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+        check_refusal("the twin", &twin, &witness, refused, says, (&expected_root, expected_next));
+        for ctx in common::contexts() {
+            let (steps, _) = gpu_steps(&ctx);
+            let gpu = GpuHidingPcs::new(config(), steps, StdRng::seed_from_u64(seed));
+            check_refusal(&format!("the GPU ({:?})", ctx.mul_variant()), &gpu, &witness, refused, says, (&expected_root, expected_next));
+        }
+    }
+}
+
+/// Commit, an open of `refused` (which must fail, saying `says`, with the transcript as it
+/// was), commit: the second root and the transcript after it must be `expected`'s.
+fn check_refusal<P>(name: &str, pcs: &P, witness: &Poly<F>, refused: &[Point<EF>], says: &str, expected: (&P::Commitment, EF))
+where
+    P: MultilinearPcs<EF, GpuChallenger<F>, Val = F, Witness = Poly<F>, OpeningProtocol = Vec<Point<EF>>, ProverError = ProverError>,
+    P::Commitment: PartialEq + std::fmt::Debug,
+{
+    let mut ch = challenger(None);
+    let (_, data) = pcs.commit(witness.clone(), &mut ch).unwrap();
+    let before: EF = ch.clone().sample_algebra_element();
+    let error = pcs.open(data, refused.to_vec(), &mut ch).err().unwrap_or_else(|| panic!("{name}: the open ({says}) must be refused")).to_string();
+    assert!(error.contains(says), "{name}: the refusal says {error:?}, expected it to name {says:?}");
+    assert_eq!(ch.clone().sample_algebra_element::<EF>(), before, "{name}: a refused open ({says}) moved the transcript");
+    let (root, _) = pcs.commit(witness.clone(), &mut ch).unwrap();
+    assert_eq!(&root, expected.0, "{name}: a refused open ({says}) moved the generator");
+    assert_eq!(ch.sample_algebra_element::<EF>(), expected.1, "{name}: the transcript after a refused open ({says})");
+}
