@@ -9,18 +9,22 @@ mod common;
 
 use std::sync::Arc;
 
+use p3_baby_bear::BabyBear;
 use p3_challenger::FieldChallenger;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
-use p3_field::PrimeCharacteristicRing;
+use p3_field::extension::{BinomialExtensionField, QuinticTrinomialExtensionField};
+use p3_field::{PrimeCharacteristicRing, TwoAdicField};
+use p3_koala_bear::KoalaBear;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
 use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, SecurityAssumption, ZkParameters, ZkWhirConfig};
+use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::steps::CpuCodewords;
-use whir_wgpu::prover::{CpuHidingPcs, GpuHidingPcs, ProverError, EF, F};
+use whir_wgpu::prover::{CpuHidingPcs, GpuHidingPcs, ProverError, ProverField, WhirExtension, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
 type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
@@ -38,6 +42,10 @@ struct Shape {
 
 impl Shape {
     fn config(&self) -> ZkWhirConfig<EF, F, GpuChallenger<F>> {
+        self.config_over::<F, EF>()
+    }
+
+    fn config_over<B: ProverField, E: WhirExtension<B> + TwoAdicField>(&self) -> ZkWhirConfig<E, B, GpuChallenger<B>> {
         let protocol = ProtocolParameters {
             security_level: 32,
             pow_bits: self.pow_bits,
@@ -72,21 +80,23 @@ fn shapes() -> Vec<Shape> {
 
 /// A fresh transcript over Plonky3's Poseidon2 constants, grinding on `grinder` where given
 /// (every side grinds the smallest witness, so the transcripts agree at any PoW).
-fn challenger(grinder: Option<Arc<GpuGrinder<F>>>) -> GpuChallenger<F> {
-    GpuChallenger::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), grinder)
+fn challenger<B: ProverField>(grinder: Option<Arc<GpuGrinder<B>>>) -> GpuChallenger<B> {
+    GpuChallenger::new(Poseidon2Constants::<B>::plonky3_default().to_cpu(), grinder)
 }
 
-fn gpu_steps(ctx: &Arc<GpuContext>) -> (GpuCodewords<F>, Arc<GpuGrinder<F>>) {
-    let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
+fn gpu_steps<B: ProverField>(ctx: &Arc<GpuContext>) -> (GpuCodewords<B>, Arc<GpuGrinder<B>>) {
+    let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<B>::plonky3_default()));
     let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
     (steps, Arc::new(GpuGrinder::new(poseidon2)))
 }
 
 /// Commits to `witness` and opens it at `points` with `pcs` from a fresh challenger; returns
 /// the root and the proof's bytes.
-fn prove<P>(pcs: &P, witness: &Poly<F>, points: &[Point<EF>], mut challenger: GpuChallenger<F>) -> (P::Commitment, Vec<u8>)
+fn prove<B, E, P>(pcs: &P, witness: &Poly<B>, points: &[Point<E>], mut challenger: GpuChallenger<B>) -> (P::Commitment, Vec<u8>)
 where
-    P: MultilinearPcs<EF, GpuChallenger<F>, Val = F, Witness = Poly<F>, OpeningProtocol = Vec<Point<EF>>>,
+    B: ProverField,
+    E: WhirExtension<B>,
+    P: MultilinearPcs<E, GpuChallenger<B>, Val = B, Witness = Poly<B>, OpeningProtocol = Vec<Point<E>>>,
     P::ProverError: std::fmt::Debug,
 {
     let (root, data) = pcs.commit(witness.clone(), &mut challenger).unwrap();
@@ -94,34 +104,64 @@ where
     (root, postcard::to_allocvec(&proof).unwrap())
 }
 
-#[test]
-fn resident_hiding_pcs_is_plonky3s() {
-    let mut rng = common::rng();
+/// The twin and the GPU (every context) against `HidingWhirPcs` over `shapes`, in `E` over `B`.
+fn check_grid<B, E>(rng: &mut StdRng, shapes: &[Shape])
+where
+    B: ProverField,
+    E: WhirExtension<B> + TwoAdicField + whir_wgpu::gpu::GpuExtension<B>,
+    StandardUniform: Distribution<B> + Distribution<E>,
+{
     let contexts = common::contexts();
-    for shape in shapes() {
-        let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
-        let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+    for shape in shapes {
+        let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<B>()).collect());
+        let points: Vec<Point<E>> = (0..shape.points).map(|_| Point::new((0..shape.vars).map(|_| rng.random()).collect())).collect();
         let seed = rng.random::<u64>();
-        let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+        let stock = HidingWhirPcs::<E, B, Radix2DFTSmallBatch<B>, CpuMmcs<B>, GpuChallenger<B>, StdRng>::new(
+            shape.config_over::<B, E>(),
+            Radix2DFTSmallBatch::default(),
+            cpu_mmcs_with::<B>(0, LeafSponge::Width16),
+            StdRng::seed_from_u64(seed),
+        );
         let (root, expected) = prove(&stock, &witness, &points, challenger(None));
+        let what = format!("{shape:?} over {} seed {seed}", E::NAME);
 
-        let twin: CpuHidingPcs = CpuHidingPcs::new(shape.config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+        let twin = CpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
         let (twin_root, twin_bytes) = prove(&twin, &witness, &points, challenger(None));
-        assert_eq!(root, twin_root, "the twin's commitment, {shape:?}");
-        assert!(twin_bytes == expected, "the twin's proof bytes differ from HidingWhirPcs's, {shape:?}");
+        assert_eq!(root, twin_root, "the twin's commitment, {what}");
+        assert!(twin_bytes == expected, "the twin's proof bytes differ from HidingWhirPcs's, {what}");
 
         for ctx in &contexts {
-            let what = format!("{shape:?} seed {seed} ({:?})", ctx.mul_variant());
-            let (steps, grinder) = gpu_steps(ctx);
-            let gpu: GpuHidingPcs = GpuHidingPcs::new(shape.config(), steps, StdRng::seed_from_u64(seed));
+            let what = format!("{what} ({:?})", ctx.mul_variant());
+            let (steps, grinder) = gpu_steps::<B>(ctx);
+            let gpu = GpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), steps, StdRng::seed_from_u64(seed));
             let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, challenger(Some(grinder)));
             assert_eq!(root, gpu_root, "the GPU's commitment, {what}");
             assert!(gpu_bytes == expected, "the GPU's proof bytes differ from HidingWhirPcs's, {what}");
             let received = postcard::from_bytes(&gpu_bytes).unwrap();
             gpu.verify(&gpu_root, &received, &mut challenger(None), points.clone())
                 .unwrap_or_else(|e| panic!("p3-whir rejects the GPU's proof, {what}: {e:?}"));
+            for (point, value) in points.iter().zip(&received.evals) {
+                assert_eq!(witness.eval_base(point), *value, "the revealed evaluation, {what}");
+            }
         }
     }
+}
+
+#[test]
+fn resident_hiding_pcs_is_plonky3s() {
+    check_grid::<F, EF>(&mut common::rng(), &shapes());
+}
+
+/// The 128-bit extensions: BabyBear^5 and ^8, KoalaBear^5 (quintic trinomial) and ^8, over
+/// the grid's round, no-round and multi-round shapes.
+#[test]
+fn resident_hiding_pcs_over_other_extensions() {
+    let mut rng = common::rng();
+    let shapes: Vec<Shape> = [0, 1, 5].iter().map(|&i| shapes()[i].clone()).collect();
+    check_grid::<BabyBear, BinomialExtensionField<BabyBear, 5>>(&mut rng, &shapes);
+    check_grid::<BabyBear, BinomialExtensionField<BabyBear, 8>>(&mut rng, &shapes);
+    check_grid::<KoalaBear, QuinticTrinomialExtensionField<KoalaBear>>(&mut rng, &shapes);
+    check_grid::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&mut rng, &shapes);
 }
 
 /// A refused open — a point of the wrong arity, more points than the security budget allows

@@ -25,6 +25,9 @@ fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices:
     SharedProofOpening { rows: values.into_iter().map(|mut per_matrix| per_matrix.swap_remove(0)).collect(), proof }
 }
 
+/// A mask group's fresh blinds: each member's message and randomness, and their oracle.
+type Blinds<F, E> = (Vec<Vec<E>>, Vec<Vec<E>>, MaskData<F, E>);
+
 /// The base case's proof over the CPU MMCS's types.
 type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>>;
 
@@ -76,7 +79,7 @@ where
         transcript.fresh_commitment(fresh_main_commitment.clone());
 
         // Per group, a blind per member: message then randomness, interleaved.
-        let mut blinds: Vec<(Vec<Vec<E>>, Vec<Vec<E>>, MaskData<F, E>)> = Vec::with_capacity(base.mask_groups.len());
+        let mut blinds: Vec<Blinds<F, E>> = Vec::with_capacity(base.mask_groups.len());
         let mut fresh_mask_commitments = Vec::with_capacity(base.mask_groups.len());
         for group in &base.mask_groups {
             let encoding = group.shape.encoding::<E>();

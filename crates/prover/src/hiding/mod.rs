@@ -65,12 +65,7 @@ struct Oracle<C> {
 }
 
 /// Commits `poly` as `HidingWhirProver::commit` does, drawing its randomness from `rng`.
-pub(crate) fn commit_hiding<F, E, S, C, R>(
-    steps: &S,
-    config: &ZkWhirConfig<E, F, C>,
-    poly: &[F],
-    rng: &mut R,
-) -> Result<(Commitment<F>, S::Committed, S::Sumcheck, Vec<F>), ProverError>
+pub(crate) fn commit_hiding<F, E, S, C, R>(steps: &S, config: &ZkWhirConfig<E, F, C>, poly: &[F], rng: &mut R) -> Result<HidingCommitment<F, E, S>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F>,
@@ -82,8 +77,11 @@ where
     let folding = config.round_folding_factor(0);
     let randomness: Vec<F> = (0..config.oracle_randomness()[0] << folding).map(|_| rng.random()).collect();
     let (root, committed, sumcheck) = steps.commit_hiding_message(poly, &randomness, folding, config.starting_log_inv_rate)?;
-    Ok((root, committed, sumcheck, randomness))
+    Ok((root, Committed { committed, sumcheck, randomness }))
 }
+
+/// A hiding commitment's root and what its open needs.
+pub(crate) type HidingCommitment<F, E, S> = (Commitment<F>, Committed<F, E, S>);
 
 /// What an open needs of a commitment: the oracle, the sumcheck holding the witness, and the
 /// randomness rows' values.
@@ -273,9 +271,9 @@ where
 
 /// Σ_b eq(b, γ)·chunk_b over the 2^k chunks of `chunk` values: randomness folded with the
 /// message it pads (p3-whir's `fold_limb_chunks`).
-fn fold_limb_chunks<F: ProverField, A: Copy + Into<E>, E: WhirExtension<F>>(values: &[A], chunk: usize, gammas: &[E]) -> Vec<E>
+fn fold_limb_chunks<F: ProverField, A: Copy, E>(values: &[A], chunk: usize, gammas: &[E]) -> Vec<E>
 where
-    E: p3_field::Algebra<A>,
+    E: WhirExtension<F> + p3_field::Algebra<A>,
 {
     let eq = Poly::new_from_point(gammas, E::ONE);
     let mut out = E::zero_vec(chunk);

@@ -144,9 +144,9 @@ where
             return Err(ProverError::Input(format!("a witness of {} variables for a configuration of {n}", witness.num_variables())));
         }
         let mut rng = self.fork()?;
-        let (root, committed, sumcheck, randomness) = commit_hiding(&self.steps, &self.config, witness.as_slice(), &mut rng)?;
+        let (root, inner) = commit_hiding(&self.steps, &self.config, witness.as_slice(), &mut rng)?;
         self.observe_commitment(&root, challenger);
-        Ok((root, HidingProverData { inner: Committed { committed, sumcheck, randomness } }))
+        Ok((root, HidingProverData { inner }))
     }
 
     fn observe_commitment(&self, commitment: &Self::Commitment, challenger: &mut C) {
