@@ -65,20 +65,24 @@ fn hiding_proofs_verify_and_name_their_masks() {
     assert_refused(&verify(&file, &[]), "points 3 (expected 1)", "the points");
 }
 
-/// For one mask seed the GPU's pieces (`--backend gpu`) write Plonky3's CPU pieces' bytes.
+/// For one mask seed the resident GPU prover (`--backend gpu`) and Plonky3's hiding PCS over
+/// the GPU's pieces (`--backend gpu-pieces`) write Plonky3's CPU pieces' bytes.
 #[test]
-fn the_gpu_pieces_prove_the_same_bytes() {
+fn the_gpu_provers_prove_the_same_bytes() {
     let dir = TempDir::new("gpu");
-    let (cpu, gpu) = (dir.file("cpu.whir"), dir.file("gpu.whir"));
+    let cpu = dir.file("cpu.whir");
     prove_zk(&cpu, &["--backend", "cpu", "--mask-seed", "9"]);
-    let o = whir(&[&["prove", "--zk", "--force", "--out", gpu.to_str().unwrap(), "--backend", "gpu", "--mask-seed", "9"][..], &SHAPE[..]].concat());
-    if !o.status.success() && stderr(&o).contains("GPU") && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
-        eprintln!("skipping: no GPU backend ({})", stderr(&o));
-        return;
+    for (backend, says) in [("gpu", "the GPU, resident"), ("gpu-pieces", "over the GPU's pieces")] {
+        let gpu = dir.file(&format!("{backend}.whir"));
+        let o = whir(&[&["prove", "--zk", "--force", "--out", gpu.to_str().unwrap(), "--backend", backend, "--mask-seed", "9"][..], &SHAPE[..]].concat());
+        if !o.status.success() && stderr(&o).contains("GPU") && std::env::var("WHIR_REQUIRE_GPU").as_deref() != Ok("1") {
+            eprintln!("skipping: no GPU backend ({})", stderr(&o));
+            return;
+        }
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains(says), "{}", stdout(&o));
+        assert_eq!(std::fs::read(&cpu).unwrap(), std::fs::read(&gpu).unwrap(), "--backend {backend}'s hiding proof differs from the CPU pieces'");
     }
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("the GPU's pieces"), "{}", stdout(&o));
-    assert_eq!(std::fs::read(&cpu).unwrap(), std::fs::read(&gpu).unwrap(), "the GPU pieces' hiding proof differs from the CPU pieces'");
 }
 
 /// The masks follow the seed: the same seed gives the same bytes, another seed another

@@ -576,6 +576,25 @@ impl<F: ProverField> GpuBackend<F> {
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
         Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E, C>::new(config, steps).with_options(self.driver))
     }
+
+    /// Zero-knowledge WHIR on this GPU for `config` (p3-whir's `HidingWhirPcs`, resident:
+    /// see [`GpuHidingPcs`](crate::GpuHidingPcs)), its Merkle leaves hashed by `leaf`, its masks
+    /// forked from `rng`.
+    pub fn hiding_pcs<E, C, R>(
+        &self,
+        config: p3_whir::ZkWhirConfig<E, F, C>,
+        leaf: LeafSponge,
+        rng: R,
+    ) -> Result<crate::GpuHidingPcs<F, E, C, R>, ProverError>
+    where
+        E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField,
+        C: crate::HidingChallenger<F>,
+        R: rand::CryptoRng,
+        rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
+    {
+        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
+        Ok(crate::GpuHidingPcs::new(config, steps, rng))
+    }
 }
 
 impl<F: ProverField> WhirPieces<F> for GpuBackend<F>

@@ -1,10 +1,11 @@
 //! `whir bench --zk`: Plonky3's hiding PCS (`HidingWhirPcs`, HVZK-WHIR; `ZkParameters` with
 //! ell_zk = 4 and masks at rate 1/2) on one polynomial per (n, fold, rate), over Plonky3's CPU
 //! pieces and over ours (`GpuDft` for every encoding, `GpuMmcs` for every base-field tree, the
-//! GPU grinder) in one process: commit and open timed apart, the proofs compared byte for byte
-//! (one generator seed for both, the smallest witness ground on both sides) and the GPU pieces'
-//! proof, read back from its bytes, accepted by p3-whir's verifier. The reference a resident
-//! hiding prover is measured against, and its fallback.
+//! GPU grinder) and resident on the GPU (`GpuHidingPcs`) in one process, beside our plain
+//! resident prover: commit and open timed apart, the proofs compared byte for byte (one
+//! generator seed for all, the smallest witness ground on every side), the GPU pieces' proof,
+//! read back from its bytes, accepted by p3-whir's verifier, and the GPU memory high-water
+//! marks of a hiding and a plain proof.
 
 use std::time::{Duration, Instant};
 
@@ -41,9 +42,16 @@ struct ZkCell {
     /// `HidingWhirPcs` over our GPU pieces, medians.
     gpu_pieces_commit_ms: Option<f64>,
     gpu_pieces_open_ms: Option<f64>,
-    /// Our resident plain (not hiding) prover at the same parameters, median: what a resident
-    /// hiding prover is held to (at most 1.5x).
+    /// Our resident hiding PCS (`GpuHidingPcs`), medians.
+    resident_commit_ms: Option<f64>,
+    resident_open_ms: Option<f64>,
+    /// Our resident plain (not hiding) prover at the same parameters, median: what the
+    /// resident hiding prover is held to (at most 1.5x).
     plain_gpu_ms: Option<f64>,
+    /// The GPU memory high-water mark of one resident hiding proof and of one plain proof,
+    /// each measured from a reset after its own timed runs (MiB).
+    resident_peak_mib: Option<f64>,
+    plain_peak_mib: Option<f64>,
     proof_kib: Option<f64>,
 }
 
@@ -91,7 +99,11 @@ where
                     stock_open_ms: None,
                     gpu_pieces_commit_ms: None,
                     gpu_pieces_open_ms: None,
+                    resident_commit_ms: None,
+                    resident_open_ms: None,
                     plain_gpu_ms: None,
+                    resident_peak_mib: None,
+                    plain_peak_mib: None,
                     proof_kib: None,
                 };
                 let config = p.config_over::<E, GpuChallenger<F>>().map_err(anyhow::Error::from).and_then(|_| {
@@ -172,7 +184,7 @@ where
     };
     let check = |bytes: &[u8], ours: &whir_prover::Commitment<F>| -> Result<()> {
         if ours != &root || bytes != expected.as_slice() {
-            bail!("n = {}, fold {}, rate {}: the GPU pieces' hiding proof differs from Plonky3's", p.num_vars, p.fold, p.log_inv_rate);
+            bail!("n = {}, fold {}, rate {}: a GPU hiding proof differs from Plonky3's", p.num_vars, p.fold, p.log_inv_rate);
         }
         Ok(())
     };
@@ -188,12 +200,36 @@ where
         go.push(ms(o));
     }
     (cell.gpu_pieces_commit_ms, cell.gpu_pieces_open_ms) = (Some(median(gc)), Some(median(go)));
+    // The resident hiding PCS: the same bytes, timed after its own warm-up.
+    let memory = gpu.context().memory();
+    let mib = |b: Option<u64>| b.map(|b| b as f64 / (1u64 << 20) as f64);
+    let resident_run = || {
+        let pcs = gpu.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), p.leaf, StdRng::seed_from_u64(seed)).map_err(anyhow::Error::from)?;
+        timed_proof(&pcs, &witness, &points, &mut gpu.challenger())
+    };
+    let (_, _, first, first_root) = resident_run()?;
+    check(&first, &first_root)?;
+    busy_for(args.gpu_warmup_ms, || resident_run().map(|_| ()))?;
+    let (mut rc, mut ro) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        let (c, o, bytes, root) = resident_run()?;
+        check(&bytes, &root)?;
+        rc.push(ms(c));
+        ro.push(ms(o));
+    }
+    (cell.resident_commit_ms, cell.resident_open_ms) = (Some(median(rc)), Some(median(ro)));
+    memory.reset_peak_buffer_bytes();
+    resident_run()?;
+    cell.resident_peak_mib = mib(memory.peak_buffer_bytes());
     // The plain resident prover on the same polynomial and parameters (its point drawn from the
     // transcript), after its own warm-up.
     let plain = || gpu.prove_resident_over::<E>(p, witness.as_slice()).map(|out| ms(out.commit_time + out.open_time));
     busy_for(args.gpu_warmup_ms, || plain().map(|_| ()).map_err(Into::into))?;
     let times = (0..args.reps).map(|_| plain()).collect::<Result<Vec<f64>, _>>()?;
     cell.plain_gpu_ms = Some(median(times));
+    memory.reset_peak_buffer_bytes();
+    plain()?;
+    cell.plain_peak_mib = mib(memory.peak_buffer_bytes());
     Ok(())
 }
 
@@ -223,20 +259,20 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
         out.write(serde_json::to_string_pretty(&cells)?.as_bytes())?;
     }
     println!(
-        "| n | fold | rate | points | HidingWhirPcs, Plonky3's pieces: ms (commit + open) | HidingWhirPcs, GPU pieces: ms (commit + open) | ratio | our plain GPU prover ms | hiding (GPU pieces) / plain GPU | proof KiB |"
+        "| n | fold | rate | points | HidingWhirPcs, Plonky3's pieces: ms (commit + open) | HidingWhirPcs, GPU pieces: ms (commit + open) | resident hiding GPU: ms (commit + open) | resident vs Plonky3 | our plain GPU prover ms | resident hiding / plain | peak GPU MiB hiding / plain | proof KiB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &cells {
         if let Some(why) = &c.skipped {
-            println!("| {} | {} | {} | {} | skipped: {why} | | | | | |", c.vars, c.fold, c.rate, c.points);
+            println!("| {} | {} | {} | {} | skipped: {why} | | | | | | | |", c.vars, c.fold, c.rate, c.points);
             continue;
         }
         let f = fmt_ms;
-        let (stock, pieces) = (total_ms(c.stock_commit_ms, c.stock_open_ms), total_ms(c.gpu_pieces_commit_ms, c.gpu_pieces_open_ms));
-        let ratio = speedup(stock, pieces);
-        let overhead = speedup(pieces, c.plain_gpu_ms);
+        let stock = total_ms(c.stock_commit_ms, c.stock_open_ms);
+        let pieces = total_ms(c.gpu_pieces_commit_ms, c.gpu_pieces_open_ms);
+        let resident = total_ms(c.resident_commit_ms, c.resident_open_ms);
         println!(
-            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} ({} + {}) | {} ({} + {}) | {} ({} + {}) | {} | {} | {} | {} / {} | {} |",
             c.vars,
             c.fold,
             c.rate,
@@ -247,9 +283,14 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
             f(pieces),
             f(c.gpu_pieces_commit_ms),
             f(c.gpu_pieces_open_ms),
-            ratio,
+            f(resident),
+            f(c.resident_commit_ms),
+            f(c.resident_open_ms),
+            speedup(stock, resident),
             f(c.plain_gpu_ms),
-            overhead,
+            speedup(resident, c.plain_gpu_ms),
+            f(c.resident_peak_mib),
+            f(c.plain_peak_mib),
             f(c.proof_kib)
         );
     }

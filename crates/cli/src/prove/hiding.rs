@@ -1,6 +1,7 @@
 //! `whir prove --zk`: a zero-knowledge proof of one polynomial with Plonky3's hiding PCS
-//! (`HidingWhirPcs`, HVZK-WHIR), over the GPU's pieces (`GpuDft`, `GpuMmcs`, the GPU grinder)
-//! where there is a GPU and Plonky3's CPU pieces otherwise: the same bytes for the same masks.
+//! (`HidingWhirPcs`, HVZK-WHIR): resident on the GPU where there is one (`GpuHidingPcs`),
+//! Plonky3's own over the GPU's pieces with `--backend gpu-pieces`, over Plonky3's CPU pieces
+//! otherwise: the same bytes for the same masks.
 //! The masks come from the operating system's generator; `--mask-seed` fixes them, for tests.
 //! The file (format version 4) names the mask parameters; it is checked with p3-whir's hiding
 //! verifier, through the same reader `whir verify` uses, before it is written.
@@ -20,7 +21,7 @@ use whir_verifier::{hiding_points, zk_config, HidingProofFileOf, ParamSource, Re
 use super::*;
 
 /// A hiding proof of `args`'s polynomial over `F` with its challenges in `E`.
-pub(super) fn prove_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField>(args: ProveArgs) -> Result<()>
+pub(super) fn prove_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField + whir_gpu::GpuExtension<F>>(args: ProveArgs) -> Result<()>
 where
     GpuBackend<F>: WhirPieces<F>,
     StandardUniform: Distribution<F> + Distribution<E>,
@@ -54,11 +55,16 @@ where
     };
     let start = Instant::now();
     let (commitment, proof, on) = match &gpu {
-        Some(g) => {
+        Some(g) if args.backend == BackendChoice::GpuPieces => {
             let pcs =
                 HidingWhirPcs::<E, F, GpuDft<F>, _, GpuChallenger<F>, StdRng>::new(config, GpuDft::<F>::on(g.context().clone()), g.mmcs(params.leaf), rng);
             let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut g.challenger())?;
-            (c, p, format!("the GPU's pieces: {}", g.context().summary()))
+            (c, p, format!("Plonky3's hiding PCS over the GPU's pieces: {}", g.context().summary()))
+        }
+        Some(g) => {
+            let pcs = g.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config, params.leaf, rng)?;
+            let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut g.challenger())?;
+            (c, p, format!("the GPU, resident: {}", g.context().summary()))
         }
         None => {
             let mmcs = whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf);
