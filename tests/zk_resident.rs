@@ -24,7 +24,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::steps::CpuCodewords;
-use whir_wgpu::prover::{CpuHidingPcs, GpuHidingPcs, ProverError, ProverField, WhirExtension, EF, F};
+use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, ProverError, ProverField, WhirExtension, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
 type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
@@ -130,10 +130,11 @@ where
         assert_eq!(root, twin_root, "the twin's commitment, {what}");
         assert!(twin_bytes == expected, "the twin's proof bytes differ from HidingWhirPcs's, {what}");
 
-        for ctx in &contexts {
-            let what = format!("{what} ({:?})", ctx.mul_variant());
+        for (ctx, lazy) in contexts.iter().flat_map(|c| [(c, false), (c, true)]) {
+            let what = format!("{what} ({:?}, lazy first weights {lazy})", ctx.mul_variant());
             let (steps, grinder) = gpu_steps::<B>(ctx);
-            let gpu = GpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), steps, StdRng::seed_from_u64(seed));
+            let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
+            let gpu = GpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), steps, StdRng::seed_from_u64(seed)).with_options(options);
             let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, challenger(Some(grinder)));
             assert_eq!(root, gpu_root, "the GPU's commitment, {what}");
             assert!(gpu_bytes == expected, "the GPU's proof bytes differ from HidingWhirPcs's, {what}");

@@ -580,12 +580,7 @@ impl<F: ProverField> GpuBackend<F> {
     /// Zero-knowledge WHIR on this GPU for `config` (p3-whir's `HidingWhirPcs`, resident:
     /// see [`GpuHidingPcs`](crate::GpuHidingPcs)), its Merkle leaves hashed by `leaf`, its masks
     /// forked from `rng`.
-    pub fn hiding_pcs<E, C, R>(
-        &self,
-        config: p3_whir::ZkWhirConfig<E, F, C>,
-        leaf: LeafSponge,
-        rng: R,
-    ) -> Result<crate::GpuHidingPcs<F, E, C, R>, ProverError>
+    pub fn hiding_pcs<E, C, R>(&self, config: p3_whir::ZkWhirConfig<E, F, C>, leaf: LeafSponge, rng: R) -> Result<crate::GpuHidingPcs<F, E, C, R>, ProverError>
     where
         E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField,
         C: crate::HidingChallenger<F>,
@@ -593,7 +588,7 @@ impl<F: ProverField> GpuBackend<F> {
         rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
     {
         let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
-        Ok(crate::GpuHidingPcs::new(config, steps, rng))
+        Ok(crate::GpuHidingPcs::new(config, steps, rng).with_options(self.driver))
     }
 }
 

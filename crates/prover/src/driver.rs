@@ -163,6 +163,16 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         Err(ProverError::Input("these codeword steps do not commit hiding codewords".into()))
     }
 
+    /// The transform of one column of extension elements (`coeffs`, a power of two of them)
+    /// over the base field's two-adic subgroup, as `TwoAdicSubgroupDft::dft_algebra_batch`
+    /// gives it: a hiding run's base-case codeword. On the host by default.
+    fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<RowMajorMatrix<E>, ProverError> {
+        if !coeffs.len().is_power_of_two() {
+            return Err(ProverError::Input(format!("a column of {} coefficients to transform (need a power of two)", coeffs.len())));
+        }
+        Ok(Radix2DFTSmallBatch::<F>::default().dft_algebra_batch(RowMajorMatrix::new_col(coeffs)))
+    }
+
     /// Commits the sumcheck's current f as a hiding round's oracle: rows of 2^fold extension
     /// elements in prefix order, `randomness` (limb-major, extension elements) as rows after
     /// them, at rate 2^-log_inv_rate of the message's rows (`dft_algebra_batch`).
@@ -521,6 +531,15 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         let (committed, reversed) = self.commit_hiding_polynomial(poly, fold, &randomness_rows(randomness, 1 << fold)?, log_inv_rate)?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), reversed, vars)?.with_reversed_indices();
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+    }
+
+    /// On the GPU's NTT (small columns on the host, as `GpuDft` decides).
+    fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<RowMajorMatrix<E>, ProverError> {
+        if !coeffs.len().is_power_of_two() {
+            return Err(ProverError::Input(format!("a column of {} coefficients to transform (need a power of two)", coeffs.len())));
+        }
+        let dft = whir_gpu::GpuDft::<F>::new(Some(self.ntt().clone())).with_cpu_threshold(whir_gpu::plumbing::DEFAULT_CPU_THRESHOLD);
+        Ok(dft.dft_algebra_batch(RowMajorMatrix::new_col(coeffs)))
     }
 
     /// f encoded where the sumcheck left it, its randomness rows uploaded beside it.

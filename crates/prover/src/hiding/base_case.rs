@@ -4,7 +4,6 @@
 //! oracle (folded where the data lies), the fresh codeword and each mask group with its blind.
 //! Everything here is the size of the last fold and the masks.
 
-use p3_dft::Radix2DFTSmallBatch;
 use p3_field::{dot_product, TwoAdicField};
 use p3_whir::transcript::zk::{ZkBaseCaseProverTranscript, ZkBaseCaseShape};
 use p3_whir::{BaseCaseZkProof, BlindedMask, MaskOpeningPair, QueryOpenings, SharedProofOpening, ZkWhirConfig};
@@ -33,7 +32,7 @@ type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>
 
 /// Proves the base case with its own transcript driver on `challenger`: `source_*` are the last
 /// fold's message, its folded randomness and its weights; `open_source` opens the last oracle
-/// at the spot-check positions (folded).
+/// at the spot-check positions (folded); `transform` is the base field's DFT of a column.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prove_base_case<F, E, C, R>(
     config: &ZkWhirConfig<E, F, C>,
@@ -43,6 +42,7 @@ pub(super) fn prove_base_case<F, E, C, R>(
     source_covector: &[E],
     masks: &Masks<F, E>,
     open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
+    transform: impl FnOnce(Vec<E>) -> Result<p3_matrix::dense::RowMajorMatrix<E>, ProverError>,
     challenger: &mut C,
     rng: &mut R,
 ) -> Result<BaseCaseProof<F, E>, ProverError>
@@ -74,7 +74,13 @@ where
     let played = (|| {
         let fresh_message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
         let fresh_randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
-        let codeword = code.encode_column(&Radix2DFTSmallBatch::<F>::default(), &fresh_message, &fresh_randomness);
+        // The folded code's encoding (`FoldedRsCode::encode_column`): [message | randomness | 0]
+        // transformed over its domain, where the backend transforms.
+        let mut coeffs = Vec::with_capacity(code.domain_size);
+        coeffs.extend_from_slice(&fresh_message);
+        coeffs.extend_from_slice(&fresh_randomness);
+        coeffs.resize(code.domain_size, E::ZERO);
+        let codeword = transform(coeffs)?;
         let (fresh_main_commitment, fresh_main_data) = mmcs.commit_matrix(codeword);
         transcript.fresh_commitment(fresh_main_commitment.clone());
 

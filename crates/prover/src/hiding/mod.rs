@@ -34,6 +34,7 @@ use self::base_case::prove_base_case;
 use self::batch::{masked_batch, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
+use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
 
@@ -92,7 +93,8 @@ pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: WhirBackend<
 }
 
 /// Runs the hiding opening (`HidingWhirProver::prove`) for `claims`, already bound to the
-/// transcript, over the committed witness: its driver on `challenger`, masks from `rng`.
+/// transcript, over the committed witness: its driver on `challenger`, masks from `rng`, the
+/// first weights lazy where `options` say.
 pub(crate) fn prove_hiding<F, E, S, C, R>(
     steps: &S,
     config: &ZkWhirConfig<E, F, C>,
@@ -100,6 +102,7 @@ pub(crate) fn prove_hiding<F, E, S, C, R>(
     claims: &[(Point<E>, E)],
     challenger: &mut C,
     rng: &mut R,
+    options: DriverOptions,
 ) -> Result<ZkProof<F, E>, ProverError>
 where
     F: ProverField,
@@ -110,7 +113,8 @@ where
     StandardUniform: Distribution<E> + Distribution<F>,
 {
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
-    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()) };
+    let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
+    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights };
     match run.play(&mut transcript, data, claims, rng) {
         Ok(proof) => {
             transcript.finish();
@@ -128,6 +132,8 @@ struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
     steps: &'a S,
     config: &'a ZkWhirConfig<E, F, C>,
     mmcs: ExtMmcs<F, E>,
+    /// Lazy equality weights for the first batch (`SumcheckState::set_lazy_eq_weights`).
+    lazy_first_weights: bool,
 }
 
 impl<F, E, S, C> HidingRun<'_, F, E, S, C>
@@ -155,7 +161,13 @@ where
         let coeffs: Vec<E> = alpha.powers().collect_n(claims.len());
         let points: Vec<Point<E>> = claims.iter().map(|(p, _)| p.clone()).collect();
         let mut sum: E = claims.iter().zip(&coeffs).map(|((_, v), &c)| c * *v).sum();
-        sumcheck.add_eq_weights(&points, &coeffs)?;
+        // Where the options say so, the first batch's rounds form the weights where they use
+        // them (no 2^n table); the batch's closing scale writes them out, 2^(n-k) entries.
+        if self.lazy_first_weights {
+            sumcheck.set_lazy_eq_weights(&points, &coeffs, config.round_folding_factor(0))?;
+        } else {
+            sumcheck.add_eq_weights(&points, &coeffs)?;
+        }
 
         let mut masks = Masks::<F, E>::new();
         let (mut sumchecks, mut mask_roots) = (Vec::new(), Vec::new());
@@ -247,6 +259,7 @@ where
                 &source_covector,
                 &masks,
                 |positions| self.open_and_fold(&oracle, positions, &gammas).map(|(o, _)| o),
+                |coeffs| self.steps.dft_algebra_column(coeffs),
                 ch,
                 rng,
             )

@@ -19,6 +19,7 @@ use whir_verifier::hash::CpuMmcs;
 use super::{commit_hiding, prove_hiding, Committed, HidingChallenger, ZkProof};
 use crate::driver::{CpuCodewords, WhirBackend};
 use crate::error::ProverError;
+use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
@@ -40,6 +41,7 @@ pub struct HidingPcs<S, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, 
     config: ZkWhirConfig<E, F, C>,
     steps: S,
     rng: Mutex<R>,
+    options: DriverOptions,
     stock: StockHidingPcs<F, E, C, StdRng>,
 }
 
@@ -70,7 +72,14 @@ where
     pub fn new(config: ZkWhirConfig<E, F, C>, steps: S, rng: R) -> Self {
         // The verifier side draws nothing; its generator is never used.
         let stock = StockHidingPcs::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs(), StdRng::seed_from_u64(0));
-        Self { config, steps, rng: Mutex::new(rng), stock }
+        Self { config, steps, rng: Mutex::new(rng), options: DriverOptions::default(), stock }
+    }
+
+    /// How the steps are played (of [`DriverOptions`], the hiding run reads
+    /// `lazy_first_weights`: the default forms the first weights lazily from 2^24 cells).
+    pub fn with_options(mut self, options: DriverOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// The configuration it proves with.
@@ -160,7 +169,7 @@ where
         let claims: Vec<(Point<E>, E)> = protocol.into_iter().map(|p| data.sumcheck.eval(&p).map(|v| (p, v))).collect::<Result<_, _>>()?;
         observe_claims::<F, E, _>(challenger, &claims, self.config.num_variables());
         let mut rng = self.fork()?;
-        prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng)
+        prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng, self.options)
     }
 
     fn verify(&self, commitment: &Self::Commitment, proof: &Self::Proof, challenger: &mut C, protocol: Self::OpeningProtocol) -> Result<(), Self::Error> {
