@@ -18,13 +18,13 @@ use p3_field::{PrimeCharacteristicRing, TwoAdicField};
 use p3_koala_bear::KoalaBear;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
-use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, SecurityAssumption, ZkParameters, ZkWhirConfig};
+use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, QueryOpenings, SecurityAssumption, ZkParameters, ZkWhirConfig};
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::steps::CpuCodewords;
-use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, ProverError, ProverField, WhirExtension, EF, F};
+use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
 type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
@@ -225,4 +225,77 @@ where
     let (root, _) = pcs.commit(witness.clone(), &mut ch).unwrap();
     assert_eq!(&root, expected.0, "{name}: a refused open ({says}) moved the generator");
     assert_eq!(ch.sample_algebra_element::<EF>(), expected.1, "{name}: the transcript after a refused open ({says})");
+}
+
+/// p3-whir's own rejections, on the resident GPU prover's proofs: each proof field altered
+/// (revealed values, out-of-domain answers, wires, grinds, roots, reveals, truncations, missing
+/// openings) is refused by the verifier with an error, not a panic, and the proof as made is
+/// accepted.
+#[test]
+fn altered_resident_proofs_are_rejected() {
+    let mut rng = common::rng();
+    let shape = shapes()[5].clone();
+    let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+    let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+    for ctx in common::contexts() {
+        let (steps, grinder) = gpu_steps::<F>(&ctx);
+        let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(rng.random()));
+        let mut ch = challenger(Some(grinder));
+        let (root, data) = gpu.commit(witness.clone(), &mut ch).unwrap();
+        let proof = gpu.open(data, points.clone(), &mut ch).unwrap();
+        let verify = |proof: &ZkProof<F, EF>, root: &whir_wgpu::prover::Commitment<F>| gpu.verify(root, proof, &mut challenger(None), points.clone());
+        verify(&proof, &root).expect("the proof as made verifies");
+        assert!(proof.rounds.len() >= 2 && !proof.rounds[0].ood_answers.is_empty(), "the shape must have rounds with out-of-domain answers");
+        let one = EF::ONE;
+        type Alter = fn(&mut ZkProof<F, EF>, EF);
+        let alterations: Vec<(&str, Alter)> = vec![
+            ("a revealed evaluation", |p, one| p.evals[0] += one),
+            ("an extra evaluation", |p, one| p.evals.push(one)),
+            ("an out-of-domain answer", |p, one| p.rounds[0].ood_answers[0] += one),
+            ("a missing out-of-domain answer", |p, _| {
+                p.rounds[0].ood_answers.pop();
+            }),
+            ("a sumcheck wire", |p, one| p.sumchecks[0].round_coefficients[0][0] += one),
+            ("a sumcheck's mask total", |p, one| p.sumchecks[1].mu_tilde += one),
+            ("a truncated sumcheck list", |p, _| {
+                p.sumchecks.pop();
+            }),
+            ("truncated rounds", |p, _| {
+                p.rounds.pop();
+            }),
+            ("a round's grind", |p, _| p.rounds[1].pow_witness += F::ONE),
+            ("a missing query opening", |p, _| match &mut p.rounds[0].openings {
+                QueryOpenings::Base(o) => {
+                    o.rows.pop();
+                }
+                QueryOpenings::Extension(o) => {
+                    o.rows.pop();
+                }
+            }),
+            ("a round's root", |p, _| p.rounds[0].commitment = p.rounds[1].commitment.clone()),
+            ("a switch mask's root", |p, _| p.rounds[0].mask_commitment = p.rounds[1].mask_commitment.clone()),
+            ("a sumcheck mask's root", |p, _| p.sumcheck_mask_commitments[0] = p.sumcheck_mask_commitments[1].clone()),
+            ("the base case's masked claim", |p, one| p.base_case.masked_claim += one),
+            ("the base case's revealed message", |p, one| p.base_case.blinded_message[0] += one),
+            ("the base case's revealed randomness", |p, one| p.base_case.blinded_randomness[0] += one),
+            ("a revealed mask", |p, one| p.base_case.blinded_masks[0].message[0] += one),
+            ("a truncated base-case reveal", |p, _| {
+                p.base_case.blinded_message.pop();
+            }),
+            ("the base case's fresh root", |p, _| p.base_case.fresh_main_commitment = p.rounds[0].commitment.clone()),
+        ];
+        for (what, alter) in alterations {
+            let mut altered = proof.clone();
+            alter(&mut altered, one);
+            let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| verify(&altered, &root)));
+            match verdict {
+                Ok(Err(_)) => {}
+                Ok(Ok(())) => panic!("{what} altered: the proof still verifies ({:?})", ctx.mul_variant()),
+                Err(_) => panic!("{what} altered: the verifier panicked ({:?})", ctx.mul_variant()),
+            }
+        }
+        // Another commitment.
+        let (other, _) = gpu.commit(Poly::new(witness.as_slice().iter().map(|&v| v + F::ONE).collect()), &mut challenger(None)).unwrap();
+        assert!(verify(&proof, &other).is_err(), "a proof verified against another commitment");
+    }
 }
