@@ -24,7 +24,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::steps::CpuCodewords;
-use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
+use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, HidingChallenger, HidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
 type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
@@ -46,6 +46,10 @@ impl Shape {
     }
 
     fn config_over<B: ProverField, E: WhirExtension<B> + TwoAdicField>(&self) -> ZkWhirConfig<E, B, GpuChallenger<B>> {
+        self.config_with::<B, E, GpuChallenger<B>>()
+    }
+
+    fn config_with<B: ProverField, E: WhirExtension<B> + TwoAdicField, C: HidingChallenger<B>>(&self) -> ZkWhirConfig<E, B, C> {
         let protocol = ProtocolParameters {
             security_level: 32,
             pow_bits: self.pow_bits,
@@ -92,11 +96,11 @@ fn gpu_steps<B: ProverField>(ctx: &Arc<GpuContext>) -> (GpuCodewords<B>, Arc<Gpu
 
 /// Commits to `witness` and opens it at `points` with `pcs` from a fresh challenger; returns
 /// the root and the proof's bytes.
-fn prove<B, E, P>(pcs: &P, witness: &Poly<B>, points: &[Point<E>], mut challenger: GpuChallenger<B>) -> (P::Commitment, Vec<u8>)
+fn prove<B, E, C, P>(pcs: &P, witness: &Poly<B>, points: &[Point<E>], mut challenger: C) -> (P::Commitment, Vec<u8>)
 where
     B: ProverField,
     E: WhirExtension<B>,
-    P: MultilinearPcs<E, GpuChallenger<B>, Val = B, Witness = Poly<B>, OpeningProtocol = Vec<Point<E>>>,
+    P: MultilinearPcs<E, C, Val = B, Witness = Poly<B>, OpeningProtocol = Vec<Point<E>>>,
     P::ProverError: std::fmt::Debug,
 {
     let (root, data) = pcs.commit(witness.clone(), &mut challenger).unwrap();
@@ -297,5 +301,85 @@ fn altered_resident_proofs_are_rejected() {
         // Another commitment.
         let (other, _) = gpu.commit(Poly::new(witness.as_slice().iter().map(|&v| v + F::ONE).collect()), &mut challenger(None)).unwrap();
         assert!(verify(&proof, &other).is_err(), "a proof verified against another commitment");
+    }
+}
+
+/// Generic over the challenger: over Plonky3's own `DuplexChallenger` (every transcript step on
+/// the host) the twin and the GPU give `HidingWhirPcs`'s bytes over it too (shapes without
+/// grinding: upstream's grinder returns any witness, not the smallest).
+#[test]
+fn resident_hiding_pcs_over_plonky3s_duplex_challenger() {
+    type Duplex = whir_wgpu::verifier::StockChallenger<F>;
+    let duplex = || Duplex::new(Poseidon2Constants::<F>::plonky3_default().to_cpu());
+    let mut rng = common::rng();
+    let contexts = common::contexts();
+    for shape in shapes().into_iter().filter(|s| s.pow_bits == 0) {
+        let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+        let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+        let seed = rng.random::<u64>();
+        let config = || shape.config_with::<F, EF, Duplex>();
+        let stock = HidingWhirPcs::<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, Duplex, StdRng>::new(
+            config(),
+            Radix2DFTSmallBatch::default(),
+            cpu_mmcs_with::<F>(0, LeafSponge::Width16),
+            StdRng::seed_from_u64(seed),
+        );
+        let (root, expected) = prove(&stock, &witness, &points, duplex());
+        let twin = HidingPcs::<CpuCodewords<F, EF>, F, EF, Duplex>::new(config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+        let (twin_root, twin_bytes) = prove(&twin, &witness, &points, duplex());
+        assert!(twin_root == root && twin_bytes == expected, "the twin over the duplex, {shape:?}");
+        for ctx in &contexts {
+            let (steps, _) = gpu_steps::<F>(ctx);
+            let gpu = HidingPcs::<GpuCodewords<F>, F, EF, Duplex>::new(config(), steps, StdRng::seed_from_u64(seed));
+            let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, duplex());
+            assert!(gpu_root == root && gpu_bytes == expected, "the GPU over the duplex, {shape:?} ({:?})", ctx.mul_variant());
+        }
+    }
+}
+
+/// Two proofs of one witness at the same points under different generators differ in every
+/// masked part: every root, every sumcheck wire and mask total, every out-of-domain answer and
+/// the base case's claim and reveals; the revealed evaluations are the same.
+#[test]
+fn different_generators_mask_every_part() {
+    let mut rng = common::rng();
+    let shape = shapes()[5].clone();
+    let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+    let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+    for ctx in common::contexts() {
+        let seed = rng.random::<u64>();
+        let proof = |seed: u64| {
+            let (steps, grinder) = gpu_steps::<F>(&ctx);
+            let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(seed));
+            let mut ch = challenger(Some(grinder));
+            let (root, data) = gpu.commit(witness.clone(), &mut ch).unwrap();
+            (root, gpu.open(data, points.clone(), &mut ch).unwrap())
+        };
+        let ((root_a, a), (root_b, b)) = (proof(seed), proof(seed ^ 1));
+        let what = format!("seeds {seed} and {} ({:?})", seed ^ 1, ctx.mul_variant());
+        assert_eq!(a.evals, b.evals, "the revealed evaluations, {what}");
+        assert_ne!(root_a, root_b, "the commitments, {what}");
+        let all_differ = |x: &[EF], y: &[EF]| x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u != v);
+        for (i, (x, y)) in a.sumchecks.iter().zip(&b.sumchecks).enumerate() {
+            assert_ne!(x.mu_tilde, y.mu_tilde, "batch {i}'s mask total, {what}");
+            for (j, (u, v)) in x.round_coefficients.iter().zip(&y.round_coefficients).enumerate() {
+                assert!(all_differ(u, v), "batch {i} round {j}'s wire, {what}");
+            }
+        }
+        for (i, (x, y)) in a.sumcheck_mask_commitments.iter().zip(&b.sumcheck_mask_commitments).enumerate() {
+            assert_ne!(x, y, "batch {i}'s mask root, {what}");
+        }
+        for (i, (x, y)) in a.rounds.iter().zip(&b.rounds).enumerate() {
+            assert_ne!(x.commitment, y.commitment, "round {i}'s root, {what}");
+            assert_ne!(x.mask_commitment, y.mask_commitment, "round {i}'s switch mask root, {what}");
+            assert!(all_differ(&x.ood_answers, &y.ood_answers), "round {i}'s out-of-domain answers, {what}");
+        }
+        let (x, y) = (&a.base_case, &b.base_case);
+        assert_ne!(x.masked_claim, y.masked_claim, "the base case's masked claim, {what}");
+        assert!(all_differ(&x.blinded_message, &y.blinded_message), "the base case's revealed message, {what}");
+        assert!(all_differ(&x.blinded_randomness, &y.blinded_randomness), "the base case's revealed randomness, {what}");
+        for (i, (u, v)) in x.blinded_masks.iter().zip(&y.blinded_masks).enumerate() {
+            assert!(all_differ(&u.message, &v.message), "revealed mask {i}, {what}");
+        }
     }
 }
