@@ -383,3 +383,40 @@ fn different_generators_mask_every_part() {
         }
     }
 }
+
+/// A GPU failure at any readback of a hiding proof (injected) is an error, not a panic — the
+/// transcript drivers abandoned mid-run included — and the context proves correctly after it.
+#[test]
+fn gpu_failures_mid_proof_are_errors() {
+    let mut rng = common::rng();
+    let shape = shapes()[5].clone();
+    let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+    let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+    let seed = rng.random::<u64>();
+    let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+    let (_, expected) = prove(&stock, &witness, &points, challenger(None));
+    for ctx in common::fresh_contexts() {
+        let (mut failed, mut skip) = (0, 0);
+        loop {
+            let (steps, grinder) = gpu_steps::<F>(&ctx);
+            let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(seed));
+            ctx.faults().fail_readbacks(skip, 1);
+            let mut ch = challenger(Some(grinder));
+            let outcome = gpu.commit(witness.clone(), &mut ch).and_then(|(_, data)| gpu.open(data, points.clone(), &mut ch));
+            let left = ctx.faults().injected_failures_left();
+            ctx.faults().fail_readbacks(0, 0);
+            match outcome {
+                Err(ProverError::Gpu(_)) => failed += 1,
+                Err(e) => panic!("readback {skip} failed: expected a GPU error, got {e}"),
+                Ok(proof) => {
+                    assert_eq!(left, 1, "readback {skip} failed but the proof came back");
+                    assert!(postcard::to_allocvec(&proof).unwrap() == expected, "the proof after the injected failures");
+                    break;
+                }
+            }
+            // Every readback up to the tenth, then every fifth.
+            skip += if skip < 10 { 1 } else { 5 };
+        }
+        assert!(failed >= 10, "only {failed} readbacks failed a hiding proof ({:?})", ctx.mul_variant());
+    }
+}

@@ -370,6 +370,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         };
         let rate = (domain / padded).ilog2() as usize;
         let ctx = self.ntt.context().clone();
+        // The message and its randomness rows are laid out in one binding (a codeword past one
+        // is still split by column blocks when it is encoded).
+        ctx.check_binding_size("a hiding codeword's message with its randomness rows", matrix_bytes(padded, width)?)?;
         let words = matrix_bytes(padded, width)? / 4;
         let laid = ctx.pooled_storage("hiding message", words as usize);
         let (message_bytes, randomness_bytes) = (4 * (rows * width) as u64, 4 * randomness.len() as u64);

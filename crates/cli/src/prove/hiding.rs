@@ -6,7 +6,6 @@
 //! The file (format version 4) names the mask parameters; it is checked with p3-whir's hiding
 //! verifier, through the same reader `whir verify` uses, before it is written.
 
-use anyhow::anyhow;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_multilinear_util::point::Point;
@@ -15,7 +14,7 @@ use p3_whir::HidingWhirPcs;
 use rand::distr::{Distribution, StandardUniform};
 use serde::Serialize;
 use whir_gpu::{GpuChallenger, GpuDft};
-use whir_prover::{Commitment, WhirExtension};
+use whir_prover::{Commitment, ProverError, WhirExtension};
 use whir_verifier::{hiding_points, zk_config, HidingProofFileOf, ParamSource, ReadLimits, ZkMasks};
 
 use super::*;
@@ -37,41 +36,51 @@ where
         Ok(())
     })?;
     let config = config.expect("made by the check");
-    let (rng, randomness) = match args.mask_seed {
+    let randomness = match args.mask_seed {
         Some(seed) => {
             eprintln!(
                 "warning: --mask-seed {seed} makes the masks reproducible: whoever knows the seed can remove them, so this proof hides nothing \
                  from them; use it for tests only (without it the masks come from the operating system's generator)"
             );
-            (StdRng::seed_from_u64(seed), format!("masks from --mask-seed {seed} (tests only: not hiding from whoever knows it)"))
+            format!("masks from --mask-seed {seed} (tests only: not hiding from whoever knows it)")
         }
-        None => (rand::make_rng::<StdRng>(), "masks from the operating system's generator".to_string()),
+        None => "masks from the operating system's generator".to_string(),
     };
+    let rng = || args.mask_seed.map_or_else(rand::make_rng::<StdRng>, StdRng::seed_from_u64);
     let gpu = match args.backend {
         BackendChoice::Cpu => None,
         BackendChoice::Gpu | BackendChoice::GpuPieces => Some(open_gpu::<F>(GpuOptions::from_env()?).context("--zk on the GPU")?),
         BackendChoice::Auto if args.vars < AUTO_GPU_MIN_VARS => None,
         BackendChoice::Auto => open_gpu::<F>(GpuOptions::from_env()?).ok().filter(|g| !g.context().summary().is_software()),
     };
+    let on_cpu = |evals: Vec<F>, config| -> Result<(Commitment<F>, Vec<u8>, String)> {
+        let mmcs = whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf);
+        let pcs = HidingWhirPcs::<E, F, Radix2DFTSmallBatch<F>, _, GpuChallenger<F>, StdRng>::new(config, Radix2DFTSmallBatch::default(), mmcs, rng());
+        let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut WhirPieces::<F>::challenger(&CpuBackend))?;
+        Ok((c, p, "Plonky3's CPU pieces".to_string()))
+    };
     let start = Instant::now();
     let (commitment, proof, on) = match &gpu {
         Some(g) if args.backend == BackendChoice::GpuPieces => {
             let pcs =
-                HidingWhirPcs::<E, F, GpuDft<F>, _, GpuChallenger<F>, StdRng>::new(config, GpuDft::<F>::on(g.context().clone()), g.mmcs(params.leaf), rng);
+                HidingWhirPcs::<E, F, GpuDft<F>, _, GpuChallenger<F>, StdRng>::new(config, GpuDft::<F>::on(g.context().clone()), g.mmcs(params.leaf), rng());
             let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut g.challenger())?;
             (c, p, format!("Plonky3's hiding PCS over the GPU's pieces: {}", g.context().summary()))
         }
         Some(g) => {
-            let pcs = g.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config, params.leaf, rng)?;
-            let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut g.challenger())?;
-            (c, p, format!("the GPU, resident: {}", g.context().summary()))
+            let pcs = g.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), params.leaf, rng())?;
+            match prove_with::<F, E, _>(&pcs, evals.clone(), &params, &mut g.challenger()) {
+                Ok((c, p)) => (c, p, format!("the GPU, resident: {}", g.context().summary())),
+                // The GPU failed (out of memory, a lost device): the proof is made again from
+                // the start on the host, with masks of its own.
+                Err(e) if matches!(e.downcast_ref::<ProverError>(), Some(ProverError::Gpu(_))) => {
+                    eprintln!("warning: the resident GPU prover failed ({e:#}); proving on Plonky3's CPU pieces instead");
+                    on_cpu(evals, config)?
+                }
+                Err(e) => return Err(e),
+            }
         }
-        None => {
-            let mmcs = whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf);
-            let pcs = HidingWhirPcs::<E, F, Radix2DFTSmallBatch<F>, _, GpuChallenger<F>, StdRng>::new(config, Radix2DFTSmallBatch::default(), mmcs, rng);
-            let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut WhirPieces::<F>::challenger(&CpuBackend))?;
-            (c, p, "Plonky3's CPU pieces".to_string())
-        }
+        None => on_cpu(evals, config)?,
     };
     let prove_time = start.elapsed();
     let bytes = HidingProofFileOf::<F, E>::new(&params, masks, commitment, proof).to_bytes();
@@ -124,9 +133,10 @@ fn prove_with<F: ProverField, E: WhirExtension<F>, P>(
 where
     P: MultilinearPcs<E, GpuChallenger<F>, Val = F, Witness = Poly<F>, OpeningProtocol = Vec<Point<E>>, Commitment = Commitment<F>>,
     P::Proof: Serialize,
+    P::ProverError: std::error::Error + Send + Sync + 'static,
 {
-    let (commitment, data) = pcs.commit(Poly::new(evals), challenger).map_err(|e| anyhow!("the hiding commitment failed: {e:?}"))?;
+    let (commitment, data) = pcs.commit(Poly::new(evals), challenger).map_err(|e| anyhow::Error::new(e).context("the hiding commitment failed"))?;
     let points = hiding_points::<F, E>(&commitment, params);
-    let proof = pcs.open(data, points, challenger).map_err(|e| anyhow!("the hiding opening failed: {e:?}"))?;
+    let proof = pcs.open(data, points, challenger).map_err(|e| anyhow::Error::new(e).context("the hiding opening failed"))?;
     Ok((commitment, postcard::to_allocvec(&proof)?))
 }
