@@ -420,3 +420,50 @@ fn gpu_failures_mid_proof_are_errors() {
         assert!(failed >= 10, "only {failed} readbacks failed a hiding proof ({:?})", ctx.mul_variant());
     }
 }
+
+/// A hiding proof file's size bound (`HidingProofFileOf::max_bytes`, what a reader holds at
+/// most whatever the file claims) is above every real proof over a grid of parameters and
+/// masks, and not far above it; a file past it is refused before it is read whole.
+#[test]
+fn hiding_files_are_bounded_by_their_parameters() {
+    use whir_wgpu::verifier::{hiding_points, zk_config, HidingProofFileOf, ParamSource, Params, ReadLimits, Soundness, ZkMasks};
+    let mut rng = common::rng();
+    let params = |num_vars, fold, log_inv_rate, soundness, points| Params {
+        num_vars,
+        fold,
+        log_inv_rate,
+        security_bits: 32,
+        pow_bits: 0,
+        soundness,
+        points,
+        leaf: LeafSponge::Width16,
+    };
+    let grid = [
+        (params(12, 4, 2, Soundness::Capacity, 1), ZkMasks::DEFAULT),
+        (params(12, 4, 2, Soundness::Unique, 2), ZkMasks { ell_zk: 3, mask_log_inv_rate: 2 }),
+        (params(14, 3, 2, Soundness::Johnson, 3), ZkMasks { ell_zk: 8, mask_log_inv_rate: 1 }),
+        (params(15, 4, 3, Soundness::Capacity, 1), ZkMasks { ell_zk: 4, mask_log_inv_rate: 3 }),
+    ];
+    for (p, masks) in grid {
+        let config = zk_config::<F, EF, GpuChallenger<F>>(&p, masks, ParamSource::Flags).unwrap();
+        let pcs = CpuHidingPcs::new(config, CpuCodewords::default(), StdRng::seed_from_u64(rng.random()));
+        let witness = Poly::new((0..1usize << p.num_vars).map(|_| rng.random::<F>()).collect());
+        let mut ch = challenger(None);
+        let (root, data) = pcs.commit(witness, &mut ch).unwrap();
+        let proof = pcs.open(data, hiding_points::<F, EF>(&root, &p), &mut ch).unwrap();
+        let bytes = HidingProofFileOf::<F, EF>::new(&p, masks, root, postcard::to_allocvec(&proof).unwrap()).to_bytes();
+        let bound = HidingProofFileOf::<F, EF>::max_bytes(&p, masks).unwrap();
+        let what = format!("{p}, {masks}: a file of {} bytes, bound {bound}", bytes.len());
+        assert!(bytes.len() <= bound, "the bound is below a real proof: {what}");
+        assert!(bound <= 4 * bytes.len(), "the bound is loose: {what}");
+        let file = HidingProofFileOf::<F, EF>::read_with(bytes.as_slice(), ReadLimits::default()).unwrap();
+        file.verify(&p, masks).unwrap_or_else(|e| panic!("{what}: {e}"));
+        // Past the bound (however the rest would decode): refused while reading, naming it.
+        let mut long = bytes.clone();
+        long.resize(bound + 1, 0);
+        let err = HidingProofFileOf::<F, EF>::read_with(long.as_slice(), ReadLimits::default()).unwrap_err().to_string();
+        assert!(err.contains("larger than any proof for its parameters"), "{what}: {err}");
+        let err = HidingProofFileOf::<F, EF>::from_bytes_with(&long, ReadLimits::default()).unwrap_err().to_string();
+        assert!(err.contains("larger than any proof for its parameters"), "{what}: {err}");
+    }
+}

@@ -151,6 +151,10 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
         if bytes.len() > limits.max_file_bytes {
             return Err(too_large(bytes.len(), limits));
         }
+        let bound = FileBound { params_bytes: Self::max_bytes_from(&Params { leaf, ..params.clone() }, prefix_masks(rest)?, ParamSource::ProofFile)?, limits };
+        if bytes.len() > bound.bytes() {
+            return Err(bound.exceeded(&format!("at {} bytes it is", bytes.len())));
+        }
         ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
         let (b, tail): (DecodedHidingBody<F>, &[u8]) =
             postcard::take_from_bytes(rest).map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e))))?;
@@ -176,16 +180,64 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
     pub fn read_with(mut reader: impl Read, limits: ReadLimits) -> Result<Self, ProofError> {
         let mut bytes = Vec::new();
         (&mut reader).take(PREFIX_BYTES as u64).read_to_end(&mut bytes).map_err(|e| rejected(format!("reading it failed: {e}")))?;
-        let (version, _, rest) = parse_prefix(&bytes)?;
+        let (version, params, rest) = parse_prefix(&bytes)?;
         if version != HIDING_VERSION {
             return Err(rejected(format!("format version {version} is a proof that does not hide; read it as a `ProofFile` (`whir verify` reads either)")));
         }
-        check_hash::<F, E>(rest)?;
-        // (No bound of its own below the read limit yet: a hiding proof's size follows the
-        // mask parameters too.)
-        let bound = FileBound { params_bytes: limits.max_file_bytes, limits };
-        read_bounded(&mut reader, &bound, &mut bytes).map_err(|e| if bytes.len() >= limits.max_file_bytes { too_large(bytes.len(), limits) } else { e })?;
+        let (mut params, masks) = (params, prefix_masks(rest)?);
+        params.leaf = check_hash::<F, E>(rest)?;
+        // Read within the bound its own parameters and masks give (no proof for them is larger).
+        let bound = FileBound { params_bytes: Self::max_bytes_from(&params, masks, ParamSource::ProofFile)?, limits };
+        read_bounded(&mut reader, &bound, &mut bytes)?;
         Self::from_bytes_with(&bytes, limits)
+    }
+
+    /// The largest hiding proof file any honest prover writes for `params` and `masks` (a
+    /// bound, not the size): the header plus every value the configuration asks for — the
+    /// masked sumchecks' wires and grinds, each round's roots, out-of-domain answers, grind and
+    /// opened rows with their sibling digests, the base case's reveals and openings of the last
+    /// oracle, the fresh codeword and every mask group — at postcard's widest encoding.
+    pub fn max_bytes(params: &Params, masks: ZkMasks) -> Result<usize, ProofError> {
+        Self::max_bytes_from(params, masks, ParamSource::Flags)
+    }
+
+    fn max_bytes_from(params: &Params, masks: ZkMasks, source: ParamSource) -> Result<usize, ProofError> {
+        masks.check()?;
+        let config = zk_config::<F, E, StockChallenger<F>>(params, masks, source)?;
+        let ef = E::DIMENSION * F_BYTES;
+        let commitment = LEN + DIGEST_BYTES;
+        // `rows` opened rows of `row` bytes each (repeats kept), with a pruned multi-proof over
+        // a tree of 2^index_bits leaves.
+        let opening = |rows: usize, row: usize, index_bits: usize| {
+            let rows = if rows == 0 { 1usize << index_bits } else { rows };
+            let siblings = rows.saturating_mul(index_bits).min(1usize << index_bits.min(usize::BITS as usize - 1));
+            LEN + rows * (LEN + row) + LEN + siblings * DIGEST_BYTES
+        };
+        let ell = config.zk().ell_zk;
+        let wire = ell.max(3) - 1;
+        let batch = |rounds: usize| ef + LEN + rounds * (LEN + wire * ef) + LEN + rounds * F_BYTES;
+        let rounds = config.n_rounds();
+        // Every masked batch: the first fold's and one per round.
+        let mut body = LEN + params.points * ef;
+        body += LEN + (0..=rounds).map(|r| batch(config.round_folding_factor(r))).sum::<usize>();
+        body += LEN + (rounds + 1) * commitment;
+        body += LEN;
+        for (r, round) in config.round_parameters().iter().enumerate() {
+            // The old oracle's rows: 2^fold base values in round 0, extension values after.
+            let row = ef << config.round_folding_factor(r);
+            body += 2 * commitment + LEN + round.ood_samples * ef + F_BYTES + 1 + opening(round.num_queries, row, round.log_folded_domain_size);
+        }
+        let base = config.base_case_config();
+        let code = &base.code;
+        let last_row = ef << config.round_folding_factor(rounds);
+        let code_bits = code.domain_size.max(1).ilog2() as usize;
+        body += commitment + LEN + base.mask_groups.len() * commitment + ef;
+        body += LEN + code.message_len * ef + LEN + code.randomness_len * ef;
+        body += LEN + base.mask_groups.iter().map(|g| g.width * (2 * LEN + (g.shape.message_len + g.shape.randomness_len) * ef)).sum::<usize>();
+        body += F_BYTES + 1 + opening(base.num_queries, last_row, code_bits) + opening(base.num_queries, ef, code_bits);
+        body += LEN + base.mask_groups.iter().map(|g| 2 * opening(base.mask_queries, g.width * ef, g.shape.domain_size.max(1).ilog2() as usize)).sum::<usize>();
+        // The header, the mask parameters, the commitment and the proof's length prefix.
+        Ok(FIXED_BYTES + 2 * LEN + commitment + LEN + body)
     }
 
     /// The `ZkWhirProof` in the body, decoded and checked to be canonical.
@@ -234,6 +286,15 @@ where
         pcs.verify(&self.commitment, &proof, &mut challenger, points)
             .map_err(|e| ProofError::Verify(format!("p3-whir's hiding verifier rejects the proof: {e:?}")))
     }
+}
+
+/// The mask parameters a hiding file's body names after its parameters and hash (`rest`: the
+/// body, as `parse_prefix` leaves it), checked to be in range.
+fn prefix_masks(rest: &[u8]) -> Result<ZkMasks, ProofError> {
+    let ((_, _, masks), _): ((Params, String, ZkMasks), &[u8]) =
+        postcard::take_from_bytes(rest).map_err(|e| rejected(format!("truncated or corrupted: the mask parameters do not decode ({})", decode_error(&e))))?;
+    masks.check()?;
+    Ok(masks)
 }
 
 /// A hiding file over the read limit.
