@@ -143,10 +143,11 @@ fn hostile_hiding_files_and_requests_are_refused() {
     forged.masks.ell_zk = 1_000_000;
     let forged = write("forged.whir", &forged.to_bytes());
     assert_refused(&whir(&["verify", forged.to_str().unwrap(), "--accept-file-params", "--min-security", "40"]), "ell_zk must be", "a forged ell_zk");
-    // Over the read limit: refused having read at most the limit.
+    // Past what any proof for its parameters and masks can be (well under the read limit):
+    // refused having read at most that bound, naming it.
     let mut huge = bytes.clone();
     huge.resize(bytes.len() + (2 << 20), 0);
-    assert_refused(&verify(&write("huge.whir", &huge), &["--max-proof-mib", "1"]), "a verifier reads from one proof file", "a file over --max-proof-mib");
+    assert_refused(&verify(&write("huge.whir", &huge), &["--max-proof-mib", "1"]), "larger than any proof for its parameters", "a file over its bound");
     // A plain file demanded as hiding.
     let plain_file = dir.file("plain.whir");
     let o = whir(&[&["prove", "--backend", "cpu", "--force", "--out", plain_file.to_str().unwrap()][..], &SHAPE[..]].concat());
