@@ -467,3 +467,47 @@ fn hiding_files_are_bounded_by_their_parameters() {
         assert!(err.contains("larger than any proof for its parameters"), "{what}: {err}");
     }
 }
+
+/// The base case's codeword transform where the backend transforms: the GPU's (from
+/// `DEFAULT_CPU_THRESHOLD` words on its NTT) equals the host's, over degrees 4 and 8.
+#[test]
+fn the_gpu_transforms_a_column_as_the_host_does() {
+    use whir_wgpu::prover::steps::WhirBackend;
+    fn check<B: ProverField, E: WhirExtension<B> + whir_wgpu::gpu::GpuExtension<B>>(rng: &mut StdRng)
+    where
+        StandardUniform: Distribution<E>,
+    {
+        for ctx in common::contexts() {
+            let (gpu, _) = gpu_steps::<B>(&ctx);
+            for log_n in [3, 12, 14, 15] {
+                let column: Vec<E> = (0..1usize << log_n).map(|_| rng.random()).collect();
+                let host = WhirBackend::<B, E>::dft_algebra_column(&CpuCodewords::<B, E>::default(), column.clone()).unwrap();
+                let ours = WhirBackend::<B, E>::dft_algebra_column(&gpu, column).unwrap();
+                assert!(host.values == ours.values, "2^{log_n} values over {} ({:?})", E::NAME, ctx.mul_variant());
+            }
+        }
+    }
+    let mut rng = common::rng();
+    check::<F, EF>(&mut rng);
+    check::<KoalaBear, BinomialExtensionField<KoalaBear, 8>>(&mut rng);
+}
+
+/// Prover data opened by a PCS of another configuration (another fold or rate) is refused
+/// with an error naming both shapes, not a panic or a wrong proof.
+#[test]
+fn data_from_another_configuration_is_refused() {
+    let mut rng = common::rng();
+    let shape = shapes()[0].clone();
+    let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+    let points: Vec<Point<EF>> = (0..2).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+    let other_fold = Shape { fold: FoldingFactor::Constant(3), ..shape.clone() };
+    let other_rate = Shape { rate: 3, ..shape.clone() };
+    for other in [other_fold, other_rate] {
+        let committing = CpuHidingPcs::new(shape.config(), CpuCodewords::default(), StdRng::seed_from_u64(1));
+        let opening = CpuHidingPcs::new(other.config(), CpuCodewords::default(), StdRng::seed_from_u64(1));
+        let mut ch = challenger(None);
+        let (_, data) = committing.commit(witness.clone(), &mut ch).unwrap();
+        let err = opening.open(data, points.clone(), &mut ch).err().expect("data of another configuration must be refused").to_string();
+        assert!(err.contains("committed as"), "{err}");
+    }
+}

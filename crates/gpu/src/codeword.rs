@@ -301,7 +301,8 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// message is poly[b·2^(m-fold) + r]), with `randomness` rows after it
     /// ([`record_commit_hiding`](Self::record_commit_hiding)). Returns the commitment and the
     /// polynomial held at bit-reversed indices (a pooled buffer of 2^m words: the table a
-    /// prefix-order sumcheck binds, `GpuSumcheck::with_reversed_indices`). One upload, one wait.
+    /// prefix-order sumcheck binds, `GpuSumcheck::with_reversed_indices`). The polynomial and
+    /// the randomness rows are uploaded once each; one wait.
     pub fn commit_hiding_polynomial(&self, poly: &[F], fold: usize, randomness: &[F], log_inv_rate: usize) -> Result<(CommittedCodeword<F>, wgpu::Buffer)> {
         if !poly.len().is_power_of_two() || fold > poly.len().ilog2() as usize {
             return Err(GpuError::InvalidInput(format!(
@@ -311,6 +312,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         }
         let m = poly.len().ilog2() as usize;
         let ctx = self.ntt.context().clone();
+        // `record_commit_hiding`'s first check, made before anything is recorded.
+        let laid_rows = (poly.len() + randomness.len()).next_power_of_two() >> fold;
+        ctx.check_binding_size("a hiding codeword's message with its randomness rows", matrix_bytes(laid_rows, 1 << fold)?)?;
         ctx.memory().try_reserve("a hiding polynomial", 4 * poly.len() as u64)?;
         let reversed = ctx.pooled_storage("hiding polynomial, bit-reversed", poly.len());
         let committed = ctx.scoped("hiding codeword commit", || {
@@ -343,8 +347,10 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// the rows of `randomness` (row-major, `width` words a row) and zero rows, at rate
     /// 2^-log_inv_rate of the message's rows — Plonky3's interleaved ZK Reed–Solomon encoding,
     /// whose domain is the plain codeword's. The message, randomness rows and padding are laid
-    /// out in one transient buffer (the next power of two of their rows) and encoded as
-    /// [`record_commit`](Self::record_commit) encodes a message.
+    /// out in one transient buffer (the next power of two of their rows: twice the message's
+    /// once there are randomness rows, so a hiding message may take half a binding where a
+    /// plain one takes a whole one) and encoded as [`record_commit`](Self::record_commit)
+    /// encodes a message.
     #[allow(clippy::too_many_arguments)]
     pub fn record_commit_hiding(
         &self,
@@ -376,6 +382,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let words = matrix_bytes(padded, width)? / 4;
         let laid = ctx.pooled_storage("hiding message", words as usize);
         let (message_bytes, randomness_bytes) = (4 * (rows * width) as u64, 4 * randomness.len() as u64);
+        if message.size() < message_bytes {
+            return Err(GpuError::InvalidInput(format!("a message buffer of {} bytes for {rows} rows of {width} words", message.size())));
+        }
         // Zero rows first (the pool's buffers hold old data), then the message and its
         // randomness rows, in recording order.
         batch.encoder().clear_buffer(&laid, message_bytes + randomness_bytes, None);

@@ -533,13 +533,21 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
     }
 
-    /// On the GPU's NTT (small columns on the host, as `GpuDft` decides).
+    /// On the GPU's NTT from `DEFAULT_CPU_THRESHOLD` words (smaller columns on the host); a GPU
+    /// failure is an error.
     fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<RowMajorMatrix<E>, ProverError> {
         if !coeffs.len().is_power_of_two() {
             return Err(ProverError::Input(format!("a column of {} coefficients to transform (need a power of two)", coeffs.len())));
         }
-        let dft = whir_gpu::GpuDft::<F>::new(Some(self.ntt().clone())).with_cpu_threshold(whir_gpu::plumbing::DEFAULT_CPU_THRESHOLD);
-        Ok(dft.dft_algebra_batch(RowMajorMatrix::new_col(coeffs)))
+        if coeffs.len() * E::DIMENSION < whir_gpu::plumbing::DEFAULT_CPU_THRESHOLD {
+            return Ok(Radix2DFTSmallBatch::<F>::default().dft_algebra_batch(RowMajorMatrix::new_col(coeffs)));
+        }
+        // Each extension element a row of its base coefficients: the base field's transform of
+        // every coefficient column is the extension column's.
+        let log_n = coeffs.len().trailing_zeros() as usize;
+        let words = self.ntt().transform(&E::flatten_to_base(coeffs), &whir_gpu::NttSpec::forward(log_n, E::DIMENSION))?;
+        let values: Vec<E> = words.chunks_exact(E::DIMENSION).map(|c| E::from_basis_coefficients_slice(c).expect("D coefficients an element")).collect();
+        Ok(RowMajorMatrix::new_col(values))
     }
 
     /// f encoded where the sumcheck left it, its randomness rows uploaded beside it.

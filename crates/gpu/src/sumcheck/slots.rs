@@ -11,9 +11,9 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     }
 
     /// `Σ_b f(b)·y^b`, b the index in the polynomial's order (read through bit-reversed
-    /// indices where the table is held so): f's coefficients evaluated at y as a univariate
-    /// polynomial, as a hiding proof's out-of-domain answers read its message. The same pass
-    /// as [`eval`](Self::eval), against power tables.
+    /// indices where the table is held so): f's entries read as the coefficients of a
+    /// univariate polynomial and evaluated at y. The same pass as [`eval`](Self::eval),
+    /// against power tables.
     pub fn eval_powers(&self, y: E) -> Result<E> {
         let m = self.vars;
         // Index bit i of the table weighs y^(2^i), or y^(2^(m-1-i)) at bit-reversed indices.
@@ -42,7 +42,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
             let (value, zero) = self.finish_reduction(batch, dispatches, partials, groups)?;
-            debug_assert_eq!(zero, E::ZERO);
+            // The evaluation's partial pairs carry a zero second half: anything else came back
+            // corrupted.
+            if zero != E::ZERO {
+                return Err(GpuError::Device("an evaluation's reduction came back with a nonzero second half (a corrupted readback)".into()));
+            }
             Ok(value)
         })
     }

@@ -108,9 +108,9 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.dispatch_weights(Kernel::AddSelectWeights, &squares, scales, vars.len(), 4, per_var)
     }
 
-    /// `w[x] += Σ_j scales[j]·vars[j]^x` for variables in the extension (a hiding proof's
-    /// out-of-domain points), x the index in the polynomial's order: split power tables (built
-    /// here, 2^(m/2 + 1) entries per variable) and the split-product kernel.
+    /// `w[x] += Σ_j scales[j]·vars[j]^x` for variables in the extension, x the index in the
+    /// polynomial's order: split power tables (built here, 2^(m/2 + 1) entries per variable)
+    /// and the split-product kernel.
     pub fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<()> {
         if vars.len() != scales.len() {
             return Err(GpuError::InvalidInput(format!("{} power variables with {} scales", vars.len(), scales.len())));
@@ -146,7 +146,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, vars.len(), 1, low)
     }
 
-    /// `w[x] *= s` over the whole table (a hiding sumcheck batch's closing scale).
+    /// `w[x] *= s` over the whole table.
     pub fn scale_weights(&mut self, s: E) -> Result<()> {
         self.materialize_weights()?;
         self.ensure_weights()?;

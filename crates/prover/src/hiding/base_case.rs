@@ -148,6 +148,7 @@ where
             Ok(proof)
         }
         Err(e) => {
+            // An unfinished driver panics when dropped (no abort on the prover side): leaked.
             std::mem::forget(transcript);
             Err(e)
         }

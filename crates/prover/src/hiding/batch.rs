@@ -71,7 +71,7 @@ where
             Ok(batch)
         }
         Err(e) => {
-            // An unfinished driver panics when dropped; the error is what the caller gets.
+            // An unfinished driver panics when dropped (no abort on the prover side): leaked.
             std::mem::forget(transcript);
             Err(e)
         }

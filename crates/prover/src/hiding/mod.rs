@@ -2,8 +2,11 @@
 //! over the protocol's steps ([`WhirBackend`]), so the witness's oracle, its folds, the masked
 //! sumchecks' plain rounds, the out-of-domain answers and the power constraints run where the
 //! data lies (on the GPU with `GpuCodewords`), and the masks, their small oracles, the wire
-//! polynomials and the masked base case on the host. For the same generator, witness, points
-//! and challenger state its proof is `HidingWhirPcs`'s, byte for byte ([`HidingPcs`]).
+//! polynomials and the masked base case's reveals on the host (its fresh codeword's transform
+//! where the backend transforms). For the same generator, witness, points and challenger state
+//! its proof is `HidingWhirPcs`'s, byte for byte ([`HidingPcs`]), with a challenger whose grind
+//! is deterministic (the GPU's: the smallest witness; Plonky3's `DuplexChallenger` grinds any
+//! witness, so with it two runs agree at zero PoW only).
 //!
 //! ```text
 //!     commit: randomness rows drawn, [message | randomness | 0] encoded and committed
@@ -78,18 +81,37 @@ where
     let folding = config.round_folding_factor(0);
     let randomness: Vec<F> = (0..config.oracle_randomness()[0] << folding).map(|_| rng.random()).collect();
     let (root, committed, sumcheck) = steps.commit_hiding_message(poly, &randomness, folding, config.starting_log_inv_rate)?;
-    Ok((root, Committed { committed, sumcheck, randomness }))
+    Ok((root, Committed { committed, sumcheck, randomness, shape: CommitShape::of(config) }))
 }
 
 /// A hiding commitment's root and what its open needs.
 pub(crate) type HidingCommitment<F, E, S> = (Commitment<F>, Committed<F, E, S>);
 
-/// What an open needs of a commitment: the oracle, the sumcheck holding the witness, and the
-/// randomness rows' values.
+/// What an open needs of a commitment: the oracle, the sumcheck holding the witness, the
+/// randomness rows' values, and the shape it was committed in (checked against the
+/// configuration that opens it).
 pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
     pub committed: S::Committed,
     pub sumcheck: S::Sumcheck,
     pub randomness: Vec<F>,
+    pub shape: CommitShape,
+}
+
+/// The numbers a hiding commitment was made with: variables, first fold, rate exponent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CommitShape {
+    vars: usize,
+    fold: usize,
+    log_inv_rate: usize,
+}
+
+impl CommitShape {
+    fn of<F: ProverField, E: WhirExtension<F>, C>(config: &ZkWhirConfig<E, F, C>) -> Self
+    where
+        C: HidingChallenger<F>,
+    {
+        Self { vars: config.num_variables(), fold: config.round_folding_factor(0), log_inv_rate: config.starting_log_inv_rate }
+    }
 }
 
 /// Runs the hiding opening (`HidingWhirProver::prove`) for `claims`, already bound to the
@@ -112,6 +134,16 @@ where
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
+    // Data committed under another configuration (another PCS's) would open other rows.
+    let expected = CommitShape::of(config);
+    if data.shape != expected || data.randomness.len() != config.oracle_randomness()[0] << expected.fold {
+        return Err(ProverError::Input(format!(
+            "the prover data was committed as {:?} with {} randomness values; this configuration opens {expected:?} with {} (open it with the PCS that committed it)",
+            data.shape,
+            data.randomness.len(),
+            config.oracle_randomness()[0] << expected.fold
+        )));
+    }
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
     let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
     let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights };
@@ -121,7 +153,8 @@ where
             Ok(proof)
         }
         Err(e) => {
-            // An unfinished driver panics when dropped; the error is what the caller gets.
+            // An unfinished driver panics when dropped, and p3-whir's prover drivers have no
+            // abort: it is leaked (its small pattern state) so the error reaches the caller.
             std::mem::forget(transcript);
             Err(e)
         }
@@ -154,7 +187,7 @@ where
         let config = self.config;
         let ell_zk = config.zk().ell_zk;
         let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
-        let Committed { committed, mut sumcheck, randomness } = data;
+        let Committed { committed, mut sumcheck, randomness, .. } = data;
 
         // Initial relation: W = Σ α^i eq(z_i, ·), claim Σ α^i v_i.
         let alpha: E = transcript.initial_batching();
@@ -177,7 +210,7 @@ where
         })?;
         let mut gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
         // The randomness folds with the message (mixed field: base chunks, extension weights).
-        let mut oracle_randomness: Vec<E> = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &gammas);
+        let mut oracle_randomness: Vec<E> = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &gammas)?;
         let mut oracle = Oracle { committed, base: true };
 
         for round in 0..config.n_rounds() {
@@ -243,7 +276,7 @@ where
             let batch = transcript
                 .delegate_round_fold(|ch| masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng))?;
             gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
-            oracle_randomness = fold_limb_chunks(&fresh, next_randomness_len, &gammas);
+            oracle_randomness = fold_limb_chunks(&fresh, next_randomness_len, &gammas)?;
             oracle = Oracle { committed, base: false };
         }
 
@@ -284,10 +317,13 @@ where
 
 /// Σ_b eq(b, γ)·chunk_b over the 2^k chunks of `chunk` values: randomness folded with the
 /// message it pads (p3-whir's `fold_limb_chunks`).
-fn fold_limb_chunks<F: ProverField, A: Copy, E>(values: &[A], chunk: usize, gammas: &[E]) -> Vec<E>
+fn fold_limb_chunks<F: ProverField, A: Copy, E>(values: &[A], chunk: usize, gammas: &[E]) -> Result<Vec<E>, ProverError>
 where
     E: WhirExtension<F> + p3_field::Algebra<A>,
 {
+    if Some(values.len()) != chunk.checked_shl(gammas.len() as u32) {
+        return Err(ProverError::Input(format!("{} randomness values in 2^{} chunks of {chunk}", values.len(), gammas.len())));
+    }
     let eq = Poly::new_from_point(gammas, E::ONE);
     let mut out = E::zero_vec(chunk);
     for (b, &weight) in eq.as_slice().iter().enumerate() {
@@ -295,7 +331,7 @@ where
             *dst += weight * src;
         }
     }
-    out
+    Ok(out)
 }
 
 /// The switch mask's covector (p3-whir's `switch_mask_covector`): each OOD point ρ weighs

@@ -36,7 +36,9 @@ pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRn
 /// forks a `StdRng` from the caller's generator, and a call refused (a point of the wrong
 /// arity, too many points for the budget) leaves the challenger and the generator untouched.
 /// For the same generator, witness, points and challenger state its proof is
-/// `HidingWhirPcs`'s, byte for byte, and p3-whir's verifier accepts it.
+/// `HidingWhirPcs`'s, byte for byte (with a challenger that grinds deterministically, as the
+/// GPU's does; Plonky3's `DuplexChallenger` grinds any witness), and p3-whir's verifier
+/// accepts it.
 pub struct HidingPcs<S, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>, R = StdRng> {
     config: ZkWhirConfig<E, F, C>,
     steps: S,
