@@ -14,7 +14,7 @@ use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
-use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, SecurityAssumption, ZkParameters, ZkWhirConfig, ZkWhirProof};
+use p3_whir::{HidingWhirPcs, ZkWhirProof};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
@@ -24,30 +24,7 @@ use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 type CpuHiding = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
 type GpuHiding = HidingWhirPcs<EF, F, GpuDft<F>, GpuMmcs<F>, GpuChallenger<F>, StdRng>;
 
-/// One shape of the hiding PCS.
-#[derive(Clone, Debug)]
-struct Shape {
-    vars: usize,
-    fold: FoldingFactor,
-    rate: usize,
-    soundness: SecurityAssumption,
-    pow_bits: usize,
-    points: usize,
-}
-
-impl Shape {
-    fn config(&self) -> ZkWhirConfig<EF, F, GpuChallenger<F>> {
-        let protocol = ProtocolParameters {
-            security_level: 32,
-            pow_bits: self.pow_bits,
-            round_log_inv_rates: vec![],
-            folding_factor: self.fold.clone(),
-            soundness_type: self.soundness,
-            starting_log_inv_rate: self.rate,
-        };
-        ZkWhirConfig::new(self.vars, protocol, ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 }).expect("a feasible hiding configuration")
-    }
-}
+use common::zk::{shapes, Shape};
 
 /// A fresh transcript over Plonky3's Poseidon2 constants, grinding on `grinder` where given
 /// (both grind the smallest witness, so the two sides' transcripts agree at any PoW).
@@ -95,22 +72,7 @@ fn prove_both(ctx: &Arc<GpuContext>, shape: &Shape, seed: u64, witness: &Poly<F>
 #[test]
 fn hiding_pcs_over_gpu_pieces_is_plonky3s() {
     let mut rng = common::rng();
-    // p3-whir's own zk fixtures (rate 1/4, 32 bits), and two rounds with grinding.
-    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points };
-    let shapes = [
-        // One round, two points.
-        shape(12, FoldingFactor::Constant(4), SecurityAssumption::CapacityBound, 0, 2),
-        // No rounds; no claims.
-        shape(9, FoldingFactor::Constant(3), SecurityAssumption::CapacityBound, 0, 0),
-        // A partial final fold (8, then 7).
-        shape(15, FoldingFactor::Constant(8), SecurityAssumption::CapacityBound, 0, 1),
-        // Unique decoding (no out-of-domain samples); the Johnson bound with grinding.
-        shape(12, FoldingFactor::Constant(4), SecurityAssumption::UniqueDecoding, 0, 2),
-        shape(12, FoldingFactor::Constant(3), SecurityAssumption::JohnsonBound, 5, 3),
-        // Two rounds or more, grinding, several points.
-        shape(14, FoldingFactor::ConstantFromSecondRound(4, 3), SecurityAssumption::CapacityBound, 5, 3),
-    ];
-    assert!(shapes[5].config().n_rounds() >= 2, "the last shape must play two rounds or more");
+    let shapes = shapes();
     for ctx in common::contexts() {
         for shape in &shapes {
             let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());

@@ -18,69 +18,18 @@ use p3_field::{PrimeCharacteristicRing, TwoAdicField};
 use p3_koala_bear::KoalaBear;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
-use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, QueryOpenings, SecurityAssumption, ZkParameters, ZkWhirConfig};
+use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, QueryOpenings, ZkParameters, ZkWhirConfig};
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::steps::CpuCodewords;
-use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, HidingChallenger, HidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
+use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, HidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
 type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
 
-/// One shape of the hiding PCS.
-#[derive(Clone, Debug)]
-struct Shape {
-    vars: usize,
-    fold: FoldingFactor,
-    rate: usize,
-    soundness: SecurityAssumption,
-    pow_bits: usize,
-    points: usize,
-}
-
-impl Shape {
-    fn config(&self) -> ZkWhirConfig<EF, F, GpuChallenger<F>> {
-        self.config_over::<F, EF>()
-    }
-
-    fn config_over<B: ProverField, E: WhirExtension<B> + TwoAdicField>(&self) -> ZkWhirConfig<E, B, GpuChallenger<B>> {
-        self.config_with::<B, E, GpuChallenger<B>>()
-    }
-
-    fn config_with<B: ProverField, E: WhirExtension<B> + TwoAdicField, C: HidingChallenger<B>>(&self) -> ZkWhirConfig<E, B, C> {
-        let protocol = ProtocolParameters {
-            security_level: 32,
-            pow_bits: self.pow_bits,
-            round_log_inv_rates: vec![],
-            folding_factor: self.fold.clone(),
-            soundness_type: self.soundness,
-            starting_log_inv_rate: self.rate,
-        };
-        ZkWhirConfig::new(self.vars, protocol, ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 }).expect("a feasible hiding configuration")
-    }
-}
-
-/// The grid: p3-whir's own zk fixtures (rate 1/4, 32 bits) and more rounds with grinding.
-fn shapes() -> Vec<Shape> {
-    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points };
-    let shapes = vec![
-        // One round, two points.
-        shape(12, FoldingFactor::Constant(4), SecurityAssumption::CapacityBound, 0, 2),
-        // No rounds; no claims.
-        shape(9, FoldingFactor::Constant(3), SecurityAssumption::CapacityBound, 0, 0),
-        // A partial final fold (8, then 7).
-        shape(15, FoldingFactor::Constant(8), SecurityAssumption::CapacityBound, 0, 1),
-        // Unique decoding (no out-of-domain samples); the Johnson bound with grinding.
-        shape(12, FoldingFactor::Constant(4), SecurityAssumption::UniqueDecoding, 0, 2),
-        shape(12, FoldingFactor::Constant(3), SecurityAssumption::JohnsonBound, 5, 3),
-        // Two rounds or more, grinding, several points.
-        shape(14, FoldingFactor::ConstantFromSecondRound(4, 3), SecurityAssumption::CapacityBound, 5, 3),
-    ];
-    assert!(shapes[5].config().n_rounds() >= 2, "the last shape must play two rounds or more");
-    shapes
-}
+use common::zk::{shapes, Shape};
 
 /// A fresh transcript over Plonky3's Poseidon2 constants, grinding on `grinder` where given
 /// (every side grinds the smallest witness, so the transcripts agree at any PoW).

@@ -3,6 +3,8 @@
 //! they fail.
 #![allow(dead_code)]
 
+pub mod zk;
+
 use std::sync::{Arc, OnceLock};
 
 use p3_baby_bear::BabyBear;

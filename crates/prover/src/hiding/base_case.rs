@@ -12,7 +12,7 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
 
 use super::batch::Masks;
-use super::{ExtMmcs, HidingChallenger, MaskData};
+use super::{closed, ExtMmcs, HidingChallenger, MaskData};
 use crate::driver::Paths;
 use crate::error::ProverError;
 use crate::{ProverField, WhirExtension};
@@ -142,15 +142,5 @@ where
             mask_openings,
         })
     })();
-    match played {
-        Ok(proof) => {
-            transcript.finish();
-            Ok(proof)
-        }
-        Err(e) => {
-            // An unfinished driver panics when dropped (no abort on the prover side): leaked.
-            std::mem::forget(transcript);
-            Err(e)
-        }
-    }
+    closed(transcript, played, |t| t.finish())
 }

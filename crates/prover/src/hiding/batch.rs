@@ -13,7 +13,7 @@ use p3_zk_codes::{ZkEncoding, ZkEncodingWithRandomness};
 use rand::distr::{Distribution, StandardUniform};
 use rand::CryptoRng;
 
-use super::{ExtMmcs, MaskData, MaskEncoding};
+use super::{closed, ExtMmcs, MaskData, MaskEncoding};
 use crate::error::ProverError;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
@@ -65,96 +65,66 @@ where
         return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {} variables", state.num_variables())));
     }
     let mut transcript = ZkProverTranscript::<C, F, E>::new(challenger, shape);
-    match play_batch(&mut transcript, state, sum, encoding, mmcs, folding, aux, rng) {
-        Ok(batch) => {
-            transcript.finish();
-            Ok(batch)
-        }
-        Err(e) => {
-            // An unfinished driver panics when dropped (no abort on the prover side): leaked.
-            std::mem::forget(transcript);
-            Err(e)
-        }
-    }
-}
+    let played = (|| {
+        transcript.bind_claim(*sum + aux);
 
-#[allow(clippy::too_many_arguments)]
-fn play_batch<F, E, S, C, R>(
-    transcript: &mut ZkProverTranscript<'_, C, F, E>,
-    state: &mut S,
-    sum: &mut E,
-    encoding: &MaskEncoding<E>,
-    mmcs: &ExtMmcs<F, E>,
-    folding: usize,
-    aux: E,
-    rng: &mut R,
-) -> Result<MaskedBatch<F, E>, ProverError>
-where
-    F: ProverField,
-    E: WhirExtension<F> + TwoAdicField,
-    S: SumcheckState<F, E>,
-    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
-    R: CryptoRng,
-    StandardUniform: Distribution<E>,
-{
-    let ell_zk = encoding.message_len();
-    transcript.bind_claim(*sum + aux);
+        // Every mask's message, then every mask's randomness (p3-sumcheck's `sample_masks`).
+        let masks: Vec<Vec<E>> = (0..folding).map(|_| encoding.sample_message(rng)).collect();
+        let mask_randomness: Vec<Vec<E>> = masks.iter().map(|_| encoding.sample_randomness(rng)).collect();
+        let codeword: RowMajorMatrix<E> = encoding.encode_batch_with_randomness(&masks, &mask_randomness);
+        let (root, oracle) = mmcs.commit_matrix(codeword);
 
-    // Every mask's message, then every mask's randomness (p3-sumcheck's `sample_masks`).
-    let masks: Vec<Vec<E>> = (0..folding).map(|_| encoding.sample_message(rng)).collect();
-    let mask_randomness: Vec<Vec<E>> = masks.iter().map(|_| encoding.sample_randomness(rng)).collect();
-    let codeword: RowMajorMatrix<E> = encoding.encode_batch_with_randomness(&masks, &mask_randomness);
-    let (root, oracle) = mmcs.commit_matrix(codeword);
+        // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
+        let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
+        let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
+        let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * future;
+        let mut data = ZkSumcheckData { mu_tilde, ..ZkSumcheckData::default() };
+        let eps: E = transcript.masks(root.clone(), mu_tilde);
 
-    // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
-    let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
-    let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
-    let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * future;
-    let mut data = ZkSumcheckData { mu_tilde, ..ZkSumcheckData::default() };
-    let eps: E = transcript.masks(root.clone(), mu_tilde);
+        let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
+        let half = E::TWO.inverse();
+        let h_len = ell_zk.max(3);
+        let mut past: Vec<E> = Vec::with_capacity(folding);
+        let mut gammas = Vec::with_capacity(folding);
+        let mut aux_carry = aux;
+        let (mut c0, mut c_inf) = state.round_coefficients()?;
+        for j in 1..=folding {
+            aux_carry *= half;
+            let mask = &masks[j - 1];
+            future -= endpoints(mask);
+            // h_j = 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε·plain.
+            let live = pow2[folding - j];
+            let mut h = E::zero_vec(h_len);
+            for (hi, &c) in h.iter_mut().zip(mask) {
+                *hi += live * c;
+            }
+            h[0] += live * past.iter().copied().sum::<E>();
+            if j < folding {
+                h[0] += pow2[folding - j - 1] * future;
+            }
+            h[0] += eps * (c0 + aux_carry);
+            h[2] += eps * c_inf;
+            // The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
+            let wire: Vec<E> = std::iter::once(h[0]).chain(h[2..].iter().copied()).collect();
+            let (gamma, witness) = transcript.round(&wire);
+            data.round_coefficients.push(wire);
+            data.pow_witnesses.extend(witness);
+            past.push(mask.iter().copied().horner(gamma));
 
-    let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
-    let half = E::TWO.inverse();
-    let h_len = ell_zk.max(3);
-    let mut past: Vec<E> = Vec::with_capacity(folding);
-    let mut gammas = Vec::with_capacity(folding);
-    let mut aux_carry = aux;
-    let (mut c0, mut c_inf) = state.round_coefficients()?;
-    for j in 1..=folding {
-        aux_carry *= half;
-        let mask = &masks[j - 1];
-        future -= endpoints(mask);
-        // h_j = 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε·plain.
-        let live = pow2[folding - j];
-        let mut h = E::zero_vec(h_len);
-        for (hi, &c) in h.iter_mut().zip(mask) {
-            *hi += live * c;
+            // The plain sum advances with the plain round (the aux carry reaches the wire only).
+            *sum = extrapolate(c0, *sum - c0, c_inf, gamma);
+            if j < folding {
+                (c0, c_inf) = state.fold_then_round(gamma)?;
+            } else {
+                state.fold(gamma)?;
+            }
+            gammas.push(gamma);
         }
-        h[0] += live * past.iter().copied().sum::<E>();
-        if j < folding {
-            h[0] += pow2[folding - j - 1] * future;
-        }
-        h[0] += eps * (c0 + aux_carry);
-        h[2] += eps * c_inf;
-        // The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
-        let wire: Vec<E> = std::iter::once(h[0]).chain(h[2..].iter().copied()).collect();
-        let (gamma, witness) = transcript.round(&wire);
-        data.round_coefficients.push(wire);
-        data.pow_witnesses.extend(witness);
-        past.push(mask.iter().copied().horner(gamma));
-
-        // The plain sum advances with the plain round (the aux carry reaches the wire only).
-        *sum = extrapolate(c0, *sum - c0, c_inf, gamma);
-        if j < folding {
-            (c0, c_inf) = state.fold_then_round(gamma)?;
-        } else {
-            state.fold(gamma)?;
-        }
-        gammas.push(gamma);
-    }
-    state.scale_weights(eps)?;
-    *sum *= eps;
-    Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data })
+        state.scale_weights(eps)?;
+        *sum *= eps;
+        Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data })
+    })();
+    closed(transcript, played, |t| t.finish())
 }
 
 /// The masks a hiding run has committed so far, their claims' covectors and the running total

@@ -147,15 +147,21 @@ where
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
     let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
     let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights };
-    match run.play(&mut transcript, data, claims, rng) {
-        Ok(proof) => {
-            transcript.finish();
-            Ok(proof)
+    let played = run.play(&mut transcript, data, claims, rng);
+    closed(transcript, played, |t| t.finish())
+}
+
+/// A transcript driver closed after its run: `finish`ed when the run succeeded; leaked when it
+/// failed, since p3's drivers panic when dropped unfinished and the prover side has no abort
+/// (the leak is the driver's small pattern state), so the error reaches the caller.
+fn closed<T, D>(driver: D, played: Result<T, ProverError>, finish: impl FnOnce(D)) -> Result<T, ProverError> {
+    match played {
+        Ok(value) => {
+            finish(driver);
+            Ok(value)
         }
         Err(e) => {
-            // An unfinished driver panics when dropped, and p3-whir's prover drivers have no
-            // abort: it is leaked (its small pattern state) so the error reaches the caller.
-            std::mem::forget(transcript);
+            std::mem::forget(driver);
             Err(e)
         }
     }
