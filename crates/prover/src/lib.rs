@@ -34,7 +34,7 @@ pub use backend::{
 };
 pub use domain::GpuWhirDomain;
 pub use error::ProverError;
-pub use hiding::{CpuHidingPcs, GpuHidingPcs, HidingChallenger, HidingPcs, HidingProverData, StockHidingPcs, ZkProof};
+pub use hiding::{CpuHidingPcs, GpuHidingPcs, HidingChallenger, HidingPcs, HidingProverData, HidingTimes, StockHidingPcs, ZkProof};
 pub use lookahead::WhirChallenger;
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};

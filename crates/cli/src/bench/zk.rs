@@ -52,6 +52,8 @@ struct ZkCell {
     /// each measured from a reset after its own timed runs (MiB).
     resident_peak_mib: Option<f64>,
     plain_peak_mib: Option<f64>,
+    /// Where one resident hiding opening's time went (`HidingTimes`), ms per step.
+    resident_open_steps_ms: Option<Vec<(String, f64)>>,
     proof_kib: Option<f64>,
 }
 
@@ -104,6 +106,7 @@ where
                     plain_gpu_ms: None,
                     resident_peak_mib: None,
                     plain_peak_mib: None,
+                    resident_open_steps_ms: None,
                     proof_kib: None,
                 };
                 let config = p.config_over::<E, GpuChallenger<F>>().map_err(anyhow::Error::from).and_then(|_| {
@@ -221,6 +224,12 @@ where
     memory.reset_peak_buffer_bytes();
     resident_run()?;
     cell.resident_peak_mib = mib(memory.peak_buffer_bytes());
+    // One more opening, step by step.
+    let pcs = gpu.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), p.leaf, StdRng::seed_from_u64(seed)).map_err(anyhow::Error::from)?;
+    let mut challenger = gpu.challenger();
+    let (_, data) = pcs.commit(witness.clone(), &mut challenger)?;
+    let (_, steps) = pcs.open_timed(data, points.clone(), &mut challenger)?;
+    cell.resident_open_steps_ms = Some(steps.steps().iter().map(|(name, d)| (name.to_string(), ms(*d))).collect());
     // The plain resident prover on the same polynomial and parameters (its point drawn from the
     // transcript), after its own warm-up.
     let plain = || gpu.prove_resident_over::<E>(p, witness.as_slice()).map(|out| ms(out.commit_time + out.open_time));
@@ -293,6 +302,12 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
             f(c.plain_peak_mib),
             f(c.proof_kib)
         );
+    }
+    for c in &cells {
+        if let Some(steps) = &c.resident_open_steps_ms {
+            let steps: Vec<String> = steps.iter().map(|(name, t)| format!("{name} {t:.1}")).collect();
+            println!("resident hiding open at n = {}, fold {}, rate {}, ms: {}", c.vars, c.fold, c.rate, steps.join(", "));
+        }
     }
     if cells.iter().all(|c| c.skipped.is_some()) {
         bail!("every cell was skipped (above: why)");

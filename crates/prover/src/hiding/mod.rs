@@ -31,6 +31,7 @@ use p3_whir::{QueryOpenings, SharedProofOpening, ZkRoundProof, ZkWhirConfig, ZkW
 use p3_zk_codes::{ReedSolomonZkEncoding, ZkEncodingWithRandomness};
 use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
+use std::time::{Duration, Instant};
 use whir_verifier::hash::CpuMmcs;
 
 use self::base_case::prove_base_case;
@@ -40,6 +41,62 @@ use crate::error::ProverError;
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
+
+/// Where a hiding opening's wall time went, step by step (summed over rounds). Steps that only
+/// submit GPU work (folds, weights) are waited for by the next step that reads back, so their
+/// GPU time lands there.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HidingTimes {
+    /// The claimed values at the points, and binding them.
+    pub claims: Duration,
+    /// The masked sumcheck batches: masks drawn and committed, plain rounds, wires, grinds.
+    pub batches: Duration,
+    /// Each round's folded oracle with its randomness rows, encoded and committed.
+    pub oracles: Duration,
+    /// Each round's switch mask, encoded and committed (host).
+    pub switch_masks: Duration,
+    /// The out-of-domain answers.
+    pub ood: Duration,
+    /// The query grind, the indices, and the old oracle's rows opened and folded.
+    pub queries: Duration,
+    /// The constraints' weights (the claims' first, then each round's) and the claim update.
+    pub constraints: Duration,
+    /// The base case, with the last fold's f and w read back.
+    pub base_case: Duration,
+}
+
+impl HidingTimes {
+    /// Every step's time.
+    pub fn total(&self) -> Duration {
+        self.claims + self.batches + self.oracles + self.switch_masks + self.ood + self.queries + self.constraints + self.base_case
+    }
+
+    /// (name, time) for each step, in the order above.
+    pub fn steps(&self) -> [(&'static str, Duration); 8] {
+        [
+            ("claims", self.claims),
+            ("batches", self.batches),
+            ("oracles", self.oracles),
+            ("switch masks", self.switch_masks),
+            ("ood", self.ood),
+            ("queries", self.queries),
+            ("constraints", self.constraints),
+            ("base case", self.base_case),
+        ]
+    }
+}
+
+/// The time since the last lap.
+struct Lap(Instant);
+
+impl Lap {
+    fn next(&mut self) -> Duration {
+        let now = Instant::now();
+        let lap = now - self.0;
+        self.0 = now;
+        lap
+    }
+}
 
 /// A hiding proof: p3-whir's `ZkWhirProof` over the CPU MMCS's types (the bytes
 /// `HidingWhirPcs` writes).
@@ -117,6 +174,7 @@ impl CommitShape {
 /// Runs the hiding opening (`HidingWhirProver::prove`) for `claims`, already bound to the
 /// transcript, over the committed witness: its driver on `challenger`, masks from `rng`, the
 /// first weights lazy where `options` say.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prove_hiding<F, E, S, C, R>(
     steps: &S,
     config: &ZkWhirConfig<E, F, C>,
@@ -125,6 +183,7 @@ pub(crate) fn prove_hiding<F, E, S, C, R>(
     challenger: &mut C,
     rng: &mut R,
     options: DriverOptions,
+    times: &mut HidingTimes,
 ) -> Result<ZkProof<F, E>, ProverError>
 where
     F: ProverField,
@@ -147,7 +206,7 @@ where
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
     let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
     let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights };
-    let played = run.play(&mut transcript, data, claims, rng);
+    let played = run.play(&mut transcript, data, claims, rng, times);
     closed(transcript, played, |t| t.finish())
 }
 
@@ -189,7 +248,9 @@ where
         data: Committed<F, E, S>,
         claims: &[(Point<E>, E)],
         rng: &mut R,
+        times: &mut HidingTimes,
     ) -> Result<ZkProof<F, E>, ProverError> {
+        let mut lap = Lap(Instant::now());
         let config = self.config;
         let ell_zk = config.zk().ell_zk;
         let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
@@ -208,6 +269,8 @@ where
             sumcheck.add_eq_weights(&points, &coeffs)?;
         }
 
+        times.constraints += lap.next();
+
         let mut masks = Masks::<F, E>::new();
         let (mut sumchecks, mut mask_roots) = (Vec::new(), Vec::new());
         let mut rounds = Vec::with_capacity(config.n_rounds());
@@ -215,6 +278,7 @@ where
             masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, config.round_folding_factor(0), config.starting_folding_pow_bits(), E::ZERO, ch, rng)
         })?;
         let mut gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
+        times.batches += lap.next();
         // The randomness folds with the message (mixed field: base chunks, extension weights).
         let mut oracle_randomness: Vec<E> = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &gammas)?;
         let mut oracle = Oracle { committed, base: true };
@@ -230,6 +294,7 @@ where
             let fresh: Vec<E> = (0..next_randomness_len << folding_next).map(|_| rng.random()).collect();
             let (root, committed) = self.steps.commit_hiding_folded(&mut sumcheck, &fresh, folding_next, config.inv_rate(round).trailing_zeros() as usize)?;
             transcript.oracle_commitment(root.clone());
+            times.oracles += lap.next();
 
             // The code-switch mask: the old oracle's folded randomness, then a pad.
             let mask_shape = &config.switch_masks()[round];
@@ -240,6 +305,7 @@ where
             let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
             let (mask_root, mask_data) = self.mmcs.commit_matrix(mask_encoding.encode_with_randomness(&mask_message, &mask_randomness));
             transcript.switch_mask_commitment(mask_root.clone());
+            times.switch_masks += lap.next();
 
             // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
             let mut rhos = Vec::with_capacity(params.ood_samples);
@@ -253,11 +319,13 @@ where
                 ood_answers.push(answer);
             }
 
+            times.ood += lap.next();
             let pow_witness = transcript.query_pow(round);
             let indices = transcript.query_indices(round);
             let (openings, folded) = self.open_and_fold(&oracle, &indices, &gammas)?;
             let generator = F::two_adic_generator(params.log_folded_domain_size);
             let query_points: Vec<E> = indices.iter().map(|&i| E::from(generator.exp_u64(i as u64))).collect();
+            times.queries += lap.next();
 
             // Carried claim (coefficient 1), OOD answers γ^(1+i), query openings γ^(1+t+q).
             let combination: E = transcript.round_batching();
@@ -277,12 +345,15 @@ where
             masks.push_switch_mask(covector, mask_message, mask_randomness, mask_data);
             rounds.push(ZkRoundProof { commitment: root, mask_commitment: mask_root, ood_answers, pow_witness, openings });
 
+            times.constraints += lap.next();
+
             // The next masked batch, the mask total riding as its auxiliary constant.
             let aux = masks.aux;
             let batch = transcript
                 .delegate_round_fold(|ch| masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng))?;
             gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
             oracle_randomness = fold_limb_chunks(&fresh, next_randomness_len, &gammas)?;
+            times.batches += lap.next();
             oracle = Oracle { committed, base: false };
         }
 
@@ -303,6 +374,7 @@ where
                 rng,
             )
         })?;
+        times.base_case += lap.next();
         Ok(ZkWhirProof { evals: claims.iter().map(|(_, v)| *v).collect(), sumchecks, sumcheck_mask_commitments: mask_roots, rounds, base_case })
     }
 

@@ -16,7 +16,7 @@ use rand::{CryptoRng, SeedableRng};
 use whir_gpu::{GpuChallenger, GpuCodewords};
 use whir_verifier::hash::CpuMmcs;
 
-use super::{commit_hiding, prove_hiding, Committed, HidingChallenger, ZkProof};
+use super::{commit_hiding, prove_hiding, Committed, HidingChallenger, HidingTimes, ZkProof};
 use crate::driver::{CpuCodewords, WhirBackend};
 use crate::error::ProverError;
 use crate::options::DriverOptions;
@@ -99,6 +99,25 @@ where
         &self.stock
     }
 
+    /// [`open`](MultilinearPcs::open), with where the time went.
+    pub fn open_timed(
+        &self,
+        prover_data: HidingProverData<S, F, E>,
+        points: Vec<Point<E>>,
+        challenger: &mut C,
+    ) -> Result<(ZkProof<F, E>, HidingTimes), ProverError> {
+        let started = std::time::Instant::now();
+        self.check_points(&points)?;
+        let mut data = prover_data.inner;
+        // The claimed values, where the polynomial lies; nothing is observed or drawn yet.
+        let claims: Vec<(Point<E>, E)> = points.into_iter().map(|p| data.sumcheck.eval(&p).map(|v| (p, v))).collect::<Result<_, _>>()?;
+        observe_claims::<F, E, _>(challenger, &claims, self.config.num_variables());
+        let mut times = HidingTimes { claims: started.elapsed(), ..HidingTimes::default() };
+        let mut rng = self.fork()?;
+        let proof = prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng, self.options, &mut times)?;
+        Ok((proof, times))
+    }
+
     /// A fresh `StdRng` forked from the caller's generator (32 bytes of it), as
     /// `HidingWhirPcs` forks one per call.
     fn fork(&self) -> Result<StdRng, ProverError> {
@@ -165,13 +184,7 @@ where
     }
 
     fn open(&self, prover_data: Self::ProverData, protocol: Self::OpeningProtocol, challenger: &mut C) -> Result<Self::Proof, Self::ProverError> {
-        self.check_points(&protocol)?;
-        let mut data = prover_data.inner;
-        // The claimed values, where the polynomial lies; nothing is observed or drawn yet.
-        let claims: Vec<(Point<E>, E)> = protocol.into_iter().map(|p| data.sumcheck.eval(&p).map(|v| (p, v))).collect::<Result<_, _>>()?;
-        observe_claims::<F, E, _>(challenger, &claims, self.config.num_variables());
-        let mut rng = self.fork()?;
-        prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng, self.options)
+        self.open_timed(prover_data, protocol, challenger).map(|(proof, _)| proof)
     }
 
     fn verify(&self, commitment: &Self::Commitment, proof: &Self::Proof, challenger: &mut C, protocol: Self::OpeningProtocol) -> Result<(), Self::Error> {
