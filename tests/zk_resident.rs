@@ -460,3 +460,27 @@ fn data_from_another_configuration_is_refused() {
         assert!(err.contains("committed as"), "{err}");
     }
 }
+
+/// The hiding run over the comparing backend (the twin as reference, the GPU as candidate):
+/// every step's outputs compared where they are made — roots, round coefficients, evaluations,
+/// OOD answers, openings, the final f and w, the base case's transform — and the proof still
+/// `HidingWhirPcs`'s.
+#[test]
+fn every_hiding_step_matches_the_twin() {
+    use whir_wgpu::prover::steps::ComparingBackend;
+    let mut rng = common::rng();
+    for shape in [shapes()[0].clone(), shapes()[5].clone()] {
+        let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+        let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+        let seed = rng.random::<u64>();
+        let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+        let (root, expected) = prove(&stock, &witness, &points, challenger(None));
+        for ctx in common::contexts() {
+            let (steps, grinder) = gpu_steps::<F>(&ctx);
+            let comparing = ComparingBackend::new(CpuCodewords::<F, EF>::default(), steps);
+            let pcs = HidingPcs::<_, F, EF>::new(shape.config(), comparing, StdRng::seed_from_u64(seed));
+            let (ours, bytes) = prove(&pcs, &witness, &points, challenger(Some(grinder)));
+            assert!(ours == root && bytes == expected, "{shape:?} ({:?})", ctx.mul_variant());
+        }
+    }
+}

@@ -186,6 +186,39 @@ impl<F: ProverField, E: WhirExtension<F>, A: WhirBackend<F, E>, B: WhirBackend<F
         self.reference.enter_step(round, step);
         self.candidate.enter_step(round, step);
     }
+
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        let (a_root, a, a_sum) = self.reference.commit_hiding_message(poly, randomness, fold, log_inv_rate)?;
+        let (b_root, b, b_sum) = self.candidate.commit_hiding_message(poly, randomness, fold, log_inv_rate)?;
+        self.at.check("hiding commit: root", &a_root, &b_root)?;
+        Ok((b_root, (a, b), ComparingSumcheck { reference: a_sum, candidate: b_sum, at: self.at.clone() }))
+    }
+
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        let (a_root, a) = self.reference.commit_hiding_folded(&mut sumcheck.reference, randomness, fold, log_inv_rate)?;
+        let (b_root, b) = self.candidate.commit_hiding_folded(&mut sumcheck.candidate, randomness, fold, log_inv_rate)?;
+        self.at.check("hiding commit: root of the folded polynomial", &a_root, &b_root)?;
+        Ok((b_root, (a, b)))
+    }
+
+    fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<p3_matrix::dense::RowMajorMatrix<E>, ProverError> {
+        let a = self.reference.dft_algebra_column(coeffs.clone())?;
+        let b = self.candidate.dft_algebra_column(coeffs)?;
+        self.at.check("a column's transform", &a.values, &b.values)?;
+        Ok(b)
+    }
 }
 
 /// The sumcheck side of [`ComparingBackend`].
