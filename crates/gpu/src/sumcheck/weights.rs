@@ -54,42 +54,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         }
         self.materialize_weights()?;
         self.ensure_weights()?;
-        if self.reversed {
-            // Entry x of the table weighs v^rev(x), rev(x) = rev_L(x_lo) 2^(m-L) + rev(x_hi):
-            // the split tables hold those powers, and the kernel is the split one.
-            use rayon::prelude::*;
-            let m = self.vars;
-            let low = m.div_ceil(2);
-            let (hi_len, lo_len) = (1usize << (m - low), 1usize << low);
-            let mut highs = vec![E::ZERO; hi_len * vars.len()];
-            let mut lows = vec![E::ZERO; lo_len * vars.len()];
-            highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
-                for (x, p) in v.powers().take(hi_len).enumerate() {
-                    hi[reverse_low_bits(x, m - low)] = E::from(p);
-                }
-                for (x, p) in v.exp_power_of_2(m - low).powers().take(lo_len).enumerate() {
-                    lo[reverse_low_bits(x, low)] = s * p;
-                }
-            });
-            return self.dispatch_weights(Kernel::AddSplitSelectWeights, &highs, &lows, vars.len(), 1, low);
-        }
-        // Many variables over a large table: split powers (v^(x_hi 2^L) and s v^x_lo, built
-        // here: 2^(m/2 + 1) entries per variable), four multiplications per entry and variable.
-        if vars.len() >= SPLIT_SELECT_MIN_VARS && self.vars >= SPLIT_SELECT_MIN_LOG {
-            use rayon::prelude::*;
-            let low = self.vars.div_ceil(2);
-            let (hi_len, lo_len) = (1usize << (self.vars - low), 1usize << low);
-            // Filled on all cores: at n = 28 (round 1) hundreds of variables make ~10^6 entries.
-            let mut highs = vec![E::ZERO; hi_len * vars.len()];
-            let mut lows = vec![E::ZERO; lo_len * vars.len()];
-            highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
-                for (slot, p) in hi.iter_mut().zip(v.exp_power_of_2(low).powers()) {
-                    *slot = E::from(p);
-                }
-                for (slot, p) in lo.iter_mut().zip(v.powers()) {
-                    *slot = s * p;
-                }
-            });
+        // At reversed indices always, otherwise for many variables over a large table: split
+        // power tables (2^(m/2 + 1) entries per variable), four multiplications per entry and
+        // variable.
+        if self.reversed || (vars.len() >= SPLIT_SELECT_MIN_VARS && self.vars >= SPLIT_SELECT_MIN_LOG) {
+            let (highs, lows, low) = self.split_power_tables(vars, scales);
             return self.dispatch_weights(Kernel::AddSplitSelectWeights, &highs, &lows, vars.len(), 1, low);
         }
         // Per variable, its squares v^(2^b) for b < m (at least one entry: v itself).
@@ -120,30 +89,42 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         }
         self.materialize_weights()?;
         self.ensure_weights()?;
+        let (highs, lows, low) = self.split_power_tables(vars, scales);
+        self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, vars.len(), 1, low)
+    }
+
+    /// The split power tables of `vars` (in F or in E) for the split kernels: per variable v
+    /// with scale s, hi[x_hi] and lo[x_lo] whose product is s·v^x for the table's entry x =
+    /// x_hi 2^L + x_lo (v^rev(x) at reversed indices, rev(x) = rev_L(x_lo) 2^(m-L) + rev(x_hi)),
+    /// filled on all cores; and L.
+    fn split_power_tables<V: Field + Send + Sync>(&self, vars: &[V], scales: &[E]) -> (Vec<E>, Vec<E>, usize)
+    where
+        E: From<V> + std::ops::Mul<V, Output = E>,
+    {
+        use rayon::prelude::*;
         let m = self.vars;
         let low = m.div_ceil(2);
         let (hi_len, lo_len) = (1usize << (m - low), 1usize << low);
         let mut highs = vec![E::ZERO; hi_len * vars.len()];
         let mut lows = vec![E::ZERO; lo_len * vars.len()];
-        for ((hi, lo), (&v, &s)) in highs.chunks_mut(hi_len).zip(lows.chunks_mut(lo_len)).zip(vars.iter().zip(scales)) {
+        highs.par_chunks_mut(hi_len).zip(lows.par_chunks_mut(lo_len)).zip(vars.par_iter().zip(scales)).for_each(|((hi, lo), (&v, &s))| {
             if self.reversed {
-                // Entry x = x_hi 2^L + x_lo weighs v^rev(x), rev(x) = rev_L(x_lo) 2^(m-L) + rev(x_hi).
                 for (x, p) in v.powers().take(hi_len).enumerate() {
-                    hi[reverse_low_bits(x, m - low)] = p;
+                    hi[reverse_low_bits(x, m - low)] = E::from(p);
                 }
                 for (x, p) in v.exp_power_of_2(m - low).powers().take(lo_len).enumerate() {
                     lo[reverse_low_bits(x, low)] = s * p;
                 }
             } else {
                 for (slot, p) in hi.iter_mut().zip(v.exp_power_of_2(low).powers()) {
-                    *slot = p;
+                    *slot = E::from(p);
                 }
                 for (slot, p) in lo.iter_mut().zip(v.powers()) {
                     *slot = s * p;
                 }
             }
-        }
-        self.dispatch_weights(Kernel::AddEqWeights, &highs, &lows, vars.len(), 1, low)
+        });
+        (highs, lows, low)
     }
 
     /// `w[x] *= s` over the whole table.
