@@ -127,12 +127,23 @@ where
     P::ProverError: Debug,
     P::Error: Debug,
 {
+    prove_on(pcs, case, tables, prefix, &mut challenger)
+}
+
+/// [`prove_with`] on the caller's challenger, left where the proof leaves it.
+fn prove_on<P, C>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], challenger: &mut C) -> Result<(Vec<u8>, Vec<u8>), String>
+where
+    C: whir_wgpu::prover::WhirChallenger<F>,
+    P: PrescribedPointPcs<EF, C, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
+    P::ProverError: Debug,
+    P::Error: Debug,
+{
     let mut verifier = challenger.clone();
     challenger.observe_slice(prefix);
     let witness = case.witness(tables);
-    let (commitment, data) = pcs.commit(witness, &mut challenger).map_err(|e| format!("commit: {e:?}"))?;
-    let points = outer_between(case, &mut challenger);
-    let proof = if case.prescribed { pcs.open_at(data, &case.protocol(), &points, &mut challenger) } else { pcs.open(data, case.protocol(), &mut challenger) }
+    let (commitment, data) = pcs.commit(witness, challenger).map_err(|e| format!("commit: {e:?}"))?;
+    let points = outer_between(case, challenger);
+    let proof = if case.prescribed { pcs.open_at(data, &case.protocol(), &points, challenger) } else { pcs.open(data, case.protocol(), challenger) }
         .map_err(|e| format!("open: {e:?}"))?;
 
     verifier.observe_slice(prefix);
@@ -549,5 +560,69 @@ fn duplex_case<L: Layout<F, EF>>(
             verifier.observe_slice(prefix);
             twin.stock().verify(&commitment, &body, &mut verifier, case.protocol()).unwrap_or_else(|e| panic!("{case:?}: {who}: Plonky3's verifier: {e:?}"));
         }
+    }
+}
+
+/// Issue 56, 3: over Plonky3's own `DuplexChallenger` the GPU PCS plays the opening on a
+/// challenger of its steps that continues the duplex's sponge (grinding and playing round heads
+/// and chains on the device) and hands the sponge back: the bytes are `WhirProver`'s over the
+/// same transcript with a smallest-witness grinder, the duplex then draws what that run's
+/// challenger draws, and Plonky3's verifier over a duplex accepts. A duplex over other Poseidon2
+/// constants than the device's stays on the host and still proves (accepted over its own
+/// constants).
+#[test]
+fn the_pcs_plays_plonky3s_challenger_on_the_device() {
+    type Duplex = p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>;
+    let mut rng = common::rng();
+    let mut all = awkward();
+    all.extend(cases(&mut rng, 4));
+    let contexts = common::contexts();
+    for case in all {
+        let (Ok(config), Ok(reference_config)) = (case.params().config::<Duplex>(), case.params().config::<GpuChallenger>()) else {
+            continue;
+        };
+        let (tables, prefix) = (tables(&case, &mut rng), outer_prefix(&mut rng));
+        for ctx in &contexts {
+            if case.prefix {
+                device_duplex_case::<PrefixProver<F, EF>>(&case, &config, &reference_config, &tables, &prefix, ctx);
+            } else {
+                device_duplex_case::<SuffixProver<F, EF>>(&case, &config, &reference_config, &tables, &prefix, ctx);
+            }
+        }
+    }
+    // Another permutation of the same type: the transcript stays on the duplex itself.
+    let case = awkward().remove(0);
+    let config = case.params().config::<Duplex>().unwrap();
+    let (tables, prefix) = (tables(&case, &mut rng), outer_prefix(&mut rng));
+    let other = p3_baby_bear::Poseidon2BabyBear::<16>::new_from_rng_128(&mut rng);
+    for ctx in &contexts {
+        let pcs = GpuWhirPcs::<SuffixProver<F, EF>, F, Duplex>::new(config.clone(), gpu_steps(ctx));
+        let mut duplex = Duplex::new(other.clone());
+        prove_on(&pcs, &case, tables.clone(), &prefix, &mut duplex).unwrap_or_else(|e| panic!("over other constants ({:?}): {e}", ctx.mul_variant()));
+    }
+}
+
+fn device_duplex_case<L: Layout<F, EF>>(
+    case: &Case,
+    config: &p3_whir::parameters::WhirConfig<EF, F, p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>>,
+    reference_config: &p3_whir::parameters::WhirConfig<EF, F, GpuChallenger>,
+    tables: &[Table<F>],
+    prefix: &[F],
+    ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>,
+) {
+    use p3_challenger::CanSample;
+    type Duplex = p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>;
+    // The reference: `WhirProver` over the same sponge, grinding the smallest witness on the CPU.
+    let reference = CpuWhirPcs::<L>::new(reference_config.clone(), CpuCodewords::default());
+    let mut smallest = GpuChallenger::new(permutation(), None);
+    let expected = prove_on(reference.stock(), case, tables.to_vec(), prefix, &mut smallest).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
+    let after: EF = smallest.sample();
+    for lazy in [false, true] {
+        let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
+        let pcs = GpuWhirPcs::<L, F, Duplex>::new(config.clone(), gpu_steps(ctx)).with_options(options);
+        let mut duplex = Duplex::new(permutation());
+        let ours = prove_on(&pcs, case, tables.to_vec(), prefix, &mut duplex).unwrap_or_else(|e| panic!("{case:?} ({:?}): {e}", ctx.mul_variant()));
+        assert!(ours == expected, "{case:?} ({:?}, lazy weights {lazy}): the proof over the duplex differs from WhirProver's", ctx.mul_variant());
+        assert_eq!(CanSample::<EF>::sample(&mut duplex), after, "{case:?}: the duplex after the proof");
     }
 }

@@ -52,8 +52,19 @@ where
     P: MultilinearPcs<E, C, Val = B, Witness = Poly<B>, OpeningProtocol = Vec<Point<E>>>,
     P::ProverError: std::fmt::Debug,
 {
-    let (root, data) = pcs.commit(witness.clone(), &mut challenger).unwrap();
-    let proof = pcs.open(data, points.to_vec(), &mut challenger).unwrap();
+    prove_on(pcs, witness, points, &mut challenger)
+}
+
+/// [`prove`] on the caller's challenger, left where the proof leaves it.
+fn prove_on<B, E, C, P>(pcs: &P, witness: &Poly<B>, points: &[Point<E>], challenger: &mut C) -> (P::Commitment, Vec<u8>)
+where
+    B: ProverField,
+    E: WhirExtension<B>,
+    P: MultilinearPcs<E, C, Val = B, Witness = Poly<B>, OpeningProtocol = Vec<Point<E>>>,
+    P::ProverError: std::fmt::Debug,
+{
+    let (root, data) = pcs.commit(witness.clone(), challenger).unwrap();
+    let proof = pcs.open(data, points.to_vec(), challenger).unwrap();
     (root, postcard::to_allocvec(&proof).unwrap())
 }
 
@@ -253,16 +264,20 @@ fn altered_resident_proofs_are_rejected() {
     }
 }
 
-/// Generic over the challenger: over Plonky3's own `DuplexChallenger` (every transcript step on
-/// the host) the twin and the GPU give `HidingWhirPcs`'s bytes over it too (shapes without
-/// grinding: upstream's grinder returns any witness, not the smallest).
+/// Generic over the challenger: over Plonky3's own `DuplexChallenger` the GPU plays the
+/// transcript on a challenger of its own over the same sponge (grinding on the device) and
+/// hands the duplex back where a run over it leaves it: `HidingWhirPcs`'s bytes over the duplex
+/// (over a smallest-witness grinder where the shape grinds: upstream's grinder returns any
+/// witness), the same samples after, and p3-whir's verifier over the duplex accepts. The twin,
+/// which plays over the duplex itself, gives the same bytes where nothing is ground.
 #[test]
 fn resident_hiding_pcs_over_plonky3s_duplex_challenger() {
+    use p3_challenger::CanSample;
     type Duplex = whir_wgpu::verifier::StockChallenger<F>;
     let duplex = || Duplex::new(Poseidon2Constants::<F>::plonky3_default().to_cpu());
     let mut rng = common::rng();
     let contexts = common::contexts();
-    for shape in shapes().into_iter().filter(|s| s.pow_bits == 0) {
+    for shape in shapes() {
         let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
         let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
         let seed = rng.random::<u64>();
@@ -273,15 +288,35 @@ fn resident_hiding_pcs_over_plonky3s_duplex_challenger() {
             cpu_mmcs_with::<F>(0, LeafSponge::Width16),
             StdRng::seed_from_u64(seed),
         );
-        let (root, expected) = prove(&stock, &witness, &points, duplex());
-        let twin = HidingPcs::<CpuCodewords<F, EF>, F, EF, Duplex>::new(config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
-        let (twin_root, twin_bytes) = prove(&twin, &witness, &points, duplex());
-        assert!(twin_root == root && twin_bytes == expected, "the twin over the duplex, {shape:?}");
+        // Where nothing is ground, Plonky3's own run over the duplex is the reference; where it
+        // grinds, its grinder may return any witness, so the reference is `HidingWhirPcs` over
+        // the same sponge with a smallest-witness grinder (ours, on the CPU).
+        let (root, expected, after) = if shape.pow_bits == 0 {
+            let mut ch = duplex();
+            let (root, bytes) = prove_on(&stock, &witness, &points, &mut ch);
+            (root, bytes, CanSample::<F>::sample(&mut ch))
+        } else {
+            let smallest = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+            let mut ch = challenger(None);
+            let (root, bytes) = prove_on(&smallest, &witness, &points, &mut ch);
+            (root, bytes, CanSample::<F>::sample(&mut ch))
+        };
+        if shape.pow_bits == 0 {
+            let twin = HidingPcs::<CpuCodewords<F, EF>, F, EF, Duplex>::new(config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+            let (twin_root, twin_bytes) = prove(&twin, &witness, &points, duplex());
+            assert!(twin_root == root && twin_bytes == expected, "the twin over the duplex, {shape:?}");
+        }
         for ctx in &contexts {
+            // The GPU steps take the duplex's sponge over (grinding on the device) and hand it
+            // back where the reference run leaves its own.
             let (steps, _) = gpu_steps::<F>(ctx);
             let gpu = HidingPcs::<GpuCodewords<F>, F, EF, Duplex>::new(config(), steps, StdRng::seed_from_u64(seed));
-            let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, duplex());
+            let mut ch = duplex();
+            let (gpu_root, gpu_bytes) = prove_on(&gpu, &witness, &points, &mut ch);
             assert!(gpu_root == root && gpu_bytes == expected, "the GPU over the duplex, {shape:?} ({:?})", ctx.mul_variant());
+            assert_eq!(CanSample::<F>::sample(&mut ch), after, "the duplex after the GPU's run, {shape:?}");
+            let proof: ZkProof<F, EF> = postcard::from_bytes(&gpu_bytes).unwrap();
+            stock.verify(&gpu_root, &proof, &mut duplex(), points.clone()).unwrap_or_else(|e| panic!("{shape:?}: p3-whir's verifier over the duplex: {e:?}"));
         }
     }
 }
@@ -417,10 +452,16 @@ fn hiding_files_are_bounded_by_their_parameters() {
     }
 }
 
-/// The base case's codeword transform where the backend transforms: the GPU's (from
-/// `DEFAULT_CPU_THRESHOLD` words on its NTT) equals the host's, over degrees 4 and 8.
+/// The base case's fresh codeword, committed where the steps commit: [message | randomness]
+/// padded to a power of two and encoded at the rate that fills the domain has the root of the
+/// whole domain's transform of [message | randomness | 0] committed by `ExtensionMmcs` (p3-whir's
+/// `FoldedRsCode::encode_column` and `commit_matrix`), and its openings are that tree's, on the
+/// GPU and the twin, over degrees 4 and 8.
 #[test]
-fn the_gpu_transforms_a_column_as_the_host_does() {
+fn the_base_case_codeword_commits_as_plonky3_encodes_it() {
+    use p3_commit::{ExtensionMmcs, Mmcs};
+    use p3_dft::TwoAdicSubgroupDft;
+    use p3_matrix::dense::RowMajorMatrix;
     use whir_wgpu::prover::steps::WhirBackend;
     fn check<B: ProverField, E: WhirExtension<B> + whir_wgpu::gpu::GpuExtension<B>>(rng: &mut StdRng)
     where
@@ -428,11 +469,38 @@ fn the_gpu_transforms_a_column_as_the_host_does() {
     {
         for ctx in common::contexts() {
             let (gpu, _) = gpu_steps::<B>(&ctx);
-            for log_n in [3, 12, 14, 15] {
-                let column: Vec<E> = (0..1usize << log_n).map(|_| rng.random()).collect();
-                let host = WhirBackend::<B, E>::dft_algebra_column(&CpuCodewords::<B, E>::default(), column.clone()).unwrap();
-                let ours = WhirBackend::<B, E>::dft_algebra_column(&gpu, column).unwrap();
-                assert!(host.values == ours.values, "2^{log_n} values over {} ({:?})", E::NAME, ctx.mul_variant());
+            let cpu = CpuCodewords::<B, E>::default();
+            let mmcs = ExtensionMmcs::<B, E, _>::new(WhirBackend::<B, E>::mmcs(&gpu));
+            // (message + randomness values, log2 of the domain): a partial power of two, a full one.
+            for (values, log_domain) in [(5usize, 4usize), (8, 3), (100, 9), (3000, 13)] {
+                let coeffs: Vec<E> = (0..values).map(|_| rng.random()).collect();
+                let mut whole = coeffs.clone();
+                whole.resize(1 << log_domain, E::ZERO);
+                let codeword = Radix2DFTSmallBatch::<B>::default().dft_algebra_batch(RowMajorMatrix::new_col(whole));
+                let (expected, data) = mmcs.commit_matrix(codeword);
+                let filled = values.next_power_of_two();
+                let mut message = coeffs;
+                message.resize(filled, E::ZERO);
+                let rate = log_domain - filled.ilog2() as usize;
+                let message = E::flatten_to_base(message);
+                let positions = [0usize, (1 << log_domain) - 1, 3 % (1 << log_domain)];
+                let (rows, _) = mmcs.open_batch(positions[1], &data).unpack();
+                for (name, (root, opened)) in [
+                    ("twin", {
+                        let (root, c) = WhirBackend::<B, E>::commit(&cpu, &message, E::DIMENSION, rate).unwrap();
+                        let o = WhirBackend::<B, E>::open(&cpu, &c, &positions).unwrap();
+                        (root, WhirBackend::<B, E>::read_openings(&cpu, vec![o]).unwrap())
+                    }),
+                    ("gpu", {
+                        let (root, c) = WhirBackend::<B, E>::commit(&gpu, &message, E::DIMENSION, rate).unwrap();
+                        let o = WhirBackend::<B, E>::open(&gpu, &c, &positions).unwrap();
+                        (root, WhirBackend::<B, E>::read_openings(&gpu, vec![o]).unwrap())
+                    }),
+                ] {
+                    assert!(root == expected, "{name}: {values} values over 2^{log_domain} ({}, {:?})", E::NAME, ctx.mul_variant());
+                    let (opened_rows, _) = &opened[0];
+                    assert_eq!(opened_rows[1], E::flatten_to_base(rows[0].clone()), "{name}: the last row opened");
+                }
             }
         }
     }

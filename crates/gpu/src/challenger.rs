@@ -144,6 +144,18 @@ impl<F: Poseidon2Field> GpuChallenger<F> {
         }
     }
 
+    /// A challenger that continues `inner`'s transcript (its sponge state, pending inputs and
+    /// outputs, over its permutation, which must be the grinder's), grinding with `grinder`.
+    pub fn continuing(inner: InnerChallenger<F>, grinder: Option<Arc<GpuGrinder<F>>>) -> Self {
+        let fresh = Self::new(inner.permutation.clone(), grinder);
+        Self { inner, ..fresh }
+    }
+
+    /// Plonky3's challenger inside, as this one leaves it.
+    pub fn into_inner(self) -> InnerChallenger<F> {
+        self.inner
+    }
+
     /// Starts grinding ahead at `bits` (see [`GrindAhead`]) and returns the link to hand to
     /// the GPU steps; None where this challenger would grind on the CPU anyway. Clones share
     /// the link; [`stop_grinding_ahead`](Self::stop_grinding_ahead) ends it.

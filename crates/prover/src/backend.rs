@@ -583,7 +583,7 @@ impl<F: ProverField> GpuBackend<F> {
     pub fn hiding_pcs<E, C, R>(&self, config: p3_whir::ZkWhirConfig<E, F, C>, leaf: LeafSponge, rng: R) -> Result<crate::GpuHidingPcs<F, E, C, R>, ProverError>
     where
         E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField,
-        C: crate::HidingChallenger<F>,
+        C: crate::WhirChallenger<F>,
         R: rand::CryptoRng,
         rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
     {

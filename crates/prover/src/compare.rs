@@ -212,13 +212,6 @@ impl<F: ProverField, E: WhirExtension<F>, A: WhirBackend<F, E>, B: WhirBackend<F
         self.at.check("hiding commit: root of the folded polynomial", &a_root, &b_root)?;
         Ok((b_root, (a, b)))
     }
-
-    fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<p3_matrix::dense::RowMajorMatrix<E>, ProverError> {
-        let a = self.reference.dft_algebra_column(coeffs.clone())?;
-        let b = self.candidate.dft_algebra_column(coeffs)?;
-        self.at.check("a column's transform", &a.values, &b.values)?;
-        Ok(b)
-    }
 }
 
 /// The sumcheck side of [`ComparingBackend`].

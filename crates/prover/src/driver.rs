@@ -13,7 +13,7 @@
 //! registry, which plays the same transcript once it is given the values.
 
 use crate::breakdown::{step_label, Step};
-use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, RoundHead, WhirChallenger};
+use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, RoundHead, SpongeWords, WhirChallenger};
 use p3_commit::Mmcs;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_matrix::dense::RowMajorMatrix;
@@ -146,6 +146,15 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// The driver enters `step` of round `round` (for profiles; nothing by default).
     fn enter_step(&self, _round: usize, _step: Step) {}
 
+    /// A challenger of these steps that continues a duplex sponge from `words`, grinding and
+    /// playing ahead where the data lies (the protocol hands it a caller's challenger's
+    /// transcript: [`WhirChallenger::sponge_words`]), or None where these steps play nothing
+    /// ahead (the default: the protocol runs over the caller's challenger itself).
+    fn device_transcript(&self, words: SpongeWords<F>) -> Option<whir_gpu::GpuChallenger<F>> {
+        let _ = words;
+        None
+    }
+
     /// Commits the first oracle of a hiding proof: `poly` (2^n values in their natural
     /// order) folded `fold` variables at a time in prefix order, with `randomness` (Plonky3's
     /// limb-major order: t values per column b at `randomness[b·t..]`) as t rows after the
@@ -161,16 +170,6 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let _ = (poly, randomness, fold, log_inv_rate);
         Err(ProverError::Input("these codeword steps do not commit hiding codewords".into()))
-    }
-
-    /// The transform of one column of extension elements (`coeffs`, a power of two of them)
-    /// over the base field's two-adic subgroup, as `TwoAdicSubgroupDft::dft_algebra_batch`
-    /// gives it: a hiding run's base-case codeword. On the host by default.
-    fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<RowMajorMatrix<E>, ProverError> {
-        if !coeffs.len().is_power_of_two() {
-            return Err(ProverError::Input(format!("a column of {} coefficients to transform (need a power of two)", coeffs.len())));
-        }
-        Ok(Radix2DFTSmallBatch::<F>::default().dft_algebra_batch(RowMajorMatrix::new_col(coeffs)))
     }
 
     /// Commits the sumcheck's current f as a hiding round's oracle: rows of 2^fold extension
@@ -291,6 +290,27 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> WhirBackend<F, E
     }
     fn enter_step(&self, round: usize, step: Step) {
         (**self).enter_step(round, step)
+    }
+    fn device_transcript(&self, words: SpongeWords<F>) -> Option<whir_gpu::GpuChallenger<F>> {
+        (**self).device_transcript(words)
+    }
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        (**self).commit_hiding_message(poly, randomness, fold, log_inv_rate)
+    }
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        (**self).commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)
     }
 }
 
@@ -447,6 +467,15 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         whir_verifier::hash::cpu_mmcs_over::<F>(merkle.poseidon2().constants().to_cpu(), merkle.wide_leaves().map(|w| w.constants().to_cpu()), 0)
     }
 
+    /// The GPU's challenger over the width-16 permutation its trees hash with, with a grinder
+    /// of its own (so runs in flight together never share one).
+    fn device_transcript(&self, words: SpongeWords<F>) -> Option<whir_gpu::GpuChallenger<F>> {
+        let poseidon2 = self.merkle().poseidon2().clone();
+        let mut inner = whir_gpu::transcript::InnerChallenger::<F>::new(poseidon2.constants().to_cpu());
+        (inner.sponge_state, inner.input_buffer, inner.output_buffer) = (words.state, words.inputs, words.outputs);
+        Some(whir_gpu::GpuChallenger::continuing(inner, Some(std::sync::Arc::new(whir_gpu::GpuGrinder::new(poseidon2)))))
+    }
+
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = message.len().trailing_zeros() as usize;
@@ -531,23 +560,6 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         let (committed, reversed) = self.commit_hiding_polynomial(poly, fold, &randomness_rows(randomness, 1 << fold)?, log_inv_rate)?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), reversed, vars)?.with_reversed_indices();
         Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
-    }
-
-    /// On the GPU's NTT from `DEFAULT_CPU_THRESHOLD` words (smaller columns on the host); a GPU
-    /// failure is an error.
-    fn dft_algebra_column(&self, coeffs: Vec<E>) -> Result<RowMajorMatrix<E>, ProverError> {
-        if !coeffs.len().is_power_of_two() {
-            return Err(ProverError::Input(format!("a column of {} coefficients to transform (need a power of two)", coeffs.len())));
-        }
-        if coeffs.len() * E::DIMENSION < whir_gpu::plumbing::DEFAULT_CPU_THRESHOLD {
-            return Ok(Radix2DFTSmallBatch::<F>::default().dft_algebra_batch(RowMajorMatrix::new_col(coeffs)));
-        }
-        // Each extension element a row of its base coefficients: the base field's transform of
-        // every coefficient column is the extension column's.
-        let log_n = coeffs.len().trailing_zeros() as usize;
-        let words = self.ntt().transform(&E::flatten_to_base(coeffs), &whir_gpu::NttSpec::forward(log_n, E::DIMENSION))?;
-        let values: Vec<E> = words.chunks_exact(E::DIMENSION).map(|c| E::from_basis_coefficients_slice(c).expect("D coefficients an element")).collect();
-        Ok(RowMajorMatrix::new_col(values))
     }
 
     /// f encoded where the sumcheck left it, its randomness rows uploaded beside it.

@@ -56,7 +56,9 @@ pub mod steps {
     pub use crate::claims::Stacking;
     pub use crate::compare::{ComparingBackend, ComparingSumcheck};
     pub use crate::driver::{Blocks, CpuCodewords, OpenedRows, WhirBackend};
-    pub use crate::lookahead::{GrindClock, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState, SPONGE_WIDTH};
+    pub use crate::lookahead::{
+        ConfigChallenger, GrindClock, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, SpongeWords, TranscriptState, SPONGE_WIDTH,
+    };
     pub use crate::protocol::{prove_with_steps, Proved};
     pub use crate::sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
 }

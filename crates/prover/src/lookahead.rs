@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use p3_challenger::{CanObserve, CanSampleUniformBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
 use p3_field::Field;
-use p3_symmetric::CryptographicPermutation;
+use p3_symmetric::{CryptographicPermutation, Permutation};
 use whir_gpu::{transcript::GrindAhead, transcript::GrindOffer, transcript::InnerChallenger, transcript::PowClock, GpuChallenger, GpuGrinder};
 
 use crate::{Commitment, ProverField};
@@ -104,6 +104,19 @@ pub struct PlayedRound<F, E> {
     pub grind: Option<PlayedGrind<F>>,
 }
 
+/// A duplex sponge's words at one point of a transcript: its state, the inputs observed since
+/// its last permutation and the outputs drawn but not yet used. Two challengers over the same
+/// sponge with the same words play the same transcript from there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpongeWords<F> {
+    /// The sponge's state.
+    pub state: [F; SPONGE_WIDTH],
+    /// Inputs observed since the last permutation.
+    pub inputs: Vec<F>,
+    /// Outputs squeezed and not yet sampled.
+    pub outputs: Vec<F>,
+}
+
 /// A challenger's running grinding time.
 #[derive(Clone)]
 pub struct GrindClock(pub(crate) PowClock);
@@ -164,7 +177,34 @@ pub trait WhirChallenger<F: ProverField>:
     fn pow_clock(&self) -> Option<GrindClock> {
         None
     }
+
+    /// Where this challenger is a duplex sponge of width 16 and rate 8 that grinds and plays
+    /// nothing on the device itself (Plonky3's `DuplexChallenger`): its words now, so the
+    /// protocol can play the transcript on a challenger of the steps that continues the same
+    /// sponge where the data lies, then hand the words back ([`resume`](Self::resume)). None:
+    /// the protocol plays over this challenger itself.
+    fn sponge_words(&self) -> Option<SpongeWords<F>> {
+        None
+    }
+
+    /// This challenger's permutation applied to `state`: a handover is made only where it is
+    /// the device's (checked on a random state first). None where [`sponge_words`](Self::sponge_words) is.
+    fn permute(&self, state: [F; SPONGE_WIDTH]) -> Option<[F; SPONGE_WIDTH]> {
+        let _ = state;
+        None
+    }
+
+    /// Continues from `words`, which another challenger over this sponge reached by playing on
+    /// from this one's [`sponge_words`](Self::sponge_words).
+    fn resume(&mut self, words: SpongeWords<F>) {
+        let _ = words;
+    }
 }
+
+/// The challenger a configuration names (`WhirConfig<E, F, K>`): the run itself may play over
+/// another over the same sponge ([`WhirChallenger::sponge_words`]).
+pub trait ConfigChallenger<F: ProverField>: FieldChallenger<F> + GrindingChallenger<Witness = F> {}
+impl<F: ProverField, K: FieldChallenger<F> + GrindingChallenger<Witness = F>> ConfigChallenger<F> for K {}
 
 /// The fast transcript: grinds on the GPU, and offers every kind of speculation.
 impl<F: ProverField> WhirChallenger<F> for GpuChallenger<F>
@@ -215,4 +255,47 @@ where
     fn trial(&self) -> Self {
         self.clone()
     }
+    fn sponge_words(&self) -> Option<SpongeWords<F>> {
+        Some(SpongeWords { state: self.sponge_state, inputs: self.input_buffer.clone(), outputs: self.output_buffer.clone() })
+    }
+    fn permute(&self, state: [F; SPONGE_WIDTH]) -> Option<[F; SPONGE_WIDTH]> {
+        Some(self.permutation.permute(state))
+    }
+    fn resume(&mut self, words: SpongeWords<F>) {
+        self.sponge_state = words.state;
+        self.input_buffer = words.inputs;
+        self.output_buffer = words.outputs;
+    }
+}
+
+/// The challenger a run plays over in place of `challenger` where `steps` offer one over the
+/// device that continues its sponge ([`WhirChallenger::sponge_words`]), with the permutation
+/// checked on a random state; None to play over `challenger` itself. A permutation that is
+/// not the device's keeps the run on the host, said once in a log line.
+pub(crate) fn device_transcript<F, E, S, C>(steps: &S, challenger: &C) -> Option<GpuChallenger<F>>
+where
+    F: ProverField,
+    E: crate::WhirExtension<F>,
+    S: crate::driver::WhirBackend<F, E>,
+    C: WhirChallenger<F>,
+{
+    let words = challenger.sponge_words()?;
+    let probe: [F; SPONGE_WIDTH] = std::array::from_fn(|_| F::from_u32(rand::random::<u32>()));
+    let device = steps.device_transcript(words)?;
+    if challenger.permute(probe) != Some(device.inner().permutation.permute(probe)) {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::info!(
+                "the caller's challenger permutes with other constants than the device's Poseidon2: its transcript steps and grinds stay on the host"
+            )
+        });
+        return None;
+    }
+    Some(device)
+}
+
+/// The words of a device challenger's sponge now (what a caller's challenger resumes from).
+pub(crate) fn words_of<F: ProverField>(device: &GpuChallenger<F>) -> SpongeWords<F> {
+    let inner = device.inner();
+    SpongeWords { state: inner.sponge_state, inputs: inner.input_buffer.clone(), outputs: inner.output_buffer.clone() }
 }

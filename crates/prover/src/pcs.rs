@@ -23,6 +23,7 @@ use crate::breakdown::DriverTimes;
 use crate::claims::{Points, Stacking};
 use crate::driver::{CpuCodewords, Opened, WhirBackend};
 use crate::error::ProverError;
+use crate::lookahead::{device_transcript, words_of};
 use crate::options::DriverOptions;
 use crate::protocol::{open_with_steps, StepClock};
 use crate::sumcheck::SumcheckState;
@@ -96,13 +97,28 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>,
         challenger: &mut C,
     ) -> Result<(WhirPcsProof<F, E>, DriverTimes), ProverError> {
         let started = std::time::Instant::now();
-        let mut clock = StepClock::new(challenger);
         let WhirPcsData { codeword, sumcheck, stacking } = data;
         // A clone of the data shares its f: this opening folds a copy.
         let sumcheck = Arc::try_unwrap(sumcheck).or_else(|shared| shared.duplicate())?;
         let points = points.map_or(Points::Drawn, Points::Given);
         let opened = Opened { codeword, sumcheck, stacking: &stacking };
-        let (proof, counts) = open_with_steps(&self.steps, &self.config, opened, protocol, points, challenger, self.options, &mut clock)?;
+        // A caller's duplex sponge (Plonky3's `DuplexChallenger`) is played on by the steps'
+        // challenger over the same sponge, which grinds and plays ahead on the device, and
+        // handed back in the state its own run would leave.
+        let (proof, counts, clock) = match device_transcript(&self.steps, challenger) {
+            Some(mut device) => {
+                let mut clock = StepClock::new(&device);
+                let played = open_with_steps(&self.steps, &self.config, opened, protocol, points, &mut device, self.options, &mut clock);
+                challenger.resume(words_of(&device));
+                let (proof, counts) = played?;
+                (proof, counts, clock)
+            }
+            None => {
+                let mut clock = StepClock::new(challenger);
+                let (proof, counts) = open_with_steps(&self.steps, &self.config, opened, protocol, points, challenger, self.options, &mut clock)?;
+                (proof, counts, clock)
+            }
+        };
         Ok((proof, DriverTimes::from_breakdown(clock.finish(), Default::default(), started.elapsed(), counts)))
     }
 }

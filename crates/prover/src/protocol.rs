@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::lookahead::{Lookahead, RoundHead};
+use crate::lookahead::{ConfigChallenger, Lookahead, RoundHead};
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
 use p3_sumcheck::{OpeningProtocol, SumcheckData};
@@ -83,9 +83,9 @@ type FinalParts<F, E> = (Poly<E>, F, Option<SumcheckData<F, E>>, Vec<QueryOpenin
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>>(
+pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>>(
     steps: &S,
-    config: &WhirConfig<E, F, C>,
+    config: &WhirConfig<E, F, K>,
     opened: Opened<'_, F, E, S>,
     protocol: &OpeningProtocol,
     points: Points<'_, E>,
@@ -165,9 +165,9 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBacken
 
 /// One WHIR run after the claim phase: the transcript, f and its weights, the codeword the next
 /// queries open, the openings not yet read back, and what the challenger plays ahead.
-struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>> {
+struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>, K> {
     steps: &'a S,
-    config: &'a WhirConfig<E, F, C>,
+    config: &'a WhirConfig<E, F, K>,
     options: DriverOptions,
     clock: &'a mut StepClock,
     transcript: WhirProverTranscript<'t, C, F, E>,
@@ -187,7 +187,7 @@ struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>
     num_vars: usize,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>> WhirRun<'_, '_, F, E, S, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>> WhirRun<'_, '_, F, E, S, C, K> {
     /// The initial fold, every round, the final round, and the proof assembled (its initial
     /// out-of-domain answers are the caller's).
     fn play(&mut self, claims: &Claims<F, E>) -> Result<WhirProof<F, E, whir_verifier::hash::CpuMmcs<F>>, ProverError> {

@@ -254,8 +254,10 @@ where
     P: MultilinearPcs<E, GpuChallenger<F>, Val = F, Witness = Poly<F>, OpeningProtocol = Vec<Point<E>>, Commitment = whir_prover::Commitment<F>>,
     P::Proof: Serialize,
 {
+    // The PCS takes the witness by value: the copy is the bench's, not the commit's.
+    let witness = witness.clone();
     let started = Instant::now();
-    let (root, data) = pcs.commit(witness.clone(), challenger).map_err(|e| anyhow!("{e:?}"))?;
+    let (root, data) = pcs.commit(witness, challenger).map_err(|e| anyhow!("{e:?}"))?;
     let commit = started.elapsed();
     let started = Instant::now();
     let proof = pcs.open(data, points.to_vec(), challenger).map_err(|e| anyhow!("{e:?}"))?;

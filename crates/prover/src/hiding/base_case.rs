@@ -13,7 +13,7 @@ use rand::{CryptoRng, RngExt};
 
 use super::batch::Masks;
 use super::{closed, ExtMmcs, HidingChallenger, MaskData};
-use crate::driver::Paths;
+use crate::driver::{Paths, WhirBackend};
 use crate::error::ProverError;
 use crate::{ProverField, WhirExtension};
 use p3_commit::Mmcs;
@@ -34,21 +34,23 @@ type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>
 /// fold's message, its folded randomness and its weights; `open_source` opens the last oracle
 /// at the spot-check positions (folded); `transform` is the base field's DFT of a column.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn prove_base_case<F, E, C, R>(
-    config: &ZkWhirConfig<E, F, C>,
+pub(super) fn prove_base_case<F, E, S, K, C, R>(
+    config: &ZkWhirConfig<E, F, K>,
+    steps: &S,
     mmcs: &ExtMmcs<F, E>,
     source_message: &[E],
     source_randomness: &[E],
     source_covector: &[E],
     masks: &Masks<F, E>,
     open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
-    transform: impl FnOnce(Vec<E>) -> Result<p3_matrix::dense::RowMajorMatrix<E>, ProverError>,
     challenger: &mut C,
     rng: &mut R,
 ) -> Result<BaseCaseProof<F, E>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    K: HidingChallenger<F>,
     C: HidingChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E>,
@@ -75,13 +77,20 @@ where
         let fresh_message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
         let fresh_randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
         // The folded code's encoding (`FoldedRsCode::encode_column`): [message | randomness | 0]
-        // transformed over its domain, where the backend transforms.
-        let mut coeffs = Vec::with_capacity(code.domain_size);
+        // transformed over its domain and committed a row an element. Its coefficients past the
+        // next power of two of the message and randomness are zero, so it is that message's
+        // codeword at the rate that fills the domain, encoded and committed where the steps
+        // commit (each element a row of its D base coefficients, as `ExtensionMmcs` hashes it).
+        let filled = (code.message_len + code.randomness_len).next_power_of_two();
+        if !code.domain_size.is_power_of_two() || code.domain_size < filled {
+            return Err(ProverError::Params(format!("a base-case code of {} message and randomness values over a domain of {}", filled, code.domain_size)));
+        }
+        let mut coeffs = Vec::with_capacity(filled);
         coeffs.extend_from_slice(&fresh_message);
         coeffs.extend_from_slice(&fresh_randomness);
-        coeffs.resize(code.domain_size, E::ZERO);
-        let codeword = transform(coeffs)?;
-        let (fresh_main_commitment, fresh_main_data) = mmcs.commit_matrix(codeword);
+        coeffs.resize(filled, E::ZERO);
+        let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
+        let (fresh_main_commitment, fresh_main_data) = steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate)?;
         transcript.fresh_commitment(fresh_main_commitment.clone());
 
         // Per group, a blind per member: message then randomness, interleaved.
@@ -122,8 +131,10 @@ where
 
         let pow_witness = transcript.spot_check_pow();
         let positions = transcript.source_queries();
+        let fresh_main_opening = steps.open(&fresh_main_data, &positions)?;
         let source_openings = open_source(&positions)?;
-        let fresh_main_openings = open_mask(mmcs, &positions, &fresh_main_data);
+        let (rows, proof) = steps.read_openings(vec![fresh_main_opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
+        let fresh_main_openings = SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof };
         let mut mask_openings = Vec::with_capacity(blinds.len());
         for (group, ((_, _, fresh), (_, carried))) in blinds.iter().zip(&masks.groups).enumerate() {
             let positions = transcript.mask_queries(group);

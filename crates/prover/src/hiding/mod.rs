@@ -175,9 +175,9 @@ impl CommitShape {
 /// transcript, over the committed witness: its driver on `challenger`, masks from `rng`, the
 /// first weights lazy where `options` say.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn prove_hiding<F, E, S, C, R>(
+pub(crate) fn prove_hiding<F, E, S, K, C, R>(
     steps: &S,
-    config: &ZkWhirConfig<E, F, C>,
+    config: &ZkWhirConfig<E, F, K>,
     data: Committed<F, E, S>,
     claims: &[(Point<E>, E)],
     challenger: &mut C,
@@ -189,6 +189,7 @@ where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
+    K: HidingChallenger<F>,
     C: HidingChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
@@ -234,15 +235,15 @@ struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
     lazy_first_weights: bool,
 }
 
-impl<F, E, S, C> HidingRun<'_, F, E, S, C>
+impl<F, E, S, K> HidingRun<'_, F, E, S, K>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
-    C: HidingChallenger<F>,
+    K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
-    fn play<R: CryptoRng>(
+    fn play<C: HidingChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
@@ -363,13 +364,13 @@ where
         let base_case = transcript.delegate_base_case(|ch| {
             prove_base_case(
                 config,
+                self.steps,
                 &self.mmcs,
                 &source_message,
                 &oracle_randomness,
                 &source_covector,
                 &masks,
                 |positions| self.open_and_fold(&oracle, positions, &gammas).map(|(o, _)| o),
-                |coeffs| self.steps.dft_algebra_column(coeffs),
                 ch,
                 rng,
             )

@@ -16,12 +16,13 @@ use rand::{CryptoRng, SeedableRng};
 use whir_gpu::{GpuChallenger, GpuCodewords};
 use whir_verifier::hash::CpuMmcs;
 
-use super::{commit_hiding, prove_hiding, Committed, HidingChallenger, HidingTimes, ZkProof};
+use super::{commit_hiding, prove_hiding, Committed, HidingTimes, ZkProof};
 use crate::driver::{CpuCodewords, WhirBackend};
 use crate::error::ProverError;
+use crate::lookahead::{device_transcript, words_of};
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
-use crate::{Commitment, ProverField, WhirExtension, EF};
+use crate::{Commitment, ProverField, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
 /// p3-whir's own hiding PCS over the CPU pieces: the verifier side of [`HidingPcs`], and the
@@ -64,7 +65,7 @@ where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
-    C: HidingChallenger<F>,
+    C: WhirChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -114,7 +115,15 @@ where
         observe_claims::<F, E, _>(challenger, &claims, self.config.num_variables());
         let mut times = HidingTimes { claims: started.elapsed(), ..HidingTimes::default() };
         let mut rng = self.fork()?;
-        let proof = prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng, self.options, &mut times)?;
+        // A caller's duplex sponge is played on by the steps' challenger, as the plain PCS does.
+        let proof = match device_transcript(&self.steps, challenger) {
+            Some(mut device) => {
+                let played = prove_hiding(&self.steps, &self.config, data, &claims, &mut device, &mut rng, self.options, &mut times);
+                challenger.resume(words_of(&device));
+                played?
+            }
+            None => prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng, self.options, &mut times)?,
+        };
         Ok((proof, times))
     }
 
@@ -151,7 +160,7 @@ where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
-    C: HidingChallenger<F>,
+    C: WhirChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
