@@ -89,7 +89,7 @@ pub struct BenchArgs {
     /// 1/2) on one polynomial per (n, fold, rate) at one point, over Plonky3's CPU pieces and over
     /// the GPU's (DFT, Merkle trees, grinder) in one process: the proofs byte-identical for one
     /// generator seed, and verified.
-    #[arg(long, conflicts_with_all = ["tables", "concurrency", "plot", "kernel_profile"])]
+    #[arg(long, conflicts_with_all = ["tables", "concurrency", "plot"])]
     zk: bool,
     /// p3-sumcheck's layout of the --tables witness: suffix (`SuffixProver`, `Witness::new`) or
     /// prefix (`PrefixProver`, `Witness::new_interleaved`).

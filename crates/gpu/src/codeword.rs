@@ -318,8 +318,10 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         ctx.memory().try_reserve("a hiding polynomial", 4 * poly.len() as u64)?;
         let reversed = ctx.pooled_storage("hiding polynomial, bit-reversed", poly.len());
         let committed = ctx.scoped("hiding codeword commit", || {
+            let started = std::time::Instant::now();
             let mut batch = ctx.batch("hiding codeword commit");
             let natural = batch.upload("hiding polynomial", as_words(poly));
+            let uploaded = started.elapsed();
             batch.record(&[reverse_bits_dispatch(&ctx, &natural, &reversed, m, 0, 1)?]);
             let recorded = self.record_commit_hiding(
                 &mut batch,
@@ -330,8 +332,16 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
                 randomness,
                 log_inv_rate,
             )?;
+            let recorded_at = started.elapsed();
             let readback = ctx.run(batch)?;
-            recorded.finish(&readback)
+            let finished = recorded.finish(&readback);
+            tracing::debug!(
+                upload_ms = uploaded.as_secs_f64() * 1e3,
+                record_ms = (recorded_at - uploaded).as_secs_f64() * 1e3,
+                run_ms = (started.elapsed() - recorded_at).as_secs_f64() * 1e3,
+                "hiding codeword committed"
+            );
+            finished
         });
         match committed {
             Ok(committed) => Ok((committed, reversed)),

@@ -179,30 +179,33 @@ where
     let Some(gpu) = gpu else {
         return Ok(());
     };
-    // One DFT for the cell: its NTT's tables are built once, not in every timed proof.
-    let dft = GpuDft::<F>::on(gpu.context().clone());
-    let pieces_run = || {
-        let pcs = PiecesHiding::<F, E>::new(config.clone(), dft.clone(), gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
-        timed_proof(&pcs, &witness, &points, &mut gpu.challenger())
-    };
     let check = |bytes: &[u8], ours: &whir_prover::Commitment<F>| -> Result<()> {
         if ours != &root || bytes != expected.as_slice() {
             bail!("n = {}, fold {}, rate {}: a GPU hiding proof differs from Plonky3's", p.num_vars, p.fold, p.log_inv_rate);
         }
         Ok(())
     };
-    let (_, _, first, first_root) = pieces_run()?;
-    check(&first, &first_root)?;
-    verify(&first, "the GPU pieces' hiding proof")?;
-    busy_for(args.gpu_warmup_ms, || pieces_run().map(|_| ()))?;
-    let (mut gc, mut go) = (Vec::new(), Vec::new());
-    for _ in 0..args.reps {
-        let (c, o, bytes, root) = pieces_run()?;
-        check(&bytes, &root)?;
-        gc.push(ms(c));
-        go.push(ms(o));
+    // Plonky3's hiding PCS over our pieces (not with --no-pieces).
+    if !args.no_pieces {
+        // One DFT for the cell: its NTT's tables are built once, not in every timed proof.
+        let dft = GpuDft::<F>::on(gpu.context().clone());
+        let pieces_run = || {
+            let pcs = PiecesHiding::<F, E>::new(config.clone(), dft.clone(), gpu.mmcs(p.leaf), StdRng::seed_from_u64(seed));
+            timed_proof(&pcs, &witness, &points, &mut gpu.challenger())
+        };
+        let (_, _, first, first_root) = pieces_run()?;
+        check(&first, &first_root)?;
+        verify(&first, "the GPU pieces' hiding proof")?;
+        busy_for(args.gpu_warmup_ms, || pieces_run().map(|_| ()))?;
+        let (mut gc, mut go) = (Vec::new(), Vec::new());
+        for _ in 0..args.reps {
+            let (c, o, bytes, root) = pieces_run()?;
+            check(&bytes, &root)?;
+            gc.push(ms(c));
+            go.push(ms(o));
+        }
+        (cell.gpu_pieces_commit_ms, cell.gpu_pieces_open_ms) = (Some(median(gc)), Some(median(go)));
     }
-    (cell.gpu_pieces_commit_ms, cell.gpu_pieces_open_ms) = (Some(median(gc)), Some(median(go)));
     // The resident hiding PCS: the same bytes, timed after its own warm-up.
     let memory = gpu.context().memory();
     let mib = |b: Option<u64>| b.map(|b| b as f64 / (1u64 << 20) as f64);
@@ -230,6 +233,19 @@ where
     let (_, data) = pcs.commit(witness.clone(), &mut challenger)?;
     let (_, steps) = pcs.open_timed(data, points.clone(), &mut challenger)?;
     cell.resident_open_steps_ms = Some(steps.steps().iter().map(|(name, d)| (name.to_string(), ms(*d))).collect());
+    if args.kernel_profile {
+        // One more commit, then its opening, each with every kernel timed.
+        let mut challenger = gpu.challenger();
+        let mut data = None;
+        eprintln!("  the resident hiding commit:");
+        super::kernel_profile(gpu.context(), || {
+            data = Some(pcs.commit(witness.clone(), &mut challenger)?.1);
+            Ok(())
+        })?;
+        let data = data.ok_or_else(|| anyhow!("no hiding commitment to open"))?;
+        eprintln!("  its opening:");
+        super::kernel_profile(gpu.context(), || pcs.open(data, points.clone(), &mut challenger).map(|_| ()).map_err(Into::into))?;
+    }
     // The plain resident prover on the same polynomial and parameters (its point drawn from the
     // transcript), after its own warm-up.
     let plain = || gpu.prove_resident_over::<E>(p, witness.as_slice()).map(|out| ms(out.commit_time + out.open_time));
