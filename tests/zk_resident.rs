@@ -552,3 +552,40 @@ fn every_hiding_step_matches_the_twin() {
         }
     }
 }
+
+/// Resident hiding proofs on an adapter whose binding limit is far below the proof's data (the
+/// strict profile with a 64 KiB binding, as n = 24 meets WebGPU's 128 MiB): the witness's
+/// and each round's hiding codewords are encoded in column blocks, each block's randomness rows
+/// added where it is transformed, and hashed as row chunks — and the proofs are
+/// `HidingWhirPcs`'s byte for byte. The hiding codeword's message takes the plain one's binding
+/// (no padded copy of twice its rows).
+#[test]
+fn resident_hiding_proofs_split_over_small_bindings_are_plonky3s() {
+    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    let binding = 64u64 << 10;
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else {
+        return;
+    };
+    let mut rng = common::rng();
+    let shape = |vars, fold, rate| Shape {
+        vars,
+        fold: FoldingFactor::Constant(fold),
+        rate,
+        soundness: p3_whir::SecurityAssumption::CapacityBound,
+        pow_bits: 3,
+        points: 2,
+    };
+    for shape in [shape(14, 2, 1), shape(14, 4, 2), shape(13, 3, 2)] {
+        // The witness's codeword (4 bytes an entry of 2^(n + rate)) exceeds the binding.
+        assert!(4u64 << (shape.vars + shape.rate) > binding);
+        let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
+        let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
+        let seed = rng.random::<u64>();
+        let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
+        let (root, expected) = prove(&stock, &witness, &points, challenger(None));
+        let (steps, grinder) = gpu_steps::<F>(&ctx);
+        let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(seed));
+        let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, challenger(Some(grinder)));
+        assert!(gpu_root == root && gpu_bytes == expected, "{shape:?} under a {binding}-byte binding: the proofs differ");
+    }
+}

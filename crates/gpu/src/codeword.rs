@@ -34,6 +34,31 @@ struct BlockParams {
     _pad: u32,
 }
 
+/// Rust twin of `HidingRowsParams` in wgsl/util/hiding_rows.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct HidingRowsParams {
+    log_n: u32,
+    log_rows: u32,
+    cols: u32,
+    rand_width: u32,
+    col_offset: u32,
+    t: u32,
+    reversed: u32,
+    omega: u32,
+    mu: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+/// A hiding message's randomness rows on the device (`t` rows of the message's width), added
+/// to its message's codeword where the codeword is transformed (wgsl/util/hiding_rows.wgsl).
+struct HidingRows<'a> {
+    rows: &'a wgpu::Buffer,
+    t: usize,
+}
+
 /// Where a codeword lies: one buffer, or (a codeword larger than one binding) row chunks of
 /// `rows` rows each, one buffer per chunk.
 enum Stored {
@@ -276,8 +301,24 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         log_inv_rate: usize,
         layout: MessageLayout,
     ) -> Result<RecordedCodeword<F>> {
+        self.record_encoded(batch, message, rows, width, log_inv_rate, layout, None)
+    }
+
+    /// [`record_commit`](Self::record_commit), with a hiding message's randomness rows added to
+    /// the codeword where given.
+    #[allow(clippy::too_many_arguments)]
+    fn record_encoded(
+        &self,
+        batch: &mut Batch<'_>,
+        message: &wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        layout: MessageLayout,
+        hiding: Option<&HidingRows<'_>>,
+    ) -> Result<RecordedCodeword<F>> {
         let MessageLayout::ReversedIndices { words } = layout else {
-            return self.record_rows(batch, message, rows, width, log_inv_rate);
+            return self.record_rows(batch, message, rows, width, log_inv_rate, hiding);
         };
         if words == 0 || !width.is_multiple_of(words) || !(width / words).is_power_of_two() || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!(
@@ -289,7 +330,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let dispatch = reverse_bits_dispatch(&ctx, message, &reordered, rows.ilog2() as usize, (width / words).ilog2() as usize, words);
         let recorded = dispatch.and_then(|d| {
             batch.record(&[d]);
-            self.record_rows(batch, &reordered, rows, width, log_inv_rate)
+            self.record_rows(batch, &reordered, rows, width, log_inv_rate, hiding)
         });
         // Back to the pool when the batch, which reads it, is done.
         batch.lend(reordered);
@@ -312,9 +353,8 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         }
         let m = poly.len().ilog2() as usize;
         let ctx = self.ntt.context().clone();
-        // `record_commit_hiding`'s first check, made before anything is recorded.
-        let laid_rows = (poly.len() + randomness.len()).next_power_of_two() >> fold;
-        ctx.check_binding_size("a hiding codeword's message with its randomness rows", matrix_bytes(laid_rows, 1 << fold)?)?;
+        // The message's binding, checked before anything is recorded.
+        ctx.check_binding_size("a hiding codeword's message", matrix_bytes(poly.len() >> fold, 1 << fold)?)?;
         ctx.memory().try_reserve("a hiding polynomial", 4 * poly.len() as u64)?;
         let reversed = ctx.pooled_storage("hiding polynomial, bit-reversed", poly.len());
         let committed = ctx.scoped("hiding codeword commit", || {
@@ -356,11 +396,10 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// first `rows` x `width` words of `message` (lying there as `layout` says) followed by
     /// the rows of `randomness` (row-major, `width` words a row) and zero rows, at rate
     /// 2^-log_inv_rate of the message's rows — Plonky3's interleaved ZK Reed–Solomon encoding,
-    /// whose domain is the plain codeword's. The message, randomness rows and padding are laid
-    /// out in one transient buffer (the next power of two of their rows: twice the message's
-    /// once there are randomness rows, so a hiding message may take half a binding where a
-    /// plain one takes a whole one) and encoded as [`record_commit`](Self::record_commit)
-    /// encodes a message.
+    /// whose domain is the plain codeword's. By linearity it is the message's plain codeword
+    /// plus the randomness rows' values, x^rows · Σ_j r_j x^j at each point x, added where the
+    /// codeword is transformed: no padded copy of the message, so a hiding message takes the
+    /// bindings a plain one takes.
     #[allow(clippy::too_many_arguments)]
     pub fn record_commit_hiding(
         &self,
@@ -378,52 +417,70 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
                 randomness.len()
             )));
         }
-        let extra = randomness.len() / width;
-        let padded = (rows + extra).next_power_of_two();
-        let domain = rows.checked_shl(log_inv_rate as u32).filter(|&d| d >= padded);
-        let Some(domain) = domain else {
-            return Err(GpuError::InvalidInput(format!("{extra} randomness rows do not fit a codeword of {rows} message rows at rate 2^-{log_inv_rate}")));
-        };
-        let rate = (domain / padded).ilog2() as usize;
-        let ctx = self.ntt.context().clone();
-        // The message and its randomness rows are laid out in one binding (a codeword past one
-        // is still split by column blocks when it is encoded).
-        ctx.check_binding_size("a hiding codeword's message with its randomness rows", matrix_bytes(padded, width)?)?;
-        let words = matrix_bytes(padded, width)? / 4;
-        let laid = ctx.pooled_storage("hiding message", words as usize);
-        let (message_bytes, randomness_bytes) = (4 * (rows * width) as u64, 4 * randomness.len() as u64);
-        if message.size() < message_bytes {
+        let t = randomness.len() / width;
+        // Plonky3's encoding pads [message | randomness] to a power of two of rows within the domain.
+        if rows.checked_shl(log_inv_rate as u32).is_none_or(|domain| domain < (rows + t).next_power_of_two()) {
+            return Err(GpuError::InvalidInput(format!("{t} randomness rows do not fit a codeword of {rows} message rows at rate 2^-{log_inv_rate}")));
+        }
+        if message.size() < 4 * (rows * width) as u64 {
             return Err(GpuError::InvalidInput(format!("a message buffer of {} bytes for {rows} rows of {width} words", message.size())));
         }
-        // Zero rows first (the pool's buffers hold old data), then the message and its
-        // randomness rows, in recording order.
-        batch.encoder().clear_buffer(&laid, message_bytes + randomness_bytes, None);
-        let placed = match layout {
-            MessageLayout::Rows => {
-                batch.encoder().copy_buffer_to_buffer(message, 0, &laid, 0, message_bytes);
-                Ok(())
-            }
-            MessageLayout::ReversedIndices { words } => {
-                if words == 0 || !width.is_multiple_of(words) || !(width / words).is_power_of_two() {
-                    Err(GpuError::InvalidInput(format!("rows of {width} words in elements of {words} words (need a power of two of them)")))
-                } else {
-                    reverse_bits_dispatch(&ctx, message, &laid, rows.ilog2() as usize, (width / words).ilog2() as usize, words).map(|d| batch.record(&[d]))
-                }
-            }
+        if t == 0 {
+            return self.record_encoded(batch, message, rows, width, log_inv_rate, layout, None);
+        }
+        let uploaded = batch.upload("hiding randomness rows", as_words(randomness));
+        self.record_encoded(batch, message, rows, width, log_inv_rate, layout, Some(&HidingRows { rows: &uploaded, t }))
+    }
+
+    /// Records the addition of `hiding`'s randomness rows to `cols` columns (from column
+    /// `col_offset` of rows `width` wide) of a codeword of 2^log_n rows, stored in `target`
+    /// in natural or bit-reversed row order, of a message of `rows` rows.
+    #[allow(clippy::too_many_arguments)]
+    fn record_hiding_rows(
+        &self,
+        batch: &mut Batch<'_>,
+        hiding: &HidingRows<'_>,
+        target: &wgpu::Buffer,
+        rows: usize,
+        log_n: usize,
+        (cols, width, col_offset): (usize, usize, usize),
+        reversed: bool,
+    ) -> Result<()> {
+        let ctx = self.ntt.context().clone();
+        let omega = F::two_adic_generator(log_n);
+        let mu = omega.exp_u64(rows as u64);
+        let word = |v: F| as_words(std::slice::from_ref(&v))[0];
+        let params = HidingRowsParams {
+            log_n: log_n as u32,
+            log_rows: rows.ilog2(),
+            cols: cols as u32,
+            rand_width: width as u32,
+            col_offset: col_offset as u32,
+            t: hiding.t as u32,
+            reversed: u32::from(reversed),
+            omega: word(omega),
+            mu: word(mu),
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
         };
-        let recorded = placed.and_then(|()| {
-            if !randomness.is_empty() {
-                let source = batch.upload("hiding randomness rows", as_words(randomness));
-                batch.encoder().copy_buffer_to_buffer(&source, 0, &laid, message_bytes, randomness_bytes);
-            }
-            self.record_rows(batch, &laid, padded, width, rate)
-        });
-        batch.lend(laid);
-        recorded
+        let pipeline = ctx.pipeline_for(F::ID, Kernel::AddHidingRows, &[])?;
+        let params = ctx.uniform("hiding rows params", &params);
+        let bind = ctx.bind_buffers(&pipeline, &[&params, hiding.rows, target]);
+        batch.record_as("hiding rows", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: (1usize << log_n).div_ceil(256) as u32 }]);
+        Ok(())
     }
 
     /// [`record_commit`](Self::record_commit)'s body.
-    fn record_rows(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
+    fn record_rows(
+        &self,
+        batch: &mut Batch<'_>,
+        message: &wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        hiding: Option<&HidingRows<'_>>,
+    ) -> Result<RecordedCodeword<F>> {
         if width == 0 || !rows.is_power_of_two() {
             return Err(GpuError::InvalidInput(format!("a message of {rows} rows of width {width} (need a power-of-two number of rows)")));
         }
@@ -434,7 +491,7 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         // half a digest per row, is its largest layer) and transient ones for wider rows.
         let largest_layer = if width >= 2 * DIGEST_ELEMS { matrix_bytes(spec.rows(), DIGEST_ELEMS)? } else { matrix_bytes(spec.rows(), DIGEST_ELEMS / 2)? };
         if matrix_bytes(spec.rows(), width)?.max(largest_layer) > ctx.max_binding_bytes() {
-            return self.record_blocked(batch, message, rows, width, log_inv_rate);
+            return self.record_blocked(batch, message, rows, width, log_inv_rate, hiding);
         }
         let started = std::time::Instant::now();
         // One codeword-sized buffer, not two: the encoder's work buffers are a commit's
@@ -446,6 +503,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let codeword = self.ntt.record(batch, NttSource::OneBuffer(message), &spec)?;
         // From here the record owns the codeword: it goes back to the pool on any error.
         let mut recorded = RecordedCodeword { codeword: Some(Stored::One(codeword)), tree: None, ntt: self.ntt.clone() };
+        if let (Some(hiding), Some(Stored::One(codeword))) = (hiding, recorded.codeword.as_ref()) {
+            self.record_hiding_rows(batch, hiding, codeword, rows, spec.log_n, (width, width, 0), spec.bit_reversed_output)?;
+        }
         // The encoding goes to the GPU at once and runs while the tree is recorded.
         batch.submit_part()?;
         // The lowest layers are not kept (the leaves alone are half the tree's memory): an
@@ -484,7 +544,15 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     /// rehash the rows they need, chunk by chunk); digest layers larger than one binding are
     /// built and read in ranges. Needs the message and one column of the codeword each within
     /// one binding, and the tree's level 1 within one buffer.
-    fn record_blocked(&self, batch: &mut Batch<'_>, message: &wgpu::Buffer, rows: usize, width: usize, log_inv_rate: usize) -> Result<RecordedCodeword<F>> {
+    fn record_blocked(
+        &self,
+        batch: &mut Batch<'_>,
+        message: &wgpu::Buffer,
+        rows: usize,
+        width: usize,
+        log_inv_rate: usize,
+        hiding: Option<&HidingRows<'_>>,
+    ) -> Result<RecordedCodeword<F>> {
         let ctx = self.ntt.context().clone();
         let binding = ctx.max_binding_bytes();
         let codeword_rows = rows << log_inv_rate;
@@ -546,6 +614,14 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
             // Reuse of either buffer is recorded after the work reading it (in order).
             batch.reuse(block_message);
             let block = block?;
+            if let Some(hiding) = hiding {
+                // Reuse of `block` below is recorded after this reads it.
+                let added = self.record_hiding_rows(batch, hiding, &block, rows, spec.log_n, (cols, width, b * cols), spec.bit_reversed_output);
+                if let Err(e) = added {
+                    batch.reuse(block);
+                    return Err(e);
+                }
+            }
             let puts: Vec<Dispatch> = chunks
                 .iter()
                 .enumerate()
@@ -609,5 +685,9 @@ fn message_rows(len: usize, width: usize) -> Result<usize> {
 
 /// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
 #[cfg(test)]
-pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] =
-    &[crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col })];
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
+    crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col }),
+    crate::shaders::twin_layout!(HidingRowsParams as "HidingRowsParams" in "util/hiding_rows" {
+        log_n, log_rows, cols, rand_width, col_offset, t, reversed, omega, mu
+    }),
+];

@@ -107,6 +107,7 @@ wgsl_sources!(
     "util/gather_params",
     "util/gather",
     "util/copy_block",
+    "util/hiding_rows",
     "util/reverse_bits",
     "test/field_ops",
 );
@@ -236,6 +237,8 @@ kernels! {
     /// Copies a block of words between row-major matrices of different widths
     /// (wgsl/util/copy_block.wgsl).
     CopyBlock => ("util/copy_block", "copy_block"),
+    /// Adds a hiding message's randomness rows to its message's codeword (wgsl/util/hiding_rows.wgsl).
+    AddHidingRows => ("util/hiding_rows", "add_hiding_rows"),
     /// A table copied with its row and column indices bit-reversed (wgsl/util/reverse_bits.wgsl).
     ReverseIndexBits => ("util/reverse_bits", "reverse_index_bits"),
     /// Absorbs a round's two values into the GPU transcript and sets up its grind
