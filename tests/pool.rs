@@ -441,3 +441,56 @@ fn a_pool_over_queues_of_one_device_makes_the_lone_proofs() {
         out.proof_file(&job.params).verify(&job.params).unwrap_or_else(|e| panic!("job {i}: the stock verifier rejected it: {e}"));
     }
 }
+
+/// Issue 56, 2: hiding jobs in flight together (a generator forked per job, in the jobs'
+/// order) give `HidingWhirPcs`'s proofs for those forks, byte for byte, and p3-whir's verifier
+/// accepts each; the same generator gives the same proofs in flight one at a time.
+#[test]
+fn hiding_proofs_in_flight_are_plonky3s_for_their_forks() {
+    use p3_dft::Radix2DFTSmallBatch;
+    use p3_multilinear_util::point::Point;
+    use p3_multilinear_util::poly::Poly;
+    use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, SecurityAssumption, ZkParameters, ZkWhirConfig};
+    use whir_wgpu::gpu::GpuChallenger;
+    use whir_wgpu::prover::{HidingJob, WhirPieces, EF, F};
+    use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
+    let mut rng = common::rng();
+    let vars = 12;
+    let protocol = ProtocolParameters {
+        security_level: 32,
+        pow_bits: 5,
+        round_log_inv_rates: vec![],
+        folding_factor: FoldingFactor::Constant(3),
+        soundness_type: SecurityAssumption::JohnsonBound,
+        starting_log_inv_rate: 2,
+    };
+    let config = ZkWhirConfig::<EF, F, GpuChallenger>::new(vars, protocol, ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 }).unwrap();
+    let jobs: Vec<HidingJob<EF>> = (0..5)
+        .map(|i| HidingJob { witness: Poly::new(common::random_vec(&mut rng, 1 << vars)), points: (0..i % 3).map(|_| Point::rand(&mut rng, vars)).collect() })
+        .collect();
+    let seed = rng.random::<u64>();
+    for ctx in common::contexts() {
+        let backend = GpuBackend::new(ctx.clone());
+        let mut outputs = Vec::new();
+        for in_flight in [3, 1] {
+            let pool = ProofPool::new(backend.clone(), PoolOptions { in_flight: Some(in_flight) }).unwrap();
+            let proofs = pool.prove_hiding_many(&config, LeafSponge::Width16, jobs.clone(), &mut StdRng::seed_from_u64(seed));
+            outputs.push(proofs.into_iter().map(|r| r.unwrap()).map(|o| (o.commitment, postcard::to_allocvec(&o.proof).unwrap())).collect::<Vec<_>>());
+        }
+        assert!(outputs[0] == outputs[1], "{:?}: 3 in flight and 1 in flight differ", ctx.mul_variant());
+        let mut forks = StdRng::seed_from_u64(seed);
+        for (job, (root, bytes)) in jobs.iter().zip(&outputs[0]) {
+            let stock = HidingWhirPcs::<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger, StdRng>::new(
+                config.clone(),
+                Radix2DFTSmallBatch::default(),
+                cpu_mmcs_with::<F>(0, LeafSponge::Width16),
+                StdRng::from_rng(&mut forks),
+            );
+            let mut challenger = WhirPieces::challenger(&backend);
+            let (expected_root, data) = stock.commit(job.witness.clone(), &mut challenger).unwrap();
+            let expected = stock.open(data, job.points.clone(), &mut challenger).unwrap();
+            assert!(root == &expected_root && bytes == &postcard::to_allocvec(&expected).unwrap(), "{:?}: a pooled hiding proof differs", ctx.mul_variant());
+            stock.verify(root, &expected, &mut WhirPieces::challenger(&backend), job.points.clone()).unwrap();
+        }
+    }
+}

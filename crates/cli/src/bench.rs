@@ -89,7 +89,7 @@ pub struct BenchArgs {
     /// 1/2) on one polynomial per (n, fold, rate) at one point, over Plonky3's CPU pieces and over
     /// the GPU's (DFT, Merkle trees, grinder) in one process: the proofs byte-identical for one
     /// generator seed, and verified.
-    #[arg(long, conflicts_with_all = ["tables", "concurrency", "plot"])]
+    #[arg(long, conflicts_with_all = ["tables", "plot"])]
     zk: bool,
     /// p3-sumcheck's layout of the --tables witness: suffix (`SuffixProver`, `Witness::new`) or
     /// prefix (`PrefixProver`, `Witness::new_interleaved`).
@@ -292,6 +292,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
+    }
+    if args.zk && !args.concurrency.is_empty() {
+        return zk::run_zk_throughput(&args);
     }
     if args.zk {
         return crate::with_extension!((args.field, args.extension), |F, E| zk::run_zk::<F, E>(&args));

@@ -38,7 +38,9 @@ pub use hiding::{CpuHidingPcs, GpuHidingPcs, HidingChallenger, HidingPcs, Hiding
 pub use lookahead::WhirChallenger;
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
-pub use pool::{default_in_flight, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT};
+pub use pool::{
+    default_in_flight, HidingJob, HidingOutput, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT,
+};
 pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier
 // (its bounds and format constants are whir-verifier's).

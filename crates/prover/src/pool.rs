@@ -15,9 +15,19 @@ use std::sync::{Condvar, Mutex};
 
 use whir_gpu::{AdapterSummary, GpuError};
 
+use p3_commit::MultilinearPcs;
+use p3_multilinear_util::point::Point;
+use p3_multilinear_util::poly::Poly;
+use p3_whir::ZkWhirConfig;
+use rand::distr::{Distribution, StandardUniform};
+use rand::rngs::StdRng;
+use rand::{CryptoRng, SeedableRng};
+use whir_gpu::GpuChallenger;
+use whir_verifier::hash::LeafSponge;
+
 use crate::backend::{cpu_unless_refused, estimated_gpu_bytes, GpuBackend, ProverOutput};
 use crate::error::ProverError;
-use crate::{Params, F};
+use crate::{Commitment, Params, WhirExtension, ZkProof, F};
 
 /// Proofs in flight at once on a hardware adapter when the caller does not say: eight in flight
 /// gave few more proofs per second than four for twice the latency (docs/benchmarks-history.md).
@@ -65,6 +75,26 @@ pub struct ProofJob {
     pub params: Params,
     /// The polynomial's 2^n evaluations.
     pub evals: Vec<F>,
+}
+
+/// One hiding proof for [`ProofPool::prove_hiding_many`]: a polynomial and the points it is
+/// opened at.
+#[derive(Clone, Debug)]
+pub struct HidingJob<E> {
+    /// The polynomial's 2^n evaluations.
+    pub witness: Poly<F>,
+    /// The opening points.
+    pub points: Vec<Point<E>>,
+}
+
+/// A hiding job's result: its commitment and its proof, made from a fresh challenger
+/// ([`WhirPieces::challenger`](crate::WhirPieces::challenger)), which is where a verifier starts.
+#[derive(Clone)]
+pub struct HidingOutput<E: WhirExtension<F>> {
+    /// The commitment (observed by the challenger before the opening).
+    pub commitment: Commitment<F>,
+    /// The proof (`HidingWhirPcs`'s bytes for the job's generator).
+    pub proof: ZkProof<F, E>,
 }
 
 /// Keeps up to N jobs in flight on each of its [`GpuBackend`]s' contexts (see the module docs).
@@ -237,6 +267,50 @@ impl ProofPool {
             out.push(r)
         });
         out
+    }
+
+    /// Zero-knowledge proofs ([`GpuHidingPcs`](crate::GpuHidingPcs): commit, then open at the
+    /// job's points, from a fresh challenger) of every job under `config`, Merkle leaves hashed
+    /// by `leaf`, up to [`in_flight`](Self::in_flight) at once; the results in the jobs' order.
+    /// Each job's masks come from a `StdRng` forked from `rng` (32 bytes of it) as the job is
+    /// taken, in the jobs' order, so the same generator gives the same proofs however the jobs
+    /// are scheduled; a job retried on another context reuses its fork. A real proof's `rng`
+    /// draws from the operating system.
+    pub fn prove_hiding_many<E, R>(
+        &self,
+        config: &ZkWhirConfig<E, F, GpuChallenger<F>>,
+        leaf: LeafSponge,
+        jobs: impl IntoIterator<Item = HidingJob<E>, IntoIter: Send>,
+        rng: &mut R,
+    ) -> Vec<Result<HidingOutput<E>, ProverError>>
+    where
+        E: WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField,
+        R: CryptoRng + Send,
+        StandardUniform: Distribution<E> + Distribution<F>,
+    {
+        let driver = self.backend().driver_options();
+        let ext_words = <E as p3_field::BasedVectorSpace<F>>::DIMENSION;
+        // The hiding oracles are the plain prover's codewords (their randomness rows added in
+        // place), its tables too; the masks are small.
+        let shape =
+            Params { num_vars: config.num_variables(), fold: config.round_folding_factor(0), log_inv_rate: config.starting_log_inv_rate, ..Params::default() };
+        let estimate = |_: &(HidingJob<E>, [u8; 32])| {
+            self.lanes.iter().map(|l| crate::backend::estimated_gpu_bytes_over(&shape, l.backend.context().tuning(), &driver, ext_words)).max().unwrap_or(0)
+        };
+        let work = |backend: &GpuBackend, (job, seed): &(HidingJob<E>, [u8; 32])| -> Result<HidingOutput<E>, ProverError> {
+            let pcs = backend.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), leaf, StdRng::from_seed(*seed))?;
+            let mut challenger = crate::WhirPieces::challenger(backend);
+            let (commitment, data) = pcs.commit(job.witness.clone(), &mut challenger)?;
+            let proof = pcs.open(data, job.points.clone(), &mut challenger)?;
+            Ok(HidingOutput { commitment, proof })
+        };
+        // `StdRng::from_rng`'s 32 bytes, kept as a seed so a retried job forks the same generator.
+        let forked = jobs.into_iter().map(|job| {
+            let mut seed = [0u8; 32];
+            rng.fill_bytes(&mut seed);
+            (job, seed)
+        });
+        self.run_many(forked, estimate, work)
     }
 
     /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`; each
