@@ -78,52 +78,61 @@ where
         eprintln!("GPU: {}", g.context().summary());
     }
     let mut cells = Vec::new();
-    for &vars in &distinct("--vars", &args.vars) {
+    for p in zk_grid(args, soundness) {
+        let (vars, fold, rate) = (p.num_vars, p.fold, p.log_inv_rate);
+        let mut cell = ZkCell {
+            vars,
+            fold,
+            rate,
+            points: p.points,
+            skipped: None,
+            stock_commit_ms: None,
+            stock_open_ms: None,
+            gpu_pieces_commit_ms: None,
+            gpu_pieces_open_ms: None,
+            resident_commit_ms: None,
+            resident_open_ms: None,
+            plain_gpu_ms: None,
+            resident_peak_mib: None,
+            plain_peak_mib: None,
+            resident_open_steps_ms: None,
+            proof_kib: None,
+        };
+        let config = match zk_config::<F, E>(&p) {
+            Ok(c) => c,
+            Err(e) => {
+                cell.skipped = Some(e.to_string());
+                cells.push(cell);
+                continue;
+            }
+        };
+        eprintln!("n = {vars}, fold {fold}, rate {rate}");
+        measure_zk::<F, E>(args, gpu.as_ref(), &p, &config, &mut cell)?;
+        cells.push(cell);
+    }
+    report_zk(cells, json_out)
+}
+
+/// The parameters of each cell of `whir bench --zk`'s grid (one point each).
+fn zk_grid(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
+    let mut grid = Vec::new();
+    for &num_vars in &distinct("--vars", &args.vars) {
         for &fold in &distinct("--fold", &args.fold) {
-            for &rate in &distinct("--rate", &args.rate) {
-                let p = Params {
-                    num_vars: vars,
+            for &log_inv_rate in &distinct("--rate", &args.rate) {
+                grid.push(Params {
+                    num_vars,
                     fold,
-                    log_inv_rate: rate,
+                    log_inv_rate,
                     security_bits: args.security.security,
                     pow_bits: args.security.pow_bits,
                     soundness,
                     points: 1,
                     leaf: args.security.leaf,
-                };
-                let mut cell = ZkCell {
-                    vars,
-                    fold,
-                    rate,
-                    points: p.points,
-                    skipped: None,
-                    stock_commit_ms: None,
-                    stock_open_ms: None,
-                    gpu_pieces_commit_ms: None,
-                    gpu_pieces_open_ms: None,
-                    resident_commit_ms: None,
-                    resident_open_ms: None,
-                    plain_gpu_ms: None,
-                    resident_peak_mib: None,
-                    plain_peak_mib: None,
-                    resident_open_steps_ms: None,
-                    proof_kib: None,
-                };
-                let config = match zk_config::<F, E>(&p) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        cell.skipped = Some(e.to_string());
-                        cells.push(cell);
-                        continue;
-                    }
-                };
-                eprintln!("n = {vars}, fold {fold}, rate {rate}");
-                measure_zk::<F, E>(args, gpu.as_ref(), &p, &config, &mut cell)?;
-                cells.push(cell);
+                });
             }
         }
     }
-    report_zk(cells, json_out)
+    grid
 }
 
 /// The hiding configuration of a cell's parameters (with `ZK_PARAMETERS`), within the host's
@@ -154,79 +163,66 @@ pub(super) fn run_zk_throughput(args: &BenchArgs) -> Result<()> {
     let gpu = crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?;
     eprintln!("GPU: {}", gpu.context().summary());
     let mut rows = Vec::new();
-    for &vars in &distinct("--vars", &args.vars) {
-        for &fold in &distinct("--fold", &args.fold) {
-            for &rate in &distinct("--rate", &args.rate) {
-                let p = Params {
-                    num_vars: vars,
-                    fold,
-                    log_inv_rate: rate,
-                    security_bits: args.security.security,
-                    pow_bits: args.security.pow_bits,
-                    soundness,
-                    points: 1,
-                    leaf: args.security.leaf,
-                };
-                let config = match zk_config::<F, E>(&p) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        eprintln!("n = {vars}, fold {fold}, rate {rate}: skipped ({e})");
-                        continue;
-                    }
-                };
-                let mut rng = StdRng::seed_from_u64(vars as u64);
-                let witness = Poly::new((0..1usize << vars).map(|_| rng.random::<F>()).collect::<Vec<F>>());
-                let points: Vec<Point<E>> = vec![Point::rand(&mut rng, vars)];
-                let seed = rng.random::<u64>();
-                // Plonky3, one proof at a time on every core: its latency's inverse.
-                let stock = |seed: [u8; 32]| {
-                    StockHiding::<F, E>::new(
-                        config.clone(),
-                        Radix2DFTSmallBatch::default(),
-                        whir_verifier::hash::cpu_mmcs_with::<F>(0, p.leaf),
-                        StdRng::from_seed(seed),
-                    )
-                };
-                let host = || WhirPieces::<F>::challenger(&CpuBackend);
-                let mut first_fork = [0u8; 32];
-                rand::Rng::fill_bytes(&mut StdRng::seed_from_u64(seed), &mut first_fork);
-                let mut stock_ms = Vec::new();
-                let mut expected = None;
-                for _ in 0..args.reps {
-                    let (c, o, bytes, root) = timed_proof(&stock(first_fork), &witness, &points, &mut host())?;
-                    stock_ms.push(ms(c + o));
-                    expected = Some((bytes, root));
-                }
-                let (expected, root) = expected.expect("at least one repetition");
-                let proof: ZkWhirProof<F, E, CpuMmcs<F>> = postcard::from_bytes(&expected)?;
-                stock(first_fork)
-                    .verify(&root, &proof, &mut host(), points.clone())
-                    .map_err(|e| anyhow!("p3-whir's verifier rejects Plonky3's hiding proof: {e:?}"))?;
-                let stock_per_s = 1e3 / median(stock_ms);
-                let jobs = |count: usize| (0..count).map(|_| HidingJob { witness: witness.clone(), points: points.clone() }).collect::<Vec<_>>();
-                let mut line = format!("| {vars} | {fold} | {rate} | {stock_per_s:.2} |");
-                for &in_flight in &args.concurrency {
-                    let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(in_flight) })?;
-                    // Warm: the pool's threads, buffers and clocks.
-                    busy_for(args.gpu_warmup_ms, || {
-                        pool.prove_hiding_many(&config, p.leaf, jobs(in_flight), &mut StdRng::seed_from_u64(seed))
-                            .into_iter()
-                            .try_for_each(|r| r.map(|_| ()).map_err(Into::into))
-                    })?;
-                    let batch = jobs(args.proofs);
-                    let started = Instant::now();
-                    let results = pool.prove_hiding_many(&config, p.leaf, batch, &mut StdRng::seed_from_u64(seed));
-                    let per_s = args.proofs as f64 / started.elapsed().as_secs_f64();
-                    let first = results.into_iter().next().ok_or_else(|| anyhow!("no proofs"))??;
-                    if first.commitment != root || postcard::to_allocvec(&first.proof)? != expected {
-                        bail!("n = {vars}, fold {fold}: the pool's first hiding proof differs from HidingWhirPcs's for its fork");
-                    }
-                    eprintln!("n = {vars}, fold {fold}, rate {rate}, {in_flight} in flight: {per_s:.1} hiding proofs/s (Plonky3: {stock_per_s:.2}/s)");
-                    line += &format!(" {per_s:.1} ({:.1}x) |", per_s / stock_per_s);
-                }
-                rows.push(line);
+    for p in zk_grid(args, soundness) {
+        let (vars, fold, rate) = (p.num_vars, p.fold, p.log_inv_rate);
+        let config = match zk_config::<F, E>(&p) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("n = {vars}, fold {fold}, rate {rate}: skipped ({e})");
+                continue;
             }
+        };
+        let mut rng = StdRng::seed_from_u64(vars as u64);
+        let witness = Poly::new((0..1usize << vars).map(|_| rng.random::<F>()).collect::<Vec<F>>());
+        let points: Vec<Point<E>> = vec![Point::rand(&mut rng, vars)];
+        let seed = rng.random::<u64>();
+        // Plonky3, one proof at a time on every core: its latency's inverse.
+        let stock = |seed: [u8; 32]| {
+            StockHiding::<F, E>::new(
+                config.clone(),
+                Radix2DFTSmallBatch::default(),
+                whir_verifier::hash::cpu_mmcs_with::<F>(0, p.leaf),
+                StdRng::from_seed(seed),
+            )
+        };
+        let host = || WhirPieces::<F>::challenger(&CpuBackend);
+        let mut first_fork = [0u8; 32];
+        rand::Rng::fill_bytes(&mut StdRng::seed_from_u64(seed), &mut first_fork);
+        let mut stock_ms = Vec::new();
+        let mut expected = None;
+        for _ in 0..args.reps {
+            let (c, o, bytes, root) = timed_proof(&stock(first_fork), &witness, &points, &mut host())?;
+            stock_ms.push(ms(c + o));
+            expected = Some((bytes, root));
         }
+        let (expected, root) = expected.expect("at least one repetition");
+        let proof: ZkWhirProof<F, E, CpuMmcs<F>> = postcard::from_bytes(&expected)?;
+        stock(first_fork)
+            .verify(&root, &proof, &mut host(), points.clone())
+            .map_err(|e| anyhow!("p3-whir's verifier rejects Plonky3's hiding proof: {e:?}"))?;
+        let stock_per_s = 1e3 / median(stock_ms);
+        let jobs = |count: usize| (0..count).map(|_| HidingJob { witness: witness.clone(), points: points.clone() }).collect::<Vec<_>>();
+        let mut line = format!("| {vars} | {fold} | {rate} | {stock_per_s:.2} |");
+        for &in_flight in &args.concurrency {
+            let pool = ProofPool::new(gpu.clone(), PoolOptions { in_flight: Some(in_flight) })?;
+            // Warm: the pool's threads, buffers and clocks.
+            busy_for(args.gpu_warmup_ms, || {
+                pool.prove_hiding_many(&config, p.leaf, jobs(in_flight), &mut StdRng::seed_from_u64(seed))
+                    .into_iter()
+                    .try_for_each(|r| r.map(|_| ()).map_err(Into::into))
+            })?;
+            let batch = jobs(args.proofs);
+            let started = Instant::now();
+            let results = pool.prove_hiding_many(&config, p.leaf, batch, &mut StdRng::seed_from_u64(seed));
+            let per_s = args.proofs as f64 / started.elapsed().as_secs_f64();
+            let first = results.into_iter().next().ok_or_else(|| anyhow!("no proofs"))??;
+            if first.commitment != root || postcard::to_allocvec(&first.proof)? != expected {
+                bail!("n = {vars}, fold {fold}: the pool's first hiding proof differs from HidingWhirPcs's for its fork");
+            }
+            eprintln!("n = {vars}, fold {fold}, rate {rate}, {in_flight} in flight: {per_s:.1} hiding proofs/s (Plonky3: {stock_per_s:.2}/s)");
+            line += &format!(" {per_s:.1} ({:.1}x) |", per_s / stock_per_s);
+        }
+        rows.push(line);
     }
     let levels: Vec<String> = args.concurrency.iter().map(|c| format!("{c} in flight: proofs/s (vs Plonky3)")).collect();
     println!("| n | fold | rate | HidingWhirPcs proofs/s (one at a time, all cores) | {} |", levels.join(" | "));
