@@ -589,3 +589,24 @@ fn resident_hiding_proofs_split_over_small_bindings_are_plonky3s() {
         assert!(gpu_root == root && gpu_bytes == expected, "{shape:?} under a {binding}-byte binding: the proofs differ");
     }
 }
+
+/// The hiding codeword's randomness rows added by cosets (a small transform a workgroup) and,
+/// past a workgroup's coset (over 1024 rows), by Horner: the GPU's root is the twin's
+/// (`[message | randomness | 0]` transformed whole) for randomness of 1 to 1100 rows, both
+/// multiply variants.
+#[test]
+fn hiding_codewords_match_the_twin_for_any_randomness_rows() {
+    use whir_wgpu::prover::steps::WhirBackend;
+    let mut rng = common::rng();
+    let (n, fold, rate) = (12usize, 2usize, 2usize);
+    let poly: Vec<F> = (0..1usize << n).map(|_| rng.random()).collect();
+    for ctx in common::contexts() {
+        let (gpu, _) = gpu_steps::<F>(&ctx);
+        for t in [1usize, 5, 100, 1024, 1100] {
+            let randomness: Vec<F> = (0..t << fold).map(|_| rng.random()).collect();
+            let (expected, _, _) = WhirBackend::<F, EF>::commit_hiding_message(&CpuCodewords::<F, EF>::default(), &poly, &randomness, fold, rate).unwrap();
+            let (ours, _, _) = WhirBackend::<F, EF>::commit_hiding_message(&gpu, &poly, &randomness, fold, rate).unwrap();
+            assert!(ours == expected, "{t} randomness rows ({:?})", ctx.mul_variant());
+        }
+    }
+}

@@ -45,12 +45,15 @@ struct HidingRowsParams {
     col_offset: u32,
     t: u32,
     reversed: u32,
+    log_m: u32,
     omega: u32,
     mu: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    eta: u32,
+    _pad: u32,
 }
+
+/// The largest coset `add_hiding_rows` transforms in one workgroup (its `MAX_M`).
+const HIDING_ROWS_MAX_LOG_COSET: usize = 10;
 
 /// A hiding message's randomness rows on the device (`t` rows of the message's width), added
 /// to its message's codeword where the codeword is transformed (wgsl/util/hiding_rows.wgsl).
@@ -447,8 +450,11 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         reversed: bool,
     ) -> Result<()> {
         let ctx = self.ntt.context().clone();
+        // Cosets of M >= t points, each one small transform (wgsl/util/hiding_rows.wgsl), where
+        // a coset fits a workgroup and the codeword; otherwise t products a value (Horner).
+        let log_m = hiding.t.max(2).next_power_of_two().ilog2() as usize;
+        let by_cosets = log_m <= HIDING_ROWS_MAX_LOG_COSET && log_m <= log_n;
         let omega = F::two_adic_generator(log_n);
-        let mu = omega.exp_u64(rows as u64);
         let word = |v: F| as_words(std::slice::from_ref(&v))[0];
         let params = HidingRowsParams {
             log_n: log_n as u32,
@@ -458,16 +464,18 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
             col_offset: col_offset as u32,
             t: hiding.t as u32,
             reversed: u32::from(reversed),
+            log_m: log_m as u32,
             omega: word(omega),
-            mu: word(mu),
-            _pad0: 0,
-            _pad1: 0,
-            _pad2: 0,
+            mu: word(omega.exp_u64(rows as u64)),
+            eta: word(omega.exp_power_of_2(log_n.saturating_sub(log_m))),
+            _pad: 0,
         };
-        let pipeline = ctx.pipeline_for(F::ID, Kernel::AddHidingRows, &[])?;
+        let (kernel, groups) =
+            if by_cosets { (Kernel::AddHidingRows, 1usize << (log_n - log_m)) } else { (Kernel::AddHidingRowsHorner, (1usize << log_n).div_ceil(256)) };
+        let pipeline = ctx.pipeline_for(F::ID, kernel, &[])?;
         let params = ctx.uniform("hiding rows params", &params);
         let bind = ctx.bind_buffers(&pipeline, &[&params, hiding.rows, target]);
-        batch.record_as("hiding rows", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: (1usize << log_n).div_ceil(256) as u32 }]);
+        batch.record_as("hiding rows", &[Dispatch { pipeline: (*pipeline).clone(), bind, groups: groups as u32 }]);
         Ok(())
     }
 

@@ -237,8 +237,12 @@ kernels! {
     /// Copies a block of words between row-major matrices of different widths
     /// (wgsl/util/copy_block.wgsl).
     CopyBlock => ("util/copy_block", "copy_block"),
-    /// Adds a hiding message's randomness rows to its message's codeword (wgsl/util/hiding_rows.wgsl).
+    /// Adds a hiding message's randomness rows to its message's codeword, a coset of points a
+    /// workgroup (wgsl/util/hiding_rows.wgsl).
     AddHidingRows => ("util/hiding_rows", "add_hiding_rows"),
+    /// `AddHidingRows` a row at a time (Horner), for codewords smaller than a coset or more
+    /// randomness rows than a coset holds.
+    AddHidingRowsHorner => ("util/hiding_rows", "add_hiding_rows_horner"),
     /// A table copied with its row and column indices bit-reversed (wgsl/util/reverse_bits.wgsl).
     ReverseIndexBits => ("util/reverse_bits", "reverse_index_bits"),
     /// Absorbs a round's two values into the GPU transcript and sets up its grind

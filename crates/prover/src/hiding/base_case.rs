@@ -74,6 +74,7 @@ where
     }
     let mut transcript = ZkBaseCaseProverTranscript::<C, F, E>::new(challenger, ZkBaseCaseShape::new(&base));
     let played = (|| {
+        let started = std::time::Instant::now();
         let fresh_message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
         let fresh_randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
         // The folded code's encoding (`FoldedRsCode::encode_column`): [message | randomness | 0]
@@ -92,6 +93,7 @@ where
         let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
         let (fresh_main_commitment, fresh_main_data) = steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate)?;
         transcript.fresh_commitment(fresh_main_commitment.clone());
+        let fresh_at = started.elapsed();
 
         // Per group, a blind per member: message then randomness, interleaved.
         let mut blinds: Vec<Blinds<F, E>> = Vec::with_capacity(base.mask_groups.len());
@@ -114,6 +116,7 @@ where
         for (message, covector) in blinds.iter().flat_map(|(messages, _, _)| messages).zip(&masks.covectors) {
             masked_claim += dot_product::<E, _, _>(message.iter().copied(), covector.iter().copied());
         }
+        let blinds_at = started.elapsed();
         transcript.claim(masked_claim);
         let gamma: E = transcript.gamma();
 
@@ -129,7 +132,9 @@ where
             blinded_masks.push(blinded);
         }
 
+        let revealed_at = started.elapsed();
         let pow_witness = transcript.spot_check_pow();
+        let ground_at = started.elapsed();
         let positions = transcript.source_queries();
         let fresh_main_opening = steps.open(&fresh_main_data, &positions)?;
         let source_openings = open_source(&positions)?;
@@ -140,6 +145,16 @@ where
             let positions = transcript.mask_queries(group);
             mask_openings.push(MaskOpeningPair { carried: open_mask(mmcs, &positions, carried), fresh: open_mask(mmcs, &positions, fresh) });
         }
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        tracing::debug!(
+            fresh_codeword_ms = ms(fresh_at),
+            blinds_ms = ms(blinds_at - fresh_at),
+            reveals_ms = ms(revealed_at - blinds_at),
+            grind_ms = ms(ground_at - revealed_at),
+            openings_ms = ms(started.elapsed() - ground_at),
+            positions = positions.len(),
+            "hiding base case"
+        );
         Ok(BaseCaseZkProof {
             fresh_main_commitment,
             fresh_mask_commitments,
