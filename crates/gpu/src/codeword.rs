@@ -696,6 +696,6 @@ fn message_rows(len: usize, width: usize) -> Result<usize> {
 pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(BlockParams as "BlockParams" in "util/copy_block" { rows, cols, src_width, src_row, src_col, dst_width, dst_col }),
     crate::shaders::twin_layout!(HidingRowsParams as "HidingRowsParams" in "util/hiding_rows" {
-        log_n, log_rows, cols, rand_width, col_offset, t, reversed, omega, mu
+        log_n, log_rows, cols, rand_width, col_offset, t, reversed, log_m, omega, mu, eta
     }),
 ];
