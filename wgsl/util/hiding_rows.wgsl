@@ -8,13 +8,15 @@
 // codeword of m (whose coefficients past 2^log_rows are zero) plus, in each column b, the values
 //     x^(2^log_rows) · R_b(x),   R_b(x) = Σ_{j<t} r[j][b] x^j,   x = ω^i,
 // so the randomness rows need no padded transform of the message's size.
-// `add_hiding_rows` evaluates R_b a coset at a time: with M = 2^log_m >= t and K = N / M, the
-// points ω^(c + K·k) (k < M) are the coset ω^c·<η> of η = ω^K, and R_b over it is the size-M
-// transform of (r[j][b]·ω^(c·j))_j, a radix-2 DIF in workgroup memory (M log M / 2 products a
-// column, not t·M). Its output comes in bit-reversed order: position p holds k = rev(p), whose row
-// is c + K·k in natural order, and rev_K(c)·M + p in bit-reversed order (a coset is then one run
-// of rows). `add_hiding_rows_horner`: one invocation a row, t products a column (Horner), for
-// codewords smaller than a coset or more randomness rows than a coset holds.
+// `add_hiding_rows` evaluates a coset at a time: with M = 2^log_m >= t and K = N / M, the points
+// ω^(c + K·k) (k < M) are the coset ω^c·<η> of η = ω^K, where x^(2^log_rows) = ω^(c·2^log_rows)
+// (η^(2^log_rows) = 1 when M <= 2^log_rows), so x^(2^log_rows)·R_b(x) over the coset is the
+// size-M transform of (r[j][b]·ω^(c·(2^log_rows + j)))_j: a radix-2 DIF in workgroup memory,
+// several columns at once (M log M / 2 products a column, not t·M). Its output comes in
+// bit-reversed order: position p holds k = rev(p), whose row is c + K·k in natural order and
+// rev_K(c)·M + p in bit-reversed order (a coset is then one run of rows).
+// `add_hiding_rows_horner`: one invocation a row, t products a column (Horner), where a coset
+// does not fit (M over 1024 or over the message's rows).
 // `codeword` holds `cols` columns of the codeword (all of it, or a column block from
 // `col_offset` of rows `rand_width` wide) with its rows in natural order, or bit-reversed
 // (`reversed` = 1: row s holds x = ω^rev(s)).
@@ -41,11 +43,12 @@ struct HidingRowsParams {
 @group(0) @binding(2) var<storage, read_write> codeword: array<u32>;
 
 const WORKGROUP: u32 = 256u;
-// The largest coset: M = 1024 (four entries an invocation).
+// The largest coset (M = 1024), and the values a workgroup transforms at once (columns of M).
 const MAX_M: u32 = 1024u;
-const PER_LANE: u32 = 4u;
-var<workgroup> values: array<u32, MAX_M>;
+const MAX_VALUES: u32 = 2048u;
+var<workgroup> values: array<u32, MAX_VALUES>;
 var<workgroup> twiddles: array<u32, 512>;
+var<workgroup> shifts: array<u32, MAX_M>;
 
 // x^(2^log_rows) at x = ω^i: μ^i, μ of order N / 2^log_rows.
 fn shift_at(i: u32) -> u32 {
@@ -66,51 +69,40 @@ fn add_hiding_rows(
     if (c >= (1u << log_k)) {
         return;
     }
-    // η^e for e < M / 2, the DIF's twiddles.
+    // η^e for e < M / 2 (the DIF's twiddles), and coefficient j's factor ω^(c·(2^log_rows + j)).
     for (var e = lid; e < m / 2u; e += WORKGROUP) {
         twiddles[e] = fp_pow(params.eta, e);
     }
-    // Per entry this invocation owns: ω^(c·j) (the coset's shift of coefficient j), and for the
-    // output position p = j its storage row and its x^(2^log_rows).
     let wc = fp_pow(params.omega, c);
-    var coset_shift: array<u32, PER_LANE>;
-    var out_row: array<u32, PER_LANE>;
-    var out_scale: array<u32, PER_LANE>;
-    for (var q = 0u; q < PER_LANE; q++) {
-        let j = lid + q * WORKGROUP;
-        if (j < m) {
-            coset_shift[q] = fp_pow(wc, j);
-            let k = reverse_low_bits(j, log_m);
-            let i = c + (k << log_k);
-            out_scale[q] = shift_at(i);
-            if (params.reversed != 0u) {
-                out_row[q] = (reverse_low_bits(c, log_k) << log_m) + j;
-            } else {
-                out_row[q] = i;
-            }
-        }
+    let base = fp_pow(wc, 1u << params.log_rows);
+    for (var j = lid; j < m; j += WORKGROUP) {
+        shifts[j] = fp_mul(base, fp_pow(wc, j));
     }
-    for (var col = 0u; col < params.cols; col++) {
-        let rcol = params.col_offset + col;
+    let group = min(params.cols, MAX_VALUES / m);
+    let reversed_coset = reverse_low_bits(c, log_k) << log_m;
+    for (var first = 0u; first < params.cols; first += group) {
+        let g = min(group, params.cols - first);
         workgroupBarrier();
-        for (var q = 0u; q < PER_LANE; q++) {
-            let j = lid + q * WORKGROUP;
-            if (j < m) {
-                var v = 0u;
-                if (j < params.t) {
-                    v = fp_mul(randomness[j * params.rand_width + rcol], coset_shift[q]);
-                }
-                values[j] = v;
+        // Entry e: column first + e % g (fastest, so reads and writes run along rows), index e / g.
+        for (var e = lid; e < g * m; e += WORKGROUP) {
+            let col = e % g;
+            let j = e / g;
+            var v = 0u;
+            if (j < params.t) {
+                v = fp_mul(randomness[j * params.rand_width + params.col_offset + first + col], shifts[j]);
             }
+            values[col * m + j] = v;
         }
         // Radix-2 DIF: blocks of `len`, butterflies (u + v, (u - v)·η^((M/len)·j)).
         for (var len = m; len >= 2u; len = len >> 1u) {
             workgroupBarrier();
             let half = len >> 1u;
             let stride = m / len;
-            for (var b = lid; b < m / 2u; b += WORKGROUP) {
-                let j = b & (half - 1u);
-                let at = (b / half) * len + j;
+            for (var b = lid; b < g * (m >> 1u); b += WORKGROUP) {
+                let col = b / (m >> 1u);
+                let within = b % (m >> 1u);
+                let j = within & (half - 1u);
+                let at = col * m + (within / half) * len + j;
                 let u = values[at];
                 let v = values[at + half];
                 values[at] = fp_add(u, v);
@@ -118,12 +110,15 @@ fn add_hiding_rows(
             }
         }
         workgroupBarrier();
-        for (var q = 0u; q < PER_LANE; q++) {
-            let p = lid + q * WORKGROUP;
-            if (p < m) {
-                let at = out_row[q] * params.cols + col;
-                codeword[at] = fp_add(codeword[at], fp_mul(out_scale[q], values[p]));
+        for (var e = lid; e < g * m; e += WORKGROUP) {
+            let col = e % g;
+            let p = e / g;
+            var row = c + (reverse_low_bits(p, log_m) << log_k);
+            if (params.reversed != 0u) {
+                row = reversed_coset + p;
             }
+            let at = row * params.cols + first + col;
+            codeword[at] = fp_add(codeword[at], values[col * m + p]);
         }
     }
 }

@@ -451,9 +451,10 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
     ) -> Result<()> {
         let ctx = self.ntt.context().clone();
         // Cosets of M >= t points, each one small transform (wgsl/util/hiding_rows.wgsl), where
-        // a coset fits a workgroup and the codeword; otherwise t products a value (Horner).
+        // a coset fits a workgroup and divides the message's rows; otherwise t products a value
+        // (Horner).
         let log_m = hiding.t.max(2).next_power_of_two().ilog2() as usize;
-        let by_cosets = log_m <= HIDING_ROWS_MAX_LOG_COSET && log_m <= log_n;
+        let by_cosets = log_m <= HIDING_ROWS_MAX_LOG_COSET && rows >= 1 << log_m && log_m <= log_n;
         let omega = F::two_adic_generator(log_n);
         let word = |v: F| as_words(std::slice::from_ref(&v))[0];
         let params = HidingRowsParams {
