@@ -95,17 +95,32 @@ where
         transcript.fresh_commitment(fresh_main_commitment.clone());
         let fresh_at = started.elapsed();
 
-        // Per group, a blind per member: message then randomness, interleaved.
+        // Per group, a blind per member: message then randomness, interleaved, all drawn in
+        // order; then the groups' small oracles encoded and committed side by side (each alone
+        // is too small to fill the host's cores), and bound in order.
+        let drawn: Vec<(Vec<Vec<E>>, Vec<Vec<E>>)> = base
+            .mask_groups
+            .iter()
+            .map(|group| {
+                let encoding = group.shape.encoding::<E>();
+                (0..group.width).map(|_| (encoding.sample_message(rng), encoding.sample_randomness(rng))).unzip()
+            })
+            .collect();
+        let committed: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = base
+                .mask_groups
+                .iter()
+                .zip(&drawn)
+                .map(|(group, (messages, randomness))| {
+                    scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect::<Result<_, _>>()
+        })
+        .map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?;
         let mut blinds: Vec<Blinds<F, E>> = Vec::with_capacity(base.mask_groups.len());
         let mut fresh_mask_commitments = Vec::with_capacity(base.mask_groups.len());
-        for group in &base.mask_groups {
-            let encoding = group.shape.encoding::<E>();
-            let (mut messages, mut randomness) = (Vec::with_capacity(group.width), Vec::with_capacity(group.width));
-            for _ in 0..group.width {
-                messages.push(encoding.sample_message(rng));
-                randomness.push(encoding.sample_randomness(rng));
-            }
-            let (commitment, data) = mmcs.commit_matrix(encoding.encode_batch_with_randomness(&messages, &randomness));
+        for ((messages, randomness), (commitment, data)) in drawn.into_iter().zip(committed) {
             transcript.blind_commitment(commitment.clone());
             fresh_mask_commitments.push(commitment);
             blinds.push((messages, randomness, data));
