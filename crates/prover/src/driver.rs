@@ -13,7 +13,7 @@
 //! registry, which plays the same transcript once it is given the values.
 
 use crate::breakdown::{step_label, Step};
-use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, RoundHead, SpongeWords, WhirChallenger};
+use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, RoundHead, SpongeWords, WhirChallenger, SPONGE_WIDTH};
 use p3_commit::Mmcs;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_matrix::dense::RowMajorMatrix;
@@ -22,7 +22,9 @@ use p3_multilinear_util::point::Point;
 use p3_sumcheck::strategy::{Basis, VariableOrder};
 use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::SumcheckData;
+use p3_symmetric::Permutation;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
+use whir_gpu::GpuChallenger;
 use whir_gpu::{record::MessageLayout, record::PendingRows, record::RowsSlot, transcript::SpongeScript, CommittedCodeword, GpuCodewords, GpuSumcheck};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
@@ -805,4 +807,36 @@ pub(crate) struct Opened<'a, F: ProverField, E: WhirExtension<F>, S: WhirBackend
     pub codeword: std::sync::Arc<S::Committed>,
     pub sumcheck: S::Sumcheck,
     pub stacking: &'a Stacking,
+}
+
+/// The challenger a run plays over in place of `challenger` where `steps` offer one over the
+/// device that continues its sponge ([`WhirChallenger::sponge_words`]), with the permutation
+/// checked on a random state; None to play over `challenger` itself. A permutation that is
+/// not the device's keeps the run on the host, said once in a log line.
+pub(crate) fn device_transcript<F, E, S, C>(steps: &S, challenger: &C) -> Option<GpuChallenger<F>>
+where
+    F: ProverField,
+    E: WhirExtension<F>,
+    S: WhirBackend<F, E>,
+    C: WhirChallenger<F>,
+{
+    let words = challenger.sponge_words()?;
+    let probe: [F; SPONGE_WIDTH] = std::array::from_fn(|_| F::from_u32(rand::random::<u32>()));
+    let device = steps.device_transcript(words)?;
+    if challenger.permute(probe) != Some(device.inner().permutation.permute(probe)) {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::info!(
+                "the caller's challenger permutes with other constants than the device's Poseidon2: its transcript steps and grinds stay on the host"
+            )
+        });
+        return None;
+    }
+    Some(device)
+}
+
+/// The words of a device challenger's sponge now (what a caller's challenger resumes from).
+pub(crate) fn words_of<F: ProverField>(device: &GpuChallenger<F>) -> SpongeWords<F> {
+    let inner = device.inner();
+    SpongeWords { state: inner.sponge_state, inputs: inner.input_buffer.clone(), outputs: inner.output_buffer.clone() }
 }

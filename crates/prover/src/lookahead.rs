@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use p3_challenger::{CanObserve, CanSampleUniformBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
 use p3_field::Field;
-use p3_symmetric::{CryptographicPermutation, Permutation};
+use p3_symmetric::CryptographicPermutation;
 use whir_gpu::{transcript::GrindAhead, transcript::GrindOffer, transcript::InnerChallenger, transcript::PowClock, GpuChallenger, GpuGrinder};
 
 use crate::{Commitment, ProverField};
@@ -266,36 +266,4 @@ where
         self.input_buffer = words.inputs;
         self.output_buffer = words.outputs;
     }
-}
-
-/// The challenger a run plays over in place of `challenger` where `steps` offer one over the
-/// device that continues its sponge ([`WhirChallenger::sponge_words`]), with the permutation
-/// checked on a random state; None to play over `challenger` itself. A permutation that is
-/// not the device's keeps the run on the host, said once in a log line.
-pub(crate) fn device_transcript<F, E, S, C>(steps: &S, challenger: &C) -> Option<GpuChallenger<F>>
-where
-    F: ProverField,
-    E: crate::WhirExtension<F>,
-    S: crate::driver::WhirBackend<F, E>,
-    C: WhirChallenger<F>,
-{
-    let words = challenger.sponge_words()?;
-    let probe: [F; SPONGE_WIDTH] = std::array::from_fn(|_| F::from_u32(rand::random::<u32>()));
-    let device = steps.device_transcript(words)?;
-    if challenger.permute(probe) != Some(device.inner().permutation.permute(probe)) {
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            tracing::info!(
-                "the caller's challenger permutes with other constants than the device's Poseidon2: its transcript steps and grinds stay on the host"
-            )
-        });
-        return None;
-    }
-    Some(device)
-}
-
-/// The words of a device challenger's sponge now (what a caller's challenger resumes from).
-pub(crate) fn words_of<F: ProverField>(device: &GpuChallenger<F>) -> SpongeWords<F> {
-    let inner = device.inner();
-    SpongeWords { state: inner.sponge_state, inputs: inner.input_buffer.clone(), outputs: inner.output_buffer.clone() }
 }

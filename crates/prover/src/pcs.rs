@@ -21,9 +21,9 @@ use whir_verifier::hash::CpuMmcs;
 
 use crate::breakdown::DriverTimes;
 use crate::claims::{Points, Stacking};
+use crate::driver::{device_transcript, words_of};
 use crate::driver::{CpuCodewords, Opened, WhirBackend};
 use crate::error::ProverError;
-use crate::lookahead::{device_transcript, words_of};
 use crate::options::DriverOptions;
 use crate::protocol::{open_with_steps, StepClock};
 use crate::sumcheck::SumcheckState;

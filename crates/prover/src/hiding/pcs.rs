@@ -17,9 +17,9 @@ use whir_gpu::{GpuChallenger, GpuCodewords};
 use whir_verifier::hash::CpuMmcs;
 
 use super::{commit_hiding, prove_hiding, Committed, HidingTimes, ZkProof};
+use crate::driver::{device_transcript, words_of};
 use crate::driver::{CpuCodewords, WhirBackend};
 use crate::error::ProverError;
-use crate::lookahead::{device_transcript, words_of};
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirChallenger, WhirExtension, EF};
