@@ -24,6 +24,9 @@ fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices:
     SharedProofOpening { rows: values.into_iter().map(|mut per_matrix| per_matrix.swap_remove(0)).collect(), proof }
 }
 
+/// A mask group's members' fresh messages and randomness.
+type MemberBlinds<E> = (Vec<Vec<E>>, Vec<Vec<E>>);
+
 /// A mask group's fresh blinds: each member's message and randomness, and their oracle.
 type Blinds<F, E> = (Vec<Vec<E>>, Vec<Vec<E>>, MaskData<F, E>);
 
@@ -98,7 +101,7 @@ where
         // Per group, a blind per member: message then randomness, interleaved, all drawn in
         // order; then the groups' small oracles encoded and committed side by side (each alone
         // is too small to fill the host's cores), and bound in order.
-        let drawn: Vec<(Vec<Vec<E>>, Vec<Vec<E>>)> = base
+        let drawn: Vec<MemberBlinds<E>> = base
             .mask_groups
             .iter()
             .map(|group| {
