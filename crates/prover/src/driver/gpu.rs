@@ -1,0 +1,243 @@
+//! The GPU steps: `WhirBackend` for whir-gpu's `GpuCodewords`, the message uploaded once and
+//! every step where the data lies, with the round head composed on the device after a root.
+
+use super::*;
+
+/// The GPU's codewords over the degree-4, 5 and 8 extensions (`E` decides the sumcheck's
+/// tables and the width of a folded codeword's rows).
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBackend<F, E> for GpuCodewords<F> {
+    type Committed = CommittedCodeword<F>;
+    type Sumcheck = GpuSumcheck<F, E>;
+
+    fn leaf_sponge(&self) -> LeafSponge {
+        self.merkle().leaf_sponge()
+    }
+
+    /// Over the constants the GPU permutations hold.
+    fn mmcs(&self) -> CpuMmcs<F> {
+        let merkle = self.merkle();
+        whir_verifier::hash::cpu_mmcs_over::<F>(merkle.poseidon2().constants().to_cpu(), merkle.wide_leaves().map(|w| w.constants().to_cpu()), 0)
+    }
+
+    /// The GPU's challenger over the width-16 permutation its trees hash with, with a grinder
+    /// of its own (so runs in flight together never share one).
+    fn device_transcript(&self, words: SpongeWords<F>) -> Option<whir_gpu::GpuChallenger<F>> {
+        let poseidon2 = self.merkle().poseidon2().clone();
+        let mut inner = whir_gpu::transcript::InnerChallenger::<F>::new(poseidon2.constants().to_cpu());
+        (inner.sponge_state, inner.input_buffer, inner.output_buffer) = (words.state, words.inputs, words.outputs);
+        Some(whir_gpu::GpuChallenger::continuing(inner, Some(std::sync::Arc::new(whir_gpu::GpuGrinder::new(poseidon2)))))
+    }
+
+    /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        let vars = message.len().trailing_zeros() as usize;
+        let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
+        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+    }
+
+    /// Each block written straight into staging memory on all cores, then as `commit_message`.
+    fn commit_message_blocks(
+        &self,
+        blocks: usize,
+        block_len: usize,
+        width: usize,
+        log_inv_rate: usize,
+        order: VariableOrder,
+        block: &Blocks<'_, F>,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        let vars = (blocks * block_len).trailing_zeros() as usize;
+        let layout = match order {
+            VariableOrder::Suffix => MessageLayout::Rows,
+            VariableOrder::Prefix => MessageLayout::ReversedIndices { words: 1 },
+        };
+        let (committed, buffer) =
+            self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, layout, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
+        let sumcheck = if order == VariableOrder::Prefix { sumcheck.with_reversed_indices() } else { sumcheck };
+        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+    }
+
+    /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        self.commit_folded_with_head(sumcheck, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
+    }
+
+    /// The commit and, before its wait, the round's head played from its root (`commit_with_head`):
+    /// one round trip instead of three or more.
+    fn commit_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<&RoundHead<F>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+        let m = sumcheck.num_variables();
+        if fold > m {
+            return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
+        }
+        let (rows, width) = (1 << (m - fold), E::WORDS << fold);
+        let (committed, values) = match head {
+            Some(head) => {
+                let script = SpongeScript {
+                    grinder: head.state.grinder.clone(),
+                    sponge: head.state.sponge,
+                    pending: head.state.pending.clone(),
+                    samples: head.samples,
+                    grind_bits: head.grind_bits,
+                };
+                commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?
+            }
+            None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
+        };
+        let played = values.map(|v| PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) });
+        Ok((Commitment::new(vec![committed.root()]), committed, played))
+    }
+
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        let committed = GpuCodewords::commit(self, message, width, log_inv_rate)?;
+        Ok((Commitment::new(vec![committed.root()]), committed))
+    }
+
+    /// The polynomial is uploaded once: reordered, laid out with its randomness rows, encoded
+    /// and committed, and kept (at bit-reversed indices) as the sumcheck's f.
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+        let vars = poly.len().trailing_zeros() as usize;
+        let (committed, reversed) = self.commit_hiding_polynomial(poly, fold, &randomness_rows(randomness, 1 << fold)?, log_inv_rate)?;
+        let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), reversed, vars)?.with_reversed_indices();
+        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+    }
+
+    /// f encoded where the sumcheck left it, its randomness rows uploaded beside it.
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        let m = sumcheck.num_variables();
+        if fold > m {
+            return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
+        }
+        let rows = randomness_rows(randomness, 1 << fold)?;
+        let words = E::flatten_to_base(rows);
+        let ctx = self.context().clone();
+        let committed = ctx.scoped("hiding codeword commit", || {
+            let mut batch = ctx.batch("hiding codeword commit");
+            let recorded = self.record_commit_hiding(
+                &mut batch,
+                sumcheck.f_buffer()?,
+                1 << (m - fold),
+                E::WORDS << fold,
+                sumcheck.message_layout(),
+                &words,
+                log_inv_rate,
+            )?;
+            let readback = ctx.run(batch)?;
+            recorded.finish(&readback)
+        })?;
+        Ok((Commitment::new(vec![committed.root()]), committed))
+    }
+
+    /// Gathered on the GPU and left there: every opening of a proof is read back in one
+    /// transfer at its end, so the rounds do not wait for them.
+    type Opening = PendingRows;
+
+    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
+        let ctx = self.context();
+        let mut batch = ctx.batch("codeword openings");
+        let pending = self.record_open(&mut batch, committed, indices)?;
+        ctx.send(batch)?;
+        Ok(pending)
+    }
+
+    /// Tags the GPU work that follows for the context's profile (`GpuProfiler::begin`).
+    fn enter_step(&self, round: usize, step: Step) {
+        let ctx = self.ntt().context();
+        ctx.profiler().label(&step_label(round, step));
+        tracing::trace!(
+            round,
+            step = step.name(),
+            buffer_kib = ctx.memory().buffer_bytes() >> 10,
+            peak_kib = ctx.memory().peak_buffer_bytes().unwrap_or(0) >> 10,
+            pooled_kib = ctx.memory().pooled_bytes() >> 10,
+            "GPU memory at step"
+        );
+    }
+
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
+        <Self as WhirBackend<F, E>>::begin_reading_openings(self, openings)?()
+    }
+
+    /// One batch reads every opening; submitted here, waited for when the rows are asked for.
+    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
+        let ctx = self.context();
+        let mut batch = ctx.batch("codeword openings readback");
+        let slots: Vec<RowsSlot> = openings.into_iter().map(|o| o.read(&mut batch)).collect();
+        let in_flight = ctx.submit_batch(batch)?;
+        Ok(Box::new(move || {
+            let readback = ctx.finish_batch(in_flight)?;
+            slots
+                .into_iter()
+                .map(|slot| {
+                    let o = slot.finish::<F>(&readback)?;
+                    Ok((o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
+                })
+                .collect()
+        }))
+    }
+}
+
+/// The round head composed on the GPU: f committed (`GpuCodewords::record_commit`) and, in
+/// the same wait, `script` played from the root the tree leaves on the device
+/// (`GpuSumcheck::record_sponge_script`: the root observed, each out-of-domain point drawn and f
+/// evaluated there, the query grind). The values come back with the root; None where the script
+/// could not be recorded or came back malformed: the protocol then plays those steps itself.
+#[allow(clippy::type_complexity)]
+fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+    codewords: &GpuCodewords<F>,
+    sumcheck: &GpuSumcheck<F, E>,
+    rows: usize,
+    width: usize,
+    log_inv_rate: usize,
+    script: &SpongeScript<F>,
+) -> Result<(CommittedCodeword<F>, Option<whir_gpu::transcript::SpongeScriptValues<F, E>>), ProverError> {
+    let ctx = codewords.ntt().context().clone();
+    Ok(ctx.scoped("codeword commit", || {
+        let mut batch = ctx.batch("codeword commit and round head");
+        let recorded = codewords.record_commit(&mut batch, sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?;
+        let root = recorded.root_buffer().clone();
+        // The tree goes to the GPU while the script is recorded.
+        batch.submit_part()?;
+        let script = sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_head_left_out(&e)).ok();
+        let readback = ctx.run(batch)?;
+        let committed = recorded.finish(&readback)?;
+        let values = script.and_then(|s| match sumcheck.finish_sponge_script(s, &readback) {
+            Ok(values) => Some(values),
+            // The commit stands; the protocol plays those steps itself.
+            Err(e) => {
+                tracing::warn!("a round head played on the GPU came back malformed ({e}); the host plays it");
+                None
+            }
+        });
+        Ok((committed, values))
+    })?)
+}
+
+/// Warns once per process that a round head could not be recorded after its root (later ones at
+/// debug level): the protocol plays those steps on the host.
+fn warn_once_head_left_out(e: &whir_gpu::GpuError) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("a round head after a Merkle root could not be recorded ({e}); its steps run on their own");
+    } else {
+        tracing::debug!("no round head after this Merkle root: {e}");
+    }
+}
