@@ -99,7 +99,18 @@ where
             let (steps, grinder) = gpu_steps::<B>(ctx);
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
             let gpu = GpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), steps, StdRng::seed_from_u64(seed)).with_options(options);
-            let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, challenger(Some(grinder)));
+            // Every grind on the device, so each masked round grinds in its own submission.
+            let mut ch = challenger(Some(grinder)).with_gpu_min_bits(1);
+            let (gpu_root, gpu_bytes) = prove_on(&gpu, &witness, &points, &mut ch);
+            let config = shape.config_over::<B, E>();
+            let batches = std::iter::once((config.round_folding_factor(0), config.starting_folding_pow_bits()))
+                .chain(config.round_parameters().iter().enumerate().map(|(r, p)| (config.round_folding_factor(r + 1), p.folding_pow_bits)));
+            let ground_rounds: usize = batches.filter(|&(_, bits)| bits > 0).map(|(fold, _)| fold).sum();
+            assert!(
+                ch.grinds_ahead_used() >= ground_rounds as u64,
+                "{} of the {ground_rounds} masked rounds that grind took the grind run in their own submission, {what}",
+                ch.grinds_ahead_used()
+            );
             assert_eq!(root, gpu_root, "the GPU's commitment, {what}");
             assert!(gpu_bytes == expected, "the GPU's proof bytes differ from HidingWhirPcs's, {what}");
             let received = postcard::from_bytes(&gpu_bytes).unwrap();
@@ -115,6 +126,28 @@ where
 #[test]
 fn resident_hiding_pcs_is_plonky3s() {
     check_grid::<F, EF>(&mut common::rng(), &shapes());
+}
+
+/// A configuration whose masked rounds grind (100 bits, the Johnson bound: 7, 8 and 9 bits in
+/// its three batches): every such round's grind runs ahead in the round's own submission (the
+/// wire formed on the device from the round's pair), and the bytes are `HidingWhirPcs`'s.
+#[test]
+fn masked_rounds_that_grind_are_plonky3s() {
+    let shape = Shape {
+        vars: 13,
+        fold: FoldingFactor::Constant(3),
+        rate: 3,
+        soundness: p3_whir::SecurityAssumption::JohnsonBound,
+        pow_bits: 12,
+        points: 2,
+        security: 100,
+    };
+    let config = shape.config();
+    assert!(
+        config.starting_folding_pow_bits() > 0 && config.round_parameters().iter().all(|r| r.folding_pow_bits > 0),
+        "every masked batch of the shape must grind"
+    );
+    check_grid::<F, EF>(&mut common::rng(), &[shape]);
 }
 
 /// The 128-bit extensions: BabyBear^5 and ^8, KoalaBear^5 (quintic trinomial) and ^8, over
@@ -574,6 +607,7 @@ fn resident_hiding_proofs_split_over_small_bindings_are_plonky3s() {
         soundness: p3_whir::SecurityAssumption::CapacityBound,
         pow_bits: 3,
         points: 2,
+        security: 32,
     };
     for shape in [shape(14, 2, 1), shape(14, 4, 2), shape(13, 3, 2)] {
         // The witness's codeword (4 bytes an entry of 2^(n + rate)) exceeds the binding.

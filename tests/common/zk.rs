@@ -15,6 +15,8 @@ pub struct Shape {
     pub soundness: SecurityAssumption,
     pub pow_bits: usize,
     pub points: usize,
+    /// Security level in bits (the grid's: 32; masked rounds grind only far above it).
+    pub security: usize,
 }
 
 impl Shape {
@@ -28,7 +30,7 @@ impl Shape {
 
     pub fn config_with<B: ProverField, E: WhirExtension<B> + TwoAdicField, C: HidingChallenger<B>>(&self) -> ZkWhirConfig<E, B, C> {
         let protocol = ProtocolParameters {
-            security_level: 32,
+            security_level: self.security,
             pow_bits: self.pow_bits,
             round_log_inv_rates: vec![],
             folding_factor: self.fold.clone(),
@@ -41,7 +43,7 @@ impl Shape {
 
 /// The grid: p3-whir's own zk fixtures (rate 1/4, 32 bits) and more rounds with grinding.
 pub fn shapes() -> Vec<Shape> {
-    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points };
+    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points, security: 32 };
     let shapes = vec![
         // One round, two points.
         shape(12, FoldingFactor::Constant(4), SecurityAssumption::CapacityBound, 0, 2),

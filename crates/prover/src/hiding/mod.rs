@@ -38,6 +38,7 @@ use self::base_case::prove_base_case;
 use self::batch::{masked_batch, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
+use crate::lookahead::WhirChallenger;
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
@@ -190,7 +191,7 @@ where
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
     K: HidingChallenger<F>,
-    C: HidingChallenger<F>,
+    C: WhirChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -243,7 +244,7 @@ where
     K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
-    fn play<C: HidingChallenger<F>, R: CryptoRng>(
+    fn play<C: WhirChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
