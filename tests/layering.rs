@@ -143,7 +143,7 @@ fn whir_gpu_names_no_whir_protocol_step() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = rust_files(&root.join("crates/gpu/src"));
     let mut wgsl = Vec::new();
-    let mut stack = vec![root.join("wgsl")];
+    let mut stack = vec![root.join("crates/gpu/wgsl")];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();

@@ -1,6 +1,7 @@
 //! # whir-gpu
 //!
-//! BabyBear field kernels on any GPU through wgpu and WGSL, and drop-in Plonky3 adapters:
+//! GPU kernels on any GPU through wgpu and WGSL (BabyBear and KoalaBear, extensions of degree 4,
+//! 5 and 8), and drop-in Plonky3 adapters:
 //!
 //! - [`GpuContext`]: one adapter and device, real limits, errors as `Result`, cached pipelines.
 //! - [`GpuNtt`]: column NTTs of row-major matrices (forward, inverse, coset, zero-tail aware)

@@ -39,7 +39,7 @@ macro_rules! wgsl_sources {
     ($($name:literal),* $(,)?) => {
         /// Every WGSL file, by its path under `wgsl/` without the extension.
         pub const SOURCES: &[(&str, &str)] = &[
-            $(($name, include_str!(concat!("../../../wgsl/", $name, ".wgsl")))),*
+            $(($name, include_str!(concat!("../wgsl/", $name, ".wgsl")))),*
         ];
     };
 }
