@@ -173,3 +173,66 @@ fn whir_gpu_names_no_whir_protocol_step() {
         }
     }
 }
+
+/// The comments in crates/gpu/wgsl name files that exist: every `crates/...` path and every
+/// kernel file (`dir/file.wgsl`) a comment names is there, and each "Rust twin" a comment names
+/// (`Name` in crates/...rs) is a struct defined in that file.
+#[test]
+fn wgsl_comments_name_files_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let kernels = root.join("crates/gpu/wgsl");
+    let mut stack = vec![kernels.clone()];
+    let mut checked = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "wgsl") {
+                continue;
+            }
+            // The comments as one text; a path broken over lines ("crates/x/\n// y.rs") is rejoined.
+            let mut comments = String::new();
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let Some((_, comment)) = line.split_once("//") else { continue };
+                let comment = comment.trim();
+                if !comments.ends_with('/') {
+                    comments.push(' ');
+                }
+                comments.push_str(comment);
+            }
+            let tokens: Vec<&str> =
+                comments.split(|c: char| c.is_whitespace() || "(),;:`".contains(c)).map(|t| t.trim_end_matches('.')).filter(|t| !t.is_empty()).collect();
+            for token in &tokens {
+                let named = if token.starts_with("crates/") {
+                    root.join(token)
+                } else if token.ends_with(".wgsl") && token.contains('/') && !token.contains(['*', '<']) {
+                    kernels.join(token)
+                } else {
+                    continue;
+                };
+                assert!(named.exists(), "{}: a comment names {token}, which does not exist", path.display());
+                checked += 1;
+            }
+            for (at, _) in comments.match_indices("Rust twin") {
+                let rest = &comments[at..];
+                let file = rest
+                    .split(|c: char| c.is_whitespace() || "(),;:`".contains(c))
+                    .map(|t| t.trim_end_matches('.'))
+                    .find(|t| t.starts_with("crates/") && t.ends_with(".rs"))
+                    .unwrap_or_else(|| panic!("{}: a Rust twin without its file: {rest}", path.display()));
+                let twin_text = &rest[..rest.find(file).unwrap()];
+                let source = std::fs::read_to_string(root.join(file)).unwrap();
+                for name in twin_text.split('`').skip(1).step_by(2) {
+                    if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                        assert!(source.contains(&format!("struct {name}")), "{}: the Rust twin `{name}` is not defined in {file}", path.display());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} names checked");
+}

@@ -10,7 +10,7 @@
 // so the sponge sees the row as it would whole. The
 // first block starts from the zero state; the last writes the leaf digests (state[0..8]).
 
-// Rust twin: `AbsorbParams` in crates/gpu/src/merkle.rs.
+// Rust twin: `AbsorbParams` in crates/gpu/src/merkle/mod.rs.
 struct AbsorbParams {
     rows: u32,
     // Columns in this block (the matrix's row length here).

@@ -12,7 +12,7 @@
 // i < inject_rows, and compress(node i, 0) from there to `nodes` (the default digest). Nodes
 // past `nodes` in the output (padding to an even count) are left for the host to zero.
 
-// Rust twin: `InjectParams` in crates/gpu/src/merkle.rs.
+// Rust twin: `InjectParams` in crates/gpu/src/merkle/mod.rs.
 struct InjectParams {
     nodes: u32,
     width: u32,

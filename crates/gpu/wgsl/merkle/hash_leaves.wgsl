@@ -15,7 +15,7 @@
 // digests stay in workgroup memory, so the first six levels cost no global reads and no extra
 // dispatches; every level is still written out (openings read sibling digests from any level).
 
-// Rust twin: `LeafParams` in crates/gpu/src/merkle.rs.
+// Rust twin: `LeafParams` in crates/gpu/src/merkle/mod.rs.
 struct LeafParams {
     rows: u32,
     width: u32,

@@ -16,7 +16,7 @@
 // go to group rev b's places and back, so one workgroup swaps the pair through two half-size
 // tiles (the smaller of b and rev b does it); the row kernel swaps element pairs.
 
-// Rust twin: `BitReverseParams` in crates/gpu/src/ntt.rs.
+// Rust twin: `BitReverseParams` in crates/gpu/src/ntt/plan.rs.
 struct BitReverseParams {
     log_n: u32,
     width: u32, // a power of two for bit_reverse_tiled

@@ -26,7 +26,7 @@
 // and const NTT_IN_PLACE: u32, 1 for a pass that reads `dst` itself (`src` is then a placeholder):
 // a workgroup writes back exactly the elements it read, and no other workgroup touches them.
 
-// Rust twin: `DifParams` in crates/gpu/src/ntt.rs.
+// Rust twin: `DifParams` in crates/gpu/src/ntt/plan.rs.
 struct DifParams {
     log_n: u32,
     width: u32,

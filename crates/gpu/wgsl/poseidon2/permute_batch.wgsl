@@ -8,7 +8,7 @@
 // node i = TruncatedPermutation<Poseidon2, 2, 8, 16>(child 2i, child 2i + 1): permute
 // left8 || right8 (state i of the child layer) and keep the first 8 words.
 
-// x: number of states. Rust twin: `[u32; 4]` params in crates/gpu/src/poseidon2.rs and merkle.rs.
+// x: number of states. Rust twin: `[u32; 4]` params in crates/gpu/src/poseidon2.rs and crates/gpu/src/merkle/mod.rs.
 @group(0) @binding(1) var<uniform> params: vec4<u32>;
 @group(0) @binding(2) var<storage, read> states_in: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> states_out: array<vec4<u32>>;

@@ -11,7 +11,7 @@
 
 const P2L_WORDS: u32 = 64u;
 
-// x: number of states. Rust twin: `[u32; 4]` params in crates/gpu/src/poseidon2.rs and merkle.rs.
+// x: number of states. Rust twin: `[u32; 4]` params in crates/gpu/src/poseidon2.rs and crates/gpu/src/merkle/mod.rs.
 @group(0) @binding(1) var<uniform> params: vec4<u32>;
 @group(0) @binding(2) var<storage, read> states_in: array<u32>;
 @group(0) @binding(3) var<storage, read_write> states_out: array<u32>;

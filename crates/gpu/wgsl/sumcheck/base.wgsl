@@ -4,7 +4,7 @@
 // The first round of a sumcheck whose f is still in the base field (the committed polynomial)
 // and w in the extension: round coefficients and the fold of f into the extension. The same
 // conventions as round.wgsl and fold.wgsl (last variable first, adjacent pairs).
-// Rust twins of the params: `RoundParams` and `FoldParams` in crates/gpu/src/sumcheck.rs.
+// Rust twins of the params: `RoundParams` and `FoldParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct BaseParams {
     // The challenge (fold): X^0..X^3, then X^4..X^7 (degree 8).

@@ -1,6 +1,6 @@
 // The transcript state a chain of sumcheck rounds carries on the GPU (sumcheck/chain.wgsl plays
 // the rounds' transcript steps; the chained folds read the challenge from it). Rust twin:
-// `ChainState` in crates/gpu/src/sumcheck.rs.
+// `ChainState` in crates/gpu/src/sumcheck/params.rs.
 struct ChainState {
     sponge: array<vec4<u32>, 4>,
     pending: array<vec4<u32>, 2>,

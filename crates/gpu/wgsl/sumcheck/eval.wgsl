@@ -11,7 +11,7 @@
 // a workgroup's rows lie within one run of 256 rows, which share every bit from 16 up. One pass
 // over f, no scratch tables; each workgroup writes its partial sum (paired with zero, for
 // `sum_partials`).
-// Rust twin of the params: `EvalParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `EvalParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct EvalParams {
     // Entries of f in this dispatch (a segment of the table): a power of two.

@@ -6,7 +6,7 @@
 
 // Binds the last variable of f and w to r: g'[i] = g[2i] + r (g[2i+1] - g[2i]), into fresh
 // tables (in-place folding would race across workgroups).
-// Rust twin of the params: `FoldParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `FoldParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct FoldParams {
     // The challenge: X^0..X^3, then X^4..X^7 (degree 8).

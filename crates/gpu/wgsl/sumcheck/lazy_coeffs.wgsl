@@ -8,7 +8,7 @@
 // z_j,t = z_j[vars - 1 - t] of each point): c_j <- c_j eq(z_j,t, r), and the next round's
 // A_j = c_j (1 - z_j,t+1), B_j = c_j z_j,t+1 (lazy_weights.wgsl). One thread; nothing once the chain has stopped (the
 // fold it follows did not run either). Over any extension (field/ext: degree 4, 5 or 8).
-// Rust twin of the params: `LazyCoeffParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `LazyCoeffParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct LazyCoeffParams {
     points: u32,

@@ -14,7 +14,7 @@
 //   h(∞) += B(2ζ − 1)(S1 − S0) + A((1 − ζ)(S1 − S0) − ζ(T1 − T0)) + C(e1 − e0)
 // One workgroup; nothing once the chain has stopped. Over any extension (field/ext: degree 4, 5
 // or 8). Rust twin of the params: `LazySlotParams`
-// in crates/gpu/src/sumcheck.rs.
+// in crates/gpu/src/sumcheck/params.rs.
 
 struct LazySlotParams {
     terms: u32,

@@ -16,7 +16,7 @@
 // (one base x extension product per value of a base-field f) and multiplies by lo_j[lo] and
 // the coefficients once at the end (`lazy_flush`). The kernels (lazy_round, lazy_base) differ
 // only in f's field.
-// Rust twin of the params: `LazyParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `LazyParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct LazyParams {
     // Pairs in this dispatch's segment of f.

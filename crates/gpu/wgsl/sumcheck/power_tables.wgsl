@@ -8,7 +8,7 @@
 // chunk's bits i of z^(2^(8c+i)) where bit i of t is set and 1 - z^(2^(8c+i)) where it is not
 // (entries past the last chunk's bits are zero). Workgroup c builds table c. With `reversed`
 // (f held at bit-reversed indices) bit b pairs with z^(2^(m-1-b)) instead.
-// The host's twin: `eq_chunk_tables` in crates/gpu/src/sumcheck.rs.
+// The host's twin: `eq_chunk_tables` in crates/gpu/src/sumcheck/params.rs.
 
 struct PowerTablesParams {
     // Variables of f.

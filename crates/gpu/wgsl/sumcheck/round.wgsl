@@ -3,7 +3,7 @@
 // One sumcheck round over f, w (extension tables, last variable bound first: adjacent pairs):
 // h(0) = sum_i f[2i] w[2i] and h(inf) = sum_i (f[2i+1] - f[2i]) (w[2i+1] - w[2i]). Each workgroup
 // strides over the pairs and writes its two partial sums; `sum_partials` reduces those.
-// Rust twin of the params: `RoundParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `RoundParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct RoundParams {
     // Pairs (round_partials) or partial pairs (sum_partials) to reduce.

@@ -16,7 +16,7 @@
 // (entry s of the column at offset_c + rev_k(s)): the shifted entry is read there.
 // A slot is two vec4 words in `slots`: (offset, size, low | shift << 8 | reversed << 16, groups),
 // (first, hi_at, lo_at, 0).
-// Rust twin of the params: `SlotEvalParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `SlotEvalParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct SlotEvalParams {
     // 1: f holds one base-field word per entry; 0: EXT_WORDS (the extension).

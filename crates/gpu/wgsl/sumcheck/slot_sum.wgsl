@@ -3,7 +3,7 @@
 // Adds each slot's partial sums (slot_eval.wgsl): workgroup c writes values[c] = the sum over
 // segments s and the slot's workgroups g of partials[s * total_groups + first_c + g], with
 // first_c and groups_c from the slot's words in `slots` (laid out as slot_eval.wgsl reads them).
-// Rust twin of the params: `SlotSumParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `SlotSumParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct SlotSumParams {
     // Slots.

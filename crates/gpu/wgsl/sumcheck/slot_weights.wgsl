@@ -18,7 +18,7 @@
 // the slot's entry rev_k(y).
 // A slot is two vec4 words in `slots`: (offset, size, low | successor << 8 | reversed << 16,
 // groups), (first, hi_at, lo_at, scale_at).
-// Rust twin of the params: `SlotWeightParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `SlotWeightParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct SlotWeightParams {
     // The bound segment of w: its first entry in the whole table, and its entries.

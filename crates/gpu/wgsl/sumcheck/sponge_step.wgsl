@@ -13,7 +13,7 @@
 // (pow/duplex), and a sample absorbs pending inputs or refills an empty output buffer first, then
 // pops the buffer's last word. The caller replays the script with its own challenger and checks
 // every point drawn before using a value.
-// Rust twin of the structs: `SpongeState` and `SpongeStep` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the structs: `SpongeState` and `SpongeStep` in crates/gpu/src/sumcheck/params.rs.
 
 struct SpongeStep {
     // x: first observed word in `observed`, y: words observed, z: 1 to draw a point into

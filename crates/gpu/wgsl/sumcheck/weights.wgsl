@@ -9,7 +9,7 @@
 // - add_split_select_weights: the same from split power tables
 // - scatter_scales / add_table_prefix: the same select weights through an NTT (below).
 // - scale_table:        w[x] *= scales[0]
-// Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck.rs.
+// Rust twin of the params: `WeightParams` in crates/gpu/src/sumcheck/params.rs.
 
 struct WeightParams {
     // Entries of the table in this dispatch (a segment of it).

@@ -1,6 +1,6 @@
 // What a gather (util/gather.wgsl) or a row rehash (merkle/hash_rows.wgsl) reads: `count` items
 // of `width` words, item t at idx[idx_offset + t], written from dst_offset on.
-// Rust twin: `GatherParams` in crates/gpu/src/merkle.rs.
+// Rust twin: `GatherParams` in crates/gpu/src/merkle/mod.rs.
 struct GatherParams {
     count: u32,
     width: u32,

@@ -8,7 +8,7 @@
 // are bound first-to-last held in the last-to-first order the sumcheck kernels bind) becomes, so
 // copied, the transposed-fold layout a codeword's message of that polynomial takes; with
 // col_bits = 0 it is the plain bit reversal.
-// Rust twin of the params: `ReverseBitsParams` in crates/gpu/src/codeword.rs.
+// Rust twin of the params: `ReverseBitsParams` in crates/gpu/src/reorder.rs.
 
 struct ReverseBitsParams {
     row_bits: u32,

@@ -3,7 +3,7 @@
 
 // A keyed checksum of a row-major matrix, one value per group of rows (NH, the universal hash
 // of UMAC, twice with the key shifted by two words: two 64-bit sums). The host computes the
-// same sums (crates/gpu/src/row_checksum.rs, the Rust twin and its definition); a result read
+// same sums (crates/gpu/src/row_checksum.rs defines them for both); a result read
 // back and hashed here, then handed to the host's MMCS, is taken as unchanged if every group
 // sums the same there.
 //
