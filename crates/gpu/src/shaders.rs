@@ -104,7 +104,6 @@ wgsl_sources!(
     "sumcheck/slot_sum",
     "sumcheck/lazy_slot_round",
     "sumcheck/slot_weights",
-    "sumcheck/wire",
     "util/gather_params",
     "util/gather",
     "util/copy_block",
@@ -277,9 +276,6 @@ kernels! {
     LazySlotRound => ("sumcheck/lazy_slot_round", "lazy_slot_round"),
     /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
     AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
-    /// A masked sumcheck round's wire from the round's pair, for the grind that follows
-    /// observing it (wgsl/sumcheck/wire.wgsl).
-    MaskedWire => ("sumcheck/wire", "masked_wire"),
     /// Test kernel: one field operation over arrays of operands (wgsl/test/field_ops.wgsl).
     FieldOpsTest => ("test/field_ops", "field_op"),
 }
@@ -318,8 +314,7 @@ impl Kernel {
             | SpongeStep
             | PowerTables
             | LazyCoeffs
-            | LazySlotRound
-            | MaskedWire => &ExtensionId::ALL,
+            | LazySlotRound => &ExtensionId::ALL,
             _ => &[ExtensionId::Degree4],
         }
     }

@@ -342,10 +342,6 @@ impl<F: ProverField, E: WhirExtension<F>, A: SumcheckState<F, E>, B: SumcheckSta
         self.candidate.set_grind_ahead(ahead)
     }
 
-    fn observe_wire_next(&mut self, eps: E, offsets: [E; 2], tail: &[E]) {
-        self.candidate.observe_wire_next(eps, offsets, tail)
-    }
-
     /// The candidate plays the chain; the reference replays its rounds at the challenges the
     /// candidate drew (the driver checks those against the transcript's).
     fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {

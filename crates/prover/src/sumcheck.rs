@@ -165,14 +165,6 @@ pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
         let _ = ahead;
     }
 
-    /// While grinding ahead ([`set_grind_ahead`](Self::set_grind_ahead)): the next round's
-    /// grind follows observing a masked round's wire (a hiding batch's, `hiding::batch`) in
-    /// place of the round's two values: `eps·h(0) + offsets[0]`, `eps·h(∞) + offsets[1]`, then
-    /// `tail`. For the next round only.
-    fn observe_wire_next(&mut self, eps: E, offsets: [E; 2], tail: &[E]) {
-        let _ = (eps, offsets, tail);
-    }
-
     /// Plays `rounds` rounds with their transcript where the steps live (the GPU: one
     /// submission; see `GpuSumcheck::play_chain`), from the transcript at `state`, grinding
     /// `bits` after each; the protocol replays the transcript and checks every challenge. None
@@ -498,10 +490,6 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
 
     fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
         whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead.map(|a| a.0))
-    }
-
-    fn observe_wire_next(&mut self, eps: E, offsets: [E; 2], tail: &[E]) {
-        whir_gpu::GpuSumcheck::observe_wire_next(self, eps, offsets, tail)
     }
 
     fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {

@@ -346,13 +346,6 @@ enum FoldChallenge<'a, E: Field> {
     Chain(&'a wgpu::Buffer),
 }
 
-/// A masked round's wire as the GPU forms it from the round's pair (wgsl/sumcheck/wire.wgsl): the
-/// words of (ε, a, b), and the wire's initial words (its entries past the first two in place).
-pub(super) struct NextWire {
-    affine: Vec<u32>,
-    wire: Vec<u32>,
-}
-
 /// f and w on the GPU.
 pub struct GpuSumcheck<F: Poseidon2Field = BabyBear, E: GpuExtension<F> = Ext4<F>> {
     ctx: Arc<GpuContext>,
@@ -368,9 +361,6 @@ pub struct GpuSumcheck<F: Poseidon2Field = BabyBear, E: GpuExtension<F> = Ext4<F
     /// Set while the transcript grinds after every round: the grind then runs in the round's
     /// own submission (see [`set_grind_ahead`](Self::set_grind_ahead)).
     ahead: Option<GrindAhead<F>>,
-    /// What the transcript observes after the next round in place of its two values, for the
-    /// grind run ahead (see [`observe_wire_next`](Self::observe_wire_next)).
-    next_wire: Option<NextWire>,
     /// Tests only: the end of a chained grind's range (a small one makes the chain stop).
     chain_range: Option<u32>,
     /// Equality weights not yet written into w (w has no table meanwhile).
@@ -449,22 +439,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let (f, w) = (upload("sumcheck f", f), upload("sumcheck w", w));
         tracing::debug!(vars, ms = started.elapsed().as_secs_f64() * 1e3, "sumcheck tables uploaded");
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", E::WORDS), ctx.storage("sumcheck placeholder", E::WORDS));
-        Ok(Self {
-            ctx,
-            ntt,
-            f,
-            w,
-            vars,
-            max_seg_log,
-            placeholder,
-            spare,
-            ahead: None,
-            next_wire: None,
-            chain_range: None,
-            lazy: None,
-            lazy_slots: None,
-            reversed: false,
-        })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
     }
 
     /// A sumcheck over a base-field f already on the GPU (`f_base`: 2^vars base-field words, e.g.
@@ -484,22 +459,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let w = Table { buffers: Vec::new(), seg_log, words: E::WORDS };
         let f = Table { buffers: vec![f_base], seg_log, words: 1 };
         let (placeholder, spare) = (ctx.storage("sumcheck placeholder", E::WORDS), ctx.storage("sumcheck placeholder", E::WORDS));
-        Ok(Self {
-            ctx,
-            ntt,
-            f,
-            w,
-            vars,
-            max_seg_log,
-            placeholder,
-            spare,
-            ahead: None,
-            next_wire: None,
-            chain_range: None,
-            lazy: None,
-            lazy_slots: None,
-            reversed: false,
-        })
+        Ok(Self { ctx, ntt, f, w, vars, max_seg_log, placeholder, spare, ahead: None, chain_range: None, lazy: None, lazy_slots: None, reversed: false })
     }
 
     /// The same tables read at bit-reversed indices: entry i of f (and of w) is the
@@ -702,7 +662,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             placeholder: ctx.storage("sumcheck placeholder", E::WORDS),
             spare: ctx.storage("sumcheck placeholder", E::WORDS),
             ahead: None,
-            next_wire: None,
             chain_range: None,
             lazy: None,
             lazy_slots: None,
@@ -718,16 +677,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// challenger ([`GrindAhead`]): one GPU round trip per round instead of two.
     pub fn set_grind_ahead(&mut self, ahead: Option<GrindAhead<F>>) {
         self.ahead = ahead;
-    }
-
-    /// While grinding ahead ([`set_grind_ahead`](Self::set_grind_ahead)): the next round's grind
-    /// follows observing a masked round's wire (p3-sumcheck's zk rounds) in place of the
-    /// round's two values: `eps·h(0) + offsets[0]`, `eps·h(∞) + offsets[1]`, then `tail`, each
-    /// `E::WORDS` words. For the next round only; the challenger checks the state it searched.
-    pub fn observe_wire_next(&mut self, eps: E, offsets: [E; 2], tail: &[E]) {
-        let affine = ext_as_words::<F, E>(&[eps, offsets[0], offsets[1]]).to_vec();
-        let wire: Vec<E> = offsets.iter().chain(tail).copied().collect();
-        self.next_wire = Some(NextWire { affine, wire: ext_as_words::<F, E>(&wire).to_vec() });
     }
 
     /// m: the tables hold 2^m entries.

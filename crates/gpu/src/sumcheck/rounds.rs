@@ -40,25 +40,13 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// Reduces `groups` partial pairs in `partials` to one pair and reads it back (with what a
     /// grind run ahead found). `dispatches` (recorded so far, in one compute pass) end with the
     /// kernel that wrote them.
-    pub(super) fn finish_reduction(
-        &self,
-        mut batch: Batch<'_>,
-        mut dispatches: Vec<Dispatch>,
-        partials: wgpu::Buffer,
-        groups: usize,
-        wire: Option<NextWire>,
-    ) -> Result<(E, E)> {
+    pub(super) fn finish_reduction(&self, mut batch: Batch<'_>, mut dispatches: Vec<Dispatch>, partials: wgpu::Buffer, groups: usize) -> Result<(E, E)> {
         let (partials, spare) = self.record_reduction(&mut dispatches, partials, groups)?;
         // Grinding ahead is a speed-up: if it cannot be set up, the round goes on without it.
         let ahead = match self.ahead.as_ref().and_then(|a| a.target()) {
             Some((grinder, bits, sponge, pending)) => {
-                // What the transcript observes: the pair, or a masked round's wire formed from it.
-                let observed = match wire {
-                    None => Ok((partials.clone(), 2 * E::WORDS)),
-                    Some(wire) => self.record_masked_wire(&mut batch, &mut dispatches, &partials, wire),
-                };
                 // (It records nothing when it fails.)
-                match observed.and_then(|(observed, words)| grinder.record_after_observing(&mut dispatches, &sponge, &pending, &observed, 0, words, bits)) {
+                match grinder.record_after_observing(&mut dispatches, &sponge, &pending, &partials, 0, 2 * E::WORDS, bits) {
                     Ok(record) => Some((grinder, record)),
                     Err(e) => {
                         tracing::debug!("not grinding ahead in this round: {e}");
@@ -85,23 +73,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         Ok((v[0], v[1]))
     }
 
-    /// Records the masked round's wire formed from the reduced pair in `pair` (wgsl/sumcheck/wire.wgsl):
-    /// returns its buffer and words.
-    fn record_masked_wire(&self, batch: &mut Batch<'_>, dispatches: &mut Vec<Dispatch>, pair: &wgpu::Buffer, wire: NextWire) -> Result<(wgpu::Buffer, usize)> {
-        let pipeline = self.ctx.pipeline_over(F::ID, E::ID, Kernel::MaskedWire, &[])?;
-        let affine = batch.upload("masked wire affine", &wire.affine);
-        let out = batch.upload("masked wire", &wire.wire);
-        let bind = self.ctx.bind_buffers(&pipeline, &[pair, &affine, &out]);
-        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
-        Ok((out, wire.wire.len()))
-    }
-
     /// `h(0) = Σ_i f[2i]·w[2i]` and `h(∞) = Σ_i (f[2i+1] − f[2i])·(w[2i+1] − w[2i])`.
     pub fn round_coefficients(&mut self) -> Result<(E, E)> {
         if self.vars == 0 {
             return Err(GpuError::InvalidInput("no variable left for a sumcheck round".into()));
         }
-        let wire = self.next_wire.take();
         self.ensure_weights_for_rounds()?;
         if self.lazy_slots.is_some() {
             return self.lazy_slot_round();
@@ -109,7 +85,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         self.ctx.scoped("sumcheck round", || {
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_round(&mut dispatches)?;
-            self.finish_reduction(self.ctx.batch("sumcheck"), dispatches, partials, groups, wire)
+            self.finish_reduction(self.ctx.batch("sumcheck"), dispatches, partials, groups)
         })
     }
 
@@ -126,7 +102,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             self.fold(r)?;
             return self.round_coefficients();
         }
-        let wire = self.next_wire.take();
         let ctx = self.ctx.clone();
         ctx.scoped("sumcheck fold and round", || {
             let mut dispatches = Vec::new();
@@ -134,7 +109,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let old = self.record_fold(&mut dispatches, r)?;
             lend_tables(&mut batch, old);
             let (partials, groups) = self.record_round(&mut dispatches)?;
-            self.finish_reduction(batch, dispatches, partials, groups, wire)
+            self.finish_reduction(batch, dispatches, partials, groups)
         })
     }
 

@@ -41,7 +41,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let tables = batch.upload("eval tables", ext_as_words::<F, E>(&tables));
             let mut dispatches = Vec::new();
             let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
-            let (value, zero) = self.finish_reduction(batch, dispatches, partials, groups, None)?;
+            let (value, zero) = self.finish_reduction(batch, dispatches, partials, groups)?;
             // The evaluation's partial pairs carry a zero second half: anything else came back
             // corrupted.
             if zero != E::ZERO {

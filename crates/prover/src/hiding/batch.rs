@@ -3,6 +3,7 @@
 //! batch to batch (p3-whir's `ProverMasks`): the plain rounds' (h(0), h(∞)) come from where f
 //! and w lie; the masks, their oracle and the wire polynomials are small and stay on the host.
 
+use p3_challenger::{CanObserve, FieldChallenger, GrindingChallenger};
 use p3_commit::Mmcs;
 use p3_field::TwoAdicField;
 use p3_field::{dot_product, Field, HornerIter};
@@ -14,7 +15,6 @@ use rand::CryptoRng;
 
 use super::{closed, ExtMmcs, MaskData, MaskEncoding};
 use crate::error::ProverError;
-use crate::lookahead::WhirChallenger;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
 
@@ -54,7 +54,7 @@ where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: SumcheckState<F, E>,
-    C: WhirChallenger<F>,
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
     R: CryptoRng,
     StandardUniform: Distribution<E>,
 {
@@ -64,10 +64,6 @@ where
     if folding == 0 || folding > state.num_variables() {
         return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {} variables", state.num_variables())));
     }
-    // Where the challenger grinds ahead, each round's grind runs in the round's submission.
-    let ahead = if pow_bits > 0 { challenger.grind_ahead(pow_bits) } else { None };
-    let linked = ahead.is_some();
-    state.set_grind_ahead(ahead);
     let mut transcript = ZkProverTranscript::<C, F, E>::new(challenger, shape);
     let played = (|| {
         transcript.bind_claim(*sum + aux);
@@ -80,7 +76,7 @@ where
 
         // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
         let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
-        let future: E = masks.iter().map(|m| endpoints(m)).sum();
+        let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
         let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * future;
         let mut data = ZkSumcheckData { mu_tilde, ..ZkSumcheckData::default() };
         let eps: E = transcript.masks(root.clone(), mu_tilde);
@@ -88,61 +84,47 @@ where
         let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
         let half = E::TWO.inverse();
         let h_len = ell_zk.max(3);
-        // Round j's wire less ε·(h(0), h(∞)) of its plain round: where the steps grind ahead,
-        // they form the wire from the plain pair themselves and grind in the round's submission.
-        // h_j = 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε·(plain + aux/2^j).
-        let wire_offsets = |j: usize, past: &[E]| -> Vec<E> {
+        let mut past: Vec<E> = Vec::with_capacity(folding);
+        let mut gammas = Vec::with_capacity(folding);
+        let mut aux_carry = aux;
+        let (mut c0, mut c_inf) = state.round_coefficients()?;
+        for j in 1..=folding {
+            aux_carry *= half;
+            let mask = &masks[j - 1];
+            future -= endpoints(mask);
+            // h_j = 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε·plain.
             let live = pow2[folding - j];
             let mut h = E::zero_vec(h_len);
-            for (hi, &c) in h.iter_mut().zip(&masks[j - 1]) {
+            for (hi, &c) in h.iter_mut().zip(mask) {
                 *hi += live * c;
             }
             h[0] += live * past.iter().copied().sum::<E>();
             if j < folding {
-                let future: E = masks[j..].iter().map(|m| endpoints(m)).sum();
                 h[0] += pow2[folding - j - 1] * future;
             }
-            h[0] += eps * aux * half.exp_u64(j as u64);
+            h[0] += eps * (c0 + aux_carry);
+            h[2] += eps * c_inf;
             // The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
-            std::iter::once(h[0]).chain(h[2..].iter().copied()).collect()
-        };
-        let mut past: Vec<E> = Vec::with_capacity(folding);
-        let mut gammas = Vec::with_capacity(folding);
-        let mut offsets = wire_offsets(1, &past);
-        state.observe_wire_next(eps, [offsets[0], offsets[1]], &offsets[2..]);
-        let (mut c0, mut c_inf) = state.round_coefficients()?;
-        for j in 1..=folding {
-            let mut wire = offsets;
-            wire[0] += eps * c0;
-            wire[1] += eps * c_inf;
+            let wire: Vec<E> = std::iter::once(h[0]).chain(h[2..].iter().copied()).collect();
             let (gamma, witness) = transcript.round(&wire);
             data.round_coefficients.push(wire);
             data.pow_witnesses.extend(witness);
-            past.push(masks[j - 1].iter().copied().horner(gamma));
+            past.push(mask.iter().copied().horner(gamma));
 
             // The plain sum advances with the plain round (the aux carry reaches the wire only).
             *sum = extrapolate(c0, *sum - c0, c_inf, gamma);
             if j < folding {
-                offsets = wire_offsets(j + 1, &past);
-                state.observe_wire_next(eps, [offsets[0], offsets[1]], &offsets[2..]);
                 (c0, c_inf) = state.fold_then_round(gamma)?;
             } else {
-                offsets = Vec::new();
                 state.fold(gamma)?;
             }
             gammas.push(gamma);
         }
-        let _ = offsets;
         state.scale_weights(eps)?;
         *sum *= eps;
         Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data })
     })();
-    let played = closed(transcript, played, |t| t.finish());
-    if linked {
-        state.set_grind_ahead(None);
-        challenger.stop_grinding_ahead();
-    }
-    played
+    closed(transcript, played, |t| t.finish())
 }
 
 /// The masks a hiding run has committed so far, their claims' covectors and the running total

@@ -38,7 +38,6 @@ use self::base_case::prove_base_case;
 use self::batch::{masked_batch, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
-use crate::lookahead::WhirChallenger;
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
@@ -191,7 +190,7 @@ where
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
     K: HidingChallenger<F>,
-    C: WhirChallenger<F>,
+    C: HidingChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -244,7 +243,7 @@ where
     K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
-    fn play<C: WhirChallenger<F>, R: CryptoRng>(
+    fn play<C: HidingChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
