@@ -12,7 +12,7 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
 
 use super::batch::Masks;
-use super::{closed, ExtMmcs, HidingChallenger, MaskData};
+use super::{beside_host_work, closed, ExtMmcs, HidingChallenger, MaskData};
 use crate::driver::{Paths, WhirBackend};
 use crate::error::ProverError;
 use crate::{ProverField, WhirExtension};
@@ -94,13 +94,11 @@ where
         coeffs.extend_from_slice(&fresh_randomness);
         coeffs.resize(filled, E::ZERO);
         let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
-        let (fresh_main_commitment, fresh_main_data) = steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate)?;
-        transcript.fresh_commitment(fresh_main_commitment.clone());
-        let fresh_at = started.elapsed();
 
         // Per group, a blind per member: message then randomness, interleaved, all drawn in
-        // order; then the groups' small oracles encoded and committed side by side (each alone
-        // is too small to fill the host's cores), and bound in order.
+        // order. The groups' small oracles are encoded and committed side by side on the host
+        // (each alone is too small to fill the host's cores) while the fresh codeword commits
+        // where the steps commit; then all are bound in order.
         let drawn: Vec<MemberBlinds<E>> = base
             .mask_groups
             .iter()
@@ -109,18 +107,25 @@ where
                 (0..group.width).map(|_| (encoding.sample_message(rng), encoding.sample_randomness(rng))).unzip()
             })
             .collect();
-        let committed: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = base
-                .mask_groups
-                .iter()
-                .zip(&drawn)
-                .map(|(group, (messages, randomness))| {
-                    scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect::<Result<_, _>>()
-        })
-        .map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?;
+        let commit_blinds = || {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = base
+                    .mask_groups
+                    .iter()
+                    .zip(&drawn)
+                    .map(|(group, (messages, randomness))| {
+                        scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
+            })
+        };
+        let (fresh_commit, committed, blinds_wait) = beside_host_work(|| steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate), commit_blinds)?;
+        let (fresh_main_commitment, fresh_main_data) = fresh_commit?;
+        let committed = committed.map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?;
+        transcript.fresh_commitment(fresh_main_commitment.clone());
+        let fresh_at = started.elapsed();
+
         let mut blinds: Vec<Blinds<F, E>> = Vec::with_capacity(base.mask_groups.len());
         let mut fresh_mask_commitments = Vec::with_capacity(base.mask_groups.len());
         for ((messages, randomness), (commitment, data)) in drawn.into_iter().zip(committed) {
@@ -154,19 +159,33 @@ where
         let pow_witness = transcript.spot_check_pow();
         let ground_at = started.elapsed();
         let positions = transcript.source_queries();
-        let fresh_main_opening = steps.open(&fresh_main_data, &positions)?;
-        let source_openings = open_source(&positions)?;
-        let (rows, proof) = steps.read_openings(vec![fresh_main_opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
-        let fresh_main_openings = SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof };
-        let mut mask_openings = Vec::with_capacity(blinds.len());
-        for (group, ((_, _, fresh), (_, carried))) in blinds.iter().zip(&masks.groups).enumerate() {
-            let positions = transcript.mask_queries(group);
-            mask_openings.push(MaskOpeningPair { carried: open_mask(mmcs, &positions, carried), fresh: open_mask(mmcs, &positions, fresh) });
-        }
+        // Every group's positions drawn, then the masks opened on the host while the fresh
+        // codeword and the last oracle open where the steps keep them.
+        let mask_positions: Vec<Vec<usize>> = (0..blinds.len()).map(|group| transcript.mask_queries(group)).collect();
+        let open_masks = || -> Vec<MaskOpeningPair<E, Paths<F>>> {
+            blinds
+                .iter()
+                .zip(&masks.groups)
+                .zip(&mask_positions)
+                .map(|(((_, _, fresh), (_, carried)), positions)| MaskOpeningPair {
+                    carried: open_mask(mmcs, positions, carried),
+                    fresh: open_mask(mmcs, positions, fresh),
+                })
+                .collect()
+        };
+        let open_device = || -> Result<_, ProverError> {
+            let fresh_main_opening = steps.open(&fresh_main_data, &positions)?;
+            let source_openings = open_source(&positions)?;
+            let (rows, proof) = steps.read_openings(vec![fresh_main_opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
+            Ok((source_openings, SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof }))
+        };
+        let (opened, mask_openings, _) = beside_host_work(open_device, open_masks)?;
+        let (source_openings, fresh_main_openings) = opened?;
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         tracing::debug!(
             fresh_codeword_ms = ms(fresh_at),
-            blinds_ms = ms(blinds_at - fresh_at),
+            blinds_past_it_ms = ms(blinds_wait),
+            claim_ms = ms(blinds_at - fresh_at),
             reveals_ms = ms(revealed_at - blinds_at),
             grind_ms = ms(ground_at - revealed_at),
             openings_ms = ms(started.elapsed() - ground_at),

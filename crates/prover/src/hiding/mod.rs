@@ -53,7 +53,8 @@ pub struct HidingTimes {
     pub batches: Duration,
     /// Each round's folded oracle with its randomness rows, encoded and committed.
     pub oracles: Duration,
-    /// Each round's switch mask, encoded and committed (host).
+    /// Each round's switch mask, encoded and committed on the host while the round's oracle
+    /// commits on the device: the time it went on past the oracle.
     pub switch_masks: Duration,
     /// The out-of-domain answers.
     pub ood: Duration,
@@ -211,6 +212,19 @@ where
     closed(transcript, played, |t| t.finish())
 }
 
+/// `device_work` (the steps') on this thread while `host_work` runs on another — a host step
+/// that needs nothing the device step makes runs while the device works — with how long the
+/// host work went on after the device work was done.
+fn beside_host_work<A, B: Send>(device_work: impl FnOnce() -> A, host_work: impl FnOnce() -> B + Send) -> Result<(A, B, Duration), ProverError> {
+    std::thread::scope(|scope| {
+        let host = scope.spawn(host_work);
+        let device = device_work();
+        let device_done = Instant::now();
+        let host = host.join().map_err(|_| ProverError::Input("a hiding step's host work panicked".into()))?;
+        Ok((device, host, device_done.elapsed()))
+    })
+}
+
 /// A transcript driver closed after its run: `finish`ed when the run succeeded; leaked when it
 /// failed, since p3's drivers panic when dropped unfinished and the prover side has no abort
 /// (the leak is the driver's small pattern state), so the error reaches the caller.
@@ -291,22 +305,29 @@ where
             let message_vars = sumcheck.num_variables();
             let message_len = 1usize << message_vars;
 
-            // The folded message as the next interleaved ZK oracle.
+            // The folded message as the next interleaved ZK oracle, and the code-switch mask (the
+            // old oracle's folded randomness, then a pad): their values drawn in p3-whir's order,
+            // the mask encoded and committed on the host while the oracle commits where f lies.
             let fresh: Vec<E> = (0..next_randomness_len << folding_next).map(|_| rng.random()).collect();
-            let (root, committed) = self.steps.commit_hiding_folded(&mut sumcheck, &fresh, folding_next, config.inv_rate(round).trailing_zeros() as usize)?;
-            transcript.oracle_commitment(root.clone());
-            times.oracles += lap.next();
-
-            // The code-switch mask: the old oracle's folded randomness, then a pad.
             let mask_shape = &config.switch_masks()[round];
-            let mask_encoding: MaskEncoding<E> = mask_shape.encoding::<E>();
             let pad: Vec<E> = (0..params.ood_samples).map(|_| rng.random()).collect();
             let mut mask_message = oracle_randomness.clone();
             mask_message.extend_from_slice(&pad);
             let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
-            let (mask_root, mask_data) = self.mmcs.commit_matrix(mask_encoding.encode_with_randomness(&mask_message, &mask_randomness));
+            let log_inv_rate = config.inv_rate(round).trailing_zeros() as usize;
+            let mmcs = &self.mmcs;
+            let (oracle_commit, (mask_root, mask_data), mask_wait) = beside_host_work(
+                || self.steps.commit_hiding_folded(&mut sumcheck, &fresh, folding_next, log_inv_rate),
+                || {
+                    let mask_encoding: MaskEncoding<E> = mask_shape.encoding::<E>();
+                    mmcs.commit_matrix(mask_encoding.encode_with_randomness(&mask_message, &mask_randomness))
+                },
+            )?;
+            let (root, committed) = oracle_commit?;
+            transcript.oracle_commitment(root.clone());
             transcript.switch_mask_commitment(mask_root.clone());
-            times.switch_masks += lap.next();
+            times.oracles += lap.next().saturating_sub(mask_wait);
+            times.switch_masks += mask_wait;
 
             // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
             let mut rhos = Vec::with_capacity(params.ood_samples);
