@@ -6,7 +6,7 @@
 
 use p3_field::{dot_product, TwoAdicField};
 use p3_whir::transcript::zk::{ZkBaseCaseProverTranscript, ZkBaseCaseShape};
-use p3_whir::{BaseCaseZkProof, BlindedMask, MaskOpeningPair, QueryOpenings, SharedProofOpening, ZkWhirConfig};
+use p3_whir::{BaseCaseZkConfig, BaseCaseZkProof, BlindedMask, MaskOpeningPair, QueryOpenings, SharedProofOpening, ZkWhirConfig};
 use p3_zk_codes::{ZkEncoding, ZkEncodingWithRandomness};
 use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
@@ -15,7 +15,7 @@ use super::batch::Masks;
 use super::{beside_host_work, closed, ExtMmcs, HidingChallenger, MaskData};
 use crate::driver::{Paths, WhirBackend};
 use crate::error::ProverError;
-use crate::{ProverField, WhirExtension};
+use crate::{Commitment, ProverField, WhirExtension};
 use p3_commit::Mmcs;
 
 /// Rows of a one-matrix extension-field commitment at `indices`, with their multi-proof.
@@ -27,15 +27,12 @@ fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices:
 /// A mask group's members' fresh messages and randomness.
 type MemberBlinds<E> = (Vec<Vec<E>>, Vec<Vec<E>>);
 
-/// A mask group's fresh blinds: each member's message and randomness, and their oracle.
-type Blinds<F, E> = (Vec<Vec<E>>, Vec<Vec<E>>, MaskData<F, E>);
-
 /// The base case's proof over the CPU MMCS's types.
-type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>>;
+pub(super) type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>>;
 
 /// Proves the base case with its own transcript driver on `challenger`: `source_*` are the last
 /// fold's message, its folded randomness and its weights; `open_source` opens the last oracle
-/// at the spot-check positions (folded); `transform` is the base field's DFT of a column.
+/// at the spot-check positions (folded).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prove_base_case<F, E, S, K, C, R>(
     config: &ZkWhirConfig<E, F, K>,
@@ -59,142 +56,52 @@ where
     StandardUniform: Distribution<E>,
 {
     let base = config.base_case_config();
-    let code = &base.code;
-    if source_message.len() != code.message_len || source_randomness.len() != code.randomness_len || source_covector.len() != code.message_len {
-        return Err(ProverError::Input(format!(
-            "a base case of {} message values, {} randomness values and {} weights, for a code of {} and {}",
-            source_message.len(),
-            source_randomness.len(),
-            source_covector.len(),
-            code.message_len,
-            code.randomness_len
-        )));
-    }
-    let widths: Vec<usize> = masks.groups.iter().map(|(w, _)| *w).collect();
-    let expected: Vec<usize> = base.mask_groups.iter().map(|g| g.width).collect();
-    if widths != expected {
-        return Err(ProverError::Input(format!("mask groups of widths {widths:?}, the configuration's {expected:?}")));
-    }
+    check_inputs(&base, source_message.len(), source_randomness.len(), source_covector.len(), masks)?;
     let mut transcript = ZkBaseCaseProverTranscript::<C, F, E>::new(challenger, ZkBaseCaseShape::new(&base));
     let played = (|| {
         let started = std::time::Instant::now();
-        let fresh_message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
-        let fresh_randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
-        // The folded code's encoding (`FoldedRsCode::encode_column`): [message | randomness | 0]
-        // transformed over its domain and committed a row an element. Its coefficients past the
-        // next power of two of the message and randomness are zero, so it is that message's
-        // codeword at the rate that fills the domain, encoded and committed where the steps
-        // commit (each element a row of its D base coefficients, as `ExtensionMmcs` hashes it).
-        let filled = (code.message_len + code.randomness_len).next_power_of_two();
-        if !code.domain_size.is_power_of_two() || code.domain_size < filled {
-            return Err(ProverError::Params(format!("a base-case code of {} message and randomness values over a domain of {}", filled, code.domain_size)));
+        let fresh = commit_fresh(&base, steps, mmcs, rng)?;
+        transcript.fresh_commitment(fresh.main.0.clone());
+        for (commitment, _) in &fresh.blind_oracles {
+            transcript.blind_commitment(commitment.clone());
         }
-        let mut coeffs = Vec::with_capacity(filled);
-        coeffs.extend_from_slice(&fresh_message);
-        coeffs.extend_from_slice(&fresh_randomness);
-        coeffs.resize(filled, E::ZERO);
-        let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
-
-        // Per group, a blind per member: message then randomness, interleaved, all drawn in
-        // order. The groups' small oracles are encoded and committed side by side on the host
-        // (each alone is too small to fill the host's cores) while the fresh codeword commits
-        // where the steps commit; then all are bound in order.
-        let drawn: Vec<MemberBlinds<E>> = base
-            .mask_groups
-            .iter()
-            .map(|group| {
-                let encoding = group.shape.encoding::<E>();
-                (0..group.width).map(|_| (encoding.sample_message(rng), encoding.sample_randomness(rng))).unzip()
-            })
-            .collect();
-        let commit_blinds = || {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = base
-                    .mask_groups
-                    .iter()
-                    .zip(&drawn)
-                    .map(|(group, (messages, randomness))| {
-                        scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
-            })
-        };
-        let (fresh_commit, committed, blinds_wait) = beside_host_work(|| steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate), commit_blinds)?;
-        let (fresh_main_commitment, fresh_main_data) = fresh_commit?;
-        let committed = committed.map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?;
-        transcript.fresh_commitment(fresh_main_commitment.clone());
         let fresh_at = started.elapsed();
 
-        let mut blinds: Vec<Blinds<F, E>> = Vec::with_capacity(base.mask_groups.len());
-        let mut fresh_mask_commitments = Vec::with_capacity(base.mask_groups.len());
-        for ((messages, randomness), (commitment, data)) in drawn.into_iter().zip(committed) {
-            transcript.blind_commitment(commitment.clone());
-            fresh_mask_commitments.push(commitment);
-            blinds.push((messages, randomness, data));
-        }
-
         // μ_g = ⟨g̃, W⟩ + Σ ⟨s̃'_i, u_i⟩, the blinds in the masks' order.
-        let mut masked_claim = dot_product::<E, _, _>(fresh_message.iter().copied(), source_covector.iter().copied());
-        for (message, covector) in blinds.iter().flat_map(|(messages, _, _)| messages).zip(&masks.covectors) {
+        let mut masked_claim = dot_product::<E, _, _>(fresh.message.iter().copied(), source_covector.iter().copied());
+        for (message, covector) in fresh.blinds.iter().flat_map(|(messages, _)| messages).zip(&masks.covectors) {
             masked_claim += dot_product::<E, _, _>(message.iter().copied(), covector.iter().copied());
         }
-        let blinds_at = started.elapsed();
         transcript.claim(masked_claim);
         let gamma: E = transcript.gamma();
-
         let blind = |fresh: &[E], hidden: &[E]| -> Vec<E> { fresh.iter().zip(hidden).map(|(&f, &h)| f + gamma * h).collect() };
-        let blinded_message = blind(&fresh_message, source_message);
-        let blinded_randomness = blind(&fresh_randomness, source_randomness);
+        let blinded_message = blind(&fresh.message, source_message);
+        let blinded_randomness = blind(&fresh.randomness, source_randomness);
         transcript.reveal(&blinded_message, &blinded_randomness);
         let mut blinded_masks = Vec::with_capacity(masks.messages.len());
-        let members = blinds.iter().flat_map(|(messages, randomness, _)| messages.iter().zip(randomness));
+        let members = fresh.blinds.iter().flat_map(|(messages, randomness)| messages.iter().zip(randomness));
         for ((message, randomness), (hidden_message, hidden_randomness)) in members.zip(masks.messages.iter().zip(&masks.randomness)) {
             let blinded = BlindedMask { message: blind(message, hidden_message), randomness: blind(randomness, hidden_randomness) };
             transcript.reveal(&blinded.message, &blinded.randomness);
             blinded_masks.push(blinded);
         }
-
         let revealed_at = started.elapsed();
+
         let pow_witness = transcript.spot_check_pow();
         let ground_at = started.elapsed();
-        let positions = transcript.source_queries();
-        // Every group's positions drawn, then the masks opened on the host while the fresh
-        // codeword and the last oracle open where the steps keep them.
-        let mask_positions: Vec<Vec<usize>> = (0..blinds.len()).map(|group| transcript.mask_queries(group)).collect();
-        let open_masks = || -> Vec<MaskOpeningPair<E, Paths<F>>> {
-            blinds
-                .iter()
-                .zip(&masks.groups)
-                .zip(&mask_positions)
-                .map(|(((_, _, fresh), (_, carried)), positions)| MaskOpeningPair {
-                    carried: open_mask(mmcs, positions, carried),
-                    fresh: open_mask(mmcs, positions, fresh),
-                })
-                .collect()
-        };
-        let open_device = || -> Result<_, ProverError> {
-            let fresh_main_opening = steps.open(&fresh_main_data, &positions)?;
-            let source_openings = open_source(&positions)?;
-            let (rows, proof) = steps.read_openings(vec![fresh_main_opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
-            Ok((source_openings, SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof }))
-        };
-        let (opened, mask_openings, _) = beside_host_work(open_device, open_masks)?;
-        let (source_openings, fresh_main_openings) = opened?;
+        let (source_openings, fresh_main_openings, mask_openings) = open_spot_checks(&mut transcript, steps, mmcs, &fresh, masks, open_source)?;
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         tracing::debug!(
-            fresh_codeword_ms = ms(fresh_at),
-            blinds_past_it_ms = ms(blinds_wait),
-            claim_ms = ms(blinds_at - fresh_at),
-            reveals_ms = ms(revealed_at - blinds_at),
+            fresh_and_blinds_ms = ms(fresh_at),
+            blinds_past_fresh_ms = ms(fresh.blinds_wait),
+            claim_and_reveals_ms = ms(revealed_at - fresh_at),
             grind_ms = ms(ground_at - revealed_at),
             openings_ms = ms(started.elapsed() - ground_at),
-            positions = positions.len(),
             "hiding base case"
         );
         Ok(BaseCaseZkProof {
-            fresh_main_commitment,
-            fresh_mask_commitments,
+            fresh_main_commitment: fresh.main.0.clone(),
+            fresh_mask_commitments: fresh.blind_oracles.iter().map(|(c, _)| c.clone()).collect(),
             masked_claim,
             blinded_message,
             blinded_randomness,
@@ -206,4 +113,138 @@ where
         })
     })();
     closed(transcript, played, |t| t.finish())
+}
+
+/// The base case's fresh values, committed: the fresh message and randomness with their
+/// codeword, and per mask group a blind per member with the group's oracle.
+struct Fresh<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+    message: Vec<E>,
+    randomness: Vec<E>,
+    main: (Commitment<F>, S::Committed),
+    blinds: Vec<MemberBlinds<E>>,
+    blind_oracles: Vec<(Commitment<F>, MaskData<F, E>)>,
+    /// How long the blinds' commits went on past the fresh codeword's.
+    blinds_wait: std::time::Duration,
+}
+
+/// Draws the fresh message and randomness, then per group a blind per member (message then
+/// randomness, interleaved), in p3-whir's order, and commits them: the folded code's encoding
+/// of [message | randomness | 0] where the steps commit, while the groups' small oracles are
+/// encoded and committed side by side on the host (each alone is too small to fill its cores).
+fn commit_fresh<F, E, S, R>(base: &BaseCaseZkConfig<F>, steps: &S, mmcs: &ExtMmcs<F, E>, rng: &mut R) -> Result<Fresh<F, E, S>, ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    R: CryptoRng,
+    StandardUniform: Distribution<E>,
+{
+    let code = &base.code;
+    let message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
+    let randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
+    let blinds: Vec<MemberBlinds<E>> = base
+        .mask_groups
+        .iter()
+        .map(|group| {
+            let encoding = group.shape.encoding::<E>();
+            (0..group.width).map(|_| (encoding.sample_message(rng), encoding.sample_randomness(rng))).unzip()
+        })
+        .collect();
+    // `FoldedRsCode::encode_column` transforms [message | randomness | 0] over its domain and
+    // commits a row an element. Its coefficients past the next power of two of the message and
+    // randomness are zero, so it is that message's codeword at the rate that fills the domain
+    // (each element a row of its D base coefficients, as `ExtensionMmcs` hashes it).
+    let filled = (code.message_len + code.randomness_len).next_power_of_two();
+    let mut coeffs = Vec::with_capacity(filled);
+    coeffs.extend_from_slice(&message);
+    coeffs.extend_from_slice(&randomness);
+    coeffs.resize(filled, E::ZERO);
+    let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
+    let commit_blinds = || {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = base
+                .mask_groups
+                .iter()
+                .zip(&blinds)
+                .map(|(group, (messages, randomness))| {
+                    scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
+        })
+    };
+    let (main, blind_oracles, blinds_wait) = beside_host_work(|| steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate), commit_blinds)?;
+    let blind_oracles = blind_oracles.map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?;
+    Ok(Fresh { message, randomness, main: main?, blinds, blind_oracles, blinds_wait })
+}
+
+/// The spot checks after the grind: the source positions and every group's drawn, then the
+/// masks opened on the host (each group's carried oracle and fresh blinds) while the fresh
+/// codeword and the last oracle open where the steps keep them.
+#[allow(clippy::type_complexity)]
+fn open_spot_checks<F, E, S, C>(
+    transcript: &mut ZkBaseCaseProverTranscript<'_, C, F, E>,
+    steps: &S,
+    mmcs: &ExtMmcs<F, E>,
+    fresh: &Fresh<F, E, S>,
+    masks: &Masks<F, E>,
+    open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
+) -> Result<(QueryOpenings<F, E, Paths<F>>, SharedProofOpening<E, Paths<F>>, Vec<MaskOpeningPair<E, Paths<F>>>), ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    S: WhirBackend<F, E>,
+    C: HidingChallenger<F>,
+{
+    let positions = transcript.source_queries();
+    let mask_positions: Vec<Vec<usize>> = (0..fresh.blind_oracles.len()).map(|group| transcript.mask_queries(group)).collect();
+    let blind_oracles = &fresh.blind_oracles;
+    let open_masks = || -> Vec<MaskOpeningPair<E, Paths<F>>> {
+        blind_oracles
+            .iter()
+            .zip(&masks.groups)
+            .zip(&mask_positions)
+            .map(|(((_, blinds), (_, carried)), positions)| MaskOpeningPair {
+                carried: open_mask(mmcs, positions, carried),
+                fresh: open_mask(mmcs, positions, blinds),
+            })
+            .collect()
+    };
+    let open_device = || -> Result<_, ProverError> {
+        let fresh_main_opening = steps.open(&fresh.main.1, &positions)?;
+        let source_openings = open_source(&positions)?;
+        let (rows, proof) = steps.read_openings(vec![fresh_main_opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
+        Ok((source_openings, SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof }))
+    };
+    let (opened, mask_openings, _) = beside_host_work(open_device, open_masks)?;
+    let (source_openings, fresh_main_openings) = opened?;
+    Ok((source_openings, fresh_main_openings, mask_openings))
+}
+
+/// The last fold's message, randomness and weights, and the mask groups, against the base
+/// case's configuration.
+fn check_inputs<F: ProverField, E: WhirExtension<F>>(
+    base: &BaseCaseZkConfig<F>,
+    message: usize,
+    randomness: usize,
+    weights: usize,
+    masks: &Masks<F, E>,
+) -> Result<(), ProverError> {
+    let code = &base.code;
+    if message != code.message_len || randomness != code.randomness_len || weights != code.message_len {
+        return Err(ProverError::Input(format!(
+            "a base case of {message} message values, {randomness} randomness values and {weights} weights, for a code of {} and {}",
+            code.message_len, code.randomness_len
+        )));
+    }
+    let widths: Vec<usize> = masks.groups.iter().map(|(w, _)| *w).collect();
+    let expected: Vec<usize> = base.mask_groups.iter().map(|g| g.width).collect();
+    if widths != expected {
+        return Err(ProverError::Input(format!("mask groups of widths {widths:?}, the configuration's {expected:?}")));
+    }
+    let filled = (code.message_len + code.randomness_len).next_power_of_two();
+    if !code.domain_size.is_power_of_two() || code.domain_size < filled {
+        return Err(ProverError::Params(format!("a base-case code of {filled} message and randomness values over a domain of {}", code.domain_size)));
+    }
+    Ok(())
 }

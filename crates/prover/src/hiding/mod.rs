@@ -26,6 +26,7 @@ use p3_field::{dot_product, HornerIter, TwoAdicField};
 use p3_matrix::dense::RowMajorMatrix;
 use p3_multilinear_util::point::Point;
 use p3_multilinear_util::poly::Poly;
+use p3_sumcheck::zk::ZkSumcheckData;
 use p3_whir::transcript::zk::{ZkWhirProverTranscript, ZkWhirShape};
 use p3_whir::{QueryOpenings, SharedProofOpening, ZkRoundProof, ZkWhirConfig, ZkWhirProof};
 use p3_zk_codes::{ReedSolomonZkEncoding, ZkEncodingWithRandomness};
@@ -34,7 +35,7 @@ use rand::{CryptoRng, RngExt};
 use std::time::{Duration, Instant};
 use whir_verifier::hash::CpuMmcs;
 
-use self::base_case::prove_base_case;
+use self::base_case::{prove_base_case, BaseCaseProof};
 use self::batch::{masked_batch, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
@@ -241,6 +242,38 @@ fn closed<T, D>(driver: D, played: Result<T, ProverError>, finish: impl FnOnce(D
     }
 }
 
+/// What a hiding run carries from step to step.
+struct Run<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+    /// f (the folded message) and w (the source side's weights) where the steps keep them.
+    sumcheck: S::Sumcheck,
+    /// Σ f·w.
+    sum: E,
+    masks: Masks<F, E>,
+    /// Each masked batch's proof data and mask root, for the proof.
+    sumchecks: Vec<ZkSumcheckData<F, E>>,
+    mask_roots: Vec<Commitment<F>>,
+    /// The last batch's challenges, and the last oracle's randomness folded at them.
+    gammas: Vec<E>,
+    oracle_randomness: Vec<E>,
+    /// The oracle the next round opens.
+    oracle: Oracle<S::Committed>,
+    lap: Lap,
+}
+
+/// A round's next oracle and switch mask, committed ([`HidingRun::commit_round`]).
+struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+    root: Commitment<F>,
+    committed: S::Committed,
+    /// The next oracle's randomness.
+    fresh: Vec<E>,
+    /// The switch mask: the old oracle's folded randomness, then `pad_len` pad values.
+    mask_message: Vec<E>,
+    mask_randomness: Vec<E>,
+    pad_len: usize,
+    mask_root: Commitment<F>,
+    mask_data: MaskData<F, E>,
+}
+
 struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
     steps: &'a S,
     config: &'a ZkWhirConfig<E, F, C>,
@@ -257,6 +290,8 @@ where
     K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
+    /// The whole opening: the first masked batch, the code-switching rounds (each ending in
+    /// its masked batch), the masked base case.
     fn play<C: HidingChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
@@ -265,13 +300,26 @@ where
         rng: &mut R,
         times: &mut HidingTimes,
     ) -> Result<ZkProof<F, E>, ProverError> {
+        let mut run = self.first_batch(transcript, data, claims, rng, times)?;
+        let rounds = (0..self.config.n_rounds()).map(|round| self.round(transcript, &mut run, round, rng, times)).collect::<Result<Vec<_>, _>>()?;
+        let base_case = self.base_case(transcript, &mut run, rng)?;
+        times.base_case += run.lap.next();
+        let Run { sumchecks, mask_roots, .. } = run;
+        Ok(ZkWhirProof { evals: claims.iter().map(|(_, v)| *v).collect(), sumchecks, sumcheck_mask_commitments: mask_roots, rounds, base_case })
+    }
+
+    /// The initial relation (W = Σ α^i eq(z_i, ·), claim Σ α^i v_i) and its masked batch.
+    fn first_batch<C: HidingChallenger<F>, R: CryptoRng>(
+        &self,
+        transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
+        data: Committed<F, E, S>,
+        claims: &[(Point<E>, E)],
+        rng: &mut R,
+        times: &mut HidingTimes,
+    ) -> Result<Run<F, E, S>, ProverError> {
         let mut lap = Lap(Instant::now());
         let config = self.config;
-        let ell_zk = config.zk().ell_zk;
-        let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
         let Committed { committed, mut sumcheck, randomness, .. } = data;
-
-        // Initial relation: W = Σ α^i eq(z_i, ·), claim Σ α^i v_i.
         let alpha: E = transcript.initial_batching();
         let coeffs: Vec<E> = alpha.powers().collect_n(claims.len());
         let points: Vec<Point<E>> = claims.iter().map(|(p, _)| p.clone()).collect();
@@ -283,121 +331,147 @@ where
         } else {
             sumcheck.add_eq_weights(&points, &coeffs)?;
         }
-
         times.constraints += lap.next();
 
-        let mut masks = Masks::<F, E>::new();
-        let (mut sumchecks, mut mask_roots) = (Vec::new(), Vec::new());
-        let mut rounds = Vec::with_capacity(config.n_rounds());
+        let encoding = config.sumcheck_mask().encoding::<E>();
         let batch = transcript.delegate_initial_fold(|ch| {
             masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, config.round_folding_factor(0), config.starting_folding_pow_bits(), E::ZERO, ch, rng)
         })?;
-        let mut gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
-        times.batches += lap.next();
+        let mut run = Run {
+            sumcheck,
+            sum,
+            masks: Masks::new(),
+            sumchecks: Vec::new(),
+            mask_roots: Vec::new(),
+            gammas: Vec::new(),
+            oracle_randomness: Vec::new(),
+            oracle: Oracle { committed, base: true },
+            lap,
+        };
+        run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
         // The randomness folds with the message (mixed field: base chunks, extension weights).
-        let mut oracle_randomness: Vec<E> = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &gammas)?;
-        let mut oracle = Oracle { committed, base: true };
+        run.oracle_randomness = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &run.gammas)?;
+        times.batches += run.lap.next();
+        Ok(run)
+    }
 
-        for round in 0..config.n_rounds() {
-            let params = &config.round_parameters()[round];
-            let folding_next = config.round_folding_factor(round + 1);
-            let next_randomness_len = config.oracle_randomness()[round + 1];
-            let message_vars = sumcheck.num_variables();
-            let message_len = 1usize << message_vars;
+    /// One code-switching round: the folded message committed as the next oracle beside its
+    /// switch mask, the private out-of-domain answers, the old oracle's rows opened and folded
+    /// at the queries, the constraints they make, and the round's masked batch.
+    fn round<C: HidingChallenger<F>, R: CryptoRng>(
+        &self,
+        transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
+        run: &mut Run<F, E, S>,
+        round: usize,
+        rng: &mut R,
+        times: &mut HidingTimes,
+    ) -> Result<ZkRoundProof<F, E, CpuMmcs<F>>, ProverError> {
+        let config = self.config;
+        let params = &config.round_parameters()[round];
+        let message_len = 1usize << run.sumcheck.num_variables();
+        let (next, mask_wait) = self.commit_round(run, round, rng)?;
+        transcript.oracle_commitment(next.root.clone());
+        transcript.switch_mask_commitment(next.mask_root.clone());
+        times.oracles += run.lap.next().saturating_sub(mask_wait);
+        times.switch_masks += mask_wait;
 
-            // The folded message as the next interleaved ZK oracle, and the code-switch mask (the
-            // old oracle's folded randomness, then a pad): their values drawn in p3-whir's order,
-            // the mask encoded and committed on the host while the oracle commits where f lies.
-            let fresh: Vec<E> = (0..next_randomness_len << folding_next).map(|_| rng.random()).collect();
-            let mask_shape = &config.switch_masks()[round];
-            let pad: Vec<E> = (0..params.ood_samples).map(|_| rng.random()).collect();
-            let mut mask_message = oracle_randomness.clone();
-            mask_message.extend_from_slice(&pad);
-            let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
-            let log_inv_rate = config.inv_rate(round).trailing_zeros() as usize;
-            let mmcs = &self.mmcs;
-            let (oracle_commit, (mask_root, mask_data), mask_wait) = beside_host_work(
-                || self.steps.commit_hiding_folded(&mut sumcheck, &fresh, folding_next, log_inv_rate),
-                || {
-                    let mask_encoding: MaskEncoding<E> = mask_shape.encoding::<E>();
-                    mmcs.commit_matrix(mask_encoding.encode_with_randomness(&mask_message, &mask_randomness))
-                },
-            )?;
-            let (root, committed) = oracle_commit?;
-            transcript.oracle_commitment(root.clone());
-            transcript.switch_mask_commitment(mask_root.clone());
-            times.oracles += lap.next().saturating_sub(mask_wait);
-            times.switch_masks += mask_wait;
-
-            // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
-            let mut rhos = Vec::with_capacity(params.ood_samples);
-            let mut ood_answers = Vec::with_capacity(params.ood_samples);
-            for _ in 0..params.ood_samples {
-                let rho: E = transcript.ood_point();
-                let tail: E = mask_message.iter().copied().horner(rho);
-                let answer = sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len as u64);
-                transcript.ood_answer(answer);
-                rhos.push(rho);
-                ood_answers.push(answer);
-            }
-
-            times.ood += lap.next();
-            let pow_witness = transcript.query_pow(round);
-            let indices = transcript.query_indices(round);
-            let (openings, folded) = self.open_and_fold(&oracle, &indices, &gammas)?;
-            let generator = F::two_adic_generator(params.log_folded_domain_size);
-            let query_points: Vec<E> = indices.iter().map(|&i| E::from(generator.exp_u64(i as u64))).collect();
-            times.queries += lap.next();
-
-            // Carried claim (coefficient 1), OOD answers γ^(1+i), query openings γ^(1+t+q).
-            let combination: E = transcript.round_batching();
-            let coeffs: Vec<E> = combination.shifted_powers(combination).collect_n(rhos.len() + indices.len());
-            let (ood_coeffs, query_coeffs) = coeffs.split_at(rhos.len());
-            let carried = sum + masks.aux;
-            let joint = carried
-                + dot_product::<E, _, _>(ood_coeffs.iter().copied(), ood_answers.iter().copied())
-                + dot_product::<E, _, _>(query_coeffs.iter().copied(), folded.iter().copied());
-
-            // Source side: the fresh constraints as power covectors on f's weights.
-            sumcheck.add_select_weights_at(params.log_folded_domain_size, &indices, query_coeffs)?;
-            sumcheck.add_power_weights(&rhos, ood_coeffs)?;
-            // Mask side: the switch mask's covector; the identity fixes the source's increment.
-            let covector = switch_mask_covector(message_len, oracle_randomness.len(), pad.len(), &rhos, ood_coeffs, &query_points, query_coeffs);
-            sum += joint - carried - dot_product::<E, _, _>(covector.iter().copied(), mask_message.iter().copied());
-            masks.push_switch_mask(covector, mask_message, mask_randomness, mask_data);
-            rounds.push(ZkRoundProof { commitment: root, mask_commitment: mask_root, ood_answers, pow_witness, openings });
-
-            times.constraints += lap.next();
-
-            // The next masked batch, the mask total riding as its auxiliary constant.
-            let aux = masks.aux;
-            let batch = transcript
-                .delegate_round_fold(|ch| masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng))?;
-            gammas = masks.record_batch(batch, &mut sumchecks, &mut mask_roots, ell_zk);
-            oracle_randomness = fold_limb_chunks(&fresh, next_randomness_len, &gammas)?;
-            times.batches += lap.next();
-            oracle = Oracle { committed, base: false };
+        // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
+        let mut rhos = Vec::with_capacity(params.ood_samples);
+        let mut ood_answers = Vec::with_capacity(params.ood_samples);
+        for _ in 0..params.ood_samples {
+            let rho: E = transcript.ood_point();
+            let tail: E = next.mask_message.iter().copied().horner(rho);
+            let answer = run.sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len as u64);
+            transcript.ood_answer(answer);
+            rhos.push(rho);
+            ood_answers.push(answer);
         }
+        times.ood += run.lap.next();
 
-        // The masked base case over the virtual folded oracle.
-        let source_message = sumcheck.evals()?;
-        let source_covector = sumcheck.weights_table()?;
-        let base_case = transcript.delegate_base_case(|ch| {
+        let pow_witness = transcript.query_pow(round);
+        let indices = transcript.query_indices(round);
+        let (openings, folded) = self.open_and_fold(&run.oracle, &indices, &run.gammas)?;
+        let generator = F::two_adic_generator(params.log_folded_domain_size);
+        let query_points: Vec<E> = indices.iter().map(|&i| E::from(generator.exp_u64(i as u64))).collect();
+        times.queries += run.lap.next();
+
+        // Carried claim (coefficient 1), OOD answers γ^(1+i), query openings γ^(1+t+q).
+        let combination: E = transcript.round_batching();
+        let coeffs: Vec<E> = combination.shifted_powers(combination).collect_n(rhos.len() + indices.len());
+        let (ood_coeffs, query_coeffs) = coeffs.split_at(rhos.len());
+        let carried = run.sum + run.masks.aux;
+        let joint = carried
+            + dot_product::<E, _, _>(ood_coeffs.iter().copied(), ood_answers.iter().copied())
+            + dot_product::<E, _, _>(query_coeffs.iter().copied(), folded.iter().copied());
+        // Source side: the fresh constraints as power covectors on f's weights.
+        run.sumcheck.add_select_weights_at(params.log_folded_domain_size, &indices, query_coeffs)?;
+        run.sumcheck.add_power_weights(&rhos, ood_coeffs)?;
+        // Mask side: the switch mask's covector; the identity fixes the source's increment.
+        let covector = switch_mask_covector(message_len, run.oracle_randomness.len(), next.pad_len, &rhos, ood_coeffs, &query_points, query_coeffs);
+        run.sum += joint - carried - dot_product::<E, _, _>(covector.iter().copied(), next.mask_message.iter().copied());
+        run.masks.push_switch_mask(covector, next.mask_message, next.mask_randomness, next.mask_data);
+        times.constraints += run.lap.next();
+
+        // The next masked batch, the mask total riding as its auxiliary constant.
+        let (aux, folding_next) = (run.masks.aux, config.round_folding_factor(round + 1));
+        let encoding = config.sumcheck_mask().encoding::<E>();
+        let batch = transcript.delegate_round_fold(|ch| {
+            masked_batch(&mut run.sumcheck, &mut run.sum, &encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng)
+        })?;
+        run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
+        run.oracle_randomness = fold_limb_chunks(&next.fresh, config.oracle_randomness()[round + 1], &run.gammas)?;
+        run.oracle = Oracle { committed: next.committed, base: false };
+        times.batches += run.lap.next();
+        Ok(ZkRoundProof { commitment: next.root, mask_commitment: next.mask_root, ood_answers, pow_witness, openings })
+    }
+
+    /// A round's two commitments: the folded message as the next interleaved ZK oracle, and
+    /// the code-switch mask (the old oracle's folded randomness, then a pad); their values
+    /// drawn in p3-whir's order, the mask encoded and committed on the host while the oracle
+    /// commits where f lies. Returns them with how long the mask went on past the oracle.
+    fn commit_round<R: CryptoRng>(&self, run: &mut Run<F, E, S>, round: usize, rng: &mut R) -> Result<(RoundCommitments<F, E, S>, Duration), ProverError> {
+        let config = self.config;
+        let folding_next = config.round_folding_factor(round + 1);
+        let fresh: Vec<E> = (0..config.oracle_randomness()[round + 1] << folding_next).map(|_| rng.random()).collect();
+        let mask_shape = &config.switch_masks()[round];
+        let pad_len = config.round_parameters()[round].ood_samples;
+        let mut mask_message = run.oracle_randomness.clone();
+        mask_message.extend((0..pad_len).map(|_| rng.random::<E>()));
+        let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
+        let log_inv_rate = config.inv_rate(round).trailing_zeros() as usize;
+        let mmcs = &self.mmcs;
+        let (oracle, (mask_root, mask_data), mask_wait) = beside_host_work(
+            || self.steps.commit_hiding_folded(&mut run.sumcheck, &fresh, folding_next, log_inv_rate),
+            || mmcs.commit_matrix(mask_shape.encoding::<E>().encode_with_randomness(&mask_message, &mask_randomness)),
+        )?;
+        let (root, committed) = oracle?;
+        Ok((RoundCommitments { root, committed, fresh, mask_message, mask_randomness, pad_len, mask_root, mask_data }, mask_wait))
+    }
+
+    /// The masked base case over the virtual folded oracle.
+    fn base_case<C: HidingChallenger<F>, R: CryptoRng>(
+        &self,
+        transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
+        run: &mut Run<F, E, S>,
+        rng: &mut R,
+    ) -> Result<BaseCaseProof<F, E>, ProverError> {
+        let source_message = run.sumcheck.evals()?;
+        let source_covector = run.sumcheck.weights_table()?;
+        let (oracle, gammas) = (&run.oracle, &run.gammas);
+        transcript.delegate_base_case(|ch| {
             prove_base_case(
-                config,
+                self.config,
                 self.steps,
                 &self.mmcs,
                 &source_message,
-                &oracle_randomness,
+                &run.oracle_randomness,
                 &source_covector,
-                &masks,
-                |positions| self.open_and_fold(&oracle, positions, &gammas).map(|(o, _)| o),
+                &run.masks,
+                |positions| self.open_and_fold(oracle, positions, gammas).map(|(o, _)| o),
                 ch,
                 rng,
             )
-        })?;
-        times.base_case += lap.next();
-        Ok(ZkWhirProof { evals: claims.iter().map(|(_, v)| *v).collect(), sumchecks, sumcheck_mask_commitments: mask_roots, rounds, base_case })
+        })
     }
 
     /// Opens `oracle` at `indices` in one multiproof and folds each row at `gammas`.
