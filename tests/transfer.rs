@@ -240,7 +240,7 @@ fn batches_give_their_buffers_back_on_every_path() {
             let before = pooled(&ctx);
             let mut batch = ctx.batch("pool test");
             let scratch = batch.scratch("scratch", words);
-            batch.encoder().copy_buffer_to_buffer(&src, 0, &scratch, 0, (words * 4) as u64);
+            batch.copy_words(&src, 0, &scratch, 0, words);
             assert!(end(&ctx, batch), "{what}: the batch failed");
             assert!(
                 pooled(&ctx) >= before + (words * 4) as u64,
@@ -264,9 +264,9 @@ fn batches_give_their_buffers_back_on_every_path() {
         // snapshot as the region was when it was taken.
         let mut batch = ctx.batch("order test");
         let scratch = batch.scratch("scratch", 8);
-        batch.encoder().copy_buffer_to_buffer(&src, 0, &scratch, 0, 32);
+        batch.copy_words(&src, 0, &scratch, 0, 8);
         let snap = batch.snapshot(&scratch, 0, 8);
-        batch.encoder().copy_buffer_to_buffer(&src, 32, &scratch, 0, 32);
+        batch.copy_words(&src, 8, &scratch, 0, 8);
         let (late, tail) = (batch.read(&scratch, 0, 8), batch.read(&src, words - 3, 3));
         let readback = ctx.run(batch).unwrap();
         assert_eq!(readback.get(snap).unwrap(), &(0..8).collect::<Vec<u32>>()[..], "the snapshot");

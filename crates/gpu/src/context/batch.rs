@@ -61,8 +61,20 @@ impl Readback {
 }
 
 impl<'a> Batch<'a> {
-    /// The encoder to record into (commands run in the order recorded).
-    pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+    /// Records a copy of `words` words from `src` (from word `src_word`) into `dst` (from
+    /// word `dst_word`), in order with the work recorded around it.
+    pub fn copy_words(&mut self, src: &wgpu::Buffer, src_word: usize, dst: &wgpu::Buffer, dst_word: usize, words: usize) {
+        self.encoder().copy_buffer_to_buffer(src, (src_word * 4) as u64, dst, (dst_word * 4) as u64, (words * 4) as u64);
+    }
+
+    /// Records zeroing the whole of `buffer`, in order with the work recorded around it.
+    pub fn clear(&mut self, buffer: &wgpu::Buffer) {
+        self.encoder().clear_buffer(buffer, 0, None);
+    }
+
+    /// The encoder to record into (commands run in the order recorded). Crate-private: outside
+    /// the crate, work is recorded as data (dispatches, copies, reads) the engine submits.
+    pub(crate) fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
         let (ctx, label) = (self.ctx, self.label);
         self.encoder.get_or_insert_with(|| ctx.encoder(label))
     }

@@ -240,7 +240,7 @@ impl GpuNtt {
         let out = current.map_or(0, |c| 1 - c);
         let input = current.map_or(src, |c| &work[c]);
         if current.is_none() && spec.valid_rows < spec.rows() {
-            batch.encoder().clear_buffer(&work[out], 0, None);
+            batch.clear(&work[out]);
         }
         let copied_rows = if current.is_none() { spec.valid_rows } else { spec.rows() };
         if spec.bit_reversed_output {

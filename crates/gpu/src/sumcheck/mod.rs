@@ -535,7 +535,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let cleared = ctx.scoped("sumcheck weights", || {
             let mut batch = ctx.batch("clear weights");
             for b in &buffers {
-                batch.encoder().clear_buffer(b, 0, None);
+                batch.clear(b);
             }
             ctx.send(batch)
         });

@@ -258,7 +258,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let zero = self.upload_table("select scales", &[]);
             batch.lend(sums_buf.clone());
             batch.lend(zero.clone());
-            batch.encoder().clear_buffer(&table, 0, None);
+            batch.clear(&table);
             let scatter = WeightParams {
                 size: 1 << log_domain,
                 vars: 0,
