@@ -660,6 +660,18 @@ impl SumcheckState for CorruptedSumcheck {
     fn add_slot_weights(&mut self, sets: &[(whir_wgpu::prover::steps::SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
         self.inner.add_slot_weights(sets)
     }
+    fn weights_table(&mut self) -> Result<Vec<EF>, ProverError> {
+        self.inner.weights_table()
+    }
+    fn scale_weights(&mut self, s: EF) -> Result<(), ProverError> {
+        self.inner.scale_weights(s)
+    }
+    fn add_power_weights(&mut self, vars: &[EF], scales: &[EF]) -> Result<(), ProverError> {
+        self.inner.add_power_weights(vars, scales)
+    }
+    fn eval_powers(&mut self, y: EF) -> Result<EF, ProverError> {
+        self.inner.eval_powers(y)
+    }
 }
 
 impl WhirBackend for CorruptedSteps {
@@ -708,6 +720,25 @@ impl WhirBackend for CorruptedSteps {
         log_inv_rate: usize,
     ) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
         self.commit(&EF::flatten_to_base(sumcheck.inner.evals()?), 4 << fold, log_inv_rate)
+    }
+    fn commit_hiding_message(
+        &self,
+        poly: &[F],
+        randomness: &[F],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(whir_wgpu::prover::Commitment, Self::Committed, Self::Sumcheck), ProverError> {
+        let (root, committed, sumcheck) = self.inner.commit_hiding_message(poly, randomness, fold, log_inv_rate)?;
+        Ok((root, committed, CorruptedSumcheck { inner: sumcheck, corrupt: self.corrupt, at: self.at, calls: 0 }))
+    }
+    fn commit_hiding_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[EF],
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<(whir_wgpu::prover::Commitment, Self::Committed), ProverError> {
+        self.inner.commit_hiding_folded(&mut sumcheck.inner, randomness, fold, log_inv_rate)
     }
 }
 

@@ -171,10 +171,7 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         randomness: &[F],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
-        let _ = (poly, randomness, fold, log_inv_rate);
-        Err(ProverError::Input("these codeword steps do not commit hiding codewords".into()))
-    }
+    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError>;
 
     /// Commits the sumcheck's current f as a hiding round's oracle: rows of 2^fold extension
     /// elements in prefix order, `randomness` (limb-major, extension elements) as rows after
@@ -185,10 +182,7 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
-        let _ = (sumcheck, randomness, fold, log_inv_rate);
-        Err(ProverError::Input("these codeword steps do not commit hiding codewords".into()))
-    }
+    ) -> Result<(Commitment<F>, Self::Committed), ProverError>;
 }
 
 /// Plonky3's limb-major randomness (t values per column, column b's at `randomness[b·t..]`)

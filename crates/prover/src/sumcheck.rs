@@ -108,31 +108,20 @@ pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
     /// f's evaluation table.
     fn evals(&mut self) -> Result<Vec<E>, ProverError>;
 
-    /// w's table, in the polynomial's order. The steps a hiding proof needs (this and the three
-    /// below) are errors by default: steps without them run plain proofs only.
-    fn weights_table(&mut self) -> Result<Vec<E>, ProverError> {
-        Err(no_hiding_step("w's table"))
-    }
+    /// w's table, in the polynomial's order. This and the three below are the steps a hiding
+    /// proof adds; every backend gives them.
+    fn weights_table(&mut self) -> Result<Vec<E>, ProverError>;
 
     /// `w(x) *= s` (a hiding sumcheck batch scales its weights by its challenge ε).
-    fn scale_weights(&mut self, s: E) -> Result<(), ProverError> {
-        let _ = s;
-        Err(no_hiding_step("scaled weights"))
-    }
+    fn scale_weights(&mut self, s: E) -> Result<(), ProverError>;
 
     /// `w(x) += Σ_j scales[j]·vars[j]^x` with variables in the extension, x the index in the
     /// polynomial's order (a hiding round's out-of-domain constraints).
-    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError> {
-        let _ = (vars, scales);
-        Err(no_hiding_step("power weights"))
-    }
+    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError>;
 
     /// `Σ_x f(x)·y^x`, x the index in the polynomial's order: f read as the coefficients of a
     /// univariate polynomial (a hiding round's out-of-domain answer).
-    fn eval_powers(&mut self, y: E) -> Result<E, ProverError> {
-        let _ = y;
-        Err(no_hiding_step("f's coefficients evaluated at a point"))
-    }
+    fn eval_powers(&mut self, y: E) -> Result<E, ProverError>;
 
     /// Each set's slots of f evaluated at its point ([`SlotSet`]): Σ_i f[offset + i]·eq(point,
     /// i), or the successor view's value.
@@ -173,11 +162,6 @@ pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
         let _ = (rounds, state, bits);
         None
     }
-}
-
-/// The error of a sumcheck step a hiding proof needs and these steps lack.
-fn no_hiding_step(what: &str) -> ProverError {
-    ProverError::Input(format!("these sumcheck steps do not give {what}: they run plain proofs only, not hiding ones"))
 }
 
 /// eq(point, x) with point[0] paired with the most significant bit of x.
