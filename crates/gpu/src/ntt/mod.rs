@@ -184,36 +184,7 @@ impl GpuNtt {
             return Err(GpuError::InvalidInput("bit-reversed NTT output needs two or more rows".into()));
         }
         if let (Layout::OneBuffer { reuse_src, chunk_rows }, false) = (layout, passes.is_empty()) {
-            let whole = spec.valid_rows == spec.rows() && src.size() == (total * 4) as u64;
-            let target = if reuse_src && whole { src.clone() } else { self.work_buffer("ntt work", total) };
-            let in_src = reuse_src && whole;
-            // Chunk by chunk only for output in the passes' own order, untimed.
-            let split = chunk_rows
-                .filter(|_| spec.bit_reversed_output && !batch.is_timed())
-                .and_then(|rows| plan_split(log_n, spec.width, self.tile_log, rows).map(|(plan, at)| (plan, at, rows)));
-            let (up_front, chunked): (&[DifPassPlan], Option<(&[DifPassPlan], usize)>) = match &split {
-                Some((plan, at, rows)) => (&plan[..*at], Some((&plan[*at..], *rows))),
-                None => (&passes, None),
-            };
-            let result = self.record_one_buffer(batch, src, target, in_src, spec, up_front, &twiddles, shift_table.as_ref())?;
-            let tail = match chunked {
-                Some((rest, rows)) => Some(ChunkPasses {
-                    buffer: result.clone(),
-                    chunk_bytes: (rows * spec.width * 4) as u64,
-                    pipeline: self.dif_pipeline(F::ID, true)?,
-                    twiddles,
-                    passes: rest
-                        .iter()
-                        .map(|pass| {
-                            let sub = ((rows * spec.width) >> pass.log_t) as u32;
-                            let params = DifParams { num_subproblems: sub, ..dif_params(spec, pass, false, false) };
-                            (self.ctx.uniform("dif params", &params), sub.div_ceil(1 << pass.log_p))
-                        })
-                        .collect(),
-                }),
-                None => None,
-            };
-            return Ok((result, tail));
+            return self.record_in_one_buffer(batch, src, spec, &passes, twiddles, shift_table.as_ref(), reuse_src, chunk_rows);
         }
         let work = [self.work_buffer("ntt work a", total), self.work_buffer("ntt work b", total)];
         let dif = self.dif_pipeline(F::ID, false)?;
@@ -266,6 +237,53 @@ impl GpuNtt {
         let (result, spare) = if out == 0 { (a, b) } else { (b, a) };
         self.give_back(batch, spare);
         Ok((result, None))
+    }
+
+    /// `record_spec` in one work buffer (or the source's own, given up): the passes recorded
+    /// up front, or the last ones left to run chunk by chunk where `chunk_rows` asks for it.
+    #[allow(clippy::too_many_arguments)]
+    fn record_in_one_buffer<F: GpuField>(
+        &self,
+        batch: &mut Batch<'_>,
+        src: &wgpu::Buffer,
+        spec: &NttSpec<F>,
+        passes: &[DifPassPlan],
+        twiddles: std::sync::Arc<wgpu::Buffer>,
+        shift_table: Option<&wgpu::Buffer>,
+        reuse_src: bool,
+        chunk_rows: Option<usize>,
+    ) -> Result<(wgpu::Buffer, Option<ChunkPasses>)> {
+        let (log_n, total) = (spec.log_n as u32, spec.rows() * spec.width);
+        let whole = spec.valid_rows == spec.rows() && src.size() == (total * 4) as u64;
+        let target = if reuse_src && whole { src.clone() } else { self.work_buffer("ntt work", total) };
+        let in_src = reuse_src && whole;
+        // Chunk by chunk only for output in the passes' own order, untimed.
+        let split = chunk_rows
+            .filter(|_| spec.bit_reversed_output && !batch.is_timed())
+            .and_then(|rows| plan_split(log_n, spec.width, self.tile_log, rows).map(|(plan, at)| (plan, at, rows)));
+        let (up_front, chunked): (&[DifPassPlan], Option<(&[DifPassPlan], usize)>) = match &split {
+            Some((plan, at, rows)) => (&plan[..*at], Some((&plan[*at..], *rows))),
+            None => (passes, None),
+        };
+        let result = self.record_one_buffer(batch, src, target, in_src, spec, up_front, &twiddles, shift_table)?;
+        let tail = match chunked {
+            Some((rest, rows)) => Some(ChunkPasses {
+                buffer: result.clone(),
+                chunk_bytes: (rows * spec.width * 4) as u64,
+                pipeline: self.dif_pipeline(F::ID, true)?,
+                twiddles,
+                passes: rest
+                    .iter()
+                    .map(|pass| {
+                        let sub = ((rows * spec.width) >> pass.log_t) as u32;
+                        let params = DifParams { num_subproblems: sub, ..dif_params(spec, pass, false, false) };
+                        (self.ctx.uniform("dif params", &params), sub.div_ceil(1 << pass.log_p))
+                    })
+                    .collect(),
+            }),
+            None => None,
+        };
+        Ok((result, tail))
     }
 
     /// A work buffer the transform no longer needs, back to the pool when the batch ends (with
