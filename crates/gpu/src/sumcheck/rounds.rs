@@ -268,6 +268,21 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups });
             }
         }
+        self.record_lazy_fold(dispatches, r, chain)?;
+        let old = (std::mem::replace(&mut self.f, f_out), std::mem::replace(&mut self.w, w_out));
+        self.vars -= 1;
+        // Past the rounds the lazy tables cover, w becomes a table (chains do it after their
+        // readback, when the challenges are known here).
+        let lazy_done = self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds);
+        if chain.is_none() && lazy_done {
+            self.materialize_weights()?;
+        }
+        Ok(old)
+    }
+
+    /// A fold's binding of the lazy weights: the bound coordinate scales the equality weights'
+    /// coefficients (on the GPU after a chained fold, here otherwise) and binds the slot terms.
+    fn record_lazy_fold(&mut self, dispatches: &mut Vec<Dispatch>, r: E, chain: Option<&wgpu::Buffer>) -> Result<()> {
         // Lazy weights: the bound coordinate scales the coefficients, on the GPU after a
         // chained fold, here otherwise.
         if let Some(lazy) = self.lazy.as_mut() {
@@ -282,7 +297,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 }
                 None => {
                     lazy.bind(r);
-                    // (After the last lazy round w is written out below instead.)
+                    // (After the last lazy round the fold writes w out instead: `record_fold_with`.)
                     if lazy.bound < lazy.rounds {
                         self.ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words()));
                     }
@@ -293,15 +308,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         if let (Some(lazy), None) = (self.lazy_slots.as_mut(), chain) {
             lazy.bind(r);
         }
-        let old = (std::mem::replace(&mut self.f, f_out), std::mem::replace(&mut self.w, w_out));
-        self.vars -= 1;
-        // Past the rounds the lazy tables cover, w becomes a table (chains do it after their
-        // readback, when the challenges are known here).
-        let lazy_done = self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds);
-        if chain.is_none() && lazy_done {
-            self.materialize_weights()?;
-        }
-        Ok(old)
+        Ok(())
     }
 
     /// A fold's params: cached when they hold no challenge (chained folds), fresh otherwise.
