@@ -6,12 +6,17 @@ use std::path::Path;
 
 /// Every `.rs` file under `dir`, subdirectories included.
 fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    files_ending(dir, "rs")
+}
+
+/// Every file under `dir` with the extension `ext`, sorted.
+fn files_ending(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            out.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.extend(files_ending(&path, ext));
+        } else if path.extension().is_some_and(|e| e == ext) {
             out.push(path);
         }
     }
@@ -142,18 +147,7 @@ fn only_the_options_constructors_read_the_environment() {
 fn whir_gpu_names_no_whir_protocol_step() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = rust_files(&root.join("crates/gpu/src"));
-    let mut wgsl = Vec::new();
-    let mut stack = vec![root.join("crates/gpu/wgsl")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "wgsl") {
-                wgsl.push(path);
-            }
-        }
-    }
+    let wgsl = files_ending(&root.join("crates/gpu/wgsl"), "wgsl");
     assert!(wgsl.len() >= 30, "only {} WGSL files found", wgsl.len());
     files.extend(wgsl);
     let banned =
@@ -181,55 +175,44 @@ fn whir_gpu_names_no_whir_protocol_step() {
 fn wgsl_comments_name_files_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let kernels = root.join("crates/gpu/wgsl");
-    let mut stack = vec![kernels.clone()];
+    // A comment's words, punctuation around paths and names removed.
+    let tokens = |text: &str| -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || "(),;:`".contains(c)).map(|t| t.trim_end_matches('.')).filter(|t| !t.is_empty()).map(String::from).collect()
+    };
     let mut checked = 0;
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
+    for path in files_ending(&kernels, "wgsl") {
+        // The comments as one text; a path broken over lines ("crates/x/\n// y.rs") is rejoined.
+        let mut comments = String::new();
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let Some((_, comment)) = line.split_once("//") else { continue };
+            if !comments.ends_with('/') {
+                comments.push(' ');
+            }
+            comments.push_str(comment.trim());
+        }
+        for token in tokens(&comments) {
+            let named = if token.starts_with("crates/") {
+                root.join(&token)
+            } else if token.ends_with(".wgsl") && token.contains('/') && !token.contains(['*', '<']) {
+                kernels.join(&token)
+            } else {
                 continue;
-            }
-            if path.extension().is_none_or(|e| e != "wgsl") {
-                continue;
-            }
-            // The comments as one text; a path broken over lines ("crates/x/\n// y.rs") is rejoined.
-            let mut comments = String::new();
-            for line in std::fs::read_to_string(&path).unwrap().lines() {
-                let Some((_, comment)) = line.split_once("//") else { continue };
-                let comment = comment.trim();
-                if !comments.ends_with('/') {
-                    comments.push(' ');
-                }
-                comments.push_str(comment);
-            }
-            let tokens: Vec<&str> =
-                comments.split(|c: char| c.is_whitespace() || "(),;:`".contains(c)).map(|t| t.trim_end_matches('.')).filter(|t| !t.is_empty()).collect();
-            for token in &tokens {
-                let named = if token.starts_with("crates/") {
-                    root.join(token)
-                } else if token.ends_with(".wgsl") && token.contains('/') && !token.contains(['*', '<']) {
-                    kernels.join(token)
-                } else {
-                    continue;
-                };
-                assert!(named.exists(), "{}: a comment names {token}, which does not exist", path.display());
-                checked += 1;
-            }
-            for (at, _) in comments.match_indices("Rust twin") {
-                let rest = &comments[at..];
-                let file = rest
-                    .split(|c: char| c.is_whitespace() || "(),;:`".contains(c))
-                    .map(|t| t.trim_end_matches('.'))
-                    .find(|t| t.starts_with("crates/") && t.ends_with(".rs"))
-                    .unwrap_or_else(|| panic!("{}: a Rust twin without its file: {rest}", path.display()));
-                let twin_text = &rest[..rest.find(file).unwrap()];
-                let source = std::fs::read_to_string(root.join(file)).unwrap();
-                for name in twin_text.split('`').skip(1).step_by(2) {
-                    if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                        assert!(source.contains(&format!("struct {name}")), "{}: the Rust twin `{name}` is not defined in {file}", path.display());
-                        checked += 1;
-                    }
+            };
+            assert!(named.exists(), "{}: a comment names {token}, which does not exist", path.display());
+            checked += 1;
+        }
+        for (at, _) in comments.match_indices("Rust twin") {
+            let rest = &comments[at..];
+            let file = tokens(rest)
+                .into_iter()
+                .find(|t| t.starts_with("crates/") && t.ends_with(".rs"))
+                .unwrap_or_else(|| panic!("{}: a Rust twin without its file: {rest}", path.display()));
+            let twin_text = &rest[..rest.find(&file).unwrap()];
+            let source = std::fs::read_to_string(root.join(&file)).unwrap();
+            for name in twin_text.split('`').skip(1).step_by(2) {
+                if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                    assert!(source.contains(&format!("struct {name}")), "{}: the Rust twin `{name}` is not defined in {file}", path.display());
+                    checked += 1;
                 }
             }
         }

@@ -257,6 +257,8 @@ struct Run<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
     oracle_randomness: Vec<E>,
     /// The oracle the next round opens.
     oracle: Oracle<S::Committed>,
+    /// The masked batches' mask code, built once (its DFT keeps its twiddles between batches).
+    encoding: MaskEncoding<E>,
     lap: Lap,
 }
 
@@ -333,7 +335,7 @@ where
         }
         times.constraints += lap.next();
 
-        let encoding = config.sumcheck_mask().encoding::<E>();
+        let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
         let batch = transcript.delegate_initial_fold(|ch| {
             masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, config.round_folding_factor(0), config.starting_folding_pow_bits(), E::ZERO, ch, rng)
         })?;
@@ -346,6 +348,7 @@ where
             gammas: Vec::new(),
             oracle_randomness: Vec::new(),
             oracle: Oracle { committed, base: true },
+            encoding,
             lap,
         };
         run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
@@ -414,9 +417,8 @@ where
 
         // The next masked batch, the mask total riding as its auxiliary constant.
         let (aux, folding_next) = (run.masks.aux, config.round_folding_factor(round + 1));
-        let encoding = config.sumcheck_mask().encoding::<E>();
         let batch = transcript.delegate_round_fold(|ch| {
-            masked_batch(&mut run.sumcheck, &mut run.sum, &encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng)
+            masked_batch(&mut run.sumcheck, &mut run.sum, &run.encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng)
         })?;
         run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
         run.oracle_randomness = fold_limb_chunks(&next.fresh, config.oracle_randomness()[round + 1], &run.gammas)?;
