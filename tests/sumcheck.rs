@@ -450,14 +450,16 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
 }
 
 /// A WHIR round's head played on the GPU (`GpuSumcheck::record_sponge_script`: the root observed, each
-/// out-of-domain point drawn and f evaluated at its univariate expansion, the query grind)
+/// out-of-domain point drawn and f evaluated at its univariate expansion, the query grind), and
+/// a hiding round's (a switch-mask root observed after the root, answers over f and a tail)
 /// against Plonky3's `DuplexChallenger` and the twin on the host: the same points, values and
 /// grind state, and the smallest witness, from states with 0 to 7 pending inputs, 0 to 3
 /// samples, with and without grinding, base-field and BabyBear^4 f, f in segments under a 64 KiB
 /// binding; both multiply variants. Too many samples or pending inputs are errors.
 #[test]
 fn round_heads_match_the_host_transcript() {
-    use whir_wgpu::gpu::{transcript::SpongeScript, transcript::MAX_SCRIPT_SAMPLES, GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
+    use whir_wgpu::gpu::transcript::{ScriptValues, SpongeScript, MAX_SCRIPT_SAMPLES, MAX_SCRIPT_WORDS_AFTER_ROOT};
+    use whir_wgpu::gpu::{GpuGrinder, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
     let mut rng = common::rng();
     let mut contexts: Vec<_> = common::contexts().into_iter().chain(common::other_transcript_contexts()).map(|c| (c, false)).collect();
     if let Some(small) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) {
@@ -493,7 +495,30 @@ fn round_heads_match_the_host_transcript() {
         let root = ctx.transfers().upload("root", &[0u32; 8]);
         let sponge = [BabyBear::default(); 16];
         for (samples, pending, needle) in [(MAX_SCRIPT_SAMPLES + 1, 0, "points in one sponge script"), (1, 8, "pending inputs")] {
-            let request = SpongeScript { grinder: grinder.clone(), sponge, pending: vec![BabyBear::default(); pending], samples, grind_bits: 0 };
+            let request = SpongeScript {
+                grinder: grinder.clone(),
+                sponge,
+                pending: vec![BabyBear::default(); pending],
+                samples,
+                grind_bits: 0,
+                after_root: Vec::new(),
+                values: ScriptValues::Expansion,
+            };
+            let mut batch = ctx.batch("sponge script test");
+            let err = gpu.record_sponge_script(&mut batch, &root, &request).err().expect("refused").to_string();
+            assert!(err.contains(needle), "{err}");
+        }
+        // A tail of part of an extension element, too many words after the root.
+        for (after_root, tail, needle) in [(0, 3, "a tail of 3 words"), (MAX_SCRIPT_WORDS_AFTER_ROOT + 1, 4, "words observed after the root")] {
+            let request = SpongeScript {
+                grinder: grinder.clone(),
+                sponge,
+                pending: Vec::new(),
+                samples: 1,
+                grind_bits: 0,
+                after_root: vec![BabyBear::default(); after_root],
+                values: ScriptValues::PowersWithTail(vec![BabyBear::default(); tail]),
+            };
             let mut batch = ctx.batch("sponge script test");
             let err = gpu.record_sponge_script(&mut batch, &root, &request).err().expect("refused").to_string();
             assert!(err.contains(needle), "{err}");
@@ -966,7 +991,10 @@ where
 }
 
 /// A round head played on the GPU after a root against Plonky3's duplex challenger over F: the
-/// root read back, each point drawn and f's value there, the grind, and f left as it was.
+/// root read back, each point drawn and f's value there, the grind, and f left as it was; a
+/// plain WHIR round's (f at each point's expansion) and a hiding round's (a switch-mask root
+/// observed after the root; answers over f's values and a tail of random length as one
+/// polynomial's coefficients).
 fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     ctx: &Arc<whir_wgpu::gpu::GpuContext>,
     rng: &mut rand::rngs::StdRng,
@@ -975,11 +1003,29 @@ fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
 ) where
     StandardUniform: Distribution<E> + Distribution<F>,
 {
+    check_head_of::<F, E>(ctx, rng, case, None, label);
+    let tail_len = rng.random_range(0..=20);
+    check_head_of::<F, E>(ctx, rng, case, Some(tail_len), label);
+}
+
+/// [`check_head`] of a plain round (`hiding_tail` None) or a hiding round with a tail of that
+/// many values.
+fn check_head_of<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
+    ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+    rng: &mut rand::rngs::StdRng,
+    case: HeadCase,
+    hiding_tail: Option<usize>,
+    label: &str,
+) where
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
     use p3_challenger::{CanObserve, FieldChallenger};
-    use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, transcript::SpongeScript, GpuGrinder, GpuPoseidon2, Poseidon2Constants};
+    use p3_field::HornerIter;
+    use whir_wgpu::gpu::transcript::{cpu_grind, GrindState, ScriptValues, SpongeScript};
+    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let (m, samples, bits, pending, base, reversed) = case;
     let what = format!(
-        "{} head: m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed} ({:?}, transcript lanes {}) {label}",
+        "{} head: m = {m}, {samples} samples, {bits} bits, {pending} pending, base {base}, reversed {reversed}, hiding tail {hiding_tail:?} ({:?}, transcript lanes {}) {label}",
         std::any::type_name::<E>(),
         ctx.mul_variant(),
         ctx.tuning().transcript_lanes
@@ -1004,7 +1050,15 @@ fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     let mut ch = host_challenger::<F>(rng, pending);
     let root_words: [F; 8] = std::array::from_fn(|_| rng.random());
     let root = ctx.transfers().upload("root", whir_wgpu::gpu::field::as_words(&root_words));
-    let request = SpongeScript { grinder, sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits };
+    // A hiding round's: the switch mask's root after the oracle's, and the mask's message.
+    let mask_root: Vec<F> = (0..if hiding_tail.is_some() { 8 } else { 0 }).map(|_| rng.random()).collect();
+    let tail: Option<Vec<E>> = hiding_tail.map(|len| (0..len).map(|_| rng.random()).collect());
+    let values = match &tail {
+        Some(tail) => ScriptValues::PowersWithTail(E::flatten_to_base(tail.clone())),
+        None => ScriptValues::Expansion,
+    };
+    let request =
+        SpongeScript { grinder, sponge: ch.sponge_state, pending: ch.input_buffer.clone(), samples, grind_bits: bits, after_root: mask_root.clone(), values };
     let mut batch = ctx.batch("sponge script test");
     let root_slot = batch.read(&root, 0, 8);
     let record = gpu.record_sponge_script(&mut batch, &root, &request).unwrap();
@@ -1012,11 +1066,18 @@ fn check_head<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     assert_eq!(readback.get(root_slot).unwrap(), whir_wgpu::gpu::field::as_words(&root_words), "{what}: the root");
     let values = gpu.finish_sponge_script(record, &readback).unwrap();
     ch.observe(root_words);
+    ch.observe_slice(&mask_root);
     assert_eq!(values.points.len(), samples, "{what}");
     for i in 0..samples {
         let z: E = ch.sample_algebra_element();
         assert_eq!(values.points[i], z, "{what}: point {i}");
-        let eval = cpu.eval(&Point::expand_from_univariate(z, m)).unwrap();
+        let eval = match &tail {
+            Some(tail) => {
+                let tail: E = tail.iter().copied().horner(z);
+                cpu.eval_powers(z).unwrap() + tail * z.exp_power_of_2(m)
+            }
+            None => cpu.eval(&Point::expand_from_univariate(z, m)).unwrap(),
+        };
         assert_eq!(values.answers[i], eval, "{what}: value {i}");
         ch.observe_algebra_element(eval);
     }

@@ -101,7 +101,13 @@ where
             let gpu = GpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), steps, StdRng::seed_from_u64(seed)).with_options(options);
             // Every grind on the device, however few its bits.
             let mut ch = challenger(Some(grinder)).with_gpu_min_bits(1);
-            let (gpu_root, gpu_bytes) = prove_on(&gpu, &witness, &points, &mut ch);
+            let (gpu_root, data) = gpu.commit(witness.clone(), &mut ch).unwrap();
+            let (proof, times) = gpu.open_timed(data, points.clone(), &mut ch).unwrap();
+            let gpu_bytes = postcard::to_allocvec(&proof).unwrap();
+            // Each round with out-of-domain samples or a query grind plays them in its commit's
+            // submission.
+            let heads = gpu.config().round_parameters().iter().filter(|r| r.ood_samples > 0 || r.pow_bits > 0).count();
+            assert_eq!(times.heads_played, heads, "rounds whose head the GPU played, {what}");
             assert_eq!(root, gpu_root, "the GPU's commitment, {what}");
             assert!(gpu_bytes == expected, "the GPU's proof bytes differ from HidingWhirPcs's, {what}");
             let received = postcard::from_bytes(&gpu_bytes).unwrap();

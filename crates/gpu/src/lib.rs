@@ -74,7 +74,10 @@ pub mod record {
 pub mod transcript {
     pub use crate::challenger::{GrindAhead, InnerChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
     pub use crate::grind::{cpu_grind, pow_mask, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
-    pub use crate::sumcheck::{ChainedRound, GrindFrom, Slots, SpongeScript, SpongeScriptRecord, SpongeScriptValues, MAX_SCRIPT_SAMPLES};
+    pub use crate::sumcheck::{
+        ChainedRound, GrindFrom, ScriptValues, Slots, SpongeScript, SpongeScriptRecord, SpongeScriptValues, MAX_SCRIPT_SAMPLES, MAX_SCRIPT_TAIL,
+        MAX_SCRIPT_WORDS_AFTER_ROOT,
+    };
 }
 
 /// What the GPU spent: per-label and per-kernel GPU time, queue occupancy, transfers and the

@@ -100,6 +100,7 @@ wgsl_sources!(
     "sumcheck/lazy_coeffs",
     "sumcheck/sponge_step",
     "sumcheck/power_tables",
+    "sumcheck/powers_tail",
     "sumcheck/slot_eval",
     "sumcheck/slot_sum",
     "sumcheck/lazy_slot_round",
@@ -268,6 +269,9 @@ kernels! {
     SpongeStep => ("sumcheck/sponge_step", "sponge_step", consts: &[("TRANSCRIPT_LANES", 16)]),
     /// Evaluation tables of the univariate expansion of a point drawn on the GPU.
     PowerTables => ("sumcheck/power_tables", "power_tables"),
+    /// Adds a hiding round's switch-mask tail to an out-of-domain answer evaluated on the GPU
+    /// (wgsl/sumcheck/powers_tail.wgsl).
+    AddPowersTail => ("sumcheck/powers_tail", "add_powers_tail"),
     /// Evaluations of slots of a table at one point, in partial sums (wgsl/sumcheck/slot_eval.wgsl).
     EvalSlotPartials => ("sumcheck/slot_eval", "eval_slot_partials"),
     /// Adds each slot's partial sums from `EvalSlotPartials` (wgsl/sumcheck/slot_sum.wgsl).
@@ -313,6 +317,7 @@ impl Kernel {
             | FoldBaseChained
             | SpongeStep
             | PowerTables
+            | AddPowersTail
             | LazyCoeffs
             | LazySlotRound => &ExtensionId::ALL,
             _ => &[ExtensionId::Degree4],

@@ -8,7 +8,8 @@
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
-use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState};
+use crate::lookahead::{HidingRoundHead, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState};
+use p3_field::HornerIter;
 use p3_multilinear_util::point::Point;
 
 use crate::breakdown::Step;
@@ -211,6 +212,31 @@ impl<F: ProverField, E: WhirExtension<F>, A: WhirBackend<F, E>, B: WhirBackend<F
         let (b_root, b) = self.candidate.commit_hiding_folded(&mut sumcheck.candidate, randomness, fold, log_inv_rate)?;
         self.at.check("hiding commit: root of the folded polynomial", &a_root, &b_root)?;
         Ok((b_root, (a, b)))
+    }
+
+    /// The candidate plays the head; the answers it found are checked against the reference's
+    /// f and the mask's message at the points it drew (the hiding run checks the points).
+    fn commit_hiding_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<HidingRoundHead<'_, F, E>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+        let mask_message = head.as_ref().map(|h| h.mask_message.to_vec());
+        let (a_root, a) = self.reference.commit_hiding_folded(&mut sumcheck.reference, randomness, fold, log_inv_rate)?;
+        let (b_root, b, played) = self.candidate.commit_hiding_folded_with_head(&mut sumcheck.candidate, randomness, fold, log_inv_rate, head)?;
+        self.at.check("hiding commit: root of the folded polynomial", &a_root, &b_root)?;
+        if let (Some(played), Some(mask_message)) = (&played, mask_message) {
+            let m = sumcheck.reference.num_variables();
+            for (k, (&z, &value)) in played.points.iter().zip(&played.answers).enumerate() {
+                let tail: E = mask_message.iter().copied().horner(z);
+                let expected = sumcheck.reference.eval_powers(z)? + tail * z.exp_power_of_2(m);
+                self.at.check(&format!("out-of-domain answer {k} played with the hiding commit"), &expected, &value)?;
+            }
+        }
+        Ok((b_root, (a, b), played))
     }
 }
 

@@ -13,7 +13,7 @@
 //! registry, which plays the same transcript once it is given the values.
 
 use crate::breakdown::{step_label, Step};
-use crate::lookahead::{Lookahead, PlayedGrind, PlayedHead, RoundHead, SpongeWords, WhirChallenger, SPONGE_WIDTH};
+use crate::lookahead::{HidingRoundHead, Lookahead, PlayedGrind, PlayedHead, RoundHead, SpongeWords, WhirChallenger, SPONGE_WIDTH};
 use p3_commit::Mmcs;
 use p3_dft::{Radix2DFTSmallBatch, TwoAdicSubgroupDft};
 use p3_matrix::dense::RowMajorMatrix;
@@ -25,7 +25,10 @@ use p3_sumcheck::SumcheckData;
 use p3_symmetric::Permutation;
 use p3_whir::{PcsProof, QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
 use whir_gpu::GpuChallenger;
-use whir_gpu::{record::MessageLayout, record::PendingRows, record::RowsSlot, transcript::SpongeScript, CommittedCodeword, GpuCodewords, GpuSumcheck};
+use whir_gpu::{
+    record::MessageLayout, record::PendingRows, record::RowsSlot, transcript::ScriptValues, transcript::SpongeScript, CommittedCodeword, GpuCodewords,
+    GpuSumcheck,
+};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
 use crate::claims::Stacking;
@@ -183,6 +186,23 @@ pub trait WhirBackend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         fold: usize,
         log_inv_rate: usize,
     ) -> Result<(Commitment<F>, Self::Committed), ProverError>;
+
+    /// [`commit_hiding_folded`](Self::commit_hiding_folded), and the transcript steps after the
+    /// commitment that `head` describes played where f lies: the values they found, or None
+    /// where these steps do not play them (the default; the caller plays them itself).
+    #[allow(clippy::type_complexity)]
+    fn commit_hiding_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<HidingRoundHead<'_, F, E>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+        let _ = head;
+        let (root, committed) = self.commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)?;
+        Ok((root, committed, None))
+    }
 }
 
 /// Plonky3's limb-major randomness (t values per column, column b's at `randomness[b·t..]`)
@@ -309,6 +329,16 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> WhirBackend<F, E
         log_inv_rate: usize,
     ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
         (**self).commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)
+    }
+    fn commit_hiding_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<HidingRoundHead<'_, F, E>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+        (**self).commit_hiding_folded_with_head(sumcheck, randomness, fold, log_inv_rate, head)
     }
 }
 

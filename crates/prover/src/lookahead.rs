@@ -78,6 +78,19 @@ pub struct RoundHead<F: ProverField> {
     pub grind_bits: usize,
 }
 
+/// A hiding round's head: a [`RoundHead`] whose root is followed by the switch mask's, and
+/// whose out-of-domain answers are f's values followed by the switch mask's message, read as
+/// one univariate polynomial's coefficients (`Σ_x f_x·ρ^x + ρ^(2^m)·Σ_s mask_s·ρ^s`).
+pub struct HidingRoundHead<'a, F: ProverField, E> {
+    /// The steps after the oracle's root, as for a plain round.
+    pub head: RoundHead<F>,
+    /// The switch mask's message.
+    pub mask_message: &'a [E],
+    /// The switch mask's root, asked for once the oracle's tree is under way (the mask may be
+    /// committed meanwhile elsewhere); None: the head is not played.
+    pub mask_root: &'a dyn Fn() -> Option<Commitment<F>>,
+}
+
 /// What a [`RoundHead`] played: each point drawn and f's value there, and the grind. The
 /// protocol draws the points with its own challenger and checks each before using its value.
 #[derive(Clone, Debug)]

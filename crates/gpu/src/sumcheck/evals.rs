@@ -40,30 +40,25 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
 
     /// Records into `batch`, after work that leaves a Merkle root's 8 words at the start of
     /// `root`, the sponge script `script` (wgsl/sumcheck/sponge_step.wgsl): a duplex challenger
-    /// in the state it gives observes the root, draws each point z and observes f's value at
-    /// `expand_from_univariate(z, m)` (computed here: sumcheck/power_tables, then the
-    /// evaluation), then grinds `script.grind_bits` bits (none at 0) over one range. Once the
-    /// batch has run, [`finish_sponge_script`](Self::finish_sponge_script) gives what it found.
-    /// Records nothing and reads nothing when it returns an error.
+    /// in the state it gives observes the root and `script.after_root`, draws each point z and
+    /// observes f's value there (`script.values`: at `expand_from_univariate(z, m)`, or f's
+    /// values and a tail read as one univariate polynomial's coefficients; computed here:
+    /// sumcheck/power_tables, the evaluation, sumcheck/powers_tail), then grinds
+    /// `script.grind_bits` bits (none at 0) over one range. Once the batch has run,
+    /// [`finish_sponge_script`](Self::finish_sponge_script) gives what it found. Records nothing
+    /// and reads nothing when it returns an error.
     pub fn record_sponge_script(&self, batch: &mut Batch<'_>, root: &wgpu::Buffer, script: &SpongeScript<F>) -> Result<SpongeScriptRecord<F>> {
-        if script.pending.len() >= RATE {
-            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
-        }
-        if script.samples > MAX_SCRIPT_SAMPLES {
-            return Err(GpuError::InvalidInput(format!("{} points in one sponge script (at most {MAX_SCRIPT_SAMPLES})", script.samples)));
-        }
-        if !Arc::ptr_eq(script.grinder.poseidon2().context(), &self.ctx) {
-            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
-        }
-        if root.size() < (DIGEST_ELEMS * 4) as u64 {
-            return Err(GpuError::InvalidInput(format!("a root buffer of {} bytes", root.size())));
-        }
+        self.check_sponge_script(root, script)?;
         let mask = if script.grind_bits > 0 { pow_mask(script.grind_bits)? } else { 0 };
         let ctx = &self.ctx;
         let samples = script.samples;
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
         let step_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::SpongeStep, &ctx.tuning().transcript_consts())?;
         let tables_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::PowerTables, &[])?;
+        let tail_pipeline = match &script.values {
+            ScriptValues::PowersWithTail(_) => Some(ctx.pipeline_over(F::ID, E::ID, Kernel::AddPowersTail, &[])?),
+            ScriptValues::Expansion => None,
+        };
         let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
         let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
         state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
@@ -72,6 +67,14 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         // Two vec4 a point (sumcheck/sponge_step.wgsl).
         let points = batch.scratch("sponge script points", 8 * samples.max(1));
         let tables = batch.scratch("sponge script tables", (E::WORDS * chunks) << EVAL_CHUNK_BITS);
+        let after_root =
+            (!script.after_root.is_empty()).then(|| batch.upload("sponge script words after the root", crate::field::as_words(&script.after_root)));
+        let tail = match &script.values {
+            // Bound even when empty (a binding holds at least a word).
+            ScriptValues::PowersWithTail(tail) if tail.is_empty() => Some((batch.scratch("sponge script tail", E::WORDS), 0)),
+            ScriptValues::PowersWithTail(tail) => Some((batch.upload("sponge script tail", crate::field::as_words(tail)), tail.len() / E::WORDS)),
+            ScriptValues::Expansion => None,
+        };
         // Bound where the script does not grind (the kernel's layout has the grind's buffers).
         let (params, best) = match &grind {
             Some(g) => (g.params().clone(), g.best().clone()),
@@ -80,30 +83,47 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let mut values = Vec::with_capacity(samples);
         let recorded = (|| -> Result<Vec<Dispatch>> {
             let mut dispatches = Vec::new();
-            // Observe what the last step left (the root; then each value), then draw a point
-            // (k < samples) or set up the grind (k = samples; without a grind nothing follows
-            // the last value, so it is not observed here).
-            for k in 0..samples + usize::from(grind.is_some()) {
-                let (observed, words): (&wgpu::Buffer, u32) = if k == 0 { (root, DIGEST_ELEMS as u32) } else { (&values[k - 1], E::WORDS as u32) };
-                let step = SpongeStep {
-                    observe: [0, words, u32::from(k < samples), k as u32],
-                    grind: [mask, grind.as_ref().map_or(0, |_| range_end(script.grind_bits))],
-                    _pad: [0; 2],
+            // A step observes `words` words, then draws point k or (`last`) sets up the grind.
+            let step = |observed: &wgpu::Buffer, words: usize, k: usize, last: bool| {
+                let grind = match (&grind, last) {
+                    (Some(_), true) => [mask, range_end(script.grind_bits)],
+                    _ => [0, 0],
                 };
+                let step = SpongeStep { observe: [0, words as u32, u32::from(!last && k < samples), k as u32], grind, _pad: [0; 2] };
                 let step = ctx.uniform("sponge script step", &step);
                 let bind = script.grinder.poseidon2().bind(&step_pipeline, &[&step, &state, observed, &points, &params, &best]);
-                dispatches.push(Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 });
+                Dispatch { pipeline: (*step_pipeline).clone(), bind, groups: 1 }
+            };
+            // The root alone where words follow it (a step that neither draws nor grinds).
+            if after_root.is_some() {
+                dispatches.push(step(root, DIGEST_ELEMS, samples, false));
+            }
+            // Observe what the last step left (the root, or the words after it; then each
+            // value), then draw a point (k < samples) or set up the grind (k = samples; without
+            // a grind nothing follows the last value, so it is not observed here).
+            for k in 0..samples + usize::from(grind.is_some()) {
+                let (observed, words) = match (k, &after_root) {
+                    (0, Some(words)) => (words, script.after_root.len()),
+                    (0, None) => (root, DIGEST_ELEMS),
+                    _ => (&values[k - 1], E::WORDS),
+                };
+                dispatches.push(step(observed, words, k, k == samples));
                 if k == samples {
                     break;
                 }
-                let cfg = ctx.uniform(
-                    "sponge script tables params",
-                    &PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), _pad: 0 },
-                );
+                let cfg =
+                    PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), monomial: u32::from(tail.is_some()) };
+                let cfg = ctx.uniform("sponge script tables params", &cfg);
                 let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
                 dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
                 let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
                 let (value, used) = self.record_reduction(&mut dispatches, partials, groups)?;
+                if let (Some(pipeline), Some((tail, len))) = (&tail_pipeline, &tail) {
+                    let cfg =
+                        ctx.uniform("sponge script tail params", &PowersTailParams { vars: self.vars as u32, point: k as u32, len: *len as u32, _pad: 0 });
+                    let bind = ctx.bind_buffers(pipeline, &[&cfg, &points, tail, &value]);
+                    dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups: 1 });
+                }
                 values.push(value);
                 used.into_iter().for_each(|b| batch.lend(b));
             }
@@ -126,6 +146,38 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let samples = values.iter().enumerate().map(|(k, value)| (batch.read(&points, 8 * k, E::WORDS), batch.read(value, 0, E::WORDS))).collect();
         values.into_iter().for_each(|b| batch.lend(b));
         Ok(SpongeScriptRecord { samples, grind: grind.map(|g| g.read_in(batch)) })
+    }
+
+    /// A sponge script's request checked before anything is recorded.
+    fn check_sponge_script(&self, root: &wgpu::Buffer, script: &SpongeScript<F>) -> Result<()> {
+        if script.pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", script.pending.len(), RATE - 1)));
+        }
+        if script.samples > MAX_SCRIPT_SAMPLES {
+            return Err(GpuError::InvalidInput(format!("{} points in one sponge script (at most {MAX_SCRIPT_SAMPLES})", script.samples)));
+        }
+        if !Arc::ptr_eq(script.grinder.poseidon2().context(), &self.ctx) {
+            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
+        }
+        if root.size() < (DIGEST_ELEMS * 4) as u64 {
+            return Err(GpuError::InvalidInput(format!("a root buffer of {} bytes", root.size())));
+        }
+        if script.after_root.len() > MAX_SCRIPT_WORDS_AFTER_ROOT {
+            return Err(GpuError::InvalidInput(format!(
+                "{} words observed after the root in one sponge script (at most {MAX_SCRIPT_WORDS_AFTER_ROOT})",
+                script.after_root.len()
+            )));
+        }
+        if let ScriptValues::PowersWithTail(tail) = &script.values {
+            if tail.len() % E::WORDS != 0 || tail.len() / E::WORDS > MAX_SCRIPT_TAIL {
+                return Err(GpuError::InvalidInput(format!(
+                    "a tail of {} words (whole extension elements of {} words, at most {MAX_SCRIPT_TAIL} of them)",
+                    tail.len(),
+                    E::WORDS
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// What a [`record_sponge_script`](Self::record_sponge_script) played, from its batch's

@@ -125,12 +125,16 @@ fn split_eq_tables<E: Field>(point: &[E]) -> (Vec<E>, Vec<E>, usize) {
 
 /// Most points one sponge script draws and evaluates f at.
 pub const MAX_SCRIPT_SAMPLES: usize = 16;
+/// Most words one sponge script observes between the root and its first point.
+pub const MAX_SCRIPT_WORDS_AFTER_ROOT: usize = 64;
+/// Most tail values of one sponge script's [`ScriptValues::PowersWithTail`].
+pub const MAX_SCRIPT_TAIL: usize = 1 << 16;
 
 /// A duplex-sponge script to run on the GPU after a Merkle root is computed
 /// ([`GpuSumcheck::record_sponge_script`]): from the challenger state `sponge` with `pending`
-/// inputs (Plonky3's `DuplexChallenger`), observe the root; `samples` times, sample an extension
-/// element z and observe f's value at z's univariate expansion; then grind `grind_bits` bits
-/// (0: no grind) from the state reached.
+/// inputs (Plonky3's `DuplexChallenger`), observe the root, then `after_root`; `samples` times,
+/// sample an extension element z and observe f's value there as `values` says; then grind
+/// `grind_bits` bits (0: no grind) from the state reached.
 pub struct SpongeScript<F: Poseidon2Field = BabyBear> {
     /// The grinder whose Poseidon2 plays the script (and grinds).
     pub grinder: Arc<GpuGrinder<F>>,
@@ -142,6 +146,24 @@ pub struct SpongeScript<F: Poseidon2Field = BabyBear> {
     pub samples: usize,
     /// Proof-of-work bits ground after the samples (0: no grind).
     pub grind_bits: usize,
+    /// Words observed after the root, before the first point (a hiding round's switch-mask
+    /// root); empty for none.
+    pub after_root: Vec<F>,
+    /// What f's value at each point is.
+    pub values: ScriptValues<F>,
+}
+
+/// What a [`SpongeScript`] observes at each point z it draws.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptValues<F> {
+    /// f at z's univariate expansion, `expand_from_univariate(z, m)` (WHIR's out-of-domain
+    /// answers).
+    Expansion,
+    /// `Σ_x f_x·z^x + z^(2^m)·Σ_s tail_s·z^s`, x in the polynomial's order: f's values followed
+    /// by `tail` read as one univariate polynomial's coefficients (a hiding round's oracle
+    /// with its switch mask's message). `tail` holds extension elements, their coefficients in
+    /// order (the extension's degree in words a value).
+    PowersWithTail(Vec<F>),
 }
 
 /// A sponge script recorded into a batch ([`GpuSumcheck::record_sponge_script`]): where its

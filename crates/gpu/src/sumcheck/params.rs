@@ -75,6 +75,16 @@ pub(crate) struct PowerTablesParams {
     pub(crate) vars: u32,
     pub(crate) point: u32,
     pub(crate) reversed: u32,
+    pub(crate) monomial: u32,
+}
+
+/// Rust twin of `PowersTailParams` in wgsl/sumcheck/powers_tail.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct PowersTailParams {
+    pub(crate) vars: u32,
+    pub(crate) point: u32,
+    pub(crate) len: u32,
     pub(crate) _pad: u32,
 }
 
@@ -179,7 +189,8 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(EvalParams as "EvalParams" in "sumcheck/eval" { size, groups, chunks, base, offset, first, rows }),
     crate::shaders::twin_layout!(SpongeState as "SpongeState" in "sumcheck/sponge_step" { sponge, pending, info }),
     crate::shaders::twin_layout!(SpongeStep as "SpongeStep" in "sumcheck/sponge_step" { observe, grind }),
-    crate::shaders::twin_layout!(PowerTablesParams as "PowerTablesParams" in "sumcheck/power_tables" { vars, point, reversed }),
+    crate::shaders::twin_layout!(PowerTablesParams as "PowerTablesParams" in "sumcheck/power_tables" { vars, point, reversed, monomial }),
+    crate::shaders::twin_layout!(PowersTailParams as "PowersTailParams" in "sumcheck/powers_tail" { vars, point, len }),
     crate::shaders::twin_layout!(LazyParams as "LazyParams" in "sumcheck/lazy_weights" { count, groups, first, offset, points, lo_bits, lo_at, stride }),
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),

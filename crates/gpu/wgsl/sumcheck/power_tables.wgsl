@@ -7,7 +7,9 @@
 // b of f pairs with coordinate z^(2^b), so entry t of chunk table c is the product over the
 // chunk's bits i of z^(2^(8c+i)) where bit i of t is set and 1 - z^(2^(8c+i)) where it is not
 // (entries past the last chunk's bits are zero). Workgroup c builds table c. With `reversed`
-// (f held at bit-reversed indices) bit b pairs with z^(2^(m-1-b)) instead.
+// (f held at bit-reversed indices) bit b pairs with z^(2^(m-1-b)) instead. With `monomial` a
+// clear bit's factor is 1, not 1 - z^(2^b): the tables of z^x, f read as the coefficients of a
+// univariate polynomial (a hiding round's out-of-domain answers).
 // The host's twin: `eq_chunk_tables` in crates/gpu/src/sumcheck/params.rs.
 
 struct PowerTablesParams {
@@ -17,7 +19,8 @@ struct PowerTablesParams {
     point: u32,
     // 1: f is held at bit-reversed indices.
     reversed: u32,
-    _pad0: u32,
+    // 1: the tables of z^x (a clear bit's factor is 1).
+    monomial: u32,
 }
 
 @group(0) @binding(0) var<uniform> cfg: PowerTablesParams;
@@ -25,10 +28,14 @@ struct PowerTablesParams {
 @group(0) @binding(1) var<storage, read> points: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> tables: array<Ext>;
 
-// y where the bit is set, 1 - y where it is not (`select` takes no structs).
+// y where the bit is set; where it is not, 1 - y, or 1 for the monomial tables (`select` takes
+// no structs).
 fn factor(y: Ext, bit_set: bool) -> Ext {
     if (bit_set) {
         return y;
+    }
+    if (cfg.monomial == 1u) {
+        return ext_from_base(FP_ONE);
     }
     return ext_sub(ext_from_base(FP_ONE), y);
 }

@@ -85,6 +85,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
                     pending: head.state.pending.clone(),
                     samples: head.samples,
                     grind_bits: head.grind_bits,
+                    after_root: Vec::new(),
+                    values: ScriptValues::Expansion,
                 };
                 commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?
             }
@@ -122,6 +124,20 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         fold: usize,
         log_inv_rate: usize,
     ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+        self.commit_hiding_folded_with_head(sumcheck, randomness, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
+    }
+
+    /// The commit and, before its wait, the hiding round's head played from its root and the
+    /// switch mask's (asked for once the tree is on the GPU): one round trip for the commit,
+    /// the out-of-domain answers and the query grind.
+    fn commit_hiding_folded_with_head(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        randomness: &[E],
+        fold: usize,
+        log_inv_rate: usize,
+        head: Option<HidingRoundHead<'_, F, E>>,
+    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -129,7 +145,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         let rows = randomness_rows(randomness, 1 << fold)?;
         let words = E::flatten_to_base(rows);
         let ctx = self.context().clone();
-        let committed = ctx.scoped("hiding codeword commit", || {
+        let (committed, values) = ctx.scoped("hiding codeword commit", || {
             let mut batch = ctx.batch("hiding codeword commit");
             let recorded = self.record_commit_hiding(
                 &mut batch,
@@ -140,10 +156,32 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
                 &words,
                 log_inv_rate,
             )?;
+            let script = match head {
+                Some(head) => {
+                    let root = recorded.root_buffer().clone();
+                    // The tree goes to the GPU while the mask's root is awaited and the script recorded.
+                    batch.submit_part()?;
+                    (head.mask_root)().and_then(|mask_root| {
+                        let script = SpongeScript {
+                            grinder: head.head.state.grinder.clone(),
+                            sponge: head.head.state.sponge,
+                            pending: head.head.state.pending.clone(),
+                            samples: head.head.samples,
+                            grind_bits: head.head.grind_bits,
+                            after_root: mask_root.roots().iter().flatten().copied().collect(),
+                            values: ScriptValues::PowersWithTail(E::flatten_to_base(head.mask_message.to_vec())),
+                        };
+                        sumcheck.record_sponge_script(&mut batch, &root, &script).map_err(|e| warn_once_head_left_out(&e)).ok()
+                    })
+                }
+                None => None,
+            };
             let readback = ctx.run(batch)?;
-            recorded.finish(&readback)
+            let committed = recorded.finish(&readback)?;
+            Ok((committed, script.and_then(|s| finished_script(sumcheck, s, &readback))))
         })?;
-        Ok((Commitment::new(vec![committed.root()]), committed))
+        let played = values.map(|v| PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) });
+        Ok((Commitment::new(vec![committed.root()]), committed, played))
     }
 
     /// Gathered on the GPU and left there: every opening of a proof is read back in one
@@ -219,16 +257,24 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
         let script = sumcheck.record_sponge_script(&mut batch, &root, script).map_err(|e| warn_once_head_left_out(&e)).ok();
         let readback = ctx.run(batch)?;
         let committed = recorded.finish(&readback)?;
-        let values = script.and_then(|s| match sumcheck.finish_sponge_script(s, &readback) {
-            Ok(values) => Some(values),
-            // The commit stands; the protocol plays those steps itself.
-            Err(e) => {
-                tracing::warn!("a round head played on the GPU came back malformed ({e}); the host plays it");
-                None
-            }
-        });
-        Ok((committed, values))
+        Ok((committed, script.and_then(|s| finished_script(sumcheck, s, &readback))))
     })?)
+}
+
+/// What a round head played on the GPU found; None where it came back malformed (the commit
+/// stands; the protocol plays those steps itself).
+fn finished_script<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>>(
+    sumcheck: &GpuSumcheck<F, E>,
+    record: whir_gpu::transcript::SpongeScriptRecord<F>,
+    readback: &whir_gpu::record::Readback,
+) -> Option<whir_gpu::transcript::SpongeScriptValues<F, E>> {
+    match sumcheck.finish_sponge_script(record, readback) {
+        Ok(values) => Some(values),
+        Err(e) => {
+            tracing::warn!("a round head played on the GPU came back malformed ({e}); the host plays it");
+            None
+        }
+    }
 }
 
 /// Warns once per process that a round head could not be recorded after its root (later ones at

@@ -39,6 +39,7 @@ use self::base_case::{prove_base_case, BaseCaseProof};
 use self::batch::{masked_batch, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
+use crate::lookahead::{HidingRoundHead, Lookahead, PlayedHead, RoundHead, WhirChallenger};
 use crate::options::DriverOptions;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
@@ -65,6 +66,9 @@ pub struct HidingTimes {
     pub constraints: Duration,
     /// The base case, with the last fold's f and w read back.
     pub base_case: Duration,
+    /// Rounds whose head (the out-of-domain answers, and the query grind where it runs on the
+    /// device) was played where f lies, in the oracle commit's submission.
+    pub heads_played: usize,
 }
 
 impl HidingTimes {
@@ -88,15 +92,33 @@ impl HidingTimes {
     }
 }
 
-/// The time since the last lap.
-struct Lap(Instant);
+/// The time since the last lap, and the step under way as a span (a `hiding step` in
+/// timelines).
+struct Lap(Instant, Option<tracing::span::EnteredSpan>);
 
 impl Lap {
+    fn start(step: &'static str) -> Self {
+        let mut lap = Self(Instant::now(), None);
+        lap.enter(step);
+        lap
+    }
+
     fn next(&mut self) -> Duration {
         let now = Instant::now();
         let lap = now - self.0;
         self.0 = now;
         lap
+    }
+
+    /// `step` is under way (the step before it is over).
+    fn enter(&mut self, step: &'static str) {
+        self.1 = None;
+        self.1 = Some(tracing::info_span!("hiding step", step).entered());
+    }
+
+    /// No step is under way.
+    fn leave(&mut self) {
+        self.1 = None;
     }
 }
 
@@ -192,7 +214,7 @@ where
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
     K: HidingChallenger<F>,
-    C: HidingChallenger<F>,
+    C: WhirChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -206,11 +228,18 @@ where
             config.oracle_randomness()[0] << expected.fold
         )));
     }
+    // Where the challenger can, each round's commitments, out-of-domain answers and query
+    // grind are played where f lies, from the transcript state published here; the run
+    // replays them and checks each point drawn.
+    let head = if options.round_heads { challenger.track_state_throughout() } else { None };
+    let device_min_bits = challenger.device_min_bits();
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
     let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
-    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights };
+    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights, head, device_min_bits };
     let played = run.play(&mut transcript, data, claims, rng, times);
-    closed(transcript, played, |t| t.finish())
+    let proof = closed(transcript, played, |t| t.finish());
+    challenger.stop_tracking();
+    proof
 }
 
 /// `device_work` (the steps') on this thread while `host_work` runs on another — a host step
@@ -282,6 +311,11 @@ struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
     mmcs: ExtMmcs<F, E>,
     /// Lazy equality weights for the first batch (`SumcheckState::set_lazy_eq_weights`).
     lazy_first_weights: bool,
+    /// The published transcript state the rounds' heads are played from, if the challenger
+    /// publishes one.
+    head: Option<Lookahead<F>>,
+    /// The least grind played on the device (below it the challenger grinds itself).
+    device_min_bits: usize,
 }
 
 impl<F, E, S, K> HidingRun<'_, F, E, S, K>
@@ -306,6 +340,7 @@ where
         let rounds = (0..self.config.n_rounds()).map(|round| self.round(transcript, &mut run, round, rng, times)).collect::<Result<Vec<_>, _>>()?;
         let base_case = self.base_case(transcript, &mut run, rng)?;
         times.base_case += run.lap.next();
+        run.lap.leave();
         let Run { sumchecks, mask_roots, .. } = run;
         Ok(ZkWhirProof { evals: claims.iter().map(|(_, v)| *v).collect(), sumchecks, sumcheck_mask_commitments: mask_roots, rounds, base_case })
     }
@@ -319,7 +354,7 @@ where
         rng: &mut R,
         times: &mut HidingTimes,
     ) -> Result<Run<F, E, S>, ProverError> {
-        let mut lap = Lap(Instant::now());
+        let mut lap = Lap::start("constraints");
         let config = self.config;
         let Committed { committed, mut sumcheck, randomness, .. } = data;
         let alpha: E = transcript.initial_batching();
@@ -334,6 +369,7 @@ where
             sumcheck.add_eq_weights(&points, &coeffs)?;
         }
         times.constraints += lap.next();
+        lap.enter("batches");
 
         let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
         let batch = transcript.delegate_initial_fold(|ch| {
@@ -372,31 +408,56 @@ where
         let config = self.config;
         let params = &config.round_parameters()[round];
         let message_len = 1usize << run.sumcheck.num_variables();
-        let (next, mask_wait) = self.commit_round(run, round, rng)?;
+        run.lap.enter("oracles");
+        // The round's head (out-of-domain samples, then the query grind), played where f lies
+        // where the challenger publishes its state; below the device's threshold the
+        // challenger grinds itself.
+        let grind_bits = if params.pow_bits >= self.device_min_bits { params.pow_bits } else { 0 };
+        let head = self.head.as_ref().and_then(Lookahead::state).map(|state| RoundHead { state, samples: params.ood_samples, grind_bits });
+        let head = head.filter(|h| h.samples > 0 || h.grind_bits > 0);
+        let (next, played, mask_wait) = self.commit_round(run, round, head, rng)?;
         transcript.oracle_commitment(next.root.clone());
         transcript.switch_mask_commitment(next.mask_root.clone());
         times.oracles += run.lap.next().saturating_sub(mask_wait);
         times.switch_masks += mask_wait;
+        times.heads_played += usize::from(played.is_some());
+        run.lap.enter("ood");
 
         // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
         let mut rhos = Vec::with_capacity(params.ood_samples);
         let mut ood_answers = Vec::with_capacity(params.ood_samples);
-        for _ in 0..params.ood_samples {
+        for i in 0..params.ood_samples {
             let rho: E = transcript.ood_point();
-            let tail: E = next.mask_message.iter().copied().horner(rho);
-            let answer = run.sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len as u64);
+            let answer = match played.as_ref().map(|p| (p.points.get(i), p.answers.get(i))) {
+                Some((Some(&drawn), Some(&answer))) if drawn == rho => answer,
+                Some((Some(drawn), _)) => {
+                    return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
+                        "the GPU drew out-of-domain point {drawn:?} where the transcript draws {rho:?}"
+                    ))));
+                }
+                _ => {
+                    let tail: E = next.mask_message.iter().copied().horner(rho);
+                    run.sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len as u64)
+                }
+            };
             transcript.ood_answer(answer);
             rhos.push(rho);
             ood_answers.push(answer);
         }
         times.ood += run.lap.next();
+        run.lap.enter("queries");
 
+        // The grind played with the head, taken only if the transcript is where it searched.
+        if let (Some(link), Some(offer)) = (self.head.as_ref(), played.and_then(|p| p.grind)) {
+            link.queue([offer]);
+        }
         let pow_witness = transcript.query_pow(round);
         let indices = transcript.query_indices(round);
         let (openings, folded) = self.open_and_fold(&run.oracle, &indices, &run.gammas)?;
         let generator = F::two_adic_generator(params.log_folded_domain_size);
         let query_points: Vec<E> = indices.iter().map(|&i| E::from(generator.exp_u64(i as u64))).collect();
         times.queries += run.lap.next();
+        run.lap.enter("constraints");
 
         // Carried claim (coefficient 1), OOD answers γ^(1+i), query openings γ^(1+t+q).
         let combination: E = transcript.round_batching();
@@ -414,6 +475,7 @@ where
         run.sum += joint - carried - dot_product::<E, _, _>(covector.iter().copied(), next.mask_message.iter().copied());
         run.masks.push_switch_mask(covector, next.mask_message, next.mask_randomness, next.mask_data);
         times.constraints += run.lap.next();
+        run.lap.enter("batches");
 
         // The next masked batch, the mask total riding as its auxiliary constant.
         let (aux, folding_next) = (run.masks.aux, config.round_folding_factor(round + 1));
@@ -430,8 +492,16 @@ where
     /// A round's two commitments: the folded message as the next interleaved ZK oracle, and
     /// the code-switch mask (the old oracle's folded randomness, then a pad); their values
     /// drawn in p3-whir's order, the mask encoded and committed on the host while the oracle
-    /// commits where f lies. Returns them with how long the mask went on past the oracle.
-    fn commit_round<R: CryptoRng>(&self, run: &mut Run<F, E, S>, round: usize, rng: &mut R) -> Result<(RoundCommitments<F, E, S>, Duration), ProverError> {
+    /// commits where f lies, and `head` played there after both roots where the steps can.
+    /// Returns them with what the head found and how long the mask went on past the oracle.
+    #[allow(clippy::type_complexity)]
+    fn commit_round<R: CryptoRng>(
+        &self,
+        run: &mut Run<F, E, S>,
+        round: usize,
+        head: Option<RoundHead<F>>,
+        rng: &mut R,
+    ) -> Result<(RoundCommitments<F, E, S>, Option<PlayedHead<F, E>>, Duration), ProverError> {
         let config = self.config;
         let folding_next = config.round_folding_factor(round + 1);
         let fresh: Vec<E> = (0..config.oracle_randomness()[round + 1] << folding_next).map(|_| rng.random()).collect();
@@ -441,13 +511,25 @@ where
         mask_message.extend((0..pad_len).map(|_| rng.random::<E>()));
         let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
         let log_inv_rate = config.inv_rate(round).trailing_zeros() as usize;
-        let mmcs = &self.mmcs;
+        let (mmcs, message, randomness) = (&self.mmcs, &mask_message, &mask_randomness);
+        // The mask's root reaches the head once it is committed (None if its work failed).
+        let (root_sender, root_receiver) = std::sync::mpsc::sync_channel(1);
+        let awaited_root = || root_receiver.recv().ok();
         let (oracle, (mask_root, mask_data), mask_wait) = beside_host_work(
-            || self.steps.commit_hiding_folded(&mut run.sumcheck, &fresh, folding_next, log_inv_rate),
-            || mmcs.commit_matrix(mask_shape.encoding::<E>().encode_with_randomness(&mask_message, &mask_randomness)),
+            || {
+                let head = head.map(|head| HidingRoundHead { head, mask_message: message, mask_root: &awaited_root });
+                self.steps.commit_hiding_folded_with_head(&mut run.sumcheck, &fresh, folding_next, log_inv_rate, head)
+            },
+            move || {
+                let (root, data) = mmcs.commit_matrix(mask_shape.encoding::<E>().encode_with_randomness(message, randomness));
+                // The device side may not be listening (no head): nothing to do then.
+                let _ = root_sender.send(root.clone());
+                (root, data)
+            },
         )?;
-        let (root, committed) = oracle?;
-        Ok((RoundCommitments { root, committed, fresh, mask_message, mask_randomness, pad_len, mask_root, mask_data }, mask_wait))
+        let (root, committed, played) = oracle?;
+        let next = RoundCommitments { root, committed, fresh, mask_message, mask_randomness, pad_len, mask_root, mask_data };
+        Ok((next, played, mask_wait))
     }
 
     /// The masked base case over the virtual folded oracle.
@@ -457,6 +539,7 @@ where
         run: &mut Run<F, E, S>,
         rng: &mut R,
     ) -> Result<BaseCaseProof<F, E>, ProverError> {
+        run.lap.enter("base case");
         let source_message = run.sumcheck.evals()?;
         let source_covector = run.sumcheck.weights_table()?;
         let (oracle, gammas) = (&run.oracle, &run.gammas);
