@@ -54,6 +54,8 @@ struct ZkCell {
     plain_peak_mib: Option<f64>,
     /// Where one resident hiding opening's time went (`HidingTimes`), ms per step.
     resident_open_steps_ms: Option<Vec<(String, f64)>>,
+    /// Of that opening's rounds, those whose head was played on the device.
+    resident_heads_played: Option<usize>,
     proof_kib: Option<f64>,
 }
 
@@ -96,6 +98,7 @@ where
             resident_peak_mib: None,
             plain_peak_mib: None,
             resident_open_steps_ms: None,
+            resident_heads_played: None,
             proof_kib: None,
         };
         let config = match zk_config::<F, E>(&p) {
@@ -332,6 +335,7 @@ where
     let (_, data) = pcs.commit(witness.clone(), &mut challenger)?;
     let (_, steps) = pcs.open_timed(data, points.clone(), &mut challenger)?;
     cell.resident_open_steps_ms = Some(steps.steps().iter().map(|(name, d)| (name.to_string(), ms(*d))).collect());
+    cell.resident_heads_played = Some(steps.heads_played);
     if args.kernel_profile {
         // One more commit, then its opening, each with every kernel timed.
         let mut challenger = gpu.challenger();
@@ -423,7 +427,8 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
     for c in &cells {
         if let Some(steps) = &c.resident_open_steps_ms {
             let steps: Vec<String> = steps.iter().map(|(name, t)| format!("{name} {t:.1}")).collect();
-            println!("resident hiding open at n = {}, fold {}, rate {}, ms: {}", c.vars, c.fold, c.rate, steps.join(", "));
+            let heads = c.resident_heads_played.map_or(String::new(), |h| format!("; round heads on the device: {h}"));
+            println!("resident hiding open at n = {}, fold {}, rate {}, ms: {}{heads}", c.vars, c.fold, c.rate, steps.join(", "));
         }
     }
     if cells.iter().all(|c| c.skipped.is_some()) {
