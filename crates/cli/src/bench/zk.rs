@@ -75,7 +75,12 @@ where
     }
     let json_out = args.json.as_deref().map(|p| OutputFile::prepare(p, "--json", args.force, &[])).transpose()?;
     eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
-    let gpu = if args.no_gpu { None } else { Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?) };
+    // The driver's switches (WHIR_ROUND_HEADS, WHIR_LAZY_WEIGHTS, ...) as the plain bench reads them.
+    let gpu = if args.no_gpu {
+        None
+    } else {
+        Some(crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?))
+    };
     if let Some(g) = &gpu {
         eprintln!("GPU: {}", g.context().summary());
     }
@@ -163,7 +168,7 @@ pub(super) fn run_zk_throughput(args: &BenchArgs) -> Result<()> {
     type E = whir_prover::EF;
     let soundness = Soundness::parse(&args.security.soundness)?;
     eprintln!("CPU threads for Plonky3: {}", whir_gpu::cpu_threads());
-    let gpu = crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?;
+    let gpu = crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?);
     eprintln!("GPU: {}", gpu.context().summary());
     let mut rows = Vec::new();
     for p in zk_grid(args, soundness) {
