@@ -234,7 +234,15 @@ impl<F: Poseidon2Field> GpuChallenger<F> {
     fn publish(&self) {
         if let Ok(mut slot) = self.ahead.0.lock() {
             if slot.grind.is_some() || slot.tracking.is_some() {
-                slot.state = Some((self.inner.sponge_state, self.inner.input_buffer.clone()));
+                // In place: a run that observes many values publishes after each one.
+                match &mut slot.state {
+                    Some((sponge, pending)) => {
+                        *sponge = self.inner.sponge_state;
+                        pending.clear();
+                        pending.extend_from_slice(&self.inner.input_buffer);
+                    }
+                    None => slot.state = Some((self.inner.sponge_state, self.inner.input_buffer.clone())),
+                }
             }
         }
     }

@@ -328,7 +328,7 @@ where
 {
     /// The whole opening: the first masked batch, the code-switching rounds (each ending in
     /// its masked batch), the masked base case.
-    fn play<C: HidingChallenger<F>, R: CryptoRng>(
+    fn play<C: WhirChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
@@ -346,7 +346,7 @@ where
     }
 
     /// The initial relation (W = Σ α^i eq(z_i, ·), claim Σ α^i v_i) and its masked batch.
-    fn first_batch<C: HidingChallenger<F>, R: CryptoRng>(
+    fn first_batch<C: WhirChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
@@ -397,7 +397,7 @@ where
     /// One code-switching round: the folded message committed as the next oracle beside its
     /// switch mask, the private out-of-domain answers, the old oracle's rows opened and folded
     /// at the queries, the constraints they make, and the round's masked batch.
-    fn round<C: HidingChallenger<F>, R: CryptoRng>(
+    fn round<C: WhirChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         run: &mut Run<F, E, S>,
@@ -533,7 +533,7 @@ where
     }
 
     /// The masked base case over the virtual folded oracle.
-    fn base_case<C: HidingChallenger<F>, R: CryptoRng>(
+    fn base_case<C: WhirChallenger<F>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         run: &mut Run<F, E, S>,
@@ -544,6 +544,8 @@ where
         let source_covector = run.sumcheck.weights_table()?;
         let (oracle, gammas) = (&run.oracle, &run.gammas);
         transcript.delegate_base_case(|ch| {
+            // No head follows: the reveals' many observations need not publish the state.
+            ch.stop_tracking();
             prove_base_case(
                 self.config,
                 self.steps,
