@@ -29,50 +29,80 @@ pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>> {
     pub data: ZkSumcheckData<F, E>,
 }
 
+/// A masked batch's masks, drawn and committed ahead of it: they depend on the generator
+/// alone, not on the transcript, so their encoding and commitment run on the host while the
+/// device works on the steps before the batch.
+pub(super) struct BatchMasks<F: ProverField, E: WhirExtension<F>> {
+    pub masks: Vec<Vec<E>>,
+    pub randomness: Vec<Vec<E>>,
+    pub oracle: (Commitment<F>, MaskData<F, E>),
+}
+
+/// A batch of `folding` rounds' masks drawn from `rng` in p3-sumcheck's order
+/// (`sample_masks`: every mask's message, then every mask's randomness).
+pub(super) fn draw_masks<E, R>(encoding: &MaskEncoding<E>, folding: usize, rng: &mut R) -> (Vec<Vec<E>>, Vec<Vec<E>>)
+where
+    E: Field + TwoAdicField,
+    R: CryptoRng,
+    StandardUniform: Distribution<E>,
+{
+    let masks: Vec<Vec<E>> = (0..folding).map(|_| encoding.sample_message(rng)).collect();
+    let randomness: Vec<Vec<E>> = masks.iter().map(|_| encoding.sample_randomness(rng)).collect();
+    (masks, randomness)
+}
+
+/// Drawn masks encoded with their randomness and committed as one matrix (on the host).
+pub(super) fn commit_masks<F: ProverField, E: WhirExtension<F> + TwoAdicField>(
+    encoding: &MaskEncoding<E>,
+    mmcs: &ExtMmcs<F, E>,
+    (masks, randomness): (Vec<Vec<E>>, Vec<Vec<E>>),
+) -> BatchMasks<F, E>
+where
+    StandardUniform: Distribution<E>,
+{
+    let codeword: RowMajorMatrix<E> = encoding.encode_batch_with_randomness(&masks, &randomness);
+    BatchMasks { oracle: mmcs.commit_matrix(codeword), masks, randomness }
+}
+
 /// h(γ) for the quadratic h with h(0) = c0, h(1) = c1 and leading coefficient c∞.
 fn extrapolate<E: Field>(c0: E, c1: E, c_inf: E, gamma: E) -> E {
     c0 + (c1 - c0 - c_inf) * gamma + c_inf * gamma.square()
 }
 
 /// Plays one masked batch of `folding` rounds over `state` (f and w, Σ f·w = `sum`) with its
-/// own transcript driver on `challenger`: binds `sum + aux`, draws the masks from `rng`,
-/// commits them, and per round sends the masked wire polynomial and binds f's first variable
-/// to the challenge. On return w and `sum` are scaled by ε, as p3-sumcheck leaves them.
+/// own transcript driver on `challenger`: binds `sum + aux`, binds the masks' oracle (`masks`,
+/// drawn and committed ahead: [`draw_masks`], [`commit_masks`]), and per round sends the masked
+/// wire polynomial and binds f's first variable to the challenge. On return w and `sum` are
+/// scaled by ε, as p3-sumcheck leaves them.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn masked_batch<F, E, S, C, R>(
+pub(super) fn masked_batch<F, E, S, C>(
     state: &mut S,
     sum: &mut E,
-    encoding: &MaskEncoding<E>,
-    mmcs: &ExtMmcs<F, E>,
+    ell_zk: usize,
+    masks: BatchMasks<F, E>,
     folding: usize,
     pow_bits: usize,
     aux: E,
     challenger: &mut C,
-    rng: &mut R,
 ) -> Result<MaskedBatch<F, E>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: SumcheckState<F, E>,
     C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
-    R: CryptoRng,
-    StandardUniform: Distribution<E>,
 {
-    let ell_zk = encoding.message_len();
     let shape = ZkSumcheckShape::new_inherited(folding, ell_zk, pow_bits);
     shape.validate::<F>().map_err(|e| ProverError::Params(format!("a masked sumcheck batch of {folding} rounds: {e:?}")))?;
     if folding == 0 || folding > state.num_variables() {
         return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {} variables", state.num_variables())));
     }
+    if masks.masks.len() != folding || masks.masks.iter().any(|m| m.len() != ell_zk) {
+        return Err(ProverError::Input(format!("{} masks for a masked batch of {folding} rounds with masks of {ell_zk} values", masks.masks.len())));
+    }
+    let BatchMasks { masks, randomness: mask_randomness, oracle: (root, oracle) } = masks;
     let mut transcript = ZkProverTranscript::<C, F, E>::new(challenger, shape);
     let played = (|| {
         transcript.bind_claim(*sum + aux);
-
-        // Every mask's message, then every mask's randomness (p3-sumcheck's `sample_masks`).
-        let masks: Vec<Vec<E>> = (0..folding).map(|_| encoding.sample_message(rng)).collect();
-        let mask_randomness: Vec<Vec<E>> = masks.iter().map(|_| encoding.sample_randomness(rng)).collect();
-        let codeword: RowMajorMatrix<E> = encoding.encode_batch_with_randomness(&masks, &mask_randomness);
-        let (root, oracle) = mmcs.commit_matrix(codeword);
 
         // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
         let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();

@@ -29,14 +29,14 @@ use p3_multilinear_util::poly::Poly;
 use p3_sumcheck::zk::ZkSumcheckData;
 use p3_whir::transcript::zk::{ZkWhirProverTranscript, ZkWhirShape};
 use p3_whir::{QueryOpenings, SharedProofOpening, ZkRoundProof, ZkWhirConfig, ZkWhirProof};
-use p3_zk_codes::{ReedSolomonZkEncoding, ZkEncodingWithRandomness};
+use p3_zk_codes::{ReedSolomonZkEncoding, ZkEncoding, ZkEncodingWithRandomness};
 use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
 use std::time::{Duration, Instant};
 use whir_verifier::hash::CpuMmcs;
 
 use self::base_case::{prove_base_case, BaseCaseProof};
-use self::batch::{masked_batch, Masks};
+use self::batch::{commit_masks, draw_masks, masked_batch, BatchMasks, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
 use crate::lookahead::{HidingRoundHead, Lookahead, PlayedHead, RoundHead, WhirChallenger};
@@ -303,6 +303,8 @@ struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E
     pad_len: usize,
     mask_root: Commitment<F>,
     mask_data: MaskData<F, E>,
+    /// The round's masked batch's masks, committed beside the oracle.
+    batch_masks: BatchMasks<F, E>,
 }
 
 struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
@@ -361,20 +363,29 @@ where
         let coeffs: Vec<E> = alpha.powers().collect_n(claims.len());
         let points: Vec<Point<E>> = claims.iter().map(|(p, _)| p.clone()).collect();
         let mut sum: E = claims.iter().zip(&coeffs).map(|((_, v), &c)| c * *v).sum();
-        // Where the options say so, the first batch's rounds form the weights where they use
-        // them (no 2^n table); the batch's closing scale writes them out, 2^(n-k) entries.
-        if self.lazy_first_weights {
-            sumcheck.set_lazy_eq_weights(&points, &coeffs, config.round_folding_factor(0))?;
-        } else {
-            sumcheck.add_eq_weights(&points, &coeffs)?;
-        }
+        // The first batch's masks are committed on the host while the weights are set.
+        let (encoding, folding) = (config.sumcheck_mask().encoding::<E>(), config.round_folding_factor(0));
+        let drawn = draw_masks(&encoding, folding, rng);
+        let (mmcs, encoding_ref) = (&self.mmcs, &encoding);
+        let (weights, masks, _) = beside_host_work(
+            || {
+                // Where the options say so, the first batch's rounds form the weights where they
+                // use them (no 2^n table); the batch's closing scale writes them out.
+                if self.lazy_first_weights {
+                    sumcheck.set_lazy_eq_weights(&points, &coeffs, folding)
+                } else {
+                    sumcheck.add_eq_weights(&points, &coeffs)
+                }
+            },
+            || commit_masks(encoding_ref, mmcs, drawn),
+        )?;
+        weights?;
         times.constraints += lap.next();
         lap.enter("batches");
 
-        let encoding: MaskEncoding<E> = config.sumcheck_mask().encoding::<E>();
-        let batch = transcript.delegate_initial_fold(|ch| {
-            masked_batch(&mut sumcheck, &mut sum, &encoding, &self.mmcs, config.round_folding_factor(0), config.starting_folding_pow_bits(), E::ZERO, ch, rng)
-        })?;
+        let ell_zk = encoding.message_len();
+        let batch = transcript
+            .delegate_initial_fold(|ch| masked_batch(&mut sumcheck, &mut sum, ell_zk, masks, folding, config.starting_folding_pow_bits(), E::ZERO, ch))?;
         let mut run = Run {
             sumcheck,
             sum,
@@ -478,10 +489,10 @@ where
         run.lap.enter("batches");
 
         // The next masked batch, the mask total riding as its auxiliary constant.
-        let (aux, folding_next) = (run.masks.aux, config.round_folding_factor(round + 1));
-        let batch = transcript.delegate_round_fold(|ch| {
-            masked_batch(&mut run.sumcheck, &mut run.sum, &run.encoding, &self.mmcs, folding_next, params.folding_pow_bits, aux, ch, rng)
-        })?;
+        let (aux, folding_next, ell_zk) = (run.masks.aux, config.round_folding_factor(round + 1), run.encoding.message_len());
+        let masks = next.batch_masks;
+        let batch = transcript
+            .delegate_round_fold(|ch| masked_batch(&mut run.sumcheck, &mut run.sum, ell_zk, masks, folding_next, params.folding_pow_bits, aux, ch))?;
         run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
         run.oracle_randomness = fold_limb_chunks(&next.fresh, config.oracle_randomness()[round + 1], &run.gammas)?;
         run.oracle = Oracle { committed: next.committed, base: false };
@@ -493,7 +504,9 @@ where
     /// the code-switch mask (the old oracle's folded randomness, then a pad); their values
     /// drawn in p3-whir's order, the mask encoded and committed on the host while the oracle
     /// commits where f lies, and `head` played there after both roots where the steps can.
-    /// Returns them with what the head found and how long the mask went on past the oracle.
+    /// The round's masked batch's masks are drawn next (the generator's order: nothing else
+    /// draws before the batch) and committed on the host after the switch mask. Returns them
+    /// with what the head found and how long the host went on past the oracle.
     #[allow(clippy::type_complexity)]
     fn commit_round<R: CryptoRng>(
         &self,
@@ -511,11 +524,12 @@ where
         mask_message.extend((0..pad_len).map(|_| rng.random::<E>()));
         let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
         let log_inv_rate = config.inv_rate(round).trailing_zeros() as usize;
-        let (mmcs, message, randomness) = (&self.mmcs, &mask_message, &mask_randomness);
+        let drawn = draw_masks(&run.encoding, folding_next, rng);
+        let (mmcs, message, randomness, encoding) = (&self.mmcs, &mask_message, &mask_randomness, &run.encoding);
         // The mask's root reaches the head once it is committed (None if its work failed).
         let (root_sender, root_receiver) = std::sync::mpsc::sync_channel(1);
         let awaited_root = || root_receiver.recv().ok();
-        let (oracle, (mask_root, mask_data), mask_wait) = beside_host_work(
+        let (oracle, ((mask_root, mask_data), batch_masks), mask_wait) = beside_host_work(
             || {
                 let head = head.map(|head| HidingRoundHead { head, mask_message: message, mask_root: &awaited_root });
                 self.steps.commit_hiding_folded_with_head(&mut run.sumcheck, &fresh, folding_next, log_inv_rate, head)
@@ -524,11 +538,11 @@ where
                 let (root, data) = mmcs.commit_matrix(mask_shape.encoding::<E>().encode_with_randomness(message, randomness));
                 // The device side may not be listening (no head): nothing to do then.
                 let _ = root_sender.send(root.clone());
-                (root, data)
+                ((root, data), commit_masks(encoding, mmcs, drawn))
             },
         )?;
         let (root, committed, played) = oracle?;
-        let next = RoundCommitments { root, committed, fresh, mask_message, mask_randomness, pad_len, mask_root, mask_data };
+        let next = RoundCommitments { root, committed, fresh, mask_message, mask_randomness, pad_len, mask_root, mask_data, batch_masks };
         Ok((next, played, mask_wait))
     }
 
