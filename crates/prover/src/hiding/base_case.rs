@@ -30,11 +30,71 @@ type MemberBlinds<E> = (Vec<Vec<E>>, Vec<Vec<E>>);
 /// The base case's proof over the CPU MMCS's types.
 pub(super) type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>>;
 
+/// The base case's fresh values: its fresh message and randomness, and per mask group a blind
+/// per member. They come from the generator alone, right after the last batch's masks, so a
+/// run may draw them ahead and commit the blinds beside the device's last round.
+pub(super) struct FreshValues<F: ProverField, E: WhirExtension<F>> {
+    message: Vec<E>,
+    randomness: Vec<E>,
+    blinds: Vec<MemberBlinds<E>>,
+    /// Each group's blinds committed, where that was done ahead.
+    blind_oracles: Option<Vec<(Commitment<F>, MaskData<F, E>)>>,
+}
+
+/// Draws the fresh message and randomness, then per group a blind per member (message then
+/// randomness, interleaved), in p3-whir's order.
+pub(super) fn draw_fresh<F, E, R>(base: &BaseCaseZkConfig<F>, rng: &mut R) -> FreshValues<F, E>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    R: CryptoRng,
+    StandardUniform: Distribution<E>,
+{
+    let code = &base.code;
+    let message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
+    let randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
+    let blinds: Vec<MemberBlinds<E>> = base
+        .mask_groups
+        .iter()
+        .map(|group| {
+            let encoding = group.shape.encoding::<E>();
+            (0..group.width).map(|_| (encoding.sample_message(rng), encoding.sample_randomness(rng))).unzip()
+        })
+        .collect();
+    FreshValues { message, randomness, blinds, blind_oracles: None }
+}
+
+impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
+    /// Commits each group's blinds (the groups side by side on the host: each alone is too
+    /// small to fill its cores), where not done yet.
+    pub(super) fn commit_blinds(&mut self, base: &BaseCaseZkConfig<F>, mmcs: &ExtMmcs<F, E>) -> Result<(), ProverError>
+    where
+        StandardUniform: Distribution<E>,
+    {
+        if self.blind_oracles.is_some() {
+            return Ok(());
+        }
+        let committed = std::thread::scope(|scope| {
+            let handles: Vec<_> = base
+                .mask_groups
+                .iter()
+                .zip(&self.blinds)
+                .map(|(group, (messages, randomness))| {
+                    scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
+        });
+        self.blind_oracles = Some(committed.map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?);
+        Ok(())
+    }
+}
+
 /// Proves the base case with its own transcript driver on `challenger`: `source_*` are the last
 /// fold's message, its folded randomness and its weights; `open_source` opens the last oracle
-/// at the spot-check positions (folded).
+/// at the spot-check positions (folded); `fresh` its fresh values ([`draw_fresh`]).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn prove_base_case<F, E, S, K, C, R>(
+pub(super) fn prove_base_case<F, E, S, K, C>(
     config: &ZkWhirConfig<E, F, K>,
     steps: &S,
     mmcs: &ExtMmcs<F, E>,
@@ -44,7 +104,7 @@ pub(super) fn prove_base_case<F, E, S, K, C, R>(
     masks: &Masks<F, E>,
     open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
     challenger: &mut C,
-    rng: &mut R,
+    fresh: FreshValues<F, E>,
 ) -> Result<BaseCaseProof<F, E>, ProverError>
 where
     F: ProverField,
@@ -52,7 +112,6 @@ where
     S: WhirBackend<F, E>,
     K: HidingChallenger<F>,
     C: HidingChallenger<F>,
-    R: CryptoRng,
     StandardUniform: Distribution<E>,
 {
     let base = config.base_case_config();
@@ -60,7 +119,7 @@ where
     let mut transcript = ZkBaseCaseProverTranscript::<C, F, E>::new(challenger, ZkBaseCaseShape::new(&base));
     let played = (|| {
         let started = std::time::Instant::now();
-        let fresh = commit_fresh(&base, steps, mmcs, rng)?;
+        let fresh = commit_fresh(&base, steps, mmcs, fresh)?;
         transcript.fresh_commitment(fresh.main.0.clone());
         for (commitment, _) in &fresh.blind_oracles {
             transcript.blind_commitment(commitment.clone());
@@ -127,54 +186,31 @@ struct Fresh<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
     blinds_wait: std::time::Duration,
 }
 
-/// Draws the fresh message and randomness, then per group a blind per member (message then
-/// randomness, interleaved), in p3-whir's order, and commits them: the folded code's encoding
-/// of [message | randomness | 0] where the steps commit, while the groups' small oracles are
-/// encoded and committed side by side on the host (each alone is too small to fill its cores).
-fn commit_fresh<F, E, S, R>(base: &BaseCaseZkConfig<F>, steps: &S, mmcs: &ExtMmcs<F, E>, rng: &mut R) -> Result<Fresh<F, E, S>, ProverError>
+/// Commits the fresh values: the folded code's encoding of [message | randomness | 0] where
+/// the steps commit, while the groups' blinds are committed on the host (unless they were
+/// ahead).
+fn commit_fresh<F, E, S>(base: &BaseCaseZkConfig<F>, steps: &S, mmcs: &ExtMmcs<F, E>, mut values: FreshValues<F, E>) -> Result<Fresh<F, E, S>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: WhirBackend<F, E>,
-    R: CryptoRng,
     StandardUniform: Distribution<E>,
 {
     let code = &base.code;
-    let message: Vec<E> = (0..code.message_len).map(|_| rng.random()).collect();
-    let randomness: Vec<E> = (0..code.randomness_len).map(|_| rng.random()).collect();
-    let blinds: Vec<MemberBlinds<E>> = base
-        .mask_groups
-        .iter()
-        .map(|group| {
-            let encoding = group.shape.encoding::<E>();
-            (0..group.width).map(|_| (encoding.sample_message(rng), encoding.sample_randomness(rng))).unzip()
-        })
-        .collect();
     // `FoldedRsCode::encode_column` transforms [message | randomness | 0] over its domain and
     // commits a row an element. Its coefficients past the next power of two of the message and
     // randomness are zero, so it is that message's codeword at the rate that fills the domain
     // (each element a row of its D base coefficients, as `ExtensionMmcs` hashes it).
     let filled = (code.message_len + code.randomness_len).next_power_of_two();
     let mut coeffs = Vec::with_capacity(filled);
-    coeffs.extend_from_slice(&message);
-    coeffs.extend_from_slice(&randomness);
+    coeffs.extend_from_slice(&values.message);
+    coeffs.extend_from_slice(&values.randomness);
     coeffs.resize(filled, E::ZERO);
     let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
-    let commit_blinds = || {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = base
-                .mask_groups
-                .iter()
-                .zip(&blinds)
-                .map(|(group, (messages, randomness))| {
-                    scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
-        })
-    };
-    let (main, blind_oracles, blinds_wait) = beside_host_work(|| steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate), commit_blinds)?;
-    let blind_oracles = blind_oracles.map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?;
+    let (main, blinds, blinds_wait) =
+        beside_host_work(|| steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate), move || values.commit_blinds(base, mmcs).map(|()| values))?;
+    let FreshValues { message, randomness, blinds, blind_oracles } = blinds?;
+    let blind_oracles = blind_oracles.ok_or_else(|| ProverError::Input("the base case's blinds were not committed".into()))?;
     Ok(Fresh { message, randomness, main: main?, blinds, blind_oracles, blinds_wait })
 }
 

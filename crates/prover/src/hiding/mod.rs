@@ -35,7 +35,7 @@ use rand::{CryptoRng, RngExt};
 use std::time::{Duration, Instant};
 use whir_verifier::hash::CpuMmcs;
 
-use self::base_case::{prove_base_case, BaseCaseProof};
+use self::base_case::{draw_fresh, prove_base_case, BaseCaseProof, FreshValues};
 use self::batch::{commit_masks, draw_masks, masked_batch, BatchMasks, Masks};
 use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
@@ -288,6 +288,8 @@ struct Run<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
     oracle: Oracle<S::Committed>,
     /// The masked batches' mask code, built once (its DFT keeps its twiddles between batches).
     encoding: MaskEncoding<E>,
+    /// The base case's fresh values, drawn and their blinds committed in the last round.
+    fresh: Option<FreshValues<F, E>>,
     lap: Lap,
 }
 
@@ -396,6 +398,7 @@ where
             oracle_randomness: Vec::new(),
             oracle: Oracle { committed, base: true },
             encoding,
+            fresh: None,
             lap,
         };
         run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
@@ -525,11 +528,15 @@ where
         let mask_randomness: Vec<E> = (0..mask_shape.randomness_len).map(|_| rng.random()).collect();
         let log_inv_rate = config.inv_rate(round).trailing_zeros() as usize;
         let drawn = draw_masks(&run.encoding, folding_next, rng);
+        // After the last round's batch the base case draws its fresh values: drawn here (the
+        // generator's order holds) and their blinds committed beside the last round.
+        let base = config.base_case_config();
+        let base_fresh = (round + 1 == config.n_rounds()).then(|| draw_fresh::<F, E, R>(&base, rng));
         let (mmcs, message, randomness, encoding) = (&self.mmcs, &mask_message, &mask_randomness, &run.encoding);
         // The mask's root reaches the head once it is committed (None if its work failed).
         let (root_sender, root_receiver) = std::sync::mpsc::sync_channel(1);
         let awaited_root = || root_receiver.recv().ok();
-        let (oracle, ((mask_root, mask_data), batch_masks), mask_wait) = beside_host_work(
+        let (oracle, ((mask_root, mask_data), batch_masks, base_fresh), mask_wait) = beside_host_work(
             || {
                 let head = head.map(|head| HidingRoundHead { head, mask_message: message, mask_root: &awaited_root });
                 self.steps.commit_hiding_folded_with_head(&mut run.sumcheck, &fresh, folding_next, log_inv_rate, head)
@@ -538,10 +545,13 @@ where
                 let (root, data) = mmcs.commit_matrix(mask_shape.encoding::<E>().encode_with_randomness(message, randomness));
                 // The device side may not be listening (no head): nothing to do then.
                 let _ = root_sender.send(root.clone());
-                ((root, data), commit_masks(encoding, mmcs, drawn))
+                let batch_masks = commit_masks(encoding, mmcs, drawn);
+                let base_fresh = base_fresh.map(|mut values| values.commit_blinds(&base, mmcs).map(|()| values));
+                ((root, data), batch_masks, base_fresh)
             },
         )?;
         let (root, committed, played) = oracle?;
+        run.fresh = base_fresh.transpose()?;
         let next = RoundCommitments { root, committed, fresh, mask_message, mask_randomness, pad_len, mask_root, mask_data, batch_masks };
         Ok((next, played, mask_wait))
     }
@@ -556,6 +566,10 @@ where
         run.lap.enter("base case");
         let source_message = run.sumcheck.evals()?;
         let source_covector = run.sumcheck.weights_table()?;
+        let fresh = match run.fresh.take() {
+            Some(fresh) => fresh,
+            None => draw_fresh(&self.config.base_case_config(), rng),
+        };
         let (oracle, gammas) = (&run.oracle, &run.gammas);
         transcript.delegate_base_case(|ch| {
             // No head follows: the reveals' many observations need not publish the state.
@@ -570,7 +584,7 @@ where
                 &run.masks,
                 |positions| self.open_and_fold(oracle, positions, gammas).map(|(o, _)| o),
                 ch,
-                rng,
+                fresh,
             )
         })
     }
