@@ -655,7 +655,7 @@ fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(
 ) -> Result<ProverOutput<F>, ProverError> {
     match result {
         Err(ProverError::Gpu(e @ whir_gpu::GpuError::OverBudget { .. })) => Err(ProverError::Gpu(e)),
-        Err(ProverError::Gpu(e)) => {
+        Err(e @ (ProverError::Gpu(_) | ProverError::PlayedAhead(_))) => {
             if let Some(Err(refused)) = memory.map(|m| m.check::<F, E>(params, None)) {
                 return Err(ProverError::Params(format!("the GPU cannot make this proof ({e}), and the CPU cannot either: {refused}")));
             }

@@ -554,9 +554,7 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>, C: W
                     match c.r {
                         Some(gpu) if gpu == r => {}
                         Some(gpu) => {
-                            return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
-                                "the GPU drew sumcheck challenge {gpu:?} where the transcript draws {r:?}"
-                            ))));
+                            return Err(ProverError::PlayedAhead(format!("the GPU drew sumcheck challenge {gpu:?} where the transcript draws {r:?}")));
                         }
                         // The chain stopped at this round's grind: on from here round by round.
                         None => unfolded = Some(r),

@@ -13,6 +13,11 @@ pub enum ProverError {
     /// printed with `{:#}` say it once.
     #[error("GPU: {0}")]
     Gpu(whir_gpu::GpuError),
+    /// A transcript step the device played ahead (a round head, a sumcheck chain) disagrees
+    /// with the transcript the protocol replays: the device computed something wrong. Treated
+    /// as a GPU failure (the CPU fallbacks take it).
+    #[error("the device's transcript disagrees with the host's: {0}")]
+    PlayedAhead(String),
     /// From the verifier side: parameters and their policy, proof files, verification.
     #[error(transparent)]
     Proof(#[from] whir_verifier::ProofError),

@@ -429,6 +429,7 @@ impl ProofPool {
             let backend = workers[l].get_or_insert_with(|| lane.backend.worker());
             let e = match lane.run_admitted(backend, index, job, bytes, work) {
                 Err(ProverError::Gpu(e)) if !matches!(e, GpuError::InvalidInput(_) | GpuError::Shader { .. }) => ProverError::Gpu(e),
+                Err(e @ ProverError::PlayedAhead(_)) => e,
                 Err(ProverError::Panicked { job, message }) => match lane.lost() {
                     // A panic on a lost device is the device's failure, not the job's: a GPU
                     // error, which the fallback (the CPU for proofs) takes.

@@ -280,9 +280,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
                     answer
                 }
                 Some((Some(drawn), _)) => {
-                    return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
-                        "the GPU drew out-of-domain point {drawn:?} where the transcript draws {z:?}"
-                    ))));
+                    return Err(ProverError::PlayedAhead(format!("the GPU drew out-of-domain point {drawn:?} where the transcript draws {z:?}")));
                 }
                 _ => self.sumcheck.eval(&point)?,
             };

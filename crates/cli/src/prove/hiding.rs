@@ -73,7 +73,7 @@ where
                 Ok((c, p)) => (c, p, format!("the GPU, resident: {}", g.context().summary())),
                 // The GPU failed (out of memory, a lost device): the proof is made again from
                 // the start on the host, with masks of its own.
-                Err(e) if matches!(e.downcast_ref::<ProverError>(), Some(ProverError::Gpu(_))) => {
+                Err(e) if matches!(e.downcast_ref::<ProverError>(), Some(ProverError::Gpu(_) | ProverError::PlayedAhead(_))) => {
                     eprintln!("warning: the resident GPU prover failed ({e:#}); proving on Plonky3's CPU pieces instead");
                     on_cpu(evals, config)?
                 }

@@ -445,9 +445,7 @@ where
             let answer = match played.as_ref().map(|p| (p.points.get(i), p.answers.get(i))) {
                 Some((Some(&drawn), Some(&answer))) if drawn == rho => answer,
                 Some((Some(drawn), _)) => {
-                    return Err(ProverError::Gpu(whir_gpu::GpuError::Device(format!(
-                        "the GPU drew out-of-domain point {drawn:?} where the transcript draws {rho:?}"
-                    ))));
+                    return Err(ProverError::PlayedAhead(format!("the GPU drew out-of-domain point {drawn:?} where the transcript draws {rho:?}")));
                 }
                 _ => {
                     let tail: E = next.mask_message.iter().copied().horner(rho);
