@@ -54,11 +54,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let samples = script.samples;
         let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
         let step_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::SpongeStep, &ctx.tuning().transcript_consts())?;
-        let tables_pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::PowerTables, &[])?;
-        let tail_pipeline = match &script.values {
-            ScriptValues::PowersWithTail(_) => Some(ctx.pipeline_over(F::ID, E::ID, Kernel::AddPowersTail, &[])?),
-            ScriptValues::Expansion => None,
-        };
         let grind = if script.grind_bits > 0 { Some(script.grinder.device_grind(script.grind_bits, range_end(script.grind_bits))?) } else { None };
         let mut state = SpongeState { sponge: [0; WIDTH], pending: [0; RATE], info: [script.pending.len() as u32, 0, 0, 0] };
         state.sponge.copy_from_slice(crate::field::as_words(&script.sponge));
@@ -111,19 +106,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                 if k == samples {
                     break;
                 }
-                let cfg =
-                    PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), monomial: u32::from(tail.is_some()) };
-                let cfg = ctx.uniform("sponge script tables params", &cfg);
-                let bind = ctx.bind_ranges(&tables_pipeline, &[(&cfg, 0, None), (&points, 0, None), (&tables, 0, None)]);
-                dispatches.push(Dispatch { pipeline: (*tables_pipeline).clone(), bind, groups: chunks as u32 });
-                let (partials, groups) = self.record_eval(&mut dispatches, &tables, chunks)?;
-                let (value, used) = self.record_reduction(&mut dispatches, partials, groups)?;
-                if let (Some(pipeline), Some((tail, len))) = (&tail_pipeline, &tail) {
-                    let cfg =
-                        ctx.uniform("sponge script tail params", &PowersTailParams { vars: self.vars as u32, point: k as u32, len: *len as u32, _pad: 0 });
-                    let bind = ctx.bind_buffers(pipeline, &[&cfg, &points, tail, &value]);
-                    dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups: 1 });
-                }
+                let (value, used) = self.record_point_value(&mut dispatches, k, &points, &tables, tail.as_ref())?;
                 values.push(value);
                 used.into_iter().for_each(|b| batch.lend(b));
             }
@@ -146,6 +129,36 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         let samples = values.iter().enumerate().map(|(k, value)| (batch.read(&points, 8 * k, E::WORDS), batch.read(value, 0, E::WORDS))).collect();
         values.into_iter().for_each(|b| batch.lend(b));
         Ok(SpongeScriptRecord { samples, grind: grind.map(|g| g.read_in(batch)) })
+    }
+
+    /// Records f's value at point k of `points` (drawn on the GPU) into a fresh buffer: the
+    /// point's chunk tables into `tables` (its expansion's, or with `tail` its powers'), the
+    /// evaluation and its reduction, then `tail`'s part where given (its buffer and length).
+    /// Returns the value's buffer and the buffers the reduction is done with.
+    fn record_point_value(
+        &self,
+        dispatches: &mut Vec<Dispatch>,
+        k: usize,
+        points: &wgpu::Buffer,
+        tables: &wgpu::Buffer,
+        tail: Option<&(wgpu::Buffer, usize)>,
+    ) -> Result<(wgpu::Buffer, Vec<wgpu::Buffer>)> {
+        let ctx = &self.ctx;
+        let chunks = self.vars.div_ceil(EVAL_CHUNK_BITS).max(1);
+        let pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::PowerTables, &[])?;
+        let cfg = PowerTablesParams { vars: self.vars as u32, point: k as u32, reversed: u32::from(self.reversed), monomial: u32::from(tail.is_some()) };
+        let cfg = ctx.uniform("sponge script tables params", &cfg);
+        let bind = ctx.bind_ranges(&pipeline, &[(&cfg, 0, None), (points, 0, None), (tables, 0, None)]);
+        dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: chunks as u32 });
+        let (partials, groups) = self.record_eval(dispatches, tables, chunks)?;
+        let (value, used) = self.record_reduction(dispatches, partials, groups)?;
+        if let Some((tail, len)) = tail {
+            let pipeline = ctx.pipeline_over(F::ID, E::ID, Kernel::AddPowersTail, &[])?;
+            let cfg = ctx.uniform("sponge script tail params", &PowersTailParams { vars: self.vars as u32, point: k as u32, len: *len as u32, _pad: 0 });
+            let bind = ctx.bind_buffers(&pipeline, &[&cfg, points, tail, &value]);
+            dispatches.push(Dispatch { pipeline: (*pipeline).clone(), bind, groups: 1 });
+        }
+        Ok((value, used))
     }
 
     /// A sponge script's request checked before anything is recorded.

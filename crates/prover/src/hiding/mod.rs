@@ -437,25 +437,7 @@ where
         times.heads_played += usize::from(played.is_some());
         run.lap.enter("ood");
 
-        // Private out-of-domain answers over (message ‖ randomness ‖ pad), univariate.
-        let mut rhos = Vec::with_capacity(params.ood_samples);
-        let mut ood_answers = Vec::with_capacity(params.ood_samples);
-        for i in 0..params.ood_samples {
-            let rho: E = transcript.ood_point();
-            let answer = match played.as_ref().map(|p| (p.points.get(i), p.answers.get(i))) {
-                Some((Some(&drawn), Some(&answer))) if drawn == rho => answer,
-                Some((Some(drawn), _)) => {
-                    return Err(ProverError::PlayedAhead(format!("the GPU drew out-of-domain point {drawn:?} where the transcript draws {rho:?}")));
-                }
-                _ => {
-                    let tail: E = next.mask_message.iter().copied().horner(rho);
-                    run.sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len as u64)
-                }
-            };
-            transcript.ood_answer(answer);
-            rhos.push(rho);
-            ood_answers.push(answer);
-        }
+        let (rhos, ood_answers) = ood_answers(transcript, &mut run.sumcheck, params.ood_samples, &next.mask_message, played.as_ref())?;
         times.ood += run.lap.next();
         run.lap.enter("queries");
 
@@ -600,6 +582,45 @@ where
         };
         Ok((openings, folded))
     }
+}
+
+/// A round's private out-of-domain samples: each point drawn and answered over the oracle's
+/// message (f) followed by the switch mask's message, read as one univariate polynomial — the
+/// answer the device played with the round's head where it did (its point checked against the
+/// one drawn), else computed where f lies. Returns the points and the answers.
+fn ood_answers<F, E, C, T>(
+    transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
+    sumcheck: &mut T,
+    samples: usize,
+    mask_message: &[E],
+    played: Option<&PlayedHead<F, E>>,
+) -> Result<(Vec<E>, Vec<E>), ProverError>
+where
+    F: ProverField,
+    E: WhirExtension<F> + TwoAdicField,
+    C: HidingChallenger<F>,
+    T: SumcheckState<F, E>,
+{
+    let message_len = 1u64 << sumcheck.num_variables();
+    let mut rhos = Vec::with_capacity(samples);
+    let mut answers = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let rho: E = transcript.ood_point();
+        let answer = match played.map(|p| (p.points.get(i), p.answers.get(i))) {
+            Some((Some(&drawn), Some(&answer))) if drawn == rho => answer,
+            Some((Some(drawn), _)) => {
+                return Err(ProverError::PlayedAhead(format!("the GPU drew out-of-domain point {drawn:?} where the transcript draws {rho:?}")));
+            }
+            _ => {
+                let tail: E = mask_message.iter().copied().horner(rho);
+                sumcheck.eval_powers(rho)? + tail * rho.exp_u64(message_len)
+            }
+        };
+        transcript.ood_answer(answer);
+        rhos.push(rho);
+        answers.push(answer);
+    }
+    Ok((rhos, answers))
 }
 
 /// Σ_b eq(b, γ)·chunk_b over the 2^k chunks of `chunk` values: randomness folded with the
