@@ -11,7 +11,7 @@ use p3_multilinear_util::point::Point;
 use p3_sumcheck::constraints::{Constraint, Statements};
 use p3_sumcheck::layout::{plan_stacked_layout, Layout, LayoutStrategy, TablePlacement, Verifier};
 use p3_sumcheck::strategy::VariableOrder;
-use p3_sumcheck::{OpeningEvals, OpeningProtocol, TableShape};
+use p3_sumcheck::{OpeningEvals, OpeningProtocol, OpeningRequest, TableShape};
 
 use crate::error::ProverError;
 use crate::sumcheck::{powers_from, SlotSet, SumcheckState};
@@ -157,6 +157,42 @@ pub(crate) fn check_protocol<F: ProverField, E: WhirExtension<F>>(
     Ok(())
 }
 
+/// Every batch's slots at its prescribed point, in one evaluation: per batch its direct
+/// columns' values, then its successor views'.
+fn prescribed_values<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>>(
+    sumcheck: &mut S,
+    stacking: &Stacking,
+    protocol: &OpeningProtocol,
+    given: &[Point<E>],
+) -> Result<Vec<Vec<E>>, ProverError> {
+    let mut sets = Vec::with_capacity(2 * given.len());
+    for ((table, batch), point) in protocol.iter_openings().zip(given.iter()) {
+        sets.push(SlotSet { point: point.clone(), offsets: stacking.offsets(table, batch.current())?, successor: false });
+        sets.push(SlotSet { point: point.clone(), offsets: stacking.offsets(table, batch.next())?, successor: true });
+    }
+    let values = sumcheck.eval_slots(&sets)?;
+    if values.len() != sets.len() {
+        return Err(ProverError::Input("slot evaluations of the wrong count".into()));
+    }
+    Ok(values)
+}
+
+/// The point a batch's claim draws, read off a trial run on copies of `registry` (as it is
+/// before the first batch) and of the challenger's transcript.
+fn trial_point<F: ProverField, E: WhirExtension<F>, C: crate::WhirChallenger<F>>(
+    registry: &ClaimRegistry<F, E>,
+    table: usize,
+    batch: &OpeningRequest,
+    challenger: &C,
+) -> Result<E, ProverError> {
+    let mut trial = SampleSpy { inner: challenger.trial(), samples: Vec::new() };
+    let zeros = OpeningEvals::new(vec![E::ZERO; batch.current().len()], vec![E::ZERO; batch.next().len()]);
+    registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
+    E::from_basis_coefficients_slice(&trial.samples).ok_or_else(|| {
+        ProverError::Params(format!("a claim-phase step drew {} base elements (one extension element of {} expected)", trial.samples.len(), E::DIMENSION))
+    })
+}
+
 fn shape_pairs(shapes: &[TableShape]) -> Vec<(usize, usize)> {
     shapes.iter().map(|s| (s.num_variables(), s.width())).collect()
 }
@@ -192,18 +228,7 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckState<
     let started = std::time::Instant::now();
     // Prescribed points are known before any value: every batch's slots in one evaluation.
     let mut given_values = match points {
-        Points::Given(given) if !stacking.is_one_column() => {
-            let mut sets = Vec::with_capacity(2 * given.len());
-            for ((table, batch), point) in protocol.iter_openings().zip(given.iter()) {
-                sets.push(SlotSet { point: point.clone(), offsets: stacking.offsets(table, batch.current())?, successor: false });
-                sets.push(SlotSet { point: point.clone(), offsets: stacking.offsets(table, batch.next())?, successor: true });
-            }
-            let values = sumcheck.eval_slots(&sets)?;
-            if values.len() != sets.len() {
-                return Err(ProverError::Input("slot evaluations of the wrong count".into()));
-            }
-            Some(values.into_iter())
-        }
+        Points::Given(given) if !stacking.is_one_column() => Some(prescribed_values(sumcheck, stacking, protocol, given)?.into_iter()),
         _ => None,
     };
     evaluate += started.elapsed();
@@ -212,20 +237,8 @@ pub(crate) fn play_claims<F: ProverField, E: WhirExtension<F>, S: SumcheckState<
         let k = stacking.shapes()[table].num_variables();
         let point = match points {
             Points::Given(points) => points[i].clone(),
-            Points::Drawn => {
-                // A trial run on a copy draws the point; the real run below draws it again.
-                let mut trial = SampleSpy { inner: challenger.trial(), samples: Vec::new() };
-                let zeros = OpeningEvals::new(vec![E::ZERO; batch.current().len()], vec![E::ZERO; batch.next().len()]);
-                trial_registry.clone().add_claim(table, batch, &zeros, &mut trial).map_err(|e| ProverError::Params(e.to_string()))?;
-                let Some(z) = E::from_basis_coefficients_slice(&trial.samples) else {
-                    return Err(ProverError::Params(format!(
-                        "a claim-phase step drew {} base elements (one extension element of {} expected)",
-                        trial.samples.len(),
-                        E::DIMENSION
-                    )));
-                };
-                Point::expand_from_univariate(z, k)
-            }
+            // A trial run on a copy draws the point; the real run below draws it again.
+            Points::Drawn => Point::expand_from_univariate(trial_point(&trial_registry, table, batch, challenger)?, k),
         };
         draw += at.elapsed();
         let at = std::time::Instant::now();
