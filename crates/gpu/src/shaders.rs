@@ -269,7 +269,7 @@ kernels! {
     SpongeStep => ("sumcheck/sponge_step", "sponge_step", consts: &[("TRANSCRIPT_LANES", 16)]),
     /// Evaluation tables of the univariate expansion of a point drawn on the GPU.
     PowerTables => ("sumcheck/power_tables", "power_tables"),
-    /// Adds a hiding round's switch-mask tail to an out-of-domain answer evaluated on the GPU
+    /// Adds a tail's part to f's value as a univariate polynomial at a point drawn on the GPU
     /// (wgsl/sumcheck/powers_tail.wgsl).
     AddPowersTail => ("sumcheck/powers_tail", "add_powers_tail"),
     /// Evaluations of slots of a table at one point, in partial sums (wgsl/sumcheck/slot_eval.wgsl).

@@ -146,8 +146,8 @@ pub struct SpongeScript<F: Poseidon2Field = BabyBear> {
     pub samples: usize,
     /// Proof-of-work bits ground after the samples (0: no grind).
     pub grind_bits: usize,
-    /// Words observed after the root, before the first point (a hiding round's switch-mask
-    /// root); empty for none.
+    /// Words observed after the root, before the first point (a second commitment's root);
+    /// empty for none.
     pub after_root: Vec<F>,
     /// What f's value at each point is.
     pub values: ScriptValues<F>,
@@ -156,12 +156,11 @@ pub struct SpongeScript<F: Poseidon2Field = BabyBear> {
 /// What a [`SpongeScript`] observes at each point z it draws.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScriptValues<F> {
-    /// f at z's univariate expansion, `expand_from_univariate(z, m)` (WHIR's out-of-domain
-    /// answers).
+    /// f at z's univariate expansion, `expand_from_univariate(z, m)`.
     Expansion,
     /// `Σ_x f_x·z^x + z^(2^m)·Σ_s tail_s·z^s`, x in the polynomial's order: f's values followed
-    /// by `tail` read as one univariate polynomial's coefficients (a hiding round's oracle
-    /// with its switch mask's message). `tail` holds extension elements, their coefficients in
+    /// by `tail` read as one univariate polynomial's coefficients (a message with values
+    /// appended to it). `tail` holds extension elements, their coefficients in
     /// order (the extension's degree in words a value).
     PowersWithTail(Vec<F>),
 }

@@ -9,7 +9,7 @@
 // (entries past the last chunk's bits are zero). Workgroup c builds table c. With `reversed`
 // (f held at bit-reversed indices) bit b pairs with z^(2^(m-1-b)) instead. With `monomial` a
 // clear bit's factor is 1, not 1 - z^(2^b): the tables of z^x, f read as the coefficients of a
-// univariate polynomial (a hiding round's out-of-domain answers).
+// univariate polynomial.
 // The host's twin: `eq_chunk_tables` in crates/gpu/src/sumcheck/params.rs.
 
 struct PowerTablesParams {

@@ -2,9 +2,9 @@
 // #import field/prime
 // #import field/ext
 
-// The tail of a hiding round's out-of-domain answer, for a point z drawn on the GPU
-// (sumcheck/sponge_step): the round's oracle encodes f's 2^vars values followed by the switch
-// mask's `len` values, read as one univariate polynomial's coefficients, so its value at z is
+// A tail's part of a univariate value, for a point z drawn on the GPU (sumcheck/sponge_step):
+// a message of f's 2^vars values followed by the `len` values of `tail`, read as one univariate
+// polynomial's coefficients, has at z the value
 // Σ_x f_x·z^x (sumcheck/power_tables with `monomial`, then eval) plus
 //     z^(2^vars) · Σ_s tail_s·z^s,
 // which this one-invocation kernel adds to the value the evaluation's reduction left (Horner,
