@@ -563,36 +563,9 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         hiding: Option<&HidingRows<'_>>,
     ) -> Result<RecordedCodeword<F>> {
         let ctx = self.ntt.context().clone();
-        let binding = ctx.max_binding_bytes();
         let codeword_rows = rows << log_inv_rate;
-        // The fewest column blocks (a power of two dividing the width) whose codeword fits.
-        let mut blocks = 1;
-        while matrix_bytes(codeword_rows, width / blocks)? > binding {
-            if !width.is_multiple_of(blocks * 2) {
-                return Err(GpuError::TooLarge {
-                    what: format!("a column block of a {codeword_rows} x {width} codeword"),
-                    needed: matrix_bytes(codeword_rows, width / blocks)?,
-                    limit: binding,
-                });
-            }
-            blocks *= 2;
-        }
+        let (blocks, chunk_rows) = self.block_layout(rows, width, log_inv_rate)?;
         let cols = width / blocks;
-        ctx.check_binding_size("the message of a codeword split into column blocks", matrix_bytes(rows, width)?)?;
-        // The tree's level 1 (half a digest per row) is one buffer, bound in ranges.
-        let level1 = matrix_bytes(codeword_rows, DIGEST_ELEMS / 2)?;
-        let max_buffer = ctx.limits().max_buffer_size;
-        if level1 > max_buffer {
-            return Err(GpuError::TooLarge {
-                what: format!("level 1 of the Merkle tree over a {codeword_rows}-row codeword"),
-                needed: level1,
-                limit: max_buffer,
-            });
-        }
-        let chunk_rows = {
-            let fit = self.merkle.rows_per_chunk(width)?;
-            (1usize << fit.ilog2()).min(codeword_rows)
-        };
         let spec = GpuEncoder::<F>::spec(rows.trailing_zeros() as usize, cols, log_inv_rate);
         let started = std::time::Instant::now();
         let chunks: Vec<wgpu::Buffer> = (0..codeword_rows / chunk_rows).map(|_| ctx.pooled_storage("codeword rows", chunk_rows * width)).collect();
@@ -657,6 +630,40 @@ impl<F: Poseidon2Field> GpuCodewords<F> {
         let ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(rows = codeword_rows, width, blocks, chunks = codeword_rows / chunk_rows, ms, "codeword recorded in column blocks");
         Ok(recorded)
+    }
+
+    /// How [`record_blocked`](Self::record_blocked) splits a `rows` x `width` message at rate
+    /// 2^-log_inv_rate: the fewest column blocks (a power of two dividing the width) whose
+    /// codeword fits one binding, and the codeword's rows per row chunk; checked against the
+    /// adapter's limits (the message within one binding, the tree's level 1 within one buffer).
+    fn block_layout(&self, rows: usize, width: usize, log_inv_rate: usize) -> Result<(usize, usize)> {
+        let ctx = self.ntt.context();
+        let binding = ctx.max_binding_bytes();
+        let codeword_rows = rows << log_inv_rate;
+        let mut blocks = 1;
+        while matrix_bytes(codeword_rows, width / blocks)? > binding {
+            if !width.is_multiple_of(blocks * 2) {
+                return Err(GpuError::TooLarge {
+                    what: format!("a column block of a {codeword_rows} x {width} codeword"),
+                    needed: matrix_bytes(codeword_rows, width / blocks)?,
+                    limit: binding,
+                });
+            }
+            blocks *= 2;
+        }
+        ctx.check_binding_size("the message of a codeword split into column blocks", matrix_bytes(rows, width)?)?;
+        // The tree's level 1 (half a digest per row) is one buffer, bound in ranges.
+        let level1 = matrix_bytes(codeword_rows, DIGEST_ELEMS / 2)?;
+        let max_buffer = ctx.limits().max_buffer_size;
+        if level1 > max_buffer {
+            return Err(GpuError::TooLarge {
+                what: format!("level 1 of the Merkle tree over a {codeword_rows}-row codeword"),
+                needed: level1,
+                limit: max_buffer,
+            });
+        }
+        let fit = self.merkle.rows_per_chunk(width)?;
+        Ok((blocks, (1usize << fit.ilog2()).min(codeword_rows)))
     }
 
     /// Rows `indices` of a committed codeword with Plonky3's pruned multi-proof (cap height 0):
