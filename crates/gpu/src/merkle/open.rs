@@ -238,54 +238,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let order = (segments.len() > 1).then_some(slots);
         // Every item index (< 2^32: the tree's rows are 32-bit indexed), rows first.
         let mut idx: Vec<u32> = row_idx.into_iter().chain(positions.iter().map(|&(_, i)| i as u32)).collect();
-        // The digest copies: (layer, byte range, items, first item). A layer larger than one
-        // binding is read in windows of whole bindings, its indices made relative to the window
-        // (positions ascend within a layer).
-        let digest = (DIGEST_ELEMS * 4) as u64;
-        let window = ((ctx.max_binding_bytes() / digest) as usize / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
-        let mut digest_copies: Vec<(usize, u64, Option<u64>, usize, usize)> = Vec::new();
-        let mut rehash: Vec<RowSegment<'_>> = Vec::new();
-        let mut start = 0;
-        while start < positions.len() {
-            let layer = positions[start].0;
-            let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
-            let buffer = &tree.layers[layer];
-            if layer > 0 && layer < tree.lowest_kept {
-                return Err(GpuError::InvalidInput(format!("this tree keeps no layers below {}; open rows (with the matrix) instead", tree.lowest_kept)));
-            }
-            if layer == 0 && tree.lowest_kept > 0 {
-                // Leaves rehashed from their rows, segment by segment, at their index in it.
-                if segments.is_empty() {
-                    return Err(GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the matrix) instead".into()));
-                }
-                let mut first = start;
-                for &(range, seg_first, count) in &segments {
-                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i < seg_first + count).count();
-                    if last > first {
-                        for t in &mut idx[row_items + first..row_items + last] {
-                            *t = (tree.row_order.physical(*t as usize, tree.height) - seg_first) as u32;
-                        }
-                        rehash.push((range, first, last));
-                    }
-                    first = last;
-                }
-            } else if buffer.size() <= ctx.max_binding_bytes() {
-                digest_copies.push((layer, 0, None, start, end));
-            } else {
-                let mut first = start;
-                while first < end {
-                    let w = positions[first].1 / window;
-                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i / window == w).count();
-                    for t in &mut idx[row_items + first..row_items + last] {
-                        *t -= (w * window) as u32;
-                    }
-                    let offset = (w * window) as u64 * digest;
-                    digest_copies.push((layer, offset, Some((buffer.size() - offset).min(window as u64 * digest)), first, last));
-                    first = last;
-                }
-            }
-            start = end;
-        }
+        let (digest_copies, rehash) = self.plan_digests(tree, &segments, positions, &mut idx[row_items..])?;
         let idx_buf = batch.upload("gather indices", &idx);
         let pipeline = ctx.pipeline_for(F::ID, Kernel::Gather, &[])?;
         let params = |count: usize, item_width: u32, idx_offset: usize, dst_offset: usize| {
@@ -317,5 +270,68 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         }
         batch.record_as("gather", &dispatches);
         Ok(order)
+    }
+
+    /// The digests a gather reads at `positions`: the copies of kept layers (layer, byte offset,
+    /// byte size, first and end item) — a layer larger than one binding in windows of whole
+    /// bindings, its indices in `idx` made relative to the window (positions ascend within a
+    /// layer) — and the leaves rehashed from their rows where the tree keeps no leaf digests
+    /// (segment by segment, their indices made relative to it). `idx` holds the positions'
+    /// indices.
+    #[allow(clippy::type_complexity)]
+    fn plan_digests<'a>(
+        &self,
+        tree: &GpuMerkleTree<F>,
+        segments: &[RowSegment<'a>],
+        positions: &[(usize, usize)],
+        idx: &mut [u32],
+    ) -> Result<(Vec<(usize, u64, Option<u64>, usize, usize)>, Vec<RowSegment<'a>>)> {
+        let ctx = self.poseidon2.context();
+        let digest = (DIGEST_ELEMS * 4) as u64;
+        let window = ((ctx.max_binding_bytes() / digest) as usize / RANGE_ALIGN * RANGE_ALIGN).max(RANGE_ALIGN);
+        let mut digest_copies: Vec<(usize, u64, Option<u64>, usize, usize)> = Vec::new();
+        let mut rehash: Vec<RowSegment<'a>> = Vec::new();
+        let mut start = 0;
+        while start < positions.len() {
+            let layer = positions[start].0;
+            let end = start + positions[start..].iter().take_while(|(l, _)| *l == layer).count();
+            let buffer = &tree.layers[layer];
+            if layer > 0 && layer < tree.lowest_kept {
+                return Err(GpuError::InvalidInput(format!("this tree keeps no layers below {}; open rows (with the matrix) instead", tree.lowest_kept)));
+            }
+            if layer == 0 && tree.lowest_kept > 0 {
+                // Leaves rehashed from their rows, segment by segment, at their index in it.
+                if segments.is_empty() {
+                    return Err(GpuError::InvalidInput("this tree keeps no leaf digests; open rows (with the matrix) instead".into()));
+                }
+                let mut first = start;
+                for &(range, seg_first, count) in segments {
+                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i < seg_first + count).count();
+                    if last > first {
+                        for t in &mut idx[first..last] {
+                            *t = (tree.row_order.physical(*t as usize, tree.height) - seg_first) as u32;
+                        }
+                        rehash.push((range, first, last));
+                    }
+                    first = last;
+                }
+            } else if buffer.size() <= ctx.max_binding_bytes() {
+                digest_copies.push((layer, 0, None, start, end));
+            } else {
+                let mut first = start;
+                while first < end {
+                    let w = positions[first].1 / window;
+                    let last = first + positions[first..end].iter().take_while(|&&(_, i)| i / window == w).count();
+                    for t in &mut idx[first..last] {
+                        *t -= (w * window) as u32;
+                    }
+                    let offset = (w * window) as u64 * digest;
+                    digest_copies.push((layer, offset, Some((buffer.size() - offset).min(window as u64 * digest)), first, last));
+                    first = last;
+                }
+            }
+            start = end;
+        }
+        Ok((digest_copies, rehash))
     }
 }
