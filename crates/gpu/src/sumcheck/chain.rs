@@ -2,6 +2,20 @@
 
 use super::*;
 
+/// What a chain's rounds play their transcript with: the chain state on the device, the
+/// grinder (its Poseidon2 plays the transcript), the grind's bits and range, buffers bound
+/// where a round does not grind, and the transcript kernels.
+#[derive(Clone, Copy)]
+struct ChainTranscript<'a, F: Poseidon2Field> {
+    chain: &'a wgpu::Buffer,
+    grinder: &'a GpuGrinder<F>,
+    bits: usize,
+    range: u32,
+    unused: &'a [wgpu::Buffer; 2],
+    observe: &'a wgpu::ComputePipeline,
+    sample: &'a wgpu::ComputePipeline,
+}
+
 impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// Plays `rounds` sumcheck rounds with one wait, their transcript on the GPU (each round is
     /// submitted once recorded, see `GpuTransfers::early_submits`): each
@@ -68,27 +82,8 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                     batch.record(&dispatches);
                     break;
                 }
-                let round = (|| -> Result<(wgpu::Buffer, Option<GrindAheadRecord<F>>)> {
-                    let pair = match &slot_coeffs {
-                        Some(coeffs) => self.record_lazy_slot_round(&mut batch, &mut dispatches, k, coeffs, &chain)?,
-                        None => {
-                            let (partials, groups) = self.record_round(&mut dispatches)?;
-                            let (pair, used) = self.record_reduction(&mut dispatches, partials, groups)?;
-                            used.into_iter().for_each(|b| batch.lend(b));
-                            pair
-                        }
-                    };
-                    let record = if bits > 0 { Some(grinder.device_grind(bits, state.range[0])?) } else { None };
-                    let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
-                    let bind = grinder.poseidon2().bind(&observe, &[&chain, &pair, params, best]);
-                    dispatches.push(Dispatch { pipeline: (*observe).clone(), bind, groups: 1 });
-                    if let Some(r) = &record {
-                        grinder.record_device_grind(&mut dispatches, r)?;
-                    }
-                    let bind = grinder.poseidon2().bind(&sample, &[&chain, &pair, params, best]);
-                    dispatches.push(Dispatch { pipeline: (*sample).clone(), bind, groups: 1 });
-                    Ok((pair, record))
-                })();
+                let transcript = ChainTranscript { chain: &chain, grinder, bits, range: state.range[0], unused: &unused, observe: &observe, sample: &sample };
+                let round = self.record_chain_round(&mut batch, &mut dispatches, k, slot_coeffs.as_ref(), &transcript);
                 let (pair, record) = match round {
                     Ok(r) => r,
                     Err(e) => {
@@ -120,36 +115,82 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             if let Ok(p) = &parsed {
                 tracing::debug!(rounds, bits, played = p.iter().filter(|c| c.r.is_some()).count(), "sumcheck rounds played on the GPU");
             }
-            // The tables after the rounds played: every fold's output is kept until now, as a
-            // chain that stopped early leaves its later folds undone.
-            let played = parsed.as_ref().map_or(0, |p| p.iter().filter(|c| c.r.is_some()).count());
-            if played < retired.len() {
-                let (f, w) = retired.swap_remove(played);
-                std::mem::replace(&mut self.f, f).give_back(&ctx);
-                std::mem::replace(&mut self.w, w).give_back(&ctx);
-            }
-            self.vars = vars - played;
-            for (f, w) in retired {
-                f.give_back(&ctx);
-                w.give_back(&ctx);
-            }
-            // Lazy weights: the host's coefficients follow the challenges played (the GPU's
-            // stopped where the chain did); after an error they are written back as they were.
-            if let (Some(lazy), Some(start)) = (self.lazy.as_mut(), lazy_start) {
-                lazy.bound = start;
-                match &parsed {
-                    Ok(p) => p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r)),
-                    Err(_) => ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words())),
-                }
-            }
-            if let (Some(lazy), Ok(p)) = (self.lazy_slots.as_mut(), &parsed) {
-                p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r));
-            }
-            if self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds) {
-                self.materialize_weights()?;
-            }
+            self.settle_chain(&parsed, retired, vars, lazy_start)?;
             parsed
         })
+    }
+
+    /// Records round k of a chain into `dispatches`: its pair (h(0), h(∞)), observed on the
+    /// chain's transcript, its grind where the chain grinds, its challenge drawn. Returns the
+    /// pair's buffer and the grind's record.
+    fn record_chain_round(
+        &self,
+        batch: &mut Batch<'_>,
+        dispatches: &mut Vec<Dispatch>,
+        k: usize,
+        slot_coeffs: Option<&wgpu::Buffer>,
+        transcript: &ChainTranscript<'_, F>,
+    ) -> Result<(wgpu::Buffer, Option<GrindAheadRecord<F>>)> {
+        let ChainTranscript { chain, grinder, bits, range, unused, observe, sample } = *transcript;
+        let pair = match slot_coeffs {
+            Some(coeffs) => self.record_lazy_slot_round(batch, dispatches, k, coeffs, chain)?,
+            None => {
+                let (partials, groups) = self.record_round(dispatches)?;
+                let (pair, used) = self.record_reduction(dispatches, partials, groups)?;
+                used.into_iter().for_each(|b| batch.lend(b));
+                pair
+            }
+        };
+        let record = if bits > 0 { Some(grinder.device_grind(bits, range)?) } else { None };
+        let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
+        let bind = grinder.poseidon2().bind(observe, &[chain, &pair, params, best]);
+        dispatches.push(Dispatch { pipeline: observe.clone(), bind, groups: 1 });
+        if let Some(r) = &record {
+            grinder.record_device_grind(dispatches, r)?;
+        }
+        let bind = grinder.poseidon2().bind(sample, &[chain, &pair, params, best]);
+        dispatches.push(Dispatch { pipeline: sample.clone(), bind, groups: 1 });
+        Ok((pair, record))
+    }
+
+    /// The tables after a chain that played what `parsed` says of `vars` variables: every fold's
+    /// output (`retired`, the tables each fold replaced) was kept until now, as a chain that
+    /// stopped early leaves its later folds undone; lazy weights' coefficients follow the
+    /// challenges played (the GPU's stopped where the chain did), or after an error are written
+    /// back as they were at `lazy_start`.
+    fn settle_chain(
+        &mut self,
+        parsed: &Result<Vec<ChainedRound<F, E>>>,
+        mut retired: Vec<(Table, Table)>,
+        vars: usize,
+        lazy_start: Option<usize>,
+    ) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let played = parsed.as_ref().map_or(0, |p| p.iter().filter(|c| c.r.is_some()).count());
+        if played < retired.len() {
+            let (f, w) = retired.swap_remove(played);
+            std::mem::replace(&mut self.f, f).give_back(&ctx);
+            std::mem::replace(&mut self.w, w).give_back(&ctx);
+        }
+        self.vars = vars - played;
+        for (f, w) in retired {
+            f.give_back(&ctx);
+            w.give_back(&ctx);
+        }
+        if let (Some(lazy), Some(start)) = (self.lazy.as_mut(), lazy_start) {
+            lazy.bound = start;
+            match parsed {
+                Ok(p) => p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r)),
+                Err(_) => ctx.write(&lazy.coeffs, ext_as_words::<F, E>(&lazy.coeff_words())),
+            }
+        }
+        if let (Some(lazy), Ok(p)) = (self.lazy_slots.as_mut(), parsed) {
+            p.iter().filter_map(|c| c.r).for_each(|r| lazy.bind(r));
+        }
+        if self.lazy.as_ref().is_some_and(|l| l.bound >= l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound >= l.rounds) {
+            self.materialize_weights()?;
+        }
+        Ok(())
     }
 
     /// Tests: chained grinds search `0..end` (None: the usual range), so a chain can be made
