@@ -69,7 +69,13 @@ impl<'a> Batch<'a> {
 
     /// Records zeroing the whole of `buffer`, in order with the work recorded around it.
     pub fn clear(&mut self, buffer: &wgpu::Buffer) {
-        self.encoder().clear_buffer(buffer, 0, None);
+        self.clear_from(buffer, 0);
+    }
+
+    /// Records zeroing `buffer` from byte `from` (a multiple of 4) to its end, in order with the
+    /// work recorded around it.
+    pub fn clear_from(&mut self, buffer: &wgpu::Buffer, from: u64) {
+        self.encoder().clear_buffer(buffer, from, None);
     }
 
     /// The encoder to record into (commands run in the order recorded). Crate-private: outside

@@ -22,23 +22,46 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         Ok(rows)
     }
 
-    /// The tree Plonky3's `MerkleTree::new` builds over a batch of matrices of several heights
-    /// (arity 2), recorded into `batch` ([`TreeRows::Groups`]): `groups` holds the matrices of
-    /// each height, tallest first, heights strictly decreasing and each on Plonky3's ladder (the
-    /// height ceil(max / 2^k) joins at level k). Layers have Plonky3's lengths: an odd layer
-    /// gets a default (zero) digest to pair with. Rows split over chunks and layers larger than
-    /// one binding are hashed range by range (each dispatch binds its part). With `keep_leaves`
-    /// false and one matrix of two or more rows, each row chunk's leaf digests are hashed into
-    /// a transient buffer of the chunk's size and compressed into level 1 at once, so no leaf
-    /// layer is ever allocated (a resident codeword's leaves can exceed the largest buffer an
-    /// adapter allows); openings rehash the leaves they need from the rows. Returns the layers
-    /// and the lowest kept.
-    pub(super) fn record_groups(&self, batch: &mut Batch<'_>, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<(Vec<wgpu::Buffer>, usize)> {
-        let ctx = self.poseidon2.context().clone();
-        let Some(tallest) = groups.first() else {
-            return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
+    /// The dispatch that compresses a level range's children into their parents, hashing in
+    /// the injected rows where the level has a group joining (`CompressInject`, in its leaves'
+    /// instance then).
+    fn compress_dispatch(
+        &self,
+        level: &LevelRange<'_>,
+        inject_pipeline: &Arc<wgpu::ComputePipeline>,
+        (joining_kernel, joining_pipeline): (Kernel, &Arc<wgpu::ComputePipeline>),
+    ) -> Result<Dispatch> {
+        let ctx = self.poseidon2.context();
+        let digest = (DIGEST_ELEMS * 4) as u64;
+        let (first, count) = (level.first, level.count);
+        let (width, inject_rows) = match (level.injected, level.rows) {
+            (Some(g), Some(c)) => (g.width, c.count),
+            // Past the injected rows: compressed once more with the default digest.
+            (Some(g), None) => (g.width, 0),
+            (None, _) => (0, 0),
         };
-        let binding = ctx.max_binding_bytes() as usize;
+        let params = InjectParams { nodes: count as u32, width: width as u32, inject_rows: inject_rows as u32, _pad: 0 };
+        let params = ctx.uniform("inject params", &params);
+        let matrix = level.rows.map_or(&self.placeholders[0], |c| c.rows);
+        let ranges = [
+            (&params, 0, None),
+            (level.children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)),
+            (matrix, 0, None),
+            (level.parents, first as u64 * digest, Some(count as u64 * digest)),
+        ];
+        let (pipeline, bind) = if width > 0 {
+            (joining_pipeline, self.bind_leaf(joining_kernel, joining_pipeline, &ranges))
+        } else {
+            (inject_pipeline, self.poseidon2.bind_ranges(inject_pipeline, &ranges))
+        };
+        let groups = u32::try_from(count.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{count} threads exceed one dispatch")))?;
+        Ok(Dispatch { pipeline: (**pipeline).clone(), bind, groups })
+    }
+
+    /// Checks a batch's row groups: each group's chunks in order, aligned, non-empty, each
+    /// within one binding and its buffer, together covering the group's rows.
+    fn check_groups(&self, groups: &[RowGroup<'_>]) -> Result<()> {
+        let ctx = self.poseidon2.context();
         for g in groups {
             matrix_bytes(g.height, g.width)?;
             let mut next = 0;
@@ -59,6 +82,27 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 return Err(GpuError::InvalidInput(format!("row chunks cover {next} of {} rows", g.height)));
             }
         }
+        Ok(())
+    }
+
+    /// The tree Plonky3's `MerkleTree::new` builds over a batch of matrices of several heights
+    /// (arity 2), recorded into `batch` ([`TreeRows::Groups`]): `groups` holds the matrices of
+    /// each height, tallest first, heights strictly decreasing and each on Plonky3's ladder (the
+    /// height ceil(max / 2^k) joins at level k). Layers have Plonky3's lengths: an odd layer
+    /// gets a default (zero) digest to pair with. Rows split over chunks and layers larger than
+    /// one binding are hashed range by range (each dispatch binds its part). With `keep_leaves`
+    /// false and one matrix of two or more rows, each row chunk's leaf digests are hashed into
+    /// a transient buffer of the chunk's size and compressed into level 1 at once, so no leaf
+    /// layer is ever allocated (a resident codeword's leaves can exceed the largest buffer an
+    /// adapter allows); openings rehash the leaves they need from the rows. Returns the layers
+    /// and the lowest kept.
+    pub(super) fn record_groups(&self, batch: &mut Batch<'_>, groups: &[RowGroup<'_>], keep_leaves: bool) -> Result<(Vec<wgpu::Buffer>, usize)> {
+        let ctx = self.poseidon2.context().clone();
+        let Some(tallest) = groups.first() else {
+            return Err(GpuError::InvalidInput("a Merkle batch needs at least one matrix".into()));
+        };
+        let binding = ctx.max_binding_bytes() as usize;
+        self.check_groups(groups)?;
         let (leaf_kernel, leaf_pipeline) = self.leaf_pipeline(Kernel::HashLeaves)?;
         // Levels compress (the plain instance); levels that shorter matrices join hash their
         // rows too (the leaves' instance).
@@ -129,53 +173,16 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         while prev_len > 1 {
             let nodes = prev_len / 2;
             let injected = shorter.next_if(|g| g.height.next_power_of_two() == nodes.next_power_of_two());
-            if let Some(g) = injected {
-                if g.height > nodes {
-                    return Err(GpuError::InvalidInput(format!("matrices of height {} cannot join a tree level of {nodes} nodes", g.height)));
-                }
+            if let Some(g) = injected.filter(|g| g.height > nodes) {
+                return Err(GpuError::InvalidInput(format!("matrices of height {} cannot join a tree level of {nodes} nodes", g.height)));
             }
             let len = padded_layer_len(nodes);
             let parents = layer(nodes, len);
-            // (first node, end node, the rows injected into them and how many are real).
-            let mut ranges: Vec<(usize, usize, Option<&RowChunk<'_>>)> = Vec::new();
-            let mut start = 0;
-            if let Some(g) = injected {
-                for c in &g.chunks {
-                    // The last chunk's range runs to an aligned end; the rows past it take the
-                    // default digest, as the nodes after the group do.
-                    let end = if c.first + c.count == g.height { (c.first + c.count).next_multiple_of(8).min(nodes) } else { c.first + c.count };
-                    ranges.push((c.first, end, Some(c)));
-                    start = end;
-                }
-            }
-            while start < nodes {
-                let end = (start + max_nodes).min(nodes);
-                ranges.push((start, end, None));
-                start = end;
-            }
+            let ranges = level_ranges(injected, nodes, max_nodes);
             let children = layers.last().expect("leaves");
             for (first, end, rows) in ranges {
-                let count = end - first;
-                let (width, inject_rows) = match (injected, rows) {
-                    (Some(g), Some(c)) => (g.width as u32, c.count as u32),
-                    // Past the injected rows: compressed once more with the default digest.
-                    (Some(g), None) => (g.width as u32, 0),
-                    (None, _) => (0, 0),
-                };
-                let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width, inject_rows, _pad: 0 });
-                let matrix = rows.map_or(&self.placeholders[0], |c| c.rows);
-                let ranges = [
-                    (&params, 0, None),
-                    (children, 2 * first as u64 * digest, Some(2 * count as u64 * digest)),
-                    (matrix, 0, None),
-                    (&parents, first as u64 * digest, Some(count as u64 * digest)),
-                ];
-                let (pipeline, bind) = if width > 0 {
-                    (&joining_pipeline, self.bind_leaf(joining_kernel, &joining_pipeline, &ranges))
-                } else {
-                    (&inject_pipeline, self.poseidon2.bind_ranges(&inject_pipeline, &ranges))
-                };
-                dispatches.push(Dispatch { pipeline: (**pipeline).clone(), bind, groups: groups_of(count)? });
+                let level = LevelRange { children, parents: &parents, first, count: end - first, injected, rows };
+                dispatches.push(self.compress_dispatch(&level, &inject_pipeline, (joining_kernel, &joining_pipeline))?);
             }
             layers.push(parents);
             prev_len = len;
@@ -185,11 +192,41 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             layers.into_iter().for_each(|b| batch.lend(b));
             return Err(GpuError::InvalidInput(format!("matrices of height {} have no level in a tree of height {}", g.height, tallest.height)));
         }
-        let encoder = batch.encoder();
-        for (buffer, from) in clears {
-            encoder.clear_buffer(&buffer, from, None);
-        }
+        clears.iter().for_each(|(buffer, from)| batch.clear_from(buffer, *from));
         batch.record_as("merkle batch tree", &dispatches);
         Ok((layers, usize::from(transient)))
     }
+}
+
+/// A tree level's dispatch ranges of `nodes` parents: (first node, end node, the rows injected
+/// into them), the `injected` group's chunks first (the last one's range running to an aligned
+/// end: the rows past it take the default digest, as the nodes after the group do), then ranges
+/// of at most `max_nodes`.
+fn level_ranges<'g, 'a>(injected: Option<&'g RowGroup<'a>>, nodes: usize, max_nodes: usize) -> Vec<(usize, usize, Option<&'g RowChunk<'a>>)> {
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    if let Some(g) = injected {
+        for c in &g.chunks {
+            let end = if c.first + c.count == g.height { (c.first + c.count).next_multiple_of(8).min(nodes) } else { c.first + c.count };
+            ranges.push((c.first, end, Some(c)));
+            start = end;
+        }
+    }
+    while start < nodes {
+        let end = (start + max_nodes).min(nodes);
+        ranges.push((start, end, None));
+        start = end;
+    }
+    ranges
+}
+
+/// Nodes `first..first + count` of a tree level: the children layer, the parents layer, the
+/// group joining the level and its rows for these nodes (None past its rows).
+struct LevelRange<'a> {
+    children: &'a wgpu::Buffer,
+    parents: &'a wgpu::Buffer,
+    first: usize,
+    count: usize,
+    injected: Option<&'a RowGroup<'a>>,
+    rows: Option<&'a RowChunk<'a>>,
 }
