@@ -24,6 +24,9 @@ fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices:
     SharedProofOpening { rows: values.into_iter().map(|mut per_matrix| per_matrix.swap_remove(0)).collect(), proof }
 }
 
+/// A mask group's oracle: its root and what opens it.
+type MaskOracle<F, E> = (Commitment<F>, MaskData<F, E>);
+
 /// A mask group's members' fresh messages and randomness.
 type MemberBlinds<E> = (Vec<Vec<E>>, Vec<Vec<E>>);
 
@@ -38,7 +41,7 @@ pub(super) struct FreshValues<F: ProverField, E: WhirExtension<F>> {
     randomness: Vec<E>,
     blinds: Vec<MemberBlinds<E>>,
     /// Each group's blinds committed, where that was done ahead.
-    blind_oracles: Option<Vec<(Commitment<F>, MaskData<F, E>)>>,
+    blind_oracles: Option<Vec<MaskOracle<F, E>>>,
 }
 
 /// Draws the fresh message and randomness, then per group a blind per member (message then
@@ -181,7 +184,7 @@ struct Fresh<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
     randomness: Vec<E>,
     main: (Commitment<F>, S::Committed),
     blinds: Vec<MemberBlinds<E>>,
-    blind_oracles: Vec<(Commitment<F>, MaskData<F, E>)>,
+    blind_oracles: Vec<MaskOracle<F, E>>,
     /// How long the blinds' commits went on past the fresh codeword's.
     blinds_wait: std::time::Duration,
 }
