@@ -777,3 +777,22 @@ fn the_comparing_backend_names_a_corrupted_step() {
         reference(&p, &evals).1
     );
 }
+
+/// A round head the device played wrong (its out-of-domain points moved) is caught where the
+/// driver replays it: the proof fails with `ProverError::PlayedAhead`, it does not come back.
+#[test]
+fn a_round_head_played_wrong_is_refused() {
+    let p =
+        Params { num_vars: 12, fold: 2, log_inv_rate: 1, security_bits: 60, pow_bits: 0, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
+    assert!(p.config::<GpuChallenger>().unwrap().round_parameters().iter().any(|r| r.ood_samples > 0), "the rounds must sample out of domain");
+    let evals = common::random_vec(&mut common::rng(), 1 << p.num_vars);
+    for ctx in common::contexts() {
+        let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
+        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
+        let mut challenger = GpuChallenger::new(permutation(), Some(Arc::new(whir_wgpu::gpu::GpuGrinder::new(poseidon2))));
+        match prove_with_steps(&common::tampered::MovedHeadPoints(steps), &p, &evals, &mut challenger, DriverOptions::default()) {
+            Err(ProverError::PlayedAhead(why)) => assert!(why.contains("out-of-domain point"), "{why}"),
+            other => panic!("a tampered head gave {:?} ({:?})", other.map(|_| "a proof"), ctx.mul_variant()),
+        }
+    }
+}

@@ -23,8 +23,8 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::steps::{CpuCodewords, HidingRoundHead, OpenedRows, PlayedHead, WhirBackend};
-use whir_wgpu::prover::{Commitment, CpuHidingPcs, DriverOptions, GpuHidingPcs, HidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
+use whir_wgpu::prover::steps::CpuCodewords;
+use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, HidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
 type Stock = HidingWhirPcs<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
@@ -642,76 +642,6 @@ fn hiding_codewords_match_the_twin_for_any_randomness_rows() {
     }
 }
 
-/// The GPU's steps with their played-ahead heads tampered with: each out-of-domain point a head
-/// played moved by one.
-struct MovedHeadPoints(GpuCodewords<F>);
-
-impl MovedHeadPoints {
-    fn moved(played: Option<PlayedHead<F, EF>>) -> Option<PlayedHead<F, EF>> {
-        played.map(|mut p| {
-            p.points.iter_mut().for_each(|z| *z += EF::ONE);
-            p
-        })
-    }
-}
-
-impl WhirBackend<F, EF> for MovedHeadPoints {
-    type Committed = <GpuCodewords<F> as WhirBackend<F, EF>>::Committed;
-    type Opening = <GpuCodewords<F> as WhirBackend<F, EF>>::Opening;
-    type Sumcheck = <GpuCodewords<F> as WhirBackend<F, EF>>::Sumcheck;
-
-    fn leaf_sponge(&self) -> LeafSponge {
-        WhirBackend::<F, EF>::leaf_sponge(&self.0)
-    }
-    fn mmcs(&self) -> CpuMmcs<F> {
-        WhirBackend::<F, EF>::mmcs(&self.0)
-    }
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
-        WhirBackend::<F, EF>::commit(&self.0, message, width, log_inv_rate)
-    }
-    fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
-        WhirBackend::<F, EF>::open(&self.0, committed, indices)
-    }
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
-        WhirBackend::<F, EF>::read_openings(&self.0, openings)
-    }
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
-        self.0.commit_message(message, width, log_inv_rate)
-    }
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
-        self.0.commit_folded(sumcheck, fold, log_inv_rate)
-    }
-    fn commit_hiding_message(
-        &self,
-        poly: &[F],
-        randomness: &[F],
-        fold: usize,
-        log_inv_rate: usize,
-    ) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
-        self.0.commit_hiding_message(poly, randomness, fold, log_inv_rate)
-    }
-    fn commit_hiding_folded(
-        &self,
-        sumcheck: &mut Self::Sumcheck,
-        randomness: &[EF],
-        fold: usize,
-        log_inv_rate: usize,
-    ) -> Result<(Commitment, Self::Committed), ProverError> {
-        self.0.commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)
-    }
-    fn commit_hiding_folded_with_head(
-        &self,
-        sumcheck: &mut Self::Sumcheck,
-        randomness: &[EF],
-        fold: usize,
-        log_inv_rate: usize,
-        head: Option<HidingRoundHead<'_, F, EF>>,
-    ) -> Result<(Commitment, Self::Committed, Option<PlayedHead<F, EF>>), ProverError> {
-        let (root, committed, played) = self.0.commit_hiding_folded_with_head(sumcheck, randomness, fold, log_inv_rate, head)?;
-        Ok((root, committed, Self::moved(played)))
-    }
-}
-
 /// A round head the device played wrong (its out-of-domain points moved) is caught where the
 /// run replays it: the opening fails with `ProverError::PlayedAhead`, it does not come back as a
 /// proof; the untampered steps give `HidingWhirPcs`'s bytes from the same state.
@@ -725,7 +655,7 @@ fn a_round_head_played_wrong_is_refused() {
     let seed = rng.random::<u64>();
     for ctx in common::contexts() {
         let (steps, grinder) = gpu_steps::<F>(&ctx);
-        let pcs = HidingPcs::<_, F, EF>::new(shape.config(), MovedHeadPoints(steps), StdRng::seed_from_u64(seed));
+        let pcs = HidingPcs::<_, F, EF>::new(shape.config(), common::tampered::MovedHeadPoints(steps), StdRng::seed_from_u64(seed));
         let mut ch = challenger(Some(grinder));
         let (_, data) = pcs.commit(witness.clone(), &mut ch).unwrap();
         match pcs.open(data, points.clone(), &mut ch) {

@@ -3,6 +3,7 @@
 //! they fail.
 #![allow(dead_code)]
 
+pub mod tampered;
 pub mod zk;
 
 use std::sync::{Arc, OnceLock};
