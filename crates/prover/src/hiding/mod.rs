@@ -51,16 +51,22 @@ use crate::{Commitment, ProverField, WhirExtension};
 pub struct HidingTimes {
     /// The claimed values at the points, and binding them.
     pub claims: Duration,
-    /// The masked sumcheck batches: masks drawn and committed, plain rounds, wires, grinds.
+    /// The masked sumcheck batches: plain rounds, wires, grinds (their masks are committed
+    /// ahead, on the host beside the device's work: the time that goes on past the device's
+    /// is in `switch_masks` or, for the first batch, `constraints`).
     pub batches: Duration,
-    /// Each round's folded oracle with its randomness rows, encoded and committed.
+    /// Each round's folded oracle with its randomness rows, encoded and committed, with the
+    /// round's head where the device plays it (the out-of-domain answers, the query grind).
     pub oracles: Duration,
-    /// Each round's switch mask, encoded and committed on the host while the round's oracle
-    /// commits on the device: the time it went on past the oracle.
+    /// Each round's switch mask, then its batch's masks (and in the last round the base
+    /// case's blinds), encoded and committed on the host while the round's oracle commits on
+    /// the device: the time the host went on past the device. (A head played on the device
+    /// waits for the switch mask's root: that wait is in `oracles`.)
     pub switch_masks: Duration,
-    /// The out-of-domain answers.
+    /// The out-of-domain answers (replayed only, where the device played the head).
     pub ood: Duration,
-    /// The query grind, the indices, and the old oracle's rows opened and folded.
+    /// The query grind (where the head did not play it), the indices, and the old oracle's
+    /// rows opened and folded.
     pub queries: Duration,
     /// The constraints' weights (the claims' first, then each round's) and the claim update.
     pub constraints: Duration,
