@@ -64,6 +64,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             let lanes = ctx.tuning().transcript_consts();
             let observe = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainObserve, &lanes)?;
             let sample = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainSample, &lanes)?;
+            let transcript = ChainTranscript { chain: &chain, grinder, bits, range: state.range[0], unused: &unused, observe: &observe, sample: &sample };
             // Per round played: where its pair, its challenge and its grind come back.
             let (mut reads, mut retired) = (Vec::with_capacity(rounds), Vec::new());
             let mut recorded = Ok(());
@@ -82,7 +83,6 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
                     batch.record(&dispatches);
                     break;
                 }
-                let transcript = ChainTranscript { chain: &chain, grinder, bits, range: state.range[0], unused: &unused, observe: &observe, sample: &sample };
                 let round = self.record_chain_round(&mut batch, &mut dispatches, k, slot_coeffs.as_ref(), &transcript);
                 let (pair, record) = match round {
                     Ok(r) => r,

@@ -77,22 +77,10 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
         let (rows, width) = (1 << (m - fold), E::WORDS << fold);
-        let (committed, values) = match head {
-            Some(head) => {
-                let script = SpongeScript {
-                    grinder: head.state.grinder.clone(),
-                    sponge: head.state.sponge,
-                    pending: head.state.pending.clone(),
-                    samples: head.samples,
-                    grind_bits: head.grind_bits,
-                    after_root: Vec::new(),
-                    values: ScriptValues::Expansion,
-                };
-                commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?
-            }
+        let (committed, played) = match head {
+            Some(head) => commit_with_head(self, sumcheck, rows, width, log_inv_rate, &sponge_script(head, Vec::new(), ScriptValues::Expansion))?,
             None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
-        let played = values.map(|v| PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) });
         Ok((Commitment::new(vec![committed.root()]), committed, played))
     }
 
@@ -145,7 +133,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
         let rows = randomness_rows(randomness, 1 << fold)?;
         let words = E::flatten_to_base(rows);
         let ctx = self.context().clone();
-        let (committed, values) = ctx.scoped("hiding codeword commit", || {
+        let (committed, played) = ctx.scoped("hiding codeword commit", || {
             let mut batch = ctx.batch("hiding codeword commit");
             let recorded = self.record_commit_hiding(
                 &mut batch,
@@ -162,15 +150,9 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
                     // The tree goes to the GPU while the mask's root is awaited and the script recorded.
                     batch.submit_part()?;
                     (head.mask_root)().and_then(|mask_root| {
-                        let script = SpongeScript {
-                            grinder: head.head.state.grinder.clone(),
-                            sponge: head.head.state.sponge,
-                            pending: head.head.state.pending.clone(),
-                            samples: head.head.samples,
-                            grind_bits: head.head.grind_bits,
-                            after_root: mask_root.roots().iter().flatten().copied().collect(),
-                            values: ScriptValues::PowersWithTail(E::flatten_to_base(head.mask_message.to_vec())),
-                        };
+                        let after_root = mask_root.roots().iter().flatten().copied().collect();
+                        let tail = ScriptValues::PowersWithTail(E::flatten_to_base(head.mask_message.to_vec()));
+                        let script = sponge_script(&head.head, after_root, tail);
                         sumcheck.record_sponge_script(&mut batch, &root, &script).map_err(|e| warn_once_head_left_out(&e)).ok()
                     })
                 }
@@ -180,7 +162,6 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
             let committed = recorded.finish(&readback)?;
             Ok((committed, script.and_then(|s| finished_script(sumcheck, s, &readback))))
         })?;
-        let played = values.map(|v| PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) });
         Ok((Commitment::new(vec![committed.root()]), committed, played))
     }
 
@@ -246,7 +227,7 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
     width: usize,
     log_inv_rate: usize,
     script: &SpongeScript<F>,
-) -> Result<(CommittedCodeword<F>, Option<whir_gpu::transcript::SpongeScriptValues<F, E>>), ProverError> {
+) -> Result<(CommittedCodeword<F>, Option<PlayedHead<F, E>>), ProverError> {
     let ctx = codewords.ntt().context().clone();
     Ok(ctx.scoped("codeword commit", || {
         let mut batch = ctx.batch("codeword commit and round head");
@@ -261,15 +242,29 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
     })?)
 }
 
+/// The sponge script that plays `head` on the device after its root: `after_root` observed
+/// next, each point's value as `values` says.
+fn sponge_script<F: ProverField>(head: &RoundHead<F>, after_root: Vec<F>, values: ScriptValues<F>) -> SpongeScript<F> {
+    SpongeScript {
+        grinder: head.state.grinder.clone(),
+        sponge: head.state.sponge,
+        pending: head.state.pending.clone(),
+        samples: head.samples,
+        grind_bits: head.grind_bits,
+        after_root,
+        values,
+    }
+}
+
 /// What a round head played on the GPU found; None where it came back malformed (the commit
 /// stands; the protocol plays those steps itself).
 fn finished_script<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>>(
     sumcheck: &GpuSumcheck<F, E>,
     record: whir_gpu::transcript::SpongeScriptRecord<F>,
     readback: &whir_gpu::record::Readback,
-) -> Option<whir_gpu::transcript::SpongeScriptValues<F, E>> {
+) -> Option<PlayedHead<F, E>> {
     match sumcheck.finish_sponge_script(record, readback) {
-        Ok(values) => Some(values),
+        Ok(v) => Some(PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) }),
         Err(e) => {
             tracing::warn!("a round head played on the GPU came back malformed ({e}); the host plays it");
             None

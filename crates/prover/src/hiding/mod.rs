@@ -516,8 +516,10 @@ where
         let drawn = draw_masks(&run.encoding, folding_next, rng);
         // After the last round's batch the base case draws its fresh values: drawn here (the
         // generator's order holds) and their blinds committed beside the last round.
-        let base = config.base_case_config();
-        let base_fresh = (round + 1 == config.n_rounds()).then(|| draw_fresh::<F, E, R>(&base, rng));
+        let base_fresh = (round + 1 == config.n_rounds()).then(|| {
+            let base = config.base_case_config();
+            (draw_fresh::<F, E, R>(&base, rng), base)
+        });
         let (mmcs, message, randomness, encoding) = (&self.mmcs, &mask_message, &mask_randomness, &run.encoding);
         // The mask's root reaches the head once it is committed (None if its work failed).
         let (root_sender, root_receiver) = std::sync::mpsc::sync_channel(1);
@@ -532,7 +534,7 @@ where
                 // The device side may not be listening (no head): nothing to do then.
                 let _ = root_sender.send(root.clone());
                 let batch_masks = commit_masks(encoding, mmcs, drawn);
-                let base_fresh = base_fresh.map(|mut values| values.commit_blinds(&base, mmcs).map(|()| values));
+                let base_fresh = base_fresh.map(|(mut values, base)| values.commit_blinds(&base, mmcs).map(|()| values));
                 ((root, data), batch_masks, base_fresh)
             },
         )?;
