@@ -398,7 +398,7 @@ fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String,
     for _ in 0..11 {
         ch.observe(rng.random::<BabyBear>());
     }
-    let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
+    let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder, None).unwrap();
     assert_eq!(chained.len(), rounds, "every chained round played");
     for (i, c) in chained.iter().enumerate() {
         assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "chained round {i}");

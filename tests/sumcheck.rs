@@ -11,6 +11,7 @@ use rand::RngExt;
 use std::sync::Arc;
 
 use rand::distr::{Distribution, StandardUniform};
+use whir_wgpu::gpu::transcript::{ChainWire, WireRound};
 use whir_wgpu::gpu::{Ext4, GpuExtension, GpuNtt, GpuSumcheck};
 use whir_wgpu::prover::steps::{CpuSumcheck, SumcheckState};
 use whir_wgpu::prover::{ProverField, WhirExtension};
@@ -382,7 +383,7 @@ fn lazy_equality_weights_match_the_twin() {
             if let Some((bits, range)) = chain {
                 gpu.set_chain_range(range);
                 let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
-                let chained = gpu.play_chain(rounds, &sponge, &[], bits, &grinder).unwrap();
+                let chained = gpu.play_chain(rounds, &sponge, &[], bits, &grinder, None).unwrap();
                 for c in &chained {
                     assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {played}");
                     let Some(r) = c.r else { break };
@@ -436,7 +437,7 @@ fn chains_after_host_rounds_and_past_the_lazy_rounds_match_the_twin() {
                 cpu.fold(r).unwrap();
             }
             let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
-            for (k, c) in gpu.play_chain(chained, &sponge, &[], 0, &grinder).unwrap().into_iter().enumerate() {
+            for (k, c) in gpu.play_chain(chained, &sponge, &[], 0, &grinder, None).unwrap().into_iter().enumerate() {
                 assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {k}");
                 cpu.fold(c.r.expect("no grinding: every round plays")).unwrap();
             }
@@ -681,7 +682,7 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
                 gpu.set_chain_range(Some(1));
             }
             let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
-            let played = gpu.play_chain(chained, &sponge, &[], bits, &grinder).unwrap();
+            let played = gpu.play_chain(chained, &sponge, &[], bits, &grinder, None).unwrap();
             gpu.set_chain_range(None);
             let mut unfolded = None;
             for (k, c) in played.into_iter().enumerate() {
@@ -823,7 +824,7 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
         assert!(gpu.weights().is_err(), "{what}: lazy weights are not stored");
         if chained {
             let sponge: [F; 16] = std::array::from_fn(|_| rng.random());
-            for (k, c) in gpu.play_chain(rounds, &sponge, &[], 2, &grinder).unwrap().into_iter().enumerate() {
+            for (k, c) in gpu.play_chain(rounds, &sponge, &[], 2, &grinder, None).unwrap().into_iter().enumerate() {
                 assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: chained round {k}");
                 cpu.fold(c.r.expect("a full grind range finds a witness")).unwrap();
             }
@@ -938,17 +939,41 @@ where
 
 /// A chain played on the GPU against the twin's rounds and Plonky3's duplex challenger over F:
 /// each round's values, grind (its state, the smallest witness, or a stop with none in range)
-/// and challenge, then f and w after the rounds.
+/// and challenge, then f and w after the rounds; each case also with its rounds observing a
+/// random wire (the pair moved by known terms, the earlier rounds' polynomials at their
+/// challenges summed in, known values after).
 fn check_chain<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng, case: ChainCase)
 where
     StandardUniform: Distribution<E> + Distribution<F>,
 {
+    check_chain_of::<F, E>(ctx, rng, case, None);
+    let rest = rng.random_range(0..=whir_wgpu::gpu::transcript::MAX_WIRE_REST);
+    let poly = rng.random_range(1..=8);
+    let wire = ChainWire {
+        scale: rng.random(),
+        rounds: (0..case.1)
+            .map(|_| WireRound { at_zero: rng.random(), at_inf: rng.random(), share: rng.random(), rest: rand_vec(rng, rest), poly: rand_vec(rng, poly) })
+            .collect(),
+    };
+    check_chain_of::<F, E>(ctx, rng, case, Some(wire));
+}
+
+fn check_chain_of<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
+    ctx: &Arc<whir_wgpu::gpu::GpuContext>,
+    rng: &mut rand::rngs::StdRng,
+    case: ChainCase,
+    wire: Option<ChainWire<E>>,
+) where
+    StandardUniform: Distribution<E> + Distribution<F>,
+{
     use p3_challenger::{FieldChallenger, GrindingChallenger};
+    use p3_field::HornerIter;
     use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, GpuGrinder, GpuPoseidon2, Poseidon2Constants};
     let (m, rounds, bits, pending, range) = case;
     let what = format!(
-        "{} chain: m = {m}, {rounds} rounds, {bits} bits, {pending} pending ({:?}, transcript lanes {})",
+        "{} chain: m = {m}, {rounds} rounds, {bits} bits, {pending} pending, wire {:?} ({:?}, transcript lanes {})",
         std::any::type_name::<E>(),
+        wire.as_ref().map(|w| (w.rounds[0].rest.len(), w.rounds[0].poly.len())),
         ctx.mul_variant(),
         ctx.tuning().transcript_lanes
     );
@@ -959,13 +984,25 @@ where
     let mut gpu = GpuSumcheck::<F, E>::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
     gpu.set_chain_range(range);
     let mut ch = host_challenger::<F>(rng, pending);
-    let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder).unwrap();
+    let chained = gpu.play_chain(rounds, &ch.sponge_state, &ch.input_buffer, bits, &grinder, wire.as_ref()).unwrap();
     let played = chained.iter().filter(|c| c.r.is_some()).count();
     assert!(chained.len() == rounds || (range.is_some() && chained.len() == played + 1), "{what}: {} rounds back", chained.len());
-    for c in &chained {
+    // Σ_{l<j} poly_l(r_l).
+    let mut past = E::ZERO;
+    for (j, c) in chained.iter().enumerate() {
         assert_eq!((c.c0, c.c_inf), cpu.round_coefficients().unwrap(), "{what}: round values");
-        ch.observe_algebra_element(c.c0);
-        ch.observe_algebra_element(c.c_inf);
+        match &wire {
+            None => {
+                ch.observe_algebra_element(c.c0);
+                ch.observe_algebra_element(c.c_inf);
+            }
+            Some(wire) => {
+                let round = &wire.rounds[j];
+                ch.observe_algebra_element(round.at_zero + wire.scale * c.c0 + round.share * past);
+                ch.observe_algebra_element(round.at_inf + wire.scale * c.c_inf);
+                round.rest.iter().for_each(|&v| ch.observe_algebra_element(v));
+            }
+        }
         if bits > 0 {
             let offer = c.offer.as_ref().expect("an offer per grinding round");
             assert_eq!(offer.state, GrindState::new(&ch.sponge_state, &ch.input_buffer).unwrap(), "{what}: grind state");
@@ -982,7 +1019,10 @@ where
             assert!(c.offer.is_none(), "{what}");
         }
         let r: E = ch.sample_algebra_element();
-        assert_eq!(c.r, Some(r), "{what}: challenge");
+        assert_eq!(c.r, Some(r), "{what}: challenge {j}");
+        if let Some(wire) = &wire {
+            past += wire.rounds[j].poly.iter().copied().horner::<E, E>(r);
+        }
         cpu.fold(r).unwrap();
     }
     assert_eq!(gpu.num_variables(), m - played, "{what}");

@@ -108,6 +108,10 @@ where
             // submission.
             let heads = gpu.config().round_parameters().iter().filter(|r| r.ood_samples > 0 || r.pow_bits > 0).count();
             assert_eq!(times.heads_played, heads, "rounds whose head the GPU played, {what}");
+            // Every masked batch's rounds chained on the device.
+            let config = gpu.config();
+            let masked_rounds: usize = (0..=config.n_rounds()).map(|r| config.round_folding_factor(r)).sum();
+            assert_eq!(times.rounds_chained, masked_rounds, "masked rounds the GPU chained, {what}");
             assert_eq!(root, gpu_root, "the GPU's commitment, {what}");
             assert!(gpu_bytes == expected, "the GPU's proof bytes differ from HidingWhirPcs's, {what}");
             let received = postcard::from_bytes(&gpu_bytes).unwrap();

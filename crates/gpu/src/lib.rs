@@ -75,8 +75,8 @@ pub mod transcript {
     pub use crate::challenger::{GrindAhead, InnerChallenger, PowClock, DEFAULT_GPU_MIN_BITS};
     pub use crate::grind::{cpu_grind, pow_mask, GrindAheadRecord, GrindOffer, GrindRead, GrindState, MAX_BITS as MAX_GRIND_BITS};
     pub use crate::sumcheck::{
-        ChainedRound, GrindFrom, ScriptValues, Slots, SpongeScript, SpongeScriptRecord, SpongeScriptValues, MAX_SCRIPT_SAMPLES, MAX_SCRIPT_TAIL,
-        MAX_SCRIPT_WORDS_AFTER_ROOT,
+        ChainWire, ChainedRound, GrindFrom, ScriptValues, Slots, SpongeScript, SpongeScriptRecord, SpongeScriptValues, WireRound, MAX_SCRIPT_SAMPLES,
+        MAX_SCRIPT_TAIL, MAX_SCRIPT_WORDS_AFTER_ROOT, MAX_WIRE_POLY, MAX_WIRE_REST,
     };
 }
 

@@ -249,6 +249,9 @@ kernels! {
     /// Absorbs a round's two values into the GPU transcript and sets up its grind
     /// (wgsl/sumcheck/chain.wgsl).
     ChainObserve => ("sumcheck/chain", "chain_observe", consts: &[("TRANSCRIPT_LANES", 16)]),
+    /// `ChainObserve` for a round whose values are its pair moved by known terms, with known
+    /// values after them (wgsl/sumcheck/chain.wgsl).
+    ChainObserveWire => ("sumcheck/chain", "chain_observe_wire", consts: &[("TRANSCRIPT_LANES", 16)]),
     /// Takes the round's witness and draws its challenge on the GPU (wgsl/sumcheck/chain.wgsl).
     ChainSample => ("sumcheck/chain", "chain_sample", consts: &[("TRANSCRIPT_LANES", 16)]),
     /// `SumcheckFold` with the challenge drawn on the GPU.
@@ -311,6 +314,7 @@ impl Kernel {
             | SumSlotPartials
             | AddSlotWeights
             | ChainObserve
+            | ChainObserveWire
             | ChainSample
             | FoldPairsChained
             | FoldSingleChained

@@ -8,7 +8,7 @@
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
-use crate::lookahead::{HidingRoundHead, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState};
+use crate::lookahead::{HidingRoundHead, Lookahead, MaskedWires, PlayedGrind, PlayedHead, PlayedRound, RoundHead, TranscriptState};
 use p3_field::HornerIter;
 use p3_multilinear_util::point::Point;
 
@@ -370,8 +370,14 @@ impl<F: ProverField, E: WhirExtension<F>, A: SumcheckState<F, E>, B: SumcheckSta
 
     /// The candidate plays the chain; the reference replays its rounds at the challenges the
     /// candidate drew (the driver checks those against the transcript's).
-    fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
-        let chain = match self.candidate.play_chain(rounds, state, bits)? {
+    fn play_chain(
+        &mut self,
+        rounds: usize,
+        state: &TranscriptState<F>,
+        bits: usize,
+        wires: Option<&MaskedWires<E>>,
+    ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        let chain = match self.candidate.play_chain(rounds, state, bits, wires)? {
             Ok(chain) => chain,
             Err(e) => return Some(Err(e)),
         };

@@ -543,7 +543,7 @@ fn play_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>, C: W
     let mut step = || -> Result<(), ProverError> {
         // The transcript's state once it is seeded: where rounds on the device start.
         if let Some(state) = link.and_then(Lookahead::state) {
-            if let Some(chained) = sumcheck.play_chain(rounds, &state, pow_bits) {
+            if let Some(chained) = sumcheck.play_chain(rounds, &state, pow_bits, None) {
                 let chained = chained?;
                 if let Some(l) = link {
                     l.queue(chained.iter().filter_map(|c| c.grind.clone()));

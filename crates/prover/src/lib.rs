@@ -59,7 +59,8 @@ pub mod steps {
     pub use crate::compare::{ComparingBackend, ComparingSumcheck};
     pub use crate::driver::{Blocks, CpuCodewords, OpenedRows, WhirBackend};
     pub use crate::lookahead::{
-        ConfigChallenger, GrindClock, HidingRoundHead, Lookahead, PlayedGrind, PlayedHead, PlayedRound, RoundHead, SpongeWords, TranscriptState, SPONGE_WIDTH,
+        ConfigChallenger, GrindClock, HidingRoundHead, Lookahead, MaskedWire, MaskedWires, PlayedGrind, PlayedHead, PlayedRound, RoundHead, SpongeWords,
+        TranscriptState, SPONGE_WIDTH,
     };
     pub use crate::protocol::{prove_with_steps, Proved};
     pub use crate::sumcheck::{CpuSumcheck, SlotSet, SumcheckState};

@@ -117,6 +117,34 @@ pub struct PlayedRound<F, E> {
     pub grind: Option<PlayedGrind<F>>,
 }
 
+/// What each round of a masked sumcheck batch observes in place of its pair (h(0), h(∞)): its
+/// wire polynomial, the pair moved by the masks' known parts. With s = `scale` (the batch's ε),
+/// round j observes `(at_zero_j + s·h(0) + share_j·Σ_{l<j} mask_l(γ_l), at_inf_j + s·h(∞),
+/// rest_j...)`, γ_l being round l's challenge, so steps that chain the rounds where the tables
+/// lie can play them ([`SumcheckState::play_chain`](crate::sumcheck::SumcheckState::play_chain)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaskedWires<E> {
+    /// The pair's factor.
+    pub scale: E,
+    /// Each round's terms.
+    pub rounds: Vec<MaskedWire<E>>,
+}
+
+/// One round's terms in [`MaskedWires`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaskedWire<E> {
+    /// Added to the scaled h(0).
+    pub at_zero: E,
+    /// Added to the scaled h(∞).
+    pub at_inf: E,
+    /// The factor of the earlier rounds' masks, at their challenges, in the first value.
+    pub share: E,
+    /// The wire's coefficients after the pair's two.
+    pub rest: Vec<E>,
+    /// This round's mask, lowest coefficient first.
+    pub mask: Vec<E>,
+}
+
 /// A duplex sponge's words at one point of a transcript: its state, the inputs observed since
 /// its last permutation and the outputs drawn but not yet used. Two challengers over the same
 /// sponge with the same words play the same transcript from there.

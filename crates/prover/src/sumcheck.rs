@@ -8,7 +8,7 @@
 use p3_multilinear_util::point::Point;
 
 use crate::error::ProverError;
-use crate::lookahead::{Lookahead, PlayedGrind, PlayedRound, TranscriptState};
+use crate::lookahead::{Lookahead, MaskedWires, PlayedGrind, PlayedRound, TranscriptState};
 use crate::{ProverField, WhirExtension, EF};
 
 /// Slots of the tables at one point: slot c is the 2^k entries from entry `offsets[c]` (k the
@@ -156,10 +156,18 @@ pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
 
     /// Plays `rounds` rounds with their transcript where the steps live (the GPU: one
     /// submission; see `GpuSumcheck::play_chain`), from the transcript at `state`, grinding
-    /// `bits` after each; the protocol replays the transcript and checks every challenge. None
-    /// where the steps cannot (the protocol plays round by round).
-    fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
-        let _ = (rounds, state, bits);
+    /// `bits` after each; the protocol replays the transcript and checks every challenge. With
+    /// `wires`, each round observes its masked wire instead of its pair (a masked batch); the
+    /// rounds played report the plain pairs. None where the steps cannot (the protocol plays
+    /// round by round).
+    fn play_chain(
+        &mut self,
+        rounds: usize,
+        state: &TranscriptState<F>,
+        bits: usize,
+        wires: Option<&MaskedWires<E>>,
+    ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        let _ = (rounds, state, bits, wires);
         None
     }
 }
@@ -476,8 +484,22 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
         whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead.map(|a| a.0))
     }
 
-    fn play_chain(&mut self, rounds: usize, state: &TranscriptState<F>, bits: usize) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
-        let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &state.grinder);
+    fn play_chain(
+        &mut self,
+        rounds: usize,
+        state: &TranscriptState<F>,
+        bits: usize,
+        wires: Option<&MaskedWires<E>>,
+    ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        let wire = wires.map(|w| whir_gpu::transcript::ChainWire {
+            scale: w.scale,
+            rounds: w
+                .rounds
+                .iter()
+                .map(|r| whir_gpu::transcript::WireRound { at_zero: r.at_zero, at_inf: r.at_inf, share: r.share, rest: r.rest.clone(), poly: r.mask.clone() })
+                .collect(),
+        });
+        let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &state.grinder, wire.as_ref());
         Some(
             chained
                 .map_err(ProverError::from)

@@ -56,6 +56,7 @@ struct ZkCell {
     resident_open_steps_ms: Option<Vec<(String, f64)>>,
     /// Of that opening's rounds, those whose head was played on the device.
     resident_heads_played: Option<usize>,
+    resident_rounds_chained: Option<usize>,
     proof_kib: Option<f64>,
 }
 
@@ -104,6 +105,7 @@ where
             plain_peak_mib: None,
             resident_open_steps_ms: None,
             resident_heads_played: None,
+            resident_rounds_chained: None,
             proof_kib: None,
         };
         let config = match zk_config::<F, E>(&p) {
@@ -341,6 +343,7 @@ where
     let (_, steps) = pcs.open_timed(data, points.clone(), &mut challenger)?;
     cell.resident_open_steps_ms = Some(steps.steps().iter().map(|(name, d)| (name.to_string(), ms(*d))).collect());
     cell.resident_heads_played = Some(steps.heads_played);
+    cell.resident_rounds_chained = Some(steps.rounds_chained);
     if args.kernel_profile {
         // One more commit, then its opening, each with every kernel timed.
         let mut challenger = gpu.challenger();
@@ -433,7 +436,8 @@ fn report_zk(cells: Vec<ZkCell>, json_out: Option<OutputFile>) -> Result<()> {
         if let Some(steps) = &c.resident_open_steps_ms {
             let steps: Vec<String> = steps.iter().map(|(name, t)| format!("{name} {t:.1}")).collect();
             let heads = c.resident_heads_played.map_or(String::new(), |h| format!("; round heads on the device: {h}"));
-            println!("resident hiding open at n = {}, fold {}, rate {}, ms: {}{heads}", c.vars, c.fold, c.rate, steps.join(", "));
+            let chained = c.resident_rounds_chained.map_or(String::new(), |r| format!("; masked rounds chained: {r}"));
+            println!("resident hiding open at n = {}, fold {}, rate {}, ms: {}{heads}{chained}", c.vars, c.fold, c.rate, steps.join(", "));
         }
     }
     if cells.iter().all(|c| c.skipped.is_some()) {

@@ -2,6 +2,66 @@
 
 use super::*;
 
+/// Most values a [`ChainWire`] round observes after its pair.
+pub const MAX_WIRE_REST: usize = 6;
+/// Most coefficients of a [`ChainWire`] round's polynomial.
+pub const MAX_WIRE_POLY: usize = 1 << 10;
+
+/// What each round of a chain observes in place of its pair (h(0), h(∞)): the pair moved by
+/// known terms, with known values after it. With s = `scale`, round j observes
+/// `(at_zero_j + s·h(0) + share_j·Σ_{l<j} poly_l(r_l), at_inf_j + s·h(∞), rest_j...)`, r_l
+/// being round l's challenge: known parts given ahead, the earlier rounds' polynomials summed
+/// at their challenges on the GPU (a masked sumcheck's wire polynomials, for one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainWire<E> {
+    /// The pair's factor.
+    pub scale: E,
+    /// Each round's terms, as many as the chain's rounds.
+    pub rounds: Vec<WireRound<E>>,
+}
+
+/// One round's terms in a [`ChainWire`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireRound<E> {
+    /// Added to the scaled h(0).
+    pub at_zero: E,
+    /// Added to the scaled h(∞).
+    pub at_inf: E,
+    /// The factor of the earlier rounds' polynomial values in the first value.
+    pub share: E,
+    /// Values observed after the pair (the same count every round, at most [`MAX_WIRE_REST`]).
+    pub rest: Vec<E>,
+    /// This round's polynomial, lowest coefficient first, at this round's challenge summed
+    /// into the later rounds' first values (the same count every round, at most
+    /// [`MAX_WIRE_POLY`]).
+    pub poly: Vec<E>,
+}
+
+impl<E: Copy + Default> ChainWire<E> {
+    /// The wire's terms as the kernel reads them ([scale, running sum, then per round at_zero,
+    /// at_inf, share, rest, poly]) and their counts, checked against a chain of `rounds`.
+    fn layout(&self, rounds: usize) -> Result<(Vec<E>, ChainWireParams)> {
+        let (rest, poly) = self.rounds.first().map_or((0, 0), |r| (r.rest.len(), r.poly.len()));
+        if self.rounds.len() != rounds {
+            return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds with a wire of {} rounds", self.rounds.len())));
+        }
+        if rest > MAX_WIRE_REST || poly > MAX_WIRE_POLY || self.rounds.iter().any(|r| r.rest.len() != rest || r.poly.len() != poly) {
+            return Err(GpuError::InvalidInput(format!(
+                "a chain wire's rounds observe {:?} values after the pair and sum polynomials of {:?} coefficients (the same counts every round, at most {MAX_WIRE_REST} and {MAX_WIRE_POLY})",
+                self.rounds.iter().map(|r| r.rest.len()).collect::<Vec<_>>(),
+                self.rounds.iter().map(|r| r.poly.len()).collect::<Vec<_>>()
+            )));
+        }
+        let mut terms = vec![self.scale, E::default()];
+        for r in &self.rounds {
+            terms.extend([r.at_zero, r.at_inf, r.share]);
+            terms.extend_from_slice(&r.rest);
+            terms.extend_from_slice(&r.poly);
+        }
+        Ok((terms, ChainWireParams { rest: rest as u32, poly: poly as u32, _pad: [0; 2] }))
+    }
+}
+
 /// What a chain's rounds play their transcript with: the chain state on the device, the
 /// grinder (its Poseidon2 plays the transcript), the grind's bits and range, buffers bound
 /// where a round does not grind, and the transcript kernels.
@@ -12,6 +72,8 @@ struct ChainTranscript<'a, F: Poseidon2Field> {
     bits: usize,
     range: u32,
     unused: &'a [wgpu::Buffer; 2],
+    /// The wire's terms and counts, where the rounds observe a [`ChainWire`].
+    wire: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer)>,
     observe: &'a wgpu::ComputePipeline,
     sample: &'a wgpu::ComputePipeline,
 }
@@ -24,12 +86,23 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
     /// `bits` > 0 (the smallest witness in one range), the challenge is drawn and the tables are
     /// folded at it (wgsl/sumcheck/chain.wgsl) — what p3-sumcheck's `ProverTranscript::round`
     /// does, so the host replays the rounds from what comes back and checks each challenge.
+    /// With a `wire`, each round observes its pair moved by the wire's terms instead
+    /// ([`ChainWire`]; the rounds read back are the plain pairs).
     /// Returns the rounds played: all of them, or up to the one whose grind found no witness
     /// (its `r` is None, its fold not done; the caller goes on round by round). `grinder`
     /// provides the Poseidon2 instance of the transcript. After an error the tables are those
     /// from before the chain, unless writing lazy weights out after it failed: then the
     /// sumcheck is unusable (a proof in progress fails).
-    pub fn play_chain(&mut self, rounds: usize, sponge: &[F; WIDTH], pending: &[F], bits: usize, grinder: &GpuGrinder<F>) -> Result<Vec<ChainedRound<F, E>>> {
+    pub fn play_chain(
+        &mut self,
+        rounds: usize,
+        sponge: &[F; WIDTH],
+        pending: &[F],
+        bits: usize,
+        grinder: &GpuGrinder<F>,
+        wire: Option<&ChainWire<E>>,
+    ) -> Result<Vec<ChainedRound<F, E>>> {
+        let wire = wire.map(|w| w.layout(rounds)).transpose()?;
         if rounds == 0 || rounds > self.vars {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
         }
@@ -62,9 +135,11 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             // Lazy slot terms' coefficients as they are now, for the GPU to bind round by round.
             let slot_coeffs = self.lazy_slots.as_ref().map(|l| batch.upload("lazy slot coefficients", ext_as_words::<F, E>(&l.coefficients())));
             let lanes = ctx.tuning().transcript_consts();
-            let observe = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainObserve, &lanes)?;
+            let observe = ctx.pipeline_over(F::ID, E::ID, if wire.is_some() { Kernel::ChainObserveWire } else { Kernel::ChainObserve }, &lanes)?;
             let sample = ctx.pipeline_over(F::ID, E::ID, Kernel::ChainSample, &lanes)?;
-            let transcript = ChainTranscript { chain: &chain, grinder, bits, range: state.range[0], unused: &unused, observe: &observe, sample: &sample };
+            let wire = wire.map(|(terms, params)| (batch.upload("chain wire", ext_as_words::<F, E>(&terms)), ctx.uniform("chain wire params", &params)));
+            let wire = wire.as_ref().map(|(terms, params)| (terms, params));
+            let transcript = ChainTranscript { chain: &chain, grinder, bits, range: state.range[0], unused: &unused, wire, observe: &observe, sample: &sample };
             // Per round played: where its pair, its challenge and its grind come back.
             let (mut reads, mut retired) = (Vec::with_capacity(rounds), Vec::new());
             let mut recorded = Ok(());
@@ -131,7 +206,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         slot_coeffs: Option<&wgpu::Buffer>,
         transcript: &ChainTranscript<'_, F>,
     ) -> Result<(wgpu::Buffer, Option<GrindAheadRecord<F>>)> {
-        let ChainTranscript { chain, grinder, bits, range, unused, observe, sample } = *transcript;
+        let ChainTranscript { chain, grinder, bits, range, unused, wire, observe, sample } = *transcript;
         let pair = match slot_coeffs {
             Some(coeffs) => self.record_lazy_slot_round(batch, dispatches, k, coeffs, chain)?,
             None => {
@@ -143,7 +218,10 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         };
         let record = if bits > 0 { Some(grinder.device_grind(bits, range)?) } else { None };
         let (params, best) = record.as_ref().map_or((&unused[0], &unused[1]), |r| (r.params(), r.best()));
-        let bind = grinder.poseidon2().bind(observe, &[chain, &pair, params, best]);
+        let bind = match wire {
+            Some((terms, counts)) => grinder.poseidon2().bind(observe, &[chain, &pair, params, best, terms, counts]),
+            None => grinder.poseidon2().bind(observe, &[chain, &pair, params, best]),
+        };
         dispatches.push(Dispatch { pipeline: observe.clone(), bind, groups: 1 });
         if let Some(r) = &record {
             grinder.record_device_grind(dispatches, r)?;

@@ -24,6 +24,7 @@ use crate::ntt::{GpuNtt, NttSource, NttSpec};
 use crate::shaders::Kernel;
 
 mod chain;
+pub use chain::{ChainWire, WireRound, MAX_WIRE_POLY, MAX_WIRE_REST};
 mod evals;
 mod lazy_slots;
 mod params;

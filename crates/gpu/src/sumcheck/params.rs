@@ -153,6 +153,15 @@ pub(crate) struct LazyCoeffParams {
     pub(crate) _pad: u32,
 }
 
+/// Rust twin of `ChainWireParams` in wgsl/sumcheck/chain.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct ChainWireParams {
+    pub(crate) rest: u32,
+    pub(crate) poly: u32,
+    pub(crate) _pad: [u32; 2],
+}
+
 /// Rust twin of `ChainState` in wgsl/sumcheck/chain_state.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -194,6 +203,7 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] = &[
     crate::shaders::twin_layout!(LazyParams as "LazyParams" in "sumcheck/lazy_weights" { count, groups, first, offset, points, lo_bits, lo_at, stride }),
     crate::shaders::twin_layout!(LazyCoeffParams as "LazyCoeffParams" in "sumcheck/lazy_coeffs" { points, t, rounds_plus_one }),
     crate::shaders::twin_layout!(ChainState as "ChainState" in "sumcheck/chain_state" { sponge, pending, info, r, range }),
+    crate::shaders::twin_layout!(ChainWireParams as "ChainWireParams" in "sumcheck/chain" { rest, poly }),
     crate::shaders::twin_layout!(BaseParams as "BaseParams" in "sumcheck/base" { r, r_hi, count, groups, first }),
     crate::shaders::twin_layout!(SlotEvalParams as "SlotEvalParams" in "sumcheck/slot_eval" { base, seg_offset, seg_size, segment, total_groups }),
     crate::shaders::twin_layout!(SlotSumParams as "SlotSumParams" in "sumcheck/slot_sum" { count, total_groups, segments }),

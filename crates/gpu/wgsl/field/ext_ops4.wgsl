@@ -21,6 +21,11 @@ fn ext_c0(a: Ext) -> u32 {
     return a.x;
 }
 
+// Coefficient i (of X^i) of an element.
+fn ext_word(a: Ext, i: u32) -> u32 {
+    return a[i];
+}
+
 // An element from a parameter block's two vec4 (X^0..X^3, X^4..X^7): here the first alone.
 fn ext_from_halves(lo: vec4<u32>, hi: vec4<u32>) -> Ext {
     return lo;

@@ -35,6 +35,12 @@ fn ext_c0(a: Ext) -> u32 {
     return a.c0;
 }
 
+// Coefficient i (of X^i) of an element.
+fn ext_word(a: Ext, i: u32) -> u32 {
+    var words = array<u32, 5>(a.c0, a.c1, a.c2, a.c3, a.c4);
+    return words[i];
+}
+
 // Words 0..4 in `lo`, word 4 in `hi.x` (the parameter blocks' `r`, `r_hi`).
 fn ext_from_halves(lo: vec4<u32>, hi: vec4<u32>) -> Ext {
     return Ext(lo.x, lo.y, lo.z, lo.w, hi.x);

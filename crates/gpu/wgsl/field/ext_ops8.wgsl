@@ -18,6 +18,14 @@ fn ext_c0(a: Ext) -> u32 {
     return a.lo.x;
 }
 
+// Coefficient i (of X^i) of an element.
+fn ext_word(a: Ext, i: u32) -> u32 {
+    if (i < 4u) {
+        return a.lo[i];
+    }
+    return a.hi[i - 4u];
+}
+
 fn ext_from_halves(lo: vec4<u32>, hi: vec4<u32>) -> Ext {
     return Ext8(lo, hi);
 }

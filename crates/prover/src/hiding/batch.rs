@@ -15,6 +15,7 @@ use rand::CryptoRng;
 
 use super::{closed, ExtMmcs, MaskData, MaskEncoding};
 use crate::error::ProverError;
+use crate::lookahead::{Lookahead, MaskedWire, MaskedWires};
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
 
@@ -27,6 +28,8 @@ pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>> {
     pub mask_randomness: Vec<Vec<E>>,
     pub oracle: (Commitment<F>, MaskData<F, E>),
     pub data: ZkSumcheckData<F, E>,
+    /// Rounds played where the tables lie (chained), each challenge checked here.
+    pub chained: usize,
 }
 
 /// A masked batch's masks, drawn and committed ahead of it: they depend on the generator
@@ -69,21 +72,64 @@ fn extrapolate<E: Field>(c0: E, c1: E, c_inf: E, gamma: E) -> E {
     c0 + (c1 - c0 - c_inf) * gamma + c_inf * gamma.square()
 }
 
+/// A batch's wire polynomials' known parts: round j's h_j is
+/// 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε(plain pair + aux·2^-j),
+/// of which only the pair and the earlier masks at their challenges are unknown before the
+/// round. The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
+fn masked_wires<E: Field>(masks: &[Vec<E>], eps: E, aux: E, h_len: usize) -> MaskedWires<E> {
+    let folding = masks.len();
+    let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
+    let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
+    let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
+    let half = E::TWO.inverse();
+    let mut aux_carry = aux;
+    let rounds = (1..=folding)
+        .map(|j| {
+            aux_carry *= half;
+            let mask = &masks[j - 1];
+            future -= endpoints(mask);
+            let live = pow2[folding - j];
+            let mut h = E::zero_vec(h_len);
+            for (hi, &c) in h.iter_mut().zip(mask) {
+                *hi += live * c;
+            }
+            if j < folding {
+                h[0] += pow2[folding - j - 1] * future;
+            }
+            h[0] += eps * aux_carry;
+            MaskedWire { at_zero: h[0], at_inf: h[2], share: live, rest: h[3..].to_vec(), mask: mask.clone() }
+        })
+        .collect();
+    MaskedWires { scale: eps, rounds }
+}
+
+/// Round j's wire, [h(0), h(2), h(3), ...] in monomial coefficients, from its plain pair and
+/// Σ_{l<j} s_l(γ_l).
+fn wire_of<E: Field>(round: &MaskedWire<E>, eps: E, (c0, c_inf): (E, E), past: E) -> Vec<E> {
+    let mut wire = Vec::with_capacity(2 + round.rest.len());
+    wire.push(round.at_zero + round.share * past + eps * c0);
+    wire.push(round.at_inf + eps * c_inf);
+    wire.extend_from_slice(&round.rest);
+    wire
+}
+
 /// Plays one masked batch of `folding` rounds over `state` (f and w, Σ f·w = `sum`) with its
 /// own transcript driver on `challenger`: binds `sum + aux`, binds the masks' oracle (`masks`,
 /// drawn and committed ahead: [`draw_masks`], [`commit_masks`]), and per round sends the masked
-/// wire polynomial and binds f's first variable to the challenge. On return w and `sum` are
-/// scaled by ε, as p3-sumcheck leaves them.
+/// wire polynomial and binds f's first variable to the challenge. Where `link` publishes the
+/// transcript and the steps can, the rounds are chained where the tables lie (one wait for the
+/// batch) and replayed here, each challenge checked. On return w and `sum` are scaled by ε, as
+/// p3-sumcheck leaves them.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn masked_batch<F, E, S, C>(
     state: &mut S,
     sum: &mut E,
     ell_zk: usize,
     masks: BatchMasks<F, E>,
-    folding: usize,
-    pow_bits: usize,
+    (folding, pow_bits): (usize, usize),
     aux: E,
     challenger: &mut C,
+    link: Option<&Lookahead<F>>,
 ) -> Result<MaskedBatch<F, E>, ProverError>
 where
     F: ProverField,
@@ -96,8 +142,12 @@ where
     if folding == 0 || folding > state.num_variables() {
         return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {} variables", state.num_variables())));
     }
-    if masks.masks.len() != folding || masks.masks.iter().any(|m| m.len() != ell_zk) {
-        return Err(ProverError::Input(format!("{} masks for a masked batch of {folding} rounds with masks of {ell_zk} values", masks.masks.len())));
+    if masks.masks.len() != folding || masks.masks.iter().any(|m| m.len() != ell_zk) || ell_zk < 3 {
+        return Err(ProverError::Input(format!(
+            "{} masks of {:?} values for a masked batch of {folding} rounds with masks of {ell_zk} values (at least 3)",
+            masks.masks.len(),
+            masks.masks.iter().map(Vec::len).collect::<Vec<_>>()
+        )));
     }
     let BatchMasks { masks, randomness: mask_randomness, oracle: (root, oracle) } = masks;
     let mut transcript = ZkProverTranscript::<C, F, E>::new(challenger, shape);
@@ -106,53 +156,56 @@ where
 
         // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
         let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
-        let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
-        let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * future;
+        let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * masks.iter().map(|m| endpoints(m)).sum::<E>();
         let mut data = ZkSumcheckData { mu_tilde, ..ZkSumcheckData::default() };
         let eps: E = transcript.masks(root.clone(), mu_tilde);
+        let wires = masked_wires(&masks, eps, aux, ell_zk.max(3));
 
-        let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
-        let half = E::TWO.inverse();
-        let h_len = ell_zk.max(3);
-        let mut past: Vec<E> = Vec::with_capacity(folding);
+        // The transcript's state once ε is drawn: where rounds on the device start.
+        let chained = match link.and_then(Lookahead::state).and_then(|at| state.play_chain(folding, &at, pow_bits, Some(&wires))) {
+            Some(chained) => chained?,
+            None => Vec::new(),
+        };
+        if let Some(link) = link {
+            link.queue(chained.iter().filter_map(|c| c.grind.clone()));
+        }
         let mut gammas = Vec::with_capacity(folding);
-        let mut aux_carry = aux;
-        let (mut c0, mut c_inf) = state.round_coefficients()?;
-        for j in 1..=folding {
-            aux_carry *= half;
-            let mask = &masks[j - 1];
-            future -= endpoints(mask);
-            // h_j = 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε·plain.
-            let live = pow2[folding - j];
-            let mut h = E::zero_vec(h_len);
-            for (hi, &c) in h.iter_mut().zip(mask) {
-                *hi += live * c;
-            }
-            h[0] += live * past.iter().copied().sum::<E>();
-            if j < folding {
-                h[0] += pow2[folding - j - 1] * future;
-            }
-            h[0] += eps * (c0 + aux_carry);
-            h[2] += eps * c_inf;
-            // The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
-            let wire: Vec<E> = std::iter::once(h[0]).chain(h[2..].iter().copied()).collect();
+        let mut past = E::ZERO;
+        // A challenge drawn but not yet bound by a fold.
+        let mut unfolded: Option<E> = None;
+        for (j, (round, mask)) in wires.rounds.iter().zip(&masks).enumerate() {
+            let (pair, device_r) = match chained.get(j) {
+                Some(c) => ((c.c0, c.c_inf), c.r),
+                // Each round's fold goes with the next round's coefficients (one round trip).
+                None => match unfolded.take() {
+                    None => (state.round_coefficients()?, None),
+                    Some(r) => (state.fold_then_round(r)?, None),
+                },
+            };
+            let wire = wire_of(round, eps, pair, past);
             let (gamma, witness) = transcript.round(&wire);
+            match device_r {
+                Some(r) if r == gamma => {}
+                Some(r) => {
+                    return Err(ProverError::PlayedAhead(format!("the steps drew masked sumcheck challenge {r:?} where the transcript draws {gamma:?}")))
+                }
+                // Played here, or the chain stopped at this round's grind: not folded yet.
+                None => unfolded = Some(gamma),
+            }
             data.round_coefficients.push(wire);
             data.pow_witnesses.extend(witness);
-            past.push(mask.iter().copied().horner(gamma));
-
+            past += mask.iter().copied().horner::<E, E>(gamma);
             // The plain sum advances with the plain round (the aux carry reaches the wire only).
-            *sum = extrapolate(c0, *sum - c0, c_inf, gamma);
-            if j < folding {
-                (c0, c_inf) = state.fold_then_round(gamma)?;
-            } else {
-                state.fold(gamma)?;
-            }
+            *sum = extrapolate(pair.0, *sum - pair.0, pair.1, gamma);
             gammas.push(gamma);
+        }
+        if let Some(r) = unfolded {
+            state.fold(r)?;
         }
         state.scale_weights(eps)?;
         *sum *= eps;
-        Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data })
+        let chained = chained.iter().filter(|c| c.r.is_some()).count();
+        Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data, chained })
     })();
     closed(transcript, played, |t| t.finish())
 }

@@ -75,6 +75,9 @@ pub struct HidingTimes {
     /// Rounds whose head (the out-of-domain answers, and the query grind where it runs on the
     /// device) was played where f lies, in the oracle commit's submission.
     pub heads_played: usize,
+    /// Masked sumcheck rounds played where the tables lie, chained a batch at a time (one
+    /// wait a batch) and replayed here.
+    pub rounds_chained: usize,
 }
 
 impl HidingTimes {
@@ -237,11 +240,11 @@ where
     // Where the challenger can, each round's commitments, out-of-domain answers and query
     // grind are played where f lies, from the transcript state published here; the run
     // replays them and checks each point drawn.
-    let head = if options.round_heads { challenger.track_state_throughout() } else { None };
+    let link = if options.round_heads || options.device_rounds { challenger.track_state_throughout() } else { None };
     let device_min_bits = challenger.device_min_bits();
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
     let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
-    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights, head, device_min_bits };
+    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights, link, options, device_min_bits };
     let played = run.play(&mut transcript, data, claims, rng, times);
     let proof = closed(transcript, played, |t| t.finish());
     challenger.stop_tracking();
@@ -321,9 +324,11 @@ struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
     mmcs: ExtMmcs<F, E>,
     /// Lazy equality weights for the first batch (`SumcheckState::set_lazy_eq_weights`).
     lazy_first_weights: bool,
-    /// The published transcript state the rounds' heads are played from, if the challenger
-    /// publishes one.
-    head: Option<Lookahead<F>>,
+    /// The published transcript state the rounds' heads and the masked batches' chains are
+    /// played from, if the challenger publishes one.
+    link: Option<Lookahead<F>>,
+    /// Which of them are played ahead.
+    options: DriverOptions,
     /// The least grind played on the device (below it the challenger grinds itself).
     device_min_bits: usize,
 }
@@ -336,6 +341,16 @@ where
     K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
+    /// Where the rounds' heads are played from, if they are played ahead.
+    fn heads(&self) -> Option<&Lookahead<F>> {
+        self.link.as_ref().filter(|_| self.options.round_heads)
+    }
+
+    /// Where the masked batches' rounds are chained from, if they are.
+    fn chains(&self) -> Option<&Lookahead<F>> {
+        self.link.as_ref().filter(|_| self.options.device_rounds)
+    }
+
     /// The whole opening: the first masked batch, the code-switching rounds (each ending in
     /// its masked batch), the masked base case.
     fn play<C: WhirChallenger<F>, R: CryptoRng>(
@@ -392,8 +407,9 @@ where
         lap.enter("batches");
 
         let ell_zk = encoding.message_len();
-        let batch = transcript
-            .delegate_initial_fold(|ch| masked_batch(&mut sumcheck, &mut sum, ell_zk, masks, folding, config.starting_folding_pow_bits(), E::ZERO, ch))?;
+        let batch = transcript.delegate_initial_fold(|ch| {
+            masked_batch(&mut sumcheck, &mut sum, ell_zk, masks, (folding, config.starting_folding_pow_bits()), E::ZERO, ch, self.chains())
+        })?;
         let mut run = Run {
             sumcheck,
             sum,
@@ -407,6 +423,7 @@ where
             fresh: None,
             lap,
         };
+        times.rounds_chained += batch.chained;
         run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
         // The randomness folds with the message (mixed field: base chunks, extension weights).
         run.oracle_randomness = fold_limb_chunks(&randomness, config.oracle_randomness()[0], &run.gammas)?;
@@ -433,7 +450,7 @@ where
         // where the challenger publishes its state; below the device's threshold the
         // challenger grinds itself.
         let grind_bits = if params.pow_bits >= self.device_min_bits { params.pow_bits } else { 0 };
-        let head = self.head.as_ref().and_then(Lookahead::state).map(|state| RoundHead { state, samples: params.ood_samples, grind_bits });
+        let head = self.heads().and_then(Lookahead::state).map(|state| RoundHead { state, samples: params.ood_samples, grind_bits });
         let head = head.filter(|h| h.samples > 0 || h.grind_bits > 0);
         let (next, played, mask_wait) = self.commit_round(run, round, head, rng)?;
         transcript.oracle_commitment(next.root.clone());
@@ -448,7 +465,7 @@ where
         run.lap.enter("queries");
 
         // The grind played with the head, taken only if the transcript is where it searched.
-        if let (Some(link), Some(offer)) = (self.head.as_ref(), played.and_then(|p| p.grind)) {
+        if let (Some(link), Some(offer)) = (self.link.as_ref(), played.and_then(|p| p.grind)) {
             link.queue([offer]);
         }
         let pow_witness = transcript.query_pow(round);
@@ -480,8 +497,10 @@ where
         // The next masked batch, the mask total riding as its auxiliary constant.
         let (aux, folding_next, ell_zk) = (run.masks.aux, config.round_folding_factor(round + 1), run.encoding.message_len());
         let masks = next.batch_masks;
-        let batch = transcript
-            .delegate_round_fold(|ch| masked_batch(&mut run.sumcheck, &mut run.sum, ell_zk, masks, folding_next, params.folding_pow_bits, aux, ch))?;
+        let batch = transcript.delegate_round_fold(|ch| {
+            masked_batch(&mut run.sumcheck, &mut run.sum, ell_zk, masks, (folding_next, params.folding_pow_bits), aux, ch, self.chains())
+        })?;
+        times.rounds_chained += batch.chained;
         run.gammas = run.masks.record_batch(batch, &mut run.sumchecks, &mut run.mask_roots, config.zk().ell_zk);
         run.oracle_randomness = fold_limb_chunks(&next.fresh, config.oracle_randomness()[round + 1], &run.gammas)?;
         run.oracle = Oracle { committed: next.committed, base: false };
