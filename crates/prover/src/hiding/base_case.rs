@@ -13,7 +13,7 @@ use rand::{CryptoRng, RngExt};
 
 use super::batch::Masks;
 use super::{beside_host_work, closed, ExtMmcs, HidingChallenger, MaskData};
-use crate::driver::{Paths, WhirBackend};
+use crate::driver::{query_openings, Paths, WhirBackend};
 use crate::error::ProverError;
 use crate::{Commitment, ProverField, WhirExtension};
 use p3_commit::Mmcs;
@@ -94,8 +94,9 @@ impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
 }
 
 /// Proves the base case with its own transcript driver on `challenger`: `source_*` are the last
-/// fold's message, its folded randomness and its weights; `open_source` opens the last oracle
-/// at the spot-check positions (folded); `fresh` its fresh values ([`draw_fresh`]).
+/// fold's message, its folded randomness and its weights; `source` is the last oracle (and
+/// whether its rows are base-field), opened at the spot-check positions; `fresh` its fresh
+/// values ([`draw_fresh`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prove_base_case<F, E, S, K, C>(
     config: &ZkWhirConfig<E, F, K>,
@@ -105,7 +106,7 @@ pub(super) fn prove_base_case<F, E, S, K, C>(
     source_randomness: &[E],
     source_covector: &[E],
     masks: &Masks<F, E>,
-    open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
+    source: (&S::Committed, bool),
     challenger: &mut C,
     fresh: FreshValues<F, E>,
 ) -> Result<BaseCaseProof<F, E>, ProverError>
@@ -151,7 +152,7 @@ where
 
         let pow_witness = transcript.spot_check_pow();
         let ground_at = started.elapsed();
-        let (source_openings, fresh_main_openings, mask_openings) = open_spot_checks(&mut transcript, steps, mmcs, &fresh, masks, open_source)?;
+        let (source_openings, fresh_main_openings, mask_openings) = open_spot_checks(&mut transcript, steps, mmcs, &fresh, masks, source)?;
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         tracing::debug!(
             fresh_and_blinds_ms = ms(fresh_at),
@@ -218,8 +219,9 @@ where
 }
 
 /// The spot checks after the grind: the source positions and every group's drawn, then the
-/// masks opened on the host (each group's carried oracle and fresh blinds) while the fresh
-/// codeword and the last oracle open where the steps keep them.
+/// masks opened on the host (each group's carried oracle and fresh blinds, the groups side by
+/// side) while the fresh codeword and the last oracle (`source`, with whether its rows are
+/// base-field) open where the steps keep them, read back in one wait.
 #[allow(clippy::type_complexity)]
 fn open_spot_checks<F, E, S, C>(
     transcript: &mut ZkBaseCaseProverTranscript<'_, C, F, E>,
@@ -227,7 +229,7 @@ fn open_spot_checks<F, E, S, C>(
     mmcs: &ExtMmcs<F, E>,
     fresh: &Fresh<F, E, S>,
     masks: &Masks<F, E>,
-    open_source: impl FnOnce(&[usize]) -> Result<QueryOpenings<F, E, Paths<F>>, ProverError>,
+    (source, source_base): (&S::Committed, bool),
 ) -> Result<(QueryOpenings<F, E, Paths<F>>, SharedProofOpening<E, Paths<F>>, Vec<MaskOpeningPair<E, Paths<F>>>), ProverError>
 where
     F: ProverField,
@@ -238,24 +240,41 @@ where
     let positions = transcript.source_queries();
     let mask_positions: Vec<Vec<usize>> = (0..fresh.blind_oracles.len()).map(|group| transcript.mask_queries(group)).collect();
     let blind_oracles = &fresh.blind_oracles;
-    let open_masks = || -> Vec<MaskOpeningPair<E, Paths<F>>> {
-        blind_oracles
-            .iter()
-            .zip(&masks.groups)
-            .zip(&mask_positions)
-            .map(|(((_, blinds), (_, carried)), positions)| MaskOpeningPair {
-                carried: open_mask(mmcs, positions, carried),
-                fresh: open_mask(mmcs, positions, blinds),
-            })
-            .collect()
+    let open_masks = || -> Result<(Vec<MaskOpeningPair<E, Paths<F>>>, std::time::Duration), ProverError> {
+        let started = std::time::Instant::now();
+        let opened = std::thread::scope(|scope| {
+            let handles: Vec<_> = blind_oracles
+                .iter()
+                .zip(&masks.groups)
+                .zip(&mask_positions)
+                .map(|(((_, blinds), (_, carried)), positions)| {
+                    scope.spawn(move || MaskOpeningPair { carried: open_mask(mmcs, positions, carried), fresh: open_mask(mmcs, positions, blinds) })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
+        });
+        let opened = opened.map_err(|_| ProverError::Input("opening a mask group panicked".into()))?;
+        Ok((opened, started.elapsed()))
     };
     let open_device = || -> Result<_, ProverError> {
-        let fresh_main_opening = steps.open(&fresh.main.1, &positions)?;
-        let source_openings = open_source(&positions)?;
-        let (rows, proof) = steps.read_openings(vec![fresh_main_opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
+        let source = steps.open(source, &positions)?;
+        let fresh_main = steps.open(&fresh.main.1, &positions)?;
+        let mut read = steps.read_openings(vec![source, fresh_main])?.into_iter();
+        let (Some((source_rows, source_proof)), Some((rows, proof))) = (read.next(), read.next()) else {
+            return Err(ProverError::Input("the base case's two openings were not both read back".into()));
+        };
+        let source_openings = query_openings::<F, E>(source_rows, source_proof, source_base);
         Ok((source_openings, SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof }))
     };
-    let (opened, mask_openings, _) = beside_host_work(open_device, open_masks)?;
+    let started = std::time::Instant::now();
+    let (opened, masks_opened, masks_past) = beside_host_work(open_device, open_masks)?;
+    let (mask_openings, masks_took) = masks_opened?;
+    tracing::debug!(
+        device_ms = (started.elapsed() - masks_past).as_secs_f64() * 1e3,
+        masks_ms = masks_took.as_secs_f64() * 1e3,
+        masks_past_device_ms = masks_past.as_secs_f64() * 1e3,
+        "hiding base case openings"
+    );
     let (source_openings, fresh_main_openings) = opened?;
     Ok((source_openings, fresh_main_openings, mask_openings))
 }

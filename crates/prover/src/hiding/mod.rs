@@ -577,7 +577,7 @@ where
             Some(fresh) => fresh,
             None => draw_fresh(&self.config.base_case_config(), rng),
         };
-        let (oracle, gammas) = (&run.oracle, &run.gammas);
+        let oracle = &run.oracle;
         transcript.delegate_base_case(|ch| {
             // No head follows: the reveals' many observations need not publish the state.
             ch.stop_tracking();
@@ -589,7 +589,7 @@ where
                 &run.oracle_randomness,
                 &source_covector,
                 &run.masks,
-                |positions| self.open_and_fold(oracle, positions, gammas).map(|(o, _)| o),
+                (&oracle.committed, oracle.base),
                 ch,
                 fresh,
             )
