@@ -103,15 +103,7 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
         wire: Option<&ChainWire<E>>,
     ) -> Result<Vec<ChainedRound<F, E>>> {
         let wire = wire.map(|w| w.layout(rounds)).transpose()?;
-        if rounds == 0 || rounds > self.vars {
-            return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
-        }
-        if pending.len() >= RATE {
-            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", pending.len(), RATE - 1)));
-        }
-        if !Arc::ptr_eq(grinder.poseidon2().context(), &self.ctx) {
-            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
-        }
+        self.check_chain(rounds, pending, grinder)?;
         let mask = if bits > 0 { pow_mask(bits)? } else { 0 };
         // Lazy weights must cover the chain's rounds; otherwise w is written out first.
         if self.lazy.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) || self.lazy_slots.as_ref().is_some_and(|l| l.bound + rounds > l.rounds) {
@@ -193,6 +185,21 @@ impl<F: Poseidon2Field, E: GpuExtension<F>> GpuSumcheck<F, E> {
             self.settle_chain(&parsed, retired, vars, lazy_start)?;
             parsed
         })
+    }
+
+    /// A chain's arguments against the tables: rounds within the variables, a duplex state's
+    /// pending inputs, a grinder on this context.
+    fn check_chain(&self, rounds: usize, pending: &[F], grinder: &GpuGrinder<F>) -> Result<()> {
+        if rounds == 0 || rounds > self.vars {
+            return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds over {} variables", self.vars)));
+        }
+        if pending.len() >= RATE {
+            return Err(GpuError::InvalidInput(format!("{} pending inputs (a duplex challenger holds at most {})", pending.len(), RATE - 1)));
+        }
+        if !Arc::ptr_eq(grinder.poseidon2().context(), &self.ctx) {
+            return Err(GpuError::InvalidInput("the grinder lives on another GPU context".into()));
+        }
+        Ok(())
     }
 
     /// Records round k of a chain into `dispatches`: its pair (h(0), h(∞)), observed on the
