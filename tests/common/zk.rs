@@ -17,6 +17,8 @@ pub struct Shape {
     pub points: usize,
     /// Security level in bits (the grid's: 32; masked rounds grind only far above it).
     pub security: usize,
+    /// The masks' message length (p3-whir's fixtures: 4).
+    pub ell_zk: usize,
 }
 
 impl Shape {
@@ -37,13 +39,13 @@ impl Shape {
             soundness_type: self.soundness,
             starting_log_inv_rate: self.rate,
         };
-        ZkWhirConfig::new(self.vars, protocol, ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 }).expect("a feasible hiding configuration")
+        ZkWhirConfig::new(self.vars, protocol, ZkParameters { ell_zk: self.ell_zk, mask_log_inv_rate: 1 }).expect("a feasible hiding configuration")
     }
 }
 
 /// The grid: p3-whir's own zk fixtures (rate 1/4, 32 bits) and more rounds with grinding.
 pub fn shapes() -> Vec<Shape> {
-    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points, security: 32 };
+    let shape = |vars, fold, soundness, pow_bits, points| Shape { vars, fold, rate: 2, soundness, pow_bits, points, security: 32, ell_zk: 4 };
     let shapes = vec![
         // One round, two points.
         shape(12, FoldingFactor::Constant(4), SecurityAssumption::CapacityBound, 0, 2),

@@ -491,6 +491,13 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
         bits: usize,
         wires: Option<&MaskedWires<E>>,
     ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        // Wires longer than the device's chain observes play on the host.
+        let fits = |w: &MaskedWires<E>| {
+            w.rounds.iter().all(|r| r.rest.len() <= whir_gpu::transcript::MAX_WIRE_REST && r.mask.len() <= whir_gpu::transcript::MAX_WIRE_POLY)
+        };
+        if wires.is_some_and(|w| !fits(w)) {
+            return None;
+        }
         let wire = wires.map(|w| whir_gpu::transcript::ChainWire {
             scale: w.scale,
             rounds: w
