@@ -491,13 +491,6 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
         bits: usize,
         wires: Option<&MaskedWires<E>>,
     ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
-        // Wires longer than the device's chain observes play on the host.
-        let fits = |w: &MaskedWires<E>| {
-            w.rounds.iter().all(|r| r.rest.len() <= whir_gpu::transcript::MAX_WIRE_REST && r.mask.len() <= whir_gpu::transcript::MAX_WIRE_POLY)
-        };
-        if wires.is_some_and(|w| !fits(w)) {
-            return None;
-        }
         let wire = wires.map(|w| whir_gpu::transcript::ChainWire {
             scale: w.scale,
             rounds: w
@@ -506,6 +499,10 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckSt
                 .map(|r| whir_gpu::transcript::WireRound { at_zero: r.at_zero, at_inf: r.at_inf, share: r.share, rest: r.rest.clone(), poly: r.mask.clone() })
                 .collect(),
         });
+        // Wires longer than the device's chain observes play on the host.
+        if wire.as_ref().is_some_and(|w| !w.fits()) {
+            return None;
+        }
         let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &state.grinder, wire.as_ref());
         Some(
             chained

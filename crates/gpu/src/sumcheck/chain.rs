@@ -38,6 +38,13 @@ pub struct WireRound<E> {
 }
 
 impl<E: Copy + Default> ChainWire<E> {
+    /// Whether a chain can observe this wire: every round with the same counts, within
+    /// [`MAX_WIRE_REST`] and [`MAX_WIRE_POLY`] (otherwise the rounds play on the host).
+    pub fn fits(&self) -> bool {
+        let (rest, poly) = self.rounds.first().map_or((0, 0), |r| (r.rest.len(), r.poly.len()));
+        rest <= MAX_WIRE_REST && poly <= MAX_WIRE_POLY && self.rounds.iter().all(|r| r.rest.len() == rest && r.poly.len() == poly)
+    }
+
     /// The wire's terms as the kernel reads them ([scale, running sum, then per round at_zero,
     /// at_inf, share, rest, poly]) and their counts, checked against a chain of `rounds`.
     fn layout(&self, rounds: usize) -> Result<(Vec<E>, ChainWireParams)> {
@@ -45,7 +52,7 @@ impl<E: Copy + Default> ChainWire<E> {
         if self.rounds.len() != rounds {
             return Err(GpuError::InvalidInput(format!("a chain of {rounds} rounds with a wire of {} rounds", self.rounds.len())));
         }
-        if rest > MAX_WIRE_REST || poly > MAX_WIRE_POLY || self.rounds.iter().any(|r| r.rest.len() != rest || r.poly.len() != poly) {
+        if !self.fits() {
             return Err(GpuError::InvalidInput(format!(
                 "a chain wire's rounds observe {:?} values after the pair and sum polynomials of {:?} coefficients (the same counts every round, at most {MAX_WIRE_REST} and {MAX_WIRE_POLY})",
                 self.rounds.iter().map(|r| r.rest.len()).collect::<Vec<_>>(),

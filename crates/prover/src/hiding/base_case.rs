@@ -24,6 +24,17 @@ fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices:
     SharedProofOpening { rows: values.into_iter().map(|mut per_matrix| per_matrix.swap_remove(0)).collect(), proof }
 }
 
+/// `work` on each mask group, each on a thread of its own (a group alone is too small to fill
+/// the host's cores); `what` names the work if a thread panics.
+fn side_by_side<T: Send, R: Send>(groups: impl Iterator<Item = T>, what: &str, work: impl Fn(T) -> R + Sync) -> Result<Vec<R>, ProverError> {
+    let work = &work;
+    let done = std::thread::scope(|scope| {
+        let handles: Vec<_> = groups.map(|group| scope.spawn(move || work(group))).collect();
+        handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
+    });
+    done.map_err(|_| ProverError::Input(format!("{what} panicked")))
+}
+
 /// A mask group's oracle: its root and what opens it.
 type MaskOracle<F, E> = (Commitment<F>, MaskData<F, E>);
 
@@ -68,8 +79,7 @@ where
 }
 
 impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
-    /// Commits each group's blinds (the groups side by side on the host: each alone is too
-    /// small to fill its cores), where not done yet.
+    /// Commits each group's blinds (the groups side by side on the host), where not done yet.
     pub(super) fn commit_blinds(&mut self, base: &BaseCaseZkConfig<F>, mmcs: &ExtMmcs<F, E>) -> Result<(), ProverError>
     where
         StandardUniform: Distribution<E>,
@@ -77,18 +87,10 @@ impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
         if self.blind_oracles.is_some() {
             return Ok(());
         }
-        let committed = std::thread::scope(|scope| {
-            let handles: Vec<_> = base
-                .mask_groups
-                .iter()
-                .zip(&self.blinds)
-                .map(|(group, (messages, randomness))| {
-                    scope.spawn(move || mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness)))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
-        });
-        self.blind_oracles = Some(committed.map_err(|_| ProverError::Input("committing a mask group's blinds panicked".into()))?);
+        let committed = side_by_side(base.mask_groups.iter().zip(&self.blinds), "committing a mask group's blinds", |(group, (messages, randomness))| {
+            mmcs.commit_matrix(group.shape.encoding::<E>().encode_batch_with_randomness(messages, randomness))
+        })?;
+        self.blind_oracles = Some(committed);
         Ok(())
     }
 }
@@ -242,18 +244,11 @@ where
     let blind_oracles = &fresh.blind_oracles;
     let open_masks = || -> Result<(Vec<MaskOpeningPair<E, Paths<F>>>, std::time::Duration), ProverError> {
         let started = std::time::Instant::now();
-        let opened = std::thread::scope(|scope| {
-            let handles: Vec<_> = blind_oracles
-                .iter()
-                .zip(&masks.groups)
-                .zip(&mask_positions)
-                .map(|(((_, blinds), (_, carried)), positions)| {
-                    scope.spawn(move || MaskOpeningPair { carried: open_mask(mmcs, positions, carried), fresh: open_mask(mmcs, positions, blinds) })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect::<Result<Vec<_>, _>>()
-        });
-        let opened = opened.map_err(|_| ProverError::Input("opening a mask group panicked".into()))?;
+        let groups = blind_oracles.iter().zip(&masks.groups).zip(&mask_positions);
+        let opened = side_by_side(groups, "opening a mask group", |(((_, blinds), (_, carried)), positions)| MaskOpeningPair {
+            carried: open_mask(mmcs, positions, carried),
+            fresh: open_mask(mmcs, positions, blinds),
+        })?;
         Ok((opened, started.elapsed()))
     };
     let open_device = || -> Result<_, ProverError> {

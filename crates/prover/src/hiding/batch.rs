@@ -72,13 +72,17 @@ fn extrapolate<E: Field>(c0: E, c1: E, c_inf: E, gamma: E) -> E {
     c0 + (c1 - c0 - c_inf) * gamma + c_inf * gamma.square()
 }
 
+/// A mask summed over {0,1}: 2 s[0] + Σ_{i≥1} s[i].
+fn endpoints<E: Field>(mask: &[E]) -> E {
+    mask[0].double() + mask[1..].iter().copied().sum::<E>()
+}
+
 /// A batch's wire polynomials' known parts: round j's h_j is
 /// 2^(k-j)(s_j + Σ_{l<j} s_l(γ_l)) + 2^(k-j-1)(later masks' endpoints) + ε(plain pair + aux·2^-j),
 /// of which only the pair and the earlier masks at their challenges are unknown before the
 /// round. The wire drops h(1)'s coefficient (the verifier recovers it from the claim).
 fn masked_wires<E: Field>(masks: &[Vec<E>], eps: E, aux: E, h_len: usize) -> MaskedWires<E> {
     let folding = masks.len();
-    let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
     let mut future: E = masks.iter().map(|m| endpoints(m)).sum();
     let pow2: Vec<E> = E::TWO.powers().collect_n(folding + 1);
     let half = E::TWO.inverse();
@@ -155,7 +159,6 @@ where
         transcript.bind_claim(*sum + aux);
 
         // μ̃ = 2^(k-1) Σ_l (2 s_l[0] + Σ_{i≥1} s_l[i]): every mask summed over {0,1}^k.
-        let endpoints = |mask: &[E]| mask[0].double() + mask[1..].iter().copied().sum::<E>();
         let mu_tilde = E::TWO.exp_u64((folding - 1) as u64) * masks.iter().map(|m| endpoints(m)).sum::<E>();
         let mut data = ZkSumcheckData { mu_tilde, ..ZkSumcheckData::default() };
         let eps: E = transcript.masks(root.clone(), mu_tilde);
@@ -173,7 +176,7 @@ where
         let mut past = E::ZERO;
         // A challenge drawn but not yet bound by a fold.
         let mut unfolded: Option<E> = None;
-        for (j, (round, mask)) in wires.rounds.iter().zip(&masks).enumerate() {
+        for (j, round) in wires.rounds.iter().enumerate() {
             let (pair, device_r) = match chained.get(j) {
                 Some(c) => ((c.c0, c.c_inf), c.r),
                 // Each round's fold goes with the next round's coefficients (one round trip).
@@ -194,7 +197,7 @@ where
             }
             data.round_coefficients.push(wire);
             data.pow_witnesses.extend(witness);
-            past += mask.iter().copied().horner::<E, E>(gamma);
+            past += round.mask.iter().copied().horner::<E, E>(gamma);
             // The plain sum advances with the plain round (the aux carry reaches the wire only).
             *sum = extrapolate(pair.0, *sum - pair.0, pair.1, gamma);
             gammas.push(gamma);
