@@ -5,7 +5,7 @@
 //! and the last one's per-round breakdown is printed. `PROVE_LOOP_CHUNK_KIB` sets the staging
 //! chunk of large transfers (the input upload); `PROVE_LOOP_SAME_INPUT=1` proves the same input
 //! every time (nothing but proofs for a host profiler to see). `PROVE_LOOP_THREADS=T` proves
-//! REPS proofs on each of T threads sharing the one context (each a `GpuBackend::worker`, as a
+//! REPS proofs on each of T threads sharing the one context (each a `GpuProver::worker`, as a
 //! `ProofPool`'s threads are), and prints the proofs per second and the latencies of them all;
 //! `PROVE_LOOP_CONTEXTS=C` spreads those threads over C contexts of their own on the same adapter
 //! (a device and queue each, as separate processes would have).
@@ -15,7 +15,7 @@ use std::time::Instant;
 use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::prover::{GpuBackend, Params, WhirPieces};
+use whir_wgpu::prover::{GpuProver, Params, Plonky3Pieces};
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();
@@ -26,7 +26,7 @@ fn main() {
     let evals: Vec<BabyBear> = (0..1usize << params.num_vars).map(|_| rng.random()).collect();
     let profile = std::env::var("PROVE_LOOP_PROFILE").is_ok_and(|v| v == "1");
     let same_input = std::env::var("PROVE_LOOP_SAME_INPUT").is_ok_and(|v| v == "1");
-    let gpu = GpuBackend::open_default().expect("GPU backend").with_profile(profile);
+    let gpu = GpuProver::open_default().expect("GPU backend").with_profile(profile);
     if let Some(kib) = std::env::var("PROVE_LOOP_CHUNK_KIB").ok().and_then(|v| v.parse::<u64>().ok()) {
         // Tuning: bytes per staging chunk of large uploads and readbacks.
         gpu.context().transfers().set_transfer_chunk_bytes(kib << 10);
@@ -91,10 +91,10 @@ fn main() {
 /// REPS proofs on each of `threads` threads, each with its own backend over the shared context
 /// and two inputs of its own, alternated: proofs per second over the whole run, and the latency
 /// distribution.
-fn prove_on_threads(gpu: &GpuBackend, params: &Params, reps: usize, threads: usize, contexts: usize) {
+fn prove_on_threads(gpu: &GpuProver, params: &Params, reps: usize, threads: usize, contexts: usize) {
     let mut backends = vec![gpu.clone()];
     for _ in 1..contexts {
-        let other = GpuBackend::open_default().expect("another context").with_profile(false);
+        let other = GpuProver::open_default().expect("another context").with_profile(false);
         other.prove(params, &(0..1usize << params.num_vars).map(|i| BabyBear::new(i as u32)).collect::<Vec<_>>()).expect("warm-up proof");
         backends.push(other);
     }

@@ -23,8 +23,8 @@ use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape,
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::GpuChallenger;
-use whir_wgpu::prover::steps::CpuCodewords;
-use whir_wgpu::prover::{permutation, Commitment, CpuWhirPcs, GpuBackend, Params, Soundness, WhirPcsProof, WhirPieces, Workload, EF, F};
+use whir_wgpu::prover::backend::CpuBackend;
+use whir_wgpu::prover::{permutation, Commitment, CpuWhirPcs, GpuProver, Params, Plonky3Pieces, Soundness, WhirPcsProof, Workload, EF, F};
 
 /// The outer proof: the zerocheck's round polynomials (each at 0, 1, 2, 3) and the PCS proof.
 struct OuterProof {
@@ -183,7 +183,7 @@ where
 
 /// Proves the outer protocol over 2^log_rows rows with Plonky3's `WhirProver`, and with the GPU
 /// PCS where `gpu` is given; checks both with p3-whir's verifier and compares their bytes.
-pub fn run(log_rows: usize, gpu: Option<&GpuBackend>) -> Result<(), String> {
+pub fn run(log_rows: usize, gpu: Option<&GpuProver>) -> Result<(), String> {
     let fold = 2;
     if !(4..=22).contains(&log_rows) {
         return Err(format!("LOG_ROWS {log_rows}: from 4 to 22"));
@@ -206,7 +206,7 @@ pub fn run(log_rows: usize, gpu: Option<&GpuBackend>) -> Result<(), String> {
     let public = [F::ONE, F::ONE];
 
     // Plonky3's own prover (`WhirProver`: CPU DFT and Merkle tree, CPU grinding).
-    let plonky3: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
+    let plonky3: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuBackend::default());
     let stock = plonky3.stock();
     let started = std::time::Instant::now();
     let (commitment, proof) = prove(stock, GpuChallenger::new(permutation(), None), log_rows, fold, tables.clone(), &public);
@@ -231,7 +231,7 @@ pub fn run(log_rows: usize, gpu: Option<&GpuBackend>) -> Result<(), String> {
 #[allow(dead_code)]
 fn main() {
     let log_rows: usize = std::env::args().nth(1).map_or(Ok(12), |a| a.parse()).expect("LOG_ROWS: a number");
-    let gpu = match GpuBackend::open_default() {
+    let gpu = match GpuProver::open_default() {
         Ok(g) => Some(g),
         Err(e) => {
             println!("no GPU ({e}): only WhirProver runs");

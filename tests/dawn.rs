@@ -364,7 +364,7 @@ fn sumcheck_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String,
     use rand::RngExt;
     use std::sync::Arc;
     use whir_wgpu::gpu::{transcript::cpu_grind, Ext4, GpuGrinder, GpuNtt, GpuPoseidon2, GpuSumcheck, Poseidon2Constants};
-    use whir_wgpu::prover::steps::{CpuSumcheck, SumcheckState};
+    use whir_wgpu::prover::backend::{CpuSumcheck, SumcheckState};
     let mut rng = common::rng();
     let ext = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<Ext4> { (0..n).map(|_| rng.random()).collect() };
     let ntt = Arc::new(GpuNtt::new(ctx.clone()));

@@ -9,22 +9,23 @@ use std::sync::Arc;
 
 use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::steps::{prove_with_steps, ComparingBackend, CpuCodewords, CpuSumcheck, SumcheckState, WhirBackend};
-use whir_wgpu::prover::{permutation, CpuBackend, DriverOptions, Params, ProofFile, ProverError, ProverOutput, Soundness, WhirPieces, EF, F};
+use whir_wgpu::gpu::{GpuChallenger, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::backend::GpuBackend;
+use whir_wgpu::prover::backend::{prove_with_backend, Backend, ComparingBackend, CpuBackend, CpuSumcheck, SumcheckState};
+use whir_wgpu::prover::{permutation, CpuProver, DriverOptions, Params, Plonky3Pieces, ProofFile, ProverError, ProverOutput, Soundness, EF, F};
 
-fn drive<S: WhirBackend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
+fn drive<S: Backend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
     drive_with(steps, p, evals, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"))
 }
 
-fn drive_with<S: WhirBackend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear], options: DriverOptions) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
+fn drive_with<S: Backend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear], options: DriverOptions) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
     let mut challenger = GpuChallenger::new(permutation(), None);
-    let (commitment, proof, _) = prove_with_steps(steps, p, evals, &mut challenger, options)?;
+    let (commitment, proof, _) = prove_with_backend(steps, p, evals, &mut challenger, options)?;
     Ok((postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap()))
 }
 
 fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Vec<u8>, Vec<u8>)) {
-    let out = CpuBackend.prove(p, evals).unwrap();
+    let out = CpuProver.prove(p, evals).unwrap();
     let bytes = (postcard::to_allocvec(&out.commitment).unwrap(), out.proof.clone());
     (out, bytes)
 }
@@ -32,11 +33,11 @@ fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Ve
 /// The proof of fresh evaluations by `steps` run beside the CPU twin (a comparing backend, which
 /// names the first step whose outputs differ): byte for byte Plonky3's, and accepted by the
 /// stock verifier through a proof file.
-fn drive_matches_plonky3_and_verifies<S: WhirBackend>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
+fn drive_matches_plonky3_and_verifies<S: Backend>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
     drive_matches_plonky3_and_verifies_with(steps, p, rng, variant, DriverOptions::default())
 }
 
-fn drive_matches_plonky3_and_verifies_with<S: WhirBackend>(
+fn drive_matches_plonky3_and_verifies_with<S: Backend>(
     steps: &S,
     p: &Params,
     rng: &mut rand::rngs::StdRng,
@@ -45,7 +46,7 @@ fn drive_matches_plonky3_and_verifies_with<S: WhirBackend>(
 ) {
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (out, expected) = reference(p, &evals);
-    let ours = drive_with(&ComparingBackend::new(CpuCodewords::default(), steps), p, &evals, options).unwrap_or_else(|e| panic!("{p:?} ({variant:?}): {e}"));
+    let ours = drive_with(&ComparingBackend::new(CpuBackend::default(), steps), p, &evals, options).unwrap_or_else(|e| panic!("{p:?} ({variant:?}): {e}"));
     assert!(ours == expected, "{p:?} ({variant:?}): the proofs differ");
     let file = ProofFile::new(p, out.commitment, ours.1);
     ProofFile::from_bytes(&file.to_bytes()).unwrap().verify(p).expect("stock verifier accepts");
@@ -88,7 +89,7 @@ fn cpu_twin_matches_plonky3_byte_for_byte() {
     for p in grid(&mut rng, 12) {
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
         let (out, expected) = reference(&p, &evals);
-        assert!(drive(&CpuCodewords::default(), &p, &evals) == expected, "{p:?}: the proofs differ");
+        assert!(drive(&CpuBackend::default(), &p, &evals) == expected, "{p:?}: the proofs differ");
         out.proof_file(&p).to_bytes();
     }
 }
@@ -97,7 +98,7 @@ fn cpu_twin_matches_plonky3_byte_for_byte() {
 fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let (steps, _) = steps_and_grinder(&ctx);
+        let (steps, _) = backend_and_grinder(&ctx);
         for p in grid(&mut rng, 8) {
             drive_matches_plonky3_and_verifies(&steps, &p, &mut rng, ctx.mul_variant());
         }
@@ -112,7 +113,7 @@ fn resident_gpu_codewords_match_plonky3_byte_for_byte() {
 fn memory_lean_settings_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let steps = steps_and_grinder(&ctx).0.with_trimmed_trees_from(1);
+        let steps = backend_and_grinder(&ctx).0.with_trimmed_trees_from(1);
         let lazy = DriverOptions { lazy_first_weights: Some(true), ..DriverOptions::default() };
         let mut shapes: Vec<Params> = (1..=2)
             .map(|fold| Params {
@@ -140,7 +141,7 @@ fn spinning_waits_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::spinning_contexts(2_000_000) {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let steps = GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
         for p in grid(&mut rng, 3) {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
             let (_, expected) = reference(&p, &evals);
@@ -158,7 +159,7 @@ fn spinning_waits_give_the_same_proofs() {
 fn early_submits_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        let steps = steps_and_grinder(&ctx).0;
+        let steps = backend_and_grinder(&ctx).0;
         for p in grid(&mut rng, 3) {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
             let (_, expected) = reference(&p, &evals);
@@ -176,17 +177,17 @@ fn early_submits_give_the_same_proofs() {
 }
 
 /// The resident steps on `ctx` and a GPU grinder over the same Poseidon2.
-fn steps_and_grinder(ctx: &Arc<whir_wgpu::gpu::GpuContext>) -> (GpuCodewords, Arc<whir_wgpu::gpu::GpuGrinder>) {
+fn backend_and_grinder(ctx: &Arc<whir_wgpu::gpu::GpuContext>) -> (GpuBackend, Arc<whir_wgpu::gpu::GpuGrinder>) {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
     let grinder = Arc::new(whir_wgpu::gpu::GpuGrinder::new(poseidon2.clone()));
-    (GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap(), grinder)
+    (GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap(), grinder)
 }
 
 /// A proof of fresh evaluations with every grind on the GPU, whatever its difficulty: checked
 /// byte for byte against Plonky3's and for GPU grinds redone on the CPU; returns the challenger
 /// (its counts) and the driver's times.
 fn prove_grinding_on_the_gpu(
-    steps: &GpuCodewords,
+    steps: &GpuBackend,
     grinder: &Arc<whir_wgpu::gpu::GpuGrinder>,
     p: &Params,
     rng: &mut rand::rngs::StdRng,
@@ -194,8 +195,8 @@ fn prove_grinding_on_the_gpu(
     let evals = common::random_vec(rng, 1 << p.num_vars);
     let (_, expected) = reference(p, &evals);
     let mut challenger = GpuChallenger::new(permutation(), Some(grinder.clone())).with_gpu_min_bits(1);
-    let (commitment, proof, times) =
-        prove_with_steps::<_, whir_wgpu::gpu::Ext4, _, _>(steps, p, &evals, &mut challenger, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let (commitment, proof, times) = prove_with_backend::<_, whir_wgpu::gpu::Ext4, _, _>(steps, p, &evals, &mut challenger, DriverOptions::default())
+        .unwrap_or_else(|e| panic!("{p:?}: {e}"));
     let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
     assert!(ours == expected, "{p:?} ({:?}): the proofs differ", steps.context().mul_variant());
     assert_eq!(challenger.gpu_fallbacks(), 0, "{p:?}: GPU grinds redone on the CPU");
@@ -209,7 +210,7 @@ fn prove_grinding_on_the_gpu(
 fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let (steps, grinder) = steps_and_grinder(&ctx);
+        let (steps, grinder) = backend_and_grinder(&ctx);
         let mut used = 0;
         let shapes = shapes_where(&mut rng, 40, 3, "grinds in its sumcheck rounds", grinds_in_sumcheck);
         for p in shapes {
@@ -228,7 +229,7 @@ fn grinding_ahead_in_sumcheck_rounds_gives_the_same_proofs() {
 fn round_heads_played_on_the_gpu_give_the_same_proofs() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let (steps, grinder) = steps_and_grinder(&ctx);
+        let (steps, grinder) = backend_and_grinder(&ctx);
         let shapes = shapes_where(&mut rng, 60, 4, "plays a round head", plays_heads);
         let (mut used, mut answers_played, mut grinds_played) = (0, 0, 0);
         for p in shapes {
@@ -267,7 +268,7 @@ fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
         options.tuning.lane_level_max_nodes = if ctx.tuning().lane_level_max_nodes == 0 { 1 << 16 } else { 0 };
         options.tuning.merkle_fused_levels = Some(0);
         let Some(ctx) = common::open_with(options) else { return };
-        let (steps, grinder) = steps_and_grinder(&ctx);
+        let (steps, grinder) = backend_and_grinder(&ctx);
         let shapes = shapes_where(&mut rng, 80, 3, "plays round heads and grinds in its sumcheck rounds", |c| plays_heads(c) && grinds_in_sumcheck(c));
         let (mut used, mut heads) = (0, 0);
         for p in shapes {
@@ -289,10 +290,10 @@ fn lane_permutations_in_transcripts_and_trees_give_the_same_proofs() {
 /// which this bound would catch.
 #[test]
 fn resident_proofs_never_read_a_codeword_back() {
-    use whir_wgpu::prover::{GpuBackend, GpuMode};
+    use whir_wgpu::prover::{GpuMode, GpuProver};
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        let gpu = GpuBackend::new(ctx.clone());
+        let gpu = GpuProver::new(ctx.clone());
         for p in [
             Params {
                 num_vars: 14,
@@ -346,7 +347,7 @@ fn resident_proofs_never_read_a_codeword_back() {
 #[test]
 fn profiled_proofs_account_for_every_submission_by_round_and_step() {
     use whir_wgpu::prover::times::Step;
-    use whir_wgpu::prover::GpuBackend;
+    use whir_wgpu::prover::GpuProver;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         // PoW of 16 bits: GPU grinding (from 14 bits), whose submissions count as PoW.
@@ -361,9 +362,9 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
             leaf: Default::default(),
         };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-        let plain = GpuBackend::new(ctx.clone()).prove(&p, &evals).unwrap();
+        let plain = GpuProver::new(ctx.clone()).prove(&p, &evals).unwrap();
         assert!(plain.breakdown.as_ref().unwrap().rounds.iter().flatten().all(|(_, t)| t.gpu.is_none()), "unprofiled proofs carry no GPU times");
-        let out = GpuBackend::new(ctx.clone()).with_profile(true).prove(&p, &evals).unwrap();
+        let out = GpuProver::new(ctx.clone()).with_profile(true).prove(&p, &evals).unwrap();
         assert!(out.proof == plain.proof, "profiling changed the proof");
         let b = out.breakdown.expect("resident proofs report a breakdown");
         let n_rounds = p.config::<GpuChallenger>().unwrap().n_rounds();
@@ -401,7 +402,7 @@ fn profiled_proofs_account_for_every_submission_by_round_and_step() {
 /// of its window.
 #[test]
 fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changing_proofs() {
-    use whir_wgpu::prover::GpuBackend;
+    use whir_wgpu::prover::GpuProver;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         let p = Params {
@@ -415,7 +416,7 @@ fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changi
             leaf: Default::default(),
         };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-        let gpu = GpuBackend::new(ctx.clone());
+        let gpu = GpuProver::new(ctx.clone());
         let plain = gpu.prove(&p, &evals).unwrap();
         let profiler = ctx.profiler();
         if !ctx.summary().timestamp_query {
@@ -457,10 +458,10 @@ fn dispatch_and_queue_profiles_time_every_dispatch_and_submission_without_changi
 /// A GPU failure mid-proof proves again on the CPU: a proof the verifier accepts, never a bad one.
 #[test]
 fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
-    use whir_wgpu::prover::GpuBackend;
+    use whir_wgpu::prover::GpuProver;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
-        let gpu = GpuBackend::new(ctx.clone());
+        let gpu = GpuProver::new(ctx.clone());
         let p = Params {
             num_vars: 12,
             fold: 2,
@@ -472,7 +473,7 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
             leaf: Default::default(),
         };
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-        let expected = CpuBackend.prove(&p, &evals).unwrap();
+        let expected = CpuProver.prove(&p, &evals).unwrap();
         // Each readback in turn fails, the first commit's root to the openings' (the last,
         // waited for after the closing sumcheck): the proof breaks off there every time. Past
         // the last one, the proof is the GPU's.
@@ -506,7 +507,7 @@ fn a_gpu_failure_mid_proof_falls_back_to_the_cpu() {
 fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
     use whir_wgpu::gpu::{plumbing::APPLE_M1_MAX_BUFFER_BYTES, GpuOptions, LimitsProfile, MulVariant};
     use whir_wgpu::prover::times::Step;
-    use whir_wgpu::prover::GpuBackend;
+    use whir_wgpu::prover::GpuProver;
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::AppleM1), ..Default::default() }) else { return };
     let s = ctx.summary();
@@ -537,7 +538,7 @@ fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
         let evals = common::random_vec(&mut rng, 1 << n);
         let (_, expected) = reference(&p, &evals);
         for profile in [false, true] {
-            let out = GpuBackend::new(ctx.clone()).with_profile(profile).prove(&p, &evals).unwrap();
+            let out = GpuProver::new(ctx.clone()).with_profile(profile).prove(&p, &evals).unwrap();
             assert!(out.proof == expected.1, "{p:?} in the Apple M1 profile (profiled: {profile}): the proofs differ");
             let b = out.breakdown.expect("a breakdown");
             assert!(Step::ALL.iter().all(|&s| b.total(s).gpu.is_none()), "no GPU times without timestamps inside encoders");
@@ -553,14 +554,14 @@ fn the_apple_m1_profile_has_an_m1s_limits_and_proves_as_plonky3() {
 #[test]
 fn resident_proofs_split_over_small_bindings_match_plonky3() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
-    use whir_wgpu::prover::GpuBackend;
+    use whir_wgpu::prover::GpuProver;
     let mut rng = common::rng();
     let binding = 64u64 << 10;
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else {
         return;
     };
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-    let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+    let steps = GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
     for (n, fold, rate) in [(13, 1, 1), (13, 2, 2), (14, 4, 1), (14, 2, 1), (13, 4, 2)] {
         let p = Params {
             num_vars: n,
@@ -584,7 +585,7 @@ fn resident_proofs_split_over_small_bindings_match_plonky3() {
     }
     let p =
         Params { num_vars: 14, fold: 1, log_inv_rate: 1, security_bits: 60, pow_bits: 5, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
-    let Err(err) = GpuBackend::new(ctx).prove_resident(&p, &common::random_vec(&mut rng, 1 << 14)) else { panic!("{p:?} was not refused") };
+    let Err(err) = GpuProver::new(ctx).prove_resident(&p, &common::random_vec(&mut rng, 1 << 14)) else { panic!("{p:?} was not refused") };
     let err = err.to_string();
     assert!(err.contains("folded in the first round") && err.contains("limit"), "{err}");
 }
@@ -599,8 +600,8 @@ enum Corrupt {
     Root,
 }
 
-struct CorruptedSteps {
-    inner: CpuCodewords,
+struct CorruptedBackend {
+    inner: CpuBackend,
     corrupt: Corrupt,
     at: usize,
     commits: std::cell::Cell<usize>,
@@ -654,10 +655,10 @@ impl SumcheckState for CorruptedSumcheck {
         }
         Ok(evals)
     }
-    fn eval_slots(&mut self, sets: &[whir_wgpu::prover::steps::SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
+    fn eval_slots(&mut self, sets: &[whir_wgpu::prover::backend::SlotSet]) -> Result<Vec<Vec<EF>>, ProverError> {
         self.inner.eval_slots(sets)
     }
-    fn add_slot_weights(&mut self, sets: &[(whir_wgpu::prover::steps::SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
+    fn add_slot_weights(&mut self, sets: &[(whir_wgpu::prover::backend::SlotSet, Vec<EF>)]) -> Result<(), ProverError> {
         self.inner.add_slot_weights(sets)
     }
     fn weights_table(&mut self) -> Result<Vec<EF>, ProverError> {
@@ -674,10 +675,11 @@ impl SumcheckState for CorruptedSumcheck {
     }
 }
 
-impl WhirBackend for CorruptedSteps {
-    type Committed = <CpuCodewords as WhirBackend>::Committed;
-    type Opening = <CpuCodewords as WhirBackend>::Opening;
+impl Backend for CorruptedBackend {
+    type Committed = <CpuBackend as Backend>::Committed;
+    type Opening = <CpuBackend as Backend>::Opening;
     type Sumcheck = CorruptedSumcheck;
+    type Transcript = <CpuBackend as Backend>::Transcript;
 
     fn leaf_sponge(&self) -> whir_wgpu::prover::LeafSponge {
         self.inner.leaf_sponge()
@@ -699,7 +701,7 @@ impl WhirBackend for CorruptedSteps {
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
         self.inner.open(committed, indices)
     }
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<whir_wgpu::prover::steps::OpenedRows>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<whir_wgpu::prover::backend::OpenedRows>, ProverError> {
         self.inner.read_openings(openings)
     }
     fn commit_message(
@@ -760,11 +762,11 @@ fn the_comparing_backend_names_a_corrupted_step() {
         (Corrupt::RoundCoefficients, 3, "round 1, step sumcheck: fold, then round coefficients".to_string()),
         (Corrupt::FinalPolynomial, 0, format!("round {}, step sumcheck: f's evaluation table", rounds + 1)),
     ] {
-        let corrupted = CorruptedSteps { inner: CpuCodewords::default(), corrupt, at, commits: Default::default() };
+        let corrupted = CorruptedBackend { inner: CpuBackend::default(), corrupt, at, commits: Default::default() };
         // Alone, the corrupted backend makes a proof without noticing.
         assert!(drive_with(&corrupted, &p, &evals, DriverOptions::default()).is_ok(), "{corrupt:?} {at}");
-        let corrupted = CorruptedSteps { commits: Default::default(), ..corrupted };
-        match drive_with(&ComparingBackend::new(CpuCodewords::default(), &corrupted), &p, &evals, DriverOptions::default()) {
+        let corrupted = CorruptedBackend { commits: Default::default(), ..corrupted };
+        match drive_with(&ComparingBackend::new(CpuBackend::default(), &corrupted), &p, &evals, DriverOptions::default()) {
             Err(ProverError::Mismatch { step, detail }) => {
                 assert!(step.starts_with(&expected), "{corrupt:?} {at}: reported at {step:?} ({detail}), expected {expected:?}")
             }
@@ -773,7 +775,7 @@ fn the_comparing_backend_names_a_corrupted_step() {
     }
     // Compared with itself, the CPU twin agrees at every step.
     assert_eq!(
-        drive_with(&ComparingBackend::new(CpuCodewords::default(), CpuCodewords::default()), &p, &evals, DriverOptions::default()).unwrap(),
+        drive_with(&ComparingBackend::new(CpuBackend::default(), CpuBackend::default()), &p, &evals, DriverOptions::default()).unwrap(),
         reference(&p, &evals).1
     );
 }
@@ -788,9 +790,9 @@ fn a_round_head_played_wrong_is_refused() {
     let evals = common::random_vec(&mut common::rng(), 1 << p.num_vars);
     for ctx in common::contexts() {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
+        let steps = GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
         let mut challenger = GpuChallenger::new(permutation(), Some(Arc::new(whir_wgpu::gpu::GpuGrinder::new(poseidon2))));
-        match prove_with_steps(&common::tampered::MovedHeadPoints(steps), &p, &evals, &mut challenger, DriverOptions::default()) {
+        match prove_with_backend(&common::tampered::MovedHeadPoints(steps), &p, &evals, &mut challenger, DriverOptions::default()) {
             Err(ProverError::PlayedAhead(why)) => assert!(why.contains("out-of-domain point"), "{why}"),
             other => panic!("a tampered head gave {:?} ({:?})", other.map(|_| "a proof"), ctx.mul_variant()),
         }

@@ -18,7 +18,7 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, Poseidon2Constants};
-use whir_wgpu::prover::steps::{prove_with_steps, CpuCodewords};
+use whir_wgpu::prover::backend::{prove_with_backend, CpuBackend};
 use whir_wgpu::prover::{DriverOptions, Params, ProofFileOf, ProverField, Soundness, WhirExtension};
 use whir_wgpu::verifier::hash::{cpu_mmcs, CpuMmcs};
 use whir_wgpu::verifier::opening_protocol;
@@ -56,7 +56,7 @@ where
         let mut ch = challenger::<F>();
         let (root, data) = stock.commit(witness, &mut ch).unwrap();
         let expected = stock.open(data, opening_protocol(&p), &mut ch).unwrap();
-        let (commitment, proof, _) = prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger::<F>(), DriverOptions::default())
+        let (commitment, proof, _) = prove_with_backend(&CpuBackend::<F, E>::default(), &p, &evals, &mut challenger::<F>(), DriverOptions::default())
             .unwrap_or_else(|e| panic!("{} {p:?}: {e}", E::NAME));
         assert!(commitment == root, "{} {p:?}: the commitments differ", E::NAME);
         let bytes = postcard::to_allocvec(&proof).unwrap();
@@ -120,7 +120,7 @@ fn check_pcs<F: ProverField, E: WhirExtension<F>, L: Layout<F, E>>(
     let (protocol, p) = common::table_protocol(&tables, &[(0, vec![0, 1], vec![1]), (1, vec![0], vec![0])], fold);
     let config = p.config_over::<E, GpuChallenger<F>>().unwrap();
     let values: Vec<Table<F>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect();
-    let twin = CpuWhirPcs::<L, F, E>::new(config, CpuCodewords::default());
+    let twin = CpuWhirPcs::<L, F, E>::new(config, CpuBackend::default());
     for prescribed in [false, true] {
         let ours = prove_pcs(&twin, new_witness(values.clone(), fold), &protocol, prescribed);
         let theirs = prove_pcs(twin.stock(), new_witness(values.clone(), fold), &protocol, prescribed);
@@ -194,7 +194,8 @@ where
     StandardUniform: Distribution<F>,
 {
     use std::sync::Arc;
-    use whir_wgpu::gpu::{GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2};
+    use whir_wgpu::gpu::{GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2};
+    use whir_wgpu::prover::backend::GpuBackend;
     let at_128 = [Soundness::Johnson, Soundness::Capacity, Soundness::Unique]
         .into_iter()
         .flat_map(|soundness| {
@@ -205,12 +206,12 @@ where
     let shapes: Vec<Params> = grid::<F, E8>(rng, 4).into_iter().chain([at_128]).collect();
     for ctx in common::contexts() {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
+        let steps = GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
         let grinder = Arc::new(GpuGrinder::new(poseidon2));
         for (k, p) in shapes.iter().enumerate() {
             let evals: Vec<F> = (0..1usize << p.num_vars).map(|_| rng.random()).collect();
             // (The twin's proofs equal WhirProver's: the tests above.)
-            let (root, proof, _) = prove_with_steps(&CpuCodewords::<F, E8>::default(), p, &evals, &mut challenger::<F>(), DriverOptions::default()).unwrap();
+            let (root, proof, _) = prove_with_backend(&CpuBackend::<F, E8>::default(), p, &evals, &mut challenger::<F>(), DriverOptions::default()).unwrap();
             let expected = (postcard::to_allocvec(&root).unwrap(), postcard::to_allocvec(&proof).unwrap());
             let options = DriverOptions { lazy_first_weights: Some(k % 2 == 0), ..DriverOptions::default() };
             let what = format!("{} {p:?} ({:?}, lazy {:?})", E8::NAME, ctx.mul_variant(), options.lazy_first_weights);
@@ -220,7 +221,7 @@ where
                 } else {
                     challenger::<F>()
                 };
-                let (commitment, proof, _) = prove_with_steps::<F, E8, _, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (commitment, proof, _) = prove_with_backend::<F, E8, _, _>(&steps, p, &evals, &mut ch, options).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{what} (GPU grinds {gpu_grinds}): the GPU proof differs from Plonky3's");
                 if gpu_grinds {
@@ -249,14 +250,15 @@ fn gpu_proofs_over_the_quintic_extensions_match_plonky3() {
     check_gpu_over::<KoalaBear, QuinticTrinomialExtensionField<KoalaBear>>(&mut rng);
 }
 
-/// The GPU PCS over BabyBear^8, KoalaBear^8 and the quintic extensions (`WhirPcs` over `GpuCodewords`): two tables with
+/// The GPU PCS over BabyBear^8, KoalaBear^8 and the quintic extensions (`WhirPcs` over `GpuBackend`): two tables with
 /// successor views, both layouts, drawn and prescribed points, against `WhirProver`, byte for
 /// byte, accepted by its verifier; both multiply variants.
 #[test]
 fn the_gpu_pcs_over_degree_8_and_5_matches_plonky3() {
     use p3_sumcheck::layout::PrefixProver;
     use std::sync::Arc;
-    use whir_wgpu::gpu::{GpuCodewords, GpuMerkle, GpuNtt, GpuPoseidon2};
+    use whir_wgpu::gpu::{GpuMerkle, GpuNtt, GpuPoseidon2};
+    use whir_wgpu::prover::backend::GpuBackend;
     use whir_wgpu::prover::WhirPcs;
     fn check<F: ProverField, E8: WhirExtension<F> + whir_wgpu::gpu::GpuExtension<F>, L: Layout<F, E8>>(
         rng: &mut StdRng,
@@ -271,8 +273,8 @@ fn the_gpu_pcs_over_degree_8_and_5_matches_plonky3() {
         let config = p.config_over::<E8, GpuChallenger<F>>().unwrap();
         let values: Vec<Table<F>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new((0..w << v).map(|_| rng.random()).collect(), 1 << v))).collect();
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
-        let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
-        let gpu = WhirPcs::<GpuCodewords<F>, L, F, E8>::new(config, steps);
+        let steps = GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2))).unwrap();
+        let gpu = WhirPcs::<GpuBackend<F>, L, F, E8>::new(config, steps);
         for prescribed in [false, true] {
             let ours = prove_pcs(&gpu, new_witness(values.clone(), fold), &protocol, prescribed);
             let theirs = prove_pcs(gpu.stock(), new_witness(values.clone(), fold), &protocol, prescribed);

@@ -15,10 +15,11 @@ use p3_sumcheck::layout::{Layout, PrefixProver, SuffixProver, Table};
 use p3_sumcheck::{OpeningProtocol, PrescribedPointPcs};
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::steps::{prove_with_steps, ComparingBackend, CpuCodewords};
+use whir_wgpu::gpu::{GpuChallenger, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::backend::GpuBackend;
+use whir_wgpu::prover::backend::{prove_with_backend, ComparingBackend, CpuBackend};
 use whir_wgpu::prover::{
-    CpuBackend, CpuWhirPcs, DriverOptions, GpuBackend, GpuMode, GpuWhirPcs, Params, ProofFile, ProofFileOf, Soundness, WhirField, WhirPieces, EF,
+    CpuProver, CpuWhirPcs, DriverOptions, GpuMode, GpuProver, GpuWhirPcs, Params, Plonky3Pieces, ProofFile, ProofFileOf, Soundness, WhirField, EF,
 };
 use whir_wgpu::verifier::proof_file_field;
 
@@ -38,8 +39,8 @@ fn poseidon2(ctx: &Arc<GpuContext>) -> Arc<GpuPoseidon2<K>> {
     Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<K>::plonky3_default()))
 }
 
-fn gpu_steps(ctx: &Arc<GpuContext>) -> GpuCodewords<K> {
-    GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2(ctx)))).unwrap()
+fn gpu_backend(ctx: &Arc<GpuContext>) -> GpuBackend<K> {
+    GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2(ctx)))).unwrap()
 }
 
 /// Shapes as the BabyBear grid draws them (n 6..=13, fold 1..=4, rate 1..=3, Johnson and unique
@@ -51,7 +52,7 @@ fn grid(rng: &mut StdRng, count: usize) -> Vec<Params> {
 /// Plonky3's `WhirProver` over KoalaBear (its CPU DFT and `MerkleTreeMmcs`, the smallest-witness
 /// grinder): the commitment and proof bytes, and the file.
 fn reference(p: &Params, evals: &[K]) -> ((Vec<u8>, Vec<u8>), ProofFileOf<K>) {
-    let out = CpuBackend.prove(p, evals).unwrap();
+    let out = CpuProver.prove(p, evals).unwrap();
     let bytes = (postcard::to_allocvec(&out.commitment).unwrap(), out.proof.clone());
     (bytes, out.proof_file(p))
 }
@@ -62,7 +63,7 @@ fn cpu_twin_matches_plonky3_over_koalabear() {
     for p in grid(&mut rng, 10) {
         let evals = random_k(&mut rng, 1 << p.num_vars);
         let (expected, file) = reference(&p, &evals);
-        let (commitment, proof, _) = prove_with_steps(&CpuCodewords::<K>::default(), &p, &evals, &mut challenger(None), DriverOptions::default()).unwrap();
+        let (commitment, proof, _) = prove_with_backend(&CpuBackend::<K>::default(), &p, &evals, &mut challenger(None), DriverOptions::default()).unwrap();
         let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
         assert!(ours == expected, "{p:?}: the twin's proof differs from Plonky3's");
         ProofFileOf::<K>::from_bytes(&file.to_bytes()).unwrap().verify(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
@@ -76,20 +77,20 @@ fn cpu_twin_matches_plonky3_over_koalabear() {
 fn resident_gpu_matches_plonky3_over_koalabear() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let steps = gpu_steps(&ctx);
+        let steps = gpu_backend(&ctx);
         let grinder = Arc::new(GpuGrinder::new(poseidon2(&ctx)));
         for p in grid(&mut rng, 6) {
             let evals = random_k(&mut rng, 1 << p.num_vars);
             let (expected, _) = reference(&p, &evals);
             for lazy in [false, true] {
                 let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-                let compared = ComparingBackend::new(CpuCodewords::<K>::default(), &steps);
-                let (commitment, proof, _) = prove_with_steps(&compared, &p, &evals, &mut challenger(None), options)
+                let compared = ComparingBackend::new(CpuBackend::<K>::default(), &steps);
+                let (commitment, proof, _) = prove_with_backend(&compared, &p, &evals, &mut challenger(None), options)
                     .unwrap_or_else(|e| panic!("{p:?} ({:?}, lazy {lazy}): {e}", ctx.mul_variant()));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{p:?} ({:?}, lazy {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
                 let mut on_gpu = challenger(Some(grinder.clone())).with_gpu_min_bits(1);
-                let (commitment, proof, _) = prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut on_gpu, options)
+                let (commitment, proof, _) = prove_with_backend::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut on_gpu, options)
                     .unwrap_or_else(|e| panic!("{p:?} ({:?}, GPU grinds): {e}", ctx.mul_variant()));
                 let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
                 assert!(ours == expected, "{p:?} ({:?}, GPU grinds, lazy {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
@@ -98,13 +99,13 @@ fn resident_gpu_matches_plonky3_over_koalabear() {
     }
 }
 
-/// The backend users call: `GpuBackend::<KoalaBear>::over(ctx)` proves on the GPU, the same bytes
+/// The backend users call: `GpuProver::<KoalaBear>::over(ctx)` proves on the GPU, the same bytes
 /// as Plonky3's, in a file the stock verifier accepts.
 #[test]
 fn gpu_backend_proves_over_koalabear() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let backend = GpuBackend::<K>::over(ctx.clone());
+        let backend = GpuProver::<K>::over(ctx.clone());
         for p in grid(&mut rng, 3) {
             let evals = random_k(&mut rng, 1 << p.num_vars);
             let (expected, _) = reference(&p, &evals);
@@ -122,7 +123,7 @@ fn gpu_backend_proves_over_koalabear() {
 fn gpu_pieces_over_koalabear_match_plonky3() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let backend = GpuBackend::<K>::over(ctx.clone()).with_mode(GpuMode::Pieces);
+        let backend = GpuProver::<K>::over(ctx.clone()).with_mode(GpuMode::Pieces);
         for p in grid(&mut rng, 2) {
             let evals = random_k(&mut rng, 1 << p.num_vars);
             let (expected, _) = reference(&p, &evals);
@@ -143,7 +144,7 @@ fn koalabear_proofs_split_over_small_bindings_match_plonky3() {
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(binding) }), ..Default::default() }) else {
         return;
     };
-    let steps = gpu_steps(&ctx);
+    let steps = gpu_backend(&ctx);
     for (n, fold, rate) in [(13, 1, 1), (14, 4, 1), (13, 2, 2)] {
         let p = Params {
             num_vars: n,
@@ -159,7 +160,7 @@ fn koalabear_proofs_split_over_small_bindings_match_plonky3() {
         let evals = random_k(&mut rng, 1 << n);
         let (expected, _) = reference(&p, &evals);
         let (commitment, proof, _) =
-            prove_with_steps::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut challenger(None), DriverOptions::default())
+            prove_with_backend::<_, whir_wgpu::gpu::Ext4<KoalaBear>, _, _>(&steps, &p, &evals, &mut challenger(None), DriverOptions::default())
                 .unwrap_or_else(|e| panic!("{p:?}: {e}"));
         let ours = (postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap());
         assert!(ours == expected, "{p:?} under a {binding}-byte binding: the proofs differ");
@@ -192,7 +193,7 @@ fn proof_files_name_their_field() {
     assert_eq!(proof_file_field(&koala).unwrap(), "koalabear");
     let err = ProofFile::from_bytes(&koala).unwrap_err().to_string();
     assert!(err.contains("over koalabear") && err.contains("read it as a koalabear^4 proof"), "{err}");
-    let baby = CpuBackend.prove(&p, &common::random_vec(&mut rng, 1 << 8)).unwrap().proof_file(&p).to_bytes();
+    let baby = CpuProver.prove(&p, &common::random_vec(&mut rng, 1 << 8)).unwrap().proof_file(&p).to_bytes();
     assert_eq!(proof_file_field(&baby).unwrap(), "babybear");
     let err = ProofFileOf::<K>::from_bytes(&baby).unwrap_err().to_string();
     assert!(err.contains("over babybear"), "{err}");
@@ -287,7 +288,7 @@ fn check_pcs<L: Layout<K, EK>>(rng: &mut StdRng, prescribed: bool, new_witness: 
     let config = params.config::<GpuChallenger<K>>().unwrap();
     let values: Vec<Table<K>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new(random_k(rng, w << v), 1 << v))).collect();
     let outer = random_k(rng, 3);
-    let stock = CpuWhirPcs::<L, K>::new(config.clone(), CpuCodewords::default());
+    let stock = CpuWhirPcs::<L, K>::new(config.clone(), CpuBackend::default());
     let expected = prove_pcs(stock.stock(), new_witness(values.clone(), fold), &protocol, &outer, prescribed);
     assert!(
         prove_pcs(&stock, new_witness(values.clone(), fold), &protocol, &outer, prescribed) == expected,
@@ -297,7 +298,7 @@ fn check_pcs<L: Layout<K, EK>>(rng: &mut StdRng, prescribed: bool, new_witness: 
         // The initial weights stored, and formed where the rounds use them (lazy slot weights).
         for lazy in [false, true] {
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-            let pcs = GpuWhirPcs::<L, K>::new(config.clone(), gpu_steps(&ctx)).with_options(options);
+            let pcs = GpuWhirPcs::<L, K>::new(config.clone(), gpu_backend(&ctx)).with_options(options);
             let ours = prove_pcs(&pcs, new_witness(values.clone(), fold), &protocol, &outer, prescribed);
             assert!(ours == expected, "{params:?} ({:?}, prescribed {prescribed}, lazy {lazy}): the GPU PCS's proof differs from Plonky3's", ctx.mul_variant());
         }

@@ -17,8 +17,9 @@ use p3_sumcheck::layout::{Layout, PrefixProver, SuffixProver, Table, Witness};
 use p3_sumcheck::{OpeningBatch, OpeningProtocol, PrescribedPointPcs, TableShape, TableSpec};
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::steps::{ComparingBackend, CpuCodewords, Stacking};
+use whir_wgpu::gpu::{GpuChallenger, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::backend::GpuBackend;
+use whir_wgpu::prover::backend::{ComparingBackend, CpuBackend, Stacking};
 use whir_wgpu::prover::{permutation, Commitment, CpuWhirPcs, DriverOptions, GpuWhirPcs, Params, ProverError, Soundness, WhirPcs, WhirPcsProof, EF, F};
 
 /// A workload: tables (variables, columns), batches (table, direct columns, successor columns).
@@ -221,9 +222,9 @@ fn awkward() -> Vec<Case> {
     suffix.into_iter().chain(prefix).collect()
 }
 
-fn gpu_steps(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> GpuCodewords {
+fn gpu_backend(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> GpuBackend {
     let poseidon2 = std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()));
-    GpuCodewords::new(std::sync::Arc::new(GpuNtt::new(ctx.clone())), std::sync::Arc::new(GpuMerkle::new(poseidon2))).unwrap()
+    GpuBackend::new(std::sync::Arc::new(GpuNtt::new(ctx.clone())), std::sync::Arc::new(GpuMerkle::new(poseidon2))).unwrap()
 }
 
 /// One case over Plonky3's prover and ours (the twin, then each GPU context beside the twin in a
@@ -239,16 +240,16 @@ fn check_case(case: &Case, rng: &mut StdRng) {
 fn check_case_in<L: Layout<F, EF>>(case: &Case, rng: &mut StdRng) {
     let config = case.params().config::<GpuChallenger>().unwrap();
     let (tables, prefix) = (tables(case, rng), outer_prefix(rng));
-    let stock = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::default());
+    let stock = CpuWhirPcs::<L>::new(config.clone(), CpuBackend::default());
     let expected = prove(stock.stock(), case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
     let twin = prove(&stock, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?}: the twin: {e}"));
     assert!(twin == expected, "{case:?}: the twin's proof differs from Plonky3's");
     for ctx in common::contexts() {
-        let steps = gpu_steps(&ctx);
+        let steps = gpu_backend(&ctx);
         // The initial weights stored, and formed where the rounds use them.
         for lazy in [false, true] {
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-            let pcs = WhirPcs::<_, L>::new(config.clone(), ComparingBackend::new(CpuCodewords::default(), &steps)).with_options(options);
+            let pcs = WhirPcs::<_, L>::new(config.clone(), ComparingBackend::new(CpuBackend::default(), &steps)).with_options(options);
             let ours = prove(&pcs, case, tables.clone(), &prefix).unwrap_or_else(|e| panic!("{case:?} ({:?}, lazy weights {lazy}): {e}", ctx.mul_variant()));
             assert!(ours == expected, "{case:?} ({:?}, lazy weights {lazy}): the GPU proof differs from Plonky3's", ctx.mul_variant());
         }
@@ -295,12 +296,12 @@ fn opens_twice<L: Layout<F, EF>>(case: &Case) {
     let mut rng = common::rng();
     let config = case.params().config::<GpuChallenger>().unwrap();
     let tables = tables(case, &mut rng);
-    let stock = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::default());
+    let stock = CpuWhirPcs::<L>::new(config.clone(), CpuBackend::default());
     let mut expected = GpuChallenger::new(permutation(), None);
     let (_, data) = stock.stock().commit(case.witness(tables.clone()), &mut expected).unwrap();
     let expected = postcard::to_allocvec(&stock.stock().open(data, case.protocol(), &mut expected).unwrap()).unwrap();
     for ctx in common::contexts() {
-        let pcs = GpuWhirPcs::<L>::new(config.clone(), gpu_steps(&ctx));
+        let pcs = GpuWhirPcs::<L>::new(config.clone(), gpu_backend(&ctx));
         let mut challenger = GpuChallenger::new(permutation(), None);
         let (_, data) = pcs.commit(case.witness(tables.clone()), &mut challenger).unwrap();
         for _ in 0..2 {
@@ -325,9 +326,9 @@ fn hostile_use_is_an_error() {
         let err = steps_pcs(witness, protocol, points).expect_err(what).to_string();
         assert!(err.contains(expect), "{what}: {err}");
     };
-    let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuCodewords::default());
-    let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_steps(ctx))).collect();
-    fn body<S: whir_wgpu::prover::steps::WhirBackend>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
+    let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuBackend::default());
+    let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_backend(ctx))).collect();
+    fn body<S: whir_wgpu::prover::backend::Backend>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
         Box::new(move |witness, protocol, points| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let (_, data) = pcs.commit(witness, &mut challenger)?;
@@ -368,7 +369,7 @@ mod zerocheck;
 #[test]
 fn the_zerocheck_example_gives_plonky3s_bytes() {
     for ctx in common::contexts() {
-        let gpu = whir_wgpu::prover::GpuBackend::new(ctx.clone());
+        let gpu = whir_wgpu::prover::GpuProver::new(ctx.clone());
         zerocheck::run(8, Some(&gpu)).unwrap_or_else(|e| panic!("{:?}: {e}", ctx.mul_variant()));
     }
 }
@@ -381,7 +382,7 @@ fn the_witness_crosses_once_and_an_opening_reads_about_the_proof() {
     let case = &awkward()[2];
     let config = case.params().config::<GpuChallenger>().unwrap();
     for ctx in common::fresh_contexts() {
-        let pcs: GpuWhirPcs = GpuWhirPcs::new(config.clone(), gpu_steps(&ctx));
+        let pcs: GpuWhirPcs = GpuWhirPcs::new(config.clone(), gpu_backend(&ctx));
         let prove = |rng: &mut StdRng| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let t0 = ctx.transfers().transfer_counts();
@@ -424,7 +425,7 @@ fn a_witness_over_the_binding_limit_is_refused_clearly() {
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }) else {
         return;
     };
-    let pcs: GpuWhirPcs = GpuWhirPcs::new(config, gpu_steps(&ctx));
+    let pcs: GpuWhirPcs = GpuWhirPcs::new(config, gpu_backend(&ctx));
     let mut challenger = GpuChallenger::new(permutation(), None);
     let err = match pcs.commit(Witness::new(tables(&case, &mut rng), case.fold), &mut challenger) {
         Ok((_, data)) => pcs.open(data, case.protocol(), &mut challenger).map(|_| ()).expect_err("a 2^15-word message over a 64 KiB binding"),
@@ -471,7 +472,7 @@ fn custom_constants_in<L: Layout<F, EF>>(
     let config = case.params().config::<GpuChallenger>().unwrap();
     let (tables, prefix) = (tables(case, rng), outer_prefix(rng));
     let wide_cpu = (leaf == LeafSponge::Width24).then(|| wide.to_cpu());
-    let twin = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::with_permutations(constants.to_cpu(), wide_cpu));
+    let twin = CpuWhirPcs::<L>::new(config.clone(), CpuBackend::with_permutations(constants.to_cpu(), wide_cpu));
     let start = || GpuChallenger::new(constants.to_cpu(), None);
     let what = format!("{case:?}, leaves {leaf:?}");
     // `stock()` is p3-whir's `WhirProver` over the twin's MMCS: the reference bytes.
@@ -481,7 +482,7 @@ fn custom_constants_in<L: Layout<F, EF>>(
     // A PCS over the default constants does not accept them: the check above can fail.
     let (commitment, proof): (Commitment, WhirPcsProof) = (postcard::from_bytes(&expected.0).unwrap(), postcard::from_bytes(&expected.1).unwrap());
     if !case.prescribed {
-        let default = CpuWhirPcs::<L>::new(config.clone(), CpuCodewords::hashing_leaves(leaf));
+        let default = CpuWhirPcs::<L>::new(config.clone(), CpuBackend::hashing_leaves(leaf));
         let mut verifier = start();
         verifier.observe_slice(&prefix);
         assert!(default.verify(&commitment, &proof, &mut verifier, case.protocol()).is_err(), "{what}: the default constants accepted another hash's proof");
@@ -492,7 +493,7 @@ fn custom_constants_in<L: Layout<F, EF>>(
         if leaf == LeafSponge::Width24 {
             merkle = merkle.with_wide_leaves(std::sync::Arc::new(GpuPoseidon2::new(ctx.clone(), wide.clone()))).unwrap();
         }
-        let steps = GpuCodewords::new(std::sync::Arc::new(GpuNtt::new(ctx.clone())), std::sync::Arc::new(merkle)).unwrap();
+        let steps = GpuBackend::new(std::sync::Arc::new(GpuNtt::new(ctx.clone())), std::sync::Arc::new(merkle)).unwrap();
         let grinder = std::sync::Arc::new(GpuGrinder::new(poseidon2));
         let pcs = GpuWhirPcs::<L>::new(config.clone(), steps);
         let challenger = GpuChallenger::new(constants.to_cpu(), Some(grinder)).with_gpu_min_bits(1);
@@ -539,12 +540,12 @@ fn duplex_case<L: Layout<F, EF>>(
     start: &dyn Fn() -> p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>,
 ) {
     type Duplex = p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>;
-    let twin = CpuWhirPcs::<L, F, EF, Duplex>::new(config.clone(), CpuCodewords::default());
+    let twin = CpuWhirPcs::<L, F, EF, Duplex>::new(config.clone(), CpuBackend::default());
     let deterministic = case.pow_bits == 0;
     let expected = prove_with(twin.stock(), case, tables.to_vec(), prefix, start()).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
     let mut ours = vec![("the twin", prove_with(&twin, case, tables.to_vec(), prefix, start()))];
     for ctx in common::contexts() {
-        let pcs = GpuWhirPcs::<L, F, Duplex>::new(config.clone(), gpu_steps(&ctx));
+        let pcs = GpuWhirPcs::<L, F, Duplex>::new(config.clone(), gpu_backend(&ctx));
         ours.push(("the GPU", prove_with(&pcs, case, tables.to_vec(), prefix, start())));
     }
     for (who, proof) in ours {
@@ -596,7 +597,7 @@ fn the_pcs_plays_plonky3s_challenger_on_the_device() {
     let (tables, prefix) = (tables(&case, &mut rng), outer_prefix(&mut rng));
     let other = p3_baby_bear::Poseidon2BabyBear::<16>::new_from_rng_128(&mut rng);
     for ctx in &contexts {
-        let pcs = GpuWhirPcs::<SuffixProver<F, EF>, F, Duplex>::new(config.clone(), gpu_steps(ctx));
+        let pcs = GpuWhirPcs::<SuffixProver<F, EF>, F, Duplex>::new(config.clone(), gpu_backend(ctx));
         let mut duplex = Duplex::new(other.clone());
         prove_on(&pcs, &case, tables.clone(), &prefix, &mut duplex).unwrap_or_else(|e| panic!("over other constants ({:?}): {e}", ctx.mul_variant()));
     }
@@ -613,13 +614,13 @@ fn device_duplex_case<L: Layout<F, EF>>(
     use p3_challenger::CanSample;
     type Duplex = p3_challenger::DuplexChallenger<F, whir_wgpu::verifier::hash::Perm, 16, 8>;
     // The reference: `WhirProver` over the same sponge, grinding the smallest witness on the CPU.
-    let reference = CpuWhirPcs::<L>::new(reference_config.clone(), CpuCodewords::default());
+    let reference = CpuWhirPcs::<L>::new(reference_config.clone(), CpuBackend::default());
     let mut smallest = GpuChallenger::new(permutation(), None);
     let expected = prove_on(reference.stock(), case, tables.to_vec(), prefix, &mut smallest).unwrap_or_else(|e| panic!("{case:?}: Plonky3: {e}"));
     let after: EF = smallest.sample();
     for lazy in [false, true] {
         let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
-        let pcs = GpuWhirPcs::<L, F, Duplex>::new(config.clone(), gpu_steps(ctx)).with_options(options);
+        let pcs = GpuWhirPcs::<L, F, Duplex>::new(config.clone(), gpu_backend(ctx)).with_options(options);
         let mut duplex = Duplex::new(permutation());
         let ours = prove_on(&pcs, case, tables.to_vec(), prefix, &mut duplex).unwrap_or_else(|e| panic!("{case:?} ({:?}): {e}", ctx.mul_variant()));
         assert!(ours == expected, "{case:?} ({:?}, lazy weights {lazy}): the proof over the duplex differs from WhirProver's", ctx.mul_variant());

@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuError, GpuOptions};
 use whir_wgpu::prover::{
-    estimated_gpu_bytes, random_tables, DriverOptions, GpuBackend, Params, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness, WhirPieces,
+    estimated_gpu_bytes, random_tables, DriverOptions, GpuProver, Params, Plonky3Pieces, PoolOptions, ProofFile, ProofJob, ProofPool, ProverError, Soundness,
     Workload,
 };
 
@@ -35,7 +35,7 @@ fn jobs(rng: &mut StdRng, count: usize) -> Vec<ProofJob> {
 }
 
 /// Each job proved alone, one after another: the proof bytes.
-fn alone(backend: &GpuBackend, jobs: &[ProofJob]) -> Vec<Vec<u8>> {
+fn alone(backend: &GpuProver, jobs: &[ProofJob]) -> Vec<Vec<u8>> {
     jobs.iter().map(|j| backend.prove(&j.params, &j.evals).expect("a lone proof").proof).collect()
 }
 
@@ -43,7 +43,7 @@ fn alone(backend: &GpuBackend, jobs: &[ProofJob]) -> Vec<Vec<u8>> {
 fn proofs_in_flight_together_are_the_lone_proofs_and_verify() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let backend = GpuBackend::new(ctx.clone());
+        let backend = GpuProver::new(ctx.clone());
         let jobs = jobs(&mut rng, 8);
         let lone = alone(&backend, &jobs);
         let pool = ProofPool::new(backend, PoolOptions { in_flight: Some(4) }).unwrap();
@@ -68,8 +68,8 @@ fn pcs_commits_and_openings_in_flight_are_the_lone_ones() {
     let mut rng = common::rng();
     let seeds: Vec<u64> = (0..6).map(|_| rng.random()).collect();
     for ctx in common::contexts() {
-        let backend = GpuBackend::new(ctx);
-        let prove = |backend: &GpuBackend, seed: &u64| -> Result<Vec<u8>, ProverError> {
+        let backend = GpuProver::new(ctx);
+        let prove = |backend: &GpuProver, seed: &u64| -> Result<Vec<u8>, ProverError> {
             let tables = random_tables(&workload, &mut StdRng::seed_from_u64(*seed));
             let pcs = backend.pcs(config.clone())?;
             let mut challenger = backend.challenger();
@@ -107,7 +107,7 @@ fn a_stress_run_keeps_each_failure_to_its_own_job() {
     let mut rng = common::rng();
     // A context of its own: the faults injected here must not reach other tests' proofs.
     let Some(ctx) = common::fresh_contexts().into_iter().next() else { return };
-    let backend = GpuBackend::new(ctx.clone());
+    let backend = GpuProver::new(ctx.clone());
     let jobs = jobs(&mut rng, 14);
     let lone = alone(&backend, &jobs);
     let mut fates = vec![Fate::Prove; jobs.len()];
@@ -169,7 +169,7 @@ fn the_budget_caps_the_jobs_running_and_refuses_one_that_never_fits() {
     let budget_mib = (estimate * 5 / 2).div_ceil(1 << 20);
     let options = GpuOptions { memory_mib: Some(budget_mib), ..common::options_for(first.mul_variant()) };
     let Some(ctx) = common::open_with(options) else { return };
-    let pool = ProofPool::new(GpuBackend::new(ctx.clone()), PoolOptions { in_flight: Some(4) }).unwrap();
+    let pool = ProofPool::new(GpuProver::new(ctx.clone()), PoolOptions { in_flight: Some(4) }).unwrap();
 
     let mut rng = common::rng();
     let mut jobs: Vec<ProofJob> = (0..6).map(|_| ProofJob { params: small.clone(), evals: common::random_vec(&mut rng, 1 << small.num_vars) }).collect();
@@ -210,7 +210,7 @@ fn the_budget_caps_the_jobs_running_and_refuses_one_that_never_fits() {
 #[test]
 fn pool_options_are_checked_and_the_default_follows_the_adapter() {
     let Some(ctx) = common::contexts().into_iter().next() else { return };
-    let backend = GpuBackend::new(ctx.clone());
+    let backend = GpuProver::new(ctx.clone());
     let err = ProofPool::new(backend.clone(), PoolOptions { in_flight: Some(0) }).err().expect("0 in flight refused").to_string();
     assert!(err.contains("at least one job in flight"), "{err}");
     let pool = ProofPool::new(backend.clone(), PoolOptions::default()).unwrap();
@@ -233,8 +233,8 @@ fn a_pool_over_two_devices_loses_no_proof_when_one_is_lost() {
     let (Some(a), Some(b)) = (open(), open()) else { return };
     let mut rng = common::rng();
     let jobs = jobs(&mut rng, 12);
-    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
-    let pool = ProofPool::over(vec![GpuBackend::new(a.clone()), GpuBackend::new(b.clone())], PoolOptions { in_flight: Some(2) }).unwrap();
+    let lone = alone(&GpuProver::new(first.clone()), &jobs);
+    let pool = ProofPool::over(vec![GpuProver::new(a.clone()), GpuProver::new(b.clone())], PoolOptions { in_flight: Some(2) }).unwrap();
     assert_eq!(pool.in_flight(), 4);
     let on_b = AtomicUsize::new(0);
     let destroyed = std::sync::atomic::AtomicBool::new(false);
@@ -272,7 +272,7 @@ fn a_pool_over_two_devices_loses_no_proof_when_one_is_lost() {
 #[test]
 fn a_slow_job_holds_back_a_bounded_window_and_a_panicking_sink_stops_the_pool() {
     let Some(ctx) = common::contexts().into_iter().next() else { return };
-    let pool = ProofPool::new(GpuBackend::new(ctx), PoolOptions { in_flight: Some(2) }).unwrap();
+    let pool = ProofPool::new(GpuProver::new(ctx), PoolOptions { in_flight: Some(2) }).unwrap();
     let window = 4 * pool.in_flight();
     let first_done = std::sync::atomic::AtomicBool::new(false);
     let furthest_while_first_ran = AtomicUsize::new(0);
@@ -306,7 +306,7 @@ fn a_slow_job_holds_back_a_bounded_window_and_a_panicking_sink_stops_the_pool() 
 #[test]
 fn a_stream_that_waits_for_its_results_is_served() {
     let Some(ctx) = common::contexts().into_iter().next() else { return };
-    let pool = ProofPool::new(GpuBackend::new(ctx), PoolOptions { in_flight: Some(3) }).unwrap();
+    let pool = ProofPool::new(GpuProver::new(ctx), PoolOptions { in_flight: Some(3) }).unwrap();
     let (requests, incoming) = std::sync::mpsc::channel::<usize>();
     requests.send(0).unwrap();
     let mut client = Some(requests);
@@ -338,7 +338,7 @@ fn queues_of_either_family_make_the_lone_proofs_or_say_why_not() {
     let Some(first) = common::contexts().into_iter().next() else { return };
     let mut rng = common::rng();
     let jobs = jobs(&mut rng, 2);
-    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    let lone = alone(&GpuProver::new(first.clone()), &jobs);
     for compute_only in [true, false] {
         let mut options = common::options_for(first.mul_variant());
         options.tuning.compute_only_queues = compute_only;
@@ -374,7 +374,7 @@ fn a_pool_over_the_hosts_adapters_makes_the_lone_proofs() {
     assert_eq!(pool.in_flight(), 2 * whir_wgpu::prover::default_in_flight(ours));
     let mut rng = common::rng();
     let jobs = jobs(&mut rng, 3);
-    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    let lone = alone(&GpuProver::new(first.clone()), &jobs);
     for (i, out) in pool.prove_many(jobs.clone()).into_iter().enumerate() {
         assert!(out.unwrap().proof == lone[i], "job {i} on two devices of adapter {index} differs from its lone proof");
     }
@@ -424,13 +424,13 @@ fn a_pool_over_queues_of_one_device_makes_the_lone_proofs() {
     }
     let mut rng = common::rng();
     let jobs = jobs(&mut rng, 6);
-    let lone = alone(&GpuBackend::new(first.clone()), &jobs);
+    let lone = alone(&GpuProver::new(first.clone()), &jobs);
     // Each context submits to a queue of its own.
     let queues: Vec<String> =
         contexts.iter().filter_map(|c| unsafe { c.queue().as_hal::<whir_wgpu::gpu::wgpu::hal::api::Vulkan>() }.map(|q| format!("{:?}", q.as_raw()))).collect();
     let distinct: std::collections::HashSet<&String> = queues.iter().collect();
     assert_eq!(distinct.len(), queues.len(), "contexts share a queue: {queues:?}");
-    let backends: Vec<GpuBackend> = contexts.into_iter().map(|c| GpuBackend::new(Arc::new(c))).collect();
+    let backends: Vec<GpuProver> = contexts.into_iter().map(|c| GpuProver::new(Arc::new(c))).collect();
     let queues = backends.len();
     let pool = ProofPool::over(backends, PoolOptions { in_flight: Some(2) }).unwrap();
     assert_eq!(pool.in_flight(), 2 * queues);
@@ -452,7 +452,7 @@ fn hiding_proofs_in_flight_are_plonky3s_for_their_forks() {
     use p3_multilinear_util::poly::Poly;
     use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, SecurityAssumption, ZkParameters, ZkWhirConfig};
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::{HidingJob, WhirPieces, EF, F};
+    use whir_wgpu::prover::{HidingJob, Plonky3Pieces, EF, F};
     use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
     let mut rng = common::rng();
     let vars = 12;
@@ -470,7 +470,7 @@ fn hiding_proofs_in_flight_are_plonky3s_for_their_forks() {
         .collect();
     let seed = rng.random::<u64>();
     for ctx in common::contexts() {
-        let backend = GpuBackend::new(ctx.clone());
+        let backend = GpuProver::new(ctx.clone());
         let mut outputs = Vec::new();
         for in_flight in [3, 1] {
             let pool = ProofPool::new(backend.clone(), PoolOptions { in_flight: Some(in_flight) }).unwrap();
@@ -486,11 +486,11 @@ fn hiding_proofs_in_flight_are_plonky3s_for_their_forks() {
                 cpu_mmcs_with::<F>(0, LeafSponge::Width16),
                 StdRng::from_rng(&mut forks),
             );
-            let mut challenger = WhirPieces::challenger(&backend);
+            let mut challenger = Plonky3Pieces::challenger(&backend);
             let (expected_root, data) = stock.commit(job.witness.clone(), &mut challenger).unwrap();
             let expected = stock.open(data, job.points.clone(), &mut challenger).unwrap();
             assert!(root == &expected_root && bytes == &postcard::to_allocvec(&expected).unwrap(), "{:?}: a pooled hiding proof differs", ctx.mul_variant());
-            stock.verify(root, &expected, &mut WhirPieces::challenger(&backend), job.points.clone()).unwrap();
+            stock.verify(root, &expected, &mut Plonky3Pieces::challenger(&backend), job.points.clone()).unwrap();
         }
     }
 }

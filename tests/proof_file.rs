@@ -9,7 +9,7 @@ use std::io::Read;
 
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::prover::{CpuBackend, FileParamsFloor, Params, ProofError, ProofFile, ReadLimits, Soundness, WhirPieces};
+use whir_wgpu::prover::{CpuProver, FileParamsFloor, Params, Plonky3Pieces, ProofError, ProofFile, ReadLimits, Soundness};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     Params { num_vars, fold, log_inv_rate, security_bits: 60, pow_bits: 10, soundness: Soundness::Johnson, points, leaf: Default::default() }
@@ -17,7 +17,7 @@ fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> P
 
 fn proof_bytes(p: &Params, rng: &mut StdRng) -> Vec<u8> {
     let evals = common::random_vec(rng, 1 << p.num_vars);
-    CpuBackend.prove(p, &evals).unwrap().proof_file(p).to_bytes()
+    CpuProver.prove(p, &evals).unwrap().proof_file(p).to_bytes()
 }
 
 /// Re-encodes the varint starting at `pos` one byte longer (same value): `b` becomes `b | 0x80, 0`.

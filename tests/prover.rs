@@ -5,7 +5,7 @@
 mod common;
 
 use rand::RngExt;
-use whir_wgpu::prover::{CpuBackend, GpuBackend, Params, ProofFile, Soundness, WhirPieces};
+use whir_wgpu::prover::{CpuProver, GpuProver, Params, Plonky3Pieces, ProofFile, Soundness};
 
 fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> Params {
     // Small sizes keep CI fast; 60-bit security with a 10-bit PoW budget is feasible for them.
@@ -16,10 +16,10 @@ fn params(num_vars: usize, fold: usize, log_inv_rate: usize, points: usize) -> P
 fn backends_make_identical_proofs_the_stock_verifier_accepts() {
     let mut rng = common::rng();
     for ctx in common::contexts() {
-        let gpu = GpuBackend::new(ctx);
+        let gpu = GpuProver::new(ctx);
         for p in [params(8, 1, 1, 1), params(10, 2, 2, 2), params(13, 4, 1, 1), params(12, 3, 1, 3)] {
             let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-            let cpu_file = CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
+            let cpu_file = CpuProver.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
             let gpu_file = gpu.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
             assert_eq!(gpu_file, cpu_file, "{p:?}");
             ProofFile::from_bytes(&gpu_file).unwrap().verify(&p).expect("stock verifier accepts");
@@ -41,7 +41,7 @@ fn backends_make_identical_proofs_the_stock_verifier_accepts() {
 fn bad_parameters_and_inputs_are_explained() {
     let p =
         Params { num_vars: 24, fold: 4, log_inv_rate: 1, security_bits: 100, pow_bits: 20, soundness: Soundness::Johnson, points: 1, leaf: Default::default() };
-    let err = CpuBackend.prove(&p, &[] as &[p3_baby_bear::BabyBear]).unwrap_err().to_string();
+    let err = CpuProver.prove(&p, &[] as &[p3_baby_bear::BabyBear]).unwrap_err().to_string();
     assert!(err.contains("use --pow-bits 22"), "{err}");
 
     let p = params(3, 4, 1, 1);
@@ -49,7 +49,7 @@ fn bad_parameters_and_inputs_are_explained() {
     assert!(err.contains("use --fold 3 or less"), "{err}");
 
     let p = params(8, 1, 1, 1);
-    let err = CpuBackend.prove(&p, &common::random_vec(&mut common::rng(), 100)).unwrap_err().to_string();
+    let err = CpuProver.prove(&p, &common::random_vec(&mut common::rng(), 100)).unwrap_err().to_string();
     assert!(err.contains("100 evaluations given for n = 8"), "{err}");
 
     let err = ProofFile::from_bytes(b"not a proof").unwrap_err().to_string();
@@ -75,14 +75,14 @@ fn gpu_memory_budgets_refuse_what_does_not_fit() {
     let evals = common::random_vec(&mut rng, 1 << 12);
     let estimate_mib = estimated_gpu_bytes(&p, &common::env_options().tuning, &Default::default()).div_ceil(1 << 20);
     let Some(tight) = common::open_with(GpuOptions { memory_mib: Some(estimate_mib - 1), ..common::env_options() }) else { return };
-    match GpuBackend::new(tight.clone()).prove(&p, &evals) {
+    match GpuProver::new(tight.clone()).prove(&p, &evals) {
         Err(ProverError::Gpu(GpuError::OverBudget { budget_mib, .. })) => assert_eq!(budget_mib, (estimate_mib - 1) as f64),
         other => panic!("expected a refusal naming the budget, got {:?}", other.map(|o| o.path)),
     }
     assert_eq!(tight.transfers().transfer_counts().submissions, 0, "refused before any work");
 
     let roomy = common::open_with(GpuOptions { memory_mib: Some(estimate_mib + 64), ..common::env_options() }).expect("context");
-    let out = GpuBackend::new(roomy.clone()).prove(&p, &evals).expect("fits");
+    let out = GpuProver::new(roomy.clone()).prove(&p, &evals).expect("fits");
     assert_eq!(out.path, "gpu");
     if let Some(peak) = out.peak_gpu_bytes {
         assert!(peak <= (estimate_mib + 64) << 20, "peak {peak} bytes over the budget");
@@ -114,7 +114,7 @@ fn the_memory_estimate_covers_the_live_peak() {
         eprintln!("this backend keeps no buffer-memory count; nothing to compare");
         return;
     }
-    let gpu = GpuBackend::new(ctx);
+    let gpu = GpuProver::new(ctx);
     for (n, fold, rate) in [(14usize, 1usize, 1usize), (14, 2, 2), (15, 4, 1), (16, 1, 2), (16, 3, 1)] {
         let p = params(n, fold, rate, 1);
         if p.config::<whir_wgpu::gpu::GpuChallenger>().is_err() {

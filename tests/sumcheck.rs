@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rand::distr::{Distribution, StandardUniform};
 use whir_wgpu::gpu::transcript::{ChainWire, WireRound};
 use whir_wgpu::gpu::{Ext4, GpuExtension, GpuNtt, GpuSumcheck};
-use whir_wgpu::prover::steps::{CpuSumcheck, SumcheckState};
+use whir_wgpu::prover::backend::{CpuSumcheck, SumcheckState};
 use whir_wgpu::prover::{ProverField, WhirExtension};
 
 fn ext_vec(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<Ext4> {
@@ -534,7 +534,7 @@ fn round_heads_match_the_host_transcript() {
 #[test]
 fn slot_evaluations_and_weights_match_the_twin() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
-    use whir_wgpu::prover::steps::SlotSet;
+    use whir_wgpu::prover::backend::SlotSet;
     let mut rng = common::rng();
     let mut contexts = common::contexts();
     contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
@@ -604,8 +604,8 @@ fn slot_evaluations_and_weights_match_the_twin() {
 /// Batches over stacked tables of 2^k rows in a table of 2^m entries: aligned slots, some in
 /// both a direct and a successor set, a whole-table slot (an out-of-domain claim) and successor
 /// slots of the fewest variables, each with random scales.
-fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec<(whir_wgpu::prover::steps::SlotSet, Vec<Ext4>)> {
-    use whir_wgpu::prover::steps::SlotSet;
+fn random_slot_sets(rng: &mut rand::rngs::StdRng, m: usize, k_min: usize) -> Vec<(whir_wgpu::prover::backend::SlotSet, Vec<Ext4>)> {
+    use whir_wgpu::prover::backend::SlotSet;
     let mut sets: Vec<(SlotSet, Vec<Ext4>)> = Vec::new();
     for _ in 0..5 {
         let k = rng.random_range(k_min..=m - 1);
@@ -724,7 +724,7 @@ fn lazy_slot_weights_in_chains_match_the_twin() {
 #[test]
 fn lazy_slot_weights_match_the_twin() {
     use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
-    use whir_wgpu::prover::steps::SlotSet;
+    use whir_wgpu::prover::backend::SlotSet;
     let mut rng = common::rng();
     let mut contexts = common::contexts();
     contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..common::env_options() }));
@@ -787,7 +787,7 @@ fn lazy_rounds_over<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     StandardUniform: Distribution<F> + Distribution<E>,
 {
     use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
-    use whir_wgpu::prover::steps::SlotSet;
+    use whir_wgpu::prover::backend::SlotSet;
     let grinder = GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default())));
     for (slots, chained) in [(false, false), (true, false), (false, true), (true, true)] {
         let what = format!(

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use std::io::Read;
 
-use whir_wgpu::prover::{CpuBackend, Params, ProofFile, ReadLimits, Soundness, WhirPieces};
+use whir_wgpu::prover::{CpuProver, Params, Plonky3Pieces, ProofFile, ReadLimits, Soundness};
 
 /// Counts live heap bytes and their high-water mark.
 struct Counting;
@@ -57,7 +57,7 @@ fn verification_memory_is_bounded_by_the_expected_parameters() {
     let mut rng = common::rng();
     for p in [params(10, 2, 1, 1), params(14, 4, 2, 3), params(16, 1, 1, 1)] {
         let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-        let bytes = CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
+        let bytes = CpuProver.prove(&p, &evals).unwrap().proof_file(&p).to_bytes();
         let bound = ProofFile::max_verify_memory(&p).unwrap();
         let (verdict, peak) = peak_during(|| ProofFile::read(std::io::Cursor::new(&bytes), Some(&p)).and_then(|f| f.verify(&p)));
         verdict.expect("valid proof");
@@ -90,7 +90,7 @@ fn a_forged_header_is_held_to_the_absolute_limit() {
     let mut rng = common::rng();
     let p = params(10, 2, 1, 1);
     let evals = common::random_vec(&mut rng, 1 << p.num_vars);
-    let mut forged = ProofFile::from_bytes(&CpuBackend.prove(&p, &evals).unwrap().proof_file(&p).to_bytes()).unwrap();
+    let mut forged = ProofFile::from_bytes(&CpuProver.prove(&p, &evals).unwrap().proof_file(&p).to_bytes()).unwrap();
     forged.params = Params {
         num_vars: 28,
         fold: 28,
@@ -121,14 +121,14 @@ fn table_files_are_verified_within_the_bound() {
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::Witness;
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::steps::CpuCodewords;
+    use whir_wgpu::prover::backend::CpuBackend;
     use whir_wgpu::prover::{permutation, random_tables, CpuWhirPcs, Workload};
     let _one = SERIAL.lock().unwrap();
     let mut rng = common::rng();
     for (spec, fold) in [("4*4x1024", 4), ("2x4,3*3x200,9x3", 2), ("64*2x1024", 2)] {
         let workload = Workload::parse(spec).unwrap();
         let p = workload.params(&params(0, fold, 1, 1));
-        let pcs = CpuWhirPcs::<whir_wgpu::prover::ProverLayout>::new(p.config::<GpuChallenger>().unwrap(), CpuCodewords::default());
+        let pcs = CpuWhirPcs::<whir_wgpu::prover::ProverLayout>::new(p.config::<GpuChallenger>().unwrap(), CpuBackend::default());
         let mut challenger = GpuChallenger::new(permutation(), None);
         workload.observe(&mut challenger);
         let (root, data) = pcs.commit(Witness::new(random_tables(&workload, &mut rng), fold), &mut challenger).unwrap();

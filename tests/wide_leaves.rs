@@ -253,8 +253,8 @@ where
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::{Layout, SuffixProver, Table};
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::steps::{prove_with_steps, CpuCodewords};
-    use whir_wgpu::prover::{DriverOptions, GpuBackend, Params, ProofFileOf, Soundness};
+    use whir_wgpu::prover::backend::{prove_with_backend, CpuBackend};
+    use whir_wgpu::prover::{DriverOptions, GpuProver, Params, ProofFileOf, Soundness};
     use whir_wgpu::verifier::opening_protocol;
     let wide = |p: Params| Params { leaf: LeafSponge::Width24, ..p };
     let mut shapes: Vec<Params> = common::random_params(rng, 3, 7..=11, |p| p.config_over::<E, GpuChallenger<F>>().is_ok()).into_iter().map(wide).collect();
@@ -270,7 +270,7 @@ where
             leaf: LeafSponge::Width24,
         });
     }
-    let gpu = GpuBackend::<F>::over(ctx.clone());
+    let gpu = GpuProver::<F>::over(ctx.clone());
     let challenger = || GpuChallenger::<F>::new(Poseidon2Constants::<F>::plonky3_default().to_cpu(), None);
     for p in shapes {
         let what = format!("{} {p:?} ({:?})", E::NAME, ctx.mul_variant());
@@ -285,7 +285,7 @@ where
         let expected = postcard::to_allocvec(&stock.open(data, opening_protocol(&p), &mut ch).unwrap()).unwrap();
 
         let (twin_root, twin_proof, _) =
-            prove_with_steps(&CpuCodewords::<F, E>::hashing_leaves(LeafSponge::Width24), &p, &evals, &mut challenger(), DriverOptions::default()).unwrap();
+            prove_with_backend(&CpuBackend::<F, E>::hashing_leaves(LeafSponge::Width24), &p, &evals, &mut challenger(), DriverOptions::default()).unwrap();
         assert!(twin_root == root && postcard::to_allocvec(&twin_proof).unwrap() == expected, "{what}: the twin's proof differs from p3-whir's");
         let out = gpu.prove_resident_over::<E>(&p, &evals).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(out.commitment == root && out.proof == expected, "{what}: the GPU proof differs from p3-whir's");
@@ -302,7 +302,7 @@ where
         assert!(matches!(err, whir_wgpu::prover::ProofError::Verify(_)), "{what}: {err}");
         // Steps hashing the other way are refused before any work.
         let err =
-            prove_with_steps(&CpuCodewords::<F, E>::default(), &p, &evals, &mut challenger(), DriverOptions::default()).map(|_| ()).unwrap_err().to_string();
+            prove_with_backend(&CpuBackend::<F, E>::default(), &p, &evals, &mut challenger(), DriverOptions::default()).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("width 24") && err.contains("width 16"), "{what}: {err}");
     }
 }
@@ -318,7 +318,7 @@ fn gpu_proofs_with_wide_leaves_match_p3_whirs_benchmark_prover() {
     }
 }
 
-/// The GPU PCS with width-24 leaves (`GpuBackend::pcs_hashing_leaves`) over KoalaBear^8, two
+/// The GPU PCS with width-24 leaves (`GpuProver::pcs_hashing_leaves`) over KoalaBear^8, two
 /// tables in the suffix layout, drawn points: the same proof as p3-whir's benchmark prover, which
 /// verifies it.
 #[test]
@@ -329,7 +329,7 @@ fn the_gpu_pcs_with_wide_leaves_matches_p3_whirs_benchmark_prover() {
     use p3_field::PrimeCharacteristicRing;
     use p3_sumcheck::layout::{Layout, SuffixProver, Table};
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::GpuBackend;
+    use whir_wgpu::prover::GpuProver;
     type E = BinomialExtensionField<KoalaBear, 8>;
     let mut rng = common::rng();
     for ctx in common::contexts() {
@@ -339,7 +339,7 @@ fn the_gpu_pcs_with_wide_leaves_matches_p3_whirs_benchmark_prover() {
         let config = p.config_over::<E, GpuChallenger<KoalaBear>>().unwrap();
         let values: Vec<Table<KoalaBear>> = tables.iter().map(|&(v, w)| Table::new(RowMajorMatrix::new(random(&mut rng, w << v), 1 << v))).collect();
         let gpu =
-            GpuBackend::<KoalaBear>::over(ctx.clone()).pcs_hashing_leaves::<SuffixProver<KoalaBear, E>, E, _>(config.clone(), LeafSponge::Width24).unwrap();
+            GpuProver::<KoalaBear>::over(ctx.clone()).pcs_hashing_leaves::<SuffixProver<KoalaBear, E>, E, _>(config.clone(), LeafSponge::Width24).unwrap();
         let mmcs = Plonky3Mmcs::<KoalaBear>::new(
             PaddingFreeSponge::new(Poseidon2Constants::<KoalaBear, 24>::plonky3_default().to_cpu()),
             TruncatedPermutation::new(Poseidon2Constants::<KoalaBear>::plonky3_default().to_cpu()),

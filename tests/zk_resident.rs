@@ -22,8 +22,9 @@ use p3_whir::{FoldingFactor, HidingWhirPcs, ProtocolParameters, QueryOpenings, Z
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{GpuChallenger, GpuCodewords, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
-use whir_wgpu::prover::steps::CpuCodewords;
+use whir_wgpu::gpu::{GpuChallenger, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
+use whir_wgpu::prover::backend::CpuBackend;
+use whir_wgpu::prover::backend::GpuBackend;
 use whir_wgpu::prover::{CpuHidingPcs, DriverOptions, GpuHidingPcs, HidingPcs, ProverError, ProverField, WhirExtension, ZkProof, EF, F};
 use whir_wgpu::verifier::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge};
 
@@ -37,9 +38,9 @@ fn challenger<B: ProverField>(grinder: Option<Arc<GpuGrinder<B>>>) -> GpuChallen
     GpuChallenger::new(Poseidon2Constants::<B>::plonky3_default().to_cpu(), grinder)
 }
 
-fn gpu_steps<B: ProverField>(ctx: &Arc<GpuContext>) -> (GpuCodewords<B>, Arc<GpuGrinder<B>>) {
+fn gpu_backend<B: ProverField>(ctx: &Arc<GpuContext>) -> (GpuBackend<B>, Arc<GpuGrinder<B>>) {
     let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<B>::plonky3_default()));
-    let steps = GpuCodewords::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
+    let steps = GpuBackend::new(Arc::new(GpuNtt::new(ctx.clone())), Arc::new(GpuMerkle::new(poseidon2.clone()))).unwrap();
     (steps, Arc::new(GpuGrinder::new(poseidon2)))
 }
 
@@ -89,14 +90,14 @@ where
         let (root, expected) = prove(&stock, &witness, &points, challenger(None));
         let what = format!("{shape:?} over {} seed {seed}", E::NAME);
 
-        let twin = CpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+        let twin = CpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), CpuBackend::default(), StdRng::seed_from_u64(seed));
         let (twin_root, twin_bytes) = prove(&twin, &witness, &points, challenger(None));
         assert_eq!(root, twin_root, "the twin's commitment, {what}");
         assert!(twin_bytes == expected, "the twin's proof bytes differ from HidingWhirPcs's, {what}");
 
         for (ctx, lazy) in contexts.iter().flat_map(|c| [(c, false), (c, true)]) {
             let what = format!("{what} ({:?}, lazy first weights {lazy})", ctx.mul_variant());
-            let (steps, grinder) = gpu_steps::<B>(ctx);
+            let (steps, grinder) = gpu_backend::<B>(ctx);
             let options = DriverOptions { lazy_first_weights: Some(lazy), ..DriverOptions::default() };
             let gpu = GpuHidingPcs::<B, E>::new(shape.config_over::<B, E>(), steps, StdRng::seed_from_u64(seed)).with_options(options);
             // Every grind on the device, however few its bits.
@@ -210,10 +211,10 @@ fn refused_openings_leave_the_transcript_and_generator_untouched() {
     let expected_next: EF = ch.sample_algebra_element();
 
     for (says, refused) in &refusals {
-        let twin = CpuHidingPcs::new(config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+        let twin = CpuHidingPcs::new(config(), CpuBackend::default(), StdRng::seed_from_u64(seed));
         check_refusal("the twin", &twin, &witness, refused, says, (&expected_root, expected_next));
         for ctx in common::contexts() {
-            let (steps, _) = gpu_steps(&ctx);
+            let (steps, _) = gpu_backend(&ctx);
             let gpu = GpuHidingPcs::new(config(), steps, StdRng::seed_from_u64(seed));
             check_refusal(&format!("the GPU ({:?})", ctx.mul_variant()), &gpu, &witness, refused, says, (&expected_root, expected_next));
         }
@@ -249,7 +250,7 @@ fn altered_resident_proofs_are_rejected() {
     let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
     let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
     for ctx in common::contexts() {
-        let (steps, grinder) = gpu_steps::<F>(&ctx);
+        let (steps, grinder) = gpu_backend::<F>(&ctx);
         let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(rng.random()));
         let mut ch = challenger(Some(grinder));
         let (root, data) = gpu.commit(witness.clone(), &mut ch).unwrap();
@@ -349,15 +350,15 @@ fn resident_hiding_pcs_over_plonky3s_duplex_challenger() {
             (root, bytes, CanSample::<F>::sample(&mut ch))
         };
         if shape.pow_bits == 0 {
-            let twin = HidingPcs::<CpuCodewords<F, EF>, F, EF, Duplex>::new(config(), CpuCodewords::default(), StdRng::seed_from_u64(seed));
+            let twin = HidingPcs::<CpuBackend<F, EF>, F, EF, Duplex>::new(config(), CpuBackend::default(), StdRng::seed_from_u64(seed));
             let (twin_root, twin_bytes) = prove(&twin, &witness, &points, duplex());
             assert!(twin_root == root && twin_bytes == expected, "the twin over the duplex, {shape:?}");
         }
         for ctx in &contexts {
             // The GPU steps take the duplex's sponge over (grinding on the device) and hand it
             // back where the reference run leaves its own.
-            let (steps, _) = gpu_steps::<F>(ctx);
-            let gpu = HidingPcs::<GpuCodewords<F>, F, EF, Duplex>::new(config(), steps, StdRng::seed_from_u64(seed));
+            let (steps, _) = gpu_backend::<F>(ctx);
+            let gpu = HidingPcs::<GpuBackend<F>, F, EF, Duplex>::new(config(), steps, StdRng::seed_from_u64(seed));
             let mut ch = duplex();
             let (gpu_root, gpu_bytes) = prove_on(&gpu, &witness, &points, &mut ch);
             assert!(gpu_root == root && gpu_bytes == expected, "the GPU over the duplex, {shape:?} ({:?})", ctx.mul_variant());
@@ -380,7 +381,7 @@ fn different_generators_mask_every_part() {
     for ctx in common::contexts() {
         let seed = rng.random::<u64>();
         let proof = |seed: u64| {
-            let (steps, grinder) = gpu_steps::<F>(&ctx);
+            let (steps, grinder) = gpu_backend::<F>(&ctx);
             let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(seed));
             let mut ch = challenger(Some(grinder));
             let (root, data) = gpu.commit(witness.clone(), &mut ch).unwrap();
@@ -429,7 +430,7 @@ fn gpu_failures_mid_proof_are_errors() {
     for ctx in common::fresh_contexts() {
         let (mut failed, mut skip) = (0, 0);
         loop {
-            let (steps, grinder) = gpu_steps::<F>(&ctx);
+            let (steps, grinder) = gpu_backend::<F>(&ctx);
             let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(seed));
             ctx.faults().fail_readbacks(skip, 1);
             let mut ch = challenger(Some(grinder));
@@ -477,7 +478,7 @@ fn hiding_files_are_bounded_by_their_parameters() {
     ];
     for (p, masks) in grid {
         let config = zk_config::<F, EF, GpuChallenger<F>>(&p, masks, ParamSource::Flags).unwrap();
-        let pcs = CpuHidingPcs::new(config, CpuCodewords::default(), StdRng::seed_from_u64(rng.random()));
+        let pcs = CpuHidingPcs::new(config, CpuBackend::default(), StdRng::seed_from_u64(rng.random()));
         let witness = Poly::new((0..1usize << p.num_vars).map(|_| rng.random::<F>()).collect());
         let mut ch = challenger(None);
         let (root, data) = pcs.commit(witness, &mut ch).unwrap();
@@ -509,15 +510,15 @@ fn the_base_case_codeword_commits_as_plonky3_encodes_it() {
     use p3_commit::{ExtensionMmcs, Mmcs};
     use p3_dft::TwoAdicSubgroupDft;
     use p3_matrix::dense::RowMajorMatrix;
-    use whir_wgpu::prover::steps::WhirBackend;
+    use whir_wgpu::prover::backend::Backend;
     fn check<B: ProverField, E: WhirExtension<B> + whir_wgpu::gpu::GpuExtension<B>>(rng: &mut StdRng)
     where
         StandardUniform: Distribution<E>,
     {
         for ctx in common::contexts() {
-            let (gpu, _) = gpu_steps::<B>(&ctx);
-            let cpu = CpuCodewords::<B, E>::default();
-            let mmcs = ExtensionMmcs::<B, E, _>::new(WhirBackend::<B, E>::mmcs(&gpu));
+            let (gpu, _) = gpu_backend::<B>(&ctx);
+            let cpu = CpuBackend::<B, E>::default();
+            let mmcs = ExtensionMmcs::<B, E, _>::new(Backend::<B, E>::mmcs(&gpu));
             // (message + randomness values, log2 of the domain): a partial power of two, a full one.
             for (values, log_domain) in [(5usize, 4usize), (8, 3), (100, 9), (3000, 13)] {
                 let coeffs: Vec<E> = (0..values).map(|_| rng.random()).collect();
@@ -534,14 +535,14 @@ fn the_base_case_codeword_commits_as_plonky3_encodes_it() {
                 let (rows, _) = mmcs.open_batch(positions[1], &data).unpack();
                 for (name, (root, opened)) in [
                     ("twin", {
-                        let (root, c) = WhirBackend::<B, E>::commit(&cpu, &message, E::DIMENSION, rate).unwrap();
-                        let o = WhirBackend::<B, E>::open(&cpu, &c, &positions).unwrap();
-                        (root, WhirBackend::<B, E>::read_openings(&cpu, vec![o]).unwrap())
+                        let (root, c) = Backend::<B, E>::commit(&cpu, &message, E::DIMENSION, rate).unwrap();
+                        let o = Backend::<B, E>::open(&cpu, &c, &positions).unwrap();
+                        (root, Backend::<B, E>::read_openings(&cpu, vec![o]).unwrap())
                     }),
                     ("gpu", {
-                        let (root, c) = WhirBackend::<B, E>::commit(&gpu, &message, E::DIMENSION, rate).unwrap();
-                        let o = WhirBackend::<B, E>::open(&gpu, &c, &positions).unwrap();
-                        (root, WhirBackend::<B, E>::read_openings(&gpu, vec![o]).unwrap())
+                        let (root, c) = Backend::<B, E>::commit(&gpu, &message, E::DIMENSION, rate).unwrap();
+                        let o = Backend::<B, E>::open(&gpu, &c, &positions).unwrap();
+                        (root, Backend::<B, E>::read_openings(&gpu, vec![o]).unwrap())
                     }),
                 ] {
                     assert!(root == expected, "{name}: {values} values over 2^{log_domain} ({}, {:?})", E::NAME, ctx.mul_variant());
@@ -567,8 +568,8 @@ fn data_from_another_configuration_is_refused() {
     let other_fold = Shape { fold: FoldingFactor::Constant(3), ..shape.clone() };
     let other_rate = Shape { rate: 3, ..shape.clone() };
     for other in [other_fold, other_rate] {
-        let committing = CpuHidingPcs::new(shape.config(), CpuCodewords::default(), StdRng::seed_from_u64(1));
-        let opening = CpuHidingPcs::new(other.config(), CpuCodewords::default(), StdRng::seed_from_u64(1));
+        let committing = CpuHidingPcs::new(shape.config(), CpuBackend::default(), StdRng::seed_from_u64(1));
+        let opening = CpuHidingPcs::new(other.config(), CpuBackend::default(), StdRng::seed_from_u64(1));
         let mut ch = challenger(None);
         let (_, data) = committing.commit(witness.clone(), &mut ch).unwrap();
         let err = opening.open(data, points.clone(), &mut ch).err().expect("data of another configuration must be refused").to_string();
@@ -582,7 +583,7 @@ fn data_from_another_configuration_is_refused() {
 /// `HidingWhirPcs`'s.
 #[test]
 fn every_hiding_step_matches_the_twin() {
-    use whir_wgpu::prover::steps::ComparingBackend;
+    use whir_wgpu::prover::backend::ComparingBackend;
     let mut rng = common::rng();
     for shape in [shapes()[0].clone(), shapes()[5].clone()] {
         let witness = Poly::new((0..1usize << shape.vars).map(|_| rng.random::<F>()).collect());
@@ -591,8 +592,8 @@ fn every_hiding_step_matches_the_twin() {
         let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
         let (root, expected) = prove(&stock, &witness, &points, challenger(None));
         for ctx in common::contexts() {
-            let (steps, grinder) = gpu_steps::<F>(&ctx);
-            let comparing = ComparingBackend::new(CpuCodewords::<F, EF>::default(), steps);
+            let (steps, grinder) = gpu_backend::<F>(&ctx);
+            let comparing = ComparingBackend::new(CpuBackend::<F, EF>::default(), steps);
             let pcs = HidingPcs::<_, F, EF>::new(shape.config(), comparing, StdRng::seed_from_u64(seed));
             let (ours, bytes) = prove(&pcs, &witness, &points, challenger(Some(grinder)));
             assert!(ours == root && bytes == expected, "{shape:?} ({:?})", ctx.mul_variant());
@@ -632,7 +633,7 @@ fn resident_hiding_proofs_split_over_small_bindings_are_plonky3s() {
         let seed = rng.random::<u64>();
         let stock = Stock::new(shape.config(), Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, LeafSponge::Width16), StdRng::seed_from_u64(seed));
         let (root, expected) = prove(&stock, &witness, &points, challenger(None));
-        let (steps, grinder) = gpu_steps::<F>(&ctx);
+        let (steps, grinder) = gpu_backend::<F>(&ctx);
         let gpu = GpuHidingPcs::<F, EF>::new(shape.config(), steps, StdRng::seed_from_u64(seed));
         let (gpu_root, gpu_bytes) = prove(&gpu, &witness, &points, challenger(Some(grinder)));
         assert!(gpu_root == root && gpu_bytes == expected, "{shape:?} under a {binding}-byte binding: the proofs differ");
@@ -645,16 +646,16 @@ fn resident_hiding_proofs_split_over_small_bindings_are_plonky3s() {
 /// multiply variants.
 #[test]
 fn hiding_codewords_match_the_twin_for_any_randomness_rows() {
-    use whir_wgpu::prover::steps::WhirBackend;
+    use whir_wgpu::prover::backend::Backend;
     let mut rng = common::rng();
     let (n, fold, rate) = (12usize, 2usize, 2usize);
     let poly: Vec<F> = (0..1usize << n).map(|_| rng.random()).collect();
     for ctx in common::contexts() {
-        let (gpu, _) = gpu_steps::<F>(&ctx);
+        let (gpu, _) = gpu_backend::<F>(&ctx);
         for t in [1usize, 5, 100, 1024, 1100] {
             let randomness: Vec<F> = (0..t << fold).map(|_| rng.random()).collect();
-            let (expected, _, _) = WhirBackend::<F, EF>::commit_hiding_message(&CpuCodewords::<F, EF>::default(), &poly, &randomness, fold, rate).unwrap();
-            let (ours, _, _) = WhirBackend::<F, EF>::commit_hiding_message(&gpu, &poly, &randomness, fold, rate).unwrap();
+            let (expected, _, _) = Backend::<F, EF>::commit_hiding_message(&CpuBackend::<F, EF>::default(), &poly, &randomness, fold, rate).unwrap();
+            let (ours, _, _) = Backend::<F, EF>::commit_hiding_message(&gpu, &poly, &randomness, fold, rate).unwrap();
             assert!(ours == expected, "{t} randomness rows ({:?})", ctx.mul_variant());
         }
     }
@@ -672,7 +673,7 @@ fn a_round_head_played_wrong_is_refused() {
     let points: Vec<Point<EF>> = (0..shape.points).map(|_| Point::rand(&mut rng, shape.vars)).collect();
     let seed = rng.random::<u64>();
     for ctx in common::contexts() {
-        let (steps, grinder) = gpu_steps::<F>(&ctx);
+        let (steps, grinder) = gpu_backend::<F>(&ctx);
         let pcs = HidingPcs::<_, F, EF>::new(shape.config(), common::tampered::MovedHeadPoints(steps), StdRng::seed_from_u64(seed));
         let mut ch = challenger(Some(grinder));
         let (_, data) = pcs.commit(witness.clone(), &mut ch).unwrap();

@@ -161,7 +161,7 @@ pub fn table_protocol(
     fold: usize,
 ) -> (p3_sumcheck::OpeningProtocol, whir_wgpu::prover::Params) {
     use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
-    use whir_wgpu::prover::steps::Stacking;
+    use whir_wgpu::prover::backend::Stacking;
     use whir_wgpu::prover::{Params, Soundness};
     let specs = tables
         .iter()

@@ -1,14 +1,14 @@
 //! Test backends made wrong on purpose.
 
 use p3_field::PrimeCharacteristicRing;
-use whir_wgpu::gpu::GpuCodewords;
-use whir_wgpu::prover::steps::{HidingRoundHead, OpenedRows, PlayedHead, RoundHead, WhirBackend};
+use whir_wgpu::prover::backend::GpuBackend;
+use whir_wgpu::prover::backend::{Backend, HidingRoundHead, OpenedRows, PlayedHead, RoundHead};
 use whir_wgpu::prover::{Commitment, ProverError, EF, F};
 use whir_wgpu::verifier::hash::{CpuMmcs, LeafSponge};
 
 /// The GPU's steps with their played-ahead heads tampered with: each out-of-domain point a head
 /// played (a plain round's or a hiding round's) moved by one.
-pub struct MovedHeadPoints(pub GpuCodewords<F>);
+pub struct MovedHeadPoints(pub GpuBackend<F>);
 
 impl MovedHeadPoints {
     fn moved(played: Option<PlayedHead<F, EF>>) -> Option<PlayedHead<F, EF>> {
@@ -19,25 +19,26 @@ impl MovedHeadPoints {
     }
 }
 
-impl WhirBackend<F, EF> for MovedHeadPoints {
-    type Committed = <GpuCodewords<F> as WhirBackend<F, EF>>::Committed;
-    type Opening = <GpuCodewords<F> as WhirBackend<F, EF>>::Opening;
-    type Sumcheck = <GpuCodewords<F> as WhirBackend<F, EF>>::Sumcheck;
+impl Backend<F, EF> for MovedHeadPoints {
+    type Committed = <GpuBackend<F> as Backend<F, EF>>::Committed;
+    type Opening = <GpuBackend<F> as Backend<F, EF>>::Opening;
+    type Sumcheck = <GpuBackend<F> as Backend<F, EF>>::Sumcheck;
+    type Transcript = <GpuBackend<F> as Backend<F, EF>>::Transcript;
 
     fn leaf_sponge(&self) -> LeafSponge {
-        WhirBackend::<F, EF>::leaf_sponge(&self.0)
+        Backend::<F, EF>::leaf_sponge(&self.0)
     }
     fn mmcs(&self) -> CpuMmcs<F> {
-        WhirBackend::<F, EF>::mmcs(&self.0)
+        Backend::<F, EF>::mmcs(&self.0)
     }
     fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed), ProverError> {
-        WhirBackend::<F, EF>::commit(&self.0, message, width, log_inv_rate)
+        Backend::<F, EF>::commit(&self.0, message, width, log_inv_rate)
     }
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
-        WhirBackend::<F, EF>::open(&self.0, committed, indices)
+        Backend::<F, EF>::open(&self.0, committed, indices)
     }
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows>, ProverError> {
-        WhirBackend::<F, EF>::read_openings(&self.0, openings)
+        Backend::<F, EF>::read_openings(&self.0, openings)
     }
     fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment, Self::Committed, Self::Sumcheck), ProverError> {
         self.0.commit_message(message, width, log_inv_rate)

@@ -12,13 +12,13 @@ use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption, ZkParameter
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use whir_wgpu::gpu::GpuChallenger;
-use whir_wgpu::prover::{random_tables, GpuBackend, Params, WhirPieces, Workload, EF};
+use whir_wgpu::prover::{random_tables, GpuProver, Params, Plonky3Pieces, Workload, EF};
 use whir_wgpu::verifier::hash::{LeafSponge, Perm};
 
 type Challenger = DuplexChallenger<BabyBear, Perm, 16, 8>;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let gpu = GpuBackend::<BabyBear>::open_default()?;
+    let gpu = GpuProver::<BabyBear>::open_default()?;
 
     // Tables, with the plain PCS over Plonky3's duplex challenger.
     let workload = Workload::parse("10x4,2*8x8")?;

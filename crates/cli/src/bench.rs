@@ -15,7 +15,7 @@ use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
 use whir_prover::times::Step;
-use whir_prover::{prove_stock, CpuBackend, GpuBackend, GpuMode, ParamSource, Params, ProverField, Soundness, WhirPieces};
+use whir_prover::{prove_stock, CpuProver, GpuMode, GpuProver, ParamSource, Params, Plonky3Pieces, ProverField, Soundness};
 
 use crate::FieldChoice;
 
@@ -216,9 +216,9 @@ struct Cell {
 }
 
 /// Proves until `ms` milliseconds have passed since the call (untimed).
-fn warm_up<F: ProverField>(gpu: &GpuBackend<F>, p: &Params, evals: &[F], ms: u64) -> Result<()>
+fn warm_up<F: ProverField>(gpu: &GpuProver<F>, p: &Params, evals: &[F], ms: u64) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
 {
     busy_for(ms, || gpu.prove(p, evals).map(|_| ()).map_err(Into::into))
 }
@@ -344,7 +344,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let gpu = if args.no_gpu {
         None
     } else {
-        match GpuBackend::open_default() {
+        match GpuProver::open_default() {
             Ok(g) => {
                 eprintln!("GPU: {}", g.context().summary());
                 Some(g)
@@ -377,7 +377,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     match args.field {
         FieldChoice::Babybear => run_grid::<BabyBear>(&args, &grid, gpu, json_out, plot_out),
         FieldChoice::Koalabear => {
-            let gpu = gpu.map(|g| GpuBackend::<KoalaBear>::over(g.context().clone()).with_driver_options(g.driver_options()));
+            let gpu = gpu.map(|g| GpuProver::<KoalaBear>::over(g.context().clone()).with_driver_options(g.driver_options()));
             run_grid::<KoalaBear>(&args, &grid, gpu, json_out, plot_out)
         }
     }
@@ -413,7 +413,7 @@ fn grid_of(args: &BenchArgs, soundness: Soundness) -> Vec<Params> {
 fn run_extension_grid<F: ProverField, E: crate::GpuProvable<F>>(
     args: &BenchArgs,
     grid: &[Params],
-    gpu: Option<GpuBackend<F>>,
+    gpu: Option<GpuProver<F>>,
     json_out: Option<OutputFile>,
 ) -> Result<()>
 where
@@ -490,12 +490,12 @@ where
 fn run_grid<F: ProverField>(
     args: &BenchArgs,
     grid: &[Params],
-    gpu: Option<GpuBackend<F>>,
+    gpu: Option<GpuProver<F>>,
     json_out: Option<OutputFile>,
     plot_out: Option<OutputFile>,
 ) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     eprintln!("field: {}^4", F::NAME);
@@ -571,7 +571,7 @@ where
             // pools come up, so the first cell is not charged for them.
             warmed = true;
             prove_stock(p, &evals)?;
-            CpuBackend.prove(p, &evals)?;
+            CpuProver.prove(p, &evals)?;
             for b in gpu.iter().chain(&pieces) {
                 b.prove(p, &evals)?;
             }
@@ -583,7 +583,7 @@ where
             bar.inc(1);
         }
         for _ in 0..reps {
-            let out = CpuBackend.prove(p, &evals)?;
+            let out = CpuProver.prove(p, &evals)?;
             cpu.push(ms(out.commit_time + out.open_time));
             bar.inc(1);
         }

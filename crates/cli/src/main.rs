@@ -16,7 +16,7 @@ use p3_baby_bear::BabyBear;
 use p3_koala_bear::KoalaBear;
 use serde_json::json;
 use whir_gpu::{GpuContext, GpuOptions};
-use whir_prover::{GpuBackend, LeafSponge, ProverField, WhirField};
+use whir_prover::{GpuProver, LeafSponge, ProverField, WhirField};
 
 pub(crate) use crate::prove::{breakdown_json, GpuProvable, ProveArgs};
 use crate::verify::VerifyArgs;
@@ -116,8 +116,8 @@ pub(crate) fn parse_degree(s: &str) -> std::result::Result<usize, String> {
 }
 
 /// A GPU backend over `F` on a context made with `options`.
-pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuBackend<F>, whir_prover::ProverError> {
-    Ok(GpuBackend::<F>::over(std::sync::Arc::new(GpuContext::new(options)?)))
+pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuProver<F>, whir_prover::ProverError> {
+    Ok(GpuProver::<F>::over(std::sync::Arc::new(GpuContext::new(options)?)))
 }
 
 /// p3-sumcheck's layout of a multi-table witness.

@@ -14,7 +14,9 @@ use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use whir_gpu::{list_adapters, AdapterSummary, GpuOptions};
 use whir_prover::times::{RoundBreakdown, Step, StepTime};
-use whir_prover::{CpuBackend, DriverOptions, GpuBackend, GpuMode, Params, ProofFileOf, ProverField, ProverOutput, Soundness, WhirField, WhirPieces, Workload};
+use whir_prover::{
+    CpuProver, DriverOptions, GpuMode, GpuProver, Params, Plonky3Pieces, ProofFileOf, ProverField, ProverOutput, Soundness, WhirField, Workload,
+};
 
 use crate::output::OutputFile;
 
@@ -150,7 +152,7 @@ fn read_input<F: WhirField>(path: &Path, vars: usize) -> Result<Vec<F>> {
         .collect()
 }
 
-fn run_prove<F: ProverField, B: WhirPieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>> {
+fn run_prove<F: ProverField, B: Plonky3Pieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>> {
     Ok(backend.prove(params, evals)?)
 }
 
@@ -312,7 +314,7 @@ where
             if !args.cpu_for_sure(params.num_vars) {
                 memory.check::<F, E>(&params, None)?;
             }
-            CpuBackend.prove_over::<F, E>(&params, &evals)?
+            CpuProver.prove_over::<F, E>(&params, &evals)?
         }
     };
     let (backend, peak) = (output.path, output.peak_gpu_bytes);
@@ -354,7 +356,7 @@ where
 /// n of at least AUTO_GPU_MIN_VARS), with the environment's settings and `gpu_memory` over
 /// them, and why: `--backend gpu` without a GPU is an error, `auto` falls back to the CPU.
 /// (`gpu-pieces` is refused by the callers.)
-fn resident_backend<F: ProverField>(backend: BackendChoice, gpu_memory: Option<u64>, num_vars: usize) -> Result<(Option<GpuBackend<F>>, String)> {
+fn resident_backend<F: ProverField>(backend: BackendChoice, gpu_memory: Option<u64>, num_vars: usize) -> Result<(Option<GpuProver<F>>, String)> {
     let env = GpuOptions::from_env()?;
     let gpu_options = GpuOptions { memory_mib: gpu_memory.or(env.memory_mib), ..env };
     let driver_options = DriverOptions::from_env()?;
@@ -432,7 +434,7 @@ fn prove(args: ProveArgs) -> Result<()> {
 /// `whir prove` of one polynomial over `F`.
 fn prove_one<F: ProverField>(args: ProveArgs) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     let memory = host_memory::host_memory(args.memory);
@@ -493,7 +495,7 @@ where
             if !args.cpu_for_sure(params.num_vars) {
                 memory.check::<F, whir_prover::EF<F>>(&params, None)?;
             }
-            run_prove(&CpuBackend, &params, &evals)?
+            run_prove(&CpuProver, &params, &evals)?
         }
     };
     let name = output.path;
@@ -631,7 +633,7 @@ fn print_breakdown(b: &RoundBreakdown) {
 /// CPU, with a warning, where the GPU fails), the proof verified before the file is written.
 fn prove_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>>(args: ProveArgs, spec: &str) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     use p3_commit::MultilinearPcs;
@@ -673,7 +675,7 @@ where
     let tables = whir_prover::random_tables::<F, _>(&workload, &mut rng);
     let protocol = workload.protocol(args.fold);
     let stock = || -> whir_prover::CpuWhirPcs<whir_prover::ProverLayout<F, E>, F, E> {
-        whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::steps::CpuCodewords::hashing_leaves(params.leaf))
+        whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::backend::CpuBackend::hashing_leaves(params.leaf))
     };
     let start = Instant::now();
     // (backend, commitment, proof bytes, commit and open times)
@@ -700,7 +702,7 @@ where
                 why = format!("the GPU PCS failed ({e:#})");
             }
             let pcs = stock();
-            let mut challenger = WhirPieces::<F>::challenger(&CpuBackend);
+            let mut challenger = Plonky3Pieces::<F>::challenger(&CpuProver);
             workload.observe(&mut challenger);
             let t = Instant::now();
             let (root, data) =

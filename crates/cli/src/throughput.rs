@@ -12,7 +12,7 @@ use p3_baby_bear::BabyBear;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use whir_prover::{estimated_gpu_bytes, prove_stock, GpuBackend, Params, PoolOptions, ProofPool, WhirPieces};
+use whir_prover::{estimated_gpu_bytes, prove_stock, GpuProver, Params, Plonky3Pieces, PoolOptions, ProofPool};
 
 use crate::output::OutputFile;
 
@@ -36,13 +36,13 @@ pub struct ThroughputCell {
 /// GPUs proved on together: a label (`whir info`'s indices, or "default") and a backend each.
 pub struct DeviceSet {
     pub label: String,
-    pub backends: Vec<GpuBackend>,
+    pub backends: Vec<GpuProver>,
 }
 
 /// The device sets `--devices` names: none, the one default backend; else its contexts (with
 /// `queues`, that many queues' contexts of each device), timed on the first device alone and
 /// on all together.
-pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<usize>) -> Result<Vec<DeviceSet>> {
+pub fn device_sets(default: &GpuProver, devices: Option<&str>, queues: Option<usize>) -> Result<Vec<DeviceSet>> {
     let Some(spec) = devices else { return Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }]) };
     let adapters = whir_gpu::list_adapters();
     let indices: Vec<usize> = if spec.trim() == "all" {
@@ -71,13 +71,13 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
     let env = whir_gpu::GpuOptions::from_env()?;
     let driver = default.driver_options();
     // Each device's backends: one context, or one per queue.
-    let per_device: Vec<Vec<GpuBackend>> = indices
+    let per_device: Vec<Vec<GpuProver>> = indices
         .iter()
         .map(|&i| {
             let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..env.clone() };
             let opened = match queues {
-                None => GpuBackend::open(options).map(|b| vec![b]).map_err(anyhow::Error::from),
-                Some(q) => GpuBackend::open_queues(options, q).map_err(anyhow::Error::from),
+                None => GpuProver::open(options).map(|b| vec![b]).map_err(anyhow::Error::from),
+                Some(q) => GpuProver::open_queues(options, q).map_err(anyhow::Error::from),
             };
             let opened = opened.with_context(|| {
                 format!("--devices: opening adapter {i} ({}){}", adapters[i], queues.map_or(String::new(), |q| format!(" with {q} queues")))
@@ -97,11 +97,11 @@ pub fn device_sets(default: &GpuBackend, devices: Option<&str>, queues: Option<u
 
 /// The default backend alone, then `queues` contexts on queues of one device of the same
 /// adapter (`GpuContext::on_queues`), timed together.
-pub fn queue_sets(default: &GpuBackend, queues: usize) -> Result<Vec<DeviceSet>> {
+pub fn queue_sets(default: &GpuProver, queues: usize) -> Result<Vec<DeviceSet>> {
     let options = whir_gpu::GpuOptions::from_env()?;
     let driver = default.driver_options();
-    let backends: Vec<GpuBackend> =
-        GpuBackend::open_queues(options, queues).with_context(|| format!("--queues {queues}"))?.into_iter().map(|b| b.with_driver_options(driver)).collect();
+    let backends: Vec<GpuProver> =
+        GpuProver::open_queues(options, queues).with_context(|| format!("--queues {queues}"))?.into_iter().map(|b| b.with_driver_options(driver)).collect();
     eprintln!("GPU, {queues} queues of one device: {}", backends[0].context().summary());
     Ok(vec![DeviceSet { label: "default".into(), backends: vec![default.clone()] }, DeviceSet { label: format!("{queues} queues"), backends }])
 }

@@ -2,7 +2,7 @@
 //!
 //! WHIR polynomial commitments over BabyBear or KoalaBear (challenges in the field's degree-4
 //! extension; [`ProverField`]) with interchangeable
-//! backends: [`CpuBackend`] (Plonky3) and [`GpuBackend`] (whir-gpu). Proofs are Plonky3's
+//! backends: [`CpuProver`] (Plonky3) and [`GpuProver`] (whir-gpu). Proofs are Plonky3's
 //! `PcsProof` in a versioned [`ProofFile`], checked by the stock p3-whir verifier; both
 //! backends produce byte-identical proofs for the same input (smallest-witness grinding).
 //!
@@ -10,12 +10,10 @@
 
 #![warn(missing_docs)]
 
-mod backend;
+pub mod backend;
 mod breakdown;
 mod claims;
-mod compare;
 mod domain;
-mod driver;
 mod error;
 mod hiding;
 mod lookahead;
@@ -23,15 +21,13 @@ mod options;
 mod pcs;
 mod pool;
 mod protocol;
+mod provers;
+mod rounds;
 mod stock;
 mod sumcheck;
 mod timing;
 mod workload;
 
-pub use backend::{
-    estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, CpuBackend, GpuBackend, GpuMode, HostMemory, ProverOutput,
-    WhirPieces,
-};
 pub use domain::GpuWhirDomain;
 pub use error::ProverError;
 pub use hiding::{CpuHidingPcs, GpuHidingPcs, HidingChallenger, HidingPcs, HidingProverData, HidingTimes, StockHidingPcs, ZkProof};
@@ -41,6 +37,10 @@ pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsPro
 pub use pool::{
     default_in_flight, HidingJob, HidingOutput, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT,
 };
+pub use provers::{
+    estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, CpuProver, GpuMode, GpuProver, HostMemory, Plonky3Pieces,
+    ProverOutput,
+};
 pub use workload::{random_tables, Workload, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 // The verifier side, which this crate builds on: parameters, proof files, the stock verifier
 // (its bounds and format constants are whir-verifier's).
@@ -49,22 +49,6 @@ pub use whir_verifier::{
     permutation, Commitment, FileParamsFloor, LeafSponge, ParamSource, Params, ProofError, ProofFile, ProofFileOf, ReadLimits, Soundness, WhirExtension,
     WhirField, EF, F,
 };
-
-/// The protocol's seams, for those who implement a backend (or a challenger that plays ahead) or
-/// drive the protocol step by step: the backend trait and its sumcheck state, the CPU twin, the
-/// comparing backend, the driver over any backend, and what the challenger and the steps play
-/// ahead with.
-pub mod steps {
-    pub use crate::claims::Stacking;
-    pub use crate::compare::{ComparingBackend, ComparingSumcheck};
-    pub use crate::driver::{Blocks, CpuCodewords, OpenedRows, WhirBackend};
-    pub use crate::lookahead::{
-        ConfigChallenger, GrindClock, HidingRoundHead, Lookahead, MaskedWire, MaskedWires, PlayedGrind, PlayedHead, PlayedRound, RoundHead, SpongeWords,
-        TranscriptState, SPONGE_WIDTH,
-    };
-    pub use crate::protocol::{prove_with_steps, Proved};
-    pub use crate::sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
-}
 
 /// Where a proof spent its time: per round and step ([`Step`](times::Step),
 /// [`RoundBreakdown`](times::RoundBreakdown)), per phase of Plonky3's prover

@@ -8,44 +8,68 @@
 //! protocol play every step on the host. The protocol checks every value played ahead against
 //! the transcript it replays.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
 use p3_challenger::{CanObserve, CanSampleUniformBits, DuplexChallenger, FieldChallenger, GrindingChallenger};
 use p3_field::Field;
 use p3_symmetric::CryptographicPermutation;
-use whir_gpu::{transcript::GrindAhead, transcript::GrindOffer, transcript::InnerChallenger, transcript::PowClock, GpuChallenger, GpuGrinder};
 
 use crate::{Commitment, ProverField};
 
 /// Width of the duplex sponge the transcript runs on (Poseidon2 of width 16, rate 8).
 pub const SPONGE_WIDTH: usize = 16;
 
-/// A link from a challenger that plays ahead to the steps that play with it: the transcript's
-/// state as the challenger last published it, and a queue the steps hand grinds played ahead
-/// back through. Made by the challenger ([`WhirChallenger::track_state`],
+/// What a challenger that plays ahead shares with the steps that play with it: the
+/// transcript's state as it last published it, and a queue for grinds played ahead.
+/// Implemented by the backend's own challenger (the GPU's in `backend/gpu.rs`).
+pub trait LookaheadLink<F: ProverField>: Send + Sync {
+    /// The transcript's state as last published, where the challenger publishes it now.
+    fn state(&self) -> Option<TranscriptState<F>>;
+
+    /// Hands grinds played ahead to the challenger, in the order its grinds come: it takes
+    /// each only where its own state is the one searched, and checks the witness.
+    fn queue(&self, grinds: Vec<PlayedGrind<F>>);
+
+    /// The link itself, for the backend that made it to read its own type back.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A link from a challenger that plays ahead to the steps that play with it (see
+/// [`LookaheadLink`]). Made by the challenger ([`WhirChallenger::track_state`],
 /// [`WhirChallenger::grind_ahead`]); steps that cannot play ahead never see one.
 #[derive(Clone)]
-pub struct Lookahead<F: ProverField>(pub(crate) GrindAhead<F>);
+pub struct Lookahead<F: ProverField>(Arc<dyn LookaheadLink<F>>);
 
 impl<F: ProverField> Lookahead<F> {
-    /// The transcript's state as last published, where the challenger publishes it now.
-    pub fn state(&self) -> Option<TranscriptState<F>> {
-        self.0.transcript_state().map(|(grinder, sponge, pending)| TranscriptState { grinder, sponge, pending })
+    /// A link over `link`.
+    pub fn new(link: impl LookaheadLink<F> + 'static) -> Self {
+        Self(Arc::new(link))
     }
 
-    /// Hands grinds played ahead to the challenger, in the order its grinds come: it takes each
-    /// only where its own state is the one searched, and checks the witness.
+    /// The transcript's state as last published, where the challenger publishes it now.
+    pub fn state(&self) -> Option<TranscriptState<F>> {
+        self.0.state()
+    }
+
+    /// Hands grinds played ahead to the challenger (see [`LookaheadLink::queue`]).
     pub fn queue(&self, grinds: impl IntoIterator<Item = PlayedGrind<F>>) {
-        self.0.queue(grinds.into_iter().map(|g| g.0))
+        self.0.queue(grinds.into_iter().collect())
+    }
+
+    /// The link, for the backend that made it.
+    pub fn link(&self) -> &dyn LookaheadLink<F> {
+        self.0.as_ref()
     }
 }
 
 /// The transcript at one point, as steps that play ahead start from it: the duplex sponge's
-/// state and its pending inputs, and the device grinder the challenger grinds with.
+/// state and its pending inputs, and the device the challenger grinds on (opaque here: the
+/// backend that plays ahead reads its own type back, e.g. the GPU's grinder).
 #[derive(Clone)]
 pub struct TranscriptState<F: ProverField> {
-    pub(crate) grinder: Arc<GpuGrinder<F>>,
+    pub(crate) device: Arc<dyn Any + Send + Sync>,
     /// The sponge's state.
     pub sponge: [F; SPONGE_WIDTH],
     /// Inputs observed since the last permutation.
@@ -53,17 +77,35 @@ pub struct TranscriptState<F: ProverField> {
 }
 
 impl<F: ProverField> TranscriptState<F> {
-    /// The transcript at `sponge` with `pending` inputs, played ahead with `grinder` (how a
+    /// The transcript at `sponge` with `pending` inputs, played ahead on `device` (how a
     /// challenger publishes it; for tests of steps that play ahead).
-    pub fn new(grinder: Arc<GpuGrinder<F>>, sponge: [F; SPONGE_WIDTH], pending: Vec<F>) -> Self {
-        Self { grinder, sponge, pending }
+    pub fn new(device: Arc<dyn Any + Send + Sync>, sponge: [F; SPONGE_WIDTH], pending: Vec<F>) -> Self {
+        Self { device, sponge, pending }
+    }
+
+    /// The device the challenger grinds on.
+    pub fn device(&self) -> &Arc<dyn Any + Send + Sync> {
+        &self.device
     }
 }
 
-/// A grind played ahead of the transcript: the state it searched, its difficulty and the
-/// smallest witness found in its range. Opaque: the steps make it, the challenger takes it.
+/// A grind played ahead of the transcript: the state it searched (the sponge with its pending
+/// inputs, zero padding and tagged capacity, the witness's slot left 0), its difficulty and the
+/// smallest witness found in `0..searched_end`. The steps make it, the challenger takes it only
+/// where its own state is the one searched, and checks the witness.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlayedGrind<F>(pub(crate) GrindOffer<F>);
+pub struct PlayedGrind<F> {
+    /// The permutation's input with the witness's slot left 0.
+    pub base: [F; SPONGE_WIDTH],
+    /// The slot of `base` the witness goes in.
+    pub witness_slot: usize,
+    /// The difficulty searched at, in bits.
+    pub bits: usize,
+    /// The smallest passing witness in `0..searched_end`; None if there is none.
+    pub witness: Option<F>,
+    /// End of the range searched (from 0).
+    pub searched_end: u32,
+}
 
 /// The transcript steps after a round's commitment, to be played where f lies: the root
 /// observed, `samples` out-of-domain points drawn with f evaluated at each, then a grind of
@@ -160,12 +202,17 @@ pub struct SpongeWords<F> {
 
 /// A challenger's running grinding time.
 #[derive(Clone)]
-pub struct GrindClock(pub(crate) PowClock);
+pub struct GrindClock(Arc<dyn Fn() -> Duration + Send + Sync>);
 
 impl GrindClock {
+    /// A clock that reads `elapsed`.
+    pub fn new(elapsed: impl Fn() -> Duration + Send + Sync + 'static) -> Self {
+        Self(Arc::new(elapsed))
+    }
+
     /// Wall time spent grinding so far.
     pub fn elapsed(&self) -> Duration {
-        self.0.elapsed()
+        (self.0)()
     }
 }
 
@@ -242,45 +289,35 @@ pub trait WhirChallenger<F: ProverField>:
     }
 }
 
+/// A challenger over a duplex sponge of width 16 and rate 8 that a caller's transcript can be
+/// handed to and back ([`Backend::device_transcript`](crate::backend::Backend::device_transcript)):
+/// its words now, and its permutation (checked against the caller's on a random state first).
+pub trait SpongeTranscript<F: ProverField>: WhirChallenger<F> {
+    /// The sponge's words now (what the caller's challenger resumes from).
+    fn words(&self) -> SpongeWords<F>;
+
+    /// This challenger's permutation applied to `state`.
+    fn permute_state(&self, state: [F; SPONGE_WIDTH]) -> [F; SPONGE_WIDTH];
+}
+
+/// Plonky3's own duplex, as the CPU twin's transcript type (it plays nothing ahead).
+impl<F: ProverField, P> SpongeTranscript<F> for DuplexChallenger<F, P, 16, 8>
+where
+    DuplexChallenger<F, P, 16, 8>: WhirChallenger<F>,
+    P: CryptographicPermutation<[F; 16]>,
+{
+    fn words(&self) -> SpongeWords<F> {
+        SpongeWords { state: self.sponge_state, inputs: self.input_buffer.clone(), outputs: self.output_buffer.clone() }
+    }
+    fn permute_state(&self, state: [F; SPONGE_WIDTH]) -> [F; SPONGE_WIDTH] {
+        self.permutation.permute(state)
+    }
+}
+
 /// The challenger a configuration names (`WhirConfig<E, F, K>`): the run itself may play over
 /// another over the same sponge ([`WhirChallenger::sponge_words`]).
 pub trait ConfigChallenger<F: ProverField>: FieldChallenger<F> + GrindingChallenger<Witness = F> {}
 impl<F: ProverField, K: FieldChallenger<F> + GrindingChallenger<Witness = F>> ConfigChallenger<F> for K {}
-
-/// The fast transcript: grinds on the GPU, and offers every kind of speculation.
-impl<F: ProverField> WhirChallenger<F> for GpuChallenger<F>
-where
-    GpuChallenger<F>: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>>,
-    InnerChallenger<F>: FieldChallenger<F> + GrindingChallenger<Witness = F>,
-{
-    /// Plonky3's challenger inside (the GPU one's clones share its speculation).
-    type Trial = InnerChallenger<F>;
-
-    fn trial(&self) -> InnerChallenger<F> {
-        self.inner().clone()
-    }
-    fn track_state(&mut self) -> Option<Lookahead<F>> {
-        GpuChallenger::track_state(self).map(Lookahead)
-    }
-    fn track_state_throughout(&mut self) -> Option<Lookahead<F>> {
-        GpuChallenger::track_state_throughout(self).map(Lookahead)
-    }
-    fn grind_ahead(&mut self, bits: usize) -> Option<Lookahead<F>> {
-        GpuChallenger::grind_ahead(self, bits).map(Lookahead)
-    }
-    fn stop_grinding_ahead(&mut self) {
-        GpuChallenger::stop_grinding_ahead(self)
-    }
-    fn stop_tracking(&mut self) {
-        GpuChallenger::stop_tracking(self)
-    }
-    fn device_min_bits(&self) -> usize {
-        GpuChallenger::gpu_min_bits(self)
-    }
-    fn pow_clock(&self) -> Option<GrindClock> {
-        Some(GrindClock(GpuChallenger::pow_clock(self)))
-    }
-}
 
 /// Plonky3's own challenger (`DuplexChallenger<F, Poseidon2, 16, 8>`, as p3-whir's tests and a
 /// Plonky3 stack hold it): every step played on the host. Its grinder searches in parallel and

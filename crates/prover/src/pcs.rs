@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::backend::GpuBackend;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_multilinear_util::point::Point;
@@ -16,16 +17,18 @@ use p3_sumcheck::strategy::VariableOrder;
 use p3_sumcheck::{OpeningEvals, OpeningProtocol, PrescribedOpeningSecurity, PrescribedPointPcs};
 use p3_whir::parameters::WhirConfig;
 use p3_whir::{PcsProof, WhirProver};
-use whir_gpu::{GpuChallenger, GpuCodewords};
+use whir_gpu::GpuChallenger;
 use whir_verifier::hash::CpuMmcs;
 
+use crate::backend::{Backend, CpuBackend};
 use crate::breakdown::DriverTimes;
 use crate::claims::{Points, Stacking};
-use crate::driver::{device_transcript, words_of};
-use crate::driver::{CpuCodewords, Opened, WhirBackend};
 use crate::error::ProverError;
+use crate::lookahead::SpongeTranscript;
 use crate::options::DriverOptions;
-use crate::protocol::{open_with_steps, StepClock};
+use crate::protocol::{open_with_backend, StepClock};
+use crate::rounds::device_transcript;
+use crate::rounds::Opened;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
@@ -46,24 +49,24 @@ pub type WhirPcsProof<F = BabyBear, E = EF<F>> = PcsProof<F, E, CpuMmcs<F>>;
 /// the table's last variable, bind its first.
 pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>> {
     config: WhirConfig<E, F, C>,
-    steps: S,
+    backend: S,
     options: DriverOptions,
     stock: StockPcs<L, F, E, C>,
 }
 
 /// The GPU PCS: every step where the stacked polynomial lies (over the challenger `C`).
-pub type GpuWhirPcs<L = ProverLayout, F = BabyBear, C = GpuChallenger<F>> = WhirPcs<GpuCodewords<F>, L, F, EF<F>, C>;
+pub type GpuWhirPcs<L = ProverLayout, F = BabyBear, C = GpuChallenger<F>> = WhirPcs<GpuBackend<F>, L, F, EF<F>, C>;
 
 /// The same protocol with the plain-Rust steps (the reference twin).
-pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirPcs<CpuCodewords<F, E>, L, F, E, C>;
+pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirPcs<CpuBackend<F, E>, L, F, E, C>;
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the steps
-    /// hash: [`WhirBackend::mmcs`], their constants and leaf sponge, which `verify` checks with).
-    pub fn new(config: WhirConfig<E, F, C>, steps: S) -> Self {
-        let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs());
-        Self { config, steps, options: DriverOptions::default(), stock }
+    /// hash: [`Backend::mmcs`], their constants and leaf sponge, which `verify` checks with).
+    pub fn new(config: WhirConfig<E, F, C>, backend: S) -> Self {
+        let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), backend.mmcs());
+        Self { config, backend, options: DriverOptions::default(), stock }
     }
 
     /// How the driver plays the transcript (the defaults: every step played ahead where it can).
@@ -77,9 +80,9 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>,
         &self.config
     }
 
-    /// The steps it proves with.
-    pub fn steps(&self) -> &S {
-        &self.steps
+    /// The backend it proves with.
+    pub fn backend(&self) -> &S {
+        &self.backend
     }
 
     /// p3-whir's own prover and verifier for the same configuration and layout.
@@ -105,17 +108,17 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>,
         // A caller's duplex sponge (Plonky3's `DuplexChallenger`) is played on by the steps'
         // challenger over the same sponge, which grinds and plays ahead on the device, and
         // handed back in the state its own run would leave.
-        let (proof, counts, clock) = match device_transcript(&self.steps, challenger) {
+        let (proof, counts, clock) = match device_transcript(&self.backend, challenger) {
             Some(mut device) => {
                 let mut clock = StepClock::new(&device);
-                let played = open_with_steps(&self.steps, &self.config, opened, protocol, points, &mut device, self.options, &mut clock);
-                challenger.resume(words_of(&device));
+                let played = open_with_backend(&self.backend, &self.config, opened, protocol, points, &mut device, self.options, &mut clock);
+                challenger.resume(device.words());
                 let (proof, counts) = played?;
                 (proof, counts, clock)
             }
             None => {
                 let mut clock = StepClock::new(challenger);
-                let (proof, counts) = open_with_steps(&self.steps, &self.config, opened, protocol, points, challenger, self.options, &mut clock)?;
+                let (proof, counts) = open_with_backend(&self.backend, &self.config, opened, protocol, points, challenger, self.options, &mut clock)?;
                 (proof, counts, clock)
             }
         };
@@ -127,26 +130,26 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>,
 /// polynomial as the sumcheck's f (resident on the GPU for [`GpuWhirPcs`]), with where the tables
 /// lie in it. A clone shares them (no re-encoding; an opening of a shared one folds a copy of f);
 /// the memory goes back when the last one is dropped or opened.
-pub struct WhirPcsData<S: WhirBackend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+pub struct WhirPcsData<S: Backend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     codeword: Arc<S::Committed>,
     sumcheck: Arc<S::Sumcheck>,
     stacking: Arc<Stacking>,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> Clone for WhirPcsData<S, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Clone for WhirPcsData<S, F, E> {
     fn clone(&self) -> Self {
         Self { codeword: self.codeword.clone(), sumcheck: self.sumcheck.clone(), stacking: self.stacking.clone() }
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> WhirPcsData<S, F, E> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> WhirPcsData<S, F, E> {
     /// Where the committed tables lie in the stacked polynomial.
     pub fn stacking(&self) -> &Stacking {
         &self.stacking
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> MultilinearPcs<E, C> for WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> MultilinearPcs<E, C> for WhirPcs<S, L, F, E, C> {
     type Val = F;
     type Commitment = Commitment<F>;
     type ProverData = WhirPcsData<S, F, E>;
@@ -212,7 +215,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>,
             }
         };
         let (root, codeword, sumcheck) =
-            self.steps.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
+            self.backend.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
         drop(layout);
         self.observe_commitment(&root, challenger);
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
@@ -231,7 +234,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>,
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> PrescribedPointPcs<E, C> for WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> PrescribedPointPcs<E, C> for WhirPcs<S, L, F, E, C> {
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }

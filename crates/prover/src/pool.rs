@@ -25,8 +25,8 @@ use rand::{CryptoRng, SeedableRng};
 use whir_gpu::GpuChallenger;
 use whir_verifier::hash::LeafSponge;
 
-use crate::backend::{cpu_unless_refused, estimated_gpu_bytes, GpuBackend, ProverOutput};
 use crate::error::ProverError;
+use crate::provers::{cpu_unless_refused, estimated_gpu_bytes, GpuProver, ProverOutput};
 use crate::{Commitment, Params, WhirExtension, ZkProof, F};
 
 /// Proofs in flight at once on a hardware adapter when the caller does not say: eight in flight
@@ -53,8 +53,8 @@ pub const DEFAULT_IN_FLIGHT_PER_QUEUE: usize = 2;
 pub const DEFAULT_QUEUES: usize = 4;
 
 /// A backend with `driver`'s settings on each of `queues` queues of the device `options` names.
-fn queue_backends(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions) -> Result<Vec<GpuBackend>, ProverError> {
-    Ok(GpuBackend::open_queues(options, queues)?.into_iter().map(|b| b.with_driver_options(driver)).collect())
+fn queue_backends(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions) -> Result<Vec<GpuProver>, ProverError> {
+    Ok(GpuProver::open_queues(options, queues)?.into_iter().map(|b| b.with_driver_options(driver)).collect())
 }
 
 /// The most jobs a pool keeps in flight on one context (a thread each).
@@ -88,7 +88,7 @@ pub struct HidingJob<E> {
 }
 
 /// A hiding job's result: its commitment and its proof, made from a fresh challenger
-/// ([`WhirPieces::challenger`](crate::WhirPieces::challenger)), which is where a verifier starts.
+/// ([`Plonky3Pieces::challenger`](crate::Plonky3Pieces::challenger)), which is where a verifier starts.
 #[derive(Clone)]
 pub struct HidingOutput<E: WhirExtension<F>> {
     /// The commitment (observed by the challenger before the opening).
@@ -97,11 +97,11 @@ pub struct HidingOutput<E: WhirExtension<F>> {
     pub proof: ZkProof<F, E>,
 }
 
-/// Keeps up to N jobs in flight on each of its [`GpuBackend`]s' contexts (see the module docs).
+/// Keeps up to N jobs in flight on each of its [`GpuProver`]s' contexts (see the module docs).
 ///
 /// ```no_run
-/// # use whir_prover::{GpuBackend, PoolOptions, ProofJob, ProofPool, Params};
-/// let pool = ProofPool::new(GpuBackend::open_default()?, PoolOptions::default())?;
+/// # use whir_prover::{GpuProver, PoolOptions, ProofJob, ProofPool, Params};
+/// let pool = ProofPool::new(GpuProver::open_default()?, PoolOptions::default())?;
 /// let jobs: Vec<ProofJob> = vec![]; // your polynomials
 /// for (i, proof) in pool.prove_many(jobs).into_iter().enumerate() {
 ///     let proof = proof?; // each job's own result: one failure leaves the others alone
@@ -115,7 +115,7 @@ pub struct ProofPool {
 
 /// One context of the pool: its backend, its jobs in flight and its memory budget.
 struct Lane {
-    backend: GpuBackend,
+    backend: GpuProver,
     in_flight: usize,
     admission: Admission,
 }
@@ -127,14 +127,14 @@ type Fallback<'a, J, R> = &'a (dyn Fn(&J, ProverError) -> Result<R, ProverError>
 impl ProofPool {
     /// A pool over `backend`'s context, admitting jobs against the context's memory budget
     /// (`GpuOptions::memory_mib`; none: jobs are admitted by count alone).
-    pub fn new(backend: GpuBackend, options: PoolOptions) -> Result<Self, ProverError> {
+    pub fn new(backend: GpuProver, options: PoolOptions) -> Result<Self, ProverError> {
         Self::over(vec![backend], options)
     }
 
     /// A pool over `queues` contexts on queues of one device of the adapter `options` names
     /// ([`GpuContext::on_queues`](whir_gpu::GpuContext::on_queues): on Vulkan one device with
     /// that many queues, of a compute-only family where the adapter has one, so that their work
-    /// overlaps), a [`GpuBackend`] each with `driver`'s settings, and `pool.in_flight` jobs on
+    /// overlaps), a [`GpuProver`] each with `driver`'s settings, and `pool.in_flight` jobs on
     /// each (default [`DEFAULT_IN_FLIGHT_PER_QUEUE`]). The memory budget
     /// (`options.memory_mib`) is shared out between the queues. Where the backend is not Vulkan
     /// or the adapter offers fewer queues, the error says so; one queue opens everywhere.
@@ -192,7 +192,7 @@ impl ProofPool {
 
     /// [`over`](Self::over) with the per-queue default: a lone queue keeps
     /// [`default_in_flight`] jobs, several keep [`DEFAULT_IN_FLIGHT_PER_QUEUE`] each.
-    fn over_queues(backends: Vec<GpuBackend>, queues: usize, pool: PoolOptions) -> Result<Self, ProverError> {
+    fn over_queues(backends: Vec<GpuProver>, queues: usize, pool: PoolOptions) -> Result<Self, ProverError> {
         let Some(first) = backends.first() else {
             return Err(ProverError::Input("a proof pool needs at least one GPU backend".into()));
         };
@@ -206,7 +206,7 @@ impl ProofPool {
     /// adapter) within its own memory budget. Jobs go to whichever context has a thread free,
     /// so a faster device takes more of them. A job that fails on one device (lost, out of
     /// memory, over its limits or budget) is tried on the others before the CPU.
-    pub fn over(backends: Vec<GpuBackend>, options: PoolOptions) -> Result<Self, ProverError> {
+    pub fn over(backends: Vec<GpuProver>, options: PoolOptions) -> Result<Self, ProverError> {
         if backends.is_empty() {
             return Err(ProverError::Input("a proof pool needs at least one GPU backend".into()));
         }
@@ -221,7 +221,7 @@ impl ProofPool {
         for (i, b) in backends.iter().enumerate() {
             if let Some(j) = backends[..i].iter().position(|a| std::sync::Arc::ptr_eq(a.context(), b.context())) {
                 return Err(ProverError::Input(format!(
-                    "backends {j} and {i} of the proof pool share one context; give each its own (GpuBackend::open per GPU), or raise in_flight"
+                    "backends {j} and {i} of the proof pool share one context; give each its own (GpuProver::open per GPU), or raise in_flight"
                 )));
             }
         }
@@ -242,12 +242,12 @@ impl ProofPool {
     }
 
     /// The backend of the pool's first context.
-    pub fn backend(&self) -> &GpuBackend {
+    pub fn backend(&self) -> &GpuProver {
         &self.lanes[0].backend
     }
 
     /// The backends of the pool's contexts, in order.
-    pub fn backends(&self) -> impl Iterator<Item = &GpuBackend> {
+    pub fn backends(&self) -> impl Iterator<Item = &GpuProver> {
         self.lanes.iter().map(|l| &l.backend)
     }
 
@@ -255,7 +255,7 @@ impl ProofPool {
     /// estimated peak ([`estimated_gpu_bytes`]) fits its context's budget beside the proofs
     /// running there; the results in the jobs' order. Each job's result is its own: a bad
     /// input, a GPU failure (the proof moves to the pool's other GPUs, then to the CPU, with a
-    /// warning, as [`GpuBackend`]'s `prove` does) or a panic reaches that job's slot alone. A
+    /// warning, as [`GpuProver`]'s `prove` does) or a panic reaches that job's slot alone. A
     /// proof refused for the budget while others ran is tried again alone before it moves on;
     /// one over every context's budget is refused.
     pub fn prove_many(&self, jobs: impl IntoIterator<Item = ProofJob, IntoIter: Send>) -> Vec<Result<ProverOutput, ProverError>> {
@@ -263,7 +263,7 @@ impl ProofPool {
         let estimate = |job: &ProofJob| self.lanes.iter().map(|l| estimated_gpu_bytes(&job.params, l.backend.context().tuning(), &driver)).max().unwrap_or(0);
         let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals, self.backend().fallback_memory());
         let mut out = Vec::new();
-        self.run_with(jobs, &estimate, &|backend: &GpuBackend, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| {
+        self.run_with(jobs, &estimate, &|backend: &GpuProver, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| {
             out.push(r)
         });
         out
@@ -295,11 +295,11 @@ impl ProofPool {
         let shape =
             Params { num_vars: config.num_variables(), fold: config.round_folding_factor(0), log_inv_rate: config.starting_log_inv_rate, ..Params::default() };
         let estimate = |_: &(HidingJob<E>, [u8; 32])| {
-            self.lanes.iter().map(|l| crate::backend::estimated_gpu_bytes_over(&shape, l.backend.context().tuning(), &driver, ext_words)).max().unwrap_or(0)
+            self.lanes.iter().map(|l| crate::provers::estimated_gpu_bytes_over(&shape, l.backend.context().tuning(), &driver, ext_words)).max().unwrap_or(0)
         };
-        let work = |backend: &GpuBackend, (job, seed): &(HidingJob<E>, [u8; 32])| -> Result<HidingOutput<E>, ProverError> {
+        let work = |backend: &GpuProver, (job, seed): &(HidingJob<E>, [u8; 32])| -> Result<HidingOutput<E>, ProverError> {
             let pcs = backend.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), leaf, StdRng::from_seed(*seed))?;
-            let mut challenger = crate::WhirPieces::challenger(backend);
+            let mut challenger = crate::Plonky3Pieces::challenger(backend);
             let (commitment, data) = pcs.commit(job.witness.clone(), &mut challenger)?;
             let proof = pcs.open(data, job.points.clone(), &mut challenger)?;
             Ok(HidingOutput { commitment, proof })
@@ -314,7 +314,7 @@ impl ProofPool {
     }
 
     /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`; each
-    /// thread's `backend` is a [`GpuBackend::worker`] of one of the pool's), up to
+    /// thread's `backend` is a [`GpuProver::worker`] of one of the pool's), up to
     /// [`in_flight`](Self::in_flight) at once, each admitted when `estimate(job)` bytes of GPU
     /// memory fit its context's budget beside the jobs running there; the results in the jobs'
     /// order. A job whose work returns a GPU error (other than bad input) is tried on the
@@ -323,7 +323,7 @@ impl ProofPool {
         &self,
         jobs: impl IntoIterator<Item = J, IntoIter: Send>,
         estimate: impl Fn(&J) -> u64 + Sync,
-        work: impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync,
+        work: impl Fn(&GpuProver, &J) -> Result<R, ProverError> + Sync,
     ) -> Vec<Result<R, ProverError>> {
         let mut out = Vec::new();
         self.run_ordered(jobs, estimate, work, |_, result| out.push(result));
@@ -341,7 +341,7 @@ impl ProofPool {
         &self,
         jobs: impl IntoIterator<Item = J, IntoIter: Send>,
         estimate: impl Fn(&J) -> u64 + Sync,
-        work: impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync,
+        work: impl Fn(&GpuProver, &J) -> Result<R, ProverError> + Sync,
         mut sink: impl FnMut(usize, Result<R, ProverError>),
     ) {
         self.run_with(jobs, &estimate, &work, &|_, e| Err(e), &mut sink);
@@ -351,7 +351,7 @@ impl ProofPool {
         &self,
         jobs: impl IntoIterator<Item = J, IntoIter: Send>,
         estimate: &(impl Fn(&J) -> u64 + Sync),
-        work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+        work: &(impl Fn(&GpuProver, &J) -> Result<R, ProverError> + Sync),
         fallback: Fallback<'_, J, R>,
         sink: &mut dyn FnMut(usize, Result<R, ProverError>),
     ) {
@@ -370,7 +370,7 @@ impl ProofPool {
                     let tx = tx.clone();
                     scope.spawn(move || {
                         // Worker backends of this thread's own, one per context it runs on.
-                        let mut workers: Vec<Option<GpuBackend>> = vec![None; self.lanes.len()];
+                        let mut workers: Vec<Option<GpuProver>> = vec![None; self.lanes.len()];
                         loop {
                             // A thread of a lost context leaves its jobs to the others while
                             // any other context is sound (the last ones run the fallback).
@@ -409,12 +409,12 @@ impl ProofPool {
     #[allow(clippy::too_many_arguments)]
     fn run_job<J, R>(
         &self,
-        workers: &mut [Option<GpuBackend>],
+        workers: &mut [Option<GpuProver>],
         home: usize,
         index: usize,
         job: &J,
         estimate: &(impl Fn(&J) -> u64 + Sync),
-        work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+        work: &(impl Fn(&GpuProver, &J) -> Result<R, ProverError> + Sync),
         fallback: Fallback<'_, J, R>,
     ) -> Result<R, ProverError> {
         let _span = tracing::info_span!("pool job", job = index).entered();
@@ -520,11 +520,11 @@ impl Lane {
     /// the budget refused it while others held memory.
     fn run_admitted<J, R>(
         &self,
-        backend: &GpuBackend,
+        backend: &GpuProver,
         index: usize,
         job: &J,
         bytes: u64,
-        work: &(impl Fn(&GpuBackend, &J) -> Result<R, ProverError> + Sync),
+        work: &(impl Fn(&GpuProver, &J) -> Result<R, ProverError> + Sync),
     ) -> Result<R, ProverError> {
         let run = || caught(index, || work(backend, job));
         let admitted = tracing::info_span!("pool admission").entered();

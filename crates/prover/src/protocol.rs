@@ -1,7 +1,7 @@
 //! The protocol as p3-whir reads it: a single polynomial committed and opened
-//! ([`prove_with_steps`]), and the opening: the claim phase, the initial fold, the rounds (commit, OOD,
+//! ([`prove_with_backend`]), and the opening: the claim phase, the initial fold, the rounds (commit, OOD,
 //! query PoW, queries, openings, combined constraint, sumcheck) and the final round, each a
-//! method of its own over [`WhirBackend`] and any [`WhirChallenger`]. What the challenger can
+//! method of its own over [`Backend`] and any [`WhirChallenger`]. What the challenger can
 //! play ahead (each round's head and the final grind played where f lies) is offered through the
 //! challenger, and every value it offers is checked against the transcript replayed here.
 
@@ -21,27 +21,28 @@ use std::time::{Duration, Instant};
 use p3_sumcheck::layout::observe_commitment;
 use whir_verifier::hash::CpuMmcs;
 
+use crate::backend::{check_leaf_sponge, Backend, Paths, Proof};
 use crate::breakdown::{DriverTimes, RoundBreakdown, Step, StepTime};
 use crate::claims::Stacking;
-use crate::driver::{check_leaf_sponge, query_openings, query_var, run_rounds, Opened, Paths, Proof, WhirBackend};
 use crate::error::ProverError;
 use crate::lookahead::GrindClock;
 use crate::lookahead::WhirChallenger;
 use crate::options::DriverOptions;
+use crate::rounds::{query_openings, query_var, run_rounds, Opened};
 use crate::sumcheck::{powers_from, SumcheckState};
 use crate::Params;
 use crate::{Commitment, ProverField, WhirExtension};
 use whir_verifier::opening_protocol;
 
-/// What [`prove_with_steps`] returns: the commitment, the proof and where the time went.
+/// What [`prove_with_backend`] returns: the commitment, the proof and where the time went.
 pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes);
 
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
 /// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
 /// field's degree-4 extension on the GPU steps; any [`WhirExtension`] on the CPU twin): returns
 /// the commitment, the proof and where the time went.
-pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>>(
-    steps: &S,
+pub fn prove_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>>(
+    backend: &S,
     params: &Params,
     evals: &[F],
     challenger: &mut C,
@@ -51,22 +52,22 @@ pub fn prove_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
     }
-    check_leaf_sponge(steps.leaf_sponge(), params.leaf)?;
+    check_leaf_sponge(backend.leaf_sponge(), params.leaf)?;
     let started = Instant::now();
     let mut clock = StepClock::new(challenger);
 
     // Commit (the PCS adapter's `commit`): the layout's message, encoded and committed.
     // The suffix layout of one table of one column commits the evaluations as they are (rows of
     // 2^fold consecutive values; p3-sumcheck's `write_stacked_slots`), so they are the message.
-    clock.enter(steps, 0, Step::Commit);
-    let (root, committed, sumcheck) = steps.commit_message(evals, 1 << config.round_folding_factor(0), params.log_inv_rate)?;
+    clock.enter(backend, 0, Step::Commit);
+    let (root, committed, sumcheck) = backend.commit_message(evals, 1 << config.round_folding_factor(0), params.log_inv_rate)?;
     observe_commitment::<F, _, _>(challenger, root.clone());
     let commit_phase = started.elapsed();
 
     let protocol = opening_protocol(params);
     let stacking = Stacking::new(protocol.table_shapes());
     let opened = Opened { codeword: std::sync::Arc::new(committed), sumcheck, stacking: &stacking };
-    let (proof, counts) = open_with_steps(steps, &config, opened, &protocol, Points::Drawn, challenger, options, &mut clock)?;
+    let (proof, counts) = open_with_backend(backend, &config, opened, &protocol, Points::Drawn, challenger, options, &mut clock)?;
     Ok((root, proof, DriverTimes::from_breakdown(clock.finish(), commit_phase, started.elapsed(), counts)))
 }
 
@@ -83,8 +84,8 @@ type FinalParts<F, E> = (Poly<E>, F, Option<SumcheckData<F, E>>, Vec<QueryOpenin
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>>(
-    steps: &S,
+pub(crate) fn open_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>>(
+    backend: &S,
     config: &WhirConfig<E, F, K>,
     opened: Opened<'_, F, E, S>,
     protocol: &OpeningProtocol,
@@ -107,7 +108,7 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBacken
     // layout's prover-side claim transcripts are private to p3-sumcheck; its verifier-side
     // registry plays the same transcript given the values, so each point is read from a trial run
     // on copies, the value computed where f lies, and the real step played with it.
-    clock.enter(steps, 0, Step::Claims);
+    clock.enter(backend, 0, Step::Claims);
     check_protocol(stacking, protocol, points)?;
     let claims = protocol.checked_num_claims().and_then(|n| n.checked_add(config.commitment_ood_samples()));
     config
@@ -126,7 +127,7 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBacken
     let transcript = WhirProverTranscript::<C, F, E>::new(challenger, shape);
     let (played, transcript, counts) = {
         let mut run = WhirRun {
-            steps,
+            backend,
             config,
             options,
             clock,
@@ -165,8 +166,8 @@ pub(crate) fn open_with_steps<F: ProverField, E: WhirExtension<F>, S: WhirBacken
 
 /// One WHIR run after the claim phase: the transcript, f and its weights, the codeword the next
 /// queries open, the openings not yet read back, and what the challenger plays ahead.
-struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>, K> {
-    steps: &'a S,
+struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>, K> {
+    backend: &'a S,
     config: &'a WhirConfig<E, F, K>,
     options: DriverOptions,
     clock: &'a mut StepClock,
@@ -187,7 +188,7 @@ struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>
     num_vars: usize,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>> WhirRun<'_, '_, F, E, S, C, K> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>> WhirRun<'_, '_, F, E, S, C, K> {
     /// The initial fold, every round, the final round, and the proof assembled (its initial
     /// out-of-domain answers are the caller's).
     fn play(&mut self, claims: &Claims<F, E>) -> Result<WhirProof<F, E, whir_verifier::hash::CpuMmcs<F>>, ProverError> {
@@ -223,18 +224,18 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
     /// The batching challenge α, then w = Σ α^i eq(z_i, ·) over every claim (the registry's own
     /// batched constraint) and the first fold's sumcheck rounds.
     fn initial_fold(&mut self, claims: &Claims<F, E>) -> Result<SumcheckData<F, E>, ProverError> {
-        let (steps, config, options, num_vars) = (self.steps, self.config, self.options, self.num_vars);
+        let (backend, config, options, num_vars) = (self.backend, self.config, self.options, self.num_vars);
         let (sumcheck, clock) = (&mut self.sumcheck, &mut *self.clock);
         let mut initial_sumcheck = SumcheckData::default();
         self.transcript.delegate_initial_fold(|ch| -> Result<(), ProverError> {
-            clock.enter(steps, 0, Step::Weights);
+            clock.enter(backend, 0, Step::Weights);
             let alpha = claims.registry.batching_challenge(ch);
             // Formed where used in the initial fold's rounds, not stored (the largest table),
             // from the size the options say and where the steps can: from 2^24 cells up, for one
             // polynomial as for a stacked witness, it halves the live peak (BENCHMARKS.md).
             let lazy = options.lazy_first_weights_at(num_vars).then_some(config.round_folding_factor(0));
             claims.add_initial_weights(sumcheck, alpha, lazy)?;
-            clock.enter(steps, 0, Step::Sumcheck);
+            clock.enter(backend, 0, Step::Sumcheck);
             run_rounds(sumcheck, &mut initial_sumcheck, ch, config.round_folding_factor(0), config.starting_folding_pow_bits(), options.device_rounds)
                 .map(|_| ())
         })?;
@@ -245,14 +246,14 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
     /// and queries, the openings of the previous codeword, the γ-batched constraint and the
     /// round's sumcheck.
     fn round(&mut self, round: usize) -> Result<RoundParts<F, E>, ProverError> {
-        let (steps, config) = (self.steps, self.config);
+        let (backend, config) = (self.backend, self.config);
         let num_variables = self.num_vars - config.total_folded_through(round);
         let round_params = &config.round_parameters()[round];
         let fold_next = config.round_folding_factor(round + 1);
 
         // Commit to the folded polynomial (`commit_extension`, suffix order: as is), with the
         // round's head played where f lies where the challenger offers its state.
-        self.clock.enter(steps, round + 1, Step::Commit);
+        self.clock.enter(backend, round + 1, Step::Commit);
         let query_bits = self.transcript.shape().rounds[round].query_pow_bits;
         let head = self.head.as_ref().and_then(Lookahead::state).map(|state| RoundHead {
             state,
@@ -262,13 +263,13 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
             grind_bits: if query_bits >= self.device_min_bits { query_bits } else { 0 },
         });
         let head = head.filter(|h| h.samples > 0 || h.grind_bits > 0);
-        let (next_root, next_committed, played) = steps.commit_folded_with_head(&mut self.sumcheck, fold_next, round_params.log_inv_rate, head.as_ref())?;
+        let (next_root, next_committed, played) = backend.commit_folded_with_head(&mut self.sumcheck, fold_next, round_params.log_inv_rate, head.as_ref())?;
         // The GPU expanded its points over f's variables: those must be the round's.
         let played = played.filter(|_| self.sumcheck.num_variables() == num_variables);
         self.transcript.commitment(next_root.clone());
 
         // Out-of-domain samples of the folded polynomial.
-        self.clock.enter(steps, round + 1, Step::Ood);
+        self.clock.enter(backend, round + 1, Step::Ood);
         let mut ood_points = Vec::with_capacity(round_params.ood_samples);
         let mut ood_answers = Vec::with_capacity(round_params.ood_samples);
         for i in 0..round_params.ood_samples {
@@ -289,7 +290,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
             ood_points.push(point);
         }
 
-        self.clock.enter(steps, round + 1, Step::Pow);
+        self.clock.enter(backend, round + 1, Step::Pow);
         // The grind played with the head, taken only if the transcript is where it searched.
         if let (Some(link), Some(offer)) = (self.head.as_ref(), played.and_then(|p| p.grind)) {
             self.played_ahead.1 += 1;
@@ -300,15 +301,15 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
 
         // STIR openings of the previous codeword. (Upstream folds each row at the folding
         // randomness; those values only update the claimed sum, which no message carries.)
-        self.clock.enter(steps, round + 1, Step::Open);
-        self.pending.push((steps.open(&self.committed, &indices)?, self.base_round));
+        self.clock.enter(backend, round + 1, Step::Open);
+        self.pending.push((backend.open(&self.committed, &indices)?, self.base_round));
         // The previous codeword is done with once its openings are gathered: its memory goes
         // back before this round's weights and sumcheck.
         self.committed = Arc::new(next_committed);
 
         // γ-batched constraint (the carried claim keeps coefficient 1; OOD claims take γ^1..,
         // STIR claims the powers after them), then this round's sumcheck.
-        self.clock.enter(steps, round + 1, Step::Weights);
+        self.clock.enter(backend, round + 1, Step::Weights);
         let gamma = self.transcript.round_batching();
         let eq_scales = powers_from(gamma, 1, ood_points.len());
         let select_scales = powers_from(gamma, 1 + ood_points.len(), indices.len());
@@ -319,7 +320,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
             <F as p3_field::TwoAdicField>::two_adic_generator(round_params.log_folded_domain_size)
         );
         self.sumcheck.add_select_weights_at(round_params.log_folded_domain_size, &indices, &select_scales)?;
-        self.clock.enter(steps, round + 1, Step::Sumcheck);
+        self.clock.enter(backend, round + 1, Step::Sumcheck);
         let mut sumcheck_data = SumcheckData::default();
         let (sumcheck, device_rounds) = (&mut self.sumcheck, self.options.device_rounds);
         let _folding_randomness =
@@ -332,7 +333,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
     /// then every opening read back (one transfer, under way while the closing sumcheck runs),
     /// in the rounds' order, the final round's last.
     fn final_round(&mut self) -> Result<FinalParts<F, E>, ProverError> {
-        let (steps, config) = (self.steps, self.config);
+        let (backend, config) = (self.backend, self.config);
         let final_round = config.n_rounds();
         // The final polynomial comes back with the query grind that follows observing it, run
         // ahead on the GPU from the transcript's state here (taken only if the challenger's
@@ -340,24 +341,24 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
         // as PoW (the steps may still read f alone, e.g. f split over bindings).
         let final_bits = self.transcript.shape().final_pow_bits;
         let grind_from = self.head.as_ref().and_then(Lookahead::state).filter(|_| final_bits > 0 && final_bits >= self.device_min_bits);
-        self.clock.enter(steps, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });
+        self.clock.enter(backend, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });
         let (evals, final_offer) = self.sumcheck.evals_then_grind(grind_from.as_ref().map(|state| (state, final_bits)))?;
         let final_poly = Poly::new(evals);
         self.transcript.final_poly(final_poly.as_slice());
-        self.clock.enter(steps, final_round + 1, Step::Pow);
+        self.clock.enter(backend, final_round + 1, Step::Pow);
         if let (Some(link), Some(offer)) = (self.head.as_ref(), final_offer) {
             self.played_ahead.1 += 1;
             link.queue([offer]);
         }
         let final_pow_witness = self.transcript.query_pow(final_round);
         let indices = self.transcript.query_indices(final_round);
-        self.clock.enter(steps, final_round + 1, Step::Open);
-        self.pending.push((steps.open(&self.committed, &indices)?, self.base_round));
+        self.clock.enter(backend, final_round + 1, Step::Open);
+        self.pending.push((backend.open(&self.committed, &indices)?, self.base_round));
         // Every opening comes back in one transfer, under way while the closing sumcheck runs.
-        self.clock.enter(steps, final_round + 1, Step::Readback);
+        self.clock.enter(backend, final_round + 1, Step::Readback);
         let (openings, bases): (Vec<_>, Vec<bool>) = std::mem::take(&mut self.pending).into_iter().unzip();
-        let opened = steps.begin_reading_openings(openings)?;
-        self.clock.enter(steps, final_round + 1, Step::Sumcheck);
+        let opened = backend.begin_reading_openings(openings)?;
+        self.clock.enter(backend, final_round + 1, Step::Sumcheck);
         let (sumcheck, device_rounds) = (&mut self.sumcheck, self.options.device_rounds);
         let final_sumcheck = self
             .transcript
@@ -366,7 +367,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>, C: WhirChallenge
                 run_rounds(sumcheck, &mut data, ch, config.final_sumcheck_rounds(), config.final_folding_pow_bits(), device_rounds).map(|_| data)
             })
             .transpose()?;
-        self.clock.enter(steps, final_round + 1, Step::Readback);
+        self.clock.enter(backend, final_round + 1, Step::Readback);
         let openings = opened()?.into_iter().zip(bases).map(|((rows, proof), base)| query_openings(rows, proof, base)).collect();
         Ok((final_poly, final_pow_witness, final_sumcheck, openings))
     }
@@ -388,9 +389,9 @@ impl StepClock {
         Self { breakdown: RoundBreakdown::default(), open: None, pow_clock: challenger.pow_clock(), span: None }
     }
 
-    pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>>(&mut self, steps: &S, round: usize, step: Step) {
+    pub(crate) fn enter<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>>(&mut self, backend: &S, round: usize, step: Step) {
         self.close();
-        steps.enter_step(round, step);
+        backend.enter_step(round, step);
         self.span = Some(tracing::info_span!("step", round, step = step.name()).entered());
         self.open = Some((round, step, Instant::now(), self.pow_elapsed()));
     }
@@ -399,10 +400,10 @@ impl StepClock {
         if self.breakdown.rounds.len() <= round {
             self.breakdown.rounds.resize(round + 1, Vec::new());
         }
-        let steps = &mut self.breakdown.rounds[round];
-        match steps.iter_mut().find(|(s, _)| *s == step) {
+        let backend = &mut self.breakdown.rounds[round];
+        match backend.iter_mut().find(|(s, _)| *s == step) {
             Some((_, t)) => t.wall += wall,
-            None => steps.push((step, StepTime { wall, ..StepTime::default() })),
+            None => backend.push((step, StepTime { wall, ..StepTime::default() })),
         }
     }
 

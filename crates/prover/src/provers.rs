@@ -1,10 +1,10 @@
-//! The backends a proof of one polynomial is asked of: [`CpuBackend`] (Plonky3 on the host) and
-//! [`GpuBackend`] (one GPU context, its pieces, its resident driver and its PCS), and
-//! [`WhirPieces`], what both hand out for Plonky3's own `WhirProver` (a code, an MMCS, a
-//! challenger). `WhirPieces::prove` runs `WhirProver` over those pieces by default; the GPU
-//! backend overrides it with the resident driver (the protocol in `protocol.rs` over the
-//! [`WhirBackend`](crate::steps::WhirBackend) steps of `GpuCodewords`).
+//! The provers a user picks: [`CpuProver`] (Plonky3 on the host) and [`GpuProver`] (one GPU
+//! context, its pieces, its resident prover and its PCSs), and [`Plonky3Pieces`], what both hand
+//! out for Plonky3's own `WhirProver` (a code, an MMCS, a challenger). `Plonky3Pieces::prove`
+//! runs `WhirProver` over those pieces by default; the GPU prover overrides it with the resident
+//! protocol over the [`GpuBackend`](crate::backend::GpuBackend).
 
+use crate::backend::GpuBackend;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,15 +16,14 @@ use p3_merkle_tree::PrunedMerklePaths;
 use p3_sumcheck::layout::{Layout, Table};
 use p3_whir::{WhirDomain, WhirProver};
 use whir_gpu::{
-    profile::TransferCounts, GpuChallenger, GpuCodewords, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning,
-    Poseidon2Constants,
+    profile::TransferCounts, GpuChallenger, GpuContext, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, GpuTuning, Poseidon2Constants,
 };
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
 use crate::breakdown::RoundBreakdown;
 use crate::error::ProverError;
 use crate::options::DriverOptions;
-use crate::protocol::prove_with_steps;
+use crate::protocol::prove_with_backend;
 use crate::timing::{PhaseClock, PhaseTimes, TimedDomain, TimedMmcs};
 use crate::Params;
 use crate::{Commitment, GpuWhirDomain, GpuWhirPcs, ProofFileOf, ProverField, ProverLayout, EF};
@@ -74,7 +73,7 @@ impl<F: ProverField> ProverOutput<F> {
 
 /// The pieces Plonky3's `WhirProver` proves with — its code, its MMCS, its challenger — and a
 /// proof of one polynomial (by default `WhirProver` over those pieces), over the field `F`.
-pub trait WhirPieces<F: ProverField = BabyBear> {
+pub trait Plonky3Pieces<F: ProverField = BabyBear> {
     /// The Reed–Solomon code and query map.
     type Domain: WhirDomain<F, EF<F>>;
     /// The Merkle commitment scheme (proofs in Plonky3's `MerkleTreeMmcs` format).
@@ -100,7 +99,7 @@ pub trait WhirPieces<F: ProverField = BabyBear> {
 }
 
 /// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
-pub fn prove_with_pieces<F: ProverField, B: WhirPieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+pub fn prove_with_pieces<F: ProverField, B: Plonky3Pieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
     prove_with_parts::<F, EF<F>, _, _>(backend.domain(), backend.mmcs(params.leaf), backend.challenger(), backend.name(), params, evals)
 }
 
@@ -148,10 +147,10 @@ pub(crate) fn new_challenger<F: ProverField>(grinder: Option<Arc<GpuGrinder<F>>>
 
 /// Plonky3 on the CPU: `Radix2DFTSmallBatch`, `MerkleTreeMmcs`, the smallest-witness CPU grinder.
 #[derive(Clone, Default)]
-pub struct CpuBackend;
+pub struct CpuProver;
 
-impl CpuBackend {
-    /// [`WhirPieces::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
+impl CpuProver {
+    /// [`Plonky3Pieces::prove`] with the challenges in any extension `E` of `F` (degree 4, 5 or 8).
     pub fn prove_over<F: ProverField, E: crate::WhirExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         prove_with_parts::<F, E, _, _>(
             Radix2DFTSmallBatch::<F>::default(),
@@ -164,7 +163,7 @@ impl CpuBackend {
     }
 }
 
-impl<F: ProverField> WhirPieces<F> for CpuBackend {
+impl<F: ProverField> Plonky3Pieces<F> for CpuProver {
     type Domain = Radix2DFTSmallBatch<F>;
     type Mmcs = CpuMmcs<F>;
 
@@ -182,7 +181,7 @@ impl<F: ProverField> WhirPieces<F> for CpuBackend {
     }
 }
 
-/// How [`GpuBackend`] proves.
+/// How [`GpuProver`] proves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMode {
     /// Our driver (`driver.rs`) with everything resident on the GPU: each codeword is encoded
@@ -302,7 +301,7 @@ impl HostMemory {
 
 /// whir-gpu: GPU NTT encoder, GPU Merkle trees, GPU grinding.
 #[derive(Clone)]
-pub struct GpuBackend<F: ProverField = BabyBear> {
+pub struct GpuProver<F: ProverField = BabyBear> {
     ntt: Arc<GpuNtt>,
     merkle: Arc<GpuMerkle<F>>,
     /// The same with leaves hashed by Poseidon2 of width 24 (`LeafSponge::Width24`).
@@ -320,7 +319,7 @@ pub struct GpuBackend<F: ProverField = BabyBear> {
     fallback_memory: Option<HostMemory>,
 }
 
-impl GpuBackend {
+impl GpuProver {
     /// A BabyBear backend on `ctx`.
     pub fn new(ctx: Arc<GpuContext>) -> Self {
         Self::over(ctx)
@@ -345,7 +344,7 @@ impl GpuBackend {
     }
 }
 
-impl<F: ProverField> GpuBackend<F> {
+impl<F: ProverField> GpuProver<F> {
     /// A backend over `F` on `ctx` (one context serves every field).
     pub fn over(ctx: Arc<GpuContext>) -> Self {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
@@ -471,7 +470,7 @@ impl<F: ProverField> GpuBackend<F> {
         evals: &[F],
     ) -> Result<ProverOutput<F>, ProverError> {
         self.check_resident_fits(params, E::WORDS)?;
-        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(params.leaf).clone())?;
+        let backend = GpuBackend::new(self.ntt.clone(), self.merkle_for(params.leaf).clone())?;
         let ctx = self.context();
         let before = ctx.transfers().transfer_counts();
         let mut challenger = new_challenger(Some(self.grinder.clone()));
@@ -480,7 +479,7 @@ impl<F: ProverField> GpuBackend<F> {
             ctx.memory().reset_peak_buffer_bytes();
         }
         let started = Instant::now();
-        let proved = prove_with_steps::<F, E, _, _>(&steps, params, evals, &mut challenger, self.driver);
+        let proved = prove_with_backend::<F, E, _, _>(&backend, params, evals, &mut challenger, self.driver);
         let total = started.elapsed();
         // (Before the profile's own readback.)
         let transfers = ctx.transfers().transfer_counts() - before;
@@ -516,11 +515,11 @@ impl<F: ProverField> GpuBackend<F> {
         self.ntt.context()
     }
 
-    /// [`WhirPieces::prove`] on this GPU alone: a GPU failure is returned, not proved again on the
+    /// [`Plonky3Pieces::prove`] on this GPU alone: a GPU failure is returned, not proved again on the
     /// CPU (a [`ProofPool`](crate::ProofPool) over several GPUs moves it to another first).
     pub fn prove_on_gpu(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
     where
-        Self: WhirPieces<F>,
+        Self: Plonky3Pieces<F>,
     {
         let before = self.context().transfers().transfer_counts();
         match self.mode {
@@ -562,7 +561,7 @@ impl<F: ProverField> GpuBackend<F> {
     pub fn pcs_over<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: crate::WhirChallenger<F>>(
         &self,
         config: p3_whir::parameters::WhirConfig<E, F, C>,
-    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E, C>, ProverError> {
+    ) -> Result<crate::WhirPcs<GpuBackend<F>, L, F, E, C>, ProverError> {
         self.pcs_hashing_leaves::<L, E, C>(config, LeafSponge::Width16)
     }
 
@@ -572,9 +571,9 @@ impl<F: ProverField> GpuBackend<F> {
         &self,
         config: p3_whir::parameters::WhirConfig<E, F, C>,
         leaf: LeafSponge,
-    ) -> Result<crate::WhirPcs<GpuCodewords<F>, L, F, E, C>, ProverError> {
-        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
-        Ok(crate::WhirPcs::<GpuCodewords<F>, L, F, E, C>::new(config, steps).with_options(self.driver))
+    ) -> Result<crate::WhirPcs<GpuBackend<F>, L, F, E, C>, ProverError> {
+        let backend = GpuBackend::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
+        Ok(crate::WhirPcs::<GpuBackend<F>, L, F, E, C>::new(config, backend).with_options(self.driver))
     }
 
     /// Zero-knowledge WHIR on this GPU for `config` (p3-whir's `HidingWhirPcs`, resident:
@@ -587,12 +586,12 @@ impl<F: ProverField> GpuBackend<F> {
         R: rand::CryptoRng,
         rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
     {
-        let steps = GpuCodewords::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
-        Ok(crate::GpuHidingPcs::new(config, steps, rng).with_options(self.driver))
+        let backend = GpuBackend::new(self.ntt.clone(), self.merkle_for(leaf).clone())?;
+        Ok(crate::GpuHidingPcs::new(config, backend, rng).with_options(self.driver))
     }
 }
 
-impl<F: ProverField> WhirPieces<F> for GpuBackend<F>
+impl<F: ProverField> Plonky3Pieces<F> for GpuProver<F>
 where
     GpuWhirDomain<F>: WhirDomain<F, EF<F>>,
     GpuMmcs<F>: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync,
@@ -626,8 +625,8 @@ where
     }
 }
 
-impl<F: ProverField> GpuBackend<F> {
-    /// [`WhirPieces::prove`] with the challenges in the extension `E` (degree 4, 5 or 8): the resident
+impl<F: ProverField> GpuProver<F> {
+    /// [`Plonky3Pieces::prove`] with the challenges in the extension `E` (degree 4, 5 or 8): the resident
     /// driver, and after a GPU failure the CPU's proof over `E` (with a warning).
     pub fn prove_over<E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>>(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
         cpu_unless_refused_over::<F, E>(self.prove_resident_over::<E>(params, evals), params, evals, self.fallback_memory.as_ref())
@@ -660,7 +659,7 @@ fn cpu_unless_refused_over<F: ProverField, E: crate::WhirExtension<F>>(
                 return Err(ProverError::Params(format!("the GPU cannot make this proof ({e}), and the CPU cannot either: {refused}")));
             }
             tracing::warn!("the GPU cannot make this proof ({e}); proving on the CPU instead");
-            let out = CpuBackend.prove_over::<F, E>(params, evals)?;
+            let out = CpuProver.prove_over::<F, E>(params, evals)?;
             Ok(ProverOutput { path: "cpu (fallback)", ..out })
         }
         other => other,

@@ -51,7 +51,7 @@ impl<E: p3_field::Field> SlotSet<E> {
     }
 }
 
-/// The sumcheck state a [`WhirBackend`](crate::steps::WhirBackend) keeps (its `Sumcheck`), and the
+/// The sumcheck state a [`Backend`](crate::backend::Backend) keeps (its `Sumcheck`), and the
 /// steps a WHIR round asks of it.
 pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtension<F> = EF<F>> {
     /// Variables m still free (f and w have 2^m entries).
@@ -394,122 +394,6 @@ impl<F: ProverField, E: WhirExtension<F>> SumcheckState<F, E> for CpuSumcheck<F,
 pub(crate) fn powers_from<F: ProverField, E: WhirExtension<F>>(gamma: E, start: usize, count: usize) -> Vec<E> {
     let first = gamma.exp_u64(start as u64);
     gamma.powers().take(count).map(|p| p * first).collect()
-}
-
-/// The GPU's sumcheck over the degree-4, 5 and 8 extensions; the rounds' transcript is
-/// played on the GPU (`play_chain`), lazy weights included.
-impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckState<F, E> for whir_gpu::GpuSumcheck<F, E> {
-    fn num_variables(&self) -> usize {
-        whir_gpu::GpuSumcheck::num_variables(self)
-    }
-    fn duplicate(&self) -> Result<Self, ProverError> {
-        Ok(whir_gpu::GpuSumcheck::duplicate(self)?)
-    }
-    fn round_coefficients(&mut self) -> Result<(E, E), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::round_coefficients(self)?)
-    }
-    fn fold(&mut self, r: E) -> Result<(), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::fold(self, r)?)
-    }
-    fn fold_then_round(&mut self, r: E) -> Result<(E, E), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::fold_then_round(self, r)?)
-    }
-    fn add_eq_weights(&mut self, points: &[Point<E>], scales: &[E]) -> Result<(), ProverError> {
-        let points: Vec<Vec<E>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
-        Ok(whir_gpu::GpuSumcheck::add_eq_weights(self, &points, scales)?)
-    }
-    fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<(), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::add_select_weights(self, vars, scales)?)
-    }
-    fn set_lazy_eq_weights(&mut self, points: &[Point<E>], scales: &[E], rounds: usize) -> Result<(), ProverError> {
-        let points: Vec<Vec<E>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
-        Ok(whir_gpu::GpuSumcheck::set_lazy_eq_weights(self, &points, scales, rounds)?)
-    }
-    fn eval(&mut self, point: &Point<E>) -> Result<E, ProverError> {
-        Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
-    }
-    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<(), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::add_select_weights_at(self, log_domain, indices, scales)?)
-    }
-
-    fn evals(&mut self) -> Result<Vec<E>, ProverError> {
-        Ok(whir_gpu::GpuSumcheck::evals(self)?)
-    }
-
-    fn weights_table(&mut self) -> Result<Vec<E>, ProverError> {
-        Ok(whir_gpu::GpuSumcheck::weights(self)?)
-    }
-
-    fn scale_weights(&mut self, s: E) -> Result<(), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::scale_weights(self, s)?)
-    }
-
-    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError> {
-        Ok(whir_gpu::GpuSumcheck::add_power_weights(self, vars, scales)?)
-    }
-
-    fn eval_powers(&mut self, y: E) -> Result<E, ProverError> {
-        Ok(whir_gpu::GpuSumcheck::eval_powers(self, y)?)
-    }
-
-    fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
-        let sets: Vec<whir_gpu::transcript::Slots<'_, E>> =
-            sets.iter().map(|s| whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
-        Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
-    }
-
-    fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::transcript::Slots<'_, E>, &[E])> = sets
-            .iter()
-            .map(|(s, scales)| (whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
-            .collect();
-        Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
-    }
-
-    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], rounds: usize) -> Result<(), ProverError> {
-        let sets: Vec<(whir_gpu::transcript::Slots<'_, E>, &[E])> = sets
-            .iter()
-            .map(|(s, scales)| (whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
-            .collect();
-        Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
-    }
-
-    fn evals_then_grind(&mut self, grind: Option<(&TranscriptState<F>, usize)>) -> Result<(Vec<E>, Option<PlayedGrind<F>>), ProverError> {
-        let grind = grind.map(|(state, bits)| (state.grinder.as_ref(), bits, &state.sponge, state.pending.as_slice()));
-        let (evals, offer) = whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?;
-        Ok((evals, offer.map(PlayedGrind)))
-    }
-
-    fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
-        whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead.map(|a| a.0))
-    }
-
-    fn play_chain(
-        &mut self,
-        rounds: usize,
-        state: &TranscriptState<F>,
-        bits: usize,
-        wires: Option<&MaskedWires<E>>,
-    ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
-        let wire = wires.map(|w| whir_gpu::transcript::ChainWire {
-            scale: w.scale,
-            rounds: w
-                .rounds
-                .iter()
-                .map(|r| whir_gpu::transcript::WireRound { at_zero: r.at_zero, at_inf: r.at_inf, share: r.share, rest: r.rest.clone(), poly: r.mask.clone() })
-                .collect(),
-        });
-        // Wires longer than the device's chain observes play on the host.
-        if wire.as_ref().is_some_and(|w| !w.fits()) {
-            return None;
-        }
-        let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &state.grinder, wire.as_ref());
-        Some(
-            chained
-                .map_err(ProverError::from)
-                .map(|rounds| rounds.into_iter().map(|c| PlayedRound { c0: c.c0, c_inf: c.c_inf, r: c.r, grind: c.offer.map(PlayedGrind) }).collect()),
-        )
-    }
 }
 
 /// `table` (rows of 2^col_bits values) with its row index and its column index each

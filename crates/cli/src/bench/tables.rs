@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
 use whir_prover::times::Step;
-use whir_prover::{CpuBackend, GpuBackend, ParamSource, Params, ProverField, Soundness, WhirPieces};
+use whir_prover::{CpuProver, GpuProver, ParamSource, Params, Plonky3Pieces, ProverField, Soundness};
 
 use super::{busy_for, distinct, fmt_ms, median, mib, ms, speedup, total_ms, without_pools, BenchArgs, ChallengerChoice};
 use crate::output::OutputFile;
@@ -52,7 +52,7 @@ struct TablesCell {
 /// (fold, rate), commit and open timed apart, the proofs compared byte for byte and verified.
 pub(super) fn run_tables<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>>(args: &BenchArgs, spec: &str) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     rand::distr::StandardUniform: rand::distr::Distribution<F>,
 {
     use whir_prover::Workload;
@@ -129,7 +129,7 @@ where
             match args.challenger {
                 ChallengerChoice::Gpu => {
                     let config = p.config_over_from::<E, whir_gpu::GpuChallenger<F>>(ParamSource::Tables)?;
-                    let (host, device) = (|| WhirPieces::<F>::challenger(&CpuBackend), |g: &GpuBackend<F>| g.challenger());
+                    let (host, device) = (|| Plonky3Pieces::<F>::challenger(&CpuProver), |g: &GpuProver<F>| g.challenger());
                     TablesRun { args, gpu, config, tables: &tables, protocol: &protocol, params: &p, host: &host, device: &device, exact: true }
                         .measure(&mut cell)?
                 }
@@ -137,7 +137,7 @@ where
                     type Duplex<F> = p3_challenger::DuplexChallenger<F, whir_verifier::hash::Perm<F>, 16, 8>;
                     let config = p.config_over_from::<E, Duplex<F>>(ParamSource::Tables)?;
                     let host = || Duplex::<F>::new(<F as whir_prover::WhirField>::permutation());
-                    let device = |_: &GpuBackend<F>| host();
+                    let device = |_: &GpuProver<F>| host();
                     // Bytes compare only where nothing is ground (the duplex grinder returns any
                     // passing witness).
                     let exact = p.pow_bits == 0;
@@ -155,19 +155,19 @@ where
 /// Plonky3's verifier.
 struct TablesRun<'a, F: ProverField, E: whir_prover::WhirExtension<F>, C> {
     args: &'a BenchArgs,
-    gpu: Option<&'a GpuBackend<F>>,
+    gpu: Option<&'a GpuProver<F>>,
     config: p3_whir::parameters::WhirConfig<E, F, C>,
     tables: &'a [p3_sumcheck::layout::Table<F>],
     protocol: &'a p3_sumcheck::OpeningProtocol,
     params: &'a Params,
     host: &'a dyn Fn() -> C,
-    device: &'a dyn Fn(&GpuBackend<F>) -> C,
+    device: &'a dyn Fn(&GpuProver<F>) -> C,
     exact: bool,
 }
 
 impl<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: whir_prover::WhirChallenger<F>> TablesRun<'_, F, E, C>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
 {
     /// [`measure_tables`] in the layout `--layout` names.
     fn measure(&self, cell: &mut TablesCell) -> Result<()> {
@@ -193,7 +193,7 @@ fn measure_tables<
     cell: &mut TablesCell,
 ) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
 {
     let TablesRun { args, gpu, ref config, tables, protocol, params: p, host, device, exact } = *run;
     use p3_commit::MultilinearPcs;
@@ -202,7 +202,7 @@ where
     {
         {
             let twin: whir_prover::CpuWhirPcs<L, F, E, C> =
-                whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::steps::CpuCodewords::hashing_leaves(p.leaf));
+                whir_prover::CpuWhirPcs::new(config.clone(), whir_prover::backend::CpuBackend::hashing_leaves(p.leaf));
             let stock = twin.stock();
             // Plonky3's proof: the bytes ours must equal. (Commit and open times, proof bytes, root.)
             let stock_run = |ch: &mut C| -> Result<(Duration, Duration, Vec<u8>, whir_prover::Commitment<F>)> {

@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use whir_gpu::{GpuChallenger, GpuDft};
-use whir_prover::{CpuBackend, GpuBackend, Params, ProverField, Soundness, WhirExtension, WhirPieces};
+use whir_prover::{CpuProver, GpuProver, Params, Plonky3Pieces, ProverField, Soundness, WhirExtension};
 use whir_verifier::hash::CpuMmcs;
 
 use super::{busy_for, distinct, fmt_ms, median, ms, speedup, total_ms, BenchArgs};
@@ -62,12 +62,12 @@ struct ZkCell {
 
 type StockHiding<F, E> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, GpuChallenger<F>, StdRng>;
 /// Over our pieces: the GPU backend's MMCS (`GpuMmcs`) and a `GpuDft` on its context.
-type PiecesHiding<F, E> = HidingWhirPcs<E, F, GpuDft<F>, <GpuBackend<F> as WhirPieces<F>>::Mmcs, GpuChallenger<F>, StdRng>;
+type PiecesHiding<F, E> = HidingWhirPcs<E, F, GpuDft<F>, <GpuProver<F> as Plonky3Pieces<F>>::Mmcs, GpuChallenger<F>, StdRng>;
 
 /// `whir bench --zk` over the field `F` with the challenges in `E`.
 pub(super) fn run_zk<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField>(args: &BenchArgs) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     StandardUniform: Distribution<F> + Distribution<E>,
 {
     let soundness = Soundness::parse(&args.security.soundness)?;
@@ -195,7 +195,7 @@ pub(super) fn run_zk_throughput(args: &BenchArgs) -> Result<()> {
                 StdRng::from_seed(seed),
             )
         };
-        let host = || WhirPieces::<F>::challenger(&CpuBackend);
+        let host = || Plonky3Pieces::<F>::challenger(&CpuProver);
         let mut first_fork = [0u8; 32];
         rand::Rng::fill_bytes(&mut StdRng::seed_from_u64(seed), &mut first_fork);
         let mut stock_ms = Vec::new();
@@ -247,13 +247,13 @@ pub(super) fn run_zk_throughput(args: &BenchArgs) -> Result<()> {
 /// bytes; timed after a warm-up).
 fn measure_zk<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField>(
     args: &BenchArgs,
-    gpu: Option<&GpuBackend<F>>,
+    gpu: Option<&GpuProver<F>>,
     p: &Params,
     config: &ZkWhirConfig<E, F, GpuChallenger<F>>,
     cell: &mut ZkCell,
 ) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     StandardUniform: Distribution<F> + Distribution<E>,
 {
     let mut rng = StdRng::seed_from_u64(p.num_vars as u64);
@@ -269,7 +269,7 @@ where
             StdRng::seed_from_u64(seed),
         )
     };
-    let host = || WhirPieces::<F>::challenger(&CpuBackend);
+    let host = || Plonky3Pieces::<F>::challenger(&CpuProver);
     let stock_run = || timed_proof(&stock(seed), &witness, &points, &mut host());
     let (mut sc, mut so, mut expected) = (Vec::new(), Vec::new(), None);
     for _ in 0..args.reps {

@@ -22,7 +22,7 @@ use super::*;
 /// A hiding proof of `args`'s polynomial over `F` with its challenges in `E`.
 pub(super) fn prove_zk<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField + whir_gpu::GpuExtension<F>>(args: ProveArgs) -> Result<()>
 where
-    GpuBackend<F>: WhirPieces<F>,
+    GpuProver<F>: Plonky3Pieces<F>,
     StandardUniform: Distribution<F> + Distribution<E>,
 {
     let masks = ZkMasks::DEFAULT;
@@ -56,7 +56,7 @@ where
     let on_cpu = |evals: Vec<F>, config| -> Result<(Commitment<F>, Vec<u8>, String)> {
         let mmcs = whir_verifier::hash::cpu_mmcs_with::<F>(0, params.leaf);
         let pcs = HidingWhirPcs::<E, F, Radix2DFTSmallBatch<F>, _, GpuChallenger<F>, StdRng>::new(config, Radix2DFTSmallBatch::default(), mmcs, rng());
-        let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut WhirPieces::<F>::challenger(&CpuBackend))?;
+        let (c, p) = prove_with::<F, E, _>(&pcs, evals, &params, &mut Plonky3Pieces::<F>::challenger(&CpuProver))?;
         Ok((c, p, "Plonky3's CPU pieces".to_string()))
     };
     let start = Instant::now();

@@ -12,8 +12,8 @@ use crate::lookahead::{HidingRoundHead, Lookahead, MaskedWires, PlayedGrind, Pla
 use p3_field::HornerIter;
 use p3_multilinear_util::point::Point;
 
+use super::{Backend, OpenedRows};
 use crate::breakdown::Step;
-use crate::driver::{OpenedRows, WhirBackend};
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension};
@@ -88,10 +88,12 @@ impl<A, B> ComparingBackend<A, B> {
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, A: WhirBackend<F, E>, B: WhirBackend<F, E>> WhirBackend<F, E> for ComparingBackend<A, B> {
+impl<F: ProverField, E: WhirExtension<F>, A: Backend<F, E>, B: Backend<F, E>> Backend<F, E> for ComparingBackend<A, B> {
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
+    /// The comparing steps play nothing ahead: every transcript step on the caller's challenger.
+    type Transcript = A::Transcript;
 
     /// The candidate's (a reference hashing otherwise differs at the first root).
     fn leaf_sponge(&self) -> LeafSponge {
@@ -146,7 +148,7 @@ impl<F: ProverField, E: WhirExtension<F>, A: WhirBackend<F, E>, B: WhirBackend<F
         width: usize,
         log_inv_rate: usize,
         order: p3_sumcheck::strategy::VariableOrder,
-        block: &crate::driver::Blocks<'_, F>,
+        block: &super::Blocks<'_, F>,
     ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
         let (a_root, a, a_sum) = self.reference.commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)?;
         let (b_root, b, b_sum) = self.candidate.commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)?;

@@ -1,13 +1,42 @@
-//! The GPU steps: `WhirBackend` for whir-gpu's `GpuCodewords`, the message uploaded once and
+//! The GPU steps: `Backend` for whir-gpu's `GpuCodewords`, the message uploaded once and
 //! every step where the data lies, with the round head composed on the device after a root.
 
-use super::*;
+use p3_sumcheck::strategy::VariableOrder;
+use whir_gpu::{
+    record::MessageLayout,
+    record::PendingRows,
+    record::RowsSlot,
+    transcript::ScriptValues,
+    transcript::SpongeScript,
+    transcript::{GrindAhead, GrindOffer, GrindState, InnerChallenger},
+    CommittedCodeword, GpuChallenger, GpuCodewords, GpuGrinder, GpuSumcheck,
+};
+use whir_verifier::hash::{CpuMmcs, LeafSponge};
+
+use super::{randomness_rows, Backend, Blocks, OpenedRows};
+use crate::breakdown::{step_label, Step};
+use crate::error::ProverError;
+use crate::lookahead::{GrindClock, Lookahead, LookaheadLink, MaskedWires, PlayedRound, TranscriptState};
+use crate::lookahead::{HidingRoundHead, PlayedGrind, PlayedHead, RoundHead, SpongeTranscript, SpongeWords, WhirChallenger, SPONGE_WIDTH};
+use crate::sumcheck::{SlotSet, SumcheckState};
+use crate::{Commitment, ProverField, WhirExtension};
+use p3_challenger::{CanObserve, CanSampleUniformBits, FieldChallenger, GrindingChallenger};
+use p3_merkle_tree::PrunedMerklePaths;
+use p3_multilinear_util::point::Point;
+use p3_symmetric::Permutation;
+use std::any::Any;
+use std::sync::Arc;
+
+/// The GPU backend: whir-gpu's codewords (an NTT and a Merkle tree builder on one context) with
+/// the sumcheck, the round heads and the transcript played where the data lies.
+pub type GpuBackend<F = p3_baby_bear::BabyBear> = GpuCodewords<F>;
 
 /// The GPU's codewords over the degree-4, 5 and 8 extensions (`E` decides the sumcheck's
 /// tables and the width of a folded codeword's rows).
-impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBackend<F, E> for GpuCodewords<F> {
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F, E> for GpuCodewords<F> {
     type Committed = CommittedCodeword<F>;
     type Sumcheck = GpuSumcheck<F, E>;
+    type Transcript = GpuChallenger<F>;
 
     fn leaf_sponge(&self) -> LeafSponge {
         self.merkle().leaf_sponge()
@@ -21,11 +50,11 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
 
     /// The GPU's challenger over the width-16 permutation its trees hash with, with a grinder
     /// of its own (so runs in flight together never share one).
-    fn device_transcript(&self, words: SpongeWords<F>) -> Option<whir_gpu::GpuChallenger<F>> {
+    fn device_transcript(&self, words: SpongeWords<F>) -> Option<GpuChallenger<F>> {
         let poseidon2 = self.merkle().poseidon2().clone();
         let mut inner = whir_gpu::transcript::InnerChallenger::<F>::new(poseidon2.constants().to_cpu());
         (inner.sponge_state, inner.input_buffer, inner.output_buffer) = (words.state, words.inputs, words.outputs);
-        Some(whir_gpu::GpuChallenger::continuing(inner, Some(std::sync::Arc::new(whir_gpu::GpuGrinder::new(poseidon2)))))
+        Some(GpuChallenger::continuing(inner, Some(std::sync::Arc::new(whir_gpu::GpuGrinder::new(poseidon2)))))
     }
 
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
@@ -77,8 +106,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
         let (rows, width) = (1 << (m - fold), E::WORDS << fold);
-        let (committed, played) = match head {
-            Some(head) => commit_with_head(self, sumcheck, rows, width, log_inv_rate, &sponge_script(head, Vec::new(), ScriptValues::Expansion))?,
+        let (committed, played) = match head.and_then(|head| sponge_script(head, Vec::new(), ScriptValues::Expansion)) {
+            Some(script) => commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?,
             None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
         Ok((Commitment::new(vec![committed.root()]), committed, played))
@@ -152,7 +181,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
                     (head.mask_root)().and_then(|mask_root| {
                         let after_root = mask_root.roots().iter().flatten().copied().collect();
                         let tail = ScriptValues::PowersWithTail(E::flatten_to_base(head.mask_message.to_vec()));
-                        let script = sponge_script(&head.head, after_root, tail);
+                        let script = sponge_script(&head.head, after_root, tail)?;
                         sumcheck.record_sponge_script(&mut batch, &root, &script).map_err(|e| warn_once_head_left_out(&e)).ok()
                     })
                 }
@@ -192,7 +221,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> WhirBacken
     }
 
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
-        <Self as WhirBackend<F, E>>::begin_reading_openings(self, openings)?()
+        <Self as Backend<F, E>>::begin_reading_openings(self, openings)?()
     }
 
     /// One batch reads every opening; submitted here, waited for when the rows are asked for.
@@ -243,17 +272,18 @@ fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension
 }
 
 /// The sponge script that plays `head` on the device after its root: `after_root` observed
-/// next, each point's value as `values` says.
-fn sponge_script<F: ProverField>(head: &RoundHead<F>, after_root: Vec<F>, values: ScriptValues<F>) -> SpongeScript<F> {
-    SpongeScript {
-        grinder: head.state.grinder.clone(),
+/// next, each point's value as `values` says; None where the head's state was published by
+/// another backend's challenger (no GPU grinder to play it with).
+fn sponge_script<F: ProverField>(head: &RoundHead<F>, after_root: Vec<F>, values: ScriptValues<F>) -> Option<SpongeScript<F>> {
+    Some(SpongeScript {
+        grinder: grinder_of(&head.state)?,
         sponge: head.state.sponge,
         pending: head.state.pending.clone(),
         samples: head.samples,
         grind_bits: head.grind_bits,
         after_root,
         values,
-    }
+    })
 }
 
 /// What a round head played on the GPU found; None where it came back malformed (the commit
@@ -264,7 +294,7 @@ fn finished_script<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<
     readback: &whir_gpu::record::Readback,
 ) -> Option<PlayedHead<F, E>> {
     match sumcheck.finish_sponge_script(record, readback) {
-        Ok(v) => Some(PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(PlayedGrind) }),
+        Ok(v) => Some(PlayedHead { points: v.points, answers: v.answers, grind: v.offer.map(played) }),
         Err(e) => {
             tracing::warn!("a round head played on the GPU came back malformed ({e}); the host plays it");
             None
@@ -281,4 +311,208 @@ fn warn_once_head_left_out(e: &whir_gpu::GpuError) {
     } else {
         tracing::debug!("no round head after this Merkle root: {e}");
     }
+}
+
+/// The GPU's sumcheck over the degree-4, 5 and 8 extensions; the rounds' transcript is
+/// played on the GPU (`play_chain`), lazy weights included.
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> SumcheckState<F, E> for whir_gpu::GpuSumcheck<F, E> {
+    fn num_variables(&self) -> usize {
+        whir_gpu::GpuSumcheck::num_variables(self)
+    }
+    fn duplicate(&self) -> Result<Self, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::duplicate(self)?)
+    }
+    fn round_coefficients(&mut self) -> Result<(E, E), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::round_coefficients(self)?)
+    }
+    fn fold(&mut self, r: E) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::fold(self, r)?)
+    }
+    fn fold_then_round(&mut self, r: E) -> Result<(E, E), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::fold_then_round(self, r)?)
+    }
+    fn add_eq_weights(&mut self, points: &[Point<E>], scales: &[E]) -> Result<(), ProverError> {
+        let points: Vec<Vec<E>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
+        Ok(whir_gpu::GpuSumcheck::add_eq_weights(self, &points, scales)?)
+    }
+    fn add_select_weights(&mut self, vars: &[F], scales: &[E]) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::add_select_weights(self, vars, scales)?)
+    }
+    fn set_lazy_eq_weights(&mut self, points: &[Point<E>], scales: &[E], rounds: usize) -> Result<(), ProverError> {
+        let points: Vec<Vec<E>> = points.iter().map(|p| p.as_slice().to_vec()).collect();
+        Ok(whir_gpu::GpuSumcheck::set_lazy_eq_weights(self, &points, scales, rounds)?)
+    }
+    fn eval(&mut self, point: &Point<E>) -> Result<E, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::eval(self, point.as_slice())?)
+    }
+    fn add_select_weights_at(&mut self, log_domain: usize, indices: &[usize], scales: &[E]) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::add_select_weights_at(self, log_domain, indices, scales)?)
+    }
+
+    fn evals(&mut self) -> Result<Vec<E>, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::evals(self)?)
+    }
+
+    fn weights_table(&mut self) -> Result<Vec<E>, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::weights(self)?)
+    }
+
+    fn scale_weights(&mut self, s: E) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::scale_weights(self, s)?)
+    }
+
+    fn add_power_weights(&mut self, vars: &[E], scales: &[E]) -> Result<(), ProverError> {
+        Ok(whir_gpu::GpuSumcheck::add_power_weights(self, vars, scales)?)
+    }
+
+    fn eval_powers(&mut self, y: E) -> Result<E, ProverError> {
+        Ok(whir_gpu::GpuSumcheck::eval_powers(self, y)?)
+    }
+
+    fn eval_slots(&mut self, sets: &[SlotSet<E>]) -> Result<Vec<Vec<E>>, ProverError> {
+        let sets: Vec<whir_gpu::transcript::Slots<'_, E>> =
+            sets.iter().map(|s| whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }).collect();
+        Ok(whir_gpu::GpuSumcheck::eval_slots(self, &sets)?)
+    }
+
+    fn add_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)]) -> Result<(), ProverError> {
+        let sets: Vec<(whir_gpu::transcript::Slots<'_, E>, &[E])> = sets
+            .iter()
+            .map(|(s, scales)| (whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
+            .collect();
+        Ok(whir_gpu::GpuSumcheck::add_slot_weights(self, &sets)?)
+    }
+
+    fn set_lazy_slot_weights(&mut self, sets: &[(SlotSet<E>, Vec<E>)], rounds: usize) -> Result<(), ProverError> {
+        let sets: Vec<(whir_gpu::transcript::Slots<'_, E>, &[E])> = sets
+            .iter()
+            .map(|(s, scales)| (whir_gpu::transcript::Slots { point: s.point.as_slice(), offsets: &s.offsets, successor: s.successor }, scales.as_slice()))
+            .collect();
+        Ok(whir_gpu::GpuSumcheck::set_lazy_slot_weights(self, &sets, rounds)?)
+    }
+
+    fn evals_then_grind(&mut self, grind: Option<(&TranscriptState<F>, usize)>) -> Result<(Vec<E>, Option<PlayedGrind<F>>), ProverError> {
+        let grinder = grind.and_then(|(state, _)| grinder_of(state));
+        let grind = grind.zip(grinder.as_deref()).map(|((state, bits), grinder)| (grinder, bits, &state.sponge, state.pending.as_slice()));
+        let (evals, offer) = whir_gpu::GpuSumcheck::evals_then_grind(self, grind)?;
+        Ok((evals, offer.map(played)))
+    }
+
+    fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
+        whir_gpu::GpuSumcheck::set_grind_ahead(self, ahead.and_then(|a| a.link().as_any().downcast_ref::<GrindAhead<F>>().cloned()))
+    }
+
+    fn play_chain(
+        &mut self,
+        rounds: usize,
+        state: &TranscriptState<F>,
+        bits: usize,
+        wires: Option<&MaskedWires<E>>,
+    ) -> Option<Result<Vec<PlayedRound<F, E>>, ProverError>> {
+        let wire = wires.map(|w| whir_gpu::transcript::ChainWire {
+            scale: w.scale,
+            rounds: w
+                .rounds
+                .iter()
+                .map(|r| whir_gpu::transcript::WireRound { at_zero: r.at_zero, at_inf: r.at_inf, share: r.share, rest: r.rest.clone(), poly: r.mask.clone() })
+                .collect(),
+        });
+        // Wires longer than the device's chain observes play on the host.
+        if wire.as_ref().is_some_and(|w| !w.fits()) {
+            return None;
+        }
+        // A state another backend's challenger published: nothing played here.
+        let grinder = grinder_of(state)?;
+        let chained = whir_gpu::GpuSumcheck::play_chain(self, rounds, &state.sponge, &state.pending, bits, &grinder, wire.as_ref());
+        Some(
+            chained
+                .map_err(ProverError::from)
+                .map(|rounds| rounds.into_iter().map(|c| PlayedRound { c0: c.c0, c_inf: c.c_inf, r: c.r, grind: c.offer.map(played) }).collect()),
+        )
+    }
+}
+
+/// The GPU's challenger hands its sponge back to a caller's challenger as Plonky3's duplex
+/// would hold it.
+impl<F: ProverField> SpongeTranscript<F> for GpuChallenger<F>
+where
+    GpuChallenger<F>: WhirChallenger<F>,
+{
+    fn words(&self) -> SpongeWords<F> {
+        let inner = self.inner();
+        SpongeWords { state: inner.sponge_state, inputs: inner.input_buffer.clone(), outputs: inner.output_buffer.clone() }
+    }
+    fn permute_state(&self, state: [F; SPONGE_WIDTH]) -> [F; SPONGE_WIDTH] {
+        self.inner().permutation.permute(state)
+    }
+}
+
+/// The fast transcript: grinds on the GPU, and offers every kind of speculation.
+impl<F: ProverField> WhirChallenger<F> for GpuChallenger<F>
+where
+    GpuChallenger<F>: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>>,
+    InnerChallenger<F>: FieldChallenger<F> + GrindingChallenger<Witness = F>,
+{
+    /// Plonky3's challenger inside (the GPU one's clones share its speculation).
+    type Trial = InnerChallenger<F>;
+
+    fn trial(&self) -> InnerChallenger<F> {
+        self.inner().clone()
+    }
+    fn track_state(&mut self) -> Option<Lookahead<F>> {
+        GpuChallenger::track_state(self).map(Lookahead::new)
+    }
+    fn track_state_throughout(&mut self) -> Option<Lookahead<F>> {
+        GpuChallenger::track_state_throughout(self).map(Lookahead::new)
+    }
+    fn grind_ahead(&mut self, bits: usize) -> Option<Lookahead<F>> {
+        GpuChallenger::grind_ahead(self, bits).map(Lookahead::new)
+    }
+    fn stop_grinding_ahead(&mut self) {
+        GpuChallenger::stop_grinding_ahead(self)
+    }
+    fn stop_tracking(&mut self) {
+        GpuChallenger::stop_tracking(self)
+    }
+    fn device_min_bits(&self) -> usize {
+        GpuChallenger::gpu_min_bits(self)
+    }
+    fn pow_clock(&self) -> Option<GrindClock> {
+        let clock = GpuChallenger::pow_clock(self);
+        Some(GrindClock::new(move || clock.elapsed()))
+    }
+}
+
+/// The GPU challenger's link to the steps that play with it.
+impl<F: ProverField> LookaheadLink<F> for GrindAhead<F> {
+    fn state(&self) -> Option<TranscriptState<F>> {
+        self.transcript_state().map(|(grinder, sponge, pending)| TranscriptState::new(grinder, sponge, pending))
+    }
+    fn queue(&self, grinds: Vec<PlayedGrind<F>>) {
+        GrindAhead::queue(self, grinds.into_iter().map(offer_of))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A grind the GPU played, as the protocol passes it on.
+fn played<F: ProverField>(offer: GrindOffer<F>) -> PlayedGrind<F> {
+    PlayedGrind { base: offer.state.base, witness_slot: offer.state.witness_slot, bits: offer.bits, witness: offer.witness, searched_end: offer.searched_end }
+}
+
+/// A grind played ahead, as the GPU challenger takes it.
+fn offer_of<F: ProverField>(grind: PlayedGrind<F>) -> GrindOffer<F> {
+    GrindOffer {
+        state: GrindState { base: grind.base, witness_slot: grind.witness_slot },
+        bits: grind.bits,
+        witness: grind.witness,
+        searched_end: grind.searched_end,
+    }
+}
+
+/// The GPU grinder a transcript state was published with; None where another backend's
+/// challenger published it (the steps then play nothing ahead from it).
+fn grinder_of<F: ProverField>(state: &TranscriptState<F>) -> Option<Arc<GpuGrinder<F>>> {
+    state.device().clone().downcast::<GpuGrinder<F>>().ok()
 }

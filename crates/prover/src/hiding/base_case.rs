@@ -13,8 +13,9 @@ use rand::{CryptoRng, RngExt};
 
 use super::batch::Masks;
 use super::{beside_host_work, closed, ExtMmcs, HidingChallenger, MaskData};
-use crate::driver::{query_openings, Paths, WhirBackend};
+use crate::backend::{Backend, Paths};
 use crate::error::ProverError;
+use crate::rounds::query_openings;
 use crate::{Commitment, ProverField, WhirExtension};
 use p3_commit::Mmcs;
 
@@ -102,7 +103,7 @@ impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prove_base_case<F, E, S, K, C>(
     config: &ZkWhirConfig<E, F, K>,
-    steps: &S,
+    backend: &S,
     mmcs: &ExtMmcs<F, E>,
     source_message: &[E],
     source_randomness: &[E],
@@ -115,7 +116,7 @@ pub(super) fn prove_base_case<F, E, S, K, C>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     K: HidingChallenger<F>,
     C: HidingChallenger<F>,
     StandardUniform: Distribution<E>,
@@ -125,7 +126,7 @@ where
     let mut transcript = ZkBaseCaseProverTranscript::<C, F, E>::new(challenger, ZkBaseCaseShape::new(&base));
     let played = (|| {
         let started = std::time::Instant::now();
-        let fresh = commit_fresh(&base, steps, mmcs, fresh)?;
+        let fresh = commit_fresh(&base, backend, mmcs, fresh)?;
         transcript.fresh_commitment(fresh.main.0.clone());
         for (commitment, _) in &fresh.blind_oracles {
             transcript.blind_commitment(commitment.clone());
@@ -154,7 +155,7 @@ where
 
         let pow_witness = transcript.spot_check_pow();
         let ground_at = started.elapsed();
-        let (source_openings, fresh_main_openings, mask_openings) = open_spot_checks(&mut transcript, steps, mmcs, &fresh, masks, source)?;
+        let (source_openings, fresh_main_openings, mask_openings) = open_spot_checks(&mut transcript, backend, mmcs, &fresh, masks, source)?;
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         tracing::debug!(
             fresh_and_blinds_ms = ms(fresh_at),
@@ -182,7 +183,7 @@ where
 
 /// The base case's fresh values, committed: the fresh message and randomness with their
 /// codeword, and per mask group a blind per member with the group's oracle.
-struct Fresh<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     message: Vec<E>,
     randomness: Vec<E>,
     main: (Commitment<F>, S::Committed),
@@ -195,11 +196,11 @@ struct Fresh<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
 /// Commits the fresh values: the folded code's encoding of [message | randomness | 0] where
 /// the steps commit, while the groups' blinds are committed on the host (unless they were
 /// ahead).
-fn commit_fresh<F, E, S>(base: &BaseCaseZkConfig<F>, steps: &S, mmcs: &ExtMmcs<F, E>, mut values: FreshValues<F, E>) -> Result<Fresh<F, E, S>, ProverError>
+fn commit_fresh<F, E, S>(base: &BaseCaseZkConfig<F>, backend: &S, mmcs: &ExtMmcs<F, E>, mut values: FreshValues<F, E>) -> Result<Fresh<F, E, S>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     StandardUniform: Distribution<E>,
 {
     let code = &base.code;
@@ -213,8 +214,10 @@ where
     coeffs.extend_from_slice(&values.randomness);
     coeffs.resize(filled, E::ZERO);
     let log_inv_rate = (code.domain_size / filled).ilog2() as usize;
-    let (main, blinds, blinds_wait) =
-        beside_host_work(|| steps.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate), move || values.commit_blinds(base, mmcs).map(|()| values))?;
+    let (main, blinds, blinds_wait) = beside_host_work(
+        || backend.commit(&E::flatten_to_base(coeffs), E::DIMENSION, log_inv_rate),
+        move || values.commit_blinds(base, mmcs).map(|()| values),
+    )?;
     let FreshValues { message, randomness, blinds, blind_oracles } = blinds?;
     let blind_oracles = blind_oracles.ok_or_else(|| ProverError::Input("the base case's blinds were not committed".into()))?;
     Ok(Fresh { message, randomness, main: main?, blinds, blind_oracles, blinds_wait })
@@ -227,7 +230,7 @@ where
 #[allow(clippy::type_complexity)]
 fn open_spot_checks<F, E, S, C>(
     transcript: &mut ZkBaseCaseProverTranscript<'_, C, F, E>,
-    steps: &S,
+    backend: &S,
     mmcs: &ExtMmcs<F, E>,
     fresh: &Fresh<F, E, S>,
     masks: &Masks<F, E>,
@@ -236,7 +239,7 @@ fn open_spot_checks<F, E, S, C>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     C: HidingChallenger<F>,
 {
     let positions = transcript.source_queries();
@@ -252,9 +255,9 @@ where
         Ok((opened, started.elapsed()))
     };
     let open_device = || -> Result<_, ProverError> {
-        let source = steps.open(source, &positions)?;
-        let fresh_main = steps.open(&fresh.main.1, &positions)?;
-        let mut read = steps.read_openings(vec![source, fresh_main])?.into_iter();
+        let source = backend.open(source, &positions)?;
+        let fresh_main = backend.open(&fresh.main.1, &positions)?;
+        let mut read = backend.read_openings(vec![source, fresh_main])?.into_iter();
         let (Some((source_rows, source_proof)), Some((rows, proof))) = (read.next(), read.next()) else {
             return Err(ProverError::Input("the base case's two openings were not both read back".into()));
         };

@@ -1,5 +1,5 @@
 //! Zero-knowledge WHIR: p3-whir's hiding PCS (`HidingWhirPcs`, HVZK-WHIR of eprint 2026/391)
-//! over the protocol's steps ([`WhirBackend`]), so the witness's oracle, its folds, the masked
+//! over the protocol's steps ([`Backend`]), so the witness's oracle, its folds, the masked
 //! sumchecks' plain rounds, the out-of-domain answers and the power constraints run where the
 //! data lies (on the GPU with `GpuCodewords`), and the masks, their small oracles, the wire
 //! polynomials and the masked base case's reveals on the host (its fresh codeword's transform
@@ -37,10 +37,11 @@ use whir_verifier::hash::CpuMmcs;
 
 use self::base_case::{draw_fresh, prove_base_case, BaseCaseProof, FreshValues};
 use self::batch::{commit_masks, draw_masks, masked_batch, BatchMasks, Masks};
-use crate::driver::{query_openings, Paths, WhirBackend};
+use crate::backend::{Backend, Paths};
 use crate::error::ProverError;
 use crate::lookahead::{HidingRoundHead, Lookahead, PlayedHead, RoundHead, WhirChallenger};
 use crate::options::DriverOptions;
+use crate::rounds::query_openings;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirExtension};
 
@@ -159,18 +160,23 @@ struct Oracle<C> {
 }
 
 /// Commits `poly` as `HidingWhirProver::commit` does, drawing its randomness from `rng`.
-pub(crate) fn commit_hiding<F, E, S, C, R>(steps: &S, config: &ZkWhirConfig<E, F, C>, poly: &[F], rng: &mut R) -> Result<HidingCommitment<F, E, S>, ProverError>
+pub(crate) fn commit_hiding<F, E, S, C, R>(
+    backend: &S,
+    config: &ZkWhirConfig<E, F, C>,
+    poly: &[F],
+    rng: &mut R,
+) -> Result<HidingCommitment<F, E, S>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F>,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     C: HidingChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<F>,
 {
     let folding = config.round_folding_factor(0);
     let randomness: Vec<F> = (0..config.oracle_randomness()[0] << folding).map(|_| rng.random()).collect();
-    let (root, committed, sumcheck) = steps.commit_hiding_message(poly, &randomness, folding, config.starting_log_inv_rate)?;
+    let (root, committed, sumcheck) = backend.commit_hiding_message(poly, &randomness, folding, config.starting_log_inv_rate)?;
     Ok((root, Committed { committed, sumcheck, randomness, shape: CommitShape::of(config) }))
 }
 
@@ -180,7 +186,7 @@ pub(crate) type HidingCommitment<F, E, S> = (Commitment<F>, Committed<F, E, S>);
 /// What an open needs of a commitment: the oracle, the sumcheck holding the witness, the
 /// randomness rows' values, and the shape it was committed in (checked against the
 /// configuration that opens it).
-pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     pub committed: S::Committed,
     pub sumcheck: S::Sumcheck,
     pub randomness: Vec<F>,
@@ -209,7 +215,7 @@ impl CommitShape {
 /// first weights lazy where `options` say.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prove_hiding<F, E, S, K, C, R>(
-    steps: &S,
+    backend: &S,
     config: &ZkWhirConfig<E, F, K>,
     data: Committed<F, E, S>,
     claims: &[(Point<E>, E)],
@@ -221,7 +227,7 @@ pub(crate) fn prove_hiding<F, E, S, K, C, R>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     K: HidingChallenger<F>,
     C: WhirChallenger<F>,
     R: CryptoRng,
@@ -244,7 +250,7 @@ where
     let device_min_bits = challenger.device_min_bits();
     let mut transcript = ZkWhirProverTranscript::<C, F, E>::new(challenger, ZkWhirShape::new(config));
     let lazy_first_weights = options.lazy_first_weights_at(config.num_variables());
-    let run = HidingRun { steps, config, mmcs: ExtensionMmcs::new(steps.mmcs()), lazy_first_weights, link, options, device_min_bits };
+    let run = HidingRun { backend, config, mmcs: ExtensionMmcs::new(backend.mmcs()), lazy_first_weights, link, options, device_min_bits };
     let played = run.play(&mut transcript, data, claims, rng, times);
     let proof = closed(transcript, played, |t| t.finish());
     challenger.stop_tracking();
@@ -281,7 +287,7 @@ fn closed<T, D>(driver: D, played: Result<T, ProverError>, finish: impl FnOnce(D
 }
 
 /// What a hiding run carries from step to step.
-struct Run<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     /// f (the folded message) and w (the source side's weights) where the steps keep them.
     sumcheck: S::Sumcheck,
     /// Σ f·w.
@@ -303,7 +309,7 @@ struct Run<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
 }
 
 /// A round's next oracle and switch mask, committed ([`HidingRun::commit_round`]).
-struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E>> {
+struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     root: Commitment<F>,
     committed: S::Committed,
     /// The next oracle's randomness.
@@ -319,7 +325,7 @@ struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: WhirBackend<F, E
 }
 
 struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
-    steps: &'a S,
+    backend: &'a S,
     config: &'a ZkWhirConfig<E, F, C>,
     mmcs: ExtMmcs<F, E>,
     /// Lazy equality weights for the first batch (`SumcheckState::set_lazy_eq_weights`).
@@ -337,7 +343,7 @@ impl<F, E, S, K> HidingRun<'_, F, E, S, K>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -546,7 +552,7 @@ where
         let (oracle, ((mask_root, mask_data), batch_masks, base_fresh), mask_wait) = beside_host_work(
             || {
                 let head = head.map(|head| HidingRoundHead { head, mask_message: message, mask_root: &awaited_root });
-                self.steps.commit_hiding_folded_with_head(&mut run.sumcheck, &fresh, folding_next, log_inv_rate, head)
+                self.backend.commit_hiding_folded_with_head(&mut run.sumcheck, &fresh, folding_next, log_inv_rate, head)
             },
             move || {
                 let (root, data) = mmcs.commit_matrix(mask_shape.encoding::<E>().encode_with_randomness(message, randomness));
@@ -583,7 +589,7 @@ where
             ch.stop_tracking();
             prove_base_case(
                 self.config,
-                self.steps,
+                self.backend,
                 &self.mmcs,
                 &source_message,
                 &run.oracle_randomness,
@@ -599,8 +605,8 @@ where
     /// Opens `oracle` at `indices` in one multiproof and folds each row at `gammas`.
     #[allow(clippy::type_complexity)]
     fn open_and_fold(&self, oracle: &Oracle<S::Committed>, indices: &[usize], gammas: &[E]) -> Result<(QueryOpenings<F, E, Paths<F>>, Vec<E>), ProverError> {
-        let opening = self.steps.open(&oracle.committed, indices)?;
-        let (rows, proof) = self.steps.read_openings(vec![opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
+        let opening = self.backend.open(&oracle.committed, indices)?;
+        let (rows, proof) = self.backend.read_openings(vec![opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
         let point = Point::new(gammas.to_vec());
         let openings = query_openings::<F, E>(rows, proof, oracle.base);
         let folded = match &openings {

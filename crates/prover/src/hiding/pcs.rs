@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use crate::backend::GpuBackend;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_field::TwoAdicField;
@@ -13,14 +14,15 @@ use p3_whir::{HidingWhirPcs, ZkVerifierError, ZkWhirConfig};
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{CryptoRng, SeedableRng};
-use whir_gpu::{GpuChallenger, GpuCodewords};
+use whir_gpu::GpuChallenger;
 use whir_verifier::hash::CpuMmcs;
 
 use super::{commit_hiding, prove_hiding, Committed, HidingTimes, ZkProof};
-use crate::driver::{device_transcript, words_of};
-use crate::driver::{CpuCodewords, WhirBackend};
+use crate::backend::{Backend, CpuBackend};
 use crate::error::ProverError;
+use crate::lookahead::SpongeTranscript;
 use crate::options::DriverOptions;
+use crate::rounds::device_transcript;
 use crate::sumcheck::SumcheckState;
 use crate::{Commitment, ProverField, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
@@ -42,21 +44,21 @@ pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRn
 /// accepts it.
 pub struct HidingPcs<S, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>, R = StdRng> {
     config: ZkWhirConfig<E, F, C>,
-    steps: S,
+    backend: S,
     rng: Mutex<R>,
     options: DriverOptions,
     stock: StockHidingPcs<F, E, C, StdRng>,
 }
 
 /// The hiding PCS with every large step where the polynomial lies, on the GPU.
-pub type GpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<GpuCodewords<F>, F, E, C, R>;
+pub type GpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<GpuBackend<F>, F, E, C, R>;
 
 /// The same protocol over the plain-Rust steps (the reference twin).
-pub type CpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<CpuCodewords<F, E>, F, E, C, R>;
+pub type CpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<CpuBackend<F, E>, F, E, C, R>;
 
 /// What a hiding commitment keeps until it is opened: the oracle, the polynomial as the
 /// sumcheck's f (on the GPU for [`GpuHidingPcs`]) and its randomness rows.
-pub struct HidingProverData<S: WhirBackend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+pub struct HidingProverData<S: Backend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     inner: Committed<F, E, S>,
 }
 
@@ -64,18 +66,18 @@ impl<S, F, E, C, R> HidingPcs<S, F, E, C, R>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     C: WhirChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
     /// As `HidingWhirPcs::new(config, dft, mmcs, rng)`: the configuration, the steps in place
-    /// of the DFT and the MMCS (proofs hashed as the steps hash, [`WhirBackend::mmcs`]), and
+    /// of the DFT and the MMCS (proofs hashed as the steps hash, [`Backend::mmcs`]), and
     /// the generator every commit and open forks its masks from.
-    pub fn new(config: ZkWhirConfig<E, F, C>, steps: S, rng: R) -> Self {
+    pub fn new(config: ZkWhirConfig<E, F, C>, backend: S, rng: R) -> Self {
         // The verifier side draws nothing; its generator is never used.
-        let stock = StockHidingPcs::new(config.clone(), Radix2DFTSmallBatch::default(), steps.mmcs(), StdRng::seed_from_u64(0));
-        Self { config, steps, rng: Mutex::new(rng), options: DriverOptions::default(), stock }
+        let stock = StockHidingPcs::new(config.clone(), Radix2DFTSmallBatch::default(), backend.mmcs(), StdRng::seed_from_u64(0));
+        Self { config, backend, rng: Mutex::new(rng), options: DriverOptions::default(), stock }
     }
 
     /// How the steps are played (of [`DriverOptions`], the hiding run reads
@@ -90,9 +92,9 @@ where
         &self.config
     }
 
-    /// The steps it proves with.
-    pub fn steps(&self) -> &S {
-        &self.steps
+    /// The backend it proves with.
+    pub fn backend(&self) -> &S {
+        &self.backend
     }
 
     /// p3-whir's own hiding PCS for the same configuration, hashing as the steps do.
@@ -116,13 +118,13 @@ where
         let mut times = HidingTimes { claims: started.elapsed(), ..HidingTimes::default() };
         let mut rng = self.fork()?;
         // A caller's duplex sponge is played on by the steps' challenger, as the plain PCS does.
-        let proof = match device_transcript(&self.steps, challenger) {
+        let proof = match device_transcript(&self.backend, challenger) {
             Some(mut device) => {
-                let played = prove_hiding(&self.steps, &self.config, data, &claims, &mut device, &mut rng, self.options, &mut times);
-                challenger.resume(words_of(&device));
+                let played = prove_hiding(&self.backend, &self.config, data, &claims, &mut device, &mut rng, self.options, &mut times);
+                challenger.resume(device.words());
                 played?
             }
-            None => prove_hiding(&self.steps, &self.config, data, &claims, challenger, &mut rng, self.options, &mut times)?,
+            None => prove_hiding(&self.backend, &self.config, data, &claims, challenger, &mut rng, self.options, &mut times)?,
         };
         Ok((proof, times))
     }
@@ -159,7 +161,7 @@ impl<S, F, E, C, R> MultilinearPcs<E, C> for HidingPcs<S, F, E, C, R>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: WhirBackend<F, E>,
+    S: Backend<F, E>,
     C: WhirChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
@@ -183,7 +185,7 @@ where
             return Err(ProverError::Input(format!("a witness of {} variables for a configuration of {n}", witness.num_variables())));
         }
         let mut rng = self.fork()?;
-        let (root, inner) = commit_hiding(&self.steps, &self.config, witness.as_slice(), &mut rng)?;
+        let (root, inner) = commit_hiding(&self.backend, &self.config, witness.as_slice(), &mut rng)?;
         self.observe_commitment(&root, challenger);
         Ok((root, HidingProverData { inner }))
     }
