@@ -97,15 +97,15 @@ impl RoundBreakdown {
             if self.rounds.len() <= round {
                 self.rounds.resize(round + 1, Vec::new());
             }
-            let backend = &mut self.rounds[round];
-            let at = match backend.iter().position(|(s, _)| *s == step) {
+            let steps = &mut self.rounds[round];
+            let at = match steps.iter().position(|(s, _)| *s == step) {
                 Some(i) => i,
                 None => {
-                    backend.push((step, StepTime { gpu: Some(Duration::ZERO), ..StepTime::default() }));
-                    backend.len() - 1
+                    steps.push((step, StepTime { gpu: Some(Duration::ZERO), ..StepTime::default() }));
+                    steps.len() - 1
                 }
             };
-            let time = &mut backend[at].1;
+            let time = &mut steps[at].1;
             time.gpu = Some(time.gpu.unwrap_or_default() + span.gpu);
             time.submissions += span.submissions;
         }

@@ -1,12 +1,14 @@
 //! # whir-prover
 //!
 //! WHIR polynomial commitments over BabyBear or KoalaBear (challenges in the field's degree-4
-//! extension; [`ProverField`]) with interchangeable
-//! backends: [`CpuProver`] (Plonky3) and [`GpuProver`] (whir-gpu). Proofs are Plonky3's
-//! `PcsProof` in a versioned [`ProofFile`], checked by the stock p3-whir verifier; both
-//! backends produce byte-identical proofs for the same input (smallest-witness grinding).
+//! extension or wider; [`ProverField`]), proved by a [`CpuProver`] (Plonky3) or a [`GpuProver`]
+//! (whir-gpu), as Plonky3 PCSs ([`WhirPcs`], [`HidingPcs`]). Proofs are Plonky3's `PcsProof` in a
+//! versioned [`ProofFile`], checked by the stock p3-whir verifier; both provers produce
+//! byte-identical proofs for the same input (smallest-witness grinding).
 //!
-//! Knows nothing of wgpu: GPU work goes through whir-gpu's Plonky3 adapters.
+//! The protocol runs over one trait, [`backend::Backend`] (the CPU twin, the GPU, the comparing
+//! backend); only its GPU implementation names whir-gpu. Knows nothing of wgpu: GPU work goes
+//! through whir-gpu.
 
 #![warn(missing_docs)]
 

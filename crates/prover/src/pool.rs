@@ -52,8 +52,8 @@ pub const DEFAULT_IN_FLIGHT_PER_QUEUE: usize = 2;
 /// came close to 8's proofs per second with half the threads (BENCHMARKS.md, "Throughput").
 pub const DEFAULT_QUEUES: usize = 4;
 
-/// A backend with `driver`'s settings on each of `queues` queues of the device `options` names.
-fn queue_backends(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions) -> Result<Vec<GpuProver>, ProverError> {
+/// A prover with `driver`'s settings on each of `queues` queues of the device `options` names.
+fn queue_provers(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions) -> Result<Vec<GpuProver>, ProverError> {
     Ok(GpuProver::open_queues(options, queues)?.into_iter().map(|b| b.with_driver_options(driver)).collect())
 }
 
@@ -113,9 +113,9 @@ pub struct ProofPool {
     lanes: Vec<Lane>,
 }
 
-/// One context of the pool: its backend, its jobs in flight and its memory budget.
+/// One context of the pool: its prover, its jobs in flight and its memory budget.
 struct Lane {
-    backend: GpuProver,
+    prover: GpuProver,
     in_flight: usize,
     admission: Admission,
 }
@@ -125,10 +125,10 @@ struct Lane {
 type Fallback<'a, J, R> = &'a (dyn Fn(&J, ProverError) -> Result<R, ProverError> + Sync);
 
 impl ProofPool {
-    /// A pool over `backend`'s context, admitting jobs against the context's memory budget
+    /// A pool over `prover`'s context, admitting jobs against the context's memory budget
     /// (`GpuOptions::memory_mib`; none: jobs are admitted by count alone).
-    pub fn new(backend: GpuProver, options: PoolOptions) -> Result<Self, ProverError> {
-        Self::over(vec![backend], options)
+    pub fn new(prover: GpuProver, options: PoolOptions) -> Result<Self, ProverError> {
+        Self::over(vec![prover], options)
     }
 
     /// A pool over `queues` contexts on queues of one device of the adapter `options` names
@@ -136,7 +136,7 @@ impl ProofPool {
     /// that many queues, of a compute-only family where the adapter has one, so that their work
     /// overlaps), a [`GpuProver`] each with `driver`'s settings, and `pool.in_flight` jobs on
     /// each (default [`DEFAULT_IN_FLIGHT_PER_QUEUE`]). The memory budget
-    /// (`options.memory_mib`) is shared out between the queues. Where the backend is not Vulkan
+    /// (`options.memory_mib`) is shared out between the queues. Where the adapter's graphics backend is not Vulkan
     /// or the adapter offers fewer queues, the error says so; one queue opens everywhere.
     ///
     /// ```no_run
@@ -145,12 +145,12 @@ impl ProofPool {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn on_queues(options: whir_gpu::GpuOptions, queues: usize, driver: crate::DriverOptions, pool: PoolOptions) -> Result<Self, ProverError> {
-        let backends = queue_backends(options, queues, driver)?;
-        Self::over_queues(backends, queues, pool)
+        let provers = queue_provers(options, queues, driver)?;
+        Self::over_queues(provers, queues, pool)
     }
 
     /// A pool over every GPU of the host (`adapters`: `None` for the hardware adapters of one
-    /// backend, [`whir_gpu::pool_adapters`]; or indices of [`whir_gpu::list_adapters`], an
+    /// prover, [`whir_gpu::pool_adapters`]; or indices of [`whir_gpu::list_adapters`], an
     /// index twice for two devices on one adapter), with `queues` queues on each as
     /// [`on_queues`](Self::on_queues) opens them, `options` for each but its adapter. A job
     /// that fails on one GPU moves to the others, then to the CPU (see [`over`](Self::over)).
@@ -174,7 +174,7 @@ impl ProofPool {
             };
             return Err(ProverError::Input(format!("a pool over the host's GPUs: {what}; name adapters by index (whir info lists them)")));
         }
-        let mut backends = Vec::new();
+        let mut provers = Vec::new();
         for &i in &indices {
             let Some(summary) = listed.get(i) else {
                 return Err(ProverError::Input(format!(
@@ -183,22 +183,22 @@ impl ProofPool {
                 )));
             };
             let options = whir_gpu::GpuOptions { adapter: whir_gpu::AdapterSelector::Index(i), ..options.clone() };
-            let opened = queue_backends(options, queues, driver)
+            let opened = queue_provers(options, queues, driver)
                 .map_err(|e| ProverError::Input(format!("a pool over the host's GPUs: adapter {i} ({summary}) with {queues} queues: {e}")))?;
-            backends.extend(opened);
+            provers.extend(opened);
         }
-        Self::over_queues(backends, queues, pool)
+        Self::over_queues(provers, queues, pool)
     }
 
     /// [`over`](Self::over) with the per-queue default: a lone queue keeps
     /// [`default_in_flight`] jobs, several keep [`DEFAULT_IN_FLIGHT_PER_QUEUE`] each.
-    fn over_queues(backends: Vec<GpuProver>, queues: usize, pool: PoolOptions) -> Result<Self, ProverError> {
-        let Some(first) = backends.first() else {
-            return Err(ProverError::Input("a proof pool needs at least one GPU backend".into()));
+    fn over_queues(provers: Vec<GpuProver>, queues: usize, pool: PoolOptions) -> Result<Self, ProverError> {
+        let Some(first) = provers.first() else {
+            return Err(ProverError::Input("a proof pool needs at least one GPU prover".into()));
         };
         let adapter = first.context().summary();
         let per_queue = pool.in_flight.unwrap_or(if queues == 1 || adapter.is_software() { default_in_flight(adapter) } else { DEFAULT_IN_FLIGHT_PER_QUEUE });
-        Self::over(backends, PoolOptions { in_flight: Some(per_queue) })
+        Self::over(provers, PoolOptions { in_flight: Some(per_queue) })
     }
 
     /// A pool over several contexts (the GPUs of a host, or several contexts of one adapter),
@@ -206,9 +206,9 @@ impl ProofPool {
     /// adapter) within its own memory budget. Jobs go to whichever context has a thread free,
     /// so a faster device takes more of them. A job that fails on one device (lost, out of
     /// memory, over its limits or budget) is tried on the others before the CPU.
-    pub fn over(backends: Vec<GpuProver>, options: PoolOptions) -> Result<Self, ProverError> {
-        if backends.is_empty() {
-            return Err(ProverError::Input("a proof pool needs at least one GPU backend".into()));
+    pub fn over(provers: Vec<GpuProver>, options: PoolOptions) -> Result<Self, ProverError> {
+        if provers.is_empty() {
+            return Err(ProverError::Input("a proof pool needs at least one GPU prover".into()));
         }
         match options.in_flight {
             Some(0) => return Err(ProverError::Input("a proof pool needs at least one job in flight (in_flight = 0 given)".into())),
@@ -218,19 +218,19 @@ impl ProofPool {
             _ => {}
         }
         // Each context's budget is counted by one lane: a context given twice would be filled twice over.
-        for (i, b) in backends.iter().enumerate() {
-            if let Some(j) = backends[..i].iter().position(|a| std::sync::Arc::ptr_eq(a.context(), b.context())) {
+        for (i, b) in provers.iter().enumerate() {
+            if let Some(j) = provers[..i].iter().position(|a| std::sync::Arc::ptr_eq(a.context(), b.context())) {
                 return Err(ProverError::Input(format!(
-                    "backends {j} and {i} of the proof pool share one context; give each its own (GpuProver::open per GPU), or raise in_flight"
+                    "provers {j} and {i} of the proof pool share one context; give each its own (GpuProver::open per GPU), or raise in_flight"
                 )));
             }
         }
-        let lanes = backends
+        let lanes = provers
             .into_iter()
-            .map(|backend| {
-                let in_flight = options.in_flight.unwrap_or_else(|| default_in_flight(backend.context().summary()));
-                let admission = Admission::new(backend.context().memory().budget());
-                Lane { backend, in_flight, admission }
+            .map(|prover| {
+                let in_flight = options.in_flight.unwrap_or_else(|| default_in_flight(prover.context().summary()));
+                let admission = Admission::new(prover.context().memory().budget());
+                Lane { prover, in_flight, admission }
             })
             .collect();
         Ok(Self { lanes })
@@ -241,14 +241,14 @@ impl ProofPool {
         self.lanes.iter().map(|l| l.in_flight).sum()
     }
 
-    /// The backend of the pool's first context.
-    pub fn backend(&self) -> &GpuProver {
-        &self.lanes[0].backend
+    /// The prover of the pool's first context.
+    pub fn prover(&self) -> &GpuProver {
+        &self.lanes[0].prover
     }
 
-    /// The backends of the pool's contexts, in order.
-    pub fn backends(&self) -> impl Iterator<Item = &GpuProver> {
-        self.lanes.iter().map(|l| &l.backend)
+    /// The provers of the pool's contexts, in order.
+    pub fn provers(&self) -> impl Iterator<Item = &GpuProver> {
+        self.lanes.iter().map(|l| &l.prover)
     }
 
     /// Proves every job, up to [`in_flight`](Self::in_flight) at once, each admitted when its
@@ -259,13 +259,11 @@ impl ProofPool {
     /// proof refused for the budget while others ran is tried again alone before it moves on;
     /// one over every context's budget is refused.
     pub fn prove_many(&self, jobs: impl IntoIterator<Item = ProofJob, IntoIter: Send>) -> Vec<Result<ProverOutput, ProverError>> {
-        let driver = self.backend().driver_options();
-        let estimate = |job: &ProofJob| self.lanes.iter().map(|l| estimated_gpu_bytes(&job.params, l.backend.context().tuning(), &driver)).max().unwrap_or(0);
-        let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals, self.backend().fallback_memory());
+        let driver = self.prover().driver_options();
+        let estimate = |job: &ProofJob| self.lanes.iter().map(|l| estimated_gpu_bytes(&job.params, l.prover.context().tuning(), &driver)).max().unwrap_or(0);
+        let fallback = |job: &ProofJob, e: ProverError| cpu_unless_refused(Err(e), &job.params, &job.evals, self.prover().fallback_memory());
         let mut out = Vec::new();
-        self.run_with(jobs, &estimate, &|backend: &GpuProver, job: &ProofJob| backend.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| {
-            out.push(r)
-        });
+        self.run_with(jobs, &estimate, &|prover: &GpuProver, job: &ProofJob| prover.prove_on_gpu(&job.params, &job.evals), &fallback, &mut |_, r| out.push(r));
         out
     }
 
@@ -288,18 +286,18 @@ impl ProofPool {
         R: CryptoRng + Send,
         StandardUniform: Distribution<E> + Distribution<F>,
     {
-        let driver = self.backend().driver_options();
+        let driver = self.prover().driver_options();
         let ext_words = <E as p3_field::BasedVectorSpace<F>>::DIMENSION;
         // The hiding oracles are the plain prover's codewords (their randomness rows added in
         // place), its tables too; the masks are small.
         let shape =
             Params { num_vars: config.num_variables(), fold: config.round_folding_factor(0), log_inv_rate: config.starting_log_inv_rate, ..Params::default() };
         let estimate = |_: &(HidingJob<E>, [u8; 32])| {
-            self.lanes.iter().map(|l| crate::provers::estimated_gpu_bytes_over(&shape, l.backend.context().tuning(), &driver, ext_words)).max().unwrap_or(0)
+            self.lanes.iter().map(|l| crate::provers::estimated_gpu_bytes_over(&shape, l.prover.context().tuning(), &driver, ext_words)).max().unwrap_or(0)
         };
-        let work = |backend: &GpuProver, (job, seed): &(HidingJob<E>, [u8; 32])| -> Result<HidingOutput<E>, ProverError> {
-            let pcs = backend.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), leaf, StdRng::from_seed(*seed))?;
-            let mut challenger = crate::Plonky3Pieces::challenger(backend);
+        let work = |prover: &GpuProver, (job, seed): &(HidingJob<E>, [u8; 32])| -> Result<HidingOutput<E>, ProverError> {
+            let pcs = prover.hiding_pcs::<E, GpuChallenger<F>, StdRng>(config.clone(), leaf, StdRng::from_seed(*seed))?;
+            let mut challenger = crate::Plonky3Pieces::challenger(prover);
             let (commitment, data) = pcs.commit(job.witness.clone(), &mut challenger)?;
             let proof = pcs.open(data, job.points.clone(), &mut challenger)?;
             Ok(HidingOutput { commitment, proof })
@@ -313,8 +311,8 @@ impl ProofPool {
         self.run_many(forked, estimate, work)
     }
 
-    /// Runs `work` on every job (a proof, a PCS commit or opening on `backend.pcs(..)`; each
-    /// thread's `backend` is a [`GpuProver::worker`] of one of the pool's), up to
+    /// Runs `work` on every job (a proof, a PCS commit or opening on `prover.pcs(..)`; each
+    /// thread's `prover` is a [`GpuProver::worker`] of one of the pool's), up to
     /// [`in_flight`](Self::in_flight) at once, each admitted when `estimate(job)` bytes of GPU
     /// memory fit its context's budget beside the jobs running there; the results in the jobs'
     /// order. A job whose work returns a GPU error (other than bad input) is tried on the
@@ -369,7 +367,7 @@ impl ProofPool {
                 for _ in 0..lane.in_flight {
                     let tx = tx.clone();
                     scope.spawn(move || {
-                        // Worker backends of this thread's own, one per context it runs on.
+                        // Worker provers of this thread's own, one per context it runs on.
                         let mut workers: Vec<Option<GpuProver>> = vec![None; self.lanes.len()];
                         loop {
                             // A thread of a lost context leaves its jobs to the others while
@@ -426,8 +424,8 @@ impl ProofPool {
             if lane.lost().is_some() {
                 continue;
             }
-            let backend = workers[l].get_or_insert_with(|| lane.backend.worker());
-            let e = match lane.run_admitted(backend, index, job, bytes, work) {
+            let prover = workers[l].get_or_insert_with(|| lane.prover.worker());
+            let e = match lane.run_admitted(prover, index, job, bytes, work) {
                 Err(ProverError::Gpu(e)) if !matches!(e, GpuError::InvalidInput(_) | GpuError::Shader { .. }) => ProverError::Gpu(e),
                 Err(e @ ProverError::PlayedAhead(_)) => e,
                 Err(ProverError::Panicked { job, message }) => match lane.lost() {
@@ -439,7 +437,7 @@ impl ProofPool {
                 other => return other,
             };
             if self.lanes.len() > 1 {
-                let adapter = &lane.backend.context().summary().name;
+                let adapter = &lane.prover.context().summary().name;
                 match lane.lost() {
                     Some(why) => tracing::warn!(job = index, "GPU {l} ({adapter}) is lost ({why}); its jobs move to the pool's other GPUs"),
                     None => tracing::warn!(job = index, "GPU {l} ({adapter}) failed the job ({e}); trying the pool's other GPUs"),
@@ -513,20 +511,20 @@ impl<J, I: Iterator<Item = (usize, J)>> Feed<I> {
 impl Lane {
     /// Why this lane's device was lost, if it was.
     fn lost(&self) -> Option<String> {
-        self.backend.context().lost()
+        self.prover.context().lost()
     }
 
     /// `work` on `job` once admitted here (a panic caught as its error), and run again alone if
     /// the budget refused it while others held memory.
     fn run_admitted<J, R>(
         &self,
-        backend: &GpuProver,
+        prover: &GpuProver,
         index: usize,
         job: &J,
         bytes: u64,
         work: &(impl Fn(&GpuProver, &J) -> Result<R, ProverError> + Sync),
     ) -> Result<R, ProverError> {
-        let run = || caught(index, || work(backend, job));
+        let run = || caught(index, || work(prover, job));
         let admitted = tracing::info_span!("pool admission").entered();
         let ticket = self.admission.admit(index, bytes)?;
         drop(admitted);

@@ -400,10 +400,10 @@ impl StepClock {
         if self.breakdown.rounds.len() <= round {
             self.breakdown.rounds.resize(round + 1, Vec::new());
         }
-        let backend = &mut self.breakdown.rounds[round];
-        match backend.iter_mut().find(|(s, _)| *s == step) {
+        let steps = &mut self.breakdown.rounds[round];
+        match steps.iter_mut().find(|(s, _)| *s == step) {
             Some((_, t)) => t.wall += wall,
-            None => backend.push((step, StepTime { wall, ..StepTime::default() })),
+            None => steps.push((step, StepTime { wall, ..StepTime::default() })),
         }
     }
 

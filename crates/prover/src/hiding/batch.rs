@@ -141,18 +141,7 @@ where
     S: SumcheckState<F, E>,
     C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
 {
-    let shape = ZkSumcheckShape::new_inherited(folding, ell_zk, pow_bits);
-    shape.validate::<F>().map_err(|e| ProverError::Params(format!("a masked sumcheck batch of {folding} rounds: {e:?}")))?;
-    if folding == 0 || folding > state.num_variables() {
-        return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {} variables", state.num_variables())));
-    }
-    if masks.masks.len() != folding || masks.masks.iter().any(|m| m.len() != ell_zk) || ell_zk < 3 {
-        return Err(ProverError::Input(format!(
-            "{} masks of {:?} values for a masked batch of {folding} rounds with masks of {ell_zk} values (at least 3)",
-            masks.masks.len(),
-            masks.masks.iter().map(Vec::len).collect::<Vec<_>>()
-        )));
-    }
+    let shape = batch_shape(state.num_variables(), &masks.masks, ell_zk, (folding, pow_bits))?;
     let BatchMasks { masks, randomness: mask_randomness, oracle: (root, oracle) } = masks;
     let mut transcript = ZkProverTranscript::<C, F, E>::new(challenger, shape);
     let played = (|| {
@@ -190,7 +179,7 @@ where
             match device_r {
                 Some(r) if r == gamma => {}
                 Some(r) => {
-                    return Err(ProverError::PlayedAhead(format!("the steps drew masked sumcheck challenge {r:?} where the transcript draws {gamma:?}")))
+                    return Err(ProverError::PlayedAhead(format!("the backend drew masked sumcheck challenge {r:?} where the transcript draws {gamma:?}")))
                 }
                 // Played here, or the chain stopped at this round's grind: not folded yet.
                 None => unfolded = Some(gamma),
@@ -211,6 +200,29 @@ where
         Ok(MaskedBatch { gammas, eps, masks, mask_randomness, oracle: (root, oracle), data, chained })
     })();
     closed(transcript, played, |t| t.finish())
+}
+
+/// The shape of a masked batch of `folding` rounds over `vars` variables with `masks` of
+/// `ell_zk` values each, checked (p3-sumcheck's own validation included).
+fn batch_shape<F: ProverField, E: WhirExtension<F>>(
+    vars: usize,
+    masks: &[Vec<E>],
+    ell_zk: usize,
+    (folding, pow_bits): (usize, usize),
+) -> Result<ZkSumcheckShape, ProverError> {
+    let shape = ZkSumcheckShape::new_inherited(folding, ell_zk, pow_bits);
+    shape.validate::<F>().map_err(|e| ProverError::Params(format!("a masked sumcheck batch of {folding} rounds: {e:?}")))?;
+    if folding == 0 || folding > vars {
+        return Err(ProverError::Input(format!("a masked batch of {folding} rounds over {vars} variables")));
+    }
+    if masks.len() != folding || masks.iter().any(|m| m.len() != ell_zk) || ell_zk < 3 {
+        return Err(ProverError::Input(format!(
+            "{} masks of {:?} values for a masked batch of {folding} rounds with masks of {ell_zk} values (at least 3)",
+            masks.len(),
+            masks.iter().map(Vec::len).collect::<Vec<_>>()
+        )));
+    }
+    Ok(shape)
 }
 
 /// The masks a hiding run has committed so far, their claims' covectors and the running total
