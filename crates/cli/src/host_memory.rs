@@ -25,7 +25,9 @@ pub fn machine() -> HostMemory {
         }
     };
     if let Some(cgroup) = sys.cgroup_limits() {
-        consider(cgroup.free_memory, "this process's cgroup leaves");
+        // The cgroup's limit less its anonymous memory: its usage counts the page cache too,
+        // which the kernel reclaims before it refuses an allocation.
+        consider(cgroup.total_memory.saturating_sub(cgroup.rss), "this process's cgroup leaves");
     }
     #[cfg(unix)]
     {

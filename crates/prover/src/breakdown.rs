@@ -85,15 +85,16 @@ impl RoundBreakdown {
         t
     }
 
-    /// Fills in GPU times from a context profile labelled by [`step_label`]; a label with a
-    /// "/pow" suffix (GPU grinding inside a step, e.g. a sumcheck's) counts as that round's PoW.
-    pub fn add_gpu(&mut self, spans: &[whir_gpu::profile::ProfileSpan]) {
+    /// Fills in GPU times from a device profile's spans (label, GPU time, submissions), labelled
+    /// by [`step_label`]; a label with a "/pow" suffix (GPU grinding inside a step, e.g. a
+    /// sumcheck's) counts as that round's PoW.
+    pub fn add_gpu<'a>(&mut self, spans: impl IntoIterator<Item = (&'a str, Duration, u32)>) {
         for (_, time) in self.rounds.iter_mut().flatten() {
             time.gpu = Some(Duration::ZERO);
             time.submissions = 0;
         }
-        for span in spans {
-            let Some((round, step)) = parse_label(&span.label) else { continue };
+        for (label, gpu, submissions) in spans {
+            let Some((round, step)) = parse_label(label) else { continue };
             if self.rounds.len() <= round {
                 self.rounds.resize(round + 1, Vec::new());
             }
@@ -106,8 +107,8 @@ impl RoundBreakdown {
                 }
             };
             let time = &mut steps[at].1;
-            time.gpu = Some(time.gpu.unwrap_or_default() + span.gpu);
-            time.submissions += span.submissions;
+            time.gpu = Some(time.gpu.unwrap_or_default() + gpu);
+            time.submissions += submissions;
         }
     }
 }

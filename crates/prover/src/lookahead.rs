@@ -21,7 +21,7 @@ use crate::{Commitment, ProverField};
 /// Width of the duplex sponge the transcript runs on (Poseidon2 of width 16, rate 8).
 pub const SPONGE_WIDTH: usize = 16;
 
-/// What a challenger that plays ahead shares with the steps that play with it: the
+/// What a challenger that plays ahead shares with the backend that plays with it: the
 /// transcript's state as it last published it, and a queue for grinds played ahead.
 /// Implemented by the backend's own challenger (the GPU's in `backend/gpu.rs`).
 pub trait LookaheadLink<F: ProverField>: Send + Sync {
@@ -36,9 +36,9 @@ pub trait LookaheadLink<F: ProverField>: Send + Sync {
     fn as_any(&self) -> &dyn Any;
 }
 
-/// A link from a challenger that plays ahead to the steps that play with it (see
+/// A link from a challenger that plays ahead to the backend that plays with it (see
 /// [`LookaheadLink`]). Made by the challenger ([`WhirChallenger::track_state`],
-/// [`WhirChallenger::grind_ahead`]); steps that cannot play ahead never see one.
+/// [`WhirChallenger::grind_ahead`]); a backend that cannot play ahead never sees one.
 #[derive(Clone)]
 pub struct Lookahead<F: ProverField>(Arc<dyn LookaheadLink<F>>);
 
@@ -64,7 +64,7 @@ impl<F: ProverField> Lookahead<F> {
     }
 }
 
-/// The transcript at one point, as steps that play ahead start from it: the duplex sponge's
+/// The transcript at one point, as a backend that plays ahead starts from it: the duplex sponge's
 /// state and its pending inputs, and the device the challenger grinds on (opaque here: the
 /// backend that plays ahead reads its own type back, e.g. the GPU's grinder).
 #[derive(Clone)]
@@ -78,7 +78,7 @@ pub struct TranscriptState<F: ProverField> {
 
 impl<F: ProverField> TranscriptState<F> {
     /// The transcript at `sponge` with `pending` inputs, played ahead on `device` (how a
-    /// challenger publishes it; for tests of steps that play ahead).
+    /// challenger publishes it; for tests of backends that play ahead).
     pub fn new(device: Arc<dyn Any + Send + Sync>, sponge: [F; SPONGE_WIDTH], pending: Vec<F>) -> Self {
         Self { device, sponge, pending }
     }
@@ -91,7 +91,7 @@ impl<F: ProverField> TranscriptState<F> {
 
 /// A grind played ahead of the transcript: the state it searched (the sponge with its pending
 /// inputs, zero padding and tagged capacity, the witness's slot left 0), its difficulty and the
-/// smallest witness found in `0..searched_end`. The steps make it, the challenger takes it only
+/// smallest witness found in `0..searched_end`. The backend makes it, the challenger takes it only
 /// where its own state is the one searched, and checks the witness.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlayedGrind<F> {
@@ -162,7 +162,7 @@ pub struct PlayedRound<F, E> {
 /// What each round of a masked sumcheck batch observes in place of its pair (h(0), h(∞)): its
 /// wire polynomial, the pair moved by the masks' known parts. With s = `scale` (the batch's ε),
 /// round j observes `(at_zero_j + s·h(0) + share_j·Σ_{l<j} mask_l(γ_l), at_inf_j + s·h(∞),
-/// rest_j...)`, γ_l being round l's challenge, so steps that chain the rounds where the tables
+/// rest_j...)`, γ_l being round l's challenge, so a backend that chains the rounds where the tables
 /// lie can play them ([`SumcheckState::play_chain`](crate::sumcheck::SumcheckState::play_chain)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MaskedWires<E> {
@@ -230,7 +230,7 @@ pub trait WhirChallenger<F: ProverField>:
     fn trial(&self) -> Self::Trial;
 
     /// Publishes the transcript state after every operation until [`stop_tracking`](Self::stop_tracking),
-    /// for steps that play the transcript where the data lies (sumcheck chains). None: this
+    /// for a backend that plays the transcript where the data lies (sumcheck chains). None: this
     /// challenger cannot.
     fn track_state(&mut self) -> Option<Lookahead<F>> {
         None
@@ -268,7 +268,7 @@ pub trait WhirChallenger<F: ProverField>:
 
     /// Where this challenger is a duplex sponge of width 16 and rate 8 that grinds and plays
     /// nothing on the device itself (Plonky3's `DuplexChallenger`): its words now, so the
-    /// protocol can play the transcript on a challenger of the steps that continues the same
+    /// protocol can play the transcript on a challenger of the backend that continues the same
     /// sponge where the data lies, then hand the words back ([`resume`](Self::resume)). None:
     /// the protocol plays over this challenger itself.
     fn sponge_words(&self) -> Option<SpongeWords<F>> {

@@ -41,11 +41,11 @@ pub type StockPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F
 pub type WhirPcsProof<F = BabyBear, E = EF<F>> = PcsProof<F, E, CpuMmcs<F>>;
 
 /// WHIR over p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`) of any number of
-/// tables, with the driver's steps `S`, over the challenger `C` (any [`WhirChallenger`]: the
+/// tables, on the backend `S`, over the challenger `C` (any [`WhirChallenger`]: the
 /// GPU's by default, whose transcript steps the driver plays ahead on the device; Plonky3's own
 /// `DuplexChallenger`, every step on the host; configured with `WhirConfig<E, F, C>` as
 /// `WhirProver` is). In the prefix layout the stacked polynomial is held at
-/// bit-reversed indices (the steps' `with_reversed_indices`), so that the rounds, which bind
+/// bit-reversed indices (the backend's `with_reversed_indices`), so that the rounds, which bind
 /// the table's last variable, bind its first.
 pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>> {
     config: WhirConfig<E, F, C>,
@@ -57,12 +57,12 @@ pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtens
 /// The GPU PCS: every step where the stacked polynomial lies (over the challenger `C`).
 pub type GpuWhirPcs<L = ProverLayout, F = BabyBear, C = GpuChallenger<F>> = WhirPcs<GpuBackend<F>, L, F, EF<F>, C>;
 
-/// The same protocol with the plain-Rust steps (the reference twin).
+/// The same protocol on the plain-Rust backend (the reference twin).
 pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirPcs<CpuBackend<F, E>, L, F, E, C>;
 
 impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
-    /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the steps in place of the
-    /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the steps
+    /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the backend in place of the
+    /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the backend
     /// hash: [`Backend::mmcs`], their constants and leaf sponge, which `verify` checks with).
     pub fn new(config: WhirConfig<E, F, C>, backend: S) -> Self {
         let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), backend.mmcs());
@@ -163,10 +163,10 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         self.config.num_variables()
     }
 
-    /// The witness's columns are handed to the steps where they lie, as blocks of the stacked
+    /// The witness's columns are handed to the backend where they lie, as blocks of the stacked
     /// polynomial (no stacked copy on the host: in the suffix layout the blocks are its
     /// message; in the prefix layout they are the polynomial at bit-reversed indices, each
-    /// column one slot read bit-reversed, and the steps reorder them into the message), encoded
+    /// column one slot read bit-reversed, and the backend reorders them into the message), encoded
     /// and committed; the root is observed, and nothing else. A witness of either constructor
     /// (`Witness::new` or `new_interleaved`) is committed in this PCS's layout: only its tables
     /// are read.

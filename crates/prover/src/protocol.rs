@@ -39,7 +39,7 @@ pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes)
 
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
 /// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
-/// field's degree-4 extension on the GPU steps; any [`WhirExtension`] on the CPU twin): returns
+/// field's degree-4 extension on the GPU backend; any [`WhirExtension`] on the CPU twin): returns
 /// the commitment, the proof and where the time went.
 pub fn prove_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>>(
     backend: &S,

@@ -486,7 +486,7 @@ impl<F: ProverField> GpuProver<F> {
         let spans = if profiling { ctx.profiler().end() } else { Ok(None) };
         let (commitment, proof, mut times) = proved?;
         if let Some(spans) = spans? {
-            times.breakdown.add_gpu(&spans);
+            times.breakdown.add_gpu(spans.iter().map(|s| (&*s.label, s.gpu, s.submissions)));
         }
         let proof = postcard::to_allocvec(&proof).map_err(|e| ProverError::Proof(whir_verifier::ProofError::ProofFile(e.to_string())))?;
         Ok(ProverOutput {

@@ -138,27 +138,27 @@ pub trait SumcheckState<F: ProverField = p3_baby_bear::BabyBear, E: WhirExtensio
         self.add_slot_weights(sets)
     }
 
-    /// `evals`, and where the steps can, the grind of `bits` that follows observing them, run
+    /// `evals`, and where the backend can, the grind of `bits` that follows observing them, run
     /// ahead of the transcript from `state` (the GPU's: in the same submission; see
     /// `GpuSumcheck::evals_then_grind`); what it found goes to the challenger, which checks it.
-    /// None where the steps grind nothing.
+    /// None where the backend grinds nothing.
     #[allow(clippy::type_complexity)]
     fn evals_then_grind(&mut self, grind: Option<(&TranscriptState<F>, usize)>) -> Result<(Vec<E>, Option<PlayedGrind<F>>), ProverError> {
         let _ = grind;
         Ok((self.evals()?, None))
     }
 
-    /// Grind ahead of the transcript after each round, where the steps can (the GPU's run the
+    /// Grind ahead of the transcript after each round, where the backend can (the GPU's run the
     /// grind in the round's own submission, from the state `ahead` publishes); None stops it.
     fn set_grind_ahead(&mut self, ahead: Option<Lookahead<F>>) {
         let _ = ahead;
     }
 
-    /// Plays `rounds` rounds with their transcript where the steps live (the GPU: one
+    /// Plays `rounds` rounds with their transcript where the backend keeps the tables (the GPU: one
     /// submission; see `GpuSumcheck::play_chain`), from the transcript at `state`, grinding
     /// `bits` after each; the protocol replays the transcript and checks every challenge. With
     /// `wires`, each round observes its masked wire instead of its pair (a masked batch); the
-    /// rounds played report the plain pairs. None where the steps cannot (the protocol plays
+    /// rounds played report the plain pairs. None where the backend cannot (the protocol plays
     /// round by round).
     fn play_chain(
         &mut self,

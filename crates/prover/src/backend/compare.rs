@@ -92,7 +92,7 @@ impl<F: ProverField, E: WhirExtension<F>, A: Backend<F, E>, B: Backend<F, E>> Ba
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
-    /// The comparing steps play nothing ahead: every transcript step on the caller's challenger.
+    /// The comparing backend plays nothing ahead: every transcript step on the caller's challenger.
     type Transcript = A::Transcript;
 
     /// The candidate's (a reference hashing otherwise differs at the first root).

@@ -38,7 +38,7 @@ impl<F: ProverField, E: WhirExtension<F>> CpuBackend<F, E> {
     }
 
     /// The twin over any Poseidon2 constants: nodes (and width-16 leaves) hashed with `perm`,
-    /// leaves with `wide` where given (width 24), as the GPU steps built from the same
+    /// leaves with `wide` where given (width 24), as the GPU backend built from the same
     /// constants hash them.
     pub fn with_permutations(perm: whir_verifier::hash::Perm<F>, wide: Option<whir_verifier::hash::Perm24<F>>) -> Self {
         let leaf = if wide.is_some() { LeafSponge::Width24 } else { LeafSponge::Width16 };

@@ -31,7 +31,7 @@ use p3_baby_bear::BabyBear;
 /// reference its proofs equal.
 pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, C, R>;
 
-/// Zero-knowledge WHIR over the steps `S` (p3-whir's `HidingWhirPcs`, HVZK-WHIR): commits a
+/// Zero-knowledge WHIR over the backend `S` (p3-whir's `HidingWhirPcs`, HVZK-WHIR): commits a
 /// polynomial with randomness rows under its oracle, and opens it at the caller's points with
 /// masked sumchecks, code-switching rounds and a masked base case, so the proof reveals nothing
 /// of the polynomial beyond the claimed values. Built from a `ZkWhirConfig` and a generator as
@@ -53,7 +53,7 @@ pub struct HidingPcs<S, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, 
 /// The hiding PCS with every large step where the polynomial lies, on the GPU.
 pub type GpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<GpuBackend<F>, F, E, C, R>;
 
-/// The same protocol over the plain-Rust steps (the reference twin).
+/// The same protocol over the plain-Rust backend (the reference twin).
 pub type CpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<CpuBackend<F, E>, F, E, C, R>;
 
 /// What a hiding commitment keeps until it is opened: the oracle, the polynomial as the
@@ -71,8 +71,8 @@ where
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
-    /// As `HidingWhirPcs::new(config, dft, mmcs, rng)`: the configuration, the steps in place
-    /// of the DFT and the MMCS (proofs hashed as the steps hash, [`Backend::mmcs`]), and
+    /// As `HidingWhirPcs::new(config, dft, mmcs, rng)`: the configuration, the backend in place
+    /// of the DFT and the MMCS (proofs hashed as the backend hashes, [`Backend::mmcs`]), and
     /// the generator every commit and open forks its masks from.
     pub fn new(config: ZkWhirConfig<E, F, C>, backend: S, rng: R) -> Self {
         // The verifier side draws nothing; its generator is never used.
@@ -80,7 +80,7 @@ where
         Self { config, backend, rng: Mutex::new(rng), options: DriverOptions::default(), stock }
     }
 
-    /// How the steps are played (of [`DriverOptions`], the hiding run reads
+    /// How the backend's steps are played (of [`DriverOptions`], the hiding run reads
     /// `lazy_first_weights`: the default forms the first weights lazily from 2^24 cells).
     pub fn with_options(mut self, options: DriverOptions) -> Self {
         self.options = options;
@@ -97,7 +97,7 @@ where
         &self.backend
     }
 
-    /// p3-whir's own hiding PCS for the same configuration, hashing as the steps do.
+    /// p3-whir's own hiding PCS for the same configuration, hashing as the backend does.
     pub fn stock(&self) -> &StockHidingPcs<F, E, C, StdRng> {
         &self.stock
     }
