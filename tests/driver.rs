@@ -11,7 +11,8 @@ use p3_field::{BasedVectorSpace, PrimeCharacteristicRing};
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::backend::GpuBackend;
-use whir_wgpu::prover::backend::{prove_with_backend, Backend, ComparingBackend, CpuBackend, CpuSumcheck, SumcheckState};
+use whir_wgpu::prover::backend::{Backend, ComparingBackend, CpuBackend, CpuSumcheck, SumcheckState};
+use whir_wgpu::prover::prove_with_backend;
 use whir_wgpu::prover::{permutation, CpuProver, DriverOptions, Params, Plonky3Pieces, ProofFile, ProverError, ProverOutput, Soundness, EF, F};
 
 fn drive<S: Backend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {

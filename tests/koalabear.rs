@@ -17,7 +17,8 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use whir_wgpu::gpu::{GpuChallenger, GpuContext, GpuGrinder, GpuMerkle, GpuNtt, GpuPoseidon2, Poseidon2Constants};
 use whir_wgpu::prover::backend::GpuBackend;
-use whir_wgpu::prover::backend::{prove_with_backend, ComparingBackend, CpuBackend};
+use whir_wgpu::prover::backend::{ComparingBackend, CpuBackend};
+use whir_wgpu::prover::prove_with_backend;
 use whir_wgpu::prover::{
     CpuProver, CpuWhirPcs, DriverOptions, GpuMode, GpuProver, GpuWhirPcs, Params, Plonky3Pieces, ProofFile, ProofFileOf, Soundness, WhirField, EF,
 };

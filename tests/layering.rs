@@ -168,6 +168,29 @@ fn whir_gpu_names_no_whir_protocol_step() {
     }
 }
 
+/// The prover's protocol side names no whir-gpu type: of the protocol (`protocol.rs`,
+/// `rounds.rs`, the claim phase, the sumcheck and the challengers' vocabulary, the hiding run)
+/// and the backend module, only `backend/gpu.rs` (the GPU backend) names `whir_gpu`. (The PCS
+/// adapters, `pcs.rs` and `hiding/pcs.rs`, name the GPU's challenger as their default.)
+#[test]
+fn only_the_gpu_backend_names_whir_gpu_on_the_protocol_side() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/prover/src");
+    let protocol_side = ["protocol.rs", "rounds.rs", "claims.rs", "sumcheck.rs", "lookahead.rs", "breakdown.rs", "backend", "hiding"];
+    let mut checked = 0;
+    for name in protocol_side {
+        let path = src.join(name);
+        let files = if path.is_dir() { rust_files(&path) } else { vec![path] };
+        for file in files {
+            if file.ends_with("backend/gpu.rs") || file.ends_with("hiding/pcs.rs") {
+                continue;
+            }
+            checked += 1;
+            assert!(!code_of(&file).contains("whir_gpu"), "{} names whir_gpu: only backend/gpu.rs may", file.display());
+        }
+    }
+    assert!(checked >= 12, "only {checked} protocol-side files found");
+}
+
 /// The comments in crates/gpu/wgsl name files that exist: every `crates/...` path and every
 /// kernel file (`dir/file.wgsl`) a comment names is there, and each "Rust twin" a comment names
 /// (`Name` in crates/...rs) is a struct defined in that file.

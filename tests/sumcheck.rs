@@ -1136,3 +1136,30 @@ fn check_head_of<F: ProverField, E: WhirExtension<F> + GpuExtension<F>>(
     // f is as it was.
     assert_eq!(SumcheckState::evals(&mut gpu).unwrap(), cpu.evals().unwrap(), "{what}: f after");
 }
+
+/// A transcript state that another backend's challenger published (its device not a GPU
+/// grinder) is declined, not played: no chain, and the evaluations come back without a grind,
+/// equal to the twin's. The same state over the GPU's grinder is played.
+#[test]
+fn the_gpu_declines_a_transcript_state_of_another_backend() {
+    use whir_wgpu::gpu::{GpuGrinder, GpuPoseidon2, Poseidon2Constants};
+    use whir_wgpu::prover::backend::TranscriptState;
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let m = 8;
+        let (f, w) = (ext_vec(&mut rng, 1 << m), ext_vec(&mut rng, 1 << m));
+        let mut cpu = CpuSumcheck::new(f.clone(), w.clone()).unwrap();
+        let mut gpu = GpuSumcheck::new(Arc::new(GpuNtt::new(ctx.clone())), &f, &w).unwrap();
+        let sponge: [BabyBear; 16] = std::array::from_fn(|_| rng.random());
+        let foreign = TranscriptState::new(Arc::new("another backend's device"), sponge, Vec::new());
+        assert!(SumcheckState::play_chain(&mut gpu, 3, &foreign, 0, None).is_none(), "a foreign state chained ({:?})", ctx.mul_variant());
+        let (evals, grind) = SumcheckState::evals_then_grind(&mut gpu, Some((&foreign, 2))).unwrap();
+        assert!(grind.is_none(), "a grind played from a foreign state ({:?})", ctx.mul_variant());
+        assert_eq!(evals, SumcheckState::evals(&mut cpu).unwrap(), "evaluations beside a foreign state ({:?})", ctx.mul_variant());
+        let grinder = Arc::new(GpuGrinder::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))));
+        let own = TranscriptState::new(grinder, sponge, Vec::new());
+        let chained = SumcheckState::play_chain(&mut gpu, 3, &own, 0, None).expect("the GPU's own state is played").unwrap();
+        assert_eq!(chained.len(), 3, "rounds chained from the GPU's own state ({:?})", ctx.mul_variant());
+        assert_eq!((chained[0].c0, chained[0].c_inf), cpu.round_coefficients().unwrap(), "the first chained round ({:?})", ctx.mul_variant());
+    }
+}

@@ -253,7 +253,8 @@ where
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::{Layout, SuffixProver, Table};
     use whir_wgpu::gpu::GpuChallenger;
-    use whir_wgpu::prover::backend::{prove_with_backend, CpuBackend};
+    use whir_wgpu::prover::backend::CpuBackend;
+    use whir_wgpu::prover::prove_with_backend;
     use whir_wgpu::prover::{DriverOptions, GpuProver, Params, ProofFileOf, Soundness};
     use whir_wgpu::verifier::opening_protocol;
     let wide = |p: Params| Params { leaf: LeafSponge::Width24, ..p };

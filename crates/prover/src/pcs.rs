@@ -216,7 +216,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         };
         let (root, codeword, sumcheck) =
             self.backend.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
-        drop(layout);
+        drop_aside(layout, (1 << n) * std::mem::size_of::<F>());
         self.observe_commitment(&root, challenger);
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
     }
@@ -258,5 +258,15 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         challenger: &mut C,
     ) -> Result<Vec<OpeningEvals<E>>, Self::Error> {
         self.stock.verify_at(commitment, proof, protocol, points, challenger)
+    }
+}
+
+/// Drops `value`, which holds about `bytes`, on a thread of its own where that is at least
+/// 1 MiB: a large witness's pages go back to the OS in milliseconds that no step of the proof
+/// waits for (a commit by value would otherwise pay them). Inline where no thread can start.
+pub(crate) fn drop_aside<T: Send + 'static>(value: T, bytes: usize) {
+    if bytes >= 1 << 20 {
+        // On failure the closure, and with it the value, is dropped here.
+        let _ = std::thread::Builder::new().name("whir witness drop".into()).spawn(move || drop(value));
     }
 }

@@ -5,7 +5,7 @@
 //! the only file of the protocol's side that names whir-gpu, and [`ComparingBackend`] (both at
 //! once, every answer compared) in `compare.rs`.
 //!
-//! The protocol over a backend ([`prove_with_backend`], the PCSs) is p3-whir 0.8's, step by
+//! The protocol over a backend ([`prove_with_backend`](crate::prove_with_backend), the PCSs) is p3-whir 0.8's, step by
 //! step as its PCS adapter and `WhirProver::{prove, round, final_round}` play it. On the GPU the
 //! input is uploaded once: it is encoded and committed, then stays as the sumcheck's f; the
 //! claim phase evaluates it there, the initial fold folds it there, each folded f is encoded
@@ -32,7 +32,6 @@ pub use crate::lookahead::{
     ConfigChallenger, GrindClock, HidingRoundHead, Lookahead, LookaheadLink, MaskedWire, MaskedWires, PlayedGrind, PlayedHead, PlayedRound, RoundHead,
     SpongeTranscript, SpongeWords, TranscriptState, SPONGE_WIDTH,
 };
-pub use crate::protocol::{prove_with_backend, Proved};
 pub use crate::sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
 pub use compare::{ComparingBackend, ComparingSumcheck};
 pub use cpu::CpuBackend;
@@ -51,7 +50,7 @@ pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
 /// read ([`Opening`](Self::Opening)), the sumcheck's tables ([`Sumcheck`](Self::Sumcheck), whose
 /// steps are [`SumcheckState`]'s). The CPU twin ([`CpuBackend`]), the GPU ([`GpuBackend`],
 /// whir-gpu's codewords) and the comparing backend ([`ComparingBackend`])
-/// implement it; the protocol ([`prove_with_backend`], the PCS) runs over it.
+/// implement it; the protocol ([`prove_with_backend`](crate::prove_with_backend), the PCS) runs over it.
 ///
 /// Codeword steps encode a message and commit to the codeword's rows, and open rows with
 /// Plonky3's pruned multi-proof. Messages are row-major base-field words; an extension-field
