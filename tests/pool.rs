@@ -218,8 +218,8 @@ fn pool_options_are_checked_and_the_default_follows_the_adapter() {
     assert_eq!(pool.in_flight(), expected);
     let err = ProofPool::over(vec![backend.clone(), backend.clone()], PoolOptions::default()).err().expect("one context twice refused").to_string();
     assert!(err.contains("share one context"), "{err}");
-    let err = ProofPool::over(Vec::new(), PoolOptions::default()).err().expect("no backend refused").to_string();
-    assert!(err.contains("at least one GPU backend"), "{err}");
+    let err = ProofPool::over(Vec::new(), PoolOptions::default()).err().expect("no prover refused").to_string();
+    assert!(err.contains("at least one GPU prover"), "{err}");
     // Nothing to do is no error.
     assert!(pool.prove_many(Vec::new()).is_empty());
 }

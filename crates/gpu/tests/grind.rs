@@ -2,6 +2,7 @@
 //! DuplexChallenger accepts it and ends in the same state. Fresh random transcripts, both
 //! multiply variants, BabyBear and KoalaBear.
 
+#[path = "../../../tests/common/gpu.rs"]
 mod common;
 
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use p3_koala_bear::KoalaBear;
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::transcript::pow_mask;
-use whir_wgpu::gpu::{transcript::cpu_grind, transcript::GrindState, GpuChallenger, GpuGrinder, GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
+use whir_gpu::transcript::pow_mask;
+use whir_gpu::{transcript::cpu_grind, transcript::GrindState, GpuChallenger, GpuGrinder, GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
 
 type Stock = StockOf<BabyBear>;
 
@@ -180,7 +181,7 @@ where
             let (skip, count) = (rng.random_range(0..4usize), rng.random_range(0..17usize));
             let words: Vec<F> = (0..skip + count).map(|_| rng.random()).collect();
             let observed = ctx.memory().storage("observed", words.len());
-            ctx.transfers().write(&observed, whir_wgpu::gpu::field::as_words(&words));
+            ctx.transfers().write(&observed, whir_gpu::field::as_words(&words));
             let (g, b, sponge, pending) = ahead.target().expect("the challenger published its state");
             assert_eq!(b, bits);
             let mut dispatches = Vec::new();

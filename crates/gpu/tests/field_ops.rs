@@ -1,6 +1,7 @@
 //! Every WGSL field routine against Plonky3, over BabyBear and KoalaBear and their extensions of
 //! degree 4, 5 (BabyBear's binomial, KoalaBear's trinomial) and 8, on both multiply variants, with edge values.
 
+#[path = "../../../tests/common/gpu.rs"]
 mod common;
 
 use p3_baby_bear::BabyBear;
@@ -9,9 +10,9 @@ use p3_field::{ExtensionField, PrimeCharacteristicRing};
 use p3_koala_bear::KoalaBear;
 use rand::distr::{Distribution, StandardUniform};
 use rand::RngExt;
-use whir_wgpu::gpu::field::{as_words, words_to};
-use whir_wgpu::gpu::testing::{run_field_op_in, FieldOp};
-use whir_wgpu::gpu::{GpuContext, GpuField};
+use whir_gpu::field::{as_words, words_to};
+use whir_gpu::testing::{run_field_op_in, FieldOp};
+use whir_gpu::{GpuContext, GpuField};
 
 fn base_operands<F: GpuField>(rng: &mut rand::rngs::StdRng) -> (Vec<F>, Vec<F>)
 where

@@ -2,10 +2,11 @@
 //! above), row-by-row uploads, pooled buffers and readbacks return exactly what went in, and
 //! rows of the wrong length are an error.
 
+#[path = "../../../tests/common/gpu.rs"]
 mod common;
 
 use rand::RngExt;
-use whir_wgpu::gpu::GpuError;
+use whir_gpu::GpuError;
 
 /// Word counts around the 1 MiB switch to staged transfers, and odd sizes past it.
 const SIZES: [usize; 7] = [1, 1000, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, (3 << 18) + 5, 1 << 21];
@@ -92,7 +93,7 @@ fn pooled_buffers_hold_what_was_last_written() {
 fn chunked_transfers_round_trip() {
     use p3_dft::TwoAdicSubgroupDft;
     use p3_matrix::dense::RowMajorMatrix;
-    use whir_wgpu::gpu::GpuDft;
+    use whir_gpu::GpuDft;
     let mut rng = common::rng();
     for ctx in common::fresh_contexts() {
         ctx.transfers().set_transfer_chunk_bytes(12 << 10);
@@ -126,7 +127,7 @@ fn chunked_transfers_round_trip() {
 fn buffers_in_unsubmitted_work_stay_with_their_thread() {
     for ctx in common::fresh_contexts() {
         let words = 12_345;
-        let from_another_thread = |ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>| {
+        let from_another_thread = |ctx: &std::sync::Arc<whir_gpu::GpuContext>| {
             let ctx = ctx.clone();
             std::thread::spawn(move || ctx.memory().pooled_storage("other thread", words)).join().unwrap()
         };
@@ -224,8 +225,8 @@ fn batches_give_their_buffers_back_on_every_path() {
     for ctx in common::fresh_contexts() {
         let words = 1 << 16;
         let src = ctx.transfers().upload("source", &(0..words as u32).collect::<Vec<_>>());
-        let pooled = |ctx: &whir_wgpu::gpu::GpuContext| ctx.memory().pooled_bytes();
-        type EndsBatch = fn(&whir_wgpu::gpu::GpuContext, whir_wgpu::gpu::record::Batch<'_>) -> bool;
+        let pooled = |ctx: &whir_gpu::GpuContext| ctx.memory().pooled_bytes();
+        type EndsBatch = fn(&whir_gpu::GpuContext, whir_gpu::record::Batch<'_>) -> bool;
         let cases: [(&str, EndsBatch); 4] = [
             ("run", |ctx, batch| ctx.run(batch).is_ok()),
             ("sent", |ctx, batch| ctx.send(batch).is_ok()),

@@ -1,8 +1,9 @@
 //! Every GPU DFT entry against Plonky3's `Radix2DFTSmallBatch`, fresh random inputs, output
 //! buffers poisoned, both multiply variants, log sizes 0..=16 and widths 1, 3, 8, 16, 64 (up to
 //! 2^18 values a matrix).
-//! Larger sizes: `cargo test --release --test dft -- --ignored`.
+//! Larger sizes: `cargo test --release -p whir-gpu --test dft -- --ignored`.
 
+#[path = "../../../tests/common/gpu.rs"]
 mod common;
 
 use p3_baby_bear::BabyBear;
@@ -15,7 +16,7 @@ use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::Matrix;
 use rand::rngs::StdRng;
 use rand::RngExt;
-use whir_wgpu::gpu::{record::NttSource, GpuDft, GpuEncoder, GpuNtt};
+use whir_gpu::{record::NttSource, GpuDft, GpuEncoder, GpuNtt};
 
 type Ext = BinomialExtensionField<BabyBear, 4>;
 
@@ -135,7 +136,7 @@ fn encoder_matches_plonky3_and_skips_the_zero_tail() {
 /// never falling as the width grows.
 #[test]
 fn gpu_thresholds_grow_with_the_width() {
-    use whir_wgpu::gpu::plumbing::default_gpu_min_elements;
+    use whir_gpu::plumbing::default_gpu_min_elements;
     assert_eq!(default_gpu_min_elements(1), 1 << 14);
     assert_eq!(default_gpu_min_elements(16), 1 << 25);
     assert_eq!(default_gpu_min_elements(2633), 1 << 25);
@@ -150,7 +151,7 @@ fn gpu_thresholds_grow_with_the_width() {
 /// matrix): Plonky3's values still. A single column too tall for a binding goes to the CPU.
 #[test]
 fn transforms_over_the_binding_limit_run_by_column_blocks() {
-    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    use whir_gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
         return;
@@ -275,8 +276,8 @@ fn odd_and_wide_matrices_match_plonky3() {
 /// zero-padded (LDE) shapes, with and without the reversal, narrow, odd and wide rows.
 #[test]
 fn in_place_transforms_match_the_two_buffer_ones() {
-    use whir_wgpu::gpu::field::{as_words, from_words};
-    use whir_wgpu::gpu::NttSpec;
+    use whir_gpu::field::{as_words, from_words};
+    use whir_gpu::NttSpec;
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let ntt = GpuNtt::new(ctx.clone());
@@ -382,7 +383,7 @@ fn chunked_readbacks_run_the_last_passes_chunk_by_chunk() {
 /// wider than a checksum group, heights not a multiple of a group.
 #[test]
 fn gpu_row_checksums_are_the_hosts() {
-    use whir_wgpu::gpu::row_checksum::{groups, RowChecksum};
+    use whir_gpu::row_checksum::{groups, RowChecksum};
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let checksum = RowChecksum::new();
@@ -442,7 +443,7 @@ fn gpu_row_checksums_are_the_hosts() {
 fn koalabear_lde_trees_committed_ahead_are_plonky3s() {
     use p3_commit::Mmcs;
     use p3_koala_bear::KoalaBear;
-    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
+    use whir_gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
     let cpu_dft = Radix2DFTSmallBatch::<KoalaBear>::default();
     for ctx in common::fresh_contexts() {
@@ -477,7 +478,7 @@ fn koalabear_lde_trees_committed_ahead_are_plonky3s() {
 #[test]
 fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
     use p3_commit::Mmcs;
-    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
+    use whir_gpu::{GpuMerkle, GpuMmcs, GpuPoseidon2, Poseidon2Constants};
     let mut rng = common::rng();
     let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
     for ctx in common::fresh_contexts() {
@@ -565,7 +566,7 @@ fn lde_trees_committed_ahead_are_plonky3s_and_only_for_unchanged_rows() {
 #[test]
 fn column_block_ldes_committed_ahead_absorb_their_leaves_block_by_block() {
     use p3_commit::Mmcs;
-    use whir_wgpu::gpu::{GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
+    use whir_gpu::{GpuMerkle, GpuMmcs, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants};
     let mut rng = common::rng();
     let cpu_dft = Radix2DFTSmallBatch::<BabyBear>::default();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
@@ -619,7 +620,7 @@ fn koalabear_dft_lde_and_encoder_match_plonky3() {
         let v = variant_of(&gpu);
         // Directly, so a GPU failure is an error here rather than a fallback's warning.
         let probe: Vec<KoalaBear> = (0..64).map(|_| rng.random()).collect();
-        let direct = gpu.try_transform(&probe, &[whir_wgpu::gpu::NttSpec::forward(6, 1)]).expect("a KoalaBear NTT on the GPU");
+        let direct = gpu.try_transform(&probe, &[whir_gpu::NttSpec::forward(6, 1)]).expect("a KoalaBear NTT on the GPU");
         assert_eq!(direct, cpu.dft_batch(RowMajorMatrix::new(probe, 1)).values, "KoalaBear NTT {v}");
         for_each_shape(0..=14, &[1, 3, 16], 1 << 16, |log_h, w| {
             let m = RowMajorMatrix::new((0..(1 << log_h) * w).map(|_| rng.random::<KoalaBear>()).collect::<Vec<_>>(), w);
@@ -654,6 +655,6 @@ fn koalabear_dft_lde_and_encoder_match_plonky3() {
     }
 }
 
-fn variant_of<F: whir_wgpu::gpu::GpuField>(d: &GpuDft<F>) -> String {
+fn variant_of<F: whir_gpu::GpuField>(d: &GpuDft<F>) -> String {
     format!("{:?}", d.ntt().unwrap().context().mul_variant())
 }

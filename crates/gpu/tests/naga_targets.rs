@@ -4,8 +4,8 @@
 
 use naga::back::{hlsl, msl, spv};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use whir_wgpu::gpu::shaders::{compose_kernel, Kernel, MulVariant};
-use whir_wgpu::gpu::{field::ExtensionId, field::FieldId};
+use whir_gpu::shaders::{compose_kernel, Kernel, MulVariant};
+use whir_gpu::{field::ExtensionId, field::FieldId};
 
 /// Every kernel over every field and every extension it is composed over.
 fn instances() -> impl Iterator<Item = (Kernel, FieldId, ExtensionId)> {

@@ -2,6 +2,7 @@
 //! built three ways (default constants, explicit constants, seeded RNG as `new_from_rng_128`), leaf hashing and trees
 //! against `MerkleTreeMmcs`, both multiply variants, fresh random inputs.
 
+#[path = "../../../tests/common/gpu.rs"]
 mod common;
 
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use p3_poseidon2::ExternalLayerConstants;
 use p3_symmetric::{PaddingFreeSponge, Permutation, TruncatedPermutation};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use whir_wgpu::gpu::{record::NttSource, record::RowSource, record::TreeRows, record::TreeSpec, GpuMerkle, GpuPoseidon2, Poseidon2Constants};
+use whir_gpu::{record::NttSource, record::RowSource, record::TreeRows, record::TreeSpec, GpuMerkle, GpuPoseidon2, Poseidon2Constants};
 
 type Perm = Poseidon2BabyBear<16>;
 type Hash = PaddingFreeSponge<Perm, 16, 8, 8>;
@@ -42,7 +43,7 @@ fn check_permutation(gpu: &GpuPoseidon2, cpu: &Perm, rng: &mut StdRng, what: &st
 /// variant) are permuted range by range: the same states as Plonky3's.
 #[test]
 fn batches_over_the_binding_limit_are_permuted_in_ranges() {
-    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    use whir_gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
         return;
@@ -128,7 +129,7 @@ fn koalabear_permutation_matches_plonky3_for_every_constructor() {
 fn width_24_matches_plonky3_over_both_fields() {
     use p3_baby_bear::default_babybear_poseidon2_24;
     use p3_koala_bear::default_koalabear_poseidon2_24;
-    use whir_wgpu::gpu::{plumbing::Poseidon2Width, GpuOptions, LimitsProfile};
+    use whir_gpu::{plumbing::Poseidon2Width, GpuOptions, LimitsProfile};
 
     fn check<F>(gpu: &GpuPoseidon2<F, 24>, cpu: &<F as Poseidon2Width<24>>::Permutation, rng: &mut StdRng, count: usize, what: &str)
     where
@@ -144,7 +145,7 @@ fn width_24_matches_plonky3_over_both_fields() {
         }
     }
 
-    fn every_constructor<F>(ctx: &Arc<whir_wgpu::gpu::GpuContext>, default_cpu: <F as Poseidon2Width<24>>::Permutation, rng: &mut StdRng)
+    fn every_constructor<F>(ctx: &Arc<whir_gpu::GpuContext>, default_cpu: <F as Poseidon2Width<24>>::Permutation, rng: &mut StdRng)
     where
         F: Poseidon2Width<24>,
         rand::distr::StandardUniform: rand::distr::Distribution<F>,
@@ -234,11 +235,11 @@ mod mmcs {
     use p3_field::extension::BinomialExtensionField;
     use p3_field::PrimeCharacteristicRing;
     use p3_matrix::Matrix;
-    use whir_wgpu::gpu::{plumbing::GpuProverData, GpuMmcs};
+    use whir_gpu::{plumbing::GpuProverData, GpuMmcs};
 
     type Ext = BinomialExtensionField<BabyBear, 4>;
 
-    fn mmcs_pair(ctx: Arc<whir_wgpu::gpu::GpuContext>, rng: &mut StdRng, cap_height: usize) -> (GpuMmcs, CpuMmcs) {
+    fn mmcs_pair(ctx: Arc<whir_gpu::GpuContext>, rng: &mut StdRng, cap_height: usize) -> (GpuMmcs, CpuMmcs) {
         let seed: u64 = rng.random();
         let constants = Poseidon2Constants::<BabyBear>::new_from_rng_128(&mut StdRng::seed_from_u64(seed));
         let perm = constants.to_cpu();
@@ -417,7 +418,7 @@ mod mmcs {
                         // Only a cap Plonky3 cannot hold either (non-power-of-two layers).
                         let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cpu.commit(batch))).expect_err("Plonky3 refuses it too");
                         assert_eq!(Some(&e.to_string()), theirs.downcast_ref::<String>(), "{what}");
-                        assert!(matches!(e, whir_wgpu::gpu::plumbing::BatchError::CapRoots { .. }), "{what}: {e}");
+                        assert!(matches!(e, whir_gpu::plumbing::BatchError::CapRoots { .. }), "{what}: {e}");
                         continue;
                     }
                 };
@@ -448,7 +449,7 @@ mod mmcs {
     /// openings.
     #[test]
     fn batches_over_the_binding_limit_are_split_and_match() {
-        use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+        use whir_gpu::{GpuOptions, LimitsProfile};
         let mut rng = common::rng();
         let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() })
         else {
@@ -508,7 +509,7 @@ mod mmcs {
             let ours_panic = ours_panic.downcast_ref::<String>().cloned().or_else(|| ours_panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap();
             assert_eq!(ours_panic, theirs, "{what}: panic message");
             match ours {
-                whir_wgpu::gpu::plumbing::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => {
+                whir_gpu::plumbing::BatchError::Shape(p3_merkle_tree::MerkleTreeError::EmptyBatch) => {
                     assert_eq!(theirs, "all matrices have height 0", "{what}")
                 }
                 e => assert_eq!(e.to_string(), theirs, "{what}"),
@@ -522,7 +523,7 @@ fn encode_then_commit_in_one_submission() {
     // The prover's path: Reed-Solomon encode on the GPU and hash the codeword where it lies.
     use p3_commit::Encoder;
     use p3_dft::Radix2DFTSmallBatch;
-    use whir_wgpu::gpu::{GpuEncoder, GpuNtt};
+    use whir_gpu::{GpuEncoder, GpuNtt};
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let constants = Poseidon2Constants::default_babybear();
@@ -536,7 +537,7 @@ fn encode_then_commit_in_one_submission() {
             let (want, _) = cpu_mmcs.commit_matrix(codeword);
 
             let spec = GpuEncoder::<BabyBear>::spec(log_msg, width, rate);
-            let src = ctx.transfers().upload("message", whir_wgpu::gpu::field::as_words(&message.values));
+            let src = ctx.transfers().upload("message", whir_gpu::field::as_words(&message.values));
             let mut batch = ctx.batch("encode + commit");
             let encoded = ntt.record(&mut batch, NttSource::TwoBuffers(&src), &spec).unwrap();
             let tree = merkle.record_tree(&mut batch, TreeRows::Matrix(&encoded), TreeSpec::new(spec.rows(), width)).unwrap();
@@ -563,7 +564,7 @@ fn trees_without_leaf_digests_open_the_same() {
 /// kept or rehashed.
 #[test]
 fn single_matrices_over_the_binding_limit_are_committed_in_chunks() {
-    use whir_wgpu::gpu::{GpuOptions, LimitsProfile};
+    use whir_gpu::{GpuOptions, LimitsProfile};
     let mut rng = common::rng();
     let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }) else {
         return;
@@ -573,12 +574,12 @@ fn single_matrices_over_the_binding_limit_are_committed_in_chunks() {
 
 /// Trees keeping and not keeping leaf digests over random 2^log_h x width matrices: Plonky3's
 /// root, and the same openings (cap heights 0 and 1, deferred or not).
-fn check_trees_with_and_without_leaves(ctx: &Arc<whir_wgpu::gpu::GpuContext>, rng: &mut StdRng, shapes: &[(usize, usize)]) {
+fn check_trees_with_and_without_leaves(ctx: &Arc<whir_gpu::GpuContext>, rng: &mut StdRng, shapes: &[(usize, usize)]) {
     let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
     for &(log_h, width) in shapes {
         let h = 1usize << log_h;
         let values = common::random_vec(rng, h * width);
-        let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+        let matrix = ctx.transfers().upload("matrix", whir_gpu::field::as_words(&values));
         let commit = |keep: bool| merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
         let (full, trimmed) = (commit(true), commit(false));
         assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
@@ -633,7 +634,7 @@ fn trees_keeping_only_upper_layers_open_the_same() {
             let h = 1usize << log_h;
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
-            let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
+            let matrix = ctx.transfers().upload("matrix", whir_gpu::field::as_words(&values));
             let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
             let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
@@ -678,7 +679,7 @@ fn trees_keeping_only_upper_layers_open_the_same() {
 /// in chunks or not) equal to those of the in-order matrix's tree; over both multiply variants.
 #[test]
 fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
-    use whir_wgpu::gpu::record::RowOrder;
+    use whir_gpu::record::RowOrder;
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_chunked_leaves_from(64);
@@ -700,8 +701,8 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
             let what = format!("2^{log_h} x {width} from layer {lowest}");
             let values = common::random_vec(&mut rng, h * width);
             let reversed: Vec<BabyBear> = (0..h).flat_map(|p| values[RowOrder::BitReversed.physical(p, h) * width..][..width].to_vec()).collect();
-            let matrix = ctx.transfers().upload("matrix", whir_wgpu::gpu::field::as_words(&values));
-            let stored = ctx.transfers().upload("bit-reversed matrix", whir_wgpu::gpu::field::as_words(&reversed));
+            let matrix = ctx.transfers().upload("matrix", whir_gpu::field::as_words(&values));
+            let stored = ctx.transfers().upload("bit-reversed matrix", whir_gpu::field::as_words(&reversed));
             let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
             let tree = merkle.commit(TreeRows::Matrix(&stored), TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
             assert_eq!(tree.root, full.root, "{what}: root");
@@ -734,13 +735,13 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
 /// at offsets that are not multiples of 16 rows keep their leaves.
 #[test]
 fn row_chunk_trees_without_leaf_digests_match() {
-    use whir_wgpu::gpu::{record::RowChunk, record::RowGroup};
+    use whir_gpu::{record::RowChunk, record::RowGroup};
     let mut rng = common::rng();
     for ctx in common::contexts() {
         let merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         for (height, width, chunk) in [(256usize, 4usize, 64usize), (38, 6, 16), (150, 16, 32), (2, 3, 2), (40, 2, 8)] {
             let values = common::random_vec(&mut rng, height * width);
-            let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.transfers().upload("rows", whir_wgpu::gpu::field::as_words(c))).collect();
+            let buffers: Vec<_> = values.chunks(chunk * width).map(|c| ctx.transfers().upload("rows", whir_gpu::field::as_words(c))).collect();
             let chunks: Vec<RowChunk<'_>> =
                 buffers.iter().enumerate().map(|(i, b)| RowChunk { rows: b, first: i * chunk, count: chunk.min(height - i * chunk) }).collect();
             let group = || [RowGroup { chunks: chunks.clone(), height, width }];
