@@ -10,6 +10,7 @@ pub mod zk;
 pub use gpu::*;
 
 use rand::rngs::StdRng;
+use rand::RngExt;
 
 /// `count` random parameter shapes that `feasible` accepts, drawn as the proof grids draw them:
 /// n in `vars`, fold 1..=4, rate 1..=3, 60-bit security, PoW 0 / 5 / 8, Johnson or unique
