@@ -24,10 +24,9 @@ pub fn machine() -> HostMemory {
             best = HostMemory { bytes, source: source.into() };
         }
     };
-    if let Some(cgroup) = sys.cgroup_limits() {
-        // The cgroup's limit less its anonymous memory: its usage counts the page cache too,
-        // which the kernel reclaims before it refuses an allocation.
-        consider(cgroup.total_memory.saturating_sub(cgroup.rss), "this process's cgroup leaves");
+    #[cfg(target_os = "linux")]
+    if let Some(leaves) = cgroup_leaves() {
+        consider(leaves, "this process's cgroup leaves");
     }
     #[cfg(unix)]
     {
@@ -50,4 +49,24 @@ pub fn machine() -> HostMemory {
         }
     }
     best
+}
+
+/// What the memory cgroup (v2, else v1, at `/sys/fs/cgroup`) leaves: its limit less its working
+/// set — its usage less the inactive file pages, which the kernel reclaims before it refuses an
+/// allocation (kubelet's measure; the usage alone counts the whole page cache, and the anonymous
+/// memory alone misses shared memory and the kernel's own). None without a limit.
+#[cfg(target_os = "linux")]
+fn cgroup_leaves() -> Option<u64> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let number = |path: &str| read(path)?.trim().parse::<u64>().ok();
+    let stat = |path: &str, key: &str| read(path)?.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<u64>().ok());
+    let (limit, usage, inactive) = match number("/sys/fs/cgroup/memory.current") {
+        Some(usage) => (number("/sys/fs/cgroup/memory.max")?, usage, stat("/sys/fs/cgroup/memory.stat", "inactive_file")),
+        None => (
+            number("/sys/fs/cgroup/memory/memory.limit_in_bytes")?,
+            number("/sys/fs/cgroup/memory/memory.usage_in_bytes")?,
+            stat("/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
+        ),
+    };
+    Some(limit.saturating_sub(usage.saturating_sub(inactive.unwrap_or(0))))
 }

@@ -115,7 +115,7 @@ pub(crate) fn parse_degree(s: &str) -> std::result::Result<usize, String> {
     }
 }
 
-/// A GPU backend over `F` on a context made with `options`.
+/// A GPU prover over `F` on a context made with `options`.
 pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuProver<F>, whir_prover::ProverError> {
     Ok(GpuProver::<F>::over(std::sync::Arc::new(GpuContext::new(options)?)))
 }

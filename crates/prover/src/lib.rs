@@ -35,11 +35,11 @@ pub use error::ProverError;
 pub use hiding::{CpuHidingPcs, GpuHidingPcs, HidingChallenger, HidingPcs, HidingProverData, HidingTimes, StockHidingPcs, ZkProof};
 pub use lookahead::WhirChallenger;
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
-// The protocol over any backend (one polynomial committed and opened).
 pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
 pub use pool::{
     default_in_flight, HidingJob, HidingOutput, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT,
 };
+// The protocol over any backend (one polynomial committed and opened).
 pub use protocol::{prove_with_backend, Proved};
 pub use provers::{
     estimated_cpu_bytes, estimated_gpu_bytes, estimated_gpu_bytes_over, prove_with_pieces, CpuProver, GpuMode, GpuProver, HostMemory, Plonky3Pieces,

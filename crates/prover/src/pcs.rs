@@ -63,7 +63,7 @@ pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger
 impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the backend in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the backend
-    /// hash: [`Backend::mmcs`], their constants and leaf sponge, which `verify` checks with).
+    /// hashes: [`Backend::mmcs`], its constants and leaf sponge, which `verify` checks with).
     pub fn new(config: WhirConfig<E, F, C>, backend: S) -> Self {
         let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), backend.mmcs());
         Self { config, backend, options: DriverOptions::default(), stock }
@@ -261,12 +261,23 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
     }
 }
 
-/// Drops `value`, which holds about `bytes`, on a thread of its own where that is at least
+/// Drops `value`, which holds about `bytes`, off the caller's path where that is at least
 /// 1 MiB: a large witness's pages go back to the OS in milliseconds that no step of the proof
-/// waits for (a commit by value would otherwise pay them). Inline where no thread can start.
+/// waits for (a commit by value would otherwise pay them). One long-lived thread drops them, one
+/// at a time with at most one waiting: a caller committing faster than witnesses are freed drops
+/// the next itself, so at most two witnesses outlive their commits. Inline where the thread
+/// cannot start.
 pub(crate) fn drop_aside<T: Send + 'static>(value: T, bytes: usize) {
-    if bytes >= 1 << 20 {
-        // On failure the closure, and with it the value, is dropped here.
-        let _ = std::thread::Builder::new().name("whir witness drop".into()).spawn(move || drop(value));
+    static DROPPER: std::sync::OnceLock<Option<std::sync::mpsc::SyncSender<Box<dyn Send>>>> = std::sync::OnceLock::new();
+    if bytes < 1 << 20 {
+        return;
+    }
+    let dropper = DROPPER.get_or_init(|| {
+        let (sender, received) = std::sync::mpsc::sync_channel::<Box<dyn Send>>(1);
+        std::thread::Builder::new().name("whir witness drop".into()).spawn(move || received.into_iter().for_each(drop)).ok().map(|_| sender)
+    });
+    if let Some(sender) = dropper {
+        // A full queue hands the value back in the error, dropped here.
+        let _ = sender.try_send(Box::new(value));
     }
 }

@@ -79,7 +79,7 @@ pub trait Plonky3Pieces<F: ProverField = BabyBear> {
     /// The Merkle commitment scheme (proofs in Plonky3's `MerkleTreeMmcs` format).
     type Mmcs: Mmcs<F, Commitment = Commitment<F>, MultiProof = PrunedMerklePaths<F, 8>> + Clone + Sync;
 
-    /// The backend's name, as outputs give it (`cpu`, `gpu`, `gpu-pieces`).
+    /// The prover's name, as outputs give it (`cpu`, `gpu`, `gpu-pieces`).
     fn name(&self) -> &'static str;
     /// The code Plonky3's prover encodes with.
     fn domain(&self) -> Self::Domain;
@@ -89,7 +89,7 @@ pub trait Plonky3Pieces<F: ProverField = BabyBear> {
     fn challenger(&self) -> GpuChallenger<F>;
 
     /// Commits to the 2^n evaluations `evals` and opens them at `params.points` points. The
-    /// default runs Plonky3's own `WhirProver` with this backend's pieces.
+    /// default runs Plonky3's own `WhirProver` with this prover's pieces.
     fn prove(&self, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError>
     where
         Self: Sized,
@@ -98,9 +98,9 @@ pub trait Plonky3Pieces<F: ProverField = BabyBear> {
     }
 }
 
-/// Plonky3's `WhirProver` with `backend`'s domain, MMCS and challenger, timed per phase.
-pub fn prove_with_pieces<F: ProverField, B: Plonky3Pieces<F>>(backend: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
-    prove_with_parts::<F, EF<F>, _, _>(backend.domain(), backend.mmcs(params.leaf), backend.challenger(), backend.name(), params, evals)
+/// Plonky3's `WhirProver` with `prover`'s domain, MMCS and challenger, timed per phase.
+pub fn prove_with_pieces<F: ProverField, B: Plonky3Pieces<F>>(prover: &B, params: &Params, evals: &[F]) -> Result<ProverOutput<F>, ProverError> {
+    prove_with_parts::<F, EF<F>, _, _>(prover.domain(), prover.mmcs(params.leaf), prover.challenger(), prover.name(), params, evals)
 }
 
 /// Plonky3's `WhirProver` over `F` with its challenges in `E`, from a domain, an MMCS and a
@@ -320,7 +320,7 @@ pub struct GpuProver<F: ProverField = BabyBear> {
 }
 
 impl GpuProver {
-    /// A BabyBear backend on `ctx`.
+    /// A BabyBear prover on `ctx`.
     pub fn new(ctx: Arc<GpuContext>) -> Self {
         Self::over(ctx)
     }
@@ -337,7 +337,7 @@ impl GpuProver {
         Ok(Self::new(Arc::new(GpuContext::new(options)?)))
     }
 
-    /// A backend on each of `queues` queues of one device of the adapter `options` names
+    /// A prover on each of `queues` queues of one device of the adapter `options` names
     /// ([`GpuContext::on_queues`]: the budget shared out between them).
     pub fn open_queues(options: whir_gpu::GpuOptions, queues: usize) -> Result<Vec<Self>, ProverError> {
         Ok(GpuContext::on_queues(options, queues)?.into_iter().map(|c| Self::new(Arc::new(c))).collect())
@@ -345,7 +345,7 @@ impl GpuProver {
 }
 
 impl<F: ProverField> GpuProver<F> {
-    /// A backend over `F` on `ctx` (one context serves every field).
+    /// A prover over `F` on `ctx` (one context serves every field).
     pub fn over(ctx: Arc<GpuContext>) -> Self {
         let poseidon2 = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()));
         let wide = Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F, 24>::plonky3_default()));
@@ -395,12 +395,12 @@ impl<F: ProverField> GpuProver<F> {
         self
     }
 
-    /// How this backend proves.
+    /// How this prover proves.
     pub fn mode(&self) -> GpuMode {
         self.mode
     }
 
-    /// A backend for another thread proving beside this one: the same context (pipelines,
+    /// A prover for another thread proving beside this one: the same context (pipelines,
     /// pools, budget), NTT twiddle tables and settings, with Merkle and grinding state of its
     /// own (the buffers a small tree binds in place of its missing levels, which a kernel
     /// writes, and the grinder's kept parameters), so two proofs in flight never bind one
@@ -510,7 +510,7 @@ impl<F: ProverField> GpuProver<F> {
         })
     }
 
-    /// The GPU context this backend proves on.
+    /// The GPU context this prover proves on.
     pub fn context(&self) -> &Arc<GpuContext> {
         self.ntt.context()
     }
@@ -541,7 +541,7 @@ impl<F: ProverField> GpuProver<F> {
     /// [`GpuWhirPcs`]), over the challenger `config` names (`WhirConfig<EF, F, C>`, as
     /// `WhirProver` is configured: the GPU's [`GpuChallenger`], whose transcript steps are played
     /// ahead on the device, or Plonky3's own `DuplexChallenger`), playing the transcript as this
-    /// backend's driver options say.
+    /// prover's driver options say.
     pub fn pcs<C: crate::WhirChallenger<F>>(
         &self,
         config: p3_whir::parameters::WhirConfig<EF<F>, F, C>,

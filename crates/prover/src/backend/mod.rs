@@ -229,21 +229,21 @@ fn gather_blocks<F: ProverField>(blocks: usize, block_len: usize, block: &Blocks
     Ok(table)
 }
 
-/// An error unless a backend hashing leaves with `backend` makes the proofs of parameters asking for
-/// `params`.
-pub(crate) fn check_leaf_sponge(backend: LeafSponge, params: LeafSponge) -> Result<(), ProverError> {
-    if backend != params {
+/// An error unless a backend hashing leaves with `hashed` makes the proofs of parameters asking
+/// for `params`.
+pub(crate) fn check_leaf_sponge(hashed: LeafSponge, params: LeafSponge) -> Result<(), ProverError> {
+    if hashed != params {
         return Err(ProverError::Input(format!(
             "the parameters ask for Merkle leaves hashed with Poseidon2 of width {}, but this backend hashes them with width {} \
              (build the backend with that leaf sponge: `CpuBackend::hashing_leaves`, `GpuMerkle::with_wide_leaves`)",
             params.width(),
-            backend.width()
+            hashed.width()
         )));
     }
     Ok(())
 }
 
-/// Steps by reference (a comparing backend over steps a test keeps).
+/// A backend by reference (a comparing backend over backends a test keeps).
 impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S {
     type Committed = S::Committed;
     type Opening = S::Opening;
