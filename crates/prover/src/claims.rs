@@ -286,7 +286,7 @@ impl<F: ProverField, E: WhirExtension<F>> Claims<F, E> {
     /// w = Σ_i α^i·(claim i's weights), in the registry's order: tables in placement order, each
     /// table's batches in the order recorded, a batch's direct columns then its successor views;
     /// the out-of-domain claims after them. With `lazy_rounds`, the weights are formed where the
-    /// next rounds use them instead of stored (where the steps can): a single-column
+    /// next rounds use them instead of stored (where the backend can): a single-column
     /// polynomial's as equality weights, a stacked table's as slot weights.
     pub fn add_initial_weights<S: SumcheckState<F, E>>(&self, sumcheck: &mut S, alpha: E, lazy_rounds: Option<usize>) -> Result<(), ProverError> {
         if self.stacking.is_one_column() && self.batches.iter().all(|b| b.next.is_empty()) {

@@ -18,7 +18,7 @@ pub struct DriverOptions {
     /// Form the first sumcheck weight table where it is used instead of storing it: `None`
     /// from 2^24 evaluations ([`LAZY_WEIGHTS_MIN_VARS`]), for one polynomial and a stacked
     /// multi-table witness alike (its peak memory then one polynomial's; its open somewhat
-    /// slower, BENCHMARKS.md), `Some(true)` always, `Some(false)` never (where the steps can;
+    /// slower, BENCHMARKS.md), `Some(true)` always, `Some(false)` never (where the backend can;
     /// the CPU's always store it).
     pub lazy_first_weights: Option<bool>,
 }

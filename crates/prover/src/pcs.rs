@@ -1,4 +1,4 @@
-//! WHIR as a Plonky3 PCS over the driver's steps: [`WhirPcs`] implements
+//! WHIR as a Plonky3 PCS over a backend: [`WhirPcs`] implements
 //! `p3_commit::MultilinearPcs` and `p3_sumcheck::PrescribedPointPcs` with the types and the
 //! semantics of p3-whir's `WhirProver` over either layout (`SuffixProver`, the default, or
 //! `PrefixProver`), so a stack that proves with `WhirProver` switches by changing one type: [`GpuWhirPcs`] encodes, commits,
@@ -105,7 +105,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         let sumcheck = Arc::try_unwrap(sumcheck).or_else(|shared| shared.duplicate())?;
         let points = points.map_or(Points::Drawn, Points::Given);
         let opened = Opened { codeword, sumcheck, stacking: &stacking };
-        // A caller's duplex sponge (Plonky3's `DuplexChallenger`) is played on by the steps'
+        // A caller's duplex sponge (Plonky3's `DuplexChallenger`) is played on by the backend's
         // challenger over the same sponge, which grinds and plays ahead on the device, and
         // handed back in the state its own run would leave.
         let (proof, counts, clock) = match device_transcript(&self.backend, challenger) {
@@ -183,7 +183,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         let order = stacking.variable_order();
         // The columns where they lie (p3-sumcheck's suffix layout: each column one slot of the
         // stacked message, back to back, largest tables first; zeros after the last), handed to
-        // the steps in blocks of the smallest slot, not gathered into a message first. (The
+        // the backend in blocks of the smallest slot, not gathered into a message first. (The
         // suffix layout's prover reads the tables alone, whichever constructor made the witness.)
         let layout = <ProverLayout<F, E> as Layout<F, E>>::from_witness(witness);
         let mut slots: Vec<(usize, &[F])> = Vec::new();

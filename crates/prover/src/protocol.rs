@@ -231,7 +231,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>
             clock.enter(backend, 0, Step::Weights);
             let alpha = claims.registry.batching_challenge(ch);
             // Formed where used in the initial fold's rounds, not stored (the largest table),
-            // from the size the options say and where the steps can: from 2^24 cells up, for one
+            // from the size the options say and where the backend can: from 2^24 cells up, for one
             // polynomial as for a stacked witness, it halves the live peak (BENCHMARKS.md).
             let lazy = options.lazy_first_weights_at(num_vars).then_some(config.round_folding_factor(0));
             claims.add_initial_weights(sumcheck, alpha, lazy)?;
@@ -338,7 +338,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>
         // The final polynomial comes back with the query grind that follows observing it, run
         // ahead on the GPU from the transcript's state here (taken only if the challenger's
         // state is the one searched); that submission is then mostly the grind's, so it counts
-        // as PoW (the steps may still read f alone, e.g. f split over bindings).
+        // as PoW (the backend may still read f alone, e.g. f split over bindings).
         let final_bits = self.transcript.shape().final_pow_bits;
         let grind_from = self.head.as_ref().and_then(Lookahead::state).filter(|_| final_bits > 0 && final_bits >= self.device_min_bits);
         self.clock.enter(backend, final_round + 1, if grind_from.is_some() { Step::Pow } else { Step::Sumcheck });

@@ -41,7 +41,7 @@ pub(crate) fn query_var<F: ProverField>(log_folded_domain_size: usize, num_varia
 
 /// `rounds` sumcheck rounds (`SumcheckProver::compute_sumcheck_polynomials` without a new
 /// constraint): observe h(0) and h(∞), grind if asked, sample r, bind the last variable to r.
-/// Where the steps can, the rounds and their transcript run where the tables are (the GPU: one
+/// Where the backend can, the rounds and their transcript run where the tables are (the GPU: one
 /// submission for the batch) and the transcript here replays them, checking each challenge;
 /// else each round's grind runs in the round's own submission where the GPU grinds.
 pub(crate) fn run_rounds<F: ProverField, E: WhirExtension<F>, S: SumcheckState<F, E>, C: WhirChallenger<F>>(

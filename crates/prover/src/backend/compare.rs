@@ -1,5 +1,5 @@
 //! A comparing backend: [`ComparingBackend`] runs every step on a reference (the CPU twin) and on
-//! a candidate (the GPU's steps, or a test's), hands the candidate's results on, and stops the
+//! a candidate (the GPU backend, or a test's), hands the candidate's results on, and stops the
 //! proof at the first step whose outputs differ, naming it (round, step, operation) in
 //! [`ProverError::Mismatch`]. Steps without outputs of their own (a fold, added weights) are
 //! checked through the next step that reads what they changed. For tests and for bisecting a

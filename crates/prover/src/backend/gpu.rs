@@ -1,4 +1,4 @@
-//! The GPU steps: `Backend` for whir-gpu's `GpuCodewords`, the message uploaded once and
+//! The GPU backend: `Backend` for whir-gpu's `GpuCodewords`, the message uploaded once and
 //! every step where the data lies, with the round head composed on the device after a root.
 
 use p3_sumcheck::strategy::VariableOrder;
@@ -483,7 +483,7 @@ where
     }
 }
 
-/// The GPU challenger's link to the steps that play with it.
+/// The GPU challenger's link to the backend that plays with it.
 impl<F: ProverField> LookaheadLink<F> for GrindAhead<F> {
     fn state(&self) -> Option<TranscriptState<F>> {
         self.transcript_state().map(|(grinder, sponge, pending)| TranscriptState::new(grinder, sponge, pending))
@@ -512,7 +512,7 @@ fn offer_of<F: ProverField>(grind: PlayedGrind<F>) -> GrindOffer<F> {
 }
 
 /// The GPU grinder a transcript state was published with; None where another backend's
-/// challenger published it (the steps then play nothing ahead from it).
+/// challenger published it (the backend then plays nothing ahead from it).
 fn grinder_of<F: ProverField>(state: &TranscriptState<F>) -> Option<Arc<GpuGrinder<F>>> {
     state.device().clone().downcast::<GpuGrinder<F>>().ok()
 }

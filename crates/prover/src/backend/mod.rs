@@ -85,7 +85,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError>;
 
     /// [`read_openings`](Self::read_openings) in two halves: what is returned gives the rows
-    /// when called, and where the steps can, their readback is already under way (the GPU's:
+    /// when called, and where the backend can, their readback is already under way (the GPU's:
     /// submitted, waited for only then), so other work waited for in between covers it.
     #[allow(clippy::type_complexity)]
     fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {

@@ -194,7 +194,7 @@ struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
 }
 
 /// Commits the fresh values: the folded code's encoding of [message | randomness | 0] where
-/// the steps commit, while the groups' blinds are committed on the host (unless they were
+/// the backend commits, while the groups' blinds are committed on the host (unless they were
 /// ahead).
 fn commit_fresh<F, E, S>(base: &BaseCaseZkConfig<F>, backend: &S, mmcs: &ExtMmcs<F, E>, mut values: FreshValues<F, E>) -> Result<Fresh<F, E, S>, ProverError>
 where
@@ -226,7 +226,7 @@ where
 /// The spot checks after the grind: the source positions and every group's drawn, then the
 /// masks opened on the host (each group's carried oracle and fresh blinds, the groups side by
 /// side) while the fresh codeword and the last oracle (`source`, with whether its rows are
-/// base-field) open where the steps keep them, read back in one wait.
+/// base-field) open where the backend keeps them, read back in one wait.
 #[allow(clippy::type_complexity)]
 fn open_spot_checks<F, E, S, C>(
     transcript: &mut ZkBaseCaseProverTranscript<'_, C, F, E>,

@@ -34,7 +34,7 @@ pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>> {
 
 /// A masked batch's masks, drawn and committed ahead of it: they depend on the generator
 /// alone, not on the transcript, so their encoding and commitment run on the host while the
-/// device works on the steps before the batch.
+/// device works on the backend before the batch.
 pub(super) struct BatchMasks<F: ProverField, E: WhirExtension<F>> {
     pub masks: Vec<Vec<E>>,
     pub randomness: Vec<Vec<E>>,
@@ -121,7 +121,7 @@ fn wire_of<E: Field>(round: &MaskedWire<E>, eps: E, (c0, c_inf): (E, E), past: E
 /// own transcript driver on `challenger`: binds `sum + aux`, binds the masks' oracle (`masks`,
 /// drawn and committed ahead: [`draw_masks`], [`commit_masks`]), and per round sends the masked
 /// wire polynomial and binds f's first variable to the challenge. Where `link` publishes the
-/// transcript and the steps can, the rounds are chained where the tables lie (one wait for the
+/// transcript and the backend can, the rounds are chained where the tables lie (one wait for the
 /// batch) and replayed here, each challenge checked. On return w and `sum` are scaled by ε, as
 /// p3-sumcheck leaves them.
 #[allow(clippy::too_many_arguments)]

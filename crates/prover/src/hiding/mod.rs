@@ -257,7 +257,7 @@ where
     proof
 }
 
-/// `device_work` (the steps') on this thread while `host_work` runs on another — a host step
+/// `device_work` (the backend's) on this thread while `host_work` runs on another — a host step
 /// that needs nothing the device step makes runs while the device works — with how long the
 /// host work went on after the device work was done.
 fn beside_host_work<A, B: Send>(device_work: impl FnOnce() -> A, host_work: impl FnOnce() -> B + Send) -> Result<(A, B, Duration), ProverError> {
@@ -288,7 +288,7 @@ fn closed<T, D>(driver: D, played: Result<T, ProverError>, finish: impl FnOnce(D
 
 /// What a hiding run carries from step to step.
 struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
-    /// f (the folded message) and w (the source side's weights) where the steps keep them.
+    /// f (the folded message) and w (the source side's weights) where the backend keeps them.
     sumcheck: S::Sumcheck,
     /// Σ f·w.
     sum: E,
@@ -517,7 +517,7 @@ where
     /// A round's two commitments: the folded message as the next interleaved ZK oracle, and
     /// the code-switch mask (the old oracle's folded randomness, then a pad); their values
     /// drawn in p3-whir's order, the mask encoded and committed on the host while the oracle
-    /// commits where f lies, and `head` played there after both roots where the steps can.
+    /// commits where f lies, and `head` played there after both roots where the backend can.
     /// The round's masked batch's masks are drawn next (the generator's order: nothing else
     /// draws before the batch) and committed on the host after the switch mask. Returns them
     /// with what the head found and how long the host went on past the oracle.

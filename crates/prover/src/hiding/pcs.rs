@@ -117,7 +117,7 @@ where
         observe_claims::<F, E, _>(challenger, &claims, self.config.num_variables());
         let mut times = HidingTimes { claims: started.elapsed(), ..HidingTimes::default() };
         let mut rng = self.fork()?;
-        // A caller's duplex sponge is played on by the steps' challenger, as the plain PCS does.
+        // A caller's duplex sponge is played on by the backend's challenger, as the plain PCS does.
         let proof = match device_transcript(&self.backend, challenger) {
             Some(mut device) => {
                 let played = prove_hiding(&self.backend, &self.config, data, &claims, &mut device, &mut rng, self.options, &mut times);
