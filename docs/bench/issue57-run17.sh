@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 57 refactor A/B: W = the backend restructure (281cbdd or later), B = 363acf4, each built
+# Issue 57 refactor A/B: W = the backend restructure (f05255f or later), B = 363acf4, each built
 # with scripts/pack-gpu.sh's flags and gzipped as .gpu/whir.gz and .gpu/whir_b.gz; run from the
 # repository root as `bash .gpu/run17.sh` with carry [".gpu"]. Proof files compared, then alternated
 # W, B, W, B: plain n = 24 folds 2, 4; hiding n = 24 fold 4; the zkVM tables over Plonky3's duplex.
