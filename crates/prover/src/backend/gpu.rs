@@ -514,5 +514,9 @@ fn offer_of<F: ProverField>(grind: PlayedGrind<F>) -> GrindOffer<F> {
 /// The GPU grinder a transcript state was published with; None where another backend's
 /// challenger published it (the backend then plays nothing ahead from it).
 fn grinder_of<F: ProverField>(state: &TranscriptState<F>) -> Option<Arc<GpuGrinder<F>>> {
-    state.device().clone().downcast::<GpuGrinder<F>>().ok()
+    let grinder = state.device().clone().downcast::<GpuGrinder<F>>().ok();
+    if grinder.is_none() {
+        tracing::debug!("a transcript state whose device is not this field's GPU grinder (an `Arc<GpuGrinder<F>>`): its steps play on the host");
+    }
+    grinder
 }
