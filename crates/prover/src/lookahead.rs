@@ -307,11 +307,16 @@ where
     P: CryptographicPermutation<[F; 16]>,
 {
     fn words(&self) -> SpongeWords<F> {
-        SpongeWords { state: self.sponge_state, inputs: self.input_buffer.clone(), outputs: self.output_buffer.clone() }
+        duplex_words(self)
     }
     fn permute_state(&self, state: [F; SPONGE_WIDTH]) -> [F; SPONGE_WIDTH] {
         self.permutation.permute(state)
     }
+}
+
+/// A duplex sponge's words now (Plonky3's `DuplexChallenger`, the GPU challenger's inner one too).
+pub(crate) fn duplex_words<F: ProverField, P: CryptographicPermutation<[F; 16]>>(duplex: &DuplexChallenger<F, P, 16, 8>) -> SpongeWords<F> {
+    SpongeWords { state: duplex.sponge_state, inputs: duplex.input_buffer.clone(), outputs: duplex.output_buffer.clone() }
 }
 
 /// The challenger a configuration names (`WhirConfig<E, F, K>`): the run itself may play over
@@ -334,7 +339,7 @@ where
         self.clone()
     }
     fn sponge_words(&self) -> Option<SpongeWords<F>> {
-        Some(SpongeWords { state: self.sponge_state, inputs: self.input_buffer.clone(), outputs: self.output_buffer.clone() })
+        Some(duplex_words(self))
     }
     fn permute(&self, state: [F; SPONGE_WIDTH]) -> Option<[F; SPONGE_WIDTH]> {
         Some(self.permutation.permute(state))

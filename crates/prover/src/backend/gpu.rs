@@ -16,7 +16,7 @@ use whir_verifier::hash::{CpuMmcs, LeafSponge};
 use super::{randomness_rows, Backend, Blocks, OpenedRows};
 use crate::breakdown::{step_label, Step};
 use crate::error::ProverError;
-use crate::lookahead::{GrindClock, Lookahead, LookaheadLink, MaskedWires, PlayedRound, TranscriptState};
+use crate::lookahead::{duplex_words, GrindClock, Lookahead, LookaheadLink, MaskedWires, PlayedRound, TranscriptState};
 use crate::lookahead::{HidingRoundHead, PlayedGrind, PlayedHead, RoundHead, SpongeTranscript, SpongeWords, WhirChallenger, SPONGE_WIDTH};
 use crate::sumcheck::{SlotSet, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension};
@@ -439,8 +439,7 @@ where
     GpuChallenger<F>: WhirChallenger<F>,
 {
     fn words(&self) -> SpongeWords<F> {
-        let inner = self.inner();
-        SpongeWords { state: inner.sponge_state, inputs: inner.input_buffer.clone(), outputs: inner.output_buffer.clone() }
+        duplex_words(self.inner())
     }
     fn permute_state(&self, state: [F; SPONGE_WIDTH]) -> [F; SPONGE_WIDTH] {
         self.inner().permutation.permute(state)
