@@ -216,7 +216,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         };
         let (root, codeword, sumcheck) =
             self.backend.commit_message_blocks((1 << n) / block_len, block_len, 1 << fold0, self.config.starting_log_inv_rate, order, &block)?;
-        drop_aside(layout, (1 << n) * std::mem::size_of::<F>());
+        drop(layout);
         self.observe_commitment(&root, challenger);
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
     }
@@ -258,26 +258,5 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         challenger: &mut C,
     ) -> Result<Vec<OpeningEvals<E>>, Self::Error> {
         self.stock.verify_at(commitment, proof, protocol, points, challenger)
-    }
-}
-
-/// Drops `value`, which holds about `bytes`, off the caller's path where that is at least
-/// 1 MiB: a large witness's pages go back to the OS in milliseconds that no step of the proof
-/// waits for (a commit by value would otherwise pay them). One long-lived thread drops them, one
-/// at a time with at most one waiting: a caller committing faster than witnesses are freed drops
-/// the next itself, so at most two witnesses outlive their commits. Inline where the thread
-/// cannot start.
-pub(crate) fn drop_aside<T: Send + 'static>(value: T, bytes: usize) {
-    static DROPPER: std::sync::OnceLock<Option<std::sync::mpsc::SyncSender<Box<dyn Send>>>> = std::sync::OnceLock::new();
-    if bytes < 1 << 20 {
-        return;
-    }
-    let dropper = DROPPER.get_or_init(|| {
-        let (sender, received) = std::sync::mpsc::sync_channel::<Box<dyn Send>>(1);
-        std::thread::Builder::new().name("whir witness drop".into()).spawn(move || received.into_iter().for_each(drop)).ok().map(|_| sender)
-    });
-    if let Some(sender) = dropper {
-        // A full queue hands the value back in the error, dropped here.
-        let _ = sender.try_send(Box::new(value));
     }
 }

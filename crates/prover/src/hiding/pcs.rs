@@ -186,7 +186,7 @@ where
         }
         let mut rng = self.fork()?;
         let (root, inner) = commit_hiding(&self.backend, &self.config, witness.as_slice(), &mut rng)?;
-        crate::pcs::drop_aside(witness, (1 << n) * std::mem::size_of::<F>());
+        drop(witness);
         self.observe_commitment(&root, challenger);
         Ok((root, HidingProverData { inner }))
     }
