@@ -1,6 +1,7 @@
 //! WGSL sources and their composition. Every kernel file in `wgsl/` names what it needs with
 //! `// #import name` lines; composition pastes each import once, in dependency order, and puts
-//! the field-multiply variant behind the virtual import `field/mul` and the prime field
+//! the field-multiply variant behind the virtual import `field/mul` (and with it the Keccak lane type
+//! behind `keccak/f`) and the prime field
 //! ([`FieldId`]) behind `field/constants`, `poseidon2/sbox`, `poseidon2/field16` and
 //! `poseidon2/field24`, and the extension ([`ExtensionId`]) of the field-generic kernels behind
 //! `field/ext`. Numeric constants that
@@ -31,6 +32,15 @@ impl MulVariant {
         match self {
             MulVariant::U64 => "field/mul_u64",
             MulVariant::Emulated => "field/mul_emulated",
+        }
+    }
+
+    /// The Keccak-f build behind the virtual import `keccak/f`: native 64-bit lanes with
+    /// SHADER_INT64, else lanes as `vec2<u32>` (chosen as the multiply is).
+    fn keccak_source(self) -> &'static str {
+        match self {
+            MulVariant::U64 => "keccak/f_u64",
+            MulVariant::Emulated => "keccak/f_vec2",
         }
     }
 }
@@ -110,6 +120,9 @@ wgsl_sources!(
     "util/copy_block",
     "util/hiding_rows",
     "util/reverse_bits",
+    "keccak/f_vec2",
+    "keccak/f_u64",
+    "keccak/kernels",
     "test/field_ops",
 );
 
@@ -283,6 +296,14 @@ kernels! {
     LazySlotRound => ("sumcheck/lazy_slot_round", "lazy_slot_round"),
     /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
     AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
+    /// Keccak-f[1600] on each of a batch of 25-lane states (wgsl/keccak/kernels.wgsl).
+    KeccakPermute => ("keccak/kernels", "keccak_permute"),
+    /// Plonky3's Keccak leaf digests (`SerializingHasher` over the `u64` sponge of rate 17) of a
+    /// matrix's rows (wgsl/keccak/kernels.wgsl).
+    KeccakLeaves => ("keccak/kernels", "keccak_leaves"),
+    /// One level of a Keccak Merkle tree: node i hashes children 2i and 2i + 1
+    /// (wgsl/keccak/kernels.wgsl).
+    KeccakCompress => ("keccak/kernels", "keccak_compress"),
     /// Test kernel: one field operation over arrays of operands (wgsl/test/field_ops.wgsl).
     FieldOpsTest => ("test/field_ops", "field_op"),
 }
@@ -373,7 +394,7 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|l| l.trim().strip_prefix("// #import ").map(str::trim))
 }
 
-/// How the virtual imports resolve: the multiply variant behind `field/mul`, the field behind
+/// How the virtual imports resolve: the multiply variant behind `field/mul` and `keccak/f`, the field behind
 /// `field/constants` and the `poseidon2/` ones, the extension behind `field/ext`, the leaf sponge
 /// behind `merkle/leaf`.
 #[derive(Clone, Copy)]
@@ -388,6 +409,7 @@ impl Resolve {
     fn source_name<'a>(&self, name: &'a str) -> &'a str {
         match name {
             "field/mul" => self.variant.source_name(),
+            "keccak/f" => self.variant.keccak_source(),
             "field/constants" => self.field.constants_source(),
             "poseidon2/sbox" => self.field.poseidon2_source(),
             "poseidon2/field16" => self.field.poseidon2_16_source(),

@@ -1,0 +1,128 @@
+//! GPU Keccak against Plonky3's: `KeccakF` on fresh random states, the Keccak leaf hash
+//! (`SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>`) on rows of every width around
+//! the sponge's rate, and whole trees against `MerkleTreeMmcs` over that hash and its
+//! compression, BabyBear and KoalaBear, both lane builds (`vec2<u32>` with the emulated
+//! multiply, native `u64` with the u64 one).
+
+#[path = "../../../tests/common/gpu.rs"]
+mod common;
+
+use p3_baby_bear::BabyBear;
+use p3_commit::Mmcs;
+use p3_keccak::KeccakF;
+use p3_koala_bear::KoalaBear;
+use p3_matrix::dense::RowMajorMatrix;
+use p3_merkle_tree::MerkleTreeMmcs;
+use p3_symmetric::{CompressionFunctionFromHasher, CryptographicHasher, PaddingFreeSponge, Permutation, SerializingHasher};
+use rand::distr::{Distribution, StandardUniform};
+use rand::RngExt;
+use whir_gpu::field::GpuField;
+use whir_gpu::GpuKeccak;
+
+type U64Sponge = PaddingFreeSponge<KeccakF, 25, 17, 4>;
+type LeafHash = SerializingHasher<U64Sponge>;
+type NodeCompress = CompressionFunctionFromHasher<U64Sponge, 2, 4>;
+/// p3-whir's Keccak test configuration's MMCS.
+type KeccakMmcs<F> = MerkleTreeMmcs<F, u64, LeafHash, NodeCompress, 2, 4>;
+
+fn keccak_mmcs<F>() -> KeccakMmcs<F> {
+    let sponge = U64Sponge::new(KeccakF);
+    KeccakMmcs::new(LeafHash::new(sponge), NodeCompress::new(sponge), 0)
+}
+
+#[test]
+fn keccak_f_matches_plonky3_on_random_states() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let keccak = GpuKeccak::new(ctx.clone());
+        let mut states: Vec<[u64; 25]> = (0..300).map(|_| std::array::from_fn(|_| rng.random())).collect();
+        states.push([0; 25]);
+        states.push([u64::MAX; 25]);
+        let got = keccak.permute_many(&states).unwrap();
+        for (i, (state, out)) in states.iter().zip(&got).enumerate() {
+            assert_eq!(*out, KeccakF.permute(*state), "state {i} ({:?})", ctx.mul_variant());
+        }
+        assert!(keccak.permute_many(&[]).unwrap().is_empty());
+    }
+}
+
+fn check_rows<F: GpuField>(keccak: &GpuKeccak, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<F>,
+{
+    let hash = LeafHash::new(U64Sponge::new(KeccakF));
+    // Around one and two blocks of 17 lanes (34 and 68 elements), an odd last lane, a lone element.
+    for width in [1, 2, 3, 7, 16, 32, 33, 34, 35, 36, 67, 68, 69, 70, 101] {
+        let rows = 1 + rng.random_range(0..70usize);
+        let values: Vec<F> = (0..rows * width).map(|_| rng.random()).collect();
+        let got = keccak.hash_rows(&values, width).unwrap();
+        assert_eq!(got.len(), rows);
+        for (r, digest) in got.iter().enumerate() {
+            let want: [u64; 4] = hash.hash_iter(values[r * width..(r + 1) * width].iter().copied());
+            assert_eq!(*digest, want, "width {width}, row {r} of {rows} ({:?})", keccak.context().mul_variant());
+        }
+    }
+}
+
+#[test]
+fn keccak_leaves_match_plonky3_at_widths_around_the_rate() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let keccak = GpuKeccak::new(ctx);
+        check_rows::<BabyBear>(&keccak, &mut rng);
+        check_rows::<KoalaBear>(&keccak, &mut rng);
+        assert!(keccak.hash_rows::<BabyBear>(&[], 4).unwrap().is_empty());
+        let e = keccak.hash_rows(&[BabyBear::default(); 5], 2).unwrap_err().to_string();
+        assert!(e.contains("not whole rows of 2"), "{e}");
+        let e = keccak.hash_rows(&[BabyBear::default(); 4], 0).unwrap_err().to_string();
+        assert!(e.contains("width 0"), "{e}");
+    }
+}
+
+fn check_tree<F: GpuField + Send + Sync + Clone>(keccak: &GpuKeccak, rng: &mut rand::rngs::StdRng, height: usize, width: usize)
+where
+    StandardUniform: Distribution<F>,
+    KeccakMmcs<F>: Mmcs<F, Commitment = p3_merkle_tree::MerkleCap<F, [u64; 4]>>,
+{
+    let values: Vec<F> = (0..height * width).map(|_| rng.random()).collect();
+    let matrix = RowMajorMatrix::new(values, width);
+    let layers = keccak.digest_layers(&matrix).unwrap();
+    let (cap, _) = keccak_mmcs::<F>().commit(vec![matrix]);
+    let root = layers.last().expect("a root layer");
+    assert_eq!(root.len(), 1, "height {height}");
+    assert_eq!(cap.roots(), &root[..], "height {height}, width {width} ({:?})", keccak.context().mul_variant());
+}
+
+#[test]
+fn keccak_trees_match_merkle_tree_mmcs() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let keccak = GpuKeccak::new(ctx);
+        // Powers of two, odd heights (padded layers), one row; widths below and past a block.
+        for (height, width) in [(1, 8), (2, 16), (3, 5), (64, 16), (100, 16), (257, 40), (1 << 12, 16), (1000, 3)] {
+            check_tree::<BabyBear>(&keccak, &mut rng, height, width);
+            check_tree::<KoalaBear>(&keccak, &mut rng, height, width);
+        }
+        let empty = RowMajorMatrix::new(Vec::<BabyBear>::new(), 4);
+        let e = keccak.digest_layers(&empty).unwrap_err().to_string();
+        assert!(e.contains("no rows"), "{e}");
+    }
+}
+
+/// A matrix larger than one binding is hashed in row chunks (the strict profile's bindings
+/// shrunk to 128 KiB: 4096 rows of 16 elements are 256 KiB), and a digest layer past one
+/// binding is refused with the limit named.
+#[test]
+fn keccak_trees_of_matrices_past_one_binding() {
+    use whir_gpu::{GpuOptions, LimitsProfile};
+    let Some(ctx) = common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(128 << 10) }), ..Default::default() }) else {
+        return;
+    };
+    let keccak = GpuKeccak::new(ctx);
+    let mut rng = common::rng();
+    check_tree::<BabyBear>(&keccak, &mut rng, 4096, 16);
+    check_tree::<KoalaBear>(&keccak, &mut rng, 3000, 24);
+    let tall = RowMajorMatrix::new(vec![BabyBear::default(); 8192], 1);
+    let e = keccak.digest_layers(&tall).unwrap_err().to_string();
+    assert!(e.contains("Keccak digest layer"), "{e}");
+}

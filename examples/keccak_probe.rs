@@ -1,0 +1,104 @@
+//! The GPU Keccak against Plonky3's in one process: Keccak-f permutations a second (GPU kernel
+//! time, both lane builds), and the Keccak Merkle tree of a 2^LOG x 16 BabyBear matrix (default
+//! 2^22) as `GpuKeccak::digest_layers` builds it (host matrix to every digest layer on the host:
+//! wall time, and the GPU time of its kernels) beside Plonky3's vectorized `MerkleTreeMmcs` over
+//! the same hash (`[F; VECTOR_LEN]` rows, p3_keccak's SIMD permutation) on all cores; the roots
+//! are compared. `cargo run --release --example keccak_probe [LOG] [REPS]`
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use p3_baby_bear::BabyBear;
+use p3_commit::Mmcs;
+use p3_keccak::{KeccakF, VECTOR_LEN};
+use p3_matrix::dense::RowMajorMatrix;
+use p3_merkle_tree::MerkleTreeMmcs;
+use p3_symmetric::{CompressionFunctionFromHasher, PaddingFreeSponge, SerializingHasher};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use whir_wgpu::gpu::{GpuContext, GpuKeccak, GpuOptions, MulVariant};
+
+type U64Sponge = PaddingFreeSponge<KeccakF, 25, 17, 4>;
+type LeafHash = SerializingHasher<U64Sponge>;
+type NodeCompress = CompressionFunctionFromHasher<U64Sponge, 2, 4>;
+type VectorMmcs = MerkleTreeMmcs<[BabyBear; VECTOR_LEN], [u64; VECTOR_LEN], LeafHash, NodeCompress, 2, 4>;
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// The GPU time of the kernels `work` dispatches, in ms (None without timestamp queries).
+fn kernel_ms(ctx: &GpuContext, work: impl FnOnce()) -> Option<f64> {
+    let profiler = ctx.profiler();
+    if !profiler.begin_dispatches() {
+        return None;
+    }
+    work();
+    let spans = profiler.end_dispatches().ok()??;
+    Some(spans.iter().map(|s| s.gpu.as_secs_f64() * 1e3).sum())
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
+    let log = args.first().copied().unwrap_or(22);
+    let reps = args.get(1).copied().unwrap_or(5).max(1);
+    let mut rng = StdRng::seed_from_u64(5);
+    let matrix = RowMajorMatrix::new((0..16usize << log).map(|_| rng.random::<BabyBear>()).collect::<Vec<_>>(), 16);
+    let sponge = U64Sponge::new(KeccakF);
+    let cpu = VectorMmcs::new(LeafHash::new(sponge), NodeCompress::new(sponge), 0);
+    println!("rayon threads {}, p3_keccak VECTOR_LEN {VECTOR_LEN}", rayon::current_num_threads());
+    let mut cpu_root = None;
+    let mut cpu_best = f64::MAX;
+    for _ in 0..reps {
+        let input = matrix.clone();
+        let t = Instant::now();
+        let (cap, _) = cpu.commit(vec![input]);
+        cpu_best = cpu_best.min(ms(t));
+        cpu_root = Some(cap.roots()[0]);
+    }
+    println!("Plonky3 MerkleTreeMmcs (vectorized Keccak), 2^{log} x 16: best of {reps} {cpu_best:.1} ms");
+    for variant in [MulVariant::U64, MulVariant::Emulated] {
+        let ctx = match GpuContext::new(GpuOptions { mul_variant: Some(variant), ..Default::default() }) {
+            Ok(ctx) => Arc::new(ctx),
+            Err(e) => {
+                println!("{variant:?}: no context ({e})");
+                continue;
+            }
+        };
+        let keccak = GpuKeccak::new(ctx.clone());
+        // Permutations: kernel time of 2^19 states (100 MiB, inside WebGPU's default binding).
+        let states: Vec<[u64; 25]> = (0..1usize << 19).map(|_| std::array::from_fn(|_| rng.random())).collect();
+        keccak.permute_many(&states[..1024]).expect("warm-up");
+        let mut perm_ms = f64::MAX;
+        for _ in 0..3 {
+            if let Some(k) = kernel_ms(&ctx, || drop(keccak.permute_many(&states).expect("permutations"))) {
+                perm_ms = perm_ms.min(k);
+            }
+        }
+        println!(
+            "{} {variant:?}: Keccak-f {:.3} ms kernel for 2^19 states = {:.2} G permutations/s",
+            ctx.summary().name,
+            perm_ms,
+            (1u64 << 19) as f64 / perm_ms / 1e6
+        );
+        let layers = keccak.digest_layers(&matrix).expect("tree");
+        let root = layers.last().expect("root")[0];
+        assert_eq!(Some(root), cpu_root, "{variant:?}: the GPU root differs from Plonky3's");
+        let (mut wall, mut kernels) = (f64::MAX, f64::MAX);
+        for _ in 0..reps {
+            let t = Instant::now();
+            drop(keccak.digest_layers(&matrix).expect("tree"));
+            wall = wall.min(ms(t));
+        }
+        for _ in 0..3 {
+            if let Some(k) = kernel_ms(&ctx, || drop(keccak.digest_layers(&matrix).expect("tree"))) {
+                kernels = kernels.min(k);
+            }
+        }
+        println!(
+            "{variant:?}: tree 2^{log} x 16: wall (upload, kernels, every layer read back) best {wall:.1} ms = {:.1}x Plonky3; kernels {kernels:.2} ms = {:.1}x Plonky3; roots equal",
+            cpu_best / wall,
+            cpu_best / kernels
+        );
+    }
+}
