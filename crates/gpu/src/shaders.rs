@@ -123,6 +123,7 @@ wgsl_sources!(
     "keccak/f_vec2",
     "keccak/f_u64",
     "keccak/kernels",
+    "keccak/grind",
     "test/field_ops",
 );
 
@@ -304,6 +305,9 @@ kernels! {
     /// One level of a Keccak Merkle tree: node i hashes children 2i and 2i + 1
     /// (wgsl/keccak/kernels.wgsl).
     KeccakCompress => ("keccak/kernels", "keccak_compress"),
+    /// Proof-of-work search for Plonky3's Keccak transcript (`SerializingChallenger32` over a
+    /// Keccak-256 `HashChallenger`; wgsl/keccak/grind.wgsl).
+    KeccakGrind => ("keccak/grind", "keccak_grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),
     /// Test kernel: one field operation over arrays of operands (wgsl/test/field_ops.wgsl).
     FieldOpsTest => ("test/field_ops", "field_op"),
 }
@@ -538,6 +542,7 @@ mod tests {
         let twins = [
             crate::codeword::WGSL_TWINS,
             crate::grind::WGSL_TWINS,
+            crate::keccak::WGSL_TWINS,
             crate::merkle::WGSL_TWINS,
             crate::ntt::WGSL_TWINS,
             crate::reorder::WGSL_TWINS,

@@ -126,3 +126,89 @@ fn keccak_trees_of_matrices_past_one_binding() {
     let e = keccak.digest_layers(&tall).unwrap_err().to_string();
     assert!(e.contains("Keccak digest layer"), "{e}");
 }
+
+type PlonkyKeccakChallenger<F> = p3_challenger::SerializingChallenger32<F, p3_challenger::HashChallenger<u8, p3_keccak::Keccak256Hash, 32>>;
+type GpuKeccakChallenger<F> = p3_challenger::SerializingChallenger32<F, whir_gpu::GpuKeccakHash<F>>;
+
+/// The smallest witness Plonky3's challenger accepts for `bits`, by trying each in turn.
+fn smallest_witness<F: GpuField>(challenger: &PlonkyKeccakChallenger<F>, bits: usize) -> F {
+    use p3_challenger::GrindingChallenger;
+    (0u32..).map(F::from_u32).find(|&w| challenger.clone().check_witness(bits, w)).expect("a passing witness")
+}
+
+/// Plonky3's Keccak transcript and ours (`SerializingChallenger32` over `GpuKeccakHash`) through
+/// the same random observations, samples and grinds: every sample equal, every grind the smallest
+/// passing witness (found on the GPU), which Plonky3's challenger accepts.
+fn check_transcript<F: GpuField>(gpu: Option<&GpuKeccak>, rng: &mut rand::rngs::StdRng)
+where
+    StandardUniform: Distribution<F>,
+{
+    use p3_challenger::{CanObserve, CanSample, CanSampleBits, GrindingChallenger};
+    use p3_field::extension::BinomialExtensionField;
+    let mut plonky = PlonkyKeccakChallenger::<F>::from_hasher(vec![], p3_keccak::Keccak256Hash);
+    let mut ours = GpuKeccakChallenger::<F>::new(whir_gpu::GpuKeccakHash::new(vec![], gpu.cloned()));
+    for step in 0..40 {
+        match rng.random_range(0..5) {
+            0 => {
+                let values: Vec<F> = (0..rng.random_range(1..40)).map(|_| rng.random()).collect();
+                plonky.observe_slice(&values);
+                ours.observe_slice(&values);
+            }
+            1 => {
+                let digest: [u64; 4] = std::array::from_fn(|_| rng.random::<u64>());
+                let cap = p3_merkle_tree::MerkleCap::<F, [u64; 4]>::from(vec![digest]);
+                plonky.observe(&cap);
+                ours.observe(&cap);
+            }
+            2 => {
+                let (a, b): (BinomialExtensionField<F, 4>, BinomialExtensionField<F, 4>) = (plonky.sample(), ours.sample());
+                assert_eq!(a, b, "step {step}: extension samples");
+            }
+            3 => {
+                let bits = rng.random_range(1..20);
+                assert_eq!(plonky.sample_bits(bits), ours.sample_bits(bits), "step {step}: {bits} bits");
+            }
+            _ => {
+                let bits = rng.random_range(1..11);
+                let want = smallest_witness(&plonky, bits);
+                let submissions = gpu.map(|g| g.context().transfers().transfer_counts().submissions);
+                let got = ours.grind(bits);
+                if let (Some(g), Some(before)) = (gpu, submissions) {
+                    assert!(g.context().transfers().transfer_counts().submissions > before, "step {step}: the grind did not run on the GPU");
+                }
+                assert_eq!(got, want, "step {step}: the grind of {bits} bits ({})", if gpu.is_some() { "GPU" } else { "host" });
+                assert!(plonky.check_witness(bits, got), "step {step}: Plonky3 refuses the witness");
+            }
+        }
+    }
+    let (a, b): (F, F) = (plonky.sample(), ours.sample());
+    assert_eq!(a, b, "the transcripts end apart");
+}
+
+#[test]
+fn the_keccak_transcript_matches_plonky3_and_grinds_on_the_gpu() {
+    let mut rng = common::rng();
+    // Contexts of this test's own: their submissions show each grind ran on the GPU.
+    for ctx in common::fresh_contexts() {
+        let keccak = GpuKeccak::new(ctx);
+        check_transcript::<BabyBear>(Some(&keccak), &mut rng);
+        check_transcript::<KoalaBear>(Some(&keccak), &mut rng);
+        // A grind of 18 bits: several ranges' worth of candidates on the GPU.
+        let mut prefix = [0u8; 32];
+        rng.fill(&mut prefix[..]);
+        let found = keccak.grind_serializing::<BabyBear>(&prefix, 18).unwrap().expect("a witness");
+        let mut probe = p3_challenger::HashChallenger::<u8, p3_keccak::Keccak256Hash, 32>::new(prefix.to_vec(), p3_keccak::Keccak256Hash);
+        use p3_challenger::{CanObserve, CanSample};
+        probe.observe_slice(&p3_field::PrimeField32::to_unique_u32(&<BabyBear as p3_field::PrimeCharacteristicRing>::from_u32(found)).to_le_bytes());
+        let sampled: [u8; 4] = probe.sample_array();
+        assert_eq!(u32::from_le_bytes(sampled) & ((1 << 18) - 1), 0, "the 18-bit witness {found} fails");
+        let e = keccak.grind_serializing::<BabyBear>(&prefix, 31).unwrap_err().to_string();
+        assert!(e.contains("31 bits"), "{e}");
+    }
+    // Without a GPU, Plonky3's own search answers (its witness accepted, not necessarily the smallest).
+    let mut plonky = PlonkyKeccakChallenger::<BabyBear>::from_hasher(vec![7], p3_keccak::Keccak256Hash);
+    let mut ours = GpuKeccakChallenger::<BabyBear>::new(whir_gpu::GpuKeccakHash::new(vec![7], None));
+    use p3_challenger::GrindingChallenger;
+    let w = ours.grind(12);
+    assert!(plonky.check_witness(12, w), "the host's witness");
+}

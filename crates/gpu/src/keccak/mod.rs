@@ -9,6 +9,10 @@
 //! form of BabyBear and KoalaBear), which is how [`as_words`](crate::field::as_words) hands
 //! them to the GPU.
 
+mod challenger;
+
+pub use challenger::GpuKeccakHash;
+
 use std::sync::Arc;
 
 use p3_matrix::dense::RowMajorMatrix;
@@ -18,7 +22,23 @@ use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::{as_words, GpuField};
 use crate::merkle::padded_layer_len;
-use crate::shaders::Kernel;
+use crate::shaders::{Kernel, GRIND_GROUP};
+
+/// Rust twin of `KeccakGrindParams` in wgsl/keccak/grind.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct KeccakGrindParams {
+    prefix: [u32; 8],
+    mask: u32,
+    _unused: u32,
+    first: u32,
+    end: u32,
+}
+
+/// The WGSL twins of this file's parameter structs, checked by `shaders::tests`.
+#[cfg(test)]
+pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] =
+    &[crate::shaders::twin_layout!(KeccakGrindParams as "KeccakGrindParams" in "keccak/grind" { prefix, mask, first, end })];
 
 /// A Keccak digest as Plonky3's Keccak MMCS holds it: 4 lanes.
 pub type KeccakDigest = [u64; 4];
@@ -145,6 +165,45 @@ impl GpuKeccak {
         } else {
             Ok((leaves, Vec::new()))
         }
+    }
+
+    /// The smallest candidate c below `F`'s order passing a grind of `bits` for Plonky3's
+    /// `SerializingChallenger32<F, HashChallenger<u8, Keccak256Hash, 32>>`, whose squeeze left the
+    /// 32 bytes `prefix` in its inner challenger: the Keccak-256 digest of `prefix` || c's stored
+    /// form (4 bytes, little-endian), read from its end as Plonky3 samples it, has its low `bits`
+    /// bits zero. None where no candidate passes.
+    pub fn grind_serializing<F: GpuField>(&self, prefix: &[u8; 32], bits: usize) -> Result<Option<u32>> {
+        if bits == 0 || bits >= 31 {
+            return Err(GpuError::InvalidInput(format!("a Keccak grind of {bits} bits (1 to 30 on a 31-bit field)")));
+        }
+        let ctx = &self.ctx;
+        let order = F::ORDER_U32;
+        let mut prefix_words = [0u32; 8];
+        for (w, bytes) in prefix_words.iter_mut().zip(prefix.chunks_exact(4)) {
+            *w = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+        }
+        // About four expected hits a range; each range one wait.
+        let span = (1u64 << (bits + 2)).clamp(1 << 16, 1 << 26) as u32;
+        ctx.scoped("Keccak grind", || {
+            let pipeline = ctx.pipeline_for(F::ID, Kernel::KeccakGrind, &[("GRIND_GROUP", GRIND_GROUP)])?;
+            let best = ctx.upload("keccak grind best", &[u32::MAX]);
+            let mut first = 0u32;
+            while first < order {
+                let end = first.saturating_add(span).min(order);
+                let params = KeccakGrindParams { prefix: prefix_words, mask: (1u32 << bits) - 1, _unused: 0, first, end };
+                let uniform = ctx.uniform_once("keccak grind params", &params);
+                let bind = ctx.bind_buffers(&pipeline, &[&uniform, &best]);
+                let mut batch = ctx.batch("keccak grind");
+                batch.record(&[Dispatch { pipeline: (*pipeline).clone(), bind, groups: (end - first).div_ceil(GRIND_GROUP) }]);
+                let slot = batch.read(&best, 0, 1);
+                let found = ctx.run(batch)?.get(slot)?[0];
+                if found != u32::MAX {
+                    return Ok(Some(found));
+                }
+                first = end;
+            }
+            Ok(None)
+        })
     }
 
     /// Rows a leaf dispatch hashes at once: all of them where the matrix fits one binding, else
