@@ -3,7 +3,9 @@
 //! 2^22) as `GpuKeccak::digest_layers` builds it (host matrix to every digest layer on the host:
 //! wall time, and the GPU time of its kernels) beside Plonky3's vectorized `MerkleTreeMmcs` over
 //! the same hash (`[F; VECTOR_LEN]` rows, p3_keccak's SIMD permutation) on all cores; the roots
-//! are compared. `cargo run --release --example keccak_probe [LOG] [REPS]`
+//! are compared; and a 22-bit grind of Plonky3's Keccak transcript on the GPU (the smallest
+//! witness) beside Plonky3's own parallel search (`HashChallenger::find_witness`).
+//! `cargo run --release --example keccak_probe [LOG] [REPS]`
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,6 +38,35 @@ fn kernel_ms(ctx: &GpuContext, work: impl FnOnce()) -> Option<f64> {
     work();
     let spans = profiler.end_dispatches().ok()??;
     Some(spans.iter().map(|s| s.gpu.as_secs_f64() * 1e3).sum())
+}
+
+/// Grinds of 22 bits from random prefixes: the GPU's smallest witness and Plonky3's search, each
+/// checked, mean wall time of each.
+fn grind(keccak: &GpuKeccak, rng: &mut StdRng) {
+    use p3_challenger::{ByteGrindingChallenger, CanObserve, CanSample, HashChallenger};
+    use p3_field::{PrimeCharacteristicRing, PrimeField32};
+    const BITS: usize = 22;
+    let mask = (1u32 << BITS) - 1;
+    let encode = |i: u64| BabyBear::from_u64(i).to_unique_u32().to_le_bytes();
+    let passes = |prefix: &[u8; 32], w: u64| {
+        let mut c = HashChallenger::<u8, p3_keccak::Keccak256Hash, 32>::new(prefix.to_vec(), p3_keccak::Keccak256Hash);
+        c.observe_slice(&encode(w));
+        u32::from_le_bytes(c.sample_array()) & mask == 0
+    };
+    let (mut gpu_ms, mut cpu_ms, n) = (0.0, 0.0, 8);
+    for _ in 0..n {
+        let prefix: [u8; 32] = std::array::from_fn(|_| rng.random());
+        let t = Instant::now();
+        let w = keccak.grind_serializing::<BabyBear>(&prefix, BITS).expect("grind").expect("a witness");
+        gpu_ms += ms(t);
+        assert!(passes(&prefix, u64::from(w)), "the GPU's witness fails");
+        let t = Instant::now();
+        let c = HashChallenger::<u8, p3_keccak::Keccak256Hash, 32>::new(prefix.to_vec(), p3_keccak::Keccak256Hash);
+        let v = c.find_witness(u64::from(BabyBear::ORDER_U32), encode, |b: [u8; 4]| u32::from_le_bytes(b) & mask == 0).expect("a witness");
+        cpu_ms += ms(t);
+        assert!(passes(&prefix, v), "Plonky3's witness fails");
+    }
+    println!("  Keccak grind of {BITS} bits, mean of {n}: GPU (smallest witness) {:.2} ms, Plonky3 find_witness {:.2} ms = {:.1}x", gpu_ms / n as f64, cpu_ms / n as f64, cpu_ms / gpu_ms);
 }
 
 fn main() {
@@ -95,6 +126,7 @@ fn main() {
                 kernels = kernels.min(k);
             }
         }
+        grind(&keccak, &mut rng);
         println!(
             "{variant:?}: tree 2^{log} x 16: wall (upload, kernels, every layer read back) best {wall:.1} ms = {:.1}x Plonky3; kernels {kernels:.2} ms = {:.1}x Plonky3; roots equal",
             cpu_best / wall,
