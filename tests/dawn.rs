@@ -355,6 +355,56 @@ fn grind_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Ve
     answers
 }
 
+/// Keccak: permutations against `KeccakF`, a tree's layers against `MerkleTreeMmcs` over
+/// Plonky3's Keccak hash (rows of 17 elements: a block and a half), and the smallest 8-bit
+/// witness of Plonky3's Keccak transcript.
+fn keccak_run(ctx: std::sync::Arc<whir_wgpu::gpu::GpuContext>) -> Vec<(String, Vec<u32>)> {
+    use p3_baby_bear::BabyBear;
+    use p3_challenger::{CanObserve, GrindingChallenger, HashChallenger, SerializingChallenger32};
+    use p3_commit::Mmcs;
+    use p3_field::{PrimeCharacteristicRing, PrimeField32};
+    use p3_keccak::{Keccak256Hash, KeccakF};
+    use p3_matrix::dense::RowMajorMatrix;
+    use p3_merkle_tree::MerkleTreeMmcs;
+    use p3_symmetric::{CompressionFunctionFromHasher, PaddingFreeSponge, Permutation, SerializingHasher};
+    use rand::RngExt;
+    use whir_wgpu::gpu::{GpuKeccak, GpuKeccakHash};
+    type Sponge = PaddingFreeSponge<KeccakF, 25, 17, 4>;
+    let lanes = |d: &[[u64; 4]]| -> Vec<u32> { d.iter().flatten().flat_map(|&l| [l as u32, (l >> 32) as u32]).collect() };
+    let mut rng = common::rng();
+    let keccak = GpuKeccak::new(ctx);
+    let mut answers = Vec::new();
+    let states: Vec<[u64; 25]> = (0..64).map(|_| std::array::from_fn(|_| rng.random())).collect();
+    let got = keccak.permute_many(&states).unwrap();
+    for (s, g) in states.iter().zip(&got) {
+        assert_eq!(*g, KeccakF.permute(*s), "Keccak-f");
+    }
+    answers.push(("Keccak-f, 64 states".into(), got.iter().flatten().flat_map(|&l| [l as u32, (l >> 32) as u32]).collect()));
+    let values = common::random_vec(&mut rng, 100 * 17);
+    let matrix = RowMajorMatrix::new(values, 17);
+    let layers = keccak.digest_layers(&matrix).unwrap();
+    let sponge = Sponge::new(KeccakF);
+    let cpu = MerkleTreeMmcs::<BabyBear, u64, SerializingHasher<Sponge>, CompressionFunctionFromHasher<Sponge, 2, 4>, 2, 4>::new(
+        SerializingHasher::new(sponge),
+        CompressionFunctionFromHasher::new(sponge),
+        0,
+    );
+    let (cap, _) = cpu.commit(vec![matrix]);
+    assert_eq!(layers.last().unwrap()[..], cap.roots()[..], "Keccak root of 100 x 17");
+    answers.push(("Keccak leaf digests of 100 x 17".into(), lanes(&layers[0])));
+    answers.push(("Keccak root of 100 x 17".into(), lanes(layers.last().unwrap())));
+    let mut stock = SerializingChallenger32::<BabyBear, HashChallenger<u8, Keccak256Hash, 32>>::from_hasher(vec![], Keccak256Hash);
+    let mut ours = SerializingChallenger32::<BabyBear, GpuKeccakHash<BabyBear>>::new(GpuKeccakHash::new(vec![], Some(keccak)));
+    let x = BabyBear::from_u32(rng.random_range(0..1 << 30));
+    stock.observe(x);
+    ours.observe(x);
+    let witness = ours.grind(8);
+    let smallest = (0u32..).map(BabyBear::from_u32).find(|&w| stock.clone().check_witness(8, w)).unwrap();
+    assert_eq!(witness, smallest, "the smallest Keccak witness at 8 bits");
+    answers.push(("Keccak witness at 8 bits".into(), vec![witness.as_canonical_u32()]));
+    answers
+}
+
 /// A sumcheck round with its fold (and a fold recorded with the next round), then the chain
 /// kernel's rounds: its duplex steps (observe the round, grind, sample the challenge) and folds
 /// on the GPU, against the CPU twin and a stock challenger.
@@ -426,11 +476,16 @@ fn main_kernels_run_in_dawn_with_plonky3s_answers() {
         return;
     }
     let Some(dawn) = dawn_ready() else { return };
-    let runs: Vec<TracedRun> =
-        [traced("ntt", ntt_run), traced("poseidon2 and merkle", poseidon2_merkle_run), traced("grind", grind_run), traced("sumcheck and chain", sumcheck_run)]
-            .into_iter()
-            .collect::<Option<_>>()
-            .expect("a strict-profile context for every run");
+    let runs: Vec<TracedRun> = [
+        traced("ntt", ntt_run),
+        traced("poseidon2 and merkle", poseidon2_merkle_run),
+        traced("grind", grind_run),
+        traced("sumcheck and chain", sumcheck_run),
+        traced("keccak", keccak_run),
+    ]
+    .into_iter()
+    .collect::<Option<_>>()
+    .expect("a strict-profile context for every run");
     let manifest: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {
