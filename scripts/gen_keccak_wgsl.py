@@ -73,13 +73,23 @@ def generate(variant):
         w("    return vec2<u32>(0u);")
         w("}")
     w("")
+    if LOOP:
+        w("var<private> KECCAK_RC: array<Lane, 24> = array<Lane, 24>(")
+        for c in RC:
+            w(f"    {lane_const(c, variant)},")
+        w(");")
+        w("")
     w("// The 24 rounds on the state `s` (lane x + 5y at index x + 5y).")
     w("fn keccak_f(s: ptr<function, array<Lane, 25>>) {")
     for i in range(25):
         w(f"    var a{i} = (*s)[{i}];")
-    for r, rc in enumerate(RC):
-        w(f"    // round {r}")
-        w("    {")
+    rounds = [(None, "KECCAK_RC[round]")] if LOOP else [(r, lane_const(rc, variant)) for r, rc in enumerate(RC)]
+    for r, rc in rounds:
+        if LOOP:
+            w("    for (var round = 0u; round < 24u; round++) {")
+        else:
+            w(f"    // round {r}")
+            w("    {")
         for x in range(5):
             w(f"        let c{x} = a{x} ^ a{x + 5} ^ a{x + 10} ^ a{x + 15} ^ a{x + 20};")
         for x in range(5):
@@ -94,13 +104,19 @@ def generate(variant):
             for x in range(5):
                 i = x + 5 * y
                 chi = f"b{i} ^ (~b{(x + 1) % 5 + 5 * y} & b{(x + 2) % 5 + 5 * y})"
-                w(f"        a{i} = {chi} ^ {lane_const(rc, variant)};" if i == 0 else f"        a{i} = {chi};")
+                w(f"        a{i} = {chi} ^ {rc};" if i == 0 else f"        a{i} = {chi};")
         w("    }")
     for i in range(25):
         w(f"    (*s)[{i}] = a{i};")
     w("}")
     return "\n".join(out) + "\n"
 
+
+import sys
+
+# --loop: the rounds in a loop over a private table of their constants (smaller code) instead of
+# unrolled.
+LOOP = "--loop" in sys.argv[1:]
 
 if __name__ == "__main__":
     for variant in ["vec2", "u64"]:

@@ -105,7 +105,7 @@ pub fn cap_roots(max_height: usize, cap_height: usize) -> usize {
 
 /// Row `index` of the tallest matrices maps to this row of a matrix of `height` (Plonky3's
 /// reduction by the power-of-two height difference).
-fn reduced_row(index: usize, max_height: usize, height: usize) -> usize {
+pub(crate) fn reduced_row(index: usize, max_height: usize, height: usize) -> usize {
     index >> (log2_ceil_usize(max_height) - log2_ceil_usize(height))
 }
 

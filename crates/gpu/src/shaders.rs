@@ -305,6 +305,9 @@ kernels! {
     /// One level of a Keccak Merkle tree: node i hashes children 2i and 2i + 1
     /// (wgsl/keccak/kernels.wgsl).
     KeccakCompress => ("keccak/kernels", "keccak_compress"),
+    /// A Keccak Merkle level where shorter matrices join: node i compresses its children, then
+    /// that digest with the joining rows' leaf digest (wgsl/keccak/kernels.wgsl).
+    KeccakCompressInject => ("keccak/kernels", "keccak_compress_inject"),
     /// Proof-of-work search for Plonky3's Keccak transcript (`SerializingChallenger32` over a
     /// Keccak-256 `HashChallenger`; wgsl/keccak/grind.wgsl).
     KeccakGrind => ("keccak/grind", "keccak_grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),

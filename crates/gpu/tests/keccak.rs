@@ -212,3 +212,75 @@ fn the_keccak_transcript_matches_plonky3_and_grinds_on_the_gpu() {
     let w = ours.grind(12);
     assert!(plonky.check_witness(12, w), "the host's witness");
 }
+
+/// `GpuKeccakMmcs` against Plonky3's Keccak MMCS over the same batches: one matrix and several
+/// of every height on the ladder (powers of two and not), widths across a block, caps of every
+/// height up to past the tree's depth: equal commitments, openings and pruned multi-proofs, each
+/// verified by Plonky3's MMCS; a batch off the ladder gets Plonky3's error.
+#[test]
+fn keccak_mmcs_matches_merkle_tree_mmcs() {
+    use p3_commit::BatchOpeningRef;
+    use whir_gpu::GpuKeccakMmcs;
+    let mut rng = common::rng();
+    for ctx in common::fresh_contexts() {
+        let keccak = GpuKeccak::new(ctx.clone());
+        let mut checked = 0;
+        let batches: &[&[(usize, usize)]] =
+            &[&[(64, 16)], &[(100, 7), (50, 3), (13, 40)], &[(256, 2), (256, 35), (128, 1), (16, 9), (1, 4)], &[(5, 3), (3, 2), (2, 1), (1, 1)], &[(1, 3)]];
+        for (b, shapes) in batches.iter().enumerate() {
+            for cap_height in [0usize, 1, 3, 20] {
+                let matrices: Vec<RowMajorMatrix<BabyBear>> =
+                    shapes.iter().map(|&(h, w)| RowMajorMatrix::new((0..h * w).map(|_| rng.random()).collect(), w)).collect();
+                let max_height = shapes.iter().map(|s| s.0).max().unwrap();
+                let gpu = GpuKeccakMmcs::<BabyBear>::new(Some(keccak.clone()), cap_height);
+                let before = ctx.transfers().transfer_counts().submissions;
+                let committed = gpu.try_commit(matrices.clone());
+                let (cap, data) = match committed {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Plonky3 refuses the same cap (a non-power-of-two number of roots).
+                        assert!(e.to_string().contains("power-of-two"), "batch {b}, cap {cap_height}: {e}");
+                        continue;
+                    }
+                };
+                assert!(matches!(data, whir_gpu::GpuKeccakProverData::Gpu { .. }), "batch {b}: committed on the CPU");
+                assert!(ctx.transfers().transfer_counts().submissions > before);
+                let (want, cpu_data) = gpu.cpu().commit(matrices.clone());
+                assert_eq!(cap, want, "batch {b} {shapes:?}, cap height {cap_height}");
+                let dims: Vec<p3_matrix::Dimensions> = matrices.iter().map(p3_matrix::Matrix::dimensions).collect();
+                for _ in 0..3 {
+                    let index = rng.random_range(0..max_height);
+                    let opening = gpu.open_batch(index, &data);
+                    let stock = gpu.cpu().open_batch(index, &cpu_data);
+                    assert_eq!(opening.opened_values, stock.opened_values, "batch {b}, index {index}");
+                    assert_eq!(opening.opening_proof, stock.opening_proof, "batch {b}, index {index}: path");
+                    gpu.verify_batch(&cap, &dims, index, BatchOpeningRef::new(&opening.opened_values, &opening.opening_proof)).unwrap();
+                }
+                let indices: Vec<usize> = (0..5).map(|_| rng.random_range(0..max_height)).collect();
+                let (values, proof) = gpu.open_multi_batch(&indices, &data);
+                let (stock_values, stock_proof) = gpu.cpu().open_multi_batch(&indices, &cpu_data);
+                assert_eq!(values, stock_values, "batch {b}: multi-opening rows");
+                assert_eq!(proof.sibling_hashes, stock_proof.sibling_hashes, "batch {b}: pruned paths");
+                gpu.verify_multi_batch(&cap, &dims, &indices, &values, &proof).unwrap();
+                checked += 1;
+            }
+        }
+        assert!(checked >= 16, "only {checked} of 20 batch and cap pairs committed");
+        // Off Plonky3's ladder: its error, no panic.
+        let gpu = GpuKeccakMmcs::<KoalaBear>::new(Some(keccak.clone()), 0);
+        let off = vec![RowMajorMatrix::new(vec![KoalaBear::default(); 64], 1), RowMajorMatrix::new(vec![KoalaBear::default(); 20], 1)];
+        let e = gpu.try_commit(off).err().expect("a height off the ladder").to_string();
+        assert!(e.contains("20"), "{e}");
+        // KoalaBear, two heights.
+        let matrices = vec![
+            RowMajorMatrix::new((0..96 * 5).map(|_| rng.random::<KoalaBear>()).collect(), 5),
+            RowMajorMatrix::new((0..48 * 3).map(|_| rng.random::<KoalaBear>()).collect(), 3),
+        ];
+        assert_eq!(gpu.commit(matrices.clone()).0, gpu.cpu().commit(matrices).0, "KoalaBear, two heights");
+    }
+    // Without a GPU, Plonky3's MMCS commits.
+    let mut rng = common::rng();
+    let cpu_only = whir_gpu::GpuKeccakMmcs::<BabyBear>::new(None, 1);
+    let m = RowMajorMatrix::new((0..32 * 4).map(|_| rng.random::<BabyBear>()).collect(), 4);
+    assert_eq!(cpu_only.commit(vec![m.clone()]).0, cpu_only.cpu().commit(vec![m]).0);
+}

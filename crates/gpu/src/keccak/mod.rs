@@ -10,8 +10,12 @@
 //! them to the GPU.
 
 mod challenger;
+mod mmcs;
+mod tree;
 
 pub use challenger::GpuKeccakHash;
+pub use mmcs::{CpuKeccakMmcs, GpuKeccakMmcs, GpuKeccakProverData, KeccakU64Sponge};
+pub use tree::GpuKeccakTree;
 
 use std::sync::Arc;
 
@@ -20,8 +24,7 @@ use p3_matrix::Matrix;
 
 use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
-use crate::field::{as_words, GpuField};
-use crate::merkle::padded_layer_len;
+use crate::field::GpuField;
 use crate::shaders::{Kernel, GRIND_GROUP};
 
 /// Rust twin of `KeccakGrindParams` in wgsl/keccak/grind.wgsl.
@@ -97,74 +100,34 @@ impl GpuKeccak {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let (digests, _) = self.layers(as_words(values), width, rows, false)?;
-        Ok(digests)
+        let matrix = p3_matrix::dense::RowMajorMatrixView::new(values, width);
+        let ctx = &self.ctx;
+        ctx.check_binding_size("Keccak digests", (rows * DIGEST_WORDS * 4) as u64)?;
+        let words = ctx.scoped("Keccak leaves", || {
+            let out = ctx.storage("keccak leaf digests", rows * DIGEST_WORDS);
+            let mut batch = ctx.batch("keccak leaves");
+            self.record_leaves(&mut batch, &[&matrix], &out)?;
+            let slot = batch.read(&out, 0, rows * DIGEST_WORDS);
+            ctx.run(batch)?.into_words(slot)
+        })?;
+        Ok(digests_of(&words))
     }
 
     /// The digest layers Plonky3's `MerkleTree` builds over one matrix with this hash (leaf
     /// digests first, each layer padded to an even length with zero digests, the root last).
     pub fn digest_layers<F: GpuField>(&self, matrix: &RowMajorMatrix<F>) -> Result<Vec<Vec<KeccakDigest>>> {
-        let (width, height) = (matrix.width(), matrix.height());
-        if height == 0 {
+        if matrix.height() == 0 {
             return Err(GpuError::InvalidInput("a Merkle tree over a matrix of no rows (give it at least one)".into()));
         }
-        check_rows(matrix.values.len(), width)?;
-        let (_, layers) = self.layers(as_words(&matrix.values), width, height, true)?;
-        Ok(layers)
-    }
-
-    /// The leaf digests of `rows` rows of `width` words and, where `tree`, every digest layer
-    /// above them (Plonky3's padding), in one submission.
-    fn layers(&self, words: &[u32], width: usize, rows: usize, tree: bool) -> Result<(Vec<KeccakDigest>, Vec<Vec<KeccakDigest>>)> {
+        check_rows(matrix.values.len(), matrix.width())?;
+        let tree = self.commit_batch(std::slice::from_ref(matrix))?;
         let ctx = &self.ctx;
-        let chunk_rows = self.chunk_rows(width, rows)?;
-        let mut lens = vec![if tree { padded_layer_len(rows) } else { rows }];
-        while tree && *lens.last().expect("the leaf layer") > 1 {
-            lens.push(padded_layer_len(lens.last().expect("a layer") / 2));
-        }
-        ctx.check_binding_size("Keccak digest layer", (lens[0] * DIGEST_WORDS * 4) as u64)?;
-        let read = ctx.scoped("Keccak Merkle tree", || {
-            let leaves = ctx.pipeline(Kernel::KeccakLeaves, &[])?;
-            let compress = ctx.pipeline(Kernel::KeccakCompress, &[])?;
-            let input = ctx.upload("keccak rows", if words.is_empty() { &[0] } else { words });
-            let layers: Vec<wgpu::Buffer> = lens.iter().map(|&len| ctx.storage("keccak digest layer", len * DIGEST_WORDS)).collect();
-            let mut batch = ctx.batch("keccak merkle tree");
-            for buffer in layers.iter().filter(|b| b.size() > 0) {
-                batch.clear(buffer);
-            }
-            let mut dispatches = Vec::new();
-            for first in (0..rows).step_by(chunk_rows) {
-                let count = chunk_rows.min(rows - first);
-                let params = ctx.uniform("keccak leaf params", &[count as u32, width as u32, 0, 0]);
-                let rows_bytes = ((count * width).max(1) * 4) as u64;
-                let bind = ctx.bind_ranges(
-                    &leaves,
-                    &[
-                        (&params, 0, None),
-                        (&input, (first * width * 4) as u64, Some(rows_bytes)),
-                        (&layers[0], (first * DIGEST_WORDS * 4) as u64, Some((count * DIGEST_WORDS * 4) as u64)),
-                    ],
-                );
-                dispatches.push(Dispatch { pipeline: (*leaves).clone(), bind, groups: count.div_ceil(GROUP) as u32 });
-            }
-            batch.record_as("keccak leaves", &dispatches);
-            for k in 1..lens.len() {
-                let nodes = lens[k - 1] / 2;
-                let params = ctx.uniform("keccak compress params", &[nodes as u32, 0, 0, 0]);
-                let bind = ctx.bind_buffers(&compress, &[&params, &layers[k - 1], &layers[k]]);
-                batch.record_as("keccak compress", &[Dispatch { pipeline: (*compress).clone(), bind, groups: nodes.div_ceil(GROUP) as u32 }]);
-            }
-            let slots: Vec<_> = layers.iter().zip(&lens).map(|(buffer, &len)| batch.read(buffer, 0, len * DIGEST_WORDS)).collect();
+        ctx.scoped("Keccak digest layers", || {
+            let mut batch = ctx.batch("keccak digest layers");
+            let slots: Vec<_> = tree.layers.iter().zip(&tree.lens).map(|(layer, &len)| batch.read(layer, 0, len * DIGEST_WORDS)).collect();
             let readback = ctx.run(batch)?;
-            slots.into_iter().map(|slot| readback.get(slot).map(digests_of)).collect::<Result<Vec<_>>>()
-        })?;
-        let mut layers = read.into_iter();
-        let leaves = layers.next().unwrap_or_default();
-        if tree {
-            Ok((Vec::new(), std::iter::once(leaves).chain(layers).collect()))
-        } else {
-            Ok((leaves, Vec::new()))
-        }
+            slots.into_iter().map(|slot| readback.get(slot).map(digests_of)).collect()
+        })
     }
 
     /// The smallest candidate c below `F`'s order passing a grind of `bits` for Plonky3's
@@ -204,25 +167,6 @@ impl GpuKeccak {
             }
             Ok(None)
         })
-    }
-
-    /// Rows a leaf dispatch hashes at once: all of them where the matrix fits one binding, else
-    /// a power of two whose rows and digests both start on the adapter's offset alignment.
-    fn chunk_rows(&self, width: usize, rows: usize) -> Result<usize> {
-        let max_binding = self.ctx.max_binding_bytes() as usize;
-        let row_bytes = width.max(1) * 4;
-        if rows * row_bytes <= max_binding {
-            return Ok(rows.max(1));
-        }
-        let fit = max_binding / row_bytes;
-        let chunk = if fit == 0 { 0 } else { 1usize << fit.ilog2() };
-        let align = self.ctx.limits().min_storage_buffer_offset_alignment as usize;
-        if chunk == 0 || !(chunk * row_bytes).is_multiple_of(align) || !(chunk * DIGEST_WORDS * 4).is_multiple_of(align) {
-            return Err(GpuError::InvalidInput(format!(
-                "Keccak leaves of {width} elements a row: too wide for this adapter's {max_binding}-byte bindings in row chunks on its {align}-byte offset alignment"
-            )));
-        }
-        Ok(chunk)
     }
 }
 

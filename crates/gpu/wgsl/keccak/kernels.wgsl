@@ -8,14 +8,21 @@
 //   alone in its lane), absorbed 17 lanes at a time by overwriting, KeccakF after each block,
 //   the digest the first 4 lanes (8 words);
 // - `keccak_compress`: CompressionFunctionFromHasher<that sponge, 2, 4>: node i hashes its
-//   children 2i and 2i + 1 (8 lanes, one block).
+//   children 2i and 2i + 1 (8 lanes, one block);
+// - `keccak_compress_inject`: a level where shorter matrices join (Plonky3's MerkleTree over
+//   several heights): node i compresses its children, then that digest with the leaf digest of
+//   the joining rows' row i (a zero digest past their height).
 // Twins: crates/gpu/src/keccak.rs.
 
-// x: states, rows or nodes; y: words in a row (`keccak_leaves`). Rust twin: `[u32; 4]` params in
+// x: states, rows or nodes; y: words in a row (`keccak_leaves`), or rows joining
+// (`keccak_compress_inject`). Rust twin: `[u32; 4]` params in
 // crates/gpu/src/keccak.rs.
 @group(0) @binding(0) var<uniform> params: vec4<u32>;
 @group(0) @binding(1) var<storage, read> words_in: array<u32>;
 @group(0) @binding(2) var<storage, read_write> words_out: array<u32>;
+
+// The leaf digests of the rows joining at a `keccak_compress_inject` level.
+@group(0) @binding(3) var<storage, read> injected: array<u32>;
 
 const KECCAK_SPONGE_RATE: u32 = 17u;
 
@@ -100,6 +107,53 @@ fn keccak_leaves(
         let w = lane_words(s[j]);
         words_out[8u * row + 2u * j] = w.x;
         words_out[8u * row + 2u * j + 1u] = w.y;
+    }
+}
+
+// The first 4 lanes of KeccakF of a state holding `lanes` (8 of them) and zeros.
+fn compress_lanes(lanes: array<Lane, 8>) -> array<Lane, 4> {
+    var s: array<Lane, 25>;
+    for (var j = 0u; j < 25u; j++) {
+        s[j] = lane_zero();
+    }
+    s[0] = lanes[0];
+    s[1] = lanes[1];
+    s[2] = lanes[2];
+    s[3] = lanes[3];
+    s[4] = lanes[4];
+    s[5] = lanes[5];
+    s[6] = lanes[6];
+    s[7] = lanes[7];
+    keccak_f(&s);
+    return array<Lane, 4>(s[0], s[1], s[2], s[3]);
+}
+
+@compute @workgroup_size(64)
+fn keccak_compress_inject(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) num_wgs: vec3<u32>,
+) {
+    let node = thread_index(lid, wid, num_wgs);
+    if (node >= params.x) {
+        return;
+    }
+    var children: array<Lane, 8>;
+    for (var j = 0u; j < 8u; j++) {
+        children[j] = lane_of(words_in[16u * node + 2u * j], words_in[16u * node + 2u * j + 1u]);
+    }
+    let folded = compress_lanes(children);
+    var pair = array<Lane, 8>(folded[0], folded[1], folded[2], folded[3], lane_zero(), lane_zero(), lane_zero(), lane_zero());
+    if (node < params.y) {
+        for (var j = 0u; j < 4u; j++) {
+            pair[4u + j] = lane_of(injected[8u * node + 2u * j], injected[8u * node + 2u * j + 1u]);
+        }
+    }
+    let out = compress_lanes(pair);
+    for (var j = 0u; j < 4u; j++) {
+        let w = lane_words(out[j]);
+        words_out[8u * node + 2u * j] = w.x;
+        words_out[8u * node + 2u * j + 1u] = w.y;
     }
 }
 
