@@ -4,7 +4,10 @@
 //! wall time, and the GPU time of its kernels) beside Plonky3's vectorized `MerkleTreeMmcs` over
 //! the same hash (`[F; VECTOR_LEN]` rows, p3_keccak's SIMD permutation) on all cores; the roots
 //! are compared; and a 22-bit grind of Plonky3's Keccak transcript on the GPU (the smallest
-//! witness) beside Plonky3's own parallel search (`HashChallenger::find_witness`).
+//! witness) beside Plonky3's own parallel search (`HashChallenger::find_witness`); and Plonky3's
+//! WHIR prover over its Keccak configuration (n = WHIR_LOG, default 24, fold 4, rate 1, PoW 20,
+//! BabyBear^4, 100 bits) on the GPU pieces (`GpuWhirDomain`, `GpuKeccakMmcs`, `GpuKeccakHash`)
+//! beside the same prover on Plonky3's pieces (its vectorized Keccak MMCS), proofs verified.
 //! `cargo run --release --example keccak_probe [LOG] [REPS]`
 
 use std::sync::Arc;
@@ -76,6 +79,78 @@ fn grind(keccak: &GpuKeccak, rng: &mut StdRng) {
     );
 }
 
+/// Plonky3's WHIR prover over its Keccak configuration, on the GPU pieces and on its own: best
+/// commit + open of `reps` each, the GPU pieces' proof verified by the stock verifier.
+fn whir(ctx: &Arc<GpuContext>, log: usize, reps: usize, rng: &mut StdRng) {
+    use p3_challenger::{HashChallenger, SerializingChallenger32};
+    use p3_commit::MultilinearPcs;
+    use p3_field::extension::BinomialExtensionField;
+    use p3_keccak::Keccak256Hash;
+    use p3_sumcheck::layout::{Layout, SuffixProver, Table};
+    use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+    use p3_whir::{FoldingFactor, PcsProof, ProtocolParameters, SecurityAssumption, WhirConfig, WhirProver};
+    use whir_wgpu::gpu::{CpuKeccakMmcs, GpuDft, GpuKeccakHash, GpuNtt};
+    use whir_wgpu::prover::GpuWhirDomain;
+    type EF = BinomialExtensionField<BabyBear, 4>;
+    type L = SuffixProver<BabyBear, EF>;
+    type Stock = SerializingChallenger32<BabyBear, HashChallenger<u8, Keccak256Hash, 32>>;
+    type Ours = SerializingChallenger32<BabyBear, GpuKeccakHash<BabyBear>>;
+    let (fold, pow_bits) = (4, 20);
+    let params = || ProtocolParameters {
+        starting_log_inv_rate: 1,
+        round_log_inv_rates: Vec::new(),
+        folding_factor: FoldingFactor::Constant(fold),
+        soundness_type: SecurityAssumption::JohnsonBound,
+        security_level: 100,
+        pow_bits,
+    };
+    let protocol = || OpeningProtocol::new(vec![TableSpec::new(TableShape::new(log, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold);
+    let values: Vec<BabyBear> = (0..1usize << log).map(|_| rng.random()).collect();
+    let witness = || L::new_witness(vec![Table::new(RowMajorMatrix::new(values.clone(), values.len()))], fold);
+    let sponge = U64Sponge::new(KeccakF);
+    let stock = WhirProver::<EF, BabyBear, p3_dft::Radix2DFTSmallBatch<BabyBear>, VectorMmcs, Stock, L>::new(
+        WhirConfig::new(log, params()).expect("parameters"),
+        Default::default(),
+        VectorMmcs::new(LeafHash::new(sponge), NodeCompress::new(sponge), 0),
+    );
+    let keccak = GpuKeccak::new(ctx.clone());
+    let domain = GpuWhirDomain::new(GpuDft::new(Some(Arc::new(GpuNtt::new(ctx.clone())))).encoder());
+    let gpu = WhirProver::<EF, BabyBear, GpuWhirDomain<BabyBear>, GpuKeccakMmcs<BabyBear>, Ours, L>::new(
+        WhirConfig::new(log, params()).expect("parameters"),
+        domain,
+        GpuKeccakMmcs::new(Some(keccak.clone()), 0),
+    );
+    let (mut stock_ms, mut gpu_ms) = (f64::MAX, f64::MAX);
+    let mut last = None;
+    for _ in 0..reps {
+        let t = Instant::now();
+        let mut ch = Stock::from_hasher(vec![], Keccak256Hash);
+        let (_, data) = stock.commit(witness(), &mut ch).expect("commit");
+        drop(stock.open(data, protocol(), &mut ch).expect("open"));
+        stock_ms = stock_ms.min(ms(t));
+        let t = Instant::now();
+        let mut ch = Ours::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
+        let (commitment, data) = gpu.commit(witness(), &mut ch).expect("commit");
+        let proof = gpu.open(data, protocol(), &mut ch).expect("open");
+        gpu_ms = gpu_ms.min(ms(t));
+        last = Some((commitment, proof));
+    }
+    let (commitment, proof) = last.expect("a proof");
+    let bytes = postcard::to_allocvec(&proof).expect("serialize");
+    let proof: PcsProof<BabyBear, EF, CpuKeccakMmcs<BabyBear>> = postcard::from_bytes(&bytes).expect("deserialize");
+    let verifier = WhirProver::<EF, BabyBear, p3_dft::Radix2DFTSmallBatch<BabyBear>, CpuKeccakMmcs<BabyBear>, Stock, L>::new(
+        WhirConfig::new(log, params()).expect("parameters"),
+        Default::default(),
+        GpuKeccakMmcs::<BabyBear>::new(None, 0).cpu().clone(),
+    );
+    verifier.verify(&commitment, &proof, &mut Stock::from_hasher(vec![], Keccak256Hash), protocol()).expect("the stock verifier accepts");
+    println!(
+        "  WHIR over Keccak, n = {log} fold {fold} rate 1 PoW {pow_bits}, BabyBear^4: WhirProver on the GPU pieces best {gpu_ms:.1} ms, on Plonky3's pieces {stock_ms:.1} ms = {:.1}x (proof {} bytes, verified)",
+        stock_ms / gpu_ms,
+        bytes.len()
+    );
+}
+
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
     let log = args.first().copied().unwrap_or(22);
@@ -140,6 +215,8 @@ fn main() {
             }
         }
         grind(&keccak, &mut rng);
+        let whir_log = std::env::var("WHIR_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
+        whir(&ctx, whir_log, reps.min(3), &mut rng);
         // The drop-in MMCS: host matrix to commitment (rows uploaded on all cores, layers kept
         // on the GPU, the root read back).
         let mmcs = GpuKeccakMmcs::<BabyBear>::new(Some(keccak.clone()), 0);
