@@ -297,7 +297,7 @@ kernels! {
     LazySlotRound => ("sumcheck/lazy_slot_round", "lazy_slot_round"),
     /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
     AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
-    /// Keccak-f[1600] on each of a batch of 25-lane states (wgsl/keccak/kernels.wgsl).
+    /// Keccak-f\[1600\] on each of a batch of 25-lane states (wgsl/keccak/kernels.wgsl).
     KeccakPermute => ("keccak/kernels", "keccak_permute"),
     /// Plonky3's Keccak leaf digests (`SerializingHasher` over the `u64` sponge of rate 17) of a
     /// matrix's rows (wgsl/keccak/kernels.wgsl).

@@ -1,7 +1,7 @@
 //! `GpuKeccakMmcs<F>`: a `p3_commit::Mmcs<F>` whose commitments, proofs and pruned multi-proofs
 //! are Plonky3's `MerkleTreeMmcs<F, u64, SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17,
-//! 4>>, CompressionFunctionFromHasher<that sponge, 2, 4>, 2, 4>`'s ([`CpuKeccakMmcs`], p3-whir's
-//! Keccak test configuration and Plonky3's FRI examples' tree), committed on the GPU: every batch
+//! 4>>, CompressionFunctionFromHasher<that sponge, 2, 4>, 2, 4>`'s ([`CpuKeccakMmcs`], the tree of
+//! Plonky3's WHIR Keccak test and of its FRI examples), committed on the GPU: every batch
 //! that MMCS takes (several matrices, heights on Plonky3's ladder, any widths, cap heights), its
 //! digest layers kept on the GPU and openings reading back only the siblings they need. Bad
 //! batches get Plonky3's errors ([`GpuKeccakMmcs::try_commit`]; `commit` panics with Plonky3's

@@ -11,13 +11,13 @@
 //
 // One thread a candidate, workgroup g holding first + GRIND_GROUP g ..; a workgroup returns at
 // once when a smaller passing candidate is already known, so `best` ends as the smallest passing
-// candidate (as wgsl/pow/grind.wgsl, which explains why).
+// candidate (as crates/gpu/wgsl/pow/grind.wgsl, which explains why).
 //
-// Composed with: const GRIND_GROUP: u32, the workgroup size (crates/gpu/src/keccak.rs sizes the
+// Composed with: const GRIND_GROUP: u32, the workgroup size (crates/gpu/src/keccak/mod.rs sizes the
 // dispatches with it).
 
 // prefix: the 32 bytes as 8 little-endian words; candidates first..end, passing where the
-// sampled word & mask is 0. Rust twin: `KeccakGrindParams` in crates/gpu/src/keccak.rs.
+// sampled word & mask is 0. Rust twin: `KeccakGrindParams` in crates/gpu/src/keccak/mod.rs.
 struct KeccakGrindParams {
     prefix: array<vec4<u32>, 2>,
     mask: u32,

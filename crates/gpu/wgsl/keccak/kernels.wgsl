@@ -12,11 +12,11 @@
 // - `keccak_compress_inject`: a level where shorter matrices join (Plonky3's MerkleTree over
 //   several heights): node i compresses its children, then that digest with the leaf digest of
 //   the joining rows' row i (a zero digest past their height).
-// Twins: crates/gpu/src/keccak.rs.
+// Callers: crates/gpu/src/keccak/mod.rs (permutations, leaves) and crates/gpu/src/keccak/tree.rs (trees).
 
 // x: states, rows or nodes; y: words in a row (`keccak_leaves`), or rows joining
 // (`keccak_compress_inject`). Rust twin: `[u32; 4]` params in
-// crates/gpu/src/keccak.rs.
+// crates/gpu/src/keccak/mod.rs and crates/gpu/src/keccak/tree.rs.
 @group(0) @binding(0) var<uniform> params: vec4<u32>;
 @group(0) @binding(1) var<storage, read> words_in: array<u32>;
 @group(0) @binding(2) var<storage, read_write> words_out: array<u32>;
