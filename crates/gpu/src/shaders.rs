@@ -308,6 +308,9 @@ kernels! {
     /// A Keccak Merkle level where shorter matrices join: node i compresses its children, then
     /// that digest with the joining rows' leaf digest (wgsl/keccak/kernels.wgsl).
     KeccakCompressInject => ("keccak/kernels", "keccak_compress_inject"),
+    /// Keccak-256 (Plonky3's `Keccak256Hash`) of equal-length byte messages
+    /// (wgsl/keccak/kernels.wgsl).
+    Keccak256Bytes => ("keccak/kernels", "keccak256_bytes"),
     /// Proof-of-work search for Plonky3's Keccak transcript (`SerializingChallenger32` over a
     /// Keccak-256 `HashChallenger`; wgsl/keccak/grind.wgsl).
     KeccakGrind => ("keccak/grind", "keccak_grind", consts: &[("GRIND_GROUP", GRIND_GROUP)]),

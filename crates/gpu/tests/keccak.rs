@@ -284,3 +284,24 @@ fn keccak_mmcs_matches_merkle_tree_mmcs() {
     let m = RowMajorMatrix::new((0..32 * 4).map(|_| rng.random::<BabyBear>()).collect(), 4);
     assert_eq!(cpu_only.commit(vec![m.clone()]).0, cpu_only.cpu().commit(vec![m]).0);
 }
+
+/// Keccak-256 of byte messages against Plonky3's `Keccak256Hash` at every length around the
+/// rate's boundaries (136 bytes) and the empty message, both lane builds.
+#[test]
+fn keccak256_matches_plonky3_around_the_rate() {
+    let mut rng = common::rng();
+    for ctx in common::contexts() {
+        let keccak = GpuKeccak::new(ctx.clone());
+        for len in [0usize, 1, 3, 4, 5, 31, 32, 36, 135, 136, 137, 200, 271, 272, 273, 1000] {
+            let messages: Vec<Vec<u8>> = (0..1 + rng.random_range(0..40usize)).map(|_| (0..len).map(|_| rng.random()).collect()).collect();
+            let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+            let got = keccak.keccak256_many(&refs).unwrap();
+            for (m, (message, digest)) in messages.iter().zip(&got).enumerate() {
+                assert_eq!(*digest, p3_keccak::Keccak256Hash.hash_iter(message.iter().copied()), "{len} bytes, message {m} ({:?})", ctx.mul_variant());
+            }
+        }
+        assert!(keccak.keccak256_many(&[]).unwrap().is_empty());
+        let e = keccak.keccak256_many(&[&[1, 2][..], &[3][..]]).unwrap_err().to_string();
+        assert!(e.contains("one length"), "{e}");
+    }
+}

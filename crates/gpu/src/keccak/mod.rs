@@ -93,6 +93,37 @@ impl GpuKeccak {
         Ok(out.chunks_exact(STATE_WORDS).map(|s| std::array::from_fn(|i| lane_of(s[2 * i], s[2 * i + 1]))).collect())
     }
 
+    /// Keccak-256 of each of `messages` (Plonky3's `Keccak256Hash`), all of one length.
+    pub fn keccak256_many(&self, messages: &[&[u8]]) -> Result<Vec<[u8; 32]>> {
+        let Some(len) = messages.first().map(|m| m.len()) else {
+            return Ok(Vec::new());
+        };
+        if let Some(m) = messages.iter().find(|m| m.len() != len) {
+            return Err(GpuError::InvalidInput(format!("Keccak-256 of messages of {len} and {} bytes (hash messages of one length together)", m.len())));
+        }
+        let stride = len.div_ceil(4);
+        let mut words = vec![0u32; (stride * messages.len()).max(1)];
+        for (m, message) in messages.iter().enumerate() {
+            for (i, &byte) in message.iter().enumerate() {
+                words[m * stride + i / 4] |= u32::from(byte) << (8 * (i % 4));
+            }
+        }
+        let ctx = &self.ctx;
+        ctx.check_binding_size("Keccak-256 messages", (words.len() * 4) as u64)?;
+        let out = ctx.scoped("Keccak-256", || {
+            let pipeline = ctx.pipeline(Kernel::Keccak256Bytes, &[])?;
+            let params = ctx.uniform_once("keccak256 params", &[messages.len() as u32, len as u32, 0, 0]);
+            let input = ctx.upload("keccak256 messages", &words);
+            let output = ctx.storage("keccak256 digests", messages.len() * DIGEST_WORDS);
+            let bind = ctx.bind_buffers(&pipeline, &[&params, &input, &output]);
+            let mut batch = ctx.batch("keccak256");
+            batch.record(&[Dispatch { pipeline: (*pipeline).clone(), bind, groups: messages.len().div_ceil(GROUP) as u32 }]);
+            let slot = batch.read(&output, 0, messages.len() * DIGEST_WORDS);
+            ctx.run(batch)?.into_words(slot)
+        })?;
+        Ok(out.chunks_exact(DIGEST_WORDS).map(|d| std::array::from_fn(|i| d[i / 4].to_le_bytes()[i % 4])).collect())
+    }
+
     /// The leaf digest of each row of the row-major `values` (`width` elements a row), as
     /// `SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>` hashes a row.
     pub fn hash_rows<F: GpuField>(&self, values: &[F], width: usize) -> Result<Vec<KeccakDigest>> {
