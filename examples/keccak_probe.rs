@@ -104,7 +104,9 @@ fn whir(ctx: &Arc<GpuContext>, log: usize, reps: usize, rng: &mut StdRng) {
         security_level: 100,
         pow_bits,
     };
-    let protocol = || OpeningProtocol::new(vec![TableSpec::new(TableShape::new(log, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold);
+    let protocol = || {
+        OpeningProtocol::new(vec![TableSpec::new(TableShape::new(log, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold)
+    };
     let values: Vec<BabyBear> = (0..1usize << log).map(|_| rng.random()).collect();
     let witness = || L::new_witness(vec![Table::new(RowMajorMatrix::new(values.clone(), values.len()))], fold);
     let sponge = U64Sponge::new(KeccakF);
