@@ -18,8 +18,7 @@ use p3_keccak::Keccak256Hash;
 use p3_koala_bear::KoalaBear;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_sumcheck::layout::{Layout, PrefixProver, SuffixProver, Table};
-use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
-use p3_whir::{FoldingFactor, PcsProof, ProtocolParameters, SecurityAssumption, WhirConfig, WhirProver};
+use p3_whir::{PcsProof, WhirConfig, WhirProver};
 use rand::distr::{Distribution, StandardUniform};
 use rand::RngExt;
 use whir_wgpu::gpu::field::GpuField;
@@ -28,21 +27,6 @@ use whir_wgpu::prover::GpuWhirDomain;
 
 type StockChallenger<F> = SerializingChallenger32<F, HashChallenger<u8, Keccak256Hash, 32>>;
 type OurChallenger<F> = SerializingChallenger32<F, GpuKeccakHash<F>>;
-
-fn params(fold: usize, pow_bits: usize) -> ProtocolParameters {
-    ProtocolParameters {
-        starting_log_inv_rate: 1,
-        round_log_inv_rates: Vec::new(),
-        folding_factor: FoldingFactor::Constant(fold),
-        soundness_type: SecurityAssumption::JohnsonBound,
-        security_level: 32,
-        pow_bits,
-    }
-}
-
-fn protocol(n: usize, fold: usize) -> OpeningProtocol {
-    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(n, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold)
-}
 
 /// One field and layout: the GPU pieces' proof against the CPU pieces' (the same challenger
 /// type, grinding on the GPU for the smallest witness) and, without grinding, the stock
@@ -60,7 +44,7 @@ where
     for (n, fold, pow_bits) in [(10usize, 1usize, 0usize), (12, 2, 6), (14, 4, 8), (16, 4, 0)] {
         let values: Vec<F> = (0..1usize << n).map(|_| rng.random()).collect();
         let witness = || L::new_witness(vec![Table::new(RowMajorMatrix::new(values.clone(), values.len()))], fold);
-        let config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
+        let config = WhirConfig::new(n, common::stock_params(fold, pow_bits)).expect("feasible parameters");
         let cpu_mmcs = GpuKeccakMmcs::<F>::new(None, 0).cpu().clone();
         let cpu_pcs = WhirProver::<EF<F>, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, OurChallenger<F>, L>::new(
             config.clone(),
@@ -77,11 +61,11 @@ where
 
         let mut ch = ours();
         let (cpu_commitment, data) = cpu_pcs.commit(witness(), &mut ch).unwrap();
-        let cpu_proof = cpu_pcs.open(data, protocol(n, fold), &mut ch).unwrap();
+        let cpu_proof = cpu_pcs.open(data, common::single_column_protocol(n, fold), &mut ch).unwrap();
         let before = ctx.transfers().transfer_counts();
         let mut ch = ours();
         let (gpu_commitment, data) = gpu_pcs.commit(witness(), &mut ch).unwrap();
-        let gpu_proof = gpu_pcs.open(data, protocol(n, fold), &mut ch).unwrap();
+        let gpu_proof = gpu_pcs.open(data, common::single_column_protocol(n, fold), &mut ch).unwrap();
         // The GPU pieces ran: the codewords' transforms and trees went up (not Plonky3's fallbacks).
         let after = ctx.transfers().transfer_counts();
         assert!(after.bytes_up >= before.bytes_up + (4u64 << n), "n={n}: {} bytes up", after.bytes_up - before.bytes_up);
@@ -90,7 +74,7 @@ where
         assert_eq!(gpu_bytes, postcard::to_allocvec(&cpu_proof).unwrap(), "proof bytes differ, n={n} fold={fold} pow={pow_bits} ({:?})", ctx.mul_variant());
 
         let stock = WhirProver::<EF<F>, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, StockChallenger<F>, L>::new(
-            WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters"),
+            WhirConfig::new(n, common::stock_params(fold, pow_bits)).expect("feasible parameters"),
             Radix2DFTSmallBatch::default(),
             cpu_mmcs,
         );
@@ -98,17 +82,22 @@ where
         if pow_bits == 0 {
             let mut ch = stock_challenger();
             let (commitment, data) = stock.commit(witness(), &mut ch).unwrap();
-            let proof = stock.open(data, protocol(n, fold), &mut ch).unwrap();
+            let proof = stock.open(data, common::single_column_protocol(n, fold), &mut ch).unwrap();
             assert_eq!(commitment, gpu_commitment);
             assert_eq!(postcard::to_allocvec(&proof).unwrap(), gpu_bytes, "against the stock challenger, n={n} fold={fold}");
         }
         let proof: PcsProof<F, EF<F>, CpuKeccakMmcs<F>> = postcard::from_bytes(&gpu_bytes).unwrap();
-        stock.verify(&gpu_commitment, &proof, &mut stock_challenger(), protocol(n, fold)).expect("the stock verifier accepts the GPU pieces' proof");
+        stock
+            .verify(&gpu_commitment, &proof, &mut stock_challenger(), common::single_column_protocol(n, fold))
+            .expect("the stock verifier accepts the GPU pieces' proof");
         let mut bad = gpu_bytes.clone();
         let i = rng.random_range(0..bad.len());
         bad[i] ^= 1;
         if let Ok(proof) = postcard::from_bytes::<PcsProof<F, EF<F>, CpuKeccakMmcs<F>>>(&bad) {
-            assert!(stock.verify(&gpu_commitment, &proof, &mut stock_challenger(), protocol(n, fold)).is_err(), "flipped byte {i} accepted");
+            assert!(
+                stock.verify(&gpu_commitment, &proof, &mut stock_challenger(), common::single_column_protocol(n, fold)).is_err(),
+                "flipped byte {i} accepted"
+            );
         }
     }
 }

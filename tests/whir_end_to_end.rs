@@ -14,8 +14,7 @@ use p3_dft::Radix2DFTSmallBatch;
 use p3_field::extension::BinomialExtensionField;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_sumcheck::layout::{Layout, SuffixProver, Table};
-use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
-use p3_whir::{FoldingFactor, PcsProof, ProtocolParameters, SecurityAssumption, WhirConfig, WhirProver};
+use p3_whir::{PcsProof, WhirConfig, WhirProver};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use whir_wgpu::gpu::{GpuChallenger, GpuDft, GpuGrinder, GpuMerkle, GpuMmcs, GpuNtt, GpuPoseidon2, Poseidon2Constants};
@@ -29,21 +28,6 @@ type L = SuffixProver<F, EF>;
 type CpuPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, GpuChallenger, L>;
 type GpuPcs = WhirProver<EF, F, GpuWhirDomain, GpuMmcs, GpuChallenger, L>;
 type StockPcs = WhirProver<EF, F, Radix2DFTSmallBatch<F>, CpuMmcs, DuplexChallenger<F, Perm, 16, 8>, L>;
-
-fn params(fold: usize, pow_bits: usize) -> ProtocolParameters {
-    ProtocolParameters {
-        starting_log_inv_rate: 1,
-        round_log_inv_rates: Vec::new(),
-        folding_factor: FoldingFactor::Constant(fold),
-        soundness_type: SecurityAssumption::JohnsonBound,
-        security_level: 32,
-        pow_bits,
-    }
-}
-
-fn protocol(n: usize, fold: usize) -> OpeningProtocol {
-    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(n, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold)
-}
 
 fn witness(values: &[F], fold: usize) -> p3_sumcheck::layout::Witness<F> {
     L::new_witness(vec![Table::new(RowMajorMatrix::new(values.to_vec(), values.len()))], fold)
@@ -61,7 +45,7 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
         let ntt = Arc::new(GpuNtt::new(ctx.clone()));
         for (n, fold, pow_bits) in [(10usize, 1usize, 0usize), (12, 2, 6), (14, 4, 8)] {
             let values = common::random_vec(&mut rng, 1 << n);
-            let config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
+            let config = WhirConfig::new(n, common::stock_params(fold, pow_bits)).expect("feasible parameters");
 
             let cpu_pcs = CpuPcs::new(
                 config.clone(),
@@ -78,12 +62,12 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             let prove_cpu = || {
                 let mut ch = GpuChallenger::new(perm.clone(), None);
                 let (commitment, data) = cpu_pcs.commit(witness(&values, fold), &mut ch).unwrap();
-                (commitment, cpu_pcs.open(data, protocol(n, fold), &mut ch).unwrap())
+                (commitment, cpu_pcs.open(data, common::single_column_protocol(n, fold), &mut ch).unwrap())
             };
             let prove_gpu = || {
                 let mut ch = GpuChallenger::new(perm.clone(), Some(grinder.clone())).with_gpu_min_bits(0);
                 let (commitment, data) = gpu_pcs.commit(witness(&values, fold), &mut ch).unwrap();
-                (commitment, gpu_pcs.open(data, protocol(n, fold), &mut ch).unwrap())
+                (commitment, gpu_pcs.open(data, common::single_column_protocol(n, fold), &mut ch).unwrap())
             };
             let (cpu_commitment, cpu_proof) = prove_cpu();
             let (gpu_commitment, gpu_proof) = prove_gpu();
@@ -93,7 +77,7 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             assert_eq!(gpu_bytes, cpu_bytes, "proof bytes differ, n={n} fold={fold} pow={pow_bits} ({:?})", ctx.mul_variant());
 
             // The stock verifier, with the stock challenger, on the deserialized GPU proof.
-            let stock_config = WhirConfig::new(n, params(fold, pow_bits)).expect("feasible parameters");
+            let stock_config = WhirConfig::new(n, common::stock_params(fold, pow_bits)).expect("feasible parameters");
             let stock = StockPcs::new(
                 stock_config,
                 Radix2DFTSmallBatch::default(),
@@ -105,7 +89,9 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             );
             let proof: PcsProof<F, EF, CpuMmcs> = postcard::from_bytes(&gpu_bytes).unwrap();
             let mut verifier_challenger = DuplexChallenger::new(perm.clone());
-            stock.verify(&gpu_commitment, &proof, &mut verifier_challenger, protocol(n, fold)).expect("the stock verifier accepts the GPU-backed proof");
+            stock
+                .verify(&gpu_commitment, &proof, &mut verifier_challenger, common::single_column_protocol(n, fold))
+                .expect("the stock verifier accepts the GPU-backed proof");
 
             // A flipped byte is rejected (or fails to parse).
             let mut bad = gpu_bytes.clone();
@@ -113,7 +99,7 @@ fn gpu_backed_proofs_equal_cpu_proofs_and_verify_with_the_stock_verifier() {
             bad[i] ^= 1;
             if let Ok(proof) = postcard::from_bytes::<PcsProof<F, EF, CpuMmcs>>(&bad) {
                 let mut ch = DuplexChallenger::new(perm.clone());
-                assert!(stock.verify(&gpu_commitment, &proof, &mut ch, protocol(n, fold)).is_err(), "flipped byte {i} accepted");
+                assert!(stock.verify(&gpu_commitment, &proof, &mut ch, common::single_column_protocol(n, fold)).is_err(), "flipped byte {i} accepted");
             }
         }
     }

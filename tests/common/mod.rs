@@ -73,3 +73,22 @@ pub fn table_protocol(
     };
     (protocol, params)
 }
+
+/// Plonky3's WHIR parameters of the tests that run its own prover: rate 1, 32 bits (Johnson),
+/// `fold` variables a round, `pow_bits` of grinding.
+pub fn stock_params(fold: usize, pow_bits: usize) -> p3_whir::ProtocolParameters {
+    p3_whir::ProtocolParameters {
+        starting_log_inv_rate: 1,
+        round_log_inv_rates: Vec::new(),
+        folding_factor: p3_whir::FoldingFactor::Constant(fold),
+        soundness_type: p3_whir::SecurityAssumption::JohnsonBound,
+        security_level: 32,
+        pow_bits,
+    }
+}
+
+/// One table of one column of `n` variables opened at one point, padded to `fold` variables.
+pub fn single_column_protocol(n: usize, fold: usize) -> p3_sumcheck::OpeningProtocol {
+    use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
+    OpeningProtocol::new(vec![TableSpec::new(TableShape::new(n, 1), vec![OpeningBatch::new(vec![0], Default::default())])]).pad_to_min_num_variables(fold)
+}

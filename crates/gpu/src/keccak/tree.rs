@@ -75,7 +75,13 @@ impl GpuKeccak {
         ctx.scoped("Keccak Merkle commit", || {
             let layers: Vec<wgpu::Buffer> = lens.iter().map(|&len| ctx.storage("keccak digest layer", len * DIGEST_WORDS)).collect();
             let mut batch = ctx.batch("keccak merkle commit");
-            layers.iter().for_each(|b| batch.clear(b));
+            // Only the padding past what the kernels write must be zero digests.
+            for (k, layer) in layers.iter().enumerate() {
+                let written = if k == 0 { tallest.height } else { lens[k - 1] / 2 };
+                if written < lens[k] {
+                    batch.clear_from(layer, (written * DIGEST_WORDS * 4) as u64);
+                }
+            }
             self.record_leaves(&mut batch, &tallest.matrices, &layers[0])?;
             let compress = ctx.pipeline(Kernel::KeccakCompress, &[])?;
             let inject = ctx.pipeline(Kernel::KeccakCompressInject, &[])?;
