@@ -77,9 +77,16 @@ pub struct CommittedCodeword<F: GpuField = BabyBear> {
 }
 
 impl<F: GpuField> CommittedCodeword<F> {
-    /// The Merkle root of the codeword's rows.
-    pub fn root(&self) -> [F; DIGEST_ELEMS] {
-        self.tree.root
+    /// The Merkle root of the codeword's rows where they are committed with Poseidon2; an
+    /// error for a Keccak tree ([`root_digest`](Self::root_digest)).
+    pub fn root(&self) -> Result<[F; DIGEST_ELEMS]> {
+        self.tree.root()
+    }
+
+    /// The Merkle root as digests of type `D` (`[F; 8]` for Poseidon2 trees, `KeccakDigest`
+    /// for Keccak trees); an error for the other type.
+    pub fn root_digest<D: crate::merkle::TreeDigest>(&self) -> Result<D> {
+        self.tree.root_digest()
     }
     /// Rows of the codeword (the message's rows times the inverse rate).
     pub fn height(&self) -> usize {

@@ -244,7 +244,7 @@ macro_rules! gpu_mmcs_for {
                 let cap_height = self.cap_height.min(depth);
                 // The commit already read the root back: a cap of height 0 needs no second round trip.
                 if cap_height == 0 {
-                    return Ok((vec![tree.root], 0));
+                    return Ok((vec![tree.root()?], 0));
                 }
                 let layer = depth - cap_height;
                 let positions: Vec<(usize, usize)> = (0..(1usize << cap_height).min(tree.layer_len(layer))).map(|i| (layer, i)).collect();

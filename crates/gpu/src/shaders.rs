@@ -84,6 +84,9 @@ wgsl_sources!(
     "poseidon2/lanes",
     "poseidon2/permute_lanes",
     "merkle/leaf_common",
+    "merkle/node_poseidon2",
+    "merkle/node_keccak",
+    "merkle/keccak_leaf",
     "merkle/sponge",
     "merkle/sponge24",
     "merkle/hash_leaves",
@@ -91,6 +94,7 @@ wgsl_sources!(
     "util/row_checksum",
     "merkle/hash_rows",
     "merkle/compress_inject",
+    "merkle/compress_level",
     "pow/params",
     "pow/grind",
     "pow/prepare",
@@ -297,6 +301,15 @@ kernels! {
     LazySlotRound => ("sumcheck/lazy_slot_round", "lazy_slot_round"),
     /// Equality and successor weights over slots of a table (wgsl/sumcheck/slot_weights.wgsl).
     AddSlotWeights => ("sumcheck/slot_weights", "add_slot_weights"),
+    /// `HashLeaves` of Plonky3's Keccak trees (merkle/keccak_leaf.wgsl behind `merkle/leaf`,
+    /// merkle/node_keccak.wgsl behind `merkle/node`).
+    HashLeavesKeccak => ("merkle/hash_leaves", "hash_leaves"),
+    /// `HashRows` of Keccak trees.
+    HashRowsKeccak => ("merkle/hash_rows", "hash_rows"),
+    /// `CompressInject` of Keccak trees.
+    CompressInjectKeccak => ("merkle/compress_inject", "compress_inject"),
+    /// One level of a Keccak tree (`CompressLevel`'s bindings; wgsl/merkle/compress_level.wgsl).
+    CompressLevelKeccak => ("merkle/compress_level", "compress_level"),
     /// Keccak-f\[1600\] on each of a batch of 25-lane states (wgsl/keccak/kernels.wgsl).
     KeccakPermute => ("keccak/kernels", "keccak_permute"),
     /// Plonky3's Keccak leaf digests (`SerializingHasher` over the `u64` sponge of rate 17) of a
@@ -375,6 +388,21 @@ impl Kernel {
         }
     }
 
+    /// This Merkle kernel's instance over Plonky3's Keccak trees (leaves and nodes hashed with
+    /// Keccak): for the leaf kernels `HashLeaves`, `HashRows`, `CompressInject` and the levels
+    /// `CompressLevel`, `CompressLevelLanes`; None for the others (no Keccak tree absorbs rows
+    /// a column block at a time).
+    pub fn with_keccak(self) -> Option<Kernel> {
+        use Kernel::*;
+        match self {
+            HashLeaves | HashLeaves24 | HashLeavesKeccak => Some(HashLeavesKeccak),
+            HashRows | HashRows24 | HashRowsKeccak => Some(HashRowsKeccak),
+            CompressInject | CompressInject24 | CompressInjectKeccak => Some(CompressInjectKeccak),
+            CompressLevel | CompressLevelLanes | CompressLevelKeccak => Some(CompressLevelKeccak),
+            _ => None,
+        }
+    }
+
     /// Of the kernels that hash rows into leaves: whether this one binds the width-16
     /// permutation's constants (at 0); all do but the width-24 instances that hash rows alone
     /// (`HashRows24`, `AbsorbRows24`). The width-24 sponge's constants are at binding 10.
@@ -387,7 +415,17 @@ impl Kernel {
         use Kernel::*;
         match self {
             HashLeaves24 | AbsorbRows24 | HashRows24 | CompressInject24 => "merkle/sponge24",
+            HashLeavesKeccak | HashRowsKeccak | CompressInjectKeccak => "merkle/keccak_leaf",
             _ => "merkle/sponge",
+        }
+    }
+
+    /// The WGSL file behind the virtual import `merkle/node`.
+    fn node_source(self) -> &'static str {
+        use Kernel::*;
+        match self {
+            HashLeavesKeccak | CompressInjectKeccak | CompressLevelKeccak => "merkle/node_keccak",
+            _ => "merkle/node_poseidon2",
         }
     }
 }
@@ -406,13 +444,14 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
 
 /// How the virtual imports resolve: the multiply variant behind `field/mul` and `keccak/f`, the field behind
 /// `field/constants` and the `poseidon2/` ones, the extension behind `field/ext`, the leaf sponge
-/// behind `merkle/leaf`.
+/// behind `merkle/leaf`, the node compression behind `merkle/node`.
 #[derive(Clone, Copy)]
 struct Resolve {
     variant: MulVariant,
     field: FieldId,
     ext: ExtensionId,
     leaf: &'static str,
+    node: &'static str,
 }
 
 impl Resolve {
@@ -426,6 +465,7 @@ impl Resolve {
             "poseidon2/field24" => self.field.poseidon2_24_source(),
             "field/ext" => self.ext.ops_source(),
             "merkle/leaf" => self.leaf,
+            "merkle/node" => self.node,
             other => other,
         }
     }
@@ -468,13 +508,13 @@ pub fn compose_for(field: FieldId, name: &str, variant: MulVariant, consts: &[(&
 /// the extension `ext`, with the given multiply variant and constants (leaves, where it hashes
 /// them, with the width-16 sponge).
 pub fn compose_over(field: FieldId, ext: ExtensionId, name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
-    compose_with(name, Resolve { variant, field, ext, leaf: "merkle/sponge" }, consts)
+    compose_with(name, Resolve { variant, field, ext, leaf: "merkle/sponge", node: "merkle/node_poseidon2" }, consts)
 }
 
 /// The complete WGSL of `kernel` over `field` and `ext` (as [`compose_over`]), its leaf sponge
-/// the kernel's own (the `*24` kernels' width 24).
+/// the kernel's own (the `*24` kernels' width 24, the `*Keccak` kernels' Keccak, nodes too).
 pub fn compose_kernel(field: FieldId, ext: ExtensionId, kernel: Kernel, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
-    compose_with(kernel.source_name(), Resolve { variant, field, ext, leaf: kernel.leaf_source() }, consts)
+    compose_with(kernel.source_name(), Resolve { variant, field, ext, leaf: kernel.leaf_source(), node: kernel.node_source() }, consts)
 }
 
 fn compose_with(name: &str, resolve: Resolve, consts: &[(&str, u32)]) -> Result<String> {

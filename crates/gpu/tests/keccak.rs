@@ -305,3 +305,63 @@ fn keccak256_matches_plonky3_around_the_rate() {
         assert!(e.contains("one length"), "{e}");
     }
 }
+
+/// The resident Merkle builder with Keccak hashing (`GpuMerkle::with_keccak`) against
+/// Plonky3's Keccak MMCS: every way a tree over one matrix is recorded — leaves kept, dropped
+/// (rehashed for openings), layers kept only from 2 or 3 up (openings rebuild subtrees), rows
+/// bit-reversed in the buffer, a matrix past one binding in row chunks, wide rows' leaves in
+/// chunks — has Plonky3's root, and its openings Plonky3's rows and pruned multi-proof.
+#[test]
+fn gpu_merkle_with_keccak_matches_merkle_tree_mmcs() {
+    use std::sync::Arc;
+    use whir_gpu::record::{RowOrder, RowSource, TreeRows, TreeSpec};
+    use whir_gpu::{GpuMerkle, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, TreeHash};
+    let mut rng = common::rng();
+    let mut contexts = common::contexts();
+    // A 64 KiB binding: larger matrices go in row chunks.
+    contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }));
+    for ctx in contexts {
+        let merkle =
+            GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_keccak().with_chunked_leaves_from(64);
+        assert_eq!(merkle.tree_hash(), TreeHash::Keccak);
+        let small_binding = ctx.max_binding_bytes() < 1 << 20;
+        for &(log_h, width) in &[(0, 1), (1, 3), (3, 16), (6, 7), (8, 34), (9, 35), (7, 2), (10, 70), (12, 9)] {
+            let h = 1usize << log_h;
+            let values: Vec<BabyBear> = (0..h * width).map(|_| rng.random()).collect();
+            let cpu = keccak_mmcs::<BabyBear>();
+            let (root, data) = cpu.commit_matrix(RowMajorMatrix::new(values.clone(), width));
+            // Physical row p holds the tree's row bitrev(p).
+            let reversed: Vec<BabyBear> =
+                (0..h).map(|p| RowOrder::BitReversed.physical(p, h)).flat_map(|i| values[i * width..(i + 1) * width].to_vec()).collect();
+            let natural = ctx.transfers().upload("matrix", whir_gpu::field::as_words(&values));
+            let bit_reversed = ctx.transfers().upload("matrix", whir_gpu::field::as_words(&reversed));
+            let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..h)).collect();
+            indices.extend([0, h - 1, indices[0]]);
+            let (want_rows, want_proof) = cpu.open_multi_batch(&indices, &data);
+            for lowest in [0, 1, 2, 3].into_iter().filter(|&k| k <= log_h.max(1)) {
+                for order in [RowOrder::Natural, RowOrder::BitReversed] {
+                    let what =
+                        format!("2^{log_h} x {width} keeping layers from {lowest}, rows {order:?} ({:?}, small binding {small_binding})", ctx.mul_variant());
+                    let matrix = if order == RowOrder::Natural { &natural } else { &bit_reversed };
+                    let spec = TreeSpec::new(h, width).keeping_from(lowest).with_order(order);
+                    let tree = match merkle.commit(TreeRows::Matrix(matrix), spec) {
+                        Ok(tree) => tree,
+                        // Row chunks take rows in order.
+                        Err(e) if small_binding && order == RowOrder::BitReversed && e.to_string().contains("in order") => continue,
+                        Err(e) => panic!("{what}: {e}"),
+                    };
+                    assert_eq!(tree.root_digest::<[u64; 4]>().unwrap(), root.roots()[0], "{what}: root");
+                    assert!(tree.root().is_err(), "{what}: a Keccak root read as field elements");
+                    let opened = {
+                        let mut batch = ctx.batch("keccak openings");
+                        let slot = merkle.record_openings(&mut batch, &tree, RowSource::One(matrix), &indices, 0).unwrap().read(&mut batch);
+                        slot.finish_digests::<BabyBear, [u64; 4]>(&ctx.run(batch).unwrap()).unwrap()
+                    };
+                    let rows: Vec<Vec<BabyBear>> = want_rows.iter().map(|r| r[0].clone()).collect();
+                    assert_eq!(opened.rows, rows, "{what}: rows");
+                    assert_eq!(opened.siblings, want_proof.sibling_hashes, "{what}: pruned paths");
+                }
+            }
+        }
+    }
+}

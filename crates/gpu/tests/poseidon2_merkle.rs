@@ -219,7 +219,7 @@ fn merkle_roots_match_merkle_tree_mmcs() {
                 let tree = gpu.commit_matrix(&m).unwrap();
                 let want: [BabyBear; 8] = root.as_ref()[0];
                 assert_eq!(root.as_ref().len(), 1, "cap height 0 is one root");
-                assert_eq!(tree.root, want, "root 2^{log_h} x {width} ({:?})", ctx.mul_variant());
+                assert_eq!(tree.root().unwrap(), want, "root 2^{log_h} x {width} ({:?})", ctx.mul_variant());
                 assert_eq!(tree.layers.len(), log_h + 1);
             }
         }
@@ -543,7 +543,7 @@ fn encode_then_commit_in_one_submission() {
             let tree = merkle.record_tree(&mut batch, TreeRows::Matrix(&encoded), TreeSpec::new(spec.rows(), width)).unwrap();
             batch.lend(encoded);
             let tree = tree.finish(&ctx.run(batch).unwrap()).unwrap();
-            assert_eq!(tree.root.as_slice(), want.as_ref()[0].as_slice(), "2^{log_msg} x {width} rate {rate}");
+            assert_eq!(tree.root().unwrap().as_slice(), want.as_ref()[0].as_slice(), "2^{log_msg} x {width} rate {rate}");
         }
     }
 }
@@ -582,10 +582,10 @@ fn check_trees_with_and_without_leaves(ctx: &Arc<whir_gpu::GpuContext>, rng: &mu
         let matrix = ctx.transfers().upload("matrix", whir_gpu::field::as_words(&values));
         let commit = |keep: bool| merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(usize::from(!keep))).unwrap();
         let (full, trimmed) = (commit(true), commit(false));
-        assert_eq!(full.root, trimmed.root, "2^{log_h} x {width}: roots");
+        assert_eq!(full.root().unwrap(), trimmed.root().unwrap(), "2^{log_h} x {width}: roots");
         let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
             .commit_matrix(RowMajorMatrix::new(values.clone(), width));
-        assert_eq!(root.roots()[0], full.root, "2^{log_h} x {width}: Plonky3's root");
+        assert_eq!(root.roots()[0], full.root().unwrap(), "2^{log_h} x {width}: Plonky3's root");
         assert_eq!(trimmed.leaves_kept(), log_h == 0, "a one-row tree keeps its leaf (its root)");
         assert!(log_h == 0 || trimmed.layers[0].size() <= 32, "2^{log_h} x {width}: the leaf digests were kept");
         // Lone indices, sibling pairs, repeats, the ends.
@@ -639,7 +639,7 @@ fn trees_keeping_only_upper_layers_open_the_same() {
             let trimmed = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width).keeping_from(lowest)).unwrap();
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0)
                 .commit_matrix(RowMajorMatrix::new(values.clone(), width));
-            assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
+            assert_eq!(root.roots()[0], trimmed.root().unwrap(), "{what}: Plonky3's root");
             let kept_from = lowest.min(log_h);
             assert_eq!(trimmed.lowest_kept, kept_from, "{what}: layers kept (the root always)");
             for k in 0..kept_from {
@@ -705,7 +705,7 @@ fn bit_reversed_rows_commit_and_open_as_rows_in_order() {
             let stored = ctx.transfers().upload("bit-reversed matrix", whir_gpu::field::as_words(&reversed));
             let full = merkle.commit(TreeRows::Matrix(&matrix), TreeSpec::new(h, width)).unwrap();
             let tree = merkle.commit(TreeRows::Matrix(&stored), TreeSpec::new(h, width).keeping_from(lowest).with_order(RowOrder::BitReversed)).unwrap();
-            assert_eq!(tree.root, full.root, "{what}: root");
+            assert_eq!(tree.root().unwrap(), full.root().unwrap(), "{what}: root");
             assert_eq!(tree.row_order, RowOrder::BitReversed);
             let row_sets: Vec<Vec<usize>> = vec![
                 vec![rng.random_range(0..h)],
@@ -748,10 +748,10 @@ fn row_chunk_trees_without_leaf_digests_match() {
             let kept = merkle.commit(TreeRows::Groups(&group()), TreeSpec::new(height, width)).unwrap();
             let trimmed = merkle.commit(TreeRows::Groups(&group()), TreeSpec::new(height, width).keeping_from(1)).unwrap();
             let what = format!("{height} x {width} in chunks of {chunk}");
-            assert_eq!(trimmed.root, kept.root, "{what}: roots");
+            assert_eq!(trimmed.root().unwrap(), kept.root().unwrap(), "{what}: roots");
             let one = RowMajorMatrix::new(values.clone(), width);
             let (root, _) = CpuMmcs::new(Hash::new(default_babybear_poseidon2_16()), Compress::new(default_babybear_poseidon2_16()), 0).commit_matrix(one);
-            assert_eq!(root.roots()[0], trimmed.root, "{what}: Plonky3's root");
+            assert_eq!(root.roots()[0], trimmed.root().unwrap(), "{what}: Plonky3's root");
             assert_eq!(trimmed.leaves_kept(), chunks.iter().any(|c| c.first % 16 != 0 || c.count % 2 != 0), "{what}: leaves kept");
             let mut indices: Vec<usize> = (0..rng.random_range(1..30)).map(|_| rng.random_range(0..height)).collect();
             indices.extend([0, height - 1, indices[0]]);
@@ -805,7 +805,7 @@ fn lane_permutations_and_levels_match_plonky3() {
                     let m = RowMajorMatrix::new(common::random_vec(&mut rng, (1 << log_h) * width), width);
                     let (root, _) = cpu_mmcs.commit_matrix(m.clone());
                     let tree = merkle.commit_matrix(&m).unwrap();
-                    assert_eq!(tree.root, root.as_ref()[0], "root 2^{log_h} x {width}, lane levels up to {max_nodes} nodes ({variant:?})");
+                    assert_eq!(tree.root().unwrap(), root.as_ref()[0], "root 2^{log_h} x {width}, lane levels up to {max_nodes} nodes ({variant:?})");
                 }
             }
             if profiled {

@@ -114,7 +114,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let leaf_stand_in = ctx.pooled_storage("merkle layer", DIGEST_ELEMS);
         let kept = ctx.pooled_storage("merkle layer", (height >> lowest) * DIGEST_ELEMS);
         let (leaf_kernel, leaf_pipeline) = self.leaf_pipeline(Kernel::HashLeaves)?;
-        let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
+        let (_, inject_pipeline) = self.node_pipeline(Kernel::CompressInject)?;
         let groups_of = |n: usize| u32::try_from(n.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{n} threads exceed one dispatch")));
         let mut dispatches = Vec::new();
         for c in 0..chunks {
@@ -139,9 +139,8 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 let nodes = rows >> k;
                 let params = ctx.uniform("inject params", &InjectParams { nodes: nodes as u32, width: 0, inject_rows: 0, _pad: 0 });
                 let parent = if k == lowest { (&kept, (c * nodes) as u64 * digest, Some(nodes as u64 * digest)) } else { (&transient[k - fused], 0, None) };
-                let bind = self
-                    .poseidon2
-                    .bind_ranges(&inject_pipeline, &[(&params, 0, None), (&transient[k - 1 - fused], 0, None), (&self.placeholders[0], 0, None), parent]);
+                let bind =
+                    self.bind_node(&inject_pipeline, &[(&params, 0, None), (&transient[k - 1 - fused], 0, None), (&self.placeholders[0], 0, None), parent]);
                 dispatches.push(Dispatch { pipeline: (*inject_pipeline).clone(), bind, groups: groups_of(nodes)? });
             }
         }
@@ -151,7 +150,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         while nodes >= 1 {
             let parent = ctx.pooled_storage("merkle layer", nodes * DIGEST_ELEMS);
             let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
-            dispatches.push(self.poseidon2.prepare(Kernel::CompressLevel, &[&params, layers.last().expect("kept"), &parent], nodes)?);
+            dispatches.push(self.prepare_level(&[&params, layers.last().expect("kept"), &parent], nodes, false)?);
             layers.push(parent);
             nodes /= 2;
         }
@@ -244,7 +243,17 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let root = batch.read(layers.last().expect("root"), 0, DIGEST_ELEMS);
         // The tree owns the layers from here, so they go back to the pool on any error.
         let ctx = self.poseidon2.context().clone();
-        let tree = GpuMerkleTree { height, width, layers, lowest_kept, root: [F::default(); DIGEST_ELEMS], row_order: order, ctx };
+        let tree = GpuMerkleTree {
+            height,
+            width,
+            layers,
+            lowest_kept,
+            root: [0; DIGEST_ELEMS],
+            row_order: order,
+            hash: self.tree_hash(),
+            ctx,
+            _field: std::marker::PhantomData,
+        };
         Ok(RecordedTree { tree, root })
     }
 
@@ -333,11 +342,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             let params = ctx.uniform("level params", &[nodes as u32, 0, 0, 0]);
             let children = layers.last().expect("leaves");
             // Small levels are latency, not throughput: a node's permutation over 16 lanes.
-            let dispatch = if nodes <= ctx.tuning().lane_level_max_nodes {
-                self.poseidon2.prepare(Kernel::CompressLevelLanes, &[&params, children, &parent], nodes * 16)
-            } else {
-                self.poseidon2.prepare(Kernel::CompressLevel, &[&params, children, &parent], nodes)
-            };
+            let dispatch = self.prepare_level(&[&params, children, &parent], nodes, nodes <= ctx.tuning().lane_level_max_nodes);
             layers.push(parent);
             dispatches.push(dispatch?);
             nodes /= 2;

@@ -6,8 +6,9 @@ use super::*;
 impl<F: Poseidon2Field> GpuMerkle<F> {
     /// Whether the leaf sponge states of a `height`-row matrix absorbed by column blocks (16 or
     /// 24 words a row, the sponge's width; [`column_leaves`](Self::column_leaves)) fit one binding.
+    /// Keccak trees absorb no column blocks: false.
     pub fn column_leaves_fit(&self, height: usize) -> bool {
-        matrix_bytes(height, self.leaf_sponge().width()).is_ok_and(|b| b <= self.poseidon2.context().max_binding_bytes())
+        !self.keccak && matrix_bytes(height, self.leaf_sponge().width()).is_ok_and(|b| b <= self.poseidon2.context().max_binding_bytes())
     }
 
     /// Leaves for a `height` x `width` matrix to be absorbed a block of columns at a time: its
@@ -17,6 +18,9 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     pub fn column_leaves(&self, height: usize, width: usize) -> Result<ColumnLeaves> {
         if height == 0 || !height.is_power_of_two() || width == 0 {
             return Err(GpuError::InvalidInput(format!("column leaves for a {height} x {width} matrix (power-of-two heights, some columns)")));
+        }
+        if self.keccak {
+            return Err(GpuError::InvalidInput("Keccak trees take whole rows (commit the matrix, not column blocks)".into()));
         }
         let ctx = self.poseidon2.context();
         let state = self.leaf_sponge().width();

@@ -52,7 +52,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let (pipeline, bind) = if width > 0 {
             (joining_pipeline, self.bind_leaf(joining_kernel, joining_pipeline, &ranges))
         } else {
-            (inject_pipeline, self.poseidon2.bind_ranges(inject_pipeline, &ranges))
+            (inject_pipeline, self.bind_node(inject_pipeline, &ranges))
         };
         let groups = u32::try_from(count.div_ceil(64)).map_err(|_| GpuError::InvalidInput(format!("{count} threads exceed one dispatch")))?;
         Ok(Dispatch { pipeline: (**pipeline).clone(), bind, groups })
@@ -106,7 +106,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let (leaf_kernel, leaf_pipeline) = self.leaf_pipeline(Kernel::HashLeaves)?;
         // Levels compress (the plain instance); levels that shorter matrices join hash their
         // rows too (the leaves' instance).
-        let inject_pipeline = ctx.pipeline_for(F::ID, Kernel::CompressInject, &[])?;
+        let (_, inject_pipeline) = self.node_pipeline(Kernel::CompressInject)?;
         let (joining_kernel, joining_pipeline) = self.leaf_pipeline(Kernel::CompressInject)?;
         let digest = (DIGEST_ELEMS * 4) as u64;
         let mut dispatches = Vec::new();
@@ -144,7 +144,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
                 dispatches.push(leaf_dispatch(c, (&leaves, 0, None))?);
                 let count = c.count / 2;
                 let params = ctx.uniform("inject params", &InjectParams { nodes: count as u32, width: 0, inject_rows: 0, _pad: 0 });
-                let bind = self.poseidon2.bind_ranges(
+                let bind = self.bind_node(
                     &inject_pipeline,
                     &[
                         (&params, 0, None),

@@ -229,11 +229,13 @@ impl<F: GpuField> RecordedTree<F> {
         self.tree.layers.last().expect("a tree has a root layer")
     }
 
-    /// The tree, with the root its batch read back.
+    /// The tree, with the root its batch read back (a Poseidon2 root checked canonical).
     pub fn finish(mut self, readback: &Readback) -> Result<GpuMerkleTree<F>> {
-        self.tree.root = words_to::<F>(readback.get(self.root)?.to_vec())?
-            .try_into()
-            .map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+        let words = readback.get(self.root)?;
+        self.tree.root = words.try_into().map_err(|_| GpuError::Device("a Merkle root read back with the wrong length".into()))?;
+        if let TreeHash::Poseidon2(_) = self.tree.hash {
+            <[F; DIGEST_ELEMS]>::from_words(words)?;
+        }
         Ok(self.tree)
     }
 }
@@ -252,11 +254,33 @@ pub struct GpuMerkleTree<F = BabyBear> {
     /// tree's memory) openings rehash the sibling rows they need from the matrix; without the
     /// layers below k they rebuild the 2^k-row subtrees holding the opened rows.
     pub lowest_kept: usize,
-    /// The root digest.
-    pub root: [F; DIGEST_ELEMS],
+    /// The root's 8 words ([`root`](Self::root), [`root_digest`](Self::root_digest)).
+    root: [u32; DIGEST_ELEMS],
     /// How the matrix the tree was built over holds its rows (openings read them through it).
     pub row_order: RowOrder,
+    /// What the tree hashes with.
+    hash: TreeHash,
     ctx: Arc<GpuContext>,
+    _field: std::marker::PhantomData<F>,
+}
+
+impl<F: GpuField> GpuMerkleTree<F> {
+    /// The root of a Poseidon2 tree; an error for a Keccak tree (its root is
+    /// [`root_digest`](Self::root_digest)`::<KeccakDigest>()`).
+    pub fn root(&self) -> Result<[F; DIGEST_ELEMS]> {
+        self.root_digest()
+    }
+
+    /// The root as digests of type `D`; an error unless the tree hashes with `D`'s hash.
+    pub fn root_digest<D: TreeDigest>(&self) -> Result<D> {
+        check_digest::<D>(self.hash)?;
+        D::from_words(&self.root)
+    }
+
+    /// What the tree hashes with.
+    pub fn tree_hash(&self) -> TreeHash {
+        self.hash
+    }
 }
 
 impl<F> GpuMerkleTree<F> {
@@ -347,21 +371,23 @@ pub(crate) fn pruned_positions(indices: &[usize], levels: usize) -> Vec<(usize, 
     out
 }
 
-/// Rows opened from a resident matrix with the sibling digests that authenticate them.
+/// Rows opened from a resident matrix with the sibling digests that authenticate them
+/// (Poseidon2's `[F; 8]` by default, Keccak's [`KeccakDigest`](crate::KeccakDigest)).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenedRows<F = BabyBear> {
+pub struct OpenedRows<F = BabyBear, D = [F; DIGEST_ELEMS]> {
     /// One row of `width` values per requested index, in request order (repeats included).
     pub rows: Vec<Vec<F>>,
     /// Plonky3's pruned multi-proof digests (`PrunedMerklePaths::sibling_hashes`) for the
     /// distinct indices, below a cap of the requested height.
-    pub siblings: Vec<[F; DIGEST_ELEMS]>,
+    pub siblings: Vec<D>,
 }
 
-impl<F: GpuField> OpenedRows<F> {
+impl<F: GpuField, D: TreeDigest> OpenedRows<F, D> {
     /// Splits what a gather wrote: `rows` rows of `width` words, then the sibling digests;
     /// gathered row k is request `order[k]` where an order is given.
-    fn from_gathered(words: &[F], rows: usize, width: usize, order: Option<&[usize]>) -> Self {
+    fn from_gathered(words: &[u32], rows: usize, width: usize, order: Option<&[usize]>) -> Result<Self> {
         let (values, digests) = words.split_at(rows * width);
+        let values = words_to::<F>(values.to_vec())?;
         let mut gathered: Vec<Vec<F>> = values.chunks_exact(width.max(1)).map(<[F]>::to_vec).collect();
         if width == 0 {
             gathered = vec![Vec::new(); rows];
@@ -373,7 +399,8 @@ impl<F: GpuField> OpenedRows<F> {
             }
             gathered = placed;
         }
-        Self { rows: gathered, siblings: digests.chunks_exact(DIGEST_ELEMS).map(|c| c.try_into().expect("8 words")).collect() }
+        let siblings = digests.chunks_exact(DIGEST_ELEMS).map(D::from_words).collect::<Result<_>>()?;
+        Ok(Self { rows: gathered, siblings })
     }
 }
 
@@ -388,13 +415,15 @@ pub struct PendingRows {
     /// Rows gathered from row chunks come grouped by chunk: gathered row k answers request
     /// `order[k]`.
     order: Option<Vec<usize>>,
+    /// What the tree hashes with (the digests' type).
+    hash: TreeHash,
 }
 
 impl PendingRows {
     /// Reads the opening back with `batch` (after the batch's other work).
     pub fn read(self, batch: &mut Batch<'_>) -> RowsSlot {
         let slot = batch.read(&self.out, 0, self.words);
-        RowsSlot { slot, rows: self.rows, width: self.width, order: self.order }
+        RowsSlot { slot, rows: self.rows, width: self.width, order: self.order, hash: self.hash }
     }
 }
 
@@ -404,13 +433,21 @@ pub struct RowsSlot {
     rows: usize,
     width: usize,
     order: Option<Vec<usize>>,
+    hash: TreeHash,
 }
 
 impl RowsSlot {
-    /// The opened rows and their sibling digests, from the batch's readback.
+    /// The opened rows and their sibling digests, from the batch's readback (a Poseidon2
+    /// tree's; [`finish_digests`](Self::finish_digests) for any).
     pub fn finish<F: GpuField>(self, readback: &Readback) -> Result<OpenedRows<F>> {
-        let words = words_to::<F>(readback.get(self.slot)?.to_vec())?;
-        Ok(OpenedRows::from_gathered(&words, self.rows, self.width, self.order.as_deref()))
+        self.finish_digests(readback)
+    }
+
+    /// The opened rows and their sibling digests as `D`; an error unless the tree hashes with
+    /// `D`'s hash.
+    pub fn finish_digests<F: GpuField, D: TreeDigest>(self, readback: &Readback) -> Result<OpenedRows<F, D>> {
+        check_digest::<D>(self.hash)?;
+        OpenedRows::from_gathered(readback.get(self.slot)?, self.rows, self.width, self.order.as_deref())
     }
 }
 
@@ -426,11 +463,71 @@ pub enum RowSource<'a> {
     Chunks(&'a [RowChunk<'a>]),
 }
 
-/// Builds Merkle trees with one Poseidon2 instance (and a width-24 one where leaves hash with it).
+/// What a tree's leaves and nodes hash with ([`GpuMerkle::tree_hash`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeHash {
+    /// Poseidon2: leaves with this sponge, nodes with the width-16 permutation
+    /// (`TruncatedPermutation<Poseidon2, 2, 8, 16>`); digests 8 field elements.
+    Poseidon2(LeafSponge),
+    /// Plonky3's Keccak configuration: leaves `SerializingHasher<PaddingFreeSponge<KeccakF, 25,
+    /// 17, 4>>` (a row's Montgomery words two to a `u64`), nodes
+    /// `CompressionFunctionFromHasher<that sponge, 2, 4>`; digests `[u64; 4]` (8 words, low
+    /// word of each lane first).
+    Keccak,
+}
+
+/// A Merkle digest as the host reads the 8 words a GPU tree holds per node: Poseidon2's
+/// `[F; 8]` (Montgomery words, each checked canonical) or Keccak's `[u64; 4]`
+/// ([`KeccakDigest`](crate::KeccakDigest), lanes low word first).
+pub trait TreeDigest: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
+    /// Whether trees hashed with `hash` have digests of this type.
+    fn hashed_by(hash: TreeHash) -> bool;
+    /// The digest held in `words` (8 of them).
+    fn from_words(words: &[u32]) -> Result<Self>;
+}
+
+impl<F: GpuField> TreeDigest for [F; DIGEST_ELEMS] {
+    fn hashed_by(hash: TreeHash) -> bool {
+        matches!(hash, TreeHash::Poseidon2(_))
+    }
+    fn from_words(words: &[u32]) -> Result<Self> {
+        words_to::<F>(words.to_vec())?.try_into().map_err(|_| GpuError::Device("a Merkle digest read back with the wrong length".into()))
+    }
+}
+
+impl TreeDigest for [u64; 4] {
+    fn hashed_by(hash: TreeHash) -> bool {
+        hash == TreeHash::Keccak
+    }
+    fn from_words(words: &[u32]) -> Result<Self> {
+        if words.len() != DIGEST_ELEMS {
+            return Err(GpuError::Device("a Keccak digest read back with the wrong length".into()));
+        }
+        Ok(std::array::from_fn(|i| u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32)))
+    }
+}
+
+/// An error unless trees hashed with `hash` have digests of type `D`.
+fn check_digest<D: TreeDigest>(hash: TreeHash) -> Result<()> {
+    if D::hashed_by(hash) {
+        return Ok(());
+    }
+    Err(GpuError::InvalidInput(format!(
+        "digests of a {hash:?} tree read as {} (Poseidon2 trees' are `[F; 8]`, Keccak trees' `[u64; 4]`)",
+        std::any::type_name::<D>()
+    )))
+}
+
+/// Builds Merkle trees with one Poseidon2 instance (and a width-24 one where leaves hash with
+/// it), or with Keccak ([`GpuMerkle::with_keccak`]).
 pub struct GpuMerkle<F: Poseidon2Field = BabyBear> {
+    /// The width-16 permutation nodes compress with, and the context (a Keccak builder uses it
+    /// for nothing else).
     poseidon2: Arc<GpuPoseidon2<F>>,
     /// The width-24 permutation leaves hash with; None: leaves hash with `poseidon2`.
     wide_leaves: Option<Arc<GpuPoseidon2<F, WIDE>>>,
+    /// Leaves and nodes hash with Keccak instead.
+    keccak: bool,
     /// Trees of wide rows that keep no leaves hash them in chunks from this many rows.
     chunked_leaves_from: usize,
     /// Bound for the fused levels a small tree does not have (writable bindings may not alias).
@@ -441,13 +538,35 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// A builder whose leaves and nodes hash with `poseidon2` (width 16).
     pub fn new(poseidon2: Arc<GpuPoseidon2<F>>) -> Self {
         let placeholders = (0..FUSED_LEVELS).map(|_| poseidon2.context().storage("merkle level placeholder", DIGEST_ELEMS)).collect();
-        Self { poseidon2, wide_leaves: None, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
+        Self { poseidon2, wide_leaves: None, keccak: false, placeholders, chunked_leaves_from: WIDE_CHUNKED_MIN_ROWS }
+    }
+
+    /// Trees with Plonky3's Keccak hashing ([`TreeHash::Keccak`]) on `poseidon2`'s context:
+    /// every tree this builder records, opening and root, is Plonky3's `MerkleTreeMmcs` over
+    /// the Keccak sponge's (Poseidon2 is then not used). Trees over column leaves
+    /// ([`GpuMerkle::column_leaves`]) are Poseidon2's only.
+    pub fn with_keccak(mut self) -> Self {
+        self.keccak = true;
+        self.wide_leaves = None;
+        self
+    }
+
+    /// What this builder's trees hash with.
+    pub fn tree_hash(&self) -> TreeHash {
+        if self.keccak {
+            TreeHash::Keccak
+        } else {
+            TreeHash::Poseidon2(self.leaf_sponge())
+        }
     }
 
     /// Trees whose leaves hash with `leaves`, Poseidon2 of width 24 (`PaddingFreeSponge<_, 24,
     /// 16, 8>`); nodes still compress with the width-16 permutation. An error when `leaves` is
     /// on another context.
     pub fn with_wide_leaves(mut self, leaves: Arc<GpuPoseidon2<F, WIDE>>) -> Result<Self> {
+        if self.keccak {
+            return Err(GpuError::InvalidInput("a Keccak tree builder takes no Poseidon2 leaf permutation (build a Poseidon2 one for wide leaves)".into()));
+        }
         if !Arc::ptr_eq(leaves.context(), self.poseidon2.context()) {
             return Err(GpuError::InvalidInput("the leaf permutation of a GPU Merkle tree must be on the node permutation's context".into()));
         }
@@ -455,7 +574,8 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         Ok(self)
     }
 
-    /// How this builder's trees hash leaves.
+    /// How this builder's trees hash leaves where they hash them with Poseidon2
+    /// ([`tree_hash`](Self::tree_hash) says whether they do).
     pub fn leaf_sponge(&self) -> LeafSponge {
         if self.wide_leaves.is_some() {
             LeafSponge::Width24
@@ -472,17 +592,65 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// The instance of `kernel` (one that hashes rows into leaves) for this builder's leaves,
     /// and its pipeline.
     fn leaf_pipeline(&self, kernel: Kernel) -> Result<(Kernel, Arc<wgpu::ComputePipeline>)> {
-        let kernel = match self.wide_leaves {
-            Some(_) => kernel.with_wide_leaves().expect("a kernel that hashes leaves"),
-            None => kernel,
+        let kernel = match (self.keccak, &self.wide_leaves) {
+            (true, _) => kernel.with_keccak(),
+            (false, Some(_)) => kernel.with_wide_leaves(),
+            (false, None) => Some(kernel),
+        };
+        let kernel = kernel.ok_or_else(|| GpuError::InvalidInput(format!("no {:?} instance of this Merkle kernel", self.tree_hash())))?;
+        Ok((kernel, self.poseidon2.context().pipeline_for(F::ID, kernel, &[])?))
+    }
+
+    /// The instance of `kernel` (one that compresses nodes alone: `CompressInject` without
+    /// joining rows, `CompressLevel`) for this builder's nodes, and its pipeline.
+    fn node_pipeline(&self, kernel: Kernel) -> Result<(Kernel, Arc<wgpu::ComputePipeline>)> {
+        let kernel = if self.keccak {
+            kernel.with_keccak().ok_or_else(|| GpuError::InvalidInput(format!("no Keccak instance of the Merkle kernel {kernel:?}")))?
+        } else {
+            kernel
         };
         Ok((kernel, self.poseidon2.context().pipeline_for(F::ID, kernel, &[])?))
+    }
+
+    /// Binds a node kernel's instance (from [`node_pipeline`](Self::node_pipeline)): the
+    /// width-16 permutation's constants at 0 where nodes are Poseidon2's, `ranges` at 1, 2, ...
+    fn bind_node(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        if self.keccak {
+            return self.bind_from_1(pipeline, ranges);
+        }
+        self.poseidon2.bind_ranges(pipeline, ranges)
+    }
+
+    /// `ranges` at bindings 1, 2, ... (kernels that bind no Poseidon2 constants).
+    fn bind_from_1(&self, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        let entries: Vec<(u32, &wgpu::Buffer, u64, Option<u64>)> =
+            ranges.iter().enumerate().map(|(i, &(b, offset, size))| (i as u32 + 1, b, offset, size)).collect();
+        self.poseidon2.context().bind_at(pipeline, &entries)
+    }
+
+    /// One dispatch of a tree level over `nodes` nodes (`buffers`: its params, the children,
+    /// the parents): Poseidon2's over 16 lanes a node where `lanes`, else a node a thread.
+    fn prepare_level(&self, buffers: &[&wgpu::Buffer], nodes: usize, lanes: bool) -> Result<Dispatch> {
+        if !self.keccak {
+            return match lanes {
+                true => self.poseidon2.prepare(Kernel::CompressLevelLanes, buffers, nodes * 16),
+                false => self.poseidon2.prepare(Kernel::CompressLevel, buffers, nodes),
+            };
+        }
+        let groups = crate::poseidon2::workgroups_of_64(nodes)?;
+        let (_, pipeline) = self.node_pipeline(Kernel::CompressLevel)?;
+        let ranges: Vec<(&wgpu::Buffer, u64, Option<u64>)> = buffers.iter().map(|&b| (b, 0, None)).collect();
+        let bind = self.bind_from_1(&pipeline, &ranges);
+        Ok(Dispatch { pipeline: (*pipeline).clone(), bind, groups })
     }
 
     /// Binds a leaf kernel's instance (from [`leaf_pipeline`](Self::leaf_pipeline)): the node
     /// permutation's constants at 0 where the kernel compresses nodes, `ranges` at 1, 2, ..., and
     /// the width-24 leaf permutation's constants at its binding.
     fn bind_leaf(&self, kernel: Kernel, pipeline: &wgpu::ComputePipeline, ranges: &[(&wgpu::Buffer, u64, Option<u64>)]) -> wgpu::BindGroup {
+        if self.keccak {
+            return self.bind_from_1(pipeline, ranges);
+        }
         let Some(wide) = &self.wide_leaves else {
             return self.poseidon2.bind_ranges(pipeline, ranges);
         };

@@ -88,7 +88,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         subtrees.dedup();
         let distinct = subtrees.len();
         if distinct == 0 {
-            return Ok(PendingRows { out: ctx.storage("merkle openings", 0), words: 0, rows: 0, width: tree.width, order: None });
+            return Ok(PendingRows { out: ctx.storage("merkle openings", 0), words: 0, rows: 0, width: tree.width, order: None, hash: tree.hash });
         }
         // A power-of-two count (repeats of the last subtree fill it): at most the tree's own
         // subtrees, so the small matrix is never larger than the matrix.
@@ -120,9 +120,11 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
             width: tree.width,
             layers,
             lowest_kept: 0,
-            root: [F::default(); DIGEST_ELEMS],
+            root: [0; DIGEST_ELEMS],
             row_order: RowOrder::Natural,
+            hash: tree.hash,
             ctx: ctx.clone(),
+            _field: std::marker::PhantomData,
         };
         let recorded = self
             .record_gather_into(batch, &over, Some(RowSource::One(&matrix)), &near_rows, &near_positions, &out, 0)
@@ -130,7 +132,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         // The rebuilt tree's layers go back to the pool with the batch.
         std::mem::take(&mut over.layers).into_iter().for_each(|b| batch.lend(b));
         recorded?;
-        Ok(PendingRows { out, words, rows: indices.len(), width: tree.width, order: None })
+        Ok(PendingRows { out, words, rows: indices.len(), width: tree.width, order: None, hash: tree.hash })
     }
 
     /// The matrix a tree was built over as segments of one binding each: its row chunks, or
@@ -177,7 +179,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         let words = Self::gathered_words(tree, matrix.is_some(), indices, positions);
         let out = self.poseidon2.context().storage("merkle openings", words);
         let order = self.record_gather_into(batch, tree, matrix, indices, positions, &out, 0)?;
-        Ok(PendingRows { out, words, rows: if matrix.is_some() { indices.len() } else { 0 }, width: tree.width, order })
+        Ok(PendingRows { out, words, rows: if matrix.is_some() { indices.len() } else { 0 }, width: tree.width, order, hash: tree.hash })
     }
 
     /// Words a gather writes: the rows (with a matrix), then the digests.

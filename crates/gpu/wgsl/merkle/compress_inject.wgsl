@@ -1,12 +1,10 @@
 // #import util/dispatch
-// #import field/mul
-// #import field/prime
-// #import poseidon2/permutation
+// #import merkle/node
 // #import merkle/leaf
 
 // One level of a Merkle tree over matrices of several heights, as Plonky3's MerkleTree builds
 // it (arity 2): node i = compress(child 2i, child 2i + 1) for i < nodes, where compress is
-// TruncatedPermutation<Poseidon2, 2, 8, 16>. When shorter matrices join the tree at this level
+// merkle/node's (TruncatedPermutation<Poseidon2, 2, 8, 16>, or Keccak's in Keccak trees). When shorter matrices join the tree at this level
 // (`width` > 0: their rows concatenated, `width` words per row), each node is compressed once
 // more with the leaf hash (merkle/leaf) of row i of those matrices: node i = compress(node i, hash(row i)) for
 // i < inject_rows, and compress(node i, 0) from there to `nodes` (the default digest). Nodes
@@ -35,8 +33,7 @@ fn compress_inject(
     if (i >= params.nodes) {
         return;
     }
-    var st = P2State(children[4u * i], children[4u * i + 1u], children[4u * i + 2u], children[4u * i + 3u]);
-    poseidon2_permute(&st);
+    var node = merkle_compress(children[4u * i], children[4u * i + 1u], children[4u * i + 2u], children[4u * i + 3u]);
     if (params.width > 0u) {
         var lo = vec4<u32>(0u);
         var hi = vec4<u32>(0u);
@@ -45,9 +42,8 @@ fn compress_inject(
             lo = leaf.s0;
             hi = leaf.s1;
         }
-        st = P2State(st.s0, st.s1, lo, hi);
-        poseidon2_permute(&st);
+        node = merkle_compress(node.lo, node.hi, lo, hi);
     }
-    parents[2u * i] = st.s0;
-    parents[2u * i + 1u] = st.s1;
+    parents[2u * i] = node.lo;
+    parents[2u * i + 1u] = node.hi;
 }

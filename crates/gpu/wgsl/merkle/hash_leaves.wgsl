@@ -1,17 +1,17 @@
 // #import util/dispatch
-// #import field/mul
-// #import field/prime
-// #import poseidon2/permutation
+// #import merkle/node
 // #import merkle/leaf
 
 // Leaf digests of a row-major matrix, fused with the first tree levels.
 //
-// Leaves: row i -> the leaf sponge of row i, as Plonky3 hashes Merkle leaves (merkle/leaf:
-// PaddingFreeSponge<Poseidon2, 16, 8, 8> or, with width-24 leaves, <Poseidon2-24, 24, 16, 8>). The leaf layer is written out only if `store_leaves` (a tree may keep
+// Leaves: row i -> the leaf hash of row i, as Plonky3 hashes Merkle leaves (merkle/leaf:
+// PaddingFreeSponge<Poseidon2, 16, 8, 8>, with width-24 leaves <Poseidon2-24, 24, 16, 8>, or in
+// Keccak trees SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>). The leaf layer is written out only if `store_leaves` (a tree may keep
 // only its levels from 1 up, rehashing opened rows' siblings from the matrix: merkle/hash_rows).
 //
 // Then, inside the workgroup, `fused_levels` (<= 6) levels of the tree: node i of a level =
-// TruncatedPermutation<Poseidon2, 2, 8, 16>(child 2i || child 2i + 1). The workgroup's 64 leaf
+// merkle_compress(child 2i, child 2i + 1) (merkle/node: TruncatedPermutation<Poseidon2, 2, 8,
+// 16>, or Keccak's compression in Keccak trees). The workgroup's 64 leaf
 // digests stay in workgroup memory, so the first six levels cost no global reads and no extra
 // dispatches; every level is still written out (openings read sibling digests from any level).
 
@@ -87,10 +87,9 @@ fn hash_leaves(
         var lo = vec4<u32>(0u);
         var hi = vec4<u32>(0u);
         if (in_tree) {
-            var st = P2State(tile[4u * lid], tile[4u * lid + 1u], tile[4u * lid + 2u], tile[4u * lid + 3u]);
-            poseidon2_permute(&st);
-            lo = st.s0;
-            hi = st.s1;
+            let node = merkle_compress(tile[4u * lid], tile[4u * lid + 1u], tile[4u * lid + 2u], tile[4u * lid + 3u]);
+            lo = node.lo;
+            hi = node.hi;
         }
         // Everyone has read its children before anyone overwrites the tile.
         workgroupBarrier();
