@@ -15,11 +15,16 @@ use whir_wgpu::prover::backend::{Backend, ComparingBackend, CpuBackend, CpuSumch
 use whir_wgpu::prover::prove_with_backend;
 use whir_wgpu::prover::{permutation, CpuProver, DriverOptions, Params, Plonky3Pieces, ProofFile, ProverError, ProverOutput, Soundness, EF, F};
 
-fn drive<S: Backend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
+fn drive<S: Backend<Mmcs = whir_wgpu::verifier::hash::CpuMmcs>>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (Vec<u8>, Vec<u8>) {
     drive_with(steps, p, evals, DriverOptions::default()).unwrap_or_else(|e| panic!("{p:?}: {e}"))
 }
 
-fn drive_with<S: Backend>(steps: &S, p: &Params, evals: &[p3_baby_bear::BabyBear], options: DriverOptions) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
+fn drive_with<S: Backend<Mmcs = whir_wgpu::verifier::hash::CpuMmcs>>(
+    steps: &S,
+    p: &Params,
+    evals: &[p3_baby_bear::BabyBear],
+    options: DriverOptions,
+) -> Result<(Vec<u8>, Vec<u8>), ProverError> {
     let mut challenger = GpuChallenger::new(permutation(), None);
     let (commitment, proof, _) = prove_with_backend(steps, p, evals, &mut challenger, options)?;
     Ok((postcard::to_allocvec(&commitment).unwrap(), postcard::to_allocvec(&proof).unwrap()))
@@ -34,11 +39,16 @@ fn reference(p: &Params, evals: &[p3_baby_bear::BabyBear]) -> (ProverOutput, (Ve
 /// The proof of fresh evaluations by `steps` run beside the CPU twin (a comparing backend, which
 /// names the first step whose outputs differ): byte for byte Plonky3's, and accepted by the
 /// stock verifier through a proof file.
-fn drive_matches_plonky3_and_verifies<S: Backend>(steps: &S, p: &Params, rng: &mut rand::rngs::StdRng, variant: whir_wgpu::gpu::MulVariant) {
+fn drive_matches_plonky3_and_verifies<S: Backend<Mmcs = whir_wgpu::verifier::hash::CpuMmcs>>(
+    steps: &S,
+    p: &Params,
+    rng: &mut rand::rngs::StdRng,
+    variant: whir_wgpu::gpu::MulVariant,
+) {
     drive_matches_plonky3_and_verifies_with(steps, p, rng, variant, DriverOptions::default())
 }
 
-fn drive_matches_plonky3_and_verifies_with<S: Backend>(
+fn drive_matches_plonky3_and_verifies_with<S: Backend<Mmcs = whir_wgpu::verifier::hash::CpuMmcs>>(
     steps: &S,
     p: &Params,
     rng: &mut rand::rngs::StdRng,
@@ -681,8 +691,9 @@ impl Backend for CorruptedBackend {
     type Opening = <CpuBackend as Backend>::Opening;
     type Sumcheck = CorruptedSumcheck;
     type Transcript = <CpuBackend as Backend>::Transcript;
+    type Mmcs = whir_wgpu::verifier::hash::CpuMmcs;
 
-    fn leaf_sponge(&self) -> whir_wgpu::prover::LeafSponge {
+    fn leaf_sponge(&self) -> Option<whir_wgpu::prover::LeafSponge> {
         self.inner.leaf_sponge()
     }
     fn mmcs(&self) -> whir_wgpu::verifier::hash::CpuMmcs {

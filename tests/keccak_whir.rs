@@ -113,3 +113,70 @@ fn whir_over_gpu_keccak_pieces_equals_plonky3_and_verifies() {
         check::<BabyBear, SuffixProver<BabyBear, BinomialExtensionField<BabyBear, 4>>>(&keccak, &mut rng);
     }
 }
+
+/// The resident prover over Plonky3's Keccak configuration (`GpuProver::keccak_pcs_over`: the
+/// message uploaded once, encoded and committed in Keccak trees, the claim phase and every
+/// round where f lies, the Keccak transcript on the host grinding on the GPU): the same
+/// commitment and proof bytes as `WhirProver` over Plonky3's CPU pieces with the same
+/// challenger, accepted by the stock verifier with Plonky3's own Keccak challenger.
+fn check_resident<F, L>(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng)
+where
+    F: whir_wgpu::prover::ProverField + p3_challenger::fs::TranscriptField + Ord,
+    L: Layout<F, BinomialExtensionField<F, 4>>,
+    StandardUniform: Distribution<F>,
+{
+    type EF<F> = BinomialExtensionField<F, 4>;
+    let keccak = GpuKeccak::new(ctx.clone());
+    let prover = whir_wgpu::prover::GpuProver::<F>::over(ctx.clone());
+    for (n, fold, pow_bits) in [(10usize, 1usize, 0usize), (12, 2, 6), (13, 3, 4), (14, 4, 8), (16, 4, 0)] {
+        let values: Vec<F> = (0..1usize << n).map(|_| rng.random()).collect();
+        let witness = || L::new_witness(vec![Table::new(RowMajorMatrix::new(values.clone(), values.len()))], fold);
+        let config = WhirConfig::new(n, common::stock_params(fold, pow_bits)).expect("feasible parameters");
+        let cpu_mmcs = GpuKeccakMmcs::<F>::new(None, 0).cpu().clone();
+        let cpu_pcs = WhirProver::<EF<F>, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, OurChallenger<F>, L>::new(
+            config.clone(),
+            Radix2DFTSmallBatch::default(),
+            cpu_mmcs.clone(),
+        );
+        let resident = prover.keccak_pcs_over::<L, EF<F>, OurChallenger<F>>(config.clone()).unwrap();
+        let ours = || OurChallenger::<F>::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
+        let protocol = || common::single_column_protocol(n, fold);
+        let what = format!("n={n} fold={fold} pow={pow_bits} ({:?})", ctx.mul_variant());
+
+        let mut ch = ours();
+        let (cpu_commitment, data) = cpu_pcs.commit(witness(), &mut ch).unwrap();
+        let cpu_proof = cpu_pcs.open(data, protocol(), &mut ch).unwrap();
+        let before = ctx.transfers().transfer_counts();
+        let mut ch = ours();
+        let (commitment, data) = resident.commit(witness(), &mut ch).unwrap();
+        let proof = resident.open(data, protocol(), &mut ch).unwrap();
+        // Resident: the message went up once, and the proof ran on the GPU (not a host fallback).
+        let after = ctx.transfers().transfer_counts();
+        assert!(after.bytes_up >= before.bytes_up + (4u64 << n), "{what}: {} bytes up", after.bytes_up - before.bytes_up);
+        assert!(after.submissions > before.submissions + 2 * (n / fold) as u64, "{what}: {} submissions", after.submissions - before.submissions);
+        assert_eq!(commitment, cpu_commitment, "{what}: commitments");
+        let bytes = postcard::to_allocvec(&proof).unwrap();
+        assert_eq!(bytes, postcard::to_allocvec(&cpu_proof).unwrap(), "{what}: proof bytes");
+
+        let stock = WhirProver::<EF<F>, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, StockChallenger<F>, L>::new(
+            WhirConfig::new(n, common::stock_params(fold, pow_bits)).expect("feasible parameters"),
+            Radix2DFTSmallBatch::default(),
+            cpu_mmcs,
+        );
+        let proof: PcsProof<F, EF<F>, CpuKeccakMmcs<F>> = postcard::from_bytes(&bytes).unwrap();
+        stock
+            .verify(&commitment, &proof, &mut StockChallenger::<F>::from_hasher(vec![], Keccak256Hash), protocol())
+            .unwrap_or_else(|e| panic!("{what}: the stock verifier refuses the resident proof: {e:?}"));
+    }
+}
+
+#[test]
+fn resident_whir_over_keccak_equals_plonky3_and_verifies() {
+    let mut rng = common::rng();
+    // Contexts of this test's own: their transfer counts show the proofs ran on the GPU.
+    for ctx in common::fresh_contexts() {
+        check_resident::<KoalaBear, SuffixProver<KoalaBear, BinomialExtensionField<KoalaBear, 4>>>(&ctx, &mut rng);
+        check_resident::<KoalaBear, PrefixProver<KoalaBear, BinomialExtensionField<KoalaBear, 4>>>(&ctx, &mut rng);
+        check_resident::<BabyBear, SuffixProver<BabyBear, BinomialExtensionField<BabyBear, 4>>>(&ctx, &mut rng);
+    }
+}

@@ -123,7 +123,7 @@ where
 /// starts from a copy of it (its permutation's constants too).
 fn prove_with<P, C>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], mut challenger: C) -> Result<(Vec<u8>, Vec<u8>), String>
 where
-    C: whir_wgpu::prover::WhirChallenger<F>,
+    C: whir_wgpu::prover::WhirChallenger<F> + p3_challenger::CanObserve<Commitment>,
     P: PrescribedPointPcs<EF, C, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
     P::ProverError: Debug,
     P::Error: Debug,
@@ -134,7 +134,7 @@ where
 /// [`prove_with`] on the caller's challenger, left where the proof leaves it.
 fn prove_on<P, C>(pcs: &P, case: &Case, tables: Vec<Table<F>>, prefix: &[F], challenger: &mut C) -> Result<(Vec<u8>, Vec<u8>), String>
 where
-    C: whir_wgpu::prover::WhirChallenger<F>,
+    C: whir_wgpu::prover::WhirChallenger<F> + p3_challenger::CanObserve<Commitment>,
     P: PrescribedPointPcs<EF, C, Val = F, Witness = Witness<F>, OpeningProtocol = OpeningProtocol, Commitment = Commitment, Proof = WhirPcsProof>,
     P::ProverError: Debug,
     P::Error: Debug,
@@ -328,7 +328,7 @@ fn hostile_use_is_an_error() {
     };
     let twin: CpuWhirPcs = CpuWhirPcs::new(config.clone(), CpuBackend::default());
     let gpus: Vec<GpuWhirPcs> = contexts.iter().map(|ctx| GpuWhirPcs::new(config.clone(), gpu_backend(ctx))).collect();
-    fn body<S: whir_wgpu::prover::backend::Backend>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
+    fn body<S: whir_wgpu::prover::backend::Backend<Mmcs = whir_wgpu::verifier::hash::CpuMmcs>>(pcs: &WhirPcs<S>) -> Box<Attempt<'_>> {
         Box::new(move |witness, protocol, points| {
             let mut challenger = GpuChallenger::new(permutation(), None);
             let (_, data) = pcs.commit(witness, &mut challenger)?;

@@ -24,8 +24,9 @@ impl Backend<F, EF> for MovedHeadPoints {
     type Opening = <GpuBackend<F> as Backend<F, EF>>::Opening;
     type Sumcheck = <GpuBackend<F> as Backend<F, EF>>::Sumcheck;
     type Transcript = <GpuBackend<F> as Backend<F, EF>>::Transcript;
+    type Mmcs = CpuMmcs<F>;
 
-    fn leaf_sponge(&self) -> LeafSponge {
+    fn leaf_sponge(&self) -> Option<LeafSponge> {
         Backend::<F, EF>::leaf_sponge(&self.0)
     }
     fn mmcs(&self) -> CpuMmcs<F> {

@@ -171,9 +171,10 @@ impl<F: GpuField> Drop for RecordedCodeword<F> {
     }
 }
 
-/// Encodes and commits messages on one GPU.
-#[derive(Clone)]
-pub struct GpuCodewords<F: Poseidon2Field = BabyBear> {
+/// Encodes and commits messages on one GPU, the trees' digests of type `D`: Poseidon2's
+/// `[F; 8]` (the default) or, over a Keccak tree builder ([`GpuMerkle::with_keccak`]),
+/// [`KeccakDigest`](crate::KeccakDigest).
+pub struct GpuCodewords<F: Poseidon2Field = BabyBear, D = [F; DIGEST_ELEMS]> {
     ntt: Arc<GpuNtt>,
     merkle: Arc<GpuMerkle<F>>,
     /// Narrow codewords of at least this many rows keep only their upper tree layers (see
@@ -181,16 +182,40 @@ pub struct GpuCodewords<F: Poseidon2Field = BabyBear> {
     trim_from_rows: usize,
     /// A lowest kept tree layer fixed for every codeword (`GpuTuning::codeword_tree_lowest`).
     tree_lowest: Option<usize>,
+    _digest: std::marker::PhantomData<fn() -> D>,
+}
+
+impl<F: Poseidon2Field, D> Clone for GpuCodewords<F, D> {
+    fn clone(&self) -> Self {
+        Self { ntt: self.ntt.clone(), merkle: self.merkle.clone(), trim_from_rows: self.trim_from_rows, tree_lowest: self.tree_lowest, _digest: self._digest }
+    }
 }
 
 impl<F: Poseidon2Field> GpuCodewords<F> {
-    /// The NTT and the Merkle builder must share one context.
+    /// Codewords committed with Poseidon2 trees. The NTT and the Merkle builder must share one
+    /// context.
     pub fn new(ntt: Arc<GpuNtt>, merkle: Arc<GpuMerkle<F>>) -> Result<Self> {
+        Self::over(ntt, merkle)
+    }
+}
+
+impl<F: Poseidon2Field, D: crate::merkle::TreeDigest> GpuCodewords<F, D> {
+    /// Codewords whose trees' digests are `D`: the NTT and the Merkle builder must share one
+    /// context, and the builder hash with `D`'s hash (Poseidon2 for `[F; 8]`, Keccak for
+    /// `KeccakDigest`: a [`GpuMerkle::with_keccak`] builder).
+    pub fn over(ntt: Arc<GpuNtt>, merkle: Arc<GpuMerkle<F>>) -> Result<Self> {
         if !Arc::ptr_eq(ntt.context(), merkle.poseidon2().context()) {
             return Err(GpuError::InvalidInput("the NTT and the Merkle builder live on different GPU contexts".into()));
         }
+        if !D::hashed_by(merkle.tree_hash()) {
+            return Err(GpuError::InvalidInput(format!(
+                "codewords with digests {} over a tree builder hashing with {:?} (Poseidon2 builders give `[F; 8]`, `GpuMerkle::with_keccak` `KeccakDigest`)",
+                std::any::type_name::<D>(),
+                merkle.tree_hash()
+            )));
+        }
         let tree_lowest = ntt.context().tuning().codeword_tree_lowest;
-        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, tree_lowest })
+        Ok(Self { ntt, merkle, trim_from_rows: 1 << 21, tree_lowest, _digest: std::marker::PhantomData })
     }
 
     /// Trims the trees of narrow codewords of at least `rows` rows (default 2^21; tests use 1

@@ -35,7 +35,7 @@ pub use error::ProverError;
 pub use hiding::{CpuHidingPcs, GpuHidingPcs, HidingChallenger, HidingPcs, HidingProverData, HidingTimes, StockHidingPcs, ZkProof};
 pub use lookahead::WhirChallenger;
 pub use options::{DriverOptions, LAZY_WEIGHTS_MIN_VARS};
-pub use pcs::{CpuWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
+pub use pcs::{CpuWhirPcs, GpuKeccakWhirPcs, GpuWhirPcs, StockPcs, WhirPcs, WhirPcsData, WhirPcsProof};
 pub use pool::{
     default_in_flight, HidingJob, HidingOutput, PoolOptions, ProofJob, ProofPool, DEFAULT_IN_FLIGHT, DEFAULT_IN_FLIGHT_PER_QUEUE, DEFAULT_QUEUES, MAX_IN_FLIGHT,
 };

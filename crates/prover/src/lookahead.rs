@@ -217,11 +217,10 @@ impl GrindClock {
 }
 
 /// A challenger the protocol runs over: what p3-whir's `WhirProver` accepts (observe and sample
-/// field elements, grind, sample bits, observe a commitment), cloned for trial runs, with what
-/// it can play ahead of the transcript (nothing, by default).
-pub trait WhirChallenger<F: ProverField>:
-    FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone
-{
+/// field elements, grind, sample bits; observing the backend's commitments, `CanObserve` of
+/// its MMCS's, is asked for where the protocol runs), cloned for trial runs, with what it can
+/// play ahead of the transcript (nothing, by default).
+pub trait WhirChallenger<F: ProverField>: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + Clone {
     /// A copy of the transcript for trial runs (a claim's point read off a run on the copy),
     /// sharing nothing with this challenger's speculation.
     type Trial: FieldChallenger<F> + GrindingChallenger<Witness = F> + Clone;
@@ -348,5 +347,79 @@ where
         self.sponge_state = words.state;
         self.input_buffer = words.inputs;
         self.output_buffer = words.outputs;
+    }
+}
+
+/// Plonky3's byte-oriented challenger (`SerializingChallenger32` over a hash challenger, e.g. its
+/// Keccak transcript, or over whir-gpu's `GpuKeccakHash`, which grinds on the GPU): every step
+/// played on the host, its grinds where its inner challenger runs them.
+impl<F: ProverField, Inner> WhirChallenger<F> for p3_challenger::SerializingChallenger32<F, Inner>
+where
+    p3_challenger::SerializingChallenger32<F, Inner>: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + Clone,
+{
+    type Trial = Self;
+
+    fn trial(&self) -> Self {
+        self.clone()
+    }
+}
+
+/// The transcript of a backend that continues no caller's sponge on its device (one whose
+/// trees hash with Keccak: its transcript is Plonky3's Keccak challenger on the host): no value
+/// of it exists, so [`Backend::device_transcript`](crate::backend::Backend::device_transcript)
+/// can only return None.
+#[derive(Clone, Debug)]
+pub enum NoTranscript<F> {
+    #[doc(hidden)]
+    Never(std::convert::Infallible, std::marker::PhantomData<fn() -> F>),
+}
+
+impl<F> NoTranscript<F> {
+    fn never(&self) -> ! {
+        match *self {
+            NoTranscript::Never(never, _) => match never {},
+        }
+    }
+}
+
+impl<F, T> CanObserve<T> for NoTranscript<F> {
+    fn observe(&mut self, _: T) {
+        self.never()
+    }
+}
+impl<F: ProverField> p3_challenger::CanSample<F> for NoTranscript<F> {
+    fn sample(&mut self) -> F {
+        self.never()
+    }
+}
+impl<F> p3_challenger::CanSampleBits<usize> for NoTranscript<F> {
+    fn sample_bits(&mut self, _: usize) -> usize {
+        self.never()
+    }
+}
+impl<F> CanSampleUniformBits<F> for NoTranscript<F> {
+    fn sample_uniform_bits<const RESAMPLE: bool>(&mut self, _: usize) -> Result<usize, p3_challenger::ResamplingError> {
+        self.never()
+    }
+}
+impl<F: ProverField> FieldChallenger<F> for NoTranscript<F> {}
+impl<F: ProverField> GrindingChallenger for NoTranscript<F> {
+    type Witness = F;
+    fn grind(&mut self, _: usize) -> F {
+        self.never()
+    }
+}
+impl<F: ProverField> WhirChallenger<F> for NoTranscript<F> {
+    type Trial = Self;
+    fn trial(&self) -> Self {
+        self.never()
+    }
+}
+impl<F: ProverField> SpongeTranscript<F> for NoTranscript<F> {
+    fn words(&self) -> SpongeWords<F> {
+        self.never()
+    }
+    fn permute_state(&self, _: [F; SPONGE_WIDTH]) -> [F; SPONGE_WIDTH] {
+        self.never()
     }
 }

@@ -20,7 +20,7 @@ use p3_whir::{PcsProof, WhirProver};
 use whir_gpu::GpuChallenger;
 use whir_verifier::hash::CpuMmcs;
 
-use crate::backend::{Backend, CpuBackend};
+use crate::backend::{Backend, CommitmentOf, CpuBackend};
 use crate::breakdown::DriverTimes;
 use crate::claims::{Points, Stacking};
 use crate::error::ProverError;
@@ -30,15 +30,20 @@ use crate::protocol::{open_with_backend, StepClock};
 use crate::rounds::device_transcript;
 use crate::rounds::Opened;
 use crate::sumcheck::SumcheckState;
-use crate::{Commitment, ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
+use crate::{ProverField, ProverLayout, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
+use p3_challenger::CanObserve;
 
 /// p3-whir's own prover over the CPU pieces, in layout `L`, over the challenger `C`: the
 /// verifier side of [`WhirPcs`].
 pub type StockPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirProver<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, C, L>;
 
-/// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s).
-pub type WhirPcsProof<F = BabyBear, E = EF<F>> = PcsProof<F, E, CpuMmcs<F>>;
+/// The proof: p3-whir's `PcsProof` (the same bytes as `WhirProver`'s), over the MMCS `M`
+/// (Poseidon2's `CpuMmcs` by default).
+pub type WhirPcsProof<F = BabyBear, E = EF<F>, M = CpuMmcs<F>> = PcsProof<F, E, M>;
+
+/// p3-whir's own prover over the CPU DFT and the MMCS of the backend `S`.
+type StockOf<S, L, F, E, C> = WhirProver<E, F, Radix2DFTSmallBatch<F>, <S as Backend<F, E>>::Mmcs, C, L>;
 
 /// WHIR over p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`) of any number of
 /// tables, on the backend `S`, over the challenger `C` (any [`WhirChallenger`]: the
@@ -47,25 +52,30 @@ pub type WhirPcsProof<F = BabyBear, E = EF<F>> = PcsProof<F, E, CpuMmcs<F>>;
 /// `WhirProver` is). In the prefix layout the stacked polynomial is held at
 /// bit-reversed indices (the backend's `with_reversed_indices`), so that the rounds, which bind
 /// the table's last variable, bind its first.
-pub struct WhirPcs<S, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>> {
+pub struct WhirPcs<S: Backend<F, E>, L = ProverLayout, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>> {
     config: WhirConfig<E, F, C>,
     backend: S,
     options: DriverOptions,
-    stock: StockPcs<L, F, E, C>,
+    stock: StockOf<S, L, F, E, C>,
 }
 
 /// The GPU PCS: every step where the stacked polynomial lies (over the challenger `C`).
 pub type GpuWhirPcs<L = ProverLayout, F = BabyBear, C = GpuChallenger<F>> = WhirPcs<GpuBackend<F>, L, F, EF<F>, C>;
 
+/// The GPU PCS over Plonky3's Keccak configuration (its trees hashed with Keccak, digests
+/// `[u64; 4]`; [`GpuProver::keccak_pcs_over`](crate::GpuProver::keccak_pcs_over)), over a
+/// Keccak challenger `C` (e.g. `SerializingChallenger32<F, GpuKeccakHash<F>>`).
+pub type GpuKeccakWhirPcs<L, F, E, C> = WhirPcs<GpuBackend<F, whir_gpu::KeccakDigest>, L, F, E, C>;
+
 /// The same protocol on the plain-Rust backend (the reference twin).
 pub type CpuWhirPcs<L = ProverLayout, F = BabyBear, E = EF<F>, C = GpuChallenger<F>> = WhirPcs<CpuBackend<F, E>, L, F, E, C>;
 
-impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>> WhirPcs<S, L, F, E, C> {
     /// As `WhirProver::new(config, dft, mmcs)`: the configuration, and the backend in place of the
     /// DFT and the MMCS (the proofs use Plonky3's `MerkleTreeMmcs` format, hashed as the backend
     /// hashes: [`Backend::mmcs`], its constants and leaf sponge, which `verify` checks with).
     pub fn new(config: WhirConfig<E, F, C>, backend: S) -> Self {
-        let stock = StockPcs::<L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), backend.mmcs());
+        let stock = StockOf::<S, L, F, E, C>::new(config.clone(), Radix2DFTSmallBatch::default(), backend.mmcs());
         Self { config, backend, options: DriverOptions::default(), stock }
     }
 
@@ -86,19 +96,20 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
     }
 
     /// p3-whir's own prover and verifier for the same configuration and layout.
-    pub fn stock(&self) -> &StockPcs<L, F, E, C> {
+    pub fn stock(&self) -> &StockOf<S, L, F, E, C> {
         &self.stock
     }
 
     /// [`open`](MultilinearPcs::open) or [`open_at`](PrescribedPointPcs::open_at), with where the
     /// time went.
+    #[allow(clippy::type_complexity)]
     pub fn open_timed(
         &self,
         data: WhirPcsData<S, F, E>,
         protocol: &OpeningProtocol,
         points: Option<&[Point<E>]>,
         challenger: &mut C,
-    ) -> Result<(WhirPcsProof<F, E>, DriverTimes), ProverError> {
+    ) -> Result<(WhirPcsProof<F, E, S::Mmcs>, DriverTimes), ProverError> {
         let started = std::time::Instant::now();
         let WhirPcsData { codeword, sumcheck, stacking } = data;
         // A clone of the data shares its f: this opening folds a copy.
@@ -149,11 +160,13 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> WhirPcsData<S, F, E>
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> MultilinearPcs<E, C> for WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>> MultilinearPcs<E, C>
+    for WhirPcs<S, L, F, E, C>
+{
     type Val = F;
-    type Commitment = Commitment<F>;
+    type Commitment = CommitmentOf<F, E, S>;
     type ProverData = WhirPcsData<S, F, E>;
-    type Proof = WhirPcsProof<F, E>;
+    type Proof = WhirPcsProof<F, E, S::Mmcs>;
     type Error = p3_whir::pcs::verifier::errors::VerifierError;
     type ProverError = ProverError;
     type Witness = Witness<F>;
@@ -170,7 +183,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
     /// and committed; the root is observed, and nothing else. A witness of either constructor
     /// (`Witness::new` or `new_interleaved`) is committed in this PCS's layout: only its tables
     /// are read.
-    fn commit(&self, witness: Witness<F>, challenger: &mut C) -> Result<(Commitment<F>, WhirPcsData<S, F, E>), ProverError> {
+    fn commit(&self, witness: Witness<F>, challenger: &mut C) -> Result<(CommitmentOf<F, E, S>, WhirPcsData<S, F, E>), ProverError> {
         let n = self.config.num_variables();
         if witness.num_variables() != n {
             return Err(ProverError::Input(format!(
@@ -221,20 +234,28 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         Ok((root, WhirPcsData { codeword: Arc::new(codeword), sumcheck: Arc::new(sumcheck), stacking: Arc::new(stacking) }))
     }
 
-    fn observe_commitment(&self, commitment: &Commitment<F>, challenger: &mut C) {
+    fn observe_commitment(&self, commitment: &CommitmentOf<F, E, S>, challenger: &mut C) {
         observe_commitment::<F, _, _>(challenger, commitment.clone());
     }
 
-    fn open(&self, data: WhirPcsData<S, F, E>, protocol: OpeningProtocol, challenger: &mut C) -> Result<WhirPcsProof<F, E>, ProverError> {
+    fn open(&self, data: WhirPcsData<S, F, E>, protocol: OpeningProtocol, challenger: &mut C) -> Result<WhirPcsProof<F, E, S::Mmcs>, ProverError> {
         self.open_timed(data, &protocol, None, challenger).map(|(proof, _)| proof)
     }
 
-    fn verify(&self, commitment: &Commitment<F>, proof: &WhirPcsProof<F, E>, challenger: &mut C, protocol: OpeningProtocol) -> Result<(), Self::Error> {
+    fn verify(
+        &self,
+        commitment: &CommitmentOf<F, E, S>,
+        proof: &WhirPcsProof<F, E, S::Mmcs>,
+        challenger: &mut C,
+        protocol: OpeningProtocol,
+    ) -> Result<(), Self::Error> {
         self.stock.verify(commitment, proof, challenger, protocol)
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F>> PrescribedPointPcs<E, C> for WhirPcs<S, L, F, E, C> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>> PrescribedPointPcs<E, C>
+    for WhirPcs<S, L, F, E, C>
+{
     fn prescribed_security(&self, protocol: &OpeningProtocol) -> Option<PrescribedOpeningSecurity> {
         self.stock.prescribed_security(protocol)
     }
@@ -245,14 +266,14 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, L: Layout<F, E>, C: 
         protocol: &OpeningProtocol,
         points: &[Point<E>],
         challenger: &mut C,
-    ) -> Result<WhirPcsProof<F, E>, ProverError> {
+    ) -> Result<WhirPcsProof<F, E, S::Mmcs>, ProverError> {
         self.open_timed(data, protocol, Some(points), challenger).map(|(proof, _)| proof)
     }
 
     fn verify_at(
         &self,
-        commitment: &Commitment<F>,
-        proof: &WhirPcsProof<F, E>,
+        commitment: &CommitmentOf<F, E, S>,
+        proof: &WhirPcsProof<F, E, S::Mmcs>,
         protocol: &OpeningProtocol,
         points: &[Point<E>],
         challenger: &mut C,

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use p3_sumcheck::layout::observe_commitment;
 use whir_verifier::hash::CpuMmcs;
 
-use crate::backend::{check_leaf_sponge, Backend, Paths, Proof};
+use crate::backend::{check_leaf_sponge, Backend, CommitmentOf, PathsOf, Proof, RootOf};
 use crate::breakdown::{DriverTimes, RoundBreakdown, Step, StepTime};
 use crate::claims::Stacking;
 use crate::error::ProverError;
@@ -31,23 +31,24 @@ use crate::options::DriverOptions;
 use crate::rounds::{query_openings, query_var, run_rounds, Opened};
 use crate::sumcheck::{powers_from, SumcheckState};
 use crate::Params;
-use crate::{Commitment, ProverField, WhirExtension};
+use crate::{ProverField, WhirExtension};
+use p3_challenger::CanObserve;
 use whir_verifier::opening_protocol;
 
 /// What [`prove_with_backend`] returns: the commitment, the proof and where the time went.
-pub type Proved<F, E> = (Commitment<F>, PcsProof<F, E, CpuMmcs<F>>, DriverTimes);
+pub type Proved<F, E, M = CpuMmcs<F>> = (RootOf<F, M>, PcsProof<F, E, M>, DriverTimes);
 
 /// Commits to `evals` (2^n values) and opens them at `params.points` transcript points, as
 /// Plonky3's `WhirProver` would with a smallest-witness grinder, the challenges in `E` (the
 /// field's degree-4 extension on the GPU backend; any [`WhirExtension`] on the CPU twin): returns
 /// the commitment, the proof and where the time went.
-pub fn prove_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>>(
+pub fn prove_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>>(
     backend: &S,
     params: &Params,
     evals: &[F],
     challenger: &mut C,
     options: DriverOptions,
-) -> Result<Proved<F, E>, ProverError> {
+) -> Result<Proved<F, E, S::Mmcs>, ProverError> {
     let config = params.config_over::<E, C>()?;
     if evals.len() != 1usize << params.num_vars {
         return Err(ProverError::Input(format!("{} evaluations given for n = {} (need 2^n)", evals.len(), params.num_vars)));
@@ -73,18 +74,24 @@ pub fn prove_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>,
 
 /// A round's proof before its openings are read back: the root, the out-of-domain answers, the
 /// query grind's witness and the round's sumcheck.
-type RoundParts<F, E> = (Commitment<F>, Vec<E>, F, SumcheckData<F, E>);
+type RoundParts<F, E, M> = (RootOf<F, M>, Vec<E>, F, SumcheckData<F, E>);
 
 /// The final round's parts: the polynomial, the query grind's witness, the closing sumcheck,
 /// and every round's openings read back (the final round's last).
-type FinalParts<F, E> = (Poly<E>, F, Option<SumcheckData<F, E>>, Vec<QueryOpenings<F, E, Paths<F>>>);
+type FinalParts<F, E, M> = (Poly<E>, F, Option<SumcheckData<F, E>>, Vec<QueryOpenings<F, E, PathsOf<F, M>>>);
 
 /// The PCS adapter's `open` (or `open_at`, with `points` given) after `commit`: the claim phase,
 /// then the WHIR run (`WhirProver::prove`), as Plonky3 plays them with a smallest-witness
 /// grinder. Returns the proof and how many out-of-domain answers and grinds were played ahead
 /// where f lies.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(crate) fn open_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>>(
+pub(crate) fn open_with_backend<
+    F: ProverField,
+    E: WhirExtension<F>,
+    S: Backend<F, E>,
+    C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>,
+    K: ConfigChallenger<F>,
+>(
     backend: &S,
     config: &WhirConfig<E, F, K>,
     opened: Opened<'_, F, E, S>,
@@ -93,7 +100,7 @@ pub(crate) fn open_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<
     challenger: &mut C,
     options: DriverOptions,
     clock: &mut StepClock,
-) -> Result<(Proof<F, E>, (usize, usize)), ProverError> {
+) -> Result<(Proof<F, E, S::Mmcs>, (usize, usize)), ProverError> {
     let Opened { codeword, mut sumcheck, stacking } = opened;
     let num_vars = stacking.num_variables();
     if num_vars != config.num_variables() || sumcheck.num_variables() != num_vars {
@@ -166,7 +173,7 @@ pub(crate) fn open_with_backend<F: ProverField, E: WhirExtension<F>, S: Backend<
 
 /// One WHIR run after the claim phase: the transcript, f and its weights, the codeword the next
 /// queries open, the openings not yet read back, and what the challenger plays ahead.
-struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>, K> {
+struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>, K> {
     backend: &'a S,
     config: &'a WhirConfig<E, F, K>,
     options: DriverOptions,
@@ -188,10 +195,12 @@ struct WhirRun<'a, 't, F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C:
     num_vars: usize,
 }
 
-impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>, K: ConfigChallenger<F>> WhirRun<'_, '_, F, E, S, C, K> {
+impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F> + CanObserve<CommitmentOf<F, E, S>>, K: ConfigChallenger<F>>
+    WhirRun<'_, '_, F, E, S, C, K>
+{
     /// The initial fold, every round, the final round, and the proof assembled (its initial
     /// out-of-domain answers are the caller's).
-    fn play(&mut self, claims: &Claims<F, E>) -> Result<WhirProof<F, E, whir_verifier::hash::CpuMmcs<F>>, ProverError> {
+    fn play(&mut self, claims: &Claims<F, E>) -> Result<WhirProof<F, E, S::Mmcs>, ProverError> {
         let initial_sumcheck = self.initial_fold(claims)?;
         let mut rounds = Vec::with_capacity(self.config.n_rounds());
         for round in 0..self.config.n_rounds() {
@@ -245,7 +254,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>
     /// Round `round`: commit to the folded polynomial, its out-of-domain samples, the query grind
     /// and queries, the openings of the previous codeword, the γ-batched constraint and the
     /// round's sumcheck.
-    fn round(&mut self, round: usize) -> Result<RoundParts<F, E>, ProverError> {
+    fn round(&mut self, round: usize) -> Result<RoundParts<F, E, S::Mmcs>, ProverError> {
         let (backend, config) = (self.backend, self.config);
         let num_variables = self.num_vars - config.total_folded_through(round);
         let round_params = &config.round_parameters()[round];
@@ -332,7 +341,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C: WhirChallenger<F>
     /// The final round: the polynomial in the clear, the last queries, the closing sumcheck;
     /// then every opening read back (one transfer, under way while the closing sumcheck runs),
     /// in the rounds' order, the final round's last.
-    fn final_round(&mut self) -> Result<FinalParts<F, E>, ProverError> {
+    fn final_round(&mut self) -> Result<FinalParts<F, E, S::Mmcs>, ProverError> {
         let (backend, config) = (self.backend, self.config);
         let final_round = config.n_rounds();
         // The final polynomial comes back with the query grind that follows observing it, run

@@ -542,7 +542,7 @@ impl<F: ProverField> GpuProver<F> {
     /// `WhirProver` is configured: the GPU's [`GpuChallenger`], whose transcript steps are played
     /// ahead on the device, or Plonky3's own `DuplexChallenger`), playing the transcript as this
     /// prover's driver options say.
-    pub fn pcs<C: crate::WhirChallenger<F>>(
+    pub fn pcs<C: crate::WhirChallenger<F> + p3_challenger::CanObserve<Commitment<F>>>(
         &self,
         config: p3_whir::parameters::WhirConfig<EF<F>, F, C>,
     ) -> Result<GpuWhirPcs<ProverLayout<F>, F, C>, ProverError> {
@@ -550,7 +550,7 @@ impl<F: ProverField> GpuProver<F> {
     }
 
     /// [`pcs`](Self::pcs) in p3-sumcheck's layout `L` (`SuffixProver` or `PrefixProver`).
-    pub fn pcs_in<L: Layout<F, EF<F>>, C: crate::WhirChallenger<F>>(
+    pub fn pcs_in<L: Layout<F, EF<F>>, C: crate::WhirChallenger<F> + p3_challenger::CanObserve<Commitment<F>>>(
         &self,
         config: p3_whir::parameters::WhirConfig<EF<F>, F, C>,
     ) -> Result<GpuWhirPcs<L, F, C>, ProverError> {
@@ -558,7 +558,11 @@ impl<F: ProverField> GpuProver<F> {
     }
 
     /// [`pcs_in`](Self::pcs_in) with the challenges in the extension `E` (degree 4, 5 or 8).
-    pub fn pcs_over<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: crate::WhirChallenger<F>>(
+    pub fn pcs_over<
+        L: Layout<F, E>,
+        E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>,
+        C: crate::WhirChallenger<F> + p3_challenger::CanObserve<Commitment<F>>,
+    >(
         &self,
         config: p3_whir::parameters::WhirConfig<E, F, C>,
     ) -> Result<crate::WhirPcs<GpuBackend<F>, L, F, E, C>, ProverError> {
@@ -567,7 +571,11 @@ impl<F: ProverField> GpuProver<F> {
 
     /// [`pcs_over`](Self::pcs_over) with Merkle leaves hashed by `leaf` (width 24: p3-whir's
     /// KoalaBear benchmark's `PaddingFreeSponge<Poseidon2KoalaBear<24>, 24, 16, 8>`).
-    pub fn pcs_hashing_leaves<L: Layout<F, E>, E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: crate::WhirChallenger<F>>(
+    pub fn pcs_hashing_leaves<
+        L: Layout<F, E>,
+        E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>,
+        C: crate::WhirChallenger<F> + p3_challenger::CanObserve<Commitment<F>>,
+    >(
         &self,
         config: p3_whir::parameters::WhirConfig<E, F, C>,
         leaf: LeafSponge,
@@ -576,13 +584,30 @@ impl<F: ProverField> GpuProver<F> {
         Ok(crate::WhirPcs::<GpuBackend<F>, L, F, E, C>::new(config, backend).with_options(self.driver))
     }
 
+    /// WHIR over Plonky3's Keccak configuration on this GPU (p3-whir's `WhirProver` with the
+    /// Keccak MMCS `MerkleTreeMmcs<F, u64, SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17,
+    /// 4>>, CompressionFunctionFromHasher<.., 2, 4>, 2, 4>`, resident as [`pcs_over`](Self::pcs_over)
+    /// is): over a Keccak challenger (`SerializingChallenger32<F, GpuKeccakHash<F>>`, whose grinds
+    /// run on the GPU, or Plonky3's own), its proofs `WhirProver`'s, byte for byte where the
+    /// grinder returns the smallest witness.
+    pub fn keccak_pcs_over<L, E, C>(&self, config: p3_whir::parameters::WhirConfig<E, F, C>) -> Result<crate::GpuKeccakWhirPcs<L, F, E, C>, ProverError>
+    where
+        L: Layout<F, E>,
+        E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>,
+        C: crate::WhirChallenger<F> + p3_challenger::CanObserve<p3_merkle_tree::MerkleCap<F, whir_gpu::KeccakDigest>>,
+    {
+        let merkle = Arc::new(GpuMerkle::new(self.merkle.poseidon2().clone()).with_keccak());
+        let backend = GpuBackend::<F, whir_gpu::KeccakDigest>::over(self.ntt.clone(), merkle)?;
+        Ok(crate::WhirPcs::new(config, backend).with_options(self.driver))
+    }
+
     /// Zero-knowledge WHIR on this GPU for `config` (p3-whir's `HidingWhirPcs`, resident:
     /// see [`GpuHidingPcs`](crate::GpuHidingPcs)), its Merkle leaves hashed by `leaf`, its masks
     /// forked from `rng`.
     pub fn hiding_pcs<E, C, R>(&self, config: p3_whir::ZkWhirConfig<E, F, C>, leaf: LeafSponge, rng: R) -> Result<crate::GpuHidingPcs<F, E, C, R>, ProverError>
     where
         E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField,
-        C: crate::WhirChallenger<F>,
+        C: crate::WhirChallenger<F> + p3_challenger::CanObserve<Commitment<F>>,
         R: rand::CryptoRng,
         rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
     {

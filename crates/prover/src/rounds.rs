@@ -9,7 +9,7 @@ use p3_sumcheck::transcript::{ProverTranscript, SumcheckShape};
 use p3_sumcheck::SumcheckData;
 use p3_whir::{QueryOpenings, SharedProofOpening, WhirDomain, WhirQueryPoint};
 
-use crate::backend::{Backend, Paths};
+use crate::backend::Backend;
 use crate::claims::Stacking;
 use crate::error::ProverError;
 use crate::lookahead::{Lookahead, SpongeTranscript, WhirChallenger, SPONGE_WIDTH};
@@ -18,7 +18,7 @@ use crate::{ProverField, WhirExtension, EF};
 
 /// An opening in the proof's form: base-field rows for the first codeword, extension-field
 /// rows (from their base words) for the folded ones.
-pub(crate) fn query_openings<F: ProverField, E: WhirExtension<F>>(rows: Vec<Vec<F>>, proof: Paths<F>, base: bool) -> QueryOpenings<F, E, Paths<F>> {
+pub(crate) fn query_openings<F: ProverField, E: WhirExtension<F>, P>(rows: Vec<Vec<F>>, proof: P, base: bool) -> QueryOpenings<F, E, P> {
     if base {
         QueryOpenings::Base(SharedProofOpening { rows, proof })
     } else {

@@ -165,7 +165,11 @@ struct TablesRun<'a, F: ProverField, E: whir_prover::WhirExtension<F>, C> {
     exact: bool,
 }
 
-impl<F: ProverField, E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>, C: whir_prover::WhirChallenger<F>> TablesRun<'_, F, E, C>
+impl<
+        F: ProverField,
+        E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>,
+        C: whir_prover::WhirChallenger<F> + p3_challenger::CanObserve<whir_prover::Commitment<F>>,
+    > TablesRun<'_, F, E, C>
 where
     GpuProver<F>: Plonky3Pieces<F>,
 {
@@ -187,7 +191,7 @@ fn measure_tables<
     F: ProverField,
     E: whir_prover::WhirExtension<F> + whir_gpu::GpuExtension<F>,
     L: p3_sumcheck::layout::Layout<F, E>,
-    C: whir_prover::WhirChallenger<F>,
+    C: whir_prover::WhirChallenger<F> + p3_challenger::CanObserve<whir_prover::Commitment<F>>,
 >(
     run: &TablesRun<'_, F, E, C>,
     cell: &mut TablesCell,

@@ -17,6 +17,7 @@ use crate::breakdown::Step;
 use crate::error::ProverError;
 use crate::sumcheck::{SlotSet, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension};
+use whir_verifier::hash::CpuMmcs;
 use whir_verifier::hash::LeafSponge;
 
 /// The round and step the driver is in, shared by the codeword and sumcheck sides.
@@ -88,7 +89,8 @@ impl<A, B> ComparingBackend<A, B> {
     }
 }
 
-impl<F: ProverField, E: WhirExtension<F>, A: Backend<F, E>, B: Backend<F, E>> Backend<F, E> for ComparingBackend<A, B> {
+/// Over backends of Poseidon2 trees (`CpuMmcs`), whose roots and paths it compares.
+impl<F: ProverField, E: WhirExtension<F>, A: Backend<F, E, Mmcs = CpuMmcs<F>>, B: Backend<F, E, Mmcs = CpuMmcs<F>>> Backend<F, E> for ComparingBackend<A, B> {
     type Committed = (A::Committed, B::Committed);
     type Opening = (A::Opening, B::Opening);
     type Sumcheck = ComparingSumcheck<A::Sumcheck, B::Sumcheck>;
@@ -96,11 +98,13 @@ impl<F: ProverField, E: WhirExtension<F>, A: Backend<F, E>, B: Backend<F, E>> Ba
     type Transcript = A::Transcript;
 
     /// The candidate's (a reference hashing otherwise differs at the first root).
-    fn leaf_sponge(&self) -> LeafSponge {
+    type Mmcs = CpuMmcs<F>;
+
+    fn leaf_sponge(&self) -> Option<LeafSponge> {
         self.candidate.leaf_sponge()
     }
 
-    fn mmcs(&self) -> whir_verifier::hash::CpuMmcs<F> {
+    fn mmcs(&self) -> CpuMmcs<F> {
         self.candidate.mmcs()
     }
 

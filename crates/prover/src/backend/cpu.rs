@@ -60,8 +60,10 @@ impl<F: ProverField, E: WhirExtension<F>> Backend<F, E> for CpuBackend<F, E> {
     /// The twin plays nothing ahead: every transcript step on the caller's challenger.
     type Transcript = DuplexChallenger<F, F::Perm, 16, 8>;
 
-    fn leaf_sponge(&self) -> LeafSponge {
-        self.leaf
+    type Mmcs = CpuMmcs<F>;
+
+    fn leaf_sponge(&self) -> Option<LeafSponge> {
+        Some(self.leaf)
     }
 
     fn mmcs(&self) -> CpuMmcs<F> {

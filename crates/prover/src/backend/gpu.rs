@@ -1,6 +1,8 @@
 //! The GPU backend: `Backend` for whir-gpu's `GpuCodewords`, the message uploaded once and
 //! every step where the data lies, with the round head composed on the device after a root.
 
+use p3_commit::Mmcs;
+use p3_merkle_tree::MerkleCap;
 use p3_sumcheck::strategy::VariableOrder;
 use whir_gpu::{
     record::MessageLayout,
@@ -11,13 +13,14 @@ use whir_gpu::{
     transcript::{GrindAhead, GrindOffer, GrindState, InnerChallenger},
     CommittedCodeword, GpuChallenger, GpuCodewords, GpuGrinder, GpuSumcheck,
 };
+use whir_gpu::{CpuKeccakMmcs, KeccakDigest};
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
-use super::{randomness_rows, Backend, Blocks, OpenedRows};
+use super::{randomness_rows, Backend, Blocks, OpenedRows, PathsOf};
 use crate::breakdown::{step_label, Step};
 use crate::error::ProverError;
 use crate::lookahead::{duplex_words, GrindClock, Lookahead, LookaheadLink, MaskedWires, PlayedRound, TranscriptState};
-use crate::lookahead::{HidingRoundHead, PlayedGrind, PlayedHead, RoundHead, SpongeTranscript, SpongeWords, WhirChallenger, SPONGE_WIDTH};
+use crate::lookahead::{HidingRoundHead, NoTranscript, PlayedGrind, PlayedHead, RoundHead, SpongeTranscript, SpongeWords, WhirChallenger, SPONGE_WIDTH};
 use crate::sumcheck::{SlotSet, SumcheckState};
 use crate::{Commitment, ProverField, WhirExtension};
 use p3_challenger::{CanObserve, CanSampleUniformBits, FieldChallenger, GrindingChallenger};
@@ -28,41 +31,109 @@ use std::any::Any;
 use std::sync::Arc;
 
 /// The GPU backend: whir-gpu's codewords (an NTT and a Merkle tree builder on one context) with
-/// the sumcheck, the round heads and the transcript played where the data lies.
-pub type GpuBackend<F = p3_baby_bear::BabyBear> = GpuCodewords<F>;
+/// the sumcheck, the round heads and the transcript played where the data lies; its trees hash
+/// with Poseidon2 (digests `[F; 8]`, the default) or Keccak (`GpuBackend<F, KeccakDigest>` over a
+/// `GpuMerkle::with_keccak` builder).
+pub type GpuBackend<F = p3_baby_bear::BabyBear, D = [F; 8]> = GpuCodewords<F, D>;
 
-/// The GPU's codewords over the degree-4, 5 and 8 extensions (`E` decides the sumcheck's
-/// tables and the width of a folded codeword's rows).
-impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F, E> for GpuCodewords<F> {
-    type Committed = CommittedCodeword<F>;
-    type Sumcheck = GpuSumcheck<F, E>;
+/// A digest the GPU backend's trees give ([`whir_gpu::TreeDigest`]), with what its proofs
+/// verify with: Poseidon2's `[F; 8]` (`CpuMmcs`, the transcript continued on the device) or
+/// Keccak's `[u64; 4]` (`CpuKeccakMmcs`: Plonky3's Keccak configuration, whose transcript is
+/// the host's Keccak challenger).
+pub trait GpuDigest<F: ProverField>: whir_gpu::TreeDigest {
+    /// Plonky3's MMCS over this digest.
+    type Mmcs: Mmcs<F, Commitment = MerkleCap<F, Self>> + Clone + Send + Sync;
+    /// The challenger a backend of these trees continues a caller's sponge on.
+    type Transcript: SpongeTranscript<F> + CanObserve<MerkleCap<F, Self>>;
+    /// Whether the device plays transcript steps after a root (round heads): Poseidon2's
+    /// duplex only.
+    const DEVICE_SPONGE: bool;
+
+    /// The MMCS hashing as `codewords` hash.
+    fn mmcs(codewords: &GpuCodewords<F, Self>) -> Self::Mmcs;
+    /// The leaf sponge, where leaves hash with Poseidon2.
+    fn leaf_sponge(codewords: &GpuCodewords<F, Self>) -> Option<LeafSponge>;
+    /// The pruned multi-proof of these sibling digests.
+    fn paths(siblings: Vec<Self>) -> <Self::Mmcs as Mmcs<F>>::MultiProof;
+    /// A challenger continuing the sponge `words` on `codewords`' device, where there is one.
+    fn device_transcript(codewords: &GpuCodewords<F, Self>, words: SpongeWords<F>) -> Option<Self::Transcript>;
+}
+
+/// Poseidon2 trees: the verifier's `CpuMmcs` over the constants the GPU permutations hold.
+impl<F: ProverField> GpuDigest<F> for [F; 8]
+where
+    GpuChallenger<F>: SpongeTranscript<F> + CanObserve<MerkleCap<F, [F; 8]>>,
+{
+    type Mmcs = CpuMmcs<F>;
     type Transcript = GpuChallenger<F>;
+    const DEVICE_SPONGE: bool = true;
 
-    fn leaf_sponge(&self) -> LeafSponge {
-        self.merkle().leaf_sponge()
-    }
-
-    /// Over the constants the GPU permutations hold.
-    fn mmcs(&self) -> CpuMmcs<F> {
-        let merkle = self.merkle();
+    fn mmcs(codewords: &GpuCodewords<F, Self>) -> CpuMmcs<F> {
+        let merkle = codewords.merkle();
         whir_verifier::hash::cpu_mmcs_over::<F>(merkle.poseidon2().constants().to_cpu(), merkle.wide_leaves().map(|w| w.constants().to_cpu()), 0)
     }
-
+    fn leaf_sponge(codewords: &GpuCodewords<F, Self>) -> Option<LeafSponge> {
+        Some(codewords.merkle().leaf_sponge())
+    }
+    fn paths(siblings: Vec<Self>) -> PrunedMerklePaths<F, 8> {
+        PrunedMerklePaths { sibling_hashes: siblings }
+    }
     /// The GPU's challenger over the width-16 permutation its trees hash with, with a grinder
     /// of its own (so runs in flight together never share one).
-    fn device_transcript(&self, words: SpongeWords<F>) -> Option<GpuChallenger<F>> {
-        let poseidon2 = self.merkle().poseidon2().clone();
+    fn device_transcript(codewords: &GpuCodewords<F, Self>, words: SpongeWords<F>) -> Option<GpuChallenger<F>> {
+        let poseidon2 = codewords.merkle().poseidon2().clone();
         let mut inner = whir_gpu::transcript::InnerChallenger::<F>::new(poseidon2.constants().to_cpu());
         (inner.sponge_state, inner.input_buffer, inner.output_buffer) = (words.state, words.inputs, words.outputs);
         Some(GpuChallenger::continuing(inner, Some(std::sync::Arc::new(whir_gpu::GpuGrinder::new(poseidon2)))))
     }
+}
+
+/// Keccak trees: Plonky3's Keccak MMCS; no sponge on the device.
+impl<F: ProverField> GpuDigest<F> for KeccakDigest {
+    type Mmcs = CpuKeccakMmcs<F>;
+    type Transcript = NoTranscript<F>;
+    const DEVICE_SPONGE: bool = false;
+
+    fn mmcs(_: &GpuCodewords<F, Self>) -> CpuKeccakMmcs<F> {
+        whir_gpu::GpuKeccakMmcs::<F>::new(None, 0).cpu().clone()
+    }
+    fn leaf_sponge(_: &GpuCodewords<F, Self>) -> Option<LeafSponge> {
+        None
+    }
+    fn paths(siblings: Vec<Self>) -> PrunedMerklePaths<u64, 4> {
+        PrunedMerklePaths { sibling_hashes: siblings }
+    }
+    fn device_transcript(_: &GpuCodewords<F, Self>, _: SpongeWords<F>) -> Option<NoTranscript<F>> {
+        None
+    }
+}
+
+/// The GPU's codewords over the degree-4, 5 and 8 extensions (`E` decides the sumcheck's
+/// tables and the width of a folded codeword's rows), their trees hashed as `D` says.
+impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>, D: GpuDigest<F>> Backend<F, E> for GpuCodewords<F, D> {
+    type Committed = CommittedCodeword<F>;
+    type Sumcheck = GpuSumcheck<F, E>;
+    type Transcript = D::Transcript;
+    type Mmcs = D::Mmcs;
+
+    fn leaf_sponge(&self) -> Option<LeafSponge> {
+        D::leaf_sponge(self)
+    }
+
+    fn mmcs(&self) -> D::Mmcs {
+        D::mmcs(self)
+    }
+
+    fn device_transcript(&self, words: SpongeWords<F>) -> Option<D::Transcript> {
+        D::device_transcript(self, words)
+    }
 
     /// The message is uploaded once: encoded, committed, and kept as the sumcheck's f.
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(MerkleCap<F, D>, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = message.len().trailing_zeros() as usize;
         let (committed, buffer) = self.commit_keep(message, width, log_inv_rate)?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
-        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+        Ok((MerkleCap::new(vec![committed.root_digest::<D>()?]), committed, sumcheck))
     }
 
     /// Each block written straight into staging memory on all cores, then as `commit_message`.
@@ -74,7 +145,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
         log_inv_rate: usize,
         order: VariableOrder,
         block: &Blocks<'_, F>,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    ) -> Result<(MerkleCap<F, D>, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = (blocks * block_len).trailing_zeros() as usize;
         let layout = match order {
             VariableOrder::Suffix => MessageLayout::Rows,
@@ -84,11 +155,11 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
             self.commit_blocks_keep(blocks, block_len, width, log_inv_rate, layout, |b, write| block(b, &mut |piece| write(whir_gpu::field::as_words(piece))))?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), buffer, vars)?;
         let sumcheck = if order == VariableOrder::Prefix { sumcheck.with_reversed_indices() } else { sumcheck };
-        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+        Ok((MerkleCap::new(vec![committed.root_digest::<D>()?]), committed, sumcheck))
     }
 
     /// Encodes f where the sumcheck left it: nothing crosses the bus but the root.
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(MerkleCap<F, D>, Self::Committed), ProverError> {
         self.commit_folded_with_head(sumcheck, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
     }
 
@@ -100,7 +171,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
         fold: usize,
         log_inv_rate: usize,
         head: Option<&RoundHead<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+    ) -> Result<(MerkleCap<F, D>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -110,12 +181,12 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
             Some(script) => commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?,
             None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
         };
-        Ok((Commitment::new(vec![committed.root()]), committed, played))
+        Ok((MerkleCap::new(vec![committed.root_digest::<D>()?]), committed, played))
     }
 
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
-        let committed = GpuCodewords::commit(self, message, width, log_inv_rate)?;
-        Ok((Commitment::new(vec![committed.root()]), committed))
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(MerkleCap<F, D>, Self::Committed), ProverError> {
+        let committed = GpuCodewords::<F, D>::commit(self, message, width, log_inv_rate)?;
+        Ok((MerkleCap::new(vec![committed.root_digest::<D>()?]), committed))
     }
 
     /// The polynomial is uploaded once: reordered, laid out with its randomness rows, encoded
@@ -126,11 +197,11 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
         randomness: &[F],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    ) -> Result<(MerkleCap<F, D>, Self::Committed, Self::Sumcheck), ProverError> {
         let vars = poly.len().trailing_zeros() as usize;
         let (committed, reversed) = self.commit_hiding_polynomial(poly, fold, &randomness_rows(randomness, 1 << fold)?, log_inv_rate)?;
         let sumcheck = GpuSumcheck::from_base(self.ntt().clone(), reversed, vars)?.with_reversed_indices();
-        Ok((Commitment::new(vec![committed.root()]), committed, sumcheck))
+        Ok((MerkleCap::new(vec![committed.root_digest::<D>()?]), committed, sumcheck))
     }
 
     /// f encoded where the sumcheck left it, its randomness rows uploaded beside it.
@@ -140,7 +211,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+    ) -> Result<(MerkleCap<F, D>, Self::Committed), ProverError> {
         self.commit_hiding_folded_with_head(sumcheck, randomness, fold, log_inv_rate, None).map(|(root, committed, _)| (root, committed))
     }
 
@@ -154,7 +225,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
         fold: usize,
         log_inv_rate: usize,
         head: Option<HidingRoundHead<'_, F, E>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+    ) -> Result<(MerkleCap<F, D>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
@@ -191,7 +262,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
             let committed = recorded.finish(&readback)?;
             Ok((committed, script.and_then(|s| finished_script(sumcheck, s, &readback))))
         })?;
-        Ok((Commitment::new(vec![committed.root()]), committed, played))
+        Ok((MerkleCap::new(vec![committed.root_digest::<D>()?]), committed, played))
     }
 
     /// Gathered on the GPU and left there: every opening of a proof is read back in one
@@ -220,12 +291,15 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
         );
     }
 
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F, PathsOf<F, D::Mmcs>>>, ProverError> {
         <Self as Backend<F, E>>::begin_reading_openings(self, openings)?()
     }
 
     /// One batch reads every opening; submitted here, waited for when the rows are asked for.
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(
+        &self,
+        openings: Vec<Self::Opening>,
+    ) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F, PathsOf<F, D::Mmcs>>>, ProverError> + '_>, ProverError> {
         let ctx = self.context();
         let mut batch = ctx.batch("codeword openings readback");
         let slots: Vec<RowsSlot> = openings.into_iter().map(|o| o.read(&mut batch)).collect();
@@ -235,8 +309,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
             slots
                 .into_iter()
                 .map(|slot| {
-                    let o = slot.finish::<F>(&readback)?;
-                    Ok((o.rows, PrunedMerklePaths { sibling_hashes: o.siblings }))
+                    let o = slot.finish_digests::<F, D>(&readback)?;
+                    Ok((o.rows, D::paths(o.siblings)))
                 })
                 .collect()
         }))
@@ -249,8 +323,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>> Backend<F,
 /// evaluated there, the query grind). The values come back with the root; None where the script
 /// could not be recorded or came back malformed: the protocol then plays those steps itself.
 #[allow(clippy::type_complexity)]
-fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>>(
-    codewords: &GpuCodewords<F>,
+fn commit_with_head<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>, D: GpuDigest<F>>(
+    codewords: &GpuCodewords<F, D>,
     sumcheck: &GpuSumcheck<F, E>,
     rows: usize,
     width: usize,

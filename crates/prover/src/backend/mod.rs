@@ -14,13 +14,14 @@
 //! proof are the upstream prover's, byte for byte (smallest-witness grinding on both sides).
 
 use crate::breakdown::Step;
+use p3_commit::Mmcs;
 use p3_merkle_tree::PrunedMerklePaths;
 use p3_sumcheck::strategy::VariableOrder;
 use p3_whir::PcsProof;
 use whir_verifier::hash::{CpuMmcs, LeafSponge};
 
 use crate::error::ProverError;
-use crate::{Commitment, ProverField, WhirExtension, EF};
+use crate::{ProverField, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
 mod compare;
@@ -29,21 +30,31 @@ mod gpu;
 
 pub use crate::claims::Stacking;
 pub use crate::lookahead::{
-    ConfigChallenger, GrindClock, HidingRoundHead, Lookahead, LookaheadLink, MaskedWire, MaskedWires, PlayedGrind, PlayedHead, PlayedRound, RoundHead,
-    SpongeTranscript, SpongeWords, TranscriptState, SPONGE_WIDTH,
+    ConfigChallenger, GrindClock, HidingRoundHead, Lookahead, LookaheadLink, MaskedWire, MaskedWires, NoTranscript, PlayedGrind, PlayedHead, PlayedRound,
+    RoundHead, SpongeTranscript, SpongeWords, TranscriptState, SPONGE_WIDTH,
 };
 pub use crate::sumcheck::{CpuSumcheck, SlotSet, SumcheckState};
 pub use compare::{ComparingBackend, ComparingSumcheck};
 pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;
 
-pub(crate) type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
+pub(crate) type Proof<F, E, M = CpuMmcs<F>> = PcsProof<F, E, M>;
+/// The commitment (a Merkle cap) of the MMCS `M`.
+pub type RootOf<F, M> = <M as Mmcs<F>>::Commitment;
+/// The pruned multi-proof of the MMCS `M`.
+pub type PathsOf<F, M> = <M as Mmcs<F>>::MultiProof;
+/// The commitment of a backend's proofs.
+pub type CommitmentOf<F, E, S> = RootOf<F, <S as Backend<F, E>>::Mmcs>;
+/// A commitment of the MMCS `M` and what the backend keeps of it (`C`).
+pub type Committing<F, M, C> = (RootOf<F, M>, C);
+/// Openings read back, each with its multi-proof of the MMCS `M`.
+pub type OpenedRowsOf<F, M> = Vec<OpenedRows<F, PathsOf<F, M>>>;
 /// A message given block by block: `blocks(b, write)` hands block b to `write` in one or more
 /// pieces ([`Backend::commit_message_blocks`]).
 pub type Blocks<'a, F = BabyBear> = dyn Fn(usize, &mut dyn FnMut(&[F])) + Sync + 'a;
 pub(crate) type Paths<F> = PrunedMerklePaths<F, 8>;
-/// Opened rows (base-field words) with their pruned multi-proof.
-pub type OpenedRows<F = BabyBear> = (Vec<Vec<F>>, Paths<F>);
+/// Opened rows (base-field words) with their pruned multi-proof (Poseidon2's by default).
+pub type OpenedRows<F = BabyBear, P = Paths<F>> = (Vec<Vec<F>>, P);
 
 /// The one backend trait of the WHIR protocol: its coarse steps, with what a backend keeps as
 /// associated types — a committed codeword ([`Committed`](Self::Committed)), an opening not yet
@@ -62,16 +73,21 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// A committed codeword and whatever its openings need.
     type Committed;
 
-    /// How the commitments hash Merkle leaves (a proof's `Params::leaf` must be the same).
-    fn leaf_sponge(&self) -> LeafSponge;
+    /// Plonky3's MMCS whose commitments and multi-proofs these steps make (`MerkleTreeMmcs`
+    /// over Poseidon2 or over Keccak): what their proofs verify with.
+    type Mmcs: Mmcs<F> + Clone + Send + Sync;
 
-    /// Plonky3's MMCS hashing as these steps hash (their Poseidon2 constants, their leaf
-    /// sponge): what their proofs verify with.
-    fn mmcs(&self) -> CpuMmcs<F>;
+    /// How the commitments hash Merkle leaves where they hash them with Poseidon2 (a proof's
+    /// `Params::leaf` must be the same); None for other hashes.
+    fn leaf_sponge(&self) -> Option<LeafSponge>;
+
+    /// Plonky3's MMCS hashing as these steps hash (their constants, their leaf sponge): what
+    /// their proofs verify with.
+    fn mmcs(&self) -> Self::Mmcs;
 
     /// Encodes `message` (rows of `width` words, a power-of-two number of them) at rate
     /// 2^-log_inv_rate and commits to the codeword's rows.
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError>;
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<Committing<F, Self::Mmcs, Self::Committed>, ProverError>;
 
     /// An opening made by [`open`](Self::open), read by [`read_openings`](Self::read_openings).
     type Opening;
@@ -82,13 +98,16 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError>;
 
     /// The rows and pruned multi-proofs of `openings`, in order.
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError>;
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<OpenedRowsOf<F, Self::Mmcs>, ProverError>;
 
     /// [`read_openings`](Self::read_openings) in two halves: what is returned gives the rows
     /// when called, and where the backend can, their readback is already under way (the GPU's:
     /// submitted, waited for only then), so other work waited for in between covers it.
     #[allow(clippy::type_complexity)]
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(
+        &self,
+        openings: Vec<Self::Opening>,
+    ) -> Result<Box<dyn FnOnce() -> Result<OpenedRowsOf<F, Self::Mmcs>, ProverError> + '_>, ProverError> {
         let rows = self.read_openings(openings)?;
         Ok(Box::new(move || Ok(rows)))
     }
@@ -99,7 +118,8 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     /// [`commit`](Self::commit) of the first message, which then becomes the sumcheck's f
     /// (with w = 0): the claim phase evaluates it and the initial fold folds it in place.
     #[allow(clippy::type_complexity)]
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError>;
+    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize)
+        -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Self::Sumcheck), ProverError>;
 
     /// [`commit_message`](Self::commit_message) of a table of `blocks` blocks of `block_len`
     /// values, given block by block (`block(b, write)` hands block b to `write` in pieces), e.g.
@@ -119,7 +139,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         log_inv_rate: usize,
         order: VariableOrder,
         block: &Blocks<'_, F>,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Self::Sumcheck), ProverError> {
         if order != VariableOrder::Suffix {
             return Err(ProverError::Input("this backend commits suffix-order messages only".into()));
         }
@@ -129,7 +149,8 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
 
     /// Encodes the sumcheck's current f (rows of 2^fold extension elements) at rate
     /// 2^-log_inv_rate and commits to it, as `commit` does its message.
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError>;
+    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize)
+        -> Result<Committing<F, Self::Mmcs, Self::Committed>, ProverError>;
 
     /// [`commit_folded`](Self::commit_folded), and the transcript steps after the commitment
     /// that `head` describes played where f lies: the values they found, or None where these
@@ -141,7 +162,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         fold: usize,
         log_inv_rate: usize,
         head: Option<&RoundHead<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_folded(sumcheck, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -152,7 +173,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
 
     /// The challenger these steps continue a caller's duplex sponge on
     /// ([`device_transcript`](Self::device_transcript)).
-    type Transcript: SpongeTranscript<F>;
+    type Transcript: SpongeTranscript<F> + p3_challenger::CanObserve<RootOf<F, Self::Mmcs>>;
 
     /// A challenger of these steps that continues a duplex sponge from `words`, grinding and
     /// playing ahead where the data lies (the protocol hands it a caller's challenger's
@@ -176,7 +197,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         randomness: &[F],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError>;
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Self::Sumcheck), ProverError>;
 
     /// Commits the sumcheck's current f as a hiding round's oracle: rows of 2^fold extension
     /// elements in prefix order, `randomness` (limb-major, extension elements) as rows after
@@ -187,7 +208,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed), ProverError>;
+    ) -> Result<Committing<F, Self::Mmcs, Self::Committed>, ProverError>;
 
     /// [`commit_hiding_folded`](Self::commit_hiding_folded), and the transcript steps after the
     /// commitment that `head` describes played where f lies: the values they found, or None
@@ -200,7 +221,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         fold: usize,
         log_inv_rate: usize,
         head: Option<HidingRoundHead<'_, F, E>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)?;
         Ok((root, committed, None))
@@ -230,8 +251,11 @@ fn gather_blocks<F: ProverField>(blocks: usize, block_len: usize, block: &Blocks
 }
 
 /// An error unless a backend hashing leaves with `hashed` makes the proofs of parameters asking
-/// for `params`.
-pub(crate) fn check_leaf_sponge(hashed: LeafSponge, params: LeafSponge) -> Result<(), ProverError> {
+/// for `params` (a backend that hashes leaves with another hash than Poseidon2 passes).
+pub(crate) fn check_leaf_sponge(hashed: Option<LeafSponge>, params: LeafSponge) -> Result<(), ProverError> {
+    let Some(hashed) = hashed else {
+        return Ok(());
+    };
     if hashed != params {
         return Err(ProverError::Input(format!(
             "the parameters ask for Merkle leaves hashed with Poseidon2 of width {}, but this backend hashes them with width {} \
@@ -249,28 +273,37 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
     type Opening = S::Opening;
     type Sumcheck = S::Sumcheck;
     type Transcript = S::Transcript;
+    type Mmcs = S::Mmcs;
 
-    fn leaf_sponge(&self) -> LeafSponge {
+    fn leaf_sponge(&self) -> Option<LeafSponge> {
         (**self).leaf_sponge()
     }
-    fn mmcs(&self) -> CpuMmcs<F> {
+    fn mmcs(&self) -> S::Mmcs {
         (**self).mmcs()
     }
 
-    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+    fn commit(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<Committing<F, Self::Mmcs, Self::Committed>, ProverError> {
         (**self).commit(message, width, log_inv_rate)
     }
     fn open(&self, committed: &Self::Committed, indices: &[usize]) -> Result<Self::Opening, ProverError> {
         (**self).open(committed, indices)
     }
-    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<Vec<OpenedRows<F>>, ProverError> {
+    fn read_openings(&self, openings: Vec<Self::Opening>) -> Result<OpenedRowsOf<F, Self::Mmcs>, ProverError> {
         (**self).read_openings(openings)
     }
     #[allow(clippy::type_complexity)]
-    fn begin_reading_openings(&self, openings: Vec<Self::Opening>) -> Result<Box<dyn FnOnce() -> Result<Vec<OpenedRows<F>>, ProverError> + '_>, ProverError> {
+    fn begin_reading_openings(
+        &self,
+        openings: Vec<Self::Opening>,
+    ) -> Result<Box<dyn FnOnce() -> Result<OpenedRowsOf<F, Self::Mmcs>, ProverError> + '_>, ProverError> {
         (**self).begin_reading_openings(openings)
     }
-    fn commit_message(&self, message: &[F], width: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    fn commit_message(
+        &self,
+        message: &[F],
+        width: usize,
+        log_inv_rate: usize,
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_message(message, width, log_inv_rate)
     }
     fn commit_message_blocks(
@@ -281,10 +314,15 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
         log_inv_rate: usize,
         order: VariableOrder,
         block: &Blocks<'_, F>,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_message_blocks(blocks, block_len, width, log_inv_rate, order, block)
     }
-    fn commit_folded(&self, sumcheck: &mut Self::Sumcheck, fold: usize, log_inv_rate: usize) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+    fn commit_folded(
+        &self,
+        sumcheck: &mut Self::Sumcheck,
+        fold: usize,
+        log_inv_rate: usize,
+    ) -> Result<Committing<F, Self::Mmcs, Self::Committed>, ProverError> {
         (**self).commit_folded(sumcheck, fold, log_inv_rate)
     }
     fn commit_folded_with_head(
@@ -293,7 +331,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
         fold: usize,
         log_inv_rate: usize,
         head: Option<&RoundHead<F>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         (**self).commit_folded_with_head(sumcheck, fold, log_inv_rate, head)
     }
     fn enter_step(&self, round: usize, step: Step) {
@@ -308,7 +346,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
         randomness: &[F],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed, Self::Sumcheck), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Self::Sumcheck), ProverError> {
         (**self).commit_hiding_message(poly, randomness, fold, log_inv_rate)
     }
     fn commit_hiding_folded(
@@ -317,7 +355,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-    ) -> Result<(Commitment<F>, Self::Committed), ProverError> {
+    ) -> Result<Committing<F, Self::Mmcs, Self::Committed>, ProverError> {
         (**self).commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)
     }
     fn commit_hiding_folded_with_head(
@@ -327,7 +365,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
         fold: usize,
         log_inv_rate: usize,
         head: Option<HidingRoundHead<'_, F, E>>,
-    ) -> Result<(Commitment<F>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
+    ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         (**self).commit_hiding_folded_with_head(sumcheck, randomness, fold, log_inv_rate, head)
     }
 }

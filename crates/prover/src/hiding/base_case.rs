@@ -10,6 +10,7 @@ use p3_whir::{BaseCaseZkConfig, BaseCaseZkProof, BlindedMask, MaskOpeningPair, Q
 use p3_zk_codes::{ZkEncoding, ZkEncodingWithRandomness};
 use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
+use whir_verifier::hash::CpuMmcs;
 
 use super::batch::Masks;
 use super::{beside_host_work, closed, ExtMmcs, HidingChallenger, MaskData};
@@ -116,7 +117,7 @@ pub(super) fn prove_base_case<F, E, S, K, C>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
     K: HidingChallenger<F>,
     C: HidingChallenger<F>,
     StandardUniform: Distribution<E>,
@@ -183,7 +184,7 @@ where
 
 /// The base case's fresh values, committed: the fresh message and randomness with their
 /// codeword, and per mask group a blind per member with the group's oracle.
-struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
+struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
     message: Vec<E>,
     randomness: Vec<E>,
     main: (Commitment<F>, S::Committed),
@@ -200,7 +201,7 @@ fn commit_fresh<F, E, S>(base: &BaseCaseZkConfig<F>, backend: &S, mmcs: &ExtMmcs
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
     StandardUniform: Distribution<E>,
 {
     let code = &base.code;
@@ -239,7 +240,7 @@ fn open_spot_checks<F, E, S, C>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
     C: HidingChallenger<F>,
 {
     let positions = transcript.source_queries();
@@ -261,7 +262,7 @@ where
         let (Some((source_rows, source_proof)), Some((rows, proof))) = (read.next(), read.next()) else {
             return Err(ProverError::Input("the base case's two openings were not both read back".into()));
         };
-        let source_openings = query_openings::<F, E>(source_rows, source_proof, source_base);
+        let source_openings = query_openings::<F, E, _>(source_rows, source_proof, source_base);
         Ok((source_openings, SharedProofOpening { rows: rows.into_iter().map(E::reconstitute_from_base).collect(), proof }))
     };
     let started = std::time::Instant::now();

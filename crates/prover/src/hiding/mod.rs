@@ -169,7 +169,7 @@ pub(crate) fn commit_hiding<F, E, S, C, R>(
 where
     F: ProverField,
     E: WhirExtension<F>,
-    S: Backend<F, E>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
     C: HidingChallenger<F>,
     R: CryptoRng,
     StandardUniform: Distribution<F>,
@@ -186,7 +186,7 @@ pub(crate) type HidingCommitment<F, E, S> = (Commitment<F>, Committed<F, E, S>);
 /// What an open needs of a commitment: the oracle, the sumcheck holding the witness, the
 /// randomness rows' values, and the shape it was committed in (checked against the
 /// configuration that opens it).
-pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
+pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
     pub committed: S::Committed,
     pub sumcheck: S::Sumcheck,
     pub randomness: Vec<F>,
@@ -227,9 +227,9 @@ pub(crate) fn prove_hiding<F, E, S, K, C, R>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
     K: HidingChallenger<F>,
-    C: WhirChallenger<F>,
+    C: WhirChallenger<F> + CanObserve<Commitment<F>>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -287,7 +287,7 @@ fn closed<T, D>(driver: D, played: Result<T, ProverError>, finish: impl FnOnce(D
 }
 
 /// What a hiding run carries from step to step.
-struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
+struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
     /// f (the folded message) and w (the source side's weights) where the backend keeps them.
     sumcheck: S::Sumcheck,
     /// Σ f·w.
@@ -309,7 +309,7 @@ struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
 }
 
 /// A round's next oracle and switch mask, committed ([`HidingRun::commit_round`]).
-struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
+struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
     root: Commitment<F>,
     committed: S::Committed,
     /// The next oracle's randomness.
@@ -343,7 +343,7 @@ impl<F, E, S, K> HidingRun<'_, F, E, S, K>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
     K: HidingChallenger<F>,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -359,7 +359,7 @@ where
 
     /// The whole opening: the first masked batch, the code-switching rounds (each ending in
     /// its masked batch), the masked base case.
-    fn play<C: WhirChallenger<F>, R: CryptoRng>(
+    fn play<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
@@ -377,7 +377,7 @@ where
     }
 
     /// The initial relation (W = Σ α^i eq(z_i, ·), claim Σ α^i v_i) and its masked batch.
-    fn first_batch<C: WhirChallenger<F>, R: CryptoRng>(
+    fn first_batch<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
@@ -440,7 +440,7 @@ where
     /// One code-switching round: the folded message committed as the next oracle beside its
     /// switch mask, the private out-of-domain answers, the old oracle's rows opened and folded
     /// at the queries, the constraints they make, and the round's masked batch.
-    fn round<C: WhirChallenger<F>, R: CryptoRng>(
+    fn round<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         run: &mut Run<F, E, S>,
@@ -570,7 +570,7 @@ where
     }
 
     /// The masked base case over the virtual folded oracle.
-    fn base_case<C: WhirChallenger<F>, R: CryptoRng>(
+    fn base_case<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         run: &mut Run<F, E, S>,
@@ -608,7 +608,7 @@ where
         let opening = self.backend.open(&oracle.committed, indices)?;
         let (rows, proof) = self.backend.read_openings(vec![opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
         let point = Point::new(gammas.to_vec());
-        let openings = query_openings::<F, E>(rows, proof, oracle.base);
+        let openings = query_openings::<F, E, _>(rows, proof, oracle.base);
         let folded = match &openings {
             QueryOpenings::Base(SharedProofOpening { rows, .. }) => rows.iter().map(|row| Poly::new(row.clone()).eval_base(&point)).collect(),
             QueryOpenings::Extension(SharedProofOpening { rows, .. }) => rows.iter().map(|row| Poly::new(row.clone()).eval_ext::<F>(&point)).collect(),

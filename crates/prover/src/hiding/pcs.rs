@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 
 use crate::backend::GpuBackend;
+use p3_challenger::CanObserve;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_field::TwoAdicField;
@@ -58,7 +59,7 @@ pub type CpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng>
 
 /// What a hiding commitment keeps until it is opened: the oracle, the polynomial as the
 /// sumcheck's f (on the GPU for [`GpuHidingPcs`]) and its randomness rows.
-pub struct HidingProverData<S: Backend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+pub struct HidingProverData<S: Backend<F, E, Mmcs = CpuMmcs<F>>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     inner: Committed<F, E, S>,
 }
 
@@ -66,8 +67,8 @@ impl<S, F, E, C, R> HidingPcs<S, F, E, C, R>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
-    C: WhirChallenger<F>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
+    C: WhirChallenger<F> + CanObserve<Commitment<F>>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
@@ -161,8 +162,8 @@ impl<S, F, E, C, R> MultilinearPcs<E, C> for HidingPcs<S, F, E, C, R>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E>,
-    C: WhirChallenger<F>,
+    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
+    C: WhirChallenger<F> + CanObserve<Commitment<F>>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
 {
