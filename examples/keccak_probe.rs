@@ -148,6 +148,17 @@ fn whir(ctx: &Arc<GpuContext>, log: usize, reps: usize, rng: &mut StdRng) {
         gpu_ms = gpu_ms.min(ms(t));
         last = Some((commitment, proof));
     }
+    // Where one resident proof spends its time, step by step (host wall time, all rounds).
+    {
+        use whir_wgpu::prover::times::Step;
+        let mut ch = Ours::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
+        let t = Instant::now();
+        let (_, data) = resident.commit(witness(), &mut ch).expect("commit");
+        let commit_ms = ms(t);
+        let (_, times) = resident.open_timed(data, &protocol(), None, &mut ch).expect("open");
+        let steps: Vec<String> = Step::ALL.iter().map(|&s| format!("{} {:.1}", s.name(), times.breakdown.total(s).wall.as_secs_f64() * 1e3)).collect();
+        println!("  resident Keccak proof: commit {commit_ms:.1} ms, open {:.1} ms: {}", (times.commit + times.open + times.pow + times.other).as_secs_f64() * 1e3, steps.join(", "));
+    }
     let (commitment, proof) = last.expect("a proof");
     let bytes = postcard::to_allocvec(&proof).expect("serialize");
     let (resident_commitment, resident_proof) = resident_last.expect("a resident proof");
