@@ -130,34 +130,54 @@ fn whir(ctx: &Arc<GpuContext>, log: usize, reps: usize, rng: &mut StdRng) {
     let mut last = None;
     let mut resident_last = None;
     for _ in 0..reps {
+        let input = witness();
         let t = Instant::now();
         let mut ch = Ours::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
-        let (commitment, data) = resident.commit(witness(), &mut ch).expect("commit");
+        let (commitment, data) = resident.commit(input, &mut ch).expect("commit");
         let proof = resident.open(data, protocol(), &mut ch).expect("open");
         resident_ms = resident_ms.min(ms(t));
         resident_last = Some((commitment, proof));
+        let input = witness();
         let t = Instant::now();
         let mut ch = Stock::from_hasher(vec![], Keccak256Hash);
-        let (_, data) = stock.commit(witness(), &mut ch).expect("commit");
+        let (_, data) = stock.commit(input, &mut ch).expect("commit");
         drop(stock.open(data, protocol(), &mut ch).expect("open"));
         stock_ms = stock_ms.min(ms(t));
+        let input = witness();
         let t = Instant::now();
         let mut ch = Ours::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
-        let (commitment, data) = gpu.commit(witness(), &mut ch).expect("commit");
+        let (commitment, data) = gpu.commit(input, &mut ch).expect("commit");
         let proof = gpu.open(data, protocol(), &mut ch).expect("open");
         gpu_ms = gpu_ms.min(ms(t));
         last = Some((commitment, proof));
     }
-    // Where one resident proof spends its time, step by step (host wall time, all rounds).
+    // Where one resident proof spends its time: host wall time of each step (all rounds), and
+    // the GPU time of its kernels (dispatch profile: each dispatch timed, so slower than the
+    // runs above).
     {
         use whir_wgpu::prover::times::Step;
         let mut ch = Ours::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
+        let input = witness();
         let t = Instant::now();
-        let (_, data) = resident.commit(witness(), &mut ch).expect("commit");
+        let (_, data) = resident.commit(input, &mut ch).expect("commit");
         let commit_ms = ms(t);
+        let t = Instant::now();
         let (_, times) = resident.open_timed(data, &protocol(), None, &mut ch).expect("open");
+        let open_ms = ms(t);
         let steps: Vec<String> = Step::ALL.iter().map(|&s| format!("{} {:.1}", s.name(), times.breakdown.total(s).wall.as_secs_f64() * 1e3)).collect();
-        println!("  resident Keccak proof: commit {commit_ms:.1} ms, open {:.1} ms: {}", (times.commit + times.open + times.pow + times.other).as_secs_f64() * 1e3, steps.join(", "));
+        println!("  resident Keccak proof: commit {commit_ms:.1} ms, open {open_ms:.1} ms: {}", steps.join(", "));
+        let profiler = ctx.profiler();
+        if profiler.begin_dispatches() {
+            let mut ch = Ours::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
+            let (_, data) = resident.commit(witness(), &mut ch).expect("commit");
+            drop(resident.open(data, protocol(), &mut ch).expect("open"));
+            if let Ok(Some(mut spans)) = profiler.end_dispatches() {
+                spans.sort_by_key(|s| std::cmp::Reverse(s.gpu));
+                let total: f64 = spans.iter().map(|s| s.gpu.as_secs_f64() * 1e3).sum();
+                let top: Vec<String> = spans.iter().take(8).map(|s| format!("{} {:.2} ms ({}x)", s.kernel, s.gpu.as_secs_f64() * 1e3, s.dispatches)).collect();
+                println!("  its kernels: {total:.1} ms of GPU time; {}", top.join(", "));
+            }
+        }
     }
     let (commitment, proof) = last.expect("a proof");
     let bytes = postcard::to_allocvec(&proof).expect("serialize");

@@ -21,7 +21,6 @@ use p3_sumcheck::layout::{Layout, PrefixProver, SuffixProver, Table};
 use p3_whir::{PcsProof, WhirConfig, WhirProver};
 use rand::distr::{Distribution, StandardUniform};
 use rand::RngExt;
-use whir_wgpu::gpu::field::GpuField;
 use whir_wgpu::gpu::{CpuKeccakMmcs, GpuDft, GpuKeccak, GpuKeccakHash, GpuKeccakMmcs, GpuNtt};
 use whir_wgpu::prover::GpuWhirDomain;
 
@@ -33,7 +32,7 @@ type OurChallenger<F> = SerializingChallenger32<F, GpuKeccakHash<F>>;
 /// challenger's; the stock verifier accepts it, and a flipped byte is refused.
 fn check<F, L>(keccak: &GpuKeccak, rng: &mut rand::rngs::StdRng)
 where
-    F: GpuField + p3_challenger::fs::TranscriptField + Ord + p3_field::extension::HasTwoAdicBinomialExtension<4>,
+    F: whir_wgpu::gpu::Poseidon2Field + p3_challenger::fs::TranscriptField + Ord + p3_field::extension::HasTwoAdicBinomialExtension<4>,
     GpuWhirDomain<F>: p3_whir::WhirDomain<F, BinomialExtensionField<F, 4>>,
     L: Layout<F, BinomialExtensionField<F, 4>>,
     StandardUniform: Distribution<F>,

@@ -138,70 +138,6 @@ macro_rules! gpu_mmcs_for {
                 &self.cpu
             }
 
-            fn gpu_commit<M: Matrix<$F>>(&self, gpu: &GpuMerkle<$F>, matrices: &[M]) -> Result<GpuMerkleTree<$F>> {
-                let ctx = gpu.poseidon2().context().clone();
-                // Matrices of one height hash as one leaf, their rows concatenated in batch order;
-                // groups go tallest first (Plonky3 sorts stably by height).
-                let mut order: Vec<usize> = (0..matrices.len()).collect();
-                order.sort_by_key(|&i| std::cmp::Reverse(matrices[i].height()));
-                let groups: Vec<Vec<usize>> = order.chunk_by(|&a, &b| matrices[a].height() == matrices[b].height()).map(|g| g.to_vec()).collect();
-                // Rows too wide for the adapter: say so before uploading anything.
-                let mut plans = Vec::with_capacity(groups.len());
-                for g in &groups {
-                    let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
-                    crate::field::matrix_bytes(h, w)?;
-                    plans.push((h, w, gpu.rows_per_chunk(w)?));
-                }
-                ctx.scoped("Merkle commit", || {
-                    let started = std::time::Instant::now();
-                    let mut batch = ctx.batch("merkle commit");
-                    // Each group's rows in chunks of at most one binding (one chunk where it fits),
-                    // back to the pool with the batch.
-                    let mut uploads: Vec<Vec<(wgpu::Buffer, usize, usize)>> = Vec::with_capacity(groups.len());
-                    for (g, &(h, w, per_chunk)) in groups.iter().zip(&plans) {
-                        let mut chunks = Vec::new();
-                        for first in (0..h).step_by(per_chunk) {
-                            let count = per_chunk.min(h - first);
-                            // Rows go straight into staging memory, on all cores.
-                            let rows = ctx.upload_rows("merkle matrices", count, w, |r, write| {
-                                for &i in g {
-                                    write_matrix_row(&matrices[i], first + r, write);
-                                }
-                            })?;
-                            batch.lend(rows.clone());
-                            chunks.push((rows, first, count));
-                        }
-                        uploads.push(chunks);
-                    }
-                    let uploaded = started.elapsed();
-                    let spec = TreeSpec::new(plans[0].0, plans[0].1);
-                    let recorded = match uploads.as_slice() {
-                        // One matrix of power-of-two height in one buffer: the fused leaf-level kernel.
-                        [one] if one.len() == 1 && plans[0].0.is_power_of_two() => gpu.record_tree(&mut batch, TreeRows::Matrix(&one[0].0), spec)?,
-                        _ => {
-                            let groups: Vec<RowGroup<'_>> = uploads
-                                .iter()
-                                .zip(&plans)
-                                .map(|(chunks, &(height, width, _))| RowGroup {
-                                    chunks: chunks.iter().map(|(rows, first, count)| RowChunk { rows, first: *first, count: *count }).collect(),
-                                    height,
-                                    width,
-                                })
-                                .collect();
-                            gpu.record_tree(&mut batch, TreeRows::Groups(&groups), spec)?
-                        }
-                    };
-                    let readback = ctx.run(batch)?;
-                    tracing::debug!(
-                        matrices = matrices.len(),
-                        upload_ms = uploaded.as_secs_f64() * 1e3,
-                        total_ms = started.elapsed().as_secs_f64() * 1e3,
-                        "GPU Merkle commit"
-                    );
-                    recorded.finish(&readback)
-                })
-            }
-
             /// [`Mmcs::commit`] with errors for the batches Plonky3 refuses (no matrix, no rows, a
             /// height off the ladder, a cap that is not a power of two) instead of its panics.
             #[allow(clippy::type_complexity)]
@@ -222,7 +158,7 @@ macro_rules! gpu_mmcs_for {
                     }
                 }
                 if let Some(gpu) = &self.gpu {
-                    match self.gpu_commit(gpu, &inputs) {
+                    match commit_matrices(gpu, &inputs) {
                         Ok(tree) => match self.gpu_cap(&tree) {
                             Ok((cap, cap_height)) => return Ok((MerkleCap::new(cap), GpuProverData::Gpu { matrices: inputs, tree, cap_height })),
                             Err(e) => tracing::warn!("GPU Merkle cap readback failed, committing on the CPU: {e}"),
@@ -362,6 +298,75 @@ macro_rules! gpu_mmcs_for {
             }
         }
     };
+}
+
+/// Plonky3's tree over a batch of matrices (`MerkleTree::new`'s: heights on its ladder, any
+/// widths), committed on `gpu` (Poseidon2 or Keccak, as it hashes) in one submission: each
+/// height's rows uploaded in chunks of at most one binding (straight into staging memory, on all
+/// cores), one matrix of power-of-two height through the fused leaf-level kernel. The batch is
+/// the caller's to check ([`check_batch_heights`]).
+pub(crate) fn commit_matrices<F: Poseidon2Field, M: Matrix<F>>(gpu: &GpuMerkle<F>, matrices: &[M]) -> Result<GpuMerkleTree<F>> {
+    let ctx = gpu.poseidon2().context().clone();
+    // Matrices of one height hash as one leaf, their rows concatenated in batch order;
+    // groups go tallest first (Plonky3 sorts stably by height).
+    let mut order: Vec<usize> = (0..matrices.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(matrices[i].height()));
+    let groups: Vec<Vec<usize>> = order.chunk_by(|&a, &b| matrices[a].height() == matrices[b].height()).map(|g| g.to_vec()).collect();
+    // Rows too wide for the adapter: say so before uploading anything.
+    let mut plans = Vec::with_capacity(groups.len());
+    for g in &groups {
+        let (h, w) = (matrices[g[0]].height(), g.iter().map(|&i| matrices[i].width()).sum::<usize>());
+        crate::field::matrix_bytes(h, w)?;
+        plans.push((h, w, gpu.rows_per_chunk(w)?));
+    }
+    ctx.scoped("Merkle commit", || {
+        let started = std::time::Instant::now();
+        let mut batch = ctx.batch("merkle commit");
+        // Each group's rows in chunks of at most one binding (one chunk where it fits),
+        // back to the pool with the batch.
+        let mut uploads: Vec<Vec<(wgpu::Buffer, usize, usize)>> = Vec::with_capacity(groups.len());
+        for (g, &(h, w, per_chunk)) in groups.iter().zip(&plans) {
+            let mut chunks = Vec::new();
+            for first in (0..h).step_by(per_chunk) {
+                let count = per_chunk.min(h - first);
+                // Rows go straight into staging memory, on all cores.
+                let rows = ctx.upload_rows("merkle matrices", count, w, |r, write| {
+                    for &i in g {
+                        write_matrix_row(&matrices[i], first + r, write);
+                    }
+                })?;
+                batch.lend(rows.clone());
+                chunks.push((rows, first, count));
+            }
+            uploads.push(chunks);
+        }
+        let uploaded = started.elapsed();
+        let spec = TreeSpec::new(plans[0].0, plans[0].1);
+        let recorded = match uploads.as_slice() {
+            // One matrix of power-of-two height in one buffer: the fused leaf-level kernel.
+            [one] if one.len() == 1 && plans[0].0.is_power_of_two() => gpu.record_tree(&mut batch, TreeRows::Matrix(&one[0].0), spec)?,
+            _ => {
+                let groups: Vec<RowGroup<'_>> = uploads
+                    .iter()
+                    .zip(&plans)
+                    .map(|(chunks, &(height, width, _))| RowGroup {
+                        chunks: chunks.iter().map(|(rows, first, count)| RowChunk { rows, first: *first, count: *count }).collect(),
+                        height,
+                        width,
+                    })
+                    .collect();
+                gpu.record_tree(&mut batch, TreeRows::Groups(&groups), spec)?
+            }
+        };
+        let readback = ctx.run(batch)?;
+        tracing::debug!(
+            matrices = matrices.len(),
+            upload_ms = uploaded.as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "GPU Merkle commit"
+        );
+        recorded.finish(&readback)
+    })
 }
 
 /// A field `GpuMmcs` commits over (its `Mmcs` impl is per field: Plonky3's bounds are met by

@@ -312,15 +312,6 @@ kernels! {
     CompressLevelKeccak => ("merkle/compress_level", "compress_level"),
     /// Keccak-f\[1600\] on each of a batch of 25-lane states (wgsl/keccak/kernels.wgsl).
     KeccakPermute => ("keccak/kernels", "keccak_permute"),
-    /// Plonky3's Keccak leaf digests (`SerializingHasher` over the `u64` sponge of rate 17) of a
-    /// matrix's rows (wgsl/keccak/kernels.wgsl).
-    KeccakLeaves => ("keccak/kernels", "keccak_leaves"),
-    /// One level of a Keccak Merkle tree: node i hashes children 2i and 2i + 1
-    /// (wgsl/keccak/kernels.wgsl).
-    KeccakCompress => ("keccak/kernels", "keccak_compress"),
-    /// A Keccak Merkle level where shorter matrices join: node i compresses its children, then
-    /// that digest with the joining rows' leaf digest (wgsl/keccak/kernels.wgsl).
-    KeccakCompressInject => ("keccak/kernels", "keccak_compress_inject"),
     /// Keccak-256 (Plonky3's `Keccak256Hash`) of equal-length byte messages
     /// (wgsl/keccak/kernels.wgsl).
     Keccak256Bytes => ("keccak/kernels", "keccak256_bytes"),

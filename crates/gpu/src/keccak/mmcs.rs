@@ -15,11 +15,13 @@ use p3_matrix::{Dimensions, Matrix};
 use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
 use p3_symmetric::{CompressionFunctionFromHasher, PaddingFreeSponge, SerializingHasher};
 
-use super::{GpuKeccak, GpuKeccakTree, KeccakDigest};
+use std::sync::Arc;
+
+use super::{GpuKeccak, KeccakDigest};
 use crate::error::{GpuError, Result};
-use crate::field::GpuField;
-use crate::merkle::{proof_levels, pruned_positions};
-use crate::mmcs::{cap_roots, check_batch_heights, reduced_row, BatchError};
+use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree};
+use crate::mmcs::{cap_roots, check_batch_heights, commit_matrices, reduced_row, BatchError};
+use crate::poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
 
 /// Plonky3's Keccak sponge over `u64` lanes: width 25, rate 17, 4 lanes out.
 pub type KeccakU64Sponge = PaddingFreeSponge<KeccakF, 25, 17, 4>;
@@ -35,7 +37,7 @@ pub enum GpuKeccakProverData<M, F> {
         /// The matrices committed, in commit order.
         matrices: Vec<M>,
         /// Their tree, resident on the GPU.
-        tree: GpuKeccakTree,
+        tree: GpuMerkleTree<F>,
         /// The cap height, fitted to the tree's depth.
         cap_height: usize,
     },
@@ -44,19 +46,22 @@ pub enum GpuKeccakProverData<M, F> {
 }
 
 /// A `p3_commit::Mmcs<F>` identical to [`CpuKeccakMmcs`] that commits on the GPU (see the
-/// module docs).
+/// module docs): the resident tree builder's trees ([`GpuMerkle::with_keccak`]), as `GpuMmcs`
+/// commits Poseidon2's.
 #[derive(Clone)]
-pub struct GpuKeccakMmcs<F> {
-    gpu: Option<GpuKeccak>,
+pub struct GpuKeccakMmcs<F: Poseidon2Field> {
+    gpu: Option<Arc<GpuMerkle<F>>>,
     cpu: CpuKeccakMmcs<F>,
     cap_height: usize,
 }
 
-impl<F: GpuField> GpuKeccakMmcs<F> {
-    /// Commits on `gpu` (Plonky3's MMCS without one); `cap_height` as in `MerkleTreeMmcs::new`.
+impl<F: Poseidon2Field> GpuKeccakMmcs<F> {
+    /// Commits on `gpu`'s context (Plonky3's MMCS without one); `cap_height` as in
+    /// `MerkleTreeMmcs::new`.
     pub fn new(gpu: Option<GpuKeccak>, cap_height: usize) -> Self {
+        let merkle = gpu.map(|g| Arc::new(keccak_merkle::<F>(g.context())));
         let sponge = KeccakU64Sponge::new(KeccakF);
-        Self { gpu, cpu: CpuKeccakMmcs::new(SerializingHasher::new(sponge), CompressionFunctionFromHasher::new(sponge), cap_height), cap_height }
+        Self { gpu: merkle, cpu: CpuKeccakMmcs::new(SerializingHasher::new(sponge), CompressionFunctionFromHasher::new(sponge), cap_height), cap_height }
     }
 
     /// The Plonky3 MMCS with the same hash (verification, and the fallback).
@@ -74,7 +79,7 @@ impl<F: GpuField> GpuKeccakMmcs<F> {
             return Err(BatchError::CapRoots { roots });
         }
         if let Some(gpu) = &self.gpu {
-            match gpu.commit_batch(&inputs).and_then(|tree| self.gpu_cap(gpu, &tree).map(|cap| (tree, cap))) {
+            match commit_matrices(gpu, &inputs).and_then(|tree| self.gpu_cap(gpu, &tree).map(|cap| (tree, cap))) {
                 Ok((tree, (cap, cap_height))) => return Ok((MerkleCap::new(cap), GpuKeccakProverData::Gpu { matrices: inputs, tree, cap_height })),
                 Err(e @ GpuError::InvalidInput(_)) | Err(e @ GpuError::TooLarge { .. }) => {
                     tracing::debug!("GPU Keccak commit not used ({e}); committing on the CPU")
@@ -87,14 +92,15 @@ impl<F: GpuField> GpuKeccakMmcs<F> {
     }
 
     /// The cap of `tree` at this MMCS's cap height fitted to the tree (as Plonky3 fits it).
-    fn gpu_cap(&self, gpu: &GpuKeccak, tree: &GpuKeccakTree) -> Result<(Vec<KeccakDigest>, usize)> {
-        let cap_height = self.cap_height.min(tree.depth());
+    fn gpu_cap(&self, gpu: &GpuMerkle<F>, tree: &GpuMerkleTree<F>) -> Result<(Vec<KeccakDigest>, usize)> {
+        let depth = tree.layers.len() - 1;
+        let cap_height = self.cap_height.min(depth);
         if cap_height == 0 {
-            return Ok((vec![tree.root], 0));
+            return Ok((vec![tree.root_digest()?], 0));
         }
-        let layer = tree.depth() - cap_height;
+        let layer = depth - cap_height;
         let positions: Vec<(usize, usize)> = (0..(1usize << cap_height).min(tree.layer_len(layer))).map(|i| (layer, i)).collect();
-        Ok((gpu.read_digests(tree, &positions)?, cap_height))
+        Ok((gpu.read_nodes_as(tree, &positions)?, cap_height))
     }
 
     /// Plonky3's tree over copies of `matrices`: the fallback when the GPU tree cannot be read.
@@ -108,12 +114,20 @@ impl<F: GpuField> GpuKeccakMmcs<F> {
         matrices.iter().map(|m| m.row_slice(reduced_row(index, max_height, m.height())).expect("index checked").to_vec()).collect()
     }
 
-    fn gpu_of(&self) -> &GpuKeccak {
-        self.gpu.as_ref().expect("GPU prover data implies a GPU")
+    /// Reads the digests at (layer, index) positions of `tree`.
+    fn read_digests(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<KeccakDigest>> {
+        let gpu = self.gpu.as_ref().ok_or_else(|| GpuError::InvalidInput("GPU prover data without a GPU".into()))?;
+        gpu.read_nodes_as(tree, positions)
     }
 }
 
-impl<F: GpuField> Mmcs<F> for GpuKeccakMmcs<F> {
+/// The resident tree builder hashing with Keccak on `ctx` (its Poseidon2 instance, over `F`'s
+/// constants, is only the context's carrier).
+pub(crate) fn keccak_merkle<F: Poseidon2Field>(ctx: &Arc<crate::GpuContext>) -> GpuMerkle<F> {
+    GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::<F>::plonky3_default()))).with_keccak()
+}
+
+impl<F: Poseidon2Field> Mmcs<F> for GpuKeccakMmcs<F> {
     type ProverData<M> = GpuKeccakProverData<M, F>;
     type Commitment = MerkleCap<F, KeccakDigest>;
     type Proof = Vec<KeccakDigest>;
@@ -136,9 +150,9 @@ impl<F: GpuField> Mmcs<F> for GpuKeccakMmcs<F> {
             }
             GpuKeccakProverData::Gpu { matrices, tree, cap_height } => {
                 assert!(index < tree.height, "index {index} out of bounds for height {}", tree.height);
-                let levels = proof_levels(tree.depth(), *cap_height);
+                let levels = proof_levels(tree.layers.len() - 1, *cap_height);
                 let positions: Vec<(usize, usize)> = (0..levels).map(|l| (l, (index >> l) ^ 1)).collect();
-                match self.gpu_of().read_digests(tree, &positions) {
+                match self.read_digests(tree, &positions) {
                     Ok(proof) => BatchOpening::new(Self::rows_at(matrices, tree.height, index), proof),
                     Err(e) => {
                         tracing::warn!("reading a Keccak Merkle path from the GPU failed ({e}); rebuilding the tree on the CPU");
@@ -174,8 +188,8 @@ impl<F: GpuField> Mmcs<F> for GpuKeccakMmcs<F> {
                 for &i in indices {
                     assert!(i < tree.height, "index {i} out of bounds for height {}", tree.height);
                 }
-                let positions = pruned_positions(indices, proof_levels(tree.depth(), *cap_height));
-                match self.gpu_of().read_digests(tree, &positions) {
+                let positions = pruned_positions(indices, proof_levels(tree.layers.len() - 1, *cap_height));
+                match self.read_digests(tree, &positions) {
                     Ok(sibling_hashes) => {
                         let values = indices.iter().map(|&i| Self::rows_at(matrices, tree.height, i)).collect();
                         (values, PrunedMerklePaths { sibling_hashes })

@@ -11,11 +11,9 @@
 
 mod challenger;
 mod mmcs;
-mod tree;
 
 pub use challenger::GpuKeccakHash;
 pub use mmcs::{CpuKeccakMmcs, GpuKeccakMmcs, GpuKeccakProverData, KeccakU64Sponge};
-pub use tree::GpuKeccakTree;
 
 use std::sync::Arc;
 
@@ -25,6 +23,7 @@ use p3_matrix::Matrix;
 use crate::context::{Dispatch, GpuContext};
 use crate::error::{GpuError, Result};
 use crate::field::GpuField;
+use crate::poseidon2::Poseidon2Field;
 use crate::shaders::{Kernel, GRIND_GROUP};
 
 /// Rust twin of `KeccakGrindParams` in crates/gpu/wgsl/keccak/grind.wgsl.
@@ -53,8 +52,8 @@ const STATE_WORDS: usize = 50;
 /// Threads in a workgroup of crates/gpu/wgsl/keccak/kernels.wgsl.
 const GROUP: usize = 64;
 
-/// Keccak-f, Plonky3's Keccak leaf hash and its Merkle levels on one GPU context (see the module
-/// docs).
+/// Keccak-f, Keccak-256, Plonky3's Keccak leaf hash and trees (through the resident tree
+/// builder) and its transcript's grind on one GPU context (see the module docs).
 #[derive(Clone)]
 pub struct GpuKeccak {
     ctx: Arc<GpuContext>,
@@ -125,37 +124,34 @@ impl GpuKeccak {
     }
 
     /// The leaf digest of each row of the row-major `values` (`width` elements a row), as
-    /// `SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>` hashes a row.
-    pub fn hash_rows<F: GpuField>(&self, values: &[F], width: usize) -> Result<Vec<KeccakDigest>> {
+    /// `SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>` hashes a row: the leaf layer of
+    /// the resident tree builder's Keccak tree over them.
+    pub fn hash_rows<F: Poseidon2Field>(&self, values: &[F], width: usize) -> Result<Vec<KeccakDigest>> {
         let rows = check_rows(values.len(), width)?;
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let matrix = p3_matrix::dense::RowMajorMatrixView::new(values, width);
-        let ctx = &self.ctx;
-        ctx.check_binding_size("Keccak digests", (rows * DIGEST_WORDS * 4) as u64)?;
-        let words = ctx.scoped("Keccak leaves", || {
-            let out = ctx.storage("keccak leaf digests", rows * DIGEST_WORDS);
-            let mut batch = ctx.batch("keccak leaves");
-            self.record_leaves(&mut batch, &[&matrix], &out)?;
-            let slot = batch.read(&out, 0, rows * DIGEST_WORDS);
-            ctx.run(batch)?.into_words(slot)
-        })?;
-        Ok(digests_of(&words))
+        let mut layers = self.digest_layers(&RowMajorMatrix::new(values.to_vec(), width))?;
+        let mut leaves = layers.swap_remove(0);
+        leaves.truncate(rows);
+        Ok(leaves)
     }
 
     /// The digest layers Plonky3's `MerkleTree` builds over one matrix with this hash (leaf
-    /// digests first, each layer padded to an even length with zero digests, the root last).
-    pub fn digest_layers<F: GpuField>(&self, matrix: &RowMajorMatrix<F>) -> Result<Vec<Vec<KeccakDigest>>> {
+    /// digests first, each layer padded to an even length with zero digests, the root last), as
+    /// the resident tree builder ([`GpuMerkle::with_keccak`](crate::GpuMerkle::with_keccak))
+    /// builds them, every layer read back.
+    pub fn digest_layers<F: Poseidon2Field>(&self, matrix: &RowMajorMatrix<F>) -> Result<Vec<Vec<KeccakDigest>>> {
         if matrix.height() == 0 {
             return Err(GpuError::InvalidInput("a Merkle tree over a matrix of no rows (give it at least one)".into()));
         }
         check_rows(matrix.values.len(), matrix.width())?;
-        let tree = self.commit_batch(std::slice::from_ref(matrix))?;
+        let merkle = mmcs::keccak_merkle::<F>(&self.ctx);
+        let tree = crate::mmcs::commit_matrices(&merkle, std::slice::from_ref(matrix))?;
         let ctx = &self.ctx;
         ctx.scoped("Keccak digest layers", || {
             let mut batch = ctx.batch("keccak digest layers");
-            let slots: Vec<_> = tree.layers.iter().zip(&tree.lens).map(|(layer, &len)| batch.read(layer, 0, len * DIGEST_WORDS)).collect();
+            let slots: Vec<_> = (0..tree.layers.len()).map(|k| batch.read(&tree.layers[k], 0, tree.layer_len(k) * DIGEST_WORDS)).collect();
             let readback = ctx.run(batch)?;
             slots.into_iter().map(|slot| readback.get(slot).map(digests_of)).collect()
         })

@@ -5,13 +5,19 @@
 use super::*;
 
 impl<F: Poseidon2Field> GpuMerkle<F> {
-    /// Reads the digests at (layer, index) positions of `tree` in one transfer.
+    /// Reads the digests at (layer, index) positions of a Poseidon2 `tree` in one transfer.
     pub fn read_nodes(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<[F; DIGEST_ELEMS]>> {
+        self.read_nodes_as(tree, positions)
+    }
+
+    /// Reads the digests at (layer, index) positions of `tree` in one transfer, as `D` (an
+    /// error unless the tree hashes with `D`'s hash).
+    pub fn read_nodes_as<D: TreeDigest>(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<D>> {
         let ctx = self.poseidon2.context();
         let mut batch = ctx.batch("merkle nodes");
         let slot = self.record_gather(&mut batch, tree, None, &[], positions)?.read(&mut batch);
         let readback = ctx.run(batch)?;
-        Ok(slot.finish::<F>(&readback)?.siblings)
+        Ok(slot.finish_digests::<F, D>(&readback)?.siblings)
     }
 
     /// Opens rows `indices` of the matrix `tree` was built over (held as `rows` says) with
