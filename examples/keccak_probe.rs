@@ -221,8 +221,14 @@ fn main() {
         cpu_root = Some(cap.roots()[0]);
     }
     println!("Plonky3 MerkleTreeMmcs (vectorized Keccak), 2^{log} x 16: best of {reps} {cpu_best:.1} ms");
-    for variant in [MulVariant::U64, MulVariant::Emulated] {
-        let ctx = match GpuContext::new(GpuOptions { mul_variant: Some(variant), ..Default::default() }) {
+    // The u64 multiply with its default Keccak lanes (`vec2<u32>`) and with native `u64` lanes
+    // (`GpuTuning::keccak_u64_lanes`), then the emulated multiply.
+    for (variant, u64_lanes) in [(MulVariant::U64, false), (MulVariant::U64, true), (MulVariant::Emulated, false)] {
+        let mut options = GpuOptions { mul_variant: Some(variant), ..Default::default() };
+        options.tuning.keccak_u64_lanes = u64_lanes;
+        let lanes = if u64_lanes { "u64 lanes" } else { "vec2 lanes" };
+        println!("-- {variant:?} multiply, Keccak {lanes}");
+        let ctx = match GpuContext::new(options) {
             Ok(ctx) => Arc::new(ctx),
             Err(e) => {
                 println!("{variant:?}: no context ({e})");

@@ -178,6 +178,10 @@ pub struct GpuTuning {
     /// wgpu itself uses (whose queues may share one engine): on NVIDIA's driver, where that
     /// family offers the queues asked for (else family 0, as without this setting).
     pub compute_only_queues: bool,
+    /// Keccak kernels hold their 64-bit lanes as native `u64` where the context multiplies with
+    /// 64-bit integers (else, and by default, as `vec2<u32>`: faster on NVIDIA, whose compiler
+    /// splits 64-bit rotations; BENCHMARKS.md, "Keccak").
+    pub keccak_u64_lanes: bool,
 }
 
 impl GpuTuning {
@@ -205,6 +209,9 @@ impl Default for GpuTuning {
             // Compute-only queues overlap their chains of dependent dispatches; queues of the
             // graphics family ran no faster than one context (BENCHMARKS.md, "Throughput").
             compute_only_queues: true,
+            // vec2<u32> lanes: the Keccak trees and grinds are faster with them on NVIDIA
+            // (BENCHMARKS.md, "Keccak").
+            keccak_u64_lanes: false,
         }
     }
 }
@@ -238,7 +245,7 @@ impl GpuOptions {
     /// This crate's defaults with the `WHIR_*` environment applied: `WHIR_ADAPTER`,
     /// `WHIR_LIMITS`, `WHIR_GPU_SPIN_US`, `WHIR_GPU_POOL_MIB`, `WHIR_GPU_MEMORY_MIB`, and the
     /// tuning variables `WHIR_MERKLE_FUSED_LEVELS`, `WHIR_GPU_MIN_BITS`, `WHIR_GRIND_AHEAD`,
-    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST`, `WHIR_LANE_LEVEL_MAX_NODES`, `WHIR_TRANSCRIPT_LANES` and `WHIR_COMPUTE_ONLY_QUEUES`. A value that
+    /// `WHIR_EARLY_SUBMITS`, `WHIR_CODEWORD_TREE_LOWEST`, `WHIR_LANE_LEVEL_MAX_NODES`, `WHIR_TRANSCRIPT_LANES`, `WHIR_COMPUTE_ONLY_QUEUES` and `WHIR_KECCAK_U64_LANES`. A value that
     /// does not parse is an error naming the variable.
     pub fn from_env() -> Result<Self> {
         let d = GpuTuning::default();
@@ -251,6 +258,7 @@ impl GpuOptions {
             lane_level_max_nodes: parsed("WHIR_LANE_LEVEL_MAX_NODES", "a number of tree nodes")?.unwrap_or(d.lane_level_max_nodes),
             transcript_lanes: env_switch("WHIR_TRANSCRIPT_LANES")?.unwrap_or(d.transcript_lanes),
             compute_only_queues: env_switch("WHIR_COMPUTE_ONLY_QUEUES")?.unwrap_or(d.compute_only_queues),
+            keccak_u64_lanes: env_switch("WHIR_KECCAK_U64_LANES")?.unwrap_or(d.keccak_u64_lanes),
         };
         Ok(Self {
             adapter: var("WHIR_ADAPTER").map_or(AdapterSelector::HighPerformance, |v| AdapterSelector::parse(&v)),

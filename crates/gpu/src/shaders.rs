@@ -1,7 +1,7 @@
 //! WGSL sources and their composition. Every kernel file in `wgsl/` names what it needs with
 //! `// #import name` lines; composition pastes each import once, in dependency order, and puts
-//! the field-multiply variant behind the virtual import `field/mul` (and with it the Keccak lane type
-//! behind `keccak/f`) and the prime field
+//! the field-multiply variant behind the virtual import `field/mul` (and the Keccak lane type,
+//! [`KeccakLanes`], behind `keccak/f`) and the prime field
 //! ([`FieldId`]) behind `field/constants`, `poseidon2/sbox`, `poseidon2/field16` and
 //! `poseidon2/field24`, and the extension ([`ExtensionId`]) of the field-generic kernels behind
 //! `field/ext`. Numeric constants that
@@ -35,12 +35,41 @@ impl MulVariant {
         }
     }
 
-    /// The Keccak-f build behind the virtual import `keccak/f`: native 64-bit lanes with
-    /// SHADER_INT64, else lanes as `vec2<u32>` (chosen as the multiply is).
-    fn keccak_source(self) -> &'static str {
+    /// The Keccak lanes that go with this multiply: native 64-bit lanes with SHADER_INT64,
+    /// else `vec2<u32>` (what [`compose_kernel`] composes; a context composes the lanes its
+    /// tuning asks for, [`KeccakLanes::of`]).
+    pub fn keccak_lanes(self) -> KeccakLanes {
         match self {
-            MulVariant::U64 => "keccak/f_u64",
-            MulVariant::Emulated => "keccak/f_vec2",
+            MulVariant::U64 => KeccakLanes::U64,
+            MulVariant::Emulated => KeccakLanes::Vec2,
+        }
+    }
+}
+
+/// How Keccak kernels hold a 64-bit lane: the Keccak-f build behind the virtual import
+/// `keccak/f`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeccakLanes {
+    /// `vec2<u32>` (runs everywhere).
+    Vec2,
+    /// Native `u64` (needs SHADER_INT64: the u64 multiply variant).
+    U64,
+}
+
+impl KeccakLanes {
+    /// The lanes a context multiplying with `variant` composes: native ones only where the
+    /// multiply has them and `u64_lanes` asks for them (`GpuTuning::keccak_u64_lanes`).
+    pub fn of(variant: MulVariant, u64_lanes: bool) -> Self {
+        match (variant, u64_lanes) {
+            (MulVariant::U64, true) => KeccakLanes::U64,
+            _ => KeccakLanes::Vec2,
+        }
+    }
+
+    fn source_name(self) -> &'static str {
+        match self {
+            KeccakLanes::U64 => "keccak/f_u64",
+            KeccakLanes::Vec2 => "keccak/f_vec2",
         }
     }
 }
@@ -443,13 +472,14 @@ struct Resolve {
     ext: ExtensionId,
     leaf: &'static str,
     node: &'static str,
+    keccak: KeccakLanes,
 }
 
 impl Resolve {
     fn source_name<'a>(&self, name: &'a str) -> &'a str {
         match name {
             "field/mul" => self.variant.source_name(),
-            "keccak/f" => self.variant.keccak_source(),
+            "keccak/f" => self.keccak.source_name(),
             "field/constants" => self.field.constants_source(),
             "poseidon2/sbox" => self.field.poseidon2_source(),
             "poseidon2/field16" => self.field.poseidon2_16_source(),
@@ -499,13 +529,19 @@ pub fn compose_for(field: FieldId, name: &str, variant: MulVariant, consts: &[(&
 /// the extension `ext`, with the given multiply variant and constants (leaves, where it hashes
 /// them, with the width-16 sponge).
 pub fn compose_over(field: FieldId, ext: ExtensionId, name: &str, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
-    compose_with(name, Resolve { variant, field, ext, leaf: "merkle/sponge", node: "merkle/node_poseidon2" }, consts)
+    compose_with(name, Resolve { variant, field, ext, leaf: "merkle/sponge", node: "merkle/node_poseidon2", keccak: variant.keccak_lanes() }, consts)
 }
 
 /// The complete WGSL of `kernel` over `field` and `ext` (as [`compose_over`]), its leaf sponge
 /// the kernel's own (the `*24` kernels' width 24, the `*Keccak` kernels' Keccak, nodes too).
 pub fn compose_kernel(field: FieldId, ext: ExtensionId, kernel: Kernel, variant: MulVariant, consts: &[(&str, u32)]) -> Result<String> {
-    compose_with(kernel.source_name(), Resolve { variant, field, ext, leaf: kernel.leaf_source(), node: kernel.node_source() }, consts)
+    compose_kernel_with(field, ext, kernel, variant, variant.keccak_lanes(), consts)
+}
+
+/// [`compose_kernel`] with its Keccak lanes (where it imports `keccak/f`) as `keccak` says.
+pub fn compose_kernel_with(field: FieldId, ext: ExtensionId, kernel: Kernel, variant: MulVariant, keccak: KeccakLanes, consts: &[(&str, u32)]) -> Result<String> {
+    let resolve = Resolve { variant, field, ext, leaf: kernel.leaf_source(), node: kernel.node_source(), keccak };
+    compose_with(kernel.source_name(), resolve, consts)
 }
 
 fn compose_with(name: &str, resolve: Resolve, consts: &[(&str, u32)]) -> Result<String> {

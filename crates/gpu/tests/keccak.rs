@@ -1,8 +1,8 @@
 //! GPU Keccak against Plonky3's: `KeccakF` on fresh random states, the Keccak leaf hash
 //! (`SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>`) on rows of every width around
 //! the sponge's rate, and whole trees against `MerkleTreeMmcs` over that hash and its
-//! compression, BabyBear and KoalaBear, both lane builds (`vec2<u32>` with the emulated
-//! multiply, native `u64` with the u64 one).
+//! compression, BabyBear and KoalaBear, both lane builds (`vec2<u32>`, the default, and native
+//! `u64` on a u64-multiply context with `GpuTuning::keccak_u64_lanes`).
 
 #[path = "../../../tests/common/gpu.rs"]
 mod common;
@@ -25,6 +25,19 @@ type NodeCompress = CompressionFunctionFromHasher<U64Sponge, 2, 4>;
 /// p3-whir's Keccak test configuration's MMCS.
 type KeccakMmcs<F> = MerkleTreeMmcs<F, u64, LeafHash, NodeCompress, 2, 4>;
 
+/// The shared contexts ([`common::contexts`]: `vec2<u32>` lanes, the default) and, where the
+/// adapter has the u64 multiply, one whose Keccak kernels hold native `u64` lanes
+/// (`GpuTuning::keccak_u64_lanes`), so both lane builds run.
+fn lane_contexts() -> Vec<std::sync::Arc<whir_gpu::GpuContext>> {
+    let mut contexts = common::contexts();
+    if contexts.iter().any(|c| c.mul_variant() == whir_gpu::MulVariant::U64) {
+        let mut options = common::options_for(whir_gpu::MulVariant::U64);
+        options.tuning.keccak_u64_lanes = true;
+        contexts.extend(common::open_with(options));
+    }
+    contexts
+}
+
 fn keccak_mmcs<F>() -> KeccakMmcs<F> {
     let sponge = U64Sponge::new(KeccakF);
     KeccakMmcs::new(LeafHash::new(sponge), NodeCompress::new(sponge), 0)
@@ -33,7 +46,7 @@ fn keccak_mmcs<F>() -> KeccakMmcs<F> {
 #[test]
 fn keccak_f_matches_plonky3_on_random_states() {
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in lane_contexts() {
         let keccak = GpuKeccak::new(ctx.clone());
         let mut states: Vec<[u64; 25]> = (0..300).map(|_| std::array::from_fn(|_| rng.random())).collect();
         states.push([0; 25]);
@@ -67,7 +80,7 @@ where
 #[test]
 fn keccak_leaves_match_plonky3_at_widths_around_the_rate() {
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in lane_contexts() {
         let keccak = GpuKeccak::new(ctx);
         check_rows::<BabyBear>(&keccak, &mut rng);
         check_rows::<KoalaBear>(&keccak, &mut rng);
@@ -96,7 +109,7 @@ where
 #[test]
 fn keccak_trees_match_merkle_tree_mmcs() {
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in lane_contexts() {
         let keccak = GpuKeccak::new(ctx);
         // Powers of two, odd heights (padded layers), one row; widths below and past a block.
         for (height, width) in [(1, 8), (2, 16), (3, 5), (64, 16), (100, 16), (257, 40), (1 << 12, 16), (1000, 3)] {
@@ -187,8 +200,15 @@ where
 #[test]
 fn the_keccak_transcript_matches_plonky3_and_grinds_on_the_gpu() {
     let mut rng = common::rng();
-    // Contexts of this test's own: their submissions show each grind ran on the GPU.
-    for ctx in common::fresh_contexts() {
+    // Contexts of this test's own: their submissions show each grind ran on the GPU (both lane
+    // builds where the adapter has the u64 multiply).
+    let mut contexts = common::fresh_contexts();
+    if contexts.iter().any(|c| c.mul_variant() == whir_gpu::MulVariant::U64) {
+        let mut options = common::options_for(whir_gpu::MulVariant::U64);
+        options.tuning.keccak_u64_lanes = true;
+        contexts.extend(common::open_with(options));
+    }
+    for ctx in contexts {
         let keccak = GpuKeccak::new(ctx);
         check_transcript::<BabyBear>(Some(&keccak), &mut rng);
         check_transcript::<KoalaBear>(Some(&keccak), &mut rng);
@@ -289,7 +309,7 @@ fn keccak_mmcs_matches_merkle_tree_mmcs() {
 #[test]
 fn keccak256_matches_plonky3_around_the_rate() {
     let mut rng = common::rng();
-    for ctx in common::contexts() {
+    for ctx in lane_contexts() {
         let keccak = GpuKeccak::new(ctx.clone());
         for len in [0usize, 1, 3, 4, 5, 31, 32, 36, 135, 136, 137, 200, 271, 272, 273, 1000] {
             let messages: Vec<Vec<u8>> = (0..1 + rng.random_range(0..40usize)).map(|_| (0..len).map(|_| rng.random()).collect()).collect();
@@ -316,7 +336,7 @@ fn gpu_merkle_with_keccak_matches_merkle_tree_mmcs() {
     use whir_gpu::record::{RowOrder, RowSource, TreeRows, TreeSpec};
     use whir_gpu::{GpuMerkle, GpuOptions, GpuPoseidon2, LimitsProfile, Poseidon2Constants, TreeHash};
     let mut rng = common::rng();
-    let mut contexts = common::contexts();
+    let mut contexts = lane_contexts();
     // A 64 KiB binding: larger matrices go in row chunks.
     contexts.extend(common::open_with(GpuOptions { limits: Some(LimitsProfile::WebGpu { max_binding_bytes: Some(64 << 10) }), ..Default::default() }));
     for ctx in contexts {

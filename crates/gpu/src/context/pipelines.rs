@@ -68,7 +68,8 @@ impl GpuContext {
             return Ok(p.clone());
         }
         let started = std::time::Instant::now();
-        let source = shaders::compose_kernel(field, ext, kernel, self.mul_variant, consts)?;
+        let lanes = shaders::KeccakLanes::of(self.mul_variant, self.tuning().keccak_u64_lanes);
+        let source = shaders::compose_kernel_with(field, ext, kernel, self.mul_variant, lanes, consts)?;
         let pipeline = self.scoped(kernel.source_name(), || {
             let desc = wgpu::ShaderModuleDescriptor { label: Some(kernel.source_name()), source: wgpu::ShaderSource::Wgsl(source.into()) };
             // SAFETY: our loops terminate (see `runtime_checks`); bounds checks, which keep
