@@ -539,7 +539,14 @@ pub fn compose_kernel(field: FieldId, ext: ExtensionId, kernel: Kernel, variant:
 }
 
 /// [`compose_kernel`] with its Keccak lanes (where it imports `keccak/f`) as `keccak` says.
-pub fn compose_kernel_with(field: FieldId, ext: ExtensionId, kernel: Kernel, variant: MulVariant, keccak: KeccakLanes, consts: &[(&str, u32)]) -> Result<String> {
+pub fn compose_kernel_with(
+    field: FieldId,
+    ext: ExtensionId,
+    kernel: Kernel,
+    variant: MulVariant,
+    keccak: KeccakLanes,
+    consts: &[(&str, u32)],
+) -> Result<String> {
     let resolve = Resolve { variant, field, ext, leaf: kernel.leaf_source(), node: kernel.node_source(), keccak };
     compose_with(kernel.source_name(), resolve, consts)
 }

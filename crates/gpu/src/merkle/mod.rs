@@ -1,7 +1,11 @@
 //! Merkle commitments on the GPU with Plonky3's hashing: leaves are rows hashed with
 //! `PaddingFreeSponge<Poseidon2, 16, 8, 8>` (or, [`GpuMerkle::with_wide_leaves`], with
 //! `PaddingFreeSponge<Poseidon2-24, 24, 16, 8>`), nodes `TruncatedPermutation<Poseidon2, 2, 8,
-//! 16>`, arity 2, 8-word digests. Digest layers stay on the GPU; only the root is read back.
+//! 16>`; or, [`GpuMerkle::with_keccak`], Plonky3's Keccak configuration (leaves
+//! `SerializingHasher<PaddingFreeSponge<KeccakF, 25, 17, 4>>`, nodes its compression). Arity 2,
+//! 8-word digests ([`TreeDigest`]: `[F; 8]` or `[u64; 4]`). The hash is a parameter of the
+//! kernels, not of this code: they hash leaves through the virtual import `merkle/leaf` and
+//! compress nodes through `merkle/node`. Digest layers stay on the GPU; only the root is read back.
 //!
 //! One way to record a tree, [`GpuMerkle::record_tree`], over the rows as they lie
 //! ([`TreeRows`]): one matrix of power-of-two height (fused leaf levels, the resident prover's
