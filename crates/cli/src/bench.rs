@@ -21,6 +21,7 @@ use crate::FieldChoice;
 
 use crate::output::OutputFile;
 
+mod keccak;
 mod tables;
 mod zk;
 
@@ -95,6 +96,12 @@ pub struct BenchArgs {
     /// prefix (`PrefixProver`, `Witness::new_interleaved`).
     #[arg(long, value_enum, default_value_t = crate::TableLayout::Suffix, requires = "tables")]
     layout: crate::TableLayout,
+    /// The hash of the trees and the transcript: poseidon2 (the default), or keccak (Plonky3's
+    /// Keccak configuration, p3-whir's Keccak test: Keccak trees, the Keccak-256 transcript;
+    /// single polynomials over the degree-4 extension, Plonky3's prover beside our resident one,
+    /// each proof compared with `WhirProver`'s and verified).
+    #[arg(long, value_enum, default_value_t = crate::HashChoice::Poseidon2, conflicts_with_all = ["tables", "zk", "concurrency", "leaf"])]
+    hash: crate::HashChoice,
     /// The challenger the --tables PCS runs over, Plonky3's and ours alike: gpu (`GpuChallenger`:
     /// round heads, sumcheck chains and grinds played on the device) or plonky3 (Plonky3's own
     /// `DuplexChallenger`: every transcript step on the host). Plonky3's duplex grinder returns
@@ -292,6 +299,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.field != FieldChoice::Babybear && !args.concurrency.is_empty() {
         bail!("--concurrency measures BabyBear proofs; drop --field {} (or time its proofs one at a time without --concurrency)", args.field.name());
+    }
+    if args.hash == crate::HashChoice::Keccak {
+        return match args.field {
+            FieldChoice::Babybear => keccak::run_keccak::<p3_baby_bear::BabyBear>(&args),
+            FieldChoice::Koalabear => keccak::run_keccak::<p3_koala_bear::KoalaBear>(&args),
+        };
     }
     if args.zk && !args.concurrency.is_empty() {
         return zk::run_zk_throughput(&args);

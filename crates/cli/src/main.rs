@@ -120,6 +120,15 @@ pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuProver<
     Ok(GpuProver::<F>::over(std::sync::Arc::new(GpuContext::new(options)?)))
 }
 
+/// The hash of the Merkle trees and the transcript.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum HashChoice {
+    /// Poseidon2 (the duplex transcript, Poseidon2 trees).
+    Poseidon2,
+    /// Plonky3's Keccak configuration (Keccak trees, the Keccak-256 transcript).
+    Keccak,
+}
+
 /// p3-sumcheck's layout of a multi-table witness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum TableLayout {

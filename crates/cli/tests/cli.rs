@@ -159,6 +159,47 @@ fn bench_zk_times_the_hiding_pcs_on_both_pieces() {
     assert!(err.contains("--zk") && err.contains("--tables"), "{err}");
 }
 
+/// `bench --hash keccak` times WHIR over Plonky3's Keccak configuration, Plonky3's prover
+/// beside the resident one, each cell's proof compared with `WhirProver`'s and verified (an
+/// error otherwise); an infeasible shape is a skipped cell, and flags it cannot combine with are
+/// refused.
+#[test]
+fn bench_keccak_compares_the_resident_prover_with_plonky3() {
+    let args = [
+        "bench",
+        "--hash",
+        "keccak",
+        "--vars",
+        "10,12",
+        "--fold",
+        "2,4",
+        "--rate",
+        "1",
+        "--security",
+        "40",
+        "--pow-bits",
+        "8",
+        "--reps",
+        "1",
+        "--gpu-warmup-ms",
+        "0",
+    ];
+    let Some(stdout) = gpu_run(&args) else { return };
+    for (n, fold) in [(10, 2), (12, 4)] {
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([n.to_string(), fold.to_string()].iter().map(String::as_str)))
+            .unwrap_or_else(|| panic!("a row for n = {n} fold {fold}: {stdout}"));
+        assert!(row.contains("WhirProver's bytes, verified"), "{row}");
+    }
+    for bad in [&["bench", "--hash", "keccak", "--zk"][..], &["bench", "--hash", "keccak", "--json", "k.json"], &["bench", "--hash", "sha"]] {
+        let out = whir(bad);
+        assert!(!out.status.success(), "{bad:?} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--hash") || err.contains("--json"), "{bad:?}: {err}");
+    }
+}
+
 /// `bench --concurrency` proves through a proof pool at each level, checks every proof against
 /// the same input's proof at the first level, and reports proofs/s beside Plonky3's; a level of
 /// 0 and a flag it cannot combine with are refused.
