@@ -381,6 +381,15 @@ impl<F: MmcsField> GpuMmcs<F> {
     /// On `merkle`'s GPU with its Poseidon2 constants (and its leaf sponge); `cap_height` as in
     /// `MerkleTreeMmcs::new`.
     pub fn new(merkle: Arc<GpuMerkle<F>>, cap_height: usize) -> Self {
+        if merkle.tree_hash() == crate::TreeHash::Keccak {
+            // Its trees would not be this MMCS's: Plonky3's Poseidon2 MMCS commits instead.
+            tracing::warn!("GpuMmcs over a Keccak tree builder commits on the CPU with Poseidon2; Plonky3's Keccak MMCS on the GPU is GpuKeccakMmcs");
+            let plain = GpuMerkle::new(merkle.poseidon2().clone());
+            let mut mmcs = Self::new(Arc::new(plain), cap_height);
+            mmcs.gpu = None;
+            mmcs.ahead = None;
+            return mmcs;
+        }
         let perm = merkle.poseidon2().constants().to_cpu();
         let leaves = match merkle.wide_leaves() {
             Some(wide) => LeafHasher::wide(wide.constants().to_cpu()),

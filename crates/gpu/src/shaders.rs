@@ -430,22 +430,14 @@ impl Kernel {
         !matches!(self, Kernel::HashRows24 | Kernel::AbsorbRows24)
     }
 
-    /// The WGSL file behind the virtual import `merkle/leaf`.
-    fn leaf_source(self) -> &'static str {
+    /// The WGSL files behind the virtual imports `merkle/leaf` and `merkle/node`: one list, so
+    /// that a kernel's leaves and nodes always hash alike.
+    fn tree_sources(self) -> (&'static str, &'static str) {
         use Kernel::*;
         match self {
-            HashLeaves24 | AbsorbRows24 | HashRows24 | CompressInject24 => "merkle/sponge24",
-            HashLeavesKeccak | HashRowsKeccak | CompressInjectKeccak => "merkle/keccak_leaf",
-            _ => "merkle/sponge",
-        }
-    }
-
-    /// The WGSL file behind the virtual import `merkle/node`.
-    fn node_source(self) -> &'static str {
-        use Kernel::*;
-        match self {
-            HashLeavesKeccak | CompressInjectKeccak | CompressLevelKeccak => "merkle/node_keccak",
-            _ => "merkle/node_poseidon2",
+            HashLeaves24 | AbsorbRows24 | HashRows24 | CompressInject24 => ("merkle/sponge24", "merkle/node_poseidon2"),
+            HashLeavesKeccak | HashRowsKeccak | CompressInjectKeccak | CompressLevelKeccak => ("merkle/keccak_leaf", "merkle/node_keccak"),
+            _ => ("merkle/sponge", "merkle/node_poseidon2"),
         }
     }
 }
@@ -462,7 +454,8 @@ fn imports(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|l| l.trim().strip_prefix("// #import ").map(str::trim))
 }
 
-/// How the virtual imports resolve: the multiply variant behind `field/mul` and `keccak/f`, the field behind
+/// How the virtual imports resolve: the multiply variant behind `field/mul`, the Keccak lanes
+/// behind `keccak/f`, the field behind
 /// `field/constants` and the `poseidon2/` ones, the extension behind `field/ext`, the leaf sponge
 /// behind `merkle/leaf`, the node compression behind `merkle/node`.
 #[derive(Clone, Copy)]
@@ -547,7 +540,8 @@ pub fn compose_kernel_with(
     keccak: KeccakLanes,
     consts: &[(&str, u32)],
 ) -> Result<String> {
-    let resolve = Resolve { variant, field, ext, leaf: kernel.leaf_source(), node: kernel.node_source(), keccak };
+    let (leaf, node) = kernel.tree_sources();
+    let resolve = Resolve { variant, field, ext, leaf, node, keccak };
     compose_with(kernel.source_name(), resolve, consts)
 }
 

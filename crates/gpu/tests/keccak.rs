@@ -78,7 +78,7 @@ where
 }
 
 #[test]
-fn keccak_leaves_match_plonky3_at_widths_around_the_rate() {
+fn keccak_leaf_digests_match_plonky3_at_widths_around_the_rate() {
     let mut rng = common::rng();
     for ctx in lane_contexts() {
         let keccak = GpuKeccak::new(ctx);
@@ -342,6 +342,7 @@ fn gpu_merkle_with_keccak_matches_merkle_tree_mmcs() {
     for ctx in contexts {
         let merkle =
             GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear()))).with_keccak().with_chunked_leaves_from(64);
+        let poseidon2_merkle = GpuMerkle::new(Arc::new(GpuPoseidon2::new(ctx.clone(), Poseidon2Constants::default_babybear())));
         assert_eq!(merkle.tree_hash(), TreeHash::Keccak);
         let small_binding = ctx.max_binding_bytes() < 1 << 20;
         for &(log_h, width) in &[(0, 1), (1, 3), (3, 16), (6, 7), (8, 34), (9, 35), (7, 2), (10, 70), (12, 9)] {
@@ -379,6 +380,12 @@ fn gpu_merkle_with_keccak_matches_merkle_tree_mmcs() {
                     let rows: Vec<Vec<BabyBear>> = want_rows.iter().map(|r| r[0].clone()).collect();
                     assert_eq!(opened.rows, rows, "{what}: rows");
                     assert_eq!(opened.siblings, want_proof.sibling_hashes, "{what}: pruned paths");
+                    // Read as Poseidon2 digests, or opened by a Poseidon2 builder: refused.
+                    let e = merkle.read_nodes(&tree, &[(0, 0)]).unwrap_err().to_string();
+                    assert!(e.contains("KeccakDigest"), "{what}: {e}");
+                    let mut batch = ctx.batch("mismatched opening");
+                    let e = poseidon2_merkle.record_openings(&mut batch, &tree, RowSource::One(matrix), &indices, 0).err().expect("refused").to_string();
+                    assert!(e.contains("open it with the builder that built it"), "{what}: {e}");
                 }
             }
         }

@@ -1,10 +1,10 @@
 //! Every kernel, over every field (and every extension it is composed over) and in every
-//! multiply variant, parses and validates with naga
+//! multiply variant (Keccak kernels in both lane builds), parses and validates with naga
 //! and translates to MSL (Metal), HLSL (DX12) and SPIR-V (Vulkan), so no backend can silently rot.
 
 use naga::back::{hlsl, msl, spv};
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use whir_gpu::shaders::{compose_kernel, Kernel, MulVariant};
+use whir_gpu::shaders::{compose_kernel, compose_kernel_with, KeccakLanes, Kernel, MulVariant};
 use whir_gpu::{field::ExtensionId, field::FieldId};
 
 /// Every kernel over every field and every extension it is composed over.
@@ -18,33 +18,43 @@ fn every_kernel_validates_and_cross_compiles() {
         for variant in MulVariant::ALL {
             let name = format!("{} ({}, {}, {variant:?})", kernel.source_name(), field.name(), ext.name());
             let src = compose_kernel(field, ext, kernel, variant, kernel.default_consts()).unwrap();
-            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
-            let caps = match variant {
-                MulVariant::U64 => Capabilities::SHADER_INT64,
-                MulVariant::Emulated => Capabilities::empty(),
-            } | Capabilities::SUBGROUP;
-            let info = Validator::new(ValidationFlags::all(), caps).validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
-            // The emulated variant must not need 64-bit integers anywhere.
-            if variant == MulVariant::Emulated {
-                Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP)
-                    .validate(&module)
-                    .unwrap_or_else(|e| panic!("{name} needs more than base WGSL: {e}"));
+            validate_and_translate(&name, &src, variant);
+            // The u64 multiply with `vec2<u32>` Keccak lanes (every context's default), where
+            // the kernel holds Keccak lanes.
+            let vec2 = compose_kernel_with(field, ext, kernel, variant, KeccakLanes::Vec2, kernel.default_consts()).unwrap();
+            if vec2 != src {
+                validate_and_translate(&format!("{name} with vec2 Keccak lanes"), &vec2, variant);
             }
-
-            let msl_opts = msl::Options { lang_version: (2, 3), ..Default::default() };
-            let msl_pipe = msl::PipelineOptions::default();
-            msl::write_string(&module, &info, &msl_opts, &msl_pipe).unwrap_or_else(|e| panic!("{name} -> MSL: {e}"));
-
-            let hlsl_opts = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
-            let mut hlsl_out = String::new();
-            hlsl::Writer::new(&mut hlsl_out, &hlsl_opts, &hlsl::PipelineOptions::default())
-                .write(&module, &info, None)
-                .unwrap_or_else(|e| panic!("{name} -> HLSL: {e}"));
-
-            let spv_opts = spv::Options::default();
-            spv::write_vec(&module, &info, &spv_opts, None).unwrap_or_else(|e| panic!("{name} -> SPIR-V: {e}"));
         }
     }
+}
+
+/// `src` (composed with `variant`'s multiply) parses, validates with the capabilities the
+/// variant needs (the emulated one with none), and translates to MSL, HLSL and SPIR-V.
+fn validate_and_translate(name: &str, src: &str, variant: MulVariant) {
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    let caps = match variant {
+        MulVariant::U64 => Capabilities::SHADER_INT64,
+        MulVariant::Emulated => Capabilities::empty(),
+    } | Capabilities::SUBGROUP;
+    let info = Validator::new(ValidationFlags::all(), caps).validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    // The emulated variant must not need 64-bit integers anywhere.
+    if variant == MulVariant::Emulated {
+        Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP).validate(&module).unwrap_or_else(|e| panic!("{name} needs more than base WGSL: {e}"));
+    }
+
+    let msl_opts = msl::Options { lang_version: (2, 3), ..Default::default() };
+    let msl_pipe = msl::PipelineOptions::default();
+    msl::write_string(&module, &info, &msl_opts, &msl_pipe).unwrap_or_else(|e| panic!("{name} -> MSL: {e}"));
+
+    let hlsl_opts = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
+    let mut hlsl_out = String::new();
+    hlsl::Writer::new(&mut hlsl_out, &hlsl_opts, &hlsl::PipelineOptions::default())
+        .write(&module, &info, None)
+        .unwrap_or_else(|e| panic!("{name} -> HLSL: {e}"));
+
+    let spv_opts = spv::Options::default();
+    spv::write_vec(&module, &info, &spv_opts, None).unwrap_or_else(|e| panic!("{name} -> SPIR-V: {e}"));
 }
 
 /// The strict profile (WebGPU's defaults, `WHIR_LIMITS=webgpu`): with the emulated multiply and

@@ -483,7 +483,7 @@ pub enum TreeHash {
 /// A Merkle digest as the host reads the 8 words a GPU tree holds per node: Poseidon2's
 /// `[F; 8]` (Montgomery words, each checked canonical) or Keccak's `[u64; 4]`
 /// ([`KeccakDigest`](crate::KeccakDigest), lanes low word first).
-pub trait TreeDigest: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
+pub trait TreeDigest: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
     /// Whether trees hashed with `hash` have digests of this type.
     fn hashed_by(hash: TreeHash) -> bool;
     /// The digest held in `words` (8 of them).
@@ -517,9 +517,18 @@ fn check_digest<D: TreeDigest>(hash: TreeHash) -> Result<()> {
         return Ok(());
     }
     Err(GpuError::InvalidInput(format!(
-        "digests of a {hash:?} tree read as {} (Poseidon2 trees' are `[F; 8]`, Keccak trees' `[u64; 4]`)",
+        "digests of a {hash:?} tree read as {} (Poseidon2 trees' are `[F; 8]`; read a Keccak tree's as `KeccakDigest`: \
+         `root_digest::<KeccakDigest>`, `read_nodes_as`, `RowsSlot::finish_digests`)",
         std::any::type_name::<D>()
     )))
+}
+
+mod sealed {
+    /// The digest types of the trees this crate builds (no others: `TreeDigest::hashed_by`
+    /// guards every read).
+    pub trait Sealed {}
+    impl<F: crate::field::GpuField> Sealed for [F; super::DIGEST_ELEMS] {}
+    impl Sealed for [u64; 4] {}
 }
 
 /// Builds Merkle trees with one Poseidon2 instance (and a width-24 one where leaves hash with
@@ -596,12 +605,17 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// The instance of `kernel` (one that hashes rows into leaves) for this builder's leaves,
     /// and its pipeline.
     fn leaf_pipeline(&self, kernel: Kernel) -> Result<(Kernel, Arc<wgpu::ComputePipeline>)> {
-        let kernel = match (self.keccak, &self.wide_leaves) {
+        let instance = match (self.keccak, &self.wide_leaves) {
             (true, _) => kernel.with_keccak(),
             (false, Some(_)) => kernel.with_wide_leaves(),
             (false, None) => Some(kernel),
         };
-        let kernel = kernel.ok_or_else(|| GpuError::InvalidInput(format!("no {:?} instance of this Merkle kernel", self.tree_hash())))?;
+        let kernel = instance.ok_or_else(|| {
+            GpuError::InvalidInput(format!(
+                "no {:?} instance of the Merkle kernel {kernel:?} (Keccak trees take whole rows: commit the matrix, not column blocks)",
+                self.tree_hash()
+            ))
+        })?;
         Ok((kernel, self.poseidon2.context().pipeline_for(F::ID, kernel, &[])?))
     }
 

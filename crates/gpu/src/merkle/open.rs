@@ -5,6 +5,19 @@
 use super::*;
 
 impl<F: Poseidon2Field> GpuMerkle<F> {
+    /// An error unless `tree` hashes as this builder does (openings rehash leaves and rebuild
+    /// subtrees with the builder's hash).
+    fn check_built_here(&self, tree: &GpuMerkleTree<F>) -> Result<()> {
+        if tree.hash != self.tree_hash() {
+            return Err(GpuError::InvalidInput(format!(
+                "a tree hashed with {:?} opened by a builder hashing with {:?}: open it with the builder that built it",
+                tree.hash,
+                self.tree_hash()
+            )));
+        }
+        Ok(())
+    }
+
     /// Reads the digests at (layer, index) positions of a Poseidon2 `tree` in one transfer.
     pub fn read_nodes(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<[F; DIGEST_ELEMS]>> {
         self.read_nodes_as(tree, positions)
@@ -13,6 +26,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
     /// Reads the digests at (layer, index) positions of `tree` in one transfer, as `D` (an
     /// error unless the tree hashes with `D`'s hash).
     pub fn read_nodes_as<D: TreeDigest>(&self, tree: &GpuMerkleTree<F>, positions: &[(usize, usize)]) -> Result<Vec<D>> {
+        check_digest::<D>(tree.hash)?;
         let ctx = self.poseidon2.context();
         let mut batch = ctx.batch("merkle nodes");
         let slot = self.record_gather(&mut batch, tree, None, &[], positions)?.read(&mut batch);
@@ -46,6 +60,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         indices: &[usize],
         cap_height: usize,
     ) -> Result<PendingRows> {
+        self.check_built_here(tree)?;
         if let Some(&bad) = indices.iter().find(|&&i| i >= tree.height) {
             return Err(GpuError::InvalidInput(format!("row {bad} opened in a tree of {} rows", tree.height)));
         }
@@ -182,6 +197,7 @@ impl<F: Poseidon2Field> GpuMerkle<F> {
         indices: &[usize],
         positions: &[(usize, usize)],
     ) -> Result<PendingRows> {
+        self.check_built_here(tree)?;
         let words = Self::gathered_words(tree, matrix.is_some(), indices, positions);
         let out = self.poseidon2.context().storage("merkle openings", words);
         let order = self.record_gather_into(batch, tree, matrix, indices, positions, &out, 0)?;

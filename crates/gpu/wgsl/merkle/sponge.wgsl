@@ -6,10 +6,11 @@
 // each block of 8 overwrites state[0..8] (a short last block overwrites only its own positions);
 // permute after each block; the digest is state[0..8] (`s0`, `s1`).
 //
-// Kernels import the leaf hash as `merkle/leaf`, which is this file or merkle/sponge24.wgsl (the
-// width-24 sponge) by the kernel's instance; both give the same interface: `LeafState` (with the
-// digest in `s0`, `s1`), `LEAF_RATE`, `LEAF_STATE_VEC4S`, `leaf_zero`, `leaf_row`, `leaf_absorb`,
-// `leaf_part` and `leaf_state`.
+// Kernels import the leaf hash as `merkle/leaf`, which is this file, merkle/sponge24.wgsl (the
+// width-24 sponge) or merkle/keccak_leaf.wgsl by the kernel's instance; the Poseidon2 ones give
+// the same interface: `LeafState` (with the digest in `s0`, `s1`), `LEAF_RATE`, `LEAF_STATE_VEC4S`,
+// `leaf_zero`, `leaf_row`, `leaf_absorb`, `leaf_part` and `leaf_state`; the Keccak one `LeafState`
+// and `leaf_row` (no kernel absorbs Keccak rows a column block at a time).
 
 alias LeafState = P2State;
 const LEAF_RATE: u32 = 8u;

@@ -177,6 +177,8 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>, D: GpuDige
             return Err(ProverError::Input(format!("a fold of {fold} variables of a {m}-variable polynomial")));
         }
         let (rows, width) = (1 << (m - fold), E::WORDS << fold);
+        // A head is a Poseidon2 duplex's: played on the device over Poseidon2 roots only.
+        let head = head.filter(|_| D::DEVICE_SPONGE);
         let (committed, played) = match head.and_then(|head| sponge_script(head, Vec::new(), ScriptValues::Expansion)) {
             Some(script) => commit_with_head(self, sumcheck, rows, width, log_inv_rate, &script)?,
             None => (self.commit_buffer(sumcheck.f_buffer()?, rows, width, log_inv_rate, sumcheck.message_layout())?, None),
@@ -232,6 +234,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>, D: GpuDige
         }
         let rows = randomness_rows(randomness, 1 << fold)?;
         let words = E::flatten_to_base(rows);
+        let head = head.filter(|_| D::DEVICE_SPONGE);
         let ctx = self.context().clone();
         let (committed, played) = ctx.scoped("hiding codeword commit", || {
             let mut batch = ctx.batch("hiding codeword commit");
