@@ -23,7 +23,7 @@ use rand::{RngExt, SeedableRng};
 use whir_gpu::{CpuKeccakMmcs, GpuKeccak, GpuKeccakHash, GpuKeccakMmcs};
 use whir_prover::{GpuProver, Params, ProverField, Soundness, EF};
 
-use super::{busy_for, distinct, fmt_ms, median, ms, speedup, BenchArgs};
+use super::{busy_for, fmt_ms, grid_of, median, ms, speedup, BenchArgs};
 
 type Stock<F> = SerializingChallenger32<F, HashChallenger<u8, Keccak256Hash, 32>>;
 type Ours<F> = SerializingChallenger32<F, GpuKeccakHash<F>>;
@@ -43,37 +43,25 @@ where
     eprintln!("CPU threads for Plonky3: {}; GPU: {}", whir_gpu::cpu_threads(), gpu.context().summary().name);
     println!("{:>3} {:>4} {:>4} | {:>14} | {:>14} | {:>8} | proof", "n", "fold", "rate", "Plonky3 ms", "resident ms", "speedup");
     let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random::<u64>());
-    for &n in &distinct("--vars", &args.vars) {
-        for &fold in &distinct("--fold", &args.fold) {
-            for &rate in &distinct("--rate", &args.rate) {
-                let params = Params {
-                    num_vars: n,
-                    fold,
-                    log_inv_rate: rate,
-                    security_bits: args.security.security,
-                    pow_bits: args.security.pow_bits,
-                    soundness,
-                    points: 1,
-                    ..Params::default()
-                };
-                let config = match WhirConfig::<EF<F>, F, Ours<F>>::new(n, params.protocol_parameters()) {
-                    Ok(config) => config,
-                    Err(e) => {
-                        println!("{n:>3} {fold:>4} {rate:>4} | skipped: {e:?}");
-                        continue;
-                    }
-                };
-                let values: Vec<F> = (0..1usize << n).map(|_| rng.random()).collect();
-                let cell = Cell { n, fold, values: &values, keccak: &keccak };
-                let (stock_ms, resident_ms, what) = cell.run(&gpu, config, &params, args)?;
-                println!(
-                    "{n:>3} {fold:>4} {rate:>4} | {:>14} | {:>14} | {:>8} | {what}",
-                    fmt_ms(Some(stock_ms)),
-                    fmt_ms(Some(resident_ms)),
-                    speedup(Some(stock_ms), Some(resident_ms))
-                );
+    // The grid `whir bench` times (leaves are Keccak's here: --leaf is refused with --hash).
+    for params in grid_of(args, soundness) {
+        let (n, fold, rate) = (params.num_vars, params.fold, params.log_inv_rate);
+        let config = match WhirConfig::<EF<F>, F, Ours<F>>::new(n, params.protocol_parameters()) {
+            Ok(config) => config,
+            Err(e) => {
+                println!("{n:>3} {fold:>4} {rate:>4} | skipped: {e:?}");
+                continue;
             }
-        }
+        };
+        let values: Vec<F> = (0..1usize << n).map(|_| rng.random()).collect();
+        let cell = Cell { n, fold, values: &values, keccak: &keccak };
+        let (stock_ms, resident_ms, what) = cell.run(&gpu, config, &params, args)?;
+        println!(
+            "{n:>3} {fold:>4} {rate:>4} | {:>14} | {:>14} | {:>8} | {what}",
+            fmt_ms(Some(stock_ms)),
+            fmt_ms(Some(resident_ms)),
+            speedup(Some(stock_ms), Some(resident_ms))
+        );
     }
     Ok(())
 }

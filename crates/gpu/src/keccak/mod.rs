@@ -132,8 +132,7 @@ impl GpuKeccak {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let mut layers = self.digest_layers(&RowMajorMatrix::new(values.to_vec(), width))?;
-        let mut leaves = layers.swap_remove(0);
+        let mut leaves = self.read_layers(&RowMajorMatrix::new(values.to_vec(), width), 1)?.swap_remove(0);
         leaves.truncate(rows);
         Ok(leaves)
     }
@@ -143,6 +142,12 @@ impl GpuKeccak {
     /// the resident tree builder ([`GpuMerkle::with_keccak`](crate::GpuMerkle::with_keccak))
     /// builds them, every layer read back.
     pub fn digest_layers<F: Poseidon2Field>(&self, matrix: &RowMajorMatrix<F>) -> Result<Vec<Vec<KeccakDigest>>> {
+        self.read_layers(matrix, usize::MAX)
+    }
+
+    /// The lowest `count` digest layers of the Keccak tree over `matrix` (every layer for
+    /// `usize::MAX`), read back in one transfer.
+    fn read_layers<F: Poseidon2Field>(&self, matrix: &RowMajorMatrix<F>, count: usize) -> Result<Vec<Vec<KeccakDigest>>> {
         if matrix.height() == 0 {
             return Err(GpuError::InvalidInput("a Merkle tree over a matrix of no rows (give it at least one)".into()));
         }
@@ -152,7 +157,8 @@ impl GpuKeccak {
         let ctx = &self.ctx;
         ctx.scoped("Keccak digest layers", || {
             let mut batch = ctx.batch("keccak digest layers");
-            let slots: Vec<_> = (0..tree.layers.len()).map(|k| batch.read(&tree.layers[k], 0, tree.layer_len(k) * DIGEST_WORDS)).collect();
+            let layers = tree.layers.len().min(count);
+            let slots: Vec<_> = (0..layers).map(|k| batch.read(&tree.layers[k], 0, tree.layer_len(k) * DIGEST_WORDS)).collect();
             let readback = ctx.run(batch)?;
             slots.into_iter().map(|slot| readback.get(slot).and_then(digests_of)).collect()
         })
