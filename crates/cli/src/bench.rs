@@ -100,7 +100,7 @@ pub struct BenchArgs {
     /// Keccak configuration, p3-whir's Keccak test: Keccak trees, the Keccak-256 transcript;
     /// single polynomials over the degree-4 extension, Plonky3's prover beside our resident one,
     /// each proof compared with `WhirProver`'s and verified).
-    #[arg(long, value_enum, default_value_t = crate::HashChoice::Poseidon2, conflicts_with_all = ["tables", "zk", "concurrency", "leaf"])]
+    #[arg(long, value_enum, default_value_t = crate::HashChoice::Poseidon2)]
     hash: crate::HashChoice,
     /// The challenger the --tables PCS runs over, Plonky3's and ours alike: gpu (`GpuChallenger`:
     /// round heads, sumcheck chains and grinds played on the device) or plonky3 (Plonky3's own

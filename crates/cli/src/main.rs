@@ -122,11 +122,21 @@ pub(crate) fn open_gpu<F: ProverField>(options: GpuOptions) -> Result<GpuProver<
 
 /// The hash of the Merkle trees and the transcript.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum HashChoice {
+pub(crate) enum HashChoice {
     /// Poseidon2 (the duplex transcript, Poseidon2 trees).
     Poseidon2,
     /// Plonky3's Keccak configuration (Keccak trees, the Keccak-256 transcript).
     Keccak,
+}
+
+impl HashChoice {
+    /// The hash's name, as `--hash` and a proof file's [`whir_verifier::ProofHash::NAME`] write it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            HashChoice::Poseidon2 => <whir_verifier::Poseidon2 as whir_verifier::ProofHash<BabyBear>>::NAME,
+            HashChoice::Keccak => <whir_verifier::Keccak as whir_verifier::ProofHash<BabyBear>>::NAME,
+        }
+    }
 }
 
 /// p3-sumcheck's layout of a multi-table witness.

@@ -21,6 +21,7 @@ use whir_prover::{
 use crate::output::OutputFile;
 
 mod hiding;
+mod keccak;
 use crate::{host_memory, open_gpu, parse_degree, FieldChoice, SecurityArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,6 +92,12 @@ pub(crate) struct ProveArgs {
     /// The file (format version 4) says it is hiding and names the mask parameters.
     #[arg(long)]
     zk: bool,
+    /// The hash of the Merkle trees and the transcript: poseidon2 (the default), or keccak
+    /// (Plonky3's Keccak configuration, p3-whir's Keccak test: Keccak trees, the Keccak-256
+    /// transcript; what an EVM verifier checks cheaply). One polynomial or --tables, any
+    /// extension; the file names the hash.
+    #[arg(long, value_enum, default_value_t = crate::HashChoice::Poseidon2)]
+    hash: crate::HashChoice,
     /// With --zk: seed the masks' generator instead of the operating system's, for tests only
     /// (whoever knows the seed can remove the masks).
     #[arg(long = "mask-seed", requires = "zk")]
@@ -410,6 +417,12 @@ pub(crate) fn run(mut args: ProveArgs) -> Result<()> {
 }
 
 fn prove(args: ProveArgs) -> Result<()> {
+    if args.hash == crate::HashChoice::Keccak {
+        if args.zk {
+            bail!("--zk proves with Plonky3's hiding PCS over Poseidon2; a hiding PCS over Keccak is not there yet: drop --zk or --hash keccak");
+        }
+        return crate::with_extension!((args.field, args.extension), |F, E| keccak::prove_keccak::<F, E>(args));
+    }
     if args.zk {
         if args.tables.is_some() {
             bail!(

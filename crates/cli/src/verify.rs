@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use p3_baby_bear::BabyBear;
 use p3_koala_bear::KoalaBear;
 use whir_prover::{FileParamsFloor, LeafSponge, Params, ProofFileOf, ReadLimits, Soundness, WhirField, Workload};
-use whir_verifier::WEAK_SECURITY_BITS;
+use whir_verifier::{Keccak, Poseidon2, ProofHash, WEAK_SECURITY_BITS};
 
 use crate::{parse_degree, parse_leaf_width, FieldChoice};
 
@@ -23,6 +23,10 @@ pub(crate) struct VerifyArgs {
     /// one the file names).
     #[arg(long, value_parser = parse_degree)]
     extension: Option<usize>,
+    /// The hash the proof's trees and transcript must use: poseidon2 or keccak (Plonky3's
+    /// Keccak configuration; default: the one the file names).
+    #[arg(long, value_enum)]
+    hash: Option<crate::HashChoice>,
     /// The named configuration the proof must have been made with (field, extension,
     /// soundness, security, PoW budget and leaf width; as `whir prove --config`).
     #[arg(long, value_parser = whir_verifier::named_config, conflicts_with_all = ["field", "extension", "security", "pow_bits", "soundness", "leaf", "accept_file_params"])]
@@ -117,16 +121,37 @@ fn verify(args: VerifyArgs) -> Result<()> {
             );
         }
     }
+    let named_hash = whir_verifier::proof_file_hash(&prefix).ok();
+    if let (Some(want), Some(hash)) = (args.hash, named_hash) {
+        if want.name() != hash {
+            bail!(
+                "proof file {} is a proof over {hash} trees and transcript, not what --hash {} asks for; verify it with `--hash {hash}` \
+                 (or without --hash, to verify it as the proof it is)",
+                args.file.display(),
+                want.name()
+            );
+        }
+    }
     let hiding = whir_verifier::proof_file_is_hiding(&prefix);
     let reader = std::io::Cursor::new(prefix).chain(file);
     let (field, degree) = named.unwrap_or((want.0.unwrap_or(FieldChoice::Babybear), want.1.unwrap_or(4)));
+    let keccak = named_hash.map_or(args.hash == Some(crate::HashChoice::Keccak), |h| h == crate::HashChoice::Keccak.name());
+    if hiding && keccak {
+        bail!(
+            "proof file {} is a hiding proof, and hiding proofs are over Poseidon2 (a hiding PCS over Keccak is not there yet); drop --hash keccak",
+            args.file.display()
+        );
+    }
     if hiding {
         return crate::with_extension!((field, degree), |F, E| verify_hiding::<F, E>(args, reader, limits));
     }
     if args.zk {
         bail!("proof file {} is a proof that does not hide (not `whir prove --zk`'s), and --zk demands a hiding one", args.file.display());
     }
-    crate::with_extension!((field, degree), |F, E| verify_over::<F, E>(args, reader, limits))
+    if keccak {
+        return crate::with_extension!((field, degree), |F, E| verify_over::<F, E, Keccak>(args, reader, limits));
+    }
+    crate::with_extension!((field, degree), |F, E| verify_over::<F, E, Poseidon2>(args, reader, limits))
 }
 
 /// The parameters the flags expect of one polynomial (each defaulting to `whir prove`'s).
@@ -174,10 +199,10 @@ where
 }
 
 /// `whir verify` of a proof file over `F` with challenges in `E`.
-fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()> {
+fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>, H: ProofHash<F>>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()> {
     let what = format!("proof file {}", args.file.display());
     let (params, how) = if args.accept_file_params {
-        let proof = ProofFileOf::<F, E>::read_with(file, None, limits).context(what.clone())?;
+        let proof = ProofFileOf::<F, E, H>::read_with(file, None, limits).context(what.clone())?;
         let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
         proof.verify_file_params(floor).context(what)?;
         let tables = proof.tables.as_ref().map_or(String::new(), |t| format!(", {} tables: {}", t.tables.len(), t.spec()));
@@ -189,14 +214,14 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
                 // The tables set n and the points: the fold is checked against them, not the
                 // default n.
                 let expected = tables.params_checked(&base)?;
-                let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
+                let proof = ProofFileOf::<F, E, H>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify_tables(&expected, &tables).context(what)?;
                 (expected, format!("verified ({} tables: {})", tables.tables.len(), tables.spec()))
             }
             None => {
                 let expected = base;
                 expected.validate(whir_prover::ParamSource::Flags)?;
-                let proof = ProofFileOf::<F, E>::read_with(file, Some(&expected), limits).context(what.clone())?;
+                let proof = ProofFileOf::<F, E, H>::read_with(file, Some(&expected), limits).context(what.clone())?;
                 proof.verify(&expected).context(what)?;
                 (expected, "verified".to_string())
             }
@@ -206,6 +231,7 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>>(args: VerifyArgs,
     for warning in params.warnings() {
         eprintln!("warning: {warning}");
     }
-    println!("{how}: {params}, over {}; the security rests on {}", E::NAME, params.soundness.basis());
+    let hash = if H::NAME == crate::HashChoice::Keccak.name() { ", Keccak trees and transcript" } else { "" };
+    println!("{how}: {params}, over {}{hash}; the security rests on {}", E::NAME, params.soundness.basis());
     Ok(())
 }

@@ -200,6 +200,75 @@ fn bench_keccak_compares_the_resident_prover_with_plonky3() {
     }
 }
 
+/// `prove --hash keccak` writes a proof over Plonky3's Keccak configuration (on the CPU, and on
+/// the GPU resident), one polynomial or tables, any extension; `verify` reads the hash the file
+/// names, and refuses a file of the other hash where `--hash` asks for one, naming the flag that
+/// reads it; flags that do not apply to Keccak are refused.
+#[test]
+fn prove_and_verify_over_keccak() {
+    let dir = std::env::temp_dir().join(format!("whir-cli-keccak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let shape = ["--vars", "10", "--fold", "2", "--security", "60", "--pow-bits", "8"];
+    let prove = |extra: &[&str], out: &str| -> Option<String> {
+        let args: Vec<&str> = ["prove", "--hash", "keccak", "--force", "--out", out].iter().chain(extra).copied().collect();
+        gpu_run(&args)
+    };
+    let cpu = path("cpu.whir");
+    let stdout = prove(&[&shape[..], &["--backend", "cpu"]].concat(), &cpu).expect("the CPU proves without a GPU");
+    assert!(stdout.contains("Keccak trees and transcript") && stdout.contains("verified"), "{stdout}");
+    let out = whir(&[&["verify", cpu.as_str()][..], &shape].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("Keccak trees and transcript"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let out = whir(&[&["verify", cpu.as_str(), "--hash", "poseidon2"][..], &shape].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--hash keccak"), "{err}");
+
+    // A Poseidon2 file asked for as Keccak is refused, naming --hash poseidon2.
+    let poseidon2 = path("poseidon2.whir");
+    assert!(whir(&[&["prove", "--backend", "cpu", "--force", "--out", poseidon2.as_str()][..], &shape].concat()).status.success());
+    let out = whir(&[&["verify", poseidon2.as_str(), "--hash", "keccak"][..], &shape].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--hash poseidon2"), "{err}");
+
+    // A flipped byte of a Keccak file is refused.
+    let mut bytes = std::fs::read(&cpu).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    let bad = path("bad.whir");
+    std::fs::write(&bad, &bytes).unwrap();
+    assert!(!whir(&[&["verify", bad.as_str()][..], &shape].concat()).status.success());
+
+    // On the GPU, resident: KoalaBear^8 tables.
+    let tables = path("tables.whir");
+    let flags = ["--tables", "8x3,2*6x2", "--fold", "2", "--field", "koalabear", "--extension", "8", "--security", "60", "--pow-bits", "8", "--backend", "gpu"];
+    if let Some(stdout) = prove(&flags, &tables) {
+        assert!(stdout.contains("backend: gpu") && stdout.contains("verified"), "{stdout}");
+        let out = whir(&["verify", tables.as_str(), "--tables", "8x3,2*6x2", "--fold", "2", "--security", "60", "--pow-bits", "8"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("koalabear^8, Keccak trees and transcript"), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    for (bad, why) in [
+        (&["--zk"][..], "--zk"),
+        (&["--leaf-width", "24"], "leaf width"),
+        (&["--backend", "gpu-pieces"], "gpu-pieces"),
+        (&["--config", "koalabear8-128"], "leaf width"),
+    ] {
+        let never = path("never.whir");
+        let args: Vec<&str> = ["prove", "--hash", "keccak", "--vars", "10", "--out", never.as_str()].iter().chain(bad).copied().collect();
+        let out = whir(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{bad:?}: {err}");
+    }
+    assert!(!std::path::Path::new(&path("never.whir")).exists());
+    // `--hash poseidon2` is the default, and combines with everything the default does.
+    assert!(whir(&[&["prove", "--hash", "poseidon2", "--leaf-width", "24", "--backend", "cpu", "--force", "--out", poseidon2.as_str()][..], &shape].concat())
+        .status
+        .success());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `bench --concurrency` proves through a proof pool at each level, checks every proof against
 /// the same input's proof at the first level, and reports proofs/s beside Plonky3's; a level of
 /// 0 and a flag it cannot combine with are refused.

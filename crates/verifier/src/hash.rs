@@ -12,6 +12,12 @@ use p3_merkle_tree::MerkleTreeMmcs;
 use p3_symmetric::{CryptographicHasher, CryptographicPermutation, PaddingFreeSponge, TruncatedPermutation};
 use serde::{Deserialize, Serialize};
 
+mod keccak;
+mod proof_hash;
+pub use keccak::{cpu_keccak_mmcs, keccak_challenger, CpuKeccakMmcs, KeccakChallenger, KeccakCommitment, KeccakDigest, KeccakU64Sponge};
+pub(crate) use proof_hash::KECCAK_ID_PREFIX;
+pub use proof_hash::{Keccak, Poseidon2, ProofHash};
+
 /// Digest width in field elements.
 pub const DIGEST_ELEMS: usize = 8;
 

@@ -20,14 +20,14 @@ use p3_sumcheck::layout::SuffixProver;
 use p3_sumcheck::{OpeningBatch, OpeningProtocol, TableShape, TableSpec};
 
 pub use error::ProofError;
-pub use hash::{permutation, LeafSponge, WhirExtension, WhirField};
+pub use hash::{permutation, Keccak, LeafSponge, Poseidon2, ProofHash, WhirExtension, WhirField};
 pub use params::{
     named_config, NamedConfig, ParamSource, Params, Soundness, MAX_DOMAIN_LOG, MAX_POINTS, MAX_POW_BITS, MAX_SECURITY_BITS, MAX_VARS, NAMED_CONFIGS,
     WEAK_SECURITY_BITS,
 };
 pub use proof_file::{
-    hiding_points, proof_file_extension, proof_file_field, proof_file_is_hiding, zk_config, FileParamsFloor, HidingProofFileOf, ProofFile, ProofFileOf,
-    ReadLimits, StockChallenger, ZkMasks, FORMAT_VERSION, HASH_ID, HIDING_VERSION, KNOWN_HASHES, PREFIX_BYTES,
+    hiding_points, proof_file_extension, proof_file_field, proof_file_hash, proof_file_is_hiding, zk_config, FileParamsFloor, HidingProofFileOf,
+    KeccakProofFileOf, ProofFile, ProofFileOf, ReadLimits, StockChallenger, ZkMasks, FORMAT_VERSION, HASH_ID, HIDING_VERSION, KNOWN_HASHES, PREFIX_BYTES,
 };
 pub use workload::{Workload, MAX_COLUMNS, MAX_TABLES, MAX_WIDTH, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 

@@ -22,7 +22,7 @@ use std::io::Read;
 mod hash_id;
 mod hiding;
 use hash_id::{check_hash, file_hash};
-pub use hash_id::{proof_file_extension, proof_file_field, KNOWN_HASHES};
+pub use hash_id::{proof_file_extension, proof_file_field, proof_file_hash, KNOWN_HASHES};
 use hiding::refuse_hiding;
 pub use hiding::{hiding_points, proof_file_is_hiding, zk_config, HidingProofFileOf, ZkMasks, HIDING_VERSION};
 
@@ -33,10 +33,11 @@ use p3_whir::{PcsProof, VerifierError, WhirProver, WhirShape};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProofError;
-use crate::hash::{cpu_mmcs_with, CpuMmcs, LeafSponge, WhirExtension, WhirField};
+use crate::hash::{Keccak, LeafSponge, Poseidon2, ProofHash, WhirExtension, WhirField};
 use crate::params::{ParamSource, Params, WEAK_SECURITY_BITS};
-use crate::{opening_protocol, Commitment, TableLayout, Workload, EF};
+use crate::{opening_protocol, TableLayout, Workload, EF};
 use p3_baby_bear::BabyBear;
+use p3_symmetric::MerkleCap;
 
 const MAGIC: [u8; 8] = *b"WHIRWGPU";
 /// Bumped on any change of the layout below: the newest version, written for multi-table
@@ -54,11 +55,13 @@ pub const HASH_ID: &str = <BabyBear as WhirField>::HASH_ID;
 
 /// Plonky3's challenger, as the stock verifier runs it.
 pub type StockChallenger<F = BabyBear> = DuplexChallenger<F, crate::hash::Perm<F>, 16, 8>;
-type StockPcs<F, E> = WhirProver<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, TableLayout<F, E>>;
-type Proof<F, E> = PcsProof<F, E, CpuMmcs<F>>;
+type StockPcs<F, E, H> = WhirProver<E, F, Radix2DFTSmallBatch<F>, <H as ProofHash<F>>::Mmcs, <H as ProofHash<F>>::Challenger, TableLayout<F, E>>;
+type Proof<F, E, H> = PcsProof<F, E, <H as ProofHash<F>>::Mmcs>;
 
 /// A BabyBear proof file (the default field).
 pub type ProofFile = ProofFileOf<BabyBear>;
+/// A proof file over Plonky3's Keccak configuration ([`Keccak`]).
+pub type KeccakProofFileOf<F, E = EF<F>> = ProofFileOf<F, E, Keccak>;
 
 /// Bytes read before the parameters are known: the header, the params and the hash (which
 /// names the field) fit in far fewer.
@@ -68,7 +71,6 @@ const FIXED_BYTES: usize = 512;
 /// postcard's widest length prefix (a u64 varint).
 const LEN: usize = 10;
 const F_BYTES: usize = 4;
-const DIGEST_BYTES: usize = 32;
 /// Verification memory: this much, plus a multiple of the largest file (see `max_verify_memory`).
 const VERIFY_FIXED_BYTES: usize = 8 << 20;
 const VERIFY_BYTES_PER_FILE_BYTE: usize = 8;
@@ -214,23 +216,24 @@ fn decode_canonical<T: Serialize + serde::de::DeserializeOwned>(bytes: &[u8], wh
 }
 
 /// A proof over `F` (BabyBear or KoalaBear) with its challenges in `E` (the field's degree-4
-/// extension by default; the header's hash id names both) with what the verifier needs to
-/// check it. [`ProofFile`] is BabyBear^4's.
+/// extension by default) and its trees and transcript hashed by `H` ([`Poseidon2`] by default,
+/// or [`Keccak`]; the header's hash id names all three) with what the verifier needs to check
+/// it. [`ProofFile`] is BabyBear^4's over Poseidon2.
 #[derive(Clone, Debug)]
-pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
+pub struct ProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>, H: ProofHash<F> = Poseidon2> {
     /// The parameters the prover says it used. Untrusted: the verifier compares them with its own.
     pub params: Params,
-    /// The hash id as read (or made by `new`); `to_bytes` writes the id of `params.leaf`, so a
-    /// file always names the leaf sponge its parameters say.
+    /// The hash id as read (or made by `new`); `to_bytes` writes the id of `H` and
+    /// `params.leaf`, so a file always names the hash and leaf sponge its parameters say.
     pub hash: String,
     /// The committed tables, each opened as [`Workload::protocol`] says (version 3); None for
     /// one polynomial (version 1). Untrusted, as the parameters.
     pub tables: Option<Workload>,
     /// The Merkle root the proof opens.
-    pub commitment: Commitment<F>,
-    /// postcard-serialized `PcsProof<F, E, MerkleTreeMmcs>`.
+    pub commitment: MerkleCap<F, H::Digest>,
+    /// postcard-serialized `PcsProof<F, E, H::Mmcs>`.
     pub proof: Vec<u8>,
-    extension: std::marker::PhantomData<E>,
+    extension: std::marker::PhantomData<(E, H)>,
 }
 
 /// The body after the header, version 1.
@@ -243,10 +246,10 @@ struct BodyV1<P, S, C, B> {
 }
 
 /// A v1 body as read.
-type DecodedBodyV1<F> = BodyV1<Params, String, Commitment<F>, Vec<u8>>;
+type DecodedBodyV1<F, D> = BodyV1<Params, String, MerkleCap<F, D>, Vec<u8>>;
 
 /// A tables body as read: the tables as (variables, columns) pairs, checked after decoding.
-type DecodedTablesBody<F> = TablesBody<Params, String, Vec<(u8, u32)>, Commitment<F>, Vec<u8>>;
+type DecodedTablesBody<F, D> = TablesBody<Params, String, Vec<(u8, u32)>, MerkleCap<F, D>, Vec<u8>>;
 
 /// The body after the header, version 3 (laid out as version 2's was): the tables as
 /// (variables, columns) after the hash.
@@ -385,7 +388,7 @@ fn decode_error(e: &postcard::Error) -> String {
 /// Checks that a multi-table proof holds one opening batch per table with each table's
 /// evaluations (every column, the successor views of half of them), in time linear in the list:
 /// a forged list fails here, before the verifier builds its protocol.
-fn check_openings<F: WhirField, E: WhirExtension<F>>(proof: &Proof<F, E>, tables: &Workload) -> Result<(), ProofError> {
+fn check_openings<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>>(proof: &Proof<F, E, H>, tables: &Workload) -> Result<(), ProofError> {
     if proof.evals.len() != tables.tables.len() {
         return Err(rejected(format!(
             "its proof opens {} batches, but its header names {} tables (one batch a table)",
@@ -422,25 +425,26 @@ fn describe(e: &VerifierError) -> String {
     }
 }
 
-impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
+impl<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>> ProofFileOf<F, E, H> {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
-    /// `PcsProof`.
-    pub fn new(params: &Params, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: None, commitment, proof, extension: std::marker::PhantomData }
+    /// `PcsProof`. (A [`Keccak`] proof's leaves are Keccak's: its `params.leaf` is the
+    /// default, which reading the file gives back.)
+    pub fn new(params: &Params, commitment: MerkleCap<F, H::Digest>, proof: Vec<u8>) -> Self {
+        Self { params: params.clone(), hash: file_hash::<F, E, H>(params.leaf), tables: None, commitment, proof, extension: std::marker::PhantomData }
     }
 
     /// A file for a multi-table proof made with `params` (sized by [`Workload::params`]) of
     /// `tables`, whose list the prover observed before the commitment ([`Workload::observe`]):
     /// the tables' commitment and the postcard-serialized `PcsProof`.
-    pub fn new_tables(params: &Params, tables: Workload, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: file_hash::<F, E>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
+    pub fn new_tables(params: &Params, tables: Workload, commitment: MerkleCap<F, H::Digest>, proof: Vec<u8>) -> Self {
+        Self { params: params.clone(), hash: file_hash::<F, E, H>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
     }
 
     /// The file's one canonical byte form (version 1 for one polynomial, 3 for tables).
     pub fn to_bytes(&self) -> Vec<u8> {
         let version = if self.tables.is_some() { FORMAT_VERSION } else { SINGLE_POLYNOMIAL_VERSION };
         let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version }).expect("header serializes");
-        let hash = file_hash::<F, E>(self.params.leaf);
+        let hash = file_hash::<F, E, H>(self.params.leaf);
         let body = match &self.tables {
             None => postcard::to_allocvec(&BodyV1 { params: &self.params, hash: &hash, commitment: &self.commitment, proof: &self.proof }),
             Some(w) => {
@@ -490,7 +494,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     }
 
     fn max_bytes_from(params: &Params, source: ParamSource, evals: Openings<'_>) -> Result<usize, ProofError> {
-        let config = params.config_over_from::<E, StockChallenger<F>>(source)?;
+        let config = params.config_over_from::<E, H::Challenger>(source)?;
         let shape = WhirShape::new(&config, params.points);
         // An extension element's bytes: its base coefficients.
         let ef_bytes = E::DIMENSION * F_BYTES;
@@ -500,12 +504,12 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
             // No draws means every position of the (small) folded domain is opened.
             let rows = if draws == 0 { 1usize << index_bits } else { draws };
             let siblings = (rows * index_bits).min(1 << index_bits);
-            2 * LEN + rows * row + LEN + siblings * DIGEST_BYTES
+            2 * LEN + rows * row + LEN + siblings * H::MAX_DIGEST_BYTES
         };
         let sumcheck = |rounds: usize| 1 + 2 * LEN + rounds * (2 * ef_bytes + F_BYTES);
         let mut body = LEN + shape.commitment_ood_samples * ef_bytes + sumcheck(shape.initial_sumcheck.rounds) + LEN;
         for r in &shape.rounds {
-            body += 1 + LEN + DIGEST_BYTES + LEN + r.ood_samples * ef_bytes + F_BYTES;
+            body += 1 + LEN + H::MAX_DIGEST_BYTES + LEN + r.ood_samples * ef_bytes + F_BYTES;
             body += openings(r.query_draws, r.index_bits) + sumcheck(r.sumcheck.rounds);
         }
         body += 1 + LEN + shape.final_poly_len * ef_bytes + F_BYTES;
@@ -533,7 +537,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     pub fn from_bytes_with(bytes: &[u8], limits: ReadLimits) -> Result<Self, ProofError> {
         let (version, mut params, rest) = parse_prefix(bytes)?;
         refuse_hiding(version)?;
-        params.leaf = check_hash::<F, E>(rest)?;
+        params.leaf = check_hash::<F, E, H>(rest)?;
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, ParamSource::ProofFile, openings)?, limits };
         if bytes.len() > bound.bytes() {
@@ -542,7 +546,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
         let unreadable = |e: postcard::Error| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e)));
         let (file, tail) = if version == SINGLE_POLYNOMIAL_VERSION {
-            let (b, tail): (DecodedBodyV1<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (DecodedBodyV1<F, H::Digest>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             (
                 ProofFileOf {
                     params: Params { leaf: params.leaf, ..b.params },
@@ -555,7 +559,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
                 tail,
             )
         } else {
-            let (b, tail): (DecodedTablesBody<F>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+            let (b, tail): (DecodedTablesBody<F, H::Digest>, &[u8]) = postcard::take_from_bytes(rest).map_err(unreadable)?;
             let tables = Workload { tables: b.tables.iter().map(|&(v, c)| (usize::from(v), c as usize)).collect() };
             // Everything checked in time linear in the list, before any layout is planned: its
             // bounds, and that the file holds every evaluation it names.
@@ -603,7 +607,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         }
         let proof = file.decode_body()?;
         if let Some(tables) = &file.tables {
-            check_openings(&proof, tables)?;
+            check_openings::<F, E, H>(&proof, tables)?;
         }
         if file.to_bytes() != bytes {
             return Err(rejected(
@@ -626,7 +630,7 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
         (&mut reader).take(PREFIX_BYTES as u64).read_to_end(&mut bytes).map_err(|e| rejected(format!("reading it failed: {e}")))?;
         let (version, mut params, rest) = parse_prefix(&bytes)?;
         refuse_hiding(version)?;
-        params.leaf = check_hash::<F, E>(rest)?;
+        params.leaf = check_hash::<F, E, H>(rest)?;
         // (A multi-table file's exact bound needs its table list: it is checked once read.)
         let openings = if version == SINGLE_POLYNOMIAL_VERSION { Openings::Single } else { Openings::AnyTables };
         let params_bytes = match expected {
@@ -664,12 +668,12 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     }
 
     /// The `PcsProof` in the body, decoded and checked to be canonical.
-    fn decode_body(&self) -> Result<Proof<F, E>, ProofError> {
+    fn decode_body(&self) -> Result<Proof<F, E, H>, ProofError> {
         decode_canonical(&self.proof, "the proof body")
     }
 
     /// Checks the proof against the parameters the verifier expects, with Plonky3's own
-    /// verifier, `MerkleTreeMmcs` and `DuplexChallenger`. A file made with any other
+    /// verifier, MMCS and challenger of the hash (`H::Mmcs`, `H::Challenger`). A file made with any other
     /// parameters is rejected, naming each difference.
     pub fn verify(&self, expected: &Params) -> Result<(), ProofError> {
         if let Some(w) = &self.tables {
@@ -710,15 +714,15 @@ impl<F: WhirField, E: WhirExtension<F>> ProofFileOf<F, E> {
     }
 
     fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProofError> {
-        let config = params.config_over_from::<E, StockChallenger<F>>(source)?;
+        let config = params.config_over_from::<E, H::Challenger>(source)?;
         let proof = self.decode_body()?;
-        let pcs = StockPcs::<F, E>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, params.leaf));
-        let mut challenger = StockChallenger::<F>::new(F::permutation());
+        let pcs = StockPcs::<F, E, H>::new(config, Radix2DFTSmallBatch::default(), H::mmcs(params.leaf));
+        let mut challenger = H::challenger();
         let protocol = match &self.tables {
             Some(w) => {
                 // The openings' shape before the protocol is built, and the list bound first, as
                 // the prover bound it.
-                check_openings(&proof, w)?;
+                check_openings::<F, E, H>(&proof, w)?;
                 w.observe(&mut challenger);
                 w.protocol(params.fold)
             }

@@ -34,8 +34,14 @@ pub(super) fn run_keccak<F: ProverField + whir_gpu::Poseidon2Field + p3_challeng
 where
     StandardUniform: Distribution<F>,
 {
-    if args.extension != 4 || args.json.is_some() || args.plot.is_some() || args.no_gpu || !args.concurrency.is_empty() {
-        bail!("--hash keccak times single polynomials over the degree-4 extension on the GPU, printed as a table: drop --extension, --json, --plot, --no-gpu and --concurrency");
+    if args.extension != 4 || args.json.is_some() || args.plot.is_some() || args.no_gpu || !args.concurrency.is_empty() || args.tables.is_some() || args.zk {
+        bail!(
+            "--hash keccak times single polynomials over the degree-4 extension on the GPU, printed as a table: drop --extension, --json, --plot, \
+             --no-gpu, --concurrency, --tables and --zk"
+        );
+    }
+    if args.security.leaf != whir_verifier::LeafSponge::Width16 {
+        bail!("--hash keccak hashes leaves with Keccak; a Poseidon2 leaf width (--leaf-width, or a --config that names one) does not apply: drop it");
     }
     let soundness = Soundness::parse(&args.security.soundness)?;
     let gpu = crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?);

@@ -9,11 +9,9 @@
 //! note says why). Verification runs on the CPU with Plonky3's code.
 
 use p3_commit::{BatchOpening, BatchOpeningRef, Mmcs};
-use p3_keccak::KeccakF;
 use p3_matrix::dense::RowMajorMatrix;
 use p3_matrix::{Dimensions, Matrix};
-use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, MerkleTreeMmcs, PrunedMerklePaths};
-use p3_symmetric::{CompressionFunctionFromHasher, PaddingFreeSponge, SerializingHasher};
+use p3_merkle_tree::{MerkleCap, MerkleTree, MerkleTreeError, PrunedMerklePaths};
 
 use std::sync::Arc;
 
@@ -23,11 +21,9 @@ use crate::merkle::{proof_levels, pruned_positions, GpuMerkle, GpuMerkleTree};
 use crate::mmcs::{cap_roots, check_batch_heights, commit_matrices, reduced_row, BatchError};
 use crate::poseidon2::{GpuPoseidon2, Poseidon2Constants, Poseidon2Field};
 
-/// Plonky3's Keccak sponge over `u64` lanes: width 25, rate 17, 4 lanes out.
-pub type KeccakU64Sponge = PaddingFreeSponge<KeccakF, 25, 17, 4>;
-
-/// Plonky3's Keccak MMCS over `F`, which [`GpuKeccakMmcs<F>`] is identical to.
-pub type CpuKeccakMmcs<F> = MerkleTreeMmcs<F, u64, SerializingHasher<KeccakU64Sponge>, CompressionFunctionFromHasher<KeccakU64Sponge, 2, 4>, 2, 4>;
+// Plonky3's Keccak MMCS over `F` (which `GpuKeccakMmcs<F>` is identical to) and its sponge
+// live with the verifier, which checks Keccak proofs without a GPU.
+pub use whir_verifier::hash::{CpuKeccakMmcs, KeccakU64Sponge};
 
 /// Prover data: the GPU tree with its matrices (in commit order), or Plonky3's tree when the
 /// CPU committed.
@@ -60,8 +56,7 @@ impl<F: Poseidon2Field> GpuKeccakMmcs<F> {
     /// `MerkleTreeMmcs::new`.
     pub fn new(gpu: Option<GpuKeccak>, cap_height: usize) -> Self {
         let merkle = gpu.map(|g| Arc::new(keccak_merkle::<F>(g.context())));
-        let sponge = KeccakU64Sponge::new(KeccakF);
-        Self { gpu: merkle, cpu: CpuKeccakMmcs::new(SerializingHasher::new(sponge), CompressionFunctionFromHasher::new(sponge), cap_height), cap_height }
+        Self { gpu: merkle, cpu: whir_verifier::hash::cpu_keccak_mmcs(cap_height), cap_height }
     }
 
     /// The Plonky3 MMCS with the same hash (verification, and the fallback).

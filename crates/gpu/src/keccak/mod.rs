@@ -44,7 +44,7 @@ pub(crate) const WGSL_TWINS: &[crate::shaders::TwinLayout] =
     &[crate::shaders::twin_layout!(KeccakGrindParams as "KeccakGrindParams" in "keccak/grind" { prefix, mask, first, end })];
 
 /// A Keccak digest as Plonky3's Keccak MMCS holds it: 4 lanes.
-pub type KeccakDigest = [u64; 4];
+pub use whir_verifier::hash::KeccakDigest;
 
 /// Words (u32) in a digest.
 const DIGEST_WORDS: usize = 8;

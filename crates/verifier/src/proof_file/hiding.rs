@@ -18,6 +18,11 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::*;
+use crate::hash::{cpu_mmcs_with, CpuMmcs};
+use crate::Commitment;
+
+/// A hiding proof's digest bytes at most (its trees are Poseidon2's).
+const DIGEST_BYTES: usize = <Poseidon2 as ProofHash<BabyBear>>::MAX_DIGEST_BYTES;
 
 /// The format version of hiding proof files.
 pub const HIDING_VERSION: u16 = 4;
@@ -133,7 +138,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
     /// The file's one canonical byte form.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version: HIDING_VERSION }).expect("header serializes");
-        let hash = file_hash::<F, E>(self.params.leaf);
+        let hash = file_hash::<F, E, Poseidon2>(self.params.leaf);
         let body = HidingBody { params: &self.params, hash: &hash, masks: &self.masks, commitment: &self.commitment, proof: &self.proof };
         out.extend(postcard::to_allocvec(&body).expect("proof file serializes"));
         out
@@ -147,7 +152,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
         if version != HIDING_VERSION {
             return Err(rejected(format!("format version {version} is a proof that does not hide; read it as a `ProofFile` (`whir verify` reads either)")));
         }
-        let leaf = check_hash::<F, E>(rest)?;
+        let leaf = check_hash::<F, E, Poseidon2>(rest)?;
         if bytes.len() > limits.max_file_bytes {
             return Err(too_large(bytes.len(), limits));
         }
@@ -185,7 +190,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
             return Err(rejected(format!("format version {version} is a proof that does not hide; read it as a `ProofFile` (`whir verify` reads either)")));
         }
         let (mut params, masks) = (params, prefix_masks(rest)?);
-        params.leaf = check_hash::<F, E>(rest)?;
+        params.leaf = check_hash::<F, E, Poseidon2>(rest)?;
         // Read within the bound its own parameters and masks give (no proof for them is larger).
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, masks, ParamSource::ProofFile)?, limits };
         read_bounded(&mut reader, &bound, &mut bytes)?;
