@@ -179,3 +179,79 @@ fn resident_whir_over_keccak_equals_plonky3_and_verifies() {
         check_resident::<BabyBear, SuffixProver<BabyBear, BinomialExtensionField<BabyBear, 4>>>(&ctx, &mut rng);
     }
 }
+
+/// The resident hiding PCS over Plonky3's Keccak configuration (`GpuProver::keccak_hiding_pcs`:
+/// the witness, its folds and the masked sumchecks' plain rounds on the GPU in Keccak trees, the
+/// masks' oracles committed with Plonky3's Keccak MMCS on the host): for the same generator seed,
+/// witness, points and challenger, the same commitment and proof bytes as p3-whir's
+/// `HidingWhirPcs` over the CPU pieces and the Keccak MMCS, accepted by its verifier with
+/// Plonky3's own Keccak challenger; a flipped byte is refused.
+fn check_hiding<F>(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>, rng: &mut rand::rngs::StdRng)
+where
+    F: whir_wgpu::prover::ProverField + p3_challenger::fs::TranscriptField + Ord,
+    StandardUniform: Distribution<F> + Distribution<BinomialExtensionField<F, 4>>,
+{
+    use p3_multilinear_util::point::Point;
+    use p3_multilinear_util::poly::Poly;
+    use p3_whir::{HidingWhirPcs, ZkParameters, ZkWhirConfig, ZkWhirProof};
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    type EF<F> = BinomialExtensionField<F, 4>;
+    type Hiding<F, C> = HidingWhirPcs<EF<F>, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, C, StdRng>;
+    let keccak = GpuKeccak::new(ctx.clone());
+    let prover = whir_wgpu::prover::GpuProver::<F>::over(ctx.clone());
+    let cpu_mmcs = GpuKeccakMmcs::<F>::new(None, 0).cpu().clone();
+    // (vars, fold, PoW, points): one round; two rounds or more with grinding.
+    for (n, fold, pow_bits, points) in [(12usize, 4usize, 0usize, 2usize), (14, 3, 5, 3)] {
+        let zk = || ZkParameters { ell_zk: 4, mask_log_inv_rate: 1 };
+        let params = || {
+            let mut p = common::stock_params(fold, pow_bits);
+            (p.security_level, p.starting_log_inv_rate) = (32, 2);
+            p
+        };
+        let config = ZkWhirConfig::<EF<F>, F, OurChallenger<F>>::new(n, params(), zk()).expect("a feasible hiding configuration");
+        let witness = Poly::new((0..1usize << n).map(|_| rng.random()).collect::<Vec<F>>());
+        let points: Vec<Point<EF<F>>> = (0..points).map(|_| Point::new((0..n).map(|_| rng.random()).collect())).collect();
+        let seed: u64 = rng.random();
+        let ours = || OurChallenger::<F>::new(GpuKeccakHash::new(vec![], Some(keccak.clone())));
+        let what = format!("n={n} fold={fold} pow={pow_bits} ({:?})", ctx.mul_variant());
+
+        let cpu = Hiding::<F, OurChallenger<F>>::new(config.clone(), Radix2DFTSmallBatch::default(), cpu_mmcs.clone(), StdRng::seed_from_u64(seed));
+        let mut ch = ours();
+        let (cpu_root, data) = cpu.commit(witness.clone(), &mut ch).unwrap();
+        let cpu_proof = postcard::to_allocvec(&cpu.open(data, points.clone(), &mut ch).unwrap()).unwrap();
+        let resident = prover.keccak_hiding_pcs::<EF<F>, OurChallenger<F>, StdRng>(config, StdRng::seed_from_u64(seed)).unwrap();
+        let before = ctx.transfers().transfer_counts();
+        let mut ch = ours();
+        let (root, data) = resident.commit(witness, &mut ch).unwrap();
+        let bytes = postcard::to_allocvec(&resident.open(data, points.clone(), &mut ch).unwrap()).unwrap();
+        // Resident: the witness went up, and the rounds ran on the GPU.
+        let after = ctx.transfers().transfer_counts();
+        assert!(after.bytes_up >= before.bytes_up + (4u64 << n), "{what}: {} bytes up", after.bytes_up - before.bytes_up);
+        assert!(after.submissions > before.submissions + (n / fold) as u64, "{what}: {} submissions", after.submissions - before.submissions);
+        assert_eq!(root, cpu_root, "{what}: commitments");
+        assert_eq!(bytes, cpu_proof, "{what}: proof bytes");
+
+        let stock_config = ZkWhirConfig::<EF<F>, F, StockChallenger<F>>::new(n, params(), zk()).unwrap();
+        let stock = Hiding::<F, StockChallenger<F>>::new(stock_config, Radix2DFTSmallBatch::default(), cpu_mmcs.clone(), StdRng::seed_from_u64(0));
+        let verify = |bytes: &[u8]| -> bool {
+            let Ok(proof) = postcard::from_bytes::<ZkWhirProof<F, EF<F>, CpuKeccakMmcs<F>>>(bytes) else { return false };
+            stock.verify(&root, &proof, &mut StockChallenger::<F>::from_hasher(vec![], Keccak256Hash), points.clone()).is_ok()
+        };
+        assert!(verify(&bytes), "{what}: the stock verifier refuses the resident hiding proof");
+        let mut flipped = bytes.clone();
+        let mid = flipped.len() / 2;
+        flipped[mid] ^= 1;
+        assert!(!verify(&flipped), "{what}: a flipped byte verified");
+    }
+}
+
+#[test]
+fn resident_hiding_whir_over_keccak_equals_plonky3_and_verifies() {
+    let mut rng = common::rng();
+    // Contexts of this test's own: their transfer counts show the proofs ran on the GPU.
+    for ctx in common::fresh_contexts() {
+        check_hiding::<BabyBear>(&ctx, &mut rng);
+        check_hiding::<KoalaBear>(&ctx, &mut rng);
+    }
+}

@@ -123,14 +123,14 @@ pub struct RoundHead<F: ProverField> {
 /// A hiding round's head: a [`RoundHead`] whose root is followed by the switch mask's, and
 /// whose out-of-domain answers are f's values followed by the switch mask's message, read as
 /// one univariate polynomial's coefficients (`Σ_x f_x·ρ^x + ρ^(2^m)·Σ_s mask_s·ρ^s`).
-pub struct HidingRoundHead<'a, F: ProverField, E> {
+pub struct HidingRoundHead<'a, F: ProverField, E, R = Commitment<F>> {
     /// The steps after the oracle's root, as for a plain round.
     pub head: RoundHead<F>,
     /// The switch mask's message.
     pub mask_message: &'a [E],
     /// The switch mask's root, asked for once the oracle's tree is under way (the mask may be
     /// committed meanwhile elsewhere); None: the head is not played.
-    pub mask_root: &'a dyn Fn() -> Option<Commitment<F>>,
+    pub mask_root: &'a dyn Fn() -> Option<R>,
 }
 
 /// What a [`RoundHead`] played: each point drawn and f's value there, and the grind. The

@@ -601,6 +601,26 @@ impl<F: ProverField> GpuProver<F> {
         Ok(crate::WhirPcs::new(config, backend).with_options(self.driver))
     }
 
+    /// Zero-knowledge WHIR over Plonky3's Keccak configuration on this GPU (p3-whir's
+    /// `HidingWhirPcs` with the Keccak MMCS, resident as [`hiding_pcs`](Self::hiding_pcs) is):
+    /// over a Keccak challenger (`SerializingChallenger32<F, GpuKeccakHash<F>>`, grinding on the
+    /// GPU, or Plonky3's own), its masks forked from `rng`.
+    pub fn keccak_hiding_pcs<E, C, R>(
+        &self,
+        config: p3_whir::ZkWhirConfig<E, F, C>,
+        rng: R,
+    ) -> Result<crate::GpuHidingPcs<F, E, C, R, whir_gpu::KeccakDigest>, ProverError>
+    where
+        E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F> + p3_field::TwoAdicField,
+        C: crate::WhirChallenger<F> + p3_challenger::CanObserve<p3_merkle_tree::MerkleCap<F, whir_gpu::KeccakDigest>>,
+        R: rand::CryptoRng,
+        rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
+    {
+        let merkle = Arc::new(GpuMerkle::new(self.merkle.poseidon2().clone()).with_keccak());
+        let backend = GpuBackend::<F, whir_gpu::KeccakDigest>::over(self.ntt.clone(), merkle)?;
+        Ok(crate::GpuHidingPcs::new(config, backend, rng).with_options(self.driver))
+    }
+
     /// Zero-knowledge WHIR on this GPU for `config` (p3-whir's `HidingWhirPcs`, resident:
     /// see [`GpuHidingPcs`](crate::GpuHidingPcs)), its Merkle leaves hashed by `leaf`, its masks
     /// forked from `rng`.

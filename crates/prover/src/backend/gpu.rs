@@ -42,7 +42,7 @@ pub type GpuBackend<F = p3_baby_bear::BabyBear, D = [F; 8]> = GpuCodewords<F, D>
 /// the host's Keccak challenger).
 pub trait GpuDigest<F: ProverField>: whir_gpu::TreeDigest {
     /// Plonky3's MMCS over this digest.
-    type Mmcs: Mmcs<F, Commitment = MerkleCap<F, Self>> + Clone + Send + Sync;
+    type Mmcs: Mmcs<F, Commitment = MerkleCap<F, Self>, MultiProof: Send + Sync> + Clone + Send + Sync;
     /// The challenger a backend of these trees continues a caller's sponge on.
     type Transcript: SpongeTranscript<F> + CanObserve<MerkleCap<F, Self>>;
     /// Whether the device plays transcript steps after a root (round heads): Poseidon2's
@@ -57,6 +57,8 @@ pub trait GpuDigest<F: ProverField>: whir_gpu::TreeDigest {
     fn paths(siblings: Vec<Self>) -> <Self::Mmcs as Mmcs<F>>::MultiProof;
     /// A challenger continuing the sponge `words` on `codewords`' device, where there is one.
     fn device_transcript(codewords: &GpuCodewords<F, Self>, words: SpongeWords<F>) -> Option<Self::Transcript>;
+    /// The words a device sponge observes for `root`, where it observes them (Poseidon2's).
+    fn sponge_words(root: &MerkleCap<F, Self>) -> Option<Vec<F>>;
 }
 
 /// Poseidon2 trees: the verifier's `CpuMmcs` over the constants the GPU permutations hold.
@@ -86,6 +88,9 @@ where
         (inner.sponge_state, inner.input_buffer, inner.output_buffer) = (words.state, words.inputs, words.outputs);
         Some(GpuChallenger::continuing(inner, Some(std::sync::Arc::new(whir_gpu::GpuGrinder::new(poseidon2)))))
     }
+    fn sponge_words(root: &MerkleCap<F, Self>) -> Option<Vec<F>> {
+        Some(root.roots().iter().flatten().copied().collect())
+    }
 }
 
 /// Keccak trees: Plonky3's Keccak MMCS; no sponge on the device.
@@ -95,7 +100,7 @@ impl<F: ProverField> GpuDigest<F> for KeccakDigest {
     const DEVICE_SPONGE: bool = false;
 
     fn mmcs(_: &GpuCodewords<F, Self>) -> CpuKeccakMmcs<F> {
-        whir_gpu::GpuKeccakMmcs::<F>::new(None, 0).cpu().clone()
+        whir_verifier::hash::cpu_keccak_mmcs::<F>(0)
     }
     fn leaf_sponge(_: &GpuCodewords<F, Self>) -> Option<LeafSponge> {
         None
@@ -104,6 +109,9 @@ impl<F: ProverField> GpuDigest<F> for KeccakDigest {
         PrunedMerklePaths { sibling_hashes: siblings }
     }
     fn device_transcript(_: &GpuCodewords<F, Self>, _: SpongeWords<F>) -> Option<NoTranscript<F>> {
+        None
+    }
+    fn sponge_words(_: &MerkleCap<F, Self>) -> Option<Vec<F>> {
         None
     }
 }
@@ -226,7 +234,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>, D: GpuDige
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-        head: Option<HidingRoundHead<'_, F, E>>,
+        head: Option<HidingRoundHead<'_, F, E, MerkleCap<F, D>>>,
     ) -> Result<(MerkleCap<F, D>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let m = sumcheck.num_variables();
         if fold > m {
@@ -253,7 +261,7 @@ impl<F: ProverField, E: WhirExtension<F> + whir_gpu::GpuExtension<F>, D: GpuDige
                     // The tree goes to the GPU while the mask's root is awaited and the script recorded.
                     batch.submit_part()?;
                     (head.mask_root)().and_then(|mask_root| {
-                        let after_root = mask_root.roots().iter().flatten().copied().collect();
+                        let after_root = D::sponge_words(&mask_root)?;
                         let tail = ScriptValues::PowersWithTail(E::flatten_to_base(head.mask_message.to_vec()));
                         let script = sponge_script(&head.head, after_root, tail)?;
                         sumcheck.record_sponge_script(&mut batch, &root, &script).map_err(|e| warn_once_head_left_out(&e)).ok()

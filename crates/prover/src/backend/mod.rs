@@ -74,8 +74,9 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     type Committed;
 
     /// Plonky3's MMCS whose commitments and multi-proofs these steps make (`MerkleTreeMmcs`
-    /// over Poseidon2 or over Keccak): what their proofs verify with.
-    type Mmcs: Mmcs<F> + Clone + Send + Sync;
+    /// over Poseidon2 or over Keccak): what their proofs verify with. (Its roots and paths
+    /// cross threads: the hiding run commits and opens its masks beside the device's work.)
+    type Mmcs: Mmcs<F, Commitment: Send + Sync, MultiProof: Send + Sync> + Clone + Send + Sync;
 
     /// How the commitments hash Merkle leaves where they hash them with Poseidon2 (a proof's
     /// `Params::leaf` must be the same); None for other hashes.
@@ -220,7 +221,7 @@ pub trait Backend<F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-        head: Option<HidingRoundHead<'_, F, E>>,
+        head: Option<HidingRoundHead<'_, F, E, RootOf<F, Self::Mmcs>>>,
     ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         let _ = head;
         let (root, committed) = self.commit_hiding_folded(sumcheck, randomness, fold, log_inv_rate)?;
@@ -364,7 +365,7 @@ impl<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> Backend<F, E> for &S
         randomness: &[E],
         fold: usize,
         log_inv_rate: usize,
-        head: Option<HidingRoundHead<'_, F, E>>,
+        head: Option<HidingRoundHead<'_, F, E, RootOf<F, Self::Mmcs>>>,
     ) -> Result<(RootOf<F, Self::Mmcs>, Self::Committed, Option<PlayedHead<F, E>>), ProverError> {
         (**self).commit_hiding_folded_with_head(sumcheck, randomness, fold, log_inv_rate, head)
     }

@@ -10,18 +10,21 @@ use p3_whir::{BaseCaseZkConfig, BaseCaseZkProof, BlindedMask, MaskOpeningPair, Q
 use p3_zk_codes::{ZkEncoding, ZkEncodingWithRandomness};
 use rand::distr::{Distribution, StandardUniform};
 use rand::{CryptoRng, RngExt};
-use whir_verifier::hash::CpuMmcs;
 
 use super::batch::Masks;
 use super::{beside_host_work, closed, ExtMmcs, HidingChallenger, MaskData};
-use crate::backend::{Backend, Paths};
+use crate::backend::{Backend, PathsOf, RootOf};
 use crate::error::ProverError;
 use crate::rounds::query_openings;
-use crate::{Commitment, ProverField, WhirExtension};
+use crate::{ProverField, WhirExtension};
 use p3_commit::Mmcs;
 
 /// Rows of a one-matrix extension-field commitment at `indices`, with their multi-proof.
-fn open_mask<F: ProverField, E: WhirExtension<F>>(mmcs: &ExtMmcs<F, E>, indices: &[usize], data: &MaskData<F, E>) -> SharedProofOpening<E, Paths<F>> {
+fn open_mask<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>>(
+    mmcs: &ExtMmcs<F, E, M>,
+    indices: &[usize],
+    data: &MaskData<F, E, M>,
+) -> SharedProofOpening<E, PathsOf<F, M>> {
     let (values, proof) = mmcs.open_multi_batch(indices, data);
     SharedProofOpening { rows: values.into_iter().map(|mut per_matrix| per_matrix.swap_remove(0)).collect(), proof }
 }
@@ -38,30 +41,31 @@ fn side_by_side<T: Send, R: Send>(groups: impl Iterator<Item = T>, what: &str, w
 }
 
 /// A mask group's oracle: its root and what opens it.
-type MaskOracle<F, E> = (Commitment<F>, MaskData<F, E>);
+type MaskOracle<F, E, M> = (RootOf<F, M>, MaskData<F, E, M>);
 
 /// A mask group's members' fresh messages and randomness.
 type MemberBlinds<E> = (Vec<Vec<E>>, Vec<Vec<E>>);
 
-/// The base case's proof over the CPU MMCS's types.
-pub(super) type BaseCaseProof<F, E> = BaseCaseZkProof<F, E, whir_verifier::hash::CpuMmcs<F>>;
+/// The base case's proof over the MMCS `M`'s types.
+pub(super) type BaseCaseProof<F, E, M> = BaseCaseZkProof<F, E, M>;
 
 /// The base case's fresh values: its fresh message and randomness, and per mask group a blind
 /// per member. They come from the generator alone, right after the last batch's masks, so a
 /// run may draw them ahead and commit the blinds beside the device's last round.
-pub(super) struct FreshValues<F: ProverField, E: WhirExtension<F>> {
+pub(super) struct FreshValues<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>> {
     message: Vec<E>,
     randomness: Vec<E>,
     blinds: Vec<MemberBlinds<E>>,
     /// Each group's blinds committed, where that was done ahead.
-    blind_oracles: Option<Vec<MaskOracle<F, E>>>,
+    blind_oracles: Option<Vec<MaskOracle<F, E, M>>>,
 }
 
 /// Draws the fresh message and randomness, then per group a blind per member (message then
 /// randomness, interleaved), in p3-whir's order.
-pub(super) fn draw_fresh<F, E, R>(base: &BaseCaseZkConfig<F>, rng: &mut R) -> FreshValues<F, E>
+pub(super) fn draw_fresh<F, E, M, R>(base: &BaseCaseZkConfig<F>, rng: &mut R) -> FreshValues<F, E, M>
 where
     F: ProverField,
+    M: Mmcs<F>,
     E: WhirExtension<F> + TwoAdicField,
     R: CryptoRng,
     StandardUniform: Distribution<E>,
@@ -80,11 +84,13 @@ where
     FreshValues { message, randomness, blinds, blind_oracles: None }
 }
 
-impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
+impl<F: ProverField, E: WhirExtension<F> + TwoAdicField, M: Mmcs<F>> FreshValues<F, E, M> {
     /// Commits each group's blinds (the groups side by side on the host), where not done yet.
-    pub(super) fn commit_blinds(&mut self, base: &BaseCaseZkConfig<F>, mmcs: &ExtMmcs<F, E>) -> Result<(), ProverError>
+    pub(super) fn commit_blinds(&mut self, base: &BaseCaseZkConfig<F>, mmcs: &ExtMmcs<F, E, M>) -> Result<(), ProverError>
     where
         StandardUniform: Distribution<E>,
+        M: Mmcs<F, Commitment: Send> + Sync,
+        MaskData<F, E, M>: Send,
     {
         if self.blind_oracles.is_some() {
             return Ok(());
@@ -105,22 +111,23 @@ impl<F: ProverField, E: WhirExtension<F> + TwoAdicField> FreshValues<F, E> {
 pub(super) fn prove_base_case<F, E, S, K, C>(
     config: &ZkWhirConfig<E, F, K>,
     backend: &S,
-    mmcs: &ExtMmcs<F, E>,
+    mmcs: &ExtMmcs<F, E, S::Mmcs>,
     source_message: &[E],
     source_randomness: &[E],
     source_covector: &[E],
-    masks: &Masks<F, E>,
+    masks: &Masks<F, E, S::Mmcs>,
     source: (&S::Committed, bool),
     challenger: &mut C,
-    fresh: FreshValues<F, E>,
-) -> Result<BaseCaseProof<F, E>, ProverError>
+    fresh: FreshValues<F, E, S::Mmcs>,
+) -> Result<BaseCaseProof<F, E, S::Mmcs>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    K: HidingChallenger<F>,
-    C: HidingChallenger<F>,
+    S: Backend<F, E>,
+    K: HidingChallenger<F, S::Mmcs>,
+    C: HidingChallenger<F, S::Mmcs>,
     StandardUniform: Distribution<E>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
     let base = config.base_case_config();
     check_inputs(&base, source_message.len(), source_randomness.len(), source_covector.len(), masks)?;
@@ -184,12 +191,12 @@ where
 
 /// The base case's fresh values, committed: the fresh message and randomness with their
 /// codeword, and per mask group a blind per member with the group's oracle.
-struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
+struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     message: Vec<E>,
     randomness: Vec<E>,
-    main: (Commitment<F>, S::Committed),
+    main: (RootOf<F, S::Mmcs>, S::Committed),
     blinds: Vec<MemberBlinds<E>>,
-    blind_oracles: Vec<MaskOracle<F, E>>,
+    blind_oracles: Vec<MaskOracle<F, E, S::Mmcs>>,
     /// How long the blinds' commits went on past the fresh codeword's.
     blinds_wait: std::time::Duration,
 }
@@ -197,12 +204,18 @@ struct Fresh<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmc
 /// Commits the fresh values: the folded code's encoding of [message | randomness | 0] where
 /// the backend commits, while the groups' blinds are committed on the host (unless they were
 /// ahead).
-fn commit_fresh<F, E, S>(base: &BaseCaseZkConfig<F>, backend: &S, mmcs: &ExtMmcs<F, E>, mut values: FreshValues<F, E>) -> Result<Fresh<F, E, S>, ProverError>
+fn commit_fresh<F, E, S>(
+    base: &BaseCaseZkConfig<F>,
+    backend: &S,
+    mmcs: &ExtMmcs<F, E, S::Mmcs>,
+    mut values: FreshValues<F, E, S::Mmcs>,
+) -> Result<Fresh<F, E, S>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
+    S: Backend<F, E>,
     StandardUniform: Distribution<E>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
     let code = &base.code;
     // `FoldedRsCode::encode_column` transforms [message | randomness | 0] over its domain and
@@ -232,21 +245,22 @@ where
 fn open_spot_checks<F, E, S, C>(
     transcript: &mut ZkBaseCaseProverTranscript<'_, C, F, E>,
     backend: &S,
-    mmcs: &ExtMmcs<F, E>,
+    mmcs: &ExtMmcs<F, E, S::Mmcs>,
     fresh: &Fresh<F, E, S>,
-    masks: &Masks<F, E>,
+    masks: &Masks<F, E, S::Mmcs>,
     (source, source_base): (&S::Committed, bool),
-) -> Result<(QueryOpenings<F, E, Paths<F>>, SharedProofOpening<E, Paths<F>>, Vec<MaskOpeningPair<E, Paths<F>>>), ProverError>
+) -> Result<(QueryOpenings<F, E, PathsOf<F, S::Mmcs>>, SharedProofOpening<E, PathsOf<F, S::Mmcs>>, Vec<MaskOpeningPair<E, PathsOf<F, S::Mmcs>>>), ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    C: HidingChallenger<F>,
+    S: Backend<F, E>,
+    C: HidingChallenger<F, S::Mmcs>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
     let positions = transcript.source_queries();
     let mask_positions: Vec<Vec<usize>> = (0..fresh.blind_oracles.len()).map(|group| transcript.mask_queries(group)).collect();
     let blind_oracles = &fresh.blind_oracles;
-    let open_masks = || -> Result<(Vec<MaskOpeningPair<E, Paths<F>>>, std::time::Duration), ProverError> {
+    let open_masks = || -> Result<(Vec<MaskOpeningPair<E, PathsOf<F, S::Mmcs>>>, std::time::Duration), ProverError> {
         let started = std::time::Instant::now();
         let groups = blind_oracles.iter().zip(&masks.groups).zip(&mask_positions);
         let opened = side_by_side(groups, "opening a mask group", |(((_, blinds), (_, carried)), positions)| MaskOpeningPair {
@@ -280,12 +294,12 @@ where
 
 /// The last fold's message, randomness and weights, and the mask groups, against the base
 /// case's configuration.
-fn check_inputs<F: ProverField, E: WhirExtension<F>>(
+fn check_inputs<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>>(
     base: &BaseCaseZkConfig<F>,
     message: usize,
     randomness: usize,
     weights: usize,
-    masks: &Masks<F, E>,
+    masks: &Masks<F, E, M>,
 ) -> Result<(), ProverError> {
     let code = &base.code;
     if message != code.message_len || randomness != code.randomness_len || weights != code.message_len {

@@ -14,19 +14,20 @@ use rand::distr::{Distribution, StandardUniform};
 use rand::CryptoRng;
 
 use super::{closed, ExtMmcs, MaskData, MaskEncoding};
+use crate::backend::RootOf;
 use crate::error::ProverError;
 use crate::lookahead::{Lookahead, MaskedWire, MaskedWires};
 use crate::sumcheck::SumcheckState;
-use crate::{Commitment, ProverField, WhirExtension};
+use crate::{ProverField, WhirExtension};
 
 /// What a masked batch leaves: its challenges γ, its combining challenge ε, its masks and
 /// their oracle, and its proof data.
-pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>> {
+pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>> {
     pub gammas: Vec<E>,
     pub eps: E,
     pub masks: Vec<Vec<E>>,
     pub mask_randomness: Vec<Vec<E>>,
-    pub oracle: (Commitment<F>, MaskData<F, E>),
+    pub oracle: (RootOf<F, M>, MaskData<F, E, M>),
     pub data: ZkSumcheckData<F, E>,
     /// Rounds played where the tables lie (chained), each challenge checked here.
     pub chained: usize,
@@ -35,10 +36,10 @@ pub(super) struct MaskedBatch<F: ProverField, E: WhirExtension<F>> {
 /// A masked batch's masks, drawn and committed ahead of it: they depend on the generator
 /// alone, not on the transcript, so their encoding and commitment run on the host while the
 /// device works on the backend before the batch.
-pub(super) struct BatchMasks<F: ProverField, E: WhirExtension<F>> {
+pub(super) struct BatchMasks<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>> {
     pub masks: Vec<Vec<E>>,
     pub randomness: Vec<Vec<E>>,
-    pub oracle: (Commitment<F>, MaskData<F, E>),
+    pub oracle: (RootOf<F, M>, MaskData<F, E, M>),
 }
 
 /// A batch of `folding` rounds' masks drawn from `rng` in p3-sumcheck's order
@@ -55,11 +56,11 @@ where
 }
 
 /// Drawn masks encoded with their randomness and committed as one matrix (on the host).
-pub(super) fn commit_masks<F: ProverField, E: WhirExtension<F> + TwoAdicField>(
+pub(super) fn commit_masks<F: ProverField, E: WhirExtension<F> + TwoAdicField, M: Mmcs<F>>(
     encoding: &MaskEncoding<E>,
-    mmcs: &ExtMmcs<F, E>,
+    mmcs: &ExtMmcs<F, E, M>,
     (masks, randomness): (Vec<Vec<E>>, Vec<Vec<E>>),
-) -> BatchMasks<F, E>
+) -> BatchMasks<F, E, M>
 where
     StandardUniform: Distribution<E>,
 {
@@ -125,21 +126,22 @@ fn wire_of<E: Field>(round: &MaskedWire<E>, eps: E, (c0, c_inf): (E, E), past: E
 /// batch) and replayed here, each challenge checked. On return w and `sum` are scaled by ε, as
 /// p3-sumcheck leaves them.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn masked_batch<F, E, S, C>(
+pub(super) fn masked_batch<F, E, S, C, M>(
     state: &mut S,
     sum: &mut E,
     ell_zk: usize,
-    masks: BatchMasks<F, E>,
+    masks: BatchMasks<F, E, M>,
     (folding, pow_bits): (usize, usize),
     aux: E,
     challenger: &mut C,
     link: Option<&Lookahead<F>>,
-) -> Result<MaskedBatch<F, E>, ProverError>
+) -> Result<MaskedBatch<F, E, M>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
     S: SumcheckState<F, E>,
-    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<Commitment<F>>,
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanObserve<RootOf<F, M>>,
+    M: Mmcs<F>,
 {
     let shape = batch_shape(state.num_variables(), &masks.masks, ell_zk, (folding, pow_bits))?;
     let BatchMasks { masks, randomness: mask_randomness, oracle: (root, oracle) } = masks;
@@ -227,15 +229,15 @@ fn batch_shape<F: ProverField, E: WhirExtension<F>>(
 
 /// The masks a hiding run has committed so far, their claims' covectors and the running total
 /// Σ ⟨covector, message⟩ (p3-whir's `ProverMasks`), grouped as they were committed.
-pub(super) struct Masks<F: ProverField, E: WhirExtension<F>> {
+pub(super) struct Masks<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>> {
     pub messages: Vec<Vec<E>>,
     pub randomness: Vec<Vec<E>>,
     pub covectors: Vec<Vec<E>>,
-    pub groups: Vec<(usize, MaskData<F, E>)>,
+    pub groups: Vec<(usize, MaskData<F, E, M>)>,
     pub aux: E,
 }
 
-impl<F: ProverField, E: WhirExtension<F>> Masks<F, E> {
+impl<F: ProverField, E: WhirExtension<F>, M: Mmcs<F>> Masks<F, E, M> {
     pub fn new() -> Self {
         Self { messages: Vec::new(), randomness: Vec::new(), covectors: Vec::new(), groups: Vec::new(), aux: E::ZERO }
     }
@@ -245,9 +247,9 @@ impl<F: ProverField, E: WhirExtension<F>> Masks<F, E> {
     /// its γ) joins them. Returns the batch's challenges.
     pub fn record_batch(
         &mut self,
-        batch: MaskedBatch<F, E>,
+        batch: MaskedBatch<F, E, M>,
         sumchecks: &mut Vec<ZkSumcheckData<F, E>>,
-        roots: &mut Vec<Commitment<F>>,
+        roots: &mut Vec<RootOf<F, M>>,
         ell_zk: usize,
     ) -> Vec<E> {
         let folding = batch.gammas.len();
@@ -270,7 +272,7 @@ impl<F: ProverField, E: WhirExtension<F>> Masks<F, E> {
     }
 
     /// Takes in a code-switching round's mask.
-    pub fn push_switch_mask(&mut self, covector: Vec<E>, message: Vec<E>, randomness: Vec<E>, data: MaskData<F, E>) {
+    pub fn push_switch_mask(&mut self, covector: Vec<E>, message: Vec<E>, randomness: Vec<E>, data: MaskData<F, E, M>) {
         self.aux += dot_product::<E, _, _>(covector.iter().copied(), message.iter().copied());
         self.covectors.push(covector);
         self.messages.push(message);

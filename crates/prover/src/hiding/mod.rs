@@ -37,13 +37,13 @@ use whir_verifier::hash::CpuMmcs;
 
 use self::base_case::{draw_fresh, prove_base_case, BaseCaseProof, FreshValues};
 use self::batch::{commit_masks, draw_masks, masked_batch, BatchMasks, Masks};
-use crate::backend::{Backend, Paths};
+use crate::backend::{Backend, CommitmentOf, PathsOf, RootOf};
 use crate::error::ProverError;
 use crate::lookahead::{HidingRoundHead, Lookahead, PlayedHead, RoundHead, WhirChallenger};
 use crate::options::DriverOptions;
 use crate::rounds::query_openings;
 use crate::sumcheck::SumcheckState;
-use crate::{Commitment, ProverField, WhirExtension};
+use crate::{ProverField, WhirExtension};
 
 /// Where a hiding opening's wall time went, step by step (summed over rounds). Steps that only
 /// submit GPU work (folds, weights) are waited for by the next step that reads back, so their
@@ -134,22 +134,22 @@ impl Lap {
 
 /// A hiding proof: p3-whir's `ZkWhirProof` over the CPU MMCS's types (the bytes
 /// `HidingWhirPcs` writes).
-pub type ZkProof<F, E> = ZkWhirProof<F, E, CpuMmcs<F>>;
+pub type ZkProof<F, E, M = CpuMmcs<F>> = ZkWhirProof<F, E, M>;
 
 /// The extension-field MMCS the masks and folded oracles are committed with.
-type ExtMmcs<F, E> = ExtensionMmcs<F, E, CpuMmcs<F>>;
+type ExtMmcs<F, E, M> = ExtensionMmcs<F, E, M>;
 /// A mask oracle kept for its openings.
-type MaskData<F, E> = <ExtMmcs<F, E> as Mmcs<E>>::ProverData<RowMajorMatrix<E>>;
+type MaskData<F, E, M> = <ExtMmcs<F, E, M> as Mmcs<E>>::ProverData<RowMajorMatrix<E>>;
 /// The mask codes' encoding (p3-whir's `MaskCodeShape::encoding`).
 type MaskEncoding<E> = ReedSolomonZkEncoding<E, Radix2Dit<E>>;
 
-/// The challenger a hiding run needs.
-pub trait HidingChallenger<F: ProverField>:
-    FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone
+/// The challenger a hiding run needs, observing the roots of `M` (Poseidon2's MMCS by default).
+pub trait HidingChallenger<F: ProverField, M: Mmcs<F> = CpuMmcs<F>>:
+    FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<RootOf<F, M>> + Clone
 {
 }
-impl<F: ProverField, C> HidingChallenger<F> for C where
-    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<Commitment<F>> + Clone
+impl<F: ProverField, M: Mmcs<F>, C> HidingChallenger<F, M> for C where
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F> + CanObserve<RootOf<F, M>> + Clone
 {
 }
 
@@ -169,8 +169,8 @@ pub(crate) fn commit_hiding<F, E, S, C, R>(
 where
     F: ProverField,
     E: WhirExtension<F>,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    C: HidingChallenger<F>,
+    S: Backend<F, E>,
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
     R: CryptoRng,
     StandardUniform: Distribution<F>,
 {
@@ -181,12 +181,12 @@ where
 }
 
 /// A hiding commitment's root and what its open needs.
-pub(crate) type HidingCommitment<F, E, S> = (Commitment<F>, Committed<F, E, S>);
+pub(crate) type HidingCommitment<F, E, S> = (CommitmentOf<F, E, S>, Committed<F, E, S>);
 
 /// What an open needs of a commitment: the oracle, the sumcheck holding the witness, the
 /// randomness rows' values, and the shape it was committed in (checked against the
 /// configuration that opens it).
-pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
+pub(crate) struct Committed<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     pub committed: S::Committed,
     pub sumcheck: S::Sumcheck,
     pub randomness: Vec<F>,
@@ -204,7 +204,7 @@ pub(crate) struct CommitShape {
 impl CommitShape {
     fn of<F: ProverField, E: WhirExtension<F>, C>(config: &ZkWhirConfig<E, F, C>) -> Self
     where
-        C: HidingChallenger<F>,
+        C: FieldChallenger<F> + GrindingChallenger<Witness = F>,
     {
         Self { vars: config.num_variables(), fold: config.round_folding_factor(0), log_inv_rate: config.starting_log_inv_rate }
     }
@@ -223,15 +223,16 @@ pub(crate) fn prove_hiding<F, E, S, K, C, R>(
     rng: &mut R,
     options: DriverOptions,
     times: &mut HidingTimes,
-) -> Result<ZkProof<F, E>, ProverError>
+) -> Result<ZkProof<F, E, S::Mmcs>, ProverError>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    K: HidingChallenger<F>,
-    C: WhirChallenger<F> + CanObserve<Commitment<F>>,
+    S: Backend<F, E>,
+    K: HidingChallenger<F, S::Mmcs>,
+    C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
     // Data committed under another configuration (another PCS's) would open other rows.
     let expected = CommitShape::of(config);
@@ -287,15 +288,15 @@ fn closed<T, D>(driver: D, played: Result<T, ProverError>, finish: impl FnOnce(D
 }
 
 /// What a hiding run carries from step to step.
-struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
+struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
     /// f (the folded message) and w (the source side's weights) where the backend keeps them.
     sumcheck: S::Sumcheck,
     /// Σ f·w.
     sum: E,
-    masks: Masks<F, E>,
+    masks: Masks<F, E, S::Mmcs>,
     /// Each masked batch's proof data and mask root, for the proof.
     sumchecks: Vec<ZkSumcheckData<F, E>>,
-    mask_roots: Vec<Commitment<F>>,
+    mask_roots: Vec<RootOf<F, S::Mmcs>>,
     /// The last batch's challenges, and the last oracle's randomness folded at them.
     gammas: Vec<E>,
     oracle_randomness: Vec<E>,
@@ -304,13 +305,13 @@ struct Run<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<
     /// The masked batches' mask code, built once (its DFT keeps its twiddles between batches).
     encoding: MaskEncoding<E>,
     /// The base case's fresh values, drawn and their blinds committed in the last round.
-    fresh: Option<FreshValues<F, E>>,
+    fresh: Option<FreshValues<F, E, S::Mmcs>>,
     lap: Lap,
 }
 
 /// A round's next oracle and switch mask, committed ([`HidingRun::commit_round`]).
-struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mmcs = CpuMmcs<F>>> {
-    root: Commitment<F>,
+struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: Backend<F, E>> {
+    root: RootOf<F, S::Mmcs>,
     committed: S::Committed,
     /// The next oracle's randomness.
     fresh: Vec<E>,
@@ -318,16 +319,16 @@ struct RoundCommitments<F: ProverField, E: WhirExtension<F>, S: Backend<F, E, Mm
     mask_message: Vec<E>,
     mask_randomness: Vec<E>,
     pad_len: usize,
-    mask_root: Commitment<F>,
-    mask_data: MaskData<F, E>,
+    mask_root: RootOf<F, S::Mmcs>,
+    mask_data: MaskData<F, E, S::Mmcs>,
     /// The round's masked batch's masks, committed beside the oracle.
-    batch_masks: BatchMasks<F, E>,
+    batch_masks: BatchMasks<F, E, S::Mmcs>,
 }
 
-struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S, C> {
+struct HidingRun<'a, F: ProverField, E: WhirExtension<F>, S: Backend<F, E>, C> {
     backend: &'a S,
     config: &'a ZkWhirConfig<E, F, C>,
-    mmcs: ExtMmcs<F, E>,
+    mmcs: ExtMmcs<F, E, S::Mmcs>,
     /// Lazy equality weights for the first batch (`SumcheckState::set_lazy_eq_weights`).
     lazy_first_weights: bool,
     /// The published transcript state the rounds' heads and the masked batches' chains are
@@ -343,9 +344,10 @@ impl<F, E, S, K> HidingRun<'_, F, E, S, K>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    K: HidingChallenger<F>,
+    S: Backend<F, E>,
+    K: HidingChallenger<F, S::Mmcs>,
     StandardUniform: Distribution<E> + Distribution<F>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
     /// Where the rounds' heads are played from, if they are played ahead.
     fn heads(&self) -> Option<&Lookahead<F>> {
@@ -359,14 +361,14 @@ where
 
     /// The whole opening: the first masked batch, the code-switching rounds (each ending in
     /// its masked batch), the masked base case.
-    fn play<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
+    fn play<C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
         claims: &[(Point<E>, E)],
         rng: &mut R,
         times: &mut HidingTimes,
-    ) -> Result<ZkProof<F, E>, ProverError> {
+    ) -> Result<ZkProof<F, E, S::Mmcs>, ProverError> {
         let mut run = self.first_batch(transcript, data, claims, rng, times)?;
         let rounds = (0..self.config.n_rounds()).map(|round| self.round(transcript, &mut run, round, rng, times)).collect::<Result<Vec<_>, _>>()?;
         let base_case = self.base_case(transcript, &mut run, rng)?;
@@ -377,7 +379,7 @@ where
     }
 
     /// The initial relation (W = Σ α^i eq(z_i, ·), claim Σ α^i v_i) and its masked batch.
-    fn first_batch<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
+    fn first_batch<C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         data: Committed<F, E, S>,
@@ -440,14 +442,14 @@ where
     /// One code-switching round: the folded message committed as the next oracle beside its
     /// switch mask, the private out-of-domain answers, the old oracle's rows opened and folded
     /// at the queries, the constraints they make, and the round's masked batch.
-    fn round<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
+    fn round<C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         run: &mut Run<F, E, S>,
         round: usize,
         rng: &mut R,
         times: &mut HidingTimes,
-    ) -> Result<ZkRoundProof<F, E, CpuMmcs<F>>, ProverError> {
+    ) -> Result<ZkRoundProof<F, E, S::Mmcs>, ProverError> {
         let config = self.config;
         let params = &config.round_parameters()[round];
         let message_len = 1usize << run.sumcheck.num_variables();
@@ -543,7 +545,7 @@ where
         // generator's order holds) and their blinds committed beside the last round.
         let base_fresh = (round + 1 == config.n_rounds()).then(|| {
             let base = config.base_case_config();
-            (draw_fresh::<F, E, R>(&base, rng), base)
+            (draw_fresh::<F, E, S::Mmcs, R>(&base, rng), base)
         });
         let (mmcs, message, randomness, encoding) = (&self.mmcs, &mask_message, &mask_randomness, &run.encoding);
         // The mask's root reaches the head once it is committed (None if its work failed).
@@ -570,12 +572,12 @@ where
     }
 
     /// The masked base case over the virtual folded oracle.
-    fn base_case<C: WhirChallenger<F> + CanObserve<Commitment<F>>, R: CryptoRng>(
+    fn base_case<C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>, R: CryptoRng>(
         &self,
         transcript: &mut ZkWhirProverTranscript<'_, C, F, E>,
         run: &mut Run<F, E, S>,
         rng: &mut R,
-    ) -> Result<BaseCaseProof<F, E>, ProverError> {
+    ) -> Result<BaseCaseProof<F, E, S::Mmcs>, ProverError> {
         run.lap.enter("base case");
         let source_message = run.sumcheck.evals()?;
         let source_covector = run.sumcheck.weights_table()?;
@@ -604,7 +606,12 @@ where
 
     /// Opens `oracle` at `indices` in one multiproof and folds each row at `gammas`.
     #[allow(clippy::type_complexity)]
-    fn open_and_fold(&self, oracle: &Oracle<S::Committed>, indices: &[usize], gammas: &[E]) -> Result<(QueryOpenings<F, E, Paths<F>>, Vec<E>), ProverError> {
+    fn open_and_fold(
+        &self,
+        oracle: &Oracle<S::Committed>,
+        indices: &[usize],
+        gammas: &[E],
+    ) -> Result<(QueryOpenings<F, E, PathsOf<F, S::Mmcs>>, Vec<E>), ProverError> {
         let opening = self.backend.open(&oracle.committed, indices)?;
         let (rows, proof) = self.backend.read_openings(vec![opening])?.pop().ok_or_else(|| ProverError::Input("no opening read back".into()))?;
         let point = Point::new(gammas.to_vec());
@@ -631,7 +638,7 @@ fn ood_answers<F, E, C, T>(
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    C: HidingChallenger<F>,
+    C: FieldChallenger<F> + GrindingChallenger<Witness = F> + CanSampleUniformBits<F>,
     T: SumcheckState<F, E>,
 {
     let message_len = 1u64 << sumcheck.num_variables();

@@ -18,19 +18,22 @@ use rand::{CryptoRng, SeedableRng};
 use whir_gpu::GpuChallenger;
 use whir_verifier::hash::CpuMmcs;
 
+use super::MaskData;
 use super::{commit_hiding, prove_hiding, Committed, HidingTimes, ZkProof};
-use crate::backend::{Backend, CpuBackend};
+use crate::backend::{Backend, CpuBackend, RootOf};
 use crate::error::ProverError;
 use crate::lookahead::SpongeTranscript;
 use crate::options::DriverOptions;
 use crate::rounds::device_transcript;
 use crate::sumcheck::SumcheckState;
-use crate::{Commitment, ProverField, WhirChallenger, WhirExtension, EF};
+use crate::{ProverField, WhirChallenger, WhirExtension, EF};
 use p3_baby_bear::BabyBear;
 
 /// p3-whir's own hiding PCS over the CPU pieces: the verifier side of [`HidingPcs`], and the
 /// reference its proofs equal.
-pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, C, R>;
+pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng, M = CpuMmcs<F>> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, M, C, R>;
+/// p3-whir's hiding PCS hashing as the backend `S` does (its MMCS).
+type StockOf<S, F, E, C> = StockHidingPcs<F, E, C, StdRng, <S as Backend<F, E>>::Mmcs>;
 
 /// Zero-knowledge WHIR over the backend `S` (p3-whir's `HidingWhirPcs`, HVZK-WHIR): commits a
 /// polynomial with randomness rows under its oracle, and opens it at the caller's points with
@@ -43,23 +46,24 @@ pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRn
 /// `HidingWhirPcs`'s, byte for byte (with a challenger that grinds deterministically, as the
 /// GPU's does; Plonky3's `DuplexChallenger` grinds any witness), and p3-whir's verifier
 /// accepts it.
-pub struct HidingPcs<S, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>, R = StdRng> {
+pub struct HidingPcs<S: Backend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>, C = GpuChallenger<F>, R = StdRng> {
     config: ZkWhirConfig<E, F, C>,
     backend: S,
     rng: Mutex<R>,
     options: DriverOptions,
-    stock: StockHidingPcs<F, E, C, StdRng>,
+    stock: StockOf<S, F, E, C>,
 }
 
-/// The hiding PCS with every large step where the polynomial lies, on the GPU.
-pub type GpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<GpuBackend<F>, F, E, C, R>;
+/// The hiding PCS with every large step where the polynomial lies, on the GPU (its trees
+/// Poseidon2's; `GpuHidingPcs<F, E, C, R, KeccakDigest>` hashes them with Keccak).
+pub type GpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng, D = [F; 8]> = HidingPcs<GpuBackend<F, D>, F, E, C, R>;
 
 /// The same protocol over the plain-Rust backend (the reference twin).
 pub type CpuHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng> = HidingPcs<CpuBackend<F, E>, F, E, C, R>;
 
 /// What a hiding commitment keeps until it is opened: the oracle, the polynomial as the
 /// sumcheck's f (on the GPU for [`GpuHidingPcs`]) and its randomness rows.
-pub struct HidingProverData<S: Backend<F, E, Mmcs = CpuMmcs<F>>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
+pub struct HidingProverData<S: Backend<F, E>, F: ProverField = BabyBear, E: WhirExtension<F> = EF<F>> {
     inner: Committed<F, E, S>,
 }
 
@@ -67,10 +71,11 @@ impl<S, F, E, C, R> HidingPcs<S, F, E, C, R>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    C: WhirChallenger<F> + CanObserve<Commitment<F>>,
+    S: Backend<F, E>,
+    C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
     /// As `HidingWhirPcs::new(config, dft, mmcs, rng)`: the configuration, the backend in place
     /// of the DFT and the MMCS (proofs hashed as the backend hashes, [`Backend::mmcs`]), and
@@ -99,7 +104,7 @@ where
     }
 
     /// p3-whir's own hiding PCS for the same configuration, hashing as the backend does.
-    pub fn stock(&self) -> &StockHidingPcs<F, E, C, StdRng> {
+    pub fn stock(&self) -> &StockOf<S, F, E, C> {
         &self.stock
     }
 
@@ -109,7 +114,7 @@ where
         prover_data: HidingProverData<S, F, E>,
         points: Vec<Point<E>>,
         challenger: &mut C,
-    ) -> Result<(ZkProof<F, E>, HidingTimes), ProverError> {
+    ) -> Result<(ZkProof<F, E, S::Mmcs>, HidingTimes), ProverError> {
         let started = std::time::Instant::now();
         self.check_points(&points)?;
         let mut data = prover_data.inner;
@@ -162,15 +167,16 @@ impl<S, F, E, C, R> MultilinearPcs<E, C> for HidingPcs<S, F, E, C, R>
 where
     F: ProverField,
     E: WhirExtension<F> + TwoAdicField,
-    S: Backend<F, E, Mmcs = CpuMmcs<F>>,
-    C: WhirChallenger<F> + CanObserve<Commitment<F>>,
+    S: Backend<F, E>,
+    C: WhirChallenger<F> + CanObserve<RootOf<F, S::Mmcs>>,
     R: CryptoRng,
     StandardUniform: Distribution<E> + Distribution<F>,
+    MaskData<F, E, S::Mmcs>: Send + Sync,
 {
-    type Commitment = Commitment<F>;
+    type Commitment = RootOf<F, S::Mmcs>;
     type Val = F;
     type ProverData = HidingProverData<S, F, E>;
-    type Proof = ZkProof<F, E>;
+    type Proof = ZkProof<F, E, S::Mmcs>;
     type Error = ZkVerifierError;
     type ProverError = ProverError;
     type Witness = Poly<F>;
