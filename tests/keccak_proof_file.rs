@@ -200,3 +200,53 @@ fn keccak_files_are_untrusted_input() {
     }
     assert!(tried >= 250, "only {tried} mutations differed");
 }
+
+/// A hiding proof over the Keccak configuration, made by p3-whir's `HidingWhirPcs` over Plonky3's
+/// CPU pieces and Keccak MMCS at the points its commitment fixes, as a file's bytes.
+fn keccak_hiding_file(p: &Params, masks: whir_wgpu::verifier::ZkMasks, rng: &mut StdRng) -> Vec<u8> {
+    use p3_multilinear_util::poly::Poly;
+    use rand::SeedableRng;
+    use whir_wgpu::verifier::{hiding_points_over, zk_config, Keccak, KeccakHidingProofFileOf, ParamSource};
+    let config = zk_config::<BabyBear, EF, KeccakChallenger<BabyBear>>(p, masks, ParamSource::Flags).unwrap();
+    let pcs = p3_whir::HidingWhirPcs::<EF, BabyBear, Radix2DFTSmallBatch<BabyBear>, CpuKeccakMmcs<BabyBear>, KeccakChallenger<BabyBear>, StdRng>::new(
+        config,
+        Radix2DFTSmallBatch::default(),
+        cpu_keccak_mmcs(0),
+        StdRng::seed_from_u64(rng.random()),
+    );
+    let mut challenger = keccak_challenger::<BabyBear>();
+    let witness = Poly::new((0..1usize << p.num_vars).map(|_| rng.random()).collect::<Vec<BabyBear>>());
+    let (commitment, data) = pcs.commit(witness, &mut challenger).unwrap();
+    let points = hiding_points_over::<BabyBear, EF, Keccak>(&commitment, p);
+    let proof = postcard::to_allocvec(&pcs.open(data, points, &mut challenger).unwrap()).unwrap();
+    KeccakHidingProofFileOf::<BabyBear>::new(p, masks, commitment, proof).to_bytes()
+}
+
+#[test]
+fn keccak_hiding_files_verify_and_are_refused_by_poseidon2s_reader() {
+    use whir_wgpu::verifier::{KeccakHidingProofFileOf, ReadLimits, ZkMasks};
+    let mut rng = common::rng();
+    let p = Params { log_inv_rate: 2, ..params(14, 3, 2, 2) };
+    let masks = ZkMasks::DEFAULT;
+    let bytes = keccak_hiding_file(&p, masks, &mut rng);
+    assert_eq!(proof_file_hash(&bytes).unwrap(), "keccak");
+    let file = KeccakHidingProofFileOf::<BabyBear>::from_bytes_with(&bytes, ReadLimits::default()).unwrap();
+    assert_eq!(file.to_bytes(), bytes);
+    file.verify(&p, masks).unwrap();
+    KeccakHidingProofFileOf::<BabyBear>::read_with(&bytes[..], ReadLimits::default()).unwrap().verify(&p, masks).unwrap();
+    let bound = KeccakHidingProofFileOf::<BabyBear>::max_bytes(&p, masks).unwrap();
+    assert!(bytes.len() <= bound && bound <= 4 * bytes.len() + 4096, "{} bytes, bound {bound}", bytes.len());
+    let err = HidingProofFileOf::<BabyBear>::from_bytes_with(&bytes, ReadLimits::default()).unwrap_err().to_string();
+    assert!(err.contains("--hash keccak"), "{err}");
+    // A plain Keccak reader refuses it as hiding; mutations are refused without a panic.
+    assert!(KeccakProofFileOf::<BabyBear>::from_bytes(&bytes).unwrap_err().to_string().contains("hiding"));
+    for round in 0..60 {
+        let mut m = bytes.clone();
+        let i = rng.random_range(0..m.len());
+        m[i] ^= 1 << (round % 8);
+        let verdict = std::panic::catch_unwind(|| {
+            KeccakHidingProofFileOf::<BabyBear>::from_bytes_with(&m, ReadLimits::default()).and_then(|f| f.verify(&p, masks)).is_ok()
+        });
+        assert!(matches!(verdict, Ok(false)), "mutation {round} at byte {i}: {verdict:?}");
+    }
+}

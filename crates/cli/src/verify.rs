@@ -137,13 +137,10 @@ fn verify(args: VerifyArgs) -> Result<()> {
     let (field, degree) = named.unwrap_or((want.0.unwrap_or(FieldChoice::Babybear), want.1.unwrap_or(4)));
     let keccak = named_hash.map_or(args.hash == Some(crate::HashChoice::Keccak), |h| h == crate::HashChoice::Keccak.name());
     if hiding && keccak {
-        bail!(
-            "proof file {} is a hiding proof, and hiding proofs are over Poseidon2 (a hiding PCS over Keccak is not there yet); drop --hash keccak",
-            args.file.display()
-        );
+        return crate::with_extension!((field, degree), |F, E| verify_hiding::<F, E, Keccak>(args, reader, limits));
     }
     if hiding {
-        return crate::with_extension!((field, degree), |F, E| verify_hiding::<F, E>(args, reader, limits));
+        return crate::with_extension!((field, degree), |F, E| verify_hiding::<F, E, Poseidon2>(args, reader, limits));
     }
     if args.zk {
         bail!("proof file {} is a proof that does not hide (not `whir prove --zk`'s), and --zk demands a hiding one", args.file.display());
@@ -171,7 +168,11 @@ fn expected_params(args: &VerifyArgs) -> Result<Params> {
 
 /// `whir verify` of a hiding proof file over `F` with challenges in `E`: against the
 /// parameters and masks the flags expect, or the file's own above a floor.
-fn verify_hiding<F: WhirField, E: whir_prover::WhirExtension<F> + p3_field::TwoAdicField>(args: VerifyArgs, file: impl Read, limits: ReadLimits) -> Result<()>
+fn verify_hiding<F: WhirField, E: whir_prover::WhirExtension<F> + p3_field::TwoAdicField, H: ProofHash<F>>(
+    args: VerifyArgs,
+    file: impl Read,
+    limits: ReadLimits,
+) -> Result<()>
 where
     rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
 {
@@ -179,7 +180,7 @@ where
     if args.tables.is_some() {
         bail!("{what} proves one polynomial (hiding proofs take no table list); drop --tables");
     }
-    let proof = whir_verifier::HidingProofFileOf::<F, E>::read_with(file, limits).context(what.clone())?;
+    let proof = whir_verifier::HidingProofFileOf::<F, E, H>::read_with(file, limits).context(what.clone())?;
     let masks = whir_verifier::ZkMasks { ell_zk: args.zk_ell, mask_log_inv_rate: args.zk_mask_rate };
     let (params, how) = if args.accept_file_params {
         let floor = FileParamsFloor { min_security_bits: args.min_security, allow_conjectured: args.allow_conjecture };
@@ -194,7 +195,7 @@ where
     for warning in params.warnings() {
         eprintln!("warning: {warning}");
     }
-    println!("{how}: a hiding proof ({}), {params}, over {}; the security rests on {}", proof.masks, E::NAME, params.soundness.basis());
+    println!("{how}: a hiding proof ({}), {params}, over {}{}; the security rests on {}", proof.masks, E::NAME, hash_note::<F, H>(), params.soundness.basis());
     Ok(())
 }
 
@@ -231,7 +232,15 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>, H: ProofHash<F>>(
     for warning in params.warnings() {
         eprintln!("warning: {warning}");
     }
-    let hash = if H::NAME == crate::HashChoice::Keccak.name() { ", Keccak trees and transcript" } else { "" };
-    println!("{how}: {params}, over {}{hash}; the security rests on {}", E::NAME, params.soundness.basis());
+    println!("{how}: {params}, over {}{}; the security rests on {}", E::NAME, hash_note::<F, H>(), params.soundness.basis());
     Ok(())
+}
+
+/// What a summary adds after the extension for a proof hashed by `H` (nothing for Poseidon2).
+fn hash_note<F: WhirField, H: ProofHash<F>>() -> &'static str {
+    if H::NAME == crate::HashChoice::Keccak.name() {
+        ", Keccak trees and transcript"
+    } else {
+        ""
+    }
 }

@@ -249,12 +249,21 @@ fn prove_and_verify_over_keccak() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("koalabear^8, Keccak trees and transcript"), "{}", String::from_utf8_lossy(&out.stdout));
     }
 
-    for (bad, why) in [
-        (&["--zk"][..], "--zk"),
-        (&["--leaf-width", "24"], "leaf width"),
-        (&["--backend", "gpu-pieces"], "gpu-pieces"),
-        (&["--config", "koalabear8-128"], "leaf width"),
-    ] {
+    // A hiding proof over Keccak, on the CPU and resident on the GPU, verified as hiding.
+    let zk_shape = ["--vars", "14", "--fold", "3", "--rate", "2", "--security", "60", "--pow-bits", "8"];
+    for backend in ["cpu", "gpu"] {
+        let zk = path(&format!("zk-{backend}.whir"));
+        let flags = [&zk_shape[..], &["--zk", "--mask-seed", "7", "--backend", backend]].concat();
+        let Some(stdout) = prove(&flags, &zk) else { continue };
+        assert!(stdout.contains("hiding proof") && stdout.contains("Keccak trees and transcript"), "{stdout}");
+        let out = whir(&[&["verify", zk.as_str(), "--zk"][..], &zk_shape].concat());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains("a hiding proof") && stdout.contains("Keccak"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    for (bad, why) in
+        [(&["--leaf-width", "24"][..], "leaf width"), (&["--backend", "gpu-pieces"], "gpu-pieces"), (&["--config", "koalabear8-128"], "leaf width")]
+    {
         let never = path("never.whir");
         let args: Vec<&str> = ["prove", "--hash", "keccak", "--vars", "10", "--out", never.as_str()].iter().chain(bad).copied().collect();
         let out = whir(&args);

@@ -26,8 +26,9 @@ pub use params::{
     WEAK_SECURITY_BITS,
 };
 pub use proof_file::{
-    hiding_points, proof_file_extension, proof_file_field, proof_file_hash, proof_file_is_hiding, zk_config, FileParamsFloor, HidingProofFileOf,
-    KeccakProofFileOf, ProofFile, ProofFileOf, ReadLimits, StockChallenger, ZkMasks, FORMAT_VERSION, HASH_ID, HIDING_VERSION, KNOWN_HASHES, PREFIX_BYTES,
+    hiding_points, hiding_points_over, proof_file_extension, proof_file_field, proof_file_hash, proof_file_is_hiding, zk_config, FileParamsFloor,
+    HidingProofFileOf, KeccakHidingProofFileOf, KeccakProofFileOf, ProofFile, ProofFileOf, ReadLimits, StockChallenger, ZkMasks, FORMAT_VERSION, HASH_ID,
+    HIDING_VERSION, KNOWN_HASHES, PREFIX_BYTES,
 };
 pub use workload::{Workload, MAX_COLUMNS, MAX_TABLES, MAX_WIDTH, ZKVM_PRESET, ZKVM_SMALL_PRESET};
 

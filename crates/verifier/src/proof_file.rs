@@ -24,7 +24,7 @@ mod hiding;
 use hash_id::{check_hash, file_hash};
 pub use hash_id::{proof_file_extension, proof_file_field, proof_file_hash, KNOWN_HASHES};
 use hiding::refuse_hiding;
-pub use hiding::{hiding_points, proof_file_is_hiding, zk_config, HidingProofFileOf, ZkMasks, HIDING_VERSION};
+pub use hiding::{hiding_points, hiding_points_over, proof_file_is_hiding, zk_config, HidingProofFileOf, ZkMasks, HIDING_VERSION};
 
 use p3_challenger::DuplexChallenger;
 use p3_commit::MultilinearPcs;
@@ -62,6 +62,8 @@ type Proof<F, E, H> = PcsProof<F, E, <H as ProofHash<F>>::Mmcs>;
 pub type ProofFile = ProofFileOf<BabyBear>;
 /// A proof file over Plonky3's Keccak configuration ([`Keccak`]).
 pub type KeccakProofFileOf<F, E = EF<F>> = ProofFileOf<F, E, Keccak>;
+/// A hiding proof file over Plonky3's Keccak configuration ([`Keccak`]).
+pub type KeccakHidingProofFileOf<F, E = EF<F>> = HidingProofFileOf<F, E, Keccak>;
 
 /// Bytes read before the parameters are known: the header, the params and the hash (which
 /// names the field) fit in far fewer.

@@ -32,6 +32,8 @@ use p3_baby_bear::BabyBear;
 /// p3-whir's own hiding PCS over the CPU pieces: the verifier side of [`HidingPcs`], and the
 /// reference its proofs equal.
 pub type StockHidingPcs<F = BabyBear, E = EF<F>, C = GpuChallenger<F>, R = StdRng, M = CpuMmcs<F>> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, M, C, R>;
+/// A hiding proof over the backend `S`'s MMCS with where its time went.
+type TimedProof<F, E, S> = (ZkProof<F, E, <S as Backend<F, E>>::Mmcs>, HidingTimes);
 /// p3-whir's hiding PCS hashing as the backend `S` does (its MMCS).
 type StockOf<S, F, E, C> = StockHidingPcs<F, E, C, StdRng, <S as Backend<F, E>>::Mmcs>;
 
@@ -109,12 +111,7 @@ where
     }
 
     /// [`open`](MultilinearPcs::open), with where the time went.
-    pub fn open_timed(
-        &self,
-        prover_data: HidingProverData<S, F, E>,
-        points: Vec<Point<E>>,
-        challenger: &mut C,
-    ) -> Result<(ZkProof<F, E, S::Mmcs>, HidingTimes), ProverError> {
+    pub fn open_timed(&self, prover_data: HidingProverData<S, F, E>, points: Vec<Point<E>>, challenger: &mut C) -> Result<TimedProof<F, E, S>, ProverError> {
         let started = std::time::Instant::now();
         self.check_points(&points)?;
         let mut data = prover_data.inner;

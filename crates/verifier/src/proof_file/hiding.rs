@@ -18,11 +18,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::*;
-use crate::hash::{cpu_mmcs_with, CpuMmcs};
 use crate::Commitment;
-
-/// A hiding proof's digest bytes at most (its trees are Poseidon2's).
-const DIGEST_BYTES: usize = <Poseidon2 as ProofHash<BabyBear>>::MAX_DIGEST_BYTES;
 
 /// The format version of hiding proof files.
 pub const HIDING_VERSION: u16 = 4;
@@ -90,30 +86,37 @@ where
 }
 
 /// The points a hiding proof of `params.points` points over the commitment `commitment`
-/// answers for: drawn from a challenger that observes the format version and the commitment.
+/// answers for: drawn from a challenger that observes the format version and the commitment
+/// (Poseidon2's; [`hiding_points_over`] for another hash).
 pub fn hiding_points<F: WhirField, E: WhirExtension<F>>(commitment: &Commitment<F>, params: &Params) -> Vec<Point<E>> {
-    let mut challenger = StockChallenger::<F>::new(F::permutation());
+    hiding_points_over::<F, E, Poseidon2>(commitment, params)
+}
+
+/// [`hiding_points`] of a proof hashed by `H`: drawn from `H`'s challenger.
+pub fn hiding_points_over<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>>(commitment: &MerkleCap<F, H::Digest>, params: &Params) -> Vec<Point<E>> {
+    let mut challenger = H::challenger();
     challenger.observe(F::from_u32(u32::from(HIDING_VERSION)));
     challenger.observe(commitment.clone());
     (0..params.points).map(|_| Point::new((0..params.num_vars).map(|_| challenger.sample_algebra_element::<E>()).collect())).collect()
 }
 
-type StockHidingPcs<F, E> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, CpuMmcs<F>, StockChallenger<F>, StdRng>;
-type HidingProof<F, E> = ZkWhirProof<F, E, CpuMmcs<F>>;
+type StockHidingPcs<F, E, H> = HidingWhirPcs<E, F, Radix2DFTSmallBatch<F>, <H as ProofHash<F>>::Mmcs, <H as ProofHash<F>>::Challenger, StdRng>;
+type HidingProof<F, E, H> = ZkWhirProof<F, E, <H as ProofHash<F>>::Mmcs>;
 
-/// A hiding proof file over `F` with its challenges in `E` (see the module docs).
+/// A hiding proof file over `F` with its challenges in `E` and its trees and transcript hashed
+/// by `H` ([`Poseidon2`] by default, or [`Keccak`]; see the module docs).
 #[derive(Clone, Debug)]
-pub struct HidingProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>> {
+pub struct HidingProofFileOf<F: WhirField, E: WhirExtension<F> = EF<F>, H: ProofHash<F> = Poseidon2> {
     /// The parameters the prover says it used (the plain WHIR schedule the hiding run reuses).
     /// Untrusted: the verifier compares them with its own.
     pub params: Params,
     /// The mask parameters the prover says it used. Untrusted, as the parameters.
     pub masks: ZkMasks,
     /// The Merkle root of the committed (randomized) encoding.
-    pub commitment: Commitment<F>,
-    /// postcard-serialized `ZkWhirProof<F, E, MerkleTreeMmcs>`.
+    pub commitment: MerkleCap<F, H::Digest>,
+    /// postcard-serialized `ZkWhirProof<F, E, H::Mmcs>`.
     pub proof: Vec<u8>,
-    extension: std::marker::PhantomData<E>,
+    extension: std::marker::PhantomData<(E, H)>,
 }
 
 /// The body after the header: the parameters and the hash first, as in every version.
@@ -126,19 +129,19 @@ struct HidingBody<P, S, M, C, B> {
     proof: B,
 }
 
-type DecodedHidingBody<F> = HidingBody<Params, String, ZkMasks, Commitment<F>, Vec<u8>>;
+type DecodedHidingBody<F, D> = HidingBody<Params, String, ZkMasks, MerkleCap<F, D>, Vec<u8>>;
 
-impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
+impl<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>> HidingProofFileOf<F, E, H> {
     /// A file for a hiding proof made with `params` and `masks`: its commitment and its
     /// postcard-serialized `ZkWhirProof`.
-    pub fn new(params: &Params, masks: ZkMasks, commitment: Commitment<F>, proof: Vec<u8>) -> Self {
+    pub fn new(params: &Params, masks: ZkMasks, commitment: MerkleCap<F, H::Digest>, proof: Vec<u8>) -> Self {
         Self { params: params.clone(), masks, commitment, proof, extension: std::marker::PhantomData }
     }
 
     /// The file's one canonical byte form.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = postcard::to_allocvec(&Header { magic: MAGIC, version: HIDING_VERSION }).expect("header serializes");
-        let hash = file_hash::<F, E, Poseidon2>(self.params.leaf);
+        let hash = file_hash::<F, E, H>(self.params.leaf);
         let body = HidingBody { params: &self.params, hash: &hash, masks: &self.masks, commitment: &self.commitment, proof: &self.proof };
         out.extend(postcard::to_allocvec(&body).expect("proof file serializes"));
         out
@@ -152,7 +155,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
         if version != HIDING_VERSION {
             return Err(rejected(format!("format version {version} is a proof that does not hide; read it as a `ProofFile` (`whir verify` reads either)")));
         }
-        let leaf = check_hash::<F, E, Poseidon2>(rest)?;
+        let leaf = check_hash::<F, E, H>(rest)?;
         if bytes.len() > limits.max_file_bytes {
             return Err(too_large(bytes.len(), limits));
         }
@@ -161,7 +164,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
             return Err(bound.exceeded(&format!("at {} bytes it is", bytes.len())));
         }
         ensure_memory(VERIFY_BYTES_PER_FILE_BYTE.saturating_mul(bytes.len()), || format!("verifying a file of {} bytes", bytes.len()))?;
-        let (b, tail): (DecodedHidingBody<F>, &[u8]) =
+        let (b, tail): (DecodedHidingBody<F, H::Digest>, &[u8]) =
             postcard::take_from_bytes(rest).map_err(|e| rejected(format!("truncated or corrupted: the header does not decode ({})", decode_error(&e))))?;
         if !tail.is_empty() {
             return Err(rejected(format!("{} unexpected bytes after the proof", tail.len())));
@@ -190,7 +193,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
             return Err(rejected(format!("format version {version} is a proof that does not hide; read it as a `ProofFile` (`whir verify` reads either)")));
         }
         let (mut params, masks) = (params, prefix_masks(rest)?);
-        params.leaf = check_hash::<F, E, Poseidon2>(rest)?;
+        params.leaf = check_hash::<F, E, H>(rest)?;
         // Read within the bound its own parameters and masks give (no proof for them is larger).
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, masks, ParamSource::ProofFile)?, limits };
         read_bounded(&mut reader, &bound, &mut bytes)?;
@@ -208,15 +211,15 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
 
     fn max_bytes_from(params: &Params, masks: ZkMasks, source: ParamSource) -> Result<usize, ProofError> {
         masks.check()?;
-        let config = zk_config::<F, E, StockChallenger<F>>(params, masks, source)?;
+        let config = zk_config::<F, E, H::Challenger>(params, masks, source)?;
         let ef = E::DIMENSION * F_BYTES;
-        let commitment = LEN + DIGEST_BYTES;
+        let commitment = LEN + H::MAX_DIGEST_BYTES;
         // `rows` opened rows of `row` bytes each (repeats kept), with a pruned multi-proof over
         // a tree of 2^index_bits leaves.
         let opening = |rows: usize, row: usize, index_bits: usize| {
             let rows = if rows == 0 { 1usize << index_bits } else { rows };
             let siblings = rows.saturating_mul(index_bits).min(1usize << index_bits.min(usize::BITS as usize - 1));
-            LEN + rows * (LEN + row) + LEN + siblings * DIGEST_BYTES
+            LEN + rows * (LEN + row) + LEN + siblings * H::MAX_DIGEST_BYTES
         };
         let ell = config.zk().ell_zk;
         let wire = ell.max(3) - 1;
@@ -246,7 +249,7 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
     }
 
     /// The `ZkWhirProof` in the body, decoded and checked to be canonical.
-    fn decode_body(&self) -> Result<HidingProof<F, E>, ProofError> {
+    fn decode_body(&self) -> Result<HidingProof<F, E, H>, ProofError> {
         decode_canonical(&self.proof, "the proof body")
     }
 
@@ -256,12 +259,12 @@ impl<F: WhirField, E: WhirExtension<F>> HidingProofFileOf<F, E> {
     }
 }
 
-impl<F: WhirField, E: WhirExtension<F> + p3_field::TwoAdicField> HidingProofFileOf<F, E>
+impl<F: WhirField, E: WhirExtension<F> + p3_field::TwoAdicField, H: ProofHash<F>> HidingProofFileOf<F, E, H>
 where
     rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
 {
     /// Checks the proof against the parameters and masks the verifier expects, with p3-whir's
-    /// own hiding verifier, `MerkleTreeMmcs` and `DuplexChallenger`. A file made with any other
+    /// own hiding verifier, the hash's MMCS and challenger (`H::Mmcs`, `H::Challenger`). A file made with any other
     /// parameters or masks is rejected, naming each difference.
     pub fn verify(&self, expected: &Params, masks: ZkMasks) -> Result<(), ProofError> {
         mismatch(&self.params, expected)?;
@@ -279,15 +282,15 @@ where
     }
 
     fn verify_as(&self, params: &Params, source: ParamSource) -> Result<(), ProofError> {
-        let config = zk_config::<F, E, StockChallenger<F>>(params, self.masks, source)?;
+        let config = zk_config::<F, E, H::Challenger>(params, self.masks, source)?;
         let proof = self.decode_body()?;
-        let points = hiding_points::<F, E>(&self.commitment, params);
+        let points = hiding_points_over::<F, E, H>(&self.commitment, params);
         if proof.evals.len() != points.len() {
             return Err(rejected(format!("the proof claims {} evaluations for {} points", proof.evals.len(), points.len())));
         }
         // The verifier draws no randomness: the generator is a stand-in the type asks for.
-        let pcs = StockHidingPcs::<F, E>::new(config, Radix2DFTSmallBatch::default(), cpu_mmcs_with::<F>(0, params.leaf), StdRng::seed_from_u64(0));
-        let mut challenger = StockChallenger::<F>::new(F::permutation());
+        let pcs = StockHidingPcs::<F, E, H>::new(config, Radix2DFTSmallBatch::default(), H::mmcs(params.leaf), StdRng::seed_from_u64(0));
+        let mut challenger = H::challenger();
         pcs.verify(&self.commitment, &proof, &mut challenger, points)
             .map_err(|e| ProofError::Verify(format!("p3-whir's hiding verifier rejects the proof: {e:?}")))
     }
