@@ -255,3 +255,61 @@ fn resident_hiding_whir_over_keccak_equals_plonky3_and_verifies() {
         check_hiding::<KoalaBear>(&ctx, &mut rng);
     }
 }
+
+/// p3-whir's own Keccak lifecycle test (src/pcs/tests.rs, `keccak_tests`), its fixture verbatim
+/// — a random KoalaBear table of 2^16 cells (`SmallRng` seed 1), fold 4, round rates 2^-4 then
+/// 2^-7, security 32, no grinding, both layouts — run against the resident PCS over Plonky3's
+/// own Keccak challenger type: its commit, open and verify through `MultilinearPcs`, its proof
+/// byte for byte p3-whir's `WhirProver`'s, and the stock verifier's answer the same.
+fn p3_whir_keccak_lifecycle<L: Layout<KoalaBear, BinomialExtensionField<KoalaBear, 4>>>(ctx: &std::sync::Arc<whir_wgpu::gpu::GpuContext>) {
+    use p3_whir::{FoldingFactor, ProtocolParameters, SecurityAssumption};
+    use rand::SeedableRng;
+    type F = KoalaBear;
+    type EF = BinomialExtensionField<F, 4>;
+    let (num_variables, folding) = (16, 4);
+    let witness = || {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        L::new_witness(vec![Table::rand(&mut rng, 1, num_variables)], folding)
+    };
+    let protocol = p3_sumcheck::OpeningProtocol::new(vec![p3_sumcheck::TableSpec::new(
+        p3_sumcheck::TableShape::new(num_variables, 1),
+        vec![p3_sumcheck::OpeningBatch::new(vec![0], vec![])],
+    )]);
+    assert_eq!(witness().table_shapes(), protocol.table_shapes());
+    let params = ProtocolParameters {
+        security_level: 32,
+        pow_bits: 0,
+        round_log_inv_rates: vec![4, 7],
+        folding_factor: FoldingFactor::Constant(folding),
+        soundness_type: SecurityAssumption::CapacityBound,
+        starting_log_inv_rate: 1,
+    };
+    let config = WhirConfig::<EF, F, StockChallenger<F>>::new(witness().num_variables(), params).unwrap();
+    let stock = WhirProver::<EF, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, StockChallenger<F>, L>::new(
+        config.clone(),
+        Radix2DFTSmallBatch::default(),
+        GpuKeccakMmcs::<F>::new(None, 0).cpu().clone(),
+    );
+    let ours = whir_wgpu::prover::GpuProver::<F>::over(ctx.clone()).keccak_pcs_over::<L, EF, StockChallenger<F>>(config).unwrap();
+    let challenger = || StockChallenger::<F>::from_hasher(vec![], Keccak256Hash);
+
+    let mut ch = challenger();
+    let (commitment, data) = ours.commit(witness(), &mut ch).unwrap();
+    let proof = ours.open(data, protocol.clone(), &mut ch).unwrap();
+    ours.verify(&commitment, &proof, &mut challenger(), protocol.clone()).expect("keccak verification failed");
+
+    let mut ch = challenger();
+    let (stock_commitment, data) = stock.commit(witness(), &mut ch).unwrap();
+    let stock_proof = stock.open(data, protocol.clone(), &mut ch).unwrap();
+    assert_eq!(commitment, stock_commitment, "{:?}: commitments", ctx.mul_variant());
+    assert_eq!(postcard::to_allocvec(&proof).unwrap(), postcard::to_allocvec(&stock_proof).unwrap(), "{:?}: proof bytes", ctx.mul_variant());
+    stock.verify(&commitment, &proof, &mut challenger(), protocol).expect("the stock verifier refuses the resident proof");
+}
+
+#[test]
+fn p3_whir_keccak_lifecycle_test_passes_on_the_resident_pcs() {
+    for ctx in common::contexts() {
+        p3_whir_keccak_lifecycle::<SuffixProver<KoalaBear, BinomialExtensionField<KoalaBear, 4>>>(&ctx);
+        p3_whir_keccak_lifecycle::<PrefixProver<KoalaBear, BinomialExtensionField<KoalaBear, 4>>>(&ctx);
+    }
+}
