@@ -117,6 +117,22 @@ pub(crate) struct ProveArgs {
 }
 
 impl ProveArgs {
+    /// The parameters of a `--tables` proof of `workload`: the flags', with n and the points
+    /// set by the tables (the fold checked against them before any layout is planned).
+    fn table_params(&self, workload: &Workload) -> Result<Params> {
+        let base = Params {
+            num_vars: 0,
+            fold: self.fold,
+            log_inv_rate: self.rate,
+            security_bits: self.security.security,
+            pow_bits: self.security.pow_bits,
+            soundness: Soundness::parse(&self.security.soundness)?,
+            points: 1,
+            leaf: self.security.leaf,
+        };
+        Ok(workload.params_checked(&base)?)
+    }
+
     /// Whether this request proves on the CPU whatever adapters there are.
     fn cpu_for_sure(&self, num_vars: usize) -> bool {
         self.backend == BackendChoice::Cpu || (self.backend == BackendChoice::Auto && num_vars < AUTO_GPU_MIN_VARS)
@@ -649,18 +665,7 @@ where
     use p3_commit::MultilinearPcs;
     use p3_sumcheck::layout::Witness;
     let workload = Workload::parse(spec)?;
-    let base = Params {
-        num_vars: 0,
-        fold: args.fold,
-        log_inv_rate: args.rate,
-        security_bits: args.security.security,
-        pow_bits: args.security.pow_bits,
-        soundness: Soundness::parse(&args.security.soundness)?,
-        points: 1,
-        leaf: args.security.leaf,
-    };
-    // The fold is checked before any layout is planned; the tables set n and the points.
-    let params = workload.params_checked(&base)?;
+    let params = args.table_params(&workload)?;
     let config = params.config_over_from::<E, whir_gpu::GpuChallenger<F>>(whir_prover::ParamSource::Tables)?;
     if args.gpu_memory == Some(0) {
         bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");

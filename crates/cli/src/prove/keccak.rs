@@ -95,18 +95,7 @@ where
         }
         Some(spec) => {
             let workload = Workload::parse(&spec)?;
-            let base = Params {
-                num_vars: 0,
-                fold: args.fold,
-                log_inv_rate: args.rate,
-                security_bits: args.security.security,
-                pow_bits: args.security.pow_bits,
-                soundness: Soundness::parse(&args.security.soundness)?,
-                points: 1,
-                leaf: args.security.leaf,
-            };
-            // The fold is checked before any layout is planned; the tables set n and the points.
-            let params = workload.params_checked(&base)?;
+            let params = args.table_params(&workload)?;
             params.config_over_from::<E, KeccakChallenger<F>>(ParamSource::Tables)?;
             if args.cpu_for_sure(params.num_vars) {
                 memory.check::<F, E>(&params, Some(&workload))?;
