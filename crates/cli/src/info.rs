@@ -37,6 +37,10 @@ pub(crate) fn info(adapter: Option<String>) -> Result<()> {
         FieldChoice::Koalabear.name(),
         whir_verifier::KNOWN_HASHES.iter().map(|(_, _, e)| *e).collect::<Vec<_>>().join(", ")
     );
+    println!(
+        "Hashes (--hash): poseidon2 (the default) or keccak (Plonky3's Keccak configuration: Keccak trees over u64 lanes and the Keccak-256 transcript, \
+         what an EVM verifier checks cheaply; every field and extension, plain, tables or --zk)"
+    );
     println!("Named configurations (--config; Poseidon2-16 nodes):");
     for c in whir_verifier::NAMED_CONFIGS {
         println!(
