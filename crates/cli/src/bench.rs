@@ -99,7 +99,8 @@ pub struct BenchArgs {
     /// The hash of the trees and the transcript: poseidon2 (the default), or keccak (Plonky3's
     /// Keccak configuration, p3-whir's Keccak test: Keccak trees, the Keccak-256 transcript;
     /// single polynomials over the degree-4 extension, Plonky3's prover beside our resident one,
-    /// each proof compared with `WhirProver`'s and verified).
+    /// each proof compared with `WhirProver`'s and verified; with --zk, `HidingWhirPcs` beside
+    /// the resident hiding PCS).
     #[arg(long, value_enum, default_value_t = crate::HashChoice::Poseidon2)]
     hash: crate::HashChoice,
     /// The challenger the --tables PCS runs over, Plonky3's and ours alike: gpu (`GpuChallenger`:

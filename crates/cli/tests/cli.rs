@@ -160,8 +160,8 @@ fn bench_zk_times_the_hiding_pcs_on_both_pieces() {
 }
 
 /// `bench --hash keccak` times WHIR over Plonky3's Keccak configuration, Plonky3's prover
-/// beside the resident one, each cell's proof compared with `WhirProver`'s and verified (an
-/// error otherwise); an infeasible shape is a skipped cell, and flags it cannot combine with are
+/// beside the resident one (plain and `--zk`), each cell's proof compared with `WhirProver`'s
+/// (`HidingWhirPcs`'s) and verified (an error otherwise); flags it cannot combine with are
 /// refused.
 #[test]
 fn bench_keccak_compares_the_resident_prover_with_plonky3() {
@@ -192,7 +192,31 @@ fn bench_keccak_compares_the_resident_prover_with_plonky3() {
             .unwrap_or_else(|| panic!("a row for n = {n} fold {fold}: {stdout}"));
         assert!(row.contains("WhirProver's bytes, verified"), "{row}");
     }
-    for bad in [&["bench", "--hash", "keccak", "--zk"][..], &["bench", "--hash", "keccak", "--json", "k.json"], &["bench", "--hash", "sha"]] {
+    // --zk: the hiding PCS over Keccak beside HidingWhirPcs, each proof its bytes and verified.
+    let zk = [
+        "bench",
+        "--hash",
+        "keccak",
+        "--zk",
+        "--vars",
+        "12",
+        "--fold",
+        "3",
+        "--rate",
+        "2",
+        "--security",
+        "40",
+        "--pow-bits",
+        "8",
+        "--reps",
+        "1",
+        "--gpu-warmup-ms",
+        "0",
+    ];
+    let stdout = gpu_run(&zk).expect("ran above on this adapter");
+    let row = stdout.lines().find(|l| l.split_whitespace().take(2).eq(["12", "3"])).unwrap_or_else(|| panic!("a row for n = 12 fold 3: {stdout}"));
+    assert!(row.contains("HidingWhirPcs's bytes, verified"), "{row}");
+    for bad in [&["bench", "--hash", "keccak", "--tables", "zkvm-small"][..], &["bench", "--hash", "keccak", "--json", "k.json"], &["bench", "--hash", "sha"]] {
         let out = whir(bad);
         assert!(!out.status.success(), "{bad:?} accepted");
         let err = String::from_utf8_lossy(&out.stderr);
