@@ -130,6 +130,35 @@ pub(crate) enum HashChoice {
 }
 
 impl HashChoice {
+    /// An error for what does not apply to Keccak's trees: a named configuration (those name
+    /// Poseidon2's trees), a Poseidon2 leaf width, or Plonky3's prover over our Poseidon2
+    /// pieces (`--backend gpu-pieces`).
+    pub(crate) fn check_keccak_flags(config: Option<&whir_verifier::NamedConfig>, leaf: LeafSponge, gpu_pieces: bool) -> Result<()> {
+        if let Some(c) = config {
+            anyhow::bail!("--config {} names Poseidon2 trees; with --hash keccak give the field, extension and security flags instead", c.name);
+        }
+        if leaf != LeafSponge::Width16 {
+            anyhow::bail!(
+                "--hash keccak hashes leaves with Keccak (Plonky3's u64 sponge); a Poseidon2 leaf width (--leaf-width {}) does not apply: drop it",
+                leaf.width()
+            );
+        }
+        if gpu_pieces {
+            anyhow::bail!("--backend gpu-pieces runs Plonky3's prover over our Poseidon2 pieces; with --hash keccak use --backend gpu, cpu or auto");
+        }
+        Ok(())
+    }
+
+    /// What a summary adds after the extension for a proof hashed by `name` (nothing for
+    /// Poseidon2's, the default).
+    pub(crate) fn note(name: &str) -> &'static str {
+        if name == HashChoice::Keccak.name() {
+            ", Keccak trees and transcript"
+        } else {
+            ""
+        }
+    }
+
     /// The hash's name, as `--hash` and a proof file's [`whir_verifier::ProofHash::NAME`] write it.
     pub(crate) fn name(self) -> &'static str {
         match self {

@@ -94,7 +94,7 @@ pub(crate) struct ProveArgs {
     zk: bool,
     /// The hash of the Merkle trees and the transcript: poseidon2 (the default), or keccak
     /// (Plonky3's Keccak configuration, p3-whir's Keccak test: Keccak trees, the Keccak-256
-    /// transcript; what an EVM verifier checks cheaply). One polynomial or --tables, any
+    /// transcript; what an EVM verifier checks cheaply). One polynomial, --tables or --zk, any
     /// extension; the file names the hash.
     #[arg(long, value_enum, default_value_t = crate::HashChoice::Poseidon2)]
     hash: crate::HashChoice,

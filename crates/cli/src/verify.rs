@@ -86,6 +86,14 @@ pub(crate) fn run(mut args: VerifyArgs) -> Result<()> {
         (args.field, args.extension) = (FieldChoice::parse(c.field), Some(c.degree));
         (args.security, args.pow_bits, args.soundness) = (Some(c.security_bits), Some(c.pow_bits), Some(c.soundness.flag_value().to_string()));
         args.leaf = Some(c.leaf);
+        // A named configuration names Poseidon2's trees.
+        if args.hash == Some(crate::HashChoice::Keccak) {
+            crate::HashChoice::check_keccak_flags(Some(c), c.leaf, false)?;
+        }
+        args.hash = Some(crate::HashChoice::Poseidon2);
+    }
+    if args.hash == Some(crate::HashChoice::Keccak) {
+        crate::HashChoice::check_keccak_flags(None, args.leaf.unwrap_or_default(), false)?;
     }
     verify(args)
 }
@@ -238,9 +246,5 @@ fn verify_over<F: WhirField, E: whir_prover::WhirExtension<F>, H: ProofHash<F>>(
 
 /// What a summary adds after the extension for a proof hashed by `H` (nothing for Poseidon2).
 fn hash_note<F: WhirField, H: ProofHash<F>>() -> &'static str {
-    if H::NAME == crate::HashChoice::Keccak.name() {
-        ", Keccak trees and transcript"
-    } else {
-        ""
-    }
+    crate::HashChoice::note(H::NAME)
 }

@@ -184,6 +184,13 @@ fn bench_keccak_compares_the_resident_prover_with_plonky3() {
         "--gpu-warmup-ms",
         "0",
     ];
+    // Refused before any GPU work.
+    for bad in [&["bench", "--hash", "keccak", "--tables", "zkvm-small"][..], &["bench", "--hash", "keccak", "--json", "k.json"], &["bench", "--hash", "sha"]] {
+        let out = whir(bad);
+        assert!(!out.status.success(), "{bad:?} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--hash") || err.contains("--json"), "{bad:?}: {err}");
+    }
     let Some(stdout) = gpu_run(&args) else { return };
     for (n, fold) in [(10, 2), (12, 4)] {
         let row = stdout
@@ -216,12 +223,6 @@ fn bench_keccak_compares_the_resident_prover_with_plonky3() {
     let stdout = gpu_run(&zk).expect("ran above on this adapter");
     let row = stdout.lines().find(|l| l.split_whitespace().take(2).eq(["12", "3"])).unwrap_or_else(|| panic!("a row for n = 12 fold 3: {stdout}"));
     assert!(row.contains("HidingWhirPcs's bytes, verified"), "{row}");
-    for bad in [&["bench", "--hash", "keccak", "--tables", "zkvm-small"][..], &["bench", "--hash", "keccak", "--json", "k.json"], &["bench", "--hash", "sha"]] {
-        let out = whir(bad);
-        assert!(!out.status.success(), "{bad:?} accepted");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("--hash") || err.contains("--json"), "{bad:?}: {err}");
-    }
 }
 
 /// `prove --hash keccak` writes a proof over Plonky3's Keccak configuration (on the CPU, and on
@@ -247,6 +248,15 @@ fn prove_and_verify_over_keccak() {
     let out = whir(&[&["verify", cpu.as_str(), "--hash", "poseidon2"][..], &shape].concat());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--hash keccak"), "{err}");
+
+    // A named configuration names Poseidon2's trees: a Keccak file is not one of its proofs; a
+    // Poseidon2 leaf width does not apply to Keccak's.
+    let out = whir(&["verify", cpu.as_str(), "--config", "babybear4", "--vars", "10", "--fold", "2"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--hash keccak"), "{err}");
+    let out = whir(&[&["verify", cpu.as_str(), "--hash", "keccak", "--leaf-width", "24"][..], &shape].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("leaf width"), "{err}");
 
     // A Poseidon2 file asked for as Keccak is refused, naming --hash poseidon2.
     let poseidon2 = path("poseidon2.whir");
@@ -275,19 +285,29 @@ fn prove_and_verify_over_keccak() {
 
     // A hiding proof over Keccak, on the CPU and resident on the GPU, verified as hiding.
     let zk_shape = ["--vars", "14", "--fold", "3", "--rate", "2", "--security", "60", "--pow-bits", "8"];
-    for backend in ["cpu", "gpu"] {
+    for (backend, on) in [("cpu", "Plonky3's CPU pieces"), ("gpu", "the GPU, resident")] {
         let zk = path(&format!("zk-{backend}.whir"));
         let flags = [&zk_shape[..], &["--zk", "--mask-seed", "7", "--backend", backend]].concat();
-        let Some(stdout) = prove(&flags, &zk) else { continue };
-        assert!(stdout.contains("hiding proof") && stdout.contains("Keccak trees and transcript"), "{stdout}");
+        let stdout = if backend == "cpu" {
+            let out = whir(&[&["prove", "--hash", "keccak", "--force", "--out", zk.as_str()][..], &flags].concat());
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            let Some(stdout) = prove(&flags, &zk) else { continue };
+            stdout
+        };
+        assert!(stdout.contains("hiding proof") && stdout.contains("Keccak trees and transcript") && stdout.contains(on), "{stdout}");
         let out = whir(&[&["verify", zk.as_str(), "--zk"][..], &zk_shape].concat());
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success() && stdout.contains("a hiding proof") && stdout.contains("Keccak"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     }
 
-    for (bad, why) in
-        [(&["--leaf-width", "24"][..], "leaf width"), (&["--backend", "gpu-pieces"], "gpu-pieces"), (&["--config", "koalabear8-128"], "leaf width")]
-    {
+    for (bad, why) in [
+        (&["--leaf-width", "24"][..], "leaf width"),
+        (&["--backend", "gpu-pieces"], "gpu-pieces"),
+        (&["--config", "koalabear8-128"], "--config koalabear8-128 names Poseidon2 trees"),
+        (&["--config", "babybear4", "--zk"], "--config babybear4 names Poseidon2 trees"),
+    ] {
         let never = path("never.whir");
         let args: Vec<&str> = ["prove", "--hash", "keccak", "--vars", "10", "--out", never.as_str()].iter().chain(bad).copied().collect();
         let out = whir(&args);

@@ -50,7 +50,7 @@ pub use dft::{GpuDft, GpuEncoder};
 pub use error::{GpuError, Result};
 pub use field::{Ext8, GpuExtension, GpuField};
 pub use grind::GpuGrinder;
-pub use keccak::{CpuKeccakMmcs, GpuKeccak, GpuKeccakHash, GpuKeccakMmcs, GpuKeccakProverData, KeccakDigest, KeccakU64Sponge};
+pub use keccak::{CpuKeccakMmcs, GpuKeccak, GpuKeccakChallenger, GpuKeccakHash, GpuKeccakMmcs, GpuKeccakProverData, KeccakDigest, KeccakU64Sponge};
 pub use merkle::{GpuMerkle, GpuMerkleTree, OpenedRows, TreeDigest, TreeHash};
 pub use mmcs::GpuMmcs;
 pub use ntt::{GpuNtt, NttSpec};

@@ -596,9 +596,15 @@ impl<F: ProverField> GpuProver<F> {
         E: crate::WhirExtension<F> + whir_gpu::GpuExtension<F>,
         C: crate::WhirChallenger<F> + p3_challenger::CanObserve<p3_merkle_tree::MerkleCap<F, whir_gpu::KeccakDigest>>,
     {
-        let merkle = Arc::new(GpuMerkle::new(self.merkle.poseidon2().clone()).with_keccak());
-        let backend = GpuBackend::<F, whir_gpu::KeccakDigest>::over(self.ntt.clone(), merkle)?;
+        let backend = self.keccak_backend()?;
         Ok(crate::WhirPcs::new(config, backend).with_options(self.driver))
+    }
+
+    /// The GPU backend over Keccak trees on this context (a Keccak tree builder beside the
+    /// Poseidon2 one).
+    fn keccak_backend(&self) -> Result<GpuBackend<F, whir_gpu::KeccakDigest>, ProverError> {
+        let merkle = Arc::new(GpuMerkle::new(self.merkle.poseidon2().clone()).with_keccak());
+        Ok(GpuBackend::<F, whir_gpu::KeccakDigest>::over(self.ntt.clone(), merkle)?)
     }
 
     /// Zero-knowledge WHIR over Plonky3's Keccak configuration on this GPU (p3-whir's
@@ -616,8 +622,7 @@ impl<F: ProverField> GpuProver<F> {
         R: rand::CryptoRng,
         rand::distr::StandardUniform: rand::distr::Distribution<E> + rand::distr::Distribution<F>,
     {
-        let merkle = Arc::new(GpuMerkle::new(self.merkle.poseidon2().clone()).with_keccak());
-        let backend = GpuBackend::<F, whir_gpu::KeccakDigest>::over(self.ntt.clone(), merkle)?;
+        let backend = self.keccak_backend()?;
         Ok(crate::GpuHidingPcs::new(config, backend, rng).with_options(self.driver))
     }
 

@@ -112,6 +112,13 @@ impl Default for ReadLimits {
     }
 }
 
+/// `params` as a file hashed by `H` names them: the leaf sponge the default where `H` does not
+/// hash leaves with Poseidon2.
+fn leaves_of<F: WhirField, H: ProofHash<F>>(params: &Params) -> Params {
+    let leaf = if H::hashes_leaves_with(params.leaf) { params.leaf } else { LeafSponge::default() };
+    Params { leaf, ..params.clone() }
+}
+
 /// `bytes` in MiB for messages, to one decimal.
 fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
@@ -429,17 +436,31 @@ fn describe(e: &VerifierError) -> String {
 
 impl<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>> ProofFileOf<F, E, H> {
     /// A file for a proof made with `params`: its commitment and its postcard-serialized
-    /// `PcsProof`. (A [`Keccak`] proof's leaves are Keccak's: its `params.leaf` is the
-    /// default, which reading the file gives back.)
+    /// `PcsProof`. (A [`Keccak`] proof's leaves are Keccak's: a Poseidon2 leaf width does not
+    /// apply, and its file names the default.)
     pub fn new(params: &Params, commitment: MerkleCap<F, H::Digest>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: file_hash::<F, E, H>(params.leaf), tables: None, commitment, proof, extension: std::marker::PhantomData }
+        Self {
+            params: leaves_of::<F, H>(params),
+            hash: file_hash::<F, E, H>(params.leaf),
+            tables: None,
+            commitment,
+            proof,
+            extension: std::marker::PhantomData,
+        }
     }
 
     /// A file for a multi-table proof made with `params` (sized by [`Workload::params`]) of
     /// `tables`, whose list the prover observed before the commitment ([`Workload::observe`]):
     /// the tables' commitment and the postcard-serialized `PcsProof`.
     pub fn new_tables(params: &Params, tables: Workload, commitment: MerkleCap<F, H::Digest>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), hash: file_hash::<F, E, H>(params.leaf), tables: Some(tables), commitment, proof, extension: std::marker::PhantomData }
+        Self {
+            params: leaves_of::<F, H>(params),
+            hash: file_hash::<F, E, H>(params.leaf),
+            tables: Some(tables),
+            commitment,
+            proof,
+            extension: std::marker::PhantomData,
+        }
     }
 
     /// The file's one canonical byte form (version 1 for one polynomial, 3 for tables).

@@ -10,7 +10,6 @@
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
-use p3_challenger::{HashChallenger, SerializingChallenger32};
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_keccak::Keccak256Hash;
@@ -28,8 +27,8 @@ use whir_prover::{GpuProver, Params, ProverField, Soundness, EF};
 
 use super::{busy_for, fmt_ms, grid_of, median, ms, speedup, BenchArgs};
 
-type Stock<F> = SerializingChallenger32<F, HashChallenger<u8, Keccak256Hash, 32>>;
-type Ours<F> = SerializingChallenger32<F, GpuKeccakHash<F>>;
+type Stock<F> = whir_verifier::hash::KeccakChallenger<F>;
+type Ours<F> = whir_gpu::GpuKeccakChallenger<F>;
 type Layer<F> = SuffixProver<F, EF<F>>;
 
 /// `whir bench --hash keccak` over the field `F` (challenges in its degree-4 extension).
@@ -43,9 +42,7 @@ where
              --json, --plot, --no-gpu, --concurrency and --tables"
         );
     }
-    if args.security.leaf != whir_verifier::LeafSponge::Width16 {
-        bail!("--hash keccak hashes leaves with Keccak; a Poseidon2 leaf width (--leaf-width, or a --config that names one) does not apply: drop it");
-    }
+    crate::HashChoice::check_keccak_flags(args.config, args.security.leaf, false)?;
     let soundness = Soundness::parse(&args.security.soundness)?;
     let gpu = crate::open_gpu::<F>(whir_gpu::GpuOptions::from_env()?)?.with_driver_options(whir_prover::DriverOptions::from_env()?);
     let keccak = GpuKeccak::new(gpu.context().clone());

@@ -8,7 +8,6 @@
 //! The file (format version 4) names the mask parameters and the hash; it is checked with
 //! p3-whir's hiding verifier, through the same reader `whir verify` uses, before it is written.
 
-use p3_challenger::SerializingChallenger32;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_multilinear_util::point::Point;
@@ -17,7 +16,7 @@ use p3_symmetric::MerkleCap;
 use p3_whir::HidingWhirPcs;
 use rand::distr::{Distribution, StandardUniform};
 use serde::Serialize;
-use whir_gpu::{GpuChallenger, GpuDft, GpuKeccak, GpuKeccakHash};
+use whir_gpu::{GpuChallenger, GpuDft, GpuKeccak, GpuKeccakChallenger, GpuKeccakHash};
 use whir_prover::{ProverError, WhirExtension};
 use whir_verifier::hash::{cpu_keccak_mmcs, keccak_challenger, CpuKeccakMmcs, KeccakChallenger};
 use whir_verifier::{hiding_points_over, zk_config, HidingProofFileOf, Keccak, ParamSource, Poseidon2, ProofHash, ReadLimits, ZkMasks};
@@ -34,11 +33,8 @@ where
     let masks = ZkMasks::DEFAULT;
     let memory = host_memory::host_memory(args.memory);
     let keccak = args.hash == crate::HashChoice::Keccak;
-    if keccak && args.backend == BackendChoice::GpuPieces {
-        bail!("--backend gpu-pieces runs Plonky3's hiding PCS over our Poseidon2 pieces; with --hash keccak use --backend gpu, cpu or auto");
-    }
-    if keccak && args.security.leaf != whir_verifier::LeafSponge::Width16 {
-        bail!("--hash keccak hashes leaves with Keccak (Plonky3's u64 sponge); a Poseidon2 leaf width (--leaf-width, or a --config that names one) does not apply: drop it");
+    if keccak {
+        crate::HashChoice::check_keccak_flags(args.config, args.security.leaf, args.backend == BackendChoice::GpuPieces)?;
     }
     let (params, out, evals) = prepare_proof::<F>(&args, |params| {
         // (The same numbers make the same configuration over either hash's challenger.)
@@ -121,7 +117,7 @@ where
             "hiding proof ({masks}; {randomness}) over {}{}, {params}, on {on}: proved in {:.1} ms, verified by p3-whir's hiding verifier in {:.1} ms, \
              {} bytes written to {}",
             E::NAME,
-            if H::NAME == crate::HashChoice::Poseidon2.name() { "" } else { ", Keccak trees and transcript" },
+            crate::HashChoice::note(H::NAME),
             ms(prove_time),
             ms(verify_time),
             bytes.len(),
@@ -211,7 +207,6 @@ fn prove_zk_keccak<F: ProverField, E: WhirExtension<F> + p3_field::TwoAdicField 
 where
     StandardUniform: Distribution<F> + Distribution<E>,
 {
-    type Resident<F> = SerializingChallenger32<F, GpuKeccakHash<F>>;
     let on_cpu = |evals: Vec<F>| -> Result<_> {
         let config = zk_config::<F, E, KeccakChallenger<F>>(params, masks, ParamSource::Flags)?;
         let pcs = HidingWhirPcs::<E, F, Radix2DFTSmallBatch<F>, CpuKeccakMmcs<F>, KeccakChallenger<F>, StdRng>::new(
@@ -224,9 +219,9 @@ where
         Ok((c, p, "Plonky3's CPU pieces".to_string()))
     };
     let Some(g) = gpu else { return on_cpu(evals) };
-    let config = zk_config::<F, E, Resident<F>>(params, masks, ParamSource::Flags)?;
-    let pcs = g.keccak_hiding_pcs::<E, Resident<F>, StdRng>(config, rng())?;
-    let mut challenger = Resident::<F>::new(GpuKeccakHash::new(vec![], Some(GpuKeccak::new(g.context().clone()))));
+    let config = zk_config::<F, E, GpuKeccakChallenger<F>>(params, masks, ParamSource::Flags)?;
+    let pcs = g.keccak_hiding_pcs::<E, GpuKeccakChallenger<F>, StdRng>(config, rng())?;
+    let mut challenger = GpuKeccakChallenger::<F>::new(GpuKeccakHash::new(vec![], Some(GpuKeccak::new(g.context().clone()))));
     match prove_with::<F, E, Keccak, _, _>(&pcs, evals.clone(), params, &mut challenger) {
         Ok((c, p)) => Ok((c, p, format!("the GPU, resident: {}", g.context().summary()))),
         // The GPU failed (out of memory, a lost device): the proof is made again from the start

@@ -6,7 +6,6 @@
 //! Plonky3's `WhirProver` on the CPU. The file names its hash (`p3-keccak/<extension>`) and is
 //! read back and checked by p3-whir's verifier, as `whir verify` will, before it is written.
 
-use p3_challenger::SerializingChallenger32;
 use p3_commit::MultilinearPcs;
 use p3_dft::Radix2DFTSmallBatch;
 use p3_matrix::dense::RowMajorMatrix;
@@ -14,15 +13,12 @@ use p3_sumcheck::layout::{Table, Witness};
 use p3_sumcheck::OpeningProtocol;
 use p3_whir::WhirProver;
 use rand::distr::{Distribution, StandardUniform};
-use whir_gpu::{GpuKeccak, GpuKeccakHash};
+use whir_gpu::{GpuKeccak, GpuKeccakChallenger, GpuKeccakHash};
 use whir_prover::{ProverLayout, WhirExtension};
 use whir_verifier::hash::{cpu_keccak_mmcs, keccak_challenger, CpuKeccakMmcs, KeccakChallenger, KeccakCommitment};
-use whir_verifier::{KeccakProofFileOf, LeafSponge, ParamSource};
+use whir_verifier::{KeccakProofFileOf, ParamSource};
 
 use super::*;
-
-/// The challenger of a resident Keccak proof: Plonky3's Keccak transcript, its grinds on the GPU.
-type GpuKeccakChallenger<F> = SerializingChallenger32<F, GpuKeccakHash<F>>;
 
 /// What a Keccak proof proves: one polynomial (a version-1 file) or tables (version 3).
 struct Instance<F: ProverField> {
@@ -71,12 +67,7 @@ pub(super) fn prove_keccak<F: ProverField, E: GpuProvable<F>>(args: ProveArgs) -
 where
     StandardUniform: Distribution<F>,
 {
-    if args.backend == BackendChoice::GpuPieces {
-        bail!("--backend gpu-pieces runs Plonky3's prover with our Poseidon2 pieces; with --hash keccak use --backend gpu, cpu or auto");
-    }
-    if args.security.leaf != LeafSponge::Width16 {
-        bail!("--hash keccak hashes leaves with Keccak (Plonky3's u64 sponge); a Poseidon2 leaf width (--leaf-width, or a --config that names one) does not apply: drop it");
-    }
+    crate::HashChoice::check_keccak_flags(args.config, args.security.leaf, args.backend == BackendChoice::GpuPieces)?;
     if args.gpu_memory == Some(0) {
         bail!("--gpu-memory 0 leaves the GPU no memory; give a budget in MiB, or use --backend cpu");
     }
@@ -185,7 +176,7 @@ where
         if let Some(t) = &tables {
             println!("tables: {t}");
         }
-        println!("parameters: {params}, over {}, Keccak trees and transcript (p3-keccak/{})", E::NAME, E::NAME);
+        println!("parameters: {params}, over {}{} (p3-keccak/{})", E::NAME, crate::HashChoice::note("keccak"), E::NAME);
         println!("prove:  {:>9.1} ms (commit {:.1} ms, open {:.1} ms)", ms(prove_time), ms(commit_time), ms(open_time));
         check.print();
     }

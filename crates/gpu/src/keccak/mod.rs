@@ -14,6 +14,10 @@ mod challenger;
 mod mmcs;
 
 pub use challenger::GpuKeccakHash;
+
+/// Plonky3's Keccak transcript (`SerializingChallenger32<F, HashChallenger<u8, Keccak256Hash,
+/// 32>>`'s bytes) with its grinds on the GPU: what the resident Keccak PCSs prove over.
+pub type GpuKeccakChallenger<F> = p3_challenger::SerializingChallenger32<F, GpuKeccakHash<F>>;
 pub use mmcs::{CpuKeccakMmcs, GpuKeccakMmcs, GpuKeccakProverData, KeccakU64Sponge};
 
 use std::sync::Arc;

@@ -132,8 +132,8 @@ impl Lap {
     }
 }
 
-/// A hiding proof: p3-whir's `ZkWhirProof` over the CPU MMCS's types (the bytes
-/// `HidingWhirPcs` writes).
+/// A hiding proof: p3-whir's `ZkWhirProof` over the MMCS `M`'s types (Poseidon2's by default;
+/// the bytes `HidingWhirPcs` writes).
 pub type ZkProof<F, E, M = CpuMmcs<F>> = ZkWhirProof<F, E, M>;
 
 /// The extension-field MMCS the masks and folded oracles are committed with.

@@ -3,7 +3,8 @@
 //! header, checked with p3-whir's own hiding verifier.
 //!
 //! The opening points are not the prover's choice: both sides draw them from a challenger of
-//! their own that observes the format version and the commitment ([`hiding_points`]), so a
+//! their own that observes the format version and the commitment ([`hiding_points`];
+//! [`hiding_points_over`] for Keccak's, with its challenger), so a
 //! proof answers for a point fixed only once the polynomial is. The transcript of the proof
 //! itself starts from a fresh challenger, as `HidingWhirPcs::commit` and `verify` expect.
 //!
@@ -134,8 +135,9 @@ type DecodedHidingBody<F, D> = HidingBody<Params, String, ZkMasks, MerkleCap<F, 
 impl<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>> HidingProofFileOf<F, E, H> {
     /// A file for a hiding proof made with `params` and `masks`: its commitment and its
     /// postcard-serialized `ZkWhirProof`.
+    /// (A Poseidon2 leaf width does not apply to [`Keccak`]'s leaves: its file names the default.)
     pub fn new(params: &Params, masks: ZkMasks, commitment: MerkleCap<F, H::Digest>, proof: Vec<u8>) -> Self {
-        Self { params: params.clone(), masks, commitment, proof, extension: std::marker::PhantomData }
+        Self { params: leaves_of::<F, H>(params), masks, commitment, proof, extension: std::marker::PhantomData }
     }
 
     /// The file's one canonical byte form.
@@ -192,8 +194,9 @@ impl<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>> HidingProofFileOf<F, E,
         if version != HIDING_VERSION {
             return Err(rejected(format!("format version {version} is a proof that does not hide; read it as a `ProofFile` (`whir verify` reads either)")));
         }
-        let (mut params, masks) = (params, prefix_masks(rest)?);
+        let mut params = params;
         params.leaf = check_hash::<F, E, H>(rest)?;
+        let masks = prefix_masks(rest)?;
         // Read within the bound its own parameters and masks give (no proof for them is larger).
         let bound = FileBound { params_bytes: Self::max_bytes_from(&params, masks, ParamSource::ProofFile)?, limits };
         read_bounded(&mut reader, &bound, &mut bytes)?;
@@ -253,7 +256,7 @@ impl<F: WhirField, E: WhirExtension<F>, H: ProofHash<F>> HidingProofFileOf<F, E,
         decode_canonical(&self.proof, "the proof body")
     }
 
-    /// The evaluations the proof claims, one per point of [`hiding_points`] (decoding only).
+    /// The evaluations the proof claims, one per point of [`hiding_points_over`] (decoding only).
     pub fn evaluations(&self) -> Result<Vec<E>, ProofError> {
         Ok(self.decode_body()?.evals)
     }
